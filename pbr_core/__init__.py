@@ -1,0 +1,57 @@
+"""pbr_core: calibration diagnostics and PAC-Bayes recalibration (Fujisawa & Futami, ICML 2025).
+
+Two calls do the common thing::
+
+    import pbr_core
+    preds = pbr_core.load_predictions("predictions.csv")
+    pbr_core.ece(preds.probs, preds.labels)          # B = floor(n^(1/3)) bins by default
+"""
+
+from __future__ import annotations
+
+from pbr_core.bounds import (
+    bound_minimizing_n_bins,
+    corollary1_bound,
+    corollary2_bound,
+    optimal_n_bins,
+    theorem1_binning_bias,
+    theorem1_bound,
+    theorem1_estimation_bias,
+    theorem2_bound,
+    theorem3_bound,
+)
+from pbr_core.loading import load_predictions
+from pbr_core.metrics import (
+    accuracy,
+    brier_score,
+    ece,
+    ece_curve,
+    mce,
+    nll,
+    reliability_diagram,
+)
+from pbr_core.predictions import Predictions, PredictionsError
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Predictions",
+    "PredictionsError",
+    "accuracy",
+    "bound_minimizing_n_bins",
+    "brier_score",
+    "corollary1_bound",
+    "corollary2_bound",
+    "ece",
+    "ece_curve",
+    "load_predictions",
+    "mce",
+    "nll",
+    "optimal_n_bins",
+    "reliability_diagram",
+    "theorem1_binning_bias",
+    "theorem1_bound",
+    "theorem1_estimation_bias",
+    "theorem2_bound",
+    "theorem3_bound",
+]

@@ -1,0 +1,192 @@
+"""The paper's bias and generalisation bounds for the binned ECE, as functions.
+
+Fujisawa & Futami, "PAC-Bayes Analysis for Recalibration in Classification" (ICML 2025):
+
+* Theorem 1 (test data, before recalibration), for any lambda > 0, with prob. >= 1 - eps:
+  |TCE - ECE| <= (1 + L)/B + (B log 2 + log(1/eps) + 2 lambda^2 / n) / lambda.
+  Nothing in it depends on the data, so lambda is optimised in closed form:
+  lambda* = sqrt(n (B log 2 + log(1/eps)) / 2), giving (1 + L)/B + 2 sqrt(2 (B log 2 + log(1/eps)) / n).
+* Theorem 2 / Corollary 2 (training or recalibration data, with KL(rho || pi)):
+  (1 + L)/B + (KL + B log 2 + log(1/eps) + 2 lambda^2 / n) / lambda.
+* Corollary 1 (generalisation of the ECE after recalibration, n_te = n_re = n):
+  (KL + B log 2 + log(1/eps) + 4 lambda^2 / n) / lambda.
+* Theorem 3 (ECE_K, B = B'^K regions):
+  K (1 + L) / B^(1/K) + (KL + B K log 2 + log(1/eps) + K^2 lambda^2 / (2 n)) / lambda.
+
+Choosing lambda validly when KL is data-dependent (GP_SPEC section 6): lambda must be fixed before
+the data are seen. We fix a grid of G lambda values that depends only on n (never on the data),
+apply the bound to each with confidence eps/G (a union bound), and report the smallest. The price
+is log(G) added to log(1/eps). ``lambda_grid`` gives the grid used by default.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+__all__ = [
+    "bound_minimizing_n_bins",
+    "corollary1_bound",
+    "corollary2_bound",
+    "lambda_grid",
+    "optimal_n_bins",
+    "theorem1_binning_bias",
+    "theorem1_bound",
+    "theorem1_estimation_bias",
+    "theorem1_optimal_lambda",
+    "theorem2_bound",
+    "theorem3_bound",
+]
+
+LOG2 = math.log(2.0)
+
+
+def _check(n, eps, lipschitz=1.0):
+    if np.any(np.asarray(n) < 1):
+        raise ValueError(f"Expected argument `n` to be a positive integer, but got {n!r}.")
+    if not 0 < eps < 1:
+        raise ValueError(f"Expected argument `eps` in (0, 1), but got {eps!r}.")
+    if lipschitz < 0:
+        raise ValueError(f"Expected argument `lipschitz` to be >= 0, but got {lipschitz!r}.")
+
+
+def optimal_n_bins(n: int) -> int:
+    """The paper's number of bins B = floor(n^(1/3)) (Theorem 1, Corollary 2), at least 1.
+
+    Computed in integers so that exact cubes give their root (1000 -> 10, not 9).
+    """
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"Expected argument `n` to be a positive integer, but got {n}.")
+    b = int(round(n ** (1.0 / 3.0)))
+    while b ** 3 > n:
+        b -= 1
+    while (b + 1) ** 3 <= n:
+        b += 1
+    return max(b, 1)
+
+
+def theorem1_binning_bias(n_bins, lipschitz: float = 1.0):
+    """Binning bias (1 + L) / B of Theorem 1: what coarse bins cost, falls as B grows."""
+    B = np.asarray(n_bins, dtype=np.float64)
+    return (1.0 + lipschitz) / B
+
+
+def theorem1_optimal_lambda(n, n_bins, eps: float = 0.05):
+    """lambda* = sqrt(n (B log 2 + log(1/eps)) / 2), the minimiser of Theorem 1's second term."""
+    B = np.asarray(n_bins, dtype=np.float64)
+    return np.sqrt(np.asarray(n, dtype=np.float64) * (B * LOG2 + math.log(1.0 / eps)) / 2.0)
+
+
+def theorem1_estimation_bias(n, n_bins, eps: float = 0.05, lam=None):
+    """Estimation bias (B log 2 + log(1/eps) + 2 lambda^2 / n) / lambda of Theorem 1.
+
+    With ``lam=None`` lambda takes its optimal value and the term is 2 sqrt(2 (B log 2 + log(1/eps)) / n):
+    too few samples per bin, rises as B grows.
+    """
+    _check(n, eps)
+    B = np.asarray(n_bins, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    if lam is None:
+        lam = theorem1_optimal_lambda(n, B, eps)
+    lam = np.asarray(lam, dtype=np.float64)
+    return (B * LOG2 + math.log(1.0 / eps) + 2.0 * lam**2 / n) / lam
+
+
+def theorem1_bound(n, n_bins, lipschitz: float = 1.0, eps: float = 0.05, lam=None):
+    """Theorem 1: with probability >= 1 - eps over the test set, |TCE - ECE| is at most this.
+
+    Vectorised over ``n_bins`` (and ``n``). Returns a float for scalar input.
+
+    Examples
+    --------
+    >>> round(float(theorem1_bound(10000, 21)), 4)
+    0.2137
+    """
+    _check(n, eps, lipschitz)
+    out = theorem1_binning_bias(n_bins, lipschitz) + theorem1_estimation_bias(n, n_bins, eps, lam)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def bound_minimizing_n_bins(n: int, lipschitz: float = 1.0, eps: float = 0.05, max_bins: int | None = None) -> int:
+    """The B in 1..max_bins that minimises Theorem 1's bound (default max_bins = max(200, 4 n^(1/3)))."""
+    _check(n, eps, lipschitz)
+    if max_bins is None:
+        max_bins = max(200, 4 * optimal_n_bins(n))
+    Bs = np.arange(1, int(max_bins) + 1)
+    return int(Bs[np.argmin(theorem1_bound(n, Bs, lipschitz, eps))])
+
+
+def lambda_grid(n: int, size: int = 41) -> np.ndarray:
+    """The fixed, data-independent grid of lambda values for the KL bounds: sqrt(n) * 10^[-1, 3].
+
+    It depends on n alone, so it is fixed before the data are seen.
+    """
+    return math.sqrt(n) * np.logspace(-1.0, 3.0, size)
+
+
+def _kl_bound(n, n_bins, kl, eps, lambdas, quad_coeff, bias):
+    """min over the fixed grid of (KL + B log 2 + log(G/eps) + c lambda^2 / n) / lambda + bias."""
+    _check(n, eps)
+    if np.any(np.asarray(kl) < 0):
+        raise ValueError(f"Expected argument `kl` to be >= 0, but got {kl!r}.")
+    lams = lambda_grid(n) if lambdas is None else np.atleast_1d(np.asarray(lambdas, dtype=np.float64))
+    if np.any(lams <= 0):
+        raise ValueError("Expected every lambda to be positive.")
+    log_term = math.log(len(lams) / eps)
+    B = np.asarray(n_bins, dtype=np.float64)[..., None]
+    kl = np.asarray(kl, dtype=np.float64)[..., None]
+    vals = (kl + B * LOG2 + log_term + quad_coeff * lams**2 / n) / lams
+    out = bias + vals.min(axis=-1)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def corollary1_bound(n: int, n_bins, kl, eps: float = 0.05, lambdas: Sequence[float] | None = None):
+    """Corollary 1: E_rho |E ECE(test) - ECE(recalibration set)| <= this, with prob. >= 1 - eps.
+
+    (KL + B log 2 + log(G/eps) + 4 lambda^2 / n) / lambda minimised over a fixed grid of G lambdas
+    (union bound; G = 1 when a single lambda fixed in advance is given).
+    """
+    return _kl_bound(n, n_bins, kl, eps, lambdas, 4.0, 0.0)
+
+
+def corollary2_bound(n: int, n_bins, kl, lipschitz: float = 1.0, eps: float = 0.05,
+                     lambdas: Sequence[float] | None = None):
+    """Corollary 2: E_rho |TCE - ECE(recalibration set)| <= this, with prob. >= 1 - eps.
+
+    (1 + L)/B + (KL + B log 2 + log(G/eps) + 2 lambda^2 / n) / lambda, minimised over a fixed grid.
+    """
+    _check(n, eps, lipschitz)
+    return _kl_bound(n, n_bins, kl, eps, lambdas, 2.0, theorem1_binning_bias(n_bins, lipschitz))
+
+
+def theorem2_bound(n: int, n_bins, kl, lipschitz: float = 1.0, eps: float = 0.05,
+                   lambdas: Sequence[float] | None = None):
+    """Theorem 2: E_rho |TCE - ECE(training set)| <= this; the same form as Corollary 2."""
+    return corollary2_bound(n, n_bins, kl, lipschitz, eps, lambdas)
+
+
+def theorem3_bound(n: int, n_bins_per_axis, n_classes: int, lipschitz: float = 1.0, eps: float = 0.05,
+                   kl: float = 0.0, lambdas: Sequence[float] | None = None):
+    """Theorem 3: bound on |CE_K - ECE_K| with B = B'^K regions.
+
+    K (1 + L) / B' + (KL + B K log 2 + log(1/eps) + K^2 lambda^2 / (2 n)) / lambda.
+    With ``kl=0`` and no ``lambdas`` (the test-data version) lambda is optimised in closed form:
+    lambda* = sqrt(2 n (B K log 2 + log(1/eps))) / K. With a KL term the fixed-grid union bound is used.
+    Pass ``n_classes=K'`` for the "any K' classes" variant (Appendix C.8).
+    """
+    _check(n, eps, lipschitz)
+    K = int(n_classes)
+    Bp = np.asarray(n_bins_per_axis, dtype=np.float64)
+    B = Bp**K
+    binning = K * (1.0 + lipschitz) / Bp
+    if kl == 0.0 and lambdas is None:
+        c = B * K * LOG2 + math.log(1.0 / eps)
+        out = binning + K * np.sqrt(2.0 * c / n)
+        return float(out) if np.ndim(out) == 0 else out
+    lams = lambda_grid(n) if lambdas is None else np.atleast_1d(np.asarray(lambdas, dtype=np.float64))
+    c = kl + (B * K * LOG2)[..., None] + math.log(len(lams) / eps)
+    out = binning + ((c + K**2 * lams**2 / (2.0 * n)) / lams).min(axis=-1)
+    return float(out) if np.ndim(out) == 0 else out

@@ -1,0 +1,369 @@
+"""The `Predictions` value: one validated set of classifier outputs and true labels.
+
+Everything in the product (metrics, recalibrators, experiments, the dashboard) works on this value
+or on the plain arrays it holds. It is built either by :func:`pbr_core.load_predictions` (files) or
+by :meth:`Predictions.from_arrays` (arrays already in memory); both validate the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Sequence
+
+import numpy as np
+
+Kind = Literal["multiclass", "binary", "top_label"]
+InputType = Literal["auto", "probabilities", "logits"]
+
+#: Rows of a probability matrix may differ from 1 by at most this much before they count as
+#: "not summing to one" (float32 softmax outputs routinely drift by ~1e-6).
+DEFAULT_SUM_TOLERANCE = 1e-3
+
+
+class PredictionsError(ValueError):
+    """Raised for any invalid prediction input; the message names the problem and where it is."""
+
+
+def softmax(z: np.ndarray) -> np.ndarray:
+    """Row-wise softmax, stable for large logits."""
+    z = np.asarray(z, dtype=np.float64)
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def log_probs(probs: np.ndarray) -> np.ndarray:
+    """log(p) clipped at the smallest positive float (GP_SPEC section 1: z = log p)."""
+    return np.log(np.clip(np.asarray(probs, dtype=np.float64), np.finfo(np.float64).tiny, None))
+
+
+def _first_bad_row(mask: np.ndarray) -> int:
+    """Index of the first row where ``mask`` (n,) or (n, K) is True."""
+    rows = mask if mask.ndim == 1 else mask.any(axis=1)
+    return int(np.flatnonzero(rows)[0])
+
+
+def looks_like_probabilities(values: np.ndarray, tolerance: float = DEFAULT_SUM_TOLERANCE) -> bool:
+    """True when every entry lies in [0, 1] and every row sums to 1 within ``tolerance``.
+
+    This is the inspection rule that decides "probabilities or logits" when the user does not say.
+    A one-column matrix counts as probabilities when all values lie in [0, 1] (binary p(y=1)).
+    """
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim == 1 or v.shape[1] == 1:
+        return bool(np.all((v >= 0) & (v <= 1)))
+    if np.any(v < 0) or np.any(v > 1):
+        return False
+    return bool(np.all(np.abs(v.sum(axis=1) - 1.0) <= tolerance))
+
+
+def detect_input_type(values: np.ndarray, tolerance: float = DEFAULT_SUM_TOLERANCE) -> Literal["probabilities", "logits"]:
+    """Decide by inspection whether a score matrix holds probabilities or logits."""
+    return "probabilities" if looks_like_probabilities(values, tolerance) else "logits"
+
+
+@dataclass(frozen=True)
+class Predictions:
+    """Validated predictions of one classifier on one data set.
+
+    Attributes
+    ----------
+    probs : ndarray of shape (n, K) or None
+        Predicted class probabilities (float64, rows sum to 1). For binary data K = 2 and
+        ``probs[:, 1]`` is p(y=1). None for top-label-only data.
+    labels : ndarray of shape (n,)
+        True labels as integers 0..K-1 (top-label-only: the true label ids as given).
+    logits : ndarray of shape (n, K) or None
+        The logits when the input held logits, else None.
+    class_names : tuple of str
+        One name per class (top-label-only: the distinct names seen, may be empty).
+    kind : {"multiclass", "binary", "top_label"}
+        "top_label" holds only (confidence, predicted label, true label): enough for ECE and
+        reliability diagrams, not for recalibration.
+    confidence : ndarray of shape (n,)
+        Top-label confidence max_k p_k (binary: also max(p, 1-p)).
+    predicted : ndarray of shape (n,)
+        Predicted label argmax_k p_k.
+    input_type : {"probabilities", "logits"}
+        What the score columns held.
+    notes : tuple of str
+        Plain-language record of what the loader decided (e.g. why it treated columns as logits).
+    source : str
+        Where the data came from (file name or "arrays").
+    """
+
+    labels: np.ndarray
+    confidence: np.ndarray
+    predicted: np.ndarray
+    kind: Kind
+    input_type: Literal["probabilities", "logits"]
+    probs: np.ndarray | None = None
+    logits: np.ndarray | None = None
+    class_names: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    source: str = "arrays"
+    _extra: dict = field(default_factory=dict, repr=False, compare=False)
+
+    # ------------------------------------------------------------------ basic facts
+    @property
+    def n(self) -> int:
+        return int(self.labels.shape[0])
+
+    @property
+    def n_classes(self) -> int:
+        if self.probs is not None:
+            return int(self.probs.shape[1])
+        return len(self.class_names)
+
+    @property
+    def correct(self) -> np.ndarray:
+        """1.0 where the predicted label equals the true label, else 0.0."""
+        return (self.predicted == self.labels).astype(np.float64)
+
+    @property
+    def accuracy(self) -> float:
+        return float(self.correct.mean())
+
+    @property
+    def can_recalibrate(self) -> bool:
+        return self.kind != "top_label"
+
+    @property
+    def p_positive(self) -> np.ndarray:
+        """p(y=1) for binary data."""
+        if self.kind != "binary":
+            raise PredictionsError(f"p_positive is only defined for binary data, but this data is {self.kind}.")
+        return self.probs[:, 1]
+
+    @property
+    def scores(self) -> np.ndarray:
+        """The recalibrators' input z (GP_SPEC section 1): logits when present, else log(p)."""
+        if self.probs is None:
+            raise PredictionsError(
+                "Top-label-only data (confidence, predicted label, true label) cannot be recalibrated: "
+                "recalibration needs the full probability or logit vector of every row."
+            )
+        return self.logits if self.logits is not None else log_probs(self.probs)
+
+    def metric_inputs(self) -> tuple[np.ndarray, np.ndarray]:
+        """The (probs, labels) pair the metrics take: full vector, or (confidence, correct) for top-label-only.
+
+        ``pbr_core.ece(conf, correct)`` on top-label-only data is exactly the top-label ECE, because
+        a 1-D input is binned on its value and compared with the 0/1 outcome.
+        """
+        if self.probs is None:
+            return self.confidence, self.correct
+        return self.probs, self.labels
+
+    def subset(self, index: np.ndarray | Sequence[int]) -> "Predictions":
+        """A new Predictions with only the rows in ``index`` (integer positions or boolean mask)."""
+        idx = np.asarray(index)
+        take = (lambda a: None if a is None else a[idx])
+        return Predictions(
+            labels=self.labels[idx],
+            confidence=self.confidence[idx],
+            predicted=self.predicted[idx],
+            kind=self.kind,
+            input_type=self.input_type,
+            probs=take(self.probs),
+            logits=take(self.logits),
+            class_names=self.class_names,
+            notes=self.notes,
+            source=self.source,
+        )
+
+    def with_probs(self, probs: np.ndarray, source: str | None = None) -> "Predictions":
+        """The same labels with new (e.g. recalibrated) probabilities; logits are dropped."""
+        return Predictions.from_arrays(
+            probs, self.labels, input_type="probabilities", class_names=self.class_names,
+            source=source or self.source,
+        )
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_arrays(
+        cls,
+        scores: np.ndarray,
+        labels: np.ndarray,
+        *,
+        input_type: InputType = "auto",
+        class_names: Sequence[str] | None = None,
+        renormalize: bool = False,
+        tolerance: float = DEFAULT_SUM_TOLERANCE,
+        source: str = "arrays",
+        notes: Sequence[str] = (),
+    ) -> "Predictions":
+        """Validate a score matrix (probabilities or logits) and integer labels.
+
+        Parameters
+        ----------
+        scores : array of shape (n, K) or (n,)
+            Probabilities or logits. A 1-D array (or one column) is binary p(y=1).
+        labels : array of shape (n,)
+            Integer labels in 0..K-1 (binary: 0/1).
+        input_type : {"auto", "probabilities", "logits"}
+            "auto" inspects the values (all in [0, 1] and rows summing to 1 -> probabilities).
+        renormalize : bool
+            Divide each probability row by its sum when rows do not sum to one (never done silently:
+            without it such rows are an error).
+        """
+        notes = list(notes)
+        s = np.asarray(scores)
+        y = np.asarray(labels)
+        if s.size == 0 or y.size == 0:
+            raise PredictionsError(f"{source}: no rows: the predictions are empty.")
+        if not np.issubdtype(s.dtype, np.number) or np.issubdtype(s.dtype, np.complexfloating):
+            raise PredictionsError(f"{source}: the scores are not numeric (dtype {s.dtype}).")
+        s = s.astype(np.float64)
+        if s.ndim == 2 and s.shape[1] == 1:
+            s = s[:, 0]
+        if s.ndim not in (1, 2):
+            raise PredictionsError(f"{source}: expected scores of shape (n, K) or (n,), but got shape {s.shape}.")
+        if y.ndim != 1:
+            raise PredictionsError(f"{source}: expected labels of shape (n,), but got shape {y.shape}.")
+        if s.shape[0] != y.shape[0]:
+            raise PredictionsError(
+                f"{source}: mismatched lengths: {s.shape[0]} rows of scores but {y.shape[0]} labels."
+            )
+        bad = ~np.isfinite(s)
+        if bad.any():
+            r = _first_bad_row(bad)
+            col = int(np.flatnonzero(bad[r])[0]) if s.ndim == 2 else 0
+            raise PredictionsError(f"{source}: NaN or infinite score at row {r}, column {col}.")
+        y = _integer_labels(y, source)
+        n = s.shape[0]
+
+        if s.ndim == 1:  # binary p(y=1)
+            if input_type == "logits":
+                raise PredictionsError(
+                    f"{source}: a single score column is read as p(y=1); binary logits are not supported "
+                    "in one column: give two logit columns or probabilities."
+                )
+            if np.any(s < 0) or np.any(s > 1):
+                r = _first_bad_row((s < 0) | (s > 1))
+                raise PredictionsError(
+                    f"{source}: single-column binary input must be p(y=1) in [0, 1], but row {r} holds {s[r]:g}."
+                )
+            bad_lab = (y != 0) & (y != 1)
+            if bad_lab.any():
+                r = _first_bad_row(bad_lab)
+                raise PredictionsError(
+                    f"{source}: one probability column means binary data, so labels must be 0 or 1, "
+                    f"but row {r} has label {y[r]}."
+                )
+            probs = np.column_stack([1.0 - s, s])
+            names = tuple(class_names) if class_names is not None else ("0", "1")
+            notes.append("One score column: read as binary p(y=1).")
+            return cls._build(probs, None, y, "binary", "probabilities", names, notes, source)
+
+        K = s.shape[1]
+        if K < 2:
+            raise PredictionsError(f"{source}: need at least 2 classes, got {K}.")
+        bad_lab = (y < 0) | (y >= K)
+        if bad_lab.any():
+            r = _first_bad_row(bad_lab)
+            raise PredictionsError(
+                f"{source}: label {y[r]} at row {r} is outside the classes 0..{K - 1} (there are {K} score columns)."
+            )
+        if class_names is not None and len(class_names) != K:
+            raise PredictionsError(f"{source}: {len(class_names)} class names for {K} score columns.")
+        names = tuple(class_names) if class_names is not None else tuple(str(k) for k in range(K))
+
+        chosen = input_type
+        if input_type == "auto":
+            chosen = detect_input_type(s, tolerance)
+            if chosen == "logits":
+                why = ("some values lie outside [0, 1]" if (np.any(s < 0) or np.any(s > 1))
+                       else "rows do not sum to 1")
+                notes.append(f"Read the {K} score columns as logits because {why}. Override with input_type='probabilities'.")
+            else:
+                notes.append(f"Read the {K} score columns as probabilities (all in [0, 1], rows sum to 1).")
+        if chosen == "logits":
+            return cls._build(softmax(s), s, y, "binary" if K == 2 else "multiclass", "logits", names, notes, source)
+
+        if np.any(s < 0):
+            r = _first_bad_row(s < 0)
+            raise PredictionsError(f"{source}: negative probability {s[r][s[r] < 0][0]:g} at row {r}.")
+        if np.any(s > 1):
+            r = _first_bad_row(s > 1)
+            raise PredictionsError(f"{source}: probability above 1 ({s[r].max():g}) at row {r}.")
+        sums = s.sum(axis=1)
+        off = np.abs(sums - 1.0) > tolerance
+        if off.any():
+            r = _first_bad_row(off)
+            if not renormalize:
+                raise PredictionsError(
+                    f"{source}: probabilities in row {r} sum to {sums[r]:.6g}, not 1 "
+                    f"({int(off.sum())} rows are off by more than {tolerance:g}). "
+                    "Fix the file, load the columns as logits, or ask to renormalise."
+                )
+            if np.any(sums <= 0):
+                r = _first_bad_row(sums <= 0)
+                raise PredictionsError(f"{source}: probabilities in row {r} are all zero; cannot renormalise.")
+            notes.append(f"Renormalised {int(off.sum())} rows whose probabilities did not sum to 1 (as asked).")
+        # Tiny float drift (within tolerance) is always removed so that downstream maths is exact.
+        s = s / sums[:, None]
+        return cls._build(s, None, y, "binary" if K == 2 else "multiclass", "probabilities", names, notes, source)
+
+    @classmethod
+    def from_top_label(
+        cls,
+        confidence: np.ndarray,
+        predicted: np.ndarray,
+        labels: np.ndarray,
+        *,
+        class_names: Sequence[str] = (),
+        source: str = "arrays",
+        notes: Sequence[str] = (),
+    ) -> "Predictions":
+        """Validate top-label-only data: confidence of the predicted label, predicted label, true label."""
+        c = np.asarray(confidence)
+        if c.size == 0:
+            raise PredictionsError(f"{source}: no rows: the predictions are empty.")
+        if not np.issubdtype(c.dtype, np.number):
+            raise PredictionsError(f"{source}: the confidence column is not numeric (dtype {c.dtype}).")
+        c = c.astype(np.float64)
+        p = _integer_labels(np.asarray(predicted), source, what="predicted label")
+        y = _integer_labels(np.asarray(labels), source)
+        if not (c.ndim == p.ndim == y.ndim == 1):
+            raise PredictionsError(f"{source}: confidence, predicted label and label must be 1-D.")
+        if not (c.shape[0] == p.shape[0] == y.shape[0]):
+            raise PredictionsError(
+                f"{source}: mismatched lengths: {c.shape[0]} confidences, {p.shape[0]} predicted labels, {y.shape[0]} labels."
+            )
+        bad = ~np.isfinite(c)
+        if bad.any():
+            raise PredictionsError(f"{source}: NaN or infinite confidence at row {_first_bad_row(bad)}.")
+        bad = (c < 0) | (c > 1)
+        if bad.any():
+            r = _first_bad_row(bad)
+            raise PredictionsError(f"{source}: confidence {c[r]:g} at row {r} is outside [0, 1].")
+        notes = list(notes) + ["Top-label-only data: ECE and reliability diagrams work, recalibration needs full vectors."]
+        return cls(labels=y, confidence=c, predicted=p, kind="top_label", input_type="probabilities",
+                   probs=None, logits=None, class_names=tuple(class_names), notes=tuple(notes), source=source)
+
+    @classmethod
+    def _build(cls, probs, logits, y, kind, input_type, names, notes, source) -> "Predictions":
+        return cls(
+            labels=y, confidence=probs.max(axis=1), predicted=probs.argmax(axis=1).astype(np.int64),
+            kind=kind, input_type=input_type, probs=probs, logits=logits, class_names=names,
+            notes=tuple(notes), source=source,
+        )
+
+
+def _integer_labels(y: np.ndarray, source: str, what: str = "label") -> np.ndarray:
+    """Labels as int64; floats are accepted only when they are whole numbers."""
+    if y.dtype == bool:
+        return y.astype(np.int64)
+    if not np.issubdtype(y.dtype, np.number):
+        raise PredictionsError(f"{source}: {what}s are not numeric (dtype {y.dtype}); map class names to integers first.")
+    if np.issubdtype(y.dtype, np.floating):
+        bad = ~np.isfinite(y)
+        if bad.any():
+            raise PredictionsError(f"{source}: missing or non-finite {what} at row {_first_bad_row(bad)}.")
+        frac = y != np.round(y)
+        if frac.any():
+            r = _first_bad_row(frac)
+            raise PredictionsError(f"{source}: {what} {y[r]:g} at row {r} is not a whole number.")
+    return y.astype(np.int64)
+
