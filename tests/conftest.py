@@ -1,0 +1,30 @@
+"""Shared fixtures: paths to the bundled real sample data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_DATA = ROOT / "sample_data"
+
+
+@pytest.fixture(scope="session")
+def sample_dir() -> Path:
+    return SAMPLE_DATA
+
+
+@pytest.fixture(scope="session")
+def cifar100() -> tuple[np.ndarray, np.ndarray]:
+    """Real CIFAR-100 DenseNet-121 test logits (10000 x 100) and labels (over-confident model)."""
+    d = np.load(SAMPLE_DATA / "cifar100_densenet121.npz", allow_pickle=False)
+    return d["logits"].astype(np.float64), d["labels"]
+
+
+@pytest.fixture(scope="session")
+def cifar10() -> tuple[np.ndarray, np.ndarray]:
+    """Real CIFAR-10 ResNet-110 test logits (10000 x 10) and labels."""
+    d = np.load(SAMPLE_DATA / "cifar10_resnet110.npz", allow_pickle=False)
+    return d["logits"].astype(np.float64), d["labels"]
