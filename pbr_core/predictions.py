@@ -272,10 +272,13 @@ class Predictions:
         chosen = input_type
         if input_type == "auto":
             chosen = detect_input_type(s, tolerance)
+            if chosen == "logits" and not (np.any(s < 0) or np.any(s > 1)):
+                # All in [0, 1] but rows off: far likelier broken probabilities than logits, so the
+                # sum check below reports it (or renormalises when asked) instead of a silent softmax.
+                chosen = "probabilities"
             if chosen == "logits":
-                why = ("some values lie outside [0, 1]" if (np.any(s < 0) or np.any(s > 1))
-                       else "rows do not sum to 1")
-                notes.append(f"Read the {K} score columns as logits because {why}. Override with input_type='probabilities'.")
+                notes.append(f"Read the {K} score columns as logits because some values lie outside [0, 1]. "
+                             "Override with input_type='probabilities'.")
             else:
                 notes.append(f"Read the {K} score columns as probabilities (all in [0, 1], rows sum to 1).")
         if chosen == "logits":
