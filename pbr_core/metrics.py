@@ -4,72 +4,138 @@ Conventions (paper Section 2.2, Eq. 2 and Appendix A):
 
 * Uniform-width bins I_1 = (0, 1/B], I_2 = (1/B, 2/B], ..., I_B = ((B-1)/B, 1]. A confidence of
   exactly 0 (possible only for binary p(y=1)) is put in I_1. Boundaries are i/B computed in float64.
+  (torchmetrics uses [a, b) bins on ``linspace`` edges plus an extra bin holding exactly 1.0;
+  scikit-learn's ``calibration_curve`` uses (a, b] like us since 1.5 but drops empty bins; netcal
+  uses ``histogramdd``'s [a, b) with the last bin closed. All agree away from bin edges.)
 * ``probs`` of shape (n, K) -> top-label metrics: confidence max_k p_k, outcome 1[argmax_k p_k = y].
 * ``probs`` of shape (n,) -> binary metrics on p(y=1) with outcome y in {0, 1} (Appendix A). The
   same path gives the top-label ECE of top-label-only data: pass (confidence, correct).
 * Empty bins contribute 0.
 
-Nothing here loops in Python over samples or over B.
+Nothing here loops in Python over samples or over B; large inputs are processed in row chunks so
+the temporary memory stays bounded.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, Literal
+import math
+import warnings
+from typing import Iterable, Literal, Sequence
 
 import numpy as np
 import pandas as pd
 
-from pbr_core.bounds import optimal_n_bins
+from pbr_core.bounds import optimal_n_bins, optimal_n_bins_per_axis
 
 __all__ = [
     "accuracy",
     "bin_boundaries",
     "bin_index",
     "brier_score",
+    "calibration_summary",
+    "classwise_ece",
     "confidence_and_outcome",
     "ece",
+    "ece_bootstrap_ci",
     "ece_curve",
+    "ece_k",
     "mce",
     "nll",
     "reliability_diagram",
 ]
 
+#: Elements per temporary array in chunked code paths (32 MB of float64).
+_CHUNK = 1 << 22
 
-def _check_n_bins(n_bins: int) -> int:
+
+# --------------------------------------------------------------------------- validation
+def _check_n_bins(n_bins: int, name: str = "n_bins") -> int:
     if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
-        raise ValueError(f"Expected argument `n_bins` to be an integer larger than 0, but got {n_bins!r}.")
+        raise ValueError(f"Expected argument `{name}` to be an integer larger than 0, but got {n_bins!r}.")
     return int(n_bins)
+
+
+def _check_level(level: float) -> float:
+    if not isinstance(level, (int, float, np.floating)) or not 0 < level < 1:
+        raise ValueError(f"Expected argument `level` to be a float in (0, 1), but got {level!r}.")
+    return float(level)
+
+
+def _check_probs(probs: np.ndarray) -> np.ndarray:
+    p = np.asarray(probs, dtype=np.float64)
+    if p.ndim not in (1, 2):
+        raise ValueError(f"Expected `probs` of shape (n, K) or (n,), but got shape {p.shape}.")
+    if p.shape[0] == 0:
+        raise ValueError("Expected at least one prediction, but got an empty array.")
+    if p.ndim == 2 and p.shape[1] == 0:
+        raise ValueError("Expected `probs` of shape (n, K) with K >= 1, but got K = 0.")
+    # Two reductions instead of three boolean temporaries: min/max propagate NaN, so one test
+    # catches NaN, inf and out-of-range values; the slow checks only run to word the message.
+    lo, hi = p.min(), p.max()
+    if not (lo >= 0.0 and hi <= 1.0):
+        if not np.all(np.isfinite(p)):
+            raise ValueError("`probs` contains NaN or infinite values.")
+        raise ValueError("`probs` has values outside [0, 1].")
+    return p
+
+
+def _check_labels(labels: np.ndarray, n: int) -> np.ndarray:
+    y = np.asarray(labels)
+    if y.ndim != 1 or y.shape[0] != n:
+        raise ValueError(f"Expected `labels` of shape ({n},), but got shape {y.shape}.")
+    if y.dtype.kind not in "biuf":
+        raise ValueError(f"Expected `labels` to hold integer class indices, but got dtype {y.dtype}.")
+    if y.dtype.kind == "f":
+        if not np.all(np.isfinite(y)):
+            raise ValueError("`labels` contains NaN or infinite values.")
+        if np.any(y != np.round(y)):
+            raise ValueError("Expected `labels` to hold integer class indices, but got non-integer values.")
+    return y
+
+
+def _validated(probs: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Checked float64 ``probs`` ((n,) or (n, K)) and int64 ``labels``; every public metric starts here."""
+    p = _check_probs(probs)
+    y = _check_labels(labels, p.shape[0])
+    if p.ndim == 1:
+        if not np.all((y == 0) | (y == 1)):
+            raise ValueError("A 1-D `probs` is binary p(y=1), so `labels` must be 0 or 1.")
+    else:
+        K = p.shape[1]
+        if np.any((y < 0) | (y >= K)):
+            raise ValueError(f"`labels` has values outside 0..{K - 1}.")
+    return p, y.astype(np.int64)
+
+
+def _conf_out(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if p.ndim == 1:
+        return p, y.astype(np.float64)
+    pred = p.argmax(axis=1)
+    return p[np.arange(p.shape[0]), pred], (pred == y).astype(np.float64)
+
+
+def _as_matrix(p: np.ndarray) -> np.ndarray:
+    """A 1-D p(y=1) as the two-column probability matrix [1 - p, p]; 2-D input unchanged."""
+    return np.column_stack([1.0 - p, p]) if p.ndim == 1 else p
 
 
 def confidence_and_outcome(probs: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The two per-sample numbers every binned metric needs.
 
     Returns ``(confidence, outcome)``: for (n, K) input the top-label confidence and 1[correct];
-    for (n,) input p(y=1) itself and the 0/1 label.
+    for (n,) input p(y=1) itself and the 0/1 label. Raises ``ValueError`` naming the problem for
+    bad shapes, NaN/inf, values outside [0, 1] and labels that are not valid class indices.
     """
-    p = np.asarray(probs, dtype=np.float64)
-    y = np.asarray(labels)
-    if p.ndim not in (1, 2):
-        raise ValueError(f"Expected `probs` of shape (n, K) or (n,), but got shape {p.shape}.")
-    if y.ndim != 1 or y.shape[0] != p.shape[0]:
-        raise ValueError(f"Expected `labels` of shape ({p.shape[0]},), but got shape {y.shape}.")
-    if p.shape[0] == 0:
-        raise ValueError("Expected at least one prediction, but got an empty array.")
-    if not np.all(np.isfinite(p)):
-        raise ValueError("`probs` contains NaN or infinite values.")
-    if np.any(p < 0) or np.any(p > 1):
-        raise ValueError("`probs` has values outside [0, 1].")
-    if p.ndim == 1:
-        if not np.all((y == 0) | (y == 1)):
-            raise ValueError("A 1-D `probs` is binary p(y=1), so `labels` must be 0 or 1.")
-        return p, y.astype(np.float64)
-    K = p.shape[1]
-    if np.any((y < 0) | (y >= K)):
-        raise ValueError(f"`labels` has values outside 0..{K - 1}.")
-    pred = p.argmax(axis=1)
-    return p[np.arange(p.shape[0]), pred], (pred == y).astype(np.float64)
+    return _conf_out(*_validated(probs, labels))
 
 
+def _probs_labels(probs: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Validated (n, K) probabilities and int64 labels; a 1-D p(y=1) becomes [1 - p, p]."""
+    p, y = _validated(probs, labels)
+    return _as_matrix(p), y
+
+
+# --------------------------------------------------------------------------- binning
 def bin_boundaries(n_bins: int) -> np.ndarray:
     """Right edges 1/B, 2/B, ..., 1 of the uniform-width bins (float64)."""
     n_bins = _check_n_bins(n_bins)
@@ -77,8 +143,26 @@ def bin_boundaries(n_bins: int) -> np.ndarray:
 
 
 def bin_index(confidence: np.ndarray, n_bins: int) -> np.ndarray:
-    """0-based bin of each confidence: i such that i/B < c <= (i+1)/B (c = 0 -> 0)."""
-    return np.searchsorted(bin_boundaries(n_bins), np.asarray(confidence, dtype=np.float64), side="left")
+    """0-based bin of each value: i such that i/B < c <= (i+1)/B (c = 0 -> 0), paper Eq. 2.
+
+    Computed as ceil(c B) - 1 and then corrected by one comparison with each neighbouring edge,
+    so the result equals ``searchsorted(bin_boundaries(B), c)`` exactly (float rounding of c B can
+    be off by one right at an edge) at about a third of its cost on large arrays.
+    """
+    edges = bin_boundaries(n_bins)
+    B = edges.size
+    c = np.asarray(confidence, dtype=np.float64)
+    t = c * B
+    np.ceil(t, out=t)
+    idx = t.astype(np.intp)
+    del t
+    idx -= 1
+    np.clip(idx, 0, B - 1, out=idx)
+    idx += c > edges[idx]
+    np.minimum(idx, B - 1, out=idx)
+    lower = np.concatenate([[-1.0], edges[:-1]])
+    idx -= c <= lower[idx]
+    return idx
 
 
 def _bin_sums(confidence: np.ndarray, outcome: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -93,6 +177,12 @@ def _resolve_n_bins(n_bins: int | None, n: int) -> int:
     return optimal_n_bins(n) if n_bins is None else _check_n_bins(n_bins)
 
 
+def _ece_from_sums(sum_gap: np.ndarray, n: int) -> float:
+    # sum_i (|I_i|/n) |mean conf - mean outcome| = sum_i |sum conf - sum outcome| / n.
+    return float(np.abs(sum_gap).sum() / n)
+
+
+# --------------------------------------------------------------------------- top-label / binary
 def ece(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = None) -> float:
     """Expected calibration error with uniform-width binning (paper Eq. 2).
 
@@ -110,17 +200,20 @@ def ece(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = None) -> flo
     Examples
     --------
     >>> import numpy as np, pbr_core
-    >>> pbr_core.ece(np.array([0.9, 0.8, 0.3]), np.array([1, 1, 0]), n_bins=2)
-    0.1333333333333333
+    >>> round(pbr_core.ece(np.array([0.9, 0.8, 0.3]), np.array([1, 1, 0]), n_bins=2), 4)
+    0.2
     """
     conf, out = confidence_and_outcome(probs, labels)
     B = _resolve_n_bins(n_bins, conf.shape[0])
-    count, sum_conf, sum_out = _bin_sums(conf, out, B)
-    return float(np.abs(sum_conf - sum_out).sum() / conf.shape[0])
+    sum_gap = np.bincount(bin_index(conf, B), weights=conf - out, minlength=B)
+    return _ece_from_sums(sum_gap, conf.shape[0])
 
 
 def mce(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = None) -> float:
-    """Maximum calibration error: the largest |confidence - accuracy| over non-empty bins."""
+    """Maximum calibration error: the largest |confidence - accuracy| over non-empty bins.
+
+    Same bins and inputs as :func:`ece`; MCE >= ECE always (a maximum bounds a weighted mean).
+    """
     conf, out = confidence_and_outcome(probs, labels)
     B = _resolve_n_bins(n_bins, conf.shape[0])
     count, sum_conf, sum_out = _bin_sums(conf, out, B)
@@ -128,24 +221,51 @@ def mce(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = None) -> flo
     return float(np.max(np.abs(sum_conf[nz] - sum_out[nz]) / count[nz]))
 
 
-def ece_curve(probs: np.ndarray, labels: np.ndarray, n_bins: Iterable[int] = range(1, 201)) -> np.ndarray:
-    """ECE for every B in ``n_bins`` in one vectorised pass.
-
-    Sorts the confidences once, takes cumulative sums of confidence and outcome, finds every bin
-    edge of every B with one ``searchsorted`` and sums per-bin gaps with ``np.add.reduceat``.
-    Cost: O(n log n + sum(B) log n); no Python loop over samples or over B.
-    """
-    conf, out = confidence_and_outcome(probs, labels)
-    Bs = np.asarray(list(n_bins), dtype=np.int64)
+def _check_bin_list(n_bins: Iterable[int]) -> np.ndarray:
+    if isinstance(n_bins, (int, np.integer)):
+        raise ValueError(
+            f"Expected argument `n_bins` to be an iterable of integers such as range(1, 201), but got {n_bins!r}."
+        )
+    Bs = np.asarray(list(n_bins))
     if Bs.size == 0:
-        return np.zeros(0)
+        return np.zeros(0, dtype=np.int64)
+    if Bs.ndim != 1 or Bs.dtype.kind not in "iu":
+        raise ValueError(f"Expected every `n_bins` to be an integer larger than 0, but got {Bs!r}.")
     if Bs.min() < 1:
         raise ValueError(f"Expected every `n_bins` to be an integer larger than 0, but got {int(Bs.min())}.")
+    return Bs.astype(np.int64)
+
+
+def ece_curve(probs: np.ndarray, labels: np.ndarray, n_bins: Iterable[int] = range(1, 201)) -> np.ndarray:
+    """ECE (paper Eq. 2) for every B in ``n_bins`` in one vectorised pass.
+
+    Sorts the confidences once, takes the cumulative sum of confidence - outcome, finds every bin
+    edge of every B with one ``searchsorted`` and sums per-bin gaps with ``np.add.reduceat``.
+    Cost: O(n log n + sum(B) log n); no Python loop over samples or over B (the B values are only
+    split into groups when sum(B) is in the millions, to bound memory). ``result[j]`` equals
+    ``ece(probs, labels, n_bins[j])`` up to float rounding of the cumulative sums (~1e-15).
+    """
+    conf, out = confidence_and_outcome(probs, labels)
+    Bs = _check_bin_list(n_bins)
+    if Bs.size == 0:
+        return np.zeros(0)
     n = conf.shape[0]
     order = np.argsort(conf, kind="stable")
     c_sorted = conf[order]
-    cum_c = np.concatenate([[0.0], np.cumsum(c_sorted)])
-    cum_o = np.concatenate([[0.0], np.cumsum(out[order])])
+    cum_gap = np.concatenate([[0.0], np.cumsum(c_sorted - out[order])])
+    del order
+    result = np.empty(Bs.size)
+    cum_B = np.cumsum(Bs)
+    start = 0
+    while start < Bs.size:
+        base = cum_B[start - 1] if start else 0
+        stop = max(start + 1, int(np.searchsorted(cum_B, base + _CHUNK, side="right")))
+        result[start:stop] = _curve_group(c_sorted, cum_gap, Bs[start:stop], n)
+        start = stop
+    return result
+
+
+def _curve_group(c_sorted: np.ndarray, cum_gap: np.ndarray, Bs: np.ndarray, n: int) -> np.ndarray:
     # All right edges of all B, concatenated: for B, edges k/B for k = 1..B (same float as bin_boundaries).
     reps = np.repeat(Bs, Bs)
     starts = np.concatenate([[0], np.cumsum(Bs)[:-1]])
@@ -153,13 +273,229 @@ def ece_curve(probs: np.ndarray, labels: np.ndarray, n_bins: Iterable[int] = ran
     edges = k / reps.astype(np.float64)
     # Number of samples with c <= edge. c = 0 falls in the first bin, consistent with bin_index.
     upto = np.searchsorted(c_sorted, edges, side="right")
+    # The last edge of every B is 1.0; set it to n so the last bin is closed whatever the rounding.
+    upto[np.cumsum(Bs) - 1] = n
     lower = np.empty_like(upto)
     lower[1:] = upto[:-1]
     lower[starts] = 0
-    # The last edge of every B is 1.0; anything above 1 by float noise still belongs to the last bin.
-    upto[np.cumsum(Bs) - 1] = n
-    gaps = np.abs((cum_c[upto] - cum_c[lower]) - (cum_o[upto] - cum_o[lower]))
+    gaps = np.abs(cum_gap[upto] - cum_gap[lower])
     return np.add.reduceat(gaps, starts) / n
+
+
+# --------------------------------------------------------------------------- multiclass
+def _row_chunks(n: int, width: int) -> Iterable[slice]:
+    step = max(1, _CHUNK // max(width, 1))
+    for s in range(0, n, step):
+        yield slice(s, min(n, s + step))
+
+
+def classwise_ece(
+    probs: np.ndarray, labels: np.ndarray, n_bins: int | None = None, reduce: bool = True
+) -> float | np.ndarray:
+    """Classwise ECE: the binned ECE of p_k against 1[y = k] for each class k, averaged over k.
+
+    Each class uses the same uniform bins as :func:`ece` (paper Eq. 2 applied to the binary
+    problem "is it class k", Appendix A). For a 1-D binary p(y=1) the two classes are [1 - p, p].
+
+    Parameters
+    ----------
+    probs : array of shape (n, K) or (n,)
+    labels : array of shape (n,)
+    n_bins : int or None
+        B; None uses floor(n^(1/3)).
+    reduce : bool
+        True returns the mean over classes (float); False the per-class values, shape (K,).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> round(classwise_ece(np.array([[0.8, 0.2], [0.3, 0.7]]), np.array([0, 0]), n_bins=2), 4)
+    0.45
+    """
+    p, y = _probs_labels(probs, labels)
+    n, K = p.shape
+    B = _resolve_n_bins(n_bins, n)
+    offsets = np.arange(K, dtype=np.intp) * B
+    sums = np.zeros(K * B)
+    for rows in _row_chunks(n, K):
+        pc = p[rows]
+        idx = bin_index(pc, B)
+        idx += offsets
+        resid = pc.copy()
+        resid[np.arange(pc.shape[0]), y[rows]] -= 1.0
+        sums += np.bincount(idx.ravel(), weights=resid.ravel(), minlength=K * B)
+    per_class = np.abs(sums.reshape(K, B)).sum(axis=1) / n
+    return float(per_class.mean()) if reduce else per_class
+
+
+def _check_classes(classes: Sequence[int] | None, K: int) -> np.ndarray:
+    if classes is None:
+        return np.arange(K)
+    c = np.asarray(classes)
+    if c.ndim != 1 or c.size == 0 or c.dtype.kind not in "iu":
+        raise ValueError(f"Expected argument `classes` to be a non-empty list of class indices, but got {classes!r}.")
+    if np.any((c < 0) | (c >= K)):
+        raise ValueError(f"Expected every entry of `classes` in 0..{K - 1}, but got {classes!r}.")
+    if np.unique(c).size != c.size:
+        raise ValueError(f"Expected the entries of `classes` to be distinct, but got {classes!r}.")
+    return c.astype(np.intp)
+
+
+def ece_k(
+    probs: np.ndarray,
+    labels: np.ndarray,
+    n_bins_per_axis: int | None = None,
+    classes: Sequence[int] | None = None,
+) -> float:
+    """ECE_K: binned estimate of CE_K = E ||P(Y | f(X)) - f(X)||_1 (paper Eq. ece_def_K, Theorem 3).
+
+    Each probability axis is cut into B' uniform bins ((a, b] as in Eq. 2), giving B = B'^K
+    regions of [0, 1]^K. Only occupied regions matter, so regions are identified by hashing the
+    per-axis bin indices (at most n distinct), never by enumerating all B'^K of them:
+
+        ECE_K = sum_regions (|I_i| / n) * || mean p in I_i - mean one-hot in I_i ||_1.
+
+    Parameters
+    ----------
+    probs : array of shape (n, K) or (n,)
+        Class probabilities (a 1-D binary p(y=1) is treated as [1 - p, p]).
+    labels : array of shape (n,)
+    n_bins_per_axis : int or None
+        B'. None uses floor(n^(1/(K'+2))), the rate-optimal choice after Theorem 3.
+    classes : sequence of int or None
+        The "any K' classes" variant (Appendix C.8): only these coordinates are binned and enter
+        the L1 distance. None uses all K classes.
+
+    Warns
+    -----
+    UserWarning
+        When B'^K' > n: most regions then hold at most one sample and the estimate mostly
+        measures noise rather than miscalibration (the curse of dimensionality of Theorem 3).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> round(ece_k(np.array([[0.8, 0.2], [0.3, 0.7]]), np.array([0, 1]), n_bins_per_axis=1), 4)
+    0.1
+    """
+    p, y = _probs_labels(probs, labels)
+    n, K = p.shape
+    cols = _check_classes(classes, K)
+    Kp = cols.size
+    Bp = optimal_n_bins_per_axis(n, Kp) if n_bins_per_axis is None else _check_n_bins(n_bins_per_axis, "n_bins_per_axis")
+    log10_regions = Kp * math.log10(Bp)
+    if log10_regions > math.log10(n):
+        warnings.warn(
+            f"ECE_K with {Bp} bins per axis over {Kp} classes has {Bp}^{Kp} (about 10^{log10_regions:.1f}) "
+            f"regions but only {n} samples, so most regions hold at most one sample and the estimate "
+            f"mostly measures noise, not miscalibration. Use fewer bins per axis "
+            f"(floor(n^(1/(K'+2))) = {optimal_n_bins_per_axis(n, Kp)}) or fewer classes (`classes=[...]`).",
+            UserWarning,
+            stacklevel=2,
+        )
+    region = _occupied_regions(p, cols, Bp, exact_keys=log10_regions < 18.0)
+    R = int(region.max()) + 1
+    sums = np.zeros(R * Kp)
+    axis = np.arange(Kp)
+    for rows in _row_chunks(n, Kp):
+        resid = p[rows][:, cols]
+        resid -= y[rows, None] == cols[None, :]
+        flat = region[rows, None] * Kp + axis
+        sums += np.bincount(flat.ravel(), weights=resid.ravel(), minlength=R * Kp)
+    return float(np.abs(sums).sum() / n)
+
+
+def _occupied_regions(p: np.ndarray, cols: np.ndarray, n_bins_per_axis: int, exact_keys: bool) -> np.ndarray:
+    """Region number 0..R-1 of every row (R <= n occupied regions of the B'^K' grid).
+
+    With ``exact_keys`` (B'^K' < 1e18 fits int64) a row's key is the mixed-radix number of its
+    per-axis bin indices; otherwise rows of the index matrix are deduplicated with np.unique.
+    """
+    n = p.shape[0]
+    Bp = n_bins_per_axis
+    keys = np.empty(n, dtype=np.int64) if exact_keys else np.empty((n, cols.size), dtype=np.int64)
+    for rows in _row_chunks(n, cols.size):
+        idx = bin_index(p[rows][:, cols], Bp)
+        if exact_keys:
+            key = np.zeros(idx.shape[0], dtype=np.int64)
+            for j in range(cols.size):  # a loop over axes, not samples
+                key *= Bp
+                key += idx[:, j]
+            keys[rows] = key
+        else:
+            keys[rows] = idx
+    _, region = np.unique(keys, axis=None if exact_keys else 0, return_inverse=True)
+    return region.ravel()
+
+
+# --------------------------------------------------------------------------- uncertainty
+def _bootstrap_eces(idx: np.ndarray, gap: np.ndarray, n_bins: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """ECE of ``n_boot`` resamples (with replacement) of the rows, bins held fixed.
+
+    A block of m replicates draws an (m, s) index matrix, gathers bin and gap, offsets replicate
+    r's bins by r*B and does one ``bincount``; rows are drawn in slices of s so that m*s <= _CHUNK
+    (bounded memory for any n). Cost O(n * n_boot).
+    """
+    n = idx.shape[0]
+    reps = np.empty(n_boot)
+    m = max(1, min(n_boot, _CHUNK // n))
+    s = min(n, _CHUNK // m)
+    for r0 in range(0, n_boot, m):
+        mm = min(m, n_boot - r0)
+        offsets = (np.arange(mm, dtype=np.intp) * n_bins)[:, None]
+        sums = np.zeros(mm * n_bins)
+        for c0 in range(0, n, s):
+            draw = rng.integers(0, n, size=(mm, min(s, n - c0)))
+            keys = idx[draw]
+            keys += offsets
+            sums += np.bincount(keys.ravel(), weights=gap[draw].ravel(), minlength=mm * n_bins)
+        reps[r0:r0 + mm] = np.abs(sums.reshape(mm, n_bins)).sum(axis=1) / n
+    return reps
+
+
+def _check_n_boot(n_boot: int) -> int:
+    return _check_n_bins(n_boot, "n_boot")
+
+
+def ece_bootstrap_ci(
+    probs: np.ndarray,
+    labels: np.ndarray,
+    n_bins: int | None = None,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int | None = 0,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval for the ECE (paper Eq. 2) at confidence ``level``.
+
+    Rows are resampled with replacement ``n_boot`` times; B is fixed from the full sample
+    (None -> floor(n^(1/3))) and not re-chosen per resample. The interval describes the sampling
+    variability of the binned estimator only. The binned ECE is biased (Theorem 1 bounds that bias
+    separately), and resampling adds noise to every bin's |gap|, so for a well-calibrated model
+    with many sparse bins the replicates sit above the point estimate and the percentile interval
+    may not contain it.
+
+    Cost O(n * n_boot) in vectorised chunks of bounded memory: about 1 s per 1e8 draws.
+
+    Returns
+    -------
+    (low, high) : tuple of float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> c = rng.uniform(0.5, 1, 2000); y = (rng.uniform(size=2000) < c - 0.1).astype(int)
+    >>> lo, hi = ece_bootstrap_ci(c, y, n_bins=10, n_boot=200)
+    >>> bool(lo <= ece(c, y, n_bins=10) <= hi)
+    True
+    """
+    level = _check_level(level)
+    n_boot = _check_n_boot(n_boot)
+    conf, out = confidence_and_outcome(probs, labels)
+    B = _resolve_n_bins(n_bins, conf.shape[0])
+    reps = _bootstrap_eces(bin_index(conf, B), conf - out, B, n_boot, np.random.default_rng(seed))
+    lo, hi = np.quantile(reps, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+    return float(lo), float(hi)
 
 
 def _wilson(successes: np.ndarray, count: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
@@ -181,18 +517,18 @@ def reliability_diagram(
     level: float = 0.95,
     interval: Literal["wilson"] = "wilson",
 ) -> pd.DataFrame:
-    """Per-bin statistics of a reliability diagram.
+    """Per-bin statistics of a reliability diagram (bins of paper Eq. 2).
 
     Columns: ``bin`` (1-based), ``lower``, ``upper`` (edges), ``count``, ``mean_confidence``,
     ``accuracy`` (binary input: frequency of y = 1), ``gap`` (accuracy - mean confidence),
     ``weight`` (count / n), ``ci_low``, ``ci_high``: a Wilson score interval at ``level`` for the
     bin's accuracy (it stays inside [0, 1] and behaves at 0 or n successes, unlike the normal
-    approximation). Empty bins have count 0 and NaN statistics.
+    approximation). Empty bins have count 0 and NaN statistics (scikit-learn's
+    ``calibration_curve`` drops them instead).
     """
     if interval != "wilson":
         raise ValueError(f"Expected argument `interval` to be 'wilson', but got {interval!r}.")
-    if not 0 < level < 1:
-        raise ValueError(f"Expected argument `level` in (0, 1), but got {level!r}.")
+    level = _check_level(level)
     conf, out = confidence_and_outcome(probs, labels)
     B = _resolve_n_bins(n_bins, conf.shape[0])
     count, sum_conf, sum_out = _bin_sums(conf, out, B)
@@ -215,35 +551,110 @@ def reliability_diagram(
     })
 
 
-def _probs_labels(probs: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    p = np.asarray(probs, dtype=np.float64)
-    y = np.asarray(labels).astype(np.int64)
-    confidence_and_outcome(p, y)  # validation only
-    if p.ndim == 1:
-        p = np.column_stack([1.0 - p, p])
-    return p, y
+# --------------------------------------------------------------------------- proper scores
+def _accuracy(p2: np.ndarray, y: np.ndarray) -> float:
+    return float((p2.argmax(axis=1) == y).mean())
+
+
+def _brier(p2: np.ndarray, y: np.ndarray) -> float:
+    rows = np.arange(p2.shape[0])
+    sq = (p2**2).sum(axis=1)
+    # ||e_y - p||^2 = ||p||^2 - 2 p_y + 1, without an (n, K) one-hot temporary.
+    return float((sq - 2.0 * p2[rows, y] + 1.0).mean())
+
+
+def _nll(p2: np.ndarray, y: np.ndarray) -> float:
+    py = p2[np.arange(p2.shape[0]), y]
+    return float(-np.log(np.clip(py, np.finfo(np.float64).tiny, None)).mean())
 
 
 def accuracy(probs: np.ndarray, labels: np.ndarray) -> float:
-    """Fraction of samples whose argmax (binary: p >= 0.5) equals the label."""
-    p, y = _probs_labels(probs, labels)
-    return float((p.argmax(axis=1) == y).mean())
+    """Fraction of samples whose argmax equals the label (binary p(y=1): predicts 1 iff p > 0.5).
+
+    A tie p = 0.5 predicts class 0, like ``argmax([1 - p, p])`` and torchmetrics' threshold rule.
+    """
+    return _accuracy(*_probs_labels(probs, labels))
 
 
 def brier_score(probs: np.ndarray, labels: np.ndarray) -> float:
-    """Multiclass Brier score mean_n ||e_y - p_n||_2^2 (the paper's Eq. for PBR).
+    """Multiclass Brier score mean_n ||e_y - p_n||_2^2 (the Brier term of the paper's PBR objective, Eq. eq_vi_obj3).
 
     A 1-D binary input is expanded to the two-column vector [1-p, p], so the value is twice the
     scikit-learn ``brier_score_loss`` on the same data.
     """
-    p, y = _probs_labels(probs, labels)
-    onehot = np.zeros_like(p)
-    onehot[np.arange(p.shape[0]), y] = 1.0
-    return float(((p - onehot) ** 2).sum(axis=1).mean())
+    return _brier(*_probs_labels(probs, labels))
 
 
 def nll(probs: np.ndarray, labels: np.ndarray) -> float:
     """Negative log-likelihood -mean_n log p_{n, y_n}, with p clipped at the smallest positive float."""
-    p, y = _probs_labels(probs, labels)
-    py = p[np.arange(p.shape[0]), y]
-    return float(-np.log(np.clip(py, np.finfo(np.float64).tiny, None)).mean())
+    return _nll(*_probs_labels(probs, labels))
+
+
+def calibration_summary(
+    probs: np.ndarray,
+    labels: np.ndarray,
+    n_bins: int | None = None,
+    *,
+    top_label_only: bool = False,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int | None = 0,
+) -> dict[str, float | int]:
+    """The numbers on the dashboard's metric cards, from one validation and one binning.
+
+    Parameters
+    ----------
+    probs : array of shape (n, K) or (n,)
+        Class probabilities, binary p(y=1), or (with ``top_label_only``) top-label confidences.
+    labels : array of shape (n,)
+        True labels, or (with ``top_label_only``) 1[prediction correct].
+    n_bins : int or None
+        B for ECE and MCE; None uses floor(n^(1/3)) (Theorem 1).
+    top_label_only : bool
+        The input is (confidence, correct) of top-label-only data. Then ``accuracy`` is
+        mean(correct), and ``brier``/``nll`` are those of the binary problem "confidence predicts
+        correctness" (Brier as [1 - c, c] vs one-hot, i.e. 2 (c - correct)^2 per row; NLL
+        -log c if correct else -log(1 - c)); they are not the multiclass Brier/NLL, which need
+        the full probability vector.
+    n_boot, level, seed
+        Passed to the bootstrap interval of the ECE (see :func:`ece_bootstrap_ci`).
+
+    Returns
+    -------
+    dict
+        ``ece``, ``ece_ci_low``, ``ece_ci_high``, ``ci_level``, ``mce``, ``brier``, ``nll``,
+        ``accuracy``, ``n``, ``n_bins``.
+    """
+    level = _check_level(level)
+    n_boot = _check_n_boot(n_boot)
+    p, y = _validated(probs, labels)
+    if top_label_only and p.ndim != 1:
+        raise ValueError(
+            f"Expected 1-D confidences with `top_label_only=True`, but got `probs` of shape {p.shape}."
+        )
+    conf, out = _conf_out(p, y)
+    n = conf.shape[0]
+    B = _resolve_n_bins(n_bins, n)
+    idx = bin_index(conf, B)
+    gap = conf - out
+    count = np.bincount(idx, minlength=B)
+    sum_gap = np.bincount(idx, weights=gap, minlength=B)
+    nz = count > 0
+    lo, hi = np.quantile(
+        _bootstrap_eces(idx, gap, B, n_boot, np.random.default_rng(seed)),
+        [(1.0 - level) / 2.0, (1.0 + level) / 2.0],
+    )
+    p2 = _as_matrix(p)
+    acc = float(out.mean()) if top_label_only else _accuracy(p2, y)
+    return {
+        "ece": _ece_from_sums(sum_gap, n),
+        "ece_ci_low": float(lo),
+        "ece_ci_high": float(hi),
+        "ci_level": level,
+        "mce": float(np.max(np.abs(sum_gap[nz]) / count[nz])),
+        "brier": _brier(p2, y),
+        "nll": _nll(p2, y),
+        "accuracy": acc,
+        "n": int(n),
+        "n_bins": int(B),
+    }
