@@ -1,0 +1,62 @@
+"""The paper's experiment protocols as functions returning tidy pandas DataFrames.
+
+Fujisawa & Futami, "PAC-Bayes Analysis for Recalibration in Classification" (ICML 2025), Section 6
+and Appendices F-G:
+
+* :func:`compare` - cross-validated comparison of recalibrators (Table 1): one row per (method, fold).
+* :func:`summarize`, :func:`summary_table`, :func:`best_mask` - mean ± std over folds, best per column.
+* :func:`kl_vs_ece_gap` - KL against the ECE generalisation gap over alpha (Section 6.1, Figure 2).
+* :func:`n_re_sweep` - test ECE against the recalibration set size (Figure 3).
+
+Every protocol takes ``progress(done, total, message)`` (called after each fit) and ``cancel()``
+(checked before each fit; True raises :class:`Cancelled`, which carries the partial table).
+:func:`tqdm_progress` adapts a tqdm bar for the command line.
+
+Example
+-------
+>>> from pbr_core.experiments import compare, summary_table
+>>> table = compare(preds, ["uncalibrated", "temperature", "pbr"], n_re=1000, n_folds=10)  # doctest: +SKIP
+>>> summary_table(table)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from pbr_core.experiments._protocol import (
+    CancelCallback,
+    Cancelled,
+    ProgressCallback,
+    available_methods,
+    fold_permutation,
+    make_recalibrator,
+    split_indices,
+    tqdm_progress,
+)
+from pbr_core.experiments.compare import COMPARE_COLUMNS, compare, fit_and_evaluate
+from pbr_core.experiments.kl_gap import KL_GAP_COLUMNS, PAPER_ALPHAS, KLGapResult, kl_vs_ece_gap
+from pbr_core.experiments.summary import HIGHER_IS_BETTER, LOWER_IS_BETTER, best_mask, summarize, summary_table
+from pbr_core.experiments.sweep import PAPER_N_RE_VALUES, n_re_sweep
+
+__all__ = [
+    "COMPARE_COLUMNS",
+    "HIGHER_IS_BETTER",
+    "KL_GAP_COLUMNS",
+    "LOWER_IS_BETTER",
+    "PAPER_ALPHAS",
+    "PAPER_N_RE_VALUES",
+    "CancelCallback",
+    "Cancelled",
+    "KLGapResult",
+    "ProgressCallback",
+    "available_methods",
+    "best_mask",
+    "compare",
+    "fit_and_evaluate",
+    "fold_permutation",
+    "kl_vs_ece_gap",
+    "make_recalibrator",
+    "n_re_sweep",
+    "split_indices",
+    "summarize",
+    "summary_table",
+    "tqdm_progress",
+]

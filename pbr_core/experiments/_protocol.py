@@ -1,0 +1,288 @@
+"""Machinery shared by the paper's experiment protocols (Section 6, Appendix F).
+
+Splits, method look-up, progress reporting and cancellation live here so that every protocol
+(:func:`~pbr_core.experiments.compare`, :func:`~pbr_core.experiments.kl_vs_ece_gap`,
+:func:`~pbr_core.experiments.n_re_sweep`) splits and reports in exactly the same way.
+
+Splits
+------
+Fold ``f`` of a run with seed ``s`` shuffles the rows with
+``np.random.default_rng(np.random.SeedSequence(s, spawn_key=(f,)))``, which is the generator that
+``SeedSequence(s).spawn(F)[f]`` would give for any ``F > f``. So fold ``f`` does not depend on how
+many folds are run, the folds are statistically independent, and ``seed=1, fold=0`` is not
+``seed=0, fold=1`` (as it would be with ``seed + f``). The split depends only on
+``(n, seed, fold)`` and the set sizes, never on the method: every method sees the same rows.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Literal, Mapping, Protocol, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pbr_core.bounds import optimal_n_bins
+from pbr_core.metrics import accuracy, brier_score, ece, nll
+from pbr_core.predictions import Predictions, PredictionsError
+
+__all__ = [
+    "Cancelled",
+    "ProgressCallback",
+    "CancelCallback",
+    "available_methods",
+    "fold_permutation",
+    "make_recalibrator",
+    "split_indices",
+    "tqdm_progress",
+]
+
+#: ``progress(done, total, message)``: called after each fit.
+ProgressCallback = Callable[[int, int, str], None]
+#: ``cancel()``: checked before each fit; returning True stops the run (raises :class:`Cancelled`).
+CancelCallback = Callable[[], bool]
+
+BinaryECE = Literal["positive", "top_label"]
+
+
+class Cancelled(Exception):
+    """A protocol was stopped by its ``cancel`` callback; the rows finished so far are kept.
+
+    Attributes
+    ----------
+    partial : pandas.DataFrame
+        The result table restricted to the fits that completed (same columns as a full run).
+    done, total : int
+        Fits completed and fits planned.
+    """
+
+    def __init__(self, partial: pd.DataFrame, done: int, total: int) -> None:
+        super().__init__(f"Cancelled after {done} of {total} fits; `partial` holds the {len(partial)} rows finished.")
+        self.partial = partial
+        self.done = done
+        self.total = total
+
+
+class _TqdmLike(Protocol):
+    total: Any
+    n: Any
+
+    def refresh(self) -> Any: ...
+
+    def set_description_str(self, desc: str | None = ..., refresh: bool = ...) -> Any: ...
+
+
+def tqdm_progress(bar: _TqdmLike) -> ProgressCallback:
+    """Turn a tqdm bar into a ``progress(done, total, message)`` callback (for the CLI).
+
+    Examples
+    --------
+    >>> from tqdm import tqdm
+    >>> with tqdm(disable=True) as bar:
+    ...     report = tqdm_progress(bar)
+    ...     report(1, 4, "temperature, fold 1/2")
+    ...     (bar.n, bar.total)
+    (1, 4)
+    """
+
+    def report(done: int, total: int, message: str) -> None:
+        bar.total = total
+        bar.n = done
+        bar.set_description_str(message, refresh=False)
+        bar.refresh()
+
+    return report
+
+
+# ---------------------------------------------------------------------------- splits
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"Expected argument `{name}` to be an integer of at least {minimum}, but got {value!r}.")
+    return int(value)
+
+
+def fold_permutation(n: int, seed: int, fold: int) -> np.ndarray:
+    """The row permutation of fold ``fold`` (see the module docstring for why SeedSequence)."""
+    _check_int("seed", seed, 0)
+    _check_int("fold", fold, 0)
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(int(fold),)))
+    return rng.permutation(int(n))
+
+
+def split_indices(n: int, n_re: int, *, fold: int, seed: int = 0,
+                  n_te: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Recalibration and test row indices of one fold (paper Section 6: n_re rows to fit, test on the rest).
+
+    Parameters
+    ----------
+    n : int
+        Number of rows in the prediction file.
+    n_re : int
+        Size of the recalibration set: the first ``n_re`` rows of the fold's permutation.
+    fold, seed : int
+        Which split (see :func:`fold_permutation`).
+    n_te : int or None
+        Size of the test set: the LAST ``n_te`` rows of the permutation. None: all ``n - n_re``
+        remaining rows. Taking the test rows from the end means that, within a fold, the test set
+        does not change when ``n_re`` changes, and smaller recalibration sets are nested in larger
+        ones (used by :func:`~pbr_core.experiments.n_re_sweep`).
+
+    Returns
+    -------
+    (re_idx, te_idx) : two sorted, disjoint int arrays.
+    """
+    n = _check_int("n", n, 2)
+    n_re = _check_int("n_re", n_re, 1)
+    if n_te is None:
+        n_te = n - n_re
+    n_te = _check_int("n_te", n_te, 1)
+    if n_re + n_te > n:
+        raise ValueError(
+            f"A recalibration set of n_re={n_re} and a test set of n_te={n_te} rows need "
+            f"{n_re + n_te} rows, but the predictions have only n={n}."
+        )
+    perm = fold_permutation(n, seed, fold)
+    return np.sort(perm[:n_re]), np.sort(perm[n - n_te:])
+
+
+# ---------------------------------------------------------------------------- methods
+def _registry() -> dict[str, type]:
+    # Importing the package registers every recalibrator family it knows about.
+    import pbr_core.recalibrators as recalibrators
+    from pbr_core.recalibrators.base import REGISTRY
+
+    try:  # GP methods live in their own module (torch); register them when it is there.
+        import pbr_core.recalibrators.gp  # noqa: F401
+    except ImportError:
+        pass
+    del recalibrators
+    return REGISTRY
+
+
+def available_methods() -> list[str]:
+    """Names of the recalibration methods the protocols accept (the recalibrator registry)."""
+    return sorted(_registry())
+
+
+def make_recalibrator(name: str, params: Mapping[str, Any] | None = None):
+    """A new, unfitted recalibrator of method ``name`` with ``params``; clear errors otherwise."""
+    registry = _registry()
+    if not isinstance(name, str) or name not in registry:
+        raise ValueError(
+            f"Unknown recalibration method {name!r}. Available methods: {', '.join(sorted(registry))}."
+        )
+    try:
+        return registry[name](**dict(params or {}))
+    except TypeError as exc:
+        raise ValueError(f"Invalid parameters {dict(params or {})!r} for method {name!r}: {exc}") from exc
+
+
+def check_methods(methods: Sequence[str] | str, method_params: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
+    """Validate method names and parameters up front, before any (possibly long) fit runs."""
+    if isinstance(methods, str):
+        methods = [methods]
+    methods = list(methods)
+    if not methods:
+        raise ValueError("Expected at least one method in `methods`, but got none.")
+    dupes = sorted({m for m in methods if methods.count(m) > 1})
+    if dupes:
+        raise ValueError(f"Methods are listed more than once: {dupes}.")
+    method_params = dict(method_params or {})
+    unknown = sorted(set(method_params) - set(methods))
+    if unknown:
+        raise ValueError(f"`method_params` names methods that are not in `methods`: {unknown}.")
+    for m in methods:
+        make_recalibrator(m, method_params.get(m))
+    return methods
+
+
+def check_predictions(preds: Predictions) -> Predictions:
+    if not isinstance(preds, Predictions):
+        raise TypeError(
+            "Expected a pbr_core.Predictions value (use pbr_core.load_predictions or "
+            f"Predictions.from_arrays), but got {type(preds).__name__}."
+        )
+    if not preds.can_recalibrate:
+        raise PredictionsError(
+            "Top-label-only data (confidence, predicted label, true label) cannot be recalibrated, so the "
+            "recalibration experiments cannot run on it: they need the full probability or logit vector of every row."
+        )
+    return preds
+
+
+# ---------------------------------------------------------------------------- metrics
+def ece_inputs(probs: np.ndarray, labels: np.ndarray, kind: str, binary_ece: BinaryECE) -> tuple[np.ndarray, np.ndarray]:
+    """What the ECE is computed on: the top label (paper Eq. 2), or p(y=1) for binary data (Appendix A)."""
+    if kind == "binary" and binary_ece == "positive":
+        return probs[:, 1], labels
+    return probs, labels
+
+
+def evaluation_metrics(probs: np.ndarray, labels: np.ndarray, kind: str, binary_ece: BinaryECE) -> dict[str, float]:
+    """ECE with B = floor(n_te^(1/3)) (paper Section 6), accuracy, NLL and Brier of one evaluation set."""
+    n_bins = optimal_n_bins(labels.shape[0])
+    return {
+        "n_bins": n_bins,
+        "ece": ece(*ece_inputs(probs, labels, kind, binary_ece), n_bins=n_bins),
+        "accuracy": accuracy(probs, labels),
+        "nll": nll(probs, labels),
+        "brier": brier_score(probs, labels),
+    }
+
+
+def kl_of(recalibrator: Any) -> float:
+    """The fitted KL(q || p) when the method exposes ``kl_`` (GP methods), else NaN."""
+    kl = getattr(recalibrator, "kl_", None)
+    return math.nan if kl is None else float(kl)
+
+
+# ---------------------------------------------------------------------------- running
+@dataclass
+class Runner:
+    """Counts fits, reports progress after each, checks ``cancel`` before each, collects rows."""
+
+    total: int
+    columns: Sequence[str]
+    progress: ProgressCallback | None = None
+    cancel: CancelCallback | None = None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def done(self) -> int:
+        return len(self.rows)
+
+    def check_cancel(self) -> None:
+        if self.cancel is not None and self.cancel():
+            raise Cancelled(self.table(), self.done, self.total)
+
+    def add(self, row: dict[str, Any], message: str) -> None:
+        self.rows.append(row)
+        if self.progress is not None:
+            self.progress(self.done, self.total, message)
+
+    def table(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows, columns=list(self.columns))
+
+
+OnError = Literal["raise", "warn"]
+
+
+def timed_fit(recalibrator: Any, fit_set: Predictions, on_error: OnError, what: str) -> tuple[float, str | None]:
+    """Fit and time; with ``on_error="warn"`` a failing fit becomes a warning and an error message."""
+    start = time.perf_counter()
+    try:
+        recalibrator.fit(fit_set)
+    except Exception as exc:  # noqa: BLE001 - reported, or re-raised with context
+        if on_error == "raise":
+            raise RuntimeError(f"{what} failed: {type(exc).__name__}: {exc}") from exc
+        message = f"{type(exc).__name__}: {exc}"
+        warnings.warn(f"{what} failed ({message}); its metrics are NaN.", RuntimeWarning, stacklevel=3)
+        return time.perf_counter() - start, message
+    return time.perf_counter() - start, None
+
+
+def iter_folds(n_folds: int) -> Iterable[int]:
+    return range(_check_int("n_folds", n_folds, 1))

@@ -1,0 +1,177 @@
+"""Cross-validated comparison of recalibrators (paper Section 6.2, Table 1, Appendix F-G).
+
+Protocol: split the predictions into a recalibration set of ``n_re`` rows and a test set (the rest),
+fit each method on the recalibration set, evaluate on the test set (ECE with B = floor(n_te^(1/3)),
+accuracy, NLL, Brier), repeat over ``n_folds`` random splits, report mean and std over folds.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pbr_core.bounds import optimal_n_bins
+from pbr_core.experiments._protocol import (
+    BinaryECE,
+    CancelCallback,
+    OnError,
+    ProgressCallback,
+    Runner,
+    check_methods,
+    check_predictions,
+    evaluation_metrics,
+    iter_folds,
+    kl_of,
+    make_recalibrator,
+    split_indices,
+    timed_fit,
+)
+from pbr_core.predictions import Predictions
+
+__all__ = ["COMPARE_COLUMNS", "compare", "fit_and_evaluate"]
+
+#: Columns of :func:`compare`'s table, in order.
+COMPARE_COLUMNS = (
+    "method", "fold", "n_re", "n_te", "n_bins", "ece", "accuracy", "nll", "brier", "kl",
+    "fit_seconds", "predict_seconds", "error",
+)
+
+
+def fit_and_evaluate(method: str, params: Mapping[str, Any] | None, fit_set: Predictions, test_set: Predictions,
+                     *, binary_ece: BinaryECE = "positive", on_error: OnError = "raise",
+                     what: str = "") -> dict[str, Any]:
+    """Fit one method on ``fit_set`` and return its test metrics, KL, timings and error (one table row).
+
+    The returned dict has every column of :data:`COMPARE_COLUMNS` except method, fold and n_re.
+    With ``on_error="warn"`` a failing fit or prediction gives NaN metrics and the error message.
+    """
+    what = what or f"Method {method!r}"
+    recalibrator = make_recalibrator(method, params)
+    row: dict[str, Any] = {"n_te": test_set.n}
+    fit_seconds, error = timed_fit(recalibrator, fit_set, on_error, what)
+    row["fit_seconds"] = fit_seconds
+    predict_seconds = math.nan
+    metrics = None
+    if error is None:
+        start = time.perf_counter()
+        try:
+            probs = recalibrator.predict_proba(test_set)
+            predict_seconds = time.perf_counter() - start
+            metrics = evaluation_metrics(probs, test_set.labels, test_set.kind, binary_ece)
+        except Exception as exc:  # noqa: BLE001 - reported, or re-raised with context
+            if on_error == "raise":
+                raise RuntimeError(f"{what}: prediction on the test set failed: {type(exc).__name__}: {exc}") from exc
+            error = f"{type(exc).__name__}: {exc}"
+            warnings.warn(f"{what}: prediction failed ({error}); its metrics are NaN.", RuntimeWarning, stacklevel=2)
+    if metrics is None:
+        metrics = {"n_bins": optimal_n_bins(test_set.n), "ece": math.nan, "accuracy": math.nan,
+                   "nll": math.nan, "brier": math.nan}
+    row.update(metrics)
+    row["kl"] = kl_of(recalibrator) if error is None else math.nan
+    row["predict_seconds"] = predict_seconds
+    row["error"] = error
+    return row
+
+
+def compare(
+    preds: Predictions,
+    methods: Sequence[str] = ("uncalibrated", "temperature"),
+    n_re: int = 1000,
+    n_folds: int = 10,
+    seed: int = 0,
+    method_params: Mapping[str, Mapping[str, Any]] | None = None,
+    progress: ProgressCallback | None = None,
+    cancel: CancelCallback | None = None,
+    *,
+    binary_ece: BinaryECE = "positive",
+    on_error: OnError = "raise",
+) -> pd.DataFrame:
+    """Fit every method on the same random recalibration/test splits and evaluate on the test sets.
+
+    The paper's comparison protocol (Section 6.2 and Appendix F, "Performance evaluation"):
+    ``n_folds`` random splits into a recalibration set of ``n_re`` rows and a test set of the other
+    ``n_te = n - n_re`` rows; every method is fitted on the recalibration set of a fold and evaluated
+    on its test set with ECE (B = floor(n_te^(1/3)), Theorem 1), accuracy, NLL and Brier score.
+
+    Parameters
+    ----------
+    preds : Predictions
+        Full probability (or logit) vectors and labels; top-label-only data raises
+        :class:`~pbr_core.PredictionsError` (it cannot be recalibrated).
+    methods : sequence of str
+        Names in the recalibrator registry (:func:`available_methods`), e.g. ``"uncalibrated"``,
+        ``"temperature"``, ``"gp"``, ``"pbr"``, ``"pbr_total"``. Binary methods (Platt, isotonic,
+        beta, BBQ) run one-vs-all on multiclass data, as in Wenger et al.
+    n_re : int
+        Recalibration set size (paper: 1000). Must be smaller than the number of rows.
+    n_folds : int
+        Number of random splits (paper: 10). Fold f's split is the same for every method and depends
+        only on ``(n, n_re, seed, f)`` (see :func:`split_indices`).
+    seed : int
+        Seed of the splits.
+    method_params : mapping of method name -> dict, optional
+        Constructor parameters per method, e.g. ``{"pbr": {"alpha": 0.5}}``.
+    progress : callable ``progress(done, total, message)``, optional
+        Called after each fit; ``total = n_folds * len(methods)``.
+    cancel : callable ``cancel() -> bool``, optional
+        Checked before each fit; when it returns True, :class:`Cancelled` is raised carrying the
+        rows finished so far in ``.partial``.
+    binary_ece : {"positive", "top_label"}
+        For binary data, the ECE of p(y=1) (paper Appendix A, the default) or the top-label ECE.
+    on_error : {"raise", "warn"}
+        A failing fit raises (default), or gives a warning, NaN metrics and a message in ``error``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (fold, method), columns :data:`COMPARE_COLUMNS`: method, fold, n_re, n_te, n_bins,
+        ece, accuracy, nll, brier, kl (NaN for methods without ``kl_``), fit_seconds,
+        predict_seconds, error (None when the fit succeeded). Folds are the outer loop, so a
+        cancelled run holds complete folds first.
+
+    References
+    ----------
+    Fujisawa & Futami, "PAC-Bayes Analysis for Recalibration in Classification", ICML 2025,
+    Section 6.2, Table 1 and Appendix F.
+
+    Examples
+    --------
+    >>> import numpy as np, pbr_core
+    >>> from pbr_core.experiments import compare, summarize
+    >>> d = np.load("sample_data/cifar10_resnet110.npz")
+    >>> preds = pbr_core.Predictions.from_arrays(d["logits"], d["labels"])
+    >>> table = compare(preds, ["uncalibrated", "temperature"], n_re=500, n_folds=2)  # doctest: +SKIP
+    >>> summarize(table)  # doctest: +SKIP
+    """
+    preds = check_predictions(preds)
+    methods = check_methods(methods, method_params)
+    method_params = dict(method_params or {})
+    _check_n_re(n_re, preds.n)
+    folds = list(iter_folds(n_folds))
+    runner = Runner(total=len(folds) * len(methods), columns=COMPARE_COLUMNS, progress=progress, cancel=cancel)
+    for fold in folds:
+        re_idx, te_idx = split_indices(preds.n, n_re, fold=fold, seed=seed)
+        fit_set, test_set = preds.subset(re_idx), preds.subset(te_idx)
+        for method in methods:
+            runner.check_cancel()
+            what = f"{method}, fold {fold + 1}/{len(folds)}"
+            row = {"method": method, "fold": fold, "n_re": int(n_re)}
+            row.update(fit_and_evaluate(method, method_params.get(method), fit_set, test_set,
+                                        binary_ece=binary_ece, on_error=on_error, what=what))
+            runner.add(row, what)
+    return runner.table()
+
+
+def _check_n_re(n_re: Any, n: int) -> int:
+    if isinstance(n_re, bool) or not isinstance(n_re, (int, np.integer)) or n_re < 2:
+        raise ValueError(f"Expected argument `n_re` to be an integer of at least 2, but got {n_re!r}.")
+    if n_re >= n:
+        raise ValueError(
+            f"Expected `n_re` smaller than the number of rows ({n}) so that a test set remains, but got n_re={n_re}."
+        )
+    return int(n_re)

@@ -1,0 +1,209 @@
+"""KL divergence against the ECE generalisation gap (paper Section 6.1, Figures 2, 5 and 6).
+
+For each alpha (the KL weight of the PBR objective) and each fold, PBR is fitted on a recalibration
+set of n_re rows; the gap |ECE(test subset of n_re rows) - ECE(recalibration set)| is measured with
+B = floor(n_re^(1/3)) bins on both sides ("we set n_te = n_re when estimating the ECE gap",
+Appendix F), and set against the fitted KL(q || p). Corollary 1 bounds the expected gap by a
+function of that KL, so the two should correlate (Pearson's r and Kendall's tau).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from pbr_core.bounds import corollary1_bound, optimal_n_bins
+from pbr_core.experiments._protocol import (
+    BinaryECE,
+    CancelCallback,
+    OnError,
+    ProgressCallback,
+    Runner,
+    check_predictions,
+    ece_inputs,
+    iter_folds,
+    kl_of,
+    make_recalibrator,
+    split_indices,
+    timed_fit,
+)
+from pbr_core.metrics import ece
+from pbr_core.predictions import Predictions
+
+__all__ = ["KL_GAP_COLUMNS", "PAPER_ALPHAS", "KLGapResult", "kl_vs_ece_gap"]
+
+#: The paper's alpha grid (Section 6.2, Appendix F).
+PAPER_ALPHAS = (0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
+
+#: Columns of :attr:`KLGapResult.table`, in order.
+KL_GAP_COLUMNS = ("alpha", "fold", "n_re", "n_bins", "kl", "ece_re", "ece_te", "gap", "bound", "fit_seconds", "error")
+
+
+@dataclass(frozen=True)
+class KLGapResult:
+    """The per-fit table of :func:`kl_vs_ece_gap` and the KL-gap correlations over all its rows.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per (fold, alpha), columns :data:`KL_GAP_COLUMNS`; ``bound`` is Corollary 1 with
+        n = n_re, B = floor(n_re^(1/3)) and the row's KL.
+    pearson_r, pearson_p : float
+        Pearson's correlation between ``kl`` and ``gap`` and its two-sided p-value (scipy.stats.pearsonr).
+    kendall_tau, kendall_p : float
+        Kendall's tau-b and its p-value (scipy.stats.kendalltau).
+    n_re, n_bins : int
+        Recalibration (and test-subset) size and the number of bins used on both sides.
+    objective : str
+        The registry name of the method fitted ("pbr", "pbr_total", ...).
+    eps : float
+        Confidence parameter of the Corollary 1 bound.
+    """
+
+    table: pd.DataFrame
+    pearson_r: float
+    pearson_p: float
+    kendall_tau: float
+    kendall_p: float
+    n_re: int
+    n_bins: int
+    objective: str
+    eps: float = 0.05
+
+    @classmethod
+    def from_table(cls, table: pd.DataFrame, objective: str = "pbr", eps: float = 0.05) -> "KLGapResult":
+        """Correlations of a (possibly partial, e.g. cancelled) table; rows with NaN KL or gap are left out."""
+        ok = table.dropna(subset=["kl", "gap"])
+        r, rp, tau, tp = _correlations(ok["kl"].to_numpy(float), ok["gap"].to_numpy(float))
+        n_re = int(table["n_re"].iloc[0]) if len(table) else 0
+        return cls(table=table, pearson_r=r, pearson_p=rp, kendall_tau=tau, kendall_p=tp, n_re=n_re,
+                   n_bins=optimal_n_bins(n_re) if n_re else 0, objective=objective, eps=eps)
+
+    def correlations(self) -> pd.DataFrame:
+        """The two correlations as a small table: rows pearson / kendall, columns statistic, p_value, n."""
+        n = int(self.table.dropna(subset=["kl", "gap"]).shape[0])
+        return pd.DataFrame(
+            {"statistic": [self.pearson_r, self.kendall_tau], "p_value": [self.pearson_p, self.kendall_p], "n": [n, n]},
+            index=pd.Index(["pearson", "kendall"], name="correlation"),
+        )
+
+
+def _correlations(kl: np.ndarray, gap: np.ndarray) -> tuple[float, float, float, float]:
+    if kl.shape[0] < 3:
+        warnings.warn(f"KL-gap correlations need at least 3 fits, but got {kl.shape[0]}; they are NaN.",
+                      RuntimeWarning, stacklevel=3)
+        return (math.nan,) * 4
+    if np.ptp(kl) == 0 or np.ptp(gap) == 0:
+        which = "KL" if np.ptp(kl) == 0 else "ECE gap"
+        warnings.warn(f"The {which} is the same in every fit, so its correlations are undefined (NaN).",
+                      RuntimeWarning, stacklevel=3)
+        return (math.nan,) * 4
+    pearson = stats.pearsonr(kl, gap)
+    kendall = stats.kendalltau(kl, gap)
+    return float(pearson[0]), float(pearson[1]), float(kendall[0]), float(kendall[1])
+
+
+def kl_vs_ece_gap(
+    preds: Predictions,
+    alphas: Sequence[float] = PAPER_ALPHAS,
+    objective: str = "pbr",
+    n_re: int = 1000,
+    n_folds: int = 10,
+    seed: int = 0,
+    progress: ProgressCallback | None = None,
+    cancel: CancelCallback | None = None,
+    *,
+    eps: float = 0.05,
+    binary_ece: BinaryECE = "positive",
+    on_error: OnError = "raise",
+    **pbr_params: Any,
+) -> KLGapResult:
+    """Fit PBR for each alpha on each fold and relate its KL to the ECE generalisation gap (Section 6.1).
+
+    Fold f draws the permutation of :func:`split_indices`: its first ``n_re`` rows are the
+    recalibration set, its last ``n_re`` rows the test subset (disjoint; needs 2 n_re <= n).
+    Every alpha sees the same rows in a fold.
+
+    Parameters
+    ----------
+    preds : Predictions
+        Full probability (or logit) vectors and labels.
+    alphas : sequence of float
+        KL weights (paper: {0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0}).
+    objective : str
+        Registry name of a method that takes ``alpha`` and exposes ``kl_`` after fitting
+        ("pbr" is Eq. vi_obj2 of the paper, "pbr_total" Eq. vi_obj3; "_app" variants predict with
+        the mean approximation).
+    n_re : int
+        Recalibration set size = test subset size (paper: 1000).
+    n_folds, seed : int
+        Number of random splits (paper: 10) and their seed.
+    progress, cancel : callables, optional
+        As in :func:`compare`; ``total = n_folds * len(alphas)``; :class:`Cancelled` carries the
+        partial table (``KLGapResult.from_table(exc.partial)`` gives its correlations).
+    eps : float
+        Confidence parameter of the Corollary 1 bound in the ``bound`` column.
+    binary_ece, on_error
+        As in :func:`compare`.
+    **pbr_params
+        Further constructor parameters of the method (e.g. ``n_inducing=10``, ``device="cpu"``).
+
+    Returns
+    -------
+    KLGapResult
+
+    References
+    ----------
+    Fujisawa & Futami (ICML 2025), Section 6.1, Corollary 1 (Eq. pac-re) and Appendix F.
+    """
+    preds = check_predictions(preds)
+    alphas = [float(a) for a in (alphas if np.ndim(alphas) else [alphas])]
+    if not alphas:
+        raise ValueError("Expected at least one value in `alphas`, but got none.")
+    if any(not math.isfinite(a) or a < 0 for a in alphas):
+        raise ValueError(f"Expected every alpha to be a finite number >= 0, but got {alphas}.")
+    make_recalibrator(objective, {"alpha": alphas[0], **pbr_params})  # fail fast on bad names/params
+    if isinstance(n_re, bool) or not isinstance(n_re, (int, np.integer)) or n_re < 2:
+        raise ValueError(f"Expected argument `n_re` to be an integer of at least 2, but got {n_re!r}.")
+    if 2 * n_re > preds.n:
+        raise ValueError(
+            f"The ECE gap uses a recalibration set and a disjoint test subset of n_re rows each, so it needs "
+            f"2 * n_re <= n, but n_re={n_re} and the predictions have n={preds.n} rows."
+        )
+    n_bins = optimal_n_bins(n_re)
+    folds = list(iter_folds(n_folds))
+    runner = Runner(total=len(folds) * len(alphas), columns=KL_GAP_COLUMNS, progress=progress, cancel=cancel)
+    for fold in folds:
+        re_idx, te_idx = split_indices(preds.n, n_re, fold=fold, seed=seed, n_te=n_re)
+        fit_set, test_set = preds.subset(re_idx), preds.subset(te_idx)
+        for alpha in alphas:
+            runner.check_cancel()
+            what = f"{objective} alpha={alpha:g}, fold {fold + 1}/{len(folds)}"
+            row = _fit_one(objective, alpha, pbr_params, fit_set, test_set, n_bins, eps, binary_ece, on_error, what)
+            runner.add({"alpha": alpha, "fold": fold, "n_re": int(n_re), "n_bins": n_bins, **row}, what)
+    return KLGapResult.from_table(runner.table(), objective=objective, eps=eps)
+
+
+def _fit_one(objective: str, alpha: float, params: dict[str, Any], fit_set: Predictions, test_set: Predictions,
+             n_bins: int, eps: float, binary_ece: BinaryECE, on_error: OnError, what: str) -> dict[str, Any]:
+    recalibrator = make_recalibrator(objective, {"alpha": alpha, **params})
+    fit_seconds, error = timed_fit(recalibrator, fit_set, on_error, what)
+    row: dict[str, Any] = {"kl": math.nan, "ece_re": math.nan, "ece_te": math.nan, "gap": math.nan,
+                           "bound": math.nan, "fit_seconds": fit_seconds, "error": error}
+    if error is not None:
+        return row
+    kl = kl_of(recalibrator)
+    if math.isnan(kl):
+        raise ValueError(f"Method {objective!r} exposes no `kl_` after fitting, so it cannot be used for the KL-gap study.")
+    ece_re = ece(*ece_inputs(recalibrator.predict_proba(fit_set), fit_set.labels, fit_set.kind, binary_ece), n_bins=n_bins)
+    ece_te = ece(*ece_inputs(recalibrator.predict_proba(test_set), test_set.labels, test_set.kind, binary_ece), n_bins=n_bins)
+    row.update(kl=kl, ece_re=ece_re, ece_te=ece_te, gap=abs(ece_te - ece_re),
+               # KL >= 0 in exact arithmetic; a fit left at the prior can report -1e-12.
+               bound=corollary1_bound(fit_set.n, n_bins, max(kl, 0.0), eps=eps))
+    return row

@@ -1,0 +1,432 @@
+"""The paper's experiment protocols (pbr_core.experiments) on small slices of REAL predictions.
+
+Real inputs: the bundled CIFAR-10 ResNet-110 and CIFAR-100 DenseNet-121 test logits, and a binary
+one-vs-rest task derived from the CIFAR-10 outputs. Sizes (n_re 200-500, 2-3 folds) keep the file fast.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import pbr_core
+from pbr_core.bounds import corollary1_bound, optimal_n_bins
+from pbr_core.experiments import (
+    COMPARE_COLUMNS,
+    KL_GAP_COLUMNS,
+    Cancelled,
+    KLGapResult,
+    available_methods,
+    best_mask,
+    compare,
+    fold_permutation,
+    kl_vs_ece_gap,
+    n_re_sweep,
+    split_indices,
+    summarize,
+    summary_table,
+    tqdm_progress,
+)
+from pbr_core.predictions import Predictions, PredictionsError, softmax
+from pbr_core.recalibrators.base import REGISTRY, Recalibrator
+
+
+def _require(*methods: str) -> None:
+    missing = [m for m in methods if m not in available_methods()]
+    if missing:
+        pytest.skip(f"recalibrators not registered yet: {missing}")
+
+
+# ---------------------------------------------------------------------------- test doubles
+# TEST DOUBLES, registered only for the duration of the tests that use them (monkeypatch), so they
+# never leak into the shared recalibrator suite that walks REGISTRY.
+
+
+class KLDouble(Recalibrator):
+    """TEST DOUBLE for a PBR-like method: temperature 1 + alpha, and a made-up KL that falls with alpha.
+
+    Just enough to exercise the KL-gap machinery (columns, bound, correlations) without a GP fit.
+    """
+
+    method = "test_double_kl"
+    uses = "scores"
+
+    def __init__(self, alpha: float = 0.5) -> None:
+        self.alpha = alpha
+
+    def _fit(self, preds: Predictions) -> None:
+        self.temperature_ = 1.0 + self.alpha
+        self.kl_ = 10.0 * (1.0 - self.alpha) + float(preds.confidence.mean())
+
+    def _predict_proba(self, preds: Predictions) -> np.ndarray:
+        return softmax(preds.scores / self.temperature_)
+
+    def _get_state(self) -> dict[str, Any]:
+        return {"temperature_": self.temperature_, "kl_": self.kl_}
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        self.temperature_, self.kl_ = state["temperature_"], state["kl_"]
+
+
+class NoKLDouble(KLDouble):
+    """TEST DOUBLE that takes alpha but exposes no KL after fitting."""
+
+    method = "test_double_no_kl"
+
+    def _fit(self, preds: Predictions) -> None:
+        self.temperature_ = 1.0 + self.alpha
+
+
+class RecordingDouble(Recalibrator):
+    """TEST DOUBLE that records the labels and scores of every set it is fitted on (identity map)."""
+
+    method = "test_double_record_a"
+    seen: list[tuple[str, np.ndarray]] = []
+
+    def __init__(self) -> None:
+        pass
+
+    def _fit(self, preds: Predictions) -> None:
+        type(self).seen.append((self.method, preds.scores.copy()))
+
+    def _predict_proba(self, preds: Predictions) -> np.ndarray:
+        return preds.probs
+
+    def _get_state(self) -> dict[str, Any]:
+        return {}
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        pass
+
+
+class RecordingDoubleB(RecordingDouble):
+    method = "test_double_record_b"
+
+
+class FailingDouble(RecordingDouble):
+    """TEST DOUBLE whose fit always fails."""
+
+    method = "test_double_fail"
+
+    def _fit(self, preds: Predictions) -> None:
+        raise FloatingPointError("made-up divergence")
+
+
+@pytest.fixture
+def doubles(monkeypatch):
+    for cls in (KLDouble, NoKLDouble, RecordingDouble, RecordingDoubleB, FailingDouble):
+        monkeypatch.setitem(REGISTRY, cls.method, cls)
+    RecordingDouble.seen = []
+    return RecordingDouble.seen
+
+
+# ---------------------------------------------------------------------------- data
+@pytest.fixture(scope="module")
+def c100(cifar100) -> Predictions:
+    """Real CIFAR-100 DenseNet-121 logits (over-confident)."""
+    return Predictions.from_arrays(*cifar100)
+
+
+@pytest.fixture(scope="module")
+def c10(cifar10) -> Predictions:
+    """Real CIFAR-10 ResNet-110 logits."""
+    return Predictions.from_arrays(*cifar10)
+
+
+@pytest.fixture(scope="module")
+def binary(c10: Predictions) -> Predictions:
+    """Real binary task: "is it a cat?" (CIFAR-10 class 3), with the ResNet's p(cat) as p(y=1)."""
+    return Predictions.from_arrays(c10.probs[:, 3], (c10.labels == 3).astype(np.int64))
+
+
+N_RE, N_FOLDS, SEED = 300, 3, 7
+
+
+@pytest.fixture(scope="module")
+def table100(c100: Predictions) -> pd.DataFrame:
+    _require("uncalibrated", "temperature")
+    return compare(c100, ["uncalibrated", "temperature"], n_re=N_RE, n_folds=N_FOLDS, seed=SEED)
+
+
+# ---------------------------------------------------------------------------- splits
+def test_split_is_reproducible_disjoint_and_differs_across_folds():
+    re0, te0 = split_indices(1000, 200, fold=0, seed=3)
+    again = split_indices(1000, 200, fold=0, seed=3)
+    assert np.array_equal(re0, again[0]) and np.array_equal(te0, again[1])
+    assert len(re0) == 200 and len(te0) == 800
+    assert np.array_equal(np.sort(np.concatenate([re0, te0])), np.arange(1000))
+    re1, _ = split_indices(1000, 200, fold=1, seed=3)
+    assert not np.array_equal(re0, re1)
+    # seed + fold does not alias: (seed=4, fold=0) is not (seed=3, fold=1).
+    assert not np.array_equal(split_indices(1000, 200, fold=0, seed=4)[0], re1)
+    # fold f does not depend on how many folds are run: it is SeedSequence(seed).spawn(F)[f].
+    child = np.random.SeedSequence(3).spawn(5)[1]
+    assert np.array_equal(fold_permutation(1000, 3, 1), np.random.default_rng(child).permutation(1000))
+
+
+def test_every_method_is_fitted_on_the_same_rows_per_fold(c10, doubles):
+    compare(c10, ["test_double_record_a", "test_double_record_b"], n_re=200, n_folds=3, seed=SEED)
+    assert [m for m, _ in doubles] == ["test_double_record_a", "test_double_record_b"] * 3
+    scores = [s for _, s in doubles]
+    for f in range(3):
+        a, b = scores[2 * f], scores[2 * f + 1]
+        assert np.array_equal(a, b)
+        re_idx, _ = split_indices(c10.n, 200, fold=f, seed=SEED)
+        assert np.array_equal(a, c10.logits[re_idx])
+    assert not np.array_equal(scores[0], scores[2])
+
+
+# ---------------------------------------------------------------------------- compare
+def test_compare_table_shape_and_sizes(table100, c100):
+    assert list(table100.columns) == list(COMPARE_COLUMNS)
+    assert len(table100) == 2 * N_FOLDS
+    assert set(table100["fold"]) == set(range(N_FOLDS))
+    assert (table100["n_re"] == N_RE).all()
+    assert (table100["n_te"] == c100.n - N_RE).all()
+    assert (table100["n_bins"] == optimal_n_bins(c100.n - N_RE)).all()
+    assert optimal_n_bins(c100.n - N_RE) == math.floor((c100.n - N_RE) ** (1 / 3)) == 21
+    assert table100["error"].isna().all() and table100["kl"].isna().all()
+    assert (table100["fit_seconds"] >= 0).all()
+
+
+def test_compare_ece_equals_an_independent_refit(table100, c100):
+    fold = 1
+    re_idx, te_idx = split_indices(c100.n, N_RE, fold=fold, seed=SEED)
+    r = REGISTRY["temperature"]().fit(c100.subset(re_idx))
+    p = r.predict_proba(c100.subset(te_idx))
+    row = table100[(table100.method == "temperature") & (table100.fold == fold)].iloc[0]
+    n_bins = math.floor(len(te_idx) ** (1 / 3))
+    assert row["ece"] == pytest.approx(pbr_core.ece(p, c100.labels[te_idx], n_bins=n_bins), abs=1e-12)
+    assert row["nll"] == pytest.approx(pbr_core.nll(p, c100.labels[te_idx]), abs=1e-12)
+
+
+def test_uncalibrated_rows_are_the_raw_metrics_on_the_test_rows(table100, c100):
+    for fold in range(N_FOLDS):
+        _, te = split_indices(c100.n, N_RE, fold=fold, seed=SEED)
+        row = table100[(table100.method == "uncalibrated") & (table100.fold == fold)].iloc[0]
+        p, y = c100.probs[te], c100.labels[te]
+        assert row["ece"] == pytest.approx(pbr_core.ece(p, y), abs=1e-12)
+        assert row["accuracy"] == pytest.approx(pbr_core.accuracy(p, y), abs=1e-12)
+        assert row["nll"] == pytest.approx(pbr_core.nll(p, y), abs=1e-12)
+        assert row["brier"] == pytest.approx(pbr_core.brier_score(p, y), abs=1e-12)
+
+
+def test_temperature_scaling_lowers_ece_of_the_overconfident_cifar100_model(table100):
+    means = table100.groupby("method")["ece"].mean()
+    assert means["temperature"] < means["uncalibrated"]
+
+
+def test_compare_is_reproducible_under_the_seed(table100, c100):
+    again = compare(c100, ["uncalibrated"], n_re=N_RE, n_folds=N_FOLDS, seed=SEED)
+    mine = table100[table100.method == "uncalibrated"].reset_index(drop=True)
+    assert np.array_equal(again["ece"].to_numpy(), mine["ece"].to_numpy())
+    other = compare(c100, ["uncalibrated"], n_re=N_RE, n_folds=N_FOLDS, seed=SEED + 1)
+    assert not np.array_equal(other["ece"].to_numpy(), mine["ece"].to_numpy())
+
+
+def test_binary_methods_and_binary_ece(binary):
+    _require("uncalibrated", "platt", "isotonic")
+    table = compare(binary, ["uncalibrated", "platt", "isotonic"], n_re=500, n_folds=2, seed=SEED)
+    assert table["error"].isna().all() and table["ece"].notna().all()
+    _, te = split_indices(binary.n, 500, fold=0, seed=SEED)
+    row = table[(table.method == "uncalibrated") & (table.fold == 0)].iloc[0]
+    # Binary data: the ECE of p(y=1) (paper Appendix A), not the top-label ECE.
+    assert row["ece"] == pytest.approx(pbr_core.ece(binary.p_positive[te], binary.labels[te]), abs=1e-12)
+    top = compare(binary, ["uncalibrated"], n_re=500, n_folds=1, seed=SEED, binary_ece="top_label")
+    assert top["ece"].iloc[0] == pytest.approx(pbr_core.ece(binary.probs[te], binary.labels[te]), abs=1e-12)
+
+
+# ---------------------------------------------------------------------------- summaries
+def test_summarize_equals_pandas_groupby(table100):
+    s = summarize(table100)
+    g = table100.groupby("method")
+    for method in ("uncalibrated", "temperature"):
+        for metric in ("ece", "accuracy", "nll", "brier", "fit_seconds"):
+            r = s[(s.method == method) & (s.metric == metric)].iloc[0]
+            assert r["mean"] == pytest.approx(g[metric].mean()[method], rel=1e-12)
+            assert r["std"] == pytest.approx(g[metric].std()[method], rel=1e-12)
+            assert r["n"] == N_FOLDS
+    assert "kl" not in set(s["metric"])  # no method exposes a KL here
+
+
+def test_summary_table_and_best_per_column(table100):
+    s = summarize(table100)
+    disp = summary_table(s, precision=3)
+    assert list(disp.index) == ["uncalibrated", "temperature"]
+    m, sd = s[(s.method == "temperature") & (s.metric == "ece")][["mean", "std"]].iloc[0]
+    assert disp.loc["temperature", "ece"] == f"{m:.3f} ± {sd:.3f}"
+    best = best_mask(s)
+    assert best.shape == disp.shape
+    assert best.loc["temperature", "ece"] and not best.loc["uncalibrated", "ece"]
+    # Temperature scaling never changes the argmax: both are best in accuracy (a tie).
+    assert best["accuracy"].all()
+    # A per-fold table is accepted directly.
+    assert summary_table(table100, precision=3).equals(disp)
+
+
+def test_summarize_flags_best_for_higher_is_better_metric():
+    t = pd.DataFrame({"method": ["a", "a", "b", "b"], "fold": [0, 1, 0, 1],
+                      "ece": [0.1, 0.3, 0.2, 0.1], "accuracy": [0.5, 0.7, 0.8, 0.8]})
+    s = summarize(t).set_index(["method", "metric"])
+    assert s.loc[("b", "ece"), "best"] and not s.loc[("a", "ece"), "best"]
+    assert s.loc[("b", "accuracy"), "best"] and not s.loc[("a", "accuracy"), "best"]
+
+
+# ---------------------------------------------------------------------------- progress and cancel
+def test_progress_is_reported_after_each_fit_and_cancel_keeps_partial_rows(c100):
+    _require("uncalibrated", "temperature")
+    calls: list[tuple[int, int, str]] = []
+    k = 3
+    with pytest.raises(Cancelled) as info:
+        compare(c100, ["uncalibrated", "temperature"], n_re=200, n_folds=3, seed=SEED,
+                progress=lambda d, t, m: calls.append((d, t, m)), cancel=lambda: len(calls) >= k)
+    assert [c[:2] for c in calls] == [(1, 6), (2, 6), (3, 6)]
+    assert "fold 1/3" in calls[0][2] and "uncalibrated" in calls[0][2]
+    partial = info.value.partial
+    assert list(partial.columns) == list(COMPARE_COLUMNS)
+    assert len(partial) == k and info.value.done == k and info.value.total == 6
+    assert list(zip(partial.method, partial.fold)) == [("uncalibrated", 0), ("temperature", 0), ("uncalibrated", 1)]
+    full = compare(c100, ["uncalibrated", "temperature"], n_re=200, n_folds=3, seed=SEED)
+    pd.testing.assert_frame_equal(partial.drop(columns=["fit_seconds", "predict_seconds"]),
+                                  full.iloc[:k].drop(columns=["fit_seconds", "predict_seconds"]))
+
+
+def test_cancel_before_anything_gives_an_empty_table(c10, doubles):
+    with pytest.raises(Cancelled) as info:
+        compare(c10, ["test_double_record_a"], n_re=100, n_folds=2, cancel=lambda: True)
+    assert info.value.partial.empty and list(info.value.partial.columns) == list(COMPARE_COLUMNS)
+    assert doubles == []
+
+
+def test_tqdm_progress_drives_a_bar():
+    from tqdm import tqdm
+
+    with tqdm(disable=True) as bar:
+        report = tqdm_progress(bar)
+        report(2, 5, "temperature, fold 1/3")
+        assert (bar.n, bar.total) == (2, 5)
+        assert bar.desc == "temperature, fold 1/3"
+
+
+# ---------------------------------------------------------------------------- validation
+def test_unknown_method_lists_the_available_ones(c10):
+    with pytest.raises(ValueError, match=r"Unknown recalibration method 'tempreature'.*Available methods:") as info:
+        compare(c10, ["tempreature"], n_re=100, n_folds=1)
+    for name in available_methods():
+        assert name in str(info.value)
+
+
+def test_n_re_must_leave_a_test_set(c10, doubles):
+    with pytest.raises(ValueError, match="smaller than the number of rows"):
+        compare(c10, ["test_double_record_a"], n_re=c10.n, n_folds=1)
+    with pytest.raises(ValueError, match="n_re"):
+        compare(c10, ["test_double_record_a"], n_re=1, n_folds=1)
+    with pytest.raises(ValueError, match="n_folds"):
+        compare(c10, ["test_double_record_a"], n_re=100, n_folds=0)
+
+
+def test_bad_method_params_and_duplicates(c10, doubles):
+    with pytest.raises(ValueError, match="Invalid parameters .* 'test_double_kl'"):
+        compare(c10, ["test_double_kl"], n_re=100, n_folds=1, method_params={"test_double_kl": {"alhpa": 1}})
+    with pytest.raises(ValueError, match="not in `methods`"):
+        compare(c10, ["test_double_kl"], n_re=100, n_folds=1, method_params={"other": {}})
+    with pytest.raises(ValueError, match="more than once"):
+        compare(c10, ["test_double_kl", "test_double_kl"], n_re=100, n_folds=1)
+
+
+def test_top_label_only_data_is_refused(c10, doubles):
+    top = Predictions.from_top_label(c10.confidence, c10.predicted, c10.labels)
+    with pytest.raises(PredictionsError, match="Top-label-only"):
+        compare(top, ["test_double_record_a"], n_re=100, n_folds=1)
+
+
+def test_failing_fit_raises_or_is_recorded(c10, doubles):
+    with pytest.raises(RuntimeError, match="test_double_fail, fold 1/2 failed: FloatingPointError"):
+        compare(c10, ["test_double_fail"], n_re=100, n_folds=2)
+    with pytest.warns(RuntimeWarning, match="made-up divergence"):
+        t = compare(c10, ["test_double_record_a", "test_double_fail"], n_re=100, n_folds=2, on_error="warn")
+    bad = t[t.method == "test_double_fail"]
+    assert bad["ece"].isna().all() and bad["error"].str.contains("FloatingPointError").all()
+    assert t[t.method == "test_double_record_a"]["ece"].notna().all()
+
+
+# ---------------------------------------------------------------------------- KL vs ECE gap
+def _check_kl_gap_result(res: KLGapResult, preds: Predictions, alphas, n_re: int, n_folds: int) -> None:
+    t = res.table
+    assert list(t.columns) == list(KL_GAP_COLUMNS)
+    assert len(t) == len(alphas) * n_folds
+    assert (t["n_bins"] == math.floor(n_re ** (1 / 3))).all()
+    assert np.allclose(t["gap"], (t["ece_te"] - t["ece_re"]).abs(), rtol=0, atol=1e-15)
+    r = stats.pearsonr(t["kl"], t["gap"])
+    tau = stats.kendalltau(t["kl"], t["gap"])
+    assert res.pearson_r == pytest.approx(r[0], abs=1e-12) and res.pearson_p == pytest.approx(r[1], rel=1e-9)
+    assert res.kendall_tau == pytest.approx(tau[0], abs=1e-12) and res.kendall_p == pytest.approx(tau[1], rel=1e-9)
+    for _, row in t.iterrows():
+        assert row["bound"] == pytest.approx(corollary1_bound(n_re, row["n_bins"], max(row["kl"], 0.0)), rel=1e-12)
+    corr = res.correlations()
+    assert corr.loc["pearson", "statistic"] == res.pearson_r and corr.loc["kendall", "n"] == len(t)
+
+
+def test_kl_vs_ece_gap_machinery_with_a_test_double(c10, doubles):
+    alphas = (0.0, 0.5, 1.0)
+    res = kl_vs_ece_gap(c10, alphas=alphas, objective="test_double_kl", n_re=250, n_folds=2, seed=SEED)
+    _check_kl_gap_result(res, c10, alphas, 250, 2)
+    # ECE on the recalibration set and on a disjoint test subset of the same size, by hand.
+    t = res.table
+    re_idx, te_idx = split_indices(c10.n, 250, fold=1, seed=SEED, n_te=250)
+    assert len(np.intersect1d(re_idx, te_idx)) == 0
+    row = t[(t.alpha == 0.5) & (t.fold == 1)].iloc[0]
+    r = KLDouble(alpha=0.5).fit(c10.subset(re_idx))
+    assert row["ece_re"] == pytest.approx(pbr_core.ece(r.predict_proba(c10.subset(re_idx)), c10.labels[re_idx], n_bins=6), abs=1e-12)
+    assert row["ece_te"] == pytest.approx(pbr_core.ece(r.predict_proba(c10.subset(te_idx)), c10.labels[te_idx], n_bins=6), abs=1e-12)
+    assert row["kl"] == pytest.approx(r.kl_)
+
+
+def test_kl_vs_ece_gap_validation_and_cancel(c10, doubles):
+    with pytest.raises(ValueError, match=r"2 \* n_re <= n"):
+        kl_vs_ece_gap(c10, objective="test_double_kl", n_re=6000, n_folds=1)
+    with pytest.raises(ValueError, match="Unknown recalibration method 'nope'"):
+        kl_vs_ece_gap(c10, objective="nope", n_re=100, n_folds=1)
+    with pytest.raises(ValueError, match="no `kl_`"):
+        kl_vs_ece_gap(c10, objective="test_double_no_kl", n_re=100, n_folds=1)
+    done: list[int] = []
+    with pytest.raises(Cancelled) as info:
+        kl_vs_ece_gap(c10, alphas=(0.0, 0.5, 1.0), objective="test_double_kl", n_re=100, n_folds=2,
+                      progress=lambda d, t, m: done.append(d), cancel=lambda: len(done) >= 4)
+    assert len(info.value.partial) == 4 and list(info.value.partial.columns) == list(KL_GAP_COLUMNS)
+    partial = KLGapResult.from_table(info.value.partial, objective="test_double_kl")
+    assert partial.pearson_r == pytest.approx(stats.pearsonr(info.value.partial.kl, info.value.partial.gap)[0])
+
+
+# ---------------------------------------------------------------------------- n_re sweep
+def test_n_re_sweep_keeps_the_test_set_fixed(c100):
+    _require("uncalibrated", "temperature")
+    values = (50, 200, 600)
+    with pytest.warns(UserWarning, match=r"Skipping n_re values \[20000\]"):
+        t = n_re_sweep(c100, ["uncalibrated", "temperature"], n_re_values=values + (20000,), n_folds=2, seed=SEED)
+    assert len(t) == 2 * len(values) * 2 and sorted(set(t.n_re)) == list(values)
+    assert (t["n_te"] == c100.n - 600).all()
+    # The same test rows at every n_re: the uncalibrated metrics do not change with n_re in a fold.
+    unc = t[t.method == "uncalibrated"]
+    assert (unc.groupby("fold")["ece"].nunique() == 1).all()
+    # At the largest n_re the split is compare's split of the same fold and seed.
+    cmp_ = compare(c100, ["temperature"], n_re=600, n_folds=2, seed=SEED)
+    top = t[(t.method == "temperature") & (t.n_re == 600)].reset_index(drop=True)
+    assert np.allclose(top["ece"], cmp_["ece"], rtol=0, atol=1e-12)
+    s = summarize(t)
+    assert {"method", "n_re"} <= set(s.columns)
+    assert s.groupby(["n_re", "metric"])["best"].any().all()
+
+
+def test_n_re_sweep_validation(c10, doubles):
+    with pytest.raises(ValueError, match="at least the number of rows"):
+        n_re_sweep(c10, ["test_double_record_a"], n_re_values=(c10.n, 2 * c10.n), n_folds=1)
+    with pytest.raises(ValueError, match="n_te"):
+        n_re_sweep(c10, ["test_double_record_a"], n_re_values=(10,), n_te=c10.n, n_folds=1)
+    t = n_re_sweep(c10, ["test_double_record_a"], n_re_values=(10, 100), n_te=5000, n_folds=1)
+    assert (t["n_te"] == 5000).all() and list(t["n_re"]) == [10, 100]
