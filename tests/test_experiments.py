@@ -59,6 +59,10 @@ class KLDouble(Recalibrator):
     def __init__(self, alpha: float = 0.5) -> None:
         self.alpha = alpha
 
+    def _validate_params(self) -> None:
+        if not self.alpha >= 0:
+            raise ValueError(f"Expected argument `alpha` >= 0, but got {self.alpha!r}.")
+
     def _fit(self, preds: Predictions) -> None:
         self.temperature_ = 1.0 + self.alpha
         self.kl_ = 10.0 * (1.0 - self.alpha) + float(preds.confidence.mean())
@@ -117,9 +121,18 @@ class FailingDouble(RecordingDouble):
         raise FloatingPointError("made-up divergence")
 
 
+class CancellingDouble(RecordingDouble):
+    """TEST DOUBLE that stops the run from inside its fit, as a cancelling progress factory would."""
+
+    method = "test_double_cancel"
+
+    def _fit(self, preds: Predictions) -> None:
+        raise Cancelled()
+
+
 @pytest.fixture
 def doubles(monkeypatch):
-    for cls in (KLDouble, NoKLDouble, RecordingDouble, RecordingDoubleB, FailingDouble):
+    for cls in (KLDouble, NoKLDouble, RecordingDouble, RecordingDoubleB, FailingDouble, CancellingDouble):
         monkeypatch.setitem(REGISTRY, cls.method, cls)
     RecordingDouble.seen = []
     return RecordingDouble.seen
@@ -303,6 +316,13 @@ def test_cancel_before_anything_gives_an_empty_table(c10, doubles):
     assert doubles == []
 
 
+def test_cancelled_raised_inside_a_fit_carries_the_partial_table(c10, doubles):
+    with pytest.raises(Cancelled) as info:
+        compare(c10, ["test_double_record_a", "test_double_cancel"], n_re=100, n_folds=2, on_error="warn")
+    assert list(info.value.partial.method) == ["test_double_record_a"]
+    assert (info.value.done, info.value.total) == (1, 4)
+
+
 def test_tqdm_progress_drives_a_bar():
     from tqdm import tqdm
 
@@ -335,6 +355,9 @@ def test_bad_method_params_and_duplicates(c10, doubles):
         compare(c10, ["test_double_kl"], n_re=100, n_folds=1, method_params={"test_double_kl": {"alhpa": 1}})
     with pytest.raises(ValueError, match="not in `methods`"):
         compare(c10, ["test_double_kl"], n_re=100, n_folds=1, method_params={"other": {}})
+    with pytest.raises(ValueError, match="Method 'test_double_kl': Expected argument `alpha` >= 0"):
+        compare(c10, ["test_double_kl"], n_re=100, n_folds=1, method_params={"test_double_kl": {"alpha": -1}})
+    assert doubles == []  # nothing was fitted before the bad value was found
     with pytest.raises(ValueError, match="more than once"):
         compare(c10, ["test_double_kl", "test_double_kl"], n_re=100, n_folds=1)
 

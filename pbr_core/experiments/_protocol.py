@@ -16,11 +16,12 @@ many folds are run, the folds are statistically independent, and ``seed=1, fold=
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Literal, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Protocol, Sequence
 
 import numpy as np
 import pandas as pd
@@ -59,7 +60,10 @@ class Cancelled(Exception):
         Fits completed and fits planned.
     """
 
-    def __init__(self, partial: pd.DataFrame, done: int, total: int) -> None:
+    def __init__(self, partial: pd.DataFrame | None = None, done: int = 0, total: int = 0) -> None:
+        # A caller may raise a bare ``Cancelled()`` from inside a fit (e.g. from a progress factory
+        # installed with ``report_progress``); the protocol re-raises it with the partial table.
+        partial = pd.DataFrame() if partial is None else partial
         super().__init__(f"Cancelled after {done} of {total} fits; `partial` holds the {len(partial)} rows finished.")
         self.partial = partial
         self.done = done
@@ -150,34 +154,47 @@ def split_indices(n: int, n_re: int, *, fold: int, seed: int = 0,
 
 # ---------------------------------------------------------------------------- methods
 def _registry() -> dict[str, type]:
-    # Importing the package registers every recalibrator family it knows about.
-    import pbr_core.recalibrators as recalibrators
+    # Importing the package registers every recalibrator family it has (the GP family included).
+    import pbr_core.recalibrators  # noqa: F401
     from pbr_core.recalibrators.base import REGISTRY
 
-    try:  # GP methods live in their own module (torch); register them when it is there.
-        import pbr_core.recalibrators.gp  # noqa: F401
-    except ImportError:
-        pass
-    del recalibrators
     return REGISTRY
 
 
 def available_methods() -> list[str]:
-    """Names of the recalibration methods the protocols accept (the recalibrator registry)."""
-    return sorted(_registry())
+    """Names of the recalibration methods the protocols accept, in registration order (the registry)."""
+    return list(_registry())
 
 
 def make_recalibrator(name: str, params: Mapping[str, Any] | None = None):
-    """A new, unfitted recalibrator of method ``name`` with ``params``; clear errors otherwise."""
+    """A new, unfitted recalibrator of method ``name``; its parameters are checked now, not at fit time.
+
+    Raises ``ValueError`` naming the problem: an unknown method (listing the available ones), an
+    unknown parameter, or a bad parameter value.
+    """
     registry = _registry()
     if not isinstance(name, str) or name not in registry:
         raise ValueError(
-            f"Unknown recalibration method {name!r}. Available methods: {', '.join(sorted(registry))}."
+            f"Unknown recalibration method {name!r}. Available methods: {', '.join(available_methods())}."
         )
+    cls = registry[name]
+    params = dict(params or {})
+    param_names = getattr(cls, "_param_names", None)
+    if param_names is not None:
+        unknown = sorted(set(params) - set(param_names()))
+        if unknown:
+            raise ValueError(f"Invalid parameters {unknown} for method {name!r}; valid parameters: {param_names()}.")
     try:
-        return registry[name](**dict(params or {}))
+        recalibrator = cls(**params)
     except TypeError as exc:
-        raise ValueError(f"Invalid parameters {dict(params or {})!r} for method {name!r}: {exc}") from exc
+        raise ValueError(f"Invalid parameters {params!r} for method {name!r}: {exc}") from exc
+    validate = getattr(recalibrator, "_validate_params", None)  # the interface's up-front check
+    if validate is not None:
+        try:
+            validate()
+        except ValueError as exc:
+            raise ValueError(f"Method {name!r}: {exc}") from exc
+    return recalibrator
 
 
 def check_methods(methods: Sequence[str] | str, method_params: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
@@ -258,6 +275,14 @@ class Runner:
         if self.cancel is not None and self.cancel():
             raise Cancelled(self.table(), self.done, self.total)
 
+    @contextlib.contextmanager
+    def fitting(self) -> Iterator[None]:
+        """Around one fit: a ``Cancelled`` raised inside it comes out carrying the partial table."""
+        try:
+            yield
+        except Cancelled:
+            raise Cancelled(self.table(), self.done, self.total) from None
+
     def add(self, row: dict[str, Any], message: str) -> None:
         self.rows.append(row)
         if self.progress is not None:
@@ -275,6 +300,8 @@ def timed_fit(recalibrator: Any, fit_set: Predictions, on_error: OnError, what: 
     start = time.perf_counter()
     try:
         recalibrator.fit(fit_set)
+    except Cancelled:
+        raise
     except Exception as exc:  # noqa: BLE001 - reported, or re-raised with context
         if on_error == "raise":
             raise RuntimeError(f"{what} failed: {type(exc).__name__}: {exc}") from exc

@@ -19,6 +19,7 @@ from pbr_core.bounds import optimal_n_bins
 from pbr_core.experiments._protocol import (
     BinaryECE,
     CancelCallback,
+    Cancelled,
     OnError,
     ProgressCallback,
     Runner,
@@ -63,6 +64,8 @@ def fit_and_evaluate(method: str, params: Mapping[str, Any] | None, fit_set: Pre
             probs = recalibrator.predict_proba(test_set)
             predict_seconds = time.perf_counter() - start
             metrics = evaluation_metrics(probs, test_set.labels, test_set.kind, binary_ece)
+        except Cancelled:
+            raise
         except Exception as exc:  # noqa: BLE001 - reported, or re-raised with context
             if on_error == "raise":
                 raise RuntimeError(f"{what}: prediction on the test set failed: {type(exc).__name__}: {exc}") from exc
@@ -161,8 +164,9 @@ def compare(
             runner.check_cancel()
             what = f"{method}, fold {fold + 1}/{len(folds)}"
             row = {"method": method, "fold": fold, "n_re": int(n_re)}
-            row.update(fit_and_evaluate(method, method_params.get(method), fit_set, test_set,
-                                        binary_ece=binary_ece, on_error=on_error, what=what))
+            with runner.fitting():
+                row.update(fit_and_evaluate(method, method_params.get(method), fit_set, test_set,
+                                            binary_ece=binary_ece, on_error=on_error, what=what))
             runner.add(row, what)
     return runner.table()
 

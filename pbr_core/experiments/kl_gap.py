@@ -185,7 +185,8 @@ def kl_vs_ece_gap(
         for alpha in alphas:
             runner.check_cancel()
             what = f"{objective} alpha={alpha:g}, fold {fold + 1}/{len(folds)}"
-            row = _fit_one(objective, alpha, pbr_params, fit_set, test_set, n_bins, eps, binary_ece, on_error, what)
+            with runner.fitting():
+                row = _fit_one(objective, alpha, pbr_params, fit_set, test_set, n_bins, eps, binary_ece, on_error, what)
             runner.add({"alpha": alpha, "fold": fold, "n_re": int(n_re), "n_bins": n_bins, **row}, what)
     return KLGapResult.from_table(runner.table(), objective=objective, eps=eps)
 

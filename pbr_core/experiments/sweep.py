@@ -126,8 +126,9 @@ def n_re_sweep(
                 runner.check_cancel()
                 what = f"{method}, n_re={n_re}, fold {fold + 1}/{len(folds)}"
                 row = {"method": method, "fold": fold, "n_re": n_re}
-                row.update(fit_and_evaluate(method, method_params.get(method), fit_set, test_set,
-                                            binary_ece=binary_ece, on_error=on_error, what=what))
+                with runner.fitting():
+                    row.update(fit_and_evaluate(method, method_params.get(method), fit_set, test_set,
+                                                binary_ece=binary_ece, on_error=on_error, what=what))
                 runner.add(row, what)
     return runner.table()
 
