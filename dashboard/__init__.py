@@ -1,0 +1,14 @@
+"""The Streamlit dashboard of pbr-calib: thin pages over `pbr_core` plus pure plotly figure builders.
+
+Start it with ``streamlit run dashboard/app.py``. Layout:
+
+* ``app.py``      entry point: page config, navigation, sidebar ("what is loaded")
+* ``state.py``    session state: the loaded predictions, loading samples and uploads
+* ``compute.py``  cached calls into `pbr_core` (keyed on a content hash, so sliders stay snappy)
+* ``figures.py``  pure figure builders (data in, ``plotly.graph_objects.Figure`` out, no Streamlit)
+* ``texts.py``    plain-language explanations shared by several pages
+* ``tables.py``   pure pandas tables for display (data preview, per-class listings)
+* ``views/``      one file per page. Deliberately not ``pages/``: Streamlit treats a ``pages/``
+  folder next to the entry point as old-style pages and, on a fresh server, runs such a file
+  directly for a URL like ``/data``, skipping app.py (sys.path set-up, default data, sidebar).
+"""

@@ -1,0 +1,81 @@
+"""Entry point of the dashboard: ``streamlit run dashboard/app.py``.
+
+This file is the frame around every page (st.navigation): it sets the page config, loads the
+default sample on first start, carries out a load requested by the Data page, draws the sidebar
+summary of what is loaded and runs the selected page.
+
+To add a page (issue 5: PBR, Compare, Generalization), add a file under ``views/`` and one row
+to ``PAGES``; sections become headings in the sidebar menu. (Not ``pages/``: see dashboard/__init__.py.)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# `streamlit run dashboard/app.py` puts dashboard/ on sys.path, not the repository root; the pages
+# import `dashboard.*`, so the root must be importable however the app is started.
+_ROOT = Path(__file__).resolve().parents[1]
+if str(_ROOT) not in sys.path:
+    sys.path.insert(0, str(_ROOT))
+
+import streamlit as st  # noqa: E402
+from streamlit.navigation.page import StreamlitPage  # noqa: E402
+
+from dashboard import state  # noqa: E402
+
+#: (section, page file relative to this file, title, icon, url path)
+PAGES: list[tuple[str, str, str, str, str]] = [
+    ("Calibration", "views/data.py", "Data", ":material/upload_file:", "data"),
+    ("Calibration", "views/reliability.py", "Reliability", ":material/bar_chart:", "reliability"),
+    ("Calibration", "views/bins_bias.py", "Bins & bias", ":material/tune:", "bins"),
+]
+
+
+def _navigation() -> StreamlitPage:
+    sections: dict[str, list] = {}
+    for i, (section, path, title, icon, url) in enumerate(PAGES):
+        sections.setdefault(section, []).append(
+            st.Page(path, title=title, icon=icon, url_path=url, default=(i == 0))
+        )
+    return st.navigation(sections)
+
+
+def _sidebar() -> None:
+    loaded = state.current()
+    with st.sidebar:
+        st.markdown("### Loaded data")
+        if loaded is None:
+            st.info("Nothing loaded yet: choose a sample or upload a file on the Data page.")
+            return
+        p = loaded.preds
+        st.markdown(f"**{loaded.name}**")
+        classes = f"{p.n_classes:,}" if p.n_classes else "unknown"
+        st.markdown(
+            f"n = **{p.n:,}** rows · K = **{classes}** classes  \n"
+            f"kind: **{state.kind_label(p)}** · {'logits' if p.input_type == 'logits' else 'probabilities'}"
+        )
+        if loaded.origin == "upload":
+            st.caption(f"Uploaded file: {loaded.file_name}")
+        else:
+            st.caption(f"Bundled sample: sample_data/{loaded.file_name}")
+        if p.kind == "binary":
+            # Lives in the frame (not a page) so the choice holds on every page.
+            st.radio(
+                "Measure calibration of", list(state.BINARY_TARGET_LABELS),
+                format_func=state.BINARY_TARGET_LABELS.get, key=state.BINARY_TARGET_KEY,
+                help="Binary data: calibrate p(y=1) itself (the paper's binary setting, Appendix A) "
+                     "or the confidence of whichever class is predicted (top-label).",
+            )
+
+
+def main() -> None:
+    st.set_page_config(page_title="pbr-calib", page_icon=":material/straighten:", layout="wide")
+    state.process_pending()
+    state.ensure_loaded()
+    nav = _navigation()
+    _sidebar()
+    nav.run()
+
+
+main()

@@ -1,0 +1,279 @@
+"""Pure plotly figure builders: numbers computed by `pbr_core` in, ``go.Figure`` out.
+
+No Streamlit import and no calibration formula here (scikit-learn's split of ``calibration_curve``
+and ``CalibrationDisplay``): every plotted number comes from the caller, which takes it from
+`pbr_core`. That keeps the figures testable without a browser and reusable by later pages
+(recalibration, comparison) and by the command line tool.
+
+Trace names are module constants so that tests (and later pages) can find traces by name.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+# Reliability diagram
+TRACE_ACCURACY = "Accuracy per bin"
+TRACE_GAP = "Gap to the diagonal"
+TRACE_DIAGONAL = "Perfect calibration"
+TRACE_COUNTS = "Samples per bin"
+# ECE against B
+TRACE_ECE = "ECE (this data)"
+TRACE_ECE_REFERENCE = "ECE on all rows"
+TRACE_BAND_LOW = "TCE lower limit"
+TRACE_BAND_HIGH = "Where the TCE lies"
+TRACE_BINNING = "Binning bias (1+L)/B"
+TRACE_ESTIMATION = "Estimation bias"
+TRACE_OPTIMAL_B = "B = floor(n^(1/3))"
+TRACE_MINIMISING_B = "Bound-minimising B"
+
+COLORS = {
+    "accuracy": "#3b6fb6",
+    "gap": "#d62728",
+    "diagonal": "#7f7f7f",
+    "counts": "#9bb3d6",
+    "ece": "#1f3d7a",
+    "band": "rgba(59, 111, 182, 0.18)",
+    "binning": "#e08a1e",
+    "estimation": "#2a9d8f",
+    "optimal": "#6a3d9a",
+    "minimising": "#c2185b",
+    "reference": "#b0b0b0",
+}
+
+#: Show the count as text on every histogram bar only up to this many bins (beyond it the numbers
+#: overlap and become noise; the hover still shows them).
+MAX_BINS_WITH_TEXT = 30
+
+_RELIABILITY_COLUMNS = ("lower", "upper", "count", "mean_confidence", "accuracy", "gap", "ci_low", "ci_high")
+
+
+def _layout_defaults(fig: go.Figure) -> None:
+    fig.update_layout(
+        template="plotly_white",
+        margin=dict(l=60, r=20, t=50, b=50),
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0.0, traceorder="normal"),
+        hoverlabel=dict(align="left"),
+    )
+
+
+def reliability_figure(
+    table: pd.DataFrame,
+    *,
+    x_title: str = "Confidence (probability of the predicted class)",
+    y_title: str = "Accuracy",
+    title: str | None = None,
+    height: int = 620,
+) -> go.Figure:
+    """Reliability diagram with a confidence histogram below it on a shared x-axis.
+
+    Parameters
+    ----------
+    table : DataFrame
+        The per-bin statistics of :func:`pbr_core.reliability_diagram` (columns ``lower``,
+        ``upper``, ``count``, ``mean_confidence``, ``accuracy``, ``gap``, ``ci_low``, ``ci_high``).
+        Empty bins (count 0, NaN statistics) draw nothing.
+    x_title, y_title : str
+        Axis titles; binary data measured on p(y=1) says "Predicted p(y=1)" / "Observed frequency of y=1".
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Row 1: accuracy bars with Wilson interval error bars, red gap bars from the accuracy to
+        the bin's mean confidence (the bar's share of the ECE), and the diagonal. Row 2: the number
+        of samples per bin (text on the bars when B <= ``MAX_BINS_WITH_TEXT``, always in the hover).
+    """
+    missing = [c for c in _RELIABILITY_COLUMNS if c not in table.columns]
+    if missing:
+        raise ValueError(f"Expected the columns of pbr_core.reliability_diagram, but {missing} are missing.")
+    lower = table["lower"].to_numpy(dtype=float)
+    upper = table["upper"].to_numpy(dtype=float)
+    centre = (lower + upper) / 2.0
+    width = upper - lower
+    count = table["count"].to_numpy(dtype=np.int64)
+    acc = table["accuracy"].to_numpy(dtype=float)
+    conf = table["mean_confidence"].to_numpy(dtype=float)
+    gap = table["gap"].to_numpy(dtype=float)
+    ci_lo = table["ci_low"].to_numpy(dtype=float)
+    ci_hi = table["ci_high"].to_numpy(dtype=float)
+    n = int(count.sum())
+    share = count / n if n else np.zeros_like(count, dtype=float)
+    # One row of hover data per bin, shared by the bars of both rows.
+    custom = np.column_stack([lower, upper, count, conf, acc, ci_lo, ci_hi, gap, share])
+
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.72, 0.28], vertical_spacing=0.04)
+    hover_bin = "Bin (%{customdata[0]:.3f}, %{customdata[1]:.3f}]<br>%{customdata[2]:,} samples"
+    fig.add_trace(go.Bar(
+        name=TRACE_ACCURACY, x=centre, y=acc, width=width * 0.92,
+        marker=dict(color=COLORS["accuracy"], line=dict(width=0)),
+        error_y=dict(type="data", symmetric=False, array=ci_hi - acc, arrayminus=acc - ci_lo,
+                     color="#333333", thickness=1.2, width=2),
+        customdata=custom,
+        hovertemplate=(hover_bin + "<br>" + y_title + " %{customdata[4]:.3f} "
+                       "(95% Wilson interval %{customdata[5]:.3f} to %{customdata[6]:.3f})"
+                       "<br>mean confidence %{customdata[3]:.3f}<extra></extra>"),
+    ), row=1, col=1)
+    # Bars from the accuracy up (or down) to the mean confidence: over-confident bins show red
+    # above the blue bar. Their width-weighted sum is exactly the ECE.
+    fig.add_trace(go.Bar(
+        name=TRACE_GAP, x=centre, y=conf - acc, base=acc, width=width * 0.92,
+        marker=dict(color="rgba(214, 39, 40, 0.30)", line=dict(color=COLORS["gap"], width=1.2)),
+        customdata=custom,
+        hovertemplate=(hover_bin + "<br>mean confidence %{customdata[3]:.3f}<br>" + y_title +
+                       " %{customdata[4]:.3f}<br>gap (" + y_title.lower() + " - confidence) "
+                       "%{customdata[7]:+.3f}<extra></extra>"),
+    ), row=1, col=1)
+    fig.add_trace(go.Scatter(
+        name=TRACE_DIAGONAL, x=[0.0, 1.0], y=[0.0, 1.0], mode="lines",
+        line=dict(color=COLORS["diagonal"], dash="dash", width=1.5), hoverinfo="skip",
+    ), row=1, col=1)
+    show_text = len(count) <= MAX_BINS_WITH_TEXT
+    fig.add_trace(go.Bar(
+        name=TRACE_COUNTS, x=centre, y=count, width=width * 0.92,
+        marker=dict(color=COLORS["counts"], line=dict(width=0)),
+        text=[f"{c:,}" for c in count] if show_text else None,
+        textposition="outside", cliponaxis=False, textfont=dict(size=10),
+        customdata=custom, showlegend=False,
+        hovertemplate=hover_bin + " (%{customdata[8]:.1%} of all)<extra></extra>",
+    ), row=2, col=1)
+    fig.update_layout(barmode="overlay", height=height, bargap=0)
+    fig.update_xaxes(range=[0.0, 1.0], row=1, col=1)
+    fig.update_xaxes(range=[0.0, 1.0], title_text=x_title, row=2, col=1)
+    fig.update_yaxes(range=[0.0, 1.05], title_text=y_title, row=1, col=1)
+    top = max(int(count.max()) if count.size else 1, 1)
+    fig.update_yaxes(title_text="Samples", range=[0, top * 1.25], row=2, col=1)
+    _layout_defaults(fig)
+    if title:
+        fig.update_layout(title=dict(text=title, x=0.0, xanchor="left", y=0.995, yanchor="top"),
+                          margin=dict(t=80))
+    return fig
+
+
+def _vertical_marker(fig: go.Figure, name: str, b: int, y_top: float, color: str, dash: str) -> None:
+    fig.add_trace(go.Scatter(
+        name=f"{name} = {b}", x=[b, b], y=[0.0, y_top], mode="lines",
+        line=dict(color=color, dash=dash, width=2), hovertemplate=f"{name} = {b}<extra></extra>",
+        meta={"marker_b": int(b)},
+    ))
+
+
+def ece_vs_bins_figure(
+    n_bins: Sequence[int] | np.ndarray,
+    ece: Sequence[float] | np.ndarray,
+    *,
+    bound: Sequence[float] | np.ndarray,
+    binning_bias: Sequence[float] | np.ndarray,
+    estimation_bias: Sequence[float] | np.ndarray,
+    optimal_b: int,
+    minimising_b: int,
+    eps: float,
+    reference_ece: Sequence[float] | np.ndarray | None = None,
+    log_y: bool = False,
+    title: str | None = None,
+    height: int = 520,
+) -> go.Figure:
+    """ECE against the number of bins B with Theorem 1's band and its two terms.
+
+    Parameters
+    ----------
+    n_bins, ece : arrays of the same length
+        B values and the ECE at each (``pbr_core.ece_curve``).
+    bound, binning_bias, estimation_bias : arrays like ``n_bins``
+        Theorem 1's bound on |TCE - ECE| and its two terms (``pbr_core.theorem1_bound``,
+        ``theorem1_binning_bias``, ``theorem1_estimation_bias``).
+    optimal_b, minimising_b : int
+        floor(n^(1/3)) and the B that minimises the bound; drawn as vertical lines.
+    eps : float
+        The bound holds with probability 1 - eps (used only in the legend).
+    reference_ece : array, optional
+        ECE of the full data, drawn faintly when the main curve is a subsample.
+
+    Notes
+    -----
+    The band is [ECE - bound, ECE + bound] clipped to [0, 1]: the TCE is an expected absolute
+    difference of probabilities, so it can be neither negative nor above 1. Clipping is the only
+    arithmetic done here and it is presentation, not a formula of the paper.
+    """
+    B = np.asarray(n_bins, dtype=np.int64)
+    e = np.asarray(ece, dtype=float)
+    bd = np.asarray(bound, dtype=float)
+    arrays = {"ece": e, "bound": bd, "binning_bias": np.asarray(binning_bias, dtype=float),
+              "estimation_bias": np.asarray(estimation_bias, dtype=float)}
+    for name, arr in arrays.items():
+        if arr.shape != B.shape:
+            raise ValueError(f"Expected `{name}` of shape {B.shape} like `n_bins`, but got {arr.shape}.")
+    lo = np.clip(e - bd, 0.0, 1.0)
+    hi = np.clip(e + bd, 0.0, 1.0)
+    custom = np.column_stack([bd, arrays["binning_bias"], arrays["estimation_bias"], lo, hi])
+
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(
+        name=TRACE_BAND_LOW, x=B, y=lo, mode="lines", line=dict(width=0), showlegend=False,
+        hoverinfo="skip",
+    ))
+    fig.add_trace(go.Scatter(
+        name=f"{TRACE_BAND_HIGH} ({1 - eps:.0%}): ECE ± bound", x=B, y=hi, mode="lines",
+        line=dict(width=0), fill="tonexty", fillcolor=COLORS["band"], hoverinfo="skip",
+    ))
+    if reference_ece is not None:
+        ref = np.asarray(reference_ece, dtype=float)
+        fig.add_trace(go.Scatter(
+            name=TRACE_ECE_REFERENCE, x=B[: ref.size], y=ref[: B.size], mode="lines",
+            line=dict(color=COLORS["reference"], width=1.5),
+            hovertemplate="B = %{x}<br>ECE on all rows %{y:.4f}<extra></extra>",
+        ))
+    fig.add_trace(go.Scatter(
+        name=TRACE_ECE, x=B, y=e, mode="lines+markers" if B.size <= 60 else "lines",
+        line=dict(color=COLORS["ece"], width=2.2), marker=dict(size=4), customdata=custom,
+        hovertemplate=("B = %{x}<br>ECE %{y:.4f}<br>bound ± %{customdata[0]:.4f} "
+                       "(binning %{customdata[1]:.4f} + estimation %{customdata[2]:.4f})"
+                       "<br>TCE in [%{customdata[3]:.4f}, %{customdata[4]:.4f}]<extra></extra>"),
+    ))
+    fig.add_trace(go.Scatter(
+        name=TRACE_BINNING, x=B, y=arrays["binning_bias"], mode="lines",
+        line=dict(color=COLORS["binning"], dash="dash", width=1.8),
+        hovertemplate="B = %{x}<br>binning bias %{y:.4f}<extra></extra>",
+    ))
+    fig.add_trace(go.Scatter(
+        name=TRACE_ESTIMATION, x=B, y=arrays["estimation_bias"], mode="lines",
+        line=dict(color=COLORS["estimation"], dash="dot", width=1.8),
+        hovertemplate="B = %{x}<br>estimation bias %{y:.4f}<extra></extra>",
+    ))
+    # The y-axis shows the band from B = floor(n^(1/3)) on with room to spare, not the whole band:
+    # the bias terms reach (1+L) at B = 1 and would squash the curves of interest. What is cut off
+    # at small B is the binning bias shooting up, which the eye completes.
+    tail = hi[B >= optimal_b] if np.any(B >= optimal_b) else hi
+    y_top = min(1.0, max(1.5 * float(np.nanmax(tail)), 1.2 * float(np.nanmax(e)), 0.05)) if B.size else 1.0
+    _vertical_marker(fig, TRACE_OPTIMAL_B, int(optimal_b), y_top, COLORS["optimal"], "dash")
+    _vertical_marker(fig, TRACE_MINIMISING_B, int(minimising_b), y_top, COLORS["minimising"], "dot")
+    fig.update_xaxes(title_text="Number of bins B", range=[0.5, float(B.max()) + 0.5] if B.size else None)
+    if log_y:
+        fig.update_yaxes(title_text="Calibration error (log scale)", type="log")
+    else:
+        fig.update_yaxes(title_text="Calibration error", range=[0.0, y_top])
+    fig.update_layout(height=height)
+    _layout_defaults(fig)
+    if title:
+        fig.update_layout(title=dict(text=title, x=0.0, xanchor="left"), margin=dict(t=110))
+    return fig
+
+
+def marker_b(fig: go.Figure, name: str) -> int:
+    """The B at which the vertical marker trace ``name`` (a TRACE_*_B constant) is drawn."""
+    for tr in fig.data:
+        if tr.name and tr.name.startswith(name + " = "):
+            return int(tr.meta["marker_b"])
+    raise KeyError(f"No marker {name!r} in the figure.")
+
+
+def trace(fig: go.Figure, name: str) -> go.BaseTraceType:
+    """The first trace whose name is ``name`` or starts with it (names may carry a value suffix)."""
+    for tr in fig.data:
+        if tr.name == name or (tr.name or "").startswith(name):
+            return tr
+    raise KeyError(f"No trace {name!r} in the figure; traces: {[t.name for t in fig.data]}.")

@@ -1,0 +1,272 @@
+"""Session state of the dashboard: which predictions are loaded, and loading samples or uploads.
+
+Everything a page needs about "the data" goes through this module, so the pages never touch
+``st.session_state`` keys directly and later pages (recalibration, comparison) get the same data.
+
+Loading is requested by widget callbacks (:func:`request_sample`, :func:`request_upload`) and
+carried out by :func:`process_pending`, which ``app.py`` calls before it draws anything: the
+sidebar then already shows the new data in the same run, and a spinner can be shown while a large
+file is read (a callback cannot show one).
+
+A failed load never replaces what was loaded before: the error is kept for the Data page to show
+and the previous predictions stay in use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import streamlit as st
+
+import pbr_core
+from pbr_core import Predictions, PredictionsError
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_DIR = ROOT / "sample_data"
+DEFAULT_SAMPLE = "cifar100_densenet121.npz"
+#: File endings the uploader accepts (Streamlit matches on the last suffix, so "gz" covers .csv.gz).
+UPLOAD_TYPES = ["csv", "tsv", "gz", "parquet", "pq", "npz", "npy"]
+_SAMPLE_SUFFIXES = (".csv", ".tsv", ".csv.gz", ".tsv.gz", ".parquet", ".pq", ".npz", ".npy")
+
+InputType = Literal["auto", "probabilities", "logits"]
+BinaryTarget = Literal["positive", "top_label"]
+
+_K_LOADED = "pbr_loaded"
+_K_ERROR = "pbr_load_error"
+_K_PENDING = "pbr_pending_load"
+_K_BINARY_TARGET = "pbr_binary_target"
+
+# Bundled files get a readable name from their file name: "<dataset>_<model>[_toplabel]";
+# anything that does not parse is listed by its file name.
+_DATASETS = {"cifar100": "CIFAR-100", "cifar10": "CIFAR-10", "kitti": "KITTI", "imagenet": "ImageNet"}
+_MODELS = {
+    "densenet121": "DenseNet-121", "resnet110": "ResNet-110", "resnet50": "ResNet-50",
+    "xgboost": "XGBoost", "xgb": "XGBoost", "random_forest": "random forest", "rf": "random forest",
+    "mlp": "1-hidden-layer network", "gradient_boosting": "gradient boosting",
+}
+#: What is known about specific bundled files beyond their name (shown in brackets).
+_SAMPLE_DETAILS = {
+    "cifar100_densenet121.npz": "logits, 100 classes",
+    "cifar10_resnet110.npz": "logits, 10 classes",
+}
+_DEFAULT_LAYOUT = {"kitti": "binary p(y=1)"}  # the paper's KITTI task is binary
+_LAYOUT_TAGS = {"toplabel": "top-label only", "top_label": "top-label only", "multiclass": "multiclass",
+                "binary": "binary"}
+
+# --------------------------------------------------------------------------- values
+@dataclass(frozen=True)
+class LoadOptions:
+    """How to read a file; the Data page's "reading options"."""
+
+    label_column: str | None = None
+    input_type: InputType = "auto"
+    renormalize: bool = False
+    max_rows: int | None = None
+
+    def as_kwargs(self) -> dict[str, Any]:
+        return dict(label_column=self.label_column or None, input_type=self.input_type,
+                    renormalize=self.renormalize, max_rows=self.max_rows or None)
+
+    def tag(self) -> str:
+        return f"lc={self.label_column or ''};it={self.input_type};rn={int(self.renormalize)};mr={self.max_rows or 0}"
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The predictions in use and where they came from."""
+
+    preds: Predictions
+    name: str                       # what the sidebar shows
+    file_name: str                  # sample file name or uploaded file name
+    origin: Literal["sample", "upload"]
+    key: str                        # content hash + options: the cache key of every computation
+    options: LoadOptions = field(default_factory=LoadOptions)
+
+
+@dataclass(frozen=True)
+class MetricView:
+    """The (probs, labels) pair the metrics see, with its cache key and axis wording.
+
+    For binary data the user picks between calibration of p(y=1) (paper Appendix A) and top-label
+    calibration; top-label-only data uses (confidence, correct) via ``Predictions.metric_inputs``.
+    """
+
+    key: str
+    probs: np.ndarray
+    labels: np.ndarray
+    n: int
+    x_title: str
+    y_title: str
+    what: str                       # one phrase: what is being calibrated
+    top_label_only: bool = False    # (confidence, correct) of a top-label-only file
+
+    def subsample(self, index: np.ndarray, tag: str) -> "MetricView":
+        return replace(self, key=f"{self.key}|{tag}", probs=self.probs[index], labels=self.labels[index],
+                       n=int(index.size))
+
+
+# --------------------------------------------------------------------------- samples
+def list_samples() -> list[str]:
+    """Prediction files in sample_data/, the default sample first, then alphabetically."""
+    if not SAMPLE_DIR.is_dir():
+        return []
+    files = sorted(p.name for p in SAMPLE_DIR.iterdir()
+                   if p.is_file() and p.name.lower().endswith(_SAMPLE_SUFFIXES))
+    return sorted(files, key=lambda f: (f != DEFAULT_SAMPLE, f))
+
+
+def describe_sample(file_name: str) -> str:
+    """A readable name for a bundled sample, e.g. "KITTI · XGBoost (csv)"; unknown patterns: the file name."""
+    m = re.match(r"^(?P<stem>.+?)\.(?P<ext>csv|tsv|csv\.gz|tsv\.gz|parquet|pq|npz|npy)$", file_name, flags=re.I)
+    if not m:
+        return file_name
+    parts = m.group("stem").lower().split("_")
+    if parts[0] not in _DATASETS:
+        return file_name
+    rest = "_".join(parts[1:])
+    tags = [t for t in _LAYOUT_TAGS if re.search(rf"(^|_){t}($|_)", rest)]
+    for t in tags:
+        rest = re.sub(rf"(^|_){t}($|_)", "_", rest).strip("_")
+    model = _MODELS.get(rest, rest.replace("_", " ")) if rest else ""
+    details = [_LAYOUT_TAGS[t] for t in tags] or [_DEFAULT_LAYOUT.get(parts[0], "")]
+    details = [d for d in details + [_SAMPLE_DETAILS.get(file_name, ""), m.group("ext").lower()] if d]
+    title = f"{_DATASETS[parts[0]]} · {model}" if model else _DATASETS[parts[0]]
+    return f"{title} ({', '.join(details)})"
+
+
+# --------------------------------------------------------------------------- loading
+@st.cache_data(show_spinner=False, max_entries=6)
+def _load_cached(digest: str, _source: bytes | str, file_name: str, options: tuple) -> Predictions:
+    """Parse once per (content, options). ``digest`` stands for ``_source``, which is not hashed
+    (hashing a 500 MB upload on every call would cost more than the cache saves)."""
+    label_column, input_type, renormalize, max_rows = options
+    return pbr_core.load_predictions(
+        _source, label_column=label_column, input_type=input_type, renormalize=renormalize,
+        max_rows=max_rows, name=file_name,
+    )
+
+
+def _options_tuple(options: LoadOptions) -> tuple:
+    kw = options.as_kwargs()
+    return (kw["label_column"], kw["input_type"], kw["renormalize"], kw["max_rows"])
+
+
+def _load(source: bytes | str, digest: str, file_name: str, origin: Literal["sample", "upload"],
+          options: LoadOptions, name: str) -> str | None:
+    """Load and, on success, make it current. Returns the error message or None."""
+    try:
+        preds = _load_cached(digest, source, file_name, _options_tuple(options))
+    except PredictionsError as exc:
+        return _set_error(file_name, str(exc))
+    except Exception as exc:  # noqa: BLE001 - a bad file must never crash the app
+        return _set_error(file_name, f"{type(exc).__name__}: {exc}")
+    st.session_state[_K_LOADED] = Loaded(preds=preds, name=name, file_name=file_name, origin=origin,
+                                         key=f"{digest}|{options.tag()}", options=options)
+    st.session_state.pop(_K_ERROR, None)
+    return None
+
+
+def _set_error(file_name: str, message: str) -> str:
+    st.session_state[_K_ERROR] = {"file_name": file_name, "message": message}
+    return message
+
+
+def load_sample(file_name: str, options: LoadOptions = LoadOptions()) -> str | None:
+    """Load a bundled sample; returns an error message or None."""
+    path = SAMPLE_DIR / file_name
+    if not path.is_file():
+        return _set_error(file_name, f"The sample file {file_name} is not in {SAMPLE_DIR}.")
+    stat = path.stat()
+    digest = f"sample:{file_name}:{stat.st_size}:{stat.st_mtime_ns}"
+    return _load(str(path), digest, file_name, "sample", options, describe_sample(file_name))
+
+
+def load_upload(data: bytes, file_name: str, options: LoadOptions = LoadOptions()) -> str | None:
+    """Load uploaded bytes (the file name gives the format); returns an error message or None.
+
+    On failure the previously loaded predictions stay current.
+    """
+    digest = "upload:" + hashlib.blake2b(data, digest_size=16).hexdigest()
+    return _load(bytes(data), digest, file_name, "upload", options, file_name)
+
+
+def ensure_loaded() -> Loaded | None:
+    """On first start load the default sample so every page works immediately."""
+    if _K_LOADED not in st.session_state and _K_ERROR not in st.session_state:
+        samples = list_samples()
+        if samples:
+            load_sample(samples[0])
+    return current()
+
+
+def current() -> Loaded | None:
+    return st.session_state.get(_K_LOADED)
+
+
+def last_error() -> dict | None:
+    """{"file_name", "message"} of the last failed load, until the next successful one."""
+    return st.session_state.get(_K_ERROR)
+
+
+def clear_error() -> None:
+    st.session_state.pop(_K_ERROR, None)
+
+
+# --------------------------------------------------------------------------- deferred loads
+def request_sample(file_name: str, options: LoadOptions) -> None:
+    """Ask for a sample to be loaded at the start of the next run (use in widget callbacks)."""
+    st.session_state[_K_PENDING] = ("sample", file_name, None, options)
+
+
+def request_upload(file_name: str, data: bytes, options: LoadOptions) -> None:
+    """Ask for uploaded bytes to be loaded at the start of the next run (use in widget callbacks)."""
+    st.session_state[_K_PENDING] = ("upload", file_name, data, options)
+
+
+def process_pending() -> None:
+    """Carry out a requested load, with a spinner (called by app.py before anything is drawn)."""
+    pending = st.session_state.pop(_K_PENDING, None)
+    if pending is None:
+        return
+    kind, file_name, data, options = pending
+    with st.spinner(f"Reading {file_name} …"):
+        if kind == "sample":
+            load_sample(file_name, options)
+        else:
+            load_upload(data, file_name, options)
+
+
+# --------------------------------------------------------------------------- what the metrics see
+def binary_target() -> BinaryTarget:
+    return st.session_state.get(_K_BINARY_TARGET, "positive")
+
+
+BINARY_TARGET_KEY = _K_BINARY_TARGET
+BINARY_TARGET_LABELS: dict[str, str] = {
+    "positive": "p(y=1): binary calibration",
+    "top_label": "Top-label confidence",
+}
+
+
+def metric_view(loaded: Loaded, target: BinaryTarget | None = None) -> MetricView:
+    """The arrays the metrics take for the loaded data (see :class:`MetricView`)."""
+    preds = loaded.preds
+    target = binary_target() if target is None else target
+    if preds.kind == "binary" and target == "positive":
+        return MetricView(key=f"{loaded.key}|pos", probs=preds.p_positive, labels=preds.labels, n=preds.n,
+                          x_title="Predicted probability p(y=1)", y_title="Observed frequency of y = 1",
+                          what="the predicted probability of the positive class, p(y=1)")
+    probs, labels = preds.metric_inputs()
+    return MetricView(key=f"{loaded.key}|top", probs=probs, labels=labels, n=preds.n,
+                      x_title="Confidence (probability of the predicted class)", y_title="Accuracy",
+                      what="the confidence of the predicted class (top-label calibration)",
+                      top_label_only=preds.kind == "top_label")
+
+
+def kind_label(preds: Predictions) -> str:
+    return {"multiclass": "multiclass", "binary": "binary", "top_label": "top-label only"}.get(preds.kind, preds.kind)

@@ -1,0 +1,49 @@
+"""Pure table builders for display (pandas in/out, no Streamlit): previews and per-class listings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from pbr_core import Predictions
+
+#: The preview shows at most this many class columns (CIFAR-100 has 100; nobody reads them all).
+MAX_PREVIEW_CLASSES = 8
+
+
+def _names(preds: Predictions, ids: np.ndarray) -> np.ndarray:
+    names = preds.class_names
+    if names and len(names) == preds.n_classes and ids.size and ids.max() < len(names):
+        return np.asarray(names, dtype=object)[ids]
+    return ids
+
+
+def preview_frame(preds: Predictions, rows: int = 10) -> pd.DataFrame:
+    """The first ``rows`` rows as the loader understood them: label, prediction, confidence, scores."""
+    k = min(rows, preds.n)
+    out = pd.DataFrame({
+        "true label": _names(preds, preds.labels[:k]),
+        "predicted": _names(preds, preds.predicted[:k]),
+        "confidence": preds.confidence[:k],
+        "correct": preds.predicted[:k] == preds.labels[:k],
+    })
+    if preds.kind == "binary" and preds.probs is not None:
+        out["p(y=1)"] = preds.probs[:k, 1]
+    elif preds.probs is not None:
+        names = preds.class_names or tuple(str(i) for i in range(preds.n_classes))
+        shown = min(preds.n_classes, MAX_PREVIEW_CLASSES)
+        for j in range(shown):
+            out[f"p({names[j]})"] = preds.probs[:k, j]
+        if preds.logits is not None:
+            for j in range(min(shown, 3)):
+                out[f"logit({names[j]})"] = preds.logits[:k, j]
+    return out
+
+
+def classwise_frame(per_class: np.ndarray, class_names: tuple[str, ...], top: int | None = None) -> pd.DataFrame:
+    """Per-class ECE sorted worst first."""
+    per_class = np.asarray(per_class, dtype=float)
+    names = class_names if len(class_names) == per_class.size else tuple(str(i) for i in range(per_class.size))
+    df = pd.DataFrame({"class": names, "ECE of this class": per_class})
+    df = df.sort_values("ECE of this class", ascending=False, kind="stable").reset_index(drop=True)
+    return df.head(top) if top else df

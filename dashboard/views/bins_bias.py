@@ -1,0 +1,143 @@
+"""Bins & bias page: ECE against B with Theorem 1's bound, and a subsampling control for teaching."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+import pbr_core
+from dashboard import compute, figures, state, texts
+
+K_BMAX = "bins_bmax"
+K_L = "bins_lipschitz"
+K_EPS = "bins_eps"
+K_LOG = "bins_log_y"
+K_SUB_N = "bins_sub_n"
+K_SEED = "bins_seed"
+K_FOR = "bins_for"  # which data the B / n choices belong to
+
+MAX_BMAX = 300
+DEFAULT_BMAX = 100
+_STEPS = (100, 200, 300, 500, 1_000, 2_000, 3_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000,
+          500_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000)
+
+
+def subsample_sizes(n_total: int) -> list[int]:
+    """The n values offered by the teaching control: round numbers below n_total, then n_total."""
+    return [s for s in _STEPS if s < n_total] + [n_total]
+
+
+def _reset_for_new_data(view: state.MetricView) -> None:
+    if st.session_state.get(K_FOR) == view.key:
+        return
+    st.session_state[K_FOR] = view.key
+    st.session_state[K_BMAX] = max(2, min(DEFAULT_BMAX, view.n, MAX_BMAX))
+    st.session_state[K_SUB_N] = view.n
+    st.session_state[K_SEED] = 0
+
+
+def _new_seed() -> None:
+    st.session_state[K_SEED] = int(st.session_state.get(K_SEED, 0)) + 1
+
+
+def _controls(view: state.MetricView) -> tuple[int, float, float, bool]:
+    c1, c2, c3, c4 = st.columns([3, 2, 2, 1.3], gap="medium")
+    with c1:
+        hi = max(2, min(MAX_BMAX, view.n))
+        bmax = st.slider("Largest B shown", min_value=2, max_value=hi, key=K_BMAX, persist_state="session",
+                         help=texts.BMAX_HELP, disabled=view.n < 2)
+    with c2:
+        lip = st.number_input("Lipschitz constant L", min_value=0.0, max_value=100.0, value=1.0, step=0.5,
+                              key=K_L, persist_state="session", help=texts.LIPSCHITZ_HELP)
+    with c3:
+        eps = st.number_input("ε (failure probability)", min_value=0.001, max_value=0.5, value=0.05,
+                              step=0.01, format="%.3f", key=K_EPS, persist_state="session", help=texts.EPS_HELP)
+    with c4:
+        st.write("")  # aligns the toggle with the inputs' boxes
+        log_y = st.toggle("Log scale", key=K_LOG, persist_state="session", help=texts.LOG_Y_HELP)
+    return int(bmax), float(lip), float(eps), bool(log_y)
+
+
+def _teaching(view: state.MetricView) -> state.MetricView:
+    """The subsample control; returns the view the chart uses (the full data or a subset)."""
+    with st.container(border=True):
+        st.markdown("**Teaching: how do the ECE and the bound move with n?**")
+        sizes = subsample_sizes(view.n)
+        if st.session_state.get(K_SUB_N) not in sizes:
+            st.session_state[K_SUB_N] = view.n
+        c1, c2 = st.columns([4, 1], gap="medium", vertical_alignment="bottom")
+        with c1:
+            n_sub = st.select_slider("Use a random subset of n rows", options=sizes, key=K_SUB_N,
+                                     persist_state="session", format_func=lambda v: f"{v:,}",
+                                     help=texts.SUBSAMPLE_HELP, disabled=len(sizes) < 2)
+        with c2:
+            st.button("New subset", on_click=_new_seed, disabled=n_sub >= view.n,
+                      icon=":material/casino:", key="bins_resample")
+        seed = int(st.session_state.get(K_SEED, 0))
+        if n_sub >= view.n:
+            st.caption(f"Using all {view.n:,} rows. Move the slider left to see a smaller test set.")
+            return view
+        idx = compute.subsample_index(view.n, int(n_sub), seed)
+        st.caption(f"Using a random subset of {n_sub:,} of {view.n:,} rows (subset #{seed}). "
+                   "The grey line is the ECE on all rows, for comparison.")
+        return view.subsample(idx, f"sub{n_sub}:{seed}")
+
+
+def _cards(view: state.MetricView, curve: np.ndarray, bmax: int, lip: float, eps: float) -> tuple[int, int]:
+    n = view.n
+    b_opt = pbr_core.optimal_n_bins(n)
+    b_min = pbr_core.bound_minimizing_n_bins(n, lipschitz=lip, eps=eps)
+    ece_opt = compute.ece_at(view, b_opt, curve)
+    bound_opt = pbr_core.theorem1_bound(n, b_opt, lipschitz=lip, eps=eps)
+    bound_min = pbr_core.theorem1_bound(n, b_min, lipschitz=lip, eps=eps)
+    c = st.columns(4)
+    c[0].metric(f"ECE at B = floor(n^(1/3)) = {b_opt}", f"{ece_opt:.4f}", help=texts.ECE_HELP)
+    c[1].metric("Theorem 1 bound on |TCE − ECE|", f"± {bound_opt:.4f}",
+                help=f"At B = {b_opt}, n = {n:,}, L = {lip:g}, ε = {eps:g}.")
+    c[2].metric(f"True calibration error ({1 - eps:.0%} sure)",
+                f"{max(0.0, ece_opt - bound_opt):.3f} – {min(1.0, ece_opt + bound_opt):.3f}",
+                help="ECE ± bound at B = floor(n^(1/3)), cut to [0, 1]: where the TCE lies with "
+                     "probability at least 1 − ε.")
+    c[3].metric("Bound-minimising B", f"{b_min}", help=f"The B with the smallest bound (± {bound_min:.4f}) "
+                "for this n, L and ε.")
+    return b_opt, b_min
+
+
+def render() -> None:
+    st.title("Bins & bias")
+    loaded = state.current()
+    if loaded is None:
+        st.info("Load predictions on the Data page first.")
+        return
+    full = state.metric_view(loaded)
+    st.markdown(
+        "The ECE depends on the number of bins B. The paper's Theorem 1 says how far the measured ECE "
+        "can be from the **true calibration error (TCE)** and which B makes that distance smallest. "
+        f"Measured on {full.what}."
+    )
+    _reset_for_new_data(full)
+    bmax, lip, eps, log_y = _controls(full)
+    view = _teaching(full)
+
+    Bs = np.arange(1, bmax + 1)
+    curve = compute.ece_curve(view, bmax)
+    b_opt, b_min = _cards(view, curve, bmax, lip, eps)
+    fig = figures.ece_vs_bins_figure(
+        Bs, curve,
+        bound=pbr_core.theorem1_bound(view.n, Bs, lipschitz=lip, eps=eps),
+        binning_bias=pbr_core.theorem1_binning_bias(Bs, lipschitz=lip),
+        estimation_bias=pbr_core.theorem1_estimation_bias(view.n, Bs, eps=eps),
+        optimal_b=b_opt, minimising_b=b_min, eps=eps, log_y=log_y,
+        reference_ece=compute.ece_curve(full, bmax) if view.n < full.n else None,
+    )
+    left, right = st.columns([3, 1.2], gap="medium")
+    with left:
+        st.plotly_chart(fig, key="bins_chart", config={"displaylogo": False})
+        st.caption(texts.BAND_CAPTION)
+        if b_min > bmax:
+            st.caption(f"The bound-minimising B = {b_min} lies beyond the chart: raise 'Largest B shown'.")
+    with right:
+        st.markdown(texts.WHY_CUBE_ROOT)
+
+
+render()

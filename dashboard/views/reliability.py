@@ -1,0 +1,85 @@
+"""Reliability page: the reliability diagram at a chosen B, with the metric cards."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import pbr_core
+from dashboard import compute, figures, state, tables, texts
+
+K_BINS = "rel_n_bins"
+K_BINS_FOR = "rel_n_bins_for"  # which data the slider value belongs to
+MAX_BINS = 200
+
+
+def _bins_slider(view: state.MetricView) -> int:
+    hi = max(1, min(MAX_BINS, view.n))
+    default = min(pbr_core.optimal_n_bins(view.n), hi)
+    # New data: back to the paper's B; the same data (even after visiting other pages): keep the choice.
+    if st.session_state.get(K_BINS_FOR) != view.key or not 1 <= st.session_state.get(K_BINS, 0) <= hi:
+        st.session_state[K_BINS] = default
+        st.session_state[K_BINS_FOR] = view.key
+    if hi == 1:  # a slider needs min < max
+        st.caption("One row only: B = 1.")
+        return 1
+    return int(st.slider(
+        f"Number of bins B (default floor(n^(1/3)) = {default})", min_value=1, max_value=hi, key=K_BINS,
+        persist_state="session", help=texts.N_BINS_HELP,
+    ))
+
+
+def _metric_cards(loaded: state.Loaded, view: state.MetricView, n_bins: int) -> None:
+    s = compute.summary(view, n_bins)
+    top_label_only = loaded.preds.kind == "top_label"
+    c = st.columns(5)
+    c[0].metric("ECE", f"{s['ece']:.4f}", help=texts.ECE_HELP + " " + texts.ECE_INTERVAL_HELP)
+    c[0].caption(f"95% interval {s['ece_ci_low']:.4f} – {s['ece_ci_high']:.4f}")
+    c[1].metric("MCE", f"{s['mce']:.4f}", help=texts.MCE_HELP)
+    # Brier and NLL need p of the true class, which a top-label-only file does not have.
+    c[2].metric("Brier score", "n/a" if top_label_only else f"{s['brier']:.4f}",
+                help=texts.TOP_LABEL_NA if top_label_only else texts.BRIER_HELP)
+    c[3].metric("NLL", "n/a" if top_label_only else f"{s['nll']:.4f}",
+                help=texts.TOP_LABEL_NA if top_label_only else texts.NLL_HELP)
+    c[4].metric("Accuracy", f"{s['accuracy']:.2%}", help=texts.ACCURACY_HELP)
+
+
+def _classwise(loaded: state.Loaded, view: state.MetricView, n_bins: int) -> None:
+    preds = loaded.preds
+    if preds.kind != "multiclass":
+        return
+    with st.expander("Classwise ECE (every class, not only the predicted one)"):
+        st.markdown(
+            "For each class k the same binned ECE is computed on the predicted probability of k "
+            "against whether the label is k, over all rows; the headline number is their average. "
+            "It catches miscalibration that the top-label ECE cannot see (e.g. on second choices)."
+        )
+        mean, per_class = compute.classwise(state.metric_view(loaded, "top_label"), n_bins)
+        st.metric("Classwise ECE (mean over classes)", f"{mean:.4f}")
+        st.markdown("**Worst-calibrated classes**")
+        st.dataframe(tables.classwise_frame(per_class, preds.class_names, top=15), hide_index=True)
+
+
+def render() -> None:
+    st.title("Reliability")
+    loaded = state.current()
+    if loaded is None:
+        st.info("Load predictions on the Data page first.")
+        return
+    view = state.metric_view(loaded)
+    st.markdown(
+        f"How well does the confidence match reality? Measured on **{view.what}** for "
+        f"**{loaded.name}** (n = {view.n:,})."
+    )
+    n_bins = _bins_slider(view)
+    _metric_cards(loaded, view, n_bins)
+    left, right = st.columns([3, 1], gap="medium")
+    with left:
+        table = compute.reliability(view, n_bins)
+        fig = figures.reliability_figure(table, x_title=view.x_title, y_title=view.y_title)
+        st.plotly_chart(fig, key="reliability_chart", config={"displaylogo": False})
+    with right:
+        st.markdown(texts.HOW_TO_READ_RELIABILITY)
+    _classwise(loaded, view, n_bins)
+
+
+render()
