@@ -24,6 +24,7 @@ from pbr_core.experiments import (
     available_methods,
     best_mask,
     compare,
+    fit_on_fold,
     fold_permutation,
     kl_vs_ece_gap,
     n_re_sweep,
@@ -216,6 +217,13 @@ def test_compare_ece_equals_an_independent_refit(table100, c100):
     n_bins = math.floor(len(te_idx) ** (1 / 3))
     assert row["ece"] == pytest.approx(pbr_core.ece(p, c100.labels[te_idx], n_bins=n_bins), abs=1e-12)
     assert row["nll"] == pytest.approx(pbr_core.nll(p, c100.labels[te_idx]), abs=1e-12)
+
+
+def test_fit_on_fold_reproduces_the_table_row(table100, c100):
+    r, test_set, probs = fit_on_fold(c100, "temperature", n_re=N_RE, fold=2, seed=SEED)
+    row = table100[(table100.method == "temperature") & (table100.fold == 2)].iloc[0]
+    assert test_set.n == row["n_te"] and probs.shape == (test_set.n, 100)
+    assert row["ece"] == pytest.approx(pbr_core.ece(probs, test_set.labels), abs=1e-12)
 
 
 def test_uncalibrated_rows_are_the_raw_metrics_on_the_test_rows(table100, c100):

@@ -7,6 +7,7 @@ and Appendices F-G:
 * :func:`summarize`, :func:`summary_table`, :func:`best_mask` - mean ± std over folds, best per column.
 * :func:`kl_vs_ece_gap` - KL against the ECE generalisation gap over alpha (Section 6.1, Figure 2).
 * :func:`n_re_sweep` - test ECE against the recalibration set size (Figure 3).
+* :func:`split_indices`, :func:`fit_on_fold` - one fold's split / fitted method, e.g. for reliability diagrams.
 
 Every protocol takes ``progress(done, total, message)`` (called after each fit) and ``cancel()``
 (checked before each fit; True raises :class:`Cancelled`, which carries the partial table).
@@ -31,7 +32,7 @@ from pbr_core.experiments._protocol import (
     split_indices,
     tqdm_progress,
 )
-from pbr_core.experiments.compare import COMPARE_COLUMNS, compare, fit_and_evaluate
+from pbr_core.experiments.compare import COMPARE_COLUMNS, compare, fit_and_evaluate, fit_on_fold
 from pbr_core.experiments.kl_gap import KL_GAP_COLUMNS, PAPER_ALPHAS, KLGapResult, kl_vs_ece_gap
 from pbr_core.experiments.summary import HIGHER_IS_BETTER, LOWER_IS_BETTER, best_mask, summarize, summary_table
 from pbr_core.experiments.sweep import PAPER_N_RE_VALUES, n_re_sweep
@@ -51,6 +52,7 @@ __all__ = [
     "best_mask",
     "compare",
     "fit_and_evaluate",
+    "fit_on_fold",
     "fold_permutation",
     "kl_vs_ece_gap",
     "make_recalibrator",

@@ -34,7 +34,7 @@ from pbr_core.experiments._protocol import (
 )
 from pbr_core.predictions import Predictions
 
-__all__ = ["COMPARE_COLUMNS", "compare", "fit_and_evaluate"]
+__all__ = ["COMPARE_COLUMNS", "compare", "fit_and_evaluate", "fit_on_fold"]
 
 #: Columns of :func:`compare`'s table, in order.
 COMPARE_COLUMNS = (
@@ -146,8 +146,8 @@ def compare(
     --------
     >>> import numpy as np, pbr_core
     >>> from pbr_core.experiments import compare, summarize
-    >>> d = np.load("sample_data/cifar10_resnet110.npz")
-    >>> preds = pbr_core.Predictions.from_arrays(d["logits"], d["labels"])
+    >>> d = np.load("sample_data/cifar10_resnet110.npz")  # doctest: +SKIP
+    >>> preds = pbr_core.Predictions.from_arrays(d["logits"], d["labels"])  # doctest: +SKIP
     >>> table = compare(preds, ["uncalibrated", "temperature"], n_re=500, n_folds=2)  # doctest: +SKIP
     >>> summarize(table)  # doctest: +SKIP
     """
@@ -169,6 +169,27 @@ def compare(
                                             binary_ece=binary_ece, on_error=on_error, what=what))
             runner.add(row, what)
     return runner.table()
+
+
+def fit_on_fold(preds: Predictions, method: str, n_re: int = 1000, fold: int = 0, seed: int = 0,
+                params: Mapping[str, Any] | None = None) -> tuple[Any, Predictions, np.ndarray]:
+    """Refit one method on one fold of :func:`compare` and return what a plot of it needs.
+
+    The split is exactly the one :func:`compare` uses for ``(n_re, fold, seed)``, so reliability
+    diagrams drawn from this match the table's row.
+
+    Returns
+    -------
+    (recalibrator, test_set, test_probs)
+        The fitted recalibrator, the fold's test set (a Predictions value with the raw predictions)
+        and the recalibrated test probabilities.
+    """
+    preds = check_predictions(preds)
+    _check_n_re(n_re, preds.n)
+    re_idx, te_idx = split_indices(preds.n, n_re, fold=fold, seed=seed)
+    recalibrator = make_recalibrator(method, params).fit(preds.subset(re_idx))
+    test_set = preds.subset(te_idx)
+    return recalibrator, test_set, recalibrator.predict_proba(test_set)
 
 
 def _check_n_re(n_re: Any, n: int) -> int:

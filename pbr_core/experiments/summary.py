@@ -64,11 +64,11 @@ def summarize(table: pd.DataFrame, metrics: Sequence[str] | None = None, by: Seq
     Examples
     --------
     >>> import pandas as pd
-    >>> t = pd.DataFrame({"method": ["a", "a", "b", "b"], "fold": [0, 1, 0, 1], "ece": [.1, .3, .2, .2]})
-    >>> summarize(t)[["method", "metric", "mean", "best"]]
-      method metric  mean   best
-    0      a    ece   0.2  False
-    1      b    ece   0.2  False
+    >>> t = pd.DataFrame({"method": ["a", "a", "b", "b"], "fold": [0, 1, 0, 1], "ece": [.1, .3, .1, .1]})
+    >>> summarize(t)[["method", "metric", "mean", "std", "best"]]
+      method metric  mean       std   best
+    0      a    ece   0.2  0.141421  False
+    1      b    ece   0.1  0.000000   True
     """
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"Expected a pandas DataFrame, but got {type(table).__name__}.")
