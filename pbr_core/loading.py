@@ -164,7 +164,9 @@ def _suffix_format(file_name: str) -> tuple[str, FileFormat | None]:
         if lower.endswith("." + key):
             return file_name[-len(key) - 1:], _FORMATS[key]
     suffixes = Path(file_name).suffixes
-    return ("".join(suffixes[-2:]) if suffixes[-2:-1] == [".gz"] else (suffixes[-1] if suffixes else "")), None
+    if not suffixes:
+        return "", None
+    return ("".join(suffixes[-2:]) if suffixes[-1].lower() in (".gz", ".bz2", ".zip", ".xz") else suffixes[-1]), None
 
 
 def _describe(head: bytes) -> str | None:
@@ -206,13 +208,13 @@ def _resolve_format(src: _Source, format: str | None, head: bytes) -> FileFormat
 
 
 def _looks_like_text(head: bytes) -> bool:
+    """No NUL bytes and (almost) no control characters: UTF-8 or a legacy 8-bit encoding."""
+    if not head:
+        return True
     if b"\x00" in head:
         return False
-    try:
-        head.decode("utf-8")
-        return True
-    except UnicodeDecodeError as exc:  # a multi-byte character cut at the end of the sample is fine
-        return exc.start >= len(head) - 3
+    controls = sum(head.count(bytes([c])) for c in range(32) if c not in (9, 10, 12, 13))
+    return controls <= len(head) // 100
 
 
 # ------------------------------------------------------------------------------------ public API
@@ -543,7 +545,7 @@ def _label_values(series: pd.Series, column: str, src: _Source) -> tuple[str, np
 
 
 def _codes(names: np.ndarray, classes: Sequence[str], column: str, src: _Source, why: str) -> np.ndarray:
-    codes = pd.Categorical(names, categories=list(classes)).codes.astype(np.int64)
+    codes = pd.Index(list(classes)).get_indexer(names).astype(np.int64)
     bad = codes < 0
     if bad.any():
         r = int(np.flatnonzero(bad)[0])

@@ -368,5 +368,10 @@ def _integer_labels(y: np.ndarray, source: str, what: str = "label") -> np.ndarr
         if frac.any():
             r = _first_bad_row(frac)
             raise PredictionsError(f"{source}: {what} {y[r]:g} at row {r} is not a whole number.")
+    if y.dtype.kind in "fu":  # would wrap around in the int64 cast and be reported as a wrong value
+        huge = np.abs(y.astype(np.float64)) >= 2.0**62
+        if huge.any():
+            r = _first_bad_row(huge)
+            raise PredictionsError(f"{source}: {what} {y[r]:g} at row {r} is far outside any range of classes.")
     return y.astype(np.int64)
 

@@ -1,0 +1,165 @@
+"""Tests for the Predictions value: Predictions.from_arrays / from_top_label validation and helpers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from pbr_core.predictions import (
+    Predictions,
+    PredictionsError,
+    detect_input_type,
+    log_probs,
+    softmax,
+)
+
+P3 = np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6], [0.2, 0.5, 0.3]])
+Y3 = np.array([0, 2, 2])
+
+
+def message(scores, labels, **kw) -> str:
+    with pytest.raises(PredictionsError) as info:
+        Predictions.from_arrays(scores, labels, source="t", **kw)
+    assert str(info.value).startswith("t: ")
+    return str(info.value)
+
+
+def test_predictions_error_is_a_value_error():
+    assert issubclass(PredictionsError, ValueError)
+
+
+def test_probabilities_multiclass():
+    p = Predictions.from_arrays(P3, Y3)
+    assert p.kind == "multiclass" and p.input_type == "probabilities" and p.logits is None
+    assert p.n == 3 and p.n_classes == 3 and p.class_names == ("0", "1", "2")
+    np.testing.assert_allclose(p.confidence, [0.7, 0.6, 0.5])
+    np.testing.assert_array_equal(p.predicted, [0, 2, 1])
+    assert p.accuracy == pytest.approx(2 / 3)
+    np.testing.assert_allclose(p.scores, np.log(P3))
+
+
+def test_logits_detected_and_softmaxed():
+    z = np.array([[2.0, -1.0, 0.5], [0.0, 0.0, 3.0]])
+    p = Predictions.from_arrays(z, [0, 2])
+    assert p.input_type == "logits" and p.kind == "multiclass"
+    np.testing.assert_allclose(p.probs, softmax(z))
+    np.testing.assert_allclose(p.scores, z)
+    assert "outside [0, 1]" in p.notes[-1]
+
+
+def test_unit_interval_rows_not_summing_are_probabilities_not_logits():
+    bad = np.array([[0.2, 0.3, 0.4], [0.1, 0.1, 0.1]])
+    m = message(bad, [0, 1])
+    assert "row 0 sum to 0.9" in m and "2 rows" in m and "renormalise" in m
+    p = Predictions.from_arrays(bad, [0, 1], renormalize=True)
+    np.testing.assert_allclose(p.probs.sum(axis=1), 1.0)
+    assert any("Renormalised 2 rows" in n for n in p.notes)
+    # still logits when asked
+    assert Predictions.from_arrays(bad, [0, 1], input_type="logits").input_type == "logits"
+
+
+def test_tiny_drift_is_removed_exactly():
+    p = Predictions.from_arrays(P3 * (1 + 1e-5), Y3)
+    np.testing.assert_allclose(p.probs.sum(axis=1), 1.0, atol=1e-15)
+
+
+def test_all_zero_rows_cannot_be_renormalised():
+    m = message(np.array([[0.5, 0.5], [0.0, 0.0]]), [0, 1], renormalize=True)
+    assert "row 1 are all zero" in m
+
+
+@pytest.mark.parametrize("scores, labels, parts", [
+    (np.zeros((0, 3)), np.zeros(0), ["empty"]),
+    (np.array([["a", "b"]]), [0], ["not numeric"]),
+    (np.zeros((2, 2, 2)), [0, 1], ["shape"]),
+    (P3, np.zeros((3, 1)), ["labels of shape (n,)"]),
+    (P3, [0, 1], ["mismatched lengths", "3 rows", "2 labels"]),
+    (np.array([[0.5, np.nan], [0.5, 0.5]]), [0, 1], ["NaN or infinite", "row 0", "column 1"]),
+    (P3, [0, 3, 1], ["label 3 at row 1", "0..2"]),
+    (P3, [0, -1, 1], ["label -1 at row 1"]),
+    (P3, [0, 1.5, 1], ["1.5 at row 1", "whole number"]),
+    (P3, [0, np.nan, 1], ["non-finite label at row 1"]),
+    (P3, ["a", "b", "c"], ["not numeric"]),
+    (P3, [0, 1e30, 1], ["far outside"]),
+    (np.array([[1.2, -0.2], [0.5, 0.5]]), [0, 1], []),  # logits: fine
+    (np.array([[0.5], [0.7]]), [0, 2], ["labels must be 0 or 1", "row 1"]),
+    (np.array([0.5, 1.7]), [0, 1], ["p(y=1) in [0, 1]", "row 1"]),
+])
+def test_from_arrays_errors(scores, labels, parts):
+    if not parts:
+        Predictions.from_arrays(scores, labels)
+        return
+    m = message(scores, labels)
+    for part in parts:
+        assert part in m, m
+
+
+def test_forced_probabilities_errors():
+    z = np.array([[1.2, -0.2], [0.5, 0.5]])
+    assert "negative probability -0.2 at row 0" in message(z, [0, 1], input_type="probabilities")
+    with pytest.raises(PredictionsError, match="binary logits"):
+        Predictions.from_arrays(np.array([0.1, 0.9]), [0, 1], input_type="logits")
+
+
+def test_class_names_and_binary():
+    with pytest.raises(PredictionsError, match="2 class names for 3"):
+        Predictions.from_arrays(P3, Y3, class_names=["a", "b"])
+    p = Predictions.from_arrays(np.array([0.2, 0.9]), np.array([False, True]))
+    assert p.kind == "binary" and p.n_classes == 2 and p.class_names == ("0", "1")
+    np.testing.assert_allclose(p.p_positive, [0.2, 0.9])
+    np.testing.assert_allclose(p.confidence, [0.8, 0.9])
+    p2 = Predictions.from_arrays(np.array([[0.8, 0.2], [0.1, 0.9]]), [0, 1], class_names=["no", "yes"])
+    assert p2.kind == "binary" and p2.class_names == ("no", "yes")
+    with pytest.raises(PredictionsError, match="only defined for binary"):
+        Predictions.from_arrays(P3, Y3).p_positive
+
+
+def test_subset_with_probs_and_metric_inputs():
+    p = Predictions.from_arrays(P3, Y3, class_names=["a", "b", "c"])
+    s = p.subset([2, 0])
+    np.testing.assert_array_equal(s.labels, [2, 0])
+    np.testing.assert_allclose(s.probs, P3[[2, 0]])
+    assert s.class_names == ("a", "b", "c")
+    q = p.with_probs(np.full((3, 3), 1 / 3), source="recalibrated")
+    assert q.source == "recalibrated" and q.class_names == ("a", "b", "c")
+    probs, labels = p.metric_inputs()
+    assert probs is p.probs and labels is p.labels
+
+
+def test_from_top_label():
+    t = Predictions.from_top_label([0.9, 0.6, 0.8], [1, 0, 2], [1, 1, 2], class_names=["a", "b", "c"])
+    assert t.kind == "top_label" and not t.can_recalibrate and t.probs is None
+    assert t.accuracy == pytest.approx(2 / 3)
+    conf, correct = t.metric_inputs()
+    np.testing.assert_allclose(conf, [0.9, 0.6, 0.8])
+    np.testing.assert_array_equal(correct, [1.0, 0.0, 1.0])
+    with pytest.raises(PredictionsError, match="cannot be recalibrated"):
+        t.scores
+    for args, part in [
+        (([0.9, 1.2], [0, 0], [0, 1]), "confidence 1.2 at row 1"),
+        (([0.9, np.nan], [0, 0], [0, 1]), "NaN or infinite confidence at row 1"),
+        (([0.9, 0.8], [0], [0, 1]), "mismatched lengths"),
+        (([], [], []), "empty"),
+        ((["x"], [0], [0]), "not numeric"),
+        (([0.9], [0.5], [0]), "predicted label 0.5 at row 0"),
+    ]:
+        with pytest.raises(PredictionsError, match="^t: ") as info:
+            Predictions.from_top_label(*args, source="t")
+        assert part in str(info.value)
+
+
+@settings(max_examples=40, deadline=None)
+@given(z=hnp.arrays(np.float64, st.tuples(st.integers(1, 15), st.integers(2, 6)), elements=st.floats(-40, 40)))
+def test_property_detection(z):
+    """Anything with a value outside [0, 1] is logits; a softmax output is probabilities."""
+    z = z.copy()
+    z[0, 0] = 2.0
+    assert detect_input_type(z) == "logits"
+    assert detect_input_type(softmax(z)) == "probabilities"
+    p = Predictions.from_arrays(softmax(z), np.zeros(z.shape[0], dtype=int))
+    assert p.input_type == "probabilities"
+    np.testing.assert_allclose(p.probs, softmax(z), atol=1e-12)
+    assert np.all(np.isfinite(log_probs(p.probs)))
