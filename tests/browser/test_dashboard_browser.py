@@ -1,0 +1,101 @@
+"""The dashboard in a real browser: Streamlit server + headless Debian Chromium via Playwright.
+
+What a person does first: open the app (the bundled sample loads), look at every page, upload their
+own file. Each step checks that charts really render (plotly draws SVG) and that no exception box
+or error is shown.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.browser
+
+TIMEOUT_MS = 60_000
+
+
+def _wait_idle(page) -> None:
+    """Wait until Streamlit has finished the current script run (the 'running' widget is gone)."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=TIMEOUT_MS)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=TIMEOUT_MS
+    )
+
+
+def _assert_no_exception(page) -> None:
+    exc = page.locator('[data-testid="stException"]')
+    assert exc.count() == 0, exc.first.inner_text()
+
+
+def _assert_plots_rendered(page, at_least: int = 1) -> None:
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT_MS)
+    charts = page.locator('[data-testid="stPlotlyChart"]')
+    assert charts.count() >= at_least
+    # Plotly drew real marks (bars/lines), not an empty frame.
+    assert page.locator(".js-plotly-plot .trace").count() > 0
+
+
+def _goto(page, url: str) -> None:
+    page.goto(url, wait_until="domcontentloaded")
+    _wait_idle(page)
+
+
+def test_pages_render_on_bundled_sample(page, app_url):
+    _goto(page, app_url)
+    page.get_by_role("heading", name="Data").first.wait_for(timeout=TIMEOUT_MS)
+    body = page.locator('[data-testid="stMain"]').inner_text()
+    assert "cifar100" in body.lower() or "CIFAR-100" in body
+    _assert_no_exception(page)
+
+    _goto(page, f"{app_url}/reliability")
+    page.get_by_role("heading", name="Reliability").first.wait_for(timeout=TIMEOUT_MS)
+    _assert_plots_rendered(page)
+    assert "ECE" in page.locator('[data-testid="stMetric"]').first.inner_text() or \
+        page.locator('[data-testid="stMetric"]').count() >= 4
+    _assert_no_exception(page)
+
+    _goto(page, f"{app_url}/bins")
+    page.get_by_role("heading", name="Bins & bias").first.wait_for(timeout=TIMEOUT_MS)
+    _assert_plots_rendered(page)
+    _assert_no_exception(page)
+
+
+def test_upload_a_file_then_see_it_everywhere(page, app_url, tmp_path: Path):
+    # A real binary file of a real model (KITTI random forest), re-written as a user would upload it.
+    src = Path(__file__).resolve().parents[2] / "sample_data" / "kitti_random_forest.csv"
+    upload = tmp_path / "my_model_predictions.csv"
+    upload.write_bytes(src.read_bytes())
+
+    _goto(page, app_url)
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(upload))
+    page.get_by_text("my_model_predictions.csv").first.wait_for(timeout=TIMEOUT_MS)
+    _wait_idle(page)
+    page.get_by_text("9,090").first.wait_for(timeout=TIMEOUT_MS)
+    _assert_no_exception(page)
+
+    _goto(page, f"{app_url}/reliability")
+    _assert_plots_rendered(page)
+    _assert_no_exception(page)
+
+
+def test_bad_upload_shows_error_and_keeps_data(page, app_url, tmp_path: Path):
+    bad = tmp_path / "broken.csv"
+    rng = np.random.default_rng(0)
+    p = rng.dirichlet(np.ones(3), size=20)
+    lines = ["a,b,c,label"] + [f"{r[0]},{r[1]},{r[2]},{i % 3}" for i, r in enumerate(p)]
+    lines[8] = "0.2,not-a-number,0.5,1"
+    bad.write_text("\n".join(lines) + "\n")
+
+    _goto(page, app_url)
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(bad))
+    err = page.locator('[data-testid="stAlertContentError"]').first
+    err.wait_for(timeout=TIMEOUT_MS)
+    text = err.inner_text()
+    assert "not-a-number" in text or "non-numeric" in text.lower() or "numeric" in text.lower()
+    assert "b" in text  # the column is named
+    _assert_no_exception(page)
+    # The previously loaded sample is still there.
+    assert "cifar100" in page.locator('[data-testid="stSidebar"]').inner_text().lower()
