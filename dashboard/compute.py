@@ -61,6 +61,15 @@ def classwise(view: MetricView, n_bins: int) -> tuple[float, np.ndarray]:
     return _classwise(view.key, view.probs, view.labels, int(n_bins))
 
 
+_SUBSAMPLE_STEPS = (100, 200, 300, 500, 1_000, 2_000, 3_000, 5_000, 10_000, 20_000, 50_000, 100_000,
+                   200_000, 500_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000)
+
+
+def subsample_sizes(n_total: int) -> list[int]:
+    """The n values offered by the teaching control: round numbers below n_total, then n_total."""
+    return [s for s in _SUBSAMPLE_STEPS if s < n_total] + [int(n_total)]
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
 def subsample_index(n_total: int, n: int, seed: int) -> np.ndarray:
     """A fixed random subset of ``n`` of ``n_total`` rows (sorted; the same for the same seed)."""

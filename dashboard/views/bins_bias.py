@@ -18,15 +18,6 @@ K_FOR = "bins_for"  # which data the B / n choices belong to
 
 MAX_BMAX = 300
 DEFAULT_BMAX = 100
-_STEPS = (100, 200, 300, 500, 1_000, 2_000, 3_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000,
-          500_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000)
-
-
-def subsample_sizes(n_total: int) -> list[int]:
-    """The n values offered by the teaching control: round numbers below n_total, then n_total."""
-    return [s for s in _STEPS if s < n_total] + [n_total]
-
-
 def _reset_for_new_data(view: state.MetricView) -> None:
     if st.session_state.get(K_FOR) == view.key:
         return
@@ -62,7 +53,7 @@ def _teaching(view: state.MetricView) -> state.MetricView:
     """The subsample control; returns the view the chart uses (the full data or a subset)."""
     with st.container(border=True):
         st.markdown("**Teaching: how do the ECE and the bound move with n?**")
-        sizes = subsample_sizes(view.n)
+        sizes = compute.subsample_sizes(view.n)
         if st.session_state.get(K_SUB_N) not in sizes:
             st.session_state[K_SUB_N] = view.n
         c1, c2 = st.columns([4, 1], gap="medium", vertical_alignment="bottom")

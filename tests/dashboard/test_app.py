@@ -1,0 +1,215 @@
+"""The dashboard pages under streamlit.testing.v1.AppTest (no browser).
+
+Streamlit 1.67's AppTest drives ``st.file_uploader`` itself (``FileUploader.upload`` /
+``set_value`` register the bytes with its in-memory upload manager), so uploads go through the
+real widget and its callback, exactly as in a browser.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import plotly.io as pio
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import pbr_core
+from dashboard import figures as F
+from dashboard.compute import subsample_index
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = str(ROOT / "dashboard" / "app.py")
+TIMEOUT = 30
+RELIABILITY, BINS = "views/reliability.py", "views/bins_bias.py"
+
+
+@pytest.fixture
+def at() -> AppTest:
+    app = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    app.run()
+    assert not app.exception, app.exception
+    return app
+
+
+@pytest.fixture(scope="module")
+def cifar10_csv(cifar10) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """A small valid upload: 300 rows of CIFAR-10 probabilities with a label column."""
+    logits, labels = cifar10
+    preds = pbr_core.Predictions.from_arrays(logits[:300], labels[:300])
+    df = pd.DataFrame(preds.probs, columns=[f"class_{k}" for k in range(10)])
+    df["label"] = labels[:300]
+    return df.to_csv(index=False).encode(), preds.probs, preds.labels
+
+
+def _loaded(at: AppTest):
+    return at.session_state["pbr_loaded"]
+
+
+def _metric(at: AppTest, label_start: str) -> str:
+    for m in at.metric:
+        if m.label.startswith(label_start):
+            return m.value
+    raise AssertionError(f"no metric {label_start!r}; have {[m.label for m in at.metric]}")
+
+
+def _figure(at: AppTest, index: int = 0):
+    """The figure the page sent to the browser, with plotly's base64 typed arrays decoded."""
+    charts = at.get("plotly_chart")
+    assert charts, "no plotly chart on the page"
+    fig = pio.from_json(charts[index].proto.spec)
+    for tr in fig.data:
+        for attr in ("x", "y", "base"):
+            v = getattr(tr, attr, None)
+            if isinstance(v, dict) and "bdata" in v:
+                setattr(tr, attr, np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]))
+    return fig
+
+
+def _sidebar_text(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.sidebar.markdown)
+
+
+def test_default_sample_loads_and_every_page_renders(at):
+    assert _loaded(at).file_name == "cifar100_densenet121.npz"
+    assert "CIFAR-100" in _sidebar_text(at) and "10,000" in _sidebar_text(at)
+    assert _metric(at, "Rows") == "10,000" and _metric(at, "Classes") == "100"
+    assert _metric(at, "Scores") == "logits"
+    assert len(at.get("download_button")) == 3
+    for page in (RELIABILITY, BINS):
+        at.switch_page(page).run()
+        assert not at.exception, (page, at.exception)
+        assert at.get("plotly_chart"), page
+    # Data stays loaded across pages (no reload: the same object).
+    first = _loaded(at)
+    at.switch_page("views/data.py").run()
+    assert _loaded(at) is first
+
+
+def test_switching_samples(at):
+    at.selectbox(key="data_sample").set_value("cifar10_resnet110.npz").run()
+    assert not at.exception
+    assert _loaded(at).file_name == "cifar10_resnet110.npz"
+    assert _metric(at, "Classes") == "10"
+    assert "CIFAR-10 " in _sidebar_text(at)  # the sidebar shows the new data in the same run
+
+
+def test_upload_valid_csv_feeds_every_page(at, cifar10_csv):
+    data, probs, labels = cifar10_csv
+    at.file_uploader(key="data_upload").upload("my_model.csv", data, "text/csv").run()
+    assert not at.exception and not at.error
+    loaded = _loaded(at)
+    assert (loaded.origin, loaded.file_name, loaded.preds.n) == ("upload", "my_model.csv", 300)
+    assert _metric(at, "Scores") == "probabilities"
+    assert any("probabilities" in i.value for i in at.info)  # the loader's notes are shown
+    at.switch_page(RELIABILITY).run()
+    assert not at.exception
+    b = pbr_core.optimal_n_bins(300)
+    assert _metric(at, "ECE") == f"{pbr_core.ece(probs, labels, b):.4f}"
+    fig = _figure(at)
+    np.testing.assert_array_equal(F.trace(fig, F.TRACE_COUNTS).y,
+                                  pbr_core.reliability_diagram(probs, labels, b)["count"])
+    at.switch_page(BINS).run()
+    assert not at.exception
+
+
+def test_bad_upload_shows_error_and_keeps_previous_data(at, cifar10_csv):
+    data, _, _ = cifar10_csv
+    text = data.decode().splitlines()
+    cells = text[5].split(",")
+    cells[0] = str(float(cells[0]) + 0.3)  # row 4 (data row) no longer sums to 1
+    bad = "\n".join(text[:5] + [",".join(cells)] + text[6:]).encode()
+    at.file_uploader(key="data_upload").upload("bad.csv", bad, "text/csv").run()
+    assert not at.exception
+    assert at.error, "no error box for a bad file"
+    message = at.error[0].value
+    assert "bad.csv" in message and "sum" in message and "row" in message
+    assert "still in use" in message
+    assert _loaded(at).file_name == "cifar100_densenet121.npz"  # nothing the user had is lost
+    assert "CIFAR-100" in _sidebar_text(at)
+    # Ticking "renormalise" re-reads the same upload with the option: now it loads.
+    at.checkbox(key="data_renormalize").check().run()
+    assert not at.exception and not at.error
+    assert _loaded(at).file_name == "bad.csv"
+    assert any("Renormalised" in i.value for i in at.info)
+
+
+def test_unreadable_upload_is_an_error_not_a_crash(at):
+    at.file_uploader(key="data_upload").upload("junk.npz", b"this is not a zip file", "application/octet-stream").run()
+    assert not at.exception
+    assert at.error and "junk.npz" in at.error[0].value
+    assert _loaded(at).file_name == "cifar100_densenet121.npz"
+
+
+def test_bins_slider_updates_the_ece_card(at, cifar100):
+    preds = _loaded(at).preds
+    at.switch_page(RELIABILITY).run()
+    b0 = pbr_core.optimal_n_bins(preds.n)
+    assert at.slider(key="rel_n_bins").value == b0
+    assert _metric(at, "ECE") == f"{pbr_core.ece(preds.probs, preds.labels, b0):.4f}"
+    at.slider(key="rel_n_bins").set_value(5).run()
+    assert not at.exception
+    ece5 = f"{pbr_core.ece(preds.probs, preds.labels, 5):.4f}"
+    assert _metric(at, "ECE") == ece5 != f"{pbr_core.ece(preds.probs, preds.labels, b0):.4f}"
+    assert len(F.trace(_figure(at), F.TRACE_ACCURACY).y) == 5
+    assert _metric(at, "MCE") == f"{pbr_core.mce(preds.probs, preds.labels, 5):.4f}"
+    assert _metric(at, "Brier") == f"{pbr_core.brier_score(preds.probs, preds.labels):.4f}"
+    assert _metric(at, "NLL") == f"{pbr_core.nll(preds.probs, preds.labels):.4f}"
+    assert _metric(at, "Classwise") == f"{pbr_core.classwise_ece(preds.probs, preds.labels, 5):.4f}"
+
+
+def test_bins_page_bound_inputs_and_teaching_subsample(at):
+    preds = _loaded(at).preds
+    at.switch_page(BINS).run()
+    n, b = preds.n, pbr_core.optimal_n_bins(preds.n)
+    assert _metric(at, "Theorem 1 bound") == f"± {pbr_core.theorem1_bound(n, b):.4f}"
+    assert _metric(at, "Bound-minimising B") == str(pbr_core.bound_minimizing_n_bins(n))
+    fig = _figure(at)
+    assert F.marker_b(fig, F.TRACE_OPTIMAL_B) == b
+    np.testing.assert_allclose(F.trace(fig, F.TRACE_ECE).y, pbr_core.ece_curve(preds.probs, preds.labels, range(1, 101)))
+
+    at.number_input(key="bins_lipschitz").set_value(3.0).run()
+    at.number_input(key="bins_eps").set_value(0.01).run()
+    assert not at.exception
+    assert _metric(at, "Theorem 1 bound") == f"± {pbr_core.theorem1_bound(n, b, lipschitz=3.0, eps=0.01):.4f}"
+    assert _metric(at, "Bound-minimising B") == str(pbr_core.bound_minimizing_n_bins(n, lipschitz=3.0, eps=0.01))
+
+    at.select_slider(key="bins_sub_n").set_value(1000).run()
+    assert not at.exception
+    assert any("subset of 1,000" in c.value for c in at.caption)
+    idx = subsample_index(n, 1000, 0)
+    b_sub = pbr_core.optimal_n_bins(1000)
+    ece_sub = pbr_core.ece(preds.probs[idx], preds.labels[idx], b_sub)
+    assert _metric(at, f"ECE at B = floor(n^(1/3)) = {b_sub}") == f"{ece_sub:.4f}"
+    assert F.trace(_figure(at), F.TRACE_ECE_REFERENCE) is not None  # the full-data curve for comparison
+    at.button(key="bins_resample").click().run()
+    assert not at.exception
+    idx1 = subsample_index(n, 1000, 1)
+    assert not np.array_equal(idx, idx1)
+    assert _metric(at, "ECE at B") == f"{pbr_core.ece(preds.probs[idx1], preds.labels[idx1], b_sub):.4f}"
+
+
+@pytest.mark.parametrize("sample", ["cifar10_resnet110_toplabel.csv", "kitti_xgboost.csv"])
+def test_top_label_only_and_binary_samples_work_on_every_page(at, sample):
+    if not (ROOT / "sample_data" / sample).is_file():
+        pytest.skip(f"{sample} is not bundled")
+    at.selectbox(key="data_sample").set_value(sample).run()
+    assert not at.exception and _loaded(at).file_name == sample
+    kind = _loaded(at).preds.kind
+    at.switch_page(RELIABILITY).run()
+    assert not at.exception
+    if kind == "top_label":
+        assert _metric(at, "Brier") == "n/a" and _metric(at, "NLL") == "n/a"
+        conf, correct = _loaded(at).preds.metric_inputs()
+        b = pbr_core.optimal_n_bins(len(conf))
+        assert _metric(at, "ECE") == f"{pbr_core.ece(conf, correct, b):.4f}"
+    if kind == "binary":
+        p = _loaded(at).preds
+        b = pbr_core.optimal_n_bins(p.n)
+        assert _metric(at, "ECE") == f"{pbr_core.ece(p.p_positive, p.labels, b):.4f}"  # default: p(y=1)
+        at.sidebar.radio(key="pbr_binary_target").set_value("top_label").run()
+        assert _metric(at, "ECE") == f"{pbr_core.ece(p.probs, p.labels, b):.4f}"
+    at.switch_page(BINS).run()
+    assert not at.exception

@@ -1,0 +1,184 @@
+"""The pure figure and table builders: the right traces, and every plotted number is pbr_core's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import pbr_core
+from dashboard import figures as F
+from dashboard import tables
+from dashboard.state import describe_sample, metric_view, Loaded
+from dashboard.compute import subsample_sizes
+from pbr_core import Predictions
+
+
+@pytest.fixture(scope="module")
+def preds(cifar100) -> Predictions:
+    return Predictions.from_arrays(*cifar100)
+
+
+@pytest.fixture(scope="module")
+def top_label(preds) -> Predictions:
+    return Predictions.from_top_label(preds.confidence, preds.predicted, preds.labels)
+
+
+def _nan_equal(a, b) -> None:
+    np.testing.assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float), equal_nan=True,
+                               rtol=0, atol=1e-12)
+
+
+# ------------------------------------------------------------------------ reliability diagram
+def test_reliability_figure_has_bars_gap_diagonal_and_histogram(preds):
+    fig = F.reliability_figure(pbr_core.reliability_diagram(preds.probs, preds.labels, 15))
+    assert [t.name for t in fig.data] == [F.TRACE_ACCURACY, F.TRACE_GAP, F.TRACE_DIAGONAL, F.TRACE_COUNTS]
+    # The histogram sits in the second row and shares the x-axis with the diagram.
+    counts = F.trace(fig, F.TRACE_COUNTS)
+    assert counts.yaxis == "y2" and counts.xaxis == "x2"
+    assert fig.layout.xaxis.matches == "x2" or fig.layout.xaxis2.matches == "x"
+    diag = F.trace(fig, F.TRACE_DIAGONAL)
+    assert list(diag.x) == [0.0, 1.0] and list(diag.y) == [0.0, 1.0]
+
+
+@pytest.mark.parametrize("n_bins", [1, 7, 21, 60])
+def test_reliability_figure_numbers_are_pbr_cores(preds, n_bins):
+    table = pbr_core.reliability_diagram(preds.probs, preds.labels, n_bins)
+    fig = F.reliability_figure(table)
+    acc, gap, counts = (F.trace(fig, n) for n in (F.TRACE_ACCURACY, F.TRACE_GAP, F.TRACE_COUNTS))
+    _nan_equal(acc.y, table["accuracy"])
+    _nan_equal(acc.x, (table["lower"] + table["upper"]) / 2)
+    _nan_equal(np.asarray(acc.y) + np.asarray(acc.error_y.array), table["ci_high"])
+    _nan_equal(np.asarray(acc.y) - np.asarray(acc.error_y.arrayminus), table["ci_low"])
+    _nan_equal(gap.base, table["accuracy"])
+    _nan_equal(np.asarray(gap.base) + np.asarray(gap.y), table["mean_confidence"])
+    np.testing.assert_array_equal(counts.y, table["count"])
+    # The red gap boxes, weighted by the share of samples, add up to the ECE.
+    share = np.asarray(counts.y) / preds.n
+    assert np.nansum(share * np.abs(np.asarray(gap.y, dtype=float))) == pytest.approx(
+        pbr_core.ece(preds.probs, preds.labels, n_bins), abs=1e-12)
+
+
+def test_reliability_counts_text_only_when_readable(preds):
+    few = F.reliability_figure(pbr_core.reliability_diagram(preds.probs, preds.labels, 10))
+    assert list(F.trace(few, F.TRACE_COUNTS).text) == [f"{c:,}" for c in
+                                                       pbr_core.reliability_diagram(preds.probs, preds.labels, 10)["count"]]
+    many = F.reliability_figure(pbr_core.reliability_diagram(preds.probs, preds.labels, F.MAX_BINS_WITH_TEXT + 1))
+    assert F.trace(many, F.TRACE_COUNTS).text is None
+    # Counts are always in the hover (customdata column 2).
+    np.testing.assert_array_equal(np.asarray(F.trace(many, F.TRACE_COUNTS).customdata)[:, 2],
+                                  pbr_core.reliability_diagram(preds.probs, preds.labels, F.MAX_BINS_WITH_TEXT + 1)["count"])
+
+
+def test_reliability_figure_for_top_label_only_and_binary(top_label, preds):
+    conf, correct = top_label.metric_inputs()
+    table = pbr_core.reliability_diagram(conf, correct, 12)
+    fig = F.reliability_figure(table)
+    # Top-label-only (confidence, correct) gives exactly the top-label diagram of the full data.
+    _nan_equal(F.trace(fig, F.TRACE_ACCURACY).y,
+               pbr_core.reliability_diagram(preds.probs, preds.labels, 12)["accuracy"])
+    y = (preds.labels == 3).astype(int)
+    binary = F.reliability_figure(pbr_core.reliability_diagram(preds.probs[:, 3], y, 8),
+                                  x_title="Predicted probability p(y=1)", y_title="Observed frequency of y = 1")
+    assert binary.layout.xaxis2.title.text == "Predicted probability p(y=1)"
+    assert binary.layout.yaxis.title.text == "Observed frequency of y = 1"
+
+
+def test_reliability_figure_rejects_other_tables():
+    with pytest.raises(ValueError, match="missing"):
+        F.reliability_figure(pd.DataFrame({"accuracy": [0.5]}))
+
+
+# ------------------------------------------------------------------------ ECE against B
+def _curve_figure(probs, labels, n, bmax=100, lip=1.0, eps=0.05, **kw):
+    Bs = np.arange(1, bmax + 1)
+    return Bs, F.ece_vs_bins_figure(
+        Bs, pbr_core.ece_curve(probs, labels, Bs),
+        bound=pbr_core.theorem1_bound(n, Bs, lipschitz=lip, eps=eps),
+        binning_bias=pbr_core.theorem1_binning_bias(Bs, lipschitz=lip),
+        estimation_bias=pbr_core.theorem1_estimation_bias(n, Bs, eps=eps),
+        optimal_b=pbr_core.optimal_n_bins(n),
+        minimising_b=pbr_core.bound_minimizing_n_bins(n, lipschitz=lip, eps=eps), eps=eps, **kw,
+    )
+
+
+@pytest.mark.parametrize("lip,eps", [(1.0, 0.05), (3.0, 0.01), (0.0, 0.2)])
+def test_ece_vs_bins_numbers_are_pbr_cores(preds, lip, eps):
+    Bs, fig = _curve_figure(preds.probs, preds.labels, preds.n, lip=lip, eps=eps)
+    ece = pbr_core.ece_curve(preds.probs, preds.labels, Bs)
+    bound = pbr_core.theorem1_bound(preds.n, Bs, lipschitz=lip, eps=eps)
+    _nan_equal(F.trace(fig, F.TRACE_ECE).y, ece)
+    np.testing.assert_array_equal(F.trace(fig, F.TRACE_ECE).x, Bs)
+    _nan_equal(F.trace(fig, F.TRACE_BINNING).y, pbr_core.theorem1_binning_bias(Bs, lipschitz=lip))
+    _nan_equal(F.trace(fig, F.TRACE_ESTIMATION).y, pbr_core.theorem1_estimation_bias(preds.n, Bs, eps=eps))
+    # The band is ECE +- bound, cut to [0, 1].
+    _nan_equal(F.trace(fig, F.TRACE_BAND_LOW).y, np.clip(ece - bound, 0, 1))
+    band = F.trace(fig, F.TRACE_BAND_HIGH)
+    _nan_equal(band.y, np.clip(ece + bound, 0, 1))
+    assert band.fill == "tonexty" and f"{1 - eps:.0%}" in band.name
+    # One-pass curve equals the one-B ECE at a few B.
+    for b in (1, 21, 100):
+        assert F.trace(fig, F.TRACE_ECE).y[b - 1] == pytest.approx(pbr_core.ece(preds.probs, preds.labels, b), abs=1e-12)
+
+
+@pytest.mark.parametrize("n", [150, 1000, 10000])
+def test_ece_vs_bins_markers_at_the_right_b(preds, n):
+    probs, labels = preds.probs[:n], preds.labels[:n]
+    _, fig = _curve_figure(probs, labels, n, bmax=min(100, n))
+    assert F.marker_b(fig, F.TRACE_OPTIMAL_B) == pbr_core.optimal_n_bins(n)
+    assert F.marker_b(fig, F.TRACE_MINIMISING_B) == pbr_core.bound_minimizing_n_bins(n)
+    opt = F.trace(fig, F.TRACE_OPTIMAL_B)
+    assert list(opt.x) == [pbr_core.optimal_n_bins(n)] * 2
+    assert opt.name == f"{F.TRACE_OPTIMAL_B} = {pbr_core.optimal_n_bins(n)}"
+
+
+def test_ece_vs_bins_options(preds, top_label):
+    conf, correct = top_label.metric_inputs()
+    Bs, fig = _curve_figure(conf, correct, top_label.n, bmax=40,
+                            reference_ece=pbr_core.ece_curve(preds.probs, preds.labels, range(1, 41)), log_y=True)
+    _nan_equal(F.trace(fig, F.TRACE_ECE).y, pbr_core.ece_curve(preds.probs, preds.labels, Bs))
+    assert F.trace(fig, F.TRACE_ECE_REFERENCE) is not None
+    assert fig.layout.yaxis.type == "log"
+    _, plain = _curve_figure(preds.probs, preds.labels, preds.n, bmax=40)
+    assert all(t.name != F.TRACE_ECE_REFERENCE for t in plain.data)
+    assert plain.layout.yaxis.range[0] == 0.0 and 0 < plain.layout.yaxis.range[1] <= 1.0
+    with pytest.raises(ValueError, match="shape"):
+        F.ece_vs_bins_figure([1, 2, 3], [0.1, 0.2], bound=[1, 1, 1], binning_bias=[1, 1, 1],
+                             estimation_bias=[1, 1, 1], optimal_b=1, minimising_b=1, eps=0.05)
+
+
+# ------------------------------------------------------------------------ tables and helpers
+def test_preview_frame_for_each_kind(preds, top_label):
+    df = tables.preview_frame(preds, rows=5)
+    assert len(df) == 5 and {"true label", "predicted", "confidence", "correct"} <= set(df.columns)
+    assert sum(c.startswith("p(") for c in df.columns) == tables.MAX_PREVIEW_CLASSES
+    np.testing.assert_allclose(df["confidence"], preds.confidence[:5])
+    binary = Predictions.from_arrays(preds.probs[:20, 0], (preds.labels[:20] == 0).astype(int))
+    assert "p(y=1)" in tables.preview_frame(binary).columns
+    assert list(tables.preview_frame(top_label, rows=3).columns) == ["true label", "predicted", "confidence", "correct"]
+
+
+def test_classwise_frame_sorted_worst_first(preds):
+    per_class = pbr_core.classwise_ece(preds.probs, preds.labels, 21, reduce=False)
+    df = tables.classwise_frame(per_class, preds.class_names, top=5)
+    assert len(df) == 5 and df["ECE of this class"].is_monotonic_decreasing
+    assert df["ECE of this class"].iloc[0] == pytest.approx(per_class.max())
+
+
+def test_metric_view_per_kind(preds, top_label):
+    binary = Predictions.from_arrays(preds.probs[:50, 0], (preds.labels[:50] == 0).astype(int))
+    pos = metric_view(Loaded(binary, "b", "b.csv", "upload", "k"), "positive")
+    assert pos.probs.ndim == 1 and np.array_equal(pos.probs, binary.p_positive)
+    top = metric_view(Loaded(binary, "b", "b.csv", "upload", "k"), "top_label")
+    assert top.probs.shape == (50, 2) and top.key != pos.key
+    tl = metric_view(Loaded(top_label, "t", "t.csv", "upload", "k"), "positive")
+    assert tl.top_label_only and np.array_equal(tl.labels, top_label.correct)
+
+
+def test_describe_sample_and_subsample_sizes():
+    assert describe_sample("cifar100_densenet121.npz").startswith("CIFAR-100 · DenseNet-121")
+    assert describe_sample("kitti_xgboost.csv") == "KITTI · XGBoost (binary p(y=1), csv)"
+    assert "top-label only" in describe_sample("cifar10_resnet110_toplabel.csv")
+    assert describe_sample("something_else.csv") == "something_else.csv"
+    assert subsample_sizes(10_000)[-1] == 10_000 and subsample_sizes(10_000)[0] == 100
+    assert subsample_sizes(50) == [50]
