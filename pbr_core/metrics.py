@@ -386,7 +386,8 @@ def ece_k(
     log10_regions = Kp * math.log10(Bp)
     if log10_regions > math.log10(n):
         warnings.warn(
-            f"ECE_K with {Bp} bins per axis over {Kp} classes has {Bp}^{Kp} (about 10^{log10_regions:.1f}) "
+            f"ECE_K with {Bp} bins per axis over {Kp} class{'es' if Kp != 1 else ''} has {Bp}^{Kp} "
+            f"(about 10^{log10_regions:.1f}) "
             f"regions but only {n} samples, so most regions hold at most one sample and the estimate "
             f"mostly measures noise, not miscalibration. Use fewer bins per axis "
             f"(floor(n^(1/(K'+2))) = {optimal_n_bins_per_axis(n, Kp)}) or fewer classes (`classes=[...]`).",

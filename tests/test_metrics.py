@@ -1,0 +1,493 @@
+"""pbr_core.metrics pinned against independent references.
+
+References: a literal Python loop over paper Eq. 2, a per-bin mask loop (paper and torchmetrics
+edge conventions), torchmetrics' calibration errors, scikit-learn's ``calibration_curve`` and
+proper scores, netcal's ECE (when installed), and dict-based loops for ECE_K. Data: the real
+CIFAR logits in sample_data/ plus random data.
+
+Bin-edge conventions (why some comparisons drop rows that sit on an edge):
+* paper / pbr_core: (a, b] with edges k/B in float64, 0 in the first bin;
+* scikit-learn >= 1.5 ``calibration_curve``: (a, b] on ``linspace`` edges (identical to ours
+  except where linspace and k/B differ by one ulp), empty bins dropped;
+* torchmetrics: ``bucketize(right=True)`` on ``linspace`` edges, i.e. [a, b), and a confidence of
+  exactly 1.0 gets its own extra bin; the multiclass path also casts confidences to float32;
+* netcal: ``histogramdd``, i.e. [a, b) with the last bin closed, values clipped to [eps, 1 - eps].
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+import pbr_core
+from pbr_core import metrics as M
+from pbr_core.predictions import softmax
+
+BS = [1, 2, 3, 7, 10, 15, 21, 37, 100]
+
+
+# --------------------------------------------------------------------------- references
+def literal_ece(conf, out, B):
+    """Paper Eq. 2 in plain Python: bins I_i = ((i-1)/B, i/B], empty bins contribute 0."""
+    n = len(conf)
+    total = 0.0
+    for i in range(1, B + 1):
+        lo, hi = (i - 1) / B, i / B
+        members = [m for m in range(n) if lo < conf[m] <= hi or (i == 1 and conf[m] == 0.0)]
+        if not members:
+            continue
+        f_bar = sum(conf[m] for m in members) / len(members)
+        p_bar = sum(out[m] for m in members) / len(members)
+        total += len(members) / n * abs(f_bar - p_bar)
+    return total
+
+
+def mask_ece(conf, out, B, convention="paper"):
+    """Per-bin loop with boolean masks; ``convention`` picks the bin edges of a library."""
+    conf = np.asarray(conf)
+    out = np.asarray(out, dtype=np.float64)
+    if convention == "paper":
+        masks = [((conf > (i - 1) / B) | ((i == 1) & (conf == 0))) & (conf <= i / B) for i in range(1, B + 1)]
+    elif convention == "torchmetrics":
+        import torch
+
+        edges = torch.linspace(0, 1, B + 1, dtype=getattr(torch, str(conf.dtype))).numpy()
+        masks = [(conf >= edges[i]) & (conf < edges[i + 1]) for i in range(B)] + [conf >= edges[B]]
+    else:
+        raise AssertionError(convention)
+    total = 0.0
+    for m in masks:
+        if m.any():
+            total += m.sum() / conf.size * abs(conf[m].astype(np.float64).mean() - out[m].mean())
+    return total
+
+
+def off_edges(conf, Bs, tol=1e-6, keep_one=True):
+    """Rows whose value is farther than ``tol`` from every edge k/B (optionally keeping exact 1.0)."""
+    keep = np.ones(conf.shape, dtype=bool)
+    for B in Bs:
+        frac = conf * B - np.round(conf * B)
+        keep &= np.abs(frac) > tol * B
+    if keep_one:
+        keep |= conf == 1.0
+    return keep
+
+
+def _conf_out(p, y):
+    if p.ndim == 1:
+        return p, y.astype(float)
+    return p.max(axis=1), (p.argmax(axis=1) == y).astype(float)
+
+
+# --------------------------------------------------------------------------- data
+@pytest.fixture(scope="module")
+def real(cifar10, cifar100):
+    """name -> (probs, labels): real multiclass sets and a real binary one (CIFAR-10 'cat' vs rest)."""
+    p10 = softmax(cifar10[0])
+    p100 = softmax(cifar100[0])
+    return {
+        "cifar10": (p10, cifar10[1]),
+        "cifar100": (p100, cifar100[1]),
+        "cifar10_cat_binary": (p10[:, 3], (cifar10[1] == 3).astype(np.int64)),
+    }
+
+
+def random_multiclass(n, K, seed, temperature=1.0):
+    rng = np.random.default_rng(seed)
+    p = softmax(rng.normal(size=(n, K)) * 3.0 / temperature)
+    y = np.array([rng.choice(K, p=row) for row in softmax(rng.normal(size=(n, K)) * 3.0)])
+    return p, y
+
+
+REAL = ["cifar10", "cifar100", "cifar10_cat_binary"]
+
+
+# --------------------------------------------------------------------------- ECE: paper Eq. 2
+@pytest.mark.parametrize("B", [1, 2, 3, 7, 15, 50])
+@pytest.mark.parametrize("kind", ["multiclass", "binary"])
+def test_ece_equals_literal_python_loop(B, kind):
+    rng = np.random.default_rng(B)
+    if kind == "multiclass":
+        p, y = random_multiclass(300, 4, seed=B)
+    else:
+        p = rng.uniform(size=300)
+        p[:5] = [0.0, 1.0, 0.5, 1 / 3, 2 / 7]  # edges and zero
+        y = (rng.uniform(size=300) < p**1.5).astype(int)
+    conf, out = _conf_out(p, y)
+    assert pbr_core.ece(p, y, n_bins=B) == pytest.approx(literal_ece(list(conf), list(out), B), abs=1e-12)
+
+
+@pytest.mark.parametrize("B", BS)
+@pytest.mark.parametrize("name", REAL)
+def test_ece_equals_mask_loop_on_real_data(real, name, B):
+    p, y = real[name]
+    conf, out = _conf_out(p, y)
+    assert pbr_core.ece(p, y, n_bins=B) == pytest.approx(mask_ece(conf, out, B), abs=1e-12)
+
+
+def test_ece_default_bins_is_cube_root(real):
+    p, y = real["cifar10"]
+    assert pbr_core.ece(p, y) == pbr_core.ece(p, y, n_bins=21)  # floor(10000^(1/3)) = 21
+
+
+def test_ece_on_exact_edges_follows_paper_convention():
+    # 0.25, 0.5, 0.75 and 1.0 are exact edges for B = 4: each sits at the top of its bin (a, b].
+    p = np.array([0.0, 0.25, 0.5, 0.75, 1.0, 0.3])
+    y = np.array([0, 1, 1, 0, 1, 1])
+    assert M.bin_index(p, 4).tolist() == [0, 0, 1, 2, 3, 1]
+    assert pbr_core.ece(p, y, n_bins=4) == pytest.approx(literal_ece(list(p), list(y), 4), abs=1e-15)
+
+
+# --------------------------------------------------------------------------- torchmetrics
+@pytest.fixture(scope="module")
+def tm():
+    return pytest.importorskip("torchmetrics.functional.classification")
+
+
+@pytest.mark.parametrize("B", [1, 3, 10, 21, 100])
+@pytest.mark.parametrize("name", ["cifar10", "cifar100"])
+def test_ece_matches_torchmetrics_multiclass(tm, real, name, B):
+    import torch
+
+    p, y = real[name]
+    # torchmetrics bins float32 confidences: hand both sides the same float32-representable values.
+    p32 = p.astype(np.float32)
+    conf32 = p32.max(axis=1)
+    out = (p32.argmax(axis=1) == y).astype(float)
+    ref = tm.multiclass_calibration_error(
+        torch.from_numpy(p32), torch.from_numpy(y), num_classes=p.shape[1], n_bins=B, norm="l1"
+    ).item()
+    # 1) torchmetrics is exactly its own convention ([a, b) plus a bin for 1.0) on all rows ...
+    assert ref == pytest.approx(mask_ece(conf32, out, B, "torchmetrics"), abs=2e-6)
+    # 2) ... and agrees with the paper's Eq. 2 wherever no confidence sits on an edge.
+    keep = off_edges(conf32.astype(np.float64), [B], keep_one=False)
+    p_off, y_off = p32[keep].astype(np.float64), y[keep]
+    ref_off = tm.multiclass_calibration_error(
+        torch.from_numpy(p32[keep]), torch.from_numpy(y_off), num_classes=p.shape[1], n_bins=B, norm="l1"
+    ).item()
+    assert pbr_core.ece(p_off, y_off, n_bins=B) == pytest.approx(ref_off, abs=2e-6)
+
+
+def test_torchmetrics_edge_convention_differs_on_confidence_one(tm):
+    import torch
+
+    # Confidence exactly 1.0 is in the last bin (paper) but in an extra bin of its own (torchmetrics).
+    conf = np.array([1.0, 1.0, 0.9, 0.95])
+    y = np.array([1, 0, 1, 1])
+    ours = pbr_core.ece(conf, y, n_bins=2)
+    theirs = tm.binary_calibration_error(torch.from_numpy(conf), torch.from_numpy(y), n_bins=2).item()
+    assert ours == pytest.approx(abs(3.85 / 4 - 3 / 4), abs=1e-12)
+    assert theirs == pytest.approx(mask_ece(conf, y, 2, "torchmetrics"), abs=1e-12)
+    assert ours != pytest.approx(theirs, abs=1e-3)
+
+
+@pytest.mark.parametrize("B", BS)
+def test_binary_ece_matches_torchmetrics(tm, real, B):
+    import torch
+
+    p, y = real["cifar10_cat_binary"]
+    keep = off_edges(p, [B], keep_one=False)
+    ref = tm.binary_calibration_error(torch.from_numpy(p[keep]), torch.from_numpy(y[keep]), n_bins=B, norm="l1").item()
+    assert pbr_core.ece(p[keep], y[keep], n_bins=B) == pytest.approx(ref, abs=1e-6)
+
+
+# --------------------------------------------------------------------------- scikit-learn
+@pytest.mark.parametrize("B", BS)
+@pytest.mark.parametrize("name", REAL)
+def test_reliability_diagram_matches_sklearn_calibration_curve(real, name, B):
+    from sklearn.calibration import calibration_curve
+
+    p, y = real[name]
+    conf, out = _conf_out(p, y)
+    keep = off_edges(conf, [B], tol=1e-12)
+    prob_true, prob_pred = calibration_curve(out[keep], conf[keep], n_bins=B, strategy="uniform")
+    rd = pbr_core.reliability_diagram(p[keep], y[keep], n_bins=B)
+    occupied = rd[rd["count"] > 0]  # sklearn drops empty bins
+    np.testing.assert_allclose(occupied["accuracy"], prob_true, atol=1e-12)
+    np.testing.assert_allclose(occupied["mean_confidence"], prob_pred, atol=1e-12)
+
+
+def test_reliability_diagram_agrees_with_sklearn_on_exact_edges():
+    from sklearn.calibration import calibration_curve
+
+    # Dyadic edges are exact in both linspace and k/B: sklearn's searchsorted puts edge values in
+    # (a, b] like the paper, so even these rows agree.
+    conf = np.array([0.25, 0.5, 0.75, 1.0, 0.1, 0.6])
+    out = np.array([1, 0, 1, 1, 0, 1])
+    prob_true, prob_pred = calibration_curve(out, conf, n_bins=4, strategy="uniform")
+    rd = pbr_core.reliability_diagram(conf, out, n_bins=4)
+    np.testing.assert_allclose(rd["accuracy"], prob_true)
+    np.testing.assert_allclose(rd["mean_confidence"], prob_pred)
+
+
+def test_reliability_diagram_columns_and_wilson_interval(real):
+    p, y = real["cifar10"]
+    rd = pbr_core.reliability_diagram(p, y, n_bins=15)
+    assert rd["count"].sum() == len(y)
+    assert rd["weight"].sum() == pytest.approx(1.0)
+    occ = rd[rd["count"] > 0]
+    assert (occ["ci_low"] <= occ["accuracy"] + 1e-12).all() and (occ["accuracy"] <= occ["ci_high"] + 1e-12).all()
+    assert ((occ["ci_low"] >= 0) & (occ["ci_high"] <= 1)).all()
+    assert (rd["weight"] * rd["gap"].abs()).sum() == pytest.approx(pbr_core.ece(p, y, n_bins=15))
+    # Wilson at 0 of 1 successes, z = 1.96: [0, z^2 / (1 + z^2)].
+    one = pbr_core.reliability_diagram(np.array([0.9]), np.array([0]), n_bins=1)
+    assert one["ci_low"][0] == pytest.approx(0.0, abs=1e-12)
+    assert one["ci_high"][0] == pytest.approx(1.959964**2 / (1 + 1.959964**2), rel=1e-5)
+
+
+# --------------------------------------------------------------------------- netcal
+@pytest.mark.parametrize("B", [5, 15, 21])
+@pytest.mark.parametrize("name", ["cifar10", "cifar100"])
+def test_ece_matches_netcal(real, name, B):
+    netcal_metrics = pytest.importorskip("netcal.metrics")
+    p, y = real[name]
+    conf = p.max(axis=1)
+    keep = off_edges(conf, [B], tol=1e-9)  # netcal bins [a, b), last bin closed
+    assert len(np.unique(y[keep])) > 2  # netcal treats <= 2 distinct labels as binary
+    ref = netcal_metrics.ECE(bins=B).measure(p[keep], y[keep])
+    assert pbr_core.ece(p[keep], y[keep], n_bins=B) == pytest.approx(ref, abs=1e-9)
+
+
+# --------------------------------------------------------------------------- ECE for every B
+@pytest.mark.parametrize("name", REAL)
+def test_ece_curve_equals_ece_for_every_B(real, name):
+    p, y = real[name]
+    curve = pbr_core.ece_curve(p, y, range(1, 201))
+    assert curve.shape == (200,)
+    # The top-label ECE of (probs, labels) is the 1-D ECE of (confidence, correct) (pinned in
+    # test_calibration_summary_top_label_only...); reusing it keeps 200 reference calls cheap.
+    conf, out = _conf_out(p, y)
+    expected = np.array([pbr_core.ece(conf, out, n_bins=B) for B in range(1, 201)])
+    np.testing.assert_allclose(curve, expected, rtol=0, atol=1e-13)
+
+
+def test_ece_curve_arbitrary_order_duplicates_and_groups(real, monkeypatch):
+    p, y = real["cifar100"]
+    Bs = [50, 3, 3, 1, 200, 17]
+    expected = [pbr_core.ece(p, y, n_bins=B) for B in Bs]
+    np.testing.assert_allclose(pbr_core.ece_curve(p, y, Bs), expected, atol=1e-13)
+    monkeypatch.setattr(M, "_CHUNK", 64)  # forces several groups of B values
+    np.testing.assert_allclose(pbr_core.ece_curve(p, y, Bs), expected, atol=1e-13)
+    assert pbr_core.ece_curve(p, y, []).shape == (0,)
+
+
+# --------------------------------------------------------------------------- MCE, classwise
+@pytest.mark.parametrize("B", [1, 5, 21])
+def test_mce_equals_loop(real, B):
+    p, y = real["cifar10"]
+    conf, out = _conf_out(p, y)
+    gaps = [abs(conf[m].mean() - out[m].mean()) for i in range(1, B + 1)
+            if (m := (conf > (i - 1) / B) & (conf <= i / B)).any()]
+    assert pbr_core.mce(p, y, n_bins=B) == pytest.approx(max(gaps), abs=1e-12)
+
+
+@pytest.mark.parametrize("B", [1, 4, 15])
+@pytest.mark.parametrize("name", ["cifar10", "cifar100"])
+def test_classwise_ece_equals_per_class_loop(real, name, B):
+    p, y = real[name]
+    per_class = pbr_core.classwise_ece(p, y, n_bins=B, reduce=False)
+    expected = [mask_ece(p[:, k], (y == k).astype(float), B) for k in range(p.shape[1])]
+    np.testing.assert_allclose(per_class, expected, atol=1e-12)
+    assert pbr_core.classwise_ece(p, y, n_bins=B) == pytest.approx(np.mean(expected), abs=1e-12)
+
+
+def test_classwise_ece_chunked_rows_and_binary(real, monkeypatch):
+    p, y = real["cifar10"]
+    full = pbr_core.classwise_ece(p, y, n_bins=10, reduce=False)
+    monkeypatch.setattr(M, "_CHUNK", 1000)
+    np.testing.assert_allclose(pbr_core.classwise_ece(p, y, n_bins=10, reduce=False), full, atol=1e-13)
+    pb, yb = real["cifar10_cat_binary"]
+    two = pbr_core.classwise_ece(pb, yb, n_bins=10, reduce=False)
+    assert two[1] == pytest.approx(pbr_core.ece(pb, yb, n_bins=10), abs=1e-13)
+    assert two[0] == pytest.approx(mask_ece(1 - pb, 1 - yb, 10), abs=1e-13)
+
+
+# --------------------------------------------------------------------------- ECE_K
+def dict_ece_k(p, y, Bp, classes=None):
+    """Eq. ece_def_K by brute force: a dict from the tuple of per-axis bins to the rows in that region."""
+    cols = list(range(p.shape[1])) if classes is None else list(classes)
+    n = p.shape[0]
+
+    def axis_bin(v):  # (a, b] bins, 0 in the first
+        return next(i for i in range(1, Bp + 1) if v <= i / Bp)
+
+    regions = defaultdict(list)
+    for m in range(n):
+        regions[tuple(axis_bin(p[m, k]) for k in cols)].append(m)
+    total = 0.0
+    for rows in regions.values():
+        f_bar = [sum(p[m, k] for m in rows) / len(rows) for k in cols]
+        e_bar = [sum(1.0 for m in rows if y[m] == k) / len(rows) for k in cols]
+        total += len(rows) / n * sum(abs(a - b) for a, b in zip(f_bar, e_bar))
+    return total
+
+
+@pytest.mark.parametrize("Bp", [1, 2, 3, 5])
+@pytest.mark.parametrize("K,classes", [(3, None), (4, None), (4, [0, 2]), (5, [4]), (5, [3, 1, 0])])
+def test_ece_k_equals_dict_loop(K, classes, Bp):
+    p, y = random_multiclass(400, K, seed=K * 10 + Bp)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        got = pbr_core.ece_k(p, y, n_bins_per_axis=Bp, classes=classes)
+    assert got == pytest.approx(dict_ece_k(p, y, Bp, classes), abs=1e-12)
+
+
+def test_ece_k_on_real_data_and_chunks(real, monkeypatch):
+    p, y = real["cifar10"]
+    expected = dict_ece_k(p, y, 2)
+    assert pbr_core.ece_k(p, y, n_bins_per_axis=2) == pytest.approx(expected, abs=1e-12)
+    monkeypatch.setattr(M, "_CHUNK", 999)
+    assert pbr_core.ece_k(p, y, n_bins_per_axis=2) == pytest.approx(expected, abs=1e-12)
+
+
+def test_ece_k_beyond_int64_keys_uses_row_unique():
+    # 10^20 regions do not fit a mixed-radix int64 key: the np.unique(axis=0) path must agree.
+    p, y = random_multiclass(300, 20, seed=3)
+    with pytest.warns(UserWarning, match="most regions hold at most one sample"):
+        got = pbr_core.ece_k(p, y, n_bins_per_axis=10)
+    assert got == pytest.approx(dict_ece_k(p, y, 10), abs=1e-12)
+
+
+def test_ece_k_special_cases(real):
+    p, y = real["cifar10"]
+    # One class: ECE_K' with K' = 1 is that class's binned ECE (classwise, same bins).
+    per_class = pbr_core.classwise_ece(p, y, n_bins=12, reduce=False)
+    for k in (0, 3, 9):
+        assert pbr_core.ece_k(p, y, 12, classes=[k]) == pytest.approx(per_class[k], abs=1e-13)
+    # One region: the L1 distance between mean probability vector and label frequencies.
+    freq = np.bincount(y, minlength=10) / len(y)
+    assert pbr_core.ece_k(p, y, 1) == pytest.approx(np.abs(p.mean(axis=0) - freq).sum(), abs=1e-13)
+    # Binary 1-D input: class 1 alone is the binary ECE.
+    pb, yb = real["cifar10_cat_binary"]
+    assert pbr_core.ece_k(pb, yb, 15, classes=[1]) == pytest.approx(pbr_core.ece(pb, yb, 15), abs=1e-13)
+
+
+def test_ece_k_warns_only_when_regions_outnumber_samples(real):
+    p, y = real["cifar10"]  # n = 10000, K = 10
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pbr_core.ece_k(p, y, n_bins_per_axis=2)  # 1024 regions
+        pbr_core.ece_k(p, y)  # default floor(10000^(1/12)) = 2
+        pbr_core.ece_k(p, y, n_bins_per_axis=100, classes=[1, 2])  # 10^4 regions, not more than n
+    with pytest.warns(UserWarning, match=r"3\^10 .* regions but only 10000 samples"):
+        pbr_core.ece_k(p, y, n_bins_per_axis=3)
+
+
+# --------------------------------------------------------------------------- bootstrap
+def test_bootstrap_ci_contains_estimate_and_narrows_with_n(real):
+    p, y = real["cifar100"]
+    e = pbr_core.ece(p, y, n_bins=21)
+    lo, hi = pbr_core.ece_bootstrap_ci(p, y, n_bins=21, n_boot=300)
+    assert lo <= e <= hi
+    lo_s, hi_s = pbr_core.ece_bootstrap_ci(p[:1000], y[:1000], n_bins=21, n_boot=300)
+    assert hi_s - lo_s > 2.0 * (hi - lo)  # ~sqrt(10) wider with 10x fewer rows
+
+
+def test_bootstrap_ci_is_seeded_and_nested_in_level(real):
+    p, y = real["cifar10"]
+    a = pbr_core.ece_bootstrap_ci(p, y, n_boot=200, seed=1)
+    assert a == pbr_core.ece_bootstrap_ci(p, y, n_boot=200, seed=1)
+    assert a != pbr_core.ece_bootstrap_ci(p, y, n_boot=200, seed=2)
+    lo50, hi50 = pbr_core.ece_bootstrap_ci(p, y, n_boot=200, seed=1, level=0.5)
+    assert a[0] <= lo50 <= hi50 <= a[1]
+
+
+@pytest.mark.parametrize("chunk", [None, 97])
+def test_bootstrap_replicates_have_the_bootstrap_distribution(monkeypatch, chunk):
+    # B = 1 and all outcomes 0: a replicate's ECE is the mean confidence of the resample, whose
+    # bootstrap mean and standard deviation are known. chunk=97 forces row slices within a replicate.
+    if chunk is not None:
+        monkeypatch.setattr(M, "_CHUNK", chunk)
+    conf = np.random.default_rng(0).uniform(size=500)
+    out = np.zeros(500)
+    reps = M._bootstrap_eces(np.zeros(500, dtype=np.intp), conf - out, 1, 2000, np.random.default_rng(1))
+    se = conf.std() / math.sqrt(500)
+    assert reps.mean() == pytest.approx(conf.mean(), abs=4 * se / math.sqrt(2000))
+    assert reps.std() == pytest.approx(se, rel=0.1)
+
+
+# --------------------------------------------------------------------------- summary
+def test_calibration_summary_matches_the_individual_metrics(real):
+    p, y = real["cifar10"]
+    s = pbr_core.calibration_summary(p, y, n_boot=100)
+    assert set(s) >= {"ece", "ece_ci_low", "ece_ci_high", "mce", "brier", "nll", "accuracy", "n", "n_bins"}
+    assert s["n"] == 10000 and s["n_bins"] == 21
+    assert s["ece"] == pbr_core.ece(p, y)
+    assert s["mce"] == pytest.approx(pbr_core.mce(p, y), abs=1e-15)
+    assert (s["ece_ci_low"], s["ece_ci_high"]) == pbr_core.ece_bootstrap_ci(p, y, n_boot=100)
+    assert s["brier"] == pytest.approx(pbr_core.brier_score(p, y), abs=1e-14)
+    assert s["nll"] == pbr_core.nll(p, y)
+    assert s["accuracy"] == pbr_core.accuracy(p, y)
+
+
+def test_calibration_summary_top_label_only_is_the_binary_problem_of_correctness(real):
+    from sklearn.metrics import brier_score_loss, log_loss
+
+    p, y = real["cifar10"]
+    conf, correct = p.max(axis=1), (p.argmax(axis=1) == y).astype(int)
+    s = pbr_core.calibration_summary(conf, correct, top_label_only=True, n_boot=50)
+    full = pbr_core.calibration_summary(p, y, n_boot=50)
+    assert s["ece"] == full["ece"] and s["mce"] == full["mce"] and s["accuracy"] == full["accuracy"]
+    assert s["brier"] == pytest.approx(brier_score_loss(correct, conf, scale_by_half=False), abs=1e-12)
+    keep = (conf > 1e-15) & (conf < 1 - 1e-15)  # sklearn clips at machine eps, we at the smallest float
+    s_keep = pbr_core.calibration_summary(conf[keep], correct[keep], top_label_only=True, n_boot=10)
+    assert s_keep["nll"] == pytest.approx(log_loss(correct[keep], conf[keep]), rel=1e-10)
+    with pytest.raises(ValueError, match="1-D confidences"):
+        pbr_core.calibration_summary(p, y, top_label_only=True)
+
+
+def test_binary_accuracy_tie_goes_to_class_zero():
+    assert pbr_core.accuracy(np.array([0.5, 0.51, 0.49]), np.array([0, 1, 0])) == 1.0
+
+
+# --------------------------------------------------------------------------- bad input
+P2 = np.array([[0.7, 0.3], [0.2, 0.8], [0.5, 0.5]])
+Y2 = np.array([0, 1, 1])
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: pbr_core.ece(np.ones((2, 2, 2)) / 2, np.zeros(2)), r"shape \(n, K\) or \(n,\)"),
+        (lambda: pbr_core.ece(P2, Y2[:2]), r"`labels` of shape \(3,\)"),
+        (lambda: pbr_core.ece(P2, Y2[:, None]), r"`labels` of shape \(3,\)"),
+        (lambda: pbr_core.ece(np.zeros((0, 3)), np.zeros(0)), "at least one prediction"),
+        (lambda: pbr_core.ece(np.zeros((3, 0)), Y2), "K >= 1"),
+        (lambda: pbr_core.ece(np.array([[np.nan, 1.0], [0.2, 0.8], [0.5, 0.5]]), Y2), "NaN or infinite"),
+        (lambda: pbr_core.ece(np.array([0.2, np.inf, 0.1]), Y2), "NaN or infinite"),
+        (lambda: pbr_core.ece(np.array([[1.2, -0.2], [0.2, 0.8], [0.5, 0.5]]), Y2), r"outside \[0, 1\]"),
+        (lambda: pbr_core.ece(P2, np.array([0, 2, 1])), r"outside 0..1"),
+        (lambda: pbr_core.ece(P2, np.array([0, -1, 1])), r"outside 0..1"),
+        (lambda: pbr_core.ece(P2, np.array([0.0, np.nan, 1.0])), "`labels` contains NaN"),
+        (lambda: pbr_core.ece(P2, np.array([0.0, 1.5, 1.0])), "non-integer"),
+        (lambda: pbr_core.ece(P2, np.array(["a", "b", "a"])), "integer class indices"),
+        (lambda: pbr_core.ece(np.array([0.2, 0.7]), np.array([0, 2])), "must be 0 or 1"),
+        (lambda: pbr_core.ece(P2, Y2, n_bins=0), r"Expected argument `n_bins` to be an integer larger than 0, but got 0\."),
+        (lambda: pbr_core.ece(P2, Y2, n_bins=-3), "larger than 0, but got -3"),
+        (lambda: pbr_core.ece(P2, Y2, n_bins=2.5), "larger than 0, but got 2.5"),
+        (lambda: pbr_core.ece(P2, Y2, n_bins=True), "larger than 0, but got True"),
+        (lambda: pbr_core.mce(P2, Y2, n_bins=0), "larger than 0"),
+        (lambda: pbr_core.reliability_diagram(P2, Y2, n_bins=0), "larger than 0"),
+        (lambda: pbr_core.reliability_diagram(P2, Y2, level=1.5), r"`level` to be a float in \(0, 1\)"),
+        (lambda: pbr_core.ece_curve(P2, Y2, [1, 0, 3]), "larger than 0, but got 0"),
+        (lambda: pbr_core.ece_curve(P2, Y2, [1.5, 2]), "larger than 0"),
+        (lambda: pbr_core.ece_curve(P2, Y2, 200), r"iterable of integers such as range\(1, 201\)"),
+        (lambda: pbr_core.classwise_ece(P2, Y2, n_bins=0), "larger than 0"),
+        (lambda: pbr_core.ece_k(P2, Y2, n_bins_per_axis=0), "`n_bins_per_axis` to be an integer larger than 0"),
+        (lambda: pbr_core.ece_k(P2, Y2, 2, classes=[0, 2]), r"`classes` in 0..1"),
+        (lambda: pbr_core.ece_k(P2, Y2, 2, classes=[1, 1]), "distinct"),
+        (lambda: pbr_core.ece_k(P2, Y2, 2, classes=[]), "non-empty"),
+        (lambda: pbr_core.ece_bootstrap_ci(P2, Y2, n_boot=0), "`n_boot` to be an integer larger than 0"),
+        (lambda: pbr_core.ece_bootstrap_ci(P2, Y2, level=1.0), r"`level` to be a float in \(0, 1\)"),
+        (lambda: pbr_core.calibration_summary(P2, Y2, n_bins=0), "larger than 0"),
+        (lambda: pbr_core.brier_score(P2, np.array([0, 3, 1])), "outside 0..1"),
+        (lambda: pbr_core.nll(np.array([[0.5, np.nan]] * 3), Y2), "NaN"),
+    ],
+)
+def test_bad_input_raises_value_error_naming_the_problem(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
