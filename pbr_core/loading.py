@@ -20,8 +20,8 @@ CSV / TSV (``.csv``, ``.tsv``, also gzip-compressed ``.csv.gz`` / ``.tsv.gz``) a
     A leading unnamed column holding 0..n-1 (a pandas index written by ``to_csv()``) is dropped.
 NPZ (``.npz``)
     Arrays ``logits`` or ``probs`` / ``probabilities`` / ``scores`` of shape (n, K) (or (n,) for
-    binary p(y=1)), ``labels`` or ``y`` of shape (n,), and optionally ``class_names`` (a unicode
-    array of length K). Other arrays (e.g. ``logits_val``) are ignored and listed in the notes.
+    binary p(y=1)), ``labels`` or ``y`` of shape (n,) (or the array named by ``label_column``),
+    and optionally ``class_names`` (a unicode array of length K). Other arrays (e.g. ``logits_val``) are ignored and listed in the notes.
 NPY (``.npy``)
     One 2-D numeric array of shape (n, K + 1): the first K columns are the scores and the
     LAST column is the integer label.
@@ -54,7 +54,13 @@ from typing import IO, Callable, Literal, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from pbr_core.predictions import DEFAULT_SUM_TOLERANCE, InputType, Predictions, PredictionsError
+from pbr_core.predictions import (
+    DEFAULT_SUM_TOLERANCE,
+    InputType,
+    Predictions,
+    PredictionsError,
+    looks_like_probabilities,
+)
 
 __all__ = [
     "ACCEPTED_SUFFIXES",
@@ -130,11 +136,20 @@ class _Source:
 
 def _resolve_source(source: Source, name: str | None) -> _Source:
     if isinstance(source, (str, os.PathLike)):
+        if isinstance(source, str) and "\n" in source:
+            raise PredictionsError(
+                f"{name or 'input'}: a str is read as a file path, but this one holds several lines; "
+                "pass the file's contents as bytes (e.g. text.encode()) with format='csv'."
+            )
         path = Path(source)
         shown = name or path.name or str(path)
-        if not path.exists():
+        try:
+            exists, is_file = path.exists(), path.is_file()
+        except OSError as exc:  # e.g. a name too long for the file system
+            raise PredictionsError(f"{shown}: cannot open {str(path)[:200]!r}: {exc.strerror or exc}") from exc
+        if not exists:
             raise PredictionsError(f"{shown}: file not found: {path}")
-        if not path.is_file():
+        if not is_file:
             raise PredictionsError(f"{shown}: not a file: {path}")
         return _Source(shown, path=path, file_name=name or path.name)
     if isinstance(source, (bytes, bytearray, memoryview)):
@@ -239,7 +254,8 @@ def load_predictions(
     format : {"csv", "tsv", "csv.gz", "tsv.gz", "parquet", "npz", "npy"}, optional
         Overrides the file name's suffix. Bytes with neither a format nor a name are sniffed.
     label_column : str, optional
-        Header of the label column of a table, when it is not one of :data:`LABEL_COLUMN_NAMES`.
+        Header of the label column of a table, when it is not one of :data:`LABEL_COLUMN_NAMES`
+        (for an NPZ archive: the name of the labels array).
     input_type : {"auto", "probabilities", "logits"}
         "auto" decides by inspection and records why in ``notes``.
     renormalize : bool
@@ -307,10 +323,9 @@ class _Options:
     max_rows: int | None
 
 
-def _too_many_rows(src: _Source, n: int, max_rows: int, exact: bool = True) -> PredictionsError:
-    count = f"{n:,} data rows" if exact else f"about {n:,} data rows"
+def _too_many_rows(src: _Source, n: int, max_rows: int) -> PredictionsError:
     return src.error(
-        f"the file has {count}, more than the limit of {max_rows:,} rows; use a smaller file "
+        f"the file has {n:,} data rows, more than the limit of {max_rows:,} rows; use a smaller file "
         "(e.g. a random sample of the rows)."
     )
 
@@ -319,11 +334,12 @@ def _too_many_rows(src: _Source, n: int, max_rows: int, exact: bool = True) -> P
 def _load_csv(src: _Source, fmt: FileFormat, head: bytes, opts: _Options) -> Predictions:
     notes: list[str] = []
     compression = None
+    header_bytes_max = 1 << 20  # a header with 1000 class names is ~20 kB
     if head.startswith(b"\x1f\x8b"):
         compression = "gzip"
         try:
             with gzip.open(src.open()) as f:
-                head = f.read(_SNIFF_BYTES)
+                head = f.read(header_bytes_max)
         except (OSError, EOFError) as exc:
             raise src.error(f"the file looks gzip-compressed but cannot be decompressed: {exc}") from exc
         if not head.strip():
@@ -331,6 +347,8 @@ def _load_csv(src: _Source, fmt: FileFormat, head: bytes, opts: _Options) -> Pre
     what = _describe(head)
     if what is not None or not _looks_like_text(head):
         raise src.error(f"this is not a {fmt.upper()} text file: it looks like {what or 'binary data'}.")
+    if compression is None and b"\n" not in head and len(head) == _SNIFF_BYTES:
+        head = src.head(header_bytes_max)
 
     encoding = "utf-8"
     header_bytes = head.split(b"\n", 1)[0]
@@ -489,10 +507,14 @@ def _is_number(text: str) -> bool:
         return False
 
 
+def _is_plain_numeric(dtype) -> bool:
+    return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+
+
 def _float_column(series: pd.Series, column: str, src: _Source) -> np.ndarray:
     """The column as float64 (NaN where missing); non-numeric cells are an error naming the first."""
     dtype = series.dtype
-    if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
+    if _is_plain_numeric(dtype):
         return series.to_numpy(dtype=np.float64, na_value=np.nan)
     values = series.astype(object)
     if pd.api.types.is_bool_dtype(dtype):
@@ -581,7 +603,7 @@ def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]
         values = df[c]
         if pd.api.types.is_integer_dtype(values.dtype) and np.array_equal(values.to_numpy(), np.arange(len(df))):
             df = df.drop(columns=c)
-            notes.append("Dropped an unnamed first column holding 0, 1, 2, ... (a saved row index).")
+            notes.append("Dropped an unnamed column holding 0, 1, 2, ... (a saved row index).")
             warnings.warn(f"{src.name}: dropped an unnamed column holding the row index 0..n-1.", stacklevel=4)
         else:
             raise src.error(
@@ -598,9 +620,11 @@ def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]
     score_cols = [c for c in columns if c != label]
     if not score_cols:
         raise src.error(f"no score columns: the only column is the label {label!r}; add one column per class.")
-    scores = np.empty((len(df), len(score_cols)), dtype=np.float64)
-    for j, c in enumerate(score_cols):
-        scores[:, j] = _float_column(df[c], c, src)
+    for c in score_cols:  # per-column conversion only where a column is not plainly numeric
+        if not _is_plain_numeric(df[c].dtype):
+            df[c] = _float_column(df[c], c, src)
+    # The readers hand back one consolidated float block: this is a view or one copy, no Python loop.
+    scores = np.ascontiguousarray(df[score_cols].to_numpy(dtype=np.float64, na_value=np.nan))
     _check_finite(scores, score_cols, src)
 
     kind, y = _label_values(df[label], label, src)
@@ -625,7 +649,7 @@ def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]
 
 
 def _binary_names(y: np.ndarray, header: str, label: str, src: _Source, notes: list[str]) -> tuple[np.ndarray, list[str]]:
-    names = sorted(set(y.tolist()))
+    names = sorted(pd.unique(y).tolist())  # hashing in C: fine for millions of rows
     if len(names) != 2:
         raise src.error(
             f"one score column means binary data, so the labels must be 0/1 or exactly two class names, "
@@ -687,7 +711,7 @@ def _top_label_table(df, label, conf, pred, src, opts, notes) -> Predictions:
             f"{(pred if kind_p == 'names' else label)!r} holds names."
         )
     if kind_p == "names":
-        names = sorted(set(p.tolist()) | set(y.tolist()))
+        names = sorted(set(pd.unique(p).tolist()) | set(pd.unique(y).tolist()))
         p = _codes(p, names, pred, src, "")
         y = _codes(y, names, label, src, "")
         notes.append(f"Class names sorted into ids 0..{len(names) - 1}: {_names(names, 6)}.")
@@ -762,13 +786,14 @@ def _load_npz(src: _Source, opts: _Options, notes: list[str]) -> Predictions:
         present = {k.lower(): k for k in npz.files}
         prefer = {"logits": ("logits",), "probabilities": ("probs", "probabilities", "scores")}.get(opts.input_type, ())
         score_keys = [present[k] for k in (*prefer, *NPZ_SCORE_KEYS) if k in present]
-        label_keys = [present[k] for k in NPZ_LABEL_KEYS if k in present]
+        wanted = (opts.label_column.lower(),) if opts.label_column is not None else NPZ_LABEL_KEYS
+        label_keys = [present[k] for k in wanted if k in present]
         if not score_keys or not label_keys:
             missing = []
             if not score_keys:
                 missing.append(f"scores ({' or '.join(NPZ_SCORE_KEYS)})")
             if not label_keys:
-                missing.append(f"labels ({' or '.join(NPZ_LABEL_KEYS)})")
+                missing.append(f"labels ({' or '.join(repr(k) if opts.label_column else k for k in wanted)})")
             raise src.error(
                 f"missing array(s): {'; '.join(missing)}. The archive holds: {_names(sorted(npz.files)) or 'nothing'}."
             )
@@ -791,9 +816,16 @@ def _load_npz(src: _Source, opts: _Options, notes: list[str]) -> Predictions:
     notes.append(f"Read arrays {score_key!r} (scores) and {label_key!r} (labels).")
     if ignored:
         notes.append(f"Ignored other arrays in the archive: {_names(ignored)}.")
+    input_type = opts.input_type
+    if (input_type == "auto" and score_key.lower() == "logits" and np.issubdtype(scores.dtype, np.number)
+            and scores.ndim == 2 and not looks_like_probabilities(scores, opts.tolerance)):
+        # The archive says "logits": trust it when the values do not look like probabilities
+        # (inspection alone would call e.g. small logits in [0, 1] broken probabilities).
+        input_type = "logits"
+        notes.append(f"Read array {score_key!r} as logits, as its name says.")
     return _validated(
         lambda: Predictions.from_arrays(
-            scores, labels, input_type=opts.input_type, class_names=class_names, renormalize=opts.renormalize,
+            scores, labels, input_type=input_type, class_names=class_names, renormalize=opts.renormalize,
             tolerance=opts.tolerance, source=src.name, notes=notes,
         ),
         _array_row, None,

@@ -25,7 +25,7 @@ SHARED_PREDICTIONS = ROOT.parent / "shared" / "data" / "predictions"
 ROW = "(data row, header excluded)"
 FORMATS = ["csv", "csv.gz", "tsv", "tsv.gz", "parquet", "npz", "npy"]
 FUZZ = pytest.mark.filterwarnings("ignore::UserWarning")
-FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 # ------------------------------------------------------------------------------------- helpers
@@ -334,6 +334,17 @@ def test_other_separators_bom_and_latin1():
     assert preds.class_names == ("café", "thé")
 
 
+def test_long_header_of_many_classes(tmp_path):
+    rng = np.random.default_rng(5)
+    names = [f"imagenet_class_{k:04d}" for k in range(1000)]  # header > 20 kB
+    z = rng.normal(size=(3, 1000))
+    data = encode("csv", z, [0, 999, 5], names)
+    preds = load_predictions(data, format="csv")
+    assert preds.class_names == tuple(names) and preds.labels.tolist() == [0, 999, 5]
+    names[500] = names[3]
+    must_contain(error_of(encode("csv", z, [0, 1, 2], names)), "duplicate column", repr(names[3]))
+
+
 def test_quoted_numbers_and_spaces_are_numbers():
     preds = load_predictions(csv_bytes('"a","b","label"\n"0.5", 0.5 ,"1"\n'), format="csv")
     np.testing.assert_allclose(preds.probs, [[0.5, 0.5]])
@@ -377,6 +388,10 @@ def test_bad_arguments():
     must_contain(error_of(data, max_rows=0), "max_rows")
     with pytest.raises(PredictionsError, match="expected a path, bytes"):
         load_predictions(12345)
+    with pytest.raises(PredictionsError, match="pass the file's contents as bytes"):
+        load_predictions("a,b,label\n0.5,0.5,1\n")
+    with pytest.raises(PredictionsError, match="cannot open|not found"):
+        load_predictions("x" * 5000 + ".csv")
 
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10" + bytes(range(256))
@@ -456,6 +471,8 @@ def test_npz_errors():
     z = np.zeros((3, 2))
     must_contain(error_of(npz_bytes(logit=z, labels=np.arange(3) % 2), name="a.npz"), "missing", "'labels', 'logit'")
     must_contain(error_of(npz_bytes(logits=z, target=np.arange(3) % 2), name="a.npz"), "labels (labels or y)", "'target'")
+    assert load_predictions(npz_bytes(logits=z, target=np.arange(3) % 2), name="a.npz", label_column="Target").n == 3
+    must_contain(error_of(npz_bytes(logits=z, labels=np.arange(3) % 2), name="a.npz", label_column="gold"), "'gold'")
     must_contain(error_of(npz_bytes(logits=z, labels=np.array([0, 1])), name="a.npz"), "mismatched lengths", "3 rows", "2 labels")
     must_contain(error_of(npz_bytes(logits=z, labels=np.array([0, 1, 5])), name="a.npz"),
                  "label 5", "row 2 (0-based array index)")
@@ -465,6 +482,16 @@ def test_npz_errors():
     must_contain(error_of(npz_bytes(logits=np.array([[0.0, np.nan]]), labels=np.array([0])), name="a.npz"),
                  "NaN", "row 0 (0-based array index)")
     must_contain(error_of(npz_bytes(logits=np.zeros((0, 2)), labels=np.zeros(0)), name="a.npz"), "empty")
+
+
+def test_npz_logits_key_is_trusted_unless_values_look_like_probabilities():
+    small = np.array([[0.0, 0.0], [0.3, 0.1]])  # logits inside [0, 1]: inspection alone would refuse them
+    preds = load_predictions(npz_bytes(logits=small, labels=np.array([0, 1])), name="a.npz")
+    assert preds.input_type == "logits" and any("as its name says" in n for n in preds.notes)
+    probs = np.array([[0.2, 0.8], [0.6, 0.4]])  # softmax outputs stored under the wrong name
+    assert load_predictions(npz_bytes(logits=probs, labels=np.array([0, 1])), name="a.npz").input_type == "probabilities"
+    message = error_of(npz_bytes(probs=small, labels=np.array([0, 1])), name="a.npz")
+    must_contain(message, "row 0 (0-based array index)", "sum to 0", "renormalize=True")
 
 
 def test_npz_pickled_object_arrays_are_refused():
