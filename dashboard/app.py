@@ -50,9 +50,8 @@ def _sidebar() -> None:
             return
         p = loaded.preds
         st.markdown(f"**{loaded.name}**")
-        classes = f"{p.n_classes:,}" if p.n_classes else "unknown"
         st.markdown(
-            f"n = **{p.n:,}** rows · K = **{classes}** classes  \n"
+            f"n = **{p.n:,}** rows · K = **{state.classes_label(p)}**  \n"
             f"kind: **{state.kind_label(p)}** · {'logits' if p.input_type == 'logits' else 'probabilities'}"
         )
         if loaded.origin == "upload":

@@ -104,6 +104,7 @@ class MetricView:
     y_title: str
     what: str                       # one phrase: what is being calibrated
     top_label_only: bool = False    # (confidence, correct) of a top-label-only file
+    binary_positive: bool = False   # binary data measured on p(y=1)
 
     def subsample(self, index: np.ndarray, tag: str) -> "MetricView":
         return replace(self, key=f"{self.key}|{tag}", probs=self.probs[index], labels=self.labels[index],
@@ -172,6 +173,9 @@ def _load(source: bytes | str, digest: str, file_name: str, origin: Literal["sam
 
 
 def _set_error(file_name: str, message: str) -> str:
+    # The loader starts its messages with the file name; the error box names the file already.
+    if message.startswith(f"{file_name}: "):
+        message = message[len(file_name) + 2:]
     st.session_state[_K_ERROR] = {"file_name": file_name, "message": message}
     return message
 
@@ -260,7 +264,8 @@ def metric_view(loaded: Loaded, target: BinaryTarget | None = None) -> MetricVie
     if preds.kind == "binary" and target == "positive":
         return MetricView(key=f"{loaded.key}|pos", probs=preds.p_positive, labels=preds.labels, n=preds.n,
                           x_title="Predicted probability p(y=1)", y_title="Observed frequency of y = 1",
-                          what="the predicted probability of the positive class, p(y=1)")
+                          what="the predicted probability of the positive class, p(y=1)",
+                          binary_positive=True)
     probs, labels = preds.metric_inputs()
     return MetricView(key=f"{loaded.key}|top", probs=probs, labels=labels, n=preds.n,
                       x_title="Confidence (probability of the predicted class)", y_title="Accuracy",
@@ -269,4 +274,9 @@ def metric_view(loaded: Loaded, target: BinaryTarget | None = None) -> MetricVie
 
 
 def kind_label(preds: Predictions) -> str:
-    return {"multiclass": "multiclass", "binary": "binary", "top_label": "top-label only"}.get(preds.kind, preds.kind)
+    return {"multiclass": "multiclass", "binary": "binary", "top_label": "top-label"}.get(preds.kind, preds.kind)
+
+
+def classes_label(preds: Predictions) -> str:
+    """K for display; a top-label-only file need not say how many classes there are."""
+    return f"{preds.n_classes:,}" if preds.n_classes else "not in file"

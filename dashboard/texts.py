@@ -42,6 +42,31 @@ HOW_TO_READ_RELIABILITY = """
   over-read them.
 """
 
+HOW_TO_READ_BINARY = """
+**How to read the diagram**
+
+* Each blue bar is one bin of rows with a similar predicted p(y=1). Its height is how often y = 1
+  really was in those rows (the black whisker is a 95% Wilson interval).
+* The dashed diagonal is perfect calibration: of the rows given p(y=1) = 0.3, 30% should be positive.
+* **Red boxes above a bar** reach up to the bin's average prediction: the model **over-predicts**
+  the positive class there (bars below the diagonal). Red boxes below a bar: it under-predicts.
+* The ECE is the average size of the red boxes, weighted by how many rows each bin holds (the
+  histogram underneath). Bins with few rows have long whiskers: do not over-read them.
+"""
+
+
+def how_to_read(binary_positive: bool) -> str:
+    """The reading guide for the diagram: p(y=1) wording for binary data measured on p(y=1)."""
+    return HOW_TO_READ_BINARY if binary_positive else HOW_TO_READ_RELIABILITY
+
+
+RENORMALISE_HINT = (
+    "In the dashboard: open **Reading options** and tick *Renormalise rows that do not sum to 1*, "
+    "or set *The score columns hold* to *logits* if they are logits."
+)
+LABEL_HINT = "In the dashboard: open **Reading options** and type the name of the label column."
+
+
 LIPSCHITZ_HELP = (
     "L: how fast the true accuracy can change as the confidence changes (the Lipschitz constant of "
     "P(correct | confidence)). 1 is a safe default; a larger L makes coarse bins look worse."

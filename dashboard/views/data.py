@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import state, tables
+from dashboard import state, tables, texts
 from pbr_core.loading import template_csv
 
 K_SAMPLE = "data_sample"
@@ -73,7 +73,8 @@ def _source_controls(cur: state.Loaded | None) -> None:
             format_func=state.describe_sample, on_change=_on_sample, placeholder="Choose a sample",
             help="Test-set predictions of real models (see sample_data/SOURCES.md for origin and license).",
         )
-        st.caption(f"{len(samples)} file(s) in sample_data/.")
+        st.caption(f"{len(samples)} files in sample_data/; their origin and license are in "
+                   "sample_data/SOURCES.md.")
     with right:
         st.subheader("Your file")
         st.file_uploader(
@@ -114,28 +115,38 @@ def _error_box(cur: state.Loaded | None) -> None:
     err = state.last_error()
     if not err:
         return
-    kept = f" The data loaded before (**{cur.name}**) is still in use." if cur else ""
-    st.error(f"Could not load **{err['file_name']}**: {err['message']}{kept}", icon=":material/error:")
+    msg = err["message"]
+    hints = []
+    if "renormalis" in msg or "sum to" in msg:
+        hints.append(texts.RENORMALISE_HINT)
+    if "label column" in msg.lower():
+        hints.append(texts.LABEL_HINT)
+    kept = f"The data loaded before (**{cur.name}**) is still in use." if cur else ""
+    body = "\n\n".join([f"Could not load **{err['file_name']}**: {msg}", *hints, kept])
+    st.error(body.strip(), icon=":material/error:")
 
 
 def _summary(cur: state.Loaded) -> None:
     p = cur.preds
     st.subheader(f"Loaded: {cur.name}")
-    c = st.columns(5)
+    c = st.columns(4)
     c[0].metric("Rows (n)", f"{p.n:,}", help="Number of predictions (test examples).")
-    c[1].metric("Classes (K)", f"{p.n_classes:,}" if p.n_classes else "n/a",
-                help="Number of classes the model chooses from.")
-    c[2].metric("Kind", state.kind_label(p),
+    c[1].metric("Classes (K)", state.classes_label(p), help="Number of classes the model chooses from.")
+    c[2].metric("Accuracy", f"{p.accuracy:.2%}", help="Share of rows where the predicted class is the true class.")
+    c[3].metric("Kind", state.kind_label(p),
                 help="multiclass: full probability vectors; binary: p(y=1) and a 0/1 label; "
-                     "top-label only: confidence, predicted and true label (enough for ECE, not for recalibration).")
-    c[3].metric("Accuracy", f"{p.accuracy:.2%}", help="Share of rows where the predicted class is the true class.")
-    c[4].metric("Scores", p.input_type, help="Whether the file held logits (turned into probabilities by "
-                                            "softmax) or probabilities.")
+                     "top-label: only confidence, predicted and true label (enough for ECE, not for recalibration).")
+    # Logits or probabilities: a sentence, not a card (the word does not fit a card's large font).
+    scores = ("logits (turned into probabilities with a softmax)" if p.input_type == "logits"
+              else "probabilities")
+    st.markdown(f"The score columns were read as **{scores}**.")
     if p.notes:
         st.info("**What the loader decided**\n\n" + "\n".join(f"* {n}" for n in p.notes),
                 icon=":material/info:")
     st.markdown("**First rows, as read**")
     st.dataframe(tables.preview_frame(p), hide_index=True)
+    if p.probs is not None and p.n_classes > tables.MAX_PREVIEW_CLASSES and p.kind != "binary":
+        st.caption(f"Showing {tables.MAX_PREVIEW_CLASSES} of {p.n_classes} class columns.")
 
 
 def render() -> None:

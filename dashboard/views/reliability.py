@@ -78,7 +78,7 @@ def render() -> None:
         fig = figures.reliability_figure(table, x_title=view.x_title, y_title=view.y_title)
         st.plotly_chart(fig, key="reliability_chart", config={"displaylogo": False})
     with right:
-        st.markdown(texts.HOW_TO_READ_RELIABILITY)
+        st.markdown(texts.how_to_read(view.binary_positive))
     _classwise(loaded, view, n_bins)
 
 

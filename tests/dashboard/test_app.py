@@ -76,7 +76,7 @@ def test_default_sample_loads_and_every_page_renders(at):
     assert _loaded(at).file_name == "cifar100_densenet121.npz"
     assert "CIFAR-100" in _sidebar_text(at) and "10,000" in _sidebar_text(at)
     assert _metric(at, "Rows") == "10,000" and _metric(at, "Classes") == "100"
-    assert _metric(at, "Scores") == "logits"
+    assert any("read as **logits" in m.value for m in at.markdown)
     assert len(at.get("download_button")) == 3
     for page in (RELIABILITY, BINS):
         at.switch_page(page).run()
@@ -102,7 +102,7 @@ def test_upload_valid_csv_feeds_every_page(at, cifar10_csv):
     assert not at.exception and not at.error
     loaded = _loaded(at)
     assert (loaded.origin, loaded.file_name, loaded.preds.n) == ("upload", "my_model.csv", 300)
-    assert _metric(at, "Scores") == "probabilities"
+    assert any("read as **probabilities**" in m.value for m in at.markdown)
     assert any("probabilities" in i.value for i in at.info)  # the loader's notes are shown
     at.switch_page(RELIABILITY).run()
     assert not at.exception
@@ -119,13 +119,14 @@ def test_bad_upload_shows_error_and_keeps_previous_data(at, cifar10_csv):
     data, _, _ = cifar10_csv
     text = data.decode().splitlines()
     cells = text[5].split(",")
-    cells[0] = str(float(cells[0]) + 0.3)  # row 4 (data row) no longer sums to 1
+    cells[0] = str(float(cells[0]) + 0.3)  # data row 5 (counted from 1 under the header) no longer sums to 1
     bad = "\n".join(text[:5] + [",".join(cells)] + text[6:]).encode()
     at.file_uploader(key="data_upload").upload("bad.csv", bad, "text/csv").run()
     assert not at.exception
     assert at.error, "no error box for a bad file"
     message = at.error[0].value
-    assert "bad.csv" in message and "sum" in message and "row" in message
+    assert "bad.csv" in message and "sum" in message and "row 5" in message
+    assert "Renormalise rows" in message  # says what to do in the dashboard, not only in Python
     assert "still in use" in message
     assert _loaded(at).file_name == "cifar100_densenet121.npz"  # nothing the user had is lost
     assert "CIFAR-100" in _sidebar_text(at)
