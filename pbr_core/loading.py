@@ -291,6 +291,8 @@ def load_predictions(
         raise src.error(f"input_type must be 'auto', 'probabilities' or 'logits', but got {input_type!r}.")
     if max_rows is not None and (isinstance(max_rows, bool) or not isinstance(max_rows, (int, np.integer)) or max_rows < 1):
         raise src.error(f"max_rows must be a positive integer or None, but got {max_rows!r}.")
+    if label_column is not None and not str(label_column).strip():
+        label_column = None  # an empty text box in a form means "find it by name"
     opts = _Options(label_column, input_type, renormalize, float(tolerance), max_rows)
     try:
         head = src.head()

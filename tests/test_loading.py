@@ -238,6 +238,7 @@ def test_label_column_found_case_insensitively_and_by_argument():
     preds = load_predictions(csv_bytes("a,b,truth\n0.5,0.5,1\n"), format="csv", label_column="TRUTH")
     assert preds.labels.tolist() == [1] and preds.class_names == ("a", "b")
     must_contain(error_of(csv_bytes("a,b,truth\n0.5,0.5,1\n"), label_column="gold"), "'gold'", "'truth'")
+    assert load_predictions(csv_bytes("a,b,y\n0.5,0.5,1\n"), format="csv", label_column=" ").labels.tolist() == [1]
 
 
 # -------------------------------------------------------------------------------- top-label only
