@@ -276,6 +276,11 @@ class Predictions:
                 # All in [0, 1] but rows off: far likelier broken probabilities than logits, so the
                 # sum check below reports it (or renormalises when asked) instead of a silent softmax.
                 chosen = "probabilities"
+            elif (chosen == "logits" and np.all((s >= -tolerance) & (s <= 1 + tolerance))
+                  and np.all(np.abs(s.sum(axis=1) - 1.0) <= tolerance)):
+                # Rows sum to 1 and nothing is further than rounding noise from [0, 1]: these are
+                # probabilities with a defect, which the range checks below name, not logits.
+                chosen = "probabilities"
             if chosen == "logits":
                 notes.append(f"Read the {K} score columns as logits because some values lie outside [0, 1]. "
                              "Override with input_type='probabilities'.")
@@ -286,7 +291,10 @@ class Predictions:
 
         if np.any(s < 0):
             r = _first_bad_row(s < 0)
-            raise PredictionsError(f"{source}: negative probability {s[r][s[r] < 0][0]:g} at row {r}.")
+            raise PredictionsError(
+                f"{source}: negative probability {s[r][s[r] < 0][0]:g} at row {r}. Tiny negative values "
+                "usually come from rounding: clip them at 0 before saving, or load the columns as logits."
+            )
         if np.any(s > 1):
             r = _first_bad_row(s > 1)
             raise PredictionsError(f"{source}: probability above 1 ({s[r].max():g}) at row {r}.")

@@ -163,3 +163,18 @@ def test_property_detection(z):
     assert p.input_type == "probabilities"
     np.testing.assert_allclose(p.probs, softmax(z), atol=1e-12)
     assert np.all(np.isfinite(log_probs(p.probs)))
+
+
+def test_rounding_noise_below_zero_is_a_named_error_not_silent_logits():
+    """Rows summing to 1 with a value a hair below 0 are broken probabilities: say so, never softmax them."""
+    import numpy as np
+    import pytest
+
+    from pbr_core.predictions import Predictions, PredictionsError
+
+    p = np.array([[0.5, 0.5, 0.0], [0.2, 0.8 + 2e-5, -2e-5], [0.1, 0.1, 0.8]])
+    with pytest.raises(PredictionsError, match=r"negative probability -2e-05 at row 1.*rounding"):
+        Predictions.from_arrays(p, np.array([0, 1, 2]))
+    # Real logits (far outside [0, 1]) are still detected as logits.
+    z = np.array([[2.0, -1.0, 0.5], [0.1, 3.0, -2.0], [-1.0, 0.0, 4.0]])
+    assert Predictions.from_arrays(z, np.array([0, 1, 2])).input_type == "logits"
