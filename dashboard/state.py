@@ -141,10 +141,7 @@ def describe_sample(file_name: str) -> str:
 
 
 # --------------------------------------------------------------------------- loading
-@st.cache_data(show_spinner=False, max_entries=6)
-def _load_cached(digest: str, _source: bytes | str, file_name: str, options: tuple) -> Predictions:
-    """Parse once per (content, options). ``digest`` stands for ``_source``, which is not hashed
-    (hashing a 500 MB upload on every call would cost more than the cache saves)."""
+def _read(digest: str, _source: bytes | str, file_name: str, options: tuple) -> Predictions:
     label_column, input_type, renormalize, max_rows = options
     return pbr_core.load_predictions(
         _source, label_column=label_column, input_type=input_type, renormalize=renormalize,
@@ -152,16 +149,29 @@ def _load_cached(digest: str, _source: bytes | str, file_name: str, options: tup
     )
 
 
+#: Parse once per (content, options). ``digest`` stands for ``_source``, which is not hashed
+#: (hashing a 500 MB upload on every call would cost more than the cache saves).
+_read_cached = st.cache_data(show_spinner=False, max_entries=6)(_read)
+
+
 def _options_tuple(options: LoadOptions) -> tuple:
     kw = options.as_kwargs()
     return (kw["label_column"], kw["input_type"], kw["renormalize"], kw["max_rows"])
+
+
+#: Uploads above this size are not cached: the cache would hold a second (pickled) copy of arrays
+#: that can run to gigabytes, and such a file is re-read only if the user re-uploads it.
+CACHE_MAX_BYTES = 100 * 2**20
 
 
 def _load(source: bytes | str, digest: str, file_name: str, origin: Literal["sample", "upload"],
           options: LoadOptions, name: str) -> str | None:
     """Load and, on success, make it current. Returns the error message or None."""
     try:
-        preds = _load_cached(digest, source, file_name, _options_tuple(options))
+        if isinstance(source, bytes) and len(source) > CACHE_MAX_BYTES:
+            preds = _read(digest, source, file_name, _options_tuple(options))
+        else:
+            preds = _read_cached(digest, source, file_name, _options_tuple(options))
     except PredictionsError as exc:
         return _set_error(file_name, str(exc))
     except Exception as exc:  # noqa: BLE001 - a bad file must never crash the app
@@ -196,7 +206,7 @@ def load_upload(data: bytes, file_name: str, options: LoadOptions = LoadOptions(
     On failure the previously loaded predictions stay current.
     """
     digest = "upload:" + hashlib.blake2b(data, digest_size=16).hexdigest()
-    return _load(bytes(data), digest, file_name, "upload", options, file_name)
+    return _load(data if isinstance(data, bytes) else bytes(data), digest, file_name, "upload", options, file_name)
 
 
 def ensure_loaded() -> Loaded | None:

@@ -96,9 +96,11 @@ def _source_controls(cur: state.Loaded | None) -> None:
                         persist_state="session",
                         help="Off: such rows are an error that names the row. On: each row is divided by "
                              "its sum (only do this if you know why the rows are off).")
-            st.number_input("Read at most this many rows (0 = all)", min_value=0, step=10_000,
+            st.number_input("Row limit (0 = no limit)", min_value=0, step=100_000,
                             key=K_MAXROWS, on_change=_on_options, persist_state="session",
-                            help="For very large files: analyse the first rows only.")
+                            help="Refuse files with more rows than this, with a message, instead of "
+                                 "reading them (the check comes before the data is parsed). Useful on a "
+                                 "shared server; to analyse a huge file, upload a random sample of its rows.")
         _templates()
 
 

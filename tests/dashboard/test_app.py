@@ -137,6 +137,15 @@ def test_bad_upload_shows_error_and_keeps_previous_data(at, cifar10_csv):
     assert any("Renormalised" in i.value for i in at.info)
 
 
+def test_row_limit_refuses_a_larger_file_and_keeps_the_data(at):
+    at.number_input(key="data_max_rows").set_value(100).run()  # re-reads the current sample
+    assert not at.exception
+    assert at.error and "limit" in at.error[0].value and "10,000" in at.error[0].value
+    assert _loaded(at).preds.n == 10_000
+    at.number_input(key="data_max_rows").set_value(0).run()
+    assert not at.exception and not at.error
+
+
 def test_unreadable_upload_is_an_error_not_a_crash(at):
     at.file_uploader(key="data_upload").upload("junk.npz", b"this is not a zip file", "application/octet-stream").run()
     assert not at.exception
@@ -185,6 +194,9 @@ def test_bins_page_bound_inputs_and_teaching_subsample(at):
     ece_sub = pbr_core.ece(preds.probs[idx], preds.labels[idx], b_sub)
     assert _metric(at, f"ECE at B = floor(n^(1/3)) = {b_sub}") == f"{ece_sub:.4f}"
     assert F.trace(_figure(at), F.TRACE_ECE_REFERENCE) is not None  # the full-data curve for comparison
+    at.select_slider(key="bins_sub_n").set_value(100).run()
+    assert any("says nothing yet" in i.value for i in at.info)  # n = 100: the bound exceeds 1
+    at.select_slider(key="bins_sub_n").set_value(1000).run()
     at.button(key="bins_resample").click().run()
     assert not at.exception
     idx1 = subsample_index(n, 1000, 1)
