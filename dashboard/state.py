@@ -25,15 +25,17 @@ import streamlit as st
 
 import pbr_core
 from pbr_core import Predictions, PredictionsError
+from pbr_core.loading import ACCEPTED_SUFFIXES
+from pbr_core.predictions import InputType
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_DIR = ROOT / "sample_data"
 DEFAULT_SAMPLE = "cifar100_densenet121.npz"
-#: File endings the uploader accepts (Streamlit matches on the last suffix, so "gz" covers .csv.gz).
-UPLOAD_TYPES = ["csv", "tsv", "gz", "parquet", "pq", "npz", "npy"]
-_SAMPLE_SUFFIXES = (".csv", ".tsv", ".csv.gz", ".tsv.gz", ".parquet", ".pq", ".npz", ".npy")
+#: File endings the uploader accepts: whatever the loader reads. Streamlit matches the last suffix
+#: only, so "gz" stands for .csv.gz / .tsv.gz (the loader names the problem if it is anything else).
+UPLOAD_TYPES = sorted({suffix.rsplit(".", 1)[-1] for suffix in ACCEPTED_SUFFIXES})
+_SAMPLE_SUFFIXES = tuple(ACCEPTED_SUFFIXES)
 
-InputType = Literal["auto", "probabilities", "logits"]
 BinaryTarget = Literal["positive", "top_label"]
 
 _K_LOADED = "pbr_loaded"

@@ -18,11 +18,19 @@ K_FOR = "bins_for"  # which data the B / n choices belong to
 
 MAX_BMAX = 300
 DEFAULT_BMAX = 100
+
+
+def _bmax_limit(n: int) -> int:
+    """Largest B offered: up to n (more bins than rows only adds empty bins), but at least 10 so
+    that even a tiny file shows the shape of the curve."""
+    return min(MAX_BMAX, max(n, 10))
+
+
 def _reset_for_new_data(view: state.MetricView) -> None:
     if st.session_state.get(K_FOR) == view.key:
         return
     st.session_state[K_FOR] = view.key
-    st.session_state[K_BMAX] = max(2, min(DEFAULT_BMAX, view.n, MAX_BMAX))
+    st.session_state[K_BMAX] = min(DEFAULT_BMAX, _bmax_limit(view.n))
     st.session_state[K_SUB_N] = view.n
     st.session_state[K_SEED] = 0
 
@@ -34,9 +42,8 @@ def _new_seed() -> None:
 def _controls(view: state.MetricView) -> tuple[int, float, float, bool]:
     c1, c2, c3, c4 = st.columns([3, 2, 2, 1.3], gap="medium")
     with c1:
-        hi = max(2, min(MAX_BMAX, view.n))
-        bmax = st.slider("Largest B shown", min_value=2, max_value=hi, key=K_BMAX, persist_state="session",
-                         help=texts.BMAX_HELP, disabled=view.n < 2)
+        bmax = st.slider("Largest B shown", min_value=2, max_value=_bmax_limit(view.n), key=K_BMAX,
+                         persist_state="session", help=texts.BMAX_HELP)
     with c2:
         lip = st.number_input("Lipschitz constant L", min_value=0.0, max_value=100.0, value=1.0, step=0.5,
                               key=K_L, persist_state="session", help=texts.LIPSCHITZ_HELP)

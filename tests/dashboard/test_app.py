@@ -204,6 +204,16 @@ def test_bins_page_bound_inputs_and_teaching_subsample(at):
     assert _metric(at, "ECE at B") == f"{pbr_core.ece(preds.probs[idx1], preds.labels[idx1], b_sub):.4f}"
 
 
+@pytest.mark.parametrize("rows", [1, 3])
+def test_tiny_upload_works_on_every_page(at, rows):
+    csv = "p_positive,label\n" + "\n".join(f"{0.2 + 0.3 * i},{i % 2}" for i in range(rows)) + "\n"
+    at.file_uploader(key="data_upload").upload("tiny.csv", csv.encode(), "text/csv").run()
+    assert not at.exception and _loaded(at).preds.n == rows
+    for page in (RELIABILITY, BINS):
+        at.switch_page(page).run()
+        assert not at.exception, (page, at.exception)
+
+
 @pytest.mark.parametrize("sample", ["cifar10_resnet110_toplabel.csv", "kitti_xgboost.csv"])
 def test_top_label_only_and_binary_samples_work_on_every_page(at, sample):
     if not (ROOT / "sample_data" / sample).is_file():
