@@ -456,6 +456,7 @@ Y2 = np.array([0, 1, 1])
         (lambda: pbr_core.ece(P2, Y2[:2]), r"`labels` of shape \(3,\)"),
         (lambda: pbr_core.ece(P2, Y2[:, None]), r"`labels` of shape \(3,\)"),
         (lambda: pbr_core.ece(np.zeros((0, 3)), np.zeros(0)), "at least one prediction"),
+        (lambda: pbr_core.ece(np.array(["0.2", "x"]), np.array([0, 1])), "`probs` to hold numbers"),
         (lambda: pbr_core.ece(np.zeros((3, 0)), Y2), "K >= 1"),
         (lambda: pbr_core.ece(np.array([[np.nan, 1.0], [0.2, 0.8], [0.5, 0.5]]), Y2), "NaN or infinite"),
         (lambda: pbr_core.ece(np.array([0.2, np.inf, 0.1]), Y2), "NaN or infinite"),
