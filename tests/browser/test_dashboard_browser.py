@@ -76,8 +76,13 @@ def test_upload_a_file_then_see_it_everywhere(page, app_url, tmp_path: Path):
     page.get_by_text("9,090").first.wait_for(timeout=TIMEOUT_MS)
     _assert_no_exception(page)
 
-    _goto(page, f"{app_url}/reliability")
+    # Navigate inside the same session (a new URL would start a new session with the default sample).
+    page.locator('[data-testid="stSidebarNav"]').get_by_text("Reliability").click()
+    page.get_by_role("heading", name="Reliability").first.wait_for(timeout=TIMEOUT_MS)
+    _wait_idle(page)
     _assert_plots_rendered(page)
+    assert "my_model_predictions.csv" in page.locator('[data-testid="stSidebar"]').inner_text()
+    assert "9,090" in page.locator('[data-testid="stMain"]').inner_text()
     _assert_no_exception(page)
 
 
