@@ -15,9 +15,12 @@ Python's float repr round-trips float64 exactly, so a loaded recalibrator predic
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import inspect
 import json
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Literal, TypeVar
 
 import numpy as np
 
@@ -32,7 +35,10 @@ REGISTRY: dict[str, type["Recalibrator"]] = {}
 
 def register(cls: type["Recalibrator"]) -> type["Recalibrator"]:
     """Class decorator: make a recalibrator loadable by its ``method`` name."""
-    if cls.method in REGISTRY and REGISTRY[cls.method] is not cls:
+    existing = REGISTRY.get(cls.method)
+    if existing is not None and existing is not cls and (
+        (existing.__module__, existing.__qualname__) != (cls.__module__, cls.__qualname__)
+    ):  # the same class defined again (a module reload, e.g. by Streamlit) simply replaces itself
         raise RuntimeError(f"two recalibrators are registered as {cls.method!r}")
     REGISTRY[cls.method] = cls
     return cls
@@ -40,6 +46,36 @@ def register(cls: type["Recalibrator"]) -> type["Recalibrator"]:
 
 class NotFittedError(RuntimeError):
     """Raised when ``predict_proba`` or ``save`` is called before ``fit``."""
+
+
+# ---------------------------------------------------------------------- progress reporting
+# The library never prints; a front end (the CLI, the dashboard) that wants a progress bar for a
+# slow fit installs a factory with ``report_progress`` and the fitting loops wrap their iterables
+# with ``track``. Without a factory ``track`` returns the iterable untouched.
+_T = TypeVar("_T")
+_PROGRESS: contextvars.ContextVar[Callable[..., Iterable] | None] = contextvars.ContextVar(
+    "pbr_core_progress", default=None
+)
+
+
+@contextlib.contextmanager
+def report_progress(factory: Callable[..., Iterable] | None) -> Iterator[None]:
+    """Within the block, slow loops in ``fit`` report progress through ``factory``.
+
+    ``factory(iterable, total=..., desc=...)`` must return an iterable over the same items;
+    ``tqdm.tqdm`` fits. Example: ``with report_progress(tqdm): rec.fit(X, y)``.
+    """
+    token = _PROGRESS.set(factory)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
+
+
+def track(iterable: Iterable[_T], total: int | None = None, desc: str = "") -> Iterable[_T]:
+    """Wrap a slow loop so that an installed progress factory (see ``report_progress``) sees it."""
+    factory = _PROGRESS.get()
+    return iterable if factory is None else factory(iterable, total=total, desc=desc)
 
 
 def as_predictions(X: Predictions | np.ndarray, y: np.ndarray | None = None,
@@ -100,6 +136,26 @@ class Recalibrator:
     # ------------------------------------------------------------------ public API
     def fit(self, X: Predictions | np.ndarray, y: np.ndarray | None = None,
             input_type: InputType = "auto") -> "Recalibrator":
+        """Learn the recalibration map from a recalibration set; returns ``self``.
+
+        Parameters
+        ----------
+        X : Predictions or array of shape (n, K) or (n,)
+            Predictions value, or logits / probabilities (a 1-D array is binary p(y=1)).
+        y : array of shape (n,) or None
+            Integer labels 0..K-1; required with arrays, must be None with a Predictions value.
+        input_type : {"auto", "probabilities", "logits"}
+            How to read an array ``X``; "auto" inspects the values.
+
+        Raises
+        ------
+        ValueError
+            Invalid parameters (checked before the data) or invalid data
+            (:class:`~pbr_core.predictions.PredictionsError`, a ``ValueError``).
+        RuntimeError
+            The optimiser failed; the message quotes its reason.
+        """
+        self._validate_params()
         preds = as_predictions(X, y, input_type)
         if preds.n < 2:
             raise ValueError(f"Expected at least 2 recalibration samples, but got {preds.n}.")
@@ -109,6 +165,11 @@ class Recalibrator:
         return self
 
     def predict_proba(self, X: Predictions | np.ndarray, input_type: InputType = "auto") -> np.ndarray:
+        """Recalibrated probabilities, an (n, K) array whose rows sum to one (binary: K = 2).
+
+        Raises :class:`NotFittedError` before ``fit`` and ``ValueError`` when the number of classes
+        differs from the one seen in ``fit``.
+        """
         self._check_fitted()
         preds = as_predictions(X, None, input_type)
         if preds.n_classes != self.n_classes_:
@@ -117,11 +178,24 @@ class Recalibrator:
             )
         return self._predict_proba(preds)
 
-    def get_params(self) -> dict[str, Any]:
-        import inspect
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        return [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "args", "kwargs")]
 
-        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
-        return {name: getattr(self, name) for name in names}
+    def get_params(self, deep: bool = False) -> dict[str, Any]:
+        """The constructor parameters (``deep`` is accepted for scikit-learn compatibility)."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params: Any) -> "Recalibrator":
+        """Set constructor parameters by name (scikit-learn style); returns ``self``."""
+        valid = self._param_names()
+        for name, value in params.items():
+            if name not in valid:
+                raise ValueError(
+                    f"Invalid parameter {name!r} for {type(self).__name__}; valid parameters: {valid}."
+                )
+            setattr(self, name, value)
+        return self
 
     @property
     def is_fitted(self) -> bool:
@@ -159,10 +233,15 @@ class Recalibrator:
             raise ValueError(f"Unknown recalibration method {method!r} in file; known: {sorted(REGISTRY)}.")
         if target.method != method:
             raise ValueError(f"File holds a {method!r} recalibrator, but {target.__name__} ({target.method!r}) was asked to load it.")
-        obj = target(**_decode(data["params"]))
-        obj.n_classes_ = int(data["n_classes"])
-        obj.input_type_ = data["input_type"]
-        obj._set_state(_decode(data["state"]))
+        try:
+            obj = target(**_decode(data["params"]))
+            obj.n_classes_ = int(data["n_classes"])
+            obj.input_type_ = data["input_type"]
+            obj._set_state(_decode(data["state"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(
+                f"Damaged {method!r} recalibrator file: {type(exc).__name__}: {exc}."
+            ) from exc
         return obj
 
     @classmethod
@@ -178,6 +257,19 @@ class Recalibrator:
         return f"{type(self).__name__}({params})"
 
     # ------------------------------------------------------------------ for subclasses
+    def _validate_params(self) -> None:
+        """Check the constructor parameters; raise ``ValueError`` naming the bad one.
+
+        Called at the start of ``fit`` (scikit-learn validates there, not in ``__init__``) and by
+        the CLI before it reads any data. The default accepts everything.
+        """
+
+    @classmethod
+    def _test_params(cls) -> dict[str, Any]:
+        """Parameters for a quick but meaningful fit in the shared test suite
+        (``tests/recalibrators/test_common.py``); slow methods override this."""
+        return {}
+
     def _check_fitted(self) -> None:
         if not self.is_fitted:
             raise NotFittedError(f"This {type(self).__name__} is not fitted yet: call fit(...) first.")

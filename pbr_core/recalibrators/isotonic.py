@@ -1,0 +1,61 @@
+"""Isotonic regression (Zadrozny & Elkan, 2002), fitted with scikit-learn, stored as thresholds."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+from sklearn.isotonic import IsotonicRegression
+
+from pbr_core.recalibrators._binary import BinaryRecalibrator
+from pbr_core.recalibrators.base import register
+
+
+@register
+class IsotonicCalibration(BinaryRecalibrator):
+    """Isotonic regression: the non-decreasing map p -> q that minimises the squared error to y.
+
+    Fitted by scikit-learn's ``IsotonicRegression(increasing=True, y_min=0, y_max=1,
+    out_of_bounds="clip")``; only its thresholds are kept. Prediction is
+    ``np.interp(p, X_thresholds, y_thresholds)`` (linear between thresholds, constant beyond the
+    end points), which is what scikit-learn computes with ``out_of_bounds="clip"``, so a loaded model
+    needs no scikit-learn object. Binary data: one map on p(y=1); multiclass: one-vs-all,
+    renormalised, and a row whose K maps are all zero becomes uniform.
+
+    Attributes
+    ----------
+    maps_ : list of dict
+        Per class (one entry for binary data): ``{"X_thresholds": ..., "y_thresholds": ...}``.
+
+    References
+    ----------
+    .. [1] B. Zadrozny and C. Elkan. Transforming classifier scores into accurate multiclass
+       probability estimates. KDD 2002.
+    .. [2] A. Niculescu-Mizil and R. Caruana. Predicting good probabilities with supervised
+       learning. ICML 2005.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pbr_core.recalibrators import IsotonicCalibration
+    >>> p = np.array([0.1, 0.3, 0.35, 0.6, 0.8, 0.9])
+    >>> y = np.array([0, 1, 0, 1, 1, 1])
+    >>> IsotonicCalibration().fit(p, y).predict_proba(np.array([0.2, 0.85]))[:, 1]
+    array([0.25, 1.  ])
+    """
+
+    method: ClassVar[str] = "isotonic"
+
+    def __init__(self) -> None:
+        pass
+
+    def _fit_binary(self, p: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+        iso = IsotonicRegression(increasing=True, y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(p, y)
+        return {
+            "X_thresholds": np.asarray(iso.X_thresholds_, dtype=np.float64),
+            "y_thresholds": np.asarray(iso.y_thresholds_, dtype=np.float64),
+        }
+
+    def _predict_binary(self, p: np.ndarray, state: dict[str, Any]) -> np.ndarray:
+        # np.interp returns the end values outside [X_min, X_max]: scikit-learn's "clip".
+        return np.interp(p, state["X_thresholds"], state["y_thresholds"])

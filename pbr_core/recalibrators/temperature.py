@@ -1,0 +1,141 @@
+"""Temperature scaling (Guo et al., 2017): softmax(z / T) with one temperature fitted by NLL."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import log_softmax, softmax
+
+from pbr_core.predictions import Predictions
+from pbr_core.recalibrators.base import Recalibrator, register
+
+
+def warn_if_hard_zeros(preds: Predictions, name: str) -> None:
+    """Warn when probability input holds exact zeros: their log is clipped to about -708.
+
+    Such scores dominate a fit on log-probabilities (one wrong hard zero costs 708 / T in NLL),
+    so a scaling method then softens everything; binary maps on p (beta, isotonic, Platt) cope.
+    """
+    if preds.logits is None and np.any(preds.probs == 0.0):
+        share = float(np.mean(np.any(preds.probs == 0.0, axis=1)))
+        warnings.warn(
+            f"{name}: {share:.1%} of the rows hold probabilities of exactly 0, whose log is clipped to "
+            f"{np.log(np.finfo(np.float64).tiny):.0f}; these scores dominate the fit. Logits, or a method that "
+            "works on probabilities (beta, isotonic, Platt), suit such a model better.",
+            UserWarning, stacklevel=4,
+        )
+
+
+def _nll_slope(beta: float, z: np.ndarray, z_true: np.ndarray) -> float:
+    """d/d(beta) of mean_n [logsumexp(beta z_n) - beta z_{n, y_n}] = mean_n (E_{softmax(beta z_n)}[z_n] - z_{n, y_n})."""
+    p = softmax(beta * z, axis=1)
+    return float(np.mean(np.einsum("nk,nk->n", p, z) - z_true))
+
+
+def temperature_nll(temperature: float, scores: np.ndarray, labels: np.ndarray) -> float:
+    """Mean negative log-likelihood of softmax(scores / temperature) (the objective being minimised)."""
+    lp = log_softmax(np.asarray(scores, dtype=np.float64) / temperature, axis=1)
+    return float(-lp[np.arange(lp.shape[0]), labels].mean())
+
+
+@register
+class TemperatureScaling(Recalibrator):
+    """Temperature scaling: p = softmax(z / T), T > 0 minimising the NLL on the recalibration set.
+
+    ``z`` is ``Predictions.scores``: the logits, or log-probabilities when the input holds only
+    probabilities (softmax(log p / T) equals softmax(logits / T) exactly, so the two give the same
+    map). The accuracy never changes (the argmax is invariant).
+
+    The NLL is convex in the inverse temperature beta = 1/T (its second derivative is the mean
+    variance of z under softmax(beta z)), and its derivative is monotone. The optimum is therefore the
+    unique root of the derivative, found by Brent's method to machine precision on
+    [1 / max_temperature, 1 / min_temperature]; no starting point or step size can go wrong. When
+    the root lies outside that bracket, T is set to the nearer bound with a warning.
+
+    Parameters
+    ----------
+    min_temperature, max_temperature : float
+        The search interval for T.
+
+    Attributes
+    ----------
+    temperature_ : float
+        The fitted temperature (T > 1 softens an over-confident model).
+
+    References
+    ----------
+    .. [1] C. Guo, G. Pleiss, Y. Sun and K. Q. Weinberger. On calibration of modern neural
+       networks. ICML 2017.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pbr_core.recalibrators import TemperatureScaling
+    >>> rng = np.random.default_rng(0)
+    >>> labels = rng.integers(0, 3, 500)
+    >>> logits = 4.0 * np.eye(3)[labels] + rng.normal(0, 2.0, (500, 3))
+    >>> ts = TemperatureScaling().fit(logits, labels)
+    >>> ts.predict_proba(logits).shape
+    (500, 3)
+    """
+
+    method: ClassVar[str] = "temperature"
+    uses: ClassVar[str] = "scores"
+
+    def __init__(self, min_temperature: float = 1e-3, max_temperature: float = 1e3) -> None:
+        self.min_temperature = min_temperature
+        self.max_temperature = max_temperature
+
+    def _validate_params(self) -> None:
+        lo, hi = self.min_temperature, self.max_temperature
+        if not (np.isfinite(lo) and np.isfinite(hi) and 0 < lo < hi):
+            raise ValueError(
+                "Expected 0 < `min_temperature` < `max_temperature` (finite), "
+                f"but got min_temperature={lo!r}, max_temperature={hi!r}."
+            )
+
+    def _fit(self, preds: Predictions) -> None:
+        warn_if_hard_zeros(preds, "Temperature scaling")
+        z = np.asarray(preds.scores, dtype=np.float64)
+        y = preds.labels
+        z_true = z[np.arange(z.shape[0]), y]
+        beta_lo, beta_hi = 1.0 / self.max_temperature, 1.0 / self.min_temperature
+        g_lo = _nll_slope(beta_lo, z, z_true)
+        g_hi = _nll_slope(beta_hi, z, z_true)
+        if not (np.isfinite(g_lo) and np.isfinite(g_hi)):
+            raise RuntimeError("Temperature scaling failed: the NLL derivative is not finite at the search bounds.")
+        if g_lo >= 0:
+            warnings.warn(
+                f"The NLL keeps falling as T grows: the scores carry (almost) no information about the labels. "
+                f"Using T = max_temperature = {self.max_temperature:g}.",
+                RuntimeWarning, stacklevel=3,
+            )
+            beta = beta_lo
+        elif g_hi <= 0:
+            warnings.warn(
+                f"The NLL keeps falling as T shrinks (the recalibration set is separated by its scores). "
+                f"Using T = min_temperature = {self.min_temperature:g}.",
+                RuntimeWarning, stacklevel=3,
+            )
+            beta = beta_hi
+        else:
+            try:
+                beta, info = brentq(_nll_slope, beta_lo, beta_hi, args=(z, z_true), xtol=1e-15,
+                                    maxiter=500, full_output=True, disp=False)
+            except (ValueError, RuntimeError) as exc:  # pragma: no cover - brentq on a valid bracket
+                raise RuntimeError(f"Temperature scaling failed: {exc}") from exc
+            if not info.converged:
+                raise RuntimeError(f"Temperature scaling failed: Brent's method did not converge ({info.flag}).")
+        self.temperature_ = float(1.0 / beta)
+
+    def _predict_proba(self, preds: Predictions) -> np.ndarray:
+        return softmax(np.asarray(preds.scores, dtype=np.float64) / self.temperature_, axis=1)
+
+    def _get_state(self) -> dict[str, Any]:
+        return {"temperature": self.temperature_}
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        self.temperature_ = float(state["temperature"])
