@@ -163,7 +163,6 @@ N_RE, N_FOLDS, SEED = 300, 3, 7
 
 @pytest.fixture(scope="module")
 def table100(c100: Predictions) -> pd.DataFrame:
-    _require("uncalibrated", "temperature")
     return compare(c100, ["uncalibrated", "temperature"], n_re=N_RE, n_folds=N_FOLDS, seed=SEED)
 
 
@@ -251,7 +250,6 @@ def test_compare_is_reproducible_under_the_seed(table100, c100):
 
 
 def test_binary_methods_and_binary_ece(binary):
-    _require("uncalibrated", "platt", "isotonic")
     table = compare(binary, ["uncalibrated", "platt", "isotonic"], n_re=500, n_folds=2, seed=SEED)
     assert table["error"].isna().all() and table["ece"].notna().all()
     _, te = split_indices(binary.n, 500, fold=0, seed=SEED)
@@ -300,7 +298,6 @@ def test_summarize_flags_best_for_higher_is_better_metric():
 
 # ---------------------------------------------------------------------------- progress and cancel
 def test_progress_is_reported_after_each_fit_and_cancel_keeps_partial_rows(c100):
-    _require("uncalibrated", "temperature")
     calls: list[tuple[int, int, str]] = []
     k = 3
     with pytest.raises(Cancelled) as info:
@@ -436,7 +433,6 @@ def test_kl_vs_ece_gap_validation_and_cancel(c10, doubles):
 
 # ---------------------------------------------------------------------------- n_re sweep
 def test_n_re_sweep_keeps_the_test_set_fixed(c100):
-    _require("uncalibrated", "temperature")
     values = (50, 200, 600)
     with pytest.warns(UserWarning, match=r"Skipping n_re values \[20000\]"):
         t = n_re_sweep(c100, ["uncalibrated", "temperature"], n_re_values=values + (20000,), n_folds=2, seed=SEED)
