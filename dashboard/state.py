@@ -292,3 +292,8 @@ def kind_label(preds: Predictions) -> str:
 def classes_label(preds: Predictions) -> str:
     """K for display; a top-label-only file need not say how many classes there are."""
     return f"{preds.n_classes:,}" if preds.n_classes else "not in file"
+
+
+def recal_binary_ece(preds: Predictions) -> BinaryTarget:
+    """What the recalibration pages score on binary data: the sidebar's choice (p(y=1) by default)."""
+    return binary_target() if preds.kind == "binary" else "top_label"

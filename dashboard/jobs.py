@@ -1,0 +1,287 @@
+"""Long jobs of the recalibration pages: a background thread per job, one fit at a time per server.
+
+Why a thread and not the script run itself: a Streamlit script run is interrupted by any widget
+interaction (and by leaving the page), which would kill a ten-minute fit half-way and lose it.
+Here the page only *starts* a job; the work runs in a daemon thread that reports into a plain
+:class:`Job` object kept in ``st.session_state``. A small fragment (:func:`show_progress`) polls
+that object twice a second and draws the progress bar, so the page stays responsive, the user can
+switch pages and come back, and a Stop button can ask the job to end after the current fit
+(the experiment protocols check ``cancel()`` between fits and keep the finished rows).
+
+One fit at a time across browser sessions: every job that fits a GP (PBR, GP calibration) takes
+the process-wide :class:`FitLock` (``st.cache_resource`` makes it one object per server). A job
+that finds it taken *waits in line* and starts by itself when the running one ends; its page says
+what it is waiting for and offers to cancel the wait. We queue rather than ask the user to retry:
+the settings are already chosen, a retry button would need to be pressed at the right moment, and
+the user can leave the page meanwhile. Jobs with only classical methods (seconds of numpy) do not
+take the lock, so a quick temperature-scaling comparison never waits behind a long GP run.
+
+Everything above :func:`fit_lock` is plain Python (testable without Streamlit).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Literal
+
+import streamlit as st
+
+from pbr_core.experiments import Cancelled
+
+JobStatus = Literal["waiting", "running", "done", "stopped", "failed"]
+
+#: How often the progress fragment redraws (seconds).
+POLL_SECONDS = 0.5
+_K_JOBS = "recal_jobs"
+
+
+@dataclass(eq=False)
+class Job:
+    """One background job and everything its page needs to show about it."""
+
+    kind: str                      # "pbr", "compare", "sweep", "generalization"
+    label: str                     # what it does, in words ("PBR fit, α = 0.5, n_re = 1,000")
+    heavy: bool                    # fits a GP: takes the server-wide lock
+    session_id: str = ""
+    status: JobStatus = "waiting"
+    done: int = 0                  # finished steps (fits) of ``total``
+    total: int = 0
+    message: str = ""
+    inner: float | None = None     # progress inside the current fit (optimiser iterations), 0..1
+    result: Any = None             # the work function's return value (may be partial when stopped)
+    error: str | None = None
+    created: float = field(default_factory=time.time)
+    started: float | None = None
+    finished: float | None = None
+    _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+    _thread: threading.Thread | None = field(default=None, repr=False)
+
+    @property
+    def active(self) -> bool:
+        return self.status in ("waiting", "running")
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self._cancel.is_set()
+
+    def request_cancel(self) -> None:
+        self._cancel.set()
+
+    def fraction(self) -> float:
+        """Overall progress in [0, 1]: finished steps plus the share of the current fit."""
+        if self.status == "done":
+            return 1.0
+        if self.total <= 0:
+            return float(self.inner or 0.0)
+        inner = min(max(self.inner or 0.0, 0.0), 1.0)
+        return min((self.done + inner) / self.total, 1.0)
+
+    def elapsed(self, now: float | None = None) -> float:
+        if self.started is None:
+            return 0.0
+        return (self.finished or now or time.time()) - self.started
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the thread (tests, scripts); True when the job has ended."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return not self.active
+
+
+class JobContext:
+    """What a work function gets: report progress, ask whether to stop.
+
+    ``progress`` and ``cancelled`` have the signatures of ``pbr_core.experiments``' callbacks, so
+    they are passed straight to ``compare`` and friends. ``fit_progress`` is for one optimiser run
+    (GP fits report ``(iteration, max_iter, objective)``); it raises ``Cancelled`` when a stop was
+    asked for, which ends a long single fit early. ``track`` is a ``report_progress`` factory.
+    """
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+
+    def progress(self, done: int, total: int, message: str = "") -> None:
+        self.job.done, self.job.total, self.job.message = int(done), int(total), str(message)
+        self.job.inner = None
+
+    def step(self, message: str) -> None:
+        """Say what is happening now without counting a step."""
+        self.job.message = message
+
+    def cancelled(self) -> bool:
+        return self.job.cancel_requested
+
+    def fit_progress(self, iteration: int, max_iter: int, objective: float | None = None) -> None:
+        if max_iter:
+            self.job.inner = min(max(iteration / max_iter, 0.0), 1.0)
+        if self.job.cancel_requested:
+            raise Cancelled()
+
+    def track(self, iterable: Iterable, total: int | None = None, desc: str = "") -> Iterable:
+        """A ``report_progress`` factory: count the loop's items into ``inner`` and honour Stop."""
+        for i, item in enumerate(iterable):
+            if total:
+                self.job.inner = i / total
+            if self.job.cancel_requested:
+                raise Cancelled()
+            yield item
+
+
+class FitLock:
+    """A process-wide lock for GP fits that knows which job holds it (for the waiting message)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.holder: Job | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self._lock.locked()
+
+    def acquire(self, job: Job, poll: float = 0.2) -> bool:
+        """Wait for the lock until it is free or the job is cancelled; True when acquired."""
+        while not job.cancel_requested:
+            if self._lock.acquire(timeout=poll):
+                self.holder = job
+                return True
+        return False
+
+    def release(self) -> None:
+        self.holder = None
+        self._lock.release()
+
+    # For tests and admin: take the lock as if a job held it.
+    def hold(self, label: str = "a fit started elsewhere") -> Job:
+        job = Job(kind="external", label=label, heavy=True, status="running", started=time.time())
+        if not self.acquire(job):
+            raise RuntimeError("could not take the fit lock")
+        return job
+
+
+def run_job(job: Job, work: Callable[[JobContext], Any], lock: FitLock | None) -> None:
+    """Body of a job's thread: wait for the lock if needed, run ``work``, record the outcome."""
+    ctx = JobContext(job)
+    acquired = False
+    try:
+        if lock is not None and job.heavy:
+            job.message = "Waiting for another fit to finish"
+            if not lock.acquire(job):
+                job.status, job.message = "stopped", "Cancelled while waiting; nothing was run."
+                return
+            acquired = True
+        job.status, job.started = "running", time.time()
+        job.message = "Starting"
+        result = work(ctx)
+        job.result = result
+        stopped = bool(getattr(result, "stopped", False))
+        job.status = "stopped" if stopped else "done"
+    except Cancelled as exc:
+        job.result = getattr(exc, "partial", None) if not _empty(getattr(exc, "partial", None)) else None
+        job.status = "stopped"
+    except Exception as exc:  # noqa: BLE001 - shown on the page, never crashes the server
+        job.error = f"{type(exc).__name__}: {exc}"
+        job.traceback = traceback.format_exc()  # type: ignore[attr-defined]
+        job.status = "failed"
+    finally:
+        job.finished = time.time()
+        if job.started is None:
+            job.started = job.finished
+        if acquired and lock is not None:
+            lock.release()
+
+
+def _empty(value: Any) -> bool:
+    return value is None or (hasattr(value, "empty") and bool(value.empty))
+
+
+def start_job(kind: str, label: str, work: Callable[[JobContext], Any], *, heavy: bool,
+              lock: FitLock | None, session_id: str = "") -> Job:
+    """Create the job and start its daemon thread (no Streamlit needed; :func:`start` wraps this)."""
+    job = Job(kind=kind, label=label, heavy=heavy, session_id=session_id)
+    job._thread = threading.Thread(target=run_job, args=(job, work, lock), name=f"pbr-job-{kind}", daemon=True)
+    job._thread.start()
+    return job
+
+
+# --------------------------------------------------------------------------- Streamlit side
+@st.cache_resource(show_spinner=False)
+def fit_lock() -> FitLock:
+    """The one :class:`FitLock` of this server process (shared by every browser session)."""
+    return FitLock()
+
+
+def _session_id() -> str:
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+        return ctx.session_id if ctx is not None else ""
+    except Exception:  # noqa: BLE001 - only used to word a message
+        return ""
+
+
+def jobs() -> dict[str, Job]:
+    return st.session_state.setdefault(_K_JOBS, {})
+
+
+def get(kind: str) -> Job | None:
+    """The latest job of this kind in this session (running or finished), or None."""
+    return jobs().get(kind)
+
+
+def start(kind: str, label: str, work: Callable[[JobContext], Any], *, heavy: bool) -> Job:
+    """Start a job for this session; replaces the previous job of the same kind (kept results go)."""
+    old = get(kind)
+    if old is not None and old.active:
+        return old  # a double click never starts two
+    job = start_job(kind, label, work, heavy=heavy, lock=fit_lock(), session_id=_session_id())
+    jobs()[kind] = job
+    return job
+
+
+def any_active() -> Job | None:
+    return next((j for j in jobs().values() if j.active), None)
+
+
+def _minutes(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+def waiting_message(job: Job, lock: FitLock) -> str:
+    """The sentence shown while ``job`` waits for the lock."""
+    holder = lock.holder
+    if holder is None:
+        return "Another fit is running, waiting for it to finish …"
+    where = "in this browser session" if holder.session_id and holder.session_id == job.session_id else \
+        "in another browser session"
+    pct = f", {holder.fraction():.0%} done" if holder.total or holder.inner else ""
+    return (f"Another fit is running, waiting for it to finish: **{holder.label}** ({where}, "
+            f"running for {_minutes(holder.elapsed())}{pct}). Only one GP fit runs at a time on this "
+            "server so that fits do not fight over the GPU (or the CPU cores). Yours starts by itself "
+            "when it ends; you can leave this page meanwhile.")
+
+
+@st.fragment(run_every=POLL_SECONDS)
+def show_progress(kind: str) -> None:
+    """Progress bar, status line and Stop button of the job of ``kind``; reruns the page when it ends."""
+    job = get(kind)
+    if job is None or not job.active:
+        st.rerun()  # finished since the page was drawn: redraw it with the results
+        return
+    if job.status == "waiting":
+        st.info(waiting_message(job, fit_lock()), icon=":material/hourglass_top:")
+        st.button("Cancel", key=f"{kind}_job_cancel", on_click=job.request_cancel, icon=":material/close:",
+                  help="Leave the queue; nothing has been computed yet.")
+        return
+    step = f"step {min(job.done + 1, job.total)} of {job.total}: " if job.total > 1 else ""
+    text = f"{step}{job.message} · {_minutes(job.elapsed())}"
+    st.progress(job.fraction(), text=text)
+    if job.cancel_requested:
+        st.caption("Stopping after the current fit … finished fits are kept.")
+    else:
+        st.button("Stop", key=f"{kind}_job_cancel", on_click=job.request_cancel, icon=":material/stop:",
+                  help="Stop after the current fit. What has finished so far is kept and shown.")

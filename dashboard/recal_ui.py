@@ -1,0 +1,104 @@
+"""Streamlit pieces shared by the recalibration pages: data checks, job status, downloads, the report.
+
+The pages (views/pbr.py, compare.py, generalization.py) stay short by calling these.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import jobs, report, runs, state, texts
+
+#: The jobs whose results go into the session report, in report order.
+REPORT_KINDS = ("pbr", "compare", "sweep", "generalization")
+
+
+def recalibratable(loaded: state.Loaded | None, *, needs_gp: bool = False) -> bool:
+    """Say why the page cannot run (nothing loaded, top-label-only data, no GP module); True if it can."""
+    if loaded is None:
+        st.info("Load predictions on the Data page first.")
+        return False
+    if not loaded.preds.can_recalibrate:
+        st.info(texts.TOP_LABEL_NO_RECAL, icon=":material/info:")
+        return False
+    if loaded.preds.n < 3:
+        st.info(f"Recalibration needs at least 3 rows (some to fit, some to test); this file has {loaded.preds.n}.")
+        return False
+    if needs_gp and not runs.gp_available():
+        st.warning(texts.GP_MISSING, icon=":material/extension_off:")
+        return False
+    return True
+
+
+def result_of(kind: str) -> Any:
+    """The result of the latest finished (or stopped) job of ``kind``, else None."""
+    job = jobs.get(kind)
+    if job is None or job.active:
+        return None
+    return job.result
+
+
+def job_status(kind: str) -> jobs.Job | None:
+    """Draw the progress panel while the job runs, or its error / stop note; return the job."""
+    job = jobs.get(kind)
+    if job is None:
+        return None
+    if job.active:
+        jobs.show_progress(kind)
+    elif job.status == "failed":
+        st.error(f"The run failed: {job.error}", icon=":material/error:")
+    elif job.status == "stopped" and job.result is None:
+        st.info("Stopped before anything finished; nothing to show.", icon=":material/stop_circle:")
+    return job
+
+
+def stale_note(result: Any, loaded: state.Loaded) -> None:
+    if result.data_key and result.data_key != loaded.key:
+        st.warning(texts.STALE_RESULT.format(name=result.data_name), icon=":material/history:")
+
+
+def partial_note(result: Any, done: int, total: int) -> None:
+    if getattr(result, "stopped", False):
+        st.info(texts.PARTIAL_NOTE.format(done=done, total=total), icon=":material/stop_circle:")
+
+
+def report_button(key: str) -> None:
+    """Download the session's HTML report (built only when clicked)."""
+    sections = [k for k in REPORT_KINDS if result_of(k) is not None]
+    # The callable runs in another thread when clicked: take what it needs from the session now.
+    results = {k: result_of(k) for k in sections}
+    fallback = state.current().name if state.current() else "–"
+
+    def build() -> bytes:
+        secs = [_section_for(k, r) for k, r in results.items()]
+        names = list(dict.fromkeys(r.data_name for r in results.values())) or [fallback]
+        return report.build_report(secs, data_name=", ".join(names)).encode()
+
+    st.download_button("Session report (HTML)", data=build, file_name="pbr_calib_report.html",
+                       mime="text/html", key=key, icon=":material/description:", on_click="ignore",
+                       disabled=not sections, help=texts.REPORT_HELP)
+
+
+def _section_for(kind: str, r: Any) -> report.ReportSection:
+    return {"pbr": report.pbr_section, "compare": report.compare_section, "sweep": report.sweep_section,
+            "generalization": report.generalization_section}[kind](r)
+
+
+def csv_button(label: str, table: pd.DataFrame, file_name: str, key: str, help: str | None = None) -> None:
+    st.download_button(label, data=table.to_csv(index=False).encode(), file_name=file_name, mime="text/csv",
+                       key=key, icon=":material/table_view:", on_click="ignore", help=help)
+
+
+def lazy_button(label: str, make: Callable[[], bytes], file_name: str, mime: str, key: str, *,
+                icon: str = ":material/download:", help: str | None = None) -> None:
+    st.download_button(label, data=make, file_name=file_name, mime=mime, key=key, icon=icon,
+                       on_click="ignore", help=help)
+
+
+def start(kind: str, label: str, work: Callable[[jobs.JobContext], Any], *, heavy: bool) -> None:
+    """Start the job and rerun, so the page redraws at once with its controls disabled."""
+    jobs.start(kind, label, work, heavy=heavy)
+    st.rerun()

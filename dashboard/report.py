@@ -1,0 +1,255 @@
+"""A self-contained HTML report of the session's recalibration results (pure: no Streamlit).
+
+:func:`build_report` writes one HTML file: a header (data name, date, settings), then one section
+per result with its tables and interactive plotly charts. plotly.js is inlined ONCE in the head,
+so the file opens offline and never fetches anything (no CDN). The ``*_section`` functions turn
+the results of :mod:`dashboard.runs` into sections with the same builders the pages use.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+import plotly.io as pio
+from pandas.io.formats.style import Styler
+
+from dashboard import figures, texts
+from dashboard import figures_recal as FR
+from pbr_core.experiments import best_mask, summarize, summary_table
+
+_PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
+
+
+@dataclass
+class ReportSection:
+    """One part of the report: a heading, a few paragraphs, settings, tables and figures, in that order."""
+
+    title: str
+    paragraphs: list[str] = field(default_factory=list)       # plain text; **bold** is honoured
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    tables: list[tuple[str, pd.DataFrame | Styler]] = field(default_factory=list)
+    figures: list[tuple[str, go.Figure]] = field(default_factory=list)   # (caption, figure)
+
+
+def _text(s: str) -> str:
+    out = html.escape(str(s))
+    return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", out)
+
+
+def _settings_table(settings: Mapping[str, Any]) -> str:
+    rows = "".join(f"<tr><th>{_text(k)}</th><td>{_text(v)}</td></tr>" for k, v in settings.items())
+    return f'<table class="settings">{rows}</table>'
+
+
+def _table_html(table: pd.DataFrame | Styler) -> str:
+    if isinstance(table, Styler):
+        return table.format(precision=4).to_html()
+    return table.to_html(border=0, classes="data", float_format=lambda v: f"{v:.4f}", na_rep="–")
+
+
+def _figure_html(fig: go.Figure) -> str:
+    return pio.to_html(fig, include_plotlyjs=False, full_html=False, config=_PLOTLY_CONFIG)
+
+
+_CSS = """
+body { font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; color: #1f2430;
+       max-width: 1200px; margin: 2em auto; padding: 0 1em; line-height: 1.45; }
+h1 { margin-bottom: .2em; } h2 { border-bottom: 2px solid #3b6fb6; padding-bottom: .2em; margin-top: 2em; }
+.meta { color: #555; }
+table { border-collapse: collapse; margin: .8em 0; font-size: 14px; }
+th, td { border: 1px solid #d8dce6; padding: 4px 10px; text-align: right; }
+th { background: #f3f5f9; }
+table.settings th { text-align: left; } table.settings td { text-align: left; }
+figure { margin: 1em 0; } figcaption { color: #555; font-size: 14px; }
+nav ul { columns: 2; }
+"""
+
+
+def build_report(sections: Sequence[ReportSection], *, data_name: str,
+                 created: _dt.datetime | None = None, title: str = "pbr-calib report") -> str:
+    """The whole HTML document as a string (self-contained: plotly.js is inlined once).
+
+    Parameters
+    ----------
+    sections : sequence of ReportSection
+        In order; an empty sequence gives a report that says nothing has been run yet.
+    data_name : str
+        The prediction file the results are about (shown in the header).
+    created : datetime, optional
+        Time stamp of the header (default: now).
+    """
+    from plotly.offline import get_plotlyjs
+
+    created = created or _dt.datetime.now()
+    parts = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{_text(title)}: {_text(data_name)}</title>", f"<style>{_CSS}</style>",
+        f'<script type="text/javascript">{get_plotlyjs()}</script>', "</head><body>",
+        f"<header><h1>{_text(title)}</h1>",
+        f'<p class="meta">Data: <b>{_text(data_name)}</b> · created {created:%Y-%m-%d %H:%M} · '
+        "calibration measured with the binned ECE of Fujisawa &amp; Futami (ICML 2025), "
+        "B = floor(n<sup>1/3</sup>) bins.</p></header>",
+    ]
+    if not sections:
+        parts.append("<p>No recalibration has been run in this session yet.</p>")
+    else:
+        parts.append("<nav><b>Contents</b><ul>" + "".join(
+            f'<li><a href="#s{i}">{_text(s.title)}</a></li>' for i, s in enumerate(sections)) + "</ul></nav>")
+    for i, s in enumerate(sections):
+        parts.append(f'<section id="s{i}"><h2>{_text(s.title)}</h2>')
+        parts.extend(f"<p>{_text(p)}</p>" for p in s.paragraphs)
+        if s.settings:
+            parts.append("<h3>Settings</h3>" + _settings_table(s.settings))
+        for caption, table in s.tables:
+            parts.append(f"<h3>{_text(caption)}</h3>{_table_html(table)}")
+        for caption, fig in s.figures:
+            parts.append(f"<figure>{_figure_html(fig)}<figcaption>{_text(caption)}</figcaption></figure>")
+        parts.append("</section>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------- sections from results
+def _stamp(result: Any) -> str:
+    return _dt.datetime.fromtimestamp(result.created).strftime("%Y-%m-%d %H:%M")
+
+
+def _partial(result: Any, done: int, total: int) -> list[str]:
+    return [texts.PARTIAL_NOTE.format(done=done, total=total)] if result.stopped else []
+
+
+def pbr_metrics_frame(result: Any) -> pd.DataFrame:
+    """Test metrics before and after, one column each (for the page's table and the report)."""
+    rows = ["ece", "accuracy", "nll", "brier"]
+    return pd.DataFrame({"before (uncalibrated)": [result.before[k] for k in rows],
+                         "after": [result.after[k] for k in rows]},
+                        index=[FR.metric_title(k) for k in rows])
+
+
+def pbr_reliability_figures(result: Any, x_title: str, y_title: str) -> tuple[go.Figure, go.Figure]:
+    b, a = result.before["ece"], result.after["ece"]
+    method = texts.method_label(result.settings.method)
+    return (figures.reliability_figure(result.reliability_before, x_title=x_title, y_title=y_title,
+                                       title=f"Before: uncalibrated · test ECE {b:.4f}", height=520),
+            figures.reliability_figure(result.reliability_after, x_title=x_title, y_title=y_title,
+                                       title=f"After: {method} · test ECE {a:.4f}", height=520))
+
+
+def axis_titles(binary_positive: bool) -> tuple[str, str]:
+    if binary_positive:
+        return "Predicted probability p(y=1)", "Observed frequency of y = 1"
+    return "Confidence (probability of the predicted class)", "Accuracy"
+
+
+def pbr_section(result: Any) -> ReportSection:
+    s = result.settings
+    binary_positive = result.preds.kind == "binary" and s.binary_ece == "positive"
+    x_title, y_title = axis_titles(binary_positive)
+    before, after = pbr_reliability_figures(result, x_title, y_title)
+    settings = dict(s.describe())
+    if result.alpha is not None:
+        settings["α used"] = f"{result.alpha:g}"
+    settings["computed"] = _stamp(result)
+    fr = result.fit_report
+    if fr:
+        settings["fit"] = (f"{fr.get('iterations', '?')} iterations, {fr.get('wall_time_s', float('nan')):.1f} s "
+                           f"on {fr.get('device', '?')}")
+    paragraphs = [f"{texts.method_label(s.method)} fitted on {s.n_re:,} rows, evaluated on the other "
+                  f"{result.n_te:,} rows (test part)."]
+    tables: list[tuple[str, Any]] = [("Test metrics before and after", pbr_metrics_frame(result))]
+    if result.bounds:
+        eps = s.eps
+        c1, c2 = result.bounds["corollary1"], result.bounds["corollary2"]
+        paragraphs += [f"KL = {result.kl:.4g}. " + texts.BOUNDS_INTRO,
+                       "Corollary 1: " + texts.corollary1_reading(c1, s.n_re, eps, result.ece_re),
+                       "Corollary 2: " + texts.corollary2_reading(c2, eps, result.ece_re)]
+        tables.append(("Bounds", pd.DataFrame({"value": [result.kl, result.ece_re, c1, c2]}, index=[
+            "KL(ρ‖π)", f"ECE on the recalibration set (B = {result.n_bins_re})",
+            f"Corollary 1 bound ({1 - eps:.0%})", f"Corollary 2 bound ({1 - eps:.0%}, L = {s.lipschitz:g})"])))
+    figs = [("Before recalibration (test part)", before), ("After recalibration (test part)", after)]
+    if result.alpha_scores is not None and len(result.alpha_scores):
+        figs.append(("Automatic choice of α: " + texts.ALPHA_SCORES_HELP,
+                     FR.alpha_selection_figure(result.alpha_scores, result.alpha, score_name=s.cv_score)))
+        tables.append(("Cross-validated score per α", result.alpha_scores))
+    return ReportSection(title=f"Recalibration: {texts.method_label(s.method)}", paragraphs=paragraphs,
+                         settings=settings, tables=tables, figures=figs)
+
+
+def compare_tables(table: pd.DataFrame, multiclass: bool) -> tuple[pd.DataFrame, Styler]:
+    """(summary long form, highlighted display table) of a per-fold compare table."""
+    ok = table[table["error"].isna()] if "error" in table else table
+    summ = summarize(ok, metrics=[m for m in ("ece", "accuracy", "nll", "brier", "kl", "fit_seconds")
+                                  if m in ok and ok[m].notna().any()])
+    labels = {m: texts.method_label(m, multiclass) for m in table["method"].unique()}
+    return summ, FR.summary_styler(summary_table(summ), best_mask(summ), labels=labels)
+
+
+def compare_figures(result: Any, binary_positive: bool, multiclass: bool) -> list[tuple[str, go.Figure]]:
+    if not result.diagrams:
+        return []
+    x_title, y_title = axis_titles(binary_positive)
+    labels = {m: texts.method_label(m, multiclass) for m in result.diagrams}
+    t0 = result.table[result.table["fold"] == 0].set_index("method")["ece"]
+    return [
+        (texts.GRID_CAPTION, FR.reliability_grid_figure(result.diagrams, labels=labels, ece=t0.to_dict(),
+                                                        x_title=x_title, y_title=y_title)),
+        (texts.OVERLAY_CAPTION, FR.reliability_overlay_figure(result.diagrams, labels=labels,
+                                                              x_title=x_title, y_title=y_title)),
+    ]
+
+
+def compare_section(result: Any) -> ReportSection:
+    kind = result.kind
+    multiclass = kind == "multiclass"
+    binary_positive = kind == "binary" and result.settings.binary_ece == "positive"
+    settings = {**result.settings.describe(), "computed": _stamp(result)}
+    paragraphs = _partial(result, len(result.table), result.planned) + [texts.SUMMARY_HELP]
+    tables: list[tuple[str, Any]] = []
+    if len(result.table):
+        _, styled = compare_tables(result.table, multiclass)
+        tables.append(("Test metrics, mean ± std over folds", styled))
+        tables.append(("Every fold", result.table.drop(columns=["error"]) if result.table["error"].isna().all()
+                       else result.table))
+    return ReportSection(title="Comparison of recalibrators", paragraphs=paragraphs, settings=settings,
+                         tables=tables, figures=compare_figures(result, binary_positive, multiclass))
+
+
+def sweep_section(result: Any) -> ReportSection:
+    multiclass = result.kind == "multiclass"
+    settings = {**result.settings.describe(), "computed": _stamp(result)}
+    figs = []
+    if len(result.table):
+        summ = summarize(result.table, metrics=["ece"], by=["method", "n_re"])
+        labels = {m: texts.method_label(m, multiclass) for m in result.table["method"].unique()}
+        figs.append((texts.SWEEP_CAPTION, FR.n_re_sweep_figure(summ, labels=labels)))
+    total = len(result.settings.methods) * len(result.settings.n_re_values) * result.settings.n_folds
+    return ReportSection(title="Test ECE against the recalibration set size", settings=settings,
+                         paragraphs=_partial(result, len(result.table), total) + [texts.SWEEP_INTRO],
+                         figures=figs)
+
+
+def correlations_frame(res: Any) -> pd.DataFrame:
+    c = res.correlations()
+    c.index = ["Pearson r", "Kendall τ"]
+    return c
+
+
+def generalization_section(result: Any) -> ReportSection:
+    res = result.result
+    s = result.settings
+    settings = {**s.describe(), "computed": _stamp(result)}
+    paragraphs = _partial(result, len(res.table), len(s.alphas) * s.n_folds) + [
+        texts.GEN_INTRO, texts.correlation_reading(res.pearson_r, res.pearson_p, res.kendall_tau, res.kendall_p)]
+    figs, tables = [], []
+    if len(res.table):
+        figs.append((texts.KL_GAP_CAPTION, FR.kl_gap_figure(res.table, eps=s.eps)))
+        tables.append(("Correlation between KL and ECE gap", correlations_frame(res)))
+        tables.append(("Every fit", res.table))
+    return ReportSection(title=f"Generalization: KL against ECE gap ({texts.method_label(s.objective)})",
+                         paragraphs=paragraphs, settings=settings, tables=tables, figures=figs)

@@ -1,0 +1,456 @@
+"""What the recalibration pages compute: one function per job, pure (no Streamlit).
+
+Each ``run_*`` function takes the loaded :class:`~pbr_core.Predictions`, a frozen settings value
+and a :class:`Reporter` (progress, stop), calls ``pbr_core`` and returns a result value that the
+page, the figures and the HTML report read. No formula lives here: splits, fits, metrics, bounds
+and the experiment protocols all come from ``pbr_core``; this module only strings them together.
+
+A run that is stopped part-way returns its partial result with ``stopped=True`` (the protocols
+keep the finished fits); a stopped single fit raises :class:`~pbr_core.experiments.Cancelled`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Literal, Mapping, Protocol, Sequence
+
+import numpy as np
+import pandas as pd
+
+import pbr_core
+from pbr_core import Predictions
+from pbr_core.experiments import (
+    Cancelled,
+    KLGapResult,
+    compare,
+    fit_on_fold,
+    kl_vs_ece_gap,
+    make_recalibrator,
+    n_re_sweep,
+    split_indices,
+)
+from pbr_core.loading import save_predictions
+from pbr_core.recalibrators import available_methods, report_progress
+
+BinaryECE = Literal["positive", "top_label"]
+Objective = Literal["pbr", "pbr_total", "gp"]
+
+#: The GP family: these fit a Gaussian process (slow, may use the GPU) and take the fit lock.
+GP_METHODS = ("gp", "gp_app", "pbr", "pbr_total", "pbr_app", "pbr_total_app")
+#: Methods that take the PBR weight alpha.
+ALPHA_METHODS = ("pbr", "pbr_total", "pbr_app", "pbr_total_app")
+
+
+class Reporter(Protocol):
+    """Progress and stop requests (``dashboard.jobs.JobContext`` implements it)."""
+
+    def progress(self, done: int, total: int, message: str = "") -> None: ...
+
+    def step(self, message: str) -> None: ...
+
+    def cancelled(self) -> bool: ...
+
+    def fit_progress(self, iteration: int, max_iter: int, objective: float | None = None) -> None: ...
+
+    def track(self, iterable: Iterable, total: int | None = None, desc: str = "") -> Iterable: ...
+
+
+class NullReporter:
+    """A reporter that reports nothing and never stops (scripts, tests)."""
+
+    def progress(self, done: int, total: int, message: str = "") -> None:
+        pass
+
+    def step(self, message: str) -> None:
+        pass
+
+    def cancelled(self) -> bool:
+        return False
+
+    def fit_progress(self, iteration: int, max_iter: int, objective: float | None = None) -> None:
+        pass
+
+    def track(self, iterable: Iterable, total: int | None = None, desc: str = "") -> Iterable:
+        return iterable
+
+
+# --------------------------------------------------------------------------- environment
+def device_label() -> str:
+    """Where a GP fit with ``device="auto"`` runs: the GPU's name, or "CPU"."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return f"GPU: {torch.cuda.get_device_name(torch.cuda.current_device())}"
+    except Exception:  # noqa: BLE001 - a broken CUDA set-up still leaves the CPU
+        pass
+    return "CPU"
+
+
+def gp_available() -> bool:
+    return "pbr" in available_methods()
+
+
+def method_params(method: str, **wanted: Any) -> dict[str, Any]:
+    """The subset of ``wanted`` that ``method``'s constructor accepts (e.g. max_iter, device)."""
+    from pbr_core.recalibrators import REGISTRY
+
+    cls = REGISTRY.get(method)
+    if cls is None:
+        return {}
+    names = set(cls._param_names())
+    return {k: v for k, v in wanted.items() if k in names and v is not None}
+
+
+def method_name(objective: Objective, mean_approx: bool) -> str:
+    """Registry name of the GP-family method: e.g. ("pbr_total", True) -> "pbr_total_app"."""
+    return f"{objective}_app" if mean_approx else objective
+
+
+def _ece_inputs(probs: np.ndarray, labels: np.ndarray, kind: str, binary_ece: BinaryECE) -> tuple[np.ndarray, np.ndarray]:
+    # The same choice as the protocols: p(y=1) for binary data (Appendix A), else the top label.
+    if kind == "binary" and binary_ece == "positive":
+        return probs[:, 1], labels
+    return probs, labels
+
+
+def test_metrics(probs: np.ndarray, labels: np.ndarray, kind: str, binary_ece: BinaryECE) -> dict[str, float]:
+    """ECE at B = floor(n^(1/3)), accuracy, NLL and Brier of one evaluation set (all from pbr_core)."""
+    n_bins = pbr_core.optimal_n_bins(labels.shape[0])
+    return {
+        "n_bins": n_bins,
+        "ece": pbr_core.ece(*_ece_inputs(probs, labels, kind, binary_ece), n_bins=n_bins),
+        "accuracy": pbr_core.accuracy(probs, labels),
+        "nll": pbr_core.nll(probs, labels),
+        "brier": pbr_core.brier_score(probs, labels),
+    }
+
+
+def reliability_table(probs: np.ndarray, labels: np.ndarray, kind: str, binary_ece: BinaryECE,
+                      n_bins: int | None = None) -> pd.DataFrame:
+    """Per-bin statistics (``pbr_core.reliability_diagram``) at B = floor(n^(1/3)) unless given."""
+    p, y = _ece_inputs(probs, labels, kind, binary_ece)
+    return pbr_core.reliability_diagram(p, y, n_bins=n_bins or pbr_core.optimal_n_bins(labels.shape[0]))
+
+
+def fit(recalibrator: Any, data: Predictions, reporter: Reporter) -> Any:
+    """Fit with the optimiser's progress shown and Stop honoured (``report_progress`` hook)."""
+    with report_progress(reporter.track):
+        return recalibrator.fit(data)
+
+
+# --------------------------------------------------------------------------- PBR page
+@dataclass(frozen=True)
+class PBRSettings:
+    objective: Objective = "pbr"
+    mean_approx: bool = False
+    alpha: float | None = 0.5            # None: choose automatically on the recalibration data
+    alpha_grid: tuple[float, ...] = (0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
+    cv_folds: int = 5
+    cv_score: str = "ece"
+    n_re: int = 1000
+    seed: int = 0
+    eps: float = 0.05
+    lipschitz: float = 1.0
+    max_iter: int | None = None
+    binary_ece: BinaryECE = "positive"
+
+    @property
+    def method(self) -> str:
+        return method_name(self.objective, self.mean_approx)
+
+    @property
+    def uses_alpha(self) -> bool:
+        return self.objective != "gp"
+
+    def describe(self) -> dict[str, Any]:
+        """Settings as the report's header lists them."""
+        out: dict[str, Any] = {"method": self.method, "n_re": self.n_re, "split seed": self.seed,
+                               "ε": self.eps, "L": self.lipschitz}
+        if self.uses_alpha:
+            out["α"] = ("chosen by %d-fold CV (%s) from %s" % (self.cv_folds, self.cv_score, list(self.alpha_grid))
+                        if self.alpha is None else self.alpha)
+        if self.max_iter:
+            out["max iterations"] = self.max_iter
+        return out
+
+
+@dataclass
+class PBRResult:
+    settings: PBRSettings
+    data_name: str
+    data_key: str
+    preds: Predictions                   # the whole file the recalibrator was fitted on (for downloads)
+    recalibrator: Any
+    alpha: float | None                  # the alpha used (None for GP calibration)
+    alpha_scores: pd.DataFrame | None    # automatic selection: one row per alpha
+    before: dict[str, float]
+    after: dict[str, float]
+    reliability_before: pd.DataFrame
+    reliability_after: pd.DataFrame
+    ece_re: float                        # ECE on the recalibration set after recalibration
+    n_bins_re: int
+    kl: float
+    bounds: dict[str, float]
+    fit_report: dict[str, Any]
+    n_te: int
+    seconds: float
+    created: float = field(default_factory=time.time)
+    stopped: bool = False
+
+    def calibrated_csv(self) -> bytes:
+        """The whole loaded file recalibrated by the fitted recalibrator, as CSV (save_predictions)."""
+        probs = self.recalibrator.predict_proba(self.preds)
+        return save_predictions(self.preds.with_probs(probs, source="recalibrated"))
+
+    def recalibrator_json(self) -> bytes:
+        import json
+
+        return json.dumps(self.recalibrator.to_dict()).encode()
+
+
+def _select_alpha(fit_set: Predictions, s: PBRSettings, reporter: Reporter) -> tuple[float, pd.DataFrame]:
+    """Grid selection of alpha by k-fold CV inside the recalibration data (pbr_core.alpha_selection)."""
+    from pbr_core.alpha_selection import select_alpha  # imported late: the module may be missing
+
+    result = select_alpha(
+        fit_set, objective=s.method, alphas=list(s.alpha_grid), n_folds=s.cv_folds, score=s.cv_score,
+        progress=reporter.progress, cancel=reporter.cancelled,
+        **method_params(s.method, max_iter=s.max_iter),
+    )
+    return float(result.alpha), result.table
+
+
+def run_pbr(preds: Predictions, s: PBRSettings, reporter: Reporter, *, data_name: str = "",
+            data_key: str = "") -> PBRResult:
+    """Fit PBR / GP calibration on fold 0's recalibration set and evaluate on its test set.
+
+    The split is the one :func:`pbr_core.experiments.compare` uses for fold 0 with the same seed,
+    so the numbers line up with the Compare page's first fold.
+    """
+    start = time.perf_counter()
+    re_idx, te_idx = split_indices(preds.n, s.n_re, fold=0, seed=s.seed)
+    fit_set, test_set = preds.subset(re_idx), preds.subset(te_idx)
+    alpha, scores = (s.alpha if s.uses_alpha else None), None
+    if s.uses_alpha and s.alpha is None:
+        reporter.step("Choosing α by cross-validation on the recalibration set")
+        alpha, scores = _select_alpha(fit_set, s, reporter)
+    params = method_params(s.method, max_iter=s.max_iter)
+    if s.uses_alpha:
+        params["alpha"] = alpha
+    recalibrator = make_recalibrator(s.method, params)
+    reporter.progress(0, 1, f"Fitting {s.method} on {fit_set.n:,} rows" + (f" (α = {alpha:g})" if alpha is not None else ""))
+    fit(recalibrator, fit_set, reporter)
+    reporter.step("Predicting on the test part")
+    after_te = recalibrator.predict_proba(test_set)
+    after_re = recalibrator.predict_proba(fit_set)
+    kind = preds.kind
+    n_bins_re = pbr_core.optimal_n_bins(fit_set.n)
+    ece_re = pbr_core.ece(*_ece_inputs(after_re, fit_set.labels, kind, s.binary_ece), n_bins=n_bins_re)
+    kl = float(getattr(recalibrator, "kl_", float("nan")))
+    bounds = {}
+    if np.isfinite(kl):
+        kl0 = max(kl, 0.0)  # a fit left at the prior can report -1e-12
+        bounds = {
+            "corollary1": float(pbr_core.corollary1_bound(fit_set.n, n_bins_re, kl0, eps=s.eps)),
+            "corollary2": float(pbr_core.corollary2_bound(fit_set.n, n_bins_re, kl0, lipschitz=s.lipschitz, eps=s.eps)),
+        }
+    report = getattr(recalibrator, "fit_report_", None)
+    report = report.to_dict() if hasattr(report, "to_dict") else dict(report or {})
+    reporter.progress(1, 1, "Done")
+    return PBRResult(
+        settings=s, data_name=data_name, data_key=data_key, preds=preds, recalibrator=recalibrator,
+        alpha=alpha, alpha_scores=scores,
+        before=test_metrics(test_set.probs, test_set.labels, kind, s.binary_ece),
+        after=test_metrics(after_te, test_set.labels, kind, s.binary_ece),
+        reliability_before=reliability_table(test_set.probs, test_set.labels, kind, s.binary_ece),
+        reliability_after=reliability_table(after_te, test_set.labels, kind, s.binary_ece),
+        ece_re=float(ece_re), n_bins_re=n_bins_re, kl=kl, bounds=bounds, fit_report=report,
+        n_te=test_set.n, seconds=time.perf_counter() - start,
+    )
+
+
+# --------------------------------------------------------------------------- Compare page
+@dataclass(frozen=True)
+class CompareSettings:
+    methods: tuple[str, ...] = ("uncalibrated", "temperature")
+    n_re: int = 1000
+    n_folds: int = 10
+    seed: int = 0
+    diagrams: bool = True                # refit each method on fold 1 for the reliability diagrams
+    binary_ece: BinaryECE = "positive"
+    params: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()   # hashable method_params
+
+    def method_params(self) -> dict[str, dict[str, Any]]:
+        return {m: dict(p) for m, p in self.params}
+
+    def describe(self) -> dict[str, Any]:
+        out = {"methods": ", ".join(self.methods), "n_re": self.n_re, "folds": self.n_folds, "seed": self.seed}
+        for m, p in self.params:
+            out[f"{m} parameters"] = ", ".join(f"{k}={v}" for k, v in p)
+        return out
+
+
+@dataclass
+class CompareResult:
+    settings: CompareSettings
+    data_name: str
+    data_key: str
+    table: pd.DataFrame                          # compare()'s per-fold table (maybe partial)
+    diagrams: dict[str, pd.DataFrame]            # method -> reliability table on fold 1's test set
+    planned: int
+    kind: str = "multiclass"                     # the data's kind (labels, axis titles)
+    created: float = field(default_factory=time.time)
+    stopped: bool = False
+
+
+def _params_tuple(params: Mapping[str, Mapping[str, Any]]) -> tuple:
+    return tuple((m, tuple(sorted(p.items()))) for m, p in params.items() if p)
+
+
+def compare_settings(methods: Sequence[str], n_re: int, n_folds: int, seed: int, *, diagrams: bool = True,
+                     binary_ece: BinaryECE = "positive", alpha: float = 0.5, max_iter: int | None = None) -> CompareSettings:
+    """Settings with the GP methods' parameters filled in (alpha, and max_iter where accepted)."""
+    params = {}
+    for m in methods:
+        p = method_params(m, max_iter=max_iter)
+        if m in ALPHA_METHODS:
+            p["alpha"] = alpha
+        params[m] = p
+    return CompareSettings(methods=tuple(methods), n_re=int(n_re), n_folds=int(n_folds), seed=int(seed),
+                           diagrams=diagrams, binary_ece=binary_ece, params=_params_tuple(params))
+
+
+def run_compare(preds: Predictions, s: CompareSettings, reporter: Reporter, *, data_name: str = "",
+                data_key: str = "") -> CompareResult:
+    """pbr_core.experiments.compare, then (optionally) each method refitted on fold 1 for diagrams."""
+    n_diag = len(s.methods) if s.diagrams else 0
+    planned = s.n_folds * len(s.methods) + n_diag
+
+    def progress(done: int, total: int, message: str) -> None:
+        reporter.progress(done, planned, message)
+
+    result = CompareResult(settings=s, data_name=data_name, data_key=data_key, table=pd.DataFrame(),
+                           diagrams={}, planned=planned, kind=preds.kind)
+    try:
+        with report_progress(reporter.track):
+            result.table = compare(preds, list(s.methods), n_re=s.n_re, n_folds=s.n_folds, seed=s.seed,
+                                   method_params=s.method_params() or None, progress=progress,
+                                   cancel=reporter.cancelled, binary_ece=s.binary_ece, on_error="warn")
+    except Cancelled as exc:
+        result.table, result.stopped = exc.partial, True
+        return result
+    done = s.n_folds * len(s.methods)
+    for method in s.methods[:n_diag]:
+        if reporter.cancelled():
+            result.stopped = True
+            break
+        reporter.step(f"{method}: refitting on fold 1 for its reliability diagram")
+        try:
+            with report_progress(reporter.track):
+                _, test_set, probs = fit_on_fold(preds, method, n_re=s.n_re, fold=0, seed=s.seed,
+                                                 params=s.method_params().get(method))
+        except Cancelled:
+            result.stopped = True
+            break
+        except Exception:  # noqa: BLE001 - its row in the table already names the failure
+            continue
+        result.diagrams[method] = reliability_table(probs, test_set.labels, preds.kind, s.binary_ece)
+        done += 1
+        reporter.progress(done, planned, f"{method}: reliability diagram")
+    return result
+
+
+# --------------------------------------------------------------------------- n_re sweep
+@dataclass(frozen=True)
+class SweepSettings:
+    methods: tuple[str, ...] = ("uncalibrated", "temperature")
+    n_re_values: tuple[int, ...] = (10, 50, 100, 250, 500, 1000)
+    n_folds: int = 3
+    seed: int = 0
+    binary_ece: BinaryECE = "positive"
+    params: tuple = ()
+
+    def describe(self) -> dict[str, Any]:
+        return {"methods": ", ".join(self.methods), "n_re values": ", ".join(map(str, self.n_re_values)),
+                "folds": self.n_folds, "seed": self.seed}
+
+
+@dataclass
+class SweepResult:
+    settings: SweepSettings
+    data_name: str
+    data_key: str
+    table: pd.DataFrame
+    kind: str = "multiclass"
+    created: float = field(default_factory=time.time)
+    stopped: bool = False
+
+
+def run_sweep(preds: Predictions, s: SweepSettings, reporter: Reporter, *, data_name: str = "",
+              data_key: str = "") -> SweepResult:
+    """pbr_core.experiments.n_re_sweep (paper Figure 3)."""
+    params = {m: dict(p) for m, p in s.params} or None
+    try:
+        with report_progress(reporter.track):
+            table = n_re_sweep(preds, list(s.methods), n_re_values=list(s.n_re_values), n_folds=s.n_folds,
+                               seed=s.seed, progress=reporter.progress, cancel=reporter.cancelled,
+                               method_params=params, binary_ece=s.binary_ece, on_error="warn")
+        stopped = False
+    except Cancelled as exc:
+        table, stopped = exc.partial, True
+    return SweepResult(settings=s, data_name=data_name, data_key=data_key, table=table, kind=preds.kind,
+                       stopped=stopped)
+
+
+# --------------------------------------------------------------------------- Generalization page
+@dataclass(frozen=True)
+class GenSettings:
+    objective: str = "pbr"
+    alphas: tuple[float, ...] = (0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
+    n_re: int = 1000
+    n_folds: int = 10
+    seed: int = 0
+    eps: float = 0.05
+    max_iter: int | None = None
+    binary_ece: BinaryECE = "positive"
+
+    def describe(self) -> dict[str, Any]:
+        out = {"method": self.objective, "α values": ", ".join(f"{a:g}" for a in self.alphas),
+               "n_re (= test subset size)": self.n_re, "folds": self.n_folds, "seed": self.seed, "ε": self.eps}
+        if self.max_iter:
+            out["max iterations"] = self.max_iter
+        return out
+
+
+@dataclass
+class GenResult:
+    settings: GenSettings
+    data_name: str
+    data_key: str
+    result: KLGapResult
+    created: float = field(default_factory=time.time)
+    stopped: bool = False
+
+
+def run_generalization(preds: Predictions, s: GenSettings, reporter: Reporter, *, data_name: str = "",
+                       data_key: str = "") -> GenResult:
+    """pbr_core.experiments.kl_vs_ece_gap (paper Section 6.1, Figure 2)."""
+    import warnings
+
+    extra = method_params(s.objective, max_iter=s.max_iter)
+    with warnings.catch_warnings():
+        # Too few fits for a correlation is said on the page, not as a console warning.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            with report_progress(reporter.track):
+                res = kl_vs_ece_gap(preds, alphas=list(s.alphas), objective=s.objective, n_re=s.n_re,
+                                    n_folds=s.n_folds, seed=s.seed, progress=reporter.progress,
+                                    cancel=reporter.cancelled, eps=s.eps, binary_ece=s.binary_ece,
+                                    on_error="warn", **extra)
+            stopped = False
+        except Cancelled as exc:
+            res, stopped = KLGapResult.from_table(exc.partial, objective=s.objective, eps=s.eps), True
+    return GenResult(settings=s, data_name=data_name, data_key=data_key, result=res, stopped=stopped)
+

@@ -1,0 +1,196 @@
+"""Compare page: the paper's cross-validated comparison of recalibrators, and the n_re sweep.
+
+Both runs are background jobs (dashboard.jobs): the page shows their progress, can stop them
+(finished folds are kept) and shows the results again after a page switch.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import figures_recal as FR
+from dashboard import jobs, recal_ui, report, runs, state, texts
+from pbr_core.experiments import PAPER_N_RE_VALUES, summarize
+from pbr_core.recalibrators import available_methods
+
+K_METHODS = "cmp_methods"
+K_N_RE = "cmp_n_re"
+K_FOLDS = "cmp_n_folds"
+K_SEED = "cmp_seed"
+K_ALPHA = "cmp_alpha"
+K_DIAGRAMS = "cmp_diagrams"
+K_MAX_ITER = "cmp_max_iter"
+K_SWEEP_VALUES = "sweep_n_re_values"
+K_SWEEP_FOLDS = "sweep_n_folds"
+K_FOR = "cmp_for"
+
+#: Fast and informative: the baseline, the classic, a non-parametric one and the paper's method.
+DEFAULT_METHODS = ("uncalibrated", "temperature", "isotonic", "pbr")
+
+
+def _reset_for_new_data(loaded: state.Loaded) -> None:
+    if st.session_state.get(K_FOR) == loaded.key:
+        return
+    st.session_state[K_FOR] = loaded.key
+    n = loaded.preds.n
+    st.session_state[K_N_RE] = min(1000, n - 1)
+    values = [v for v in PAPER_N_RE_VALUES if v < n]
+    st.session_state[K_SWEEP_VALUES] = [v for v in values if v <= 1000] or values[:1] or [max(2, n // 2)]
+
+
+def _controls(loaded: state.Loaded, running: bool) -> runs.CompareSettings | None:
+    preds = loaded.preds
+    multiclass = preds.kind == "multiclass"
+    methods = available_methods()
+    if K_METHODS not in st.session_state:
+        st.session_state[K_METHODS] = [m for m in DEFAULT_METHODS if m in methods]
+    st.multiselect("Methods", methods, key=K_METHODS, persist_state="session", disabled=running,
+                   format_func=lambda m: texts.method_label(m, multiclass), help=texts.COMPARE_METHODS_HELP)
+    if not runs.gp_available():
+        st.caption("GP calibration and PBR are not available in this installation: " + texts.GP_MISSING.split(": ", 1)[-1])
+    chosen = [m for m in st.session_state[K_METHODS] if m in methods]
+    c = st.columns(4, gap="medium")
+    n_re = c[0].number_input("Recalibration rows n_re", min_value=2, max_value=preds.n - 1, step=100, key=K_N_RE,
+                             persist_state="session", disabled=running, help=texts.N_RE_HELP)
+    n_folds = c[1].number_input("Folds", min_value=1, max_value=50, value=10, key=K_FOLDS, persist_state="session",
+                                disabled=running, help=texts.N_FOLDS_HELP)
+    seed = c[2].number_input("Split seed", min_value=0, value=0, key=K_SEED, persist_state="session",
+                             disabled=running, help=texts.SEED_HELP)
+    alpha, max_iter = 0.5, None
+    if any(m in runs.ALPHA_METHODS for m in chosen):
+        alpha = c[3].slider("α of PBR", 0.0, 1.0, 0.5, 0.01, key=K_ALPHA, persist_state="session",
+                            disabled=running, help=texts.COMPARE_ALPHA_HELP)
+    if any(runs.method_params(m, max_iter=1) for m in chosen):
+        with st.expander("GP fit settings"):
+            max_iter = int(st.number_input("Max optimiser iterations (0 = the library's default)", min_value=0,
+                                           value=0, step=50, key=K_MAX_ITER, persist_state="session",
+                                           disabled=running, help=texts.MAX_ITER_HELP)) or None
+    diagrams = st.checkbox("Draw reliability diagrams (refit each method on fold 1)", value=True, key=K_DIAGRAMS,
+                           persist_state="session", disabled=running, help=texts.DIAGRAMS_HELP)
+    n_gp = sum(m in runs.GP_METHODS for m in chosen)
+    fits = int(n_folds) * len(chosen) + (len(chosen) if diagrams else 0)
+    st.caption(f"{fits} fits in all" + (f", of which {int(n_folds) * n_gp + (n_gp if diagrams else 0)} GP fits "
+                                         f"(on {runs.device_label()})" if n_gp else "") +
+               f"; each fold fits on {int(n_re):,} rows and tests on the other {preds.n - int(n_re):,}.")
+    if not chosen:
+        st.info("Choose at least one method.")
+        return None
+    return runs.compare_settings(chosen, int(n_re), int(n_folds), int(seed), diagrams=diagrams,
+                                 binary_ece=state.recal_binary_ece(preds), alpha=float(alpha), max_iter=max_iter)
+
+
+def _start_compare(loaded: state.Loaded, s: runs.CompareSettings) -> None:
+    preds, name, key = loaded.preds, loaded.name, loaded.key
+    label = f"comparison of {len(s.methods)} methods × {s.n_folds} folds (n_re = {s.n_re:,})"
+    recal_ui.start("compare", label, lambda ctx: runs.run_compare(preds, s, ctx, data_name=name, data_key=key),
+                   heavy=any(m in runs.GP_METHODS for m in s.methods))
+
+
+def _results(loaded: state.Loaded, result: runs.CompareResult) -> None:
+    st.subheader("Results")
+    recal_ui.stale_note(result, loaded)
+    recal_ui.partial_note(result, len(result.table), result.planned)
+    table = result.table
+    if table.empty:
+        st.info("No fit finished.")
+        return
+    failed = table[table["error"].notna()]
+    if len(failed):
+        st.warning("Some fits failed and are left out of the means: " + "; ".join(
+            f"{texts.method_label(r.method)} fold {r.fold + 1}: {r.error}" for r in failed.itertuples()),
+            icon=":material/warning:")
+    summ, styled = report.compare_tables(table, result.kind == "multiclass")
+    st.markdown("**Test metrics, mean ± std over folds**", help=texts.SUMMARY_HELP)
+    st.dataframe(styled, key="cmp_summary_table")
+    st.caption(f"{table['fold'].nunique()} folds · {int(table['n_te'].iloc[0]):,} test rows per fold · ECE with "
+               f"B = {int(table['n_bins'].iloc[0])} bins. Green = best in its column.")
+    with st.expander("Every fold"):
+        st.dataframe(table, hide_index=True)
+    figs = report.compare_figures(result, result.kind == "binary" and result.settings.binary_ece == "positive",
+                                  result.kind == "multiclass")
+    if figs:
+        tab_grid, tab_overlay = st.tabs(["Side by side", "Overlaid"])
+        with tab_grid:
+            st.plotly_chart(figs[0][1], key="cmp_grid_chart", config={"displaylogo": False})
+            st.caption(figs[0][0])
+        with tab_overlay:
+            st.plotly_chart(figs[1][1], key="cmp_overlay_chart", config={"displaylogo": False})
+            st.caption(figs[1][0])
+    c = st.columns(3)
+    with c[0]:
+        recal_ui.csv_button("Results table (CSV, every fold)", table, "compare_results.csv", "cmp_dl_table",
+                            help="One row per (fold, method): test ECE, accuracy, NLL, Brier, KL, fit time.")
+    with c[1]:
+        recal_ui.csv_button("Summary (CSV, mean and std)", summ, "compare_summary.csv", "cmp_dl_summary",
+                            help="One row per (method, metric): mean, std, number of folds, best flag.")
+    with c[2]:
+        recal_ui.report_button("cmp_dl_report")
+
+
+def _sweep(loaded: state.Loaded, methods: list[str], running: bool) -> None:
+    st.divider()
+    st.subheader("How much recalibration data is needed? (n_re sweep)")
+    st.markdown(texts.SWEEP_INTRO)
+    preds = loaded.preds
+    values = [v for v in PAPER_N_RE_VALUES if v < preds.n]
+    c = st.columns([3, 1, 1], gap="medium", vertical_alignment="bottom")
+    chosen = c[0].multiselect("n_re values", values, key=K_SWEEP_VALUES, persist_state="session",
+                              disabled=running or not values, help=texts.N_RE_VALUES_HELP)
+    n_folds = c[1].number_input("Folds", min_value=1, max_value=20, value=3, key=K_SWEEP_FOLDS,
+                                persist_state="session", disabled=running,
+                                help="Random splits per n_re (fewer than the comparison: the sweep fits "
+                                     "every method for every n_re).")
+    go = c[2].button("Run the sweep", key="sweep_run", type="primary", icon=":material/play_arrow:",
+                     disabled=running or not chosen or not methods)
+    st.caption(f"Methods: those chosen above ({', '.join(texts.method_label(m) for m in methods) or 'none'}); "
+               f"{len(chosen) * len(methods) * int(n_folds)} fits.")
+    if go:
+        s = runs.SweepSettings(methods=tuple(methods), n_re_values=tuple(sorted(chosen)), n_folds=int(n_folds),
+                               seed=int(st.session_state.get(K_SEED, 0)), binary_ece=state.recal_binary_ece(preds),
+                               params=runs.compare_settings(methods, 2, 1, 0, alpha=float(
+                                   st.session_state.get(K_ALPHA, 0.5))).params)
+        name, key = loaded.name, loaded.key
+        recal_ui.start("sweep", f"n_re sweep ({len(chosen)} sizes × {len(methods)} methods)",
+                       lambda ctx: runs.run_sweep(preds, s, ctx, data_name=name, data_key=key),
+                       heavy=any(m in runs.GP_METHODS for m in methods))
+    recal_ui.job_status("sweep")
+    result = recal_ui.result_of("sweep")
+    if result is None:
+        return
+    recal_ui.stale_note(result, loaded)
+    total = len(result.settings.methods) * len(result.settings.n_re_values) * result.settings.n_folds
+    recal_ui.partial_note(result, len(result.table), total)
+    if result.table.empty:
+        return
+    summ = summarize(result.table, metrics=["ece"], by=["method", "n_re"])
+    labels = {m: texts.method_label(m, result.kind == "multiclass") for m in result.settings.methods}
+    st.plotly_chart(FR.n_re_sweep_figure(summ, labels=labels), key="sweep_chart", config={"displaylogo": False})
+    st.caption(texts.SWEEP_CAPTION)
+    recal_ui.csv_button("Sweep table (CSV)", result.table, "n_re_sweep.csv", "sweep_dl_table")
+
+
+def render() -> None:
+    st.title("Compare recalibrators")
+    st.markdown(
+        "Which recalibrator suits this model? The paper's protocol (Section 6.2): split the rows at random "
+        "into a **recalibration set** (to fit on) and a **test set** (to score on), fit every method on the "
+        "same split, repeat over several folds and report the mean ± std of the test metrics."
+    )
+    loaded = state.current()
+    if not recal_ui.recalibratable(loaded):
+        return
+    _reset_for_new_data(loaded)
+    running = any(j.active for j in (jobs.get("compare"), jobs.get("sweep")) if j is not None)
+    with st.container(border=True):
+        settings = _controls(loaded, running)
+        if st.button("Run the comparison", key="cmp_run", type="primary", icon=":material/play_arrow:",
+                     disabled=running or settings is None) and settings is not None:
+            _start_compare(loaded, settings)
+    recal_ui.job_status("compare")
+    result = recal_ui.result_of("compare")
+    if result is not None:
+        _results(loaded, result)
+    _sweep(loaded, [m for m in st.session_state.get(K_METHODS, []) if m in available_methods()], running)
+
+
+render()

@@ -1,0 +1,140 @@
+"""Generalization page: KL against the ECE generalisation gap over alpha (paper Section 6.1, Figure 2)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import figures_recal as FR
+from dashboard import jobs, recal_ui, runs, state, texts
+from pbr_core.experiments import PAPER_ALPHAS
+from pbr_core.recalibrators import available_methods
+
+K_OBJECTIVE = "gen_objective"
+K_ALPHAS = "gen_alphas"
+K_N_RE = "gen_n_re"
+K_FOLDS = "gen_n_folds"
+K_SEED = "gen_seed"
+K_EPS = "gen_eps"
+K_MAX_ITER = "gen_max_iter"
+K_FOR = "gen_for"
+
+
+def _reset_for_new_data(loaded: state.Loaded) -> None:
+    if st.session_state.get(K_FOR) != loaded.key:
+        st.session_state[K_FOR] = loaded.key
+        st.session_state[K_N_RE] = max(2, min(1000, loaded.preds.n // 2))
+
+
+def _default_folds() -> int:
+    # The paper's 10 folds x 8 alphas are 80 GP fits: fine on a GPU, long on a CPU.
+    return 10 if runs.device_label() != "CPU" else 3
+
+
+def _controls(loaded: state.Loaded, running: bool) -> runs.GenSettings | None:
+    preds = loaded.preds
+    objectives = [m for m in runs.ALPHA_METHODS if m in available_methods()]
+    c = st.columns([1.4, 3], gap="medium")
+    objective = c[0].selectbox("Objective", objectives, format_func=texts.method_label, key=K_OBJECTIVE,
+                               persist_state="session", disabled=running, help=texts.OBJECTIVE_HELP)
+    alphas = c[1].multiselect("α values", list(PAPER_ALPHAS), default=list(PAPER_ALPHAS), key=K_ALPHAS,
+                              format_func=lambda v: f"{v:g}", persist_state="session", disabled=running,
+                              help=texts.ALPHAS_HELP)
+    d = st.columns(4, gap="medium")
+    n_re = int(d[0].number_input("n_re (and test subset size)", min_value=2, max_value=max(2, preds.n // 2), step=100,
+                                 key=K_N_RE, persist_state="session", disabled=running, help=texts.GEN_N_RE_HELP))
+    n_folds = int(d[1].number_input("Folds", min_value=1, max_value=50, value=_default_folds(), key=K_FOLDS,
+                                    persist_state="session", disabled=running, help=texts.N_FOLDS_HELP))
+    seed = int(d[2].number_input("Split seed", min_value=0, value=0, key=K_SEED, persist_state="session",
+                                 disabled=running, help=texts.SEED_HELP))
+    eps = float(d[3].number_input("ε (failure probability)", min_value=0.001, max_value=0.5, value=0.05, step=0.01,
+                                  format="%.3f", key=K_EPS, persist_state="session", disabled=running,
+                                  help=texts.EPS_RECAL_HELP))
+    max_iter = None
+    if runs.method_params(objective, max_iter=1):
+        with st.expander("GP fit settings"):
+            max_iter = int(st.number_input("Max optimiser iterations (0 = default)", min_value=0, value=0, step=50,
+                                           key=K_MAX_ITER, persist_state="session", disabled=running,
+                                           help=texts.MAX_ITER_HELP)) or None
+    st.caption(f"{len(alphas) * n_folds} GP fits on {runs.device_label()} ({len(alphas)} α values × {n_folds} folds); "
+               f"the paper uses 8 × 10 with n_re = 1000.")
+    if not alphas:
+        st.info("Choose at least one α.")
+        return None
+    if 2 * n_re > preds.n:
+        st.info(f"n_re = {n_re:,} needs 2 × n_re ≤ n = {preds.n:,} rows.")
+        return None
+    return runs.GenSettings(objective=objective, alphas=tuple(sorted(alphas)), n_re=n_re, n_folds=n_folds, seed=seed,
+                            eps=eps, max_iter=max_iter, binary_ece=state.recal_binary_ece(preds))
+
+
+def _start(loaded: state.Loaded, s: runs.GenSettings) -> None:
+    preds, name, key = loaded.preds, loaded.name, loaded.key
+    recal_ui.start("generalization", f"KL vs ECE gap, {len(s.alphas)} α × {s.n_folds} folds (n_re = {s.n_re:,})",
+                   lambda ctx: runs.run_generalization(preds, s, ctx, data_name=name, data_key=key), heavy=True)
+
+
+def _p(p: float) -> str:
+    return "–" if p != p else (f"{p:.2g}" if p >= 1e-4 else "< 0.0001")
+
+
+def _results(loaded: state.Loaded, result: runs.GenResult) -> None:
+    res, s = result.result, result.settings
+    st.subheader("Result")
+    recal_ui.stale_note(result, loaded)
+    recal_ui.partial_note(result, len(res.table), len(s.alphas) * s.n_folds)
+    if res.table.empty:
+        st.info("No fit finished.")
+        return
+    failed = res.table[res.table["error"].notna()]
+    if len(failed):
+        st.warning(f"{len(failed)} fits failed and are left out: " + "; ".join(
+            f"α = {r.alpha:g} fold {r.fold + 1}: {r.error}" for r in failed.head(5).itertuples()))
+    c = st.columns(4)
+    c[0].metric("Pearson r", "–" if res.pearson_r != res.pearson_r else f"{res.pearson_r:.3f}", help=texts.PEARSON_HELP)
+    c[1].metric("p-value (Pearson)", _p(res.pearson_p), help=texts.PEARSON_HELP)
+    c[2].metric("Kendall τ", "–" if res.kendall_tau != res.kendall_tau else f"{res.kendall_tau:.3f}",
+                help=texts.KENDALL_HELP)
+    c[3].metric("p-value (Kendall)", _p(res.kendall_p), help=texts.KENDALL_HELP)
+    st.markdown(texts.correlation_reading(res.pearson_r, res.pearson_p, res.kendall_tau, res.kendall_p))
+    st.plotly_chart(FR.kl_gap_figure(res.table, eps=s.eps), key="gen_chart", config={"displaylogo": False})
+    st.caption(texts.KL_GAP_CAPTION)
+    ok = res.table[res.table["error"].isna()]
+    per_alpha = ok.groupby("alpha")[["kl", "ece_re", "ece_te", "gap", "bound"]].mean().reset_index()
+    per_alpha.columns = ["α", "mean KL", "mean ECE (recal.)", "mean ECE (test subset)", "mean gap",
+                         f"mean Corollary 1 bound ({1 - s.eps:.0%})"]
+    st.markdown("**Per α, mean over folds**")
+    st.dataframe(per_alpha, hide_index=True)
+    with st.expander("Every fit"):
+        st.dataframe(res.table, hide_index=True)
+    d = st.columns(2)
+    with d[0]:
+        recal_ui.csv_button("Results table (CSV, every fit)", res.table, "kl_vs_ece_gap.csv", "gen_dl_table",
+                            help="One row per (α, fold): KL, ECE on both sides, gap, Corollary 1 bound, fit time.")
+    with d[1]:
+        recal_ui.report_button("gen_dl_report")
+
+
+def render() -> None:
+    st.title("Generalization: KL against ECE gap")
+    st.markdown(texts.GEN_INTRO)
+    loaded = state.current()
+    if not recal_ui.recalibratable(loaded, needs_gp=True):
+        return
+    if loaded.preds.n < 4:
+        st.info("This needs at least 4 rows (two disjoint sets of at least 2).")
+        return
+    _reset_for_new_data(loaded)
+    job = jobs.get("generalization")
+    running = job is not None and job.active
+    with st.container(border=True):
+        settings = _controls(loaded, running)
+        if st.button("Run", key="gen_run", type="primary", icon=":material/play_arrow:",
+                     disabled=running or settings is None) and settings is not None:
+            _start(loaded, settings)
+    recal_ui.job_status("generalization")
+    result = recal_ui.result_of("generalization")
+    if result is not None:
+        _results(loaded, result)
+
+
+render()

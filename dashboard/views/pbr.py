@@ -1,0 +1,209 @@
+"""PBR page: fit PAC-Bayes recalibration (or GP calibration) once, see before/after and the bounds.
+
+The fit is a background job (dashboard.jobs): a progress bar while it runs, controls disabled,
+one GP fit at a time per server; the result stays in the session across page switches.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import figures_recal as FR
+from dashboard import jobs, recal_ui, report, runs, state, texts
+from pbr_core.experiments import PAPER_ALPHAS
+
+K_OBJECTIVE = "pbr_objective"
+K_APPROX = "pbr_mean_approx"
+K_ALPHA_MODE = "pbr_alpha_mode"
+K_ALPHA = "pbr_alpha"
+K_GRID = "pbr_alpha_grid"
+K_CV_FOLDS = "pbr_cv_folds"
+K_CV_SCORE = "pbr_cv_score"
+K_N_RE = "pbr_n_re"
+K_SEED = "pbr_seed"
+K_EPS = "pbr_eps"
+K_L = "pbr_lipschitz"
+K_MAX_ITER = "pbr_max_iter"
+K_FOR = "pbr_for"
+
+ALPHA_MODES = {"fixed": "Set α myself", "auto": "Choose α automatically"}
+CV_SCORES = {"ece": "ECE", "brier": "Brier score", "nll": "NLL"}
+
+
+def _reset_for_new_data(loaded: state.Loaded) -> None:
+    if st.session_state.get(K_FOR) != loaded.key:
+        st.session_state[K_FOR] = loaded.key
+        st.session_state[K_N_RE] = min(1000, loaded.preds.n - 1)
+
+
+def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings:
+    preds = loaded.preds
+    c = st.columns([2.2, 1.2, 1.2], gap="medium")
+    objective = c[0].radio("Objective", list(texts.OBJECTIVE_LABELS), format_func=texts.OBJECTIVE_LABELS.get,
+                           key=K_OBJECTIVE, persist_state="session", disabled=running, help=texts.OBJECTIVE_HELP)
+    mean_approx = c[1].toggle("Mean approximation (app.)", key=K_APPROX, persist_state="session", disabled=running,
+                              help=texts.MEAN_APPROX_HELP)
+    with c[2]:
+        st.markdown("**Device**", help=texts.DEVICE_HELP)
+        st.markdown(f":material/memory: {runs.device_label()}")
+    method = runs.method_name(objective, mean_approx)
+    uses_alpha = objective != "gp"
+    alpha: float | None = None
+    grid, cv_folds, cv_score = tuple(PAPER_ALPHAS), 5, "ece"
+    if uses_alpha:
+        a = st.columns([1.3, 3], gap="medium", vertical_alignment="bottom")
+        mode = a[0].segmented_control("α", list(ALPHA_MODES), format_func=ALPHA_MODES.get, key=K_ALPHA_MODE,
+                                      default="fixed", required=True, persist_state="session", disabled=running,
+                                      help=texts.ALPHA_AUTO_HELP)
+        if mode == "auto":
+            b = a[1].columns([3, 1, 1.3], vertical_alignment="bottom")
+            grid = tuple(sorted(b[0].multiselect("α grid", list(PAPER_ALPHAS), default=list(PAPER_ALPHAS), key=K_GRID,
+                                                 format_func=lambda v: f"{v:g}", persist_state="session",
+                                                 disabled=running, help=texts.ALPHA_AUTO_HELP))) or tuple(PAPER_ALPHAS)
+            cv_folds = int(b[1].number_input("k folds", min_value=2, max_value=10, value=5, key=K_CV_FOLDS,
+                                             persist_state="session", disabled=running,
+                                             help="k of the k-fold cross-validation inside the recalibration set."))
+            cv_score = b[2].selectbox("Score", list(CV_SCORES), format_func=CV_SCORES.get, key=K_CV_SCORE,
+                                      persist_state="session", disabled=running,
+                                      help="What the held-out part is scored with (ECE with B = floor(n_val^(1/3)) by default).")
+        else:
+            alpha = float(a[1].slider("α (weight of the KL term)", 0.0, 1.0, 0.5, 0.01, key=K_ALPHA,
+                                      persist_state="session", disabled=running, help=texts.ALPHA_HELP))
+    else:
+        st.caption("GP calibration has no α: its objective is cross-entropy + KL/n (α = 1, no Brier term).")
+    d = st.columns(3, gap="medium")
+    n_re = int(d[0].number_input("Recalibration rows n_re", min_value=2, max_value=preds.n - 1, step=100, key=K_N_RE,
+                                 persist_state="session", disabled=running, help=texts.N_RE_HELP))
+    seed = int(d[1].number_input("Split seed", min_value=0, value=0, key=K_SEED, persist_state="session",
+                                 disabled=running, help=texts.SEED_HELP))
+    d[2].markdown(f"Fit on **{n_re:,}** rows, test on **{preds.n - n_re:,}** rows.")
+    with st.expander("Bound and fit settings"):
+        e = st.columns(3, gap="medium")
+        eps = float(e[0].number_input("ε (failure probability)", min_value=0.001, max_value=0.5, value=0.05, step=0.01,
+                                      format="%.3f", key=K_EPS, persist_state="session", disabled=running,
+                                      help=texts.EPS_RECAL_HELP))
+        lip = float(e[1].number_input("Lipschitz constant L", min_value=0.0, max_value=100.0, value=1.0, step=0.5,
+                                      key=K_L, persist_state="session", disabled=running, help=texts.L_RECAL_HELP))
+        max_iter = None
+        if runs.method_params(method, max_iter=1):
+            max_iter = int(e[2].number_input("Max optimiser iterations (0 = default)", min_value=0, value=0, step=50,
+                                             key=K_MAX_ITER, persist_state="session", disabled=running,
+                                             help=texts.MAX_ITER_HELP)) or None
+    return runs.PBRSettings(objective=objective, mean_approx=bool(mean_approx), alpha=alpha, alpha_grid=grid,
+                            cv_folds=cv_folds, cv_score=cv_score, n_re=n_re, seed=seed, eps=eps, lipschitz=lip,
+                            max_iter=max_iter, binary_ece=state.recal_binary_ece(preds))
+
+
+def _start(loaded: state.Loaded, s: runs.PBRSettings) -> None:
+    preds, name, key = loaded.preds, loaded.name, loaded.key
+    what = texts.method_label(s.method)
+    if s.uses_alpha:
+        what += f", α = {s.alpha:g}" if s.alpha is not None else ", α chosen by CV"
+    recal_ui.start("pbr", f"{what} (n_re = {s.n_re:,})",
+                   lambda ctx: runs.run_pbr(preds, s, ctx, data_name=name, data_key=key), heavy=True)
+
+
+def _cards(r: runs.PBRResult) -> None:
+    c = st.columns(6)
+    c[0].metric("Test ECE after", f"{r.after['ece']:.4f}", delta=f"{r.after['ece'] - r.before['ece']:+.4f}",
+                delta_color="inverse", help=texts.ECE_HELP + f" Before: {r.before['ece']:.4f}. "
+                                                             f"B = {r.after['n_bins']} bins on {r.n_te:,} test rows.")
+    c[1].metric("Test ECE before", f"{r.before['ece']:.4f}", help="The uncalibrated model on the same test rows.")
+    c[2].metric("Accuracy after", f"{r.after['accuracy']:.2%}",
+                delta=f"{100 * (r.after['accuracy'] - r.before['accuracy']):+.2f} pt", help=texts.ACCURACY_HELP)
+    c[3].metric("KL(ρ‖π)", f"{r.kl:.4g}", help=texts.KL_HELP)
+    fr = r.fit_report
+    iters = fr.get("iterations")
+    c[4].metric("Iterations", "–" if iters is None else f"{iters:,}", help=texts.FIT_INFO_HELP)
+    c[5].metric("Fit time", f"{fr.get('wall_time_s', r.seconds):.1f} s", help=texts.FIT_INFO_HELP)
+    extra = [f"device: **{fr.get('device', runs.device_label())}**"]
+    if r.alpha is not None:
+        extra.append(f"α = **{r.alpha:g}**" + (" (chosen by cross-validation)" if r.settings.alpha is None else ""))
+    if fr.get("stop_reason"):
+        extra.append(f"stopped: {fr['stop_reason']}" + ("" if fr.get("converged", True) else " (not converged)"))
+    st.caption(" · ".join(extra))
+    for w in fr.get("warnings", []) or []:
+        st.caption(f":material/warning: {w}")
+
+
+def _bounds(r: runs.PBRResult) -> None:
+    st.subheader("What the PAC-Bayes bounds guarantee", help=texts.BOUNDS_INTRO)
+    if not r.bounds:
+        st.info("This method reports no KL divergence, so the paper's bounds do not apply to it.")
+        return
+    s = r.settings
+    st.caption(f"n_re = {s.n_re:,} rows, B = floor(n_re^(1/3)) = {r.n_bins_re} bins, KL = {r.kl:.4g}, "
+               f"ε = {s.eps:g}, L = {s.lipschitz:g}. ECE on the recalibration set after the fit: {r.ece_re:.4f}.")
+    c = st.columns(2, gap="large")
+    with c[0], st.container(border=True):
+        b = r.bounds["corollary1"]
+        st.metric("Corollary 1: ECE generalisation gap ≤", f"{b:.4f}",
+                  help="E over the posterior of |E ECE(fresh data of n_re rows) − ECE(recalibration set)|.")
+        st.markdown(texts.corollary1_reading(b, s.n_re, s.eps, r.ece_re))
+    with c[1], st.container(border=True):
+        b = r.bounds["corollary2"]
+        st.metric("Corollary 2: |TCE − recalibration ECE| ≤", f"{b:.4f}",
+                  help="Total bias: the binning bias (1+L)/B plus the KL-dependent estimation term.")
+        st.markdown(texts.corollary2_reading(b, s.eps, r.ece_re))
+
+
+def _results(loaded: state.Loaded, r: runs.PBRResult) -> None:
+    st.subheader(f"Result: {texts.method_label(r.settings.method)}")
+    recal_ui.stale_note(r, loaded)
+    _cards(r)
+    binary_positive = r.preds.kind == "binary" and r.settings.binary_ece == "positive"
+    before, after = report.pbr_reliability_figures(r, *report.axis_titles(binary_positive))
+    c = st.columns(2, gap="medium")
+    c[0].plotly_chart(before, key="pbr_before_chart", config={"displaylogo": False})
+    c[1].plotly_chart(after, key="pbr_after_chart", config={"displaylogo": False})
+    st.caption(texts.RELIABILITY_PAIR_CAPTION)
+    if r.alpha_scores is not None and len(r.alpha_scores):
+        with st.expander(f"Automatic choice of α: α = {r.alpha:g}", expanded=True):
+            a = st.columns([2, 1], gap="medium")
+            a[0].plotly_chart(FR.alpha_selection_figure(r.alpha_scores, r.alpha,
+                                                        score_name=CV_SCORES.get(r.settings.cv_score, "score")),
+                              key="pbr_alpha_chart", config={"displaylogo": False})
+            a[1].dataframe(r.alpha_scores, hide_index=True)
+            st.caption(texts.ALPHA_SCORES_HELP)
+    _bounds(r)
+    st.subheader("Downloads")
+    c = st.columns(3)
+    with c[0]:
+        recal_ui.lazy_button("Calibrated predictions (CSV)", r.calibrated_csv, f"{r.settings.method}_calibrated.csv",
+                             "text/csv", "pbr_dl_predictions",
+                             help=f"Every row of {r.data_name} recalibrated by the fitted {texts.method_label(r.settings.method)}: "
+                                  "one probability column per class plus the label (reads back on the Data page).")
+    with c[1]:
+        recal_ui.lazy_button("Fitted recalibrator (JSON)", r.recalibrator_json, f"{r.settings.method}_recalibrator.json",
+                             "application/json", "pbr_dl_recalibrator", icon=":material/data_object:",
+                             help="Load it in Python with pbr_core.recalibrators.load_recalibrator(path) and call "
+                                  ".predict_proba(logits) on new predictions of the same model.")
+    with c[2]:
+        recal_ui.report_button("pbr_dl_report")
+
+
+def render() -> None:
+    st.title("PBR recalibration")
+    st.markdown(
+        "Recalibrate the loaded model with **PAC-Bayes recalibration** (the paper's Section 5.2): a Gaussian "
+        "process reshapes the predicted probabilities, fitted to minimise the Brier score plus α times the "
+        "KL divergence from its prior. The fit uses a random **recalibration set** of n_re rows; everything "
+        "shown is measured on the other rows (the **test part**)."
+    )
+    loaded = state.current()
+    if not recal_ui.recalibratable(loaded, needs_gp=True):
+        return
+    _reset_for_new_data(loaded)
+    job = jobs.get("pbr")
+    running = job is not None and job.active
+    with st.container(border=True):
+        settings = _controls(loaded, running)
+        if st.button("Run", key="pbr_run", type="primary", icon=":material/play_arrow:", disabled=running):
+            _start(loaded, settings)
+    recal_ui.job_status("pbr")
+    result = recal_ui.result_of("pbr")
+    if result is not None:
+        _results(loaded, result)
+
+
+render()
