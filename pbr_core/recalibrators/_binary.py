@@ -15,6 +15,7 @@ References
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, ClassVar
 
 import numpy as np
@@ -26,23 +27,33 @@ from pbr_core.recalibrators.base import Recalibrator, track
 class BinaryRecalibrator(Recalibrator):
     """Base of recalibrators that map one probability to one probability.
 
-    Subclasses implement ``_fit_binary(p, y) -> dict`` (the learned map of one class, a dict of
-    floats and float arrays, saved as is) and ``_predict_binary(p, state) -> q``.
+    Subclasses implement ``_fit_binary(p, y, name) -> dict`` (the learned map of one class, a dict
+    of floats, strings and float arrays, saved as is; ``name`` says which map it is, for messages)
+    and ``_predict_binary(p, state) -> q``. A subclass that had to deviate from its plain fit for
+    some maps appends their names to ``self._fit_notes``; ``fit`` then issues one warning,
+    ``_fit_note_message`` formatted with the names.
     The learned maps are in ``maps_``: one dict for binary data, K dicts (class order) otherwise.
     """
 
     uses: ClassVar[str] = "probs"
+    _fit_note_message: ClassVar[str] = "{names}: fitted differently"
 
     def _fit(self, preds: Predictions) -> None:
         probs, labels = preds.probs, preds.labels
+        self._fit_notes: list[str] = []
         if preds.n_classes == 2:
-            self.maps_ = [self._fit_binary(probs[:, 1], (labels == 1).astype(np.float64))]
-            return
-        K = preds.n_classes
-        self.maps_ = [
-            self._fit_binary(probs[:, k], (labels == k).astype(np.float64))
-            for k in track(range(K), total=K, desc=f"{self.method} (one-vs-all)")
-        ]
+            self.maps_ = [self._fit_binary(probs[:, 1], (labels == 1).astype(np.float64), "p(y=1)")]
+        else:
+            K = preds.n_classes
+            self.maps_ = [
+                self._fit_binary(probs[:, k], (labels == k).astype(np.float64), f"class {k}")
+                for k in track(range(K), total=K, desc=f"{self.method} (one-vs-all)")
+            ]
+        if self._fit_notes:
+            names = ", ".join(self._fit_notes)
+            warnings.warn(f"{type(self).__name__}: " + self._fit_note_message.format(names=names),
+                          RuntimeWarning, stacklevel=4)
+        del self._fit_notes
 
     def _predict_proba(self, preds: Predictions) -> np.ndarray:
         probs = preds.probs
@@ -69,7 +80,7 @@ class BinaryRecalibrator(Recalibrator):
         self.maps_ = list(maps)
 
     # ------------------------------------------------------------------ for subclasses
-    def _fit_binary(self, p: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    def _fit_binary(self, p: np.ndarray, y: np.ndarray, name: str) -> dict[str, Any]:
         raise NotImplementedError
 
     def _predict_binary(self, p: np.ndarray, state: dict[str, Any]) -> np.ndarray:

@@ -12,6 +12,7 @@ weights: a sample with soft target t is a positive with weight t and a negative 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from scipy.special import expit, log_expit
@@ -41,7 +42,7 @@ def _loss(eta: np.ndarray, t: np.ndarray) -> float:
 
 
 def fit_logistic(features: np.ndarray, targets: np.ndarray, max_iter: int = 100,
-                 tol: float = 1e-11) -> LogisticFit:
+                 tol: float = 1e-10) -> LogisticFit:
     """Unpenalised logistic regression ``sigmoid(features @ coef + intercept)`` by damped Newton.
 
     Parameters
@@ -50,10 +51,13 @@ def fit_logistic(features: np.ndarray, targets: np.ndarray, max_iter: int = 100,
     targets : array of shape (n,)
         Labels or soft targets in [0, 1].
     max_iter : int
-        Newton iterations at most.
+        Newton iterations at most (a well-posed problem needs fewer than 30).
     tol : float
-        Converged when the largest gradient entry, divided by n, is below ``tol``, or when a step
-        no longer changes the parameters.
+        Converged when the Newton step changes no parameter by more than ``tol * (1 + max|theta|)``,
+        or when the decrease it promises is at the rounding level of the loss. A small gradient
+        alone is not enough: on separable data the gradient vanishes while the coefficients grow
+        without bound, so convergence is followed by a check for a flat direction (see
+        ``_flat_direction``), which reports separation.
 
     Returns
     -------
@@ -70,42 +74,64 @@ def fit_logistic(features: np.ndarray, targets: np.ndarray, max_iter: int = 100,
     theta[-1] = np.log(rate / (1 - rate))
     eta = X @ theta
     loss = _loss(eta, t)
+
+    def result(it: int, converged: bool, message: str) -> LogisticFit:
+        return LogisticFit(theta[:-1].copy(), float(theta[-1]), loss, it, converged, message)
+
     for it in range(1, max_iter + 1):
         mu = expit(eta)
         grad = X.T @ (mu - t)
-        if np.max(np.abs(grad)) / n < tol:
-            return LogisticFit(theta[:-1].copy(), float(theta[-1]), loss, it - 1, True, "gradient below tolerance")
         w = mu * (1.0 - mu)
+        if not np.any(w > 0):
+            return result(it, False, _SEPARATED)
         hess = (X * w[:, None]).T @ X
         # lstsq: the minimum-norm step stays defined when a feature is constant (singular Hessian).
         step = np.linalg.lstsq(hess, grad, rcond=None)[0]
-        slope = float(grad @ step)
+        slope = float(grad @ step)  # twice the decrease a full Newton step promises
+        if np.max(np.abs(step)) <= tol * (1.0 + np.max(np.abs(theta))) or slope <= 1e-15 * (1.0 + loss):
+            if _flat_direction(X, w):
+                return result(it - 1, False, _SEPARATED)
+            return result(it - 1, True, "Newton step below tolerance")
         scale = 1.0
-        while True:
+        while scale >= 1e-10:
             cand = theta - scale * step
             cand_eta = X @ cand
             cand_loss = _loss(cand_eta, t)
-            if cand_loss <= loss - 1e-4 * scale * slope or scale < 1e-10:
+            if np.isfinite(cand_loss) and cand_loss <= loss - 1e-4 * scale * slope:
                 break
             scale *= 0.5
-        if scale < 1e-10 or not np.isfinite(cand_loss):
-            # No descent along the Newton direction: we are at the optimum up to rounding.
-            converged = np.max(np.abs(grad)) / n < 1e-6
-            msg = "line search found no further decrease" + ("" if converged else f" (gradient {np.max(np.abs(grad)) / n:.3g})")
-            return LogisticFit(theta[:-1].copy(), float(theta[-1]), loss, it, converged, msg)
-        moved = np.max(np.abs(cand - theta))
+        else:
+            # A large Newton step with no decrease: rounding has taken over far from a clean optimum.
+            gmax = float(np.max(np.abs(grad))) / n
+            if gmax < 1e-9 and np.max(np.abs(step)) < 1e-4 * (1.0 + np.max(np.abs(theta))) and not _flat_direction(X, w):
+                return result(it - 1, True, "line search found no further decrease at the optimum")
+            return result(it - 1, False, _SEPARATED if loss < 1e-6 * n else
+                          f"the line search found no decrease (gradient {gmax:.3g})")
         theta, eta, loss = cand, cand_eta, cand_loss
         if np.max(np.abs(theta)) > _DIVERGENCE:
-            return LogisticFit(theta[:-1].copy(), float(theta[-1]), loss, it, False,
-                               "the coefficients diverge: the two classes are perfectly separated, so the "
-                               "maximum-likelihood fit does not exist")
-        if moved <= 1e-15 * (1.0 + np.max(np.abs(theta))):
-            return LogisticFit(theta[:-1].copy(), float(theta[-1]), loss, it, True, "step below tolerance")
-    mu = expit(eta)
-    gmax = float(np.max(np.abs(X.T @ (mu - t)))) / n
-    converged = gmax < 1e-8
-    return LogisticFit(theta[:-1].copy(), float(theta[-1]), loss, max_iter, converged,
-                       f"reached max_iter={max_iter} (gradient {gmax:.3g})")
+            return result(it, False, _SEPARATED)
+    return result(max_iter, False, f"Newton's method did not converge in {max_iter} iterations; "
+                  f"the coefficients reached {np.max(np.abs(theta[:-1])) if d > 1 else 0.0:.3g}: "
+                  "most likely the two classes are (almost) separated by the feature(s), so the "
+                  "maximum-likelihood fit does not exist")
+
+
+def _flat_direction(X: np.ndarray, w: np.ndarray, threshold: float = 1e-9) -> bool:
+    """True when the Hessian X^T diag(w) X is (numerically) flat along some direction that the data
+    span: min eigenvalue of U^T diag(w) U, U the left singular vectors of X, below ``threshold``.
+
+    That is the signature of (quasi-)separation: the samples that could bend the loss along that
+    direction are all fitted with probability ~0 or ~1, and the loss keeps falling towards a limit
+    at infinity. Newton's step then shrinks numerically although no finite optimum exists. A
+    constant feature (a direction the data do not span) is excluded by the SVD.
+    """
+    U, s, _ = np.linalg.svd(X, full_matrices=False)
+    U = U[:, s > s[0] * 1e-12]
+    return bool(np.linalg.eigvalsh((U * w[:, None]).T @ U)[0] < threshold)
+
+
+_SEPARATED = ("the two classes are perfectly separated by the feature(s) (or one class is absent), "
+              "so the maximum-likelihood fit does not exist")
 
 
 def clip_probability(p: np.ndarray) -> np.ndarray:
@@ -117,3 +143,45 @@ def logit(p: np.ndarray) -> np.ndarray:
     """log(p / (1 - p)) of the clipped probability."""
     p = clip_probability(p)
     return np.log(p) - np.log1p(-p)
+
+
+Targets = Literal["auto", "labels", "platt"]
+TARGET_CHOICES = ("auto", "labels", "platt")
+
+
+def platt_targets(y: np.ndarray) -> np.ndarray:
+    """Platt's smoothed targets: (N+ + 1) / (N+ + 2) for positives, 1 / (N- + 2) for negatives."""
+    y = np.asarray(y, dtype=np.float64)
+    n_pos = float(y.sum())
+    n_neg = float(y.size - n_pos)
+    return np.where(y > 0.5, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+
+
+#: The warning of "auto" targets, for ``BinaryRecalibrator._fit_note_message``.
+AUTO_TARGETS_NOTE = ("the labels of {names} are perfectly separated by p (or one class is absent), so "
+                     "their maximum-likelihood fit does not exist; Platt's smoothed targets were used "
+                     "for these maps (targets='auto').")
+
+
+def fit_with_targets(features: np.ndarray, y: np.ndarray, targets: Targets, what: str,
+                     name: str, notes: list[str]) -> tuple[LogisticFit, str]:
+    """Fit on the labels or on Platt's targets as ``targets`` asks; returns (fit, targets used).
+
+    "auto" fits the labels and, only when their maximum-likelihood fit does not exist (separable
+    data, a class absent), refits on Platt's targets and appends ``name`` to ``notes``. "labels"
+    raises instead.
+    """
+    if targets == "platt":
+        fit = fit_logistic(features, platt_targets(y))
+        used = "platt"
+    else:
+        fit = fit_logistic(features, y)
+        used = "labels"
+        if not fit.converged and targets == "auto":
+            notes.append(name)
+            fit = fit_logistic(features, platt_targets(y))
+            used = "platt"
+    if not fit.converged:
+        hint = " Use targets='auto' or 'platt' (Platt's smoothed targets)." if used == "labels" else ""
+        raise RuntimeError(f"{what} failed for {name}: {fit.message}.{hint}")
+    return fit, used

@@ -108,7 +108,7 @@ class BBQ(BinaryRecalibrator):
             if isinstance(v, bool) or not isinstance(v, (int, float, np.number)) or not (np.isfinite(v) and v > 0):
                 raise ValueError(f"Expected argument `{name}` to be a positive number, but got {v!r}.")
 
-    def _fit_binary(self, p: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    def _fit_binary(self, p: np.ndarray, y: np.ndarray, name: str) -> dict[str, Any]:
         n = p.shape[0]
         order = np.argsort(p, kind="stable")
         p_sorted = p[order]

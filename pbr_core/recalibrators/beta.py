@@ -8,7 +8,15 @@ import numpy as np
 from scipy.special import expit
 
 from pbr_core.recalibrators._binary import BinaryRecalibrator
-from pbr_core.recalibrators._logistic import clip_probability, fit_logistic
+from pbr_core.recalibrators._logistic import (
+    AUTO_TARGETS_NOTE,
+    TARGET_CHOICES,
+    Targets,
+    clip_probability,
+    fit_logistic,
+    fit_with_targets,
+    platt_targets,
+)
 from pbr_core.recalibrators.base import register
 
 
@@ -30,17 +38,27 @@ class BetaCalibration(BinaryRecalibrator):
     with the first alone (b = 0). Binary data: one map on p(y=1); multiclass: one-vs-all,
     renormalised.
 
+    Parameters
+    ----------
+    targets : {"auto", "labels", "platt"}
+        "labels": the plain maximum-likelihood fit of Kull et al. and ``betacal``; it does not
+        exist when p separates the classes, and ``fit`` then raises. "platt": fit Platt's smoothed
+        targets (N+ + 1)/(N+ + 2) and 1/(N- + 2) instead, always finite (our extension, borrowed
+        from Platt 1999). "auto" (default): the labels, and Platt's targets only for maps whose
+        labels are separable (common one-vs-all with many classes), with a warning.
+
     Attributes
     ----------
     maps_ : list of dict
-        Per class (one entry for binary data): ``{"a": a, "b": b, "c": c}``; the midpoint m of the
-        paper is the root of a ln m - b ln(1 - m) + c = 0 (see :meth:`midpoints`).
+        Per class (one entry for binary data): ``{"a": a, "b": b, "c": c, "targets": ...}``; the
+        midpoint m of the paper is the root of a ln m - b ln(1 - m) + c = 0 (see
+        :meth:`midpoints`).
 
     Raises
     ------
     RuntimeError
-        From ``fit`` when the labels are separable by p (the maximum-likelihood fit does not
-        exist); Platt scaling with ``smooth_targets=True`` is an alternative then.
+        From ``fit`` with ``targets="labels"`` when p separates the labels, or if Newton's method
+        fails.
 
     References
     ----------
@@ -62,27 +80,29 @@ class BetaCalibration(BinaryRecalibrator):
 
     method: ClassVar[str] = "beta"
 
-    def __init__(self) -> None:
-        pass
+    _fit_note_message: ClassVar[str] = AUTO_TARGETS_NOTE
 
-    def _fit_binary(self, p: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    def __init__(self, targets: Targets = "auto") -> None:
+        self.targets = targets
+
+    def _validate_params(self) -> None:
+        if self.targets not in TARGET_CHOICES:
+            raise ValueError(f"Expected argument `targets` to be one of {TARGET_CHOICES}, but got {self.targets!r}.")
+
+    def _fit_binary(self, p: np.ndarray, y: np.ndarray, name: str) -> dict[str, Any]:
         X = beta_features(p)
-        fit = self._logistic(X, y)
+        fit, used = fit_with_targets(X, y, self.targets, "Beta calibration", name, self._fit_notes)
         a, b = float(fit.coef[0]), float(fit.coef[1])
-        if a < 0:
-            fit = self._logistic(X[:, 1:], y)
-            a, b = 0.0, float(fit.coef[0])
-        elif b < 0:
-            fit = self._logistic(X[:, :1], y)
-            a, b = float(fit.coef[0]), 0.0
-        return {"a": a, "b": b, "c": fit.intercept}
-
-    @staticmethod
-    def _logistic(X: np.ndarray, y: np.ndarray):
-        fit = fit_logistic(X, y)
-        if not fit.converged:
-            raise RuntimeError(f"Beta calibration failed: {fit.message}.")
-        return fit
+        if a < 0 or b < 0:
+            # betacal's rule: drop the feature of the negative coefficient (a first) and refit.
+            # A sub-model of a model with a finite optimum has one too, so this cannot separate.
+            keep = 1 if a < 0 else 0
+            t = platt_targets(y) if used == "platt" else y
+            fit = fit_logistic(X[:, keep:keep + 1], t)
+            if not fit.converged:
+                raise RuntimeError(f"Beta calibration failed for {name}: {fit.message}.")
+            a, b = (0.0, float(fit.coef[0])) if keep == 1 else (float(fit.coef[0]), 0.0)
+        return {"a": a, "b": b, "c": fit.intercept, "targets": used}
 
     def _predict_binary(self, p: np.ndarray, state: dict[str, Any]) -> np.ndarray:
         X = beta_features(p)

@@ -89,7 +89,7 @@ class HistogramBinning(BinaryRecalibrator):
         if self.strategy not in STRATEGIES:
             raise ValueError(f"Expected argument `strategy` to be one of {STRATEGIES}, but got {self.strategy!r}.")
 
-    def _fit_binary(self, p: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    def _fit_binary(self, p: np.ndarray, y: np.ndarray, name: str) -> dict[str, Any]:
         B = optimal_n_bins(p.shape[0]) if self.n_bins is None else int(self.n_bins)
         if self.strategy == "uniform":
             edges = uniform_edges(B)

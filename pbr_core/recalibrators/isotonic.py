@@ -49,7 +49,7 @@ class IsotonicCalibration(BinaryRecalibrator):
     def __init__(self) -> None:
         pass
 
-    def _fit_binary(self, p: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    def _fit_binary(self, p: np.ndarray, y: np.ndarray, name: str) -> dict[str, Any]:
         iso = IsotonicRegression(increasing=True, y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(p, y)
         return {
             "X_thresholds": np.asarray(iso.X_thresholds_, dtype=np.float64),

@@ -1,0 +1,293 @@
+"""The one test suite every registered recalibrator must pass.
+
+It is parametrised over ``available_methods()``, i.e. over the registry, so a recalibrator joins
+by being registered (``@register``) and imported by ``pbr_core.recalibrators``: the GP family
+(``pbr_core/recalibrators/gp.py``) needs nothing here. Hooks for a new method:
+
+* ``Recalibrator._test_params()`` (a classmethod) returns parameters for a quick fit;
+* ``SLOW`` marks methods whose fits take seconds (``pytest -m "not slow"`` skips them);
+* ``ECE_EXPECTATIONS`` says what the test ECE on each real data set must do. A method that is not
+  listed must lower the test ECE on the two CIFAR sets (the DenseNet-121 on CIFAR-100 is
+  over-confident) and makes no claim on the binary set.
+
+A method with a ``random_state`` parameter is built with ``random_state=0``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pytest
+
+import pbr_core
+from pbr_core import Predictions, PredictionsError
+from pbr_core.recalibrators import (
+    FORMAT_VERSION,
+    REGISTRY,
+    NotFittedError,
+    Recalibrator,
+    available_methods,
+    get_recalibrator,
+    load_recalibrator,
+)
+
+Expect = Literal["drops", "unchanged"]
+
+# The scaling methods warn (by design) about the hard zero probabilities of KITTI's random forest;
+# Platt and beta warn (by design) when targets="auto" falls back to Platt's targets for a class.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:.*probabilities of exactly 0:UserWarning"),
+    pytest.mark.filterwarnings("ignore:.*perfectly separated by p:RuntimeWarning"),
+]
+
+#: The binary set the ``binary_split`` fixture serves (see conftest.py).
+SAMPLE_DATA = Path(__file__).resolve().parents[2] / "sample_data"
+BINARY_NAME = "kitti_rf" if (SAMPLE_DATA / "kitti_random_forest.csv").exists() else "cifar10_correct"
+
+#: Methods whose fits take seconds; their tests carry the ``slow`` mark.
+SLOW: set[str] = set()
+
+_HARD_ZEROS = None  # KITTI's random forest: 10% of p are exactly 0 or 1, log p = -708 swamps a scaling fit
+_OVERFITS = None  # 2K or K^2 + K parameters from ~10 samples per class (K = 100, n = 1000)
+_STARVED = None  # one-vs-all with ~10 positives per class leaves each binary map almost no data
+
+#: What the test ECE must do on each data set ("drops": below the uncalibrated ECE; "unchanged":
+#: probabilities equal to the input; None: no claim, for the reason in the comment above).
+ECE_EXPECTATIONS: dict[str, dict[str, Expect | None]] = {
+    "uncalibrated": {"cifar100": "unchanged", "cifar10": "unchanged", "kitti_rf": "unchanged",
+                     "cifar10_correct": "unchanged"},
+    "temperature": {"cifar100": "drops", "cifar10": "drops", "kitti_rf": _HARD_ZEROS, "cifar10_correct": "drops"},
+    "vector_scaling": {"cifar100": _OVERFITS, "cifar10": "drops", "kitti_rf": _HARD_ZEROS, "cifar10_correct": "drops"},
+    "matrix_scaling": {"cifar100": _OVERFITS, "cifar10": "drops", "kitti_rf": _HARD_ZEROS, "cifar10_correct": "drops"},
+    "platt": {"cifar100": "drops", "cifar10": "drops", "kitti_rf": "drops", "cifar10_correct": "drops"},
+    "isotonic": {"cifar100": _STARVED, "cifar10": "drops", "kitti_rf": "drops", "cifar10_correct": "drops"},
+    "histogram_binning": {"cifar100": _STARVED, "cifar10": "drops", "kitti_rf": "drops", "cifar10_correct": "drops"},
+    "beta": {"cifar100": "drops", "cifar10": "drops", "kitti_rf": "drops", "cifar10_correct": "drops"},
+    "bbq": {"cifar100": "drops", "cifar10": "drops", "kitti_rf": "drops", "cifar10_correct": "drops"},
+}
+DEFAULT_EXPECTATIONS: dict[str, Expect | None] = {"cifar100": "drops", "cifar10": "drops"}
+
+METHODS = available_methods()
+
+
+def _param(method: str, *rest: object) -> pytest.param:
+    marks = [pytest.mark.slow] if method in SLOW else []
+    return pytest.param(method, *rest, marks=marks, id="-".join([method, *map(str, rest)]))
+
+
+def methods() -> list:
+    return [_param(m) for m in METHODS]
+
+
+def methods_x(*values: str) -> list:
+    return [_param(m, v) for m in METHODS for v in values]
+
+
+def make(method: str) -> Recalibrator:
+    """A fresh recalibrator with its quick test parameters (and a fixed seed where it has one)."""
+    cls = REGISTRY[method]
+    params = dict(cls._test_params())
+    if "random_state" in cls._param_names():
+        params.setdefault("random_state", 0)
+    return cls(**params)
+
+
+def data(kind: str, small_multiclass, small_binary) -> tuple[np.ndarray, np.ndarray]:
+    return small_multiclass if kind == "multiclass" else small_binary
+
+
+# ---------------------------------------------------------------------- interface
+
+
+@pytest.mark.parametrize("method", methods())
+def test_registry_factory_and_params(method: str) -> None:
+    cls = REGISTRY[method]
+    assert cls.method == method
+    rec = get_recalibrator(method)
+    assert type(rec) is cls and not rec.is_fitted
+    params = rec.get_params()
+    assert list(params) == cls._param_names()
+    assert rec.set_params(**params) is rec and rec.get_params() == params
+    assert repr(rec).startswith(cls.__name__ + "(")
+    with pytest.raises(ValueError, match="Invalid parameter"):
+        rec.set_params(no_such_parameter=1)
+    with pytest.raises(ValueError, match="Invalid parameter"):
+        get_recalibrator(method, no_such_parameter=1)
+    assert cls.__doc__ and "References" in cls.__doc__ or method == "uncalibrated"
+
+
+def test_unknown_method_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="Unknown recalibration method 'nope'; available"):
+        get_recalibrator("nope")
+
+
+@pytest.mark.parametrize("method,kind", methods_x("multiclass", "binary"))
+def test_predictions_are_probabilities(method: str, kind: str, small_multiclass, small_binary) -> None:
+    X, y = data(kind, small_multiclass, small_binary)
+    rec = make(method)
+    assert rec.fit(X[:200], y[:200]) is rec and rec.is_fitted
+    P = rec.predict_proba(X[200:])
+    K = 2 if kind == "binary" else X.shape[1]
+    assert P.shape == (X.shape[0] - 200, K) and P.dtype == np.float64
+    assert np.all(np.isfinite(P))
+    assert np.all((P >= 0) & (P <= 1))
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("method,kind", methods_x("multiclass", "binary"))
+def test_predictions_value_and_arrays_agree(method: str, kind: str, small_multiclass, small_binary) -> None:
+    X, y = data(kind, small_multiclass, small_binary)
+    preds = Predictions.from_arrays(X, y)
+    X_before = X.copy()
+    a = make(method).fit(X, y).predict_proba(X)
+    b = make(method).fit(preds).predict_proba(preds)
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(X, X_before)  # inputs are not modified
+
+
+@pytest.mark.parametrize("method,kind", methods_x("multiclass", "binary"))
+def test_save_load_round_trip_is_exact(method: str, kind: str, small_multiclass, small_binary, tmp_path) -> None:
+    X, y = data(kind, small_multiclass, small_binary)
+    rec = make(method).fit(X, y)
+    path = rec.save(tmp_path / "model.json")
+    doc = json.loads(path.read_text())
+    assert doc["format"] == "pbr-calib-recalibrator" and doc["format_version"] == FORMAT_VERSION
+    assert doc["method"] == method and doc["n_classes"] == rec.n_classes_
+    json.dumps(rec.to_dict(), allow_nan=False)  # strict JSON: no NaN or infinity in the state
+    for loaded in (load_recalibrator(path), type(rec).load(path), Recalibrator.from_dict(doc)):
+        assert type(loaded) is type(rec)
+        assert loaded.get_params() == rec.get_params()
+        np.testing.assert_array_equal(loaded.predict_proba(X), rec.predict_proba(X))
+        assert loaded.to_dict() == rec.to_dict()
+
+
+@pytest.mark.parametrize("method", methods())
+def test_loading_another_method_or_version_fails_clearly(method: str, small_multiclass, tmp_path) -> None:
+    X, y = small_multiclass
+    doc = make(method).fit(X, y).to_dict()
+    other = next(m for m in METHODS if m != method)
+    with pytest.raises(ValueError, match=f"holds a '{other}' recalibrator"):
+        type(make(method)).from_dict({**doc, "method": other})
+    with pytest.raises(ValueError, match="format version 99"):
+        load_recalibrator(_write(tmp_path / "v99.json", {**doc, "format_version": 99}))
+    with pytest.raises(ValueError, match="Unknown recalibration method 'no_such'"):
+        Recalibrator.from_dict({**doc, "method": "no_such"})
+    with pytest.raises(ValueError, match="Not a pbr-calib recalibrator file"):
+        load_recalibrator(_write(tmp_path / "other.json", {"hello": 1}))
+    with pytest.raises(ValueError, match="Damaged"):
+        Recalibrator.from_dict({**doc, "state": {}} if doc["state"] else {**doc, "params": {"bogus": 1}})
+    (tmp_path / "garbage.json").write_text("not json {")
+    with pytest.raises(ValueError, match="not a JSON recalibrator file"):
+        load_recalibrator(tmp_path / "garbage.json")
+
+
+def _write(path, doc):
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("method,kind", methods_x("multiclass", "binary"))
+def test_deterministic(method: str, kind: str, small_multiclass, small_binary) -> None:
+    X, y = data(kind, small_multiclass, small_binary)
+    a = make(method).fit(X, y)
+    b = make(method).fit(X, y)
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    assert a.to_dict() == b.to_dict()
+
+
+# ---------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize("method", methods())
+def test_unfitted_use_raises_not_fitted(method: str, small_multiclass, tmp_path) -> None:
+    X, _ = small_multiclass
+    rec = make(method)
+    with pytest.raises(NotFittedError, match="not fitted yet"):
+        rec.predict_proba(X)
+    with pytest.raises(NotFittedError):
+        rec.save(tmp_path / "m.json")
+    assert not (tmp_path / "m.json").exists()
+
+
+@pytest.mark.parametrize("method", methods())
+def test_bad_input_is_a_clear_error(method: str, small_multiclass) -> None:
+    X, y = small_multiclass
+    rec = make(method)
+    with pytest.raises(PredictionsError, match="shape"):
+        rec.fit(X[:, :, None], y)
+    with pytest.raises(PredictionsError, match="mismatched lengths"):
+        rec.fit(X, y[:-1])
+    with pytest.raises(PredictionsError, match="labels of shape"):
+        rec.fit(X, y[:, None])
+    with pytest.raises(PredictionsError, match="outside the classes 0..9"):
+        rec.fit(X, np.where(np.arange(y.size) == 7, 10, y))
+    with pytest.raises(PredictionsError, match="label -1 at row 3"):
+        rec.fit(X, np.where(np.arange(y.size) == 3, -1, y))
+    bad = X.copy()
+    bad[5, 2] = np.nan
+    with pytest.raises(PredictionsError, match="row 5, column 2"):
+        rec.fit(bad, y)
+    with pytest.raises(PredictionsError, match="empty"):
+        rec.fit(X[:0], y[:0])
+    with pytest.raises(ValueError, match="either inside the Predictions value or as y"):
+        rec.fit(Predictions.from_arrays(X, y), y)
+    with pytest.raises(ValueError, match="labels must be 0 or 1"):
+        rec.fit(np.full(y.size, 0.5), y)
+    assert not rec.is_fitted
+
+
+@pytest.mark.parametrize("method", methods())
+def test_top_label_only_input_is_refused(method: str, small_multiclass) -> None:
+    X, y = small_multiclass
+    full = Predictions.from_arrays(X, y)
+    top = Predictions.from_top_label(full.confidence, full.predicted, full.labels)
+    with pytest.raises(PredictionsError, match="Top-label-only data .* cannot be recalibrated"):
+        make(method).fit(top)
+    fitted = make(method).fit(full)
+    with pytest.raises(PredictionsError, match="Top-label-only"):
+        fitted.predict_proba(top)
+
+
+@pytest.mark.parametrize("method", methods())
+def test_wrong_number_of_classes_at_predict(method: str, small_multiclass) -> None:
+    X, y = small_multiclass
+    rec = make(method).fit(X, y)
+    with pytest.raises(ValueError, match="Expected predictions with 10 classes .* but got 9"):
+        rec.predict_proba(X[:, :9])
+    with pytest.raises(ValueError, match="Expected predictions with 10 classes .* but got 2"):
+        rec.predict_proba(np.full(4, 0.3))
+
+
+# ---------------------------------------------------------------------- real data
+
+
+def ece_cases() -> list:
+    cases = []
+    for m in METHODS:
+        table = ECE_EXPECTATIONS.get(m, DEFAULT_EXPECTATIONS)
+        for dataset in ("cifar100", "cifar10", "binary"):
+            if table.get(BINARY_NAME if dataset == "binary" else dataset):
+                cases.append(_param(m, dataset))
+    return cases
+
+
+@pytest.mark.parametrize("method,dataset", ece_cases())
+def test_test_ece_on_real_data(method: str, dataset: str, request) -> None:
+    """Fit on 1000 rows of a real model's predictions, evaluate on the rest (B = floor(n^(1/3)))."""
+    split = request.getfixturevalue(f"{dataset}_split")
+    expect = ECE_EXPECTATIONS.get(method, DEFAULT_EXPECTATIONS)[split.name]
+    rec = make(method).fit(split.fit)
+    P = rec.predict_proba(split.test)
+    if split.test.kind == "binary":  # binary ECE on p(y=1) (paper, Appendix A)
+        before = pbr_core.ece(split.test.probs[:, 1], split.test.labels)
+        after = pbr_core.ece(P[:, 1], split.test.labels)
+    else:
+        before = pbr_core.ece(split.test.probs, split.test.labels)
+        after = pbr_core.ece(P, split.test.labels)
+    if expect == "unchanged":
+        np.testing.assert_array_equal(P, split.test.probs)
+    else:
+        assert after < before, f"{method} on {split.name}: test ECE {before:.4f} -> {after:.4f}"
