@@ -97,9 +97,10 @@ def reliability_grid_figure(
         ), row=r, col=c)
         fig.update_xaxes(range=[0, 1], row=r, col=c, title_text=x_title if r == rows else None)
         fig.update_yaxes(range=[0, 1.05], row=r, col=c, title_text=y_title if c == 1 else None)
-    fig.update_layout(barmode="overlay", bargap=0, height=height_per_row * rows + 90)
+    fig.update_layout(barmode="overlay", bargap=0, height=height_per_row * rows + 110)
     _layout_defaults(fig)
-    fig.update_layout(margin=dict(t=90))
+    # The legend above the panel titles, not on them.
+    fig.update_layout(margin=dict(t=110), legend=dict(y=0.985, yref="container", yanchor="top"))
     fig.update_annotations(font_size=13)
     return fig
 
@@ -182,8 +183,10 @@ def n_re_sweep_figure(summary: pd.DataFrame, *, labels: Mapping[str, str] | None
         x = d["n_re"].to_numpy(float)
         mean = d["mean"].to_numpy(float)
         std = np.nan_to_num(d["std"].to_numpy(float))
-        fig.add_trace(go.Scatter(x=np.concatenate([x, x[::-1]]), y=np.concatenate([mean + std, (mean - std)[::-1]]),
-                                 fill="toself", fillcolor=_rgba(colors[m], 0.15), line=dict(width=0),
+        # The band is cut at 0: an ECE is never negative (presentation only).
+        fig.add_trace(go.Scatter(x=np.concatenate([x, x[::-1]]),
+                                 y=np.concatenate([mean + std, np.clip(mean - std, 0.0, None)[::-1]]),
+                                 mode="lines", fill="toself", fillcolor=_rgba(colors[m], 0.15), line=dict(width=0),
                                  hoverinfo="skip", showlegend=False, legendgroup=m, name=f"{m} band"))
         fig.add_trace(go.Scatter(
             name=_label(labels, m), legendgroup=m, x=x, y=mean, mode="lines+markers",
@@ -191,7 +194,9 @@ def n_re_sweep_figure(summary: pd.DataFrame, *, labels: Mapping[str, str] | None
             hovertemplate=f"{_label(labels, m)}<br>n_re = %{{x:,}}<br>mean test {_METRIC_TITLES.get(metric, metric)} "
                           "%{y:.4f} ± %{customdata[0]:.4f} (%{customdata[1]} folds)<extra></extra>",
         ))
-    fig.update_xaxes(type="log", title_text="Recalibration set size n_re (log scale)")
+    ticks = sorted(set(t["n_re"].astype(int)))
+    fig.update_xaxes(type="log", title_text="Recalibration set size n_re (log scale)", tickvals=ticks,
+                     ticktext=[f"{v:,}" for v in ticks], minor=dict(showgrid=False))
     fig.update_yaxes(title_text=f"Test {_METRIC_TITLES.get(metric, metric)} (mean ± std over folds)")
     fig.update_layout(height=height)
     _layout_defaults(fig)
@@ -249,11 +254,17 @@ def metric_title(metric: str) -> str:
     return _METRIC_TITLES.get(metric, metric)
 
 
-def summary_styler(summary_text: pd.DataFrame, best: pd.DataFrame, *, labels: Mapping[str, str] | None = None) -> Styler:
+#: Columns whose best value is highlighted (a fastest fit or smallest KL is not "best" for the user).
+HIGHLIGHTED = ("ece", "accuracy", "nll", "brier")
+
+
+def summary_styler(summary_text: pd.DataFrame, best: pd.DataFrame, *, labels: Mapping[str, str] | None = None,
+                   highlighted: tuple[str, ...] = HIGHLIGHTED) -> Styler:
     """The "mean ± std" table (``pbr_core.experiments.summary_table``) with the best cell per column
-    highlighted (``best_mask``): bold on a green background."""
+    highlighted (``best_mask``): bold on a green background, in the ``highlighted`` metric columns."""
     shown = summary_text.copy()
     mask = best.reindex(index=shown.index, columns=shown.columns).fillna(False).astype(bool)
+    mask.loc[:, [c for c in mask.columns if c not in highlighted]] = False
     shown.index = [_label(labels, m) for m in shown.index]
     mask.index = shown.index
     shown.columns = [metric_title(c) for c in shown.columns]

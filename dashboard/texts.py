@@ -143,6 +143,10 @@ GP_MISSING = (
     "`pbr_core.recalibrators.gp` is missing or failed to import. The classical recalibrators still work "
     "on the Compare page."
 )
+GP_MISSING_COMPARE = (
+    "GP calibration and PBR are not offered: the module `pbr_core.recalibrators.gp` is missing or failed "
+    "to import in this installation. The classical recalibrators are all here."
+)
 
 OBJECTIVE_LABELS: dict[str, str] = {
     "pbr": "PBR: Brier + α·KL/n",

@@ -47,7 +47,7 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.CompareSettings | Non
     st.multiselect("Methods", methods, key=K_METHODS, persist_state="session", disabled=running,
                    format_func=lambda m: texts.method_label(m, multiclass), help=texts.COMPARE_METHODS_HELP)
     if not runs.gp_available():
-        st.caption("GP calibration and PBR are not available in this installation: " + texts.GP_MISSING.split(": ", 1)[-1])
+        st.caption(texts.GP_MISSING_COMPARE)
     chosen = [m for m in st.session_state[K_METHODS] if m in methods]
     c = st.columns(4, gap="medium")
     n_re = c[0].number_input("Recalibration rows n_re", min_value=2, max_value=preds.n - 1, step=100, key=K_N_RE,

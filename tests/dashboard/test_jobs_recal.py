@@ -1,0 +1,156 @@
+"""Background jobs and the server-wide fit lock (dashboard.jobs), without Streamlit, plus stopping runs."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import pbr_core
+from dashboard import jobs, runs
+from pbr_core.experiments import Cancelled
+
+
+def _wait(cond, timeout: float = 10.0) -> None:
+    end = time.time() + timeout
+    while not cond():
+        if time.time() > end:
+            raise AssertionError("timed out")
+        time.sleep(0.01)
+
+
+def test_a_job_reports_progress_and_its_result():
+    def work(ctx: jobs.JobContext):
+        for i in range(3):
+            ctx.progress(i + 1, 3, f"fit {i + 1}")
+        return "result"
+
+    job = jobs.start_job("compare", "three fits", work, heavy=False, lock=None)
+    assert job.join(5)
+    assert (job.status, job.result, job.done, job.total, job.message) == ("done", "result", 3, 3, "fit 3")
+    assert job.fraction() == 1.0 and job.elapsed() >= 0
+
+
+def test_a_failing_job_keeps_the_message_and_releases_the_lock():
+    lock = jobs.FitLock()
+    job = jobs.start_job("pbr", "bad", lambda ctx: 1 / 0, heavy=True, lock=lock)
+    assert job.join(5)
+    assert job.status == "failed" and job.error.startswith("ZeroDivisionError")
+    assert not lock.busy
+
+
+def test_stop_keeps_the_partial_table():
+    def work(ctx: jobs.JobContext):
+        rows = []
+        for i in range(1000):
+            if ctx.cancelled():
+                raise Cancelled(pd.DataFrame(rows), len(rows), 1000)
+            rows.append({"fold": i})
+            time.sleep(0.005)
+        return pd.DataFrame(rows)
+
+    job = jobs.start_job("compare", "long", work, heavy=False, lock=None)
+    _wait(lambda: job.status == "running")
+    time.sleep(0.05)
+    job.request_cancel()
+    assert job.join(5)
+    assert job.status == "stopped" and 0 < len(job.result) < 1000
+
+
+def test_fit_progress_and_track_honour_stop():
+    job = jobs.Job(kind="pbr", label="x", heavy=True)
+    ctx = jobs.JobContext(job)
+    ctx.fit_progress(50, 200)
+    assert job.inner == 0.25 and job.fraction() == 0.25
+    seen = list(ctx.track(range(4), total=4))
+    assert seen == [0, 1, 2, 3]
+    job.request_cancel()
+    with pytest.raises(Cancelled):
+        ctx.fit_progress(60, 200)
+    with pytest.raises(Cancelled):
+        list(ctx.track(range(4), total=4))
+
+
+def test_heavy_jobs_wait_for_the_lock_and_light_ones_do_not():
+    lock = jobs.FitLock()
+    holder = lock.hold("someone's PBR fit")
+    heavy = jobs.start_job("pbr", "mine", lambda ctx: "heavy done", heavy=True, lock=lock)
+    light = jobs.start_job("compare", "temperature only", lambda ctx: "light done", heavy=False, lock=lock)
+    assert light.join(5) and light.result == "light done"
+    time.sleep(0.3)
+    assert heavy.status == "waiting"
+    message = jobs.waiting_message(heavy, lock)
+    assert "Another fit is running" in message and "someone's PBR fit" in message
+    assert "another browser session" in message
+    lock.release()
+    assert heavy.join(5) and heavy.status == "done" and heavy.result == "heavy done"
+    assert not lock.busy and holder.label
+
+
+def test_cancelling_while_waiting_runs_nothing():
+    lock = jobs.FitLock()
+    lock.hold()
+    ran = threading.Event()
+    job = jobs.start_job("pbr", "mine", lambda ctx: ran.set(), heavy=True, lock=lock)
+    _wait(lambda: job.status == "waiting")
+    job.request_cancel()
+    assert job.join(5)
+    assert job.status == "stopped" and job.result is None and not ran.is_set()
+    lock.release()
+
+
+def test_one_heavy_job_at_a_time():
+    lock = jobs.FitLock()
+    running = []
+    overlap = []
+
+    def work(ctx):
+        running.append(1)
+        overlap.append(len(running))
+        time.sleep(0.05)
+        running.pop()
+
+    started = [jobs.start_job("pbr", f"fit {i}", work, heavy=True, lock=lock) for i in range(4)]
+    assert all(j.join(10) for j in started)
+    assert max(overlap) == 1 and all(j.status == "done" for j in started)
+
+
+class _StopAfter(runs.NullReporter):
+    """Asks to stop once ``n`` fits have been reported."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.done = n, 0
+
+    def progress(self, done: int, total: int, message: str = "") -> None:
+        self.done = done
+
+    def cancelled(self) -> bool:
+        return self.done >= self.n
+
+
+def test_run_compare_stopped_keeps_finished_folds(cifar10):
+    logits, labels = cifar10
+    preds = pbr_core.Predictions.from_arrays(logits[:1500], labels[:1500])
+    s = runs.compare_settings(["uncalibrated", "temperature"], 300, 5, 0)
+    result = runs.run_compare(preds, s, _StopAfter(4))
+    assert result.stopped and len(result.table) == 4 and result.diagrams == {}
+    assert list(result.table["fold"]) == [0, 0, 1, 1]
+    full = runs.run_compare(preds, runs.compare_settings(["uncalibrated", "temperature"], 300, 2, 0), runs.NullReporter())
+    assert not full.stopped and set(full.diagrams) == {"uncalibrated", "temperature"}
+    np.testing.assert_allclose(full.table["ece"], result.table["ece"])  # the same folds, the same numbers
+
+
+def test_run_sweep_stopped_keeps_finished_fits(cifar10):
+    logits, labels = cifar10
+    preds = pbr_core.Predictions.from_arrays(logits[:1500], labels[:1500])
+    s = runs.SweepSettings(methods=("temperature",), n_re_values=(50, 100, 200), n_folds=3)
+    result = runs.run_sweep(preds, s, _StopAfter(2))
+    assert result.stopped and len(result.table) == 2
+
+
+def test_device_label_names_the_cpu_or_a_gpu():
+    label = runs.device_label()
+    assert label == "CPU" or label.startswith("GPU: ")

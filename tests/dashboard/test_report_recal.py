@@ -1,0 +1,94 @@
+"""The self-contained HTML report (dashboard.report), built without a browser."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+import pbr_core
+from dashboard import report, runs
+
+
+@pytest.fixture(scope="module")
+def compare_result(cifar10) -> runs.CompareResult:
+    logits, labels = cifar10
+    preds = pbr_core.Predictions.from_arrays(logits[:2000], labels[:2000])
+    s = runs.compare_settings(["uncalibrated", "temperature"], 400, 2, 0)
+    return runs.run_compare(preds, s, runs.NullReporter(), data_name="CIFAR-10 sample", data_key="k")
+
+
+def test_report_is_self_contained_with_header_tables_and_figures():
+    fig = go.Figure(go.Scatter(x=[1, 2], y=[3, 4], name="a line"))
+    section = report.ReportSection(
+        title="My <section>", paragraphs=["Plain **bold** text & more"], settings={"n_re": 1000, "α": 0.5},
+        tables=[("A table", pd.DataFrame({"ece": [0.01234567]}, index=["temperature"]))],
+        figures=[("A caption", fig), ("Second", fig)],
+    )
+    html = report.build_report([section], data_name="my_model.csv", created=dt.datetime(2025, 7, 1, 12, 30))
+    assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
+    assert "my_model.csv" in html and "2025-07-01 12:30" in html
+    assert "My &lt;section&gt;" in html and "<b>bold</b>" in html and "&amp; more" in html  # escaped text
+    assert "<th>n_re</th><td>1000</td>" in html and "<th>α</th><td>0.5</td>" in html
+    assert "0.0123" in html and "temperature" in html
+    # plotly.js inlined exactly once, nothing fetched from elsewhere.
+    assert html.count("Plotly.newPlot") == 2
+    assert len(re.findall(r"<script[^>]*\bsrc=", html)) == 0
+    assert html.count('<script type="text/javascript">/**\n* plotly.js') == 1
+    assert len(html) > 3_000_000  # the library itself is inside
+
+
+def test_empty_report_says_nothing_was_run():
+    html = report.build_report([], data_name="x.csv")
+    assert "No recalibration has been run" in html
+
+
+def test_compare_section_from_a_real_run(compare_result):
+    sec = report.compare_section(compare_result)
+    assert sec.settings["methods"] == "uncalibrated, temperature" and sec.settings["folds"] == 2
+    captions = [c for c, _ in sec.tables]
+    assert captions == ["Test metrics, mean ± std over folds", "Every fold"]
+    styled = sec.tables[0][1]
+    assert list(styled.data.index) == ["Uncalibrated", "Temperature scaling"]
+    assert len(sec.figures) == 2  # small multiples and overlay
+    html = report.build_report([sec], data_name=compare_result.data_name)
+    assert "Comparison of recalibrators" in html and html.count("Plotly.newPlot") == 2
+    ece = compare_result.table.groupby("method")["ece"].mean()
+    assert f"{ece['temperature']:.4f}" in html
+
+
+def test_partial_results_are_labelled(compare_result):
+    partial = runs.CompareResult(settings=compare_result.settings, data_name="d", data_key="k",
+                                 table=compare_result.table.iloc[:2], diagrams={}, planned=6, stopped=True)
+    sec = report.compare_section(partial)
+    assert sec.paragraphs[0].startswith("Stopped after 2 of 6 fits")
+    assert sec.figures == []
+
+
+def test_sweep_and_generalization_sections_from_tables():
+    rows = [{"method": m, "fold": f, "n_re": n, "ece": 0.05 + 0.01 * f, "n_te": 100, "error": None}
+            for m in ("uncalibrated", "temperature") for f in range(2) for n in (10, 100)]
+    sweep = runs.SweepResult(settings=runs.SweepSettings(n_re_values=(10, 100), n_folds=2), data_name="d",
+                             data_key="k", table=pd.DataFrame(rows))
+    sec = report.sweep_section(sweep)
+    assert len(sec.figures) == 1 and sec.settings["n_re values"] == "10, 100"
+
+    from pbr_core.experiments import KLGapResult
+
+    rng = np.random.default_rng(0)
+    kl = rng.uniform(1, 30, 8)
+    table = pd.DataFrame({"alpha": np.repeat([0.1, 1.0], 4), "fold": np.tile(range(4), 2), "n_re": 500,
+                          "n_bins": 7, "kl": kl, "ece_re": 0.02, "ece_te": 0.02 + kl / 1000, "gap": kl / 1000,
+                          "bound": 0.5 + kl / 100, "fit_seconds": 1.0, "error": None})
+    res = KLGapResult.from_table(table, objective="pbr")
+    gen = runs.GenResult(settings=runs.GenSettings(alphas=(0.1, 1.0), n_re=500, n_folds=4), data_name="d",
+                         data_key="k", result=res)
+    sec = report.generalization_section(gen)
+    assert len(sec.figures) == 1
+    assert sec.tables[0][0] == "Correlation between KL and ECE gap"
+    assert sec.tables[0][1].loc["Pearson r", "statistic"] == pytest.approx(1.0)
+    assert any("strong positive relation" in p for p in sec.paragraphs)
