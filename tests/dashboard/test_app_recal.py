@@ -1,0 +1,217 @@
+"""The Recalibration pages (PBR, Compare, Generalization) under AppTest (no browser).
+
+Runs are background jobs: a test clicks Run, waits for the job's thread (``Job.join``) and runs the
+script again, as the page's polling fragment would. GP fits are slow on a CPU: the PBR and
+Generalization tests use the CIFAR-10 sample, small n_re and few optimiser iterations.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import pbr_core
+from dashboard import jobs, runs
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = str(ROOT / "dashboard" / "app.py")
+PBR, COMPARE, GEN = "views/pbr.py", "views/compare.py", "views/generalization.py"
+CIFAR10 = "cifar10_resnet110.npz"
+JOB_TIMEOUT = 240
+
+needs_gp = pytest.mark.skipif(not runs.gp_available(), reason="the GP family (pbr_core.recalibrators.gp) is not installed")
+
+
+@pytest.fixture
+def at() -> AppTest:
+    app = AppTest.from_file(APP, default_timeout=60)
+    app.run()
+    app.selectbox(key="data_sample").set_value(CIFAR10).run()
+    assert not app.exception, app.exception
+    return app
+
+
+def _job(at: AppTest, kind: str) -> jobs.Job:
+    return at.session_state["recal_jobs"][kind]
+
+
+def _finish(at: AppTest, kind: str) -> jobs.Job:
+    job = _job(at, kind)
+    assert job.join(JOB_TIMEOUT), f"{kind} job still {job.status} after {JOB_TIMEOUT} s"
+    at.run()
+    assert not at.exception, at.exception
+    assert job.status == "done", (job.status, job.error)
+    return job
+
+
+def _metric(at: AppTest, label_start: str) -> str:
+    for m in at.metric:
+        if m.label.startswith(label_start):
+            return m.value
+    raise AssertionError(f"no metric {label_start!r}; have {[m.label for m in at.metric]}")
+
+
+def _downloads(at: AppTest) -> list[str]:
+    return [d.label for d in at.get("download_button")]
+
+
+def _small_gp_settings(at: AppTest, prefix: str) -> None:
+    key = f"{prefix}_max_iter"
+    if any(w.key == key for w in at.number_input):
+        at.number_input(key=key).set_value(30).run()
+
+
+def test_compare_temperature_two_folds(at, cifar10):
+    at.switch_page(COMPARE).run()
+    assert not at.exception
+    at.multiselect(key="cmp_methods").set_value(["uncalibrated", "temperature"]).run()
+    at.number_input(key="cmp_n_re").set_value(300).run()
+    at.number_input(key="cmp_n_folds").set_value(2).run()
+    at.button(key="cmp_run").click().run()
+    assert not at.exception
+    job = _finish(at, "compare")
+    table = job.result.table
+    assert list(table["method"]) == ["uncalibrated", "temperature"] * 2
+    # The page shows the library's numbers (compare with the same split), highlighted table included.
+    logits, labels = cifar10
+    expected = pbr_core.experiments.compare(pbr_core.Predictions.from_arrays(logits, labels),
+                                            ["uncalibrated", "temperature"], n_re=300, n_folds=2)
+    pd.testing.assert_series_equal(table["ece"], expected["ece"])
+    shown = at.dataframe[0].value
+    assert list(shown.index) == ["Uncalibrated", "Temperature scaling"]
+    mean_t = expected[expected["method"] == "temperature"]["ece"].mean()
+    assert shown.loc["Temperature scaling", "ECE"].startswith(f"{mean_t:.4f} ± ")
+    assert len(at.get("plotly_chart")) == 2  # small multiples and overlay
+    assert _downloads(at) == ["Results table (CSV, every fold)", "Summary (CSV, mean and std)",
+                              "Session report (HTML)"]
+    assert not at.button(key="cmp_run").disabled
+    # Results survive a page switch.
+    at.switch_page("views/reliability.py").run()
+    at.switch_page(COMPARE).run()
+    assert not at.exception
+    assert at.dataframe[0].value.shape[0] == 2
+
+
+def test_compare_n_re_sweep(at):
+    at.switch_page(COMPARE).run()
+    at.multiselect(key="cmp_methods").set_value(["temperature"]).run()
+    at.multiselect(key="sweep_n_re_values").set_value([50, 500]).run()
+    at.number_input(key="sweep_n_folds").set_value(2).run()
+    at.button(key="sweep_run").click().run()
+    job = _finish(at, "sweep")
+    assert len(job.result.table) == 4
+    charts = at.get("plotly_chart")
+    assert charts and "log" in charts[-1].proto.spec
+    assert "Sweep table (CSV)" in _downloads(at)
+
+
+def test_controls_are_disabled_while_a_job_runs(at):
+    """A held lock keeps a GP job waiting: the page shows why, the controls are disabled, Cancel works."""
+    at.switch_page(COMPARE).run()
+    at.multiselect(key="cmp_methods").set_value(["temperature"]).run()
+    lock = jobs.fit_lock()
+    holder = lock.hold("a PBR fit of another user")
+    try:
+        # A job that needs the lock: reuse the page's own start path with a heavy job.
+        at.session_state["recal_jobs"]["compare"] = jobs.start_job(
+            "compare", "test job", lambda ctx: runs.NullReporter(), heavy=True, lock=lock)
+        at.run()
+        assert not at.exception
+        assert at.button(key="cmp_run").disabled
+        assert at.multiselect(key="cmp_methods").disabled
+        assert any("Another fit is running" in i.value and "a PBR fit of another user" in i.value for i in at.info)
+        at.button(key="compare_job_cancel").click().run()
+        job = _job(at, "compare")
+        assert job.join(5) and job.status == "stopped"
+        at.run()
+        assert not at.button(key="cmp_run").disabled
+    finally:
+        lock.release()
+    assert holder.label
+
+
+@needs_gp
+def test_lock_held_by_another_session_makes_the_pbr_run_wait(at):
+    at.switch_page(PBR).run()
+    assert not at.exception
+    lock = jobs.fit_lock()
+    lock.hold("a fit in another browser")
+    try:
+        at.button(key="pbr_run").click().run()
+        assert not at.exception
+        assert _job(at, "pbr").status == "waiting"
+        assert any("Another fit is running, waiting for it to finish" in i.value for i in at.info)
+        assert at.button(key="pbr_run").disabled
+        at.button(key="pbr_job_cancel").click().run()
+        assert _job(at, "pbr").join(5) and _job(at, "pbr").status == "stopped"
+    finally:
+        lock.release()
+
+
+@needs_gp
+def test_pbr_tiny_fit_shows_kl_bounds_and_downloads(at):
+    at.switch_page(PBR).run()
+    assert not at.exception
+    assert any(("CPU" in m.value or "GPU" in m.value) for m in at.markdown)  # the device is named
+    at.number_input(key="pbr_n_re").set_value(150).run()
+    _small_gp_settings(at, "pbr")
+    at.button(key="pbr_run").click().run()
+    assert not at.exception
+    job = _finish(at, "pbr")
+    r = job.result
+    assert _metric(at, "KL") == f"{r.kl:.4g}"
+    assert _metric(at, "Test ECE after") == f"{r.after['ece']:.4f}"
+    c1 = pbr_core.corollary1_bound(150, pbr_core.optimal_n_bins(150), max(r.kl, 0.0))
+    assert _metric(at, "Corollary 1") == f"{c1:.4f}"
+    assert _metric(at, "Corollary 2").startswith("")
+    readings = " ".join(m.value for m in at.markdown)
+    assert ("fresh data of the same size" in readings) or ("Vacuous here" in readings)
+    assert len(at.get("plotly_chart")) == 2  # before / after
+    assert _downloads(at) == ["Calibrated predictions (CSV)", "Fitted recalibrator (JSON)", "Session report (HTML)"]
+    # The download contents (built when clicked) parse and have the right shape.
+    csv = pd.read_csv(io.BytesIO(r.calibrated_csv()))
+    assert csv.shape == (10_000, 11) and "label" in csv.columns
+    saved = json.loads(r.recalibrator_json())
+    assert saved["method"] == "pbr" and saved["n_classes"] == 10
+
+
+@needs_gp
+def test_generalization_two_alphas_two_folds(at):
+    at.switch_page(GEN).run()
+    assert not at.exception
+    at.multiselect(key="gen_alphas").set_value([0.1, 1.0]).run()
+    at.number_input(key="gen_n_folds").set_value(2).run()
+    at.number_input(key="gen_n_re").set_value(150).run()
+    _small_gp_settings(at, "gen")
+    at.button(key="gen_run").click().run()
+    job = _finish(at, "generalization")
+    res = job.result.result
+    assert len(res.table) == 4
+    assert _metric(at, "Kendall") in ("–", f"{res.kendall_tau:.3f}")
+    assert len(at.get("plotly_chart")) == 1
+    assert _downloads(at) == ["Results table (CSV, every fit)", "Session report (HTML)"]
+
+
+def test_top_label_only_data_explains_why_not(at):
+    at.selectbox(key="data_sample").set_value("cifar10_resnet110_toplabel.csv").run()
+    for page in (PBR, COMPARE, GEN):
+        at.switch_page(page).run()
+        assert not at.exception, page
+        assert any("full probability (or logit) vector" in i.value for i in at.info), page
+        assert not at.button  # nothing to run
+
+
+def test_missing_gp_module_gives_a_note_not_a_crash(at, monkeypatch):
+    monkeypatch.setattr(runs, "gp_available", lambda: False)
+    for page in (PBR, GEN):
+        at.switch_page(page).run()
+        assert not at.exception, page
+        assert any("not available in this installation" in w.value for w in at.warning), page
+    at.switch_page(COMPARE).run()
+    assert not at.exception
+    assert any("not offered" in c.value for c in at.caption)
