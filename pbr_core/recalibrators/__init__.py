@@ -9,21 +9,25 @@ experiment tables use::
     >>> get_recalibrator("histogram_binning", n_bins=10)
     HistogramBinning(n_bins=10, strategy='uniform')
 
-The GP-based recalibrators (``GPCalibration``, ``PBR``) live in :mod:`pbr_core.recalibrators.gp`;
-they are imported here when that module exists and register themselves like the others.
+The GP-based recalibrators (``GPCalibration``, ``PBR``, ...) live in
+:mod:`pbr_core.recalibrators.gp`; that module imports torch, so it is imported on first use
+(``from pbr_core.recalibrators import PBR``, ``available_methods()``, ``get_recalibrator("pbr")``,
+loading a saved PBR), and registers itself like the others.
 """
 
 from __future__ import annotations
 
-import importlib
+import sys
 from typing import Any
 
 from pbr_core.recalibrators.base import (
     FORMAT_NAME,
     FORMAT_VERSION,
+    LAZY_MODULES,
     REGISTRY,
     NotFittedError,
     Recalibrator,
+    ensure_registered,
     load_recalibrator,
     register,
     report_progress,
@@ -42,11 +46,13 @@ __all__ = [
     "BetaCalibration",
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "GPCalibration",
     "HistogramBinning",
     "Identity",
     "IsotonicCalibration",
     "MatrixScaling",
     "NotFittedError",
+    "PBR",
     "PlattScaling",
     "REGISTRY",
     "Recalibrator",
@@ -60,26 +66,27 @@ __all__ = [
 ]
 
 
-def _import_gp_family() -> None:
-    """Import the GP family (GPCalibration, PBR) if its module exists; it registers itself."""
-    try:
-        module = importlib.import_module("pbr_core.recalibrators.gp")
-    except ModuleNotFoundError as exc:
-        if exc.name == "pbr_core.recalibrators.gp":
-            return  # not written yet
-        raise
-    for name in getattr(module, "__all__", ("GPCalibration", "PBR")):
-        if hasattr(module, name):
-            globals()[name] = getattr(module, name)
-            if name not in __all__:
-                __all__.append(name)
+# The GP family (GPCalibration, PBR and variants) imports torch and gpytorch, which takes seconds;
+# it is imported on first use: an attribute access, available_methods(), get_recalibrator() or
+# loading a file of a GP method.
+_GP_MODULE = "pbr_core.recalibrators.gp"
+LAZY_MODULES.append(_GP_MODULE)
 
 
-_import_gp_family()
+def __getattr__(name: str) -> Any:
+    if name[:1].isupper() or name == "gp":  # class names (and the module): maybe the GP family's
+        ensure_registered()
+    module = sys.modules.get(_GP_MODULE)
+    if module is not None and hasattr(module, name) and name[:1].isupper():
+        return getattr(module, name)
+    if module is not None and name == "gp":
+        return module
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def available_methods() -> list[str]:
-    """The registered method names, in registration order (classical ones first)."""
+    """The registered method names, in registration order (classical ones first, then the GP family)."""
+    ensure_registered()
     return list(REGISTRY)
 
 
@@ -88,6 +95,8 @@ def get_recalibrator(name: str, **params: Any) -> Recalibrator:
 
     Raises ``ValueError`` for an unknown name or parameter (the message lists the valid ones).
     """
+    if name not in REGISTRY:
+        ensure_registered()
     cls = REGISTRY.get(name)
     if cls is None:
         raise ValueError(f"Unknown recalibration method {name!r}; available: {available_methods()}.")

@@ -33,6 +33,23 @@ FORMAT_VERSION = 1
 REGISTRY: dict[str, type["Recalibrator"]] = {}
 
 
+#: Modules that register recalibrators but are imported only when a registry lookup needs them,
+#: because their own imports are heavy (the GP family imports torch and gpytorch).
+LAZY_MODULES: list[str] = []
+
+
+def ensure_registered() -> None:
+    """Import the lazily registered modules (a no-op once done, or for modules not written yet)."""
+    import importlib
+
+    for name in LAZY_MODULES:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+
+
 def register(cls: type["Recalibrator"]) -> type["Recalibrator"]:
     """Class decorator: make a recalibrator loadable by its ``method`` name."""
     existing = REGISTRY.get(cls.method)
@@ -228,6 +245,8 @@ class Recalibrator:
                 f"Recalibrator file has format version {version}, but this version of pbr-calib reads version {FORMAT_VERSION}."
             )
         method = data.get("method")
+        if method not in REGISTRY:
+            ensure_registered()
         target = REGISTRY.get(method) if cls is Recalibrator else cls
         if target is None:
             raise ValueError(f"Unknown recalibration method {method!r} in file; known: {sorted(REGISTRY)}.")
@@ -248,9 +267,12 @@ class Recalibrator:
     def load(cls, path: str | Path) -> "Recalibrator":
         try:
             data = json.loads(Path(path).read_text())
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"{path}: not a JSON recalibrator file ({exc}).") from exc
-        return cls.from_dict(data)
+        try:
+            return cls.from_dict(data)
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from exc
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())

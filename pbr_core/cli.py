@@ -1,0 +1,382 @@
+"""The ``pbr-calib`` command line tool: evaluate a prediction file, fit, save and apply recalibrators.
+
+Usage::
+
+    pbr-calib evaluate FILE [--n-bins B] [--format table|json]
+    pbr-calib fit FILE --method NAME [--param KEY=VALUE ...] --out MODEL.json
+    pbr-calib apply MODEL.json FILE --out CALIBRATED.csv|.parquet
+    pbr-calib methods [--format table|json]
+
+FILE is anything :func:`pbr_core.load_predictions` reads (CSV, TSV, Parquet, NPZ, NPY), with a
+label column. ``--param`` values are read as JSON when they parse (``n_bins=10``,
+``bias=false``, ``targets="labels"``) and as text otherwise (``strategy=equal_mass``).
+
+Exit codes (stable, for scripts):
+
+* 0 -- success;
+* 2 -- usage error: unknown subcommand, method or parameter, invalid parameter value, output path
+  with an unsupported suffix or in a missing folder (argparse's own code for usage errors);
+* 3 -- bad input file: unreadable or invalid predictions (the loader's ``PredictionsError``), a
+  file that is not a recalibrator saved by pbr-calib (or of another format version), predictions
+  whose number of classes differs from the recalibrator's;
+* 4 -- fitting failed (the optimiser, or a fit that does not exist, e.g. separable labels with
+  ``targets=labels``).
+
+Errors are one line on stderr (``pbr-calib: error: ...``), never a traceback. Results go to
+stdout; progress bars (tqdm, for slow fits) go to stderr and are hidden by ``--quiet``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Sequence
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_BAD_INPUT = 3
+EXIT_FIT_FAILED = 4
+
+_EPILOG = """exit codes:
+  0  success
+  2  usage error (unknown subcommand/method/parameter, invalid value, bad output path)
+  3  bad input file (invalid predictions, not a pbr-calib recalibrator file, wrong number of classes)
+  4  fitting failed (optimiser failure, or no maximum-likelihood fit exists)
+"""
+
+
+class CLIError(Exception):
+    """An error with the exit code it maps to; the message is printed without a traceback."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# ---------------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    # No recalibrator import here: the GP family imports torch, which `evaluate` does not need.
+    parser = argparse.ArgumentParser(
+        prog="pbr-calib",
+        description="Calibration diagnostics and recalibration of classifier predictions "
+                    "(Fujisawa & Futami, PAC-Bayes Analysis for Recalibration in Classification, ICML 2025).",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def loading_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--input-type", choices=["auto", "probabilities", "logits"], default="auto",
+                       help="how to read the score columns (default: detect)")
+        p.add_argument("--label-column", default=None, help="name of the label column when it is not a usual one")
+        p.add_argument("--renormalize", action="store_true",
+                       help="divide probability rows that do not sum to 1 by their sum instead of failing")
+
+    def add(name: str, help: str, description: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, description=description, epilog=_EPILOG,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    p = add("evaluate", "metrics table of a prediction file",
+            "Accuracy, ECE (paper Eq. 2) with B = floor(n^(1/3)) (Theorem 1) and optionally a given B, "
+            "MCE, Brier score, NLL and the Theorem 1 bound on |TCE - ECE|.")
+    p.add_argument("file", help="prediction file (CSV, TSV, Parquet, NPZ, NPY) with labels")
+    p.add_argument("--n-bins", type=_positive_int, default=None, metavar="B",
+                   help="also report the ECE and MCE with B bins (default: only B = floor(n^(1/3)))")
+    p.add_argument("--lipschitz", type=_non_negative_float, default=1.0, metavar="L",
+                   help="Lipschitz constant L in the Theorem 1 bound (default 1)")
+    p.add_argument("--eps", type=_probability, default=0.05, help="the bound holds with probability 1 - eps (default 0.05)")
+    p.add_argument("--format", choices=["table", "json"], default="table", help="output format (default table)")
+    loading_options(p)
+
+    p = add("fit", "fit a recalibrator and save it as JSON",
+            "Fit a recalibrator on all rows of FILE (the recalibration set) and save it to a JSON file.")
+    p.add_argument("file", help="prediction file with labels (the recalibration set)")
+    p.add_argument("--method", required=True, metavar="NAME",
+                   help="a method name, e.g. temperature, beta, pbr (`pbr-calib methods` lists them all)")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a parameter of the method (repeatable); values are JSON, else text")
+    p.add_argument("--out", required=True, type=Path, metavar="MODEL.json", help="where to save the recalibrator")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    loading_options(p)
+
+    p = add("apply", "apply a saved recalibrator to a prediction file",
+            "Recalibrate the predictions in FILE with a saved recalibrator and write the probabilities "
+            "(one column per class, plus the label) as CSV or Parquet (from the suffix of --out).")
+    p.add_argument("model", type=Path, help="recalibrator saved by `pbr-calib fit` (JSON)")
+    p.add_argument("file", help="prediction file with labels")
+    p.add_argument("--out", required=True, type=Path, metavar="CALIBRATED.csv",
+                   help="output file: .csv or .parquet")
+    loading_options(p)
+
+    p = add("methods", "list the recalibration methods", "List the recalibration methods and their parameters.")
+    p.add_argument("--format", choices=["table", "json"], default="table", help="output format (default table)")
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return value
+
+
+def _probability(text: str) -> float:
+    value = _non_negative_float(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
+    return value
+
+
+def parse_params(items: Sequence[str]) -> dict[str, Any]:
+    """``["n_bins=10", "strategy=equal_mass"]`` -> ``{"n_bins": 10, "strategy": "equal_mass"}``."""
+    params: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise CLIError(f"--param expects KEY=VALUE, got {item!r}", EXIT_USAGE)
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        params[key] = value
+    return params
+
+
+# ---------------------------------------------------------------------- commands
+
+
+def _load(path: str, args: argparse.Namespace):
+    from pbr_core import PredictionsError, load_predictions
+
+    try:
+        return load_predictions(path, input_type=args.input_type, label_column=args.label_column,
+                                renormalize=args.renormalize)
+    except PredictionsError as exc:
+        raise CLIError(str(exc), EXIT_BAD_INPUT) from exc
+    except OSError as exc:
+        raise CLIError(f"{path}: cannot read the file: {exc.strerror or exc}", EXIT_BAD_INPUT) from exc
+
+
+def evaluation_table(preds, n_bins: int | None = None, lipschitz: float = 1.0, eps: float = 0.05) -> dict[str, Any]:
+    """The numbers ``evaluate`` prints, as a dict (JSON-ready; None where a metric does not apply)."""
+    import pbr_core
+
+    probs, labels = preds.metric_inputs()
+    if preds.kind == "binary":
+        probs = preds.probs[:, 1]  # binary ECE on p(y=1) (paper, Appendix A)
+    B_opt = pbr_core.optimal_n_bins(preds.n)
+    row: dict[str, Any] = {
+        "file": preds.source,
+        "n": preds.n,
+        "K": preds.n_classes or None,  # None: top-label-only data without class names
+        "kind": preds.kind,
+        "input_type": preds.input_type,
+        "accuracy": preds.accuracy,
+        "ece_type": {"binary": "binary ECE on p(y=1) (Appendix A)"}.get(preds.kind, "top-label ECE (Eq. 2)"),
+        "optimal_n_bins": B_opt,
+        "ece": pbr_core.ece(probs, labels, n_bins=B_opt),
+        "mce": pbr_core.mce(probs, labels, n_bins=B_opt),
+    }
+    if n_bins is not None:
+        row["n_bins"] = n_bins
+        row["ece_at_n_bins"] = pbr_core.ece(probs, labels, n_bins=n_bins)
+        row["mce_at_n_bins"] = pbr_core.mce(probs, labels, n_bins=n_bins)
+    full = preds.probs is not None
+    row["brier"] = pbr_core.brier_score(preds.probs, preds.labels) if full else None
+    row["nll"] = pbr_core.nll(preds.probs, preds.labels) if full else None
+    row["lipschitz"] = lipschitz
+    row["eps"] = eps
+    row["theorem1_bound"] = pbr_core.theorem1_bound(preds.n, B_opt, lipschitz=lipschitz, eps=eps)
+    if n_bins is not None:
+        row["theorem1_bound_at_n_bins"] = pbr_core.theorem1_bound(preds.n, n_bins, lipschitz=lipschitz, eps=eps)
+    return row
+
+
+def _format_table(rows: dict[str, Any]) -> str:
+    def fmt(v: Any) -> str:
+        if v is None:
+            return "n/a"
+        if isinstance(v, float):
+            return f"{v:.6g}"
+        return str(v)
+
+    width = max(len(k) for k in rows)
+    return "\n".join(f"{k:<{width}}  {fmt(v)}" for k, v in rows.items())
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    preds = _load(args.file, args)
+    table = evaluation_table(preds, args.n_bins, args.lipschitz, args.eps)
+    print(json.dumps(table, indent=2) if args.format == "json" else _format_table(table))
+    return EXIT_OK
+
+
+def _progress_factory(quiet: bool):
+    from tqdm import tqdm
+
+    def factory(iterable, total=None, desc=""):
+        return tqdm(iterable, total=total, desc=desc, file=sys.stderr, disable=quiet, leave=False)
+
+    return factory
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    from pbr_core.recalibrators import get_recalibrator, report_progress
+
+    params = parse_params(args.param)
+    try:
+        rec = get_recalibrator(args.method, **params)
+        rec._validate_params()
+    except (ValueError, TypeError) as exc:
+        raise CLIError(str(exc), EXIT_USAGE) from exc
+    _check_output(args.out, (".json",))
+    preds = _load(args.file, args)
+    if not preds.can_recalibrate:
+        raise CLIError(f"{preds.source}: top-label-only data (confidence, predicted label, true label) cannot be "
+                       "recalibrated: recalibration needs the full probability or logit vector of every row.",
+                       EXIT_BAD_INPUT)
+    start = time.perf_counter()
+    try:
+        with report_progress(_progress_factory(args.quiet)):
+            rec.fit(preds)
+    except RuntimeError as exc:
+        raise CLIError(f"fitting {args.method} failed: {exc}", EXIT_FIT_FAILED) from exc
+    except ValueError as exc:  # data the method cannot use (the loader validated the file itself)
+        raise CLIError(f"{preds.source}: {exc}", EXIT_BAD_INPUT) from exc
+    seconds = time.perf_counter() - start
+    try:
+        rec.save(args.out)
+    except OSError as exc:
+        raise CLIError(f"cannot write {args.out}: {exc.strerror or exc}", EXIT_USAGE) from exc
+    print(f"fitted {rec!r} on {preds.n} rows, K = {preds.n_classes} ({preds.kind}) in {seconds:.2f} s")
+    print(f"saved to {args.out}")
+    return EXIT_OK
+
+
+def _check_output(path: Path, suffixes: tuple[str, ...]) -> None:
+    if path.suffix.lower() not in suffixes:
+        raise CLIError(f"--out {path}: expected a file name ending in {' or '.join(suffixes)}", EXIT_USAGE)
+    if not path.parent.exists():
+        raise CLIError(f"--out {path}: the folder {path.parent} does not exist", EXIT_USAGE)
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    import pbr_core
+    from pbr_core.loading import save_predictions
+    from pbr_core.recalibrators import load_recalibrator
+
+    _check_output(args.out, (".csv", ".parquet", ".pq"))
+    try:
+        rec = load_recalibrator(args.model)
+    except OSError as exc:
+        raise CLIError(f"{args.model}: cannot read the file: {exc.strerror or exc}", EXIT_BAD_INPUT) from exc
+    except ValueError as exc:  # the message starts with the path
+        raise CLIError(str(exc), EXIT_BAD_INPUT) from exc
+    preds = _load(args.file, args)
+    try:
+        probs = rec.predict_proba(preds)
+    except ValueError as exc:  # wrong number of classes, top-label-only data
+        raise CLIError(f"{preds.source}: {exc}", EXIT_BAD_INPUT) from exc
+    calibrated = preds.with_probs(probs, source=str(args.out))
+    try:
+        save_predictions(calibrated, path_or_buffer=args.out)
+    except OSError as exc:
+        raise CLIError(f"cannot write {args.out}: {exc.strerror or exc}", EXIT_USAGE) from exc
+    before = evaluation_table(preds)["ece"]
+    after = evaluation_table(calibrated)["ece"]
+    print(f"applied {rec.method} to {preds.n} rows of {preds.source}: ECE {before:.4f} -> {after:.4f} "
+          f"(B = {pbr_core.optimal_n_bins(preds.n)})")
+    print(f"wrote {args.out}")
+    return EXIT_OK
+
+
+def methods_table() -> list[dict[str, Any]]:
+    """One entry per registered method: name, class, what it works on, default parameters."""
+    from pbr_core.recalibrators import REGISTRY, available_methods
+    from pbr_core.recalibrators._binary import BinaryRecalibrator
+
+    out = []
+    for name in available_methods():
+        cls = REGISTRY[name]
+        summary = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        out.append({
+            "method": name,
+            "class": cls.__name__,
+            "input": "p per class (one-vs-all for K > 2)" if issubclass(cls, BinaryRecalibrator)
+                     else ("scores (logits or log p)" if cls.uses == "scores" else "probabilities"),
+            "params": _default_params(cls),
+            "summary": summary,
+        })
+    return out
+
+
+def _default_params(cls: type) -> dict[str, Any]:
+    import inspect
+
+    sig = inspect.signature(cls.__init__)
+    return {name: sig.parameters[name].default for name in cls._param_names()}
+
+
+def cmd_methods(args: argparse.Namespace) -> int:
+    rows = methods_table()
+    if args.format == "json":
+        print(json.dumps(rows, indent=2, default=str))
+        return EXIT_OK
+    w = max(len(r["method"]) for r in rows)
+    for r in rows:
+        params = ", ".join(f"{k}={v!r}" for k, v in r["params"].items()) or "-"
+        print(f"{r['method']:<{w}}  {r['class']}({params})")
+        print(f"{'':<{w}}  {r['summary']}")
+    return EXIT_OK
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"pbr-calib: warning: {message}", file=sys.stderr)
+
+
+COMMANDS = {"evaluate": cmd_evaluate, "fit": cmd_fit, "apply": cmd_apply, "methods": cmd_methods}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line tool; returns the exit code (see the module docstring)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2), message already printed
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            warnings.showwarning = _show_warning
+            return COMMANDS[args.command](args)
+    except CLIError as exc:
+        print(f"pbr-calib: error: {exc}", file=sys.stderr)
+        return exc.code
+    except KeyboardInterrupt:
+        print("pbr-calib: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

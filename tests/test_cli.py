@@ -1,0 +1,183 @@
+"""The pbr-calib command line tool: outputs, files and exit codes, through main([...])."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pbr_core
+from pbr_core.cli import EXIT_BAD_INPUT, EXIT_FIT_FAILED, EXIT_OK, EXIT_USAGE, main
+from pbr_core.loading import save_predictions
+from pbr_core.recalibrators import available_methods, load_recalibrator
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "sample_data"
+
+
+@pytest.fixture(scope="module")
+def c10_files(tmp_path_factory) -> tuple[Path, Path]:
+    """Two small NPZ files of CIFAR-10 logits: a recalibration set and a test set."""
+    d = np.load(SAMPLE / "cifar10_resnet110.npz")
+    folder = tmp_path_factory.mktemp("cli")
+    fit, test = folder / "fit.npz", folder / "test.npz"
+    np.savez(fit, logits=d["logits"][:1000], labels=d["labels"][:1000])
+    np.savez(test, logits=d["logits"][1000:3000], labels=d["labels"][1000:3000])
+    return fit, test
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def test_methods_lists_every_registered_method(capsys) -> None:
+    code, out, _ = run(capsys, "methods")
+    assert code == EXIT_OK
+    for name in available_methods():
+        assert name in out
+    code, out, _ = run(capsys, "methods", "--format", "json")
+    rows = json.loads(out)
+    assert [r["method"] for r in rows] == available_methods()
+    assert next(r for r in rows if r["method"] == "histogram_binning")["params"] == {"n_bins": None, "strategy": "uniform"}
+
+
+def test_evaluate_json_matches_the_library(capsys) -> None:
+    path = SAMPLE / "cifar100_densenet121.npz"
+    code, out, _ = run(capsys, "evaluate", path, "--format", "json", "--n-bins", "15")
+    assert code == EXIT_OK
+    table = json.loads(out)
+    preds = pbr_core.load_predictions(path)
+    assert (table["n"], table["K"], table["kind"]) == (10000, 100, "multiclass")
+    assert table["optimal_n_bins"] == 21 == pbr_core.optimal_n_bins(10000)
+    assert table["ece"] == pbr_core.ece(preds.probs, preds.labels, n_bins=21)
+    assert table["ece_at_n_bins"] == pbr_core.ece(preds.probs, preds.labels, n_bins=15)
+    assert table["mce"] == pbr_core.mce(preds.probs, preds.labels, n_bins=21)
+    assert table["accuracy"] == pbr_core.accuracy(preds.probs, preds.labels)
+    assert table["brier"] == pbr_core.brier_score(preds.probs, preds.labels)
+    assert table["nll"] == pbr_core.nll(preds.probs, preds.labels)
+    assert table["theorem1_bound"] == pbr_core.theorem1_bound(10000, 21)
+    assert table["theorem1_bound_at_n_bins"] == pbr_core.theorem1_bound(10000, 15)
+
+
+def test_evaluate_table_binary_and_top_label(capsys) -> None:
+    code, out, _ = run(capsys, "evaluate", SAMPLE / "cifar10_resnet110_toplabel.csv", "--lipschitz", "2", "--eps", "0.1")
+    assert code == EXIT_OK
+    lines = dict(line.split(None, 1) for line in out.strip().splitlines())
+    assert lines["kind"] == "top_label" and lines["brier"] == "n/a" and lines["K"] == "n/a"
+    assert float(lines["theorem1_bound"]) == pytest.approx(pbr_core.theorem1_bound(10000, 21, lipschitz=2, eps=0.1), rel=1e-5)
+    kitti = SAMPLE / "kitti_random_forest.csv"
+    if kitti.exists():
+        code, out, _ = run(capsys, "evaluate", kitti, "--format", "json")
+        table = json.loads(out)
+        preds = pbr_core.load_predictions(kitti)
+        assert table["kind"] == "binary" and table["ece"] == pbr_core.ece(preds.probs[:, 1], preds.labels)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_fit_then_apply(capsys, c10_files, tmp_path, suffix: str) -> None:
+    fit, test = c10_files
+    model = tmp_path / "ts.json"
+    code, out, err = run(capsys, "fit", fit, "--method", "temperature", "--out", model)
+    assert code == EXIT_OK and "fitted TemperatureScaling" in out and model.exists()
+    rec = load_recalibrator(model)
+    assert rec.temperature_ > 0
+    out_file = tmp_path / f"calibrated{suffix}"
+    code, out, _ = run(capsys, "apply", model, test, "--out", out_file)
+    assert code == EXIT_OK and "ECE" in out
+    back = pbr_core.load_predictions(out_file)
+    expected = rec.predict_proba(pbr_core.load_predictions(test))
+    np.testing.assert_array_equal(back.labels, np.load(test)["labels"])
+    # The loader divides every row by its sum (removing float drift), hence not bit-identical.
+    np.testing.assert_allclose(back.probs, expected, rtol=0, atol=1e-15)
+
+
+def test_fit_with_params(capsys, c10_files, tmp_path) -> None:
+    fit, _ = c10_files
+    model = tmp_path / "hb.json"
+    code, _, _ = run(capsys, "fit", fit, "--method", "histogram_binning", "--param", "n_bins=5",
+                     "--param", "strategy=equal_mass", "--out", model, "--quiet")
+    assert code == EXIT_OK
+    doc = json.loads(model.read_text())
+    assert doc["method"] == "histogram_binning" and doc["params"] == {"n_bins": 5, "strategy": "equal_mass"}
+    code, _, _ = run(capsys, "fit", fit, "--method", "vector_scaling", "--param", "bias=false", "--out", model, "--quiet")
+    assert code == EXIT_OK and json.loads(model.read_text())["params"]["bias"] is False
+
+
+@pytest.mark.parametrize("argv,message", [
+    ([], "required"),
+    (["nope"], "invalid choice"),
+    (["fit", "{fit}", "--method", "nope", "--out", "{tmp}/m.json"], "Unknown recalibration method 'nope'"),
+    (["fit", "{fit}", "--method", "platt", "--param", "foo=1", "--out", "{tmp}/m.json"], "Invalid parameter(s) ['foo']"),
+    (["fit", "{fit}", "--method", "histogram_binning", "--param", "n_bins=0", "--out", "{tmp}/m.json"], "`n_bins`"),
+    (["fit", "{fit}", "--method", "platt", "--param", "targets", "--out", "{tmp}/m.json"], "KEY=VALUE"),
+    (["fit", "{fit}", "--method", "platt"], "--out"),
+    (["fit", "{fit}", "--method", "platt", "--out", "{tmp}/m.txt"], "ending in .json"),
+    (["fit", "{fit}", "--method", "platt", "--out", "{tmp}/missing/m.json"], "does not exist"),
+    (["apply", "{tmp}/m.json", "{fit}", "--out", "{tmp}/out.xlsx"], "ending in .csv"),
+    (["evaluate", "{fit}", "--n-bins", "0"], "positive integer"),
+    (["evaluate", "{fit}", "--eps", "1.5"], "(0, 1)"),
+])
+def test_usage_errors_exit_2(capsys, c10_files, tmp_path, argv, message) -> None:
+    argv = [a.format(fit=c10_files[0], tmp=tmp_path) for a in argv]
+    code, _, err = run(capsys, *argv)
+    assert code == EXIT_USAGE
+    assert message in err
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_bad_input_files_exit_3(capsys, c10_files, tmp_path) -> None:
+    fit, test = c10_files
+    (tmp_path / "broken.csv").write_text("a,b,label\n0.5,0.7,1\n")
+    code, _, err = run(capsys, "evaluate", tmp_path / "broken.csv")
+    assert code == EXIT_BAD_INPUT and err.startswith("pbr-calib: error: broken.csv:")
+    code, _, err = run(capsys, "evaluate", tmp_path / "absent.csv")
+    assert code == EXIT_BAD_INPUT and "not found" in err
+    code, _, err = run(capsys, "fit", SAMPLE / "cifar10_resnet110_toplabel.csv", "--method", "temperature",
+                       "--out", tmp_path / "m.json")
+    assert code == EXIT_BAD_INPUT and "cannot be recalibrated" in err
+    # A model file that is not one, of another version, or for another number of classes.
+    (tmp_path / "junk.json").write_text("{not json")
+    code, _, err = run(capsys, "apply", tmp_path / "junk.json", test, "--out", tmp_path / "o.csv")
+    assert code == EXIT_BAD_INPUT and "not a JSON recalibrator file" in err
+    assert run(capsys, "fit", fit, "--method", "temperature", "--out", tmp_path / "m.json")[0] == EXIT_OK
+    doc = json.loads((tmp_path / "m.json").read_text())
+    (tmp_path / "v9.json").write_text(json.dumps({**doc, "format_version": 9}))
+    code, _, err = run(capsys, "apply", tmp_path / "v9.json", test, "--out", tmp_path / "o.csv")
+    assert code == EXIT_BAD_INPUT and "format version 9" in err
+    code, _, err = run(capsys, "apply", tmp_path / "m.json", SAMPLE / "cifar100_densenet121.npz", "--out", tmp_path / "o.csv")
+    assert code == EXIT_BAD_INPUT and "Expected predictions with 10 classes" in err
+    code, _, err = run(capsys, "apply", tmp_path / "absent.json", test, "--out", tmp_path / "o.csv")
+    assert code == EXIT_BAD_INPUT and "cannot read" in err
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_fit_failure_exits_4(capsys, tmp_path) -> None:
+    data = tmp_path / "separable.csv"
+    save_predictions(np.array([0.1, 0.2, 0.3, 0.7, 0.8, 0.9]), [0, 0, 0, 1, 1, 1], data)
+    code, _, err = run(capsys, "fit", data, "--method", "platt", "--param", "targets=labels", "--out", tmp_path / "m.json")
+    assert code == EXIT_FIT_FAILED and "fitting platt failed" in err and "separated" in err
+    assert not (tmp_path / "m.json").exists()
+    code, _, err = run(capsys, "fit", data, "--method", "platt", "--out", tmp_path / "m.json", "--quiet")
+    assert code == EXIT_OK and err.startswith("pbr-calib: warning:") and "smoothed targets" in err
+
+
+def test_help_documents_exit_codes(capsys) -> None:
+    code, out, _ = run(capsys, "--help")
+    assert code == EXIT_OK and "exit codes:" in out and "4  fitting failed" in out
+
+
+def test_python_dash_m_subprocess(c10_files) -> None:
+    proc = subprocess.run([sys.executable, "-m", "pbr_core.cli", "evaluate", str(c10_files[1]), "--format", "json"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["n"] == 2000
+    proc = subprocess.run([sys.executable, "-m", "pbr_core.cli", "evaluate", "/no/such/file.csv"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == EXIT_BAD_INPUT and "Traceback" not in proc.stderr
