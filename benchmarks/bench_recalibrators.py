@@ -125,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
                      f"{r['accuracy']:.4f} | {r['nll']:.4f} | {r['notes']} |")
     missing = [m for m in available_methods() if m not in methods]
     if missing:
-        lines += ["", f"Not run here: {', '.join(missing)} (`--methods all` adds them; the GP family fits in "
-                      "seconds on a GPU, minutes on a shared CPU)."]
+        lines += ["", f"Not run here: {', '.join(missing)} (the GP family, not timed by "
+                      "default here; `--methods all` adds it)."]
     lines += ["", "Isotonic regression and histogram binning give probability 0 to classes whose one-vs-all map "
                   "is 0 there, so their NLL is dominated by log 0 (clipped); their ECE on K = 100 with 1000 "
                   "recalibration rows (about 10 positives per class) is worse than uncalibrated."]
