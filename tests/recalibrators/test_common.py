@@ -99,6 +99,26 @@ def data(kind: str, small_multiclass, small_binary) -> tuple[np.ndarray, np.ndar
     return small_multiclass if kind == "multiclass" else small_binary
 
 
+_FITTED: dict[tuple[str, str], Recalibrator] = {}
+
+
+@pytest.fixture
+def fitted(small_multiclass, small_binary):
+    """``fitted(method, kind)``: one recalibrator per (method, kind) fitted on the small data and
+    shared by the tests that only read it (GP fits take seconds)."""
+
+    def get(method: str, kind: str) -> Recalibrator:
+        key = (method, kind)
+        if key not in _FITTED:
+            X, y = data(kind, small_multiclass, small_binary)
+            rec = make(method)
+            assert rec.fit(X, y) is rec and rec.is_fitted
+            _FITTED[key] = rec
+        return _FITTED[key]
+
+    return get
+
+
 # ---------------------------------------------------------------------- interface
 
 
@@ -125,33 +145,31 @@ def test_unknown_method_is_a_clear_error() -> None:
 
 
 @pytest.mark.parametrize("method,kind", methods_x("multiclass", "binary"))
-def test_predictions_are_probabilities(method: str, kind: str, small_multiclass, small_binary) -> None:
+def test_predictions_are_probabilities(method: str, kind: str, fitted, small_multiclass, small_binary) -> None:
     X, y = data(kind, small_multiclass, small_binary)
-    rec = make(method)
-    assert rec.fit(X[:200], y[:200]) is rec and rec.is_fitted
-    P = rec.predict_proba(X[200:])
+    P = fitted(method, kind).predict_proba(X[100:])
     K = 2 if kind == "binary" else X.shape[1]
-    assert P.shape == (X.shape[0] - 200, K) and P.dtype == np.float64
+    assert P.shape == (X.shape[0] - 100, K) and P.dtype == np.float64
     assert np.all(np.isfinite(P))
     assert np.all((P >= 0) & (P <= 1))
     np.testing.assert_allclose(P.sum(axis=1), 1.0, rtol=0, atol=1e-9)
 
 
 @pytest.mark.parametrize("method,kind", methods_x("multiclass", "binary"))
-def test_predictions_value_and_arrays_agree(method: str, kind: str, small_multiclass, small_binary) -> None:
+def test_predictions_value_and_arrays_agree(method: str, kind: str, fitted, small_multiclass, small_binary) -> None:
     X, y = data(kind, small_multiclass, small_binary)
-    preds = Predictions.from_arrays(X, y)
     X_before = X.copy()
-    a = make(method).fit(X, y).predict_proba(X)
+    a = fitted(method, kind).predict_proba(X)  # fitted on the arrays (X, y)
+    preds = Predictions.from_arrays(X, y)
     b = make(method).fit(preds).predict_proba(preds)
     np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(X, X_before)  # inputs are not modified
 
 
 @pytest.mark.parametrize("method,kind", methods_x("multiclass", "binary"))
-def test_save_load_round_trip_is_exact(method: str, kind: str, small_multiclass, small_binary, tmp_path) -> None:
+def test_save_load_round_trip_is_exact(method: str, kind: str, fitted, small_multiclass, small_binary, tmp_path) -> None:
     X, y = data(kind, small_multiclass, small_binary)
-    rec = make(method).fit(X, y)
+    rec = fitted(method, kind)
     path = rec.save(tmp_path / "model.json")
     doc = json.loads(path.read_text())
     assert doc["format"] == "pbr-calib-recalibrator" and doc["format_version"] == FORMAT_VERSION
@@ -165,9 +183,8 @@ def test_save_load_round_trip_is_exact(method: str, kind: str, small_multiclass,
 
 
 @pytest.mark.parametrize("method", methods())
-def test_loading_another_method_or_version_fails_clearly(method: str, small_multiclass, tmp_path) -> None:
-    X, y = small_multiclass
-    doc = make(method).fit(X, y).to_dict()
+def test_loading_another_method_or_version_fails_clearly(method: str, fitted, tmp_path) -> None:
+    doc = fitted(method, "multiclass").to_dict()
     other = next(m for m in METHODS if m != method)
     with pytest.raises(ValueError, match=f"holds a '{other}' recalibrator"):
         type(make(method)).from_dict({**doc, "method": other})
@@ -190,9 +207,9 @@ def _write(path, doc):
 
 
 @pytest.mark.parametrize("method,kind", methods_x("multiclass", "binary"))
-def test_deterministic(method: str, kind: str, small_multiclass, small_binary) -> None:
+def test_deterministic(method: str, kind: str, fitted, small_multiclass, small_binary) -> None:
     X, y = data(kind, small_multiclass, small_binary)
-    a = make(method).fit(X, y)
+    a = fitted(method, kind)
     b = make(method).fit(X, y)
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
     assert a.to_dict() == b.to_dict()
@@ -240,21 +257,20 @@ def test_bad_input_is_a_clear_error(method: str, small_multiclass) -> None:
 
 
 @pytest.mark.parametrize("method", methods())
-def test_top_label_only_input_is_refused(method: str, small_multiclass) -> None:
+def test_top_label_only_input_is_refused(method: str, fitted, small_multiclass) -> None:
     X, y = small_multiclass
     full = Predictions.from_arrays(X, y)
     top = Predictions.from_top_label(full.confidence, full.predicted, full.labels)
     with pytest.raises(PredictionsError, match="Top-label-only data .* cannot be recalibrated"):
         make(method).fit(top)
-    fitted = make(method).fit(full)
     with pytest.raises(PredictionsError, match="Top-label-only"):
-        fitted.predict_proba(top)
+        fitted(method, "multiclass").predict_proba(top)
 
 
 @pytest.mark.parametrize("method", methods())
-def test_wrong_number_of_classes_at_predict(method: str, small_multiclass) -> None:
-    X, y = small_multiclass
-    rec = make(method).fit(X, y)
+def test_wrong_number_of_classes_at_predict(method: str, fitted, small_multiclass) -> None:
+    X, _ = small_multiclass
+    rec = fitted(method, "multiclass")
     with pytest.raises(ValueError, match="Expected predictions with 10 classes .* but got 9"):
         rec.predict_proba(X[:, :9])
     with pytest.raises(ValueError, match="Expected predictions with 10 classes .* but got 2"):
