@@ -415,6 +415,20 @@ def test_kl_vs_ece_gap_machinery_with_a_test_double(c10, doubles):
     assert row["kl"] == pytest.approx(r.kl_)
 
 
+@pytest.mark.slow
+def test_kl_vs_ece_gap_with_real_pbr_fits(c10):
+    """One small real PBR case (3 short fits, about 3 s each on an idle core)."""
+    _require("pbr")
+    alphas = (0.0, 0.5, 1.0)
+    res = kl_vs_ece_gap(c10, alphas=alphas, objective="pbr", n_re=150, n_folds=1, seed=SEED,
+                        max_iter=30, n_mc=10, n_predict_samples=10, device="cpu")
+    _check_kl_gap_result(res, c10, alphas, 150, 1)
+    t = res.table
+    assert t["error"].isna().all()
+    assert np.isfinite(t["kl"]).all() and (t["kl"] > -1e-9).all()
+    assert res.objective == "pbr" and res.n_bins == 5
+
+
 def test_kl_vs_ece_gap_validation_and_cancel(c10, doubles):
     with pytest.raises(ValueError, match=r"2 \* n_re <= n"):
         kl_vs_ece_gap(c10, objective="test_double_kl", n_re=6000, n_folds=1)

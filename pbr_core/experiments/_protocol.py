@@ -153,11 +153,13 @@ def split_indices(n: int, n_re: int, *, fold: int, seed: int = 0,
 
 
 # ---------------------------------------------------------------------------- methods
-def _registry() -> dict[str, type]:
-    # Importing the package registers every recalibrator family it has (the GP family included).
-    import pbr_core.recalibrators  # noqa: F401
-    from pbr_core.recalibrators.base import REGISTRY
+def _registry(name: str | None = None) -> dict[str, type]:
+    """The recalibrator registry; the lazily imported GP family (torch) is loaded only when needed."""
+    import pbr_core.recalibrators  # noqa: F401 - registers the classical families
+    from pbr_core.recalibrators.base import REGISTRY, ensure_registered
 
+    if name is None or name not in REGISTRY:
+        ensure_registered()
     return REGISTRY
 
 
@@ -172,7 +174,7 @@ def make_recalibrator(name: str, params: Mapping[str, Any] | None = None):
     Raises ``ValueError`` naming the problem: an unknown method (listing the available ones), an
     unknown parameter, or a bad parameter value.
     """
-    registry = _registry()
+    registry = _registry(name if isinstance(name, str) else None)
     if not isinstance(name, str) or name not in registry:
         raise ValueError(
             f"Unknown recalibration method {name!r}. Available methods: {', '.join(available_methods())}."
