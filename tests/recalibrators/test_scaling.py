@@ -61,7 +61,7 @@ def test_strong_odir_turns_matrix_scaling_into_vector_scaling(c10) -> None:
     off = ms.weights_[~np.eye(z.shape[1], dtype=bool)]
     assert np.max(np.abs(off)) < 1e-3
     np.testing.assert_allclose(np.diag(ms.weights_), vs.scale_, atol=1e-3)
-    assert np.max(np.abs(ms.predict_proba(z_test) - vs.predict_proba(z_test))) < 1e-4  # measured 7e-6
+    assert np.max(np.abs(ms.predict_proba(z_test) - vs.predict_proba(z_test))) < 1e-4  # measured 2e-5
 
 
 def test_vector_scaling_fits_at_least_as_well_as_temperature_scaling(c10) -> None:
