@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,7 +12,7 @@ from pbr_core.recalibrators import BetaCalibration
 from pbr_core.recalibrators.beta import beta_features
 
 betacal = pytest.importorskip("betacal")
-SAMPLE_DATA = __import__("pathlib").Path(__file__).resolve().parents[2] / "sample_data"
+SAMPLE_DATA = Path(__file__).resolve().parents[2] / "sample_data"
 
 
 def _log_loss(q: np.ndarray, y: np.ndarray) -> float:
