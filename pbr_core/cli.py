@@ -166,12 +166,12 @@ def parse_params(items: Sequence[str]) -> dict[str, Any]:
 # ---------------------------------------------------------------------- commands
 
 
-def _load(path: str, args: argparse.Namespace):
+def _load(path: str, args: argparse.Namespace, require_labels: bool = True):
     from pbr_core import PredictionsError, load_predictions
 
     try:
         return load_predictions(path, input_type=args.input_type, label_column=args.label_column,
-                                renormalize=args.renormalize)
+                                renormalize=args.renormalize, require_labels=require_labels)
     except PredictionsError as exc:
         raise CLIError(str(exc), EXIT_BAD_INPUT) from exc
     except OSError as exc:
@@ -293,7 +293,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         raise CLIError(f"{args.model}: cannot read the file: {exc.strerror or exc}", EXIT_BAD_INPUT) from exc
     except ValueError as exc:  # the message starts with the path
         raise CLIError(str(exc), EXIT_BAD_INPUT) from exc
-    preds = _load(args.file, args)
+    preds = _load(args.file, args, require_labels=False)  # shipping a recalibrator: new data has no labels
     try:
         probs = rec.predict_proba(preds)
     except ValueError as exc:  # wrong number of classes, top-label-only data
@@ -303,10 +303,13 @@ def cmd_apply(args: argparse.Namespace) -> int:
         save_predictions(calibrated, path_or_buffer=args.out)
     except OSError as exc:
         raise CLIError(f"cannot write {args.out}: {exc.strerror or exc}", EXIT_USAGE) from exc
-    before = evaluation_table(preds)["ece"]
-    after = evaluation_table(calibrated)["ece"]
-    print(f"applied {rec.method} to {preds.n} rows of {preds.source}: ECE {before:.4f} -> {after:.4f} "
-          f"(B = {pbr_core.optimal_n_bins(preds.n)})")
+    if preds.has_labels:
+        before = evaluation_table(preds)["ece"]
+        after = evaluation_table(calibrated)["ece"]
+        print(f"applied {rec.method} to {preds.n} rows of {preds.source}: ECE {before:.4f} -> {after:.4f} "
+              f"(B = {pbr_core.optimal_n_bins(preds.n)})")
+    else:
+        print(f"applied {rec.method} to {preds.n} unlabelled rows of {preds.source} (no labels: ECE not measured)")
     print(f"wrote {args.out}")
     return EXIT_OK
 

@@ -243,6 +243,7 @@ def load_predictions(
     tolerance: float = DEFAULT_SUM_TOLERANCE,
     max_rows: int | None = None,
     name: str | None = None,
+    require_labels: bool = True,
 ) -> Predictions:
     """Read a prediction file into a validated :class:`Predictions`.
 
@@ -268,6 +269,11 @@ def load_predictions(
         allows). None: no limit.
     name : str, optional
         File name to show in messages (and whose suffix gives the format for bytes).
+    require_labels : bool
+        True (default): a missing label column is an error. False: a table without a label column
+        (every column a class score) or an NPZ without a labels array loads with
+        ``has_labels=False``, e.g. to apply a fitted recalibrator to new, unlabelled predictions.
+        NPY files always carry the label in their last column.
 
     Returns
     -------
@@ -293,7 +299,7 @@ def load_predictions(
         raise src.error(f"max_rows must be a positive integer or None, but got {max_rows!r}.")
     if label_column is not None and not str(label_column).strip():
         label_column = None  # an empty text box in a form means "find it by name"
-    opts = _Options(label_column, input_type, renormalize, float(tolerance), max_rows)
+    opts = _Options(label_column, input_type, renormalize, float(tolerance), max_rows, bool(require_labels))
     try:
         head = src.head()
     except OSError as exc:
@@ -323,6 +329,7 @@ class _Options:
     renormalize: bool
     tolerance: float
     max_rows: int | None
+    require_labels: bool = True
 
 
 def _too_many_rows(src: _Source, n: int, max_rows: int) -> PredictionsError:
@@ -477,7 +484,7 @@ def _find_column(columns: Sequence[str], candidates: Sequence[str], what: str, s
     return found[0] if found else None
 
 
-def _label_column(columns: Sequence[str], wanted: str | None, src: _Source) -> str:
+def _label_column(columns: Sequence[str], wanted: str | None, src: _Source, required: bool = True) -> str | None:
     if wanted is not None:
         if wanted in columns:
             return wanted
@@ -490,6 +497,8 @@ def _label_column(columns: Sequence[str], wanted: str | None, src: _Source) -> s
         raise src.error(
             f"ambiguous label column: {_names(found)} could each be the label; keep one, or pass label_column=."
         )
+    if not found and not required:
+        return None
     if not found:
         hint = ""
         if columns and all(_is_number(c) for c in columns):
@@ -613,21 +622,20 @@ def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]
             )
     columns = list(df.columns)
 
-    label = _label_column(columns, opts.label_column, src)
+    label = _label_column(columns, opts.label_column, src, opts.require_labels)
     conf = _find_column(columns, CONFIDENCE_COLUMN_NAMES, "confidence", src)
     pred = _find_column(columns, PREDICTED_COLUMN_NAMES, "predicted-label", src)
+    if label is None:
+        if conf is not None and pred is not None:
+            raise src.error("top-label-only data (confidence, predicted) needs a label column; there is none.")
+        return _unlabelled_table(df, columns, src, opts, notes)
     if conf is not None and pred is not None and label not in (conf, pred):
         return _top_label_table(df, label, conf, pred, src, opts, notes)
 
     score_cols = [c for c in columns if c != label]
     if not score_cols:
         raise src.error(f"no score columns: the only column is the label {label!r}; add one column per class.")
-    for c in score_cols:  # per-column conversion only where a column is not plainly numeric
-        if not _is_plain_numeric(df[c].dtype):
-            df[c] = _float_column(df[c], c, src)
-    # The readers hand back one consolidated float block: this is a view or one copy, no Python loop.
-    scores = np.ascontiguousarray(df[score_cols].to_numpy(dtype=np.float64, na_value=np.nan))
-    _check_finite(scores, score_cols, src)
+    scores = _score_block(df, score_cols, src)
 
     kind, y = _label_values(df[label], label, src)
     class_names: list[str] | None = list(score_cols)
@@ -647,6 +655,30 @@ def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]
             tolerance=opts.tolerance, source=src.name, notes=notes,
         ),
         _table_row, score_cols,
+    )
+
+
+def _score_block(df: pd.DataFrame, score_cols: list[str], src: _Source) -> np.ndarray:
+    for c in score_cols:  # per-column conversion only where a column is not plainly numeric
+        if not _is_plain_numeric(df[c].dtype):
+            df[c] = _float_column(df[c], c, src)
+    # The readers hand back one consolidated float block: this is a view or one copy, no Python loop.
+    scores = np.ascontiguousarray(df[score_cols].to_numpy(dtype=np.float64, na_value=np.nan))
+    _check_finite(scores, score_cols, src)
+    return scores
+
+
+def _unlabelled_table(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Options, notes: list[str]) -> Predictions:
+    """A table of class scores only (require_labels=False): every column is a class."""
+    scores = _score_block(df, columns, src)
+    notes.append("No label column: every column was read as a class score.")
+    return _validated(
+        lambda: Predictions.from_arrays(
+            scores[:, 0] if len(columns) == 1 else scores, None, input_type=opts.input_type,
+            class_names=None if len(columns) == 1 else columns, renormalize=opts.renormalize,
+            tolerance=opts.tolerance, source=src.name, notes=notes,
+        ),
+        _table_row, columns,
     )
 
 
@@ -790,7 +822,7 @@ def _load_npz(src: _Source, opts: _Options, notes: list[str]) -> Predictions:
         score_keys = [present[k] for k in (*prefer, *NPZ_SCORE_KEYS) if k in present]
         wanted = (opts.label_column.lower(),) if opts.label_column is not None else NPZ_LABEL_KEYS
         label_keys = [present[k] for k in wanted if k in present]
-        if not score_keys or not label_keys:
+        if not score_keys or (not label_keys and opts.require_labels):
             missing = []
             if not score_keys:
                 missing.append(f"scores ({' or '.join(NPZ_SCORE_KEYS)})")
@@ -799,11 +831,13 @@ def _load_npz(src: _Source, opts: _Options, notes: list[str]) -> Predictions:
             raise src.error(
                 f"missing array(s): {'; '.join(missing)}. The archive holds: {_names(sorted(npz.files)) or 'nothing'}."
             )
-        score_key, label_key = score_keys[0], label_keys[0]
-        labels = _npz_array(src, npz, label_key)
-        if opts.max_rows is not None and labels.ndim >= 1 and labels.shape[0] > opts.max_rows:
+        score_key, label_key = score_keys[0], (label_keys[0] if label_keys else None)
+        labels = _npz_array(src, npz, label_key) if label_key is not None else None
+        if opts.max_rows is not None and labels is not None and labels.ndim >= 1 and labels.shape[0] > opts.max_rows:
             raise _too_many_rows(src, labels.shape[0], opts.max_rows)
         scores = _npz_array(src, npz, score_key)
+        if opts.max_rows is not None and scores.ndim >= 1 and scores.shape[0] > opts.max_rows:
+            raise _too_many_rows(src, scores.shape[0], opts.max_rows)
         class_names = None
         names_key = present.get("class_names")
         if names_key is not None:
@@ -815,7 +849,8 @@ def _load_npz(src: _Source, opts: _Options, notes: list[str]) -> Predictions:
             class_names = [str(v) for v in arr.tolist()]
         used = {score_key, label_key, names_key}
         ignored = sorted(k for k in npz.files if k not in used)
-    notes.append(f"Read arrays {score_key!r} (scores) and {label_key!r} (labels).")
+    notes.append(f"Read arrays {score_key!r} (scores) and {label_key!r} (labels)." if label_key is not None
+                 else f"Read array {score_key!r} (scores); the archive has no labels.")
     if ignored:
         notes.append(f"Ignored other arrays in the archive: {_names(ignored)}.")
     input_type = opts.input_type
@@ -949,7 +984,8 @@ def save_predictions(
         names = [str(n) for n in preds.class_names]
         _check_writable_names(names)
         df = pd.DataFrame(preds.probs, columns=names)
-        df["label"] = preds.labels.astype(np.int64)
+        if preds.has_labels:
+            df["label"] = preds.labels.astype(np.int64)
 
     buf = io.BytesIO()
     if format == "csv":

@@ -7,7 +7,7 @@ by :meth:`Predictions.from_arrays` (arrays already in memory); both validate the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, Sequence
 
 import numpy as np
@@ -102,6 +102,9 @@ class Predictions:
     class_names: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     source: str = "arrays"
+    #: False when the file had no labels (``load_predictions(..., require_labels=False)``): enough to
+    #: apply a fitted recalibrator, not to measure calibration. ``labels`` then holds zeros.
+    has_labels: bool = True
     _extra: dict = field(default_factory=dict, repr=False, compare=False)
 
     # ------------------------------------------------------------------ basic facts
@@ -170,12 +173,13 @@ class Predictions:
             class_names=self.class_names,
             notes=self.notes,
             source=self.source,
+            has_labels=self.has_labels,
         )
 
     def with_probs(self, probs: np.ndarray, source: str | None = None) -> "Predictions":
         """The same labels with new (e.g. recalibrated) probabilities; logits are dropped."""
         return Predictions.from_arrays(
-            probs, self.labels, input_type="probabilities", class_names=self.class_names,
+            probs, self.labels if self.has_labels else None, input_type="probabilities", class_names=self.class_names,
             source=source or self.source,
         )
 
@@ -184,7 +188,7 @@ class Predictions:
     def from_arrays(
         cls,
         scores: np.ndarray,
-        labels: np.ndarray,
+        labels: np.ndarray | None,
         *,
         input_type: InputType = "auto",
         class_names: Sequence[str] | None = None,
@@ -199,14 +203,23 @@ class Predictions:
         ----------
         scores : array of shape (n, K) or (n,)
             Probabilities or logits. A 1-D array (or one column) is binary p(y=1).
-        labels : array of shape (n,)
-            Integer labels in 0..K-1 (binary: 0/1).
+        labels : array of shape (n,) or None
+            Integer labels in 0..K-1 (binary: 0/1). None: the labels are unknown (``has_labels`` is
+            False), which is enough to apply a fitted recalibrator, not to measure calibration.
         input_type : {"auto", "probabilities", "logits"}
             "auto" inspects the values (all in [0, 1] and rows summing to 1 -> probabilities).
         renormalize : bool
             Divide each probability row by its sum when rows do not sum to one (never done silently:
             without it such rows are an error).
         """
+        if labels is None:
+            n_rows = np.shape(scores)[0] if np.ndim(scores) else 0
+            built = cls.from_arrays(
+                scores, np.zeros(n_rows, dtype=np.int64), input_type=input_type, class_names=class_names,
+                renormalize=renormalize, tolerance=tolerance, source=source,
+                notes=[*notes, "No labels: predictions can be recalibrated, but calibration cannot be measured."],
+            )
+            return replace(built, has_labels=False)
         notes = list(notes)
         s = np.asarray(scores)
         y = np.asarray(labels)

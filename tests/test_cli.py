@@ -181,3 +181,19 @@ def test_python_dash_m_subprocess(c10_files) -> None:
     proc = subprocess.run([sys.executable, "-m", "pbr_core.cli", "evaluate", "/no/such/file.csv"],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == EXIT_BAD_INPUT and "Traceback" not in proc.stderr
+
+
+def test_apply_to_unlabelled_new_data(capsys, c10_files, tmp_path) -> None:
+    """Shipping a recalibrator: the new data has no labels; apply still works and writes no label column."""
+    fit, test = c10_files
+    model = tmp_path / "ts.json"
+    assert run(capsys, "fit", fit, "--method", "temperature", "--out", model)[0] == EXIT_OK
+    unlabelled = tmp_path / "new_logits.npz"
+    np.savez(unlabelled, logits=np.load(test)["logits"])
+    out_file = tmp_path / "calibrated.csv"
+    code, out, _ = run(capsys, "apply", model, unlabelled, "--out", out_file)
+    assert code == EXIT_OK and "unlabelled" in out
+    assert "label" not in out_file.read_text().splitlines()[0].split(",")
+    back = pbr_core.load_predictions(out_file, require_labels=False)
+    expected = load_recalibrator(model).predict_proba(np.load(test)["logits"])
+    np.testing.assert_allclose(back.probs, expected, rtol=0, atol=1e-12)

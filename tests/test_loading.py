@@ -705,3 +705,41 @@ _TOKENS = st.sampled_from(["a", "b", "label", "y", "conf", "pred", ",", ",", ";"
 @given(tokens=st.lists(_TOKENS, max_size=60))
 def test_property_csv_like_text_only_raises_predictions_error(tokens):
     _only_predictions_error("".join(tokens).encode("utf-8"), name="fuzz.csv")
+
+
+# ---------------------------------------------------------------- unlabelled files (require_labels=False)
+
+
+def test_unlabelled_table_loads_only_when_asked(tmp_path):
+    path = tmp_path / "new_data.csv"
+    path.write_text("cat,dog,bird\n0.2,0.5,0.3\n0.7,0.2,0.1\n")
+    with pytest.raises(PredictionsError, match="no label column"):
+        load_predictions(path)
+    preds = load_predictions(path, require_labels=False)
+    assert not preds.has_labels
+    assert preds.class_names == ("cat", "dog", "bird")
+    np.testing.assert_allclose(preds.probs, [[0.2, 0.5, 0.3], [0.7, 0.2, 0.1]])
+    assert any("No label column" in n for n in preds.notes)
+    # Written back without a label column, and still unlabelled when read again.
+    out = tmp_path / "calibrated.csv"
+    save_predictions(preds, path_or_buffer=out)
+    assert out.read_text().splitlines()[0] == "cat,dog,bird"
+    assert not load_predictions(out, require_labels=False).has_labels
+    # A labelled file read with require_labels=False keeps its labels.
+    labelled = tmp_path / "labelled.csv"
+    labelled.write_text("cat,dog,label\n0.2,0.8,1\n0.6,0.4,0\n")
+    got = load_predictions(labelled, require_labels=False)
+    assert got.has_labels and got.labels.tolist() == [1, 0]
+
+
+def test_unlabelled_npz_and_bad_values_still_named(tmp_path):
+    path = tmp_path / "logits_only.npz"
+    np.savez(path, logits=np.array([[2.0, -1.0, 0.5], [0.0, 3.0, 1.0]]))
+    preds = load_predictions(path, require_labels=False)
+    assert not preds.has_labels and preds.input_type == "logits"
+    with pytest.raises(PredictionsError, match="missing array"):
+        load_predictions(path)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n0.5,0.5\n0.5,oops\n")
+    with pytest.raises(PredictionsError, match=r"'oops' in column 'b' at row 2"):
+        load_predictions(bad, require_labels=False)
