@@ -5,6 +5,7 @@ Usage::
     pbr-calib evaluate FILE [--n-bins B] [--format table|json]
     pbr-calib fit FILE --method NAME [--param KEY=VALUE ...] --out MODEL.json
     pbr-calib apply MODEL.json FILE --out CALIBRATED.csv|.parquet
+    pbr-calib compare FILE --methods uncalibrated,temperature,pbr [--n-re 1000] [--folds 10] [--out TABLE.csv]
     pbr-calib methods [--format table|json]
 
 FILE is anything :func:`pbr_core.load_predictions` reads (CSV, TSV, Parquet, NPZ, NPY), with a
@@ -113,6 +114,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="prediction file with labels")
     p.add_argument("--out", required=True, type=Path, metavar="CALIBRATED.csv",
                    help="output file: .csv or .parquet")
+    loading_options(p)
+
+    p = add("compare", "cross-validated comparison of recalibrators (paper Section 6.2)",
+            "Fit each method on n_re random rows and evaluate on the rest, over several random splits "
+            "(the same splits for every method): ECE with B = floor(n_te^(1/3)), accuracy, NLL, Brier; "
+            "prints mean ± std per method.")
+    p.add_argument("file", help="prediction file with labels")
+    p.add_argument("--methods", default="uncalibrated,temperature", metavar="A,B,...",
+                   help="comma-separated method names (`pbr-calib methods` lists them; default uncalibrated,temperature)")
+    p.add_argument("--n-re", type=_positive_int, default=1000, help="recalibration set size (default 1000)")
+    p.add_argument("--folds", type=_positive_int, default=10, help="number of random splits (default 10)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the splits (default 0)")
+    p.add_argument("--param", action="append", default=[], metavar="METHOD.KEY=VALUE",
+                   help="a parameter of one method, e.g. pbr.alpha=0.5 (repeatable; values are JSON, else text)")
+    p.add_argument("--binary-ece", choices=["positive", "top_label"], default="positive",
+                   help="binary data: ECE of p(y=1) (paper Appendix A, default) or of the top label")
+    p.add_argument("--keep-going", action="store_true", help="a failing fit gives NaN metrics instead of stopping")
+    p.add_argument("--out", type=Path, default=None, metavar="TABLE.csv", help="also write the per-fold table (CSV)")
+    p.add_argument("--format", choices=["table", "json"], default="table", help="output format (default table)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     loading_options(p)
 
     p = add("methods", "list the recalibration methods", "List the recalibration methods and their parameters.")
@@ -358,7 +379,47 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
     print(f"pbr-calib: warning: {message}", file=sys.stderr)
 
 
-COMMANDS = {"evaluate": cmd_evaluate, "fit": cmd_fit, "apply": cmd_apply, "methods": cmd_methods}
+def cmd_compare(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from pbr_core import PredictionsError
+    from pbr_core.experiments import compare, summarize, summary_table, tqdm_progress
+    from pbr_core.recalibrators import report_progress
+
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    method_params: dict[str, dict[str, Any]] = {}
+    for item in args.param:
+        method, sep, rest = item.partition(".")
+        if not sep or "=" not in rest:
+            raise CLIError(f"--param {item!r}: expected METHOD.KEY=VALUE, e.g. pbr.alpha=0.5", EXIT_USAGE)
+        method_params.setdefault(method, {}).update(parse_params([rest]))
+    if args.out is not None:
+        _check_output(args.out, (".csv",))
+    preds = _load(args.file, args)
+    with tqdm(total=args.folds * len(methods), unit="fit", file=sys.stderr, disable=args.quiet, leave=False) as bar:
+        try:
+            with report_progress(_progress_factory(args.quiet)):  # inner bars for slow (GP) fits
+                table = compare(preds, methods, n_re=args.n_re, n_folds=args.folds, seed=args.seed,
+                                method_params=method_params or None, progress=tqdm_progress(bar),
+                                binary_ece=args.binary_ece, on_error="warn" if args.keep_going else "raise")
+        except PredictionsError as exc:  # top-label-only data
+            raise CLIError(f"{preds.source}: {exc}", EXIT_BAD_INPUT) from exc
+        except RuntimeError as exc:  # a fit failed (without --keep-going)
+            raise CLIError(str(exc), EXIT_FIT_FAILED) from exc
+        except ValueError as exc:  # unknown method or parameter, n_re >= n
+            raise CLIError(str(exc), EXIT_USAGE) from exc
+    if args.out is not None:
+        table.to_csv(args.out, index=False)
+    if args.format == "json":
+        print(summarize(table).to_json(orient="records", indent=2))
+    else:
+        print(f"{preds.n} rows, K = {preds.n_classes}: n_re = {args.n_re}, n_te = {preds.n - args.n_re}, "
+              f"{args.folds} folds, seed {args.seed}; mean ± std over folds")
+        print(summary_table(table).to_string())
+    return EXIT_OK
+
+
+COMMANDS = {"evaluate": cmd_evaluate, "fit": cmd_fit, "apply": cmd_apply, "compare": cmd_compare, "methods": cmd_methods}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -197,3 +197,24 @@ def test_apply_to_unlabelled_new_data(capsys, c10_files, tmp_path) -> None:
     back = pbr_core.load_predictions(out_file, require_labels=False)
     expected = load_recalibrator(model).predict_proba(np.load(test)["logits"])
     np.testing.assert_allclose(back.probs, expected, rtol=0, atol=1e-12)
+
+
+def test_compare_prints_summary_and_writes_the_fold_table(capsys, tmp_path) -> None:
+    from pbr_core.experiments import compare
+
+    data = SAMPLE / "cifar10_resnet110.npz"
+    out_file = tmp_path / "table.csv"
+    code, out, _ = run(capsys, "compare", data, "--methods", "uncalibrated,temperature", "--n-re", "500",
+                       "--folds", "2", "--quiet", "--out", out_file)
+    assert code == EXIT_OK and "temperature" in out and "±" in out
+    import pandas as pd
+
+    table = pd.read_csv(out_file)
+    assert len(table) == 4 and set(table["method"]) == {"uncalibrated", "temperature"}
+    expected = compare(pbr_core.load_predictions(data), ["uncalibrated", "temperature"], n_re=500, n_folds=2)
+    np.testing.assert_allclose(table.sort_values(["method", "fold"])["ece"].to_numpy(),
+                               expected.sort_values(["method", "fold"])["ece"].to_numpy(), rtol=0, atol=1e-12)
+    code, _, err = run(capsys, "compare", data, "--methods", "no_such_method", "--quiet")
+    assert code == EXIT_USAGE and "no_such_method" in err
+    code, _, err = run(capsys, "compare", data, "--n-re", "20000", "--quiet")
+    assert code == EXIT_USAGE
