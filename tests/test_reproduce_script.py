@@ -1,0 +1,72 @@
+"""scripts/reproduce_paper.py on a tiny real configuration: files written, table shape, merging."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def script():
+    spec = importlib.util.spec_from_file_location("reproduce_paper", ROOT / "scripts" / "reproduce_paper.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+TINY = ["--part", "kitti", "--models", "xgboost", "--folds", "2", "--n-re", "200",
+        "--methods", "uncalibrated,temperature,platt", "--no-progress"]
+
+
+def test_tiny_kitti_run_writes_per_fold_csv_table_and_run_log(script, tmp_path):
+    result = script.main([*TINY, "--out", str(tmp_path)])
+
+    csv_path, md_path = result["kitti"]["csv"], result["kitti"]["table"]
+    assert csv_path == tmp_path / "kitti_per_fold.csv" and md_path == tmp_path / "kitti_table.md"
+    table = pd.read_csv(csv_path)
+    assert list(table.columns) == script.ROW_COLUMNS
+    assert len(table) == 2 * 3
+    assert set(table["method"]) == {"uncalibrated", "temperature", "platt"}
+    assert sorted(set(table["fold"])) == [0, 1]
+    assert (table["model"] == "xgboost").all() and (table["n_re"] == 200).all()
+    assert (table["n_te"] == 8000).all()  # the paper's KITTI n_te, not all 8890 remaining rows
+    assert (table["n_bins"] == 20).all()  # floor(8000^(1/3))
+    assert table["error"].isna().all()
+    for col in ("ece", "ece_positive", "accuracy", "nll", "brier"):
+        assert table[col].between(0, 1 if col != "nll" else 10).all(), col
+    # Uncalibrated is the identity: the same metrics as the raw predictions of the fold.
+    unc = table[table["method"] == "uncalibrated"]
+    assert unc["accuracy"].between(0.95, 0.98).all()
+
+    lines = md_path.read_text(encoding="utf-8").strip().splitlines()
+    assert lines[0].startswith("| model | method | folds | ECE top-label | ECE p(y=1) |")
+    body = [line for line in lines[2:] if line.startswith("| xgboost")]
+    assert len(body) == 3
+    assert all(line.split(" | ")[2] == "2" for line in body)  # folds column
+    assert [line.split(" | ")[1] for line in body] == ["uncalibrated", "temperature", "platt"]  # paper order
+
+    runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert len(runs) == 1 and runs[0]["parts"] == ["kitti"] and runs[0]["torch_threads"] == 1
+
+
+def test_second_run_merges_rows_instead_of_overwriting(script, tmp_path):
+    script.main([*TINY, "--out", str(tmp_path)])
+    script.main(["--part", "kitti", "--models", "xgboost", "--folds", "1", "--first-fold", "2", "--n-re", "200",
+                 "--methods", "uncalibrated", "--no-progress", "--out", str(tmp_path)])
+    table = pd.read_csv(tmp_path / "kitti_per_fold.csv")
+    assert len(table) == 2 * 3 + 1
+    assert set(table.loc[table["method"] == "uncalibrated", "fold"]) == {0, 1, 2}
+    assert "| xgboost | uncalibrated | 3 |" in (tmp_path / "kitti_table.md").read_text()
+
+
+def test_bad_alpha_is_rejected(script, tmp_path):
+    with pytest.raises(SystemExit):
+        script.main([*TINY, "--alpha", "-1", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit):
+        script.main([*TINY, "--alpha", "best", "--out", str(tmp_path)])
