@@ -47,6 +47,11 @@ def _rgba(hex_color: str, alpha: float) -> str:
     return f"rgba({r}, {g}, {b}, {alpha})"
 
 
+def _legend_above_titles(fig: go.Figure) -> None:
+    """Subplot figures: the legend at the top of the figure, above the panel titles, not on them."""
+    fig.update_layout(margin=dict(t=110), legend=dict(y=0.985, yref="container", yanchor="top"))
+
+
 # --------------------------------------------------------------------------- reliability, many methods
 def reliability_grid_figure(
     tables: Mapping[str, pd.DataFrame],
@@ -99,8 +104,7 @@ def reliability_grid_figure(
         fig.update_yaxes(range=[0, 1.05], row=r, col=c, title_text=y_title if c == 1 else None)
     fig.update_layout(barmode="overlay", bargap=0, height=height_per_row * rows + 110)
     _layout_defaults(fig)
-    # The legend above the panel titles, not on them.
-    fig.update_layout(margin=dict(t=110), legend=dict(y=0.985, yref="container", yanchor="top"))
+    _legend_above_titles(fig)
     fig.update_annotations(font_size=13)
     return fig
 
@@ -212,7 +216,8 @@ def kl_gap_figure(table: pd.DataFrame, *, eps: float = 0.05, height: int = 480) 
     fits (NaN KL or gap) are left out.
     """
     t = table.dropna(subset=["kl", "gap"])
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.58, 0.42], horizontal_spacing=0.1,
+    # Wide spacing: the alpha colour bar sits between the panels, left of the right panel's axis.
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.58, 0.42], horizontal_spacing=0.18,
                         subplot_titles=("ECE gap against KL", f"Corollary 1 bound ({1 - eps:.0%}) against KL"))
     alphas = t["alpha"].to_numpy(float)
     custom = np.column_stack([alphas, t["fold"].to_numpy() + 1, t["ece_re"], t["ece_te"], t["bound"]])
@@ -221,7 +226,7 @@ def kl_gap_figure(table: pd.DataFrame, *, eps: float = 0.05, height: int = 480) 
         name=TRACE_GAP_POINTS, x=t["kl"], y=t["gap"], mode="markers",
         marker=dict(size=10, color=alphas, colorscale="Viridis", cmin=cmin, cmax=cmax if cmax > cmin else cmin + 1,
                     line=dict(color="#333333", width=0.6),
-                    colorbar=dict(title=dict(text="α"), x=0.56, len=0.9, thickness=14)),
+                    colorbar=dict(title=dict(text="α"), x=0.49, xanchor="left", len=0.8, thickness=14)),
         customdata=custom,
         hovertemplate=("α = %{customdata[0]:g}, fold %{customdata[1]}<br>KL %{x:.3g}<br>gap %{y:.4f} "
                        "(recal. ECE %{customdata[2]:.4f}, test ECE %{customdata[3]:.4f})"
@@ -240,12 +245,12 @@ def kl_gap_figure(table: pd.DataFrame, *, eps: float = 0.05, height: int = 480) 
     fig.update_xaxes(title_text="KL(ρ‖π) of the fitted posterior", row=1, col=1)
     fig.update_xaxes(title_text="KL(ρ‖π)", row=1, col=2)
     fig.update_yaxes(title_text="|ECE(test) − ECE(recalibration set)|", rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(type="log", title_text="log scale", row=1, col=2)
+    fig.update_yaxes(type="log", dtick=1, title_text="log scale", row=1, col=2)
     fig.add_hline(y=1.0, line=dict(color="#999999", width=1, dash="dash"), row=1, col=2,
                   annotation_text="1 (vacuous above)", annotation_position="bottom right")
     fig.update_layout(height=height)
     _layout_defaults(fig)
-    fig.update_layout(margin=dict(t=90))
+    _legend_above_titles(fig)
     return fig
 
 

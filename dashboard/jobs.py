@@ -16,6 +16,10 @@ the settings are already chosen, a retry button would need to be pressed at the 
 the user can leave the page meanwhile. Jobs with only classical methods (seconds of numpy) do not
 take the lock, so a quick temperature-scaling comparison never waits behind a long GP run.
 
+A job whose browser session has ended (tab closed; a reload starts a new session, which cannot see
+the old one's results) stops at its next check and frees the lock: nobody could see its result.
+A briefly disconnected session is kept by Streamlit for two minutes and counts as alive.
+
 Everything above :func:`fit_lock` is plain Python (testable without Streamlit).
 """
 
@@ -100,8 +104,9 @@ class JobContext:
     asked for, which ends a long single fit early. ``track`` is a ``report_progress`` factory.
     """
 
-    def __init__(self, job: Job) -> None:
+    def __init__(self, job: Job, alive: Callable[[], bool] | None = None) -> None:
         self.job = job
+        self._alive = alive
 
     def progress(self, done: int, total: int, message: str = "") -> None:
         self.job.done, self.job.total, self.job.message = int(done), int(total), str(message)
@@ -112,12 +117,17 @@ class JobContext:
         self.job.message = message
 
     def cancelled(self) -> bool:
+        if not self.job.cancel_requested and self._alive is not None and not self._alive():
+            # Its browser session is gone (tab closed, or reloaded into a new session): nobody can
+            # see the result any more, so free the machine for others.
+            self.job.message = "Stopped: its browser session has ended"
+            self.job.request_cancel()
         return self.job.cancel_requested
 
     def fit_progress(self, iteration: int, max_iter: int, objective: float | None = None) -> None:
         if max_iter:
             self.job.inner = min(max(iteration / max_iter, 0.0), 1.0)
-        if self.job.cancel_requested:
+        if self.cancelled():
             raise Cancelled()
 
     def track(self, iterable: Iterable, total: int | None = None, desc: str = "") -> Iterable:
@@ -125,7 +135,7 @@ class JobContext:
         for i, item in enumerate(iterable):
             if total:
                 self.job.inner = i / total
-            if self.job.cancel_requested:
+            if self.cancelled():
                 raise Cancelled()
             yield item
 
@@ -141,9 +151,10 @@ class FitLock:
     def busy(self) -> bool:
         return self._lock.locked()
 
-    def acquire(self, job: Job, poll: float = 0.2) -> bool:
+    def acquire(self, job: Job, poll: float = 0.2, cancelled: Callable[[], bool] | None = None) -> bool:
         """Wait for the lock until it is free or the job is cancelled; True when acquired."""
-        while not job.cancel_requested:
+        cancelled = cancelled or (lambda: job.cancel_requested)
+        while not cancelled():
             if self._lock.acquire(timeout=poll):
                 self.holder = job
                 return True
@@ -161,14 +172,19 @@ class FitLock:
         return job
 
 
-def run_job(job: Job, work: Callable[[JobContext], Any], lock: FitLock | None) -> None:
-    """Body of a job's thread: wait for the lock if needed, run ``work``, record the outcome."""
-    ctx = JobContext(job)
+def run_job(job: Job, work: Callable[[JobContext], Any], lock: FitLock | None,
+            alive: Callable[[], bool] | None = None) -> None:
+    """Body of a job's thread: wait for the lock if needed, run ``work``, record the outcome.
+
+    ``alive()`` says whether the browser session that started the job still exists; when it
+    returns False the job stops at its next check (and leaves the queue if it is waiting).
+    """
+    ctx = JobContext(job, alive)
     acquired = False
     try:
         if lock is not None and job.heavy:
             job.message = "Waiting for another fit to finish"
-            if not lock.acquire(job):
+            if not lock.acquire(job, cancelled=ctx.cancelled):
                 job.status, job.message = "stopped", "Cancelled while waiting; nothing was run."
                 return
             acquired = True
@@ -198,10 +214,11 @@ def _empty(value: Any) -> bool:
 
 
 def start_job(kind: str, label: str, work: Callable[[JobContext], Any], *, heavy: bool,
-              lock: FitLock | None, session_id: str = "") -> Job:
+              lock: FitLock | None, session_id: str = "", alive: Callable[[], bool] | None = None) -> Job:
     """Create the job and start its daemon thread (no Streamlit needed; :func:`start` wraps this)."""
     job = Job(kind=kind, label=label, heavy=heavy, session_id=session_id)
-    job._thread = threading.Thread(target=run_job, args=(job, work, lock), name=f"pbr-job-{kind}", daemon=True)
+    job._thread = threading.Thread(target=run_job, args=(job, work, lock, alive), name=f"pbr-job-{kind}",
+                                   daemon=True)
     job._thread.start()
     return job
 
@@ -223,6 +240,24 @@ def _session_id() -> str:
         return ""
 
 
+def session_alive(session_id: str) -> bool:
+    """Whether the browser session still exists (connected, or disconnected but resumable).
+
+    Streamlit has no public API for this; the runtime's session manager is asked, and anything
+    unexpected counts as alive (a job is never stopped by mistake).
+    """
+    if not session_id:
+        return True
+    try:
+        from streamlit.runtime import Runtime
+
+        if not Runtime.exists():
+            return True
+        return Runtime.instance()._session_mgr.get_session_info(session_id) is not None
+    except Exception:  # noqa: BLE001
+        return True
+
+
 def jobs() -> dict[str, Job]:
     return st.session_state.setdefault(_K_JOBS, {})
 
@@ -237,7 +272,9 @@ def start(kind: str, label: str, work: Callable[[JobContext], Any], *, heavy: bo
     old = get(kind)
     if old is not None and old.active:
         return old  # a double click never starts two
-    job = start_job(kind, label, work, heavy=heavy, lock=fit_lock(), session_id=_session_id())
+    sid = _session_id()
+    job = start_job(kind, label, work, heavy=heavy, lock=fit_lock(), session_id=sid,
+                    alive=lambda: session_alive(sid))
     jobs()[kind] = job
     return job
 

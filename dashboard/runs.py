@@ -92,6 +92,16 @@ def gp_available() -> bool:
     return "pbr" in available_methods()
 
 
+def alpha_selection_available() -> bool:
+    """Whether pbr_core offers automatic alpha selection (``pbr_core.alpha_selection.select_alpha``)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("pbr_core.alpha_selection") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def method_params(method: str, **wanted: Any) -> dict[str, Any]:
     """The subset of ``wanted`` that ``method``'s constructor accepts (e.g. max_iter, device)."""
     from pbr_core.recalibrators import REGISTRY
@@ -101,6 +111,12 @@ def method_params(method: str, **wanted: Any) -> dict[str, Any]:
         return {}
     names = set(cls._param_names())
     return {k: v for k, v in wanted.items() if k in names and v is not None}
+
+
+def _label(method: str) -> str:
+    from dashboard.texts import method_label
+
+    return method_label(method)
 
 
 def method_name(objective: Objective, mean_approx: bool) -> str:
@@ -240,7 +256,7 @@ def run_pbr(preds: Predictions, s: PBRSettings, reporter: Reporter, *, data_name
     if s.uses_alpha:
         params["alpha"] = alpha
     recalibrator = make_recalibrator(s.method, params)
-    reporter.progress(0, 1, f"Fitting {s.method} on {fit_set.n:,} rows" + (f" (α = {alpha:g})" if alpha is not None else ""))
+    reporter.progress(0, 1, f"Fitting {_label(s.method)} on {fit_set.n:,} rows" + (f" (α = {alpha:g})" if alpha is not None else ""))
     fit(recalibrator, fit_set, reporter)
     reporter.step("Predicting on the test part")
     after_te = recalibrator.predict_proba(test_set)

@@ -174,6 +174,7 @@ ALPHA_AUTO_HELP = (
     "left out, k times (k-fold cross-validation); the α with the best mean score wins. The test part "
     "is never used for the choice. Costs k × (grid size) extra fits."
 )
+ALPHA_AUTO_MISSING = "α by hand: automatic choice needs pbr_core.alpha_selection (not installed yet)."
 N_RE_HELP = (
     "How many rows are used to fit the recalibrator (the recalibration set, n_re). The rest is the "
     "test part on which everything is evaluated. The paper uses n_re = 1000."

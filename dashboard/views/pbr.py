@@ -38,10 +38,10 @@ def _reset_for_new_data(loaded: state.Loaded) -> None:
 
 def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings:
     preds = loaded.preds
-    c = st.columns([2.2, 1.2, 1.2], gap="medium")
+    c = st.columns([2, 1.5, 1], gap="medium")
     objective = c[0].radio("Objective", list(texts.OBJECTIVE_LABELS), format_func=texts.OBJECTIVE_LABELS.get,
                            key=K_OBJECTIVE, persist_state="session", disabled=running, help=texts.OBJECTIVE_HELP)
-    mean_approx = c[1].toggle("Mean approximation (app.)", key=K_APPROX, persist_state="session", disabled=running,
+    mean_approx = c[1].toggle("Mean approximation", key=K_APPROX, persist_state="session", disabled=running,
                               help=texts.MEAN_APPROX_HELP)
     with c[2]:
         st.markdown("**Device**", help=texts.DEVICE_HELP)
@@ -51,10 +51,16 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings:
     alpha: float | None = None
     grid, cv_folds, cv_score = tuple(PAPER_ALPHAS), 5, "ece"
     if uses_alpha:
-        a = st.columns([1.3, 3], gap="medium", vertical_alignment="bottom")
-        mode = a[0].segmented_control("α", list(ALPHA_MODES), format_func=ALPHA_MODES.get, key=K_ALPHA_MODE,
-                                      default="fixed", required=True, persist_state="session", disabled=running,
-                                      help=texts.ALPHA_AUTO_HELP)
+        a = st.columns([1.6, 3], gap="medium", vertical_alignment="bottom")
+        if st.session_state.get(K_ALPHA_MODE) not in ALPHA_MODES:
+            st.session_state[K_ALPHA_MODE] = "fixed"
+        if runs.alpha_selection_available():
+            mode = a[0].segmented_control("α", list(ALPHA_MODES), format_func=ALPHA_MODES.get, key=K_ALPHA_MODE,
+                                          required=True, persist_state="session", disabled=running,
+                                          help=texts.ALPHA_AUTO_HELP)
+        else:  # no selector that looks broken: say why there is only the slider
+            mode = "fixed"
+            a[0].caption(texts.ALPHA_AUTO_MISSING)
         if mode == "auto":
             b = a[1].columns([3, 1, 1.3], vertical_alignment="bottom")
             grid = tuple(sorted(b[0].multiselect("α grid", list(PAPER_ALPHAS), default=list(PAPER_ALPHAS), key=K_GRID,

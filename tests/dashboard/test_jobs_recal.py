@@ -102,6 +102,30 @@ def test_cancelling_while_waiting_runs_nothing():
     lock.release()
 
 
+def test_a_job_whose_session_ended_stops_and_frees_the_lock():
+    lock = jobs.FitLock()
+    alive = threading.Event()
+    alive.set()
+
+    def work(ctx):
+        for i in range(2000):
+            if ctx.cancelled():
+                raise Cancelled()
+            time.sleep(0.005)
+        return "finished"
+
+    job = jobs.start_job("pbr", "orphan", work, heavy=True, lock=lock, alive=alive.is_set)
+    _wait(lambda: job.status == "running")
+    alive.clear()  # the browser tab was closed
+    assert job.join(5) and job.status == "stopped" and not lock.busy
+    assert "session has ended" in job.message
+    # One waiting in line for a session that is gone leaves the queue without running.
+    lock.hold()
+    waiting = jobs.start_job("pbr", "queued orphan", lambda ctx: "ran", heavy=True, lock=lock, alive=lambda: False)
+    assert waiting.join(5) and waiting.status == "stopped" and waiting.result is None
+    lock.release()
+
+
 def test_one_heavy_job_at_a_time():
     lock = jobs.FitLock()
     running = []

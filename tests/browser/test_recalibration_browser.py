@@ -1,0 +1,114 @@
+"""The Recalibration pages in a real browser: run fits through the UI and download the results.
+
+Uses the CIFAR-10 sample (10 classes: small GP fits), temperature scaling on the Compare page and a
+tiny PBR fit (150 rows, 10 optimiser iterations) on the PBR page; the downloads are parsed.
+Navigation stays inside one browser session (a new URL would start a new session).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pandas as pd
+import pytest
+
+from dashboard import runs
+
+pytestmark = pytest.mark.browser
+
+TIMEOUT_MS = 90_000
+SAMPLE = "CIFAR-10 · ResNet-110 (logits, 10 classes, npz)"
+
+
+def _wait_idle(page) -> None:
+    page.wait_for_selector('[data-testid="stApp"]', timeout=TIMEOUT_MS)
+    page.wait_for_timeout(300)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=TIMEOUT_MS)
+
+
+def _no_exception(page) -> None:
+    exc = page.locator('[data-testid="stException"]')
+    assert exc.count() == 0, exc.first.inner_text()
+
+
+def _nav(page, name: str, heading: str) -> None:
+    page.locator('[data-testid="stSidebarNav"]').get_by_text(name, exact=True).click()
+    page.get_by_role("heading", name=heading, level=1).wait_for(timeout=TIMEOUT_MS)
+    _wait_idle(page)
+
+
+def _number(page, label: str, value: int) -> None:
+    box = page.get_by_role("spinbutton", name=label).first
+    box.fill(str(value))
+    box.press("Enter")
+    _wait_idle(page)
+
+
+def _download(page, label: str) -> bytes:
+    with page.expect_download(timeout=TIMEOUT_MS) as info:
+        page.get_by_role("button", name=label).click()
+    path = info.value.path()
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def _load_cifar10(page, app_url: str) -> None:
+    page.goto(app_url, wait_until="domcontentloaded")
+    page.get_by_text("Bundled samples").wait_for(timeout=TIMEOUT_MS)
+    _wait_idle(page)
+    page.locator('[data-testid="stSelectbox"]').first.click()
+    page.get_by_role("option", name=SAMPLE).click()
+    page.locator('[data-testid="stSidebar"]').get_by_text("CIFAR-10 · ResNet-110").wait_for(timeout=TIMEOUT_MS)
+    _wait_idle(page)
+
+
+def test_compare_temperature_and_download_the_table(page, app_url):
+    _load_cifar10(page, app_url)
+    _nav(page, "Compare", "Compare recalibrators")
+    select = page.locator('[data-testid="stMultiSelect"]').first
+    for chip in ("PBR", "Isotonic regression (one-vs-all)"):  # keep the two fast defaults
+        select.get_by_role("button", name=f"Remove {chip}").click()
+        _wait_idle(page)
+    chips = select.locator("[title]").evaluate_all("els => els.map(e => e.title).filter(Boolean)")
+    assert chips == ["Uncalibrated", "Temperature scaling"]
+    _number(page, "Recalibration rows n_re", 300)
+    _number(page, "Folds", 2)
+    page.get_by_role("button", name="Run the comparison").click()
+    page.get_by_text("Test metrics, mean ± std over folds").wait_for(timeout=TIMEOUT_MS)
+    _wait_idle(page)
+    page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=TIMEOUT_MS)
+    _no_exception(page)
+    table = pd.read_csv(io.BytesIO(_download(page, "Results table (CSV, every fold)")))
+    assert len(table) == 4 and set(table["method"]) == {"uncalibrated", "temperature"}
+    assert {"ece", "accuracy", "nll", "brier", "fold"} <= set(table.columns)
+    assert table["ece"].between(0, 1).all()
+    t = table.groupby("method")["ece"].mean()
+    assert t["temperature"] < t["uncalibrated"]  # ResNet-110 is over-confident; T-scaling helps
+
+
+@pytest.mark.skipif(not runs.gp_available(), reason="the GP family (pbr_core.recalibrators.gp) is not installed")
+def test_pbr_small_fit_and_download_predictions_and_recalibrator(page, app_url):
+    _load_cifar10(page, app_url)
+    _nav(page, "PBR", "PBR recalibration")
+    assert "CPU" in page.locator('[data-testid="stMain"]').inner_text() or "GPU" in page.locator(
+        '[data-testid="stMain"]').inner_text()
+    _number(page, "Recalibration rows n_re", 150)
+    page.get_by_text("Bound and fit settings").click()
+    _number(page, "Max optimiser iterations (0 = default)", 10)
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.get_by_text("What the PAC-Bayes bounds guarantee").wait_for(timeout=TIMEOUT_MS)
+    _wait_idle(page)
+    _no_exception(page)
+    page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=TIMEOUT_MS)
+    main = page.locator('[data-testid="stMain"]').inner_text()
+    assert "KL(ρ‖π)" in main and "Corollary 1" in main and "Corollary 2" in main
+    assert page.locator('[data-testid="stPlotlyChart"]').count() == 2
+    preds = pd.read_csv(io.BytesIO(_download(page, "Calibrated predictions (CSV)")))
+    assert preds.shape == (10_000, 11) and "label" in preds.columns
+    probs = preds.drop(columns="label").to_numpy()
+    assert ((probs >= 0) & (probs <= 1)).all() and abs(probs.sum(axis=1) - 1).max() < 1e-6
+    saved = json.loads(_download(page, "Fitted recalibrator (JSON)"))
+    assert saved["format"] == "pbr-calib-recalibrator" and saved["method"] == "pbr" and saved["n_classes"] == 10
+    report = _download(page, "Session report (HTML)").decode()
+    assert report.startswith("<!DOCTYPE html>") and "CIFAR-10" in report and "Plotly.newPlot" in report
