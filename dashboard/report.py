@@ -49,8 +49,13 @@ def _settings_table(settings: Mapping[str, Any]) -> str:
 
 def _table_html(table: pd.DataFrame | Styler) -> str:
     if isinstance(table, Styler):
-        return table.format(precision=4).to_html()
+        return table.format(precision=4).hide(axis="index", names=True).to_html()
     return table.to_html(border=0, classes="data", float_format=lambda v: f"{v:.4f}", na_rep="–")
+
+
+def without_empty_columns(table: pd.DataFrame) -> pd.DataFrame:
+    """Drop columns with no value at all (e.g. ``kl`` of classical methods, ``error`` when none failed)."""
+    return table.loc[:, table.notna().any(axis=0)]
 
 
 def _figure_html(fig: go.Figure) -> str:
@@ -132,6 +137,15 @@ def pbr_metrics_frame(result: Any) -> pd.DataFrame:
                         index=[FR.metric_title(k) for k in rows])
 
 
+def alpha_scores_frame(summary: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Display form of ``AlphaSelection.summary``: α, mean ± std of the held-out score, mean KL."""
+    out = pd.DataFrame({"α": summary["alpha"], f"held-out {metric} (mean)": summary["mean"],
+                        "std": summary.get("std")})
+    if "kl_mean" in summary:
+        out["KL (mean)"] = summary["kl_mean"]
+    return out
+
+
 def pbr_reliability_figures(result: Any, x_title: str, y_title: str) -> tuple[go.Figure, go.Figure]:
     b, a = result.before["ece"], result.after["ece"]
     method = texts.method_label(result.settings.method)
@@ -153,8 +167,8 @@ def pbr_section(result: Any) -> ReportSection:
     x_title, y_title = axis_titles(binary_positive)
     before, after = pbr_reliability_figures(result, x_title, y_title)
     settings = dict(s.describe())
-    if result.alpha is not None:
-        settings["α used"] = f"{result.alpha:g}"
+    if result.alpha is not None and s.alpha is None:
+        settings["α chosen"] = f"{result.alpha:g}"
     settings["computed"] = _stamp(result)
     fr = result.fit_report
     if fr:
@@ -176,7 +190,7 @@ def pbr_section(result: Any) -> ReportSection:
     if result.alpha_scores is not None and len(result.alpha_scores):
         figs.append(("Automatic choice of α: " + texts.ALPHA_SCORES_HELP,
                      FR.alpha_selection_figure(result.alpha_scores, result.alpha, score_name=s.cv_score)))
-        tables.append(("Cross-validated score per α", result.alpha_scores))
+        tables.append(("Cross-validated score per α", alpha_scores_frame(result.alpha_scores, s.cv_score)))
     return ReportSection(title=f"Recalibration: {texts.method_label(s.method)}", paragraphs=paragraphs,
                          settings=settings, tables=tables, figures=figs)
 
@@ -214,8 +228,7 @@ def compare_section(result: Any) -> ReportSection:
     if len(result.table):
         _, styled = compare_tables(result.table, multiclass)
         tables.append(("Test metrics, mean ± std over folds", styled))
-        tables.append(("Every fold", result.table.drop(columns=["error"]) if result.table["error"].isna().all()
-                       else result.table))
+        tables.append(("Every fold", without_empty_columns(result.table)))
     return ReportSection(title="Comparison of recalibrators", paragraphs=paragraphs, settings=settings,
                          tables=tables, figures=compare_figures(result, binary_positive, multiclass))
 
@@ -250,6 +263,6 @@ def generalization_section(result: Any) -> ReportSection:
     if len(res.table):
         figs.append((texts.KL_GAP_CAPTION, FR.kl_gap_figure(res.table, eps=s.eps)))
         tables.append(("Correlation between KL and ECE gap", correlations_frame(res)))
-        tables.append(("Every fit", res.table))
+        tables.append(("Every fit", without_empty_columns(res.table)))
     return ReportSection(title=f"Generalization: KL against ECE gap ({texts.method_label(s.objective)})",
                          paragraphs=paragraphs, settings=settings, tables=tables, figures=figs)

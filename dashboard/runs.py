@@ -182,7 +182,7 @@ class PBRSettings:
 
     def describe(self) -> dict[str, Any]:
         """Settings as the report's header lists them."""
-        out: dict[str, Any] = {"method": self.method, "n_re": self.n_re, "split seed": self.seed,
+        out: dict[str, Any] = {"method": _label(self.method), "n_re": self.n_re, "split seed": self.seed,
                                "ε": self.eps, "L": self.lipschitz}
         if self.uses_alpha:
             out["α"] = ("chosen by %d-fold CV (%s) from %s" % (self.cv_folds, self.cv_score, list(self.alpha_grid))
@@ -200,7 +200,7 @@ class PBRResult:
     preds: Predictions                   # the whole file the recalibrator was fitted on (for downloads)
     recalibrator: Any
     alpha: float | None                  # the alpha used (None for GP calibration)
-    alpha_scores: pd.DataFrame | None    # automatic selection: one row per alpha
+    alpha_scores: pd.DataFrame | None    # automatic selection: AlphaSelection.summary, one row per alpha
     before: dict[str, float]
     after: dict[str, float]
     reliability_before: pd.DataFrame
@@ -226,16 +226,24 @@ class PBRResult:
         return json.dumps(self.recalibrator.to_dict()).encode()
 
 
-def _select_alpha(fit_set: Predictions, s: PBRSettings, reporter: Reporter) -> tuple[float, pd.DataFrame]:
-    """Grid selection of alpha by k-fold CV inside the recalibration data (pbr_core.alpha_selection)."""
+def _select_alpha(fit_set: Predictions, s: PBRSettings, reporter: Reporter, steps: int) -> tuple[float, pd.DataFrame]:
+    """Grid selection of alpha by k-fold CV inside the recalibration data (pbr_core.alpha_selection).
+
+    Returns the chosen alpha and ``AlphaSelection.summary`` (one row per alpha: mean, std, ...).
+    """
     from pbr_core.alpha_selection import select_alpha  # imported late: the module may be missing
 
-    result = select_alpha(
-        fit_set, objective=s.method, alphas=list(s.alpha_grid), n_folds=s.cv_folds, score=s.cv_score,
-        progress=reporter.progress, cancel=reporter.cancelled,
-        **method_params(s.method, max_iter=s.max_iter),
-    )
-    return float(result.alpha), result.table
+    def progress(done: int, total: int, message: str) -> None:
+        # Sequential selection counts fits (total = steps - 1); a batched one counts iterations.
+        reporter.progress(int(round(done / max(total, 1) * (steps - 1))), steps, f"Choosing α: {message}")
+        if reporter.cancelled():  # select_alpha has no cancel hook: stop it from its progress call
+            raise Cancelled()
+
+    with report_progress(reporter.track):
+        sel = select_alpha(fit_set, grid=list(s.alpha_grid), objective=s.objective, n_splits=s.cv_folds,
+                           metric=s.cv_score, seed=s.seed, progress=progress, mean_approx=s.mean_approx,
+                           **method_params("pbr", max_iter=s.max_iter))
+    return float(sel.best_alpha), sel.summary
 
 
 def run_pbr(preds: Predictions, s: PBRSettings, reporter: Reporter, *, data_name: str = "",
@@ -249,14 +257,17 @@ def run_pbr(preds: Predictions, s: PBRSettings, reporter: Reporter, *, data_name
     re_idx, te_idx = split_indices(preds.n, s.n_re, fold=0, seed=s.seed)
     fit_set, test_set = preds.subset(re_idx), preds.subset(te_idx)
     alpha, scores = (s.alpha if s.uses_alpha else None), None
-    if s.uses_alpha and s.alpha is None:
-        reporter.step("Choosing α by cross-validation on the recalibration set")
-        alpha, scores = _select_alpha(fit_set, s, reporter)
+    auto = s.uses_alpha and s.alpha is None
+    steps = len(s.alpha_grid) * s.cv_folds + 1 if auto else 1   # fits: the CV grid, then the final one
+    if auto:
+        reporter.progress(0, steps, "Choosing α by cross-validation on the recalibration set")
+        alpha, scores = _select_alpha(fit_set, s, reporter, steps)
     params = method_params(s.method, max_iter=s.max_iter)
     if s.uses_alpha:
         params["alpha"] = alpha
     recalibrator = make_recalibrator(s.method, params)
-    reporter.progress(0, 1, f"Fitting {_label(s.method)} on {fit_set.n:,} rows" + (f" (α = {alpha:g})" if alpha is not None else ""))
+    reporter.progress(steps - 1, steps, f"Fitting {_label(s.method)} on {fit_set.n:,} rows" +
+                      (f" (α = {alpha:g})" if alpha is not None else ""))
     fit(recalibrator, fit_set, reporter)
     reporter.step("Predicting on the test part")
     after_te = recalibrator.predict_proba(test_set)
@@ -274,7 +285,7 @@ def run_pbr(preds: Predictions, s: PBRSettings, reporter: Reporter, *, data_name
         }
     report = getattr(recalibrator, "fit_report_", None)
     report = report.to_dict() if hasattr(report, "to_dict") else dict(report or {})
-    reporter.progress(1, 1, "Done")
+    reporter.progress(steps, steps, "Done")
     return PBRResult(
         settings=s, data_name=data_name, data_key=data_key, preds=preds, recalibrator=recalibrator,
         alpha=alpha, alpha_scores=scores,
@@ -433,7 +444,7 @@ class GenSettings:
     binary_ece: BinaryECE = "positive"
 
     def describe(self) -> dict[str, Any]:
-        out = {"method": self.objective, "α values": ", ".join(f"{a:g}" for a in self.alphas),
+        out = {"method": _label(self.objective), "α values": ", ".join(f"{a:g}" for a in self.alphas),
                "n_re (= test subset size)": self.n_re, "folds": self.n_folds, "seed": self.seed, "ε": self.eps}
         if self.max_iter:
             out["max iterations"] = self.max_iter

@@ -105,7 +105,7 @@ def _results(loaded: state.Loaded, result: runs.CompareResult) -> None:
     st.caption(f"{table['fold'].nunique()} folds · {int(table['n_te'].iloc[0]):,} test rows per fold · ECE with "
                f"B = {int(table['n_bins'].iloc[0])} bins. Green = best in its column.")
     with st.expander("Every fold"):
-        st.dataframe(table, hide_index=True)
+        st.dataframe(report.without_empty_columns(table), hide_index=True)
     figs = report.compare_figures(result, result.kind == "binary" and result.settings.binary_ece == "positive",
                                   result.kind == "multiclass")
     if figs:

@@ -169,7 +169,8 @@ def _results(loaded: state.Loaded, r: runs.PBRResult) -> None:
             a[0].plotly_chart(FR.alpha_selection_figure(r.alpha_scores, r.alpha,
                                                         score_name=CV_SCORES.get(r.settings.cv_score, "score")),
                               key="pbr_alpha_chart", config={"displaylogo": False})
-            a[1].dataframe(r.alpha_scores, hide_index=True)
+            a[1].dataframe(report.alpha_scores_frame(r.alpha_scores, CV_SCORES.get(r.settings.cv_score, "score")),
+                           hide_index=True)
             st.caption(texts.ALPHA_SCORES_HELP)
     _bounds(r)
     st.subheader("Downloads")

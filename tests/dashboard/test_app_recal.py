@@ -63,7 +63,7 @@ def _downloads(at: AppTest) -> list[str]:
 def _small_gp_settings(at: AppTest, prefix: str) -> None:
     key = f"{prefix}_max_iter"
     if any(w.key == key for w in at.number_input):
-        at.number_input(key=key).set_value(30).run()
+        at.number_input(key=key).set_value(20).run()
 
 
 def test_compare_temperature_two_folds(at, cifar10):
@@ -178,6 +178,27 @@ def test_pbr_tiny_fit_shows_kl_bounds_and_downloads(at):
     assert csv.shape == (10_000, 11) and "label" in csv.columns
     saved = json.loads(r.recalibrator_json())
     assert saved["method"] == "pbr" and saved["n_classes"] == 10
+
+
+@needs_gp
+@pytest.mark.skipif(not runs.alpha_selection_available(), reason="pbr_core.alpha_selection is not installed")
+def test_pbr_automatic_alpha_shows_the_grid_scores(at):
+    at.switch_page(PBR).run()
+    at.segmented_control(key="pbr_alpha_mode").set_value("auto").run()
+    assert not at.exception
+    at.multiselect(key="pbr_alpha_grid").set_value([0.1, 1.0]).run()
+    at.number_input(key="pbr_cv_folds").set_value(2).run()
+    at.number_input(key="pbr_n_re").set_value(120).run()
+    _small_gp_settings(at, "pbr")
+    at.button(key="pbr_run").click().run()
+    job = _finish(at, "pbr")
+    r = job.result
+    assert r.alpha in (0.1, 1.0) and list(r.alpha_scores["alpha"]) == [0.1, 1.0]
+    assert job.total == 2 * 2 + 1  # the CV fits, then the final fit
+    assert len(at.get("plotly_chart")) == 3  # before, after, the alpha scores
+    shown = at.dataframe[0].value
+    assert list(shown["α"]) == [0.1, 1.0]
+    assert any("chosen by cross-validation" in c.value for c in at.caption)
 
 
 @needs_gp
