@@ -19,9 +19,9 @@ alpha of the PBR family: the paper "selects alpha via grid search from {0, .01, 
 .9, 1}" without saying on which data; if it was chosen on the test folds, the reported PBR numbers
 are a best-of-8 on test. This script does not do that. ``--alpha 0.5`` (any number) fixes alpha;
 ``--alpha cv`` chooses it per fold by an inner K-fold cross-validation *inside the recalibration
-set* (criterion: mean held-out top-label ECE with B = floor(n_val^(1/3)); uses
-``pbr_core.alpha_selection.select_alpha`` when the library has it, else the loop below). The
-choice is recorded in the ``alpha_mode`` and ``alpha`` columns.
+set* (criterion: mean held-out ECE with B = floor(n_val^(1/3)); uses
+``pbr_core.alpha_selection.select_alpha`` when the library has it, else the loop below with the
+top-label ECE). The choice is recorded in the ``alpha_mode`` and ``alpha`` columns.
 
 Outputs in ``--out`` (default ``docs/reproduction_results/``):
 
@@ -127,9 +127,11 @@ def select_alpha_cv(method: str, fit_set, *, device: str, max_iter: int | None, 
     except ImportError:
         select_alpha = None
     if select_alpha is not None:
-        result = select_alpha(fit_set, method=method, alphas=list(grid), n_folds=inner_folds, seed=seed,
-                              method_params=_params(method, None, device, max_iter))
-        return float(getattr(result, "alpha", result))
+        params = _params(method, None, device, max_iter)
+        params["mean_approx"] = method.endswith("_app")
+        result = select_alpha(fit_set, grid=tuple(grid), objective="pbr_total" if "total" in method else "pbr",
+                              n_splits=inner_folds, metric="ece", seed=seed, **params)
+        return float(result.best_alpha)
     rng = np.random.default_rng(seed)
     folds = np.array_split(rng.permutation(fit_set.n), inner_folds)
     scores = []
