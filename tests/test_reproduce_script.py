@@ -56,12 +56,13 @@ def test_tiny_kitti_run_writes_per_fold_csv_table_and_run_log(script, tmp_path):
 
 
 def test_second_run_merges_rows_instead_of_overwriting(script, tmp_path):
-    script.main([*TINY, "--out", str(tmp_path)])
-    script.main(["--part", "kitti", "--models", "xgboost", "--folds", "1", "--first-fold", "2", "--n-re", "200",
-                 "--methods", "uncalibrated", "--no-progress", "--out", str(tmp_path)])
+    common = ["--part", "kitti", "--models", "xgboost", "--n-re", "200", "--no-progress", "--out", str(tmp_path)]
+    script.main([*common, "--folds", "2", "--methods", "uncalibrated,platt"])
+    script.main([*common, "--folds", "2", "--first-fold", "1", "--methods", "uncalibrated"])
     table = pd.read_csv(tmp_path / "kitti_per_fold.csv")
-    assert len(table) == 2 * 3 + 1
-    assert set(table.loc[table["method"] == "uncalibrated", "fold"]) == {0, 1, 2}
+    assert len(table) == 2 * 2 + 1  # fold 1 of uncalibrated replaced, fold 2 added, platt kept
+    assert sorted(table.loc[table["method"] == "uncalibrated", "fold"]) == [0, 1, 2]
+    assert sorted(table.loc[table["method"] == "platt", "fold"]) == [0, 1]
     assert "| xgboost | uncalibrated | 3 |" in (tmp_path / "kitti_table.md").read_text()
 
 
