@@ -53,7 +53,8 @@ class Job:
     status: JobStatus = "waiting"
     done: int = 0                  # finished steps (fits) of ``total``
     total: int = 0
-    message: str = ""
+    message: str = ""              # what it is doing now ("Fitting PBR on 1,000 rows")
+    last: str = ""                 # the step that finished last ("temperature, fold 2/10")
     inner: float | None = None     # progress inside the current fit (optimiser iterations), 0..1
     result: Any = None             # the work function's return value (may be partial when stopped)
     error: str | None = None
@@ -109,7 +110,9 @@ class JobContext:
         self._alive = alive
 
     def progress(self, done: int, total: int, message: str = "") -> None:
-        self.job.done, self.job.total, self.job.message = int(done), int(total), str(message)
+        """``done`` of ``total`` steps finished; ``message`` names the one that just finished."""
+        self.job.done, self.job.total, self.job.last = int(done), int(total), str(message)
+        self.job.message = ""
         self.job.inner = None
 
     def step(self, message: str) -> None:
@@ -302,6 +305,19 @@ def waiting_message(job: Job, lock: FitLock) -> str:
             "when it ends; you can leave this page meanwhile.")
 
 
+def progress_text(job: Job) -> str:
+    """The line above the progress bar: fits done, what runs now, what finished last, time."""
+    parts = []
+    if job.total > 1:
+        parts.append(f"{job.done} of {job.total} fits done")
+    if job.message:
+        parts.append(job.message)
+    elif job.last and job.total > 1:
+        parts.append(f"last finished: {job.last}")
+    parts.append(_minutes(job.elapsed()))
+    return " · ".join(parts)
+
+
 @st.fragment(run_every=POLL_SECONDS)
 def show_progress(kind: str) -> None:
     """Progress bar, status line and Stop button of the job of ``kind``; reruns the page when it ends."""
@@ -314,9 +330,7 @@ def show_progress(kind: str) -> None:
         st.button("Cancel", key=f"{kind}_job_cancel", on_click=job.request_cancel, icon=":material/close:",
                   help="Leave the queue; nothing has been computed yet.")
         return
-    step = f"step {min(job.done + 1, job.total)} of {job.total}: " if job.total > 1 else ""
-    text = f"{step}{job.message} · {_minutes(job.elapsed())}"
-    st.progress(job.fraction(), text=text)
+    st.progress(job.fraction(), text=progress_text(job))
     if job.cancel_requested:
         st.caption("Stopping after the current fit … finished fits are kept.")
     else:

@@ -51,7 +51,8 @@ def job_status(kind: str) -> jobs.Job | None:
     elif job.status == "failed":
         st.error(f"The run failed: {job.error}", icon=":material/error:")
     elif job.status == "stopped" and job.result is None:
-        st.info("Stopped before anything finished; nothing to show.", icon=":material/stop_circle:")
+        said = job.message if job.message.startswith(("Cancelled", "Stopped:")) else ""
+        st.info(said or "Stopped before anything finished; nothing to show.", icon=":material/stop_circle:")
     return job
 
 

@@ -235,7 +235,8 @@ def _select_alpha(fit_set: Predictions, s: PBRSettings, reporter: Reporter, step
 
     def progress(done: int, total: int, message: str) -> None:
         # Sequential selection counts fits (total = steps - 1); a batched one counts iterations.
-        reporter.progress(int(round(done / max(total, 1) * (steps - 1))), steps, f"Choosing α: {message}")
+        reporter.progress(int(round(done / max(total, 1) * (steps - 1))), steps, f"CV fit {message}")
+        reporter.step("Choosing α by cross-validation on the recalibration set")
         if reporter.cancelled():  # select_alpha has no cancel hook: stop it from its progress call
             raise Cancelled()
 
@@ -260,14 +261,16 @@ def run_pbr(preds: Predictions, s: PBRSettings, reporter: Reporter, *, data_name
     auto = s.uses_alpha and s.alpha is None
     steps = len(s.alpha_grid) * s.cv_folds + 1 if auto else 1   # fits: the CV grid, then the final one
     if auto:
-        reporter.progress(0, steps, "Choosing α by cross-validation on the recalibration set")
+        reporter.progress(0, steps)
+        reporter.step("Choosing α by cross-validation on the recalibration set")
         alpha, scores = _select_alpha(fit_set, s, reporter, steps)
     params = method_params(s.method, max_iter=s.max_iter)
     if s.uses_alpha:
         params["alpha"] = alpha
     recalibrator = make_recalibrator(s.method, params)
-    reporter.progress(steps - 1, steps, f"Fitting {_label(s.method)} on {fit_set.n:,} rows" +
-                      (f" (α = {alpha:g})" if alpha is not None else ""))
+    if auto:
+        reporter.progress(steps - 1, steps, f"α = {alpha:g} chosen")
+    reporter.step(f"Fitting {_label(s.method)} on {fit_set.n:,} rows" + (f" (α = {alpha:g})" if alpha is not None else ""))
     fit(recalibrator, fit_set, reporter)
     reporter.step("Predicting on the test part")
     after_te = recalibrator.predict_proba(test_set)

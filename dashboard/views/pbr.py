@@ -165,12 +165,14 @@ def _results(loaded: state.Loaded, r: runs.PBRResult) -> None:
     st.caption(texts.RELIABILITY_PAIR_CAPTION)
     if r.alpha_scores is not None and len(r.alpha_scores):
         with st.expander(f"Automatic choice of α: α = {r.alpha:g}", expanded=True):
-            a = st.columns([2, 1], gap="medium")
+            a = st.columns([1.6, 1.4], gap="medium")
             a[0].plotly_chart(FR.alpha_selection_figure(r.alpha_scores, r.alpha,
                                                         score_name=CV_SCORES.get(r.settings.cv_score, "score")),
                               key="pbr_alpha_chart", config={"displaylogo": False})
-            a[1].dataframe(report.alpha_scores_frame(r.alpha_scores, CV_SCORES.get(r.settings.cv_score, "score")),
-                           hide_index=True)
+            frame = report.alpha_scores_frame(r.alpha_scores, CV_SCORES.get(r.settings.cv_score, "score"))
+            a[1].dataframe(frame, hide_index=True, column_config={
+                c: st.column_config.NumberColumn(format="%.4g" if c == "KL (mean)" else "%.4f")
+                for c in frame.columns if c != "α"})
             st.caption(texts.ALPHA_SCORES_HELP)
     _bounds(r)
     st.subheader("Downloads")

@@ -30,8 +30,17 @@ def test_a_job_reports_progress_and_its_result():
 
     job = jobs.start_job("compare", "three fits", work, heavy=False, lock=None)
     assert job.join(5)
-    assert (job.status, job.result, job.done, job.total, job.message) == ("done", "result", 3, 3, "fit 3")
+    assert (job.status, job.result, job.done, job.total, job.last) == ("done", "result", 3, 3, "fit 3")
     assert job.fraction() == 1.0 and job.elapsed() >= 0
+
+
+def test_progress_text_says_what_is_done_and_what_runs():
+    job = jobs.Job(kind="compare", label="x", heavy=False, status="running", started=time.time())
+    ctx = jobs.JobContext(job)
+    ctx.progress(4, 16, "isotonic, fold 1/3")
+    assert jobs.progress_text(job).startswith("4 of 16 fits done · last finished: isotonic, fold 1/3 · ")
+    ctx.step("Fitting PBR on 300 rows")
+    assert jobs.progress_text(job).startswith("4 of 16 fits done · Fitting PBR on 300 rows · ")
 
 
 def test_a_failing_job_keeps_the_message_and_releases_the_lock():
