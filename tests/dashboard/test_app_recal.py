@@ -236,3 +236,57 @@ def test_missing_gp_module_gives_a_note_not_a_crash(at, monkeypatch):
     at.switch_page(COMPARE).run()
     assert not at.exception
     assert any("not offered" in c.value for c in at.caption)
+
+
+def test_binary_data_compare_uses_p_positive(at):
+    at.selectbox(key="data_sample").set_value("kitti_xgboost.csv").run()
+    at.switch_page(COMPARE).run()
+    assert not at.exception
+    options = at.multiselect(key="cmp_methods").options
+    assert "Platt scaling" in options and "Beta calibration" in options  # no "(one-vs-all)" on binary data
+    at.multiselect(key="cmp_methods").set_value(["uncalibrated", "platt", "beta"]).run()
+    at.number_input(key="cmp_n_re").set_value(1000).run()
+    at.number_input(key="cmp_n_folds").set_value(2).run()
+    at.button(key="cmp_run").click().run()
+    job = _finish(at, "compare")
+    preds = at.session_state["pbr_loaded"].preds
+    expected = pbr_core.experiments.compare(preds, ["uncalibrated", "platt", "beta"], n_re=1000, n_folds=2,
+                                            binary_ece="positive")
+    pd.testing.assert_series_equal(job.result.table["ece"], expected["ece"])
+    assert "Predicted probability p(y=1)" in at.get("plotly_chart")[0].proto.spec  # binary axis wording
+
+
+def test_stopped_run_shows_its_partial_results_and_stale_data_is_flagged(at, cifar10):
+    at.switch_page(COMPARE).run()
+    logits, labels = cifar10
+    preds = pbr_core.Predictions.from_arrays(logits[:2000], labels[:2000])
+
+    class StopAfterTwo(runs.NullReporter):
+        done = 0
+
+        def progress(self, done, total, message=""):
+            self.done = done
+
+        def cancelled(self):
+            return self.done >= 2
+
+    s = runs.compare_settings(["uncalibrated", "temperature"], 300, 5, 0)
+    partial = runs.run_compare(preds, s, StopAfterTwo(), data_name="another file", data_key="other")
+    job = jobs.start_job("compare", "stopped", lambda ctx: partial, heavy=False, lock=None)
+    assert job.join(5) and job.status == "stopped"
+    at.session_state["recal_jobs"]["compare"] = job
+    at.run()
+    assert not at.exception
+    assert any(i.value.startswith("Stopped after 2 of 12 fits") for i in at.info)
+    assert any("computed on **another file**" in w.value for w in at.warning)
+    assert at.dataframe[0].value.shape[0] == 2
+
+
+def test_tiny_file_pages_render(at):
+    csv = "a,b,label\n0.9,0.1,0\n0.2,0.8,1\n0.6,0.4,1\n"
+    at.switch_page("views/data.py").run()
+    at.file_uploader(key="data_upload").upload("tiny.csv", csv.encode(), "text/csv").run()
+    assert at.session_state["pbr_loaded"].preds.n == 3
+    for page in (PBR, COMPARE, GEN):
+        at.switch_page(page).run()
+        assert not at.exception, page
