@@ -1,0 +1,220 @@
+"""Choosing PBR's KL weight alpha by k-fold cross-validation inside the recalibration data (GP_SPEC section 5).
+
+The paper (Appendix F) picks alpha from {0, .01, .1, .25, .5, .75, .9, 1} by grid search without
+saying on which data. Decision (GP_SPEC section 5): k-fold cross-validation INSIDE the
+recalibration set only, never on test data. Each (alpha, fold) fit is scored on its held-out fold
+with ECE (B = floor(n_val^(1/3)), the paper's choice), Brier or NLL; the alpha with the lowest
+mean score wins (ties: the larger alpha, i.e. the stronger KL regularisation and tighter bound).
+
+Speed. The (alpha, fold) fits are the expensive part of the product. Two ways to run them:
+
+* ``batched=False``: one fit after another, each exactly as ``PBR(...).fit`` would do it (the
+  default optimiser, an Adam warm-up then L-BFGS).
+* ``batched=True``: all fits in one batched GPyTorch model (:func:`pbr_core.gp.batch.fit_batch`),
+  which requires ``optimizer="adam"`` (batched Adam is element-wise, so each fit follows exactly
+  the path it would follow alone; a test checks this). On a GPU this turns dozens of small kernel
+  launches into one; on a CPU the arithmetic is the same and batching does not pay (measured in
+  benchmarks/RESULTS_gp.md).
+
+``batched="auto"`` batches on CUDA with Adam, and runs sequentially otherwise.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pbr_core.bounds import optimal_n_bins
+from pbr_core.metrics import brier_score, ece, nll
+from pbr_core.predictions import Predictions
+from pbr_core.recalibrators.base import as_predictions
+
+__all__ = ["AlphaSelection", "PAPER_ALPHA_GRID", "kfold_indices", "select_alpha"]
+
+#: The paper's grid (Appendix F).
+PAPER_ALPHA_GRID: tuple[float, ...] = (0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
+
+Metric = Literal["ece", "brier", "nll"]
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass
+class AlphaSelection:
+    """Result of :func:`select_alpha`.
+
+    Attributes
+    ----------
+    best_alpha : float
+        The grid value with the lowest mean held-out score.
+    scores : pandas.DataFrame
+        One row per (alpha, fold): ``alpha``, ``fold``, ``n_train``, ``n_val``, ``score`` (the
+        selection metric), ``ece``, ``brier``, ``nll`` (all on the held-out fold), ``kl``,
+        ``iterations``, ``converged``.
+    summary : pandas.DataFrame
+        One row per alpha: ``mean`` and ``std`` of the score over folds (and of ece / brier / nll, kl).
+    metric, objective, n_splits, seed, batched, wall_time_s
+        How the selection was run.
+    """
+
+    best_alpha: float
+    scores: pd.DataFrame
+    summary: pd.DataFrame
+    metric: str
+    objective: str
+    n_splits: int
+    seed: int
+    batched: bool
+    wall_time_s: float
+    params: dict = field(default_factory=dict)
+
+
+def kfold_indices(n: int, n_splits: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Shuffled k-fold (train, validation) index pairs; fold sizes differ by at most one."""
+    if isinstance(n_splits, bool) or not isinstance(n_splits, (int, np.integer)) or n_splits < 2:
+        raise ValueError(f"Expected argument `n_splits` to be an integer of at least 2, but got {n_splits!r}.")
+    if n_splits > n:
+        raise ValueError(f"Expected argument `n_splits` <= the number of samples ({n}), but got {n_splits}.")
+    perm = np.random.default_rng(seed).permutation(n)
+    folds = np.array_split(perm, n_splits)
+    return [(np.sort(np.concatenate(folds[:i] + folds[i + 1:])), np.sort(folds[i])) for i in range(n_splits)]
+
+
+def _score_all(probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
+    return {"ece": ece(probs, labels, n_bins=optimal_n_bins(labels.shape[0])),
+            "brier": brier_score(probs, labels), "nll": nll(probs, labels)}
+
+
+def select_alpha(preds: Predictions | np.ndarray, labels: np.ndarray | None = None,
+                 grid: Sequence[float] = PAPER_ALPHA_GRID, objective: Literal["pbr", "pbr_total"] = "pbr",
+                 n_splits: int = 5, metric: Metric = "ece", seed: int = 0, progress: Progress | None = None,
+                 batched: bool | Literal["auto"] = "auto", **pbr_params: Any) -> AlphaSelection:
+    """Choose PBR's alpha by k-fold cross-validation on the recalibration data.
+
+    Parameters
+    ----------
+    preds : Predictions or array of shape (n, K)
+        The recalibration set (only this data is used).
+    labels : array of shape (n,), optional
+        Labels when ``preds`` is an array.
+    grid : sequence of float
+        Candidate alpha values (default: the paper's grid).
+    objective : {"pbr", "pbr_total"}
+        Paper Eq. vi_obj2 or vi_obj3.
+    n_splits : int
+        Number of folds k.
+    metric : {"ece", "brier", "nll"}
+        Held-out score to minimise; ECE uses B = floor(n_val^(1/3)).
+    seed : int
+        Seeds the fold assignment (the fits use ``random_state`` from ``pbr_params``, default 0).
+    progress : callable(done, total, message), optional
+        Called after each fit (sequential) or during the batched fit.
+    batched : bool or "auto"
+        See the module docstring.
+    **pbr_params
+        Passed to :class:`pbr_core.recalibrators.gp.PBR` (``n_mc``, ``max_iter``, ``optimizer``,
+        ``device``, ``mean_approx``, ``random_state``, ...).
+
+    Returns
+    -------
+    AlphaSelection
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pbr_core.alpha_selection import select_alpha
+    >>> d = np.load("sample_data/cifar10_resnet110.npz")
+    >>> sel = select_alpha(d["logits"][:150].astype(float), d["labels"][:150], grid=(0.1, 1.0),
+    ...                    n_splits=2, max_iter=30, n_mc=10)
+    >>> sel.best_alpha in (0.1, 1.0), sorted(sel.scores.alpha.unique().tolist())
+    (True, [0.1, 1.0])
+    """
+    from pbr_core.recalibrators.gp import PBR  # late import: recalibrators import this package's parents
+
+    if metric not in ("ece", "brier", "nll"):
+        raise ValueError(f"Expected argument `metric` to be 'ece', 'brier' or 'nll', but got {metric!r}.")
+    grid = [float(a) for a in grid]
+    if not grid or any(not np.isfinite(a) or a < 0 for a in grid):
+        raise ValueError(f"Expected argument `grid` to be a non-empty list of finite values >= 0, but got {grid!r}.")
+    data = as_predictions(preds, labels)
+    folds = kfold_indices(data.n, n_splits, seed)
+    params = {"objective": objective, **pbr_params}
+    template = PBR(alpha=grid[0], **params)
+    template._validate_params()
+    if batched == "auto":
+        from pbr_core.gp.device import resolve_device
+
+        batched = template.optimizer == "adam" and resolve_device(template.device).type == "cuda"
+    if batched and template.optimizer != "adam":
+        raise ValueError("batched=True needs optimizer='adam' (a batched fit is always Adam; see the module docstring).")
+    t0 = time.perf_counter()
+    rows = (_batched_rows if batched else _sequential_rows)(data, folds, grid, params, progress)
+    scores = pd.DataFrame(rows)
+    scores["score"] = scores[metric]
+    scores = scores[["alpha", "fold", "n_train", "n_val", "score", "ece", "brier", "nll", "kl", "iterations",
+                     "converged"]]
+    summary = scores.groupby("alpha")[["score", "ece", "brier", "nll", "kl"]].agg(["mean", "std"])
+    summary.columns = [f"{a}_{b}" if a != "score" else b for a, b in summary.columns]
+    summary = summary.reset_index()
+    # Lowest mean score; ties (to 1e-12) go to the larger alpha.
+    best = summary.sort_values(["mean", "alpha"], ascending=[True, False], kind="stable")
+    best_alpha = float(best[best["mean"] <= best["mean"].iloc[0] + 1e-12]["alpha"].max())
+    return AlphaSelection(best_alpha=best_alpha, scores=scores, summary=summary, metric=metric,
+                          objective=objective, n_splits=n_splits, seed=seed, batched=bool(batched),
+                          wall_time_s=time.perf_counter() - t0, params=params)
+
+
+def _sequential_rows(data: Predictions, folds, grid, params, progress) -> list[dict]:
+    from pbr_core.recalibrators.gp import PBR
+
+    rows = []
+    total, done = len(grid) * len(folds), 0
+    for f, (tr, va) in enumerate(folds):
+        fit_part, val_part = data.subset(tr), data.subset(va)
+        for alpha in grid:
+            rec = PBR(alpha=alpha, **params).fit(fit_part)
+            probs = rec.predict_proba(val_part)
+            rows.append({"alpha": alpha, "fold": f, "n_train": len(tr), "n_val": len(va),
+                         **_score_all(probs, val_part.labels), "kl": rec.kl_,
+                         "iterations": rec.fit_report_["iterations"], "converged": rec.fit_report_["converged"]})
+            done += 1
+            if progress is not None:
+                progress(done, total, f"alpha={alpha:g}, fold {f + 1}/{len(folds)}")
+    return rows
+
+
+def _batched_rows(data: Predictions, folds, grid, params, progress) -> list[dict]:
+    from pbr_core.gp.batch import fit_batch
+    from pbr_core.gp.device import resolve_device
+    from pbr_core.gp.predict import predict_proba
+    from pbr_core.gp.training import TrainCheck, TrainSettings
+    from pbr_core.recalibrators.gp import PBR
+
+    rec = PBR(alpha=grid[0], **params)
+    z = np.asarray(data.scores, dtype=np.float64)
+    kind = "logits" if data.logits is not None else "log_probs"
+    pairs = [(f, alpha) for f in range(len(folds)) for alpha in grid]
+    seed = int(rec.random_state)
+    device = resolve_device(rec.device)
+    check = TrainCheck(rec._check_metric(), bool(rec.mean_approx), int(rec.n_predict_samples), seed)
+    cb = None
+    if progress is not None:
+        def cb(it: int, max_it: int, obj: float) -> None:
+            progress(it, max_it, f"batched fit of {len(pairs)} GPs, iteration {it}")
+    model, reports = fit_batch(
+        [z[folds[f][0]] for f, _ in pairs], [data.labels[folds[f][0]] for f, _ in pairs], [a for _, a in pairs],
+        rec._spec(), kind, device, n_mc=int(rec.n_mc), seed=seed, n_inducing=int(rec.n_inducing),
+        variational=rec.variational, settings=TrainSettings(optimizer="adam", max_iter=int(rec.max_iter)),
+        check=check, progress=cb)
+    rows = []
+    for i, ((f, alpha), rep) in enumerate(zip(pairs, reports)):
+        tr, va = folds[f]
+        probs = predict_proba(model.member(i), z[va], bool(rec.mean_approx), int(rec.n_predict_samples), seed,
+                              device=device)
+        rows.append({"alpha": alpha, "fold": f, "n_train": len(tr), "n_val": len(va),
+                     **_score_all(probs, data.labels[va]), "kl": rep.kl, "iterations": rep.iterations,
+                     "converged": rep.converged})
+    return rows

@@ -1,0 +1,399 @@
+"""The recalibration model eta_V: one scalar latent GP shared by every class (GP_SPEC section 1).
+
+Wenger et al. (AISTATS 2020), as used by the seed paper (Section 5.2, Appendix F): every entry
+z_nk of the K-vector of logits (or log-probabilities) is one 1-D GP input, f_nk = z_nk + g(z_nk),
+and the recalibrated prediction is softmax(f_n). g is a sparse variational GP with M inducing
+points (whitened, mean-field by default), kernel ScaleKernel(RBF) + White.
+
+Only the marginals mu_nk, var_nk of q(f_nk) are ever needed. :meth:`GPRecalibrationModel.marginals`
+computes them directly from the kernel blocks K_uu, K_uf and diag K_ff, with the same formulas and
+jitter as GPyTorch's ``VariationalStrategy.forward`` (a test pins the two equal), because
+(i) the Cholesky of K_uu must report failure instead of silently adding jitter (the training loop
+owns the jitter retries, GP_SPEC section 3), (ii) it avoids building a lazy (M + NK)-square kernel
+for N*K up to ~10^6 inputs, and (iii) it handles the batch of GPs used by alpha selection.
+
+The model supports a ``batch_shape`` (GPyTorch batch GPs): one independent GP per batch entry,
+with its own kernel hyperparameters, inducing points and variational parameters.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import gpytorch
+import numpy as np
+import torch
+import torch.utils.checkpoint
+from gpytorch.constraints import Interval, Positive
+from gpytorch.kernels import AdditiveKernel, Kernel, RBFKernel, ScaleKernel
+from gpytorch.variational import (
+    CholeskyVariationalDistribution,
+    MeanFieldVariationalDistribution,
+    VariationalStrategy,
+)
+from linear_operator.operators import DiagLinearOperator, ZeroLinearOperator
+
+from pbr_core.gp.device import DTYPE
+
+InputKind = Literal["logits", "log_probs"]
+VariationalKind = Literal["mean_field", "cholesky"]
+
+#: Wenger's initial kernel values (GP_SPEC section 1).
+INITIAL_VALUES: dict[str, dict[str, float]] = {
+    "logits": {"outputscale": 1.0, "lengthscale": 10.0, "white": 0.01},
+    "log_probs": {"outputscale": 1.0, "lengthscale": 0.5, "white": 0.01},
+}
+
+#: Jitter added to K_uu (and, as in GPyTorch, to the marginal variances) in float64.
+DEFAULT_JITTER = 1e-6
+
+
+class NotPositiveDefiniteError(RuntimeError):
+    """The inducing-point covariance K_uu (plus jitter) has no Cholesky factor."""
+
+
+#: Entries of one (M, columns) block of K_uf in :meth:`GPRecalibrationModel.marginals`: cache-sized
+#: (1 MiB) on a CPU; on a GPU large (512 MiB), since there every chunk costs kernel launches.
+MARGINAL_CHUNK_ELEMENTS = 2**17
+MARGINAL_CHUNK_ELEMENTS_CUDA = 2**26
+
+
+def _marginal_chunk(x: torch.Tensor, zu: torch.Tensor, ls: torch.Tensor, log_scale: torch.Tensor,
+                    chol_inv: torch.Tensor, mean: torch.Tensor, cov: torch.Tensor, kdiag: torch.Tensor,
+                    mean_field: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """mu and var (before clamping) of the whitened SVGP at the 1-D inputs ``x`` (*b, c, 1).
+
+    K_uf = s^2 exp(-(u - x)^2 / (2 l^2)) is built as exp(log s^2 - d^2 / 2) (two passes), A = L^-1 K_uf
+    with ``chol_inv`` = L^-1 (an M x M triangular inverse, well conditioned for M ~ 10 with jitter),
+    mu = x + m^T A, var = k(x, x) + jitter + (s^2 - 1)^T (A * A) (mean-field) or
+    + 1^T ((C^T A)^2 - A * A) (Cholesky). Column sums are (1, M) @ (M, c) products (BLAS both ways).
+    """
+    d = (zu / ls) - (x / ls).mT  # (*b, M, c)
+    kuf = torch.addcmul(log_scale.reshape(*log_scale.shape, 1, 1), d, d, value=-0.5).exp()
+    a = chol_inv @ kuf  # = L^-1 K_uf: a GEMM, where a triangular solve copies the block twice
+    mu = x[..., 0] + (mean.unsqueeze(-2) @ a).squeeze(-2)
+    a2 = a * a
+    if mean_field:
+        var = kdiag + ((cov - 1.0).unsqueeze(-2) @ a2).squeeze(-2)
+    else:
+        ca = cov.mT @ a
+        var = kdiag + (torch.ones_like(cov[..., :1, :]) @ (ca * ca - a2)).squeeze(-2)
+    return mu, var
+
+
+class WhiteNoiseKernel(Kernel):
+    """White noise k(x_i, x_j) = sigma_w^2 * 1[i == j] for the SAME input set, zero across sets.
+
+    GPyTorch 1.15 has no such kernel any more (GP_SPEC section 1). As in GPflow's ``White``:
+    ``k(X)`` (``x2`` omitted or the same tensor) and ``diag=True`` give sigma_w^2 on the diagonal;
+    the covariance between two different input sets (e.g. inducing points and data) is zero.
+    Inputs that are equal in value and shape (not only the same object) also count as "the same set",
+    because GPyTorch slices lazily evaluated kernels into new tensors (for example
+    ``VariationalStrategy`` slices k([Z; X]) into its K_uu and K_ff blocks).
+
+    Parameters
+    ----------
+    noise_constraint : gpytorch.constraints.Interval, optional
+        Constraint on sigma_w^2; default positive (softplus).
+    batch_shape : torch.Size
+        One noise variance per batch entry.
+    """
+
+    is_stationary = True
+
+    def __init__(self, noise_constraint: Interval | None = None, batch_shape: torch.Size = torch.Size([]), **kwargs):
+        super().__init__(batch_shape=batch_shape, **kwargs)
+        self.register_parameter("raw_noise", torch.nn.Parameter(torch.zeros(*self.batch_shape, 1)))
+        self.register_constraint("raw_noise", noise_constraint if noise_constraint is not None else Positive())
+
+    @property
+    def noise(self) -> torch.Tensor:
+        """sigma_w^2, shape (*batch_shape, 1)."""
+        return self.raw_noise_constraint.transform(self.raw_noise)
+
+    @noise.setter
+    def noise(self, value: float | torch.Tensor) -> None:
+        value = torch.as_tensor(value, dtype=self.raw_noise.dtype, device=self.raw_noise.device)
+        self.initialize(raw_noise=self.raw_noise_constraint.inverse_transform(value.expand_as(self.raw_noise)))
+
+    def forward(self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, **params):
+        batch = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2], self.batch_shape)
+        noise = self.noise  # (*batch_shape, 1)
+        if diag:
+            return noise.expand(*batch, x1.shape[-2])
+        same = x1 is x2 or (x1.shape == x2.shape and torch.equal(x1, x2))
+        if same:
+            return DiagLinearOperator(noise.expand(*batch, x1.shape[-2]))
+        return ZeroLinearOperator(*batch, x1.shape[-2], x2.shape[-2], dtype=x1.dtype, device=x1.device)
+
+
+class IdentityMean(gpytorch.means.Mean):
+    """m(z) = z: with g = 0 the model returns the uncalibrated prediction (GP_SPEC section 1)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x[..., 0]
+
+
+def kmeans_1d(values: np.ndarray, n_clusters: int, max_iter: int = 300, max_points: int = 1_000_000,
+              seed: int = 0) -> np.ndarray:
+    """Lloyd's k-means on scalars, exact and fast in 1-D (sorted data, cumulative sums).
+
+    The inducing-point initialisation of GP_SPEC section 1 ("k-means on the N*K flattened
+    scalars, fixed seed"). Starts from the (k + 1/2)/M quantiles, so it is deterministic; only when
+    there are more than ``max_points`` scalars is a subsample drawn, with ``seed``.
+
+    Returns
+    -------
+    ndarray of shape (m,)
+        Sorted distinct centres, m <= n_clusters (fewer when there are fewer distinct values).
+    """
+    x = np.asarray(values, dtype=np.float64).ravel()
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        raise ValueError("Expected at least one finite value to place inducing points on.")
+    if n_clusters < 1:
+        raise ValueError(f"Expected argument `n_clusters` to be an integer larger than 0, but got {n_clusters}.")
+    if x.size > max_points:
+        x = np.random.default_rng(seed).choice(x, size=max_points, replace=False)
+    xs = np.sort(x)
+    uniq = np.unique(xs)
+    if uniq.size <= n_clusters:
+        return uniq
+    cum = np.concatenate([[0.0], np.cumsum(xs)])
+    centres = np.quantile(xs, (np.arange(n_clusters) + 0.5) / n_clusters)
+    for _ in range(max_iter):
+        centres = np.sort(centres)
+        cuts = np.searchsorted(xs, (centres[:-1] + centres[1:]) / 2.0, side="right")
+        starts = np.concatenate([[0], cuts])
+        stops = np.concatenate([cuts, [xs.size]])
+        counts = stops - starts
+        new = centres.copy()
+        nz = counts > 0
+        new[nz] = (cum[stops[nz]] - cum[starts[nz]]) / counts[nz]
+        if np.array_equal(new, centres):
+            break
+        centres = new
+    return np.unique(centres)
+
+
+def initial_inducing_points(z: np.ndarray, n_inducing: int, seed: int = 0) -> np.ndarray:
+    """M inducing locations for the scores ``z`` (any shape): k-means centres, padded when too few.
+
+    With fewer distinct values than M (e.g. tiny inputs), the remaining points are spread evenly
+    over the data range so that every inducing point is distinct (K_uu stays well conditioned).
+    """
+    centres = kmeans_1d(z, n_inducing, seed=seed)
+    if centres.size < n_inducing:
+        lo, hi = float(np.min(z)), float(np.max(z))
+        span = max(hi - lo, 1.0)
+        extra = np.linspace(lo - 0.5 * span, hi + 0.5 * span, n_inducing - centres.size + 2)[1:-1]
+        centres = np.sort(np.concatenate([centres, extra]))
+    return centres
+
+
+class GPRecalibrationModel(gpytorch.models.ApproximateGP):
+    """Wenger's latent GP recalibration model in GPyTorch (GP_SPEC section 1).
+
+    Parameters
+    ----------
+    inducing_points : Tensor of shape (*batch_shape, M) or (*batch_shape, M, 1)
+        Initial inducing locations (learnable), e.g. from :func:`initial_inducing_points`.
+    input_kind : {"logits", "log_probs"}
+        Sets Wenger's initial kernel values and constraints: on logits outputscale 1, lengthscale 10
+        (softplus-positive); on log-probabilities outputscale 1 in (0, 5) and lengthscale 0.5 in
+        (0.001, 10) (Interval constraints); white noise 0.01 (softplus-positive) in both.
+    variational : {"mean_field", "cholesky"}
+        Whitened mean-field (diagonal) q(v) = N(m, diag s^2), Wenger's choice, or a full Cholesky
+        factor. Both start at the prior N(0, I) (``mean_init_std=0``).
+    batch_shape : torch.Size
+        Independent GPs fitted together (alpha selection).
+    jitter : float
+        Diagonal jitter added to K_uu (and to the marginal variances, as GPyTorch does).
+
+    Examples
+    --------
+    >>> import torch
+    >>> model = GPRecalibrationModel(torch.linspace(-5, 5, 10, dtype=torch.float64), "logits")
+    >>> z = torch.randn(4, 3, dtype=torch.float64)
+    >>> mu, var = model.marginals(z)
+    >>> bool(torch.equal(mu, z))  # q = prior: mean of g is 0, so mu = z
+    True
+    """
+
+    def __init__(self, inducing_points: torch.Tensor, input_kind: InputKind = "logits",
+                 variational: VariationalKind = "mean_field", batch_shape: torch.Size = torch.Size([]),
+                 jitter: float = DEFAULT_JITTER):
+        if input_kind not in INITIAL_VALUES:
+            raise ValueError(f"Expected argument `input_kind` to be 'logits' or 'log_probs', but got {input_kind!r}.")
+        batch_shape = torch.Size(batch_shape)
+        inducing_points = torch.as_tensor(inducing_points)
+        if inducing_points.dim() == len(batch_shape) + 1:
+            inducing_points = inducing_points.unsqueeze(-1)
+        if inducing_points.shape[:-2] != batch_shape or inducing_points.shape[-1] != 1:
+            raise ValueError(
+                f"Expected `inducing_points` of shape (*{tuple(batch_shape)}, M, 1), but got {tuple(inducing_points.shape)}."
+            )
+        m = inducing_points.shape[-2]
+        if variational == "mean_field":
+            dist = MeanFieldVariationalDistribution(m, batch_shape=batch_shape, mean_init_std=0.0)
+        elif variational == "cholesky":
+            dist = CholeskyVariationalDistribution(m, batch_shape=batch_shape, mean_init_std=0.0)
+        else:
+            raise ValueError(f"Expected argument `variational` to be 'mean_field' or 'cholesky', but got {variational!r}.")
+        strategy = VariationalStrategy(self, inducing_points, dist, learn_inducing_locations=True, jitter_val=jitter)
+        super().__init__(strategy)
+        self.input_kind = input_kind
+        self.variational = variational
+        self.batch_shape = batch_shape
+        if input_kind == "logits":
+            rbf = RBFKernel(batch_shape=batch_shape)
+            scaled = ScaleKernel(rbf, batch_shape=batch_shape)
+        else:
+            rbf = RBFKernel(batch_shape=batch_shape, lengthscale_constraint=Interval(1e-3, 10.0))
+            scaled = ScaleKernel(rbf, batch_shape=batch_shape, outputscale_constraint=Interval(0.0, 5.0))
+        self.mean_module = IdentityMean()
+        self.covar_module = AdditiveKernel(scaled, WhiteNoiseKernel(batch_shape=batch_shape))
+        # float64 first, then Wenger's values, so that 0.01 is not rounded through float32.
+        self.to(dtype=DTYPE)
+        self.reset_to_prior()
+
+    # ------------------------------------------------------------------ parts
+    @property
+    def scaled_rbf(self) -> ScaleKernel:
+        return self.covar_module.kernels[0]
+
+    @property
+    def white(self) -> WhiteNoiseKernel:
+        return self.covar_module.kernels[1]
+
+    @property
+    def jitter(self) -> float:
+        return float(self.variational_strategy.jitter_val)
+
+    @jitter.setter
+    def jitter(self, value: float) -> None:
+        self.variational_strategy.jitter_val = float(value)
+
+    def reset_to_prior(self) -> None:
+        """Wenger's initial kernel values and q(v) = N(0, I); inducing locations are kept."""
+        init = INITIAL_VALUES[self.input_kind]
+        with torch.no_grad():
+            self.scaled_rbf.outputscale = init["outputscale"]
+            self.scaled_rbf.base_kernel.lengthscale = init["lengthscale"]
+            self.white.noise = init["white"]
+            dist = self.variational_strategy._variational_distribution
+            dist.variational_mean.zero_()
+            if self.variational == "mean_field":
+                dist._variational_stddev.fill_(1.0)
+            else:
+                dist.chol_variational_covar.copy_(torch.eye(dist.chol_variational_covar.shape[-1]).expand_as(
+                    dist.chol_variational_covar))
+            # Mark q(v) as initialised: otherwise GPyTorch's first ``model(x)`` call would overwrite
+            # the (possibly fitted) variational parameters with the prior.
+            self.variational_strategy.variational_params_initialized.fill_(1)
+
+    def forward(self, x: torch.Tensor) -> gpytorch.distributions.MultivariateNormal:
+        """The prior p(f) = GP(z, k): used by GPyTorch's ``VariationalStrategy`` when calling ``model(x)``."""
+        return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
+
+    # ------------------------------------------------------------------ what the objectives need
+    def kl_divergence(self) -> torch.Tensor:
+        """KL(q(v) || N(0, I)) of the whitened variational distribution, shape batch_shape (GP_SPEC section 2)."""
+        # GPyTorch memoises q(v) between calls of the strategy; we bypass its __call__, so clear the
+        # memo or a second backward pass would reuse a freed graph.
+        self.variational_strategy._clear_cache()
+        return self.variational_strategy.kl_divergence()
+
+    def _variational_terms(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(m, s^2) for mean-field or (m, C lower-triangular) for the Cholesky family."""
+        dist = self.variational_strategy._variational_distribution
+        if self.variational == "mean_field":
+            return dist.variational_mean, dist._variational_stddev.pow(2)
+        return dist.variational_mean, dist.chol_variational_covar.tril()
+
+    def cross_covariance(self, zu: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """K_uf = s^2 exp(-(u - x)^2 / (2 l^2)) for 1-D inputs, shape (*batch, M, NK).
+
+        Equal to ``self.scaled_rbf(zu, x).to_dense()`` (a test pins it) but one fused broadcast:
+        GPyTorch's general distance code makes several (M, NK) temporaries, which dominated the
+        objective's cost for N*K = 10^5 inputs.
+        """
+        ls = self.scaled_rbf.base_kernel.lengthscale  # (*batch, 1, 1)
+        log_scale = self.scaled_rbf.outputscale.log()
+        d = (zu / ls) - (x / ls).mT  # (*batch, M, NK)
+        # s^2 exp(-d^2 / 2) as exp(log s^2 - d^2 / 2): two passes over the (M, NK) block instead of four.
+        return torch.addcmul(log_scale.reshape(*log_scale.shape, 1, 1), d, d, value=-0.5).exp()
+
+    def marginals(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Marginal mean and variance of q(f_nk) for scores ``z`` of shape (*batch_shape, N, K).
+
+        Whitened SVGP predictive (as ``VariationalStrategy.forward``), with A = L^-1 K_uf and
+        L L^T = K_uu + jitter I:
+
+        mu = z + A^T m,    var = diag K_ff + jitter - sum_m A_m^2 + ||C^T A||^2 (C C^T = S).
+
+        Raises
+        ------
+        NotPositiveDefiniteError
+            When K_uu + jitter I has no Cholesky factor (the caller retries with more jitter).
+        """
+        *lead, n, k = z.shape
+        x = z.reshape(*lead, n * k, 1)
+        zu = self.variational_strategy.inducing_points
+        kuu = self.covar_module(zu).to_dense()
+        kuu = kuu + self.jitter * torch.eye(kuu.shape[-1], dtype=kuu.dtype, device=kuu.device)
+        chol, info = torch.linalg.cholesky_ex(kuu)
+        if bool((info > 0).any()) or not bool(torch.isfinite(chol).all()):
+            raise NotPositiveDefiniteError(
+                f"the inducing-point covariance K_uu is not positive definite with jitter {self.jitter:g} "
+                f"(outputscale {self.scaled_rbf.outputscale.detach().cpu().numpy().ravel()[:3]}, "
+                f"lengthscale {self.scaled_rbf.base_kernel.lengthscale.detach().cpu().numpy().ravel()[:3]})"
+            )
+        eye = torch.eye(chol.shape[-1], dtype=chol.dtype, device=chol.device)
+        chol_inv = torch.linalg.solve_triangular(chol, eye.expand_as(chol), upper=False)
+        mean, cov = self._variational_terms()
+        kdiag = (self.scaled_rbf.outputscale.unsqueeze(-1) + self.white.noise) + self.jitter  # (*b, 1)
+        ls = self.scaled_rbf.base_kernel.lengthscale
+        log_scale = self.scaled_rbf.outputscale.log()
+        budget = MARGINAL_CHUNK_ELEMENTS_CUDA if zu.is_cuda else MARGINAL_CHUNK_ELEMENTS
+        cols = max(1, budget // max(1, zu.shape[-2] * int(np.prod(lead, dtype=np.int64))))
+        mus, variances = [], []
+        for start in range(0, n * k, cols):
+            xc = x[..., start:start + cols, :]
+            if torch.is_grad_enabled() and n * k > cols:
+                # Column chunks small enough for the cache, recomputed in the backward pass: the
+                # (M, NK) temporaries of one big pass made the marginals ~40% of an objective.
+                mc, vc = torch.utils.checkpoint.checkpoint(
+                    _marginal_chunk, xc, zu, ls, log_scale, chol_inv, mean, cov, kdiag, self.variational == "mean_field",
+                    use_reentrant=False)
+            else:
+                mc, vc = _marginal_chunk(xc, zu, ls, log_scale, chol_inv, mean, cov, kdiag,
+                                         self.variational == "mean_field")
+            mus.append(mc)
+            variances.append(vc)
+        mu = mus[0] if len(mus) == 1 else torch.cat(mus, dim=-1)
+        var = variances[0] if len(variances) == 1 else torch.cat(variances, dim=-1)
+        # Exactly >= white noise in exact arithmetic; guard against round-off only.
+        var = var.clamp_min(1e-12)
+        return mu.reshape(*lead, n, k), var.reshape(*lead, n, k)
+
+    # ------------------------------------------------------------------ batch members
+    def member(self, index: tuple[int, ...] | int) -> "GPRecalibrationModel":
+        """An unbatched copy of the GP at batch position ``index`` (same parameters and jitter)."""
+        index = (index,) if isinstance(index, int) else tuple(index)
+        zu = self.variational_strategy.inducing_points.detach()[index].clone()
+        single = GPRecalibrationModel(zu, self.input_kind, self.variational, jitter=self.jitter)
+        single.to(zu.device)
+        mine = dict(self.named_parameters())
+        with torch.no_grad():
+            for name, p in single.named_parameters():
+                p.copy_(mine[name][index])
+        return single
+
+    def set_member(self, index: tuple[int, ...] | int, single: "GPRecalibrationModel") -> None:
+        """Write an unbatched model's parameters into batch position ``index``."""
+        index = (index,) if isinstance(index, int) else tuple(index)
+        theirs = dict(single.named_parameters())
+        with torch.no_grad():
+            for name, p in self.named_parameters():
+                p[index] = theirs[name]

@@ -1,0 +1,96 @@
+"""Recalibrated probabilities from a fitted GP, in memory-bounded row batches (GP_SPEC section 4).
+
+* Default (paper Algorithm 1, line 5, "V = mean of J samples"): p_n = mean_j softmax(mu_n + sqrt(var_n) * eps_nj)
+  with J draws eps_nj ~ N(0, I_K) per row.
+* Mean approximation (the "app." variants of the paper's tables): p_n = softmax(mu_n).
+
+The draws come from NumPy's generator seeded with ``seed`` and are consumed row by row, so the
+result depends only on the seed and the input (not on the batch size or the device): a saved and
+re-loaded recalibrator, or the same one on a GPU, predicts the same numbers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from pbr_core.gp.device import DTYPE
+from pbr_core.gp.model import GPRecalibrationModel
+
+#: Default memory budget for the (rows, J, K) temporaries of one prediction batch.
+DEFAULT_MEMORY_BUDGET_BYTES = 512 * 2**20
+
+#: Live (rows, J, K) float64 arrays per batch: the draws (turned into f in place) and softmax(f),
+#: plus one for the softmax's internal work space.
+TEMPORARIES_PER_BATCH = 3
+
+
+def prediction_batch_size(n_classes: int, n_samples: int, memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES,
+                          bytes_per_element: int = 8, temporaries: int = TEMPORARIES_PER_BATCH) -> int:
+    """Rows per prediction batch so that the batch's temporaries fit in ``memory_budget_bytes``.
+
+    Examples
+    --------
+    >>> prediction_batch_size(100, 100)            # 512 MiB / (3 * 8 B * 100 * 100)
+    2236
+    """
+    if n_classes < 1 or n_samples < 1:
+        raise ValueError("Expected positive `n_classes` and `n_samples`.")
+    per_row = temporaries * bytes_per_element * n_classes * max(n_samples, 1)
+    return int(max(1, memory_budget_bytes // per_row))
+
+
+def predict_proba(model: GPRecalibrationModel, z: np.ndarray, mean_approx: bool = False, n_samples: int = 100,
+                  seed: int = 0, memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES,
+                  device: torch.device | str | None = None) -> np.ndarray:
+    """Recalibrated class probabilities for scores ``z`` of shape (N, K) (logits or log-probabilities).
+
+    Parameters
+    ----------
+    model : GPRecalibrationModel
+        A fitted model without batch dimensions.
+    z : ndarray of shape (N, K)
+    mean_approx : bool
+        softmax(mu) instead of the J-sample Monte Carlo mean.
+    n_samples : int
+        J, the number of posterior draws per row.
+    seed : int
+        Seed of the draws (fixed: the same input always gives the same output).
+    memory_budget_bytes : int
+        Upper bound for the per-batch temporaries; see :func:`prediction_batch_size`.
+    device : torch.device, optional
+        Where to compute; default the model's device.
+
+    Returns
+    -------
+    ndarray of shape (N, K), float64, rows summing to 1.
+    """
+    if len(model.batch_shape):
+        raise ValueError("predict_proba expects a single GP (no batch dimensions).")
+    z = np.asarray(z, dtype=np.float64)
+    n, k = z.shape
+    if device is None:
+        device = model.variational_strategy.inducing_points.device
+    rows = prediction_batch_size(k, 1 if mean_approx else n_samples, memory_budget_bytes)
+    rng = np.random.default_rng(seed)
+    out = np.empty((n, k), dtype=np.float64)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            for start in range(0, n, rows):
+                stop = min(start + rows, n)
+                mu, var = model.marginals(torch.as_tensor(z[start:stop], dtype=DTYPE, device=device))
+                if mean_approx:
+                    p = torch.softmax(mu, dim=-1)
+                else:
+                    f = torch.as_tensor(rng.standard_normal((stop - start, n_samples, k)), dtype=DTYPE, device=device)
+                    f.mul_(var.sqrt().unsqueeze(-2)).add_(mu.unsqueeze(-2))
+                    p = torch.softmax(f, dim=-1).mean(-2)
+                    del f
+                out[start:stop] = p.cpu().numpy()
+    finally:
+        model.train(was_training)
+    # Each row is a mean of softmax vectors; renormalise away the last ulp so rows sum to one.
+    out /= out.sum(axis=1, keepdims=True)
+    return out

@@ -1,0 +1,543 @@
+"""Fitting the GP recalibration model: full-batch L-BFGS or Adam, made robust (GP_SPEC section 3).
+
+Optimisers
+----------
+* ``"lbfgs"`` (default, as Wenger's scipy L-BFGS-B): ``torch.optim.LBFGS`` with strong-Wolfe line
+  search on all parameters, run in chunks of ``CHUNK`` iterations so that progress is reported
+  and a known-good snapshot is kept. Stops when torch's tolerances fire (|Delta f| <= tol_change,
+  max |grad| <= tol_grad) or when a chunk improves the objective by less than ``rtol * max(1, |f|)``.
+* ``"adam"``: a vectorised Adam written here (not ``torch.optim.Adam``) because every GP of a batch
+  gets its own step size, best-so-far snapshot and stopping rule. The update is element-wise, so
+  a batch of GPs fitted together follows exactly the same path as each GP fitted alone (a test
+  pins this). Batched models are therefore always fitted with Adam: one L-BFGS line search over
+  the SUM of independent objectives couples the fits (a shared step length and curvature
+  history), so a batched L-BFGS fit is not the fit alone and one hard fit can stall the others.
+
+Robustness (every failure is either recovered or raised, never returned)
+------------------------------------------------------------------------
+* Non-PD K_uu: restore the last good parameters, multiply the jitter by 10, retry
+  (``max_retries`` times), then ``RuntimeError`` naming the cause.
+* NaN / inf objective or gradient: restore the last good parameters and retry with smaller steps
+  (L-BFGS: halve lr; after ``max_retries`` switch to Adam); Adam: restore that GP's best
+  parameters and halve its step size.
+* Objective increasing (Adam): a jump above the best value by more than a margin counts as
+  divergence (as NaN). L-BFGS with strong Wolfe never accepts an increase.
+* Final check on the training data: the recalibrated prediction must not be worse than the input
+  (NLL for GP calibration, Brier for PBR, both for PBR total) by more than
+  ``max(check_rtol * uncalibrated, check_atol)``. On failure the fit is redone from the prior with
+  Adam; if it still fails, ``RuntimeError``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Literal
+
+import numpy as np
+import torch
+
+from pbr_core.gp.model import GPRecalibrationModel, NotPositiveDefiniteError
+from pbr_core.gp.objectives import ObjectiveSpec, ObjectiveTerms, evaluate_objective
+from pbr_core.gp.predict import predict_proba
+
+Optimizer = Literal["lbfgs", "adam"]
+ProgressCallback = Callable[[int, int, float], None]
+
+#: L-BFGS iterations per ``step`` call (snapshot / progress granularity).
+CHUNK = 10
+
+#: Factor applied to a diverging GP's Adam step size before it restarts from its best parameters.
+ADAM_BACKOFF = 0.25
+
+
+class DivergenceError(RuntimeError):
+    """NaN / inf objective or gradient, or an objective that jumped up."""
+
+
+@dataclass
+class FitReport:
+    """What one fit did (GP_SPEC section 3; the dashboard and benchmarks show it).
+
+    ``objective``, ``ce``, ``brier`` and ``kl`` are the final values of the minimised objective and
+    its terms (``ce`` / ``brier`` are None when absent); ``train_check`` compares the training-set
+    metric of the recalibrated prediction with the uncalibrated input.
+    """
+
+    iterations: int
+    evaluations: int
+    objective: float
+    ce: float | None
+    brier: float | None
+    kl: float
+    wall_time_s: float
+    device: str
+    optimizer: str
+    converged: bool
+    stop_reason: str
+    jitter: float
+    restarts: int = 0
+    train_check: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class FitData:
+    """Tensors of one (possibly batched) fitting problem, all on the model's device.
+
+    z : (*batch, N, K) scores; labels : (*batch, N); weights : (*batch, N) 0/1 or None;
+    eps : (*batch, N, S, K) or (N, S, K) fixed draws or None; alpha : (*batch,) or None.
+    """
+
+    z: torch.Tensor
+    labels: torch.Tensor
+    spec: ObjectiveSpec
+    eps: torch.Tensor | None = None
+    weights: torch.Tensor | None = None
+    alpha: torch.Tensor | None = None
+
+    def with_mc_draws(self, n_draws: int) -> "FitData":
+        """The same problem with only the first ``n_draws`` of the fixed draws (a cheaper objective)."""
+        if self.eps is None or n_draws >= self.eps.shape[-2]:
+            return self
+        return FitData(z=self.z, labels=self.labels, spec=self.spec, eps=self.eps[..., :n_draws, :].contiguous(),
+                       weights=self.weights, alpha=self.alpha)
+
+    def terms(self, model: GPRecalibrationModel) -> ObjectiveTerms:
+        mu, var = model.marginals(self.z)
+        return evaluate_objective(mu, var, self.labels, model.kl_divergence(), self.spec, self.eps,
+                                  self.weights, self.alpha)
+
+
+@dataclass
+class TrainSettings:
+    """Optimiser settings (defaults: see the module docstring and the design notes)."""
+
+    optimizer: Optimizer = "lbfgs"
+    max_iter: int = 1000
+    warmup_iter: int = 100
+    warmup_mc: int = 10
+    lbfgs_lr: float = 1.0
+    lbfgs_history: int = 20
+    tol_grad: float = 1e-6
+    tol_change: float = 1e-9
+    rtol: float = 1e-5
+    adam_lr: float = 0.05
+    adam_patience: int = 50
+    adam_rtol: float = 1e-5
+    max_retries: int = 3
+    check_rtol: float = 0.02
+    check_atol: float = 2e-3
+
+
+# ---------------------------------------------------------------------- helpers
+def _snapshot(model: GPRecalibrationModel) -> dict[str, torch.Tensor]:
+    return {name: p.detach().clone() for name, p in model.named_parameters()}
+
+
+def _restore(model: GPRecalibrationModel, snap: dict[str, torch.Tensor], members: torch.Tensor | None = None) -> None:
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if members is None:
+                p.copy_(snap[name])
+            else:
+                p[members] = snap[name][members]
+
+
+def _batch_size(model: GPRecalibrationModel) -> int:
+    return int(np.prod(model.batch_shape)) if len(model.batch_shape) else 1
+
+
+def _finite_grads(model: GPRecalibrationModel) -> bool:
+    return all(p.grad is None or bool(torch.isfinite(p.grad).all()) for p in model.parameters())
+
+
+# ---------------------------------------------------------------------- L-BFGS
+def _run_lbfgs(model: GPRecalibrationModel, data: FitData, settings: TrainSettings, lr: float, start_iter: int,
+               budget: int, progress: ProgressCallback | None, counters: dict,
+               params: list[torch.nn.Parameter] | None = None) -> tuple[int, bool, str]:
+    """L-BFGS from the current parameters for at most ``budget`` iterations.
+
+    Returns (iterations done, converged, reason). Raises NotPositiveDefiniteError / DivergenceError
+    with the parameters left at the last good snapshot.
+    """
+    # max_eval is generous so that "fewer than CHUNK iterations" means torch's tolerances stopped it.
+    opt = torch.optim.LBFGS(list(model.parameters()) if params is None else params, lr=lr, max_iter=CHUNK, max_eval=CHUNK * 30,
+                            history_size=settings.lbfgs_history,
+                            line_search_fn="strong_wolfe", tolerance_grad=settings.tol_grad,
+                            tolerance_change=settings.tol_change)
+
+    def closure():
+        opt.zero_grad(set_to_none=False)
+        loss = data.terms(model).total.sum()
+        counters["evaluations"] += 1
+        if not bool(torch.isfinite(loss)):
+            raise DivergenceError(f"the objective became {float(loss.detach())} during the L-BFGS line search")
+        loss.backward()
+        if not _finite_grads(model):
+            raise DivergenceError("the gradient became NaN or infinite during the L-BFGS line search")
+        return loss
+
+    good = _snapshot(model)
+    with torch.no_grad():
+        prev = float(data.terms(model).total.sum())
+    done = 0
+    while done < budget:
+        before = opt.state[opt._params[0]].get("n_iter", 0)
+        try:
+            opt.step(closure)
+        except (NotPositiveDefiniteError, DivergenceError):
+            _restore(model, good)
+            counters["iterations"] = start_iter + done
+            raise
+        it = opt.state[opt._params[0]].get("n_iter", 0) - before
+        done += max(it, 1)
+        with torch.no_grad():
+            loss = float(data.terms(model).total.sum())
+        if not math.isfinite(loss) or loss > prev + 1e-9 * max(1.0, abs(prev)):
+            _restore(model, good)
+            counters["iterations"] = start_iter + done
+            raise DivergenceError(f"the objective increased from {prev:.6g} to {loss:.6g} under L-BFGS")
+        good = _snapshot(model)
+        if progress is not None:
+            progress(start_iter + done, settings.max_iter, loss)
+        if it < CHUNK:  # torch stopped on its own tolerances (gradient or change)
+            return done, True, "tolerance (torch L-BFGS: gradient or objective change)"
+        if prev - loss <= settings.rtol * max(1.0, abs(loss)):
+            return done, True, f"objective change over {CHUNK} iterations below rtol={settings.rtol:g}"
+        prev = loss
+    return done, False, f"reached max_iter={settings.max_iter}"
+
+
+# ---------------------------------------------------------------------- Adam (vectorised over the batch)
+def _run_adam(model: GPRecalibrationModel, data: FitData, settings: TrainSettings, start_iter: int, budget: int,
+              progress: ProgressCallback | None, counters: dict) -> tuple[int, torch.Tensor, list[str], torch.Tensor]:
+    """Adam with a step size, best snapshot and stopping rule per GP of the batch.
+
+    Returns (iterations done, converged mask (B,), reasons per GP, restarts per GP). The model is
+    left at each GP's best parameters. Raises DivergenceError when a GP keeps diverging.
+    """
+    batched = len(model.batch_shape) > 0
+    b = _batch_size(model)
+    params = [p for p in model.parameters()]
+    names = [n for n, _ in model.named_parameters()]
+    dev, dt = params[0].device, params[0].dtype
+    lr = torch.full((b,), settings.adam_lr, dtype=dt, device=dev)
+    beta1, beta2, eps_adam = 0.9, 0.999, 1e-8
+    m1 = [torch.zeros_like(p) for p in params]
+    m2 = [torch.zeros_like(p) for p in params]
+    steps = torch.zeros(b, dtype=dt, device=dev)
+    active = torch.ones(b, dtype=torch.bool, device=dev)
+    best = torch.full((b,), math.inf, dtype=dt, device=dev)
+    best_at = torch.zeros(b, dtype=torch.long, device=dev)
+    last_improve = torch.full((b,), math.inf, dtype=dt, device=dev)
+    restarts = torch.zeros(b, dtype=torch.long, device=dev)
+    reasons = [f"reached max_iter={settings.max_iter}"] * b
+    best_snap = _snapshot(model)
+
+    def per_member(t: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+        return t.reshape(b, *([1] * (p.dim() - 1))) if batched else t.reshape(())
+
+    def loss_vector() -> torch.Tensor:
+        total = data.terms(model).total
+        return total.reshape(b)
+
+    for step in range(budget):
+        for p in params:
+            p.grad = None
+        try:
+            losses = loss_vector()
+        except NotPositiveDefiniteError:
+            _restore(model, best_snap)
+            counters["iterations"] = start_iter + step
+            raise
+        counters["evaluations"] += 1
+        bad = ~torch.isfinite(losses)
+        # A jump well above the best value is divergence too (Adam may wobble a little).
+        bad |= losses > best + 0.5 * best.abs() + 0.1
+        if bool(bad.any()):
+            bad &= active
+            if bool(bad.any()):
+                restarts += bad.long()
+                if bool((restarts > settings.max_retries * 2).any()):
+                    _restore(model, best_snap)
+                    counters["iterations"] = start_iter + step
+                    raise DivergenceError(
+                        f"Adam kept diverging (objective {losses[bad].tolist()[:3]}) after "
+                        f"{int(restarts.max())} restarts with smaller steps"
+                    )
+                _restore(model, best_snap, bad if batched else None)
+                lr = torch.where(bad, lr * ADAM_BACKOFF, lr)
+                with torch.no_grad():
+                    for mm1, mm2 in zip(m1, m2):
+                        if batched:
+                            mm1[bad] = 0
+                            mm2[bad] = 0
+                        else:
+                            mm1.zero_()
+                            mm2.zero_()
+                steps = torch.where(bad, torch.zeros_like(steps), steps)
+                continue
+        finite_total = torch.where(torch.isfinite(losses), losses, torch.zeros_like(losses)).sum()
+        finite_total.backward()
+        with torch.no_grad():
+            improved = active & (losses < best)
+            if bool(improved.any()):
+                better = improved & (losses < best - settings.adam_rtol * torch.clamp(best.abs(), min=1.0))
+                last_improve = torch.where(better, torch.full_like(last_improve, float(step)), last_improve)
+                last_improve = torch.where(torch.isinf(last_improve) & improved,
+                                           torch.full_like(last_improve, float(step)), last_improve)
+                best = torch.where(improved, losses.detach(), best)
+                best_at = torch.where(improved, torch.full_like(best_at, step), best_at)
+                for name, p in zip(names, params):
+                    if batched:
+                        best_snap[name][improved] = p.detach()[improved]
+                    else:
+                        best_snap[name].copy_(p.detach())
+            stalled = active & (step - last_improve >= settings.adam_patience)
+            if bool(stalled.any()):
+                for i in torch.nonzero(stalled).flatten().tolist():
+                    reasons[i] = (f"no relative improvement > {settings.adam_rtol:g} in "
+                                  f"{settings.adam_patience} Adam steps")
+                active &= ~stalled
+            if not bool(active.any()):
+                _restore(model, best_snap)
+                return step + 1, torch.ones(b, dtype=torch.bool, device=dev), reasons, restarts
+            steps = steps + active.to(dt)
+            bc1 = 1 - beta1 ** steps.clamp(min=1)
+            bc2 = 1 - beta2 ** steps.clamp(min=1)
+            for p, mm1, mm2 in zip(params, m1, m2):
+                g = p.grad if p.grad is not None else torch.zeros_like(p)
+                g = torch.where(torch.isfinite(g), g, torch.zeros_like(g))
+                act = per_member(active.to(dt), p)
+                mm1.mul_(1 - (1 - beta1) * act).add_((1 - beta1) * act * g)
+                mm2.mul_(1 - (1 - beta2) * act).add_((1 - beta2) * act * g * g)
+                upd = per_member(lr / bc1, p) * mm1 / ((mm2 / per_member(bc2, p)).sqrt() + eps_adam)
+                p.sub_(act * upd)
+        if progress is not None and (step + 1) % CHUNK == 0:
+            progress(start_iter + step + 1, settings.max_iter, float(best.sum()))
+    _restore(model, best_snap)
+    converged = ~active
+    return budget, converged, reasons, restarts
+
+
+# ---------------------------------------------------------------------- the training-set check
+@dataclass
+class TrainCheck:
+    """How to verify a fit on its own training data: "predictions not worse than the input".
+
+    metric: "nll" (GP calibration), "brier" (PBR) or "nll+brier" (PBR total); the prediction is
+    the one the recalibrator will return (``mean_approx``, ``n_samples``, ``seed``).
+    """
+
+    metric: Literal["nll", "brier", "nll+brier"]
+    mean_approx: bool = False
+    n_samples: int = 100
+    seed: int = 0
+
+
+def _metric(probs: np.ndarray, labels: np.ndarray, metric: str) -> float:
+    n = labels.shape[0]
+    py = np.clip(probs[np.arange(n), labels], np.finfo(np.float64).tiny, None)
+    nll = float(-np.log(py).mean())
+    onehot = np.zeros_like(probs)
+    onehot[np.arange(n), labels] = 1.0
+    brier = float(((probs - onehot) ** 2).sum(axis=1).mean())
+    return {"nll": nll, "brier": brier, "nll+brier": nll + brier}[metric]
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def training_check(model: GPRecalibrationModel, z: np.ndarray, labels: np.ndarray, check: TrainCheck,
+                   settings: TrainSettings) -> dict:
+    """Compare the recalibrated and the uncalibrated training-set metric (one unbatched GP)."""
+    recal = _metric(predict_proba(model, z, check.mean_approx, check.n_samples, check.seed), labels, check.metric)
+    uncal = _metric(_softmax(z), labels, check.metric)
+    margin = max(settings.check_rtol * abs(uncal), settings.check_atol)
+    return {"metric": check.metric, "uncalibrated": uncal, "recalibrated": recal, "margin": margin,
+            "passed": bool(np.isfinite(recal) and recal <= uncal + margin)}
+
+
+# ---------------------------------------------------------------------- the public entry point
+def _member_arrays(data: FitData, index: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    z = data.z[index].detach().cpu().numpy()
+    y = data.labels[index].detach().cpu().numpy()
+    if data.weights is not None:
+        keep = data.weights[index].detach().cpu().numpy() > 0
+        z, y = z[keep], y[keep]
+    return z, y
+
+
+def _note_adam_restarts(member_restarts: torch.Tensor, notes: list[str]) -> None:
+    counts = member_restarts.reshape(-1).tolist()
+    for j, c in enumerate(counts):
+        if c:
+            who = f"GP {j}: " if len(counts) > 1 else ""
+            notes.append(f"{who}Adam diverged {c} time(s) (NaN or a jump of the objective); restarted from "
+                         f"the best parameters with {1 / ADAM_BACKOFF:g}x smaller steps each time.")
+
+
+def _optimise(model: GPRecalibrationModel, data: FitData, settings: TrainSettings, optimizer: Optimizer,
+              progress: ProgressCallback | None, notes: list[str]) -> tuple[int, np.ndarray, list[str], int, int]:
+    """Run the optimiser with the retry policy. Returns (iterations, converged per GP, reasons,
+    restarts, evaluations)."""
+    b = _batch_size(model)
+    counters = {"evaluations": 0, "iterations": 0}
+    done, restarts, lr, warmed = 0, 0, settings.lbfgs_lr, False
+    while True:
+        budget = settings.max_iter - done
+        if budget <= 0:
+            return done, np.zeros(b, dtype=bool), [f"reached max_iter={settings.max_iter}"] * b, restarts, counters["evaluations"]
+        try:
+            if optimizer == "lbfgs":
+                if not warmed and settings.warmup_iter > 0:
+                    # Adam warm-up: from the prior, L-BFGS's first long steps shrink the outputscale
+                    # towards 0 (g = 0, the uncalibrated map) and it stays in that basin (measured on
+                    # CIFAR-100, see benchmarks/RESULTS_gp.md); Adam's per-parameter steps grow the
+                    # variational mean at the same time and leave that basin.
+                    # The warm-up only has to leave that basin, so it uses the first `warmup_mc` of
+                    # the S fixed draws (10x cheaper steps); L-BFGS then minimises the full objective.
+                    it, _, _, r = _run_adam(model, data.with_mc_draws(settings.warmup_mc), settings, done,
+                                            min(settings.warmup_iter, budget), progress, counters)
+                    done, warmed = done + it, True
+                    restarts += int(r.sum())
+                    _note_adam_restarts(r, notes)
+                    continue
+                it, conv, reason = _run_lbfgs(model, data, settings, lr, done, budget, progress, counters)
+                return done + it, np.full(b, conv), [reason] * b, restarts, counters["evaluations"]
+            it, conv_mask, reasons, member_restarts = _run_adam(model, data, settings, done, budget, progress, counters)
+            _note_adam_restarts(member_restarts, notes)
+            return (done + it, conv_mask.cpu().numpy(), reasons, restarts + int(member_restarts.sum()),
+                    counters["evaluations"])
+        except NotPositiveDefiniteError as exc:
+            done = counters["iterations"]
+            restarts += 1
+            if restarts > settings.max_retries:
+                raise RuntimeError(
+                    f"GP fit failed: {exc}, even after {settings.max_retries} retries with 10x more jitter."
+                ) from exc
+            model.jitter = model.jitter * 10.0
+            notes.append(f"K_uu was not positive definite at iteration {done}; retried with jitter {model.jitter:g}.")
+        except DivergenceError as exc:
+            done = counters["iterations"]
+            restarts += 1
+            if optimizer == "adam":
+                raise RuntimeError(f"GP fit diverged and could not be recovered: {exc}.") from exc
+            if restarts <= settings.max_retries:
+                lr /= 2.0
+                notes.append(f"L-BFGS diverged at iteration {done} ({exc}); restarted from the last good "
+                             f"parameters with lr={lr:g}.")
+            else:
+                optimizer = "adam"
+                notes.append(f"L-BFGS diverged at iteration {done} ({exc}) {restarts} times; switched to Adam "
+                             f"from the last good parameters.")
+
+
+def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings | None = None,
+           progress: ProgressCallback | None = None, check: TrainCheck | None = None) -> list[FitReport]:
+    """Minimise ``data.spec`` over all parameters of ``model`` in place (GP_SPEC section 3).
+
+    Parameters
+    ----------
+    model : GPRecalibrationModel
+        Initialised at the prior; a batched model is fitted with Adam (see the module docstring).
+    data : FitData
+    settings : TrainSettings, optional
+    progress : callable(iteration, max_iter, objective), optional
+        Called every ``CHUNK`` iterations (the dashboard's progress bar, the CLI's tqdm).
+    check : TrainCheck, optional
+        The final training-set check; recommended (the recalibrators always pass one).
+
+    Returns
+    -------
+    list of FitReport
+        One per GP of the batch (one element for an unbatched model).
+
+    Raises
+    ------
+    RuntimeError
+        When the fit cannot be made to converge (the message names the cause). A diverged model is
+        never returned silently.
+    """
+    settings = settings or TrainSettings()
+    t0 = time.perf_counter()
+    b = _batch_size(model)
+    batched = len(model.batch_shape) > 0
+    optimizer: Optimizer = settings.optimizer
+    notes: list[str] = []
+    if batched and optimizer == "lbfgs":
+        optimizer = "adam"
+    init = _snapshot(model)
+    iterations, converged, reasons, restarts, evaluations = _optimise(model, data, settings, optimizer, progress, notes)
+    with torch.no_grad():
+        terms = data.terms(model)
+    if not bool(torch.isfinite(terms.total).all()):
+        raise RuntimeError(f"GP fit ended with a non-finite objective {terms.total.tolist()}; refusing to return it.")
+    index_of = [tuple(int(i) for i in np.unravel_index(j, tuple(model.batch_shape))) if batched else () for j in range(b)]
+    checks: list[dict] = [{} for _ in range(b)]
+    if check is not None:
+        for j, idx in enumerate(index_of):
+            single = model.member(idx) if batched else model
+            z, y = _member_arrays(data, idx)
+            result = training_check(single, z, y, check, settings)
+            if not result["passed"]:
+                # Recovery: redo this GP from the prior with Adam, then check again.
+                notes.append(f"GP {j}: training {check.metric} {result['recalibrated']:.5g} worse than the "
+                             f"uncalibrated {result['uncalibrated']:.5g}; refitting from the prior with Adam.")
+                single = model.member(idx) if batched else model
+                _restore(single, {k: (v[idx] if batched else v) for k, v in init.items()})
+                sub = _subproblem(data, idx) if batched else data
+                adam = TrainSettings(**{**asdict(settings), "optimizer": "adam"})
+                it2, conv2, reasons2, r2, e2 = _optimise(single, sub, adam, "adam", None, notes)
+                result = training_check(single, z, y, check, settings)
+                if not result["passed"]:
+                    raise RuntimeError(
+                        f"GP fit diverged: on its own training data the recalibrated {check.metric} is "
+                        f"{result['recalibrated']:.5g}, worse than the uncalibrated {result['uncalibrated']:.5g} "
+                        f"(allowed margin {result['margin']:.3g}), even after refitting with Adam."
+                    )
+                if batched:
+                    model.set_member(idx, single)
+                iterations, evaluations, restarts = iterations + it2, evaluations + e2, restarts + 1 + r2
+                converged[j], reasons[j] = bool(conv2[0]), "refit with Adam after a failed training check: " + reasons2[0]
+            checks[j] = result
+        with torch.no_grad():
+            terms = data.terms(model)
+    wall = time.perf_counter() - t0
+    device = str(model.variational_strategy.inducing_points.device)
+    reports = []
+    for j, idx in enumerate(index_of):
+        vals = terms.as_floats(idx)
+        own = [w for w in notes if not w.startswith("GP ") or w.startswith(f"GP {j}:")]
+        if not converged[j]:
+            own.append(f"the optimiser stopped before converging ({reasons[j]}).")
+        reports.append(FitReport(
+            iterations=int(iterations), evaluations=int(evaluations), objective=vals["objective"], ce=vals["ce"],
+            brier=vals["brier"], kl=vals["kl"], wall_time_s=wall, device=device, optimizer=optimizer,
+            converged=bool(converged[j]), stop_reason=reasons[j], jitter=model.jitter, restarts=int(restarts),
+            train_check=checks[j], warnings=own,
+        ))
+    for w in notes:
+        warnings.warn(w, RuntimeWarning, stacklevel=2)
+    return reports
+
+
+def _subproblem(data: FitData, idx: tuple[int, ...]) -> FitData:
+    """The unbatched problem of batch entry ``idx`` (real rows only)."""
+    keep = slice(None)
+    if data.weights is not None:
+        keep = data.weights[idx] > 0
+    eps = None
+    if data.eps is not None:
+        eps = data.eps[idx] if data.eps.dim() == data.z.dim() + 1 else data.eps
+        eps = eps[keep]
+    return FitData(z=data.z[idx][keep], labels=data.labels[idx][keep], spec=data.spec, eps=eps, weights=None,
+                   alpha=None if data.alpha is None else data.alpha[idx])

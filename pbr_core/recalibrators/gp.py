@@ -1,0 +1,452 @@
+"""GP calibration (Wenger et al., 2020) and PAC-Bayes recalibration (PBR; Fujisawa & Futami, 2025).
+
+Six registered methods share one latent-GP model (GP_SPEC section 1) and differ only in the
+objective (GP_SPEC section 2) and in how they predict (section 4):
+
+============== ==================== ===================================================
+method          class                objective / prediction
+============== ==================== ===================================================
+``gp``          GPCalibration        mean CE (Taylor) + KL / n        / J-sample mean
+``gp_app``      GPCalibrationApp     same                              / softmax(mu)
+``pbr``         PBR                  mean E Brier + alpha KL / n       / J-sample mean
+``pbr_total``   PBRTotal             mean E CE + E Brier + alpha KL/n  / J-sample mean
+``pbr_app``     PBRApp               as ``pbr``                        / softmax(mu)
+``pbr_total_app`` PBRTotalApp        as ``pbr_total``                  / softmax(mu)
+============== ==================== ===================================================
+
+``PBR(objective="pbr_total")`` is the same model as ``PBRTotal()`` (saved under the method name
+"pbr" with its ``objective`` parameter); the fixed-flag subclasses exist so that every variant has
+its own registry name for tables, the CLI and saved files.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, Callable, ClassVar, Literal
+
+import numpy as np
+import torch
+
+from pbr_core.bounds import corollary1_bound, corollary2_bound, optimal_n_bins
+from pbr_core.gp.device import DTYPE, resolve_device
+from pbr_core.gp.model import GPRecalibrationModel, initial_inducing_points
+from pbr_core.gp.objectives import ObjectiveSpec, draw_mc_noise
+from pbr_core.gp.predict import predict_proba
+from pbr_core.gp.training import FitData, TrainCheck, TrainSettings, fit_gp
+from pbr_core.predictions import Predictions
+from pbr_core.recalibrators import base as _base
+from pbr_core.recalibrators.base import Recalibrator, register
+
+__all__ = ["GPCalibration", "GPCalibrationApp", "PBR", "PBRApp", "PBRTotal", "PBRTotalApp"]
+
+Objective = Literal["gp", "pbr", "pbr_total"]
+
+#: Report keys that depend on the run (clock, machine), kept in memory but not in saved files, so
+#: that two equal fits save equal files.
+_VOLATILE_REPORT_KEYS = ("wall_time_s",)
+
+#: Bound settings of the issue: B = floor(n^(1/3)), eps = 0.05, L = 1.
+BOUND_EPS = 0.05
+BOUND_LIPSCHITZ = 1.0
+
+
+def fit_bounds(n: int, kl: float, eps: float = BOUND_EPS, lipschitz: float = BOUND_LIPSCHITZ) -> dict[str, float]:
+    """Corollary 1 and 2 of the paper for one fit (GP_SPEC section 6), with B = floor(n^(1/3)).
+
+    lambda is chosen validly: the minimum over the fixed, data-independent grid of
+    :func:`pbr_core.bounds.lambda_grid`, paid for with a union bound (log G added to log 1/eps).
+    Caveat, as in the paper's experiments: the prior's kernel hyperparameters and inducing points
+    are fitted on the same recalibration data, so the bound's "prior independent of S_re"
+    assumption holds only approximately.
+    """
+    B = optimal_n_bins(n)
+    return {
+        "n": int(n), "n_bins": int(B), "kl": float(kl), "eps": float(eps), "lipschitz": float(lipschitz),
+        "corollary1": float(corollary1_bound(n, B, kl, eps=eps)),
+        "corollary2": float(corollary2_bound(n, B, kl, lipschitz=lipschitz, eps=eps)),
+    }
+
+
+class _GPRecalibrator(Recalibrator):
+    """Shared machinery of the GP family: fit, predict, state. Not registered itself."""
+
+    uses: ClassVar[Literal["probs", "scores"]] = "scores"
+    #: Optional ``callback(iteration, max_iter, objective)`` called during ``fit`` (not a
+    #: constructor parameter: it is not saved). The CLI passes a tqdm updater, the dashboard its
+    #: progress bar. Fits also drive ``pbr_core.recalibrators.base.report_progress`` when installed.
+    progress_callback: Callable[[int, int, float], None] | None = None
+
+    # Set by subclasses' __init__.
+    objective: str
+    alpha: float
+    mean_approx: bool
+    n_inducing: int
+    variational: str
+    optimizer: str
+    max_iter: int
+    n_mc: int
+    n_predict_samples: int
+    device: str
+    random_state: int
+
+    # ------------------------------------------------------------------ configuration
+    def _spec(self) -> ObjectiveSpec:
+        if self.objective == "gp":
+            return ObjectiveSpec.gp_calibration(ce=getattr(self, "ce_estimator", "taylor"))
+        if self.objective == "pbr":
+            return ObjectiveSpec.pbr(self.alpha)
+        return ObjectiveSpec.pbr_total(self.alpha)
+
+    def _check_metric(self) -> Literal["nll", "brier", "nll+brier"]:
+        return {"gp": "nll", "pbr": "brier", "pbr_total": "nll+brier"}[self.objective]
+
+    def _validate_params(self) -> None:
+        def positive_int(name: str) -> None:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"Expected argument `{name}` to be an integer larger than 0, but got {v!r}.")
+
+        if self.objective not in ("gp", "pbr", "pbr_total"):
+            raise ValueError(f"Expected argument `objective` to be 'pbr' or 'pbr_total', but got {self.objective!r}.")
+        a = self.alpha
+        if isinstance(a, bool) or not isinstance(a, (int, float, np.floating, np.integer)) or not math.isfinite(a) or a < 0:
+            raise ValueError(f"Expected argument `alpha` to be a finite number >= 0, but got {a!r}.")
+        for name in ("n_inducing", "max_iter", "n_mc", "n_predict_samples"):
+            positive_int(name)
+        if self.optimizer not in ("lbfgs", "adam"):
+            raise ValueError(f"Expected argument `optimizer` to be 'lbfgs' or 'adam', but got {self.optimizer!r}.")
+        if self.variational not in ("mean_field", "cholesky"):
+            raise ValueError(
+                f"Expected argument `variational` to be 'mean_field' or 'cholesky', but got {self.variational!r}."
+            )
+        if not isinstance(self.mean_approx, (bool, np.bool_)):
+            raise ValueError(f"Expected argument `mean_approx` to be True or False, but got {self.mean_approx!r}.")
+        if isinstance(self.random_state, bool) or not isinstance(self.random_state, (int, np.integer)) or self.random_state < 0:
+            raise ValueError(f"Expected argument `random_state` to be an integer >= 0, but got {self.random_state!r}.")
+        if not isinstance(self.device, (str, torch.device)):
+            raise ValueError(f"Expected argument `device` to be 'auto', 'cpu' or 'cuda', but got {self.device!r}.")
+        name = str(self.device).lower()
+        if not (name in ("auto", "cpu", "cuda") or name.startswith("cuda:")):
+            raise ValueError(f"Expected argument `device` to be 'auto', 'cpu', 'cuda' or 'cuda:N', but got {self.device!r}.")
+
+    @classmethod
+    def _test_params(cls) -> dict[str, Any]:
+        """Quick settings for the shared recalibrator suite: fewer iterations and MC draws."""
+        return {"max_iter": 60, "n_mc": 20, "n_predict_samples": 20}
+
+    # ------------------------------------------------------------------ fit
+    def _progress(self) -> Callable[[int, int, float], None] | None:
+        callback = self.progress_callback
+        track = getattr(_base, "track", None)
+        ticker = None
+        if track is not None and getattr(_base, "_PROGRESS", None) is not None and _base._PROGRESS.get() is not None:
+            ticker = iter(track(range(self.max_iter), total=self.max_iter, desc=f"{self.method} fit"))
+        if callback is None and ticker is None:
+            return None
+        done = [0]
+
+        def report(iteration: int, max_iter: int, objective: float) -> None:
+            if callback is not None:
+                callback(iteration, max_iter, objective)
+            if ticker is not None:
+                for _ in range(max(0, min(iteration, max_iter) - done[0])):
+                    next(ticker, None)
+                done[0] = max(done[0], iteration)
+
+        return report
+
+    def _fit(self, preds: Predictions) -> None:
+        self._validate_params()
+        dev = resolve_device(self.device)
+        z = np.asarray(preds.scores, dtype=np.float64)
+        y = np.asarray(preds.labels, dtype=np.int64)
+        n, k = z.shape
+        kind = "logits" if preds.logits is not None else "log_probs"
+        zu = initial_inducing_points(z, int(self.n_inducing), seed=int(self.random_state))
+        model = GPRecalibrationModel(torch.as_tensor(zu, dtype=DTYPE), kind, self.variational).to(dev)
+        spec = self._spec()
+        eps = draw_mc_noise(n, int(self.n_mc), k, int(self.random_state), device=dev) if spec.needs_mc else None
+        data = FitData(z=torch.as_tensor(z, dtype=DTYPE, device=dev), labels=torch.as_tensor(y, device=dev),
+                       spec=spec, eps=eps)
+        settings = TrainSettings(optimizer=self.optimizer, max_iter=int(self.max_iter))
+        check = TrainCheck(self._check_metric(), bool(self.mean_approx), int(self.n_predict_samples),
+                           int(self.random_state))
+        report = fit_gp(model, data, settings, progress=self._progress(), check=check)[0]
+        self.model_ = model
+        self.input_kind_ = kind
+        self.kl_ = float(report.kl)
+        self.fit_report_ = report.to_dict()
+        self.bounds_ = fit_bounds(n, max(self.kl_, 0.0))
+
+    # ------------------------------------------------------------------ predict
+    def _model_for_prediction(self) -> GPRecalibrationModel:
+        try:
+            dev = resolve_device(self.device)
+        except RuntimeError as exc:
+            # A model fitted on a GPU still predicts on a CPU-only machine (the result is the same).
+            warnings.warn(f"{exc} Predicting on the CPU instead.", RuntimeWarning, stacklevel=3)
+            dev = torch.device("cpu")
+        if self.model_.variational_strategy.inducing_points.device != dev:
+            self.model_ = self.model_.to(dev)
+        return self.model_
+
+    def _predict_proba(self, preds: Predictions) -> np.ndarray:
+        kind = "logits" if preds.logits is not None else "log_probs"
+        if kind != self.input_kind_:
+            fitted = "logits" if self.input_kind_ == "logits" else "probabilities"
+            given = "logits" if kind == "logits" else "probabilities"
+            raise ValueError(
+                f"This {type(self).__name__} was fitted on {fitted} but is asked to predict from {given}: "
+                f"the GP acts on the scores themselves, so give {fitted} (input_type='{fitted}')."
+            )
+        return predict_proba(self._model_for_prediction(), preds.scores, mean_approx=bool(self.mean_approx),
+                             n_samples=int(self.n_predict_samples), seed=int(self.random_state))
+
+    # ------------------------------------------------------------------ state
+    def gp_parameters(self) -> dict[str, np.ndarray]:
+        """All learned GP parameters as float64 arrays (raw, i.e. before the constraint transforms)."""
+        self._check_fitted()
+        return {name: p.detach().cpu().numpy().astype(np.float64).copy() for name, p in self.model_.named_parameters()}
+
+    def kernel_hyperparameters(self) -> dict[str, float]:
+        """Outputscale, lengthscale and white-noise variance after the constraint transforms."""
+        self._check_fitted()
+        m = self.model_
+        return {"outputscale": float(m.scaled_rbf.outputscale.detach().cpu()),
+                "lengthscale": float(m.scaled_rbf.base_kernel.lengthscale.detach().cpu().reshape(())),
+                "white": float(m.white.noise.detach().cpu().reshape(()))}
+
+    def _get_state(self) -> dict[str, Any]:
+        report = {k: v for k, v in self.fit_report_.items() if k not in _VOLATILE_REPORT_KEYS}
+        return {"gp": self.gp_parameters(), "input_kind": self.input_kind_, "jitter": float(self.model_.jitter),
+                "kl": self.kl_, "fit_report": report, "bounds": dict(self.bounds_)}
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        params = {k: np.asarray(v, dtype=np.float64) for k, v in state["gp"].items()}
+        zu = params["variational_strategy.inducing_points"]
+        model = GPRecalibrationModel(torch.as_tensor(zu, dtype=DTYPE), state["input_kind"], self.variational,
+                                     jitter=float(state["jitter"]))
+        own = dict(model.named_parameters())
+        if set(own) != set(params):
+            raise ValueError(f"GP parameters {sorted(set(own) ^ set(params))} missing or unexpected.")
+        with torch.no_grad():
+            for name, p in own.items():
+                if tuple(p.shape) != params[name].shape:
+                    raise ValueError(f"GP parameter {name} has shape {params[name].shape}, expected {tuple(p.shape)}.")
+                p.copy_(torch.as_tensor(params[name], dtype=DTYPE))
+        self.model_ = model
+        self.input_kind_ = state["input_kind"]
+        self.kl_ = float(state["kl"])
+        self.fit_report_ = dict(state["fit_report"])
+        self.bounds_ = dict(state["bounds"])
+
+
+_DOC_COMMON = """
+    n_inducing : int, default 10
+        M, the number of inducing points (k-means initialised on the N*K scores, learnable).
+    variational : {"mean_field", "cholesky"}
+        Whitened mean-field q (Wenger's choice) or a full Cholesky factor.
+    optimizer : {"lbfgs", "adam"}
+        "lbfgs": an Adam warm-up, then L-BFGS with strong-Wolfe line search (see
+        :mod:`pbr_core.gp.training` for why); "adam": Adam only.
+    max_iter : int, default 1000
+        Iteration budget of the whole fit.
+    n_mc : int, default 100
+        S, the fixed Monte Carlo draws per entry for the expectations of the objective.
+    n_predict_samples : int, default 100
+        J, posterior draws averaged per prediction (ignored by the mean approximation).
+    device : {"auto", "cpu", "cuda", "cuda:N"}
+        "auto" uses a GPU when PyTorch sees one. Asking for CUDA without one raises RuntimeError.
+    random_state : int
+        Seeds the inducing-point subsample, the fixed Monte Carlo draws and the prediction draws.
+"""
+
+_DOC_ATTRIBUTES = """
+    Attributes
+    ----------
+    kl_ : float
+        KL(q || p) of the fitted GP (whitened: KL(N(m, diag s^2) || N(0, I))).
+    fit_report_ : dict
+        :class:`pbr_core.gp.training.FitReport` as a dict: iterations, final objective and its terms,
+        KL, wall time (not saved), device, converged, warnings, training-set check.
+    bounds_ : dict
+        Corollary 1 and 2 values for this fit (B = floor(n^(1/3)), eps = 0.05, L = 1; valid lambda).
+    model_ : GPRecalibrationModel
+        The fitted GPyTorch model.
+"""
+
+
+@register
+class GPCalibration(_GPRecalibrator):
+    __doc__ = """GP calibration (Wenger et al., 2020): the paper's GP baseline.
+
+    Minimises Wenger's negative ELBO / n, mean_n CE_n + KL / n, with the 2nd-order Taylor
+    approximation of the expected log-softmax (GP_SPEC section 2), over the latent GP of GP_SPEC
+    section 1 applied to the logits (or log-probabilities).
+
+    Parameters
+    ----------
+    mean_approx : bool, default False
+        Predict with softmax(mu) (the "app." variant) instead of the J-sample mean.
+    ce_estimator : {"taylor", "mc"}
+        Wenger's Taylor expansion (default) or Monte Carlo with the fixed draws.""" + _DOC_COMMON + _DOC_ATTRIBUTES + """
+    References
+    ----------
+    .. [1] J. Wenger, H. Kjellstroem and R. Triebel. Non-parametric calibration for classification.
+       AISTATS 2020.
+    .. [2] H. Fujisawa and F. Futami. PAC-Bayes analysis for recalibration in classification.
+       ICML 2025, Section 5.2.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pbr_core.recalibrators.gp import GPCalibration
+    >>> d = np.load("sample_data/cifar10_resnet110.npz")
+    >>> r = GPCalibration(max_iter=50).fit(d["logits"][:200].astype(float), d["labels"][:200])
+    >>> r.predict_proba(d["logits"][200:205].astype(float)).shape
+    (5, 10)
+    """
+
+    method: ClassVar[str] = "gp"
+    _fixed_mean_approx: ClassVar[bool | None] = None
+
+    def __init__(self, mean_approx: bool = False, n_inducing: int = 10, variational: str = "mean_field",
+                 optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int = 100, n_predict_samples: int = 100,
+                 ce_estimator: str = "taylor", device: str = "auto", random_state: int = 0):
+        self.mean_approx = mean_approx
+        self.n_inducing = n_inducing
+        self.variational = variational
+        self.optimizer = optimizer
+        self.max_iter = max_iter
+        self.n_mc = n_mc
+        self.n_predict_samples = n_predict_samples
+        self.ce_estimator = ce_estimator
+        self.device = device
+        self.random_state = random_state
+        self.objective = "gp"
+        self.alpha = 1.0
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        if self.ce_estimator not in ("taylor", "mc"):
+            raise ValueError(f"Expected argument `ce_estimator` to be 'taylor' or 'mc', but got {self.ce_estimator!r}.")
+
+
+@register
+class GPCalibrationApp(GPCalibration):
+    __doc__ = """GP calibration with the mean approximation (paper: "GP calibration (app.)").
+
+    Exactly :class:`GPCalibration` with ``mean_approx=True``: predicts softmax(mu).
+
+    Parameters
+    ----------
+    See :class:`GPCalibration` (``mean_approx`` is fixed to True).
+
+    References
+    ----------
+    .. [1] J. Wenger, H. Kjellstroem and R. Triebel. Non-parametric calibration for classification.
+       AISTATS 2020.
+    """
+
+    method: ClassVar[str] = "gp_app"
+
+    def __init__(self, n_inducing: int = 10, variational: str = "mean_field", optimizer: str = "lbfgs",
+                 max_iter: int = 1000, n_mc: int = 100, n_predict_samples: int = 100, ce_estimator: str = "taylor",
+                 device: str = "auto", random_state: int = 0):
+        super().__init__(mean_approx=True, n_inducing=n_inducing, variational=variational, optimizer=optimizer,
+                         max_iter=max_iter, n_mc=n_mc, n_predict_samples=n_predict_samples,
+                         ce_estimator=ce_estimator, device=device, random_state=random_state)
+
+
+@register
+class PBR(_GPRecalibrator):
+    __doc__ = """PAC-Bayes recalibration (Fujisawa & Futami, 2025; Algorithm 1).
+
+    ``objective="pbr"`` minimises paper Eq. vi_obj2, mean_n E_q ||e_y - softmax(f_n)||^2 + alpha KL / n;
+    ``objective="pbr_total"`` minimises Eq. vi_obj3, mean_n E_q CE_n + mean_n E_q Brier_n + alpha KL / n.
+    Expectations by Monte Carlo with S fixed draws (common random numbers), over the latent GP of
+    GP_SPEC section 1. Predictions average softmax over J posterior draws (Algorithm 1, line 5).
+
+    Parameters
+    ----------
+    alpha : float, default 0.5
+        KL weight; the paper's grid is {0, .01, .1, .25, .5, .75, .9, 1}
+        (:func:`pbr_core.alpha_selection.select_alpha` chooses it by cross-validation).
+    objective : {"pbr", "pbr_total"}
+    mean_approx : bool, default False
+        Predict with softmax(mu) (the "PBR app." variants).""" + _DOC_COMMON + _DOC_ATTRIBUTES + """
+    References
+    ----------
+    .. [1] H. Fujisawa and F. Futami. PAC-Bayes analysis for recalibration in classification.
+       ICML 2025, Section 5.2, Eqs. vi_obj2 and vi_obj3, Algorithm 1.
+    .. [2] J. Wenger, H. Kjellstroem and R. Triebel. Non-parametric calibration for classification.
+       AISTATS 2020.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pbr_core.recalibrators.gp import PBR
+    >>> d = np.load("sample_data/cifar10_resnet110.npz")
+    >>> r = PBR(alpha=0.5, objective="pbr_total", max_iter=50).fit(d["logits"][:200].astype(float), d["labels"][:200])
+    >>> r.kl_ >= 0 and sorted(r.bounds_)[:2]
+    ['corollary1', 'corollary2']
+    """
+
+    method: ClassVar[str] = "pbr"
+
+    def __init__(self, alpha: float = 0.5, objective: str = "pbr", mean_approx: bool = False, n_inducing: int = 10,
+                 variational: str = "mean_field", optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int = 100,
+                 n_predict_samples: int = 100, device: str = "auto", random_state: int = 0):
+        self.alpha = alpha
+        self.objective = objective
+        self.mean_approx = mean_approx
+        self.n_inducing = n_inducing
+        self.variational = variational
+        self.optimizer = optimizer
+        self.max_iter = max_iter
+        self.n_mc = n_mc
+        self.n_predict_samples = n_predict_samples
+        self.device = device
+        self.random_state = random_state
+
+    def _validate_params(self) -> None:
+        if self.objective not in ("pbr", "pbr_total"):
+            raise ValueError(f"Expected argument `objective` to be 'pbr' or 'pbr_total', but got {self.objective!r}.")
+        super()._validate_params()
+
+
+def _pbr_variant(name: str, cls_name: str, objective: str, mean_approx: bool, title: str) -> type[PBR]:
+    """A registered PBR subclass with ``objective`` and ``mean_approx`` fixed."""
+
+    def __init__(self, alpha: float = 0.5, n_inducing: int = 10, variational: str = "mean_field",
+                 optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int = 100, n_predict_samples: int = 100,
+                 device: str = "auto", random_state: int = 0):
+        PBR.__init__(self, alpha=alpha, objective=objective, mean_approx=mean_approx, n_inducing=n_inducing,
+                     variational=variational, optimizer=optimizer, max_iter=max_iter, n_mc=n_mc,
+                     n_predict_samples=n_predict_samples, device=device, random_state=random_state)
+
+    doc = f"""{title}
+
+    :class:`PBR` with ``objective="{objective}"`` and ``mean_approx={mean_approx}`` fixed.
+
+    Parameters
+    ----------
+    See :class:`PBR`.
+
+    References
+    ----------
+    .. [1] H. Fujisawa and F. Futami. PAC-Bayes analysis for recalibration in classification.
+       ICML 2025, Section 5.2 and Appendix F.
+    """
+    cls = type(cls_name, (PBR,), {"__init__": __init__, "__doc__": doc, "method": name,
+                                  "__module__": __name__, "__qualname__": cls_name})
+    return register(cls)
+
+
+PBRTotal = _pbr_variant("pbr_total", "PBRTotal", "pbr_total", False,
+                        "PBR total (paper Eq. vi_obj3): CE + Brier + alpha KL / n.")
+PBRApp = _pbr_variant("pbr_app", "PBRApp", "pbr", True,
+                      "PBR app.: PBR (Eq. vi_obj2) predicting with the mean approximation softmax(mu).")
+PBRTotalApp = _pbr_variant("pbr_total_app", "PBRTotalApp", "pbr_total", True,
+                           "PBR app. total: PBR total (Eq. vi_obj3) predicting with softmax(mu).")

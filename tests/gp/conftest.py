@@ -1,0 +1,74 @@
+"""Fixtures and settings of the GP / PBR tests.
+
+Tests marked ``slow`` run only with ``PBR_SLOW=1`` (the default run stays within a few minutes on
+a shared two-core machine). Torch uses one thread: the fits' chunked Monte Carlo loops run
+several times slower with two threads on a two-core machine that others share.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+SAMPLE_DATA = Path(__file__).resolve().parents[2] / "sample_data"
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("PBR_SLOW") == "1":
+        return
+    skip = pytest.mark.skip(reason="slow GP test: set PBR_SLOW=1 to run it")
+    for item in items:
+        if "slow" in item.keywords and str(item.fspath).startswith(str(Path(__file__).parent)):
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_torch_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@dataclass(frozen=True)
+class Split:
+    """Recalibration rows (z, y) and test rows (z_te, y_te) of a real prediction set."""
+
+    z: np.ndarray
+    y: np.ndarray
+    z_te: np.ndarray
+    y_te: np.ndarray
+
+
+def load_logits(name: str) -> tuple[np.ndarray, np.ndarray]:
+    d = np.load(SAMPLE_DATA / name, allow_pickle=False)
+    return d["logits"].astype(np.float64), d["labels"].astype(np.int64)
+
+
+def split(z: np.ndarray, y: np.ndarray, n_re: int, seed: int = 0, n_te: int | None = None) -> Split:
+    idx = np.random.default_rng(seed).permutation(z.shape[0])
+    te = idx[n_re:] if n_te is None else idx[n_re:n_re + n_te]
+    return Split(z[idx[:n_re]], y[idx[:n_re]], z[te], y[te])
+
+
+def class_subset(z: np.ndarray, y: np.ndarray, classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows whose label is among the first ``classes`` classes, restricted to those logit columns."""
+    keep = y < classes
+    return z[keep][:, :classes], y[keep]
+
+
+@pytest.fixture(scope="session")
+def cifar100_logits() -> tuple[np.ndarray, np.ndarray]:
+    """CIFAR-100 DenseNet-121 logits (10000 x 100): over-confident, test ECE ~.05."""
+    return load_logits("cifar100_densenet121.npz")
+
+
+@pytest.fixture(scope="session")
+def cifar10_logits() -> tuple[np.ndarray, np.ndarray]:
+    """CIFAR-10 ResNet-110 logits (10000 x 10)."""
+    return load_logits("cifar10_resnet110.npz")

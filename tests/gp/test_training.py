@@ -1,0 +1,156 @@
+"""Training (GP_SPEC section 3): divergence detection and recovery, jitter retries, batches, progress."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import pbr_core.gp.model as model_module
+from pbr_core.gp.model import GPRecalibrationModel, initial_inducing_points
+from pbr_core.gp.objectives import ObjectiveSpec, draw_mc_noise
+from pbr_core.gp.training import FitData, TrainCheck, TrainSettings, fit_gp
+
+F64 = torch.float64
+
+
+def _problem(cifar10_logits, n=120, spec=None, s=20, start=0):
+    z, y = cifar10_logits
+    z, y = z[start:start + n], y[start:start + n]
+    spec = spec or ObjectiveSpec.pbr(0.5)
+    model = GPRecalibrationModel(torch.as_tensor(initial_inducing_points(z, 10)), "logits")
+    data = FitData(torch.as_tensor(z), torch.as_tensor(y), spec,
+                   eps=draw_mc_noise(n, s, z.shape[1], 0) if spec.needs_mc else None)
+    return model, data
+
+
+def _assert_sound(model, data, report) -> None:
+    """What 'never hand back a diverged fit' means: finite objective and parameters, check passed."""
+    assert np.isfinite(report.objective) and np.isfinite(report.kl)
+    assert all(bool(torch.isfinite(p).all()) for p in model.parameters())
+    assert report.train_check["passed"]
+
+
+def test_absurd_adam_step_is_detected_and_recovered_or_reported(cifar10_logits) -> None:
+    model, data = _problem(cifar10_logits)
+    settings = TrainSettings(optimizer="adam", adam_lr=300.0, max_iter=200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            report = fit_gp(model, data, settings, check=TrainCheck("brier"))[0]
+        except RuntimeError as exc:  # reported: acceptable, as long as it says why
+            assert "diverged" in str(exc) or "not positive definite" in str(exc)
+            return
+    assert report.restarts > 0  # the divergence was seen ...
+    _assert_sound(model, data, report)  # ... and what came back is sound
+
+
+def test_nan_objective_in_lbfgs_restarts_from_the_last_good_parameters(cifar10_logits, monkeypatch) -> None:
+    model, data = _problem(cifar10_logits)
+    original = model.marginals
+    calls = {"n": 0}
+
+    def flaky(z):
+        calls["n"] += 1
+        mu, var = original(z)
+        if calls["n"] == 8:  # once, inside the L-BFGS phase
+            return mu * float("nan"), var
+        return mu, var
+
+    monkeypatch.setattr(model, "marginals", flaky)
+    settings = TrainSettings(warmup_iter=5, max_iter=150)
+    with pytest.warns(RuntimeWarning, match="diverged"):
+        report = fit_gp(model, data, settings, check=TrainCheck("brier"))[0]
+    assert report.restarts >= 1 and any("diverged" in w for w in report.warnings)
+    _assert_sound(model, data, report)
+
+
+def test_non_pd_inducing_covariance_retries_with_more_jitter(cifar10_logits, monkeypatch) -> None:
+    model, data = _problem(cifar10_logits)
+    real = torch.linalg.cholesky_ex
+    calls = {"n": 0}
+
+    def fail_once(a, *args, **kwargs):
+        calls["n"] += 1
+        chol, info = real(a, *args, **kwargs)
+        return (chol, torch.ones_like(info)) if calls["n"] == 3 else (chol, info)
+
+    monkeypatch.setattr(model_module.torch.linalg, "cholesky_ex", fail_once)
+    with pytest.warns(RuntimeWarning, match="jitter"):
+        report = fit_gp(model, data, TrainSettings(max_iter=120), check=TrainCheck("brier"))[0]
+    assert report.jitter == pytest.approx(1e-5)
+    _assert_sound(model, data, report)
+
+
+def test_persistent_non_pd_is_a_clear_error(cifar10_logits, monkeypatch) -> None:
+    model, data = _problem(cifar10_logits)
+    real = torch.linalg.cholesky_ex
+
+    def always_fail(a, *args, **kwargs):
+        chol, info = real(a, *args, **kwargs)
+        return chol, torch.ones_like(info)
+
+    monkeypatch.setattr(model_module.torch.linalg, "cholesky_ex", always_fail)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(RuntimeError, match="not positive definite"):
+            fit_gp(model, data, TrainSettings(max_iter=50))
+
+
+def test_a_fit_worse_than_the_input_on_its_training_data_is_never_returned(cifar10_logits) -> None:
+    """A negative margin makes every fit 'worse than the input': it is refitted, then refused."""
+    model, data = _problem(cifar10_logits)
+    settings = TrainSettings(max_iter=40, check_rtol=-1.0, check_atol=-1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(RuntimeError, match="worse than the uncalibrated"):
+            fit_gp(model, data, settings, check=TrainCheck("brier"))
+
+
+def test_training_check_compares_with_the_uncalibrated_input(cifar10_logits) -> None:
+    model, data = _problem(cifar10_logits, spec=ObjectiveSpec.pbr_total(0.5))
+    report = fit_gp(model, data, TrainSettings(max_iter=150), check=TrainCheck("nll+brier"))[0]
+    c = report.train_check
+    assert c["passed"] and c["metric"] == "nll+brier"
+    assert c["recalibrated"] <= c["uncalibrated"] + c["margin"]
+    assert report.iterations <= 150 and report.evaluations >= report.iterations // 2
+    assert report.device == "cpu" and report.optimizer == "lbfgs"
+    assert report.brier is not None and report.ce is not None
+
+
+def test_progress_callback_reports_increasing_iterations(cifar10_logits) -> None:
+    model, data = _problem(cifar10_logits)
+    seen = []
+    fit_gp(model, data, TrainSettings(max_iter=60), progress=lambda i, m, f: seen.append((i, m, f)))
+    assert seen and all(m == 60 for _, m, _ in seen)
+    its = [i for i, _, _ in seen]
+    assert its == sorted(its) and its[-1] <= 60 and all(np.isfinite(f) for _, _, f in seen)
+
+
+def test_batched_adam_fit_equals_each_fit_alone(cifar10_logits) -> None:
+    """Batched Adam is element-wise, so a batch of (alpha, split) fits == the same fits alone."""
+    z, y = cifar10_logits
+    n, k, s = 80, 10, 16
+    alphas = [0.0, 0.5, 1.0]
+    starts = [0, 100, 200]
+    settings = TrainSettings(optimizer="adam", max_iter=60)
+    singles = []
+    for a, st in zip(alphas, starts):
+        m, d = _problem(cifar10_logits, n=n, spec=ObjectiveSpec.pbr(a), s=s, start=st)
+        r = fit_gp(m, d, settings)[0]
+        singles.append((m, r))
+    zb = torch.stack([torch.as_tensor(z[st:st + n]) for st in starts])
+    yb = torch.stack([torch.as_tensor(y[st:st + n]) for st in starts])
+    zu = torch.stack([torch.as_tensor(initial_inducing_points(z[st:st + n], 10)) for st in starts])
+    batch = GPRecalibrationModel(zu, "logits", batch_shape=torch.Size([3]))
+    data = FitData(zb, yb, ObjectiveSpec.pbr(0.5), eps=draw_mc_noise(n, s, k, 0),
+                   alpha=torch.tensor(alphas, dtype=F64))
+    reports = fit_gp(batch, data, settings)
+    for i, (m, r) in enumerate(singles):
+        assert reports[i].objective == pytest.approx(r.objective, rel=1e-9, abs=1e-12)
+        assert reports[i].kl == pytest.approx(r.kl, rel=1e-7, abs=1e-9)
+        member = batch.member(i)
+        for (name, p), q in zip(member.named_parameters(), m.parameters()):
+            torch.testing.assert_close(p, q, rtol=1e-7, atol=1e-9, msg=name)
