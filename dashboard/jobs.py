@@ -58,6 +58,7 @@ class Job:
     inner: float | None = None     # progress inside the current fit (optimiser iterations), 0..1
     result: Any = None             # the work function's return value (may be partial when stopped)
     error: str | None = None
+    traceback: str | None = None   # of a failed job, for the "details" expander
     created: float = field(default_factory=time.time)
     started: float | None = None
     finished: float | None = None
@@ -202,7 +203,7 @@ def run_job(job: Job, work: Callable[[JobContext], Any], lock: FitLock | None,
         job.status = "stopped"
     except Exception as exc:  # noqa: BLE001 - shown on the page, never crashes the server
         job.error = f"{type(exc).__name__}: {exc}"
-        job.traceback = traceback.format_exc()  # type: ignore[attr-defined]
+        job.traceback = traceback.format_exc()
         job.status = "failed"
     finally:
         job.finished = time.time()

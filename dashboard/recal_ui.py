@@ -50,6 +50,9 @@ def job_status(kind: str) -> jobs.Job | None:
         jobs.show_progress(kind)
     elif job.status == "failed":
         st.error(f"The run failed: {job.error}", icon=":material/error:")
+        if job.traceback:
+            with st.expander("Details (for a bug report)"):
+                st.code(job.traceback, language="text")
     elif job.status == "stopped" and job.result is None:
         said = job.message if job.message.startswith(("Cancelled", "Stopped:")) else ""
         st.info(said or "Stopped before anything finished; nothing to show.", icon=":material/stop_circle:")

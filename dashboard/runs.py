@@ -131,7 +131,7 @@ def _ece_inputs(probs: np.ndarray, labels: np.ndarray, kind: str, binary_ece: Bi
     return probs, labels
 
 
-def test_metrics(probs: np.ndarray, labels: np.ndarray, kind: str, binary_ece: BinaryECE) -> dict[str, float]:
+def evaluation_metrics(probs: np.ndarray, labels: np.ndarray, kind: str, binary_ece: BinaryECE) -> dict[str, float]:
     """ECE at B = floor(n^(1/3)), accuracy, NLL and Brier of one evaluation set (all from pbr_core)."""
     n_bins = pbr_core.optimal_n_bins(labels.shape[0])
     return {
@@ -292,8 +292,8 @@ def run_pbr(preds: Predictions, s: PBRSettings, reporter: Reporter, *, data_name
     return PBRResult(
         settings=s, data_name=data_name, data_key=data_key, preds=preds, recalibrator=recalibrator,
         alpha=alpha, alpha_scores=scores,
-        before=test_metrics(test_set.probs, test_set.labels, kind, s.binary_ece),
-        after=test_metrics(after_te, test_set.labels, kind, s.binary_ece),
+        before=evaluation_metrics(test_set.probs, test_set.labels, kind, s.binary_ece),
+        after=evaluation_metrics(after_te, test_set.labels, kind, s.binary_ece),
         reliability_before=reliability_table(test_set.probs, test_set.labels, kind, s.binary_ece),
         reliability_after=reliability_table(after_te, test_set.labels, kind, s.binary_ece),
         ece_re=float(ece_re), n_bins_re=n_bins_re, kl=kl, bounds=bounds, fit_report=report,
@@ -339,17 +339,22 @@ def _params_tuple(params: Mapping[str, Mapping[str, Any]]) -> tuple:
     return tuple((m, tuple(sorted(p.items()))) for m, p in params.items() if p)
 
 
-def compare_settings(methods: Sequence[str], n_re: int, n_folds: int, seed: int, *, diagrams: bool = True,
-                     binary_ece: BinaryECE = "positive", alpha: float = 0.5, max_iter: int | None = None) -> CompareSettings:
-    """Settings with the GP methods' parameters filled in (alpha, and max_iter where accepted)."""
+def gp_params(methods: Sequence[str], alpha: float = 0.5, max_iter: int | None = None) -> tuple:
+    """Hashable per-method parameters: alpha for the PBR methods, max_iter where accepted."""
     params = {}
     for m in methods:
         p = method_params(m, max_iter=max_iter)
         if m in ALPHA_METHODS:
             p["alpha"] = alpha
         params[m] = p
+    return _params_tuple(params)
+
+
+def compare_settings(methods: Sequence[str], n_re: int, n_folds: int, seed: int, *, diagrams: bool = True,
+                     binary_ece: BinaryECE = "positive", alpha: float = 0.5, max_iter: int | None = None) -> CompareSettings:
+    """Settings with the GP methods' parameters filled in (alpha, and max_iter where accepted)."""
     return CompareSettings(methods=tuple(methods), n_re=int(n_re), n_folds=int(n_folds), seed=int(seed),
-                           diagrams=diagrams, binary_ece=binary_ece, params=_params_tuple(params))
+                           diagrams=diagrams, binary_ece=binary_ece, params=gp_params(methods, alpha, max_iter))
 
 
 def run_compare(preds: Predictions, s: CompareSettings, reporter: Reporter, *, data_name: str = "",
@@ -363,6 +368,7 @@ def run_compare(preds: Predictions, s: CompareSettings, reporter: Reporter, *, d
 
     result = CompareResult(settings=s, data_name=data_name, data_key=data_key, table=pd.DataFrame(),
                            diagrams={}, planned=planned, kind=preds.kind)
+    reporter.progress(0, planned)  # the count shows before the first fit ends
     try:
         with report_progress(reporter.track):
             result.table = compare(preds, list(s.methods), n_re=s.n_re, n_folds=s.n_folds, seed=s.seed,
@@ -422,6 +428,7 @@ def run_sweep(preds: Predictions, s: SweepSettings, reporter: Reporter, *, data_
               data_key: str = "") -> SweepResult:
     """pbr_core.experiments.n_re_sweep (paper Figure 3)."""
     params = {m: dict(p) for m, p in s.params} or None
+    reporter.progress(0, len(s.methods) * len(s.n_re_values) * s.n_folds)
     try:
         with report_progress(reporter.track):
             table = n_re_sweep(preds, list(s.methods), n_re_values=list(s.n_re_values), n_folds=s.n_folds,
@@ -470,6 +477,7 @@ def run_generalization(preds: Predictions, s: GenSettings, reporter: Reporter, *
     import warnings
 
     extra = method_params(s.objective, max_iter=s.max_iter)
+    reporter.progress(0, len(s.alphas) * s.n_folds)
     with warnings.catch_warnings():
         # Too few fits for a correlation is said on the page, not as a console warning.
         warnings.simplefilter("ignore", RuntimeWarning)

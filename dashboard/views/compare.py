@@ -147,8 +147,8 @@ def _sweep(loaded: state.Loaded, methods: list[str], running: bool) -> None:
     if go:
         s = runs.SweepSettings(methods=tuple(methods), n_re_values=tuple(sorted(chosen)), n_folds=int(n_folds),
                                seed=int(st.session_state.get(K_SEED, 0)), binary_ece=state.recal_binary_ece(preds),
-                               params=runs.compare_settings(methods, 2, 1, 0, alpha=float(
-                                   st.session_state.get(K_ALPHA, 0.5))).params)
+                               params=runs.gp_params(methods, float(st.session_state.get(K_ALPHA, 0.5)),
+                                                     int(st.session_state.get(K_MAX_ITER) or 0) or None))
         name, key = loaded.name, loaded.key
         recal_ui.start("sweep", f"n_re sweep ({len(chosen)} sizes × {len(methods)} methods)",
                        lambda ctx: runs.run_sweep(preds, s, ctx, data_name=name, data_key=key),

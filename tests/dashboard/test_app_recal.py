@@ -290,3 +290,18 @@ def test_tiny_file_pages_render(at):
     for page in (PBR, COMPARE, GEN):
         at.switch_page(page).run()
         assert not at.exception, page
+
+
+def test_a_failed_run_shows_its_error_not_an_exception(at):
+    at.switch_page(GEN).run()
+
+    def boom(ctx):
+        raise RuntimeError("GP fit diverged and could not be recovered: NaN objective.")
+
+    job = jobs.start_job("generalization", "failing", boom, heavy=False, lock=None)
+    assert job.join(5) and job.status == "failed"
+    at.session_state["recal_jobs"]["generalization"] = job
+    at.run()
+    assert not at.exception
+    assert at.error and "GP fit diverged" in at.error[0].value
+    assert not at.button(key="gen_run").disabled  # the user can change settings and try again
