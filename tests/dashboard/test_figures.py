@@ -182,3 +182,11 @@ def test_describe_sample_and_subsample_sizes():
     assert describe_sample("something_else.csv") == "something_else.csv"
     assert subsample_sizes(10_000)[-1] == 10_000 and subsample_sizes(10_000)[0] == 100
     assert subsample_sizes(50) == [50]
+
+
+def test_bootstrap_resamples_shrink_only_for_large_files():
+    from dashboard.compute import bootstrap_resamples
+
+    assert bootstrap_resamples(10_000) == 1000 and bootstrap_resamples(200_000) == 1000
+    assert bootstrap_resamples(1_000_000) == 200 and bootstrap_resamples(10_000_000) == 50
+    assert bootstrap_resamples(10**9) == 50
