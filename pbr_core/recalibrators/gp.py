@@ -129,6 +129,7 @@ class _GPRecalibrator(Recalibrator):
         name = str(self.device).lower()
         if not (name in ("auto", "cpu", "cuda") or name.startswith("cuda:")):
             raise ValueError(f"Expected argument `device` to be 'auto', 'cpu', 'cuda' or 'cuda:N', but got {self.device!r}.")
+        resolve_device(self.device)  # RuntimeError now (before any data is read) when CUDA is asked for but absent
 
     @classmethod
     def _test_params(cls) -> dict[str, Any]:
@@ -157,6 +158,15 @@ class _GPRecalibrator(Recalibrator):
         return report
 
     def _fit(self, preds: Predictions) -> None:
+        try:
+            self._fit_gp(preds)
+        except BaseException:
+            # The base class marks the object fitted before calling _fit; a failed fit must not look fitted.
+            for name in ("n_classes_", "input_type_", "model_"):
+                self.__dict__.pop(name, None)
+            raise
+
+    def _fit_gp(self, preds: Predictions) -> None:
         self._validate_params()
         dev = resolve_device(self.device)
         z = np.asarray(preds.scores, dtype=np.float64)
