@@ -12,10 +12,12 @@ weights: a sample with soft target t is a positive with weight t and a negative 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 from scipy.special import expit, log_expit
+
+from pbr_core.recalibrators._binary import BinaryRecalibrator
 
 #: Probabilities are clipped to [EPS, 1 - EPS] before logs, as the betacal package does.
 EPS = float(np.finfo(np.float64).eps)
@@ -185,3 +187,16 @@ def fit_with_targets(features: np.ndarray, y: np.ndarray, targets: Targets, what
         hint = " Use targets='auto' or 'platt' (Platt's smoothed targets)." if used == "labels" else ""
         raise RuntimeError(f"{what} failed for {name}: {fit.message}.{hint}")
     return fit, used
+
+
+class TargetsRecalibrator(BinaryRecalibrator):
+    """Shared parameter of the logistic one-vs-all families (Platt, beta): how to treat separable labels."""
+
+    _fit_note_message: ClassVar[str] = AUTO_TARGETS_NOTE
+
+    def __init__(self, targets: Targets = "auto") -> None:
+        self.targets = targets
+
+    def _validate_params(self) -> None:
+        if self.targets not in TARGET_CHOICES:
+            raise ValueError(f"Expected argument `targets` to be one of {TARGET_CHOICES}, but got {self.targets!r}.")

@@ -7,11 +7,8 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.special import expit
 
-from pbr_core.recalibrators._binary import BinaryRecalibrator
 from pbr_core.recalibrators._logistic import (
-    AUTO_TARGETS_NOTE,
-    TARGET_CHOICES,
-    Targets,
+    TargetsRecalibrator,
     clip_probability,
     fit_logistic,
     fit_with_targets,
@@ -27,7 +24,7 @@ def beta_features(p: np.ndarray) -> np.ndarray:
 
 
 @register
-class BetaCalibration(BinaryRecalibrator):
+class BetaCalibration(TargetsRecalibrator):
     """Beta calibration: q = sigmoid(a ln p - b ln(1 - p) + c) with a, b >= 0.
 
     The map is the likelihood ratio of two beta distributions (Kull et al., 2017); it contains the
@@ -79,15 +76,6 @@ class BetaCalibration(BinaryRecalibrator):
     """
 
     method: ClassVar[str] = "beta"
-
-    _fit_note_message: ClassVar[str] = AUTO_TARGETS_NOTE
-
-    def __init__(self, targets: Targets = "auto") -> None:
-        self.targets = targets
-
-    def _validate_params(self) -> None:
-        if self.targets not in TARGET_CHOICES:
-            raise ValueError(f"Expected argument `targets` to be one of {TARGET_CHOICES}, but got {self.targets!r}.")
 
     def _fit_binary(self, p: np.ndarray, y: np.ndarray, name: str) -> dict[str, Any]:
         X = beta_features(p)

@@ -7,13 +7,12 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.special import expit
 
-from pbr_core.recalibrators._binary import BinaryRecalibrator
-from pbr_core.recalibrators._logistic import AUTO_TARGETS_NOTE, TARGET_CHOICES, Targets, fit_with_targets, logit
+from pbr_core.recalibrators._logistic import TargetsRecalibrator, fit_with_targets, logit
 from pbr_core.recalibrators.base import register
 
 
 @register
-class PlattScaling(BinaryRecalibrator):
+class PlattScaling(TargetsRecalibrator):
     """Platt scaling: q = sigmoid(a * logit(p) + b), fitted by maximum likelihood.
 
     Binary data: fitted on p = p(y=1). Multiclass data: one map per class, one-vs-all, and the K
@@ -60,15 +59,6 @@ class PlattScaling(BinaryRecalibrator):
     """
 
     method: ClassVar[str] = "platt"
-
-    _fit_note_message: ClassVar[str] = AUTO_TARGETS_NOTE
-
-    def __init__(self, targets: Targets = "auto") -> None:
-        self.targets = targets
-
-    def _validate_params(self) -> None:
-        if self.targets not in TARGET_CHOICES:
-            raise ValueError(f"Expected argument `targets` to be one of {TARGET_CHOICES}, but got {self.targets!r}.")
 
     def _fit_binary(self, p: np.ndarray, y: np.ndarray, name: str) -> dict[str, Any]:
         fit, used = fit_with_targets(logit(p)[:, None], y, self.targets, "Platt scaling", name, self._fit_notes)
