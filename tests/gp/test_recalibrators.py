@@ -162,3 +162,26 @@ def test_full_cifar100_k100_n1000(cifar100_logits) -> None:
     for cls in (GPCalibration, PBR, PBRTotal):
         after = _ece(cls().fit(s.z, s.y).predict_proba(s.z_te), s.y_te)
         assert after < before - 0.01, f"{cls.__name__}: {before:.4f} -> {after:.4f}"
+
+
+def test_full_cholesky_variational_option(small, tmp_path) -> None:
+    rec = PBR(variational="cholesky", **QUICK).fit(small.z, small.y)
+    assert rec.gp_parameters()["variational_strategy._variational_distribution.chol_variational_covar"].shape == (10, 10)
+    loaded = load_recalibrator(rec.save(tmp_path / "chol.json"))
+    np.testing.assert_array_equal(loaded.predict_proba(small.z_te), rec.predict_proba(small.z_te))
+
+
+def test_fits_drive_the_shared_progress_hook(small) -> None:
+    from pbr_core.recalibrators import report_progress
+
+    seen = []
+
+    def factory(iterable, total=None, desc=""):
+        seen.append((total, desc))
+        for item in iterable:
+            seen.append(item)
+            yield item
+
+    with report_progress(factory):
+        PBR(**QUICK).fit(small.z, small.y)
+    assert seen[0] == (QUICK["max_iter"], "pbr fit") and len(seen) > 2
