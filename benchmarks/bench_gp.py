@@ -55,7 +55,7 @@ from pbr_core.gp.device import resolve_device  # noqa: E402
 from pbr_core.gp.objectives import ObjectiveSpec  # noqa: E402
 from pbr_core.gp.predict import predict_proba  # noqa: E402
 from pbr_core.gp.training import TrainCheck, TrainSettings  # noqa: E402
-from pbr_core.predictions import Predictions, softmax  # noqa: E402
+from pbr_core.predictions import Predictions  # noqa: E402
 from pbr_core.recalibrators.gp import PBR  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data" / "predictions"

@@ -88,18 +88,16 @@ def _score_all(probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
             "brier": brier_score(probs, labels), "nll": nll(probs, labels)}
 
 
-def select_alpha(preds: Predictions | np.ndarray, labels: np.ndarray | None = None,
-                 grid: Sequence[float] = PAPER_ALPHA_GRID, objective: Literal["pbr", "pbr_total"] = "pbr",
-                 n_splits: int = 5, metric: Metric = "ece", seed: int = 0, progress: Progress | None = None,
+def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_ALPHA_GRID,
+                 objective: Literal["pbr", "pbr_total"] = "pbr", n_splits: int = 5, metric: Metric = "ece",
+                 seed: int = 0, progress: Progress | None = None, *, labels: np.ndarray | None = None,
                  batched: bool | Literal["auto"] = "auto", **pbr_params: Any) -> AlphaSelection:
     """Choose PBR's alpha by k-fold cross-validation on the recalibration data.
 
     Parameters
     ----------
     preds : Predictions or array of shape (n, K)
-        The recalibration set (only this data is used).
-    labels : array of shape (n,), optional
-        Labels when ``preds`` is an array.
+        The recalibration set (only this data is used); with an array, pass ``labels=``.
     grid : sequence of float
         Candidate alpha values (default: the paper's grid).
     objective : {"pbr", "pbr_total"}
@@ -112,6 +110,8 @@ def select_alpha(preds: Predictions | np.ndarray, labels: np.ndarray | None = No
         Seeds the fold assignment (the fits use ``random_state`` from ``pbr_params``, default 0).
     progress : callable(done, total, message), optional
         Called after each fit (sequential) or during the batched fit.
+    labels : array of shape (n,), optional (keyword only)
+        Labels when ``preds`` is an array.
     batched : bool or "auto"
         See the module docstring.
     **pbr_params
@@ -127,8 +127,8 @@ def select_alpha(preds: Predictions | np.ndarray, labels: np.ndarray | None = No
     >>> import numpy as np
     >>> from pbr_core.alpha_selection import select_alpha
     >>> d = np.load("sample_data/cifar10_resnet110.npz")
-    >>> sel = select_alpha(d["logits"][:150].astype(float), d["labels"][:150], grid=(0.1, 1.0),
-    ...                    n_splits=2, max_iter=30, n_mc=10)
+    >>> sel = select_alpha(d["logits"][:150].astype(float), grid=(0.1, 1.0), n_splits=2,
+    ...                    labels=d["labels"][:150], max_iter=30, n_mc=10)
     >>> sel.best_alpha in (0.1, 1.0), sorted(sel.scores.alpha.unique().tolist())
     (True, [0.1, 1.0])
     """

@@ -39,31 +39,33 @@ Robustness (every failure is either recovered or raised, never returned)
 
 from __future__ import annotations
 
-import math
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Literal
+from typing import Literal
 
 import numpy as np
 import torch
 
 from pbr_core.gp.model import GPRecalibrationModel, NotPositiveDefiniteError
 from pbr_core.gp.objectives import ObjectiveSpec, ObjectiveTerms, evaluate_objective
+from pbr_core.gp.optimizers import (
+    ADAM_BACKOFF,
+    CHUNK,
+    DivergenceError,
+    ProgressCallback,
+    batch_size,
+    restore,
+    run_adam,
+    run_lbfgs,
+    snapshot,
+)
 from pbr_core.gp.predict import predict_proba
 
 Optimizer = Literal["lbfgs", "adam"]
-ProgressCallback = Callable[[int, int, float], None]
 
-#: L-BFGS iterations per ``step`` call (snapshot / progress granularity).
-CHUNK = 10
-
-#: Factor applied to a diverging GP's Adam step size before it restarts from its best parameters.
-ADAM_BACKOFF = 0.25
-
-
-class DivergenceError(RuntimeError):
-    """NaN / inf objective or gradient, or an objective that jumped up."""
+__all__ = ["FitData", "FitReport", "TrainCheck", "TrainSettings", "fit_gp", "training_check", "DivergenceError",
+           "ProgressCallback", "CHUNK"]
 
 
 @dataclass
@@ -144,197 +146,6 @@ class TrainSettings:
     check_atol: float = 2e-3
 
 
-# ---------------------------------------------------------------------- helpers
-def _snapshot(model: GPRecalibrationModel) -> dict[str, torch.Tensor]:
-    return {name: p.detach().clone() for name, p in model.named_parameters()}
-
-
-def _restore(model: GPRecalibrationModel, snap: dict[str, torch.Tensor], members: torch.Tensor | None = None) -> None:
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if members is None:
-                p.copy_(snap[name])
-            else:
-                p[members] = snap[name][members]
-
-
-def _batch_size(model: GPRecalibrationModel) -> int:
-    return int(np.prod(model.batch_shape)) if len(model.batch_shape) else 1
-
-
-def _finite_grads(model: GPRecalibrationModel) -> bool:
-    return all(p.grad is None or bool(torch.isfinite(p.grad).all()) for p in model.parameters())
-
-
-# ---------------------------------------------------------------------- L-BFGS
-def _run_lbfgs(model: GPRecalibrationModel, data: FitData, settings: TrainSettings, lr: float, start_iter: int,
-               budget: int, progress: ProgressCallback | None, counters: dict,
-               params: list[torch.nn.Parameter] | None = None) -> tuple[int, bool, str]:
-    """L-BFGS from the current parameters for at most ``budget`` iterations.
-
-    Returns (iterations done, converged, reason). Raises NotPositiveDefiniteError / DivergenceError
-    with the parameters left at the last good snapshot.
-    """
-    # max_eval is generous so that "fewer than CHUNK iterations" means torch's tolerances stopped it.
-    opt = torch.optim.LBFGS(list(model.parameters()) if params is None else params, lr=lr, max_iter=CHUNK, max_eval=CHUNK * 30,
-                            history_size=settings.lbfgs_history,
-                            line_search_fn="strong_wolfe", tolerance_grad=settings.tol_grad,
-                            tolerance_change=settings.tol_change)
-
-    def closure():
-        opt.zero_grad(set_to_none=False)
-        loss = data.terms(model).total.sum()
-        counters["evaluations"] += 1
-        if not bool(torch.isfinite(loss)):
-            raise DivergenceError(f"the objective became {float(loss.detach())} during the L-BFGS line search")
-        loss.backward()
-        if not _finite_grads(model):
-            raise DivergenceError("the gradient became NaN or infinite during the L-BFGS line search")
-        return loss
-
-    good = _snapshot(model)
-    with torch.no_grad():
-        prev = float(data.terms(model).total.sum())
-    done = 0
-    while done < budget:
-        before = opt.state[opt._params[0]].get("n_iter", 0)
-        try:
-            opt.step(closure)
-        except (NotPositiveDefiniteError, DivergenceError):
-            _restore(model, good)
-            counters["iterations"] = start_iter + done
-            raise
-        it = opt.state[opt._params[0]].get("n_iter", 0) - before
-        done += max(it, 1)
-        with torch.no_grad():
-            loss = float(data.terms(model).total.sum())
-        if not math.isfinite(loss) or loss > prev + 1e-9 * max(1.0, abs(prev)):
-            _restore(model, good)
-            counters["iterations"] = start_iter + done
-            raise DivergenceError(f"the objective increased from {prev:.6g} to {loss:.6g} under L-BFGS")
-        good = _snapshot(model)
-        if progress is not None:
-            progress(start_iter + done, settings.max_iter, loss)
-        if it < CHUNK:  # torch stopped on its own tolerances (gradient or change)
-            return done, True, "tolerance (torch L-BFGS: gradient or objective change)"
-        if prev - loss <= settings.rtol * max(1.0, abs(loss)):
-            return done, True, f"objective change over {CHUNK} iterations below rtol={settings.rtol:g}"
-        prev = loss
-    return done, False, f"reached max_iter={settings.max_iter}"
-
-
-# ---------------------------------------------------------------------- Adam (vectorised over the batch)
-def _run_adam(model: GPRecalibrationModel, data: FitData, settings: TrainSettings, start_iter: int, budget: int,
-              progress: ProgressCallback | None, counters: dict) -> tuple[int, torch.Tensor, list[str], torch.Tensor]:
-    """Adam with a step size, best snapshot and stopping rule per GP of the batch.
-
-    Returns (iterations done, converged mask (B,), reasons per GP, restarts per GP). The model is
-    left at each GP's best parameters. Raises DivergenceError when a GP keeps diverging.
-    """
-    batched = len(model.batch_shape) > 0
-    b = _batch_size(model)
-    params = [p for p in model.parameters()]
-    names = [n for n, _ in model.named_parameters()]
-    dev, dt = params[0].device, params[0].dtype
-    lr = torch.full((b,), settings.adam_lr, dtype=dt, device=dev)
-    beta1, beta2, eps_adam = 0.9, 0.999, 1e-8
-    m1 = [torch.zeros_like(p) for p in params]
-    m2 = [torch.zeros_like(p) for p in params]
-    steps = torch.zeros(b, dtype=dt, device=dev)
-    active = torch.ones(b, dtype=torch.bool, device=dev)
-    best = torch.full((b,), math.inf, dtype=dt, device=dev)
-    best_at = torch.zeros(b, dtype=torch.long, device=dev)
-    last_improve = torch.full((b,), math.inf, dtype=dt, device=dev)
-    restarts = torch.zeros(b, dtype=torch.long, device=dev)
-    reasons = [f"reached max_iter={settings.max_iter}"] * b
-    best_snap = _snapshot(model)
-
-    def per_member(t: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
-        return t.reshape(b, *([1] * (p.dim() - 1))) if batched else t.reshape(())
-
-    def loss_vector() -> torch.Tensor:
-        total = data.terms(model).total
-        return total.reshape(b)
-
-    for step in range(budget):
-        for p in params:
-            p.grad = None
-        try:
-            losses = loss_vector()
-        except NotPositiveDefiniteError:
-            _restore(model, best_snap)
-            counters["iterations"] = start_iter + step
-            raise
-        counters["evaluations"] += 1
-        bad = ~torch.isfinite(losses)
-        # A jump well above the best value is divergence too (Adam may wobble a little).
-        bad |= losses > best + 0.5 * best.abs() + 0.1
-        if bool(bad.any()):
-            bad &= active
-            if bool(bad.any()):
-                restarts += bad.long()
-                if bool((restarts > settings.max_retries * 2).any()):
-                    _restore(model, best_snap)
-                    counters["iterations"] = start_iter + step
-                    raise DivergenceError(
-                        f"Adam kept diverging (objective {losses[bad].tolist()[:3]}) after "
-                        f"{int(restarts.max())} restarts with smaller steps"
-                    )
-                _restore(model, best_snap, bad if batched else None)
-                lr = torch.where(bad, lr * ADAM_BACKOFF, lr)
-                with torch.no_grad():
-                    for mm1, mm2 in zip(m1, m2):
-                        if batched:
-                            mm1[bad] = 0
-                            mm2[bad] = 0
-                        else:
-                            mm1.zero_()
-                            mm2.zero_()
-                steps = torch.where(bad, torch.zeros_like(steps), steps)
-                continue
-        finite_total = torch.where(torch.isfinite(losses), losses, torch.zeros_like(losses)).sum()
-        finite_total.backward()
-        with torch.no_grad():
-            improved = active & (losses < best)
-            if bool(improved.any()):
-                better = improved & (losses < best - settings.adam_rtol * torch.clamp(best.abs(), min=1.0))
-                last_improve = torch.where(better, torch.full_like(last_improve, float(step)), last_improve)
-                last_improve = torch.where(torch.isinf(last_improve) & improved,
-                                           torch.full_like(last_improve, float(step)), last_improve)
-                best = torch.where(improved, losses.detach(), best)
-                best_at = torch.where(improved, torch.full_like(best_at, step), best_at)
-                for name, p in zip(names, params):
-                    if batched:
-                        best_snap[name][improved] = p.detach()[improved]
-                    else:
-                        best_snap[name].copy_(p.detach())
-            stalled = active & (step - last_improve >= settings.adam_patience)
-            if bool(stalled.any()):
-                for i in torch.nonzero(stalled).flatten().tolist():
-                    reasons[i] = (f"no relative improvement > {settings.adam_rtol:g} in "
-                                  f"{settings.adam_patience} Adam steps")
-                active &= ~stalled
-            if not bool(active.any()):
-                _restore(model, best_snap)
-                return step + 1, torch.ones(b, dtype=torch.bool, device=dev), reasons, restarts
-            steps = steps + active.to(dt)
-            bc1 = 1 - beta1 ** steps.clamp(min=1)
-            bc2 = 1 - beta2 ** steps.clamp(min=1)
-            for p, mm1, mm2 in zip(params, m1, m2):
-                g = p.grad if p.grad is not None else torch.zeros_like(p)
-                g = torch.where(torch.isfinite(g), g, torch.zeros_like(g))
-                act = per_member(active.to(dt), p)
-                mm1.mul_(1 - (1 - beta1) * act).add_((1 - beta1) * act * g)
-                mm2.mul_(1 - (1 - beta2) * act).add_((1 - beta2) * act * g * g)
-                upd = per_member(lr / bc1, p) * mm1 / ((mm2 / per_member(bc2, p)).sqrt() + eps_adam)
-                p.sub_(act * upd)
-        if progress is not None and (step + 1) % CHUNK == 0:
-            progress(start_iter + step + 1, settings.max_iter, float(best.sum()))
-    _restore(model, best_snap)
-    converged = ~active
-    return budget, converged, reasons, restarts
-
-
 # ---------------------------------------------------------------------- the training-set check
 @dataclass
 class TrainCheck:
@@ -398,7 +209,7 @@ def _optimise(model: GPRecalibrationModel, data: FitData, settings: TrainSetting
               progress: ProgressCallback | None, notes: list[str]) -> tuple[int, np.ndarray, list[str], int, int]:
     """Run the optimiser with the retry policy. Returns (iterations, converged per GP, reasons,
     restarts, evaluations)."""
-    b = _batch_size(model)
+    b = batch_size(model)
     counters = {"evaluations": 0, "iterations": 0}
     done, restarts, lr, warmed = 0, 0, settings.lbfgs_lr, False
     while True:
@@ -414,15 +225,15 @@ def _optimise(model: GPRecalibrationModel, data: FitData, settings: TrainSetting
                     # variational mean at the same time and leave that basin.
                     # The warm-up only has to leave that basin, so it uses the first `warmup_mc` of
                     # the S fixed draws (10x cheaper steps); L-BFGS then minimises the full objective.
-                    it, _, _, r = _run_adam(model, data.with_mc_draws(settings.warmup_mc), settings, done,
+                    it, _, _, r = run_adam(model, data.with_mc_draws(settings.warmup_mc), settings, done,
                                             min(settings.warmup_iter, budget), progress, counters)
                     done, warmed = done + it, True
                     restarts += int(r.sum())
                     _note_adam_restarts(r, notes)
                     continue
-                it, conv, reason = _run_lbfgs(model, data, settings, lr, done, budget, progress, counters)
+                it, conv, reason = run_lbfgs(model, data, settings, lr, done, budget, progress, counters)
                 return done + it, np.full(b, conv), [reason] * b, restarts, counters["evaluations"]
-            it, conv_mask, reasons, member_restarts = _run_adam(model, data, settings, done, budget, progress, counters)
+            it, conv_mask, reasons, member_restarts = run_adam(model, data, settings, done, budget, progress, counters)
             _note_adam_restarts(member_restarts, notes)
             return (done + it, conv_mask.cpu().numpy(), reasons, restarts + int(member_restarts.sum()),
                     counters["evaluations"])
@@ -478,13 +289,13 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
     """
     settings = settings or TrainSettings()
     t0 = time.perf_counter()
-    b = _batch_size(model)
+    b = batch_size(model)
     batched = len(model.batch_shape) > 0
     optimizer: Optimizer = settings.optimizer
     notes: list[str] = []
     if batched and optimizer == "lbfgs":
         optimizer = "adam"
-    init = _snapshot(model)
+    init = snapshot(model)
     iterations, converged, reasons, restarts, evaluations = _optimise(model, data, settings, optimizer, progress, notes)
     with torch.no_grad():
         terms = data.terms(model)
@@ -502,7 +313,7 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
                 notes.append(f"GP {j}: training {check.metric} {result['recalibrated']:.5g} worse than the "
                              f"uncalibrated {result['uncalibrated']:.5g}; refitting from the prior with Adam.")
                 single = model.member(idx) if batched else model
-                _restore(single, {k: (v[idx] if batched else v) for k, v in init.items()})
+                restore(single, {k: (v[idx] if batched else v) for k, v in init.items()})
                 sub = _subproblem(data, idx) if batched else data
                 adam = TrainSettings(**{**asdict(settings), "optimizer": "adam"})
                 it2, conv2, reasons2, r2, e2 = _optimise(single, sub, adam, "adam", None, notes)

@@ -3,16 +3,12 @@
 Six registered methods share one latent-GP model (GP_SPEC section 1) and differ only in the
 objective (GP_SPEC section 2) and in how they predict (section 4):
 
-============== ==================== ===================================================
-method          class                objective / prediction
-============== ==================== ===================================================
-``gp``          GPCalibration        mean CE (Taylor) + KL / n        / J-sample mean
-``gp_app``      GPCalibrationApp     same                              / softmax(mu)
-``pbr``         PBR                  mean E Brier + alpha KL / n       / J-sample mean
-``pbr_total``   PBRTotal             mean E CE + E Brier + alpha KL/n  / J-sample mean
-``pbr_app``     PBRApp               as ``pbr``                        / softmax(mu)
-``pbr_total_app`` PBRTotalApp        as ``pbr_total``                  / softmax(mu)
-============== ==================== ===================================================
+* ``gp`` (:class:`GPCalibration`): mean CE (Taylor) + KL / n; predicts the J-sample mean.
+* ``gp_app`` (:class:`GPCalibrationApp`): the same fit; predicts softmax(mu).
+* ``pbr`` (:class:`PBR`): mean E_q Brier + alpha KL / n (Eq. vi_obj2); J-sample mean.
+* ``pbr_total`` (:class:`PBRTotal`): mean E_q CE + mean E_q Brier + alpha KL / n (Eq. vi_obj3).
+* ``pbr_app`` (:class:`PBRApp`), ``pbr_total_app`` (:class:`PBRTotalApp`): as ``pbr`` and
+  ``pbr_total``, predicting softmax(mu).
 
 ``PBR(objective="pbr_total")`` is the same model as ``PBRTotal()`` (saved under the method name
 "pbr" with its ``objective`` parameter); the fixed-flag subclasses exist so that every variant has

@@ -33,7 +33,7 @@ def test_kfold_indices_partition_the_data() -> None:
 def test_select_alpha_returns_the_whole_grid(data) -> None:
     z, y = data
     progress = []
-    sel = select_alpha(z, y, grid=(0.0, 0.5, 1.0), n_splits=3, progress=lambda *a: progress.append(a), **QUICK)
+    sel = select_alpha(z, (0.0, 0.5, 1.0), n_splits=3, progress=lambda *a: progress.append(a), labels=y, **QUICK)
     assert isinstance(sel.scores, pd.DataFrame) and len(sel.scores) == 9
     assert set(sel.scores.alpha) == {0.0, 0.5, 1.0} and set(sel.scores.fold) == {0, 1, 2}
     assert sel.scores.n_val.sum() == 3 * 120 and (sel.scores.n_train + sel.scores.n_val == 120).all()
@@ -46,14 +46,14 @@ def test_select_alpha_returns_the_whole_grid(data) -> None:
 
 def test_metric_choice_and_validation(data) -> None:
     z, y = data
-    sel = select_alpha(z, y, grid=(0.5,), n_splits=2, metric="nll", **QUICK)
+    sel = select_alpha(z, labels=y, grid=(0.5,), n_splits=2, metric="nll", **QUICK)
     assert np.allclose(sel.scores.score, sel.scores.nll) and sel.best_alpha == 0.5
     with pytest.raises(ValueError, match="metric"):
-        select_alpha(z, y, metric="auc")
+        select_alpha(z, labels=y, metric="auc")
     with pytest.raises(ValueError, match="grid"):
-        select_alpha(z, y, grid=(-1.0,))
+        select_alpha(z, labels=y, grid=(-1.0,))
     with pytest.raises(ValueError, match="optimizer='adam'"):
-        select_alpha(z, y, batched=True)
+        select_alpha(z, labels=y, batched=True)
     assert PAPER_ALPHA_GRID == (0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 
 
@@ -62,8 +62,8 @@ def test_batched_selection_equals_sequential_with_adam(data) -> None:
     runs are chaotic: a 1e-14 change of the input moves them as much as batching does)."""
     z, y = data
     kw = dict(grid=(0.25, 1.0), n_splits=2, optimizer="adam", **QUICK)
-    seq = select_alpha(z, y, batched=False, **kw)
-    bat = select_alpha(z, y, batched=True, **kw)
+    seq = select_alpha(z, labels=y, batched=False, **kw)
+    bat = select_alpha(z, labels=y, batched=True, **kw)
     assert bat.batched and not seq.batched
     np.testing.assert_allclose(bat.scores.kl, seq.scores.kl, rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(bat.scores.score, seq.scores.score, rtol=1e-6, atol=1e-9)

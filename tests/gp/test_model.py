@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from gpytorch.kernels import RBFKernel, ScaleKernel
 
 from pbr_core.gp.device import resolve_device
 from pbr_core.gp.model import (
