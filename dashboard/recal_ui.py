@@ -19,7 +19,7 @@ REPORT_KINDS = ("pbr", "compare", "sweep", "generalization")
 def recalibratable(loaded: state.Loaded | None, *, needs_gp: bool = False) -> bool:
     """Say why the page cannot run (nothing loaded, top-label-only data, no GP module); True if it can."""
     if loaded is None:
-        st.info("Load predictions on the Data page first.")
+        state.current_or_prompt()  # says what to do
         return False
     if not loaded.preds.can_recalibrate:
         st.info(texts.TOP_LABEL_NO_RECAL, icon=":material/info:")

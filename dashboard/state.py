@@ -224,6 +224,14 @@ def current() -> Loaded | None:
     return st.session_state.get(_K_LOADED)
 
 
+def current_or_prompt() -> Loaded | None:
+    """The loaded data, or None after telling the user to load some (every analysis page starts so)."""
+    loaded = current()
+    if loaded is None:
+        st.info("Load predictions on the Data page first.")
+    return loaded
+
+
 def last_error() -> dict | None:
     """{"file_name", "message"} of the last failed load, until the next successful one."""
     return st.session_state.get(_K_ERROR)

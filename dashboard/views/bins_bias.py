@@ -107,9 +107,8 @@ def _cards(view: state.MetricView, curve: np.ndarray, bmax: int, lip: float, eps
 
 def render() -> None:
     st.title("Bins & bias")
-    loaded = state.current()
+    loaded = state.current_or_prompt()
     if loaded is None:
-        st.info("Load predictions on the Data page first.")
         return
     full = state.metric_view(loaded)
     st.markdown(

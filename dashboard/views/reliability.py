@@ -61,9 +61,8 @@ def _classwise(loaded: state.Loaded, view: state.MetricView, n_bins: int) -> Non
 
 def render() -> None:
     st.title("Reliability")
-    loaded = state.current()
+    loaded = state.current_or_prompt()
     if loaded is None:
-        st.info("Load predictions on the Data page first.")
         return
     view = state.metric_view(loaded)
     st.markdown(
