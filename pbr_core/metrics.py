@@ -41,6 +41,7 @@ __all__ = [
     "ece_curve",
     "ece_k",
     "mce",
+    "NLL_EPS",
     "nll",
     "reliability_diagram",
 ]
@@ -576,9 +577,20 @@ def _brier(p2: np.ndarray, y: np.ndarray) -> float:
     return float((sq - 2.0 * p2[rows, y] + 1.0).mean())
 
 
-def _nll(p2: np.ndarray, y: np.ndarray) -> float:
+#: Default floor of the true-class probability in :func:`nll`: float64 machine epsilon (2.2e-16,
+#: -log = 36.04), scikit-learn's ``log_loss`` convention since version 1.3.
+NLL_EPS = float(np.finfo(np.float64).eps)
+
+
+def _check_eps(eps: float) -> float:
+    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating, np.integer)) or not (0.0 < eps < 1.0):
+        raise ValueError(f"Expected argument `eps` to be a number in (0, 1), but got {eps!r}.")
+    return float(eps)
+
+
+def _nll(p2: np.ndarray, y: np.ndarray, eps: float = NLL_EPS) -> float:
     py = p2[np.arange(p2.shape[0]), y]
-    return float(-np.log(np.clip(py, np.finfo(np.float64).tiny, None)).mean())
+    return float(-np.log(np.clip(py, eps, None)).mean())
 
 
 def accuracy(probs: np.ndarray, labels: np.ndarray) -> float:
@@ -598,9 +610,17 @@ def brier_score(probs: np.ndarray, labels: np.ndarray) -> float:
     return _brier(*_probs_labels(probs, labels))
 
 
-def nll(probs: np.ndarray, labels: np.ndarray) -> float:
-    """Negative log-likelihood -mean_n log p_{n, y_n}, with p clipped at the smallest positive float."""
-    return _nll(*_probs_labels(probs, labels))
+def nll(probs: np.ndarray, labels: np.ndarray, *, eps: float = NLL_EPS) -> float:
+    """Negative log-likelihood (cross entropy) -mean_n log max(p_{n, y_n}, eps).
+
+    ``eps`` floors the true-class probability so that one row with p = 0 costs -log(eps) instead of
+    infinity. The default, float64 machine epsilon (2.2e-16, at most 36.04 nats per row), is
+    scikit-learn's ``log_loss`` convention; ``eps=1e-15`` gives older scikit-learn's and pycalib's.
+    Recalibrators that output exact zeros (isotonic regression, histogram binning) pay this cost on
+    every wrong row they are certain about, so their NLL depends on ``eps``.
+    """
+    eps = _check_eps(eps)
+    return _nll(*_probs_labels(probs, labels), eps)
 
 
 def calibration_summary(

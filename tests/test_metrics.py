@@ -433,11 +433,25 @@ def test_calibration_summary_top_label_only_is_the_binary_problem_of_correctness
     full = pbr_core.calibration_summary(p, y, n_boot=50)
     assert s["ece"] == full["ece"] and s["mce"] == full["mce"] and s["accuracy"] == full["accuracy"]
     assert s["brier"] == pytest.approx(brier_score_loss(correct, conf, scale_by_half=False), abs=1e-12)
-    keep = (conf > 1e-15) & (conf < 1 - 1e-15)  # sklearn clips at machine eps, we at the smallest float
-    s_keep = pbr_core.calibration_summary(conf[keep], correct[keep], top_label_only=True, n_boot=10)
-    assert s_keep["nll"] == pytest.approx(log_loss(correct[keep], conf[keep]), rel=1e-10)
+    assert s["nll"] == pytest.approx(log_loss(correct, conf), rel=1e-10)  # both floor p at machine eps
     with pytest.raises(ValueError, match="1-D confidences"):
         pbr_core.calibration_summary(p, y, top_label_only=True)
+
+
+def test_nll_floors_zero_probabilities_like_scikit_learn_and_a_literal_loop():
+    from sklearn.metrics import log_loss
+
+    rng = np.random.default_rng(3)
+    p = rng.dirichlet(np.ones(4) * 0.3, size=500)
+    p[:40] = np.eye(4)[(np.arange(40) + 1) % 4]  # certain and wrong: true-class probability exactly 0
+    y = np.r_[np.arange(40) % 4, rng.integers(0, 4, 460)]
+    assert pbr_core.nll(p, y) == pytest.approx(log_loss(y, p, labels=[0, 1, 2, 3]), rel=1e-12)
+    for eps in (1e-15, 1e-3):
+        literal = -sum(math.log(max(p[i, y[i]], eps)) for i in range(len(y))) / len(y)
+        assert pbr_core.nll(p, y, eps=eps) == pytest.approx(literal, rel=1e-12)
+    assert pbr_core.nll(p[:40], y[:40]) == pytest.approx(-math.log(pbr_core.metrics.NLL_EPS), rel=1e-12)
+    with pytest.raises(ValueError, match="`eps` to be a number in"):
+        pbr_core.nll(p, y, eps=0.0)
 
 
 def test_binary_accuracy_tie_goes_to_class_zero():

@@ -176,9 +176,15 @@ class Recalibrator:
         preds = as_predictions(X, y, input_type)
         if preds.n < 2:
             raise ValueError(f"Expected at least 2 recalibration samples, but got {preds.n}.")
-        self.n_classes_ = preds.n_classes
+        self.n_classes_ = preds.n_classes  # _fit implementations read these
         self.input_type_ = preds.input_type
-        self._fit(preds)
+        try:
+            self._fit(preds)
+        except BaseException:
+            # A failed fit (or refit) must not leave an object that looks fitted with half-set state.
+            for name in ("n_classes_", "input_type_"):
+                self.__dict__.pop(name, None)
+            raise
         return self
 
     def predict_proba(self, X: Predictions | np.ndarray, input_type: InputType = "auto") -> np.ndarray:

@@ -157,8 +157,8 @@ class _GPRecalibrator(Recalibrator):
         try:
             self._fit_gp(preds)
         except BaseException:
-            # The base class marks the object fitted before calling _fit; a failed fit must not look fitted.
-            for name in ("n_classes_", "input_type_", "model_"):
+            # The base class unmarks n_classes_ / input_type_; drop the half-trained model too.
+            for name in ("model_",):
                 self.__dict__.pop(name, None)
             raise
 

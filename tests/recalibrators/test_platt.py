@@ -76,6 +76,24 @@ def test_separable_labels_fail_or_fall_back_to_platt_targets() -> None:
     assert np.all(np.diff(q) > 0) and np.all((q > 0) & (q < 1))
 
 
+def test_a_failed_fit_or_refit_leaves_the_object_unfitted() -> None:
+    from pbr_core.recalibrators.base import NotFittedError
+
+    p = np.array([0.1, 0.2, 0.3, 0.7, 0.8, 0.9])
+    separable = np.array([0, 0, 0, 1, 1, 1])
+    r = PlattScaling(targets="labels")
+    with pytest.raises(RuntimeError, match="perfectly separated"):
+        r.fit(p, separable)
+    assert not r.is_fitted
+    with pytest.raises(NotFittedError):
+        r.predict_proba(p)
+    r.fit(p, np.array([0, 1, 0, 1, 0, 1]))  # a good fit, then a failing refit: no half-fitted state
+    assert r.is_fitted
+    with pytest.raises(RuntimeError, match="perfectly separated"):
+        r.fit(p, separable)
+    assert not r.is_fitted
+
+
 def test_quasi_separated_labels_are_detected() -> None:
     """Tied values at the boundary carry both labels: the likelihood still has no finite maximum."""
     p = np.array([0.1, 0.2, 0.5, 0.5, 0.8, 0.9])
