@@ -24,6 +24,8 @@ from pbr_core.experiments import (
     Cancelled,
     KLGapResult,
     compare,
+    ece_inputs,
+    evaluation_metrics,
     fit_on_fold,
     kl_vs_ece_gap,
     make_recalibrator,
@@ -124,29 +126,10 @@ def method_name(objective: Objective, mean_approx: bool) -> str:
     return f"{objective}_app" if mean_approx else objective
 
 
-def _ece_inputs(probs: np.ndarray, labels: np.ndarray, kind: str, binary_ece: BinaryECE) -> tuple[np.ndarray, np.ndarray]:
-    # The same choice as the protocols: p(y=1) for binary data (Appendix A), else the top label.
-    if kind == "binary" and binary_ece == "positive":
-        return probs[:, 1], labels
-    return probs, labels
-
-
-def evaluation_metrics(probs: np.ndarray, labels: np.ndarray, kind: str, binary_ece: BinaryECE) -> dict[str, float]:
-    """ECE at B = floor(n^(1/3)), accuracy, NLL and Brier of one evaluation set (all from pbr_core)."""
-    n_bins = pbr_core.optimal_n_bins(labels.shape[0])
-    return {
-        "n_bins": n_bins,
-        "ece": pbr_core.ece(*_ece_inputs(probs, labels, kind, binary_ece), n_bins=n_bins),
-        "accuracy": pbr_core.accuracy(probs, labels),
-        "nll": pbr_core.nll(probs, labels),
-        "brier": pbr_core.brier_score(probs, labels),
-    }
-
-
 def reliability_table(probs: np.ndarray, labels: np.ndarray, kind: str, binary_ece: BinaryECE,
                       n_bins: int | None = None) -> pd.DataFrame:
     """Per-bin statistics (``pbr_core.reliability_diagram``) at B = floor(n^(1/3)) unless given."""
-    p, y = _ece_inputs(probs, labels, kind, binary_ece)
+    p, y = ece_inputs(probs, labels, kind, binary_ece)
     return pbr_core.reliability_diagram(p, y, n_bins=n_bins or pbr_core.optimal_n_bins(labels.shape[0]))
 
 
@@ -277,7 +260,7 @@ def run_pbr(preds: Predictions, s: PBRSettings, reporter: Reporter, *, data_name
     after_re = recalibrator.predict_proba(fit_set)
     kind = preds.kind
     n_bins_re = pbr_core.optimal_n_bins(fit_set.n)
-    ece_re = pbr_core.ece(*_ece_inputs(after_re, fit_set.labels, kind, s.binary_ece), n_bins=n_bins_re)
+    ece_re = pbr_core.ece(*ece_inputs(after_re, fit_set.labels, kind, s.binary_ece), n_bins=n_bins_re)
     kl = float(getattr(recalibrator, "kl_", float("nan")))
     bounds = {}
     if np.isfinite(kl):

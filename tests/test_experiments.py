@@ -249,6 +249,42 @@ def test_compare_is_reproducible_under_the_seed(table100, c100):
     assert not np.array_equal(other["ece"].to_numpy(), mine["ece"].to_numpy())
 
 
+def test_compare_n_te_uses_the_last_rows_of_each_fold_permutation(c100):
+    table = compare(c100, ["uncalibrated"], n_re=N_RE, n_folds=2, seed=SEED, n_te=2000)
+    assert (table["n_te"] == 2000).all() and (table["n_bins"] == 12).all()
+    for fold in range(2):
+        _, te = split_indices(c100.n, N_RE, fold=fold, seed=SEED, n_te=2000)
+        assert np.array_equal(te, np.sort(fold_permutation(c100.n, SEED, fold)[-2000:]))
+        row = table[table.fold == fold].iloc[0]
+        assert row["ece"] == pytest.approx(pbr_core.ece(c100.probs[te], c100.labels[te], n_bins=12), abs=1e-12)
+    _, te_set, probs = fit_on_fold(c100, "uncalibrated", n_re=N_RE, fold=1, seed=SEED, n_te=2000)
+    assert te_set.n == 2000 and pbr_core.ece(probs, te_set.labels) == pytest.approx(table["ece"].iloc[1], abs=1e-12)
+    with pytest.raises(ValueError, match="need 10300 rows"):
+        compare(c100, ["uncalibrated"], n_re=N_RE, n_te=10000)
+
+
+GP_QUICK = {"max_iter": 40, "n_mc": 10, "n_predict_samples": 20, "device": "cpu"}
+
+
+@pytest.mark.slow
+def test_app_variants_share_the_base_fit_and_equal_separate_fits(c10):
+    """gp/gp_app and pbr/pbr_app: one GP fit per pair, the same numbers as fitting each alone."""
+    _require("gp", "gp_app", "pbr", "pbr_app")
+    methods = ["gp", "gp_app", "pbr", "pbr_app"]
+    params = {m: GP_QUICK for m in methods}
+    small = c10.subset(np.arange(1500))
+    shared = compare(small, methods, n_re=200, n_folds=1, seed=SEED, method_params=params)
+    alone = compare(small, methods, n_re=200, n_folds=1, seed=SEED, method_params=params, share_fits=False)
+    assert shared["fit_shared_with"].fillna("-").tolist() == ["-", "gp", "-", "pbr"]
+    assert alone["fit_shared_with"].isna().all()
+    for col in ("ece", "accuracy", "nll", "brier", "kl"):
+        assert np.allclose(shared[col], alone[col], rtol=0, atol=1e-12), col
+    # the app row reports the cost of the fit it reused
+    assert shared["fit_seconds"].iloc[1] == shared["fit_seconds"].iloc[0]
+    # mean approximation and J draws do differ in prediction, so the rows are not copies
+    assert shared["nll"].iloc[0] != shared["nll"].iloc[1]
+
+
 def test_binary_methods_and_binary_ece(binary):
     table = compare(binary, ["uncalibrated", "platt", "isotonic"], n_re=500, n_folds=2, seed=SEED)
     assert table["error"].isna().all() and table["ece"].notna().all()

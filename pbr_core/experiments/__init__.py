@@ -8,6 +8,8 @@ and Appendices F-G:
 * :func:`kl_vs_ece_gap` - KL against the ECE generalisation gap over alpha (Section 6.1, Figure 2).
 * :func:`n_re_sweep` - test ECE against the recalibration set size (Figure 3).
 * :func:`split_indices`, :func:`fit_on_fold` - one fold's split / fitted method, e.g. for reliability diagrams.
+* :func:`evaluation_metrics`, :func:`ece_inputs` - the test metrics every protocol reports (ECE with
+  B = floor(n^(1/3)), accuracy, NLL, Brier), for your own loops.
 
 Every protocol takes ``progress(done, total, message)`` (called after each fit) and ``cancel()``
 (checked before each fit; True raises :class:`Cancelled`, which carries the partial table).
@@ -27,6 +29,8 @@ from pbr_core.experiments._protocol import (
     Cancelled,
     ProgressCallback,
     available_methods,
+    ece_inputs,
+    evaluation_metrics,
     fold_permutation,
     make_recalibrator,
     split_indices,
@@ -51,6 +55,8 @@ __all__ = [
     "available_methods",
     "best_mask",
     "compare",
+    "ece_inputs",
+    "evaluation_metrics",
     "fit_and_evaluate",
     "fit_on_fold",
     "fold_permutation",

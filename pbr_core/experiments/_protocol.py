@@ -35,6 +35,8 @@ __all__ = [
     "ProgressCallback",
     "CancelCallback",
     "available_methods",
+    "ece_inputs",
+    "evaluation_metrics",
     "fold_permutation",
     "make_recalibrator",
     "split_indices",
@@ -240,8 +242,14 @@ def ece_inputs(probs: np.ndarray, labels: np.ndarray, kind: str, binary_ece: Bin
     return probs, labels
 
 
-def evaluation_metrics(probs: np.ndarray, labels: np.ndarray, kind: str, binary_ece: BinaryECE) -> dict[str, float]:
-    """ECE with B = floor(n_te^(1/3)) (paper Section 6), accuracy, NLL and Brier of one evaluation set."""
+def evaluation_metrics(probs: np.ndarray, labels: np.ndarray, kind: str,
+                       binary_ece: BinaryECE = "positive") -> dict[str, float]:
+    """ECE with B = floor(n_te^(1/3)) (paper Section 6), accuracy, NLL and Brier of one evaluation set.
+
+    ``kind`` is ``Predictions.kind`` ("binary" or "multiclass"); for binary data ``binary_ece``
+    picks the ECE of p(y=1) (paper Appendix A, "positive") or of the top label ("top_label").
+    Returns ``{"n_bins", "ece", "accuracy", "nll", "brier"}``.
+    """
     n_bins = optimal_n_bins(labels.shape[0])
     return {
         "n_bins": n_bins,
@@ -297,11 +305,16 @@ class Runner:
 OnError = Literal["raise", "warn"]
 
 
-def timed_fit(recalibrator: Any, fit_set: Predictions, on_error: OnError, what: str) -> tuple[float, str | None]:
-    """Fit and time; with ``on_error="warn"`` a failing fit becomes a warning and an error message."""
+def timed_fit(recalibrator: Any, fit_set: Predictions, on_error: OnError, what: str,
+              reuse: Any = None) -> tuple[float, str | None]:
+    """Fit (or, given ``reuse``, ``fit_from(reuse, ...)``) and time; with ``on_error="warn"`` a
+    failing fit becomes a warning and an error message."""
     start = time.perf_counter()
     try:
-        recalibrator.fit(fit_set)
+        if reuse is None:
+            recalibrator.fit(fit_set)
+        else:
+            recalibrator.fit_from(reuse, fit_set)
     except Cancelled:
         raise
     except Exception as exc:  # noqa: BLE001 - reported, or re-raised with context

@@ -39,22 +39,40 @@ __all__ = ["COMPARE_COLUMNS", "compare", "fit_and_evaluate", "fit_on_fold"]
 #: Columns of :func:`compare`'s table, in order.
 COMPARE_COLUMNS = (
     "method", "fold", "n_re", "n_te", "n_bins", "ece", "accuracy", "nll", "brier", "kl",
-    "fit_seconds", "predict_seconds", "error",
+    "fit_seconds", "predict_seconds", "fit_shared_with", "error",
 )
+
+
+#: Fits that later methods of the same fold may reuse: fit_key -> (method, fitted recalibrator, fit seconds).
+SharedFits = dict[Any, tuple[str, Any, float]]
 
 
 def fit_and_evaluate(method: str, params: Mapping[str, Any] | None, fit_set: Predictions, test_set: Predictions,
                      *, binary_ece: BinaryECE = "positive", on_error: OnError = "raise",
-                     what: str = "") -> dict[str, Any]:
+                     what: str = "", shared: SharedFits | None = None) -> dict[str, Any]:
     """Fit one method on ``fit_set`` and return its test metrics, KL, timings and error (one table row).
 
     The returned dict has every column of :data:`COMPARE_COLUMNS` except method, fold and n_re.
     With ``on_error="warn"`` a failing fit or prediction gives NaN metrics and the error message.
+
+    ``shared`` (one dict per recalibration set) lets methods that learn the same state share one
+    fit (``Recalibrator.fit_key``): ``gp_app`` reuses ``gp``'s fitted GP, ``pbr_app`` ``pbr``'s and
+    ``pbr_total_app`` ``pbr_total``'s, through ``Recalibrator.fit_from``, which re-checks the fit
+    with the method's own prediction and refits when that check fails. A reused row has
+    ``fit_shared_with`` = the method whose fit it took, and ``fit_seconds`` = that fit's time (what
+    the method costs on its own).
     """
     what = what or f"Method {method!r}"
     recalibrator = make_recalibrator(method, params)
-    row: dict[str, Any] = {"n_te": test_set.n}
-    fit_seconds, error = timed_fit(recalibrator, fit_set, on_error, what)
+    key = recalibrator.fit_key() if shared is not None else None
+    base = shared.get(key) if key is not None else None
+    row: dict[str, Any] = {"n_te": test_set.n, "fit_shared_with": None}
+    fit_seconds, error = timed_fit(recalibrator, fit_set, on_error, what, reuse=None if base is None else base[1])
+    report = getattr(recalibrator, "fit_report_", None)
+    if error is None and base is not None and isinstance(report, dict) and report.get("fit_shared_with"):
+        row["fit_shared_with"], fit_seconds = base[0], base[2]
+    elif error is None and key is not None and base is None:
+        shared[key] = (method, recalibrator, fit_seconds)
     row["fit_seconds"] = fit_seconds
     predict_seconds = math.nan
     metrics = None
@@ -91,8 +109,10 @@ def compare(
     progress: ProgressCallback | None = None,
     cancel: CancelCallback | None = None,
     *,
+    n_te: int | None = None,
     binary_ece: BinaryECE = "positive",
     on_error: OnError = "raise",
+    share_fits: bool = True,
 ) -> pd.DataFrame:
     """Fit every method on the same random recalibration/test splits and evaluate on the test sets.
 
@@ -124,18 +144,28 @@ def compare(
     cancel : callable ``cancel() -> bool``, optional
         Checked before each fit; when it returns True, :class:`Cancelled` is raised carrying the
         rows finished so far in ``.partial``.
+    n_te : int or None
+        Test rows per fold: None (default) uses all ``n - n_re`` other rows; a number uses that
+        many (the last ``n_te`` of the fold's permutation, see :func:`split_indices`), e.g. the
+        paper's KITTI protocol (n_re = 1000, n_te = 8000 of 9090 rows).
     binary_ece : {"positive", "top_label"}
         For binary data, the ECE of p(y=1) (paper Appendix A, the default) or the top-label ECE.
     on_error : {"raise", "warn"}
         A failing fit raises (default), or gives a warning, NaN metrics and a message in ``error``.
+    share_fits : bool, default True
+        Within a fold, methods that learn the same state share one fit (``gp``/``gp_app``,
+        ``pbr``/``pbr_app``, ``pbr_total``/``pbr_total_app`` with the same settings): the paper's
+        Table 1 with all six GP variants costs three GP fits per fold instead of six. The results
+        equal separate fits (see :func:`fit_and_evaluate`). False fits every method separately.
 
     Returns
     -------
     pandas.DataFrame
         One row per (fold, method), columns :data:`COMPARE_COLUMNS`: method, fold, n_re, n_te, n_bins,
         ece, accuracy, nll, brier, kl (NaN for methods without ``kl_``), fit_seconds,
-        predict_seconds, error (None when the fit succeeded). Folds are the outer loop, so a
-        cancelled run holds complete folds first.
+        predict_seconds, fit_shared_with (the method whose fit this row reused, else None), error
+        (None when the fit succeeded). Folds are the outer loop, so a cancelled run holds complete
+        folds first.
 
     References
     ----------
@@ -155,27 +185,30 @@ def compare(
     methods = check_methods(methods, method_params)
     method_params = dict(method_params or {})
     _check_n_re(n_re, preds.n)
+    split_indices(preds.n, n_re, fold=0, seed=seed, n_te=n_te)  # checks n_te before any fit
     folds = list(iter_folds(n_folds))
     runner = Runner(total=len(folds) * len(methods), columns=COMPARE_COLUMNS, progress=progress, cancel=cancel)
     for fold in folds:
-        re_idx, te_idx = split_indices(preds.n, n_re, fold=fold, seed=seed)
+        re_idx, te_idx = split_indices(preds.n, n_re, fold=fold, seed=seed, n_te=n_te)
         fit_set, test_set = preds.subset(re_idx), preds.subset(te_idx)
+        shared: SharedFits | None = {} if share_fits else None
         for method in methods:
             runner.check_cancel()
             what = f"{method}, fold {fold + 1}/{len(folds)}"
             row = {"method": method, "fold": fold, "n_re": int(n_re)}
             with runner.fitting():
                 row.update(fit_and_evaluate(method, method_params.get(method), fit_set, test_set,
-                                            binary_ece=binary_ece, on_error=on_error, what=what))
+                                            binary_ece=binary_ece, on_error=on_error, what=what, shared=shared))
             runner.add(row, what)
     return runner.table()
 
 
 def fit_on_fold(preds: Predictions, method: str, n_re: int = 1000, fold: int = 0, seed: int = 0,
-                params: Mapping[str, Any] | None = None) -> tuple[Any, Predictions, np.ndarray]:
+                params: Mapping[str, Any] | None = None, *, n_te: int | None = None
+                ) -> tuple[Any, Predictions, np.ndarray]:
     """Refit one method on one fold of :func:`compare` and return what a plot of it needs.
 
-    The split is exactly the one :func:`compare` uses for ``(n_re, fold, seed)``, so reliability
+    The split is exactly the one :func:`compare` uses for ``(n_re, fold, seed, n_te)``, so reliability
     diagrams drawn from this match the table's row.
 
     Returns
@@ -186,7 +219,7 @@ def fit_on_fold(preds: Predictions, method: str, n_re: int = 1000, fold: int = 0
     """
     preds = check_predictions(preds)
     _check_n_re(n_re, preds.n)
-    re_idx, te_idx = split_indices(preds.n, n_re, fold=fold, seed=seed)
+    re_idx, te_idx = split_indices(preds.n, n_re, fold=fold, seed=seed, n_te=n_te)
     recalibrator = make_recalibrator(method, params).fit(preds.subset(re_idx))
     test_set = preds.subset(te_idx)
     return recalibrator, test_set, recalibrator.predict_proba(test_set)

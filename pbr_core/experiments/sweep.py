@@ -28,7 +28,7 @@ from pbr_core.experiments._protocol import (
     fold_permutation,
     iter_folds,
 )
-from pbr_core.experiments.compare import COMPARE_COLUMNS, fit_and_evaluate
+from pbr_core.experiments.compare import COMPARE_COLUMNS, SharedFits, fit_and_evaluate
 from pbr_core.predictions import Predictions
 
 __all__ = ["PAPER_N_RE_VALUES", "SMALL_TEST_SET_WARNING", "n_re_sweep"]
@@ -122,13 +122,15 @@ def n_re_sweep(
         test_set = preds.subset(np.sort(perm[n - n_te:]))
         for n_re in kept:
             fit_set = preds.subset(np.sort(perm[:n_re]))
+            shared: SharedFits = {}  # gp / gp_app etc. share one fit per recalibration set
             for method in methods:
                 runner.check_cancel()
                 what = f"{method}, n_re={n_re}, fold {fold + 1}/{len(folds)}"
                 row = {"method": method, "fold": fold, "n_re": n_re}
                 with runner.fitting():
                     row.update(fit_and_evaluate(method, method_params.get(method), fit_set, test_set,
-                                                binary_ece=binary_ece, on_error=on_error, what=what))
+                                                binary_ece=binary_ece, on_error=on_error, what=what,
+                                                shared=shared))
                 runner.add(row, what)
     return runner.table()
 

@@ -20,7 +20,7 @@ import contextvars
 import inspect
 import json
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Literal, TypeVar
+from typing import Any, Callable, ClassVar, Hashable, Iterable, Iterator, Literal, TypeVar
 
 import numpy as np
 
@@ -200,6 +200,26 @@ class Recalibrator:
                 f"Expected predictions with {self.n_classes_} classes (as in fit), but got {preds.n_classes}."
             )
         return self._predict_proba(preds)
+
+    def fit_key(self) -> Hashable | None:
+        """What determines this recalibrator's fitted state, or None when it cannot share a fit.
+
+        Two recalibrators with the same (not None) key learn the same state from the same data and
+        differ only in how they predict, so one fit can serve both through :meth:`fit_from` (the
+        experiment protocols do this for ``gp``/``gp_app``, ``pbr``/``pbr_app`` and
+        ``pbr_total``/``pbr_total_app``). The classical methods return None.
+        """
+        return None
+
+    def fit_from(self, other: "Recalibrator", X: Predictions | np.ndarray, y: np.ndarray | None = None,
+                 input_type: InputType = "auto") -> "Recalibrator":
+        """Become fitted on ``X`` by reusing ``other``'s fit on the same ``X``, where that is exact.
+
+        ``other`` must be fitted on the same recalibration data and have the same :meth:`fit_key`;
+        otherwise (or for methods that cannot share) this is a plain ``fit(X, y, input_type)``.
+        Returns ``self``.
+        """
+        return self.fit(X, y, input_type)
 
     @classmethod
     def _param_names(cls) -> list[str]:

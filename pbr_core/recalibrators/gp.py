@@ -29,7 +29,7 @@ from pbr_core.gp.device import DTYPE, resolve_device
 from pbr_core.gp.model import GPRecalibrationModel, initial_inducing_points
 from pbr_core.gp.objectives import ObjectiveSpec, draw_mc_noise
 from pbr_core.gp.predict import predict_proba
-from pbr_core.gp.training import FitData, TrainCheck, TrainSettings, fit_gp
+from pbr_core.gp.training import FitData, TrainCheck, TrainSettings, fit_gp, training_check
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import base as _base
 from pbr_core.recalibrators.base import Recalibrator, register
@@ -184,6 +184,51 @@ class _GPRecalibrator(Recalibrator):
         self.kl_ = float(report.kl)
         self.fit_report_ = report.to_dict()
         self.bounds_ = fit_bounds(n, max(self.kl_, 0.0))
+
+    # ------------------------------------------------------------------ sharing one fit
+    #: Parameters that change only how a fitted GP predicts, never the fit.
+    _PREDICT_ONLY_PARAMS: ClassVar[tuple[str, ...]] = ("mean_approx", "n_predict_samples")
+
+    def fit_key(self) -> tuple[str, tuple[tuple[str, str], ...]]:
+        """The objective and every parameter except ``mean_approx`` and ``n_predict_samples``.
+
+        Equal keys mean the same objective minimised from the same start (seed, inducing points,
+        Monte Carlo draws, optimiser), so ``gp`` and ``gp_app`` with the same settings share a key.
+        """
+        params = {k: v for k, v in self.get_params().items() if k not in self._PREDICT_ONLY_PARAMS}
+        params.update(objective=self.objective, alpha=None if self.objective == "gp" else float(self.alpha))
+        return ("gp-family", tuple(sorted((k, repr(v)) for k, v in params.items())))
+
+    def fit_from(self, other: Recalibrator, X: Predictions | np.ndarray, y: np.ndarray | None = None,
+                 input_type: _base.InputType = "auto") -> "_GPRecalibrator":
+        """Reuse ``other``'s fitted GP (same :meth:`fit_key`, fitted on the same ``X``) instead of refitting.
+
+        The fit itself does not depend on ``mean_approx``, but its final training-set check
+        (:class:`~pbr_core.gp.training.TrainCheck`: "the recalibrated prediction is not worse than
+        the input on the recalibration set") uses the prediction this recalibrator will make. That
+        check is run again here with this recalibrator's own prediction; when it fails, or when
+        ``other`` is not a fitted GP recalibrator with the same key, this is a full ``fit``, which
+        then recovers exactly as a fresh fit would. ``fit_report_["fit_shared_with"]`` names the
+        method whose fit was reused.
+        """
+        self._validate_params()
+        preds = _base.as_predictions(X, y, input_type)
+        if (not isinstance(other, _GPRecalibrator) or not other.is_fitted or other.fit_key() != self.fit_key()
+                or other.n_classes_ != preds.n_classes or other.input_type_ != preds.input_type
+                or other.bounds_.get("n") != preds.n):
+            return self.fit(preds)
+        settings = TrainSettings(optimizer=self.optimizer, max_iter=int(self.max_iter))
+        check = TrainCheck(self._check_metric(), bool(self.mean_approx), int(self.n_predict_samples),
+                           int(self.random_state))
+        result = training_check(other._model_for_prediction(), np.asarray(preds.scores, dtype=np.float64),
+                                np.asarray(preds.labels, dtype=np.int64), check, settings)
+        if not result["passed"]:
+            return self.fit(preds)
+        self.n_classes_, self.input_type_ = other.n_classes_, other.input_type_
+        self.model_, self.input_kind_, self.kl_ = other.model_, other.input_kind_, other.kl_
+        self.fit_report_ = {**other.fit_report_, "train_check": result, "fit_shared_with": other.method}
+        self.bounds_ = dict(other.bounds_)
+        return self
 
     # ------------------------------------------------------------------ predict
     def _model_for_prediction(self) -> GPRecalibrationModel:

@@ -117,6 +117,36 @@ def test_app_variants_predict_softmax_of_the_latent_mean(small) -> None:
     assert PBRTotalApp().objective == "pbr_total" and PBRApp().objective == "pbr"
 
 
+def test_fit_from_reuses_an_equal_fit_and_refits_otherwise(small, monkeypatch) -> None:
+    import pbr_core.recalibrators.gp as gp_module
+
+    base = PBR(**QUICK).fit(small.z, small.y)
+    assert base.fit_key() == PBRApp(**QUICK).fit_key() == PBR(mean_approx=True, n_predict_samples=7, **QUICK).fit_key()
+    assert base.fit_key() != PBR(alpha=0.1, **QUICK).fit_key() != PBRTotal(**QUICK).fit_key()
+    assert GPCalibration(**QUICK).fit_key() == GPCalibrationApp(**QUICK).fit_key() != base.fit_key()
+    shared = PBRApp(**QUICK).fit_from(base, small.z, small.y)
+    alone = PBRApp(**QUICK).fit(small.z, small.y)
+    assert shared.fit_report_["fit_shared_with"] == "pbr" and "fit_shared_with" not in alone.fit_report_
+    assert shared.kl_ == alone.kl_ and shared.fit_report_["train_check"]["passed"]
+    np.testing.assert_array_equal(shared.predict_proba(small.z_te), alone.predict_proba(small.z_te))
+    # different settings, an unfitted source, or other data: a full fit of its own
+    for other, z, y in ((PBR(alpha=0.1, **QUICK).fit(small.z, small.y), small.z, small.y),
+                        (PBR(**QUICK), small.z, small.y), (base, small.z[:100], small.y[:100])):
+        r = PBRApp(**QUICK).fit_from(other, z, y)
+        assert r.is_fitted and "fit_shared_with" not in r.fit_report_
+    # the training-set check with the adopter's own prediction fails: refit (and recover) as a fresh fit would
+    real_check = gp_module.training_check
+    calls = []
+
+    def failing_once(*args, **kwargs):
+        calls.append(1)
+        return {**real_check(*args, **kwargs), "passed": False} if len(calls) == 1 else real_check(*args, **kwargs)
+
+    monkeypatch.setattr(gp_module, "training_check", failing_once)
+    r = PBRApp(**QUICK).fit_from(base, small.z, small.y)
+    assert calls and "fit_shared_with" not in r.fit_report_ and r.kl_ == alone.kl_
+
+
 def test_probability_input_is_recalibrated_through_log_probabilities(small) -> None:
     probs = softmax(small.z)
     rec = PBR(**QUICK).fit(probs, small.y)

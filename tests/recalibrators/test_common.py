@@ -213,6 +213,10 @@ def test_deterministic(method: str, kind: str, fitted, small_multiclass, small_b
     b = make(method).fit(X, y)
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
     assert a.to_dict() == b.to_dict()
+    # fit_from: a shared fit (GP family) or a plain refit (the others) predicts exactly the same
+    c = make(method).fit_from(a, X, y)
+    assert c.is_fitted and c is not a
+    np.testing.assert_array_equal(a.predict_proba(X), c.predict_proba(X))
 
 
 # ---------------------------------------------------------------------- errors
