@@ -220,12 +220,11 @@ def _select_alpha(fit_set: Predictions, s: PBRSettings, reporter: Reporter, step
         # Sequential selection counts fits (total = steps - 1); a batched one counts iterations.
         reporter.progress(int(round(done / max(total, 1) * (steps - 1))), steps, f"CV fit {message}")
         reporter.step("Choosing α by cross-validation on the recalibration set")
-        if reporter.cancelled():  # select_alpha has no cancel hook: stop it from its progress call
-            raise Cancelled()
 
     with report_progress(reporter.track):
         sel = select_alpha(fit_set, grid=list(s.alpha_grid), objective=s.objective, n_splits=s.cv_folds,
                            metric=s.cv_score, seed=s.seed, progress=progress, mean_approx=s.mean_approx,
+                           cancel=reporter.cancelled, binary_ece=s.binary_ece,
                            **method_params("pbr", max_iter=s.max_iter))
     return float(sel.best_alpha), sel.summary
 

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from pbr_core.bounds import optimal_n_bins
+from pbr_core.experiments._protocol import BinaryECE, Cancelled, ece_inputs
 from pbr_core.metrics import brier_score, ece, nll
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators.base import as_predictions
@@ -83,15 +84,17 @@ def kfold_indices(n: int, n_splits: int, seed: int = 0) -> list[tuple[np.ndarray
     return [(np.sort(np.concatenate(folds[:i] + folds[i + 1:])), np.sort(folds[i])) for i in range(n_splits)]
 
 
-def _score_all(probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
-    return {"ece": ece(probs, labels, n_bins=optimal_n_bins(labels.shape[0])),
+def _score_all(probs: np.ndarray, labels: np.ndarray, binary_ece: BinaryECE) -> dict[str, float]:
+    kind = "binary" if probs.shape[1] == 2 else "multiclass"
+    return {"ece": ece(*ece_inputs(probs, labels, kind, binary_ece), n_bins=optimal_n_bins(labels.shape[0])),
             "brier": brier_score(probs, labels), "nll": nll(probs, labels)}
 
 
 def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_ALPHA_GRID,
                  objective: Literal["pbr", "pbr_total"] = "pbr", n_splits: int = 5, metric: Metric = "ece",
                  seed: int = 0, progress: Progress | None = None, *, labels: np.ndarray | None = None,
-                 batched: bool | Literal["auto"] = "auto", **pbr_params: Any) -> AlphaSelection:
+                 batched: bool | Literal["auto"] = "auto", cancel: Callable[[], bool] | None = None,
+                 binary_ece: BinaryECE = "positive", **pbr_params: Any) -> AlphaSelection:
     """Choose PBR's alpha by k-fold cross-validation on the recalibration data.
 
     Parameters
@@ -114,6 +117,12 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
         Labels when ``preds`` is an array.
     batched : bool or "auto"
         See the module docstring.
+    cancel : callable ``cancel() -> bool``, optional (keyword only)
+        Checked before each fit (sequential) or at each optimiser step (batched); when it returns
+        True, :class:`~pbr_core.experiments.Cancelled` is raised and nothing is selected.
+    binary_ece : {"positive", "top_label"} (keyword only)
+        For binary data, the ECE of p(y=1) (paper Appendix A, default, as in
+        :func:`~pbr_core.experiments.compare`) or the top-label ECE. Multiclass: always top-label.
     **pbr_params
         Passed to :class:`pbr_core.recalibrators.gp.PBR` (``n_mc``, ``max_iter``, ``optimizer``,
         ``device``, ``mean_approx``, ``random_state``, ...).
@@ -148,10 +157,13 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
         from pbr_core.gp.device import resolve_device
 
         batched = template.optimizer == "adam" and resolve_device(template.device).type == "cuda"
+    if binary_ece not in ("positive", "top_label"):
+        raise ValueError(f"Expected argument `binary_ece` to be 'positive' or 'top_label', but got {binary_ece!r}.")
     if batched and template.optimizer != "adam":
         raise ValueError("batched=True needs optimizer='adam' (a batched fit is always Adam; see the module docstring).")
     t0 = time.perf_counter()
-    rows = (_batched_rows if batched else _sequential_rows)(data, folds, grid, params, progress)
+    run = _batched_rows if batched else _sequential_rows
+    rows = run(data, folds, grid, params, progress, cancel=cancel, binary_ece=binary_ece)
     scores = pd.DataFrame(rows)
     scores["score"] = scores[metric]
     scores = scores[["alpha", "fold", "n_train", "n_val", "score", "ece", "brier", "nll", "kl", "iterations",
@@ -167,7 +179,7 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
                           wall_time_s=time.perf_counter() - t0, params=params)
 
 
-def _sequential_rows(data: Predictions, folds, grid, params, progress) -> list[dict]:
+def _sequential_rows(data: Predictions, folds, grid, params, progress, *, cancel, binary_ece) -> list[dict]:
     from pbr_core.recalibrators.gp import PBR
 
     rows = []
@@ -175,10 +187,12 @@ def _sequential_rows(data: Predictions, folds, grid, params, progress) -> list[d
     for f, (tr, va) in enumerate(folds):
         fit_part, val_part = data.subset(tr), data.subset(va)
         for alpha in grid:
+            if cancel is not None and cancel():
+                raise Cancelled(done=done, total=total)
             rec = PBR(alpha=alpha, **params).fit(fit_part)
             probs = rec.predict_proba(val_part)
             rows.append({"alpha": alpha, "fold": f, "n_train": len(tr), "n_val": len(va),
-                         **_score_all(probs, val_part.labels), "kl": rec.kl_,
+                         **_score_all(probs, val_part.labels, binary_ece), "kl": rec.kl_,
                          "iterations": rec.fit_report_["iterations"], "converged": rec.fit_report_["converged"]})
             done += 1
             if progress is not None:
@@ -186,7 +200,7 @@ def _sequential_rows(data: Predictions, folds, grid, params, progress) -> list[d
     return rows
 
 
-def _batched_rows(data: Predictions, folds, grid, params, progress) -> list[dict]:
+def _batched_rows(data: Predictions, folds, grid, params, progress, *, cancel, binary_ece) -> list[dict]:
     from pbr_core.gp.batch import fit_batch
     from pbr_core.gp.device import resolve_device
     from pbr_core.gp.predict import predict_proba
@@ -200,10 +214,15 @@ def _batched_rows(data: Predictions, folds, grid, params, progress) -> list[dict
     seed = int(rec.random_state)
     device = resolve_device(rec.device)
     check = TrainCheck(rec._check_metric(), bool(rec.mean_approx), int(rec.n_predict_samples), seed)
+    if cancel is not None and cancel():
+        raise Cancelled(done=0, total=len(pairs))
     cb = None
-    if progress is not None:
+    if progress is not None or cancel is not None:
         def cb(it: int, max_it: int, obj: float) -> None:
-            progress(it, max_it, f"batched fit of {len(pairs)} GPs, iteration {it}")
+            if progress is not None:
+                progress(it, max_it, f"batched fit of {len(pairs)} GPs, iteration {it}")
+            if cancel is not None and cancel():
+                raise Cancelled(done=0, total=len(pairs))
     model, reports = fit_batch(
         [z[folds[f][0]] for f, _ in pairs], [data.labels[folds[f][0]] for f, _ in pairs], [a for _, a in pairs],
         rec._spec(), kind, device, n_mc=int(rec.n_mc), seed=seed, n_inducing=int(rec.n_inducing),
@@ -215,6 +234,6 @@ def _batched_rows(data: Predictions, folds, grid, params, progress) -> list[dict
         probs = predict_proba(model.member(i), z[va], bool(rec.mean_approx), int(rec.n_predict_samples), seed,
                               device=device)
         rows.append({"alpha": alpha, "fold": f, "n_train": len(tr), "n_val": len(va),
-                     **_score_all(probs, data.labels[va]), "kl": rep.kl, "iterations": rep.iterations,
+                     **_score_all(probs, data.labels[va], binary_ece), "kl": rep.kl, "iterations": rep.iterations,
                      "converged": rep.converged})
     return rows

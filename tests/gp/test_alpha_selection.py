@@ -67,3 +67,38 @@ def test_batched_selection_equals_sequential_with_adam(data) -> None:
     assert bat.batched and not seq.batched
     np.testing.assert_allclose(bat.scores.kl, seq.scores.kl, rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(bat.scores.score, seq.scores.score, rtol=1e-6, atol=1e-9)
+
+
+def test_binary_ece_convention_and_cancel(data, cifar10_logits) -> None:
+    import pbr_core
+    from pbr_core.bounds import optimal_n_bins
+    from pbr_core.experiments import Cancelled
+    from pbr_core.predictions import softmax
+
+    z, y = data
+    zb, yb = cifar10_logits[0][:600], cifar10_logits[1][:600]
+    pz = softmax(zb)[:, 3]  # real binary task: "is it a cat?" from the CIFAR-10 ResNet's p(cat)
+    logits = np.column_stack([np.log1p(-pz), np.log(pz)])
+    yb = (yb == 3).astype(int)
+    kw = dict(grid=(0.5,), n_splits=2, labels=yb, **QUICK)
+    pos = select_alpha(logits, **kw)
+    top = select_alpha(logits, binary_ece="top_label", **kw)
+    # the same fits; only the ECE convention of the score differs: p(y=1) vs the top label
+    np.testing.assert_array_equal(pos.scores.kl, top.scores.kl)
+    assert not np.allclose(pos.scores.ece, top.scores.ece)
+    from pbr_core.alpha_selection import kfold_indices
+    from pbr_core.recalibrators.gp import PBR
+
+    tr, va = kfold_indices(600, 2, seed=0)[0]
+    p = PBR(alpha=0.5, **QUICK).fit(logits[tr], yb[tr]).predict_proba(logits[va])
+    n_bins = optimal_n_bins(len(va))
+    assert pos.scores.ece.iloc[0] == pytest.approx(pbr_core.ece(p[:, 1], yb[va], n_bins=n_bins), abs=1e-12)
+    assert top.scores.ece.iloc[0] == pytest.approx(pbr_core.ece(p, yb[va], n_bins=n_bins), abs=1e-12)
+    with pytest.raises(ValueError, match="binary_ece"):
+        select_alpha(logits, binary_ece="p1", **kw)
+    # cancel: checked before every fit; the third check stops the run after two fits
+    checks = []
+    with pytest.raises(Cancelled):
+        select_alpha(z, labels=y, grid=(0.0, 1.0), n_splits=2, cancel=lambda: checks.append(1) or len(checks) > 2,
+                     **QUICK)
+    assert len(checks) == 3
