@@ -26,7 +26,6 @@ from pbr_core.experiments import (
     compare,
     ece_inputs,
     evaluation_metrics,
-    fit_on_fold,
     kl_vs_ece_gap,
     make_recalibrator,
     n_re_sweep,
@@ -290,7 +289,7 @@ class CompareSettings:
     n_re: int = 1000
     n_folds: int = 10
     seed: int = 0
-    diagrams: bool = True                # refit each method on fold 1 for the reliability diagrams
+    diagrams: bool = True                # keep each method's reliability table on fold 1's test set
     binary_ece: BinaryECE = "positive"
     params: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()   # hashable method_params
 
@@ -341,42 +340,28 @@ def compare_settings(methods: Sequence[str], n_re: int, n_folds: int, seed: int,
 
 def run_compare(preds: Predictions, s: CompareSettings, reporter: Reporter, *, data_name: str = "",
                 data_key: str = "") -> CompareResult:
-    """pbr_core.experiments.compare, then (optionally) each method refitted on fold 1 for diagrams."""
-    n_diag = len(s.methods) if s.diagrams else 0
-    planned = s.n_folds * len(s.methods) + n_diag
+    """pbr_core.experiments.compare; with ``s.diagrams``, each method's reliability table on fold 1's
+    test set is taken from that fold's own predictions (no extra fit)."""
+    planned = s.n_folds * len(s.methods)
+    result = CompareResult(settings=s, data_name=data_name, data_key=data_key, table=pd.DataFrame(),
+                           diagrams={}, planned=planned, kind=preds.kind)
 
     def progress(done: int, total: int, message: str) -> None:
         reporter.progress(done, planned, message)
 
-    result = CompareResult(settings=s, data_name=data_name, data_key=data_key, table=pd.DataFrame(),
-                           diagrams={}, planned=planned, kind=preds.kind)
+    def keep_diagram(fold: int, method: str, test_set: Predictions, probs: np.ndarray) -> None:
+        if fold == 0:
+            result.diagrams[method] = reliability_table(probs, test_set.labels, preds.kind, s.binary_ece)
+
     reporter.progress(0, planned)  # the count shows before the first fit ends
     try:
         with report_progress(reporter.track):
             result.table = compare(preds, list(s.methods), n_re=s.n_re, n_folds=s.n_folds, seed=s.seed,
                                    method_params=s.method_params() or None, progress=progress,
-                                   cancel=reporter.cancelled, binary_ece=s.binary_ece, on_error="warn")
+                                   cancel=reporter.cancelled, binary_ece=s.binary_ece, on_error="warn",
+                                   on_predictions=keep_diagram if s.diagrams else None)
     except Cancelled as exc:
         result.table, result.stopped = exc.partial, True
-        return result
-    done = s.n_folds * len(s.methods)
-    for method in s.methods[:n_diag]:
-        if reporter.cancelled():
-            result.stopped = True
-            break
-        reporter.step(f"{method}: refitting on fold 1 for its reliability diagram")
-        try:
-            with report_progress(reporter.track):
-                _, test_set, probs = fit_on_fold(preds, method, n_re=s.n_re, fold=0, seed=s.seed,
-                                                 params=s.method_params().get(method))
-        except Cancelled:
-            result.stopped = True
-            break
-        except Exception:  # noqa: BLE001 - its row in the table already names the failure
-            continue
-        result.diagrams[method] = reliability_table(probs, test_set.labels, preds.kind, s.binary_ece)
-        done += 1
-        reporter.progress(done, planned, f"{method}: reliability diagram")
     return result
 
 

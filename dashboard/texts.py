@@ -241,7 +241,7 @@ N_FOLDS_HELP = (
     "mean ± standard deviation over them."
 )
 DIAGRAMS_HELP = (
-    "Refit every method on fold 1 to draw its reliability diagram (one extra fit per method)."
+    "Keep every method's predictions on fold 1's test set to draw its reliability diagram (no extra fit)."
 )
 COMPARE_ALPHA_HELP = "α of the PBR methods in this comparison (the PBR page can choose it automatically)."
 SUMMARY_HELP = (

@@ -5,7 +5,7 @@ Usage::
     pbr-calib evaluate FILE [--n-bins B] [--format table|json]
     pbr-calib fit FILE --method NAME [--param KEY=VALUE ...] --out MODEL.json
     pbr-calib apply MODEL.json FILE --out CALIBRATED.csv|.parquet
-    pbr-calib compare FILE --methods uncalibrated,temperature,pbr [--n-re 1000] [--folds 10] [--out TABLE.csv]
+    pbr-calib compare FILE --methods uncalibrated,temperature,pbr [--n-re 1000] [--n-te N] [--folds 10] [--out TABLE.csv]
     pbr-calib methods [--format table|json]
 
 FILE is anything :func:`pbr_core.load_predictions` reads (CSV, TSV, Parquet, NPZ, NPY), with a
@@ -124,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--methods", default="uncalibrated,temperature", metavar="A,B,...",
                    help="comma-separated method names (`pbr-calib methods` lists them; default uncalibrated,temperature)")
     p.add_argument("--n-re", type=_positive_int, default=1000, help="recalibration set size (default 1000)")
+    p.add_argument("--n-te", type=_positive_int, default=None,
+                   help="test rows per split (default: all rows not used for recalibration)")
     p.add_argument("--folds", type=_positive_int, default=10, help="number of random splits (default 10)")
     p.add_argument("--seed", type=int, default=0, help="seed of the splits (default 0)")
     p.add_argument("--param", action="append", default=[], metavar="METHOD.KEY=VALUE",
@@ -400,7 +402,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         try:
             with report_progress(_progress_factory(args.quiet)):  # inner bars for slow (GP) fits
                 table = compare(preds, methods, n_re=args.n_re, n_folds=args.folds, seed=args.seed,
-                                method_params=method_params or None, progress=tqdm_progress(bar),
+                                n_te=args.n_te, method_params=method_params or None, progress=tqdm_progress(bar),
                                 binary_ece=args.binary_ece, on_error="warn" if args.keep_going else "raise")
         except PredictionsError as exc:  # top-label-only data
             raise CLIError(f"{preds.source}: {exc}", EXIT_BAD_INPUT) from exc
@@ -413,7 +415,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(summarize(table).to_json(orient="records", indent=2))
     else:
-        print(f"{preds.n} rows, K = {preds.n_classes}: n_re = {args.n_re}, n_te = {preds.n - args.n_re}, "
+        n_te = preds.n - args.n_re if args.n_te is None else args.n_te
+        print(f"{preds.n} rows, K = {preds.n_classes}: n_re = {args.n_re}, n_te = {n_te}, "
               f"{args.folds} folds, seed {args.seed}; mean ± std over folds")
         print(summary_table(table).to_string())
     return EXIT_OK

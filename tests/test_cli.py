@@ -218,3 +218,22 @@ def test_compare_prints_summary_and_writes_the_fold_table(capsys, tmp_path) -> N
     assert code == EXIT_USAGE and "no_such_method" in err
     code, _, err = run(capsys, "compare", data, "--n-re", "20000", "--quiet")
     assert code == EXIT_USAGE
+
+
+def test_compare_with_a_fixed_test_set_size(capsys, tmp_path) -> None:
+    from pbr_core.experiments import compare
+
+    data = SAMPLE / "cifar10_resnet110.npz"
+    out_file = tmp_path / "table.csv"
+    code, out, _ = run(capsys, "compare", data, "--methods", "uncalibrated,temperature", "--n-re", "500",
+                       "--n-te", "3000", "--folds", "2", "--quiet", "--out", out_file)
+    assert code == EXIT_OK and "n_re = 500, n_te = 3000" in out
+    import pandas as pd
+
+    table = pd.read_csv(out_file)
+    assert (table["n_te"] == 3000).all()
+    expected = compare(pbr_core.load_predictions(data), ["uncalibrated", "temperature"], n_re=500, n_folds=2,
+                       n_te=3000)
+    np.testing.assert_allclose(table["ece"].to_numpy(), expected["ece"].to_numpy(), rtol=0, atol=1e-12)
+    code, _, err = run(capsys, "compare", data, "--n-re", "500", "--n-te", "9600", "--quiet")
+    assert code == EXIT_USAGE and "n_te=9600" in err

@@ -263,6 +263,20 @@ def test_compare_n_te_uses_the_last_rows_of_each_fold_permutation(c100):
         compare(c100, ["uncalibrated"], n_re=N_RE, n_te=10000)
 
 
+def test_compare_hands_each_folds_test_predictions_to_on_predictions(c100):
+    seen = []
+    table = compare(c100, ["uncalibrated", "temperature"], n_re=N_RE, n_folds=2, seed=SEED,
+                    on_predictions=lambda fold, method, test_set, probs: seen.append((fold, method, test_set, probs)))
+    assert [(f, m) for f, m, _, _ in seen] == [(0, "uncalibrated"), (0, "temperature"), (1, "uncalibrated"),
+                                               (1, "temperature")]
+    for (fold, method, test_set, probs), row in zip(seen, table.itertuples()):
+        _, te = split_indices(c100.n, N_RE, fold=fold, seed=SEED)
+        assert np.array_equal(test_set.labels, c100.labels[te]) and probs.shape == (len(te), 100)
+        assert row.ece == pytest.approx(pbr_core.ece(probs, test_set.labels), abs=1e-12)
+    _, _, refit = fit_on_fold(c100, "temperature", n_re=N_RE, fold=1, seed=SEED)
+    np.testing.assert_array_equal(seen[3][3], refit)
+
+
 GP_QUICK = {"max_iter": 40, "n_mc": 10, "n_predict_samples": 20, "device": "cpu"}
 
 

@@ -65,11 +65,13 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.CompareSettings | Non
             max_iter = int(st.number_input("Max optimiser iterations (0 = the library's default)", min_value=0,
                                            value=0, step=50, key=K_MAX_ITER, persist_state="session",
                                            disabled=running, help=texts.MAX_ITER_HELP)) or None
-    diagrams = st.checkbox("Draw reliability diagrams (refit each method on fold 1)", value=True, key=K_DIAGRAMS,
+    diagrams = st.checkbox("Draw reliability diagrams (fold 1's test set)", value=True, key=K_DIAGRAMS,
                            persist_state="session", disabled=running, help=texts.DIAGRAMS_HELP)
-    n_gp = sum(m in runs.GP_METHODS for m in chosen)
-    fits = int(n_folds) * len(chosen) + (len(chosen) if diagrams else 0)
-    st.caption(f"{fits} fits in all" + (f", of which {int(n_folds) * n_gp + (n_gp if diagrams else 0)} GP fits "
+    # A "… (app.)" variant reuses its base method's fit when both are chosen (compare's shared fits).
+    fitted = {m.removesuffix("_app") if m in runs.GP_METHODS else m for m in chosen}
+    n_gp = sum(m in runs.GP_METHODS for m in fitted)
+    fits = int(n_folds) * len(fitted)
+    st.caption(f"{fits} fits in all" + (f", of which {int(n_folds) * n_gp} GP fits "
                                          f"(on {runs.device_label()})" if n_gp else "") +
                f"; each fold fits on {int(n_re):,} rows and tests on the other {preds.n - int(n_re):,}.")
     if not chosen:

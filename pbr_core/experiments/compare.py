@@ -7,10 +7,11 @@ accuracy, NLL, Brier), repeat over ``n_folds`` random splits, report mean and st
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 import warnings
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -49,7 +50,8 @@ SharedFits = dict[Any, tuple[str, Any, float]]
 
 def fit_and_evaluate(method: str, params: Mapping[str, Any] | None, fit_set: Predictions, test_set: Predictions,
                      *, binary_ece: BinaryECE = "positive", on_error: OnError = "raise",
-                     what: str = "", shared: SharedFits | None = None) -> dict[str, Any]:
+                     what: str = "", shared: SharedFits | None = None,
+                     on_predictions: Callable[[Predictions, np.ndarray], None] | None = None) -> dict[str, Any]:
     """Fit one method on ``fit_set`` and return its test metrics, KL, timings and error (one table row).
 
     The returned dict has every column of :data:`COMPARE_COLUMNS` except method, fold and n_re.
@@ -61,6 +63,9 @@ def fit_and_evaluate(method: str, params: Mapping[str, Any] | None, fit_set: Pre
     with the method's own prediction and refits when that check fails. A reused row has
     ``fit_shared_with`` = the method whose fit it took, and ``fit_seconds`` = that fit's time (what
     the method costs on its own).
+
+    ``on_predictions(test_set, probs)``, when given, receives the recalibrated test probabilities
+    (e.g. to draw a reliability diagram without fitting again).
     """
     what = what or f"Method {method!r}"
     recalibrator = make_recalibrator(method, params)
@@ -82,6 +87,8 @@ def fit_and_evaluate(method: str, params: Mapping[str, Any] | None, fit_set: Pre
             probs = recalibrator.predict_proba(test_set)
             predict_seconds = time.perf_counter() - start
             metrics = evaluation_metrics(probs, test_set.labels, test_set.kind, binary_ece)
+            if on_predictions is not None:
+                on_predictions(test_set, probs)
         except Cancelled:
             raise
         except Exception as exc:  # noqa: BLE001 - reported, or re-raised with context
@@ -113,6 +120,7 @@ def compare(
     binary_ece: BinaryECE = "positive",
     on_error: OnError = "raise",
     share_fits: bool = True,
+    on_predictions: Callable[[int, str, Predictions, np.ndarray], None] | None = None,
 ) -> pd.DataFrame:
     """Fit every method on the same random recalibration/test splits and evaluate on the test sets.
 
@@ -157,6 +165,10 @@ def compare(
         ``pbr``/``pbr_app``, ``pbr_total``/``pbr_total_app`` with the same settings): the paper's
         Table 1 with all six GP variants costs three GP fits per fold instead of six. The results
         equal separate fits (see :func:`fit_and_evaluate`). False fits every method separately.
+    on_predictions : callable ``on_predictions(fold, method, test_set, probs)``, optional
+        Receives each method's recalibrated test probabilities of each fold as soon as they are
+        computed (``test_set`` is the fold's raw test Predictions). The table keeps only metrics;
+        use this to keep what you need, e.g. fold 0's reliability diagrams, without refitting.
 
     Returns
     -------
@@ -198,7 +210,9 @@ def compare(
             row = {"method": method, "fold": fold, "n_re": int(n_re)}
             with runner.fitting():
                 row.update(fit_and_evaluate(method, method_params.get(method), fit_set, test_set,
-                                            binary_ece=binary_ece, on_error=on_error, what=what, shared=shared))
+                                            binary_ece=binary_ece, on_error=on_error, what=what, shared=shared,
+                                            on_predictions=None if on_predictions is None else
+                                            functools.partial(on_predictions, fold, method)))
             runner.add(row, what)
     return runner.table()
 

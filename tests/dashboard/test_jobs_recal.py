@@ -169,11 +169,21 @@ def test_run_compare_stopped_keeps_finished_folds(cifar10):
     preds = pbr_core.Predictions.from_arrays(logits[:1500], labels[:1500])
     s = runs.compare_settings(["uncalibrated", "temperature"], 300, 5, 0)
     result = runs.run_compare(preds, s, _StopAfter(4))
-    assert result.stopped and len(result.table) == 4 and result.diagrams == {}
+    assert result.stopped and len(result.table) == 4
     assert list(result.table["fold"]) == [0, 0, 1, 1]
+    # fold 1 (index 0) finished before the stop, so its diagrams are there, taken from its own fits
+    assert set(result.diagrams) == {"uncalibrated", "temperature"}
+    from pbr_core.experiments import fit_on_fold
+
+    _, test_set, probs = fit_on_fold(preds, "temperature", n_re=300, fold=0, seed=0)
+    expected = runs.reliability_table(probs, test_set.labels, preds.kind, "positive")
+    pd.testing.assert_frame_equal(result.diagrams["temperature"], expected)
     full = runs.run_compare(preds, runs.compare_settings(["uncalibrated", "temperature"], 300, 2, 0), runs.NullReporter())
     assert not full.stopped and set(full.diagrams) == {"uncalibrated", "temperature"}
     np.testing.assert_allclose(full.table["ece"], result.table["ece"])  # the same folds, the same numbers
+    none = runs.run_compare(preds, runs.compare_settings(["uncalibrated"], 300, 1, 0, diagrams=False),
+                            runs.NullReporter())
+    assert none.diagrams == {} and len(none.table) == 1
 
 
 def test_run_sweep_stopped_keeps_finished_fits(cifar10):
