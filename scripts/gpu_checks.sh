@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# One-shot GPU verification for the GP recalibrators (issue "GP calibration and PBR ... on CPU and CUDA").
+#
+# Run on a machine with an NVIDIA GPU, torch and gpytorch installed, from the repository root:
+#     bash scripts/gpu_checks.sh            # results under ${OUT:-gpu_results}/
+# Steps, most important first, each under its own time limit so that one slow step cannot eat the rest:
+#   1. CPU vs CUDA agreement of the same fits (bench_gp.py --parts consistency)
+#   2. the paper's protocol on one CIFAR-100 model: 10 splits x 8 alpha, n_re = 1000, batched,
+#      plus one split's 8 fits alone (bench_gp.py --parts protocol)
+#   3. the single-fit grid n_re x K on CUDA (bench_gp.py --parts grid)
+#   4. the GP test suite with CUDA visible (device="auto" picks the GPU)
+# The limits add up to 570 s: one device-tool call (600 s at most).
+# bench_gp.py rewrites its sections of benchmarks/RESULTS_gp.md; the updated file and every log are
+# copied to $OUT after each step (a device machine returns only what is under $OUT).
+set -u
+OUT=${OUT:-gpu_results}
+mkdir -p "$OUT"
+export PYTHONPATH=${PYTHONPATH:-}:$(pwd)
+pip install -q --no-deps -e . >/dev/null 2>&1 || true   # the package itself (torch/gpytorch are already there)
+python3 - <<'PY' | tee "$OUT/gpu.txt"
+import torch, gpytorch
+print("torch", torch.__version__, "gpytorch", gpytorch.__version__, "cuda", torch.cuda.is_available(),
+      torch.cuda.get_device_name(0) if torch.cuda.is_available() else "-")
+PY
+step() {  # step NAME SECONDS COMMAND...
+    local name=$1 limit=$2; shift 2
+    local t0=$SECONDS
+    timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+    echo "$name: exit $? in $((SECONDS - t0)) s" | tee -a "$OUT/steps.txt"
+    cp benchmarks/RESULTS_gp.md "$OUT/RESULTS_gp.md"
+}
+step consistency 120 python3 benchmarks/bench_gp.py --device cuda --parts consistency
+step protocol 200 python3 benchmarks/bench_gp.py --device cuda --parts protocol
+step grid 100 python3 benchmarks/bench_gp.py --device cuda --parts grid --time-limit 30
+step tests_gp 150 python3 -m pytest -q -x tests/gp -p no:cacheprovider
+tail -n 3 "$OUT"/*.log
