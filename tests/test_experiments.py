@@ -122,6 +122,15 @@ class FailingDouble(RecordingDouble):
         raise FloatingPointError("made-up divergence")
 
 
+class PredictFailingDouble(RecordingDouble):
+    """TEST DOUBLE that fits but cannot predict."""
+
+    method = "test_double_predict_fail"
+
+    def _predict_proba(self, preds: Predictions) -> np.ndarray:
+        raise MemoryError("made-up allocation failure")
+
+
 class CancellingDouble(RecordingDouble):
     """TEST DOUBLE that stops the run from inside its fit, as a cancelling progress factory would."""
 
@@ -133,7 +142,8 @@ class CancellingDouble(RecordingDouble):
 
 @pytest.fixture
 def doubles(monkeypatch):
-    for cls in (KLDouble, NoKLDouble, RecordingDouble, RecordingDoubleB, FailingDouble, CancellingDouble):
+    for cls in (KLDouble, NoKLDouble, RecordingDouble, RecordingDoubleB, FailingDouble, PredictFailingDouble,
+                CancellingDouble):
         monkeypatch.setitem(REGISTRY, cls.method, cls)
     RecordingDouble.seen = []
     return RecordingDouble.seen
@@ -431,6 +441,16 @@ def test_failing_fit_raises_or_is_recorded(c10, doubles):
     bad = t[t.method == "test_double_fail"]
     assert bad["ece"].isna().all() and bad["error"].str.contains("FloatingPointError").all()
     assert t[t.method == "test_double_record_a"]["ece"].notna().all()
+
+
+def test_failing_prediction_raises_or_is_recorded(c10, doubles):
+    with pytest.raises(RuntimeError, match="fold 1/1: prediction on the test set failed: MemoryError: made-up"):
+        compare(c10, ["test_double_predict_fail"], n_re=100, n_folds=1)
+    with pytest.warns(RuntimeWarning, match="prediction on the test set failed .*its metrics are NaN"):
+        t = compare(c10, ["test_double_predict_fail"], n_re=100, n_folds=1, on_error="warn")
+    row = t.iloc[0]
+    assert row["error"] == "MemoryError: made-up allocation failure" and math.isnan(row["ece"])
+    assert math.isnan(row["predict_seconds"]) and row["fit_seconds"] >= 0
 
 
 # ---------------------------------------------------------------------------- KL vs ECE gap

@@ -305,25 +305,35 @@ class Runner:
 OnError = Literal["raise", "warn"]
 
 
-def timed_fit(recalibrator: Any, fit_set: Predictions, on_error: OnError, what: str,
-              reuse: Any = None) -> tuple[float, str | None]:
-    """Fit (or, given ``reuse``, ``fit_from(reuse, ...)``) and time; with ``on_error="warn"`` a
-    failing fit becomes a warning and an error message."""
+def guarded(call: Callable[[], Any], on_error: OnError, failure: str) -> tuple[Any, float, str | None]:
+    """Run and time ``call()``; returns (result, seconds, error message or None).
+
+    :class:`Cancelled` passes through. Any other exception raises ``RuntimeError(f"{failure}: ...")``
+    with ``on_error="raise"``, or with ``on_error="warn"`` becomes a warning ("... its metrics are
+    NaN") and the returned error message.
+    """
     start = time.perf_counter()
     try:
-        if reuse is None:
-            recalibrator.fit(fit_set)
-        else:
-            recalibrator.fit_from(reuse, fit_set)
+        result = call()
     except Cancelled:
         raise
     except Exception as exc:  # noqa: BLE001 - reported, or re-raised with context
-        if on_error == "raise":
-            raise RuntimeError(f"{what} failed: {type(exc).__name__}: {exc}") from exc
         message = f"{type(exc).__name__}: {exc}"
-        warnings.warn(f"{what} failed ({message}); its metrics are NaN.", RuntimeWarning, stacklevel=3)
-        return time.perf_counter() - start, message
-    return time.perf_counter() - start, None
+        if on_error == "raise":
+            raise RuntimeError(f"{failure}: {message}") from exc
+        warnings.warn(f"{failure} ({message}); its metrics are NaN.", RuntimeWarning, stacklevel=3)
+        return None, time.perf_counter() - start, message
+    return result, time.perf_counter() - start, None
+
+
+def timed_fit(recalibrator: Any, fit_set: Predictions, on_error: OnError, what: str,
+              reuse: Any = None) -> tuple[float, str | None]:
+    """Fit (or, given ``reuse``, ``fit_from(reuse, ...)``) and time; see :func:`guarded` for errors."""
+    def call() -> Any:
+        return recalibrator.fit(fit_set) if reuse is None else recalibrator.fit_from(reuse, fit_set)
+
+    _, seconds, error = guarded(call, on_error, f"{what} failed")
+    return seconds, error
 
 
 def iter_folds(n_folds: int) -> Iterable[int]:

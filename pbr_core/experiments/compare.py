@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import functools
 import math
-import time
-import warnings
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -20,13 +18,13 @@ from pbr_core.bounds import optimal_n_bins
 from pbr_core.experiments._protocol import (
     BinaryECE,
     CancelCallback,
-    Cancelled,
     OnError,
     ProgressCallback,
     Runner,
     check_methods,
     check_predictions,
     evaluation_metrics,
+    guarded,
     iter_folds,
     kl_of,
     make_recalibrator,
@@ -82,20 +80,14 @@ def fit_and_evaluate(method: str, params: Mapping[str, Any] | None, fit_set: Pre
     predict_seconds = math.nan
     metrics = None
     if error is None:
-        start = time.perf_counter()
-        try:
-            probs = recalibrator.predict_proba(test_set)
-            predict_seconds = time.perf_counter() - start
+        probs, predict_seconds, error = guarded(lambda: recalibrator.predict_proba(test_set), on_error,
+                                                f"{what}: prediction on the test set failed")
+        if error is not None:
+            predict_seconds = math.nan
+        else:
             metrics = evaluation_metrics(probs, test_set.labels, test_set.kind, binary_ece)
             if on_predictions is not None:
                 on_predictions(test_set, probs)
-        except Cancelled:
-            raise
-        except Exception as exc:  # noqa: BLE001 - reported, or re-raised with context
-            if on_error == "raise":
-                raise RuntimeError(f"{what}: prediction on the test set failed: {type(exc).__name__}: {exc}") from exc
-            error = f"{type(exc).__name__}: {exc}"
-            warnings.warn(f"{what}: prediction failed ({error}); its metrics are NaN.", RuntimeWarning, stacklevel=2)
     if metrics is None:
         metrics = {"n_bins": optimal_n_bins(test_set.n), "ece": math.nan, "accuracy": math.nan,
                    "nll": math.nan, "brier": math.nan}
