@@ -106,3 +106,23 @@ def start(kind: str, label: str, work: Callable[[jobs.JobContext], Any], *, heav
     """Start the job and rerun, so the page redraws at once with its controls disabled."""
     jobs.start(kind, label, work, heavy=heavy)
     st.rerun()
+
+
+def run_panel(kind: str, loaded: state.Loaded, running: bool, *, button: str, button_key: str,
+              controls: Callable[[state.Loaded, bool], Any], start_job: Callable[[state.Loaded, Any], None],
+              results: Callable[[state.Loaded, Any], None]) -> None:
+    """A page's settings box with its Run button, then the job's status, then its last result.
+
+    ``controls(loaded, running)`` draws the settings and returns them (None: not runnable yet);
+    the button starts ``start_job(loaded, settings)``; controls and button are disabled while a
+    job runs; ``results(loaded, result)`` draws the last finished (or stopped) result.
+    """
+    with st.container(border=True):
+        settings = controls(loaded, running)
+        if st.button(button, key=button_key, type="primary", icon=":material/play_arrow:",
+                     disabled=running or settings is None) and settings is not None:
+            start_job(loaded, settings)
+    job_status(kind)
+    result = result_of(kind)
+    if result is not None:
+        results(loaded, result)

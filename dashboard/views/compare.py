@@ -183,15 +183,8 @@ def render() -> None:
         return
     _reset_for_new_data(loaded)
     running = any(j.active for j in (jobs.get("compare"), jobs.get("sweep")) if j is not None)
-    with st.container(border=True):
-        settings = _controls(loaded, running)
-        if st.button("Run the comparison", key="cmp_run", type="primary", icon=":material/play_arrow:",
-                     disabled=running or settings is None) and settings is not None:
-            _start_compare(loaded, settings)
-    recal_ui.job_status("compare")
-    result = recal_ui.result_of("compare")
-    if result is not None:
-        _results(loaded, result)
+    recal_ui.run_panel("compare", loaded, running, button="Run the comparison", button_key="cmp_run",
+                       controls=_controls, start_job=_start_compare, results=_results)
     _sweep(loaded, [m for m in st.session_state.get(K_METHODS, []) if m in available_methods()], running)
 
 

@@ -126,15 +126,8 @@ def render() -> None:
     _reset_for_new_data(loaded)
     job = jobs.get("generalization")
     running = job is not None and job.active
-    with st.container(border=True):
-        settings = _controls(loaded, running)
-        if st.button("Run", key="gen_run", type="primary", icon=":material/play_arrow:",
-                     disabled=running or settings is None) and settings is not None:
-            _start(loaded, settings)
-    recal_ui.job_status("generalization")
-    result = recal_ui.result_of("generalization")
-    if result is not None:
-        _results(loaded, result)
+    recal_ui.run_panel("generalization", loaded, running, button="Run", button_key="gen_run",
+                       controls=_controls, start_job=_start, results=_results)
 
 
 render()

@@ -205,14 +205,8 @@ def render() -> None:
     _reset_for_new_data(loaded)
     job = jobs.get("pbr")
     running = job is not None and job.active
-    with st.container(border=True):
-        settings = _controls(loaded, running)
-        if st.button("Run", key="pbr_run", type="primary", icon=":material/play_arrow:", disabled=running):
-            _start(loaded, settings)
-    recal_ui.job_status("pbr")
-    result = recal_ui.result_of("pbr")
-    if result is not None:
-        _results(loaded, result)
+    recal_ui.run_panel("pbr", loaded, running, button="Run", button_key="pbr_run",
+                       controls=_controls, start_job=_start, results=_results)
 
 
 render()
