@@ -9,7 +9,10 @@
 #      plus one split's 8 fits alone (bench_gp.py --parts protocol)
 #   3. the single-fit grid n_re x K on CUDA (bench_gp.py --parts grid)
 #   4. the GP test suite with CUDA visible (device="auto" picks the GPU)
-# The limits add up to 570 s: one device-tool call (600 s at most).
+#   5. (only with `stability` as first argument, a second call) the stability test of the paper's
+#      protocol, 80 PBR fits as one batch, on each CIFAR-100 model: the four aigen_c100_*.npz from
+#      ../shared/data/predictions copied into .gpu_data/ (git-ignored; carry it to the device)
+# The limits of steps 1-4 add up to 570 s: one device-tool call (600 s at most).
 # bench_gp.py rewrites its sections of benchmarks/RESULTS_gp.md; the updated file and every log are
 # copied to $OUT after each step (a device machine returns only what is under $OUT).
 set -u
@@ -29,6 +32,12 @@ step() {  # step NAME SECONDS COMMAND...
     echo "$name: exit $? in $((SECONDS - t0)) s" | tee -a "$OUT/steps.txt"
     cp benchmarks/RESULTS_gp.md "$OUT/RESULTS_gp.md"
 }
+if [ "${1:-}" = stability ]; then
+    PBR_SLOW=1 PBR_SHARED_PREDICTIONS=$(pwd)/.gpu_data step stability 560 \
+        python3 -m pytest -q -rA tests/gp/test_stability.py -k paper_protocol -p no:cacheprovider
+    tail -n 15 "$OUT/stability.log"
+    exit 0
+fi
 step consistency 120 python3 benchmarks/bench_gp.py --device cuda --parts consistency
 step protocol 200 python3 benchmarks/bench_gp.py --device cuda --parts protocol
 step grid 100 python3 benchmarks/bench_gp.py --device cuda --parts grid --time-limit 30

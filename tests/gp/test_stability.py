@@ -10,6 +10,7 @@ n_re = 1000, K = 100, each CIFAR-100 model in ../shared/data) runs with PBR_SLOW
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,10 @@ from pbr_core.gp.training import TrainCheck, TrainSettings
 from pbr_core.predictions import softmax
 from pbr_core.recalibrators.gp import PBR
 
-SHARED_PREDICTIONS = Path(__file__).resolve().parents[3] / "shared" / "data" / "predictions"
+#: ../shared/data/predictions beside the repository, or PBR_SHARED_PREDICTIONS (a GPU machine gets
+#: the four CIFAR-100 files carried in a folder of the checkout, see scripts/gpu_checks.sh).
+SHARED_PREDICTIONS = Path(os.environ.get("PBR_SHARED_PREDICTIONS")
+                          or Path(__file__).resolve().parents[3] / "shared" / "data" / "predictions")
 PAPER_GRID = (0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 
 
