@@ -289,6 +289,7 @@ class CompareSettings:
     n_re: int = 1000
     n_folds: int = 10
     seed: int = 0
+    n_te: int | None = None              # test rows per fold; None: all rows not used to fit
     diagrams: bool = True                # keep each method's reliability table on fold 1's test set
     binary_ece: BinaryECE = "positive"
     params: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()   # hashable method_params
@@ -298,6 +299,8 @@ class CompareSettings:
 
     def describe(self) -> dict[str, Any]:
         out = {"methods": ", ".join(self.methods), "n_re": self.n_re, "folds": self.n_folds, "seed": self.seed}
+        if self.n_te is not None:
+            out["n_te"] = self.n_te
         for m, p in self.params:
             out[f"{m} parameters"] = ", ".join(f"{k}={v}" for k, v in p)
         return out
@@ -331,11 +334,13 @@ def gp_params(methods: Sequence[str], alpha: float = 0.5, max_iter: int | None =
     return _params_tuple(params)
 
 
-def compare_settings(methods: Sequence[str], n_re: int, n_folds: int, seed: int, *, diagrams: bool = True,
-                     binary_ece: BinaryECE = "positive", alpha: float = 0.5, max_iter: int | None = None) -> CompareSettings:
+def compare_settings(methods: Sequence[str], n_re: int, n_folds: int, seed: int, *, n_te: int | None = None,
+                     diagrams: bool = True, binary_ece: BinaryECE = "positive", alpha: float = 0.5,
+                     max_iter: int | None = None) -> CompareSettings:
     """Settings with the GP methods' parameters filled in (alpha, and max_iter where accepted)."""
     return CompareSettings(methods=tuple(methods), n_re=int(n_re), n_folds=int(n_folds), seed=int(seed),
-                           diagrams=diagrams, binary_ece=binary_ece, params=gp_params(methods, alpha, max_iter))
+                           n_te=None if n_te is None else int(n_te), diagrams=diagrams, binary_ece=binary_ece,
+                           params=gp_params(methods, alpha, max_iter))
 
 
 def run_compare(preds: Predictions, s: CompareSettings, reporter: Reporter, *, data_name: str = "",
@@ -357,7 +362,7 @@ def run_compare(preds: Predictions, s: CompareSettings, reporter: Reporter, *, d
     try:
         with report_progress(reporter.track):
             result.table = compare(preds, list(s.methods), n_re=s.n_re, n_folds=s.n_folds, seed=s.seed,
-                                   method_params=s.method_params() or None, progress=progress,
+                                   n_te=s.n_te, method_params=s.method_params() or None, progress=progress,
                                    cancel=reporter.cancelled, binary_ece=s.binary_ece, on_error="warn",
                                    on_predictions=keep_diagram if s.diagrams else None)
     except Cancelled as exc:

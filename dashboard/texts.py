@@ -175,6 +175,11 @@ ALPHA_AUTO_HELP = (
     "is never used for the choice. Costs k × (grid size) extra fits."
 )
 ALPHA_AUTO_MISSING = "α by hand: automatic choice needs pbr_core.alpha_selection (not installed yet)."
+N_TE_HELP = (
+    "How many rows each fold tests on. 0 uses every row not used to fit. A fixed number reproduces "
+    "protocols with a set test size (the paper's KITTI runs: n_re = 1000, n_te = 8000); the ECE then "
+    "uses B = floor(n_te^(1/3)) bins."
+)
 N_RE_HELP = (
     "How many rows are used to fit the recalibrator (the recalibration set, n_re). The rest is the "
     "test part on which everything is evaluated. The paper uses n_re = 1000."

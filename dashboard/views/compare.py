@@ -17,6 +17,7 @@ K_METHODS = "cmp_methods"
 K_N_RE = "cmp_n_re"
 K_FOLDS = "cmp_n_folds"
 K_SEED = "cmp_seed"
+K_N_TE = "cmp_n_te"
 K_ALPHA = "cmp_alpha"
 K_DIAGRAMS = "cmp_diagrams"
 K_MAX_ITER = "cmp_max_iter"
@@ -34,6 +35,7 @@ def _reset_for_new_data(loaded: state.Loaded) -> None:
     st.session_state[K_FOR] = loaded.key
     n = loaded.preds.n
     st.session_state[K_N_RE] = min(1000, n - 1)
+    st.session_state[K_N_TE] = 0
     values = [v for v in PAPER_N_RE_VALUES if v < n]
     st.session_state[K_SWEEP_VALUES] = [v for v in values if v <= 1000] or values[:1] or [max(2, n // 2)]
 
@@ -65,6 +67,9 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.CompareSettings | Non
             max_iter = int(st.number_input("Max optimiser iterations (0 = the library's default)", min_value=0,
                                            value=0, step=50, key=K_MAX_ITER, persist_state="session",
                                            disabled=running, help=texts.MAX_ITER_HELP)) or None
+    n_te = int(st.number_input("Test rows per fold (0 = every row not used to fit)", min_value=0,
+                               max_value=max(1, preds.n - 2), step=500, key=K_N_TE, persist_state="session",
+                               disabled=running, help=texts.N_TE_HELP)) or None
     diagrams = st.checkbox("Draw reliability diagrams (fold 1's test set)", value=True, key=K_DIAGRAMS,
                            persist_state="session", disabled=running, help=texts.DIAGRAMS_HELP)
     # A "… (app.)" variant reuses its base method's fit when both are chosen (compare's shared fits).
@@ -73,11 +78,16 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.CompareSettings | Non
     fits = int(n_folds) * len(fitted)
     st.caption(f"{fits} fits in all" + (f", of which {int(n_folds) * n_gp} GP fits "
                                          f"(on {runs.device_label()})" if n_gp else "") +
-               f"; each fold fits on {int(n_re):,} rows and tests on the other {preds.n - int(n_re):,}.")
+               f"; each fold fits on {int(n_re):,} rows and tests on " +
+               (f"the other {preds.n - int(n_re):,}." if n_te is None else f"{n_te:,} of the other {preds.n - int(n_re):,}."))
     if not chosen:
         st.info("Choose at least one method.")
         return None
-    return runs.compare_settings(chosen, int(n_re), int(n_folds), int(seed), diagrams=diagrams,
+    if n_te is not None and int(n_re) + n_te > preds.n:
+        st.error(f"{int(n_re):,} recalibration rows and {n_te:,} test rows need {int(n_re) + n_te:,} rows, "
+                 f"but the file has {preds.n:,}. Lower one of them (0 test rows = all the others).")
+        return None
+    return runs.compare_settings(chosen, int(n_re), int(n_folds), int(seed), n_te=n_te, diagrams=diagrams,
                                  binary_ece=state.recal_binary_ece(preds), alpha=float(alpha), max_iter=max_iter)
 
 

@@ -97,6 +97,24 @@ def test_compare_temperature_two_folds(at, cifar10):
     assert at.dataframe[0].value.shape[0] == 2
 
 
+def test_compare_with_a_fixed_test_set_size(at, cifar10):
+    at.switch_page(COMPARE).run()
+    at.multiselect(key="cmp_methods").set_value(["uncalibrated"]).run()
+    at.number_input(key="cmp_n_re").set_value(300).run()
+    at.number_input(key="cmp_n_folds").set_value(2).run()
+    at.number_input(key="cmp_n_te").set_value(9800).run()  # 300 + 9800 > 10000 rows
+    assert any("need 10,100 rows" in e.value for e in at.error) and at.button(key="cmp_run").disabled
+    at.number_input(key="cmp_n_te").set_value(2000).run()
+    assert not at.error and any("tests on 2,000 of the other 9,700" in c.value for c in at.caption)
+    at.button(key="cmp_run").click().run()
+    table = _finish(at, "compare").result.table
+    assert (table["n_te"] == 2000).all()
+    logits, labels = cifar10
+    expected = pbr_core.experiments.compare(pbr_core.Predictions.from_arrays(logits, labels), ["uncalibrated"],
+                                            n_re=300, n_folds=2, n_te=2000)
+    pd.testing.assert_series_equal(table["ece"], expected["ece"])
+
+
 def test_compare_n_re_sweep(at):
     at.switch_page(COMPARE).run()
     at.multiselect(key="cmp_methods").set_value(["temperature"]).run()
