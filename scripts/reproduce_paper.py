@@ -211,11 +211,21 @@ def _fmt(mean: float, std: float, digits: int = 4) -> str:
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
+def _relative_change(g: pd.DataFrame, uncal: pd.DataFrame) -> str:
+    """Mean ECE change against uncalibrated over the folds both have, e.g. "-51%"."""
+    base = uncal.set_index("fold")["ece"]
+    folds = [f for f in g["fold"] if f in base.index]
+    if not folds:
+        return "-"
+    mine = g.set_index("fold")["ece"]
+    return f"{100 * (mine[folds].mean() / base[folds].mean() - 1):+.0f}%"
+
+
 def markdown_table(table: pd.DataFrame, part: str) -> str:
     ok = table[table["error"].isna()] if "error" in table else table
     binary = bool(ok["ece_positive"].notna().any())
-    header = ["model", "method", "folds", "ECE top-label", *(["ECE p(y=1)"] if binary else []),
-              "accuracy", "NLL", "Brier", "alpha", "fit s (mean)"]
+    header = ["model", "method", "folds", "ECE top-label", "ΔECE vs uncal.", *(["ECE p(y=1)"] if binary else []),
+              "accuracy", "NLL", "Brier", "KL", "alpha", "fit s (mean)"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     models = list(dict.fromkeys(table["model"]))
     method_order = PARTS[part]["methods"]
@@ -230,11 +240,13 @@ def markdown_table(table: pd.DataFrame, part: str) -> str:
                 vals = sorted(set(g["alpha"].dropna()))
                 alpha = (f"{vals[0]:g} ({modes[0]})" if len(vals) == 1
                          else f"{'/'.join(modes)}: " + ", ".join(f"{a:g}" for a in g["alpha"]))
-            cells = [model, method, str(len(g)), _fmt(g["ece"].mean(), g["ece"].std(ddof=1) if len(g) > 1 else 0.0)]
+            cells = [model, method, str(len(g)), _fmt(g["ece"].mean(), g["ece"].std(ddof=1) if len(g) > 1 else 0.0),
+                     _relative_change(g, sub[sub["method"] == "uncalibrated"])]
             if binary:
                 cells.append(_fmt(g["ece_positive"].mean(), g["ece_positive"].std(ddof=1) if len(g) > 1 else 0.0))
             for col in ("accuracy", "nll", "brier"):
                 cells.append(_fmt(g[col].mean(), g[col].std(ddof=1) if len(g) > 1 else 0.0))
+            cells.append(_fmt(g["kl"].mean(), g["kl"].std(ddof=1) if len(g) > 1 else 0.0, 2))
             cells += [alpha, f"{g['fit_seconds'].mean() + g['select_seconds'].fillna(0).mean():.2f}"]
             lines.append("| " + " | ".join(cells) + " |")
     errors = table[table["error"].notna()] if "error" in table else table.iloc[:0]
