@@ -45,11 +45,15 @@ def test_tiny_kitti_run_writes_per_fold_csv_table_and_run_log(script, tmp_path):
     assert unc["accuracy"].between(0.95, 0.98).all()
 
     lines = md_path.read_text(encoding="utf-8").strip().splitlines()
-    assert lines[0].startswith("| model | method | folds | ECE top-label | ECE p(y=1) |")
+    assert lines[0].startswith("| model | method | folds | ECE top-label | ΔECE vs uncal. | ECE p(y=1) |")
     body = [line for line in lines[2:] if line.startswith("| xgboost")]
     assert len(body) == 3
     assert all(line.split(" | ")[2] == "2" for line in body)  # folds column
     assert [line.split(" | ")[1] for line in body] == ["uncalibrated", "temperature", "platt"]  # paper order
+    # the relative ECE change is the mean over the same folds, against uncalibrated
+    platt_ece = table[table["method"] == "platt"]["ece"].mean()
+    assert body[2].split(" | ")[4] == f"{100 * (platt_ece / unc['ece'].mean() - 1):+.0f}%"
+    assert body[0].split(" | ")[4] == "+0%"
 
     runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
     assert len(runs) == 1 and runs[0]["parts"] == ["kitti"] and runs[0]["torch_threads"] == 1
