@@ -1,0 +1,194 @@
+"""Where the bytes come from and what format they are in: the public column and array names
+(LABEL_COLUMN_NAMES, CONFIDENCE_COLUMN_NAMES, PREDICTED_COLUMN_NAMES, NPZ_SCORE_KEYS, NPZ_LABEL_KEYS),
+the accepted suffixes, the type aliases Source and FileFormat, the :class:`_Source` wrapper (a path or
+bytes, and the name that prefixes every message), turning a path / bytes / file object into one,
+deciding the format from the hint, the suffix or the first bytes, and the options and row limit
+shared by every reader.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Literal, Union
+
+from pbr_core.predictions import InputType, PredictionsError
+
+Source = Union[str, os.PathLike[str], bytes, bytearray, memoryview, IO[bytes]]
+FileFormat = Literal["csv", "tsv", "parquet", "npz", "npy"]
+
+#: Header names (compared case-insensitively) that mark the true-label column of a table.
+LABEL_COLUMN_NAMES = ("label", "labels", "y", "y_true", "target", "true_label", "class")
+#: Header names of the confidence column of a top-label-only table.
+CONFIDENCE_COLUMN_NAMES = ("confidence", "conf", "max_prob")
+#: Header names of the predicted-label column of a top-label-only table.
+PREDICTED_COLUMN_NAMES = ("predicted", "prediction", "pred", "predicted_label")
+NPZ_SCORE_KEYS = ("logits", "probs", "probabilities", "scores")
+NPZ_LABEL_KEYS = ("labels", "y")
+
+# suffix or format hint -> format; compression of CSV/TSV is read from the bytes themselves.
+_FORMATS: dict[str, FileFormat] = {
+    "csv": "csv", "csv.gz": "csv", "tsv": "tsv", "tsv.gz": "tsv",
+    "parquet": "parquet", "pq": "parquet", "npz": "npz", "npy": "npy",
+}
+ACCEPTED_SUFFIXES = tuple("." + s for s in _FORMATS)
+
+_MAGIC = (  # (prefix, what it is), for formats sniffed from the first bytes
+    (b"PAR1", "a Parquet file"),
+    (b"\x93NUMPY", "an NPY file"),
+    (b"PK\x03\x04", "a ZIP archive (an NPZ file, an Excel .xlsx workbook, ...)"),
+    (b"PK\x05\x06", "an empty ZIP archive"),
+    (b"\x1f\x8b", "gzip-compressed data"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"%PDF", "a PDF document"),
+    (b"\xd0\xcf\x11\xe0", "an old Excel .xls / Office document"),
+)
+_SNIFF_BYTES = 8192
+
+
+# ---------------------------------------------------------------------------------------- sources
+@dataclass(frozen=True)
+class _Source:
+    """Where the bytes are: a path on disk, or bytes in memory. ``name`` prefixes every message."""
+
+    name: str
+    path: Path | None = None
+    data: bytes | None = None
+    file_name: str | None = None  # whose suffix gives the format; None for anonymous bytes
+
+    def open(self) -> IO[bytes]:
+        return open(self.path, "rb") if self.path is not None else io.BytesIO(self.data)
+
+    def size(self) -> int:
+        return self.path.stat().st_size if self.path is not None else len(self.data)
+
+    def head(self, n: int = _SNIFF_BYTES) -> bytes:
+        with self.open() as f:
+            return f.read(n)
+
+    def reader_arg(self) -> str | IO[bytes]:
+        """What to hand to pandas / pyarrow: the path (fast, memory-mapped) or a fresh buffer."""
+        return str(self.path) if self.path is not None else io.BytesIO(self.data)
+
+    def error(self, message: str) -> PredictionsError:
+        return PredictionsError(f"{self.name}: {message}")
+
+
+def _resolve_source(source: Source, name: str | None) -> _Source:
+    if isinstance(source, (str, os.PathLike)):
+        if isinstance(source, str) and "\n" in source:
+            raise PredictionsError(
+                f"{name or 'input'}: a str is read as a file path, but this one holds several lines; "
+                "pass the file's contents as bytes (e.g. text.encode()) with format='csv'."
+            )
+        path = Path(source)
+        shown = name or path.name or str(path)
+        try:
+            exists, is_file = path.exists(), path.is_file()
+        except OSError as exc:  # e.g. a name too long for the file system
+            raise PredictionsError(f"{shown}: cannot open {str(path)[:200]!r}: {exc.strerror or exc}") from exc
+        if not exists:
+            raise PredictionsError(f"{shown}: file not found: {path}")
+        if not is_file:
+            raise PredictionsError(f"{shown}: not a file: {path}")
+        return _Source(shown, path=path, file_name=name or path.name)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return _Source(name or "uploaded data", data=bytes(source), file_name=name)
+    if hasattr(source, "read"):
+        given = name or getattr(source, "name", None)
+        given = Path(given).name if isinstance(given, (str, os.PathLike)) and str(given) else None
+        shown = given or "uploaded data"
+        try:  # BytesIO and Streamlit's UploadedFile hold everything: take it whatever the position
+            data = source.getvalue() if hasattr(source, "getvalue") else source.read()
+        except Exception as exc:  # a closed or broken stream is the caller's input too
+            raise PredictionsError(f"{shown}: could not read the uploaded data: {exc}") from exc
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise PredictionsError(f"{shown}: the file object returned {type(data).__name__}, not bytes.")
+        return _Source(shown, data=bytes(data), file_name=given)
+    raise PredictionsError(
+        f"{name or 'input'}: expected a path, bytes or a binary file object, but got {type(source).__name__}."
+    )
+
+
+def _suffix_format(file_name: str) -> tuple[str, FileFormat | None]:
+    """(suffix as written, format or None) for a file name; '' when it has no suffix."""
+    lower = file_name.lower()
+    for key in sorted(_FORMATS, key=len, reverse=True):
+        if lower.endswith("." + key):
+            return file_name[-len(key) - 1:], _FORMATS[key]
+    suffixes = Path(file_name).suffixes
+    if not suffixes:
+        return "", None
+    return ("".join(suffixes[-2:]) if suffixes[-1].lower() in (".gz", ".bz2", ".zip", ".xz") else suffixes[-1]), None
+
+
+def _describe(head: bytes) -> str | None:
+    for prefix, what in _MAGIC:
+        if head.startswith(prefix):
+            return what
+    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        return "Python pickle data"
+    return None
+
+
+def _resolve_format(src: _Source, format: str | None, head: bytes) -> FileFormat:
+    accepted = ", ".join(ACCEPTED_SUFFIXES)
+    if format is not None:
+        key = str(format).lower().lstrip(".")
+        if key not in _FORMATS:
+            raise src.error(f"unknown format {format!r}; accepted formats: {', '.join(_FORMATS)}.")
+        return _FORMATS[key]
+    if src.file_name is not None:
+        suffix, fmt = _suffix_format(src.file_name)
+        if fmt is not None:
+            return fmt
+        if src.path is not None or suffix:
+            raise src.error(
+                f"unsupported file type {suffix or '(no suffix)'!r}; accepted: {accepted} "
+                "(or pass format='csv' etc.)."
+            )
+    # Bytes with no hint: the first bytes usually say what they are.
+    sniffed = {b"PAR1": "parquet", b"\x93NUMPY": "npy", b"PK\x03\x04": "npz", b"\x1f\x8b": "csv"}
+    for prefix, fmt in sniffed.items():
+        if head.startswith(prefix):
+            return fmt  # type: ignore[return-value]
+    if _looks_like_text(head):
+        return "csv"
+    raise src.error(
+        f"cannot tell the file format ({_describe(head) or 'binary data'}); pass format= or a file name "
+        f"ending in one of {accepted}."
+    )
+
+
+def _looks_like_text(head: bytes) -> bool:
+    """No NUL bytes and (almost) no control characters: UTF-8 or a legacy 8-bit encoding."""
+    if not head:
+        return True
+    if b"\x00" in head:
+        return False
+    controls = sum(head.count(bytes([c])) for c in range(32) if c not in (9, 10, 12, 13))
+    return controls <= len(head) // 100
+
+
+# ------------------------------------------------------------------------------ options, limits
+@dataclass(frozen=True)
+class _Options:
+    label_column: str | None
+    input_type: InputType
+    renormalize: bool
+    tolerance: float
+    max_rows: int | None
+    require_labels: bool = True
+
+
+def _too_many_rows(src: _Source, n: int, max_rows: int) -> PredictionsError:
+    return src.error(
+        f"the file has {n:,} data rows, more than the limit of {max_rows:,} rows; use a smaller file "
+        "(e.g. a random sample of the rows)."
+    )

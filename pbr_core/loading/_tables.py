@@ -1,0 +1,461 @@
+"""Tables: reading CSV / TSV (plain or gzip-compressed) and Parquet files into a DataFrame, and turning
+that DataFrame into a validated Predictions (finding the label, confidence and predicted columns,
+converting scores and labels, binary and top-label-only files, messages that name the column and the
+data row). Also the small helpers the other readers share: ``_names``, ``_first_line``,
+``_is_unnamed`` and ``_validated``.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import re
+import warnings
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pbr_core.loading._source import (
+    _SNIFF_BYTES,
+    CONFIDENCE_COLUMN_NAMES,
+    LABEL_COLUMN_NAMES,
+    PREDICTED_COLUMN_NAMES,
+    FileFormat,
+    _describe,
+    _looks_like_text,
+    _Options,
+    _Source,
+    _too_many_rows,
+)
+from pbr_core.predictions import Predictions, PredictionsError
+
+
+# ------------------------------------------------------------------------------------ CSV / TSV
+def _load_csv(src: _Source, fmt: FileFormat, head: bytes, opts: _Options) -> Predictions:
+    notes: list[str] = []
+    compression = None
+    header_bytes_max = 1 << 20  # a header with 1000 class names is ~20 kB
+    if head.startswith(b"\x1f\x8b"):
+        compression = "gzip"
+        try:
+            with gzip.open(src.open()) as f:
+                head = f.read(header_bytes_max)
+        except (OSError, EOFError) as exc:
+            raise src.error(f"the file looks gzip-compressed but cannot be decompressed: {exc}") from exc
+        if not head.strip():
+            raise src.error("the file is empty (no header and no data rows).")
+    what = _describe(head)
+    if what is not None or not _looks_like_text(head):
+        raise src.error(f"this is not a {fmt.upper()} text file: it looks like {what or 'binary data'}.")
+    if compression is None and b"\n" not in head and len(head) == _SNIFF_BYTES:
+        head = src.head(header_bytes_max)
+
+    encoding = "utf-8"
+    header_bytes = head.split(b"\n", 1)[0]
+    try:
+        header_line = header_bytes.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        # Spreadsheet exports on Windows are often cp1252; latin-1 reads every byte sequence.
+        encoding = "latin-1"
+        header_line = header_bytes.decode("latin-1")
+        warnings.warn(f"{src.name}: the header is not UTF-8; read the file as Latin-1.", stacklevel=3)
+        notes.append("The file is not UTF-8: read it as Latin-1.")
+    header_line = header_line.rstrip("\r")
+    sep = "\t" if fmt == "tsv" else ","
+    if fmt == "csv" and "," not in header_line:
+        for other, label in (("\t", "tabs"), (";", "semicolons")):
+            if other in header_line:
+                sep = other
+                notes.append(f"The header has no commas: columns are separated by {label}.")
+                break
+    raw_header = [h.strip() for h in next(csv.reader([header_line], delimiter=sep), [])]
+    dup = sorted({h for h in raw_header if h and raw_header.count(h) > 1})
+    if dup:
+        raise src.error(f"duplicate column header(s) {_names(dup)}: every column needs its own name.")
+
+    if opts.max_rows is not None:
+        # Each data row takes at least one byte per column (separators and newline), so small
+        # files need no counting pass.
+        if compression is not None or src.size() // max(len(raw_header), 1) > opts.max_rows:
+            n = _count_data_rows(src, compression)
+            if n > opts.max_rows:
+                raise _too_many_rows(src, n, opts.max_rows)
+
+    df = _read_csv_frame(src, sep, compression, encoding)
+    if len(df.columns) == len(raw_header):
+        df.columns = raw_header
+    return _from_table(df, src, opts, notes)
+
+
+def _count_data_rows(src: _Source, compression: str | None) -> int:
+    """Lines after the header, trailing blank lines excluded; C-speed counting in 4 MiB chunks."""
+    newlines, last = 0, b""
+    with src.open() as raw:
+        f = gzip.open(raw) if compression == "gzip" else raw
+        while chunk := f.read(1 << 22):
+            newlines += chunk.count(b"\n")
+            last = chunk
+    trailing_blank = last[len(last.rstrip()):].count(b"\n")
+    lines = newlines - trailing_blank + (1 if last.strip() else 0)
+    return max(lines - 1, 0)
+
+
+def _read_csv_frame(src: _Source, sep: str, compression: str | None, encoding: str) -> pd.DataFrame:
+    # Blank lines are kept (as all-missing rows) so that row numbers match the file's lines.
+    kw = dict(sep=sep, compression=compression, encoding=encoding, skip_blank_lines=False)
+    try:
+        return pd.read_csv(src.reader_arg(), engine="pyarrow", **kw)
+    except Exception:  # pyarrow's messages do not say where; the C engine's do
+        pass
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # mixed-type columns are diagnosed later, per column
+            return pd.read_csv(src.reader_arg(), engine="c", low_memory=False, **kw)
+    except pd.errors.EmptyDataError as exc:
+        raise src.error("the file is empty (no header and no data rows).") from exc
+    except pd.errors.ParserError as exc:
+        m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
+        if m:
+            expected, line, saw = (int(g) for g in m.groups())
+            raise src.error(
+                f"{_table_row(line - 2)} has {saw} fields but the header has {expected} columns "
+                f"(line {line} of the file)."
+            ) from exc
+        raise src.error(f"could not parse the file as CSV: {_first_line(exc)}") from exc
+    except UnicodeDecodeError as exc:
+        raise src.error(f"the file is not valid UTF-8 text (byte {exc.start}: {exc.reason}).") from exc
+
+
+# ------------------------------------------------------------------------------------ Parquet
+def _load_parquet(src: _Source, head: bytes, opts: _Options) -> Predictions:
+    import pyarrow.parquet as pq
+
+    if not head.startswith(b"PAR1"):
+        raise src.error(f"this is not a Parquet file: it looks like {_describe(head) or 'something else'}.")
+    try:
+        pf = pq.ParquetFile(src.reader_arg())
+        n = pf.metadata.num_rows
+        if opts.max_rows is not None and n > opts.max_rows:
+            raise _too_many_rows(src, n, opts.max_rows)
+        df = pf.read().to_pandas()
+    except PredictionsError:
+        raise
+    except Exception as exc:
+        raise src.error(f"could not read the Parquet file (truncated or corrupt?): {_first_line(exc)}") from exc
+    return _from_table(df, src, opts, [])
+
+
+# ------------------------------------------------------------------------------ table -> values
+def _table_row(i: int) -> str:
+    return f"row {i + 1} (data row, header excluded)"
+
+
+def _names(items: Sequence[object], limit: int = 12) -> str:
+    shown = ", ".join(repr(str(x)) for x in list(items)[:limit])
+    return shown + (f", ... ({len(items) - limit} more)" if len(items) > limit else "")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _is_unnamed(header: str) -> bool:
+    return header == "" or re.fullmatch(r"Unnamed: \d+|__index_level_\d+__", header) is not None
+
+
+def _find_column(columns: Sequence[str], candidates: Sequence[str], what: str, src: _Source) -> str | None:
+    found = [c for c in columns if c.lower() in candidates]
+    if len(found) > 1:
+        raise src.error(f"several columns could be the {what} column: {_names(found)}; keep only one.")
+    return found[0] if found else None
+
+
+def _label_column(columns: Sequence[str], wanted: str | None, src: _Source, required: bool = True) -> str | None:
+    if wanted is not None:
+        if wanted in columns:
+            return wanted
+        ci = [c for c in columns if c.lower() == str(wanted).strip().lower()]
+        if len(ci) == 1:
+            return ci[0]
+        raise src.error(f"label_column {wanted!r} is not a column; the columns are {_names(columns)}.")
+    found = [c for c in columns if c.lower() in LABEL_COLUMN_NAMES]
+    if len(found) > 1:
+        raise src.error(
+            f"ambiguous label column: {_names(found)} could each be the label; keep one, or pass label_column=."
+        )
+    if not found and not required:
+        return None
+    if not found:
+        hint = ""
+        if columns and all(_is_number(c) for c in columns):
+            hint = " The first line looks like data: add a header line (class names, then 'label')."
+        raise src.error(
+            f"no label column: name it one of {', '.join(LABEL_COLUMN_NAMES)} (any case), or pass "
+            f"label_column=. The columns are {_names(columns)}.{hint}"
+        )
+    return found[0]
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def _is_plain_numeric(dtype) -> bool:
+    return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+
+
+def _float_column(series: pd.Series, column: str, src: _Source) -> np.ndarray:
+    """The column as float64 (NaN where missing); non-numeric cells are an error naming the first."""
+    dtype = series.dtype
+    if _is_plain_numeric(dtype):
+        return series.to_numpy(dtype=np.float64, na_value=np.nan)
+    values = series.astype(object)
+    if pd.api.types.is_bool_dtype(dtype):
+        coerced = pd.Series(np.nan, index=series.index)  # true/false are not scores
+    else:
+        coerced = pd.to_numeric(values, errors="coerce")
+    bad = coerced.isna().to_numpy() & values.notna().to_numpy()
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        raise src.error(
+            f"non-numeric value {_cell(values.iloc[r])} in column {column!r} at {_table_row(r)} "
+            f"({int(bad.sum()):,} non-numeric cell(s) in this column)."
+        )
+    return coerced.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, bytes):
+        value = value.decode("latin-1")
+    text = str(value)
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
+
+def _check_finite(values: np.ndarray, columns: Sequence[str], src: _Source) -> None:
+    bad = ~np.isfinite(values)
+    if not bad.any():
+        return
+    r = int(np.flatnonzero(bad.any(axis=1))[0])
+    j = int(np.flatnonzero(bad[r])[0])
+    what = "missing value (empty cell or NaN)" if np.isnan(values[r, j]) else f"infinite value ({values[r, j]:g})"
+    raise src.error(f"{what} in column {columns[j]!r} at {_table_row(r)}.")
+
+
+def _label_values(series: pd.Series, column: str, src: _Source) -> tuple[str, np.ndarray]:
+    """("numbers", numeric array) or ("names", str array) for a label-like column; no missing cells."""
+    missing = series.isna().to_numpy()
+    if missing.any():
+        raise src.error(f"missing value in column {column!r} at {_table_row(int(np.flatnonzero(missing)[0]))}.")
+    if pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
+        return "numbers", series.to_numpy()
+    values = series.astype(object)
+    coerced = pd.to_numeric(values, errors="coerce")
+    if coerced.notna().all():  # quoted numbers, or numbers with stray spaces
+        return "numbers", coerced.to_numpy()
+    if pd.api.types.is_string_dtype(series.dtype) and not pd.api.types.is_object_dtype(series.dtype):
+        names = series.str.strip()
+    else:  # object columns (rare: e.g. undecodable bytes from the CSV reader) go value by value
+        names = values.map(lambda v: v.decode("latin-1") if isinstance(v, bytes) else str(v)).str.strip()
+    return "names", names.to_numpy(dtype=object).astype(str)
+
+
+def _codes(names: np.ndarray, classes: Sequence[str], column: str, src: _Source, why: str) -> np.ndarray:
+    codes = pd.Index(list(classes)).get_indexer(names).astype(np.int64)
+    bad = codes < 0
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        raise src.error(
+            f"{column!r} value {_cell(names[r])} at {_table_row(r)} is not one of the classes "
+            f"{_names(classes)}; {why}"
+        )
+    return codes
+
+
+def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]) -> Predictions:
+    columns = [str(c).strip() for c in df.columns]
+    dup = sorted({c for c in columns if columns.count(c) > 1})
+    if dup:
+        raise src.error(f"duplicate column header(s) {_names(dup)}: every column needs its own name.")
+    df = df.set_axis(columns, axis=1)
+    if df.shape[1] == 0:
+        raise src.error("the file is empty (no columns).")
+
+    # Blank lines at the end are harmless; inside the data they are an error (row numbers must
+    # keep matching the file, so they are not silently skipped).
+    empty = df.isna().all(axis=1).to_numpy()
+    if empty.any():
+        keep = np.flatnonzero(~empty)
+        n_keep = int(keep[-1]) + 1 if keep.size else 0
+        if empty[:n_keep].any():
+            raise src.error(f"{_table_row(int(np.flatnonzero(empty[:n_keep])[0]))} is empty.")
+        df = df.iloc[:n_keep]
+    if len(df) == 0:
+        raise src.error(f"the file is empty: a header ({_names(columns)}) but no data rows.")
+
+    for c in [c for c in columns if _is_unnamed(c)]:
+        values = df[c]
+        if pd.api.types.is_integer_dtype(values.dtype) and np.array_equal(values.to_numpy(), np.arange(len(df))):
+            df = df.drop(columns=c)
+            notes.append("Dropped an unnamed column holding 0, 1, 2, ... (a saved row index).")
+            warnings.warn(f"{src.name}: dropped an unnamed column holding the row index 0..n-1.", stacklevel=4)
+        else:
+            raise src.error(
+                f"column {columns.index(c) + 1} has no header; every column needs one (a class name, or the label)."
+            )
+    columns = list(df.columns)
+
+    label = _label_column(columns, opts.label_column, src, opts.require_labels)
+    conf = _find_column(columns, CONFIDENCE_COLUMN_NAMES, "confidence", src)
+    pred = _find_column(columns, PREDICTED_COLUMN_NAMES, "predicted-label", src)
+    if label is None:
+        if conf is not None and pred is not None:
+            raise src.error("top-label-only data (confidence, predicted) needs a label column; there is none.")
+        return _unlabelled_table(df, columns, src, opts, notes)
+    if conf is not None and pred is not None and label not in (conf, pred):
+        return _top_label_table(df, label, conf, pred, src, opts, notes)
+
+    score_cols = [c for c in columns if c != label]
+    if not score_cols:
+        raise src.error(f"no score columns: the only column is the label {label!r}; add one column per class.")
+    scores = _score_block(df, score_cols, src)
+
+    kind, y = _label_values(df[label], label, src)
+    class_names: list[str] | None = list(score_cols)
+    if len(score_cols) == 1:
+        class_names = None
+        if kind == "names":
+            y, class_names = _binary_names(y, score_cols[0], label, src, notes)
+        scores = scores[:, 0]
+    elif kind == "names":
+        y = _codes(y, score_cols, label, src, "class-name labels must equal a score column's header.")
+    else:
+        y = _labels_by_integer_header(y, score_cols, label, src, notes)
+
+    return _validated(
+        lambda: Predictions.from_arrays(
+            scores, y, input_type=opts.input_type, class_names=class_names, renormalize=opts.renormalize,
+            tolerance=opts.tolerance, source=src.name, notes=notes,
+        ),
+        _table_row, score_cols,
+    )
+
+
+def _score_block(df: pd.DataFrame, score_cols: list[str], src: _Source) -> np.ndarray:
+    for c in score_cols:  # per-column conversion only where a column is not plainly numeric
+        if not _is_plain_numeric(df[c].dtype):
+            df[c] = _float_column(df[c], c, src)
+    # The readers hand back one consolidated float block: this is a view or one copy, no Python loop.
+    scores = np.ascontiguousarray(df[score_cols].to_numpy(dtype=np.float64, na_value=np.nan))
+    _check_finite(scores, score_cols, src)
+    return scores
+
+
+def _unlabelled_table(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Options, notes: list[str]) -> Predictions:
+    """A table of class scores only (require_labels=False): every column is a class."""
+    scores = _score_block(df, columns, src)
+    notes.append("No label column: every column was read as a class score.")
+    return _validated(
+        lambda: Predictions.from_arrays(
+            scores[:, 0] if len(columns) == 1 else scores, None, input_type=opts.input_type,
+            class_names=None if len(columns) == 1 else columns, renormalize=opts.renormalize,
+            tolerance=opts.tolerance, source=src.name, notes=notes,
+        ),
+        _table_row, columns,
+    )
+
+
+def _binary_names(y: np.ndarray, header: str, label: str, src: _Source, notes: list[str]) -> tuple[np.ndarray, list[str]]:
+    names = sorted(pd.unique(y).tolist())  # hashing in C: fine for millions of rows
+    if len(names) != 2:
+        raise src.error(
+            f"one score column means binary data, so the labels must be 0/1 or exactly two class names, "
+            f"but column {label!r} holds {len(names)} distinct name(s): {_names(names, 6)}."
+        )
+    if header in names:
+        negative, positive = [n for n in names if n != header][0], header
+        notes.append(f"Binary labels: {positive!r} is class 1 (the score column's header), {negative!r} is class 0.")
+    else:
+        negative, positive = names
+        notes.append(
+            f"Binary labels mapped in sorted order: {negative!r} -> 0, {positive!r} -> 1; the score column "
+            f"{header!r} is read as p({positive})."
+        )
+    return (y == positive).astype(np.int64), [negative, positive]
+
+
+def _labels_by_integer_header(y: np.ndarray, headers: list[str], label: str, src: _Source, notes: list[str]) -> np.ndarray:
+    """Integer labels index the score columns, unless the headers are themselves integers in
+    another order (e.g. 1..K): then a label names its column, as a spreadsheet user means it."""
+    try:
+        as_ints = [int(h) for h in headers]
+    except ValueError:
+        return y
+    if as_ints == list(range(len(headers))) or len(set(as_ints)) != len(as_ints):
+        return y
+    yf = np.asarray(y, dtype=np.float64)
+    if not np.all(np.isfinite(yf) & (yf == np.round(yf))):
+        return y  # from_arrays explains what is wrong with the labels
+    idx = pd.Index(as_ints).get_indexer(yf.astype(np.int64))
+    bad = idx < 0
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        raise src.error(
+            f"label {int(yf[r])} at {_table_row(r)} is not one of the class columns {_names(headers)} "
+            "(the headers are integers, so labels are matched to them by value)."
+        )
+    notes.append(f"The score column headers are integers ({_names(headers, 5)}): labels were matched to headers by value.")
+    return idx.astype(np.int64)
+
+
+def _top_label_table(df, label, conf, pred, src, opts, notes) -> Predictions:
+    extra = [c for c in df.columns if c not in (label, conf, pred)]
+    if extra:
+        raise src.error(
+            f"a top-label file ({conf!r}, {pred!r}, {label!r}) must have no other columns, but it also has "
+            f"{_names(extra)}. For full probability vectors, drop the {conf!r} and {pred!r} columns."
+        )
+    if opts.input_type == "logits":
+        raise src.error(f"top-label column {conf!r} holds a confidence in [0, 1]; it cannot be read as logits.")
+    c = _float_column(df[conf], conf, src)
+    _check_finite(c[:, None], [conf], src)
+    kind_p, p = _label_values(df[pred], pred, src)
+    kind_y, y = _label_values(df[label], label, src)
+    names: list[str] = []
+    if kind_p != kind_y:
+        raise src.error(
+            f"column {pred!r} and column {label!r} must both hold class numbers or both class names, but "
+            f"{(pred if kind_p == 'names' else label)!r} holds names."
+        )
+    if kind_p == "names":
+        names = sorted(set(pd.unique(p).tolist()) | set(pd.unique(y).tolist()))
+        p = _codes(p, names, pred, src, "")
+        y = _codes(y, names, label, src, "")
+        notes.append(f"Class names sorted into ids 0..{len(names) - 1}: {_names(names, 6)}.")
+    return _validated(
+        lambda: Predictions.from_top_label(c, p, y, class_names=names, source=src.name, notes=notes),
+        _table_row, [conf],
+    )
+
+
+def _validated(build: Callable[[], Predictions], row: Callable[[int], str], columns: Sequence[str] | None) -> Predictions:
+    """Run Predictions' own validation, rewriting its 0-based array rows in this file's terms."""
+    try:
+        return build()
+    except PredictionsError as exc:
+        message = re.sub(r"\brow (\d+)\b", lambda m: row(int(m.group(1))), str(exc))
+        if columns is not None:
+            message = re.sub(
+                r"\bcolumn (\d+)\b",
+                lambda m: f"column {columns[int(m.group(1))]!r}" if int(m.group(1)) < len(columns) else m.group(0),
+                message,
+            )
+        if "ask to renormalise" in message:
+            message += (" With load_predictions: pass renormalize=True to divide each row by its sum, or "
+                        "input_type='logits' if the columns are logits.")
+        raise PredictionsError(message) from None

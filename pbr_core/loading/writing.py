@@ -1,0 +1,171 @@
+"""Writing: :func:`save_predictions` (probabilities, or a top-label-only value, as a CSV or Parquet
+file that :func:`~pbr_core.loading.load_predictions` reads back) and :func:`template_csv` (a small
+example file for users to copy).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import IO, Literal, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pbr_core.loading._source import CONFIDENCE_COLUMN_NAMES, LABEL_COLUMN_NAMES, PREDICTED_COLUMN_NAMES
+from pbr_core.loading._tables import _is_unnamed, _names
+from pbr_core.predictions import Predictions, PredictionsError
+
+__all__ = ["save_predictions", "template_csv"]
+
+
+def _check_writable_names(names: Sequence[str]) -> None:
+    lower = [n.strip().lower() for n in names]
+    if any(not n.strip() or _is_unnamed(n.strip()) for n in names):
+        raise PredictionsError("save_predictions: every class needs a non-empty name.")
+    if len(set(n.strip() for n in names)) != len(names):
+        raise PredictionsError(f"save_predictions: duplicate class names {_names(names)}.")
+    clash = [n for n, lo in zip(names, lower) if lo in LABEL_COLUMN_NAMES]
+    if clash:
+        raise PredictionsError(
+            f"save_predictions: class name(s) {_names(clash)} would be read back as the label column; rename them."
+        )
+    if set(lower) & set(CONFIDENCE_COLUMN_NAMES) and set(lower) & set(PREDICTED_COLUMN_NAMES):
+        raise PredictionsError("save_predictions: these class names would be read back as a top-label-only file; rename them.")
+
+
+def save_predictions(
+    preds_or_probs: Predictions | np.ndarray,
+    labels: np.ndarray | Sequence[int] | None = None,
+    path_or_buffer: str | os.PathLike[str] | IO[bytes] | None = None,
+    format: Literal["csv", "parquet"] | None = None,
+    class_names: Sequence[str] | None = None,
+) -> bytes | None:
+    """Write (e.g. recalibrated) probabilities as one column per class plus ``label``.
+
+    The file reads back with :func:`load_predictions`. Probabilities only: logits are not written.
+
+    Parameters
+    ----------
+    preds_or_probs : Predictions or array of shape (n, K) or (n,)
+        Probabilities (validated like :meth:`Predictions.from_arrays` with
+        ``input_type="probabilities"``), or a Predictions value (its probabilities; a top-label-only
+        value is written as ``confidence``, ``predicted``, ``label``).
+    labels : array of shape (n,), optional
+        Integer labels; defaults to ``preds_or_probs.labels`` for a Predictions value.
+    path_or_buffer : str, path-like or binary file object, optional
+        Where to write; None returns the bytes (e.g. for a download button).
+    format : {"csv", "parquet"}, optional
+        Default: from the path's suffix (``.parquet`` / ``.pq`` -> Parquet), else CSV.
+    class_names : sequence of str, optional
+        Column headers; default: the Predictions' class names, else "0".."K-1".
+
+    Returns
+    -------
+    bytes or None
+        The file's bytes when ``path_or_buffer`` is None.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> data = save_predictions(np.array([[0.9, 0.1], [0.2, 0.8]]), [0, 1], class_names=["cat", "dog"])
+    >>> data.decode().splitlines()[0]
+    'cat,dog,label'
+    """
+    if format is None:
+        is_pq = isinstance(path_or_buffer, (str, os.PathLike)) and str(path_or_buffer).lower().endswith((".parquet", ".pq"))
+        format = "parquet" if is_pq else "csv"
+    if format not in ("csv", "parquet"):
+        raise PredictionsError(f"save_predictions: format must be 'csv' or 'parquet', but got {format!r}.")
+
+    if isinstance(preds_or_probs, Predictions):
+        preds = preds_or_probs
+        if labels is not None or class_names is not None:
+            base = preds.probs if preds.probs is not None else None
+            if base is None:
+                raise PredictionsError("save_predictions: labels/class_names cannot be replaced for top-label-only data.")
+            preds = Predictions.from_arrays(
+                base, preds.labels if labels is None else labels, input_type="probabilities",
+                class_names=class_names if class_names is not None else preds.class_names, source="save_predictions",
+            )
+    else:
+        if labels is None:
+            raise PredictionsError("save_predictions: labels are required when saving a probability array.")
+        preds = Predictions.from_arrays(
+            preds_or_probs, labels, input_type="probabilities", class_names=class_names, source="save_predictions",
+        )
+
+    if preds.probs is None:
+        names = list(preds.class_names)
+        as_name = (lambda a: np.asarray(names, dtype=object)[a]) if names else (lambda a: a)
+        df = pd.DataFrame({"confidence": preds.confidence, "predicted": as_name(preds.predicted),
+                           "label": as_name(preds.labels)})
+    else:
+        names = [str(n) for n in preds.class_names]
+        _check_writable_names(names)
+        df = pd.DataFrame(preds.probs, columns=names)
+        if preds.has_labels:
+            df["label"] = preds.labels.astype(np.int64)
+
+    buf = io.BytesIO()
+    if format == "csv":
+        buf.write(df.to_csv(index=False, lineterminator="\n").encode("utf-8"))
+    else:
+        df.to_parquet(buf, index=False)
+    data = buf.getvalue()
+    if path_or_buffer is None:
+        return data
+    if isinstance(path_or_buffer, (str, os.PathLike)):
+        Path(path_or_buffer).write_bytes(data)
+    else:
+        path_or_buffer.write(data)
+    return None
+
+
+def template_csv(kind: Literal["multiclass", "binary", "top_label"] = "multiclass", n_rows: int = 5) -> str:
+    """A small example CSV (for users to copy) that :func:`load_predictions` reads back.
+
+    Parameters
+    ----------
+    kind : {"multiclass", "binary", "top_label"}
+        "multiclass": one probability column per class (headers are the class names) and a
+        ``label`` column holding class names; "binary": a single p(y=1) column and 0/1 labels;
+        "top_label": ``confidence``, ``predicted``, ``label``.
+    n_rows : int
+        Number of data rows.
+
+    Returns
+    -------
+    str
+        CSV text with a header line, deterministic (fixed seed).
+
+    Examples
+    --------
+    >>> print(template_csv("binary", n_rows=2))  # doctest: +SKIP
+    p_positive,label
+    0.812,1
+    0.250,0
+    """
+    if kind not in ("multiclass", "binary", "top_label"):
+        raise ValueError(f"Expected argument `kind` to be 'multiclass', 'binary' or 'top_label', but got {kind!r}")
+    if isinstance(n_rows, bool) or not isinstance(n_rows, (int, np.integer)) or n_rows < 1:
+        raise ValueError(f"Expected argument `n_rows` to be an integer larger than 0, but got {n_rows!r}")
+    rng = np.random.default_rng(0)
+    classes = ["cat", "dog", "bird"]
+    # Probabilities in thousandths, so that the written 3-decimal rows sum to exactly 1.
+    milli = np.floor(rng.dirichlet([0.6, 0.6, 0.6], size=n_rows) * 1000).astype(int)
+    milli[np.arange(n_rows), milli.argmax(axis=1)] += 1000 - milli.sum(axis=1)
+    probs = milli / 1000
+    truth = np.array([rng.choice(3, p=p) for p in probs])
+    if kind == "multiclass":
+        lines = [",".join(classes + ["label"])]
+        lines += [",".join([f"{v:.3f}" for v in p] + [classes[t]]) for p, t in zip(probs, truth)]
+    elif kind == "binary":
+        p1 = np.round(rng.uniform(0.02, 0.98, size=n_rows), 3)
+        y = (rng.uniform(size=n_rows) < p1).astype(int)
+        lines = ["p_positive,label"] + [f"{p:.3f},{t}" for p, t in zip(p1, y)]
+    else:
+        lines = ["confidence,predicted,label"]
+        lines += [f"{p.max():.3f},{classes[int(p.argmax())]},{classes[t]}" for p, t in zip(probs, truth)]
+    return "\n".join(lines) + "\n"
