@@ -28,9 +28,7 @@ from typing import Any, Callable, Literal, Sequence
 import numpy as np
 import pandas as pd
 
-from pbr_core.bounds import optimal_n_bins
-from pbr_core.experiments._protocol import BinaryECE, Cancelled, ece_inputs
-from pbr_core.metrics import brier_score, ece, nll
+from pbr_core.experiments._protocol import BinaryECE, Cancelled, evaluation_metrics
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators.base import as_predictions
 
@@ -85,9 +83,9 @@ def kfold_indices(n: int, n_splits: int, seed: int = 0) -> list[tuple[np.ndarray
 
 
 def _score_all(probs: np.ndarray, labels: np.ndarray, binary_ece: BinaryECE) -> dict[str, float]:
-    kind = "binary" if probs.shape[1] == 2 else "multiclass"
-    return {"ece": ece(*ece_inputs(probs, labels, kind, binary_ece), n_bins=optimal_n_bins(labels.shape[0])),
-            "brier": brier_score(probs, labels), "nll": nll(probs, labels)}
+    """The protocols' held-out metrics (ECE with B = floor(n_val^(1/3)), Brier, NLL)."""
+    metrics = evaluation_metrics(probs, labels, "binary" if probs.shape[1] == 2 else "multiclass", binary_ece)
+    return {k: metrics[k] for k in ("ece", "brier", "nll")}
 
 
 def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_ALPHA_GRID,

@@ -153,13 +153,19 @@ class _GPRecalibrator(Recalibrator):
 
         return report
 
+    def _train_settings(self) -> tuple[TrainSettings, TrainCheck]:
+        """The optimiser settings and the final training-set check (made with this recalibrator's own
+        prediction rule: mean approximation or J draws)."""
+        return (TrainSettings(optimizer=self.optimizer, max_iter=int(self.max_iter)),
+                TrainCheck(self._check_metric(), bool(self.mean_approx), int(self.n_predict_samples),
+                           int(self.random_state)))
+
     def _fit(self, preds: Predictions) -> None:
         try:
             self._fit_gp(preds)
         except BaseException:
             # The base class unmarks n_classes_ / input_type_; drop the half-trained model too.
-            for name in ("model_",):
-                self.__dict__.pop(name, None)
+            self.__dict__.pop("model_", None)
             raise
 
     def _fit_gp(self, preds: Predictions) -> None:
@@ -175,9 +181,7 @@ class _GPRecalibrator(Recalibrator):
         eps = draw_mc_noise(n, int(self.n_mc), k, int(self.random_state), device=dev) if spec.needs_mc else None
         data = FitData(z=torch.as_tensor(z, dtype=DTYPE, device=dev), labels=torch.as_tensor(y, device=dev),
                        spec=spec, eps=eps)
-        settings = TrainSettings(optimizer=self.optimizer, max_iter=int(self.max_iter))
-        check = TrainCheck(self._check_metric(), bool(self.mean_approx), int(self.n_predict_samples),
-                           int(self.random_state))
+        settings, check = self._train_settings()
         report = fit_gp(model, data, settings, progress=self._progress(), check=check)[0]
         self.model_ = model
         self.input_kind_ = kind
@@ -217,9 +221,7 @@ class _GPRecalibrator(Recalibrator):
                 or other.n_classes_ != preds.n_classes or other.input_type_ != preds.input_type
                 or other.bounds_.get("n") != preds.n):
             return self.fit(preds)
-        settings = TrainSettings(optimizer=self.optimizer, max_iter=int(self.max_iter))
-        check = TrainCheck(self._check_metric(), bool(self.mean_approx), int(self.n_predict_samples),
-                           int(self.random_state))
+        settings, check = self._train_settings()
         result = training_check(other._model_for_prediction(), np.asarray(preds.scores, dtype=np.float64),
                                 np.asarray(preds.labels, dtype=np.int64), check, settings)
         if not result["passed"]:
