@@ -297,6 +297,16 @@ class CompareSettings:
     def method_params(self) -> dict[str, dict[str, Any]]:
         return {m: dict(p) for m, p in self.params}
 
+    def fits_per_fold(self) -> tuple[int, int]:
+        """(fits, of which GP fits) per fold: methods with the same ``Recalibrator.fit_key`` (e.g.
+        ``pbr`` and ``pbr_app`` with the same settings) share one fit in ``compare``."""
+        params = self.method_params()
+        fits: dict[Any, str] = {}
+        for m in self.methods:
+            key = make_recalibrator(m, params.get(m)).fit_key()
+            fits.setdefault(("own", m) if key is None else key, m)
+        return len(fits), sum(m in GP_METHODS for m in fits.values())
+
     def describe(self) -> dict[str, Any]:
         out = {"methods": ", ".join(self.methods), "n_re": self.n_re, "folds": self.n_folds, "seed": self.seed}
         if self.n_te is not None:

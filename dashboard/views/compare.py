@@ -72,12 +72,11 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.CompareSettings | Non
                                disabled=running, help=texts.N_TE_HELP)) or None
     diagrams = st.checkbox("Draw reliability diagrams (fold 1's test set)", value=True, key=K_DIAGRAMS,
                            persist_state="session", disabled=running, help=texts.DIAGRAMS_HELP)
-    # A "… (app.)" variant reuses its base method's fit when both are chosen (compare's shared fits).
-    fitted = {m.removesuffix("_app") if m in runs.GP_METHODS else m for m in chosen}
-    n_gp = sum(m in runs.GP_METHODS for m in fitted)
-    fits = int(n_folds) * len(fitted)
-    st.caption(f"{fits} fits in all" + (f", of which {int(n_folds) * n_gp} GP fits "
-                                         f"(on {runs.device_label()})" if n_gp else "") +
+    settings = runs.compare_settings(chosen, int(n_re), int(n_folds), int(seed), n_te=n_te, diagrams=diagrams,
+                                     binary_ece=state.recal_binary_ece(preds), alpha=float(alpha), max_iter=max_iter)
+    fits, n_gp = settings.fits_per_fold()  # a method and its "app." variant share one fit
+    st.caption(f"{int(n_folds) * fits} fits in all" + (f", of which {int(n_folds) * n_gp} GP fits "
+                                                      f"(on {runs.device_label()})" if n_gp else "") +
                f"; each fold fits on {int(n_re):,} rows and tests on " +
                (f"the other {preds.n - int(n_re):,}." if n_te is None else f"{n_te:,} of the other {preds.n - int(n_re):,}."))
     if not chosen:
@@ -87,8 +86,7 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.CompareSettings | Non
         st.error(f"{int(n_re):,} recalibration rows and {n_te:,} test rows need {int(n_re) + n_te:,} rows, "
                  f"but the file has {preds.n:,}. Lower one of them (0 test rows = all the others).")
         return None
-    return runs.compare_settings(chosen, int(n_re), int(n_folds), int(seed), n_te=n_te, diagrams=diagrams,
-                                 binary_ece=state.recal_binary_ece(preds), alpha=float(alpha), max_iter=max_iter)
+    return settings
 
 
 def _start_compare(loaded: state.Loaded, s: runs.CompareSettings) -> None:

@@ -197,3 +197,10 @@ def test_run_sweep_stopped_keeps_finished_fits(cifar10):
 def test_device_label_names_the_cpu_or_a_gpu():
     label = runs.device_label()
     assert label == "CPU" or label.startswith("GPU: ")
+
+
+def test_fits_per_fold_counts_a_shared_fit_once():
+    s = runs.compare_settings(["uncalibrated", "temperature", "pbr", "pbr_app", "gp_app"], 300, 5, 0, alpha=0.3)
+    assert s.fits_per_fold() == (4, 2)  # pbr_app reuses pbr's fit; gp_app has no gp to share with
+    assert runs.compare_settings(["gp", "gp_app", "pbr_total", "pbr_total_app"], 300, 5, 0).fits_per_fold() == (2, 2)
+    assert runs.compare_settings(["uncalibrated", "isotonic"], 300, 5, 0).fits_per_fold() == (2, 0)
