@@ -4,6 +4,7 @@ Usage::
 
     pbr-calib evaluate FILE [--n-bins B] [--format table|json]
     pbr-calib fit FILE --method NAME [--param KEY=VALUE ...] --out MODEL.json
+    pbr-calib fit FILE --method pbr --select-alpha [--alpha-grid 0,0.1,0.5,1] [--alpha-metric ece] --out MODEL.json
     pbr-calib apply MODEL.json FILE --out CALIBRATED.csv|.parquet
     pbr-calib compare FILE --methods uncalibrated,temperature,pbr [--n-re 1000] [--n-te N] [--folds 10] [--out TABLE.csv]
     pbr-calib methods [--format table|json]
@@ -105,6 +106,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a parameter of the method (repeatable); values are JSON, else text")
     p.add_argument("--out", required=True, type=Path, metavar="MODEL.json", help="where to save the recalibrator")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    g = p.add_argument_group("alpha by cross-validation (PBR methods: pbr, pbr_total, pbr_app, pbr_total_app)")
+    g.add_argument("--select-alpha", action="store_true",
+                   help="choose alpha by k-fold cross-validation inside FILE, then fit on all rows with it")
+    g.add_argument("--alpha-grid", type=_alpha_grid, default=None, metavar="A,B,...",
+                   help="candidate alpha values (default: the paper's 0,0.01,0.1,0.25,0.5,0.75,0.9,1)")
+    g.add_argument("--alpha-metric", choices=["ece", "brier", "nll"], default="ece",
+                   help="held-out score to minimise (default ece, with B = floor(n_val^(1/3)))")
+    g.add_argument("--alpha-folds", type=_positive_int, default=5, metavar="K", help="number of folds (default 5)")
+    g.add_argument("--alpha-scores", type=Path, default=None, metavar="SCORES.csv",
+                   help="also write every (alpha, fold) fit's held-out scores (CSV)")
     loading_options(p)
 
     p = add("apply", "apply a saved recalibrator to a prediction file",
@@ -168,6 +179,16 @@ def _probability(text: str) -> float:
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
     return value
+
+
+def _alpha_grid(text: str) -> list[float]:
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    if not values or any(not (math.isfinite(v) and v >= 0) for v in values):
+        raise argparse.ArgumentTypeError(f"expected comma-separated finite numbers >= 0, got {text!r}")
+    return values
 
 
 def parse_params(items: Sequence[str]) -> dict[str, Any]:
@@ -267,12 +288,25 @@ def _progress_factory(quiet: bool):
 def cmd_fit(args: argparse.Namespace) -> int:
     from pbr_core.recalibrators import get_recalibrator, report_progress
 
+    from pbr_core.recalibrators.gp import PBR
+
     params = parse_params(args.param)
     try:
         rec = get_recalibrator(args.method, **params)
         rec._validate_params()
     except (ValueError, TypeError) as exc:
         raise CLIError(str(exc), EXIT_USAGE) from exc
+    alpha_options = [name for name in ("alpha_grid", "alpha_scores") if getattr(args, name) is not None]
+    if alpha_options and not args.select_alpha:
+        raise CLIError(f"--{alpha_options[0].replace('_', '-')} needs --select-alpha", EXIT_USAGE)
+    if args.select_alpha:
+        if not isinstance(rec, PBR):
+            raise CLIError(f"--select-alpha applies to the PBR methods (pbr, pbr_total, pbr_app, pbr_total_app), "
+                           f"not to {args.method}", EXIT_USAGE)
+        if "alpha" in params:
+            raise CLIError("--select-alpha chooses alpha: do not also give --param alpha=...", EXIT_USAGE)
+        if args.alpha_scores is not None:
+            _check_output(args.alpha_scores, (".csv",))
     _check_output(args.out, (".json",))
     preds = _load(args.file, args)
     if not preds.can_recalibrate:
@@ -282,6 +316,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     try:
         with report_progress(_progress_factory(args.quiet)):
+            if args.select_alpha:
+                rec.set_params(alpha=_select_alpha(rec, preds, args))
             rec.fit(preds)
     except RuntimeError as exc:
         raise CLIError(f"fitting {args.method} failed: {exc}", EXIT_FIT_FAILED) from exc
@@ -295,6 +331,40 @@ def cmd_fit(args: argparse.Namespace) -> int:
     print(f"fitted {rec!r} on {preds.n} rows, K = {preds.n_classes} ({preds.kind}) in {seconds:.2f} s")
     print(f"saved to {args.out}")
     return EXIT_OK
+
+
+def _select_alpha(rec, preds, args: argparse.Namespace) -> float:
+    """k-fold CV of alpha inside the recalibration set; prints the grid's scores, returns the winner."""
+    from tqdm import tqdm
+
+    from pbr_core.alpha_selection import PAPER_ALPHA_GRID, select_alpha
+
+    grid = args.alpha_grid or list(PAPER_ALPHA_GRID)
+    # The variants (pbr_total, pbr_app, ...) fix objective and mean_approx outside get_params().
+    params = {**{k: v for k, v in rec.get_params().items() if k != "alpha"},
+              "objective": rec.objective, "mean_approx": rec.mean_approx}
+    with tqdm(total=len(grid) * args.alpha_folds, unit="fit", desc="alpha CV", file=sys.stderr,
+              disable=args.quiet, leave=False) as bar:
+        def progress(done: int, total: int, message: str) -> None:
+            bar.total = total
+            bar.n = done
+            bar.set_postfix_str(message, refresh=True)
+
+        sel = select_alpha(preds, grid=grid, n_splits=args.alpha_folds, metric=args.alpha_metric,
+                           progress=progress, **params)
+    if args.alpha_scores is not None:
+        try:
+            sel.scores.to_csv(args.alpha_scores, index=False)
+        except OSError as exc:
+            raise CLIError(f"cannot write {args.alpha_scores}: {exc.strerror or exc}", EXIT_USAGE) from exc
+    table = sel.summary[["alpha", "mean", "std", "kl_mean"]].rename(
+        columns={"mean": f"{args.alpha_metric} mean", "std": f"{args.alpha_metric} std", "kl_mean": "KL mean"})
+    table.insert(0, "", ["<-" if a == sel.best_alpha else "" for a in table["alpha"]])
+    print(f"alpha by {args.alpha_folds}-fold cross-validation on {preds.n} rows ({args.alpha_metric}, "
+          f"held-out folds; {sel.wall_time_s:.1f} s):")
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.5g}"))
+    print(f"chosen alpha = {sel.best_alpha:g}")
+    return sel.best_alpha
 
 
 def _check_output(path: Path, suffixes: tuple[str, ...]) -> None:
@@ -435,6 +505,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
+            # Library deprecations (torch, gpytorch) are for developers, not for the user of the tool.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", PendingDeprecationWarning)
             warnings.showwarning = _show_warning
             return COMMANDS[args.command](args)
     except CLIError as exc:

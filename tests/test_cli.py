@@ -110,6 +110,35 @@ def test_fit_with_params(capsys, c10_files, tmp_path) -> None:
     assert code == EXIT_OK and json.loads(model.read_text())["params"]["bias"] is False
 
 
+def test_fit_with_alpha_selected_by_cross_validation(capsys, c10_files, tmp_path) -> None:
+    """--select-alpha runs select_alpha on FILE with the method's parameters, prints the grid, fits with the winner."""
+    import pandas as pd
+
+    from pbr_core.alpha_selection import select_alpha
+
+    fit, _ = c10_files
+    small = tmp_path / "small.npz"
+    d = np.load(fit)
+    np.savez(small, logits=d["logits"][:300], labels=d["labels"][:300])
+    model, scores = tmp_path / "pbr.json", tmp_path / "scores.csv"
+    code, out, err = run(capsys, "fit", small, "--method", "pbr_total_app", "--select-alpha", "--alpha-grid", "0,1",
+                         "--alpha-folds", "2", "--alpha-metric", "brier", "--alpha-scores", scores,
+                         "--param", "max_iter=30", "--param", "n_mc=10", "--out", model, "--quiet")
+    assert code == EXIT_OK, err
+    assert "DeprecationWarning" not in err and "torch.jit" not in err
+    expected = select_alpha(pbr_core.load_predictions(small), grid=[0.0, 1.0], n_splits=2, metric="brier",
+                            objective="pbr_total", mean_approx=True, max_iter=30, n_mc=10)
+    assert f"chosen alpha = {expected.best_alpha:g}" in out
+    table = [line.split() for line in out.splitlines() if line.split()[:1] == ["<-"]]
+    assert len(table) == 1 and float(table[0][1]) == expected.best_alpha
+    written = pd.read_csv(scores)
+    np.testing.assert_allclose(written["score"], expected.scores["score"], rtol=1e-12)
+    np.testing.assert_allclose(written["brier"], written["score"], rtol=0)
+    rec = load_recalibrator(model)
+    assert rec.method == "pbr_total_app" and rec.alpha == expected.best_alpha
+    assert (rec.max_iter, rec.n_mc, rec.objective, rec.mean_approx) == (30, 10, "pbr_total", True)
+
+
 @pytest.mark.parametrize("argv,message", [
     ([], "required"),
     (["nope"], "invalid choice"),
@@ -122,6 +151,15 @@ def test_fit_with_params(capsys, c10_files, tmp_path) -> None:
     (["fit", "{fit}", "--method", "platt", "--out", "{tmp}/missing/m.json"], "does not exist"),
     (["apply", "{tmp}/m.json", "{fit}", "--out", "{tmp}/out.xlsx"], "ending in .csv"),
     (["evaluate", "{fit}", "--n-bins", "0"], "positive integer"),
+    (["fit", "{fit}", "--method", "temperature", "--select-alpha", "--out", "{tmp}/m.json"], "applies to the PBR methods"),
+    (["fit", "{fit}", "--method", "pbr", "--alpha-grid", "0,1", "--out", "{tmp}/m.json"], "needs --select-alpha"),
+    (["fit", "{fit}", "--method", "pbr", "--select-alpha", "--param", "alpha=0.5", "--out", "{tmp}/m.json"],
+     "do not also give --param alpha"),
+    (["fit", "{fit}", "--method", "pbr", "--select-alpha", "--alpha-grid", "0,x", "--out", "{tmp}/m.json"],
+     "comma-separated numbers"),
+    (["fit", "{fit}", "--method", "pbr", "--select-alpha", "--alpha-grid", "0,-1", "--out", "{tmp}/m.json"], ">= 0"),
+    (["fit", "{fit}", "--method", "pbr", "--select-alpha", "--alpha-scores", "{tmp}/s.txt", "--out", "{tmp}/m.json"],
+     "ending in .csv"),
     (["evaluate", "{fit}", "--eps", "1.5"], "(0, 1)"),
 ])
 def test_usage_errors_exit_2(capsys, c10_files, tmp_path, argv, message) -> None:
