@@ -17,6 +17,12 @@ Parts
   8 fits one by one (Adam, to compare time and check batched == alone) and the per-split test ECE.
 * ``consistency`` (needs CUDA): the same fit on the CPU and on the GPU, max |difference| of the
   predictions and of the objective.
+* ``stability``: the stability requirement of the paper's protocol, fit by fit, on every CIFAR-100
+  model in ../shared/data: 10 splits (n_re = 1000, the rest as test rows) x 8 alpha values, each a
+  PBR fit alone with the default optimiser (what ``PBR(alpha).fit`` does on a CPU). Every fit is
+  appended to ``benchmarks/stability/<device>_<model>.csv`` as it ends, so an interrupted run resumes where it
+  stopped (``--stability-models`` picks and orders the networks); the section summarises that file:
+  fits that are not sound (NaN, failed training-set check, test ECE above uncalibrated + 0.01).
 
 Examples
 --------
@@ -24,6 +30,7 @@ CPU (this machine)::
 
     python benchmarks/bench_gp.py --threads 1                      # grid, writes RESULTS_gp.md
     python benchmarks/bench_gp.py --parts alpha --threads 1
+    python benchmarks/bench_gp.py --parts stability --threads 1    # hours; resumable
 
 The whole GPU table in one command (the later GPU session)::
 
@@ -59,6 +66,7 @@ from pbr_core.predictions import Predictions  # noqa: E402
 from pbr_core.recalibrators.gp import PBR  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data" / "predictions"
+CIFAR100_MODELS = ("densenet121", "resnet110", "resnet50", "wrn26-10")
 RESULTS = ROOT / "benchmarks" / "RESULTS_gp.md"
 
 
@@ -245,6 +253,95 @@ def part_consistency(device: torch.device) -> list[str]:
     return rows
 
 
+STABILITY_COLUMNS = ["model", "split", "alpha", "n_re", "n_te", "ece_before", "ece_after", "nll_before",
+                     "nll_after", "kl", "objective", "iterations", "restarts", "converged", "train_check",
+                     "wall_s", "cpu_s", "device", "error"]
+
+
+def _stability_fit(z, y, seed: int, alpha: float, n_re: int, device: torch.device) -> dict:
+    fit, test = split(Predictions.from_arrays(z, y, input_type="logits"), n_re, seed)
+    row = {"split": seed, "alpha": alpha, "n_re": fit.n, "n_te": test.n, "device": str(device), "error": "",
+           "ece_before": test_ece(test.probs, test), "nll_before": pbr_core.nll(test.probs, test.labels)}
+    _sync(device)
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        rec = PBR(alpha=alpha, device=str(device)).fit(fit)
+        probs = rec.predict_proba(test)
+    except Exception as exc:  # a failure is a result here: recorded, and the run goes on
+        row.update(error=f"{type(exc).__name__}: {exc}"[:300], wall_s=time.perf_counter() - t0,
+                   cpu_s=time.process_time() - c0)
+        return row
+    _sync(device)
+    rep = rec.fit_report_
+    row.update(ece_after=test_ece(probs, test), nll_after=pbr_core.nll(probs, test.labels), kl=rep["kl"],
+               objective=rep["objective"], iterations=rep["iterations"], restarts=rep["restarts"],
+               converged=rep["converged"], train_check=rep["train_check"]["passed"],
+               wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0)
+    return row
+
+
+def stability_sound(row) -> bool:
+    """The issue's criterion: finite, training-set check passed, test ECE <= uncalibrated + 0.01."""
+    return (not row["error"] and bool(row["train_check"]) and np.isfinite(row["ece_after"])
+            and np.isfinite(row["kl"]) and row["ece_after"] <= row["ece_before"] + 0.01)
+
+
+def part_stability(device: torch.device, models: list[str], n_splits: int, n_re: int) -> list[str]:
+    import pandas as pd
+
+    folder = ROOT / "benchmarks" / "stability"
+    folder.mkdir(exist_ok=True)
+    for model in models:
+        file = SHARED / f"aigen_c100_{model}.npz"
+        if not file.exists():
+            print(f"{file} missing: {model} skipped", flush=True)
+            continue
+        path = folder / f"{device.type}_{model}.csv"
+        done = pd.read_csv(path, keep_default_na=False) if path.exists() else pd.DataFrame(columns=STABILITY_COLUMNS)
+        have = {(int(s), float(a), int(n)) for s, a, n in zip(done["split"], done["alpha"], done["n_re"])}
+        d = np.load(file)
+        z, y = d["logits"].astype(np.float64), d["labels"].astype(np.int64)
+        for seed in range(n_splits):
+            for alpha in PAPER_ALPHA_GRID:
+                if (seed, float(alpha), n_re) in have:
+                    continue
+                row = {"model": model, **_stability_fit(z, y, seed, alpha, n_re, device)}
+                pd.DataFrame([row], columns=STABILITY_COLUMNS).to_csv(path, mode="a", header=not path.exists(),
+                                                                      index=False)
+                print(f"{model} split {seed} alpha {alpha:g}: ECE {row['ece_before']:.4f} -> "
+                      f"{row.get('ece_after', float('nan')):.4f}, KL {row.get('kl', float('nan')):.2f}, "
+                      f"{row['wall_s']:.0f} s {row['error']}", flush=True)
+    files = sorted(folder.glob(f"{device.type}_*.csv"))
+    return stability_summary(pd.concat([pd.read_csv(f, keep_default_na=False) for f in files], ignore_index=True),
+                             folder) if files else ["No fits yet."]
+
+
+def stability_summary(df, folder: Path) -> list[str]:
+    for col in ("ece_before", "ece_after", "nll_before", "nll_after", "kl", "cpu_s", "wall_s"):
+        df[col] = df[col].replace("", "nan").astype(float)
+    df["sound"] = [stability_sound(r) for _, r in df.iterrows()]
+    df["delta"] = df["ece_after"] - df["ece_before"]
+    rows = [f"Every row of the CSV files in `{folder.relative_to(ROOT)}/`: one PBR fit alone (default optimiser) per split x alpha, "
+            "n_re = 1000, the other 9000 rows as the test set, B = floor(n_te^(1/3)) = 20. Sound = no error, "
+            "finite, training-set check passed, test ECE <= uncalibrated + 0.01.", "",
+            "| model | fits | sound | max test-ECE change | mean ECE uncal. | " +
+            " | ".join(f"mean ECE a={a:g}" for a in PAPER_ALPHA_GRID) + " | KL = 0 (prior) | restarts | median CPU s |",
+            "|---|---|---|---|---|" + "---|" * len(PAPER_ALPHA_GRID) + "---|---|---|"]
+    for model, g in df.groupby("model", sort=False):
+        means = [g.loc[g["alpha"].astype(float) == a, "ece_after"].mean() for a in PAPER_ALPHA_GRID]
+        restarts = int(g["restarts"].replace("", 0).astype(float).sum())
+        rows.append(f"| {model} | {len(g)} | {int(g['sound'].sum())} | {g['delta'].max():+.4f} | "
+                    f"{g['ece_before'].mean():.4f} | " + " | ".join(f"{m:.4f}" for m in means) +
+                    f" | {int((g['kl'] < 0.01).sum())} | {restarts} | {g['cpu_s'].median():.0f} |")
+    bad = df[~df["sound"]]
+    rows += ["", f"Not sound: {len(bad)} of {len(df)} fits." +
+             ("" if bad.empty else " " + "; ".join(f"{r.model} split {r.split} alpha {r.alpha}: {r.error or 'ECE ' + format(r.delta, '+.4f')}"
+                                                 for r in bad.itertuples()))]
+    for r in rows:
+        print(r, flush=True)
+    return rows
+
+
 # ---------------------------------------------------------------------- results file
 def write_section(key: str, title: str, body: list[str]) -> None:
     begin, end = f"<!-- begin {key} -->", f"<!-- end {key} -->"
@@ -266,7 +363,7 @@ def machine(device: torch.device) -> str:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cpu", help="cpu, cuda or auto")
-    ap.add_argument("--parts", default="grid", help="comma-separated: grid, alpha, protocol, consistency")
+    ap.add_argument("--parts", default="grid", help="comma-separated: grid, alpha, protocol, consistency, stability")
     ap.add_argument("--ns", default="100,1000,5000")
     ap.add_argument("--ks", default="2,10,100")
     ap.add_argument("--objective", default="pbr", choices=["pbr", "pbr_total"])
@@ -277,6 +374,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--protocol-splits", type=int, default=10)
     ap.add_argument("--protocol-chunk", type=int, default=80, help="GPs per batch in the protocol")
     ap.add_argument("--protocol-n-re", type=int, default=1000)
+    ap.add_argument("--stability-models", default=",".join(CIFAR100_MODELS),
+                    help="CIFAR-100 networks of ../shared/data for the stability part, in this order")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (1 on a shared machine)")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
@@ -297,6 +396,10 @@ def main(argv: list[str] | None = None) -> None:
         elif part == "protocol":
             body = part_protocol(device, args.protocol_splits, args.protocol_n_re, args.protocol_chunk)
             title = f"Paper protocol, 10 splits x 8 alpha, batched ({tag}: {machine(device)})"
+        elif part == "stability":
+            body = part_stability(device, args.stability_models.split(","), args.protocol_splits,
+                                  args.protocol_n_re)
+            title = f"Stability of the paper's protocol, fit by fit ({tag}: {machine(device)})"
         elif part == "consistency":
             body = part_consistency(device)
             title = f"CPU vs CUDA, same fit ({machine(device)})"
