@@ -315,8 +315,21 @@ def progress_text(job: Job) -> str:
         parts.append(job.message)
     elif job.last and job.total > 1:
         parts.append(f"last finished: {job.last}")
-    parts.append(_minutes(job.elapsed()))
+    left = remaining_seconds(job)
+    parts.append(_minutes(job.elapsed()) + ("" if left is None else f", about {_minutes(left)} left"))
     return " · ".join(parts)
+
+
+def remaining_seconds(job: Job, now: float | None = None) -> float | None:
+    """Time left if the rest goes at the pace so far; None until there is a pace to go by.
+
+    Shown only from 10 % done and 10 s on: earlier, a comparison's first few fits (uncalibrated,
+    temperature: milliseconds) would promise a GP run that has barely started is nearly over.
+    """
+    done, elapsed = job.fraction(), job.elapsed(now)
+    if job.status != "running" or not 0.1 <= done < 1.0 or elapsed < 10:
+        return None
+    return elapsed * (1.0 - done) / done
 
 
 @st.fragment(run_every=POLL_SECONDS)

@@ -43,6 +43,21 @@ def test_progress_text_says_what_is_done_and_what_runs():
     assert jobs.progress_text(job).startswith("4 of 16 fits done · Fitting PBR on 300 rows · ")
 
 
+def test_time_left_is_extrapolated_from_the_pace_so_far():
+    job = jobs.Job(kind="compare", label="x", heavy=False, status="running", started=time.time() - 60)
+    ctx = jobs.JobContext(job)
+    ctx.progress(1, 40, "uncalibrated, fold 1/10")        # 2.5 % done: no pace to go by yet
+    assert jobs.remaining_seconds(job) is None and "left" not in jobs.progress_text(job)
+    ctx.progress(10, 40, "pbr, fold 3/10")                 # 25 % in 60 s: 180 s to go
+    assert jobs.remaining_seconds(job, now=job.started + 60) == pytest.approx(180.0)
+    assert jobs.progress_text(job).endswith(", about 3.0 min left")
+    job.inner = 0.5                                        # half of the current fit counts too
+    assert jobs.remaining_seconds(job, now=job.started + 60) == pytest.approx(60 * (1 - 10.5 / 40) / (10.5 / 40))
+    assert jobs.remaining_seconds(job, now=job.started + 5) is None   # too early to tell
+    job.status = "waiting"
+    assert jobs.remaining_seconds(job) is None
+
+
 def test_a_failing_job_keeps_the_message_and_releases_the_lock():
     lock = jobs.FitLock()
     job = jobs.start_job("pbr", "bad", lambda ctx: 1 / 0, heavy=True, lock=lock)
