@@ -291,14 +291,23 @@ class Recalibrator:
 
     @classmethod
     def load(cls, path: str | Path) -> "Recalibrator":
+        return cls.loads(Path(path).read_bytes(), source=str(path))
+
+    @classmethod
+    def loads(cls, text: str | bytes, source: str = "recalibrator") -> "Recalibrator":
+        """A recalibrator from the text of a file written by :meth:`save` (e.g. an upload's bytes).
+
+        Raises ``ValueError`` whose message starts with ``source``: not JSON, not a pbr-calib
+        recalibrator, another format version, an unknown method or damaged contents.
+        """
         try:
-            data = json.loads(Path(path).read_text())
+            data = json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ValueError(f"{path}: not a JSON recalibrator file ({exc}).") from exc
+            raise ValueError(f"{source}: not a JSON recalibrator file ({exc}).") from exc
         try:
             return cls.from_dict(data)
         except ValueError as exc:
-            raise ValueError(f"{path}: {exc}") from exc
+            raise ValueError(f"{source}: {exc}") from exc
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())

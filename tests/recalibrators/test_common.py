@@ -199,6 +199,12 @@ def test_loading_another_method_or_version_fails_clearly(method: str, fitted, tm
     (tmp_path / "garbage.json").write_text("not json {")
     with pytest.raises(ValueError, match="not a JSON recalibrator file"):
         load_recalibrator(tmp_path / "garbage.json")
+    # From bytes (a dashboard upload): the same checks, the message starts with the given source name.
+    assert Recalibrator.loads(json.dumps(doc).encode(), source="up.json").to_dict() == doc
+    with pytest.raises(ValueError, match=r"^up\.json: Not a pbr-calib recalibrator file"):
+        Recalibrator.loads(b"[1, 2]", source="up.json")
+    with pytest.raises(ValueError, match=r"^up\.json: not a JSON recalibrator file"):
+        Recalibrator.loads(b"\xff\xfe\x00garbage", source="up.json")
 
 
 def _write(path, doc):
