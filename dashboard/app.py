@@ -32,6 +32,7 @@ PAGES: list[tuple[str, str, str, str, str]] = [
     ("Recalibration", "views/pbr.py", "PBR", ":material/auto_fix_high:", "pbr"),
     ("Recalibration", "views/compare.py", "Compare", ":material/compare_arrows:", "compare"),
     ("Recalibration", "views/generalization.py", "Generalization", ":material/scatter_plot:", "generalization"),
+    ("Recalibration", "views/apply.py", "Fit & apply", ":material/ios_share:", "apply"),
 ]
 
 

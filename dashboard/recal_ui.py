@@ -13,7 +13,7 @@ import streamlit as st
 from dashboard import jobs, report, runs, state, texts
 
 #: The jobs whose results go into the session report, in report order.
-REPORT_KINDS = ("pbr", "compare", "sweep", "generalization")
+REPORT_KINDS = ("pbr", "compare", "sweep", "generalization", "ship", "apply")
 
 
 def recalibratable(loaded: state.Loaded | None, *, needs_gp: bool = False) -> bool:
@@ -88,7 +88,8 @@ def report_button(key: str) -> None:
 
 def _section_for(kind: str, r: Any) -> report.ReportSection:
     return {"pbr": report.pbr_section, "compare": report.compare_section, "sweep": report.sweep_section,
-            "generalization": report.generalization_section}[kind](r)
+            "generalization": report.generalization_section, "ship": report.apply_section,
+            "apply": report.apply_section}[kind](r)
 
 
 def csv_button(label: str, table: pd.DataFrame, file_name: str, key: str, help: str | None = None) -> None:

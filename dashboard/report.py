@@ -146,13 +146,16 @@ def alpha_scores_frame(summary: pd.DataFrame, metric: str) -> pd.DataFrame:
     return out
 
 
-def pbr_reliability_figures(result: Any, x_title: str, y_title: str) -> tuple[go.Figure, go.Figure]:
+def pbr_reliability_figures(result: Any, x_title: str, y_title: str, ece_name: str = "test ECE",
+                            method: str | None = None) -> tuple[go.Figure, go.Figure]:
+    """Reliability diagrams before and after of a result with ``before`` / ``after`` metrics and
+    ``reliability_before`` / ``reliability_after`` tables (PBR page, Fit & apply page)."""
     b, a = result.before["ece"], result.after["ece"]
-    method = texts.method_label(result.settings.method)
+    method = method or texts.method_label(result.settings.method)
     return (figures.reliability_figure(result.reliability_before, x_title=x_title, y_title=y_title,
-                                       title=f"Before: uncalibrated · test ECE {b:.4f}", height=520),
+                                       title=f"Before: uncalibrated · {ece_name} {b:.4f}", height=520),
             figures.reliability_figure(result.reliability_after, x_title=x_title, y_title=y_title,
-                                       title=f"After: {method} · test ECE {a:.4f}", height=520))
+                                       title=f"After: {method} · {ece_name} {a:.4f}", height=520))
 
 
 def axis_titles(binary_positive: bool) -> tuple[str, str]:
@@ -193,6 +196,23 @@ def pbr_section(result: Any) -> ReportSection:
         tables.append(("Cross-validated score per α", alpha_scores_frame(result.alpha_scores, s.cv_score)))
     return ReportSection(title=f"Recalibration: {texts.method_label(s.method)}", paragraphs=paragraphs,
                          settings=settings, tables=tables, figures=figs)
+
+
+def apply_section(result: Any) -> ReportSection:
+    """A recalibrator fitted on the Fit & apply page, or loaded from a file and applied there."""
+    label = texts.method_label(result.method)
+    binary_positive = result.preds.kind == "binary" and result.binary_ece == "positive"
+    before, after = pbr_reliability_figures(result, *axis_titles(binary_positive), ece_name="ECE", method=label)
+    settings = dict(result.settings.describe()) if result.settings is not None else {"recalibrator": result.origin}
+    settings["computed"] = _stamp(result)
+    paragraphs = [f"{result.origin}; measured on {result.evaluated_on}."]
+    if result.in_sample:
+        paragraphs.append(texts.SHIP_IN_SAMPLE)
+    paragraphs += [f"Note: {n}" for n in result.notes]
+    return ReportSection(title=f"{'Fitted for download' if result.settings is not None else 'Saved recalibrator'}: {label}",
+                         paragraphs=paragraphs, settings=settings,
+                         tables=[("Metrics before and after", pbr_metrics_frame(result))],
+                         figures=[("Before recalibration", before), ("After recalibration", after)])
 
 
 def compare_tables(table: pd.DataFrame, multiclass: bool) -> tuple[pd.DataFrame, Styler]:

@@ -174,8 +174,25 @@ class PBRSettings:
         return out
 
 
+class Downloads:
+    """Downloads of a result holding ``preds`` (the whole loaded file) and a fitted ``recalibrator``."""
+
+    preds: Predictions
+    recalibrator: Any
+
+    def calibrated_csv(self) -> bytes:
+        """The whole loaded file recalibrated by the recalibrator, as CSV (save_predictions)."""
+        probs = self.recalibrator.predict_proba(self.preds)
+        return save_predictions(self.preds.with_probs(probs, source="recalibrated"))
+
+    def recalibrator_json(self) -> bytes:
+        import json
+
+        return json.dumps(self.recalibrator.to_dict()).encode()
+
+
 @dataclass
-class PBRResult:
+class PBRResult(Downloads):
     settings: PBRSettings
     data_name: str
     data_key: str
@@ -196,16 +213,6 @@ class PBRResult:
     seconds: float
     created: float = field(default_factory=time.time)
     stopped: bool = False
-
-    def calibrated_csv(self) -> bytes:
-        """The whole loaded file recalibrated by the fitted recalibrator, as CSV (save_predictions)."""
-        probs = self.recalibrator.predict_proba(self.preds)
-        return save_predictions(self.preds.with_probs(probs, source="recalibrated"))
-
-    def recalibrator_json(self) -> bytes:
-        import json
-
-        return json.dumps(self.recalibrator.to_dict()).encode()
 
 
 def _select_alpha(fit_set: Predictions, s: PBRSettings, reporter: Reporter, steps: int) -> tuple[float, pd.DataFrame]:
@@ -473,4 +480,126 @@ def run_generalization(preds: Predictions, s: GenSettings, reporter: Reporter, *
         except Cancelled as exc:
             res, stopped = KLGapResult.from_table(exc.partial, objective=s.objective, eps=s.eps), True
     return GenResult(settings=s, data_name=data_name, data_key=data_key, result=res, stopped=stopped)
+
+
+# --------------------------------------------------------------------------- Fit & apply page
+@dataclass(frozen=True)
+class ShipSettings:
+    """Fit one recalibrator to take away: on every row, or with a share of rows held out to check it."""
+
+    method: str = "temperature"
+    alpha: float | None = None           # the PBR methods' alpha; None: the method's default
+    holdout: float = 0.2                 # share of the rows held out to check the fit; 0: fit on every row
+    seed: int = 0
+    max_iter: int | None = None
+    binary_ece: BinaryECE = "positive"
+
+    def params(self) -> dict[str, Any]:
+        p = method_params(self.method, max_iter=self.max_iter)
+        if self.method in ALPHA_METHODS and self.alpha is not None:
+            p["alpha"] = self.alpha
+        return p
+
+    def split(self, n: int) -> tuple[int, int]:
+        """(rows to fit on, rows held out) for a file of n rows; at least 2 to fit, 1 held out if any."""
+        held = 0 if self.holdout <= 0 else min(max(1, int(round(self.holdout * n))), n - 2)
+        return n - held, held
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"method": _label(self.method)}
+        out.update({k: v for k, v in self.params().items()})
+        out["held out"] = f"{self.holdout:.0%} (split seed {self.seed})" if self.holdout > 0 else "nothing"
+        return out
+
+
+@dataclass
+class ApplyResult(Downloads):
+    """A recalibrator fitted on the Fit & apply page, or loaded from a file and applied to the data."""
+
+    data_name: str
+    data_key: str
+    preds: Predictions                   # the whole loaded file (downloads)
+    recalibrator: Any
+    origin: str                          # how the recalibrator came to be, one sentence
+    evaluated_on: str                    # which rows before / after are measured on
+    in_sample: bool                      # measured on the rows it was fitted on (flattering)
+    before: dict[str, float]
+    after: dict[str, float]
+    reliability_before: pd.DataFrame
+    reliability_after: pd.DataFrame
+    n_eval: int
+    binary_ece: BinaryECE
+    fit_report: dict[str, Any]
+    seconds: float
+    settings: ShipSettings | None = None  # None: loaded from a file
+    notes: list[str] = field(default_factory=list)
+    created: float = field(default_factory=time.time)
+    stopped: bool = False
+
+    @property
+    def method(self) -> str:
+        return self.recalibrator.method
+
+
+def _evaluate(recalibrator: Any, data: Predictions, binary_ece: BinaryECE, notes: list[str]) -> dict[str, Any]:
+    """Before / after metrics and reliability tables of ``recalibrator`` on ``data``; warnings go to ``notes``."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        after = recalibrator.predict_proba(data)
+    notes += list(dict.fromkeys(str(w.message) for w in caught if not issubclass(w.category, DeprecationWarning)))
+    kind = data.kind
+    return dict(before=evaluation_metrics(data.probs, data.labels, kind, binary_ece),
+                after=evaluation_metrics(after, data.labels, kind, binary_ece),
+                reliability_before=reliability_table(data.probs, data.labels, kind, binary_ece),
+                reliability_after=reliability_table(after, data.labels, kind, binary_ece), n_eval=data.n)
+
+
+def _fit_report(recalibrator: Any) -> dict[str, Any]:
+    report = getattr(recalibrator, "fit_report_", None)
+    return report.to_dict() if hasattr(report, "to_dict") else dict(report or {})
+
+
+def run_ship(preds: Predictions, s: ShipSettings, reporter: Reporter, *, data_name: str = "",
+             data_key: str = "") -> ApplyResult:
+    """Fit ``s.method`` on the file (less the held-out share) and measure it on the held-out rows
+    (or, with nothing held out, on the rows it was fitted on)."""
+    start = time.perf_counter()
+    n_fit, n_held = s.split(preds.n)
+    if n_held:
+        re_idx, te_idx = split_indices(preds.n, n_fit, fold=0, seed=s.seed)
+        fit_set, eval_set = preds.subset(re_idx), preds.subset(te_idx)
+    else:
+        fit_set = eval_set = preds
+    recalibrator = make_recalibrator(s.method, s.params())
+    reporter.progress(0, 1)
+    reporter.step(f"Fitting {_label(s.method)} on {fit_set.n:,} rows")
+    fit(recalibrator, fit_set, reporter)
+    reporter.step("Measuring it" + (" on the held-out rows" if n_held else ""))
+    notes: list[str] = list(_fit_report(recalibrator).get("warnings", []) or [])
+    measured = _evaluate(recalibrator, eval_set, s.binary_ece, notes)
+    reporter.progress(1, 1, "Done")
+    where = (f"the {eval_set.n:,} held-out rows" if n_held else f"the {fit_set.n:,} rows it was fitted on")
+    return ApplyResult(data_name=data_name, data_key=data_key, preds=preds, recalibrator=recalibrator,
+                       origin=f"{_label(s.method)} fitted on {fit_set.n:,} rows of {data_name or 'the loaded file'}",
+                       evaluated_on=where, in_sample=not n_held, binary_ece=s.binary_ece,
+                       fit_report=_fit_report(recalibrator), seconds=time.perf_counter() - start, settings=s,
+                       notes=notes, **measured)
+
+
+def run_apply(preds: Predictions, recalibrator: Any, source: str, reporter: Reporter, *,
+              binary_ece: BinaryECE = "positive", data_name: str = "", data_key: str = "") -> ApplyResult:
+    """Apply a saved (fitted) recalibrator to every row of the loaded file and measure it there."""
+    start = time.perf_counter()
+    reporter.progress(0, 1)
+    reporter.step(f"Applying {_label(recalibrator.method)} to {preds.n:,} rows")
+    notes: list[str] = []
+    measured = _evaluate(recalibrator, preds, binary_ece, notes)
+    reporter.progress(1, 1, "Done")
+    return ApplyResult(data_name=data_name, data_key=data_key, preds=preds, recalibrator=recalibrator,
+                       origin=f"{_label(recalibrator.method)} loaded from {source}",
+                       evaluated_on=f"all {preds.n:,} rows of {data_name or 'the loaded file'}", in_sample=False,
+                       binary_ece=binary_ece, fit_report=_fit_report(recalibrator),
+                       seconds=time.perf_counter() - start, notes=notes, **measured)
 

@@ -324,3 +324,41 @@ STALE_RESULT = (
     "These results were computed on **{name}**, not on the data loaded now. Run again to use the "
     "loaded data; the downloads below still refer to {name}."
 )
+
+
+# --------------------------------------------------------------------------- Fit & apply page
+APPLY_INTRO = (
+    "Take a recalibrator away: fit one on the loaded predictions and download it, to apply to new "
+    "predictions of the same model in Python or with `pbr-calib apply`. Or upload a recalibrator you "
+    "saved earlier and check how it does on the loaded data (for example this month's predictions)."
+)
+SHIP_METHOD_HELP = (
+    "Any recalibrator of the Compare page (compare them there first). The GP methods use their default "
+    "settings and the α set here; the PBR page offers their other settings and chooses α by cross-validation."
+)
+SHIP_HOLDOUT_HELP = (
+    "Share of the rows kept out of the fit and used to check it. 0 %: fit on every row (the most data "
+    "for the recalibrator you ship), but then the check below is measured on the rows it was fitted on."
+)
+SHIP_IN_SAMPLE = (
+    "Nothing is held out, so the numbers are measured on the rows the recalibrator was fitted on and "
+    "look better than they will on new data."
+)
+APPLY_CHECK_INTRO = (
+    "Upload a recalibrator file (JSON) saved by this page, the PBR page or `pbr-calib fit`. It is applied "
+    "as it is (not refitted) to every row of the loaded data, which must come from the same model."
+)
+APPLY_UPLOAD_HELP = (
+    "A pbr-calib recalibrator file. It is read as JSON only (never unpickled) and checked: format "
+    "version, method, number of classes."
+)
+
+
+def ship_snippet(file_name: str) -> str:
+    return (
+        "from pbr_core.recalibrators import load_recalibrator\n\n"
+        f'recalibrator = load_recalibrator("{file_name}")\n'
+        "calibrated = recalibrator.predict_proba(logits)   # (n, K) logits or probabilities of new rows\n\n"
+        "# or from the command line:\n"
+        f"# pbr-calib apply {file_name} new_predictions.csv --out calibrated.csv"
+    )

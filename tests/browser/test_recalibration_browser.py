@@ -45,9 +45,11 @@ def _number(page, label: str, value: int) -> None:
     _wait_idle(page)
 
 
-def _download(page, label: str) -> bytes:
+def _download(page, label: str, key: str | None = None) -> bytes:
+    """Click the download button ``label`` (the one with widget ``key`` when given) and read the file."""
+    scope = page.locator(f".st-key-{key}") if key else page
     with page.expect_download(timeout=TIMEOUT_MS) as info:
-        page.get_by_role("button", name=label).click()
+        scope.get_by_role("button", name=label).click()
     path = info.value.path()
     with open(path, "rb") as fh:
         return fh.read()
@@ -112,3 +114,36 @@ def test_pbr_small_fit_and_download_predictions_and_recalibrator(page, app_url):
     assert saved["format"] == "pbr-calib-recalibrator" and saved["method"] == "pbr" and saved["n_classes"] == 10
     report = _download(page, "Session report (HTML)").decode()
     assert report.startswith("<!DOCTYPE html>") and "CIFAR-10" in report and "Plotly.newPlot" in report
+
+
+def test_fit_download_then_upload_and_apply_the_recalibrator(page, app_url, tmp_path):
+    """Fit & apply page: fit temperature scaling, download its JSON, upload that file, apply it."""
+    _load_cifar10(page, app_url)
+    _nav(page, "Fit & apply", "Fit & apply")
+    page.get_by_role("button", name="Fit", exact=True).click()
+    page.get_by_text("Result: Temperature scaling").wait_for(timeout=TIMEOUT_MS)
+    _wait_idle(page)
+    _no_exception(page)
+    assert "the 2,000 held-out rows" in page.locator('[data-testid="stMain"]').inner_text()
+    saved = _download(page, "Fitted recalibrator (JSON)")
+    doc = json.loads(saved)
+    assert doc["method"] == "temperature" and doc["n_classes"] == 10
+    path = tmp_path / "temperature_recalibrator.json"
+    path.write_bytes(saved)
+    # A damaged file first: a message naming it, nothing to apply.
+    bad = tmp_path / "damaged.json"
+    bad.write_text("{not json")
+    uploader = page.locator('[data-testid="stFileUploaderDropzoneInput"]')
+    uploader.set_input_files(str(bad))
+    page.get_by_text("damaged.json: not a JSON recalibrator file").wait_for(timeout=TIMEOUT_MS)
+    assert page.get_by_role("button", name="Apply", exact=True).is_disabled()
+    uploader.set_input_files(str(path))
+    page.get_by_text("K = 10 classes, fitted on logits").wait_for(timeout=TIMEOUT_MS)
+    _wait_idle(page)
+    page.get_by_role("button", name="Apply", exact=True).click()
+    page.get_by_text("loaded from temperature_recalibrator.json").wait_for(timeout=TIMEOUT_MS)
+    _wait_idle(page)
+    _no_exception(page)
+    assert "all 10,000 rows" in page.locator('[data-testid="stMain"]').inner_text()
+    calibrated = pd.read_csv(io.BytesIO(_download(page, "Calibrated predictions (CSV)", "apply_dl_predictions")))
+    assert calibrated.shape == (10_000, 11)

@@ -20,7 +20,7 @@ from dashboard import jobs, runs
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "dashboard" / "app.py")
-PBR, COMPARE, GEN = "views/pbr.py", "views/compare.py", "views/generalization.py"
+PBR, COMPARE, GEN, APPLY = "views/pbr.py", "views/compare.py", "views/generalization.py", "views/apply.py"
 CIFAR10 = "cifar10_resnet110.npz"
 JOB_TIMEOUT = 240
 
@@ -238,7 +238,7 @@ def test_generalization_two_alphas_two_folds(at):
 
 def test_top_label_only_data_explains_why_not(at):
     at.selectbox(key="data_sample").set_value("cifar10_resnet110_toplabel.csv").run()
-    for page in (PBR, COMPARE, GEN):
+    for page in (PBR, COMPARE, GEN, APPLY):
         at.switch_page(page).run()
         assert not at.exception, page
         assert any("full probability (or logit) vector" in i.value for i in at.info), page
@@ -305,7 +305,7 @@ def test_tiny_file_pages_render(at):
     at.switch_page("views/data.py").run()
     at.file_uploader(key="data_upload").upload("tiny.csv", csv.encode(), "text/csv").run()
     assert at.session_state["pbr_loaded"].preds.n == 3
-    for page in (PBR, COMPARE, GEN):
+    for page in (PBR, COMPARE, GEN, APPLY):
         at.switch_page(page).run()
         assert not at.exception, page
 

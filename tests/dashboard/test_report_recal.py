@@ -92,3 +92,28 @@ def test_sweep_and_generalization_sections_from_tables():
     assert sec.tables[0][0] == "Correlation between KL and ECE gap"
     assert sec.tables[0][1].loc["Pearson r", "statistic"] == pytest.approx(1.0)
     assert any("strong positive relation" in p for p in sec.paragraphs)
+
+
+def test_fit_and_apply_sections(cifar10, tmp_path):
+    logits, labels = cifar10
+    preds = pbr_core.Predictions.from_arrays(logits[:2000], labels[:2000])
+    s = runs.ShipSettings(method="temperature", holdout=0.0)
+    shipped = runs.run_ship(preds, s, runs.NullReporter(), data_name="CIFAR-10 sample", data_key="k")
+    sec = report.apply_section(shipped)
+    assert sec.title == "Fitted for download: Temperature scaling"
+    assert sec.settings["held out"] == "nothing" and "look better than they will" in sec.paragraphs[1]
+    applied = runs.run_apply(preds, shipped.recalibrator, "ts.json", runs.NullReporter(), data_name="new month")
+    sec2 = report.apply_section(applied)
+    assert sec2.title == "Saved recalibrator: Temperature scaling"
+    assert sec2.settings["recalibrator"] == "Temperature scaling loaded from ts.json"
+    html = report.build_report([sec, sec2], data_name="CIFAR-10 sample")
+    assert html.count("Plotly.newPlot") == 4 and f"{applied.after['ece']:.4f}" in html
+    # Applying the recalibrator to the rows it was fitted on gives the same numbers as the fit's own check.
+    assert applied.after == shipped.after
+
+
+def test_ship_settings_split_keeps_rows_on_both_sides():
+    assert runs.ShipSettings(holdout=0.2).split(10_000) == (8000, 2000)
+    assert runs.ShipSettings(holdout=0.0).split(5) == (5, 0)
+    assert runs.ShipSettings(holdout=0.05).split(4) == (3, 1)     # at least one row held out
+    assert runs.ShipSettings(holdout=0.5).split(3) == (2, 1)      # at least two rows to fit on

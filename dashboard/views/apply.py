@@ -1,0 +1,193 @@
+"""Fit & apply page: fit one recalibrator to take away, or check a saved one on the loaded data.
+
+Two background jobs (dashboard.jobs), "ship" and "apply": a progress bar while they run (a GP
+fit can take minutes), controls disabled, results kept across page switches and in the report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import streamlit as st
+
+from dashboard import jobs, recal_ui, report, runs, state, texts
+from pbr_core.recalibrators import Recalibrator, available_methods
+
+K_METHOD = "ship_method"
+K_ALPHA = "ship_alpha"
+K_HOLDOUT = "ship_holdout"
+K_SEED = "ship_seed"
+K_MAX_ITER = "ship_max_iter"
+K_UPLOAD = "apply_upload"
+K_PARSED = "apply_parsed"        # (digest, recalibrator or None, error or None) of the last upload
+
+
+def _ship_controls(loaded: state.Loaded, running: bool) -> runs.ShipSettings:
+    preds = loaded.preds
+    multiclass = preds.kind == "multiclass"
+    methods = [m for m in available_methods() if m != "uncalibrated"]
+    if st.session_state.get(K_METHOD) not in methods:
+        st.session_state[K_METHOD] = "temperature" if "temperature" in methods else methods[0]
+    c = st.columns([2, 1.4, 1, 1.6], gap="medium", vertical_alignment="bottom")
+    method = c[0].selectbox("Method", methods, key=K_METHOD, persist_state="session", disabled=running,
+                            format_func=lambda m: texts.method_label(m, multiclass), help=texts.SHIP_METHOD_HELP)
+    holdout = c[1].slider("Hold out to check it", 0, 50, 20, 5, key=K_HOLDOUT, persist_state="session",
+                          disabled=running, format="%d%%", help=texts.SHIP_HOLDOUT_HELP) / 100
+    seed = int(c[2].number_input("Split seed", min_value=0, value=0, key=K_SEED, persist_state="session",
+                                 disabled=running or holdout == 0, help=texts.SEED_HELP))
+    alpha = None
+    if method in runs.ALPHA_METHODS:
+        alpha = float(c[3].slider("α (weight of the KL term)", 0.0, 1.0, 0.5, 0.01, key=K_ALPHA,
+                                  persist_state="session", disabled=running, help=texts.ALPHA_HELP))
+    max_iter = None
+    if runs.method_params(method, max_iter=1):
+        with st.expander("GP fit settings"):
+            max_iter = int(st.number_input("Max optimiser iterations (0 = the library's default)", min_value=0,
+                                           value=0, step=50, key=K_MAX_ITER, persist_state="session",
+                                           disabled=running, help=texts.MAX_ITER_HELP)) or None
+    settings = runs.ShipSettings(method=method, alpha=alpha, holdout=holdout, seed=seed, max_iter=max_iter,
+                                 binary_ece=state.recal_binary_ece(preds))
+    n_fit, n_held = settings.split(preds.n)
+    where = f" on {runs.device_label()}" if method in runs.GP_METHODS else ""
+    st.caption(f"Fits on **{n_fit:,}** rows{where} and checks on the **{n_held:,}** held-out rows."
+               if n_held else f"Fits on all **{n_fit:,}** rows{where}. " + texts.SHIP_IN_SAMPLE)
+    return settings
+
+
+def _start_ship(loaded: state.Loaded, s: runs.ShipSettings) -> None:
+    preds, name, key = loaded.preds, loaded.name, loaded.key
+    recal_ui.start("ship", f"{texts.method_label(s.method)} for download",
+                   lambda ctx: runs.run_ship(preds, s, ctx, data_name=name, data_key=key),
+                   heavy=s.method in runs.GP_METHODS)
+
+
+def _parse_upload() -> tuple[Recalibrator | None, str | None, str]:
+    """(recalibrator, error, file name) of the uploaded JSON file, parsed once per upload."""
+    upload = st.session_state.get(K_UPLOAD)
+    if upload is None:
+        return None, None, ""
+    data = upload.getvalue()
+    digest = hashlib.sha256(data).hexdigest()
+    cached = st.session_state.get(K_PARSED)
+    if cached is None or cached[0] != digest:
+        try:
+            cached = (digest, Recalibrator.loads(data, source=upload.name), None)
+        except ValueError as exc:
+            cached = (digest, None, str(exc))
+        st.session_state[K_PARSED] = cached
+    return cached[1], cached[2], upload.name
+
+
+def _describe(rec: Recalibrator) -> str:
+    params = ", ".join(f"{k} = {v!r}" for k, v in rec.get_params().items()) or "none"
+    fitted = f"K = {rec.n_classes_} classes, fitted on {rec.input_type_}"
+    extra = ""
+    report_ = getattr(rec, "fit_report_", None) or {}
+    if getattr(rec, "kl_", None) is not None:
+        extra = f" · KL = {rec.kl_:.4g}"
+    if report_.get("device"):
+        extra += f" · fitted on {report_['device']} in {report_.get('wall_time_s', float('nan')):.1f} s"
+    return f"**{texts.method_label(rec.method)}** · {fitted}{extra}  \nParameters: {params}"
+
+
+def _apply_controls(loaded: state.Loaded, running: bool) -> tuple[Recalibrator, str] | None:
+    st.file_uploader("Recalibrator file (JSON, from this page, the PBR page or `pbr-calib fit`)", type=["json"],
+                     key=K_UPLOAD, disabled=running, help=texts.APPLY_UPLOAD_HELP)
+    rec, error, name = _parse_upload()
+    if error:
+        st.error(error, icon=":material/error:")
+        return None
+    if rec is None:
+        return None
+    st.markdown(_describe(rec))
+    preds = loaded.preds
+    if rec.n_classes_ != preds.n_classes:
+        st.error(f"{name} was fitted on predictions with {rec.n_classes_} classes, but {loaded.name} has "
+                 f"{preds.n_classes}: it belongs to another model.", icon=":material/error:")
+        return None
+    if rec.method in runs.GP_METHODS and not runs.gp_available():
+        st.warning(texts.GP_MISSING, icon=":material/extension_off:")
+        return None
+    return rec, name
+
+
+def _start_apply(loaded: state.Loaded, chosen: tuple[Recalibrator, str]) -> None:
+    rec, name = chosen
+    preds, data_name, key = loaded.preds, loaded.name, loaded.key
+    binary_ece = state.recal_binary_ece(preds)
+    recal_ui.start("apply", f"{texts.method_label(rec.method)} from {name}",
+                   lambda ctx: runs.run_apply(preds, rec, name, ctx, binary_ece=binary_ece, data_name=data_name,
+                                              data_key=key),
+                   heavy=rec.method in runs.GP_METHODS)
+
+
+def _cards(r: runs.ApplyResult) -> None:
+    c = st.columns(4)
+    c[0].metric("ECE after", f"{r.after['ece']:.4f}", delta=f"{r.after['ece'] - r.before['ece']:+.4f}",
+                delta_color="inverse", help=texts.ECE_HELP + f" B = {r.after['n_bins']} bins on {r.n_eval:,} rows.")
+    c[1].metric("ECE before", f"{r.before['ece']:.4f}", help="The uncalibrated predictions of the same rows.")
+    c[2].metric("NLL after", f"{r.after['nll']:.4f}", delta=f"{r.after['nll'] - r.before['nll']:+.4f}",
+                delta_color="inverse", help=texts.NLL_HELP)
+    c[3].metric("Accuracy after", f"{r.after['accuracy']:.2%}",
+                delta=f"{100 * (r.after['accuracy'] - r.before['accuracy']):+.2f} pt", help=texts.ACCURACY_HELP)
+
+
+def _result(loaded: state.Loaded, r: runs.ApplyResult, kind: str) -> None:
+    label = texts.method_label(r.method)
+    st.subheader(f"Result: {label}")
+    recal_ui.stale_note(r, loaded)
+    st.markdown(f"{r.origin}; measured on **{r.evaluated_on}** ({r.seconds:.1f} s).")
+    if r.in_sample:
+        st.warning(texts.SHIP_IN_SAMPLE, icon=":material/visibility:")
+    _cards(r)
+    for note in r.notes:
+        st.caption(f":material/warning: {note}")
+    binary_positive = r.preds.kind == "binary" and r.binary_ece == "positive"
+    before, after = report.pbr_reliability_figures(r, *report.axis_titles(binary_positive), ece_name="ECE",
+                                                   method=label)
+    c = st.columns(2, gap="medium")
+    c[0].plotly_chart(before, key=f"{kind}_before_chart", config={"displaylogo": False})
+    c[1].plotly_chart(after, key=f"{kind}_after_chart", config={"displaylogo": False})
+    c = st.columns(3)
+    with c[0]:
+        recal_ui.lazy_button("Calibrated predictions (CSV)", r.calibrated_csv, f"{r.method}_calibrated.csv",
+                             "text/csv", f"{kind}_dl_predictions",
+                             help=f"Every row of {r.data_name} recalibrated by the {label}: one probability "
+                                  "column per class plus the label (reads back on the Data page).")
+    if kind == "ship":
+        with c[1]:
+            recal_ui.lazy_button("Fitted recalibrator (JSON)", r.recalibrator_json, f"{r.method}_recalibrator.json",
+                                 "application/json", "ship_dl_recalibrator", icon=":material/data_object:",
+                                 help="The fitted recalibrator, to apply to new predictions of the same model.")
+        st.markdown("**Use it on new predictions of the same model**")
+        st.code(texts.ship_snippet(f"{r.method}_recalibrator.json"), language="python")
+    with c[2]:
+        recal_ui.report_button(f"{kind}_dl_report")
+
+
+def _ship_result(loaded: state.Loaded, r: runs.ApplyResult) -> None:
+    _result(loaded, r, "ship")
+
+
+def _apply_result(loaded: state.Loaded, r: runs.ApplyResult) -> None:
+    _result(loaded, r, "apply")
+
+
+def render() -> None:
+    st.title("Fit & apply")
+    st.markdown(texts.APPLY_INTRO)
+    loaded = state.current()
+    if not recal_ui.recalibratable(loaded):
+        return
+    running = {k: (j := jobs.get(k)) is not None and j.active for k in ("ship", "apply")}
+    st.header("Fit a recalibrator to take away")
+    recal_ui.run_panel("ship", loaded, running["ship"], button="Fit", button_key="ship_run",
+                       controls=_ship_controls, start_job=_start_ship, results=_ship_result)
+    st.divider()
+    st.header("Check a saved recalibrator on this data")
+    st.markdown(texts.APPLY_CHECK_INTRO)
+    recal_ui.run_panel("apply", loaded, running["apply"], button="Apply", button_key="apply_run",
+                       controls=_apply_controls, start_job=_start_apply, results=_apply_result)
+
+
+render()

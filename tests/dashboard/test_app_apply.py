@@ -1,0 +1,131 @@
+"""The Fit & apply page under AppTest: fit a recalibrator to download, upload a saved one and apply it.
+
+The numbers on the page are checked against the library called directly (same split, same fit).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import pbr_core
+from dashboard import runs
+from pbr_core.experiments import split_indices
+from pbr_core.recalibrators import TemperatureScaling, load_recalibrator
+from test_app_recal import APP, CIFAR10, _downloads, _finish, _metric, needs_gp
+
+APPLY = "views/apply.py"
+
+
+@pytest.fixture
+def at() -> AppTest:
+    app = AppTest.from_file(APP, default_timeout=60)
+    app.run()
+    app.selectbox(key="data_sample").set_value(CIFAR10).run()
+    app.switch_page(APPLY).run()
+    assert not app.exception, app.exception
+    return app
+
+
+def _loaded(at: AppTest) -> pbr_core.Predictions:
+    return at.session_state["pbr_loaded"].preds
+
+
+def test_fit_with_a_held_out_check_matches_the_library(at):
+    at.slider(key="ship_holdout").set_value(30).run()
+    at.number_input(key="ship_seed").set_value(3).run()
+    at.button(key="ship_run").click().run()
+    result = _finish(at, "ship").result
+    preds = _loaded(at)
+    re_idx, te_idx = split_indices(preds.n, 7000, fold=0, seed=3)
+    ts = TemperatureScaling().fit(preds.subset(re_idx))
+    held = preds.subset(te_idx)
+    expected = pbr_core.ece(ts.predict_proba(held), held.labels)   # B = floor(3000^(1/3)) = 14
+    assert result.after["ece"] == pytest.approx(expected, rel=1e-9)
+    assert result.before["ece"] == pytest.approx(pbr_core.ece(held.probs, held.labels), rel=1e-12)
+    assert result.recalibrator.temperature_ == pytest.approx(ts.temperature_, rel=1e-9)
+    assert (result.n_eval, result.in_sample) == (3000, False)
+    assert _metric(at, "ECE after") == f"{expected:.4f}"
+    assert any("the 3,000 held-out rows" in m.value for m in at.markdown)
+    assert {"Calibrated predictions (CSV)", "Fitted recalibrator (JSON)", "Session report (HTML)"} <= set(_downloads(at))
+    assert any("load_recalibrator(\"temperature_recalibrator.json\")" in c.value for c in at.code)
+    # What the JSON button gives is the fitted recalibrator itself.
+    doc = json.loads(result.recalibrator_json())
+    assert doc["method"] == "temperature" and doc["n_classes"] == 10
+
+
+def test_fit_on_every_row_says_the_check_is_in_sample(at):
+    at.slider(key="ship_holdout").set_value(0).run()
+    assert any("look better than they will on new data" in c.value for c in at.caption)
+    at.button(key="ship_run").click().run()
+    result = _finish(at, "ship").result
+    assert result.in_sample and result.n_eval == _loaded(at).n
+    assert any("look better than they will on new data" in w.value for w in at.warning)
+
+
+def test_upload_a_saved_recalibrator_and_apply_it(at, tmp_path):
+    preds = _loaded(at)
+    ts = TemperatureScaling().fit(preds.subset(np.arange(2000)))
+    path = ts.save(tmp_path / "ts.json")
+    at.file_uploader(key="apply_upload").upload("ts.json", path.read_bytes(), "application/json").run()
+    assert not at.exception
+    assert any("**Temperature scaling** · K = 10 classes, fitted on logits" in m.value for m in at.markdown)
+    at.button(key="apply_run").click().run()
+    result = _finish(at, "apply").result
+    expected = pbr_core.ece(load_recalibrator(path).predict_proba(preds), preds.labels)
+    assert result.after["ece"] == pytest.approx(expected, rel=1e-12)
+    assert result.n_eval == preds.n and result.settings is None
+    assert "loaded from ts.json" in result.origin
+    assert _metric(at, "ECE after") == f"{expected:.4f}"
+    assert "Fitted recalibrator (JSON)" not in _downloads(at)   # nothing new to download but the predictions
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"not json {", "not a JSON recalibrator file"),
+    (b'{"hello": 1}', "Not a pbr-calib recalibrator file"),
+])
+def test_a_bad_upload_names_the_problem(at, content, message):
+    at.file_uploader(key="apply_upload").upload("bad.json", content, "application/json").run()
+    assert not at.exception
+    assert at.error and message in at.error[0].value and at.error[0].value.startswith("bad.json")
+    assert at.button(key="apply_run").disabled
+
+
+def test_a_recalibrator_of_another_model_is_refused(at, cifar100):
+    logits, labels = cifar100
+    doc = TemperatureScaling().fit(logits[:500], labels[:500]).to_dict()
+    at.file_uploader(key="apply_upload").upload("c100.json", json.dumps(doc).encode(), "application/json").run()
+    assert at.error and "fitted on predictions with 100 classes" in at.error[0].value
+    assert "has 10" in at.error[0].value
+    assert at.button(key="apply_run").disabled
+
+
+def test_binary_data_is_measured_on_p_positive(at):
+    at.switch_page("views/data.py").run()
+    at.selectbox(key="data_sample").set_value("kitti_xgboost.csv").run()
+    at.switch_page(APPLY).run()
+    at.selectbox(key="ship_method").set_value("platt").run()
+    at.button(key="ship_run").click().run()
+    result = _finish(at, "ship").result
+    held = _loaded(at).subset(split_indices(_loaded(at).n, result.preds.n - result.n_eval, fold=0, seed=0)[1])
+    probs = result.recalibrator.predict_proba(held)
+    assert result.after["ece"] == pytest.approx(pbr_core.ece(probs[:, 1], held.labels), rel=1e-12)
+    assert "Predicted probability p(y=1)" in at.get("plotly_chart")[0].proto.spec
+
+
+@needs_gp
+def test_pbr_for_download_with_few_iterations(at):
+    at.slider(key="ship_holdout").set_value(50).run()
+    at.selectbox(key="ship_method").set_value("pbr_app").run()
+    at.slider(key="ship_alpha").set_value(0.25).run()
+    at.number_input(key="ship_max_iter").set_value(15).run()
+    at.button(key="ship_run").click().run()
+    result = _finish(at, "ship").result
+    rec = result.recalibrator
+    assert (rec.method, rec.alpha, rec.max_iter) == ("pbr_app", 0.25, 15)
+    assert np.isfinite(result.after["ece"]) and rec.kl_ >= 0
+    assert json.loads(result.recalibrator_json())["method"] == "pbr_app"
+    assert isinstance(result.settings, runs.ShipSettings) and result.settings.describe()["alpha"] == 0.25
