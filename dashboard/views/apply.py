@@ -20,6 +20,7 @@ K_SEED = "ship_seed"
 K_MAX_ITER = "ship_max_iter"
 K_UPLOAD = "apply_upload"
 K_PARSED = "apply_parsed"        # (digest, recalibrator or None, error or None) of the last upload
+K_TRIAL = "apply_trial"          # ((digest, data key), error or None): a one-row trial prediction
 
 
 def _ship_controls(loaded: state.Loaded, running: bool) -> runs.ShipSettings:
@@ -108,7 +109,26 @@ def _apply_controls(loaded: state.Loaded, running: bool) -> tuple[Recalibrator, 
     if rec.method in runs.GP_METHODS and not runs.gp_available():
         st.warning(texts.GP_MISSING, icon=":material/extension_off:")
         return None
+    problem = _trial(rec, loaded)
+    if problem:
+        st.error(f"{name} cannot be applied to {loaded.name}: {problem}", icon=":material/error:")
+        return None
     return rec, name
+
+
+def _trial(rec: Recalibrator, loaded: state.Loaded) -> str | None:
+    """Why ``rec`` cannot predict on the loaded data (tried on its first row; e.g. a GP fitted on
+    logits given probabilities), or None. Remembered per (upload, data)."""
+    key = (st.session_state[K_PARSED][0], loaded.key)
+    cached = st.session_state.get(K_TRIAL)
+    if cached is None or cached[0] != key:
+        try:
+            rec.predict_proba(loaded.preds.subset([0]))
+            cached = (key, None)
+        except ValueError as exc:
+            cached = (key, str(exc))
+        st.session_state[K_TRIAL] = cached
+    return cached[1]
 
 
 def _start_apply(loaded: state.Loaded, chosen: tuple[Recalibrator, str]) -> None:

@@ -117,6 +117,26 @@ def test_binary_data_is_measured_on_p_positive(at):
 
 
 @needs_gp
+def test_a_gp_fitted_on_logits_is_refused_on_probabilities(at, cifar10, tmp_path):
+    from pbr_core.predictions import softmax
+    from pbr_core.recalibrators import PBR
+
+    logits, labels = cifar10
+    doc = PBR(max_iter=5, n_mc=5).fit(logits[:200], labels[:200]).to_dict()
+    at.switch_page("views/data.py").run()
+    csv = "\n".join(["a,b,c,d,e,f,g,h,i,j,label"] + [",".join(f"{v:.17g}" for v in row) + f",{y}"
+                                                      for row, y in zip(softmax(logits[:50]), labels[:50])])
+    at.file_uploader(key="data_upload").upload("probs.csv", csv.encode(), "text/csv").run()
+    assert _loaded(at).input_type == "probabilities"
+    at.switch_page(APPLY).run()
+    at.file_uploader(key="apply_upload").upload("pbr.json", json.dumps(doc).encode(), "application/json").run()
+    assert not at.exception
+    assert at.error and "pbr.json cannot be applied to" in at.error[0].value
+    assert "fitted on logits" in at.error[0].value
+    assert at.button(key="apply_run").disabled
+
+
+@needs_gp
 def test_pbr_for_download_with_few_iterations(at):
     at.slider(key="ship_holdout").set_value(50).run()
     at.selectbox(key="ship_method").set_value("pbr_app").run()
