@@ -304,9 +304,11 @@ _DOC_COMMON = """
         "lbfgs": an Adam warm-up, then L-BFGS with strong-Wolfe line search (see
         :mod:`pbr_core.gp.training` for why); "adam": Adam only.
     max_iter : int, default 1000
-        Iteration budget of the optimiser, warm-up included. A fit that fails its training-set check
-        is redone once from the prior with Adam under a fresh budget of the same size, so one fit
-        runs at most 2 * max_iter iterations (``fit_report_["iterations"]`` counts both).
+        Iteration budget of the optimiser, warm-up included. Two recoveries get a fresh budget of
+        the same size each: a fit that ends at the prior (the identity map) is redone from an
+        alpha = 0 fit, and a fit that fails its training-set check is redone from the prior with
+        Adam (see :mod:`pbr_core.gp.training`). So one fit runs at most 3 * max_iter iterations;
+        ``fit_report_["iterations"]`` counts them all.
     n_mc : int, default 100
         S, the fixed Monte Carlo draws per entry for the expectations of the objective.
     n_predict_samples : int, default 100
