@@ -39,7 +39,7 @@ Robustness (every failure is either recovered or raised, never returned)
   alpha = .75 reaches .30986 (test ECE .0296). So a collapsed fit is redone that way (the alpha = 0
   stage gets half of ``max_iter``, the continuation the rest) and the lower objective is kept; when
   the prior is the better optimum (nothing worth its KL price), the first fit stays. The report's
-  ``stop_reason`` says what happened. Batched fits are not redone.
+  ``stop_reason`` says what happened. A GP of a batch is redone alone, the same way.
 * Final check on the training data: the recalibrated prediction must not be worse than the input
   (NLL for GP calibration, Brier for PBR, both for PBR total) by more than
   ``max(check_rtol * uncalibrated, check_atol)``. On failure the fit is redone from the prior with
@@ -311,19 +311,28 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
         optimizer = "adam"
     init = snapshot(model)
     iterations, converged, reasons, restarts, evaluations = _optimise(model, data, settings, optimizer, progress, notes)
-    if not batched and settings.escape_prior and at_prior(model):
-        it2, e2, escaped = _escape_prior(model, data, settings, optimizer, init, progress, iterations, notes)
+    index_of = [tuple(int(i) for i in np.unravel_index(j, tuple(model.batch_shape))) if batched else () for j in range(b)]
+    reasons = list(reasons)
+    for j, idx in enumerate(index_of if settings.escape_prior else []):
+        # A GP of a batch is redone alone, exactly as the same fit alone would be.
+        single = model.member(idx) if batched else model
+        if not at_prior(single):
+            continue
+        start = {k: (v[idx] if batched else v) for k, v in init.items()}
+        it2, e2, escaped = _escape_prior(single, _subproblem(data, idx) if batched else data, settings, optimizer,
+                                         start, progress, iterations, notes)
         iterations, evaluations = iterations + it2, evaluations + e2
-        if escaped is not None:
-            converged, reasons = escaped[0], [escaped[1]]
-            restarts += 1
-        else:
-            reasons = [reasons[0] + " (ended at the prior; a restart from an alpha = 0 fit did not do better)"]
+        if escaped is None:
+            reasons[j] += " (ended at the prior; a restart from an alpha = 0 fit did not do better)"
+            continue
+        if batched:
+            model.set_member(idx, single)
+        converged[j], reasons[j] = bool(escaped[0][0]), escaped[1]
+        restarts += 1
     with torch.no_grad():
         terms = data.terms(model)
     if not bool(torch.isfinite(terms.total).all()):
         raise RuntimeError(f"GP fit ended with a non-finite objective {terms.total.tolist()}; refusing to return it.")
-    index_of = [tuple(int(i) for i in np.unravel_index(j, tuple(model.batch_shape))) if batched else () for j in range(b)]
     checks: list[dict] = [{} for _ in range(b)]
     if check is not None:
         for j, idx in enumerate(index_of):
