@@ -37,9 +37,10 @@ Robustness (every failure is either recovered or raised, never returned)
   (CIFAR-100 DenseNet-121, n_re = 1000, benchmarks/stability/): split 1 at alpha = .75 ends at
   objective .31085 (test ECE unchanged, .0541), while fitting alpha = 0 first and continuing at
   alpha = .75 reaches .30986 (test ECE .0296). So a collapsed fit is redone that way (the alpha = 0
-  stage gets half of ``max_iter``, the continuation the rest) and the lower objective is kept; when
-  the prior is the better optimum (nothing worth its KL price), the first fit stays. The report's
-  ``stop_reason`` says what happened. A GP of a batch is redone alone, the same way.
+  stage gets half of ``max_iter``, the continuation the rest) and the redo is kept if it ends lower
+  and away from the prior; otherwise (e.g. a well-calibrated model, where every start ends at the
+  prior) the first fit stays, bit for bit. The report's ``stop_reason`` says what happened. A GP
+  of a batch is redone alone, the same way.
 * Final check on the training data: the recalibrated prediction must not be worse than the input
   (NLL for GP calibration, Brier for PBR, both for PBR total) by more than
   ``max(check_rtol * uncalibrated, check_atol)``. On failure the fit is redone from the prior with
@@ -391,8 +392,9 @@ def _escape_prior(model: GPRecalibrationModel, data: FitData, settings: TrainSet
                   init: dict[str, torch.Tensor], progress: ProgressCallback | None, offset: int,
                   notes: list[str]) -> tuple[int, int, tuple[np.ndarray, str] | None]:
     """Redo a fit that ended at the prior: fit with alpha = 0 from the prior, then continue at the
-    real alpha; keep it if its objective is lower. Returns (iterations, evaluations, None or
-    (converged, stop reason) of the kept restart); the model holds the kept parameters."""
+    real alpha; keep it if its objective is lower and it is not at the prior itself. Returns
+    (iterations, evaluations, None or (converged, stop reason) of the kept restart); the model
+    holds the kept parameters."""
     with torch.no_grad():
         first_value = float(data.terms(model).total)
     first = snapshot(model)
@@ -415,7 +417,7 @@ def _escape_prior(model: GPRecalibrationModel, data: FitData, settings: TrainSet
     except RuntimeError as exc:  # the unregularised stage can fail where the real fit did not
         notes.append(f"The fit ended at the prior; a restart from an alpha = 0 fit failed ({exc}).")
         value = float("inf")
-    if np.isfinite(value) and value < first_value:
+    if np.isfinite(value) and value < first_value and not at_prior(model):
         return it1 + it2, e1 + e2, (conv, f"{reasons[0]} (restarted: the first fit ended at the prior, objective "
                                           f"{first_value:.6g}; a fit from an alpha = 0 start reached {value:.6g})")
     restore(model, first)
