@@ -195,6 +195,17 @@ KL_HELP = (
     "paper's bounds: the smaller, the more the recalibration-set ECE can be trusted on new data."
 )
 FIT_INFO_HELP = "What the optimiser did: iterations, wall time and the device it ran on."
+
+
+def at_prior_note(kl: float, alpha: float | None, n_re: int) -> str | None:
+    """What a fit that ended at the prior (KL ~ 0) means for the user, or None for any other fit."""
+    if not (kl < 1e-3):
+        return None
+    what = "The fit ended at the prior (KL ≈ 0): the recalibrated predictions are the uncalibrated ones. "
+    if alpha is None:
+        return what + "GP calibration found no change worth its KL price on these rows."
+    return (what + f"With α = {alpha:g} and n_re = {n_re:,} rows, no change was worth its KL price (α·KL/n_re). "
+            "A smaller α or more recalibration rows let the GP move away from the prior.")
 RELIABILITY_PAIR_CAPTION = (
     "Both diagrams use the same test rows (never seen by the fit) and B = floor(n_te^(1/3)) bins. "
     "Blue bars closer to the diagonal and smaller red boxes mean better calibration."

@@ -130,6 +130,9 @@ def _cards(r: runs.PBRResult) -> None:
     st.caption(" · ".join(extra))
     for w in fr.get("warnings", []) or []:
         st.caption(f":material/warning: {w}")
+    note = texts.at_prior_note(r.kl, r.alpha, r.settings.n_re)
+    if note:
+        st.info(note, icon=":material/info:")
 
 
 def _bounds(r: runs.PBRResult) -> None:

@@ -196,6 +196,16 @@ def test_pbr_tiny_fit_shows_kl_bounds_and_downloads(at):
     assert csv.shape == (10_000, 11) and "label" in csv.columns
     saved = json.loads(r.recalibrator_json())
     assert saved["method"] == "pbr" and saved["n_classes"] == 10
+    assert not any("ended at the prior" in i.value for i in at.info) or r.kl < 1e-3
+    # The same result as if the fit had ended at the prior: the page says what that means.
+    import dataclasses
+
+    at_prior = jobs.start_job("pbr", "at the prior", lambda ctx: dataclasses.replace(r, kl=0.0), heavy=False, lock=None)
+    assert at_prior.join(5)
+    at.session_state["recal_jobs"]["pbr"] = at_prior
+    at.run()
+    notes = [i.value for i in at.info if "ended at the prior" in i.value]
+    assert len(notes) == 1 and "With α = 0.5 and n_re = 150 rows" in notes[0]
 
 
 @needs_gp

@@ -219,3 +219,13 @@ def test_fits_per_fold_counts_a_shared_fit_once():
     assert s.fits_per_fold() == (4, 2)  # pbr_app reuses pbr's fit; gp_app has no gp to share with
     assert runs.compare_settings(["gp", "gp_app", "pbr_total", "pbr_total_app"], 300, 5, 0).fits_per_fold() == (2, 2)
     assert runs.compare_settings(["uncalibrated", "isotonic"], 300, 5, 0).fits_per_fold() == (2, 0)
+
+
+def test_at_prior_note_only_for_fits_at_the_prior():
+    from dashboard import texts
+
+    assert texts.at_prior_note(0.5, 0.5, 1000) is None
+    assert texts.at_prior_note(float("nan"), 0.5, 1000) is None   # methods without a KL
+    note = texts.at_prior_note(2e-6, 0.75, 1000)
+    assert note.startswith("The fit ended at the prior") and "α = 0.75 and n_re = 1,000" in note
+    assert "GP calibration" in texts.at_prior_note(0.0, None, 300)
