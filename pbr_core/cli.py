@@ -329,6 +329,15 @@ def cmd_fit(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CLIError(f"cannot write {args.out}: {exc.strerror or exc}", EXIT_USAGE) from exc
     print(f"fitted {rec!r} on {preds.n} rows, K = {preds.n_classes} ({preds.kind}) in {seconds:.2f} s")
+    report = getattr(rec, "fit_report_", None)
+    if report:  # the GP family: what the optimiser did, KL and the paper's bounds for this fit
+        b = rec.bounds_
+        print(f"KL = {rec.kl_:.4g}; {report['iterations']} iterations on {report['device']}, "
+              f"{'converged' if report['converged'] else 'NOT converged'} ({report['stop_reason']})")
+        print(f"Corollary 1 (ECE generalisation gap) <= {b['corollary1']:.4f}; Corollary 2 (|TCE - ECE|) <= "
+              f"{b['corollary2']:.4f} (B = {b['n_bins']}, eps = {b['eps']:g}, L = {b['lipschitz']:g})")
+        if rec.kl_ < 1e-3:
+            print("note: the fit ended at the prior (KL ~ 0): the recalibrator returns the uncalibrated predictions")
     print(f"saved to {args.out}")
     return EXIT_OK
 

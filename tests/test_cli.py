@@ -135,6 +135,8 @@ def test_fit_with_alpha_selected_by_cross_validation(capsys, c10_files, tmp_path
     np.testing.assert_allclose(written["score"], expected.scores["score"], rtol=1e-12)
     np.testing.assert_allclose(written["brier"], written["score"], rtol=0)
     rec = load_recalibrator(model)
+    assert f"KL = {rec.kl_:.4g}; {rec.fit_report_['iterations']} iterations on cpu" in out
+    assert f"Corollary 1 (ECE generalisation gap) <= {rec.bounds_['corollary1']:.4f}" in out
     assert rec.method == "pbr_total_app" and rec.alpha == expected.best_alpha
     assert (rec.max_iter, rec.n_mc, rec.objective, rec.mean_approx) == (30, 10, "pbr_total", True)
 
