@@ -8,9 +8,9 @@ Start it with ``streamlit run dashboard/app.py``. Layout:
 * ``figures.py``  pure figure builders (data in, ``plotly.graph_objects.Figure`` out, no Streamlit)
 * ``texts.py``    plain-language explanations shared by several pages
 * ``tables.py``   pure pandas tables for display (data preview, per-class listings)
-* Recalibration section (PBR, Compare, Generalization pages):
+* Recalibration section (PBR, Compare, Generalization, Fit & apply pages):
   ``runs.py`` what each run computes (pure, over pbr_core), ``jobs.py`` background jobs and the
-  server-wide GP fit lock, ``recal_ui.py`` Streamlit pieces the three pages share,
+  server-wide GP fit lock, ``recal_ui.py`` Streamlit pieces the pages share,
   ``figures_recal.py`` their pure figure builders, ``report.py`` the self-contained HTML report
 * ``views/``      one file per page. Deliberately not ``pages/``: Streamlit treats a ``pages/``
   folder next to the entry point as old-style pages and, on a fresh server, runs such a file

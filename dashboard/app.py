@@ -4,7 +4,7 @@ This file is the frame around every page (st.navigation): it sets the page confi
 default sample on first start, carries out a load requested by the Data page, draws the sidebar
 summary of what is loaded and runs the selected page.
 
-To add a page (issue 5: PBR, Compare, Generalization), add a file under ``views/`` and one row
+To add a page, add a file under ``views/`` and one row
 to ``PAGES``; sections become headings in the sidebar menu. (Not ``pages/``: see dashboard/__init__.py.)
 """
 
