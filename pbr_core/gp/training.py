@@ -31,7 +31,7 @@ Robustness (every failure is either recovered or raised, never returned)
   restarts of one GP, ``RuntimeError``.
 * Objective increasing (Adam): a jump above the best value by more than a margin counts as
   divergence (as NaN). L-BFGS with strong Wolfe never accepts an increase.
-* Ending at the prior (unbatched fits, ``escape_prior``): even after the warm-up, a fit can end
+* Ending at the prior (``escape_prior``, on by default): even after the warm-up, a fit can end
   with the outputscale collapsed (below ``COLLAPSED_OUTPUTSCALE``: g = 0, the uncalibrated map,
   and q back at the prior, KL = 0) although better optima exist. Measured on the paper's protocol
   (CIFAR-100 DenseNet-121, n_re = 1000, benchmarks/stability/): split 1 at alpha = .75 ends at
