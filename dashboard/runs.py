@@ -274,8 +274,7 @@ def run_pbr(preds: Predictions, s: PBRSettings, reporter: Reporter, *, data_name
             "corollary1": float(pbr_core.corollary1_bound(fit_set.n, n_bins_re, kl0, eps=s.eps)),
             "corollary2": float(pbr_core.corollary2_bound(fit_set.n, n_bins_re, kl0, lipschitz=s.lipschitz, eps=s.eps)),
         }
-    report = getattr(recalibrator, "fit_report_", None)
-    report = report.to_dict() if hasattr(report, "to_dict") else dict(report or {})
+    report = _fit_report(recalibrator)
     reporter.progress(steps, steps, "Done")
     return PBRResult(
         settings=s, data_name=data_name, data_key=data_key, preds=preds, recalibrator=recalibrator,
