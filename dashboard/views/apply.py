@@ -86,8 +86,10 @@ def _describe(rec: Recalibrator) -> str:
     report_ = getattr(rec, "fit_report_", None) or {}
     if getattr(rec, "kl_", None) is not None:
         extra = f" · KL = {rec.kl_:.4g}"
-    if report_.get("device"):
-        extra += f" · fitted on {report_['device']} in {report_.get('wall_time_s', float('nan')):.1f} s"
+    if report_.get("device"):  # saved files leave the wall time out (it differs run to run)
+        extra += f" · fitted on {report_['device']}"
+        if report_.get("iterations") is not None:
+            extra += f", {report_['iterations']} iterations" + ("" if report_.get("converged", True) else " (not converged)")
     return f"**{texts.method_label(rec.method)}** · {fitted}{extra}  \nParameters: {params}"
 
 

@@ -123,6 +123,11 @@ def test_a_gp_fitted_on_logits_is_refused_on_probabilities(at, cifar10, tmp_path
 
     logits, labels = cifar10
     doc = PBR(max_iter=5, n_mc=5).fit(logits[:200], labels[:200]).to_dict()
+    # What the page says about a GP recalibrator file (on the CIFAR-10 logits it fits).
+    at.file_uploader(key="apply_upload").upload("pbr.json", json.dumps(doc).encode(), "application/json").run()
+    described = next(m.value for m in at.markdown if m.value.startswith("**PBR**"))
+    assert "K = 10 classes, fitted on logits · KL = " in described and "fitted on cpu, 5 iterations (not converged)" in described
+    assert "nan" not in described and not at.button(key="apply_run").disabled
     at.switch_page("views/data.py").run()
     csv = "\n".join(["a,b,c,d,e,f,g,h,i,j,label"] + [",".join(f"{v:.17g}" for v in row) + f",{y}"
                                                       for row, y in zip(softmax(logits[:50]), labels[:50])])
