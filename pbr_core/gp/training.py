@@ -84,7 +84,7 @@ Optimizer = Literal["lbfgs", "adam"]
 PRIOR_SHIFT = 0.01
 
 __all__ = ["FitData", "FitReport", "TrainCheck", "TrainSettings", "fit_gp", "training_check", "DivergenceError",
-           "ProgressCallback", "CHUNK", "PRIOR_SHIFT", "at_prior"]
+           "ProgressCallback", "CHUNK", "PRIOR_SHIFT", "at_prior", "prior_shift"]
 
 
 @dataclass
@@ -319,12 +319,14 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
     iterations, converged, reasons, restarts, evaluations = _optimise(model, data, settings, optimizer, progress, notes)
     index_of = [tuple(int(i) for i in np.unravel_index(j, tuple(model.batch_shape))) if batched else () for j in range(b)]
     reasons = list(reasons)
-    for j, idx in enumerate(index_of if settings.escape_prior else []):
+    collapsed = (prior_shift(model, data.z, data.weights) < PRIOR_SHIFT).reshape(-1).tolist() \
+        if settings.escape_prior else [False] * b
+    for j, idx in enumerate(index_of):
+        if not collapsed[j]:
+            continue
         # A GP of a batch is redone alone, exactly as the same fit alone would be.
         single = model.member(idx) if batched else model
         sub = _subproblem(data, idx) if batched else data
-        if not at_prior(single, sub.z):
-            continue
         start = {k: (v[idx] if batched else v) for k, v in init.items()}
         it2, e2, escaped = _escape_prior(single, sub, settings, optimizer, start, progress, iterations, notes)
         iterations, evaluations = iterations + it2, evaluations + e2
@@ -387,12 +389,21 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
     return reports
 
 
+def prior_shift(model: GPRecalibrationModel, z: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
+    """Per GP of the batch (shape ``batch_shape``), the largest move |E g| of a training score ``z``
+    by the GP's mean; rows of weight 0 (a batch's padding) do not count."""
+    with torch.no_grad():
+        mu, _ = model.marginals(z)
+        shift = (mu - z).abs().amax(-1)
+        if weights is not None:
+            shift = shift * (weights > 0)
+        return shift.amax(-1)
+
+
 def at_prior(model: GPRecalibrationModel, z: torch.Tensor) -> bool:
     """Whether an unbatched fit is (nearly) the identity map on its training scores ``z``: the GP's
     mean moves no score by ``PRIOR_SHIFT`` or more (the fit collapsed towards the prior)."""
-    with torch.no_grad():
-        mu, _ = model.marginals(z)
-        return bool((mu - z).abs().max() < PRIOR_SHIFT)
+    return bool((prior_shift(model, z) < PRIOR_SHIFT).all())
 
 
 def _escape_prior(model: GPRecalibrationModel, data: FitData, settings: TrainSettings, optimizer: Optimizer,
