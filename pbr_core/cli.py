@@ -288,8 +288,6 @@ def _progress_factory(quiet: bool):
 def cmd_fit(args: argparse.Namespace) -> int:
     from pbr_core.recalibrators import get_recalibrator, report_progress
 
-    from pbr_core.recalibrators.gp import PBR
-
     params = parse_params(args.param)
     try:
         rec = get_recalibrator(args.method, **params)
@@ -300,6 +298,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if alpha_options and not args.select_alpha:
         raise CLIError(f"--{alpha_options[0].replace('_', '-')} needs --select-alpha", EXIT_USAGE)
     if args.select_alpha:
+        from pbr_core.recalibrators.gp import PBR  # only here: the GP module imports torch
+
         if not isinstance(rec, PBR):
             raise CLIError(f"--select-alpha applies to the PBR methods (pbr, pbr_total, pbr_app, pbr_total_app), "
                            f"not to {args.method}", EXIT_USAGE)
