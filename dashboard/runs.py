@@ -341,13 +341,15 @@ def _params_tuple(params: Mapping[str, Mapping[str, Any]]) -> tuple:
 
 def gp_params(methods: Sequence[str], alpha: float = 0.5, max_iter: int | None = None) -> tuple:
     """Hashable per-method parameters: alpha for the PBR methods, max_iter where accepted."""
-    params = {}
-    for m in methods:
-        p = method_params(m, max_iter=max_iter)
-        if m in ALPHA_METHODS:
-            p["alpha"] = alpha
-        params[m] = p
-    return _params_tuple(params)
+    return _params_tuple({m: recalibrator_params(m, alpha, max_iter) for m in methods})
+
+
+def recalibrator_params(method: str, alpha: float | None = None, max_iter: int | None = None) -> dict[str, Any]:
+    """``method``'s page settings: alpha for the PBR methods (unless None), max_iter where accepted."""
+    p = method_params(method, max_iter=max_iter)
+    if method in ALPHA_METHODS and alpha is not None:
+        p["alpha"] = alpha
+    return p
 
 
 def compare_settings(methods: Sequence[str], n_re: int, n_folds: int, seed: int, *, n_te: int | None = None,
@@ -494,10 +496,7 @@ class ShipSettings:
     binary_ece: BinaryECE = "positive"
 
     def params(self) -> dict[str, Any]:
-        p = method_params(self.method, max_iter=self.max_iter)
-        if self.method in ALPHA_METHODS and self.alpha is not None:
-            p["alpha"] = self.alpha
-        return p
+        return recalibrator_params(self.method, self.alpha, self.max_iter)
 
     def split(self, n: int) -> tuple[int, int]:
         """(rows to fit on, rows held out) for a file of n rows; at least 2 to fit, 1 held out if any."""
@@ -506,7 +505,7 @@ class ShipSettings:
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"method": _label(self.method)}
-        out.update({k: v for k, v in self.params().items()})
+        out.update(self.params())
         out["held out"] = f"{self.holdout:.0%} (split seed {self.seed})" if self.holdout > 0 else "nothing"
         return out
 
@@ -576,14 +575,15 @@ def run_ship(preds: Predictions, s: ShipSettings, reporter: Reporter, *, data_na
     reporter.step(f"Fitting {_label(s.method)} on {fit_set.n:,} rows")
     fit(recalibrator, fit_set, reporter)
     reporter.step("Measuring it" + (" on the held-out rows" if n_held else ""))
-    notes: list[str] = list(_fit_report(recalibrator).get("warnings", []) or [])
+    report = _fit_report(recalibrator)
+    notes: list[str] = list(report.get("warnings", []) or [])
     measured = _evaluate(recalibrator, eval_set, s.binary_ece, notes)
     reporter.progress(1, 1, "Done")
     where = (f"the {eval_set.n:,} held-out rows" if n_held else f"the {fit_set.n:,} rows it was fitted on")
     return ApplyResult(data_name=data_name, data_key=data_key, preds=preds, recalibrator=recalibrator,
                        origin=f"{_label(s.method)} fitted on {fit_set.n:,} rows of {data_name or 'the loaded file'}",
                        evaluated_on=where, in_sample=not n_held, binary_ece=s.binary_ece,
-                       fit_report=_fit_report(recalibrator), seconds=time.perf_counter() - start, settings=s,
+                       fit_report=report, seconds=time.perf_counter() - start, settings=s,
                        notes=notes, **measured)
 
 
