@@ -743,3 +743,18 @@ def test_unlabelled_npz_and_bad_values_still_named(tmp_path):
     bad.write_text("a,b\n0.5,0.5\n0.5,oops\n")
     with pytest.raises(PredictionsError, match=r"'oops' in column 'b' at row 2"):
         load_predictions(bad, require_labels=False)
+
+
+def test_save_predictions_writes_extra_columns_after_the_label():
+    from pbr_core.loading import save_predictions
+
+    probs = np.array([[0.9, 0.1], [0.2, 0.8], [0.5, 0.5]])
+    data = save_predictions(probs, [0, 1, 1], class_names=["cat", "dog"],
+                            extra_columns={"row_id": np.array([7, 8, 9]), "used_for_fit": [True, False, True]})
+    lines = data.decode().splitlines()
+    assert lines[0] == "cat,dog,label,row_id,used_for_fit"
+    assert lines[1] == "0.9,0.1,0,7,True"
+    with pytest.raises(PredictionsError, match="extra column 'row_id' has shape"):
+        save_predictions(probs, [0, 1, 1], extra_columns={"row_id": [1, 2]})
+    with pytest.raises(PredictionsError, match="clashes"):
+        save_predictions(probs, [0, 1, 1], class_names=["cat", "dog"], extra_columns={"cat": [1, 2, 3]})

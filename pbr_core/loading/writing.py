@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import os
 from pathlib import Path
-from typing import IO, Literal, Sequence
+from typing import IO, Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -41,6 +41,7 @@ def save_predictions(
     path_or_buffer: str | os.PathLike[str] | IO[bytes] | None = None,
     format: Literal["csv", "parquet"] | None = None,
     class_names: Sequence[str] | None = None,
+    extra_columns: Mapping[str, np.ndarray | Sequence] | None = None,
 ) -> bytes | None:
     """Write (e.g. recalibrated) probabilities as one column per class plus ``label``.
 
@@ -60,6 +61,9 @@ def save_predictions(
         Default: from the path's suffix (``.parquet`` / ``.pq`` -> Parquet), else CSV.
     class_names : sequence of str, optional
         Column headers; default: the Predictions' class names, else "0".."K-1".
+    extra_columns : mapping of str to array of shape (n,), optional
+        More columns written after the scores and the label, in order (e.g. an id, or which rows a
+        recalibrator was fitted on). Their names must not clash with the other headers.
 
     Returns
     -------
@@ -107,6 +111,16 @@ def save_predictions(
         df = pd.DataFrame(preds.probs, columns=names)
         if preds.has_labels:
             df["label"] = preds.labels.astype(np.int64)
+
+    for name, values in (extra_columns or {}).items():
+        values = np.asarray(values)
+        if values.shape != (preds.n,):
+            raise PredictionsError(
+                f"save_predictions: extra column {name!r} has shape {values.shape}, but there are {preds.n} rows."
+            )
+        if str(name) in df.columns:
+            raise PredictionsError(f"save_predictions: extra column {name!r} clashes with another column's name.")
+        df[str(name)] = values
 
     buf = io.BytesIO()
     if format == "csv":
