@@ -77,7 +77,14 @@ def build_parser() -> argparse.ArgumentParser:
     def loading_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("--input-type", choices=["auto", "probabilities", "logits"], default="auto",
                        help="how to read the score columns (default: detect)")
-        p.add_argument("--label-column", default=None, help="name of the label column when it is not a usual one")
+        p.add_argument("--label-column", default=None, metavar="COLUMN",
+                       help="name of the label column when it is not a usual one")
+        p.add_argument("--score-columns", default=None, metavar="A,B,...",
+                       help="the columns holding the class scores, in class order (default: detected; other "
+                            "columns are kept as metadata)")
+        p.add_argument("--group-columns", default=None, metavar="A,B,...",
+                       help="columns kept for calibration by group (never read as scores)")
+        p.add_argument("--ignore-columns", default=None, metavar="A,B,...", help="columns to leave out")
         p.add_argument("--renormalize", action="store_true",
                        help="divide probability rows that do not sum to 1 by their sum instead of failing")
 
@@ -215,7 +222,9 @@ def _load(path: str, args: argparse.Namespace, require_labels: bool = True):
 
     try:
         return load_predictions(path, input_type=args.input_type, label_column=args.label_column,
-                                renormalize=args.renormalize, require_labels=require_labels)
+                                score_columns=args.score_columns, group_columns=args.group_columns,
+                                ignore_columns=args.ignore_columns, renormalize=args.renormalize,
+                                require_labels=require_labels)
     except PredictionsError as exc:
         raise CLIError(str(exc), EXIT_BAD_INPUT) from exc
     except OSError as exc:
@@ -254,6 +263,8 @@ def evaluation_table(preds, n_bins: int | None = None, lipschitz: float = 1.0, e
     row["theorem1_bound"] = pbr_core.theorem1_bound(preds.n, B_opt, lipschitz=lipschitz, eps=eps)
     if n_bins is not None:
         row["theorem1_bound_at_n_bins"] = pbr_core.theorem1_bound(preds.n, n_bins, lipschitz=lipschitz, eps=eps)
+    if preds.column_roles:
+        row["columns"] = dict(preds.column_roles)
     return row
 
 
@@ -261,6 +272,12 @@ def _format_table(rows: dict[str, Any]) -> str:
     def fmt(v: Any) -> str:
         if v is None:
             return "n/a"
+        if isinstance(v, dict):  # column -> role: one group per role, in file order
+            by_role: dict[str, list[str]] = {}
+            for column, role in v.items():
+                by_role.setdefault(role, []).append(column)
+            return "; ".join(f"{role}: {', '.join(cols) if len(cols) <= 6 else f'{len(cols)} columns'}"
+                             for role, cols in by_role.items())
         if isinstance(v, float):
             return f"{v:.6g}"
         return str(v)

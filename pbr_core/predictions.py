@@ -8,9 +8,12 @@ by :meth:`Predictions.from_arrays` (arrays already in memory); both validate the
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Literal, Sequence
+from typing import TYPE_CHECKING, Literal, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Kind = Literal["multiclass", "binary", "top_label"]
 InputType = Literal["auto", "probabilities", "logits"]
@@ -90,6 +93,12 @@ class Predictions:
         Plain-language record of what the loader decided (e.g. why it treated columns as logits).
     source : str
         Where the data came from (file name or "arrays").
+    metadata : pandas.DataFrame or None
+        The columns of the file that are not predictions (group columns, ids, dates, text
+        segments...), one row per prediction in the same order; None when there are none.
+    column_roles : tuple of (column, role)
+        What the loader used every column of the file as: "label", "score", "confidence",
+        "predicted", "group", "metadata" or "ignored", in file order (empty for arrays).
     """
 
     labels: np.ndarray
@@ -105,7 +114,8 @@ class Predictions:
     #: False when the file had no labels (``load_predictions(..., require_labels=False)``): enough to
     #: apply a fitted recalibrator, not to measure calibration. ``labels`` then holds zeros.
     has_labels: bool = True
-    _extra: dict = field(default_factory=dict, repr=False, compare=False)
+    metadata: "pd.DataFrame | None" = field(default=None, repr=False, compare=False)
+    column_roles: tuple[tuple[str, str], ...] = ()
 
     # ------------------------------------------------------------------ basic facts
     @property
@@ -126,6 +136,10 @@ class Predictions:
     @property
     def accuracy(self) -> float:
         return float(self.correct.mean())
+
+    def columns_with_role(self, *roles: str) -> list[str]:
+        """The file's columns that the loader used as one of ``roles`` (e.g. "group", "metadata")."""
+        return [c for c, r in self.column_roles if r in roles]
 
     @property
     def can_recalibrate(self) -> bool:
@@ -174,14 +188,17 @@ class Predictions:
             notes=self.notes,
             source=self.source,
             has_labels=self.has_labels,
+            metadata=None if self.metadata is None else self.metadata.iloc[idx].reset_index(drop=True),
+            column_roles=self.column_roles,
         )
 
     def with_probs(self, probs: np.ndarray, source: str | None = None) -> "Predictions":
-        """The same labels with new (e.g. recalibrated) probabilities; logits are dropped."""
-        return Predictions.from_arrays(
+        """The same labels (and metadata columns) with new (e.g. recalibrated) probabilities; logits are dropped."""
+        out = Predictions.from_arrays(
             probs, self.labels if self.has_labels else None, input_type="probabilities", class_names=self.class_names,
             source=source or self.source,
         )
+        return replace(out, metadata=self.metadata, column_roles=self.column_roles)
 
     # ------------------------------------------------------------------ construction
     @classmethod

@@ -257,7 +257,10 @@ def test_top_label_with_integers_and_errors():
     must_contain(error_of(csv_bytes("conf,pred,label\n0.9,1,1\n1.5,1,1\n")), "confidence 1.5", f"row 2 {ROW}")
     must_contain(error_of(csv_bytes("conf,pred,label\n0.9,1,1\n,1,1\n")), "missing", "'conf'", f"row 2 {ROW}")
     must_contain(error_of(csv_bytes("conf,pred,label\n0.9,cat,1\n")), "'pred'", "names")
-    must_contain(error_of(csv_bytes("conf,pred,label,extra\n0.9,1,1,0\n")), "'extra'", "top-label")
+    # Other columns of a top-label file are kept next to it, as metadata.
+    preds = load_predictions(csv_bytes("conf,pred,label,extra\n0.9,1,1,0\n"), format="csv")
+    assert preds.kind == "top_label" and preds.metadata["extra"].tolist() == [0]
+    assert dict(preds.column_roles) == {"conf": "confidence", "pred": "predicted", "label": "label", "extra": "metadata"}
     must_contain(error_of(csv_bytes("conf,pred,label\n0.9,1,1\n"), input_type="logits"), "logits")
     must_contain(error_of(csv_bytes("conf,confidence,pred,label\n0.9,0.9,1,1\n")), "'conf', 'confidence'")
 
@@ -287,8 +290,7 @@ def test_top_label_with_integers_and_errors():
     (b"a,b,label\n0.5,0.5,0\n0.5,0.5,1,9\n", [f"row 2 {ROW}", "4 fields", "3 columns"]),
     (b"a,b,label\n0.5,0.5,0\n\n0.5,0.5,1\n", [f"row 2 {ROW}", "empty"]),
     (b"a,,label\n0.5,0.5,0\n0.5,0.5,1\n", ["column 2 has no header"]),
-    (b"a,b,label\n0.5,true,0\n", ["non-numeric", "column 'b'", f"row 1 {ROW}"]),
-    (b"a,b,label\n0.5,2020-01-01,0\n", ["non-numeric", "'2020-01-01'", "column 'b'"]),
+    (b"a,b,label\n0.5,0.5,0\n0.5,0.5,1\n0.4,true,1\n", ["non-numeric", "'true'", "column 'b'", f"row 3 {ROW}"]),
 ])
 def test_table_errors_name_the_problem_and_place(data, parts):
     must_contain(error_of(data, name="my preds.csv"), *parts)

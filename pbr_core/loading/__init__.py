@@ -47,9 +47,12 @@ holds :func:`load_predictions`, which picks the reader.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
 from pbr_core.loading import _source
+from pbr_core.loading._roles import ColumnChoice, column_list
 from pbr_core.loading._numpy import _load_numpy
 from pbr_core.loading._source import (
     ACCEPTED_SUFFIXES,
@@ -87,6 +90,9 @@ def load_predictions(
     *,
     format: str | None = None,
     label_column: str | None = None,
+    score_columns: str | Sequence[str] | None = None,
+    group_columns: str | Sequence[str] | None = None,
+    ignore_columns: str | Sequence[str] | None = None,
     input_type: InputType = "auto",
     renormalize: bool = False,
     tolerance: float = DEFAULT_SUM_TOLERANCE,
@@ -106,6 +112,15 @@ def load_predictions(
     label_column : str, optional
         Header of the label column of a table, when it is not one of :data:`LABEL_COLUMN_NAMES`
         (for an NPZ archive: the name of the labels array).
+    score_columns : list of str or comma-separated str, optional
+        The columns that hold the class scores, in class order (for an NPZ archive: the one scores
+        array). Every other column is then kept as metadata. Default: detected (see
+        :mod:`pbr_core.loading._roles`: text, dates, id-like columns and whole numbers outside [0, 1]
+        are never read as scores; ambiguous score columns are an error that asks to name them).
+    group_columns : list of str or comma-separated str, optional
+        Columns kept for calibration by group (``Predictions.metadata``); never scores.
+    ignore_columns : list of str or comma-separated str, optional
+        Columns dropped when reading (noted as ignored).
     input_type : {"auto", "probabilities", "logits"}
         "auto" decides by inspection and records why in ``notes``.
     renormalize : bool
@@ -148,7 +163,16 @@ def load_predictions(
         raise src.error(f"max_rows must be a positive integer or None, but got {max_rows!r}.")
     if label_column is not None and not str(label_column).strip():
         label_column = None  # an empty text box in a form means "find it by name"
-    opts = _Options(label_column, input_type, renormalize, float(tolerance), max_rows, bool(require_labels))
+    try:
+        columns = ColumnChoice(
+            label=None if label_column is None else str(label_column).strip(),
+            scores=column_list(score_columns, "score_columns") or None,
+            groups=column_list(group_columns, "group_columns") or (),
+            ignore=column_list(ignore_columns, "ignore_columns") or (),
+        )
+    except TypeError as exc:
+        raise src.error(str(exc)) from None
+    opts = _Options(columns, input_type, renormalize, float(tolerance), max_rows, bool(require_labels))
     try:
         head = src.head()
     except OSError as exc:

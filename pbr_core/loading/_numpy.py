@@ -5,7 +5,10 @@ anything; row numbers in their messages are 0-based array indices.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
+import pandas as pd
 
 from pbr_core.loading._source import (
     NPZ_LABEL_KEYS,
@@ -69,8 +72,15 @@ def _load_npz(src: _Source, opts: _Options, notes: list[str]) -> Predictions:
         raise src.error("this is not an NPZ archive.")
     with npz:
         present = {k.lower(): k for k in npz.files}
+        choice = opts.columns
+        for wanted in (*(choice.scores or ()), *choice.groups, *choice.ignore):
+            if wanted.lower() not in present:
+                raise src.error(f"no array {wanted!r} in the archive; it holds {_names(sorted(npz.files))}.")
+        if choice.scores is not None and len(choice.scores) != 1:
+            raise src.error(f"an NPZ archive holds its scores in one array: name one, not {len(choice.scores)}.")
         prefer = {"logits": ("logits",), "probabilities": ("probs", "probabilities", "scores")}.get(opts.input_type, ())
-        score_keys = [present[k] for k in (*prefer, *NPZ_SCORE_KEYS) if k in present]
+        score_keys = ([present[choice.scores[0].lower()]] if choice.scores is not None else
+                      [present[k] for k in (*prefer, *NPZ_SCORE_KEYS) if k in present])
         wanted = (opts.label_column.lower(),) if opts.label_column is not None else NPZ_LABEL_KEYS
         label_keys = [present[k] for k in wanted if k in present]
         if not score_keys or (not label_keys and opts.require_labels):
@@ -99,9 +109,25 @@ def _load_npz(src: _Source, opts: _Options, notes: list[str]) -> Predictions:
                 raise src.error(f"array {names_key!r} must be 1-D (one name per class), but has shape {arr.shape}.")
             class_names = [str(v) for v in arr.tolist()]
         used = {score_key, label_key, names_key}
-        ignored = sorted(k for k in npz.files if k not in used)
+        n_rows = scores.shape[0] if scores.ndim >= 1 else -1
+        groups = [present[g.lower()] for g in choice.groups]
+        asked_ignored = {present[g.lower()] for g in choice.ignore}
+        meta: dict[str, np.ndarray] = {}
+        for k in [*groups, *(k for k in npz.files if k not in used and k not in groups and k not in asked_ignored)]:
+            arr = _npz_array(src, npz, k)
+            if arr.ndim == 1 and arr.shape[0] == n_rows and arr.dtype.kind in "biufUSM":
+                meta[k] = np.char.decode(arr, "utf-8", errors="replace") if arr.dtype.kind == "S" else arr
+            elif k in groups:
+                raise src.error(f"group array {k!r} must be 1-D with one value per row ({n_rows}), "
+                                f"but has shape {arr.shape}.")
+        ignored = sorted(k for k in npz.files if k not in used and k not in meta)
     notes.append(f"Read arrays {score_key!r} (scores) and {label_key!r} (labels)." if label_key is not None
                  else f"Read array {score_key!r} (scores); the archive has no labels.")
+    others = [k for k in meta if k not in groups]
+    if groups:
+        notes.append(f"Group arrays (kept for analysis by group): {_names(groups)}.")
+    if others:
+        notes.append(f"Kept as metadata (one value per row): {_names(others)}.")
     if ignored:
         notes.append(f"Ignored other arrays in the archive: {_names(ignored)}.")
     input_type = opts.input_type
@@ -111,13 +137,17 @@ def _load_npz(src: _Source, opts: _Options, notes: list[str]) -> Predictions:
         # (inspection alone would call e.g. small logits in [0, 1] broken probabilities).
         input_type = "logits"
         notes.append(f"Read array {score_key!r} as logits, as its name says.")
-    return _validated(
+    preds = _validated(
         lambda: Predictions.from_arrays(
             scores, labels, input_type=input_type, class_names=class_names, renormalize=opts.renormalize,
             tolerance=opts.tolerance, source=src.name, notes=notes,
         ),
         _array_row, None,
     )
+    roles = [(score_key, "score")] + ([(label_key, "label")] if label_key is not None else [])
+    roles += [(k, "group" if k in groups else "metadata") for k in meta]
+    roles += [(k, "ignored") for k in ignored]
+    return replace(preds, metadata=pd.DataFrame(meta) if meta else None, column_roles=tuple(roles))
 
 
 def _load_npy(src: _Source, opts: _Options, notes: list[str]) -> Predictions:

@@ -12,9 +12,12 @@ import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Literal, Union
+from typing import IO, TYPE_CHECKING, Literal, Union
 
 from pbr_core.predictions import InputType, PredictionsError
+
+if TYPE_CHECKING:
+    from pbr_core.loading._roles import ColumnChoice
 
 Source = Union[str, os.PathLike[str], bytes, bytearray, memoryview, IO[bytes]]
 FileFormat = Literal["csv", "tsv", "parquet", "npz", "npy"]
@@ -179,12 +182,16 @@ def _looks_like_text(head: bytes) -> bool:
 # ------------------------------------------------------------------------------ options, limits
 @dataclass(frozen=True)
 class _Options:
-    label_column: str | None
+    columns: "ColumnChoice"
     input_type: InputType
     renormalize: bool
     tolerance: float
     max_rows: int | None
     require_labels: bool = True
+
+    @property
+    def label_column(self) -> str | None:
+        return self.columns.label
 
 
 def _too_many_rows(src: _Source, n: int, max_rows: int) -> PredictionsError:

@@ -11,6 +11,7 @@ import csv
 import gzip
 import re
 import warnings
+from dataclasses import replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -28,6 +29,7 @@ from pbr_core.loading._source import (
     _Source,
     _too_many_rows,
 )
+from pbr_core.loading._roles import Roles, detect_scores, duplicates, find_by_name, named_roles, profile
 from pbr_core.predictions import Predictions, PredictionsError
 
 
@@ -70,7 +72,7 @@ def _load_csv(src: _Source, fmt: FileFormat, head: bytes, opts: _Options) -> Pre
                 notes.append(f"The header has no commas: columns are separated by {label}.")
                 break
     raw_header = [h.strip() for h in next(csv.reader([header_line], delimiter=sep), [])]
-    dup = sorted({h for h in raw_header if h and raw_header.count(h) > 1})
+    dup = duplicates(raw_header)
     if dup:
         raise src.error(f"duplicate column header(s) {_names(dup)}: every column needs its own name.")
 
@@ -165,39 +167,6 @@ def _is_unnamed(header: str) -> bool:
     return header == "" or re.fullmatch(r"Unnamed: \d+|__index_level_\d+__", header) is not None
 
 
-def _find_column(columns: Sequence[str], candidates: Sequence[str], what: str, src: _Source) -> str | None:
-    found = [c for c in columns if c.lower() in candidates]
-    if len(found) > 1:
-        raise src.error(f"several columns could be the {what} column: {_names(found)}; keep only one.")
-    return found[0] if found else None
-
-
-def _label_column(columns: Sequence[str], wanted: str | None, src: _Source, required: bool = True) -> str | None:
-    if wanted is not None:
-        if wanted in columns:
-            return wanted
-        ci = [c for c in columns if c.lower() == str(wanted).strip().lower()]
-        if len(ci) == 1:
-            return ci[0]
-        raise src.error(f"label_column {wanted!r} is not a column; the columns are {_names(columns)}.")
-    found = [c for c in columns if c.lower() in LABEL_COLUMN_NAMES]
-    if len(found) > 1:
-        raise src.error(
-            f"ambiguous label column: {_names(found)} could each be the label; keep one, or pass label_column=."
-        )
-    if not found and not required:
-        return None
-    if not found:
-        hint = ""
-        if columns and all(_is_number(c) for c in columns):
-            hint = " The first line looks like data: add a header line (class names, then 'label')."
-        raise src.error(
-            f"no label column: name it one of {', '.join(LABEL_COLUMN_NAMES)} (any case), or pass "
-            f"label_column=. The columns are {_names(columns)}.{hint}"
-        )
-    return found[0]
-
-
 def _is_number(text: str) -> bool:
     try:
         float(text)
@@ -247,8 +216,13 @@ def _check_finite(values: np.ndarray, columns: Sequence[str], src: _Source) -> N
     raise src.error(f"{what} in column {columns[j]!r} at {_table_row(r)}.")
 
 
-def _label_values(series: pd.Series, column: str, src: _Source) -> tuple[str, np.ndarray]:
-    """("numbers", numeric array) or ("names", str array) for a label-like column; no missing cells."""
+def _label_values(series: pd.Series, column: str, src: _Source,
+                  classes: Sequence[str] = ()) -> tuple[str, np.ndarray]:
+    """("numbers", numeric array) or ("names", str array) for a label-like column; no missing cells.
+
+    A column of numbers with a few non-numeric cells (a typo such as "1O") is an error naming the
+    first such cell, unless those cells are class names of ``classes``.
+    """
     missing = series.isna().to_numpy()
     if missing.any():
         raise src.error(f"missing value in column {column!r} at {_table_row(int(np.flatnonzero(missing)[0]))}.")
@@ -262,7 +236,17 @@ def _label_values(series: pd.Series, column: str, src: _Source) -> tuple[str, np
         names = series.str.strip()
     else:  # object columns (rare: e.g. undecodable bytes from the CSV reader) go value by value
         names = values.map(lambda v: v.decode("latin-1") if isinstance(v, bytes) else str(v)).str.strip()
-    return "names", names.to_numpy(dtype=object).astype(str)
+    names = names.to_numpy(dtype=object).astype(str)
+    not_numeric = coerced.isna().to_numpy()
+    if not_numeric.mean() < 0.5:
+        stray = not_numeric & ~np.isin(names, list(classes))
+        if stray.any():
+            r = int(np.flatnonzero(stray)[0])
+            raise src.error(
+                f"{column!r} value {_cell(names[r])} at {_table_row(r)} is not a number, but the other labels are "
+                f"numbers (class ids); {int(stray.sum()):,} such cell(s) in this column."
+            )
+    return "names", names
 
 
 def _codes(names: np.ndarray, classes: Sequence[str], column: str, src: _Source, why: str) -> np.ndarray:
@@ -279,7 +263,7 @@ def _codes(names: np.ndarray, classes: Sequence[str], column: str, src: _Source,
 
 def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]) -> Predictions:
     columns = [str(c).strip() for c in df.columns]
-    dup = sorted({c for c in columns if columns.count(c) > 1})
+    dup = duplicates(columns)
     if dup:
         raise src.error(f"duplicate column header(s) {_names(dup)}: every column needs its own name.")
     df = df.set_axis(columns, axis=1)
@@ -306,37 +290,105 @@ def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]
             warnings.warn(f"{src.name}: dropped an unnamed column holding the row index 0..n-1.", stacklevel=4)
         else:
             raise src.error(
-                f"column {columns.index(c) + 1} has no header; every column needs one (a class name, or the label)."
+                f"column {columns.index(c) + 1} has no header; every column needs one (a class name, the label, "
+                "or a name for what it holds)."
             )
     columns = list(df.columns)
+    roles = _table_roles(df, columns, src, opts)
+    notes.extend(roles.notes())
+    if roles.label is None:
+        preds = _unlabelled_table(df, roles, src, opts, notes)
+    elif roles.top_label:
+        preds = _top_label_table(df, roles, src, opts, notes)
+    else:
+        preds = _full_table(df, roles, src, opts, notes)
+    kept = roles.kept()
+    return replace(preds, metadata=df[kept].reset_index(drop=True) if kept else None,
+                   column_roles=roles.table(columns))
 
-    label = _label_column(columns, opts.label_column, src, opts.require_labels)
-    conf = _find_column(columns, CONFIDENCE_COLUMN_NAMES, "confidence", src)
-    pred = _find_column(columns, PREDICTED_COLUMN_NAMES, "predicted-label", src)
-    if label is None:
-        if conf is not None and pred is not None:
-            raise src.error("top-label-only data (confidence, predicted) needs a label column; there is none.")
-        return _unlabelled_table(df, columns, src, opts, notes)
-    if conf is not None and pred is not None and label not in (conf, pred):
-        return _top_label_table(df, label, conf, pred, src, opts, notes)
 
-    score_cols = [c for c in columns if c != label]
-    if not score_cols:
-        raise src.error(f"no score columns: the only column is the label {label!r}; add one column per class.")
+def _table_roles(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Options) -> Roles:
+    """Which column is what (see :mod:`pbr_core.loading._roles`): named roles first, then detection."""
+    choice = opts.columns
+    roles = named_roles(columns, choice, src)
+    assigned = {roles.label, *roles.scores, *roles.groups, *roles.ignored}
+    rest = [c for c in columns if c not in assigned]
+    if roles.label is None:
+        roles.label = find_by_name(rest, LABEL_COLUMN_NAMES, "label column", src, option="label_column=")
+        if roles.label is None and opts.require_labels:
+            raise _no_label(columns, src)
+        rest = [c for c in rest if c != roles.label]
+    if choice.scores is not None:
+        for c in rest:
+            _keep_named(roles, df[c], c, "not named as a score column")
+        return roles
+    conf = find_by_name(rest, CONFIDENCE_COLUMN_NAMES, "confidence column", src)
+    pred = find_by_name(rest, PREDICTED_COLUMN_NAMES, "predicted-class column", src)
+    detect_scores(df, [c for c in rest if c not in (conf, pred)], src, roles, opts.renormalize)
+    if conf is not None and pred is not None and len(roles.scores) < 2 and roles.label is not None:
+        # A top-label file: confidence and predicted class are the predictions; every other column
+        # (a lone column that looks like p(y=1) included) is metadata.
+        for c in roles.scores:
+            _keep_named(roles, df[c], c, "not used: this is a top-label file (confidence, predicted class)")
+        roles.scores, roles.confidence, roles.predicted = [], conf, pred
+    else:
+        for c in (conf, pred):
+            if c is not None:
+                _keep_named(roles, df[c], c, "a stored top-label column; recomputed from the score columns"
+                            if roles.scores else "a top-label column without its partner")
+        if not roles.scores:
+            raise _no_scores(roles, src)
+    order = {c: i for i, c in enumerate(columns)}
+    roles.metadata.sort(key=order.__getitem__)
+    return roles
+
+
+def _keep_named(roles: Roles, series: pd.Series, column: str, why: str) -> None:
+    roles.metadata.append(column)
+    roles.reasons[column] = why
+    roles.kinds[column] = profile(series.iloc[:2000], column).kind
+
+
+def _no_label(columns: Sequence[str], src: _Source) -> PredictionsError:
+    hint = ""
+    if columns and all(_is_number(c) for c in columns):
+        hint = " The first line looks like data: add a header line (class names, then 'label')."
+    return src.error(
+        f"no label column: name it one of {', '.join(LABEL_COLUMN_NAMES)} (any case), or say which column "
+        f"holds the true labels (label_column=). The columns are {_names(columns)}.{hint}"
+    )
+
+
+def _no_scores(roles: Roles, src: _Source) -> PredictionsError:
+    kept = "; ".join(f"{c!r}: {roles.reasons.get(c, 'metadata')}" for c in roles.metadata[:8])
+    return src.error(
+        "no score columns: no column holds probabilities or logits"
+        + (f" (kept as metadata: {kept})" if kept else "")
+        + ". Add one column per class, or name the score columns (score_columns=)."
+    )
+
+
+def _full_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Options, notes: list[str]) -> Predictions:
+    score_cols, label = roles.scores, roles.label
     scores = _score_block(df, score_cols, src)
-
-    kind, y = _label_values(df[label], label, src)
+    stripped = _strip_prefix(score_cols) if len(score_cols) > 1 else None
+    kind, y = _label_values(df[label], label, src, classes=[*score_cols, *(stripped or [])])
     class_names: list[str] | None = list(score_cols)
     if len(score_cols) == 1:
         class_names = None
         if kind == "names":
             y, class_names = _binary_names(y, score_cols[0], label, src, notes)
         scores = scores[:, 0]
-    elif kind == "names":
-        y = _codes(y, score_cols, label, src, "class-name labels must equal a score column's header.")
     else:
-        y = _labels_by_integer_header(y, score_cols, label, src, notes)
-
+        if kind == "names":
+            names = stripped if stripped is not None and not set(y.tolist()) & set(score_cols) else score_cols
+            y = _codes(y, names, label, src, "class-name labels must equal a score column's header.")
+            class_names = list(names)
+        else:
+            class_names = stripped or class_names
+            y = _labels_by_integer_header(y, class_names, label, src, notes)
+        if stripped is not None and class_names == stripped:
+            notes.append(f"Class names: the score columns' headers without their common prefix ({_names(stripped, 6)}).")
     return _validated(
         lambda: Predictions.from_arrays(
             scores, y, input_type=opts.input_type, class_names=class_names, renormalize=opts.renormalize,
@@ -346,9 +398,24 @@ def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]
     )
 
 
+#: Prefixes that mark score columns (``p_cat``, ``prob_0``, ``logit_A``); stripped for the class names.
+SCORE_PREFIXES = ("probability_", "probabilities_", "pred_prob_", "proba_", "probs_", "prob_", "p_",
+                  "scores_", "score_", "logits_", "logit_")
+
+
+def _strip_prefix(headers: Sequence[str]) -> list[str] | None:
+    for prefix in SCORE_PREFIXES:
+        if all(h.lower().startswith(prefix) and len(h) > len(prefix) for h in headers):
+            names = [h[len(prefix):] for h in headers]
+            if len(set(names)) == len(names):
+                return names
+    return None
+
+
 def _score_block(df: pd.DataFrame, score_cols: list[str], src: _Source) -> np.ndarray:
+    dtypes = dict(zip(df.columns, df.dtypes))  # a dict: Series lookups cost ~20 us each
     for c in score_cols:  # per-column conversion only where a column is not plainly numeric
-        if not _is_plain_numeric(df[c].dtype):
+        if not _is_plain_numeric(dtypes[c]):
             df[c] = _float_column(df[c], c, src)
     # The readers hand back one consolidated float block: this is a view or one copy, no Python loop.
     scores = np.ascontiguousarray(df[score_cols].to_numpy(dtype=np.float64, na_value=np.nan))
@@ -356,15 +423,16 @@ def _score_block(df: pd.DataFrame, score_cols: list[str], src: _Source) -> np.nd
     return scores
 
 
-def _unlabelled_table(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Options, notes: list[str]) -> Predictions:
-    """A table of class scores only (require_labels=False): every column is a class."""
+def _unlabelled_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Options, notes: list[str]) -> Predictions:
+    """A table of class scores without labels (require_labels=False)."""
+    columns = roles.scores
     scores = _score_block(df, columns, src)
-    notes.append("No label column: every column was read as a class score.")
+    notes.append("No label column: the predictions can be recalibrated, but calibration cannot be measured.")
     return _validated(
         lambda: Predictions.from_arrays(
             scores[:, 0] if len(columns) == 1 else scores, None, input_type=opts.input_type,
-            class_names=None if len(columns) == 1 else columns, renormalize=opts.renormalize,
-            tolerance=opts.tolerance, source=src.name, notes=notes,
+            class_names=None if len(columns) == 1 else (_strip_prefix(columns) or columns),
+            renormalize=opts.renormalize, tolerance=opts.tolerance, source=src.name, notes=notes,
         ),
         _table_row, columns,
     )
@@ -413,13 +481,8 @@ def _labels_by_integer_header(y: np.ndarray, headers: list[str], label: str, src
     return idx.astype(np.int64)
 
 
-def _top_label_table(df, label, conf, pred, src, opts, notes) -> Predictions:
-    extra = [c for c in df.columns if c not in (label, conf, pred)]
-    if extra:
-        raise src.error(
-            f"a top-label file ({conf!r}, {pred!r}, {label!r}) must have no other columns, but it also has "
-            f"{_names(extra)}. For full probability vectors, drop the {conf!r} and {pred!r} columns."
-        )
+def _top_label_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Options, notes: list[str]) -> Predictions:
+    conf, pred, label = roles.confidence, roles.predicted, roles.label
     if opts.input_type == "logits":
         raise src.error(f"top-label column {conf!r} holds a confidence in [0, 1]; it cannot be read as logits.")
     c = _float_column(df[conf], conf, src)

@@ -1,0 +1,433 @@
+"""Column roles: which column of a table is the label, which are the scores, which are kept as
+metadata (ids, folds, codes, text segments, dates) and which are ignored.
+
+Real exports carry more than predictions. A column that is not a score must never become one
+silently (a numeric id read as one more class turns an ECE of 0.10 into 0.90), and a text column
+must not get the whole file refused. The rules, in order:
+
+1. Roles the user names (``label_column``, ``score_columns``, ``group_columns``,
+   ``ignore_columns``) are taken as given; every other column is then kept as metadata.
+2. The label column is found by name (:data:`LABEL_COLUMN_NAMES`); a top-label-only file by its
+   ``confidence`` and ``predicted`` columns (when no probability columns are there).
+3. Without named score columns, each remaining column is profiled:
+
+   * text, dates and true/false -> metadata (never a score);
+   * a name that says id, index, fold, split, seed, date, time or weight -> metadata;
+   * whole numbers with any value outside [0, 1] (ids, fold numbers, codes, counts, years) -> metadata;
+   * whole numbers that are all 0 or 1 -> a score only if the probability rows need it to sum to 1;
+   * other numbers -> scores.
+
+   When the score candidates mix columns inside [0, 1] with columns outside it, the columns whose
+   rows sum to 1 are the probabilities and the rest are metadata; when no such block exists, the
+   loader says the score columns are ambiguous and asks to name them, instead of guessing.
+
+Every decision is written into the notes (one line per role, with the reason).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Literal, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pbr_core.loading._source import (
+    CONFIDENCE_COLUMN_NAMES,
+    LABEL_COLUMN_NAMES,
+    PREDICTED_COLUMN_NAMES,
+    _Source,
+)
+
+Role = Literal["label", "score", "confidence", "predicted", "group", "metadata", "ignored"]
+
+#: Last word of a column name (snake_case or camelCase) that marks an identifier, a data split, a
+#: time or a weight, with the reason given in the notes: such numeric columns are metadata, never scores.
+METADATA_NAME_WORDS: dict[str, str] = {
+    **dict.fromkeys(("id", "ids", "idx", "index", "uuid", "guid", "key", "row", "rownum"), "an identifier"),
+    **dict.fromkeys(("fold", "folds", "split", "partition", "seed", "subset"), "a data split"),
+    **dict.fromkeys(("date", "time", "timestamp", "datetime", "ts", "at", "year", "month", "week", "day", "hour",
+                     "minute", "epoch"), "a date or time"),
+    **dict.fromkeys(("weight", "weights"), "a weight"),
+}
+#: Whole names that are metadata whatever their last word.
+METADATA_NAMES = {"row_number": "an identifier", "row_index": "an identifier", "sample": "an identifier",
+                  "set": "a data split"}
+
+#: Rows of a probability block must sum to 1 within this tolerance to count as one when columns are
+#: picked (the loader's own sum check, with the user's tolerance, comes later).
+_BLOCK_TOLERANCE = 1e-3
+_TEXT_SAMPLE = 2000
+_DATE_RE = re.compile(r"^\s*(\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4})([ T]\d{1,2}:\d{2}.*)?\s*$")
+_TRUE_FALSE = frozenset({"true", "false", "yes", "no", "t", "f"})
+
+
+# ------------------------------------------------------------------------------ what the user named
+@dataclass(frozen=True)
+class ColumnChoice:
+    """Roles named by the user (None / empty: detect)."""
+
+    label: str | None = None
+    scores: tuple[str, ...] | None = None
+    groups: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+
+    @property
+    def named_any(self) -> bool:
+        return bool(self.label or self.scores or self.groups or self.ignore)
+
+
+def column_list(value: str | Sequence[str] | None, what: str) -> tuple[str, ...] | None:
+    """Normalise a user's column list: None, a comma-separated string or a sequence of names."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        items = [v.strip() for v in value.split(",")]
+    else:
+        try:
+            items = [str(v).strip() for v in value]
+        except TypeError:
+            raise TypeError(f"{what} must be a list of column names, but got {type(value).__name__}.") from None
+    items = [v for v in items if v]
+    return tuple(dict.fromkeys(items))
+
+
+# ------------------------------------------------------------------------------ the decision
+@dataclass
+class Roles:
+    """Which column plays which part; ``reasons`` says why a column was kept as metadata."""
+
+    label: str | None = None
+    scores: list[str] = field(default_factory=list)
+    confidence: str | None = None
+    predicted: str | None = None
+    groups: list[str] = field(default_factory=list)
+    metadata: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)
+    kinds: dict[str, str] = field(default_factory=dict)   # kept column -> "text" | "date" | "number" | "bool"
+
+    @property
+    def top_label(self) -> bool:
+        return self.confidence is not None
+
+    def kept(self) -> list[str]:
+        """Columns kept next to the predictions (groups first, then the other metadata)."""
+        return [*self.groups, *self.metadata]
+
+    def table(self, columns: Sequence[str]) -> tuple[tuple[str, Role], ...]:
+        """(column, role) for every column, in file order."""
+        role: dict[str, Role] = {c: "score" for c in self.scores}
+        role.update({c: "group" for c in self.groups})
+        role.update({c: "metadata" for c in self.metadata})
+        role.update({c: "ignored" for c in self.ignored})
+        if self.label is not None:
+            role[self.label] = "label"
+        if self.confidence is not None:
+            role[self.confidence] = "confidence"
+        if self.predicted is not None:
+            role[self.predicted] = "predicted"
+        return tuple((c, role[c]) for c in columns if c in role)
+
+    def notes(self) -> list[str]:
+        """One plain line per role: what each column was used as, and why where it was decided."""
+        out = []
+        if self.label is not None:
+            out.append(f"Label column: {self.label!r}.")
+        if self.top_label:
+            out.append(f"Top-label columns: confidence {self.confidence!r}, predicted class {self.predicted!r}.")
+        if self.scores:
+            out.append(f"Score columns ({len(self.scores)}): {_short(self.scores)}.")
+        if self.groups:
+            out.append(f"Group columns (kept for analysis by group): {_short(self.groups)}.")
+        if self.metadata:
+            by_reason: dict[str, list[str]] = {}
+            for c in self.metadata:
+                by_reason.setdefault(self.reasons.get(c, "not a score"), []).append(c)
+            parts = [f"{_short(cols)} ({why})" for why, cols in by_reason.items()]
+            out.append("Kept as metadata, not scores: " + "; ".join(parts) + ".")
+        if self.ignored:
+            out.append(f"Ignored (as asked): {_short(self.ignored)}.")
+        return out
+
+
+def _short(cols: Sequence[str], limit: int = 12) -> str:
+    shown = ", ".join(repr(str(c)) for c in list(cols)[:limit])
+    return shown + (f", ... ({len(cols) - limit} more)" if len(cols) > limit else "")
+
+
+def name_words(name: str) -> list[str]:
+    """'customerId' -> ['customer', 'id']; 'Sample Weight' -> ['sample', 'weight']."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", str(name).strip())
+    return [w for w in re.split(r"[^0-9a-zA-Z]+", spaced.lower()) if w]
+
+
+def metadata_by_name(name: str) -> str | None:
+    """What a column's name says it is (e.g. "an identifier" for ``customerId``), or None."""
+    words = name_words(name)
+    if not words:
+        return None
+    return METADATA_NAMES.get("_".join(words)) or METADATA_NAME_WORDS.get(words[-1])
+
+
+def resolve(columns: Sequence[str], wanted: str, what: str, src: _Source) -> str:
+    """The column the user means by ``wanted`` (exact, else the one case-insensitive match)."""
+    if wanted in columns:
+        return wanted
+    ci = [c for c in columns if c.lower() == str(wanted).strip().lower()]
+    if len(ci) == 1:
+        return ci[0]
+    raise src.error(f"{what} {wanted!r} is not a column; the columns are {_short(columns)}.")
+
+
+def named_roles(columns: Sequence[str], choice: ColumnChoice, src: _Source) -> Roles:
+    """The roles the user named, checked: every name exists and no column has two roles."""
+    roles = Roles()
+    taken: dict[str, str] = {}
+
+    def take(col: str, role: str) -> None:
+        if col in taken and taken[col] != role:
+            raise src.error(f"column {col!r} was named both as {taken[col]} and as {role}; give it one role.")
+        taken[col] = role
+
+    if choice.label:
+        roles.label = resolve(columns, choice.label, "label column", src)
+        take(roles.label, "the label")
+    for c in choice.scores or ():
+        col = resolve(columns, c, "score column", src)
+        take(col, "a score column")
+        roles.scores.append(col)
+    for c in choice.groups:
+        col = resolve(columns, c, "group column", src)
+        take(col, "a group column")
+        roles.groups.append(col)
+    for c in choice.ignore:
+        col = resolve(columns, c, "column to ignore", src)
+        take(col, "a column to ignore")
+        roles.ignored.append(col)
+    roles.scores = list(dict.fromkeys(roles.scores))
+    return roles
+
+
+def find_by_name(columns: Sequence[str], candidates: Sequence[str], what: str, src: _Source,
+                 option: str = "") -> str | None:
+    """The one column whose name is one of ``candidates`` (any case), None, or an error if several are."""
+    found = [c for c in columns if c.strip().lower() in candidates]
+    if len(found) > 1:
+        name = what.replace(" column", "")
+        raise src.error(f"ambiguous {what}: {_short(found)} could each be the {name}; keep one"
+                        + (f", or name the {what} ({option})." if option else "."))
+    return found[0] if found else None
+
+
+# ------------------------------------------------------------------------------ column profiles
+@dataclass
+class Profile:
+    """What a column holds, read from its values (numbers are parsed once and kept)."""
+
+    name: str
+    kind: Literal["number", "text", "date", "bool"]
+    values: np.ndarray | None = None      # float64 with NaN for missing, for kind "number"
+    integer_typed: bool = False           # stored as integers (a float column never is)
+    whole: bool = False                   # every value a whole number
+    unit: bool = False                    # every value in [0, 1]
+    missing: bool = False                 # some cells empty
+    bad_cells: int = 0                    # non-numeric cells in a mostly numeric column
+
+    @property
+    def flag(self) -> bool:
+        """Integers that are all 0 or 1: a yes/no column, or (rarely) hard 0/1 probabilities."""
+        return self.kind == "number" and self.integer_typed and self.unit
+
+
+def profile(series: pd.Series, name: str) -> Profile:
+    """The profile of one column (see :func:`profile_columns` for many at once)."""
+    dtype = series.dtype
+    if pd.api.types.is_bool_dtype(dtype):
+        return Profile(name, "bool")
+    if pd.api.types.is_datetime64_any_dtype(dtype) or isinstance(dtype, pd.PeriodDtype):
+        return Profile(name, "date")
+    if pd.api.types.is_numeric_dtype(dtype):
+        return _numeric_profiles([name], series.to_numpy(dtype=np.float64, na_value=np.nan)[:, None],
+                                 pd.api.types.is_integer_dtype(dtype))[0]
+    values = series.astype(object)
+    present = values[values.notna()]
+    if present.empty:
+        return _numeric_profiles([name], np.full((len(series), 1), np.nan), False)[0]
+    sample = present.iloc[:_TEXT_SAMPLE]
+    texts = sample.map(lambda v: v.decode("latin-1") if isinstance(v, bytes) else str(v))
+    if float(pd.to_numeric(texts, errors="coerce").notna().mean()) < 0.5:
+        lowered = set(texts.str.strip().str.lower().unique()[:10])
+        if lowered <= _TRUE_FALSE:
+            return Profile(name, "bool")
+        if texts.str.match(_DATE_RE).mean() > 0.9:
+            return Profile(name, "date")
+        return Profile(name, "text")
+    coerced = pd.to_numeric(values, errors="coerce")
+    prof = _numeric_profiles([name], coerced.to_numpy(dtype=np.float64, na_value=np.nan)[:, None],
+                             pd.api.types.is_integer_dtype(coerced.dtype))[0]
+    prof.bad_cells = int((coerced.isna() & values.notna()).sum())
+    return prof
+
+
+def profile_columns(df: pd.DataFrame, names: Sequence[str]) -> list[Profile]:
+    """Profiles of ``names``, in order; plain numeric columns in column blocks (a file with 50,000
+    class columns must not pay pandas' per-column overhead 50,000 times)."""
+    dtypes = dict(zip(df.columns, df.dtypes))  # a dict: Series lookups cost ~20 us each
+    numeric = [c for c in names if pd.api.types.is_numeric_dtype(dtypes[c]) and not pd.api.types.is_bool_dtype(dtypes[c])]
+    out: dict[str, Profile] = {}
+    step = max(1, (1 << 22) // max(len(df), 1))  # ~32 MB of float64 per block
+    for integer in (True, False):
+        cols = [c for c in numeric if pd.api.types.is_integer_dtype(dtypes[c]) == integer]
+        for i in range(0, len(cols), step):
+            block = cols[i:i + step]
+            for p in _numeric_profiles(block, df[block].to_numpy(dtype=np.float64, na_value=np.nan), integer):
+                p.values = None  # read again from the frame when needed (no second copy of the scores)
+                out[p.name] = p
+    return [out[c] if c in out else profile(df[c], c) for c in names]
+
+
+def _numeric_profiles(names: Sequence[str], v: np.ndarray, integer_typed: bool) -> list[Profile]:
+    finite = np.isfinite(v)
+    with np.errstate(invalid="ignore"):
+        whole = np.all((v == np.round(v)) | ~finite, axis=0) & finite.any(axis=0)
+        unit = np.all(((v >= 0) & (v <= 1)) | ~finite, axis=0)
+    missing = np.isnan(v).any(axis=0)
+    return [Profile(name, "number", values=v[:, j], integer_typed=integer_typed, whole=bool(whole[j]),
+                    unit=bool(unit[j]), missing=bool(missing[j])) for j, name in enumerate(names)]
+
+
+# ------------------------------------------------------------------------------ detecting scores
+def _blocks(df: pd.DataFrame, profiles: Sequence[Profile]):
+    """(profiles, values) in column blocks of ~32 MB: sums over thousands of columns stay vectorised."""
+    step = max(1, (1 << 22) // max(len(df), 1))
+    for i in range(0, len(profiles), step):
+        part = list(profiles[i:i + step])
+        if all(p.values is None for p in part):
+            values = df[[p.name for p in part]].to_numpy(dtype=np.float64, na_value=np.nan)
+        else:
+            values = np.column_stack([p.values if p.values is not None else
+                                      df[p.name].to_numpy(dtype=np.float64, na_value=np.nan) for p in part])
+        yield part, values
+
+
+def _row_sums(df: pd.DataFrame, profiles: Sequence[Profile]) -> np.ndarray:
+    total = np.zeros(len(df))
+    for _, values in _blocks(df, profiles):
+        total += values.sum(axis=1)
+    return total
+
+
+def _sums_to_one(df: pd.DataFrame, profiles: Sequence[Profile]) -> bool:
+    if len(profiles) < 2 or not all(p.unit and p.kind == "number" for p in profiles):
+        return False
+    total = _row_sums(df, profiles)
+    ok = np.abs(total - 1.0) <= _BLOCK_TOLERANCE
+    return bool(np.all(ok | np.isnan(total)))
+
+
+#: From this many rows on, values say more than names: a logit column does not stay inside [0, 1]
+#: and logits are not all whole numbers. Smaller files keep the simple rule (values outside [0, 1]
+#: anywhere -> logits), as a handful of rows cannot tell.
+MANY_ROWS = 50
+
+
+def detect_scores(df: pd.DataFrame, names: Sequence[str], src: _Source, roles: Roles,
+                  renormalize: bool = False) -> None:
+    """Fill ``roles.scores`` and ``roles.metadata`` from the values of the unassigned columns ``names``."""
+    profiles = profile_columns(df, names)
+    many = len(df) >= MANY_ROWS
+    candidates: list[Profile] = []
+    flags: list[Profile] = []
+    for p in profiles:
+        if p.kind != "number":
+            _keep(roles, p, {"text": "text", "date": "dates", "bool": "true/false values"}[p.kind])
+        elif metadata_by_name(p.name):
+            _keep(roles, p, f"{metadata_by_name(p.name)}, by its name")
+        elif p.whole and not p.unit and (p.integer_typed or p.missing or many):
+            _keep(roles, p, "whole numbers outside [0, 1]: an id, a code or a count"
+                  + (", with some text" if p.bad_cells else ""))
+        elif p.flag:
+            flags.append(p)
+        else:
+            candidates.append(p)
+
+    if not candidates and not flags:
+        return
+    unit = [p for p in candidates if p.unit]
+    outside = [p for p in candidates if not p.unit]
+    chosen: list[Profile]
+    if not outside:
+        extra = _one_too_many(df, candidates + flags)
+        if len(candidates) + len(flags) == 1:
+            chosen = candidates + flags
+        elif _sums_to_one(df, _in_order(profiles, candidates + flags)):
+            chosen = candidates + flags
+        elif flags and (len(candidates) == 1 or _sums_to_one(df, candidates)):
+            chosen = candidates  # p(y=1), or a probability block, next to yes/no columns
+        elif extra is not None:
+            chosen = [p for p in candidates + flags if p is not extra]
+        elif flags and not candidates:
+            raise _ambiguous(src, flags, "each holds only 0 and 1, and their rows do not sum to 1")
+        elif flags and not renormalize:
+            raise _ambiguous(src, candidates + flags,
+                             f"their rows do not sum to 1, and {_short([p.name for p in flags])} hold only 0 and 1 "
+                             "(a yes/no column or a score?)")
+        else:
+            chosen = candidates + flags  # probabilities that do not sum to 1: the sum check says so
+    elif unit and _sums_to_one(df, unit):
+        chosen = unit  # a probability block, plus numbers outside [0, 1] that cannot belong to it
+    elif unit and many:
+        raise _ambiguous(src, candidates,
+                         f"{_short([p.name for p in unit])} stay inside [0, 1] (probabilities?) while "
+                         f"{_short([p.name for p in outside])} do not (logits, or something else?), and no set of "
+                         "them sums to 1 per row")
+    else:
+        chosen = candidates  # logits (some values outside [0, 1])
+    chosen_names = {p.name for p in chosen}
+    for p in candidates + flags:
+        if p.name not in chosen_names:
+            why = ("holds only 0 and 1 and is not part of the probability rows" if p.flag else
+                   "in [0, 1], but the other columns' rows sum to 1 without it" if p.unit else
+                   "outside [0, 1] while the other score columns are probabilities summing to 1")
+            _keep(roles, p, why)
+    roles.scores = [p.name for p in profiles if p.name in chosen_names]
+
+
+def _one_too_many(df: pd.DataFrame, profiles: Sequence[Profile]) -> Profile | None:
+    """The one column without which the others' rows sum to 1 (e.g. a stored confidence or an
+    uncertainty next to the class probabilities), or None when there is not exactly one."""
+    if len(profiles) < 3 or not all(p.unit for p in profiles):
+        return None
+    total = _row_sums(df, profiles)
+    fits = []
+    for part, values in _blocks(df, profiles):
+        ok = np.all(np.abs(total[:, None] - values - 1.0) <= _BLOCK_TOLERANCE, axis=0)
+        fits += [p for p, good in zip(part, ok) if good]
+    return fits[0] if len(fits) == 1 else None
+
+
+def _in_order(profiles: Sequence[Profile], chosen: Sequence[Profile]) -> list[Profile]:
+    names = {p.name for p in chosen}
+    return [p for p in profiles if p.name in names]
+
+
+def _keep(roles: Roles, p: Profile, why: str) -> None:
+    roles.metadata.append(p.name)
+    roles.reasons[p.name] = why
+    roles.kinds[p.name] = p.kind
+
+
+def _ambiguous(src: _Source, profiles: Sequence[Profile], why: str):
+    return src.error(
+        f"the score columns are ambiguous: {_short([p.name for p in profiles])} could be scores, but {why}. "
+        "Name the score columns (score_columns=..., or --score-columns on the command line), or name the "
+        "columns that are not scores as columns to ignore."
+    )
+
+
+def duplicates(names: Sequence[str]) -> list[str]:
+    """Names that occur more than once (linear time: wide files have tens of thousands of columns)."""
+    return sorted(n for n, k in Counter(names).items() if k > 1 and n)

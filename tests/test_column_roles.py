@@ -1,0 +1,277 @@
+"""Column roles: real exports carry ids, folds, codes, text segments and dates next to the
+predictions. None of them may become a score silently (the numbers must equal those of the bare
+predictions), none of them may get the file refused, and every decision is in the notes.
+
+The predictions are real (CIFAR-10 ResNet-110 and KITTI random forest from sample_data/); the extra
+columns are added the way teams export them.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pbr_core
+from pbr_core import PredictionsError, load_predictions
+from pbr_core.cli import main as cli_main
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_data"
+
+
+@pytest.fixture(scope="module")
+def cifar10():
+    return load_predictions(SAMPLES / "cifar10_resnet110.npz")
+
+
+@pytest.fixture(scope="module")
+def kitti():
+    return load_predictions(SAMPLES / "kitti_random_forest.csv")
+
+
+def _export(preds, prefix: str = "", seed: int = 0) -> pd.DataFrame:
+    """A team's export of real predictions: id first, scores, then fold, codes, text, dates, a flag, the label."""
+    rng = np.random.default_rng(seed)
+    n = preds.n
+    df = pd.DataFrame(preds.probs, columns=[f"{prefix}{c}" for c in preds.class_names])
+    df.insert(0, "id", np.arange(100_001, 100_001 + n))
+    df["fold"] = np.arange(n) % 10
+    df["race_code"] = rng.integers(1, 6, n)
+    df["segment"] = rng.choice(["retail", "business", "public"], n)
+    df["created_at"] = pd.date_range("2024-03-01", periods=n, freq="17min").strftime("%Y-%m-%d %H:%M:%S")
+    df["split"] = "test"
+    df["is_member"] = rng.integers(0, 2, n)
+    df["label"] = preds.labels
+    return df
+
+
+def _csv(df: pd.DataFrame) -> bytes:
+    return df.to_csv(index=False).encode()
+
+
+# ---------------------------------------------------------------------------- numbers unchanged
+@pytest.mark.parametrize("prefix", ["", "p_", "prob_"])
+def test_metadata_columns_never_change_the_numbers(cifar10, prefix):
+    df = _export(cifar10, prefix)
+    preds = load_predictions(_csv(df), format="csv", name="export.csv")
+    assert preds.kind == "multiclass" and preds.n_classes == 10
+    assert preds.class_names == cifar10.class_names  # the prefix is not part of the class name
+    np.testing.assert_allclose(preds.probs, cifar10.probs, atol=1e-15)
+    assert pbr_core.ece(preds.probs, preds.labels) == pytest.approx(pbr_core.ece(cifar10.probs, cifar10.labels), abs=1e-15)
+    roles = dict(preds.column_roles)
+    assert [c for c, r in preds.column_roles if r == "score"] == [f"{prefix}{c}" for c in cifar10.class_names]
+    assert {c: roles[c] for c in ("id", "fold", "race_code", "segment", "created_at", "split", "is_member", "label")} == {
+        "id": "metadata", "fold": "metadata", "race_code": "metadata", "segment": "metadata",
+        "created_at": "metadata", "split": "metadata", "is_member": "metadata", "label": "label"}
+    # Kept next to the predictions, row for row.
+    assert list(preds.metadata.columns) == ["id", "fold", "race_code", "segment", "created_at", "split", "is_member"]
+    assert preds.metadata["id"].tolist()[:3] == [100_001, 100_002, 100_003]
+    assert preds.metadata["segment"].tolist() == df["segment"].tolist()
+    notes = " ".join(preds.notes)
+    assert "'id'" in notes and "an identifier" in notes and "'segment'" in notes and "text" in notes
+    assert "'race_code'" in notes and "whole numbers outside [0, 1]" in notes
+
+
+def test_the_issues_case_an_id_column_is_not_an_eleventh_class(cifar10):
+    """Before: an id column made K = 11 and the ECE 0.90 instead of 0.03."""
+    df = pd.DataFrame(cifar10.probs, columns=list(cifar10.class_names))
+    df["sample_id"] = np.arange(cifar10.n)
+    df["label"] = cifar10.labels
+    preds = load_predictions(_csv(df), format="csv")
+    assert preds.n_classes == 10
+    assert pbr_core.ece(preds.probs, preds.labels) < 0.05
+
+
+def test_a_compas_style_binary_file_with_a_numeric_race_code(kitti):
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"person_id": np.arange(kitti.n), "race": rng.integers(0, 6, kitti.n),
+                       "sex": rng.choice(["Male", "Female"], kitti.n), "p_recid": kitti.probs[:, 1],
+                       "two_year_recid": kitti.labels})
+    preds = load_predictions(_csv(df), format="csv", label_column="two_year_recid")
+    assert preds.kind == "binary"
+    np.testing.assert_allclose(preds.probs, kitti.probs, atol=1e-15)
+    assert dict(preds.column_roles)["race"] == "metadata"
+    assert preds.metadata.columns.tolist() == ["person_id", "race", "sex"]
+
+
+def test_parquet_keeps_its_types(cifar10, tmp_path):
+    df = _export(cifar10)
+    df["created_at"] = pd.to_datetime(df["created_at"])
+    df["segment"] = df["segment"].astype("category")
+    df["is_member"] = df["is_member"].astype(bool)
+    path = tmp_path / "export.parquet"
+    df.to_parquet(path, index=False)
+    preds = load_predictions(path)
+    assert preds.n_classes == 10 and preds.metadata.shape == (cifar10.n, 7)
+    assert pd.api.types.is_datetime64_any_dtype(preds.metadata["created_at"])
+
+
+def test_subset_keeps_metadata_aligned(cifar10):
+    preds = load_predictions(_csv(_export(cifar10)), format="csv")
+    sub = preds.subset([5, 2, 9])
+    assert sub.metadata["id"].tolist() == [100_006, 100_003, 100_010]
+    assert sub.metadata.index.tolist() == [0, 1, 2]
+
+
+# ---------------------------------------------------------------------------- the other rules
+def test_a_stored_confidence_next_to_the_probabilities_is_not_a_class(cifar10):
+    df = pd.DataFrame(cifar10.probs[:500], columns=[f"c{k}" for k in range(10)])
+    df["uncertainty"] = 1 - cifar10.probs[:500].max(axis=1)   # in [0, 1], but the rows sum to 1 without it
+    df["label"] = cifar10.labels[:500]
+    preds = load_predictions(_csv(df), format="csv")
+    assert preds.n_classes == 10 and dict(preds.column_roles)["uncertainty"] == "metadata"
+    assert "rows sum to 1 without it" in " ".join(preds.notes)
+
+
+def test_logits_with_ids_and_text(cifar10):
+    df = pd.DataFrame(cifar10.logits[:300], columns=[f"logit_{k}" for k in range(10)])
+    df.insert(0, "image", [f"img_{i:05d}.png" for i in range(300)])
+    df["batch"] = np.arange(300) // 64          # whole numbers outside [0, 1]
+    df["label"] = cifar10.labels[:300]
+    preds = load_predictions(_csv(df), format="csv")
+    assert preds.input_type == "logits" and preds.n_classes == 10
+    np.testing.assert_allclose(preds.logits, cifar10.logits[:300].astype(np.float64), rtol=1e-6)
+
+
+def test_ambiguous_score_columns_are_an_error_that_asks_to_name_them(kitti):
+    df = pd.DataFrame({"p_default": kitti.probs[:200, 1],
+                       "balance_ratio": np.linspace(0.5, 3.7, 200), "label": kitti.labels[:200]})
+    message = _error(_csv(df))
+    assert "ambiguous" in message and "'p_default'" in message and "'balance_ratio'" in message
+    assert "score_columns" in message
+    preds = load_predictions(_csv(df), format="csv", score_columns=["p_default"])
+    assert preds.kind == "binary" and dict(preds.column_roles)["balance_ratio"] == "metadata"
+    np.testing.assert_allclose(preds.probs, kitti.probs[:200])
+
+
+def test_yes_no_columns_are_metadata_unless_the_rows_need_them():
+    # One-hot (hard) probabilities: the 0/1 columns ARE the probability rows.
+    hard = load_predictions(b"a,b,label\n1,0,0\n0,1,1\n1,0,1\n", format="csv")
+    assert hard.n_classes == 2 and hard.accuracy == pytest.approx(2 / 3)
+    # A probability column plus an integer flag: the flag is metadata.
+    soft = load_predictions(b"p,flag,label\n0.2,1,0\n0.9,0,1\n0.4,1,1\n", format="csv")
+    assert soft.kind == "binary" and dict(soft.column_roles)["flag"] == "metadata"
+
+
+def test_true_false_and_date_columns_are_metadata():
+    preds = load_predictions(b"a,b,ok,when,label\n0.5,0.5,true,2024-01-01,0\n0.2,0.8,false,2024-01-02,1\n",
+                             format="csv")
+    assert preds.n_classes == 2
+    assert {c: r for c, r in preds.column_roles if r == "metadata"} == {"ok": "metadata", "when": "metadata"}
+
+
+def test_a_top_label_columns_next_to_full_vectors_are_kept_and_the_vector_is_used():
+    text = b"p_A,p_B,p_C,predicted,confidence,correct,target\n0.2,0.5,0.3,1,0.5,1,1\n0.6,0.1,0.3,0,0.6,0,2\n"
+    preds = load_predictions(text, format="csv")
+    assert preds.kind == "multiclass" and preds.class_names == ("A", "B", "C")
+    assert preds.columns_with_role("metadata") == ["predicted", "confidence", "correct"]
+
+
+# ---------------------------------------------------------------------------- roles named by the user
+def test_named_roles(cifar10):
+    df = _export(cifar10)
+    df["weird_score_name"] = 0.5
+    preds = load_predictions(_csv(df), format="csv", score_columns=",".join(cifar10.class_names),
+                             group_columns=["segment", "race_code"], ignore_columns=["created_at", "split"])
+    roles = dict(preds.column_roles)
+    assert roles["segment"] == roles["race_code"] == "group"
+    assert roles["created_at"] == roles["split"] == "ignored"
+    assert roles["weird_score_name"] == "metadata"
+    assert list(preds.metadata.columns) == ["segment", "race_code", "id", "fold", "is_member", "weird_score_name"]
+    assert preds.columns_with_role("group") == ["race_code", "segment"]
+    assert any("Ignored (as asked): 'created_at', 'split'" in n for n in preds.notes)
+    # A label under any name.
+    renamed = df.drop(columns="weird_score_name").rename(columns={"label": "ground truth"})
+    assert load_predictions(_csv(renamed), format="csv", label_column="Ground Truth").n_classes == 10
+
+
+@pytest.mark.parametrize("kw, parts", [
+    (dict(score_columns=["a", "nope"]), ["score column 'nope' is not a column", "'a', 'b'"]),
+    (dict(group_columns="seg", score_columns="a,b"), ["group column 'seg' is not a column"]),
+    (dict(score_columns=["a", "b"], ignore_columns=["b"]), ["'b' was named both as a score column and as a column to ignore"]),
+    (dict(label_column="g", group_columns=["g"]), ["'g' was named both as the label and as a group column"]),
+    (dict(score_columns=["g"]), ["non-numeric value 'x'", "column 'g'"]),
+])
+def test_named_roles_are_checked(kw, parts):
+    message = _error(b"a,b,g,label\n0.5,0.5,x,0\n0.1,0.9,y,1\n", **kw)
+    for part in parts:
+        assert part in message
+
+
+def test_label_typo_is_named_where_it_is():
+    rows = ["a,b,label"] + [f"0.{i % 9 + 1},0.{9 - i % 9},{i % 2}" for i in range(40)]
+    rows[33] = "0.3,0.7,1O"
+    message = _error("\n".join(rows).encode())
+    assert "'1O'" in message and "row 33 (data row, header excluded)" in message and "not a number" in message
+
+
+def test_npz_keeps_one_dimensional_arrays_as_metadata(tmp_path):
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(4), size=50)
+    path = tmp_path / "llm.npz"
+    np.savez(path, probs=probs, labels=rng.integers(0, 4, 50), subject=np.array(["law", "math"] * 25),
+             question_idx=np.arange(50), probs_val=probs[:10])
+    preds = load_predictions(path, group_columns=["subject"])
+    assert preds.metadata.columns.tolist() == ["subject", "question_idx"]
+    assert dict(preds.column_roles) == {"probs": "score", "labels": "label", "subject": "group",
+                                        "question_idx": "metadata", "probs_val": "ignored"}
+
+
+def test_wide_files_load_in_linear_time_of_the_header():
+    """Thousands of class columns: the duplicate-header check used to be quadratic (49 s of a 60 s
+    load at 50,000 columns); benchmarks/bench_loading.py times the 50,000-column file."""
+    k = 20_000
+    header = ",".join(f"c{j}" for j in range(k)) + ",label\n"
+    row = ",".join("0" for _ in range(k - 1)) + ",1,3\n"
+    preds = load_predictions((header + row * 3).encode(), format="csv")
+    assert preds.n_classes == k
+
+
+# ---------------------------------------------------------------------------- the CLI
+def test_cli_column_options(cifar10, tmp_path, capsys):
+    path = tmp_path / "export.csv"
+    df = _export(cifar10).rename(columns={"label": "truth"})
+    df.to_csv(path, index=False)
+    assert cli_main(["evaluate", str(path), "--label-column", "truth", "--group-columns", "segment",
+                     "--ignore-columns", "created_at", "--format", "json"]) == 0
+    import json
+
+    out = json.loads(capsys.readouterr().out)
+    assert out["K"] == 10 and out["ece"] == pytest.approx(pbr_core.ece(cifar10.probs, cifar10.labels), abs=1e-12)
+    assert out["columns"]["truth"] == "label" and out["columns"]["segment"] == "group"
+    assert out["columns"]["created_at"] == "ignored" and out["columns"]["id"] == "metadata"
+    assert cli_main(["evaluate", str(path), "--label-column", "truth", "--score-columns", "0,1,nope"]) == 3
+    assert "score column 'nope' is not a column" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------- property
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), k=st.integers(2, 6), n=st.integers(1, 80),
+       where=st.integers(0, 6))
+def test_property_extra_columns_change_nothing(seed, k, n, where):
+    rng = np.random.default_rng(seed)
+    probs = rng.dirichlet(np.ones(k), size=n)
+    labels = rng.integers(0, k, n)
+    bare = pd.DataFrame(probs, columns=[f"c{j}" for j in range(k)])
+    bare["label"] = labels
+    extra = bare.copy()
+    extras = {"row_id": np.arange(n) + 7, "fold": np.arange(n) % 5, "group": rng.choice(["x", "y z"], n),
+              "code": rng.integers(2, 9, n), "day": pd.date_range("2020-01-01", periods=n).strftime("%Y-%m-%d")}
+    for j, (name, values) in enumerate(extras.items()):
+        extra.insert(min((where + j) % (k + 2), extra.shape[1]), name, values)
+    a = load_predictions(_csv(bare), format="csv")
+    b = load_predictions(_csv(extra), format="csv")
+    np.testing.assert_array_equal(a.probs, b.probs)
+    np.testing.assert_array_equal(a.labels, b.labels)
+    assert set(b.metadata.columns) == set(extras)
+
+
+def _error(data: bytes, **kw) -> str:
+    with pytest.raises(PredictionsError) as info:
+        load_predictions(io.BytesIO(data), format="csv", name="f.csv", **kw)
+    return str(info.value)
