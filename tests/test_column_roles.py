@@ -275,3 +275,18 @@ def _error(data: bytes, **kw) -> str:
     with pytest.raises(PredictionsError) as info:
         load_predictions(io.BytesIO(data), format="csv", name="f.csv", **kw)
     return str(info.value)
+
+
+def test_apply_keeps_the_metadata_next_to_the_calibrated_rows(cifar10, tmp_path, capsys):
+    src = tmp_path / "export.csv"
+    _export(cifar10).iloc[:400].to_csv(src, index=False)
+    model = tmp_path / "ts.json"
+    assert cli_main(["fit", str(src), "--method", "temperature", "--out", str(model)]) == 0
+    out = tmp_path / "calibrated.csv"
+    assert cli_main(["apply", str(model), str(src), "--out", str(out)]) == 0
+    written = pd.read_csv(out)
+    assert written.columns.tolist()[:11] == [*cifar10.class_names, "label"]
+    assert written["id"].tolist() == list(range(100_001, 100_401))
+    assert written["segment"].tolist() == _export(cifar10).iloc[:400]["segment"].tolist()
+    back = load_predictions(out)  # and it reads back with the same roles
+    assert back.n_classes == 10 and back.metadata.columns.tolist()[:2] == ["id", "fold"]

@@ -62,7 +62,8 @@ def save_predictions(
     class_names : sequence of str, optional
         Column headers; default: the Predictions' class names, else "0".."K-1".
     extra_columns : mapping of str to array of shape (n,), optional
-        More columns written after the scores and the label, in order (e.g. an id, or which rows a
+        More columns written after the scores, the label and the metadata columns of a Predictions
+        value (``Predictions.metadata``: ids, groups, dates... are always written back), in order (e.g. an id, or which rows a
         recalibrator was fitted on). Their names must not clash with the other headers.
 
     Returns
@@ -112,6 +113,10 @@ def save_predictions(
         if preds.has_labels:
             df["label"] = preds.labels.astype(np.int64)
 
+    if preds.metadata is not None:  # ids, groups, dates... stay next to the rows they belong to
+        for name in preds.metadata.columns:
+            if str(name) not in df.columns:
+                df[str(name)] = preds.metadata[name].to_numpy()
     for name, values in (extra_columns or {}).items():
         values = np.asarray(values)
         if values.shape != (preds.n,):
