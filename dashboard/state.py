@@ -15,6 +15,7 @@ and the previous predictions stay in use.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,8 +26,10 @@ import streamlit as st
 
 import pbr_core
 from pbr_core import Predictions, PredictionsError
-from pbr_core.loading import ACCEPTED_SUFFIXES
+from pbr_core.loading import ACCEPTED_SUFFIXES, read_columns
 from pbr_core.predictions import InputType
+
+logger = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_DIR = ROOT / "sample_data"
@@ -63,19 +66,30 @@ _LAYOUT_TAGS = {"toplabel": "top-label only", "top_label": "top-label only", "mu
 # --------------------------------------------------------------------------- values
 @dataclass(frozen=True)
 class LoadOptions:
-    """How to read a file; the Data page's "reading options"."""
+    """How to read a file; the Data page's "Columns and reading options"."""
 
     label_column: str | None = None
     input_type: InputType = "auto"
     renormalize: bool = False
     max_rows: int | None = None
+    score_columns: tuple[str, ...] = ()      # empty: detect
+    group_columns: tuple[str, ...] = ()
+    ignore_columns: tuple[str, ...] = ()
 
     def as_kwargs(self) -> dict[str, Any]:
         return dict(label_column=self.label_column or None, input_type=self.input_type,
-                    renormalize=self.renormalize, max_rows=self.max_rows or None)
+                    renormalize=self.renormalize, max_rows=self.max_rows or None,
+                    score_columns=list(self.score_columns) or None, group_columns=list(self.group_columns),
+                    ignore_columns=list(self.ignore_columns))
 
     def tag(self) -> str:
-        return f"lc={self.label_column or ''};it={self.input_type};rn={int(self.renormalize)};mr={self.max_rows or 0}"
+        cols = "|".join(",".join(c) for c in (self.score_columns, self.group_columns, self.ignore_columns))
+        return (f"lc={self.label_column or ''};it={self.input_type};rn={int(self.renormalize)};"
+                f"mr={self.max_rows or 0};cols={cols}")
+
+    @property
+    def names_columns(self) -> bool:
+        return bool(self.label_column or self.score_columns or self.group_columns or self.ignore_columns)
 
 
 @dataclass(frozen=True)
@@ -143,22 +157,13 @@ def describe_sample(file_name: str) -> str:
 
 
 # --------------------------------------------------------------------------- loading
-def _read(digest: str, _source: bytes | str, file_name: str, options: tuple) -> Predictions:
-    label_column, input_type, renormalize, max_rows = options
-    return pbr_core.load_predictions(
-        _source, label_column=label_column, input_type=input_type, renormalize=renormalize,
-        max_rows=max_rows, name=file_name,
-    )
+def _read(digest: str, _source: bytes | str, file_name: str, tag: str, _options: LoadOptions) -> Predictions:
+    return pbr_core.load_predictions(_source, name=file_name, **_options.as_kwargs())
 
 
-#: Parse once per (content, options). ``digest`` stands for ``_source``, which is not hashed
-#: (hashing a 500 MB upload on every call would cost more than the cache saves).
+#: Parse once per (content, options). ``digest`` stands for ``_source`` and ``tag`` for ``_options``,
+#: which are not hashed (hashing a 500 MB upload on every call would cost more than the cache saves).
 _read_cached = st.cache_data(show_spinner=False, max_entries=6)(_read)
-
-
-def _options_tuple(options: LoadOptions) -> tuple:
-    kw = options.as_kwargs()
-    return (kw["label_column"], kw["input_type"], kw["renormalize"], kw["max_rows"])
 
 
 #: Uploads above this size are not cached: the cache would hold a second (pickled) copy of arrays
@@ -171,24 +176,33 @@ def _load(source: bytes | str, digest: str, file_name: str, origin: Literal["sam
     """Load and, on success, make it current. Returns the error message or None."""
     try:
         if isinstance(source, bytes) and len(source) > CACHE_MAX_BYTES:
-            preds = _read(digest, source, file_name, _options_tuple(options))
+            preds = _read(digest, source, file_name, options.tag(), options)
         else:
-            preds = _read_cached(digest, source, file_name, _options_tuple(options))
+            preds = _read_cached(digest, source, file_name, options.tag(), options)
     except PredictionsError as exc:
-        return _set_error(file_name, str(exc))
+        return _set_error(file_name, str(exc), source, options)
     except Exception as exc:  # noqa: BLE001 - a bad file must never crash the app
-        return _set_error(file_name, f"{type(exc).__name__}: {exc}")
+        logger.exception("reading %s failed", file_name)
+        return _set_error(file_name, f"it could not be read ({type(exc).__name__}).", source, options)
     st.session_state[_K_LOADED] = Loaded(preds=preds, name=name, file_name=file_name, origin=origin,
                                          key=f"{digest}|{options.tag()}", options=options)
     st.session_state.pop(_K_ERROR, None)
     return None
 
 
-def _set_error(file_name: str, message: str) -> str:
+def _set_error(file_name: str, message: str, source: bytes | str | None = None,
+               options: LoadOptions | None = None) -> str:
     # The loader starts its messages with the file name; the error box names the file already.
     if message.startswith(f"{file_name}: "):
         message = message[len(file_name) + 2:]
-    st.session_state[_K_ERROR] = {"file_name": file_name, "message": message}
+    columns: list[str] = []
+    if source is not None:
+        try:  # the Data page offers the failed file's columns, to say which is which
+            columns = read_columns(source, name=file_name)
+        except PredictionsError:
+            pass
+    st.session_state[_K_ERROR] = {"file_name": file_name, "message": message, "columns": columns,
+                                  "options": options or LoadOptions()}
     return message
 
 
@@ -233,7 +247,8 @@ def current_or_prompt() -> Loaded | None:
 
 
 def last_error() -> dict | None:
-    """{"file_name", "message"} of the last failed load, until the next successful one."""
+    """{"file_name", "message", "columns", "options"} of the last failed load, until the next
+    successful one (``columns``: the failed file's columns, for the Data page's column choices)."""
     return st.session_state.get(_K_ERROR)
 
 

@@ -18,8 +18,38 @@ def _names(preds: Predictions, ids: np.ndarray) -> np.ndarray:
     return ids
 
 
+#: At most this many metadata columns are shown in the preview.
+MAX_PREVIEW_METADATA = 4
+
+ROLE_WORDS = {"label": "label", "score": "score", "confidence": "confidence (top label)",
+              "predicted": "predicted class (top label)", "group": "group", "metadata": "metadata (kept)",
+              "ignored": "ignored"}
+
+
+def roles_frame(preds: Predictions) -> pd.DataFrame:
+    """Every column of the file and what the loader used it as."""
+    return pd.DataFrame({"column": [c for c, _ in preds.column_roles],
+                         "used as": [ROLE_WORDS.get(r, r) for _, r in preds.column_roles]})
+
+
+def preview_column_config(frame: pd.DataFrame) -> dict:
+    """Readable numbers: probabilities with 4 decimals (not 0.00000000000000000000000008), logits with 3."""
+    import streamlit as st
+
+    config = {}
+    for c in frame.columns:
+        if not pd.api.types.is_float_dtype(frame[c].dtype):
+            continue
+        if c == "confidence" or c.startswith("p("):
+            config[c] = st.column_config.NumberColumn(format="%.4f")
+        elif c.startswith("logit("):
+            config[c] = st.column_config.NumberColumn(format="%.3f")
+    return config
+
+
 def preview_frame(preds: Predictions, rows: int = 10) -> pd.DataFrame:
-    """The first ``rows`` rows as the loader understood them: label, prediction, confidence, scores."""
+    """The first ``rows`` rows as the loader understood them: label, prediction, confidence, scores,
+    then the first metadata columns."""
     k = min(rows, preds.n)
     out = pd.DataFrame({
         "true label": _names(preds, preds.labels[:k]),
@@ -37,6 +67,10 @@ def preview_frame(preds: Predictions, rows: int = 10) -> pd.DataFrame:
         if preds.logits is not None:
             for j in range(min(shown, 3)):
                 out[f"logit({names[j]})"] = preds.logits[:k, j]
+    if preds.metadata is not None:
+        for c in list(preds.metadata.columns)[:MAX_PREVIEW_METADATA]:
+            if c not in out.columns:
+                out[c] = preds.metadata[c].iloc[:k].to_numpy()
     return out
 
 

@@ -61,10 +61,67 @@ def how_to_read(binary_positive: bool) -> str:
 
 
 RENORMALISE_HINT = (
-    "In the dashboard: open **Reading options** and tick *Renormalise rows that do not sum to 1*, "
-    "or set *The score columns hold* to *logits* if they are logits."
+    "Open **Columns and reading options** below and tick *Renormalise rows that do not sum to 1*, "
+    "or set *The score columns hold* to *logits* if they are logits; then press *Read the file again*."
 )
-LABEL_HINT = "In the dashboard: open **Reading options** and type the name of the label column."
+COLUMNS_HINT = (
+    "Open **Columns and reading options** below: it lists this file's columns. Choose the *Label column* "
+    "and, where needed, the *Score columns* (or the *Columns to ignore*); then press *Read the file again*."
+)
+UPLOAD_HELP = (
+    "One column per class (probabilities or logits) plus a label column; or one p(y=1) column plus a 0/1 "
+    "label; or confidence, predicted label and true label. Other columns (ids, dates, segments, groups) "
+    "may stay in the file: they are kept as metadata. Download a template to see the layouts."
+)
+COLUMN_ROLES_INTRO = (
+    "Say which column is what when the detection got it wrong. Columns that are not scores (ids, dates, "
+    "text, group codes) are kept next to the predictions and never read as a class."
+)
+LABEL_COLUMN_HELP = "The column that holds the true class of each row. Found by its name when left as it is."
+SCORE_COLUMNS_HELP = (
+    "The columns that hold the model's probabilities or logits, one per class, in class order (integer "
+    "labels count from 0 in this order). Leave empty to detect them; every other column is then kept as "
+    "metadata."
+)
+GROUP_COLUMNS_HELP = "Columns that describe groups of rows (segment, region, model version): kept to compare groups."
+IGNORE_COLUMNS_HELP = "Columns to leave out entirely."
+INPUT_TYPE_HELP = (
+    "'detect' decides by inspection: values in [0, 1] with rows summing to 1 are probabilities, anything "
+    "else logits. The summary says what was chosen."
+)
+RENORMALISE_HELP = (
+    "Off: rows whose probabilities do not sum to 1 are an error that names the row. On: each row is divided "
+    "by its sum (only do this if you know why the rows are off)."
+)
+ROW_LIMIT_HELP = (
+    "Refuse files with more rows than this, with a message, instead of reading them (the check comes "
+    "before the data is parsed). Useful on a shared server; to analyse a huge file, upload a random "
+    "sample of its rows."
+)
+ROLES_CAPTION = (
+    "label: the true class · score: a class's probability or logit · group / metadata: kept next to the "
+    "predictions (never read as a score) · ignored: left out, as asked."
+)
+
+#: Library advice (Python arguments) -> the control on the Data page that does the same.
+_PAGE_WORDS = (
+    (r"\s*To divide each row by its sum: renormalize=True; if the columns are logits: input_type='logits'\.", ""),
+    (r"\(label_column=\)", "(choose the *Label column* under **Columns and reading options**)"),
+    (r"\(score_columns=\)", "(*Score columns* under **Columns and reading options**)"),
+    (r"\(ignore_columns=\)", "(*Columns to ignore* there)"),
+    (r"Override with input_type='probabilities'\.",
+     "To read them as probabilities, set *The score columns hold* under **Columns and reading options**."),
+    (r"pass format= or a file name ending in", "use a file name ending in"),
+)
+
+
+def for_the_page(message: str) -> str:
+    """A loader message with its Python advice replaced by the Data page control that does the same."""
+    import re
+
+    for pattern, words in _PAGE_WORDS:
+        message = re.sub(pattern, words, message)
+    return message
 
 
 LIPSCHITZ_HELP = (

@@ -226,9 +226,25 @@ def _load(path: str, args: argparse.Namespace, require_labels: bool = True):
                                 ignore_columns=args.ignore_columns, renormalize=args.renormalize,
                                 require_labels=require_labels)
     except PredictionsError as exc:
-        raise CLIError(str(exc), EXIT_BAD_INPUT) from exc
+        raise CLIError(cli_words(str(exc)), EXIT_BAD_INPUT) from exc
     except OSError as exc:
         raise CLIError(f"{path}: cannot read the file: {exc.strerror or exc}", EXIT_BAD_INPUT) from exc
+
+
+#: The loader's advice names Python arguments; on the command line the same is an option.
+_CLI_WORDS = (
+    ("(label_column=)", "(--label-column)"), ("(score_columns=)", "(--score-columns)"),
+    ("(ignore_columns=)", "(--ignore-columns)"), ("label_column=", "--label-column"),
+    ("renormalize=True", "--renormalize"), ("input_type='logits'", "--input-type logits"),
+    ("input_type='probabilities'", "--input-type probabilities"),
+)
+
+
+def cli_words(message: str) -> str:
+    """A loader message with its Python advice replaced by the command-line option that does the same."""
+    for python, option in _CLI_WORDS:
+        message = message.replace(python, option)
+    return message
 
 
 def evaluation_table(preds, n_bins: int | None = None, lipschitz: float = 1.0, eps: float = 0.05) -> dict[str, Any]:

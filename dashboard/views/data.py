@@ -1,7 +1,14 @@
-"""Data page: pick a bundled sample or upload a prediction file, see what was loaded.
+"""Data page: pick a bundled sample or upload a prediction file, say which column is what, see what
+was loaded.
 
 Widgets only *request* a load (callbacks -> state.request_*); app.py performs it at the start of
 the next run. A failed load keeps the previous data and shows an error box here.
+
+The uploader's position in the page never changes between runs (the error box is drawn below it):
+a widget whose position shifts is re-created by the browser, and a file being uploaded into the
+old one is lost. That was how a corrected file chosen right after a failed one got ignored: the
+removal of the failed file cleared the error box above the uploader, the uploader moved up, and
+the new upload vanished with the old widget.
 """
 
 from __future__ import annotations
@@ -14,9 +21,17 @@ from pbr_core.loading import template_csv
 K_SAMPLE = "data_sample"
 K_UPLOAD = "data_upload"
 K_LABEL = "data_label_column"
+K_SCORES = "data_score_columns"
+K_GROUPS = "data_group_columns"
+K_IGNORE = "data_ignore_columns"
 K_INPUT = "data_input_type"
 K_RENORM = "data_renormalize"
 K_MAXROWS = "data_max_rows"
+K_OPTIONS_FOR = "data_options_for"    # which file the option widgets currently describe
+K_SEEN_UPLOAD = "data_seen_upload"    # file_id of the last upload handed to the loader
+
+DETECT = "(find it by name)"
+INPUT_TYPES = {"auto": "detect (auto)", "probabilities": "probabilities", "logits": "logits"}
 
 TEMPLATES = [  # (kind for pbr_core.template_csv, button label, file name)
     ("multiclass", "Multiclass", "template_multiclass.csv"),
@@ -25,32 +40,79 @@ TEMPLATES = [  # (kind for pbr_core.template_csv, button label, file name)
 ]
 
 
+# --------------------------------------------------------------------------- what the options are for
+def _target(cur: state.Loaded | None) -> tuple[str, list[str], state.LoadOptions] | None:
+    """(key, columns, options in use) of the file the reading options apply to: a failed upload
+    that is still in the uploader, else the loaded file."""
+    err = state.last_error()
+    f = st.session_state.get(K_UPLOAD)
+    if err and f is not None and err["file_name"] == f.name:
+        return f"failed:{f.file_id}", list(err.get("columns") or []), err.get("options") or state.LoadOptions()
+    if cur is None:
+        return None
+    return cur.key, [c for c, _ in cur.preds.column_roles], cur.options
+
+
+def _sync_widgets(target: tuple[str, list[str], state.LoadOptions] | None) -> list[str]:
+    """Set the option widgets to the options of the file they now describe; returns its columns."""
+    if target is None:
+        return []
+    key, columns, opts = target
+    ss = st.session_state
+    # Also when the widgets' values were dropped (Streamlit forgets a widget while another page shows).
+    if ss.get(K_OPTIONS_FOR) != key or K_LABEL not in ss:
+        ss[K_OPTIONS_FOR] = key
+        ss[K_LABEL] = opts.label_column if opts.label_column in columns else DETECT
+        ss[K_SCORES] = [c for c in opts.score_columns if c in columns]
+        ss[K_GROUPS] = [c for c in opts.group_columns if c in columns]
+        ss[K_IGNORE] = [c for c in opts.ignore_columns if c in columns]
+        ss[K_INPUT] = opts.input_type
+        ss[K_RENORM] = opts.renormalize
+        ss[K_MAXROWS] = int(opts.max_rows or 0)
+    return columns
+
+
 def _options() -> state.LoadOptions:
     ss = st.session_state
-    max_rows = int(ss.get(K_MAXROWS) or 0)
+    label = ss.get(K_LABEL)
     return state.LoadOptions(
-        label_column=(ss.get(K_LABEL) or "").strip() or None,
+        label_column=None if label in (None, DETECT) else label,
         input_type=ss.get(K_INPUT, "auto"),
         renormalize=bool(ss.get(K_RENORM, False)),
-        max_rows=max_rows or None,
+        max_rows=int(ss.get(K_MAXROWS) or 0) or None,
+        score_columns=tuple(ss.get(K_SCORES) or ()),
+        group_columns=tuple(ss.get(K_GROUPS) or ()),
+        ignore_columns=tuple(ss.get(K_IGNORE) or ()),
     )
+
+
+# --------------------------------------------------------------------------- callbacks
+def _fresh_options() -> state.LoadOptions:
+    """Options for another file: its own columns and values are detected; only the row limit (a
+    safety setting of the session) carries over."""
+    return state.LoadOptions(max_rows=int(st.session_state.get(K_MAXROWS) or 0) or None)
 
 
 def _on_sample() -> None:
     name = st.session_state.get(K_SAMPLE)
     if name:
-        state.request_sample(name, _options())
+        state.request_sample(name, _fresh_options())
 
 
-def _on_upload() -> None:
+def _take_upload() -> bool:
+    """Hand a newly chosen file to the loader, once per file (uploads are known by their file_id);
+    True when a load was requested."""
     f = st.session_state.get(K_UPLOAD)
-    if f is None:  # the user removed the file: keep the data, drop a stale error about it
-        state.clear_error()
-        return
-    state.request_upload(f.name, f.getvalue(), _options())
+    if f is None:
+        return False  # the user removed the file: keep the data (and the message about a failed file)
+    if st.session_state.get(K_SEEN_UPLOAD) == f.file_id:
+        return False
+    st.session_state[K_SEEN_UPLOAD] = f.file_id
+    state.request_upload(f.name, f.getvalue(), _fresh_options())
+    return True
 
 
-def _on_options() -> None:
+def _on_apply() -> None:
     """Re-read what the options are meant for: a failed or current upload, else the current sample."""
     f = st.session_state.get(K_UPLOAD)
     err = state.last_error()
@@ -61,6 +123,7 @@ def _on_options() -> None:
         state.request_sample(cur.file_name, _options())
 
 
+# --------------------------------------------------------------------------- page parts
 def _source_controls(cur: state.Loaded | None) -> None:
     left, right = st.columns(2, gap="large")
     with left:
@@ -75,33 +138,49 @@ def _source_controls(cur: state.Loaded | None) -> None:
         )
         st.caption(f"{len(samples)} files in sample_data/; their origin and license are in "
                    "sample_data/SOURCES.md.")
+        _templates()
     with right:
         st.subheader("Your file")
         st.file_uploader(
             "Upload predictions (CSV, TSV, CSV.GZ, Parquet, NPZ, NPY)", type=state.UPLOAD_TYPES,
-            key=K_UPLOAD, on_change=_on_upload,
-            help="One column per class (probabilities or logits) plus a label column; or one p(y=1) "
-                 "column plus a 0/1 label; or confidence, predicted label and true label. "
-                 "Download a template below to see the layout.",
+            key=K_UPLOAD, on_change=_take_upload, help=texts.UPLOAD_HELP,
         )
-        with st.expander("Reading options", expanded=False):
-            st.text_input("Label column (leave empty to detect)", key=K_LABEL, on_change=_on_options,
-                          persist_state="session",
-                          help="Name of the column that holds the true labels, if it is not detected.")
-            st.selectbox("The score columns hold", ["auto", "probabilities", "logits"], key=K_INPUT,
-                         on_change=_on_options, persist_state="session",
-                         help="'auto' decides by inspection: values in [0, 1] with rows summing to 1 "
-                              "are probabilities, anything else logits. The summary says what was chosen.")
-            st.checkbox("Renormalise rows that do not sum to 1", key=K_RENORM, on_change=_on_options,
-                        persist_state="session",
-                        help="Off: such rows are an error that names the row. On: each row is divided by "
-                             "its sum (only do this if you know why the rows are off).")
-            st.number_input("Row limit (0 = no limit)", min_value=0, step=100_000,
-                            key=K_MAXROWS, on_change=_on_options, persist_state="session",
-                            help="Refuse files with more rows than this, with a message, instead of "
-                                 "reading them (the check comes before the data is parsed). Useful on a "
-                                 "shared server; to analyse a huge file, upload a random sample of its rows.")
-        _templates()
+        if _take_upload():  # a file the callback did not see (reruns merged by the browser)
+            st.rerun()
+        _error_box(cur)
+
+
+def _reading_options(cur: state.Loaded | None) -> None:
+    target = _target(cur)
+    columns = _sync_widgets(target)
+    is_failed = target is not None and target[0].startswith("failed:")
+    title = "Columns and reading options" + (" (for the file that failed)" if is_failed else "")
+    with st.expander(title, expanded=is_failed and bool(columns)):
+        if target is None:
+            st.caption("Load a file first: its columns will be listed here.")
+            return
+        with st.form("data_options_form", border=False):
+            if columns:
+                st.markdown(texts.COLUMN_ROLES_INTRO)
+                c = st.columns(2, gap="medium")
+                c[0].selectbox("Label column (the true class)", [DETECT, *columns], key=K_LABEL,
+                               help=texts.LABEL_COLUMN_HELP)
+                c[1].multiselect("Score columns, in class order (empty: detect)", columns, key=K_SCORES,
+                                 help=texts.SCORE_COLUMNS_HELP)
+                c = st.columns(2, gap="medium")
+                c[0].multiselect("Group columns (kept to compare groups)", columns, key=K_GROUPS,
+                                 help=texts.GROUP_COLUMNS_HELP)
+                c[1].multiselect("Columns to ignore", columns, key=K_IGNORE, help=texts.IGNORE_COLUMNS_HELP)
+            c = st.columns(3, gap="medium")
+            c[0].selectbox("The score columns hold", list(INPUT_TYPES), format_func=INPUT_TYPES.get, key=K_INPUT,
+                           help=texts.INPUT_TYPE_HELP)
+            c[1].number_input("Row limit (0 = no limit)", min_value=0, step=100_000, key=K_MAXROWS,
+                              help=texts.ROW_LIMIT_HELP)
+            with c[2]:
+                st.write("")
+                st.checkbox("Renormalise rows that do not sum to 1", key=K_RENORM, help=texts.RENORMALISE_HELP)
+            st.form_submit_button("Read the file again with these choices", on_click=_on_apply, type="primary",
+                                  icon=":material/refresh:", key="data_apply")
 
 
 def _templates() -> None:
@@ -117,12 +196,12 @@ def _error_box(cur: state.Loaded | None) -> None:
     err = state.last_error()
     if not err:
         return
-    msg = err["message"]
+    msg = texts.for_the_page(err["message"])
     hints = []
     if "renormalis" in msg or "sum to" in msg:
         hints.append(texts.RENORMALISE_HINT)
-    if "label column" in msg.lower():
-        hints.append(texts.LABEL_HINT)
+    if "label column" in msg.lower() or "score columns" in msg.lower():
+        hints.append(texts.COLUMNS_HINT)
     kept = f"The data loaded before (**{cur.name}**) is still in use." if cur else ""
     body = "\n\n".join([f"Could not load **{err['file_name']}**: {msg}", *hints, kept])
     st.error(body.strip(), icon=":material/error:")
@@ -143,10 +222,16 @@ def _summary(cur: state.Loaded) -> None:
               else "probabilities")
     st.markdown(f"The score columns were read as **{scores}**.")
     if p.notes:
-        st.info("**What the loader decided**\n\n" + "\n".join(f"* {n}" for n in p.notes),
+        st.info("**What the loader decided**\n\n" + "\n".join(f"* {texts.for_the_page(n)}" for n in p.notes),
                 icon=":material/info:")
+    if p.column_roles:
+        with st.expander(f"Every column and what it was used as ({len(p.column_roles)} columns)",
+                         expanded=p.metadata is not None and len(p.column_roles) <= 30):
+            st.dataframe(tables.roles_frame(p), hide_index=True)
+            st.caption(texts.ROLES_CAPTION)
     st.markdown("**First rows, as read**")
-    st.dataframe(tables.preview_frame(p), hide_index=True)
+    preview = tables.preview_frame(p)
+    st.dataframe(preview, hide_index=True, column_config=tables.preview_column_config(preview))
     if p.probs is not None and p.n_classes > tables.MAX_PREVIEW_CLASSES and p.kind != "binary":
         st.caption(f"Showing {tables.MAX_PREVIEW_CLASSES} of {p.n_classes} class columns.")
 
@@ -158,8 +243,8 @@ def render() -> None:
         "The other pages then show how well calibrated the model is."
     )
     cur = state.current()
-    _error_box(cur)
     _source_controls(cur)
+    _reading_options(cur)
     st.divider()
     if cur is None:
         st.info("Nothing is loaded yet.")

@@ -64,12 +64,13 @@ from pbr_core.loading._source import (
     _resolve_format,
     _resolve_source,
 )
-from pbr_core.loading._tables import _load_csv, _load_parquet
+from pbr_core.loading._tables import _csv_header, _is_unnamed, _load_csv, _load_parquet
 from pbr_core.loading.writing import save_predictions, template_csv
 from pbr_core.predictions import DEFAULT_SUM_TOLERANCE, InputType, Predictions, PredictionsError
 
 __all__ = [
     "ACCEPTED_SUFFIXES",
+    "read_columns",
     "CONFIDENCE_COLUMN_NAMES",
     "LABEL_COLUMN_NAMES",
     "PREDICTED_COLUMN_NAMES",
@@ -193,3 +194,37 @@ def load_predictions(
         raise
     except Exception as exc:  # malformed input must never escape as another exception type
         raise src.error(f"could not read the file as {fmt.upper()}: {type(exc).__name__}: {exc}") from exc
+
+
+def read_columns(source: Source, *, format: str | None = None, name: str | None = None) -> list[str]:
+    """The column names of a table (the header of a CSV / TSV, the schema of a Parquet file), or
+    the array names of an NPZ archive; an NPY file has none. Reads only the header, so it is cheap
+    for big files: a front end uses it to offer the file's columns for the column roles of
+    :func:`load_predictions`.
+
+    Raises
+    ------
+    PredictionsError
+        When the file cannot be read or is not one of the accepted formats.
+    """
+    src = _resolve_source(source, name)
+    try:
+        head = src.head()
+    except OSError as exc:
+        raise src.error(f"could not read the file: {exc}") from exc
+    fmt = _resolve_format(src, format, head)
+    try:
+        if fmt in ("csv", "tsv"):
+            return [c for c in _csv_header(src, fmt, head).columns if c]
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            return [c for c in pq.ParquetFile(src.reader_arg()).schema_arrow.names if not _is_unnamed(c)]
+        if fmt == "npz" and head.startswith(b"PK"):
+            with np.load(src.reader_arg(), allow_pickle=False) as npz:
+                return list(npz.files)
+        return []
+    except PredictionsError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a broken file is the caller's input
+        raise src.error(f"could not read the columns: {type(exc).__name__}: {exc}") from exc

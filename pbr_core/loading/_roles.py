@@ -423,8 +423,8 @@ def _keep(roles: Roles, p: Profile, why: str) -> None:
 def _ambiguous(src: _Source, profiles: Sequence[Profile], why: str):
     return src.error(
         f"the score columns are ambiguous: {_short([p.name for p in profiles])} could be scores, but {why}. "
-        "Name the score columns (score_columns=..., or --score-columns on the command line), or name the "
-        "columns that are not scores as columns to ignore."
+        "Name the score columns (score_columns=), or the columns that are not scores as columns to ignore "
+        "(ignore_columns=)."
     )
 
 

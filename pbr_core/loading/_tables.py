@@ -11,7 +11,7 @@ import csv
 import gzip
 import re
 import warnings
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -34,7 +34,17 @@ from pbr_core.predictions import Predictions, PredictionsError
 
 
 # ------------------------------------------------------------------------------------ CSV / TSV
-def _load_csv(src: _Source, fmt: FileFormat, head: bytes, opts: _Options) -> Predictions:
+@dataclass(frozen=True)
+class _CsvHeader:
+    columns: list[str]
+    sep: str
+    encoding: str
+    compression: str | None
+    notes: tuple[str, ...]
+
+
+def _csv_header(src: _Source, fmt: FileFormat, head: bytes) -> _CsvHeader:
+    """The header line of a CSV / TSV file: column names, separator, encoding, compression."""
     notes: list[str] = []
     compression = None
     header_bytes_max = 1 << 20  # a header with 1000 class names is ~20 kB
@@ -61,7 +71,6 @@ def _load_csv(src: _Source, fmt: FileFormat, head: bytes, opts: _Options) -> Pre
         # Spreadsheet exports on Windows are often cp1252; latin-1 reads every byte sequence.
         encoding = "latin-1"
         header_line = header_bytes.decode("latin-1")
-        warnings.warn(f"{src.name}: the header is not UTF-8; read the file as Latin-1.", stacklevel=3)
         notes.append("The file is not UTF-8: read it as Latin-1.")
     header_line = header_line.rstrip("\r")
     sep = "\t" if fmt == "tsv" else ","
@@ -71,7 +80,16 @@ def _load_csv(src: _Source, fmt: FileFormat, head: bytes, opts: _Options) -> Pre
                 sep = other
                 notes.append(f"The header has no commas: columns are separated by {label}.")
                 break
-    raw_header = [h.strip() for h in next(csv.reader([header_line], delimiter=sep), [])]
+    columns = [h.strip() for h in next(csv.reader([header_line], delimiter=sep), [])]
+    return _CsvHeader(columns, sep, encoding, compression, tuple(notes))
+
+
+def _load_csv(src: _Source, fmt: FileFormat, head: bytes, opts: _Options) -> Predictions:
+    header = _csv_header(src, fmt, head)
+    notes = list(header.notes)
+    if header.encoding != "utf-8":
+        warnings.warn(f"{src.name}: the header is not UTF-8; read the file as Latin-1.", stacklevel=3)
+    raw_header = header.columns
     dup = duplicates(raw_header)
     if dup:
         raise src.error(f"duplicate column header(s) {_names(dup)}: every column needs its own name.")
@@ -79,12 +97,12 @@ def _load_csv(src: _Source, fmt: FileFormat, head: bytes, opts: _Options) -> Pre
     if opts.max_rows is not None:
         # Each data row takes at least one byte per column (separators and newline), so small
         # files need no counting pass.
-        if compression is not None or src.size() // max(len(raw_header), 1) > opts.max_rows:
-            n = _count_data_rows(src, compression)
+        if header.compression is not None or src.size() // max(len(raw_header), 1) > opts.max_rows:
+            n = _count_data_rows(src, header.compression)
             if n > opts.max_rows:
                 raise _too_many_rows(src, n, opts.max_rows)
 
-    df = _read_csv_frame(src, sep, compression, encoding)
+    df = _read_csv_frame(src, header.sep, header.compression, header.encoding)
     if len(df.columns) == len(raw_header):
         df.columns = raw_header
     return _from_table(df, src, opts, notes)
@@ -519,6 +537,6 @@ def _validated(build: Callable[[], Predictions], row: Callable[[int], str], colu
                 message,
             )
         if "ask to renormalise" in message:
-            message += (" With load_predictions: pass renormalize=True to divide each row by its sum, or "
-                        "input_type='logits' if the columns are logits.")
+            message += (" To divide each row by its sum: renormalize=True; if the columns are logits: "
+                        "input_type='logits'.")
         raise PredictionsError(message) from None

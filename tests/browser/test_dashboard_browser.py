@@ -107,3 +107,41 @@ def test_bad_upload_shows_error_and_keeps_data(page, app_url, tmp_path: Path):
     _assert_no_exception(page)
     # The previously loaded sample is still there.
     page.locator('[data-testid="stSidebar"]').get_by_text("CIFAR-100").first.wait_for(timeout=TIMEOUT_MS)
+
+
+def _replace_upload(page, path: Path) -> None:
+    """Choose another file while one is in the uploader (no removal first), as a user does."""
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(path))
+    page.wait_for_timeout(300)
+    _wait_idle(page)
+    page.wait_for_timeout(1200)  # the removal of the old file and the new upload are two requests
+    _wait_idle(page)
+
+
+def test_a_corrected_file_right_after_a_failed_one_is_loaded(page, app_url, tmp_path: Path):
+    """After an error, choosing a corrected file (without removing the failed one) used to be lost in
+    about 1 try in 4: the error box above the uploader disappeared when the failed file was removed,
+    the uploader moved up, the browser re-created it, and the upload in flight vanished with it. A
+    second error right after a first was swallowed the same way."""
+    rows = ["a,b,c,label"] + [f"0.2,0.3,0.5,{i % 3}" for i in range(200)]
+    good, bad, bad2 = tmp_path / "good.csv", tmp_path / "bad.csv", tmp_path / "bad2.csv"
+    good.write_text("\n".join(rows) + "\n")
+    bad.write_text("\n".join(rows[:5] + ["0.2,oops,0.5,1"] + rows[6:]) + "\n")
+    bad2.write_text("\n".join(rows[:7] + ["0.2,0.3,0.5,9"] + rows[8:]) + "\n")
+    _goto(page, app_url)
+    page.locator('[data-testid="stSidebar"]').get_by_text("CIFAR-100").first.wait_for(timeout=TIMEOUT_MS)
+    for attempt in range(4):
+        page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(bad))
+        page.get_by_text("Could not load").first.wait_for(timeout=TIMEOUT_MS)
+        _wait_idle(page)
+        # The uploader is the same element after the next file replaces the failed one (not re-created).
+        page.evaluate("() => { window.__uploader = document.querySelector('[data-testid=\"stFileUploader\"]'); }")
+        _replace_upload(page, bad2)
+        assert page.evaluate("() => window.__uploader.isConnected"), f"the uploader was re-created (try {attempt})"
+        main = page.locator('[data-testid="stMain"]').inner_text()
+        assert "bad2.csv" in main and "outside the classes" in main, f"second error swallowed (try {attempt})"
+        _replace_upload(page, good)
+        main = page.locator('[data-testid="stMain"]').inner_text()
+        assert "Loaded: good.csv" in main, f"the corrected file was ignored (try {attempt})"
+        assert "Could not load" not in main  # the old failure message is gone
+        _assert_no_exception(page)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -93,8 +94,8 @@ def test_compare_temperature_and_download_the_table(page, app_url):
 def test_pbr_small_fit_and_download_predictions_and_recalibrator(page, app_url):
     _load_cifar10(page, app_url)
     _nav(page, "PBR", "PBR recalibration")
-    assert "CPU" in page.locator('[data-testid="stMain"]').inner_text() or "GPU" in page.locator(
-        '[data-testid="stMain"]').inner_text()
+    # The device is named (waited for: on a loaded machine the page draws in steps).
+    page.locator('[data-testid="stMain"]').get_by_text(re.compile(r"\b(CPU|GPU)\b")).first.wait_for(timeout=TIMEOUT_MS)
     _number(page, "Recalibration rows n_re", 150)
     page.get_by_text("Bound and fit settings").click()
     _number(page, "Max optimiser iterations (0 = default)", 10)

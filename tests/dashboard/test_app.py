@@ -131,18 +131,21 @@ def test_bad_upload_shows_error_and_keeps_previous_data(at, cifar10_csv):
     assert _loaded(at).file_name == "cifar100_densenet121.npz"  # nothing the user had is lost
     assert "CIFAR-100" in _sidebar_text(at)
     # Ticking "renormalise" re-reads the same upload with the option: now it loads.
-    at.checkbox(key="data_renormalize").check().run()
+    at.checkbox(key="data_renormalize").check()
+    at.button(key="data_apply").click().run()
     assert not at.exception and not at.error
     assert _loaded(at).file_name == "bad.csv"
     assert any("Renormalised" in i.value for i in at.info)
 
 
 def test_row_limit_refuses_a_larger_file_and_keeps_the_data(at):
-    at.number_input(key="data_max_rows").set_value(100).run()  # re-reads the current sample
+    at.number_input(key="data_max_rows").set_value(100)
+    at.button(key="data_apply").click().run()  # re-reads the current sample
     assert not at.exception
     assert at.error and "limit" in at.error[0].value and "10,000" in at.error[0].value
     assert _loaded(at).preds.n == 10_000
-    at.number_input(key="data_max_rows").set_value(0).run()
+    at.number_input(key="data_max_rows").set_value(0)
+    at.button(key="data_apply").click().run()
     assert not at.exception and not at.error
 
 

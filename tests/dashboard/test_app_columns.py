@@ -1,0 +1,126 @@
+"""The Data page with real exports: extra columns are kept, the user says which column is what,
+and messages name the page's controls (never Python arguments)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import pbr_core
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = str(ROOT / "dashboard" / "app.py")
+PYTHON_ADVICE = ("label_column=", "score_columns=", "ignore_columns=", "renormalize=True", "input_type=")
+
+
+@pytest.fixture
+def at() -> AppTest:
+    app = AppTest.from_file(APP, default_timeout=30)
+    app.run()
+    assert not app.exception, app.exception
+    return app
+
+
+@pytest.fixture(scope="module")
+def export() -> pd.DataFrame:
+    """Real CIFAR-10 ResNet-110 predictions (500 rows) exported with an id, a segment, a date and a code."""
+    preds = pbr_core.load_predictions(ROOT / "sample_data" / "cifar10_resnet110.npz").subset(np.arange(500))
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame(preds.probs, columns=[f"p_{c}" for c in preds.class_names])
+    df.insert(0, "customer_id", np.arange(7000, 7500))
+    df["segment"] = rng.choice(["retail", "business"], 500)
+    df["scored_on"] = pd.date_range("2025-01-01", periods=500, freq="D").strftime("%Y-%m-%d")
+    df["region_code"] = rng.integers(10, 20, 500)
+    df["truth"] = preds.labels
+    return df
+
+
+def _upload(at: AppTest, name: str, df: pd.DataFrame) -> None:
+    at.file_uploader(key="data_upload").upload(name, df.to_csv(index=False).encode(), "text/csv").run()
+    assert not at.exception, at.exception
+
+
+def _page_text(at: AppTest) -> str:
+    parts = [e.value for e in (*at.error, *at.info, *at.markdown, *at.caption, *at.warning)]
+    return "\n".join(str(p) for p in parts)
+
+
+def test_an_export_with_metadata_loads_with_the_right_numbers(at, export):
+    df = export.rename(columns={"truth": "label"})
+    _upload(at, "export.csv", df)
+    assert not at.error
+    loaded = at.session_state["pbr_loaded"]
+    assert loaded.preds.n_classes == 10 and loaded.preds.metadata.shape == (500, 4)
+    probs = df[[f"p_{k}" for k in range(10)]].to_numpy()
+    at.switch_page("views/reliability.py").run()
+    ece = pbr_core.ece(probs, df["label"].to_numpy())
+    assert any(m.value == f"{ece:.4f}" for m in at.metric if m.label == "ECE")
+    at.switch_page("views/data.py").run()
+    roles = at.dataframe[0].value  # every column and what it was used as
+    assert dict(zip(roles["column"], roles["used as"]))["customer_id"] == "metadata (kept)"
+    assert "an identifier" in _page_text(at) and "'segment'" in _page_text(at)
+
+
+def test_an_unknown_label_name_is_chosen_from_the_files_columns(at, export):
+    _upload(at, "truth.csv", export)
+    assert at.error and "no label column" in at.error[0].value
+    message = at.error[0].value
+    assert not any(a in message for a in PYTHON_ADVICE), message
+    assert "Columns and reading options" in message and "still in use" in message
+    # The options now list the failed file's columns.
+    box = at.selectbox(key="data_label_column")
+    assert "truth" in box.options and "customer_id" in box.options
+    box.set_value("truth")
+    at.button(key="data_apply").click().run()
+    assert not at.exception and not at.error
+    loaded = at.session_state["pbr_loaded"]
+    assert loaded.file_name == "truth.csv" and loaded.preds.n_classes == 10
+    assert dict(loaded.preds.column_roles)["truth"] == "label"
+
+
+def test_ambiguous_scores_are_named_on_the_page(at):
+    kitti = pbr_core.load_predictions(ROOT / "sample_data" / "kitti_random_forest.csv")
+    df = pd.DataFrame({"p_positive": kitti.probs[:300, 1], "balance_ratio": np.linspace(0.5, 3.5, 300),
+                       "label": kitti.labels[:300]})
+    _upload(at, "ambiguous.csv", df)
+    assert at.error and "ambiguous" in at.error[0].value
+    assert not any(a in at.error[0].value for a in PYTHON_ADVICE), at.error[0].value
+    at.multiselect(key="data_score_columns").set_value(["p_positive"])
+    at.button(key="data_apply").click().run()
+    assert not at.exception and not at.error
+    assert at.session_state["pbr_loaded"].preds.kind == "binary"
+
+
+def test_the_old_error_goes_when_a_good_file_loads(at, export):
+    _upload(at, "truth.csv", export)
+    assert at.error
+    _upload(at, "good.csv", export.rename(columns={"truth": "label"}))
+    assert not at.error
+    assert at.session_state["pbr_loaded"].file_name == "good.csv"
+
+
+def test_notes_on_the_page_name_controls_not_python(at, export):
+    df = pd.DataFrame(np.log(export[[f"p_{k}" for k in range(10)]].to_numpy()),
+                      columns=[f"logit_{k}" for k in range(10)])
+    df["label"] = export["truth"]
+    _upload(at, "logits.csv", df)
+    assert not at.error
+    text = _page_text(at)
+    assert "logits" in text and not any(a in text for a in PYTHON_ADVICE), text
+    assert "The score columns hold" in text
+
+
+def test_the_preview_shows_readable_numbers_and_the_metadata(at, export):
+    _upload(at, "export.csv", export.rename(columns={"truth": "label"}))
+    preview = at.dataframe[-1]
+    assert "customer_id" in preview.value.columns and "segment" in preview.value.columns
+    # The probabilities are shown with 4 decimals, whatever their size (the column config the page sent).
+    import json
+
+    config = json.loads(preview.proto.columns)
+    assert config["p(0)"]["type_config"]["format"] == "%.4f"
+    assert config["confidence"]["type_config"]["format"] == "%.4f"
