@@ -145,3 +145,31 @@ def test_a_corrected_file_right_after_a_failed_one_is_loaded(page, app_url, tmp_
         assert "Loaded: good.csv" in main, f"the corrected file was ignored (try {attempt})"
         assert "Could not load" not in main  # the old failure message is gone
         _assert_no_exception(page)
+
+
+def _outward_address() -> str | None:
+    """This machine's address on its default network interface (no packet is sent), or None."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.1", 9))  # TEST-NET-1: only picks the route
+            address = s.getsockname()[0]
+        except OSError:
+            return None
+    return None if address.startswith("127.") else address
+
+
+def test_the_server_answers_this_machine_only(app_url):
+    """The app has no login: started with the README's command it must not listen on every interface."""
+    import urllib.error
+    import urllib.request
+
+    port = int(app_url.rsplit(":", 1)[1])
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=5) as r:
+        assert r.status == 200
+    address = _outward_address()
+    if address is None:
+        pytest.skip("this machine has no network interface besides loopback")
+    with pytest.raises(OSError):  # connection refused: nothing listens there
+        urllib.request.urlopen(f"http://{address}:{port}/_stcore/health", timeout=5)

@@ -124,3 +124,4 @@ def test_the_preview_shows_readable_numbers_and_the_metadata(at, export):
     config = json.loads(preview.proto.columns)
     assert config["p(0)"]["type_config"]["format"] == "%.4f"
     assert config["confidence"]["type_config"]["format"] == "%.4f"
+

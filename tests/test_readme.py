@@ -1,0 +1,47 @@
+"""The README's command-line examples run as written (from the repository root), and every file
+they name exists. GP examples (PBR fits) are slow on a CPU today and run only with PBR_SLOW=1."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pbr_core.cli import main as cli_main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cli_examples() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"## Command line\n+```bash\n(.*?)```", text, re.S)
+    assert block, "the README has no command-line block"
+    return [line.split("#", 1)[0].strip() for line in block.group(1).splitlines()
+            if line.strip().startswith("pbr-calib")]
+
+
+def _slow(command: str) -> bool:
+    return bool(re.search(r"--method (pbr|gp)\b|--methods \S*\b(pbr|gp)", command))
+
+
+@pytest.mark.parametrize("command", _cli_examples())
+def test_readme_cli_example_runs(command, tmp_path, monkeypatch, capsys):
+    args = shlex.split(command)[1:]
+    for arg in args:  # every input file the example names is in the repository
+        if arg.startswith("sample_data/"):
+            assert (ROOT / arg).is_file(), f"{command}: {arg} does not exist"
+    if _slow(command) and not os.environ.get("PBR_SLOW"):
+        pytest.skip("a GP fit: minutes on a CPU (set PBR_SLOW=1)")
+    shutil.copytree(ROOT / "sample_data", tmp_path / "sample_data")
+    monkeypatch.chdir(tmp_path)
+    if args[0] == "apply":  # it applies the recalibrator the fit example saves
+        assert cli_main(["fit", "sample_data/cifar100_densenet121.npz", "--method", "temperature",
+                         "--out", "ts.json"]) == 0
+    assert cli_main(args) == 0, capsys.readouterr().err
+    for i, arg in enumerate(args[:-1]):
+        if arg == "--out":
+            assert (tmp_path / args[i + 1]).stat().st_size > 0
