@@ -22,8 +22,8 @@ def _names(preds: Predictions, ids: np.ndarray) -> np.ndarray:
 MAX_PREVIEW_METADATA = 4
 
 ROLE_WORDS = {"label": "label", "score": "score", "confidence": "confidence (top label)",
-              "predicted": "predicted class (top label)", "group": "group", "metadata": "metadata (kept)",
-              "ignored": "ignored"}
+              "predicted": "predicted class (top label)", "correct": "whether the prediction was right",
+              "group": "group", "metadata": "metadata (kept)", "ignored": "ignored"}
 
 
 def roles_frame(preds: Predictions) -> pd.DataFrame:
@@ -51,6 +51,9 @@ def preview_frame(preds: Predictions, rows: int = 10) -> pd.DataFrame:
     """The first ``rows`` rows as the loader understood them: label, prediction, confidence, scores,
     then the first metadata columns."""
     k = min(rows, preds.n)
+    if not preds.has_class_ids:  # (confidence, correct) records: no class to show
+        out = pd.DataFrame({"confidence": preds.confidence[:k], "correct": preds.correct[:k] == 1})
+        return _with_metadata(out, preds, k)
     out = pd.DataFrame({
         "true label": _names(preds, preds.labels[:k]),
         "predicted": _names(preds, preds.predicted[:k]),
@@ -67,6 +70,10 @@ def preview_frame(preds: Predictions, rows: int = 10) -> pd.DataFrame:
         if preds.logits is not None:
             for j in range(min(shown, 3)):
                 out[f"logit({names[j]})"] = preds.logits[:k, j]
+    return _with_metadata(out, preds, k)
+
+
+def _with_metadata(out: pd.DataFrame, preds: Predictions, k: int) -> pd.DataFrame:
     if preds.metadata is not None:
         for c in list(preds.metadata.columns)[:MAX_PREVIEW_METADATA]:
             if c not in out.columns:

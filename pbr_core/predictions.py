@@ -114,6 +114,9 @@ class Predictions:
     #: False when the file had no labels (``load_predictions(..., require_labels=False)``): enough to
     #: apply a fitted recalibrator, not to measure calibration. ``labels`` then holds zeros.
     has_labels: bool = True
+    #: False for (confidence, correct) records (:meth:`from_confidence_correct`): their rows carry no
+    #: predicted or true class, only whether the prediction was right.
+    has_class_ids: bool = True
     metadata: "pd.DataFrame | None" = field(default=None, repr=False, compare=False)
     column_roles: tuple[tuple[str, str], ...] = ()
 
@@ -188,6 +191,7 @@ class Predictions:
             notes=self.notes,
             source=self.source,
             has_labels=self.has_labels,
+            has_class_ids=self.has_class_ids,
             metadata=None if self.metadata is None else self.metadata.iloc[idx].reset_index(drop=True),
             column_roles=self.column_roles,
         )
@@ -382,6 +386,38 @@ class Predictions:
         notes = list(notes) + ["Top-label-only data: ECE and reliability diagrams work, recalibration needs full vectors."]
         return cls(labels=y, confidence=c, predicted=p, kind="top_label", input_type="probabilities",
                    probs=None, logits=None, class_names=tuple(class_names), notes=tuple(notes), source=source)
+
+    @classmethod
+    def from_confidence_correct(
+        cls,
+        confidence: np.ndarray,
+        correct: np.ndarray,
+        *,
+        source: str = "arrays",
+        notes: Sequence[str] = (),
+    ) -> "Predictions":
+        """Validate (confidence, correct) records, e.g. an LLM's confidence in its answer and whether
+        the answer was right: top-label data without class ids.
+
+        ``correct`` holds 0/1 or booleans. The value is a top-label Predictions whose ``correct`` is
+        ``correct`` (internally: predicted class 0 for every row, true class 0 where correct and 1
+        where not), so every top-label metric applies unchanged.
+        """
+        k = np.asarray(correct)
+        if k.dtype != bool:
+            if not np.issubdtype(k.dtype, np.number):
+                raise PredictionsError(f"{source}: the correct column must hold 0/1 or true/false (dtype {k.dtype}).")
+            kf = k.astype(np.float64)
+            bad = ~np.isin(kf, (0.0, 1.0))
+            if bad.any():
+                r = _first_bad_row(bad)
+                raise PredictionsError(f"{source}: 'correct' must be 0 or 1 (or true/false), but row {r} holds {k[r]}.")
+            k = kf == 1.0
+        notes = [*notes, "Confidence and correctness only (no class ids): ECE and reliability diagrams work, "
+                         "recalibration needs full probability vectors."]
+        built = cls.from_top_label(confidence, np.zeros(k.shape[0], dtype=np.int64), (~k).astype(np.int64),
+                                   source=source, notes=())
+        return replace(built, notes=tuple(notes), has_class_ids=False)
 
     @classmethod
     def _build(cls, probs, logits, y, kind, input_type, names, notes, source) -> "Predictions":

@@ -290,3 +290,35 @@ def test_apply_keeps_the_metadata_next_to_the_calibrated_rows(cifar10, tmp_path,
     assert written["segment"].tolist() == _export(cifar10).iloc[:400]["segment"].tolist()
     back = load_predictions(out)  # and it reads back with the same roles
     assert back.n_classes == 10 and back.metadata.columns.tolist()[:2] == ["id", "fold"]
+
+
+# ---------------------------------------------------------------------------- (confidence, correct)
+def test_confidence_and_correct_records(tmp_path):
+    """LLM evaluations: a confidence per answer and whether it was right, with model and benchmark columns."""
+    rng = np.random.default_rng(5)
+    n = 400
+    conf = rng.uniform(0.25, 1.0, n)
+    correct = rng.uniform(size=n) < conf - 0.15
+    df = pd.DataFrame({"model": rng.choice(["llama", "mistral"], n), "benchmark": "mmlu",
+                       "question_idx": np.arange(n), "confidence": conf, "correct": correct.astype(int),
+                       "grade": np.where(correct, "Correct", "Wrong")})
+    preds = load_predictions(_csv(df), format="csv")
+    assert preds.kind == "top_label" and not preds.has_class_ids and not preds.can_recalibrate
+    np.testing.assert_array_equal(preds.correct, correct.astype(float))
+    np.testing.assert_allclose(preds.confidence, conf)
+    c, y = preds.metric_inputs()
+    assert pbr_core.ece(c, y) == pytest.approx(pbr_core.ece(conf, correct.astype(int)), abs=1e-15)
+    assert dict(preds.column_roles) == {"model": "metadata", "benchmark": "metadata", "question_idx": "metadata",
+                                        "confidence": "confidence", "correct": "correct", "grade": "metadata"}
+    # true/false and yes/no work too; anything else is named.
+    df["correct"] = np.where(correct, "true", "false")
+    assert load_predictions(_csv(df), format="csv").accuracy == pytest.approx(correct.mean())
+    df.loc[17, "correct"] = "maybe"
+    message = _error(_csv(df))
+    assert "'correct' must be 0 or 1" in message and "row 18 (data row, header excluded)" in message
+    # Written back as (confidence, correct) and read again.
+    path = tmp_path / "back.csv"
+    pbr_core.loading.save_predictions(preds, path_or_buffer=path)
+    back = load_predictions(path)
+    np.testing.assert_array_equal(back.correct, preds.correct)
+    assert back.metadata.columns.tolist() == ["model", "benchmark", "question_idx", "grade"]

@@ -57,6 +57,7 @@ from pbr_core.loading._numpy import _load_numpy
 from pbr_core.loading._source import (
     ACCEPTED_SUFFIXES,
     CONFIDENCE_COLUMN_NAMES,
+    CORRECT_COLUMN_NAMES,
     LABEL_COLUMN_NAMES,
     PREDICTED_COLUMN_NAMES,
     Source,
@@ -72,6 +73,7 @@ __all__ = [
     "ACCEPTED_SUFFIXES",
     "read_columns",
     "CONFIDENCE_COLUMN_NAMES",
+    "CORRECT_COLUMN_NAMES",
     "LABEL_COLUMN_NAMES",
     "PREDICTED_COLUMN_NAMES",
     "load_predictions",

@@ -41,7 +41,7 @@ from pbr_core.loading._source import (
     _Source,
 )
 
-Role = Literal["label", "score", "confidence", "predicted", "group", "metadata", "ignored"]
+Role = Literal["label", "score", "confidence", "predicted", "correct", "group", "metadata", "ignored"]
 
 #: Last word of a column name (snake_case or camelCase) that marks an identifier, a data split, a
 #: time or a weight, with the reason given in the notes: such numeric columns are metadata, never scores.
@@ -103,6 +103,7 @@ class Roles:
     scores: list[str] = field(default_factory=list)
     confidence: str | None = None
     predicted: str | None = None
+    correct: str | None = None
     groups: list[str] = field(default_factory=list)
     metadata: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
@@ -129,6 +130,8 @@ class Roles:
             role[self.confidence] = "confidence"
         if self.predicted is not None:
             role[self.predicted] = "predicted"
+        if self.correct is not None:
+            role[self.correct] = "correct"
         return tuple((c, role[c]) for c in columns if c in role)
 
     def notes(self) -> list[str]:
@@ -136,7 +139,9 @@ class Roles:
         out = []
         if self.label is not None:
             out.append(f"Label column: {self.label!r}.")
-        if self.top_label:
+        if self.top_label and self.correct is not None:
+            out.append(f"Top-label columns: confidence {self.confidence!r}, whether it was right {self.correct!r}.")
+        elif self.top_label:
             out.append(f"Top-label columns: confidence {self.confidence!r}, predicted class {self.predicted!r}.")
         if self.scores:
             out.append(f"Score columns ({len(self.scores)}): {_short(self.scores)}.")

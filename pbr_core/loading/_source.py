@@ -28,6 +28,9 @@ LABEL_COLUMN_NAMES = ("label", "labels", "y", "y_true", "target", "true_label", 
 CONFIDENCE_COLUMN_NAMES = ("confidence", "conf", "max_prob")
 #: Header names of the predicted-label column of a top-label-only table.
 PREDICTED_COLUMN_NAMES = ("predicted", "prediction", "pred", "predicted_label")
+#: Header names of the column that says whether a top-label prediction was right (0/1, true/false),
+#: for (confidence, correct) records such as LLM evaluations.
+CORRECT_COLUMN_NAMES = ("correct", "is_correct", "correctness")
 NPZ_SCORE_KEYS = ("logits", "probs", "probabilities", "scores")
 NPZ_LABEL_KEYS = ("labels", "y")
 

@@ -20,6 +20,7 @@ import pandas as pd
 from pbr_core.loading._source import (
     _SNIFF_BYTES,
     CONFIDENCE_COLUMN_NAMES,
+    CORRECT_COLUMN_NAMES,
     LABEL_COLUMN_NAMES,
     PREDICTED_COLUMN_NAMES,
     FileFormat,
@@ -314,7 +315,9 @@ def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]
     columns = list(df.columns)
     roles = _table_roles(df, columns, src, opts)
     notes.extend(roles.notes())
-    if roles.label is None:
+    if roles.correct is not None:
+        preds = _confidence_correct_table(df, roles, src, opts, notes)
+    elif roles.label is None:
         preds = _unlabelled_table(df, roles, src, opts, notes)
     elif roles.top_label:
         preds = _top_label_table(df, roles, src, opts, notes)
@@ -331,26 +334,42 @@ def _table_roles(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Opti
     roles = named_roles(columns, choice, src)
     assigned = {roles.label, *roles.scores, *roles.groups, *roles.ignored}
     rest = [c for c in columns if c not in assigned]
+    conf = pred = correct = None
+    if choice.scores is None:
+        conf = find_by_name(rest, CONFIDENCE_COLUMN_NAMES, "confidence column", src)
+        pred = find_by_name(rest, PREDICTED_COLUMN_NAMES, "predicted-class column", src)
+        correct = find_by_name(rest, CORRECT_COLUMN_NAMES, "correct column", src)
     if roles.label is None:
         roles.label = find_by_name(rest, LABEL_COLUMN_NAMES, "label column", src, option="label_column=")
-        if roles.label is None and opts.require_labels:
+        if roles.label is None and opts.require_labels and not (conf and correct and not pred):
             raise _no_label(columns, src)
         rest = [c for c in rest if c != roles.label]
     if choice.scores is not None:
         for c in rest:
             _keep_named(roles, df[c], c, "not named as a score column")
         return roles
-    conf = find_by_name(rest, CONFIDENCE_COLUMN_NAMES, "confidence column", src)
-    pred = find_by_name(rest, PREDICTED_COLUMN_NAMES, "predicted-class column", src)
-    detect_scores(df, [c for c in rest if c not in (conf, pred)], src, roles, opts.renormalize)
-    if conf is not None and pred is not None and len(roles.scores) < 2 and roles.label is not None:
-        # A top-label file: confidence and predicted class are the predictions; every other column
-        # (a lone column that looks like p(y=1) included) is metadata.
+    layout_columns = (conf, pred, correct)
+    detect_scores(df, [c for c in rest if c not in layout_columns], src, roles, opts.renormalize)
+    if conf is not None and len(roles.scores) < 2 and (
+            (pred is not None and roles.label is not None) or (correct is not None and pred is None)):
+        # A top-label file: confidence with the predicted class (and the label), or with whether the
+        # prediction was right. Every other column (a lone column that looks like p(y=1)) is metadata.
         for c in roles.scores:
-            _keep_named(roles, df[c], c, "not used: this is a top-label file (confidence, predicted class)")
-        roles.scores, roles.confidence, roles.predicted = [], conf, pred
+            _keep_named(roles, df[c], c, "not used: this is a top-label file")
+        roles.scores, roles.confidence = [], conf
+        if pred is not None and roles.label is not None:
+            roles.predicted = pred
+        else:
+            roles.correct = correct
+            if roles.label is not None:  # a label without a predicted class says nothing here
+                _keep_named(roles, df[roles.label], roles.label, "not used: the file says whether each "
+                            "prediction was right")
+                roles.label = None
+        for c in layout_columns:
+            if c is not None and c not in (roles.confidence, roles.predicted, roles.correct):
+                _keep_named(roles, df[c], c, "not used in this layout")
     else:
-        for c in (conf, pred):
+        for c in layout_columns:
             if c is not None:
                 _keep_named(roles, df[c], c, "a stored top-label column; recomputed from the score columns"
                             if roles.scores else "a top-label column without its partner")
@@ -522,6 +541,46 @@ def _top_label_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Option
         lambda: Predictions.from_top_label(c, p, y, class_names=names, source=src.name, notes=notes),
         _table_row, [conf],
     )
+
+
+def _confidence_correct_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Options,
+                              notes: list[str]) -> Predictions:
+    conf, correct = roles.confidence, roles.correct
+    if opts.input_type == "logits":
+        raise src.error(f"column {conf!r} holds a confidence in [0, 1]; it cannot be read as logits.")
+    c = _float_column(df[conf], conf, src)
+    _check_finite(c[:, None], [conf], src)
+    k = _yes_no(df[correct], correct, src)
+    return _validated(lambda: Predictions.from_confidence_correct(c, k, source=src.name, notes=notes),
+                      _table_row, [conf])
+
+
+_YES = frozenset({"1", "true", "t", "yes", "y", "correct"})
+_NO = frozenset({"0", "false", "f", "no", "n", "wrong", "incorrect"})
+
+
+def _yes_no(series: pd.Series, column: str, src: _Source) -> np.ndarray:
+    """A 0/1, true/false or yes/no column as booleans; anything else is an error naming the cell."""
+    missing = series.isna().to_numpy()
+    if missing.any():
+        raise src.error(f"missing value in column {column!r} at {_table_row(int(np.flatnonzero(missing)[0]))}.")
+    if pd.api.types.is_bool_dtype(series.dtype):
+        return series.to_numpy(dtype=bool)
+    if pd.api.types.is_numeric_dtype(series.dtype):
+        v = series.to_numpy(dtype=np.float64)
+        bad = (v != 0) & (v != 1)
+        if bad.any():
+            r = int(np.flatnonzero(bad)[0])
+            raise src.error(f"{column!r} must be 0 or 1 (or true/false), but {_table_row(r)} holds {v[r]:g}.")
+        return v == 1
+    text = series.astype(str).str.strip().str.lower()
+    yes, no = text.isin(_YES).to_numpy(), text.isin(_NO).to_numpy()
+    bad = ~(yes | no)
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        raise src.error(f"{column!r} must be 0 or 1 (or true/false), but {_table_row(r)} holds "
+                        f"{_cell(series.iloc[r])}.")
+    return yes
 
 
 def _validated(build: Callable[[], Predictions], row: Callable[[int], str], columns: Sequence[str] | None) -> Predictions:

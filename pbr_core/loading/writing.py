@@ -101,7 +101,9 @@ def save_predictions(
             preds_or_probs, labels, input_type="probabilities", class_names=class_names, source="save_predictions",
         )
 
-    if preds.probs is None:
+    if preds.probs is None and not preds.has_class_ids:
+        df = pd.DataFrame({"confidence": preds.confidence, "correct": preds.correct.astype(np.int64)})
+    elif preds.probs is None:
         names = list(preds.class_names)
         as_name = (lambda a: np.asarray(names, dtype=object)[a]) if names else (lambda a: a)
         df = pd.DataFrame({"confidence": preds.confidence, "predicted": as_name(preds.predicted),
