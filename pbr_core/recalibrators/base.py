@@ -302,14 +302,16 @@ class Recalibrator:
         _check_version(data)
         method = _state.field(data, "method", "the file")
         if not isinstance(method, str):
-            raise StateError(f"the \"method\" field must name a recalibration method, but the file holds {_state.shown(method)}")
+            raise StateError(f"the \"method\" field must name a recalibration method, but the file holds "
+                             f"{_state.shown(method)}")
         if method not in REGISTRY:
             ensure_registered()
         target = REGISTRY.get(method) if cls is Recalibrator else cls
         if target is None:
             raise StateError(f"Unknown recalibration method {method!r} in file; known: {sorted(REGISTRY)}")
         if target.method != method:
-            raise StateError(f"File holds a {method!r} recalibrator, but {target.__name__} ({target.method!r}) was asked to load it")
+            raise StateError(f"File holds a {method!r} recalibrator, but {target.__name__} ({target.method!r}) "
+                             "was asked to load it")
         try:
             obj = target._from_fields(data)
         except StateError as exc:

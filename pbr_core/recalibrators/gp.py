@@ -292,11 +292,13 @@ class _GPRecalibrator(Recalibrator):
         if kind != expected:
             raise StateError(f'state.input_kind is "{kind}", but a GP fitted on {self.input_type_} (the file\'s '
                              f'input_type) acts on "{expected}"')
-        self.model_ = _load_gp(fields.fields("gp"), kind, self.variational, fields.number("jitter", low=0.0, low_open=True))
+        jitter = fields.number("jitter", low=0.0, low_open=True)
+        self.model_ = _load_gp(fields.fields("gp"), kind, self.variational, jitter)
         self.input_kind_ = kind
         self.kl_ = fields.number("kl")
         if self.kl_ < -1e-6:  # a fit left at the prior can report -1e-12 (rounding)
-            raise StateError(f"state.kl must be a KL divergence, which is never below 0, but the file holds {self.kl_!r}")
+            raise StateError(f"state.kl must be a KL divergence, which is never below 0, but the file holds "
+                             f"{self.kl_!r}")
         self.fit_report_ = _check_fit_report(fields.fields("fit_report"))
         bounds = fields.fields("bounds")
         for name, value in bounds.group.items():
@@ -308,7 +310,8 @@ class _GPRecalibrator(Recalibrator):
 #: for the model to mean anything (softplus can round a very negative raw value to exactly 0).
 _HYPERPARAMETERS = {
     "covar_module.kernels.0.raw_outputscale": ("outputscale", lambda m: m.scaled_rbf.outputscale),
-    "covar_module.kernels.0.base_kernel.raw_lengthscale": ("lengthscale", lambda m: m.scaled_rbf.base_kernel.lengthscale),
+    "covar_module.kernels.0.base_kernel.raw_lengthscale": ("lengthscale",
+                                                           lambda m: m.scaled_rbf.base_kernel.lengthscale),
     "covar_module.kernels.1.raw_noise": ("white-noise variance", lambda m: m.white.noise),
 }
 
@@ -323,8 +326,8 @@ def _load_gp(gp: _state.Fields, kind: str, variational: str, jitter: float) -> G
     own = dict(model.named_parameters())
     missing, unexpected = sorted(set(own) - set(gp.group)), sorted(set(gp.group) - set(own))
     if missing or unexpected:
-        raise StateError(f"{gp.where} must hold the parameters of a {variational} GP, but "
-                         + "; ".join(([f"lacks {missing}"] if missing else []) + ([f"also holds {unexpected}"] if unexpected else [])))
+        wrong = ([f"lacks {missing}"] if missing else []) + ([f"also holds {unexpected}"] if unexpected else [])
+        raise StateError(f"{gp.where} must hold the parameters of a {variational} GP, but " + "; ".join(wrong))
     with torch.no_grad():
         for name, p in own.items():
             note = f"(for {m} inducing points, {variational} family)" if name.startswith("variational_strategy.") else ""
