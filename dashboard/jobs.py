@@ -25,9 +25,9 @@ Everything above :func:`fit_lock` is plain Python (testable without Streamlit).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Literal
 
@@ -36,6 +36,9 @@ import streamlit as st
 from pbr_core.experiments import Cancelled
 
 JobStatus = Literal["waiting", "running", "done", "stopped", "failed"]
+
+#: A failed job's traceback goes here (the server's log), never to the page.
+logger = logging.getLogger(__name__)
 
 #: How often the progress fragment redraws (seconds).
 POLL_SECONDS = 0.5
@@ -57,8 +60,7 @@ class Job:
     last: str = ""                 # the step that finished last ("temperature, fold 2/10")
     inner: float | None = None     # progress inside the current fit (optimiser iterations), 0..1
     result: Any = None             # the work function's return value (may be partial when stopped)
-    error: str | None = None
-    traceback: str | None = None   # of a failed job, for the "details" expander
+    error: str | None = None       # of a failed job, in words for the page (the traceback is logged)
     created: float = field(default_factory=time.time)
     started: float | None = None
     finished: float | None = None
@@ -202,8 +204,8 @@ def run_job(job: Job, work: Callable[[JobContext], Any], lock: FitLock | None,
         job.result = getattr(exc, "partial", None) if not _empty(getattr(exc, "partial", None)) else None
         job.status = "stopped"
     except Exception as exc:  # noqa: BLE001 - shown on the page, never crashes the server
-        job.error = f"{type(exc).__name__}: {exc}"
-        job.traceback = traceback.format_exc()
+        logger.exception("job %r (%s) failed", job.kind, job.label)
+        job.error = failure_message(exc)
         job.status = "failed"
     finally:
         job.finished = time.time()
@@ -211,6 +213,22 @@ def run_job(job: Job, work: Callable[[JobContext], Any], lock: FitLock | None,
             job.started = job.finished
         if acquired and lock is not None:
             lock.release()
+
+
+def failure_message(exc: BaseException) -> str:
+    """What the page says about a job that raised ``exc``: the message alone.
+
+    The library's ``ValueError`` and ``RuntimeError`` messages are written for the user (bad
+    input, a fit that failed, with advice); anything else is a bug, whose message means nothing to
+    the user: the page says so and points to the server's log, where the traceback is.
+    """
+    text = str(exc).strip()
+    if isinstance(exc, MemoryError):
+        return "the computer ran out of memory. Try fewer rows, fewer folds or a smaller model."
+    if isinstance(exc, (ValueError, RuntimeError)) and text:
+        return text
+    return (f"an unexpected error in pbr-calib ({type(exc).__name__}). The details are in the server's log; "
+            "please include them in a bug report.")
 
 
 def _empty(value: Any) -> bool:

@@ -49,10 +49,8 @@ def job_status(kind: str) -> jobs.Job | None:
     if job.active:
         jobs.show_progress(kind)
     elif job.status == "failed":
+        # The message only: the traceback is in the server's log (dashboard.jobs logs it), never on a page.
         st.error(f"The run failed: {job.error}", icon=":material/error:")
-        if job.traceback:
-            with st.expander("Details (for a bug report)"):
-                st.code(job.traceback, language="text")
     elif job.status == "stopped" and job.result is None:
         said = job.message if job.message.startswith(("Cancelled", "Stopped:")) else ""
         st.info(said or "Stopped before anything finished; nothing to show.", icon=":material/stop_circle:")

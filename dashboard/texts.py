@@ -418,7 +418,17 @@ APPLY_CHECK_INTRO = (
 )
 APPLY_UPLOAD_HELP = (
     "A pbr-calib recalibrator file. It is read as JSON only (never unpickled) and checked: format "
-    "version, method, number of classes."
+    "version, method, number of classes, and every learned value (a damaged file is refused with the "
+    "field that is wrong)."
+)
+#: An upload that fails in a way the library does not foresee (a bug): the details go to the server log.
+APPLY_UPLOAD_UNEXPECTED = (
+    "{name}: this file could not be read because of an unexpected error in pbr-calib (not a problem "
+    "the file checks know). The details are in the server's log; please include them in a bug report."
+)
+APPLY_TRIAL_UNEXPECTED = (
+    "it failed on the first row with an unexpected error in pbr-calib. The details are in the server's "
+    "log; please include them in a bug report."
 )
 
 

@@ -19,8 +19,9 @@ Exit codes (stable, for scripts):
 * 2 -- usage error: unknown subcommand, method or parameter, invalid parameter value, output path
   with an unsupported suffix or in a missing folder (argparse's own code for usage errors);
 * 3 -- bad input file: unreadable or invalid predictions (the loader's ``PredictionsError``), a
-  file that is not a recalibrator saved by pbr-calib (or of another format version), predictions
-  whose number of classes differs from the recalibrator's;
+  file that is not a valid recalibrator saved by pbr-calib (``RecalibratorFileError``: not JSON,
+  another format version, a damaged field), predictions whose number of classes differs from the
+  recalibrator's;
 * 4 -- fitting failed (the optimiser, or a fit that does not exist, e.g. separable labels with
   ``targets=labels``).
 
@@ -419,14 +420,14 @@ def _check_output(path: Path, suffixes: tuple[str, ...]) -> None:
 def cmd_apply(args: argparse.Namespace) -> int:
     import pbr_core
     from pbr_core.loading import save_predictions
-    from pbr_core.recalibrators import load_recalibrator
+    from pbr_core.recalibrators import RecalibratorFileError, load_recalibrator
 
     _check_output(args.out, (".csv", ".parquet", ".pq"))
     try:
         rec = load_recalibrator(args.model)
     except OSError as exc:
         raise CLIError(f"{args.model}: cannot read the file: {exc.strerror or exc}", EXIT_BAD_INPUT) from exc
-    except ValueError as exc:  # the message starts with the path
+    except RecalibratorFileError as exc:  # the message starts with the path and names the damaged field
         raise CLIError(str(exc), EXIT_BAD_INPUT) from exc
     preds = _load(args.file, args, require_labels=False)  # shipping a recalibrator: new data has no labels
     try:

@@ -198,6 +198,27 @@ def test_bad_input_files_exit_3(capsys, c10_files, tmp_path) -> None:
     assert not (tmp_path / "o.csv").exists()
 
 
+@pytest.mark.parametrize("name,damage,message", [
+    ("deep.json", "[" * 100_000, "not a JSON recalibrator file (its lists or objects are nested too deeply"),
+    ("negative.json", {"state": {"temperature": -1.5}},
+     "Damaged 'temperature' recalibrator file: state.temperature must be a finite number above 0, but the file holds -1.5."),
+    ("object.json", {"state": {"temperature": {"__ndarray__": [2.0], "dtype": "object", "shape": []}}},
+     'state.temperature must be an array of numbers, but its dtype is "object"'),
+    ("version.json", {"format_version": "1"}, 'the "format_version" field must be the number 1, but the file holds the text "1"'),
+])
+def test_a_damaged_recalibrator_file_exits_3_with_one_line(capsys, c10_files, tmp_path, name, damage, message) -> None:
+    fit, test = c10_files
+    assert run(capsys, "fit", fit, "--method", "temperature", "--out", tmp_path / "m.json")[0] == EXIT_OK
+    doc = json.loads((tmp_path / "m.json").read_text())
+    bad = tmp_path / name
+    bad.write_text(damage if isinstance(damage, str) else json.dumps({**doc, **damage}))
+    code, out, err = run(capsys, "apply", bad, test, "--out", tmp_path / "o.csv")
+    assert code == EXIT_BAD_INPUT and out == ""
+    assert err.startswith(f"pbr-calib: error: {bad}: ") and message in err
+    assert err.count("\n") == 1 and "Traceback" not in err and "RecursionError" not in err
+    assert not (tmp_path / "o.csv").exists()
+
+
 def test_fit_failure_exits_4(capsys, tmp_path) -> None:
     data = tmp_path / "separable.csv"
     save_predictions(np.array([0.1, 0.2, 0.3, 0.7, 0.8, 0.9]), [0, 0, 0, 1, 1, 1], data)

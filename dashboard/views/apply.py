@@ -7,11 +7,15 @@ fit can take minutes), controls disabled, results kept across page switches and 
 from __future__ import annotations
 
 import hashlib
+import logging
 
 import streamlit as st
 
 from dashboard import jobs, recal_ui, report, runs, state, texts
-from pbr_core.recalibrators import Recalibrator, available_methods
+from pbr_core.recalibrators import Recalibrator, RecalibratorFileError, available_methods
+
+#: Unexpected failures (bugs) are logged here with their traceback; the page shows a plain message.
+logger = logging.getLogger("dashboard.views.apply")
 
 K_METHOD = "ship_method"
 K_ALPHA = "ship_alpha"
@@ -73,8 +77,11 @@ def _parse_upload() -> tuple[Recalibrator | None, str | None, str]:
     if cached is None or cached[0] != digest:
         try:
             cached = (digest, Recalibrator.loads(data, source=upload.name), None)
-        except ValueError as exc:
+        except RecalibratorFileError as exc:  # the message starts with the file name and names the field
             cached = (digest, None, str(exc))
+        except Exception:  # noqa: BLE001 - a bug, not a damaged file: logged, never a traceback on the page
+            logger.exception("reading the uploaded recalibrator %r failed unexpectedly", upload.name)
+            cached = (digest, None, texts.APPLY_UPLOAD_UNEXPECTED.format(name=upload.name))
         st.session_state[K_PARSED] = cached
     return cached[1], cached[2], upload.name
 
@@ -127,8 +134,12 @@ def _trial(rec: Recalibrator, loaded: state.Loaded) -> str | None:
         try:
             rec.predict_proba(loaded.preds.subset([0]))
             cached = (key, None)
-        except ValueError as exc:
+        except ValueError as exc:  # e.g. a GP fitted on logits given probabilities: the library says why
             cached = (key, str(exc))
+        except Exception:  # noqa: BLE001 - a bug: logged with its traceback, a plain message on the page
+            logger.exception("trial prediction of %s (%s) on %r failed unexpectedly", rec.method,
+                             st.session_state[K_PARSED][0][:12], loaded.name)
+            cached = (key, texts.APPLY_TRIAL_UNEXPECTED)
         st.session_state[K_TRIAL] = cached
     return cached[1]
 

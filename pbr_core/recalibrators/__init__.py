@@ -13,6 +13,9 @@ The GP-based recalibrators (``GPCalibration``, ``PBR``, ...) live in
 :mod:`pbr_core.recalibrators.gp`; that module imports torch, so it is imported on first use
 (``from pbr_core.recalibrators import PBR``, ``available_methods()``, ``get_recalibrator("pbr")``,
 loading a saved PBR), and registers itself like the others.
+
+Saved files (``Recalibrator.save`` / ``load_recalibrator``) are checked field by field on load; a
+damaged one raises :class:`RecalibratorFileError` (a ``ValueError``) naming the file and the field.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from pbr_core.recalibrators.base import (
     REGISTRY,
     NotFittedError,
     Recalibrator,
+    RecalibratorFileError,
     ensure_registered,
     load_recalibrator,
     register,
@@ -56,6 +60,7 @@ __all__ = [
     "PlattScaling",
     "REGISTRY",
     "Recalibrator",
+    "RecalibratorFileError",
     "TemperatureScaling",
     "VectorScaling",
     "available_methods",

@@ -21,6 +21,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from pbr_core.predictions import Predictions
+from pbr_core.recalibrators import _state
+from pbr_core.recalibrators._state import StateError
 from pbr_core.recalibrators.base import Recalibrator, track
 
 
@@ -28,8 +30,9 @@ class BinaryRecalibrator(Recalibrator):
     """Base of recalibrators that map one probability to one probability.
 
     Subclasses implement ``_fit_binary(p, y, name) -> dict`` (the learned map of one class, a dict
-    of floats, strings and float arrays, saved as is; ``name`` says which map it is, for messages)
-    and ``_predict_binary(p, state) -> q``. A subclass that had to deviate from its plain fit for
+    of floats, strings and float arrays, saved as is; ``name`` says which map it is, for messages),
+    ``_predict_binary(p, state) -> q`` and ``_check_map(fields) -> dict``, which reads one map back
+    from a saved file and checks it. A subclass that had to deviate from its plain fit for
     some maps appends their names to ``self._fit_notes``; ``fit`` then issues one warning,
     ``_fit_note_message`` formatted with the names.
     The learned maps are in ``maps_``: one dict for binary data, K dicts (class order) otherwise.
@@ -73,15 +76,21 @@ class BinaryRecalibrator(Recalibrator):
         return {"maps": self.maps_}
 
     def _set_state(self, state: dict[str, Any]) -> None:
-        maps = state["maps"]
+        maps = _state.Fields(state, "state").get("maps")
         expected = 1 if self.n_classes_ == 2 else self.n_classes_
-        if len(maps) != expected:
-            raise ValueError(f"expected {expected} per-class maps for {self.n_classes_} classes, found {len(maps)}")
-        self.maps_ = list(maps)
+        if not isinstance(maps, list) or len(maps) != expected:
+            what = "1 map (of p(y=1), for 2 classes)" if expected == 1 else f"{expected} maps (one per class)"
+            raise StateError(f"state.maps must be a list of {what}, but the file holds {_state.shown(maps)}")
+        self.maps_ = [self._check_map(_state.Fields(m, f"state.maps[{i}]")) for i, m in enumerate(maps)]
 
     # ------------------------------------------------------------------ for subclasses
     def _fit_binary(self, p: np.ndarray, y: np.ndarray, name: str) -> dict[str, Any]:
         raise NotImplementedError
 
     def _predict_binary(self, p: np.ndarray, state: dict[str, Any]) -> np.ndarray:
+        raise NotImplementedError
+
+    def _check_map(self, fields: _state.Fields) -> dict[str, Any]:
+        """One map of a saved file, checked: the dict ``_fit_binary`` returned (same keys and values),
+        or :class:`~pbr_core.recalibrators._state.StateError` naming the field."""
         raise NotImplementedError

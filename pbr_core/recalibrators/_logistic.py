@@ -149,6 +149,8 @@ def logit(p: np.ndarray) -> np.ndarray:
 
 Targets = Literal["auto", "labels", "platt"]
 TARGET_CHOICES = ("auto", "labels", "platt")
+#: What a fitted map records in its "targets" field: the targets it was actually fitted on.
+FITTED_TARGETS = ("labels", "platt")
 
 
 def platt_targets(y: np.ndarray) -> np.ndarray:

@@ -11,6 +11,10 @@ Saved files are JSON (never pickle): ``{"format": "pbr-calib-recalibrator", "for
 "method": ..., "params": {...}, "state": {...}, "n_classes": K, "input_type": ...}``. Arrays in
 ``state`` are stored as ``{"__ndarray__": nested lists, "dtype": "float64", "shape": [...]}``;
 Python's float repr round-trips float64 exactly, so a loaded recalibrator predicts identically.
+
+A file is untrusted input. Loading checks every field (each family's ``_set_state`` checks its
+own state with the checkers of :mod:`pbr_core.recalibrators._state`) and refuses a damaged file
+with one error type, :class:`RecalibratorFileError`, whose message starts with the file name.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from typing import Any, Callable, ClassVar, Hashable, Iterable, Iterator, Litera
 import numpy as np
 
 from pbr_core.predictions import InputType, Predictions, PredictionsError
+from pbr_core.recalibrators import _state
+from pbr_core.recalibrators._state import StateError
 
 FORMAT_NAME = "pbr-calib-recalibrator"
 FORMAT_VERSION = 1
@@ -63,6 +69,21 @@ def register(cls: type["Recalibrator"]) -> type["Recalibrator"]:
 
 class NotFittedError(RuntimeError):
     """Raised when ``predict_proba`` or ``save`` is called before ``fit``."""
+
+
+class RecalibratorFileError(ValueError):
+    """A saved recalibrator that cannot be loaded: not JSON, not a pbr-calib recalibrator, another
+    format version, an unknown method, or a missing or invalid field.
+
+    The message starts with the file's name (or the ``source`` given to ``loads`` / ``from_dict``)
+    and says in plain words what is wrong and in which field, e.g.
+    ``model.json: Damaged 'temperature' recalibrator file: state.temperature must be a finite number
+    above 0, but the file holds -1.5.`` A ``ValueError``, so code that caught ``ValueError`` still works.
+    """
+
+
+#: The ``input_type`` values of a fitted recalibrator ("auto" is resolved by ``fit``).
+SAVED_INPUT_TYPES = ("probabilities", "logits")
 
 
 # ---------------------------------------------------------------------- progress reporting
@@ -128,14 +149,10 @@ def _encode(value: Any) -> Any:
     return value
 
 
-def _decode(value: Any) -> Any:
-    if isinstance(value, dict):
-        if "__ndarray__" in value:
-            return np.asarray(value["__ndarray__"], dtype=value["dtype"]).reshape(value["shape"])
-        return {k: _decode(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_decode(v) for v in value]
-    return value
+def _decode(value: Any, where: str = "state") -> Any:
+    """The inverse of ``_encode``; raises :class:`~pbr_core.recalibrators._state.StateError` naming
+    the field (``where``) of an array that is not a clean numeric array."""
+    return _state.decode(value, where)
 
 
 class Recalibrator:
@@ -262,52 +279,97 @@ class Recalibrator:
         return path
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Recalibrator":
+    def from_dict(cls, data: dict[str, Any], source: str = "recalibrator data") -> "Recalibrator":
+        """A recalibrator from the dict of :meth:`to_dict` (a parsed file).
+
+        Every field is checked (the method's own state by its ``_set_state``), so a loaded
+        recalibrator predicts exactly as the one that was saved, or loading fails.
+
+        Raises
+        ------
+        RecalibratorFileError
+            The message starts with ``source`` and names the field that is missing or invalid.
+        """
+        try:
+            return cls._from_dict(data)
+        except StateError as exc:
+            raise RecalibratorFileError(f"{source}: {str(exc).rstrip('.')}.") from None
+
+    @classmethod
+    def _from_dict(cls, data: Any) -> "Recalibrator":
         if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
-            raise ValueError("Not a pbr-calib recalibrator file (missing 'format': 'pbr-calib-recalibrator').")
-        version = data.get("format_version")
-        if version != FORMAT_VERSION:
-            raise ValueError(
-                f"Recalibrator file has format version {version}, but this version of pbr-calib reads version {FORMAT_VERSION}."
-            )
-        method = data.get("method")
+            raise StateError("Not a pbr-calib recalibrator file (missing 'format': 'pbr-calib-recalibrator')")
+        _check_version(data)
+        method = _state.field(data, "method", "the file")
+        if not isinstance(method, str):
+            raise StateError(f"the \"method\" field must name a recalibration method, but the file holds "
+                             f"{_state.shown(method)}")
         if method not in REGISTRY:
             ensure_registered()
         target = REGISTRY.get(method) if cls is Recalibrator else cls
         if target is None:
-            raise ValueError(f"Unknown recalibration method {method!r} in file; known: {sorted(REGISTRY)}.")
+            raise StateError(f"Unknown recalibration method {method!r} in file; known: {sorted(REGISTRY)}")
         if target.method != method:
-            raise ValueError(f"File holds a {method!r} recalibrator, but {target.__name__} ({target.method!r}) was asked to load it.")
+            raise StateError(f"File holds a {method!r} recalibrator, but {target.__name__} ({target.method!r}) "
+                             "was asked to load it")
         try:
-            obj = target(**_decode(data["params"]))
-            obj.n_classes_ = int(data["n_classes"])
-            obj.input_type_ = data["input_type"]
-            obj._set_state(_decode(data["state"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(
-                f"Damaged {method!r} recalibrator file: {type(exc).__name__}: {exc}."
-            ) from exc
+            obj = target._from_fields(data)
+        except StateError as exc:
+            raise StateError(f"Damaged {method!r} recalibrator file: {exc}") from None
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError, RecursionError) as exc:
+            # A check a family's _set_state does not make: still the file's fault, still one error type.
+            raise StateError(f"Damaged {method!r} recalibrator file: its state cannot be read "
+                             f"({type(exc).__name__}: {exc})") from None
+        return obj
+
+    @classmethod
+    def _from_fields(cls, data: dict[str, Any]) -> "Recalibrator":
+        """Build and check the recalibrator of a file whose format, version and method are right."""
+        params = _state.mapping(_state.field(data, "params", "the file"), "params")
+        valid = cls._param_names()
+        unknown = sorted(set(params) - set(valid))
+        if unknown:
+            raise StateError(f"params holds {unknown}, which {cls.__name__} does not take (it takes {valid})")
+        try:
+            obj = cls(**_decode(params, "params"))
+            obj._validate_saved_params()
+        except (TypeError, ValueError) as exc:
+            raise StateError(f"its parameters are invalid: {str(exc).rstrip('.')}") from None
+        obj.n_classes_ = _state.whole_number(_state.field(data, "n_classes", "the file"), "n_classes", low=2)
+        obj.input_type_ = _state.choice(_state.field(data, "input_type", "the file"), "input_type", SAVED_INPUT_TYPES)
+        state = _state.mapping(_state.field(data, "state", "the file"), "state")
+        obj._set_state(_decode(state, "state"))
         return obj
 
     @classmethod
     def load(cls, path: str | Path) -> "Recalibrator":
+        """A recalibrator from a file written by :meth:`save`.
+
+        Raises :class:`RecalibratorFileError` (message starting with ``path``) for a file that is
+        not a valid recalibrator, and ``OSError`` when the file cannot be read at all.
+        """
         return cls.loads(Path(path).read_bytes(), source=str(path))
 
     @classmethod
     def loads(cls, text: str | bytes, source: str = "recalibrator") -> "Recalibrator":
         """A recalibrator from the text of a file written by :meth:`save` (e.g. an upload's bytes).
 
-        Raises ``ValueError`` whose message starts with ``source``: not JSON, not a pbr-calib
-        recalibrator, another format version, an unknown method or damaged contents.
+        Raises :class:`RecalibratorFileError` (a ``ValueError``) whose message starts with
+        ``source``: not JSON, not a pbr-calib recalibrator, another format version, an unknown
+        method or damaged contents (the message names the field).
         """
+        if isinstance(text, (bytes, bytearray)) and text.startswith(b"\xef\xbb\xbf"):
+            text = text[3:]  # a UTF-8 byte-order mark, as some Windows editors write
         try:
             data = json.loads(text)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ValueError(f"{source}: not a JSON recalibrator file ({exc}).") from exc
-        try:
-            return cls.from_dict(data)
-        except ValueError as exc:
-            raise ValueError(f"{source}: {exc}") from exc
+        except RecursionError:
+            raise RecalibratorFileError(
+                f"{source}: not a JSON recalibrator file (its lists or objects are nested too deeply; "
+                "a recalibrator file nests only a few levels)."
+            ) from None
+        except (ValueError, UnicodeDecodeError, TypeError) as exc:  # JSONDecodeError is a ValueError
+            raise RecalibratorFileError(f"{source}: not a JSON recalibrator file ({exc}).") from None
+        return cls.from_dict(data, source=source)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
@@ -320,6 +382,15 @@ class Recalibrator:
         Called at the start of ``fit`` (scikit-learn validates there, not in ``__init__``) and by
         the CLI before it reads any data. The default accepts everything.
         """
+
+    def _validate_saved_params(self) -> None:
+        """Check the parameters read from a saved file; raise ``ValueError`` naming the bad one.
+
+        The default is ``_validate_params``. A family overrides it where ``_validate_params``
+        checks the machine rather than the values (the GP family refuses ``device="cuda"`` on a
+        machine without a GPU, but a model fitted on a GPU still predicts on a CPU).
+        """
+        self._validate_params()
 
     @classmethod
     def _test_params(cls) -> dict[str, Any]:
@@ -341,9 +412,36 @@ class Recalibrator:
         raise NotImplementedError
 
     def _set_state(self, state: dict[str, Any]) -> None:
+        """Set the learned attributes from a saved state (arrays decoded), checking every field.
+
+        ``n_classes_`` and ``input_type_`` are set (and checked) before. A value that would make
+        the recalibrator predict nonsense raises
+        :class:`~pbr_core.recalibrators._state.StateError` naming the field; the checkers of
+        :mod:`pbr_core.recalibrators._state` do that.
+        """
         raise NotImplementedError
 
 
+def _check_version(data: dict[str, Any]) -> None:
+    """The file's ``format_version`` must be the number FORMAT_VERSION.
+
+    JSON does not tell 1 from 1.0, so both are accepted; text ("1") and true/false are refused, and
+    the message shows what the file holds as it is spelled there (it used to print a text "1" as 1,
+    which read "has format version 1, but ... reads version 1").
+    """
+    version = _state.field(data, "format_version", "the file")
+    if isinstance(version, bool) or not isinstance(version, (int, float)):
+        raise StateError(f"the \"format_version\" field must be the number {FORMAT_VERSION}, but the file "
+                         f"holds {_state.shown(version)}")
+    if version != FORMAT_VERSION:
+        raise StateError(f"Recalibrator file has format version {_state.shown(version)}, but this version "
+                         f"of pbr-calib reads version {FORMAT_VERSION}")
+
+
 def load_recalibrator(path: str | Path) -> Recalibrator:
-    """Load any saved recalibrator (the method is read from the file)."""
+    """Load any saved recalibrator (the method is read from the file).
+
+    Raises :class:`RecalibratorFileError` (the message starts with ``path`` and names the problem)
+    for a file that is not a valid recalibrator, ``OSError`` when it cannot be read.
+    """
     return Recalibrator.load(path)

@@ -8,9 +8,11 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.special import gammaln, softmax
 
+from pbr_core.recalibrators import _state
 from pbr_core.recalibrators._binary import BinaryRecalibrator
+from pbr_core.recalibrators._state import StateError
 from pbr_core.recalibrators.base import register
-from pbr_core.recalibrators.histogram import assign_bins, equal_mass_edges
+from pbr_core.recalibrators.histogram import assign_bins, check_step_map, equal_mass_edges
 
 #: Binning models whose posterior weight is below this are dropped (their contribution to any
 #: prediction is below float64 resolution); the rest are renormalised.
@@ -141,3 +143,18 @@ class BBQ(BinaryRecalibrator):
 
     def _predict_binary(self, p: np.ndarray, state: dict[str, Any]) -> np.ndarray:
         return state["values"][assign_bins(p, state["edges"])]
+
+    def _check_map(self, fields: _state.Fields) -> dict[str, Any]:
+        # Prediction reads only the averaged step function; the retained models and their
+        # posterior weights are a record, checked to be one: whole bin counts, weights summing to 1.
+        out = check_step_map(fields)
+        n_bins = fields.array("n_bins", (None,), low=1.0, min_size=1)
+        weights = fields.array("weights", (None,), low=0.0, high=1.0)
+        _state.same_length(n_bins, weights, fields.path("n_bins"), fields.path("weights"))
+        if np.any(n_bins != np.round(n_bins)):
+            raise StateError(f"{fields.path('n_bins')} must hold whole numbers of bins, but holds "
+                             f"{_state.shown(n_bins[n_bins != np.round(n_bins)][0])}")
+        if abs(float(weights.sum()) - 1.0) > 1e-9:
+            raise StateError(f"{fields.path('weights')} must sum to 1 (posterior weights), but sums to "
+                             f"{float(weights.sum()):.6g}")
+        return {**out, "n_bins": n_bins, "weights": weights}

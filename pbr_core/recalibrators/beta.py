@@ -7,7 +7,9 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.special import expit
 
+from pbr_core.recalibrators import _state
 from pbr_core.recalibrators._logistic import (
+    FITTED_TARGETS,
     TargetsRecalibrator,
     clip_probability,
     fit_logistic,
@@ -95,6 +97,11 @@ class BetaCalibration(TargetsRecalibrator):
     def _predict_binary(self, p: np.ndarray, state: dict[str, Any]) -> np.ndarray:
         X = beta_features(p)
         return expit(state["a"] * X[:, 0] + state["b"] * X[:, 1] + state["c"])
+
+    def _check_map(self, fields: _state.Fields) -> dict[str, Any]:
+        # a, b >= 0 is the model's constraint (a monotone map); the fit enforces it, a file must too.
+        return {"a": fields.number("a", low=0.0), "b": fields.number("b", low=0.0), "c": fields.number("c"),
+                "targets": fields.choice("targets", FITTED_TARGETS)}
 
     def midpoints(self) -> np.ndarray:
         """Kull et al.'s m per map: the p with q(p) = 1/2 (NaN where none exists in (0, 1))."""

@@ -26,12 +26,14 @@ import torch
 
 from pbr_core.bounds import corollary1_bound, corollary2_bound, optimal_n_bins
 from pbr_core.gp.device import DTYPE, resolve_device
-from pbr_core.gp.model import GPRecalibrationModel, initial_inducing_points
+from pbr_core.gp.model import GPRecalibrationModel, NotPositiveDefiniteError, initial_inducing_points
 from pbr_core.gp.objectives import ObjectiveSpec, draw_mc_noise
 from pbr_core.gp.predict import predict_proba
 from pbr_core.gp.training import FitData, TrainCheck, TrainSettings, fit_gp, training_check
 from pbr_core.predictions import Predictions
+from pbr_core.recalibrators import _state
 from pbr_core.recalibrators import base as _base
+from pbr_core.recalibrators._state import StateError
 from pbr_core.recalibrators.base import Recalibrator, register
 
 __all__ = ["GPCalibration", "GPCalibrationApp", "PBR", "PBRApp", "PBRTotal", "PBRTotalApp"]
@@ -98,6 +100,15 @@ class _GPRecalibrator(Recalibrator):
         return {"gp": "nll", "pbr": "brier", "pbr_total": "nll+brier"}[self.objective]
 
     def _validate_params(self) -> None:
+        self._check_param_values()
+        resolve_device(self.device)  # RuntimeError now (before any data is read) when CUDA is asked for but absent
+
+    def _validate_saved_params(self) -> None:
+        # Not the device: a model fitted on a GPU loads (and predicts) on a CPU-only machine.
+        self._check_param_values()
+
+    def _check_param_values(self) -> None:
+        """ValueError naming the first invalid constructor parameter (subclasses add theirs)."""
         def positive_int(name: str) -> None:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
@@ -125,7 +136,6 @@ class _GPRecalibrator(Recalibrator):
         name = str(self.device).lower()
         if not (name in ("auto", "cpu", "cuda") or name.startswith("cuda:")):
             raise ValueError(f"Expected argument `device` to be 'auto', 'cpu', 'cuda' or 'cuda:N', but got {self.device!r}.")
-        resolve_device(self.device)  # RuntimeError now (before any data is read) when CUDA is asked for but absent
 
     @classmethod
     def _test_params(cls) -> dict[str, Any]:
@@ -276,23 +286,80 @@ class _GPRecalibrator(Recalibrator):
                 "kl": self.kl_, "fit_report": report, "bounds": dict(self.bounds_)}
 
     def _set_state(self, state: dict[str, Any]) -> None:
-        params = {k: np.asarray(v, dtype=np.float64) for k, v in state["gp"].items()}
-        zu = params["variational_strategy.inducing_points"]
-        model = GPRecalibrationModel(torch.as_tensor(zu, dtype=DTYPE), state["input_kind"], self.variational,
-                                     jitter=float(state["jitter"]))
-        own = dict(model.named_parameters())
-        if set(own) != set(params):
-            raise ValueError(f"GP parameters {sorted(set(own) ^ set(params))} missing or unexpected.")
-        with torch.no_grad():
-            for name, p in own.items():
-                if tuple(p.shape) != params[name].shape:
-                    raise ValueError(f"GP parameter {name} has shape {params[name].shape}, expected {tuple(p.shape)}.")
-                p.copy_(torch.as_tensor(params[name], dtype=DTYPE))
-        self.model_ = model
-        self.input_kind_ = state["input_kind"]
-        self.kl_ = float(state["kl"])
-        self.fit_report_ = dict(state["fit_report"])
-        self.bounds_ = dict(state["bounds"])
+        fields = _state.Fields(state, "state")
+        kind = fields.choice("input_kind", ("logits", "log_probs"))
+        expected = "logits" if self.input_type_ == "logits" else "log_probs"
+        if kind != expected:
+            raise StateError(f'state.input_kind is "{kind}", but a GP fitted on {self.input_type_} (the file\'s '
+                             f'input_type) acts on "{expected}"')
+        jitter = fields.number("jitter", low=0.0, low_open=True)
+        self.model_ = _load_gp(fields.fields("gp"), kind, self.variational, jitter)
+        self.input_kind_ = kind
+        self.kl_ = fields.number("kl")
+        if self.kl_ < -1e-6:  # a fit left at the prior can report -1e-12 (rounding)
+            raise StateError(f"state.kl must be a KL divergence, which is never below 0, but the file holds "
+                             f"{self.kl_!r}")
+        self.fit_report_ = _check_fit_report(fields.fields("fit_report"))
+        bounds = fields.fields("bounds")
+        for name, value in bounds.group.items():
+            _state.number(value, bounds.path(name), finite=False)
+        self.bounds_ = dict(bounds.group)
+
+
+#: The GP's kernel hyperparameters after their constraint transforms, which must be finite and > 0
+#: for the model to mean anything (softplus can round a very negative raw value to exactly 0).
+_HYPERPARAMETERS = {
+    "covar_module.kernels.0.raw_outputscale": ("outputscale", lambda m: m.scaled_rbf.outputscale),
+    "covar_module.kernels.0.base_kernel.raw_lengthscale": ("lengthscale",
+                                                           lambda m: m.scaled_rbf.base_kernel.lengthscale),
+    "covar_module.kernels.1.raw_noise": ("white-noise variance", lambda m: m.white.noise),
+}
+
+
+def _load_gp(gp: _state.Fields, kind: str, variational: str, jitter: float) -> GPRecalibrationModel:
+    """The GP model of a saved state, every parameter checked: names, shapes (M inducing points,
+    the variational family), finite values, positive hyperparameters, and a K_uu that has a
+    Cholesky factor (otherwise every prediction would fail)."""
+    zu = gp.array("variational_strategy.inducing_points", (None, 1), min_size=1)
+    m = zu.shape[0]
+    model = GPRecalibrationModel(torch.as_tensor(zu, dtype=DTYPE), kind, variational, jitter=jitter)
+    own = dict(model.named_parameters())
+    missing, unexpected = sorted(set(own) - set(gp.group)), sorted(set(gp.group) - set(own))
+    if missing or unexpected:
+        wrong = ([f"lacks {missing}"] if missing else []) + ([f"also holds {unexpected}"] if unexpected else [])
+        raise StateError(f"{gp.where} must hold the parameters of a {variational} GP, but " + "; ".join(wrong))
+    with torch.no_grad():
+        for name, p in own.items():
+            note = f"(for {m} inducing points, {variational} family)" if name.startswith("variational_strategy.") else ""
+            value = gp.array(name, tuple(p.shape), shape_note=note)
+            p.copy_(torch.as_tensor(value, dtype=DTYPE))
+        for name, (label, get) in _HYPERPARAMETERS.items():
+            v = get(model).detach().cpu().numpy().ravel()
+            if not (np.all(np.isfinite(v)) and np.all(v > 0)):
+                raise StateError(f"{gp.path(name)} makes the GP's {label} {_state.shown(v[0])}, but it must be a "
+                                 "finite number above 0")
+        try:
+            mu, var = model.marginals(torch.as_tensor(zu.reshape(1, m), dtype=DTYPE))
+        except NotPositiveDefiniteError:
+            raise StateError(f"the GP parameters in {gp.where} give an inducing-point covariance that is not "
+                             f"positive definite even with jitter {jitter:g}, so the GP cannot predict") from None
+        if not (bool(torch.isfinite(mu).all()) and bool(torch.isfinite(var).all())):
+            raise StateError(f"the GP parameters in {gp.where} give predictions that are not finite numbers")
+    return model
+
+
+def _check_fit_report(report: _state.Fields) -> dict[str, Any]:
+    """The fit report of a saved GP: a record, but pages and the CLI print some of its fields."""
+    g = report.group
+    if "iterations" in g:
+        report.whole_number("iterations")
+    if "converged" in g and not isinstance(g["converged"], bool):
+        raise StateError(f"{report.path('converged')} must be true or false, but the file holds {_state.shown(g['converged'])}")
+    if "device" in g and not isinstance(g["device"], str):
+        raise StateError(f"{report.path('device')} must be a text, but the file holds {_state.shown(g['device'])}")
+    if "warnings" in g and not (isinstance(g["warnings"], list) and all(isinstance(w, str) for w in g["warnings"])):
+        raise StateError(f"{report.path('warnings')} must be a list of texts, but the file holds {_state.shown(g['warnings'])}")
+    return dict(g)
 
 
 _DOC_COMMON = """
@@ -384,8 +451,8 @@ class GPCalibration(_GPRecalibrator):
         self.objective = "gp"
         self.alpha = 1.0
 
-    def _validate_params(self) -> None:
-        super()._validate_params()
+    def _check_param_values(self) -> None:
+        super()._check_param_values()
         if self.ce_estimator not in ("taylor", "mc"):
             raise ValueError(f"Expected argument `ce_estimator` to be 'taylor' or 'mc', but got {self.ce_estimator!r}.")
 
@@ -467,10 +534,10 @@ class PBR(_GPRecalibrator):
         self.device = device
         self.random_state = random_state
 
-    def _validate_params(self) -> None:
+    def _check_param_values(self) -> None:
         if self.objective not in ("pbr", "pbr_total"):
             raise ValueError(f"Expected argument `objective` to be 'pbr' or 'pbr_total', but got {self.objective!r}.")
-        super()._validate_params()
+        super()._check_param_values()
 
 
 def _pbr_variant(name: str, cls_name: str, objective: str, mean_approx: bool, title: str) -> type[PBR]:

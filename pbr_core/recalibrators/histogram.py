@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from pbr_core.bounds import optimal_n_bins
+from pbr_core.recalibrators import _state
 from pbr_core.recalibrators._binary import BinaryRecalibrator
 from pbr_core.recalibrators.base import register
 
@@ -34,6 +35,15 @@ def uniform_edges(n_bins: int) -> np.ndarray:
 def assign_bins(p: np.ndarray, inner_edges: np.ndarray) -> np.ndarray:
     """0-based bin of each p with right-closed bins (e_{j-1}, e_j], as in :mod:`pbr_core.metrics`."""
     return np.searchsorted(inner_edges, p, side="left")
+
+
+def check_step_map(fields: _state.Fields) -> dict[str, np.ndarray]:
+    """The step function of a saved map, checked: sorted inner edges in [0, 1] and one
+    probability per bin (one more than the edges)."""
+    edges = fields.array("edges", (None,), low=0.0, high=1.0, nondecreasing=True)
+    values = fields.array("values", (None,), low=0.0, high=1.0)
+    _state.same_length(edges, values, fields.path("edges"), fields.path("values"), offset=1)
+    return {"edges": edges, "values": values}
 
 
 @register
@@ -106,3 +116,6 @@ class HistogramBinning(BinaryRecalibrator):
 
     def _predict_binary(self, p: np.ndarray, state: dict[str, Any]) -> np.ndarray:
         return state["values"][assign_bins(p, state["edges"])]
+
+    def _check_map(self, fields: _state.Fields) -> dict[str, Any]:
+        return check_step_map(fields)

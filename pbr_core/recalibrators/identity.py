@@ -43,4 +43,4 @@ class Identity(Recalibrator):
         return {}
 
     def _set_state(self, state: dict[str, Any]) -> None:
-        pass
+        pass  # nothing learned, nothing to check (n_classes and input_type are checked by the base)

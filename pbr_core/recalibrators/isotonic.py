@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.isotonic import IsotonicRegression
 
+from pbr_core.recalibrators import _state
 from pbr_core.recalibrators._binary import BinaryRecalibrator
 from pbr_core.recalibrators.base import register
 
@@ -59,3 +60,10 @@ class IsotonicCalibration(BinaryRecalibrator):
     def _predict_binary(self, p: np.ndarray, state: dict[str, Any]) -> np.ndarray:
         # np.interp returns the end values outside [X_min, X_max]: scikit-learn's "clip".
         return np.interp(p, state["X_thresholds"], state["y_thresholds"])
+
+    def _check_map(self, fields: _state.Fields) -> dict[str, Any]:
+        # Thresholds are probabilities, sorted (np.interp needs increasing x; the fit is increasing).
+        x = fields.array("X_thresholds", (None,), low=0.0, high=1.0, nondecreasing=True, min_size=1)
+        y = fields.array("y_thresholds", (None,), low=0.0, high=1.0, nondecreasing=True, min_size=1)
+        _state.same_length(x, y, fields.path("X_thresholds"), fields.path("y_thresholds"))
+        return {"X_thresholds": x, "y_thresholds": y}

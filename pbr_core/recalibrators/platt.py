@@ -7,7 +7,8 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.special import expit
 
-from pbr_core.recalibrators._logistic import TargetsRecalibrator, fit_with_targets, logit
+from pbr_core.recalibrators import _state
+from pbr_core.recalibrators._logistic import FITTED_TARGETS, TargetsRecalibrator, fit_with_targets, logit
 from pbr_core.recalibrators.base import register
 
 
@@ -66,3 +67,8 @@ class PlattScaling(TargetsRecalibrator):
 
     def _predict_binary(self, p: np.ndarray, state: dict[str, Any]) -> np.ndarray:
         return expit(state["slope"] * logit(p) + state["intercept"])
+
+    def _check_map(self, fields: _state.Fields) -> dict[str, Any]:
+        # Any finite slope is a valid map (a negative one reverses a model that ranks backwards).
+        return {"slope": fields.number("slope"), "intercept": fields.number("intercept"),
+                "targets": fields.choice("targets", FITTED_TARGETS)}

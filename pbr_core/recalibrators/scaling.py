@@ -23,6 +23,7 @@ from scipy.optimize import minimize
 from scipy.special import log_softmax, softmax
 
 from pbr_core.predictions import Predictions
+from pbr_core.recalibrators import _state
 from pbr_core.recalibrators.base import Recalibrator, register
 from pbr_core.recalibrators.temperature import TemperatureScaling, warn_if_hard_zeros
 
@@ -194,9 +195,9 @@ class VectorScaling(_AffineScaling):
         return {"scale": self.scale_, "bias": self.bias_}
 
     def _set_state(self, state: dict[str, Any]) -> None:
-        self.scale_, self.bias_ = state["scale"], state["bias"]
-        if self.scale_.shape != (self.n_classes_,) or self.bias_.shape != (self.n_classes_,):
-            raise ValueError(f"scale and bias must have shape ({self.n_classes_},)")
+        K, fields = self.n_classes_, _state.Fields(state, "state")
+        self.scale_ = fields.array("scale", (K,), shape_note=f"(one per class, {K} classes)")
+        self.bias_ = fields.array("bias", (K,), shape_note=f"(one per class, {K} classes)")
 
 
 @register
@@ -301,7 +302,6 @@ class MatrixScaling(_AffineScaling):
         return {"weights": self.weights_, "bias": self.bias_}
 
     def _set_state(self, state: dict[str, Any]) -> None:
-        self.weights_, self.bias_ = state["weights"], state["bias"]
-        K = self.n_classes_
-        if self.weights_.shape != (K, K) or self.bias_.shape != (K,):
-            raise ValueError(f"weights must have shape ({K}, {K}) and bias ({K},)")
+        K, fields = self.n_classes_, _state.Fields(state, "state")
+        self.weights_ = fields.array("weights", (K, K), shape_note=f"(for {K} classes)")
+        self.bias_ = fields.array("bias", (K,), shape_note=f"(one per class, {K} classes)")

@@ -10,6 +10,7 @@ from scipy.optimize import brentq
 from scipy.special import log_softmax, softmax
 
 from pbr_core.predictions import Predictions
+from pbr_core.recalibrators import _state
 from pbr_core.recalibrators.base import Recalibrator, register
 
 
@@ -91,7 +92,9 @@ class TemperatureScaling(Recalibrator):
 
     def _validate_params(self) -> None:
         lo, hi = self.min_temperature, self.max_temperature
-        if not (np.isfinite(lo) and np.isfinite(hi) and 0 < lo < hi):
+        numbers = all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+                      for v in (lo, hi))
+        if not (numbers and np.isfinite(lo) and np.isfinite(hi) and 0 < lo < hi):
             raise ValueError(
                 "Expected 0 < `min_temperature` < `max_temperature` (finite), "
                 f"but got min_temperature={lo!r}, max_temperature={hi!r}."
@@ -138,4 +141,6 @@ class TemperatureScaling(Recalibrator):
         return {"temperature": self.temperature_}
 
     def _set_state(self, state: dict[str, Any]) -> None:
-        self.temperature_ = float(state["temperature"])
+        # Any T > 0 is a valid map (the search interval only bounds the fit); T <= 0 would reverse
+        # or break the softmax.
+        self.temperature_ = _state.Fields(state, "state").number("temperature", low=0.0, low_open=True)

@@ -148,3 +148,41 @@ def test_fit_download_then_upload_and_apply_the_recalibrator(page, app_url, tmp_
     assert "all 10,000 rows" in page.locator('[data-testid="stMain"]').inner_text()
     calibrated = pd.read_csv(io.BytesIO(_download(page, "Calibrated predictions (CSV)", "apply_dl_predictions")))
     assert calibrated.shape == (10_000, 11)
+
+
+def _upload_and_settle(page, uploader, path, *done_texts: str) -> None:
+    """Upload ``path`` and wait until the page shows one of ``done_texts`` or an uncaught exception."""
+    uploader.set_input_files(str(path))
+    selector = ", ".join(['[data-testid="stException"]', *(f':text("{t}")' for t in done_texts)])
+    page.locator(selector).first.wait_for(timeout=TIMEOUT_MS)
+    _wait_idle(page)
+
+
+def test_hostile_recalibrator_uploads_give_a_plain_error(page, app_url, tmp_path):
+    """Fit & apply page: a deeply nested JSON (a RecursionError in the parser) and a file whose
+    temperature is negative are refused in a plain error box that names the file; no traceback."""
+    _load_cifar10(page, app_url)
+    _nav(page, "Fit & apply", "Fit & apply")
+    uploader = page.locator('[data-testid="stFileUploaderDropzoneInput"]')
+    error = page.locator('[data-testid="stAlertContentError"] [data-testid="stMarkdownContainer"]')  # not the icon
+
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000)
+    _upload_and_settle(page, uploader, deep, "deep.json:")
+    _no_exception(page)
+    assert error.count() == 1 and error.first.inner_text().startswith("deep.json: ")
+    assert "nested" in error.first.inner_text()
+    assert page.get_by_role("button", name="Apply", exact=True).is_disabled()
+
+    negative = tmp_path / "negative_temperature.json"
+    negative.write_text(json.dumps({
+        "format": "pbr-calib-recalibrator", "format_version": 1, "method": "temperature",
+        "params": {"min_temperature": 0.001, "max_temperature": 1000.0}, "n_classes": 10,
+        "input_type": "logits", "state": {"temperature": -1.5}}))
+    # Before the fix the file loaded and the page described it ("K = 10 classes, fitted on logits").
+    _upload_and_settle(page, uploader, negative, "negative_temperature.json:", "K = 10 classes")
+    _no_exception(page)
+    text = error.first.inner_text() if error.count() else ""
+    assert text.startswith("negative_temperature.json: "), page.locator('[data-testid="stMain"]').inner_text()
+    assert "temperature must be a finite number above 0" in text and "-1.5" in text
+    assert page.get_by_role("button", name="Apply", exact=True).is_disabled()

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 import pbr_core
 from dashboard import runs
 from pbr_core.experiments import split_indices
-from pbr_core.recalibrators import TemperatureScaling, load_recalibrator
+from pbr_core.recalibrators import Recalibrator, TemperatureScaling, load_recalibrator
 from test_app_recal import APP, CIFAR10, _downloads, _finish, _metric, needs_gp
 
 APPLY = "views/apply.py"
@@ -92,6 +92,63 @@ def test_a_bad_upload_names_the_problem(at, content, message):
     assert not at.exception
     assert at.error and message in at.error[0].value and at.error[0].value.startswith("bad.json")
     assert at.button(key="apply_run").disabled
+
+
+def _temperature_doc(at: AppTest, **change) -> bytes:
+    preds = _loaded(at)
+    doc = TemperatureScaling().fit(preds.subset(np.arange(500))).to_dict()
+    return json.dumps({**doc, **change}).encode()
+
+
+@pytest.mark.parametrize("content,message", [
+    # RecursionError in the JSON parser: it used to reach the page as an exception with server paths.
+    (lambda at: b"[" * 100_000, "not a JSON recalibrator file (its lists or objects are nested too deeply"),
+    # Loaded without a word and gave accuracy 0.07 %: softmax(z / T) with T < 0 ranks classes backwards.
+    (lambda at: _temperature_doc(at, state={"temperature": -1.5}),
+     "state.temperature must be a finite number above 0, but the file holds -1.5"),
+    (lambda at: _temperature_doc(at, state={"temperature": 0}), "must be a finite number above 0, but the file holds 0"),
+    # An array of dtype "object" (a TypeError deep in numpy before).
+    (lambda at: _temperature_doc(at, state={"temperature": {"__ndarray__": 2.0, "dtype": "object", "shape": []}}),
+     'state.temperature must be an array of numbers, but its dtype is "object"'),
+    (lambda at: _temperature_doc(at, format_version="1"),
+     'the "format_version" field must be the number 1, but the file holds the text "1"'),
+])
+def test_a_hostile_upload_is_a_plain_error_naming_the_file(at, content, message):
+    at.file_uploader(key="apply_upload").upload("bad.json", content(at), "application/json").run()
+    assert not at.exception
+    assert len(at.error) == 1 and at.error[0].value.startswith("bad.json: ") and message in at.error[0].value
+    assert "Traceback" not in at.error[0].value and "/" not in at.error[0].value.split(": ", 1)[0]
+    assert at.button(key="apply_run").disabled
+
+
+def test_an_unexpected_failure_reading_the_upload_is_logged_not_shown(at, monkeypatch, caplog):
+    def broken(cls, text, source="recalibrator"):
+        raise TypeError("internal detail /srv/pbr_core/secret.py")
+
+    monkeypatch.setattr(Recalibrator, "loads", classmethod(broken))
+    with caplog.at_level("ERROR", logger="dashboard.views.apply"):
+        at.file_uploader(key="apply_upload").upload("ok.json", b"{}", "application/json").run()
+    assert not at.exception
+    assert at.error and at.error[0].value.startswith("ok.json: ") and "unexpected error" in at.error[0].value
+    assert "secret" not in at.error[0].value and at.button(key="apply_run").disabled
+    record = next(r for r in caplog.records if r.name == "dashboard.views.apply")
+    assert "ok.json" in record.getMessage() and record.exc_info[0] is TypeError
+
+
+def test_an_unexpected_failure_of_the_trial_prediction_is_logged_not_shown(at, monkeypatch, caplog):
+    def broken(self, preds):
+        raise ZeroDivisionError("internal detail")
+
+    content = _temperature_doc(at)
+    monkeypatch.setattr(TemperatureScaling, "_predict_proba", broken)
+    with caplog.at_level("ERROR", logger="dashboard.views.apply"):
+        at.file_uploader(key="apply_upload").upload("ts.json", content, "application/json").run()
+    assert not at.exception
+    assert at.error and at.error[0].value.startswith("ts.json cannot be applied to ")
+    assert "unexpected error" in at.error[0].value and "internal detail" not in at.error[0].value
+    assert at.button(key="apply_run").disabled
+    record = next(r for r in caplog.records if r.name == "dashboard.views.apply")
+    assert record.exc_info[0] is ZeroDivisionError
 
 
 def test_a_recalibrator_of_another_model_is_refused(at, cifar100):

@@ -333,3 +333,18 @@ def test_a_failed_run_shows_its_error_not_an_exception(at):
     assert not at.exception
     assert at.error and "GP fit diverged" in at.error[0].value
     assert not at.button(key="gen_run").disabled  # the user can change settings and try again
+
+
+def test_a_failed_run_shows_no_traceback_on_the_page(at, caplog):
+    """A bug in a job: a plain message on the page, the traceback only in the server's log."""
+    at.switch_page(GEN).run()
+    with caplog.at_level("ERROR", logger="dashboard.jobs"):
+        job = jobs.start_job("generalization", "failing", lambda ctx: {}["missing key"], heavy=False, lock=None)
+        assert job.join(5) and job.status == "failed"
+    assert any(r.name == "dashboard.jobs" and r.exc_info[0] is KeyError for r in caplog.records)
+    at.session_state["recal_jobs"]["generalization"] = job
+    at.run()
+    assert not at.exception
+    assert at.error and "unexpected error in pbr-calib (KeyError)" in at.error[0].value
+    shown = [e.value for e in at.error] + [c.value for c in at.code] + [x.label for x in at.expander]
+    assert not any("Traceback" in v or "Details (for a bug report)" in v or "missing key" in v for v in shown)

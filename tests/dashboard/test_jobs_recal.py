@@ -58,12 +58,29 @@ def test_time_left_is_extrapolated_from_the_pace_so_far():
     assert jobs.remaining_seconds(job) is None
 
 
-def test_a_failing_job_keeps_the_message_and_releases_the_lock():
+def test_a_failing_job_keeps_a_plain_message_logs_the_traceback_and_releases_the_lock(caplog):
     lock = jobs.FitLock()
-    job = jobs.start_job("pbr", "bad", lambda ctx: 1 / 0, heavy=True, lock=lock)
-    assert job.join(5)
-    assert job.status == "failed" and job.error.startswith("ZeroDivisionError")
+    with caplog.at_level("ERROR", logger="dashboard.jobs"):
+        job = jobs.start_job("pbr", "bad", lambda ctx: 1 / 0, heavy=True, lock=lock)
+        assert job.join(5)
+    # A bug: the page gets words and a pointer to the log; the log gets the traceback.
+    assert job.status == "failed" and job.error.startswith("an unexpected error in pbr-calib (ZeroDivisionError)")
+    assert "server's log" in job.error and "Traceback" not in job.error and "line" not in job.error
+    assert not hasattr(job, "traceback")
+    record = next(r for r in caplog.records if r.name == "dashboard.jobs")
+    assert "'pbr' (bad) failed" in record.getMessage() and record.exc_info[0] is ZeroDivisionError
     assert not lock.busy
+
+
+@pytest.mark.parametrize("exc,message", [
+    (RuntimeError("GP fit diverged: NaN objective."), "GP fit diverged: NaN objective."),   # the library's words
+    (ValueError("Expected at least 2 recalibration samples, but got 1."), "Expected at least 2 recalibration"),
+    (MemoryError(), "the computer ran out of memory"),
+    (KeyError("maps"), "an unexpected error in pbr-calib (KeyError)"),
+    (RuntimeError(""), "an unexpected error in pbr-calib (RuntimeError)"),
+])
+def test_the_failure_message_is_the_library_s_words_or_a_pointer_to_the_log(exc, message):
+    assert jobs.failure_message(exc).startswith(message)
 
 
 def test_stop_keeps_the_partial_table():

@@ -16,6 +16,7 @@ A method with a ``random_state`` parameter is built with ``random_state=0``.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -29,6 +30,7 @@ from pbr_core.recalibrators import (
     REGISTRY,
     NotFittedError,
     Recalibrator,
+    RecalibratorFileError,
     available_methods,
     get_recalibrator,
     load_recalibrator,
@@ -186,25 +188,129 @@ def test_save_load_round_trip_is_exact(method: str, kind: str, fitted, small_mul
 def test_loading_another_method_or_version_fails_clearly(method: str, fitted, tmp_path) -> None:
     doc = fitted(method, "multiclass").to_dict()
     other = next(m for m in METHODS if m != method)
-    with pytest.raises(ValueError, match=f"holds a '{other}' recalibrator"):
+    with pytest.raises(RecalibratorFileError, match=f"holds a '{other}' recalibrator"):
         type(make(method)).from_dict({**doc, "method": other})
-    with pytest.raises(ValueError, match="format version 99"):
+    with pytest.raises(RecalibratorFileError, match="format version 99, but this version of pbr-calib reads version 1"):
         load_recalibrator(_write(tmp_path / "v99.json", {**doc, "format_version": 99}))
-    with pytest.raises(ValueError, match="Unknown recalibration method 'no_such'"):
+    with pytest.raises(RecalibratorFileError, match="Unknown recalibration method 'no_such'"):
         Recalibrator.from_dict({**doc, "method": "no_such"})
-    with pytest.raises(ValueError, match="Not a pbr-calib recalibrator file"):
+    with pytest.raises(RecalibratorFileError, match="Not a pbr-calib recalibrator file"):
         load_recalibrator(_write(tmp_path / "other.json", {"hello": 1}))
-    with pytest.raises(ValueError, match="Damaged"):
+    with pytest.raises(RecalibratorFileError, match="Damaged"):
         Recalibrator.from_dict({**doc, "state": {}} if doc["state"] else {**doc, "params": {"bogus": 1}})
     (tmp_path / "garbage.json").write_text("not json {")
-    with pytest.raises(ValueError, match="not a JSON recalibrator file"):
+    with pytest.raises(RecalibratorFileError, match="not a JSON recalibrator file"):
         load_recalibrator(tmp_path / "garbage.json")
     # From bytes (a dashboard upload): the same checks, the message starts with the given source name.
     assert Recalibrator.loads(json.dumps(doc).encode(), source="up.json").to_dict() == doc
-    with pytest.raises(ValueError, match=r"^up\.json: Not a pbr-calib recalibrator file"):
+    with pytest.raises(RecalibratorFileError, match=r"^up\.json: Not a pbr-calib recalibrator file"):
         Recalibrator.loads(b"[1, 2]", source="up.json")
-    with pytest.raises(ValueError, match=r"^up\.json: not a JSON recalibrator file"):
+    with pytest.raises(RecalibratorFileError, match=r"^up\.json: not a JSON recalibrator file"):
         Recalibrator.loads(b"\xff\xfe\x00garbage", source="up.json")
+
+
+#: Parts of a GP's saved state that are a record of the fit (shown, never used to predict); their
+#: numbers may legitimately be NaN (a failed check) and are only type-checked.
+_RECORD_FIELDS = ("state.fit_report", "state.bounds")
+
+#: How ``test_every_damaged_field_is_refused`` corrupts one field of a saved state.
+ARRAY_DAMAGE = ("nan", "inf", "wrong_shape", "truncated", "dtype_object", "dtype_complex", "dtype_bogus")
+NUMBER_DAMAGE = ("nan", "inf", "wrong_shape", "text")
+TEXT_DAMAGE = ("bogus_text", "number")
+
+
+def _state_fields(tree: object, path: str = "state") -> list[tuple[str, tuple, str]]:
+    """(path, key path, kind) of every array, number and text in a saved state (records excepted)."""
+    if path.startswith(_RECORD_FIELDS):
+        return []
+    if isinstance(tree, dict) and "__ndarray__" in tree:
+        return [(path, (), "array")]
+    if isinstance(tree, dict):
+        return [(p, (k, *keys), kind) for k, v in tree.items() for p, keys, kind in _state_fields(v, f"{path}.{k}")]
+    if isinstance(tree, list):
+        return [(p, (i, *keys), kind) for i, v in enumerate(tree) for p, keys, kind in _state_fields(v, f"{path}[{i}]")]
+    if isinstance(tree, bool):
+        return []
+    if isinstance(tree, (int, float)):
+        return [(path, (), "number")]
+    return [(path, (), "text")] if isinstance(tree, str) else []
+
+
+def _damaged(value: object, kind: str, damage: str) -> object:
+    """``value`` (an encoded array, a number or a text of a saved state) damaged as ``damage`` says."""
+    if kind == "text":
+        return "no_such_option" if damage == "bogus_text" else 1.0
+    if kind == "number":
+        return {"nan": float("nan"), "inf": float("inf"), "wrong_shape": [value, value], "text": str(value)}[damage]
+    arr = np.asarray(value["__ndarray__"], dtype=np.float64)
+    flat = arr.ravel()
+    if damage in ("nan", "inf"):
+        flat = flat.copy()
+        flat[0] = np.nan if damage == "nan" else -np.inf
+        return {**value, "__ndarray__": flat.reshape(arr.shape).tolist()}
+    if damage == "wrong_shape":  # one row more, consistently encoded: right format, wrong size for the method
+        grown = np.concatenate([arr, arr[:1] if arr.size else np.full((1, *arr.shape[1:]), 0.5)]) if arr.ndim else flat.repeat(2)
+        return {**value, "__ndarray__": grown.tolist(), "shape": list(grown.shape)}
+    if damage == "truncated":  # the last number lost, the shape unchanged
+        return {**value, "__ndarray__": flat[:-1].tolist()}
+    return {**value, "dtype": {"dtype_object": "object", "dtype_complex": "complex128", "dtype_bogus": "float6.4"}[damage]}
+
+
+def _replace(tree: object, keys: tuple, new: object) -> object:
+    """A copy of ``tree`` with the value at ``keys`` replaced."""
+    if not keys:
+        return new
+    if isinstance(tree, dict):
+        return {**tree, keys[0]: _replace(tree[keys[0]], keys[1:], new)}
+    return [_replace(v, keys[1:], new) if i == keys[0] else v for i, v in enumerate(tree)]
+
+
+@pytest.mark.parametrize("method,kind", methods_x("multiclass", "binary"))
+def test_every_damaged_field_is_refused(method: str, kind: str, fitted, tmp_path) -> None:
+    """Each array, number and text of the saved state, damaged in every way that applies (NaN,
+    infinity, wrong shape, truncated array, wrong dtype, wrong type), is refused on load with the
+    project's error, a message that starts with the file name and names the field."""
+    doc = fitted(method, kind).to_dict()
+    fields = _state_fields(doc["state"])
+    if method != "uncalibrated":
+        assert fields, "a fitted recalibrator saves what it learned"
+    path = tmp_path / "damaged_model.json"
+    tried = 0
+    for where, keys, field_kind in fields:
+        value = _get(doc["state"], keys)
+        damages = {"array": ARRAY_DAMAGE, "number": NUMBER_DAMAGE, "text": TEXT_DAMAGE}[field_kind]
+        for damage in damages:
+            if field_kind == "array" and damage in ("nan", "inf", "truncated") and not np.size(value["__ndarray__"]):
+                continue  # an empty array (e.g. the edges of a single bin) has no number to spoil
+            path.write_text(json.dumps({**doc, "state": _replace(doc["state"], keys, _damaged(value, field_kind, damage))}))
+            with pytest.raises(RecalibratorFileError) as info:
+                load_recalibrator(path)
+            message = str(info.value)
+            assert message.startswith(f"{path}: Damaged '{method}' recalibrator file: "), (where, damage, message)
+            # The field itself, or (a size that disagrees with a sibling's) its group.
+            group = where.rsplit(".", 1)[0] if damage == "wrong_shape" and "." in where[6:] else where
+            assert where in message or (group != "state" and group in message), (where, damage, message)
+            assert "Traceback" not in message and "Error:" not in message
+            tried += 1
+    # The envelope of every file: missing fields, a wrong number of classes, an unknown input type.
+    envelope = [{k: v for k, v in doc.items() if k != missing} for missing in ("params", "n_classes", "input_type", "state")]
+    envelope += [{**doc, "n_classes": bad} for bad in (1, "10", 10.5, True, None)]
+    envelope += [{**doc, "input_type": "auto"}, {**doc, "state": [1, 2]}, {**doc, "params": "none"}]
+    for bad_doc in envelope:
+        path.write_text(json.dumps(bad_doc))
+        with pytest.raises(RecalibratorFileError, match=f"^{re.escape(str(path))}: Damaged '{method}' recalibrator file: "):
+            load_recalibrator(path)
+        tried += 1
+    assert tried >= len(envelope) + (0 if method == "uncalibrated" else 4)
+    # The undamaged file still loads.
+    path.write_text(json.dumps(doc))
+    assert load_recalibrator(path).to_dict() == doc
+
+
+def _get(tree: object, keys: tuple) -> object:
+    for k in keys:
+        tree = tree[k]
+    return tree
 
 
 def _write(path, doc):
