@@ -48,7 +48,8 @@ _K_BINARY_TARGET = "pbr_binary_target"
 
 # Bundled files get a readable name from their file name: "<dataset>_<model>[_toplabel]";
 # anything that does not parse is listed by its file name.
-_DATASETS = {"cifar100": "CIFAR-100", "cifar10": "CIFAR-10", "kitti": "KITTI", "imagenet": "ImageNet"}
+_DATASETS = {"cifar100": "CIFAR-100", "cifar10": "CIFAR-10", "kitti": "KITTI", "imagenet": "ImageNet",
+             "adult": "UCI Adult income"}
 _MODELS = {
     "densenet121": "DenseNet-121", "resnet110": "ResNet-110", "resnet50": "ResNet-50",
     "xgboost": "XGBoost", "xgb": "XGBoost", "random_forest": "random forest", "rf": "random forest",
@@ -58,8 +59,13 @@ _MODELS = {
 _SAMPLE_DETAILS = {
     "cifar100_densenet121.npz": "logits, 100 classes",
     "cifar10_resnet110.npz": "logits, 10 classes",
+    "adult_gradient_boosting.csv.gz": "with sex, race, age... columns",
 }
-_DEFAULT_LAYOUT = {"kitti": "binary p(y=1)"}  # the paper's KITTI task is binary
+#: Bundled files whose name does not follow "<dataset>_<model>": their whole title.
+_SAMPLE_TITLES = {
+    "llm_qa_confidence_correct.csv.gz": "LLM answers · 4 models × 5 QA benchmarks (confidence, correct)",
+}
+_DEFAULT_LAYOUT = {"kitti": "binary p(y=1)", "adult": "binary p(income > 50K)"}
 _LAYOUT_TAGS = {"toplabel": "top-label only", "top_label": "top-label only", "multiclass": "multiclass",
                 "binary": "binary"}
 
@@ -139,6 +145,8 @@ def list_samples() -> list[str]:
 
 def describe_sample(file_name: str) -> str:
     """A readable name for a bundled sample, e.g. "KITTI · XGBoost (csv)"; unknown patterns: the file name."""
+    if file_name in _SAMPLE_TITLES:
+        return _SAMPLE_TITLES[file_name]
     m = re.match(r"^(?P<stem>.+?)\.(?P<ext>csv|tsv|csv\.gz|tsv\.gz|parquet|pq|npz|npy)$", file_name, flags=re.I)
     if not m:
         return file_name

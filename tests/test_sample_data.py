@@ -74,7 +74,12 @@ def test_sample_file_loads_as_documented(name):
     assert abs(preds.accuracy - doc["accuracy"]) <= 1e-3
     # Top-label ECE with 15 bins (paper Eq. 2), documented to 4 decimals.
     assert abs(pbr_core.ece(*preds.metric_inputs(), n_bins=15) - doc["ece15"]) <= 1e-3
-    if doc["kind"] == "top_label":
+    if doc["kind"] == "top_label" and not preds.has_class_ids:
+        # (confidence, correct) records: no class ids at all (K = 0 in the table).
+        assert doc["K"] == 0 and preds.n_classes == 0 and preds.probs is None
+        assert set(np.unique(preds.correct)) <= {0.0, 1.0}
+        assert np.all((preds.confidence >= 0) & (preds.confidence <= 1))
+    elif doc["kind"] == "top_label":
         # Integer-labelled top-label data has no class list (n_classes is 0, see Predictions);
         # K is then the number of classes the integer ids span.
         assert preds.n_classes in (0, doc["K"])

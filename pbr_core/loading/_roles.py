@@ -48,13 +48,14 @@ Role = Literal["label", "score", "confidence", "predicted", "correct", "group", 
 METADATA_NAME_WORDS: dict[str, str] = {
     **dict.fromkeys(("id", "ids", "idx", "index", "uuid", "guid", "key", "row", "rownum"), "an identifier"),
     **dict.fromkeys(("fold", "folds", "split", "partition", "seed", "subset"), "a data split"),
-    **dict.fromkeys(("date", "time", "timestamp", "datetime", "ts", "at", "year", "month", "week", "day", "hour",
-                     "minute", "epoch"), "a date or time"),
+    **dict.fromkeys(("date", "time", "timestamp", "datetime", "ts", "at"), "a date or time"),
     **dict.fromkeys(("weight", "weights"), "a weight"),
 }
 #: Whole names that are metadata whatever their last word.
 METADATA_NAMES = {"row_number": "an identifier", "row_index": "an identifier", "sample": "an identifier",
-                  "set": "a data split"}
+                  "set": "a data split",
+                  # A unit of time alone names a time; as the last word it need not ("hours_per_week").
+                  **dict.fromkeys(("year", "month", "week", "day", "hour", "minute", "epoch"), "a date or time")}
 
 #: Rows of a probability block must sum to 1 within this tolerance to count as one when columns are
 #: picked (the loader's own sum check, with the user's tolerance, comes later).

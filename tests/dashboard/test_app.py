@@ -217,7 +217,8 @@ def test_tiny_upload_works_on_every_page(at, rows):
         assert not at.exception, (page, at.exception)
 
 
-@pytest.mark.parametrize("sample", ["cifar10_resnet110_toplabel.csv", "kitti_xgboost.csv"])
+@pytest.mark.parametrize("sample", ["cifar10_resnet110_toplabel.csv", "kitti_xgboost.csv",
+                                    "llm_qa_confidence_correct.csv.gz", "adult_gradient_boosting.csv.gz"])
 def test_top_label_only_and_binary_samples_work_on_every_page(at, sample):
     if not (ROOT / "sample_data" / sample).is_file():
         pytest.skip(f"{sample} is not bundled")
