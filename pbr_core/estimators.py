@@ -1,0 +1,389 @@
+"""Estimators of the calibration error beside the paper's binned ECE, and the conventions of other
+libraries, so that a user who got another number elsewhere can see why.
+
+The paper's binned ECE (:func:`pbr_core.ece`, Eq. 2: B = floor(n^(1/3)) equal-width bins) stays the
+default everywhere; these are offered next to it, clearly labelled:
+
+* :func:`ece_equal_mass` -- "adaptive" binning: B bins holding (nearly) the same number of rows
+  (Nguyen & O'Connor 2015; the equal-mass binning of Kumar, Liang & Ma 2019);
+* :func:`ece_debiased` -- the debiased ECE of Kumar, Liang & Ma (2019, "Verified uncertainty
+  calibration"): the plug-in ECE minus an estimate of its upward bias from each bin's sampling noise;
+* :func:`smooth_ece` -- the smooth ECE of Blasiok & Nakkiran (2023): kernel smoothing instead of
+  bins, with the bandwidth chosen as the fixed point sigma = smECE_sigma (their relplot package's
+  algorithm, reproduced here);
+* :func:`smooth_reliability` -- the smoothed reliability curve with a bootstrap band;
+* :func:`library_conventions` -- the ECE as netcal, torchmetrics, scikit-learn's ``calibration_curve``
+  and relplot would report it by default on the same data, each with its difference in one line.
+
+Every function takes what :func:`pbr_core.ece` takes: ``probs`` of shape (n, K) with integer
+``labels`` (top-label: confidence = max_k p_k, outcome = whether argmax is right), or a 1-D array of
+scores in [0, 1] with 0/1 outcomes (binary p(y=1), or (confidence, correct) records).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from pbr_core.metrics import _resolve_n_bins, confidence_and_outcome
+
+__all__ = [
+    "ece_debiased",
+    "ece_equal_mass",
+    "equal_mass_edges",
+    "library_conventions",
+    "smooth_ece",
+    "smooth_reliability",
+]
+
+
+# --------------------------------------------------------------------------- equal-mass bins
+def equal_mass_edges(confidence: np.ndarray, n_bins: int) -> np.ndarray:
+    """Upper bin edges that put (nearly) the same number of rows in each of ``n_bins`` bins.
+
+    The rows, sorted by confidence, are cut into ``n_bins`` consecutive parts (sizes differ by at
+    most one); each edge is the midpoint between a part's largest value and the next part's
+    smallest, and the last edge is 1. Equal values never straddle an edge, so ties can merge bins
+    (duplicate edges are dropped). A row goes to the first bin whose edge is >= its value, as in
+    Kumar et al.'s ``get_equal_bins``.
+    """
+    c = np.sort(np.asarray(confidence, dtype=np.float64))
+    n_bins = min(int(n_bins), c.size)
+    parts = np.array_split(c, n_bins)
+    edges = [(parts[i][-1] + parts[i + 1][0]) / 2.0 for i in range(n_bins - 1)] + [1.0]
+    return np.unique(np.asarray(edges))
+
+
+def _binned(conf: np.ndarray, out: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(count, mean confidence, mean outcome) per bin for upper edges ``edges`` (empty bins: count 0)."""
+    idx = np.searchsorted(edges, conf, side="left")
+    m = edges.size
+    count = np.bincount(idx, minlength=m).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_conf = np.bincount(idx, weights=conf, minlength=m) / count
+        mean_out = np.bincount(idx, weights=out, minlength=m) / count
+    return count, mean_conf, mean_out
+
+
+def ece_equal_mass(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = None) -> float:
+    """ECE with equal-mass ("adaptive") bins: the paper's Eq. 2 with bins of equal size in rows.
+
+    Parameters
+    ----------
+    probs, labels : as for :func:`pbr_core.ece`
+    n_bins : int, optional
+        Number of bins; None -> floor(n^(1/3)), the paper's choice for equal-width bins.
+
+    Notes
+    -----
+    Equal-width bins leave most of a confident model's rows in the last bin or two; equal-mass bins
+    spend the resolution where the rows are. Pinned in the tests against Kumar et al.'s
+    ``calibration.get_ece_em(debias=False)`` (package ``uncertainty-calibration``).
+    """
+    conf, out = confidence_and_outcome(probs, labels)
+    B = _resolve_n_bins(n_bins, conf.shape[0])
+    count, mean_conf, mean_out = _binned(conf, out, equal_mass_edges(conf, B))
+    keep = count > 0
+    return float(np.sum(count[keep] / conf.shape[0] * np.abs(mean_conf[keep] - mean_out[keep])))
+
+
+def ece_debiased(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = None,
+                 binning: Literal["equal_mass", "equal_width"] = "equal_mass") -> float:
+    """The debiased ECE of Kumar, Liang & Ma (2019): the plug-in ECE corrected for its upward bias.
+
+    Within a bin of n_b rows the observed accuracy is noisy (standard deviation
+    sqrt(acc_b (1 - acc_b) / n_b)), and the absolute value turns noise into a positive bias. The
+    estimator subtracts that bias, estimated by the same plug-in on a Gaussian model of the noise::
+
+        ECE_debiased = 2 * ECE_plugin - sum_b (n_b / n) E|N(acc_b, acc_b (1 - acc_b) / n_b) - conf_b|
+
+    The expectation has a closed form here (the authors' package draws 1000 Gaussian samples; the
+    tests pin this against it within that Monte Carlo error). It can be slightly negative for a
+    well-calibrated model: a noisy estimate of a value near 0.
+
+    Parameters
+    ----------
+    probs, labels : as for :func:`pbr_core.ece`
+    n_bins : int, optional
+        None -> floor(n^(1/3)).
+    binning : {"equal_mass", "equal_width"}
+        Equal-mass bins (the authors' default) or the paper's equal-width bins.
+
+    Raises
+    ------
+    ValueError
+        If a non-empty bin holds a single row (its noise cannot be estimated): use fewer bins.
+    """
+    from scipy.stats import norm
+
+    conf, out = confidence_and_outcome(probs, labels)
+    n = conf.shape[0]
+    B = _resolve_n_bins(n_bins, n)
+    if binning == "equal_mass":
+        edges = equal_mass_edges(conf, B)
+    elif binning == "equal_width":
+        edges = np.arange(1, B + 1) / B
+    else:
+        raise ValueError(f"Expected argument `binning` to be 'equal_mass' or 'equal_width', but got {binning!r}")
+    count, mean_conf, mean_out = _binned(conf, out, edges)
+    keep = count > 0
+    if np.any(count[keep] < 2):
+        raise ValueError(f"the debiased ECE needs at least 2 rows in every bin, but one of the {B} bins holds 1; "
+                         "use fewer bins.")
+    w, f, a, c = count[keep] / n, mean_conf[keep], mean_out[keep], count[keep]
+    plugin = float(np.sum(w * np.abs(f - a)))
+    s = np.sqrt(a * (1 - a) / c)
+    d = a - f
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gauss = s * np.sqrt(2 / np.pi) * np.exp(-d**2 / (2 * s**2)) + d * (1 - 2 * norm.cdf(-d / s))
+    expected = np.where(s > 0, gauss, np.abs(d))  # E|N(a, s^2) - f|
+    return 2 * plugin - float(np.sum(w * expected))
+
+
+# --------------------------------------------------------------------------- smooth ECE
+#: Evaluation points of the smooth ECE's integral (relplot's ``config.smECE_mesh_pts``).
+SMOOTH_MESH = 200
+
+
+def _splat(f: np.ndarray, values: np.ndarray, points: int) -> np.ndarray:
+    """Spread each value onto the two nearest of ``points`` grid points on [0, 1], linearly."""
+    pos = f * (points - 1)
+    lo = np.clip(pos.astype(np.int64), 0, points - 2)
+    frac = pos - lo
+    return (np.bincount(lo, weights=(1 - frac) * values, minlength=points)
+            + np.bincount(lo + 1, weights=frac * values, minlength=points))
+
+
+def _reflected_smooth(f: np.ndarray, values: np.ndarray, sigma: float, t: np.ndarray) -> np.ndarray:
+    """Sum_i values_i K_sigma(t, f_i) for a Gaussian kernel reflected at 0 and 1, evaluated on a grid
+    of max(2000, 20 / sigma) // 2 + 1 points and interpolated at ``t`` (relplot's discretisation)."""
+    points = max(2000, round(20 / sigma)) // 2 + 1
+    grid = _splat(f, values, points)
+    x = np.linspace(0, 1, points)
+    kernel = np.exp(-((x - 0.5) ** 2) / (2 * sigma**2)) / (np.sqrt(2 * np.pi) * sigma)
+    extended = np.concatenate([grid[::-1][:-1], grid, grid[::-1][1:]])
+    from scipy.signal import fftconvolve
+
+    smoothed = fftconvolve(extended, kernel, mode="valid")[points // 2: points // 2 + points]
+    pos = t * (points - 1)
+    i = np.clip(pos.astype(np.int64), 0, points - 2)
+    frac = pos - i
+    return smoothed[i] * (1 - frac) + smoothed[i + 1] * frac
+
+
+def _smooth_at(conf: np.ndarray, out: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(t, smoothed residual conf - outcome, density) on the evaluation mesh, at bandwidth sigma."""
+    t = np.linspace(0, 1, max(round(10 / sigma), SMOOTH_MESH))
+    density = _reflected_smooth(conf, np.ones_like(conf), sigma, t) + 1e-4
+    residual = _reflected_smooth(conf, conf - out, sigma, t) / density
+    return t, residual, density
+
+
+def _smece_at(conf: np.ndarray, out: np.ndarray, sigma: float) -> float:
+    _, r, dens = _smooth_at(conf, out, sigma)
+    return float(np.sum(np.abs(r) * dens) / np.sum(dens))
+
+
+def _fixed_point_sigma(conf: np.ndarray, out: np.ndarray, eps: float = 1e-3, refine: int = 10) -> float:
+    """The bandwidth where smECE_sigma = sigma, by bisection on [0, 1] (relplot's ``search_param``)."""
+    def ok(sigma: float) -> bool:
+        return sigma < eps or sigma < _smece_at(conf, out, sigma)
+
+    if ok(1.0):
+        return 1.0
+    hi, lo = 1.0, 0.0
+    for _ in range(refine):
+        mid = (hi + lo) / 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def smooth_ece(probs: np.ndarray, labels: np.ndarray, sigma: float | None = None,
+               return_sigma: bool = False) -> float | tuple[float, float]:
+    """The smooth ECE of Blasiok & Nakkiran (2023): no bins, a kernel of bandwidth sigma.
+
+    smECE_sigma = integral over t of |r_sigma(t)| delta_sigma(t) dt, where r_sigma is the kernel
+    average of (confidence - outcome) near confidence t and delta_sigma the kernel density of the
+    confidences (a Gaussian kernel reflected at 0 and 1). With ``sigma=None`` the bandwidth is the
+    fixed point sigma* = smECE_sigma*, which makes the estimator consistent without a free parameter.
+    The numerics (grid, reflection, bisection) are those of the authors' relplot package, so the
+    value equals ``relplot.smECE`` (pinned in the tests).
+
+    Returns
+    -------
+    float, or (float, sigma) with ``return_sigma=True``
+    """
+    conf, out = confidence_and_outcome(probs, labels)
+    if sigma is None:
+        sigma = _fixed_point_sigma(conf, out)
+    elif not (0 < float(sigma) <= 1):
+        raise ValueError(f"Expected argument `sigma` to be in (0, 1], but got {sigma!r}")
+    value = _smece_at(conf, out, float(sigma))
+    return (value, float(sigma)) if return_sigma else value
+
+
+def smooth_reliability(probs: np.ndarray, labels: np.ndarray, sigma: float | None = None,
+                       n_boot: int = 100, level: float = 0.95, seed: int | None = 0) -> pd.DataFrame:
+    """The smoothed reliability curve at the smooth ECE's bandwidth, with a bootstrap band.
+
+    Returns
+    -------
+    DataFrame with columns ``t`` (confidence), ``observed`` (kernel average of the outcome near t,
+    i.e. t minus the smoothed residual), ``band_low``, ``band_high`` (percentile bootstrap over
+    ``n_boot`` resamples of the rows, same bandwidth), ``density`` (of the confidences; plot the
+    curve thinner where it is low) and ``sigma``.
+    """
+    conf, out = confidence_and_outcome(probs, labels)
+    if sigma is None:
+        sigma = _fixed_point_sigma(conf, out)
+    t, r, dens = _smooth_at(conf, out, float(sigma))
+    rng = np.random.default_rng(seed)
+    reps = np.empty((n_boot, t.size))
+    for b in range(n_boot):
+        idx = rng.integers(0, conf.shape[0], conf.shape[0])
+        reps[b] = t - _smooth_at(conf[idx], out[idx], float(sigma))[1]
+    lo, hi = np.quantile(reps, [(1 - level) / 2, (1 + level) / 2], axis=0) if n_boot else (np.nan, np.nan)
+    return pd.DataFrame({"t": t, "observed": t - r, "band_low": lo, "band_high": hi,
+                         "density": dens / np.sum(dens) * (t.size - 1), "sigma": float(sigma)})
+
+
+# --------------------------------------------------------------------------- other libraries
+@dataclass(frozen=True)
+class Convention:
+    """How one library computes "the ECE" by default."""
+
+    name: str           # what the row is called
+    target: str         # what is calibrated: "top-label confidence" or "p(y=1)"
+    n_bins: str         # number of bins, as text
+    difference: str     # how it differs from the paper's Eq. 2, in one line
+
+
+def _weighted_gap(count: np.ndarray, mean_conf: np.ndarray, mean_out: np.ndarray, n: int) -> float:
+    keep = count > 0
+    return float(np.sum(count[keep] / n * np.abs(mean_conf[keep] - mean_out[keep])))
+
+
+def _by_index(conf: np.ndarray, out: np.ndarray, idx: np.ndarray, m: int) -> tuple[np.ndarray, ...]:
+    count = np.bincount(idx, minlength=m).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (count, np.bincount(idx, weights=conf, minlength=m) / count,
+                np.bincount(idx, weights=out, minlength=m) / count)
+
+
+def ece_netcal(conf: np.ndarray, out: np.ndarray, n_bins: int = 10) -> float:
+    """netcal ``ECE(bins)``: values clipped to [eps, 1 - eps], bins [a, b) with the last one closed."""
+    eps = np.finfo(np.float64).eps
+    c = np.clip(conf, eps, 1 - eps)
+    edges = np.linspace(0, 1, n_bins + 1)
+    idx = np.minimum(np.searchsorted(edges, c, side="right") - 1, n_bins - 1)
+    return _weighted_gap(*_by_index(c, out, idx, n_bins), conf.shape[0])
+
+
+def ece_torchmetrics(conf: np.ndarray, out: np.ndarray, n_bins: int = 15) -> float:
+    """torchmetrics ``calibration_error(n_bins=15, norm="l1")``: float32 confidences, bins [a, b),
+    and a confidence of exactly 1.0 in an extra bin of its own."""
+    c = conf.astype(np.float32)
+    edges = np.linspace(0, 1, n_bins + 1, dtype=np.float32)
+    idx = np.searchsorted(edges, c, side="right") - 1  # 1.0 -> n_bins: its own bin
+    return _weighted_gap(*_by_index(c.astype(np.float64), out, idx, n_bins + 1), conf.shape[0])
+
+
+def sklearn_curve_ece(conf: np.ndarray, out: np.ndarray, n_bins: int = 5, weighted: bool = True) -> float:
+    """The gaps of scikit-learn's ``calibration_curve(n_bins=5, strategy="uniform")`` (bins (a, b],
+    empty bins dropped), averaged weighted by each bin's share of rows, or plainly (``weighted=False``,
+    what averaging the curve's two arrays gives)."""
+    edges = np.linspace(0, 1, n_bins + 1)
+    idx = np.searchsorted(edges[1:-1], conf, side="left")
+    count, mean_conf, mean_out = _by_index(conf, out, idx, n_bins)
+    if weighted:
+        return _weighted_gap(count, mean_conf, mean_out, conf.shape[0])
+    keep = count > 0
+    return float(np.mean(np.abs(mean_conf[keep] - mean_out[keep])))
+
+
+CONVENTIONS: dict[str, Convention] = {
+    "paper": Convention("pbr-calib: the paper's ECE (Eq. 2)", "", "floor(n^(1/3))",
+                        "the reference: equal-width bins (a, b], each weighted by its share of rows"),
+    "equal_mass": Convention("pbr-calib: equal-mass bins", "", "floor(n^(1/3))",
+                             "bins of equal row counts instead of equal width: finer where the rows are"),
+    "debiased": Convention("pbr-calib: debiased ECE (Kumar et al. 2019)", "", "floor(n^(1/3)), equal-mass",
+                           "removes the upward bias that bin noise adds: lower, can be slightly negative"),
+    "smooth": Convention("smooth ECE (Blasiok & Nakkiran 2023; relplot.smECE)", "", "no bins (kernel)",
+                         "a kernel of width sigma = smECE instead of bins; the relplot package's default"),
+    "netcal": Convention("netcal ECE()", "", "10",
+                         "10 bins [a, b) (last closed), values clipped to [eps, 1 - eps]; binary data: p(y=1)"),
+    "torchmetrics": Convention("torchmetrics calibration_error()", "", "15",
+                               "15 bins [a, b), confidences in float32, a confidence of exactly 1.0 in a bin of its own"),
+    "sklearn": Convention("scikit-learn calibration_curve(), weighted", "p(y=1)", "5",
+                          "5 bins (a, b], empty bins dropped; it reports the curve, not an ECE: gaps weighted by rows"),
+    "sklearn_unweighted": Convention("scikit-learn calibration_curve(), plain mean of the gaps", "p(y=1)", "5",
+                                     "the same 5 gaps averaged without weights: a nearly empty bin counts as much "
+                                     "as a full one"),
+}
+
+
+def library_conventions(probs: np.ndarray, labels: np.ndarray, binary_target: Literal["positive", "top_label"]
+                        | None = None) -> pd.DataFrame:
+    """The ECE of the same predictions as each estimator and library reports it by default.
+
+    Parameters
+    ----------
+    probs, labels : as for :func:`pbr_core.ece`
+    binary_target : {"positive", "top_label"}, optional
+        For binary data (probs of shape (n, 2), or 1-D p(y=1)): what pbr-calib's own rows measure.
+        The libraries' rows follow each library's default for binary data (netcal, torchmetrics'
+        ``binary_calibration_error`` and scikit-learn: p(y=1); relplot: what it is given, here the
+        same as pbr-calib's rows). Default: "positive" for binary data.
+
+    Returns
+    -------
+    DataFrame, one row per convention: ``key``, ``convention``, ``measures``, ``bins``, ``ece`` and
+    ``difference`` (one line: why it differs from the paper's Eq. 2).
+    """
+    p = np.asarray(probs, dtype=np.float64)
+    y = np.asarray(labels)
+    binary = p.ndim == 1 or (p.ndim == 2 and p.shape[1] == 2)
+    target = binary_target or ("positive" if binary else "top_label")
+    if target not in ("positive", "top_label"):
+        raise ValueError(f"Expected argument `binary_target` to be 'positive' or 'top_label', but got {target!r}")
+    p_pos = (p if p.ndim == 1 else p[:, 1]) if binary else None
+    ours = (p_pos, y) if binary and target == "positive" else (p, y)
+    conf_ours, out_ours = confidence_and_outcome(*ours)
+    conf_lib, out_lib = confidence_and_outcome(*((p_pos, y) if binary else (p, y)))
+    ours_words = "p(y=1)" if binary and target == "positive" else "top-label confidence"
+    libs_words = "p(y=1)" if binary else "top-label confidence"
+    n = conf_ours.shape[0]
+    from pbr_core.metrics import ece as paper_ece
+
+    values = {
+        "paper": (paper_ece(conf_ours, out_ours), ours_words),
+        "equal_mass": (ece_equal_mass(conf_ours, out_ours), ours_words),
+        "debiased": (_debiased_or_nan(conf_ours, out_ours), ours_words),
+        "smooth": (smooth_ece(conf_ours, out_ours), ours_words),
+        "netcal": (ece_netcal(conf_lib, out_lib), libs_words),
+        "torchmetrics": (ece_torchmetrics(conf_lib, out_lib), libs_words),
+    }
+    if binary:  # scikit-learn's calibration_curve is for binary problems only
+        values["sklearn"] = (sklearn_curve_ece(conf_lib, out_lib), "p(y=1)")
+        values["sklearn_unweighted"] = (sklearn_curve_ece(conf_lib, out_lib, weighted=False), "p(y=1)")
+    rows = []
+    for key, (value, measures) in values.items():
+        conv = CONVENTIONS[key]
+        bins = conv.n_bins.replace("floor(n^(1/3))", f"{_resolve_n_bins(None, n)} = floor(n^(1/3))")
+        rows.append({"key": key, "convention": conv.name, "measures": measures, "bins": bins, "ece": value,
+                     "difference": conv.difference})
+    return pd.DataFrame(rows)
+
+
+def _debiased_or_nan(conf: np.ndarray, out: np.ndarray) -> float:
+    try:
+        return ece_debiased(conf, out)
+    except ValueError:  # too few rows per bin
+        return float("nan")
+

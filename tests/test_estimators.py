@@ -1,0 +1,207 @@
+"""pbr_core.estimators pinned against the authors' packages and the libraries whose numbers users
+compare with: uncertainty-calibration (Kumar et al., equal-mass and debiased ECE), relplot
+(Blasiok & Nakkiran, smooth ECE), netcal, torchmetrics and scikit-learn; plus slow obvious loops.
+Data: the real predictions in sample_data/ and simulated data with a known calibration curve."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pbr_core
+from pbr_core import estimators as E
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_data"
+
+
+@pytest.fixture(scope="module")
+def real():
+    out = {}
+    for name, file in (("cifar100", "cifar100_densenet121.npz"), ("cifar10", "cifar10_resnet110.npz"),
+                       ("kitti", "kitti_random_forest.csv"), ("kitti_mlp", "kitti_mlp.parquet")):
+        p = pbr_core.load_predictions(SAMPLES / file)
+        out[name] = (p.probs, p.labels)
+    return out
+
+
+def _top(p, y):
+    return p.max(axis=1), (p.argmax(axis=1) == y).astype(float)
+
+
+# --------------------------------------------------------------------------- equal-mass and debiased
+def slow_equal_mass(conf, out, B):
+    """Sort, cut into B consecutive parts, edges at the midpoints, bins closed on the right: a loop."""
+    s = sorted(conf)
+    parts = np.array_split(np.asarray(s), min(B, len(s)))
+    edges = sorted({(parts[i][-1] + parts[i + 1][0]) / 2 for i in range(len(parts) - 1)} | {1.0})
+    total, lo = 0.0, -np.inf
+    for hi in edges:
+        members = [i for i in range(len(conf)) if lo < conf[i] <= hi]
+        if members:
+            total += len(members) / len(conf) * abs(np.mean(conf[members]) - np.mean(out[members]))
+        lo = hi
+    return total
+
+
+@pytest.mark.parametrize("name", ["cifar100", "cifar10", "kitti"])
+@pytest.mark.parametrize("B", [5, 15, 21])
+def test_equal_mass_matches_kumar_et_al(real, name, B):
+    cal = pytest.importorskip("calibration")
+    p, y = real[name]
+    ref = cal.get_ece_em(p, y, debias=False, num_bins=B, mode="top-label")
+    assert E.ece_equal_mass(p, y, n_bins=B) == pytest.approx(ref, abs=1e-12)
+    conf, out = _top(p, y)
+    idx = np.random.default_rng(0).choice(conf.size, 600, replace=False)
+    assert E.ece_equal_mass(conf[idx], out[idx], B) == pytest.approx(slow_equal_mass(conf[idx], out[idx], B), abs=1e-12)
+
+
+def test_equal_mass_default_bins_and_binary_input(real):
+    p, y = real["kitti"]
+    B = pbr_core.optimal_n_bins(y.size)
+    assert E.ece_equal_mass(p[:, 1], y) == pytest.approx(E.ece_equal_mass(p[:, 1], y, n_bins=B))
+    cal = pytest.importorskip("calibration")
+    assert E.ece_equal_mass(p[:, 1], y, 10) == pytest.approx(cal.get_ece_em(p[:, 1], y, num_bins=10), abs=1e-12)
+
+
+@pytest.mark.parametrize("name", ["cifar100", "cifar10", "kitti"])
+def test_debiased_matches_kumar_et_al_within_its_monte_carlo_error(real, name):
+    """The package draws 1000 Gaussian resamples; our expectation is exact. Their mean over seeds
+    converges to ours."""
+    cal = pytest.importorskip("calibration")
+    p, y = real[name]
+    ours = E.ece_debiased(p, y, n_bins=15)
+    refs = []
+    for seed in range(5):
+        np.random.seed(seed)
+        refs.append(cal.get_ece_em(p, y, debias=True, num_bins=15, mode="top-label"))
+    assert ours == pytest.approx(np.mean(refs), abs=2e-4)
+
+
+def test_debiased_equals_a_slow_monte_carlo_of_its_formula():
+    rng = np.random.default_rng(3)
+    conf = rng.uniform(0.3, 1, 3000)
+    out = (rng.uniform(size=3000) < conf - 0.05).astype(float)
+    edges = E.equal_mass_edges(conf, 10)
+    plugin, resampled = 0.0, []
+    groups = [(conf <= e) & (conf > lo) for lo, e in zip([-np.inf, *edges[:-1]], edges)]
+    stats = [(m.sum() / conf.size, conf[m].mean(), out[m].mean(), m.sum()) for m in groups if m.any()]
+    plugin = sum(w * abs(f - a) for w, f, a, _ in stats)
+    draws = rng.normal(size=(200_000, len(stats)))
+    for j, (w, f, a, c) in enumerate(stats):
+        resampled.append(w * np.abs(a + np.sqrt(a * (1 - a) / c) * draws[:, j] - f).mean())
+    assert E.ece_debiased(conf, out, 10) == pytest.approx(2 * plugin - sum(resampled), abs=3e-4)
+
+
+def test_debiasing_removes_most_of_the_bias():
+    """P(correct | conf) = conf - 0.03 everywhere, so the binned calibration error is exactly 0.03 at
+    any binning. The plug-in estimate is biased upward by bin noise; the debiased one is not."""
+    rng = np.random.default_rng(0)
+    plug, deb = [], []
+    for _ in range(40):
+        conf = rng.uniform(0.5, 1, 2000)
+        out = (rng.uniform(size=2000) < conf - 0.03).astype(float)
+        plug.append(E.ece_equal_mass(conf, out, 12))
+        deb.append(E.ece_debiased(conf, out, 12))
+    assert np.mean(plug) - 0.03 > 0.005                              # the bias is real
+    assert abs(np.mean(deb) - 0.03) < (np.mean(plug) - 0.03) / 3     # and mostly gone
+
+
+def test_debiased_refuses_bins_of_one_row():
+    with pytest.raises(ValueError, match="at least 2 rows in every bin"):
+        E.ece_debiased(np.array([0.2, 0.6, 0.9]), np.array([0, 1, 1]), n_bins=3)
+
+
+# --------------------------------------------------------------------------- smooth ECE
+@pytest.mark.parametrize("name", ["cifar100", "cifar10", "kitti", "kitti_mlp"])
+def test_smooth_ece_equals_relplot(real, name):
+    relplot = pytest.importorskip("relplot")
+    p, y = real[name]
+    if name.startswith("kitti"):  # binary: relplot is given p(y=1)
+        f, o = p[:, 1], y
+    else:
+        f, o = relplot.multiclass_logits_to_confidences(p, y, probs=True)
+    ref, ref_sigma = relplot.smECE(f, o, return_width=True)
+    ours, sigma = E.smooth_ece(f, o, return_sigma=True)
+    assert sigma == ref_sigma
+    assert ours == pytest.approx(ref, abs=1e-12)
+    assert E.smooth_ece(f, o, sigma=0.05) == pytest.approx(relplot.smECE_sigma(f, o, 0.05), abs=1e-12)
+
+
+def test_smooth_ece_tracks_a_known_calibration_error():
+    """conf ~ U(0.5, 1), P(correct | conf) = conf - 0.1: the true calibration error is 0.1."""
+    rng = np.random.default_rng(1)
+    conf = rng.uniform(0.5, 1, 50_000)
+    out = (rng.uniform(size=conf.size) < conf - 0.1).astype(float)
+    assert E.smooth_ece(conf, out) == pytest.approx(0.1, abs=0.015)
+
+
+def test_smooth_reliability_curve_and_band():
+    rng = np.random.default_rng(2)
+    conf = rng.uniform(0.2, 1, 5000)
+    out = (rng.uniform(size=conf.size) < conf**2).astype(float)   # over-confident: accuracy conf^2
+    curve = E.smooth_reliability(conf, out, n_boot=30)
+    assert {"t", "observed", "band_low", "band_high", "density", "sigma"} <= set(curve.columns)
+    inside = (curve["t"] > 0.4) & (curve["t"] < 0.9)
+    c = curve[inside]
+    assert np.all(c["band_low"] <= c["observed"] + 1e-12) and np.all(c["observed"] <= c["band_high"] + 1e-12)
+    assert np.abs(c["observed"] - c["t"] ** 2).max() < 0.08  # it finds the true curve
+    assert (c["observed"] < c["t"]).mean() > 0.9
+
+
+# --------------------------------------------------------------------------- other libraries
+@pytest.mark.parametrize("name", ["cifar100", "cifar10"])
+def test_conventions_equal_the_libraries_multiclass(real, name):
+    netcal = pytest.importorskip("netcal.metrics")
+    tm = pytest.importorskip("torchmetrics.functional.classification")
+    import torch
+
+    p, y = real[name]
+    table = E.library_conventions(p, y).set_index("key")["ece"]
+    assert table["paper"] == pytest.approx(pbr_core.ece(p, y), abs=1e-15)
+    assert table["netcal"] == pytest.approx(netcal.ECE(bins=10).measure(p, y), abs=1e-12)
+    ref = float(tm.multiclass_calibration_error(torch.tensor(p), torch.tensor(y), num_classes=p.shape[1],
+                                                n_bins=15, norm="l1"))
+    assert table["torchmetrics"] == pytest.approx(ref, abs=2e-6)  # torchmetrics sums in float32
+    relplot = pytest.importorskip("relplot")
+    assert table["smooth"] == pytest.approx(relplot.smECE(*relplot.multiclass_logits_to_confidences(p, y, probs=True)),
+                                            abs=1e-12)
+    assert "sklearn" not in table  # calibration_curve is for binary problems
+
+
+def test_conventions_equal_the_libraries_binary(real):
+    netcal = pytest.importorskip("netcal.metrics")
+    tm = pytest.importorskip("torchmetrics.functional.classification")
+    from sklearn.calibration import calibration_curve
+    import torch
+
+    p, y = real["kitti"]
+    table = E.library_conventions(p, y).set_index("key")
+    ece = table["ece"]
+    assert (table["measures"] == "p(y=1)").all()
+    assert ece["paper"] == pytest.approx(pbr_core.ece(p[:, 1], y), abs=1e-15)
+    assert ece["netcal"] == pytest.approx(netcal.ECE(bins=10).measure(p, y), abs=1e-12)
+    ref = float(tm.binary_calibration_error(torch.tensor(p[:, 1]), torch.tensor(y), n_bins=15, norm="l1"))
+    assert ece["torchmetrics"] == pytest.approx(ref, abs=2e-6)
+    prob_true, prob_pred = calibration_curve(y, p[:, 1], n_bins=5)
+    assert ece["sklearn_unweighted"] == pytest.approx(np.mean(np.abs(prob_true - prob_pred)), abs=1e-12)
+    counts = np.bincount(np.searchsorted(np.linspace(0, 1, 6)[1:-1], p[:, 1]), minlength=5)
+    counts = counts[counts > 0]
+    assert ece["sklearn"] == pytest.approx(np.sum(counts / y.size * np.abs(prob_true - prob_pred)), abs=1e-12)
+    # pbr-calib's own rows can measure the top label instead; the libraries keep their defaults.
+    top = E.library_conventions(p, y, binary_target="top_label").set_index("key")
+    assert top.loc["paper", "ece"] == pytest.approx(pbr_core.ece(p, y), abs=1e-15)
+    assert top.loc["netcal", "ece"] == ece["netcal"]
+
+
+def test_the_value_one_is_where_torchmetrics_and_the_paper_differ():
+    conf = np.array([1.0, 1.0, 0.95, 0.55, 0.45])
+    out = np.array([1.0, 0.0, 1.0, 1.0, 0.0])
+    # Paper: 1.0 shares the last bin (0.5, 1] with 0.95 and 0.55. torchmetrics: 1.0 alone.
+    assert pbr_core.ece(conf, out, 2) != pytest.approx(E.ece_torchmetrics(conf, out, 2))
+    tm = pytest.importorskip("torchmetrics.functional.classification")
+    import torch
+
+    ref = float(tm.binary_calibration_error(torch.tensor(conf), torch.tensor(out.astype(int)), n_bins=2))
+    assert E.ece_torchmetrics(conf, out, 2) == pytest.approx(ref, abs=1e-7)
