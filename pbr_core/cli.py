@@ -103,6 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Lipschitz constant L in the Theorem 1 bound (default 1)")
     p.add_argument("--eps", type=_probability, default=0.05, help="the bound holds with probability 1 - eps (default 0.05)")
     p.add_argument("--format", choices=["table", "json"], default="table", help="output format (default table)")
+    p.add_argument("--by", action="append", default=[], metavar="COLUMN",
+                   help="also measure calibration per group of this column (repeat once for pairs of columns; "
+                        "'true class' groups by the label); the column is kept as a group column")
+    p.add_argument("--every", choices=["day", "week", "month"], default=None,
+                   help="with --by on a date column: group the dates by day, week or month")
     loading_options(p)
 
     p = add("fit", "fit a recalibrator and save it as JSON",
@@ -268,6 +273,14 @@ def evaluation_table(preds, n_bins: int | None = None, lipschitz: float = 1.0, e
         "ece": pbr_core.ece(probs, labels, n_bins=B_opt),
         "mce": pbr_core.mce(probs, labels, n_bins=B_opt),
     }
+    from pbr_core import estimators
+
+    row["ece_equal_mass"] = estimators.ece_equal_mass(probs, labels, n_bins=B_opt)
+    try:
+        row["ece_debiased"] = estimators.ece_debiased(probs, labels, n_bins=B_opt)
+    except ValueError:  # a bin of one row: too little data to debias
+        row["ece_debiased"] = None
+    row["smooth_ece"] = estimators.smooth_ece(probs, labels)
     if n_bins is not None:
         row["n_bins"] = n_bins
         row["ece_at_n_bins"] = pbr_core.ece(probs, labels, n_bins=n_bins)
@@ -304,10 +317,54 @@ def _format_table(rows: dict[str, Any]) -> str:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    if len(args.by) > 2:
+        raise CLIError("--by: one or two columns", EXIT_USAGE)
+    if args.every and not args.by:
+        raise CLIError("--every needs --by (a date column)", EXIT_USAGE)
+    wanted = [c for c in args.by if c != "true class"]
+    if wanted:  # a column to group by is never read as a score
+        named = [c.strip() for c in (args.group_columns or "").split(",") if c.strip()]
+        args.group_columns = ",".join(dict.fromkeys([*named, *wanted]))
     preds = _load(args.file, args)
     table = evaluation_table(preds, args.n_bins, args.lipschitz, args.eps)
-    print(json.dumps(table, indent=2) if args.format == "json" else _format_table(table))
+    report = None
+    if args.by:
+        from pbr_core.groups import calibration_by_group
+
+        try:
+            report = calibration_by_group(preds, args.by, every=args.every)
+        except ValueError as exc:
+            raise CLIError(f"{preds.source}: {exc}", EXIT_BAD_INPUT) from exc
+    if args.format == "json":
+        if report is not None:
+            table["groups"] = {"by": report.by, "test": report.test, "largest_gap": report.largest_gap,
+                               "rows": json.loads(report.table.to_json(orient="records"))}
+        print(json.dumps(table, indent=2))
+        return EXIT_OK
+    print(_format_table(table))
+    if report is not None:
+        print()
+        print(group_text(report))
     return EXIT_OK
+
+
+def group_text(report) -> str:
+    """The per-group table as text, with the test, the small groups and the largest gap."""
+    t = report.table
+    shown = t[["group", "n", "rate", "mean_predicted", "ece", "ece_low", "ece_high", "mce", "brier",
+                          "p_holm"]].copy()
+    rate = "frequency of y=1" if report.target == "positive" else "accuracy"
+    shown.columns = ["group", "n", rate, "mean predicted", "ECE", "ECE low", "ECE high", "MCE", "Brier",
+                        "p (Holm)"]
+    shown.insert(1, "", ["(too few rows)" if small else "" for small in t["too_small"]])
+    lines = [f"calibration by {' × '.join(report.by)} ({'p(y=1)' if report.target == 'positive' else 'top label'}; "
+             f"ECE with B = floor(n_group^(1/3)), {report.level:.0%} bootstrap interval; test: {report.test})",
+             shown.to_string(index=False, float_format=lambda v: f"{v:.4g}")]
+    g = report.largest_gap
+    if g:
+        lines.append(f"largest gap: ECE({g['worst']}) - ECE({g['best']}) = {g['gap']:.4f} "
+                     f"({report.level:.0%} interval {g['low']:.4f} to {g['high']:.4f})")
+    return "\n".join(lines)
 
 
 def _progress_factory(quiet: bool):

@@ -52,7 +52,7 @@ def _csv_header(src: _Source, fmt: FileFormat, head: bytes) -> _CsvHeader:
     if head.startswith(b"\x1f\x8b"):
         compression = "gzip"
         try:
-            with gzip.open(src.open()) as f:
+            with src.open() as raw, gzip.open(raw) as f:
                 head = f.read(header_bytes_max)
         except (OSError, EOFError) as exc:
             raise src.error(f"the file looks gzip-compressed but cannot be decompressed: {exc}") from exc

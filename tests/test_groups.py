@@ -1,0 +1,147 @@
+"""Calibration by group (pbr_core.groups), on the bundled audit samples (UCI Adult predictions with
+demographic columns, LLM (confidence, correct) records) and on simulated data with known calibration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import pbr_core
+from pbr_core import groups as G
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_data"
+
+
+@pytest.fixture(scope="module")
+def adult():
+    return pbr_core.load_predictions(SAMPLES / "adult_gradient_boosting.csv.gz")
+
+
+@pytest.fixture(scope="module")
+def llm():
+    return pbr_core.load_predictions(SAMPLES / "llm_qa_confidence_correct.csv.gz")
+
+
+# --------------------------------------------------------------------------- the test and its correction
+def test_spiegelhalter_z_by_its_formula():
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0.05, 0.95, 300)
+    y = (rng.uniform(size=300) < p).astype(float)
+    num = sum((yi - pi) * (1 - 2 * pi) for pi, yi in zip(p, y))
+    den = sum((1 - 2 * pi) ** 2 * pi * (1 - pi) for pi in p) ** 0.5
+    from scipy.stats import norm
+
+    z, pv = G.spiegelhalter_z(p, y)
+    assert z == pytest.approx(num / den, rel=1e-12) and pv == pytest.approx(2 * norm.sf(abs(num / den)), rel=1e-12)
+    assert np.isnan(G.spiegelhalter_z(np.full(5, 0.5), np.ones(5))[0])
+
+
+def test_spiegelhalter_holds_its_level_and_has_power():
+    rng = np.random.default_rng(1)
+    calibrated, over = [], []
+    for _ in range(400):
+        p = rng.uniform(0.3, 1.0, 500)
+        calibrated.append(G.spiegelhalter_z(p, (rng.uniform(size=500) < p).astype(float))[1])
+        over.append(G.spiegelhalter_z(p, (rng.uniform(size=500) < p - 0.08).astype(float))[1])
+    assert 0.02 < np.mean(np.array(calibrated) < 0.05) < 0.09   # the level: about 5 % false alarms
+    assert np.mean(np.array(over) < 0.05) > 0.8                 # the power against 8 points of over-confidence
+
+
+def test_holm_against_a_literal_step_down():
+    p = [0.01, 0.04, 0.03, 0.5, float("nan"), 0.002]
+    finite = [(v, i) for i, v in enumerate(p) if v == v]
+    finite.sort()
+    m, running, ref = len(finite), 0.0, {}
+    for k, (v, i) in enumerate(finite):
+        running = max(running, min(1.0, (m - k) * v))
+        ref[i] = running
+    out = G.holm(p)
+    assert np.isnan(out[4])
+    assert [out[i] for i in sorted(ref)] == pytest.approx([ref[i] for i in sorted(ref)])
+
+
+# --------------------------------------------------------------------------- by group
+def test_each_group_is_measured_like_the_whole_file_on_its_rows(adult):
+    report = G.calibration_by_group(adult, "sex", n_boot=200)
+    assert report.target == "positive" and report.by == ["sex"]
+    assert report.table["group"].tolist() == ["Male", "Female"]          # largest first
+    for row in report.table.itertuples():
+        rows = adult.subset(np.flatnonzero(adult.metadata["sex"].to_numpy() == row.group))
+        B = pbr_core.optimal_n_bins(rows.n)
+        assert row.n == rows.n and row.n_bins == B
+        assert row.ece == pytest.approx(pbr_core.ece(rows.p_positive, rows.labels, B), abs=1e-15)
+        assert row.mce == pytest.approx(pbr_core.mce(rows.p_positive, rows.labels, B), abs=1e-15)
+        assert row.brier == pytest.approx(pbr_core.brier_score(rows.probs, rows.labels), abs=1e-15)
+        assert row.rate == pytest.approx(rows.labels.mean())
+        lo, hi = pbr_core.ece_bootstrap_ci(rows.p_positive, rows.labels, n_bins=B, n_boot=200)
+        assert (row.ece_low, row.ece_high) == pytest.approx((lo, hi))
+        assert report.diagrams[row.group]["count"].sum() == rows.n
+    assert report.table["share"].sum() == pytest.approx(1.0)
+
+
+def test_small_groups_are_flagged_not_hidden(adult):
+    report = G.calibration_by_group(adult, "race", n_boot=100)
+    assert len(report.table) == 5 and report.table["n"].sum() == adult.n
+    flagged = set(report.small)
+    assert flagged == set(report.table.loc[report.table["n"] < G.MIN_ROWS, "group"])
+    gap = report.largest_gap
+    assert gap["worst"] not in flagged and gap["best"] not in flagged
+    by = report.table.set_index("group")["ece"]
+    assert gap["gap"] == pytest.approx(by[gap["worst"]] - by[gap["best"]])
+    assert gap["low"] < gap["high"]
+
+
+def test_two_columns_and_the_true_class(adult, llm):
+    two = G.calibration_by_group(llm, ["model", "dataset"], n_boot=50)
+    assert len(two.table) == 20 and "Mistral × mmlu" in set(two.table["group"])
+    mistral = two.table.set_index("group").loc["Mistral × mmlu"]
+    rows = llm.metadata.eval("model == 'Mistral' and dataset == 'mmlu'").to_numpy()
+    assert mistral["n"] == rows.sum()
+    assert mistral["ece"] == pytest.approx(pbr_core.ece(llm.confidence[rows], llm.correct[rows]), abs=1e-15)
+    assert mistral["p_holm"] < 1e-6  # a 7B chat model is far from calibrated on MMLU
+    by_class = G.calibration_by_group(adult, "true class", target="top_label", n_boot=50)
+    assert set(by_class.table["group"]) == {"0", "1"} and by_class.target == "top_label"
+    with pytest.raises(ValueError, match="no column 'zip'"):
+        G.calibration_by_group(adult, "zip")
+    with pytest.raises(ValueError, match="no classes"):
+        G.calibration_by_group(llm, "true class")
+
+
+def test_calibration_over_time(adult):
+    """A date column bucketed by week or month: drift after a change shows as a later bucket."""
+    dates = pd.date_range("2025-01-01", periods=adult.n, freq="3min")  # 34 days
+    meta = adult.metadata.assign(scored_at=dates.strftime("%Y-%m-%d %H:%M"))
+    preds = pbr_core.Predictions(**{**adult.__dict__, "metadata": meta})
+    weekly = G.calibration_by_group(preds, "scored_at", every="week", n_boot=50)
+    assert weekly.table["n"].sum() == adult.n
+    assert sorted(weekly.table["group"])[0] == "2024-12-30"   # weeks start on Monday
+    monthly = G.calibration_by_group(preds, "scored_at", every="month", n_boot=50)
+    assert set(monthly.table["group"]) == {"2025-01-01", "2025-02-01"}
+    assert G.bucket_dates(pd.Series(["2025-03-17", "2025-03-23"]), "week").tolist() == ["2025-03-17", "2025-03-17"]
+    with pytest.raises(ValueError, match="'soon' at row 1 is not a date"):
+        G.bucket_dates(pd.Series(["2025-03-17", "soon"]), "day")
+
+
+def test_cli_evaluate_by_group(adult, capsys):
+    import json
+
+    from pbr_core.cli import main
+
+    path = str(SAMPLES / "adult_gradient_boosting.csv.gz")
+    assert main(["evaluate", path, "--by", "race", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    report = G.calibration_by_group(adult, "race")
+    rows = pd.DataFrame(out["groups"]["rows"])
+    assert rows["group"].tolist() == report.table["group"].tolist()
+    np.testing.assert_allclose(rows["ece"], report.table["ece"], atol=1e-15)
+    assert out["groups"]["largest_gap"]["worst"] == report.largest_gap["worst"]
+    assert out["columns"]["race"] == "group"
+    assert main(["evaluate", path, "--by", "sex"]) == 0
+    text = capsys.readouterr().out
+    assert "calibration by sex" in text and "Female" in text and "largest gap" in text
+    assert main(["evaluate", path, "--every", "week"]) == 2
+    assert main(["evaluate", path, "--by", "nope"]) == 3
+    assert "'nope' is not a column" in capsys.readouterr().err
