@@ -205,3 +205,21 @@ def test_the_value_one_is_where_torchmetrics_and_the_paper_differ():
 
     ref = float(tm.binary_calibration_error(torch.tensor(conf), torch.tensor(out.astype(int)), n_bins=2))
     assert E.ece_torchmetrics(conf, out, 2) == pytest.approx(ref, abs=1e-7)
+
+
+# --------------------------------------------------------------------------- teaching on known truth
+def test_the_simulated_truth_and_how_estimators_approach_it():
+    from scipy.integrate import quad
+
+    shift = 0.1
+    # TCE = E|c - P(correct | c)| over c ~ U(0.5, 1), by numerical integration.
+    tce = quad(lambda c: abs(shift * 2 * (c - 0.5)) * 2, 0.5, 1.0)[0]
+    assert E.simulated_tce(shift) == pytest.approx(tce, abs=1e-12)
+    conf, out = E.simulated_predictions(200_000, shift, seed=1)
+    assert np.mean(conf - out) == pytest.approx(tce, abs=0.003)
+    table = E.estimator_convergence(n_values=(100, 30_000), shift=shift, repeats=12, seed=0)
+    by = table.set_index(["estimator", "n"])["mean"]
+    for key in E.ESTIMATORS:
+        assert by[(key, 30_000)] == pytest.approx(tce, abs=0.004)   # all converge to the truth
+    assert by[("paper", 100)] > tce + 0.01                          # the binned ECE is biased up at small n
+    assert abs(by[("debiased", 100)] - tce) < by[("paper", 100)] - tce
