@@ -35,7 +35,7 @@ Bucket = Literal["day", "week", "month"]
 #: ~25 rows or fewer, too few to read, and their ECE is dominated by its estimation bias.
 MIN_ROWS = 100
 
-__all__ = ["GroupReport", "MIN_ROWS", "bucket_dates", "calibration_by_group", "holm", "spiegelhalter_z"]
+__all__ = ["GroupReport", "MIN_ROWS", "bucket_dates", "calibration_by_group", "group_keys", "holm", "spiegelhalter_z"]
 
 
 def spiegelhalter_z(p: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -106,7 +106,8 @@ def _inputs(preds: Predictions, target: Target) -> tuple[np.ndarray, np.ndarray,
     return conf, out, preds.probs
 
 
-def _group_keys(preds: Predictions, by: Sequence[str] | str, every: Bucket | None) -> tuple[np.ndarray, list[str]]:
+def group_keys(preds: Predictions, by: Sequence[str] | str, every: Bucket | None = None) -> tuple[np.ndarray, list[str]]:
+    """The group of every row (text; two columns joined with ' × ') and the column names used."""
     names = [by] if isinstance(by, str) else list(by)
     if not names or len(names) > 2:
         raise ValueError(f"Expected one or two group columns, but got {len(names)}.")
@@ -164,7 +165,7 @@ def calibration_by_group(preds: Predictions, by: Sequence[str] | str, *, target:
         n_bins (floor(n_g^(1/3))), ece, ece_low, ece_high, mce, brier, z, p_value, p_holm, too_small.
     """
     conf, out, probs = _inputs(preds, target)
-    keys, names = _group_keys(preds, by, every)
+    keys, names = group_keys(preds, by, every)
     is_binary_target = preds.kind == "binary" and target == "positive"
     rows, diagrams, indices = [], {}, {}
     groups, inverse = np.unique(keys.astype(str), return_inverse=True)

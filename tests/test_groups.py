@@ -145,3 +145,47 @@ def test_cli_evaluate_by_group(adult, capsys):
     assert main(["evaluate", path, "--every", "week"]) == 2
     assert main(["evaluate", path, "--by", "nope"]) == 3
     assert "'nope' is not a column" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- does recalibration close the gaps?
+def test_one_temperature_per_group_closes_a_gap_one_for_everyone_cannot():
+    """Real CIFAR-10 logits, made over-confident (x 2.5) in one group and under-confident (x 0.4) in
+    the other: a single temperature cannot fix both, one per group can."""
+    from pbr_core.experiments.group_gaps import STRATEGIES, group_gap_summary, recalibration_by_group
+
+    base = pbr_core.load_predictions(SAMPLES / "cifar10_resnet110.npz")
+    group = np.where(np.arange(base.n) % 2 == 0, "sharp", "soft")
+    logits = base.logits * np.where(group == "sharp", 2.5, 0.4)[:, None]
+    preds = pbr_core.Predictions.from_arrays(logits, base.labels)
+    preds = pbr_core.Predictions(**{**preds.__dict__, "metadata": pd.DataFrame({"team": group})})
+    table = recalibration_by_group(preds, "temperature", "team", n_re=2000, n_folds=3, seed=0)
+    assert set(table["strategy"]) == set(STRATEGIES) and not table["fallback"].any()
+    assert (table.groupby(["fold", "group"]).size() == 3).all()
+    per_group, gaps = group_gap_summary(table)
+    gap = gaps.set_index("strategy")["mean"]
+    assert gap["one per group"] < gap["one for everyone"] / 2
+    ece = per_group.set_index(["group", "strategy"])["mean"]
+    assert ece[("soft", "one per group")] < ece[("soft", "one for everyone")]
+    # Fold 0's "one for everyone" rows equal a temperature fitted by hand on the same split.
+    from pbr_core.experiments import split_indices
+    from pbr_core.recalibrators import TemperatureScaling
+
+    re_idx, te_idx = split_indices(preds.n, 2000, fold=0, seed=0)
+    ts = TemperatureScaling().fit(preds.subset(re_idx))
+    test = preds.subset(te_idx)
+    rows = np.flatnonzero(group[te_idx] == "soft")
+    probs = ts.predict_proba(test)[rows]
+    expected = pbr_core.ece(probs, test.labels[rows], pbr_core.optimal_n_bins(rows.size))
+    got = table.query("fold == 0 and group == 'soft' and strategy == 'one for everyone'")["ece"].item()
+    assert got == pytest.approx(expected, abs=1e-12)
+
+
+def test_small_groups_fall_back_to_the_recalibrator_for_everyone(adult):
+    from pbr_core.experiments.group_gaps import recalibration_by_group
+
+    table = recalibration_by_group(adult, "temperature", "race", n_re=2000, n_folds=1, min_fit_rows=100)
+    small = table[(table["strategy"] == "one per group") & (table["n_fit"] < 100)]
+    assert len(small) and small["fallback"].all()
+    for row in small.itertuples():
+        same = table.query(f"group == '{row.group}' and strategy == 'one for everyone'")["ece"].item()
+        assert row.ece == same

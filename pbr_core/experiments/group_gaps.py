@@ -1,0 +1,121 @@
+"""Does recalibration close the calibration gaps between groups?
+
+:func:`recalibration_by_group` runs the paper's cross-validated protocol (random splits into a
+recalibration set and a test set, as :func:`~pbr_core.experiments.compare`) and, in every fold,
+compares three things on the SAME test rows of each group:
+
+* the uncalibrated model;
+* one recalibrator for everyone, fitted on the whole recalibration set;
+* one recalibrator per group, each fitted on its group's share of the recalibration set (a group
+  with fewer than ``min_fit_rows`` recalibration rows falls back to the one for everyone, and the
+  row says so).
+
+Each group's test ECE uses B = floor(n_te,group^(1/3)). :func:`group_gap_summary` gives, per
+strategy, the mean ECE of each group over folds and the gap between the worst and the best group.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pbr_core import metrics as M
+from pbr_core.experiments._protocol import (
+    BinaryECE,
+    CancelCallback,
+    ProgressCallback,
+    Runner,
+    check_predictions,
+    ece_inputs,
+    iter_folds,
+    make_recalibrator,
+    split_indices,
+)
+from pbr_core.groups import Bucket, group_keys
+from pbr_core.predictions import Predictions
+
+STRATEGIES = ("uncalibrated", "one for everyone", "one per group")
+GROUP_GAP_COLUMNS = ("fold", "group", "strategy", "n_fit", "n_te", "n_bins", "ece", "fallback")
+#: A group needs this many recalibration rows for a recalibrator of its own.
+MIN_FIT_ROWS = 50
+
+
+def recalibration_by_group(preds: Predictions, method: str, by: Sequence[str] | str, *, n_re: int = 1000,
+                           n_folds: int = 10, seed: int = 0, every: Bucket | None = None,
+                           params: Mapping[str, Any] | None = None, binary_ece: BinaryECE = "positive",
+                           min_fit_rows: int = MIN_FIT_ROWS, progress: ProgressCallback | None = None,
+                           cancel: CancelCallback | None = None) -> pd.DataFrame:
+    """Test ECE per group of the uncalibrated model, one recalibrator for everyone and one per group.
+
+    Parameters
+    ----------
+    preds : Predictions
+        Full vectors with the group columns in ``preds.metadata``.
+    method : str
+        A recalibrator of the registry (e.g. "temperature", "isotonic", "pbr").
+    by, every
+        The grouping, as in :func:`pbr_core.groups.calibration_by_group`.
+    n_re, n_folds, seed
+        The splits, exactly those of :func:`~pbr_core.experiments.compare`.
+    params : mapping, optional
+        The method's constructor parameters.
+    min_fit_rows : int
+        Below this many recalibration rows a group uses the recalibrator for everyone (``fallback``).
+    progress, cancel
+        As in :func:`~pbr_core.experiments.compare` (one step per fit; total = n_folds x (1 + groups)).
+
+    Returns
+    -------
+    DataFrame with columns :data:`GROUP_GAP_COLUMNS`: one row per (fold, group, strategy).
+    """
+    preds = check_predictions(preds)
+    keys, _ = group_keys(preds, by, every)
+    groups = sorted(set(keys.tolist()))
+    folds = list(iter_folds(n_folds))
+    runner = Runner(total=len(folds) * (1 + len(groups)), columns=GROUP_GAP_COLUMNS, progress=progress,
+                    cancel=cancel)
+    rows: list[dict[str, Any]] = []
+    for fold in folds:
+        re_idx, te_idx = split_indices(preds.n, n_re, fold=fold, seed=seed)
+        fit_set, test_set = preds.subset(re_idx), preds.subset(te_idx)
+        runner.check_cancel()
+        with runner.fitting():
+            everyone = make_recalibrator(method, params).fit(fit_set)
+        runner.add({}, f"{method} for everyone, fold {fold + 1} of {len(folds)}")
+        probs_everyone = everyone.predict_proba(test_set)
+        for g in groups:
+            fit_rows = np.flatnonzero(keys[re_idx] == g)
+            test_rows = np.flatnonzero(keys[te_idx] == g)
+            runner.check_cancel()
+            fallback = fit_rows.size < min_fit_rows
+            if not fallback:
+                with runner.fitting():
+                    own = make_recalibrator(method, params).fit(fit_set.subset(fit_rows))
+            runner.add({}, f"{method} for {g}, fold {fold + 1} of {len(folds)}")
+            if test_rows.size == 0:
+                continue
+            sub = test_set.subset(test_rows)
+            B = M.optimal_n_bins(test_rows.size)
+            candidates = {"uncalibrated": sub.probs, "one for everyone": probs_everyone[test_rows],
+                          "one per group": probs_everyone[test_rows] if fallback else own.predict_proba(sub)}
+            for strategy, probs in candidates.items():
+                rows.append({"fold": fold, "group": g, "strategy": strategy, "n_fit": int(fit_rows.size),
+                             "n_te": int(test_rows.size), "n_bins": B,
+                             "ece": M.ece(*ece_inputs(probs, sub.labels, preds.kind, binary_ece), n_bins=B),
+                             "fallback": bool(fallback and strategy == "one per group")})
+    return pd.DataFrame(rows, columns=list(GROUP_GAP_COLUMNS))
+
+
+def group_gap_summary(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(mean and std of each group's test ECE per strategy, the worst-minus-best gap per strategy).
+
+    The gap is computed within each fold (max over groups minus min over groups, on the same test
+    rows) and then averaged over folds, so it is paired across strategies.
+    """
+    per_group = (table.groupby(["group", "strategy"], sort=False)["ece"].agg(["mean", "std", "count"])
+                 .reset_index())
+    per_fold = table.groupby(["fold", "strategy"])["ece"].agg(lambda v: v.max() - v.min()).rename("gap")
+    gaps = per_fold.reset_index().groupby("strategy")["gap"].agg(["mean", "std", "count"]).reindex(STRATEGIES)
+    return per_group, gaps.reset_index()
