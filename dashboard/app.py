@@ -29,6 +29,7 @@ PAGES: list[tuple[str, str, str, str, str]] = [
     ("Calibration", "views/data.py", "Data", ":material/upload_file:", "data"),
     ("Calibration", "views/reliability.py", "Reliability", ":material/bar_chart:", "reliability"),
     ("Calibration", "views/bins_bias.py", "Bins & bias", ":material/tune:", "bins"),
+    ("Calibration", "views/groups.py", "Groups", ":material/groups:", "groups"),
     ("Recalibration", "views/pbr.py", "PBR", ":material/auto_fix_high:", "pbr"),
     ("Recalibration", "views/compare.py", "Compare", ":material/compare_arrows:", "compare"),
     ("Recalibration", "views/generalization.py", "Generalization", ":material/scatter_plot:", "generalization"),

@@ -1,0 +1,69 @@
+"""The Groups page: calibration per group on the bundled audit samples (AppTest, no browser)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import pbr_core
+from pbr_core.groups import calibration_by_group
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = str(ROOT / "dashboard" / "app.py")
+GROUPS = "views/groups.py"
+
+
+@pytest.fixture
+def at() -> AppTest:
+    app = AppTest.from_file(APP, default_timeout=60)
+    app.run()
+    assert not app.exception, app.exception
+    return app
+
+
+def _sample(at: AppTest, name: str) -> None:
+    at.selectbox(key="data_sample").set_value(name).run()
+    assert not at.exception and at.session_state["pbr_loaded"].file_name == name
+
+
+def test_groups_of_the_adult_sample(at):
+    _sample(at, "adult_gradient_boosting.csv.gz")
+    at.switch_page(GROUPS).run()
+    assert not at.exception, at.exception
+    at.selectbox(key="groups_by").set_value("race").run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    preds = pbr_core.load_predictions(ROOT / "sample_data" / "adult_gradient_boosting.csv.gz")
+    report = calibration_by_group(preds, "race")
+    assert table["Group"].tolist() == report.table["group"].tolist()
+    assert table["ECE"].tolist() == pytest.approx(report.table["ece"].tolist(), abs=1e-15)
+    text = "\n".join(m.value for m in at.markdown)
+    assert "Largest gap" in text and report.largest_gap["worst"] in text
+    assert at.get("plotly_chart")
+    # Two columns: every combination; the small ones are flagged, not hidden.
+    at.selectbox(key="groups_by2").set_value("sex").run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert "Other × Female" in set(table["Group"]) and table["Too few rows"].any()
+    assert any("too few rows" in w.value for w in at.warning)
+
+
+def test_groups_of_llm_records_and_no_true_class(at):
+    _sample(at, "llm_qa_confidence_correct.csv.gz")
+    at.switch_page(GROUPS).run()
+    assert not at.exception
+    assert "true class" not in at.selectbox(key="groups_by").options   # no classes in these records
+    at.selectbox(key="groups_by").set_value("model").run()
+    table = at.dataframe[0].value
+    assert set(table["Group"]) == {"gpt-4-turbo", "Llama3-70b", "Yi-34b", "Mistral"}
+    assert "Accuracy" in table.columns
+
+
+def test_a_file_without_group_columns_offers_the_true_class(at):
+    at.switch_page(GROUPS).run()   # the default sample: CIFAR-100 logits, no other columns
+    assert not at.exception
+    assert at.selectbox(key="groups_by").options == ["true class"]
+    assert any("no other columns" in i.value for i in at.info)
+    assert len(at.dataframe[0].value) == 100
