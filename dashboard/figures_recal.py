@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 from pandas.io.formats.style import Styler
 
-from dashboard.figures import COLORS, _layout_defaults
+from dashboard.figures import COLORS, _layout_defaults, bars_name, gap_traces
 
 TRACE_DIAGONAL = "Perfect calibration"
 TRACE_GAP_POINTS = "ECE gap per fit"
@@ -62,11 +62,13 @@ def reliability_grid_figure(
     y_title: str = "Accuracy",
     cols: int = 3,
     height_per_row: int = 300,
+    binary_positive: bool = False,
 ) -> go.Figure:
     """Small multiples: one reliability diagram per method (accuracy bars, gap boxes, diagonal).
 
     ``tables`` maps a method name to its ``pbr_core.reliability_diagram`` table; ``ece`` (optional)
-    puts each method's ECE in its panel title.
+    puts each method's ECE in its panel title. Bars and gap boxes are drawn and named as in
+    :func:`dashboard.figures.reliability_figure` (``binary_positive``: p(y=1) wording).
     """
     names = list(tables)
     if not names:
@@ -85,17 +87,14 @@ def reliability_grid_figure(
         conf = t["mean_confidence"].to_numpy(float)
         first = i == 0
         fig.add_trace(go.Bar(
-            name="Accuracy per bin", legendgroup="acc", showlegend=first, x=centre, y=acc, width=width,
+            name=bars_name(y_title), legendgroup="acc", showlegend=first, x=centre, y=acc, width=width,
             marker=dict(color=COLORS["accuracy"], line=dict(width=0)),
             customdata=np.column_stack([t["count"].to_numpy(), conf]),
             hovertemplate=f"{_label(labels, m)}<br>{y_title} %{{y:.3f}}<br>mean confidence "
                           "%{customdata[1]:.3f}<br>%{customdata[0]:,} samples<extra></extra>",
         ), row=r, col=c)
-        fig.add_trace(go.Bar(
-            name="Gap to the diagonal", legendgroup="gap", showlegend=first, x=centre, y=conf - acc, base=acc,
-            width=width, marker=dict(color="rgba(214, 39, 40, 0.30)", line=dict(color=COLORS["gap"], width=1)),
-            hoverinfo="skip",
-        ), row=r, col=c)
+        for tr in gap_traces(centre, width, acc, conf, binary_positive=binary_positive, showlegend=first):
+            fig.add_trace(tr, row=r, col=c)
         fig.add_trace(go.Scatter(
             name=TRACE_DIAGONAL, legendgroup="diag", showlegend=first, x=[0, 1], y=[0, 1], mode="lines",
             line=dict(color=COLORS["diagonal"], dash="dash", width=1.2), hoverinfo="skip",

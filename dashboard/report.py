@@ -146,16 +146,18 @@ def alpha_scores_frame(summary: pd.DataFrame, metric: str) -> pd.DataFrame:
     return out
 
 
-def pbr_reliability_figures(result: Any, x_title: str, y_title: str, ece_name: str = "test ECE",
+def pbr_reliability_figures(result: Any, binary_positive: bool, ece_name: str = "test ECE",
                             method: str | None = None) -> tuple[go.Figure, go.Figure]:
     """Reliability diagrams before and after of a result with ``before`` / ``after`` metrics and
     ``reliability_before`` / ``reliability_after`` tables (PBR page, Fit & apply page)."""
     b, a = result.before["ece"], result.after["ece"]
     method = method or texts.method_label(result.settings.method)
-    return (figures.reliability_figure(result.reliability_before, x_title=x_title, y_title=y_title,
-                                       title=f"Before: uncalibrated · {ece_name} {b:.4f}", height=520),
-            figures.reliability_figure(result.reliability_after, x_title=x_title, y_title=y_title,
-                                       title=f"After: {method} · {ece_name} {a:.4f}", height=520))
+    x_title, y_title = axis_titles(binary_positive)
+    common = dict(x_title=x_title, y_title=y_title, binary_positive=binary_positive, height=520)
+    return (figures.reliability_figure(result.reliability_before,
+                                       title=f"Before: uncalibrated · {ece_name} {b:.4f}", **common),
+            figures.reliability_figure(result.reliability_after,
+                                       title=f"After: {method} · {ece_name} {a:.4f}", **common))
 
 
 def axis_titles(binary_positive: bool) -> tuple[str, str]:
@@ -167,8 +169,7 @@ def axis_titles(binary_positive: bool) -> tuple[str, str]:
 def pbr_section(result: Any) -> ReportSection:
     s = result.settings
     binary_positive = result.preds.kind == "binary" and s.binary_ece == "positive"
-    x_title, y_title = axis_titles(binary_positive)
-    before, after = pbr_reliability_figures(result, x_title, y_title)
+    before, after = pbr_reliability_figures(result, binary_positive)
     settings = dict(s.describe())
     if result.alpha is not None and s.alpha is None:
         settings["α chosen"] = f"{result.alpha:g}"
@@ -202,7 +203,7 @@ def apply_section(result: Any) -> ReportSection:
     """A recalibrator fitted on the Fit & apply page, or loaded from a file and applied there."""
     label = texts.method_label(result.method)
     binary_positive = result.preds.kind == "binary" and result.binary_ece == "positive"
-    before, after = pbr_reliability_figures(result, *axis_titles(binary_positive), ece_name="ECE", method=label)
+    before, after = pbr_reliability_figures(result, binary_positive, ece_name="ECE", method=label)
     settings = dict(result.settings.describe()) if result.settings is not None else {"recalibrator": result.origin}
     settings["computed"] = _stamp(result)
     paragraphs = [f"{result.origin}; measured on {result.evaluated_on}."]
@@ -232,7 +233,8 @@ def compare_figures(result: Any, binary_positive: bool, multiclass: bool) -> lis
     t0 = result.table[result.table["fold"] == 0].set_index("method")["ece"]
     return [
         (texts.GRID_CAPTION, FR.reliability_grid_figure(result.diagrams, labels=labels, ece=t0.to_dict(),
-                                                        x_title=x_title, y_title=y_title)),
+                                                        x_title=x_title, y_title=y_title,
+                                                        binary_positive=binary_positive)),
         (texts.OVERLAY_CAPTION, FR.reliability_overlay_figure(result.diagrams, labels=labels,
                                                               x_title=x_title, y_title=y_title)),
     ]

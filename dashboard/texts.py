@@ -35,11 +35,13 @@ HOW_TO_READ_RELIABILITY = """
   predictions were right (the black whisker is a 95% Wilson interval: the bar could plausibly lie
   anywhere on it).
 * The dashed diagonal is perfect calibration: "80% confident" should be right 80% of the time.
-* **Red boxes above a bar** reach up to the bin's average confidence: the model is
-  **over-confident** there (bars below the diagonal). Red boxes below a bar mean under-confidence.
-* The ECE is the average size of the red boxes, weighted by how many predictions each bin holds,
-  which the histogram underneath shows. Bins with few predictions have long whiskers: do not
-  over-read them.
+* **Red boxes on top of a bar** reach up to the bin's average confidence: the model is
+  **over-confident** there (bars below the diagonal).
+* **Orange hatched outlines inside the top of a bar** reach down to the bin's average confidence:
+  the model is **under-confident** there (bars above the diagonal).
+* The ECE is the average height of these red and orange boxes, weighted by how many predictions
+  each bin holds, which the histogram underneath shows. Bins with few predictions have long
+  whiskers: do not over-read them.
 """
 
 HOW_TO_READ_BINARY = """
@@ -48,10 +50,12 @@ HOW_TO_READ_BINARY = """
 * Each blue bar is one bin of rows with a similar predicted p(y=1). Its height is how often y = 1
   really was in those rows (the black whisker is a 95% Wilson interval).
 * The dashed diagonal is perfect calibration: of the rows given p(y=1) = 0.3, 30% should be positive.
-* **Red boxes above a bar** reach up to the bin's average prediction: the model **over-predicts**
-  the positive class there (bars below the diagonal). Red boxes below a bar: it under-predicts.
-* The ECE is the average size of the red boxes, weighted by how many rows each bin holds (the
-  histogram underneath). Bins with few rows have long whiskers: do not over-read them.
+* **Red boxes on top of a bar** reach up to the bin's average prediction: the model
+  **over-predicts** the positive class there (bars below the diagonal).
+* **Orange hatched outlines inside the top of a bar** reach down to the bin's average prediction:
+  the model **under-predicts** it there (bars above the diagonal).
+* The ECE is the average height of these red and orange boxes, weighted by how many rows each bin
+  holds (the histogram underneath). Bins with few rows have long whiskers: do not over-read them.
 """
 
 
@@ -208,7 +212,7 @@ def at_prior_note(kl: float, alpha: float | None, n_re: int) -> str | None:
             "A smaller α or more recalibration rows let the GP move away from the prior.")
 RELIABILITY_PAIR_CAPTION = (
     "Both diagrams use the same test rows (never seen by the fit) and B = floor(n_te^(1/3)) bins. "
-    "Blue bars closer to the diagonal and smaller red boxes mean better calibration."
+    "Blue bars closer to the diagonal and smaller red and orange boxes mean better calibration."
 )
 ALPHA_SCORES_HELP = (
     "The cross-validated score of each α (mean over the k folds, whisker ± one std). Lower is better; "

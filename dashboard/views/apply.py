@@ -165,8 +165,7 @@ def _result(loaded: state.Loaded, r: runs.ApplyResult, kind: str) -> None:
     for note in r.notes:
         st.caption(f":material/warning: {note}")
     binary_positive = r.preds.kind == "binary" and r.binary_ece == "positive"
-    before, after = report.pbr_reliability_figures(r, *report.axis_titles(binary_positive), ece_name="ECE",
-                                                   method=label)
+    before, after = report.pbr_reliability_figures(r, binary_positive, ece_name="ECE", method=label)
     c = st.columns(2, gap="medium")
     c[0].plotly_chart(before, key=f"{kind}_before_chart", config={"displaylogo": False})
     c[1].plotly_chart(after, key=f"{kind}_after_chart", config={"displaylogo": False})

@@ -161,7 +161,7 @@ def _results(loaded: state.Loaded, r: runs.PBRResult) -> None:
     recal_ui.stale_note(r, loaded)
     _cards(r)
     binary_positive = r.preds.kind == "binary" and r.settings.binary_ece == "positive"
-    before, after = report.pbr_reliability_figures(r, *report.axis_titles(binary_positive))
+    before, after = report.pbr_reliability_figures(r, binary_positive)
     c = st.columns(2, gap="medium")
     c[0].plotly_chart(before, key="pbr_before_chart", config={"displaylogo": False})
     c[1].plotly_chart(after, key="pbr_after_chart", config={"displaylogo": False})

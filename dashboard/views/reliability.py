@@ -74,7 +74,8 @@ def render() -> None:
     left, right = st.columns([3, 1], gap="medium")
     with left:
         table = compute.reliability(view, n_bins)
-        fig = figures.reliability_figure(table, x_title=view.x_title, y_title=view.y_title)
+        fig = figures.reliability_figure(table, x_title=view.x_title, y_title=view.y_title,
+                                         binary_positive=view.binary_positive)
         st.plotly_chart(fig, key="reliability_chart", config={"displaylogo": False})
     with right:
         st.markdown(texts.how_to_read(view.binary_positive))
