@@ -30,7 +30,8 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
 
 _METRIC_TITLES = {"ece": "ECE", "accuracy": "Accuracy", "nll": "NLL", "brier": "Brier", "kl": "KL",
                   "fit_seconds": "Fit time (s)", "predict_seconds": "Predict time (s)", "gap": "ECE gap",
-                  "ece_re": "ECE (recal. set)", "ece_te": "ECE (test subset)", "bound": "Corollary 1 bound"}
+                  "ece_re": "ECE (recal. set)", "ece_te": "ECE (test subset)", "bound": "Corollary 1 bound",
+                  "at_prior": "Folds at the prior"}
 
 
 def method_colors(methods: list[str]) -> dict[str, str]:
@@ -267,7 +268,7 @@ def summary_styler(summary_text: pd.DataFrame, best: pd.DataFrame, *, labels: Ma
     """The "mean ± std" table (``pbr_core.experiments.summary_table``) with the best cell per column
     highlighted (``best_mask``): bold on a green background, in the ``highlighted`` metric columns."""
     shown = summary_text.copy()
-    mask = best.reindex(index=shown.index, columns=shown.columns).fillna(False).astype(bool)
+    mask = best.reindex(index=shown.index, columns=shown.columns, fill_value=False).fillna(False).astype(bool)
     mask.loc[:, [c for c in mask.columns if c not in highlighted]] = False
     shown.index = [_label(labels, m) for m in shown.index]
     mask.index = shown.index

@@ -27,7 +27,7 @@ K_MAX_ITER = "pbr_max_iter"
 K_FOR = "pbr_for"
 
 ALPHA_MODES = {"fixed": "Set α myself", "auto": "Choose α automatically"}
-CV_SCORES = {"ece": "ECE", "brier": "Brier score", "nll": "NLL"}
+CV_SCORES = texts.CV_SCORE_LABELS
 
 
 def _reset_for_new_data(loaded: state.Loaded) -> None:
@@ -130,7 +130,7 @@ def _cards(r: runs.PBRResult) -> None:
     st.caption(" · ".join(extra))
     for w in fr.get("warnings", []) or []:
         st.caption(f":material/warning: {w}")
-    note = texts.at_prior_note(r.kl, r.alpha, r.settings.n_re)
+    note = texts.at_prior_note(r.at_prior, r.alpha, r.settings.n_re)
     if note:
         st.info(note, icon=":material/info:")
 
@@ -184,7 +184,10 @@ def _results(loaded: state.Loaded, r: runs.PBRResult) -> None:
         recal_ui.lazy_button("Calibrated predictions (CSV)", r.calibrated_csv, f"{r.settings.method}_calibrated.csv",
                              "text/csv", "pbr_dl_predictions",
                              help=f"Every row of {r.data_name} recalibrated by the fitted {texts.method_label(r.settings.method)}: "
-                                  "one probability column per class plus the label (reads back on the Data page).")
+                                  "one probability column per class, the label, and a last column "
+                                  f"*{runs.FIT_ROWS_COLUMN}*: True for the {r.settings.n_re:,} recalibration rows "
+                                  f"it was fitted on, False for the {r.n_te:,} rows of the test part. Score it only "
+                                  "on the False rows. Reads back on the Data page.")
     with c[1]:
         recal_ui.lazy_button("Fitted recalibrator (JSON)", r.recalibrator_json, f"{r.settings.method}_recalibrator.json",
                              "application/json", "pbr_dl_recalibrator", icon=":material/data_object:",

@@ -153,4 +153,4 @@ def test_pbr_for_download_with_few_iterations(at):
     assert (rec.method, rec.alpha, rec.max_iter) == ("pbr_app", 0.25, 15)
     assert np.isfinite(result.after["ece"]) and rec.kl_ >= 0
     assert json.loads(result.recalibrator_json())["method"] == "pbr_app"
-    assert isinstance(result.settings, runs.ShipSettings) and result.settings.describe()["alpha"] == 0.25
+    assert isinstance(result.settings, runs.ShipSettings) and result.settings.describe()["Settings"] == "α = 0.25, max optimiser iterations = 15"

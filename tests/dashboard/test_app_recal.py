@@ -11,6 +11,7 @@ import io
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -193,14 +194,22 @@ def test_pbr_tiny_fit_shows_kl_bounds_and_downloads(at):
     assert _downloads(at) == ["Calibrated predictions (CSV)", "Fitted recalibrator (JSON)", "Session report (HTML)"]
     # The download contents (built when clicked) parse and have the right shape.
     csv = pd.read_csv(io.BytesIO(r.calibrated_csv()))
-    assert csv.shape == (10_000, 11) and "label" in csv.columns
+    assert csv.shape == (10_000, 12) and list(csv.columns[-2:]) == ["label", runs.FIT_ROWS_COLUMN]
+    # The fitted rows are marked: the 150 rows of the recalibration set, the rest is the test part.
+    assert csv[runs.FIT_ROWS_COLUMN].sum() == 150
+    from pbr_core.experiments import split_indices
+
+    np.testing.assert_array_equal(np.flatnonzero(csv[runs.FIT_ROWS_COLUMN]), np.sort(split_indices(10_000, 150, fold=0, seed=0)[0]))
     saved = json.loads(r.recalibrator_json())
     assert saved["method"] == "pbr" and saved["n_classes"] == 10
-    assert not any("ended at the prior" in i.value for i in at.info) or r.kl < 1e-3
-    # The same result as if the fit had ended at the prior: the page says what that means.
+    assert not any("ended at the prior" in i.value for i in at.info) or r.at_prior
+    # The same result as if the fit had ended at the prior (what the training code writes in the fit
+    # report then): the page says what that means.
     import dataclasses
 
-    at_prior = jobs.start_job("pbr", "at the prior", lambda ctx: dataclasses.replace(r, kl=0.0), heavy=False, lock=None)
+    ended = dataclasses.replace(r, fit_report={**r.fit_report, "stop_reason": "tolerance (ended at the prior; "
+                                               "restarts from smaller alpha did not do better)"})
+    at_prior = jobs.start_job("pbr", "at the prior", lambda ctx: ended, heavy=False, lock=None)
     assert at_prior.join(5)
     at.session_state["recal_jobs"]["pbr"] = at_prior
     at.run()
