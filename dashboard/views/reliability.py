@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 import pbr_core
-from dashboard import compute, figures, state, tables, texts
+from dashboard import compute, figures, recal_ui, state, tables, texts
 
 K_BINS = "rel_n_bins"
 K_BINS_FOR = "rel_n_bins_for"  # which data the slider value belongs to
@@ -80,6 +80,7 @@ def render() -> None:
     with right:
         st.markdown(texts.how_to_read(view.binary_positive))
     _classwise(loaded, view, n_bins)
+    recal_ui.report_button("rel_dl_report", label="Audit report (HTML)", n_bins=n_bins, help=texts.AUDIT_REPORT_HELP)
 
 
 render()
