@@ -222,7 +222,7 @@ def apply_section(result: Any) -> ReportSection:
     note = texts.at_prior_note(result.at_prior, result.recalibrator.get_params().get("alpha"), result.n_fit)
     if note:
         paragraphs.append(note)
-    paragraphs += [f"Note: {n}" for n in result.notes]
+    paragraphs += [f"Note: {texts.fit_words(n)}" for n in result.notes]
     return ReportSection(title=f"{'Fitted for download' if result.settings is not None else 'Saved recalibrator'}: {label}",
                          paragraphs=paragraphs, settings=settings,
                          tables=[("Metrics before and after", pbr_metrics_frame(result))],

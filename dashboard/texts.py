@@ -513,3 +513,14 @@ FOLDS_CSV_HELP = (
     "at_prior, fit_seconds, …) and methods their short names (temperature, pbr, …); folds are numbered from 1 "
     "as on this page."
 )
+
+
+def fit_words(text: str) -> str:
+    """The optimiser's stop reasons and notes (``fit_report_``) in page words: "reached max_iter=20" ->
+    "reached the limit of 20 iterations", "alpha" -> "α", "rtol=1e-05" -> "tolerance 1e-05"."""
+    import re
+
+    text = re.sub(r"reached max_iter=(\d+)", r"reached the limit of \1 iterations", text)
+    text = re.sub(r"\b(?:adam_)?rtol=", "tolerance ", text)
+    text = re.sub(r"\balpha\b", "α", text)
+    return text.replace("torch L-BFGS: ", "L-BFGS: ")

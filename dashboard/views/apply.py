@@ -162,7 +162,7 @@ def _result(loaded: state.Loaded, r: runs.ApplyResult, kind: str) -> None:
         st.warning(texts.SHIP_IN_SAMPLE, icon=":material/visibility:")
     _cards(r)
     for note in r.notes:
-        st.caption(f":material/warning: {note}")
+        st.caption(f":material/warning: {texts.fit_words(note)}")
     prior = texts.at_prior_note(r.at_prior, r.recalibrator.get_params().get("alpha"), r.n_fit)
     if prior:
         st.info(prior, icon=":material/info:")

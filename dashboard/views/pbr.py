@@ -126,10 +126,11 @@ def _cards(r: runs.PBRResult) -> None:
     if r.alpha is not None:
         extra.append(f"α = **{r.alpha:g}**" + (" (chosen by cross-validation)" if r.settings.alpha is None else ""))
     if fr.get("stop_reason"):
-        extra.append(f"stopped: {fr['stop_reason']}" + ("" if fr.get("converged", True) else " (not converged)"))
+        extra.append(f"stopped: {texts.fit_words(fr['stop_reason'])}" +
+                     ("" if fr.get("converged", True) else " (not converged)"))
     st.caption(" · ".join(extra))
     for w in fr.get("warnings", []) or []:
-        st.caption(f":material/warning: {w}")
+        st.caption(f":material/warning: {texts.fit_words(w)}")
     note = texts.at_prior_note(r.at_prior, r.alpha, r.settings.n_re)
     if note:
         st.info(note, icon=":material/info:")
