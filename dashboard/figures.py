@@ -17,9 +17,14 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-# Reliability diagram
+# Reliability diagram. The bars are named after the y-axis ("Accuracy per bin", or "Observed
+# frequency of y = 1 per bin" for binary data measured on p(y=1)); the two gap traces after what
+# they show (:func:`gap_names`).
 TRACE_ACCURACY = "Accuracy per bin"
-TRACE_GAP = "Gap to the diagonal"
+TRACE_OVER = "Over-confidence gap"
+TRACE_UNDER = "Under-confidence gap"
+TRACE_OVER_BINARY = "Over-prediction gap"
+TRACE_UNDER_BINARY = "Under-prediction gap"
 TRACE_DIAGONAL = "Perfect calibration"
 TRACE_COUNTS = "Samples per bin"
 # ECE against B
@@ -35,6 +40,7 @@ TRACE_MINIMISING_B = "Bound-minimising B"
 COLORS = {
     "accuracy": "#3b6fb6",
     "gap": "#d62728",
+    "under": "#e8710a",
     "diagonal": "#7f7f7f",
     "counts": "#9bb3d6",
     "ece": "#1f3d7a",
@@ -53,6 +59,45 @@ MAX_BINS_WITH_TEXT = 30
 _RELIABILITY_COLUMNS = ("lower", "upper", "count", "mean_confidence", "accuracy", "gap", "ci_low", "ci_high")
 
 
+def bars_name(y_title: str) -> str:
+    """Legend name of the reliability bars: the y-axis wording, so legend and axis say the same."""
+    return f"{y_title} per bin"
+
+
+def gap_names(binary_positive: bool = False) -> tuple[str, str]:
+    """(over, under) legend names of the gap boxes: confidence words, or p(y=1) words for binary data."""
+    return (TRACE_OVER_BINARY, TRACE_UNDER_BINARY) if binary_positive else (TRACE_OVER, TRACE_UNDER)
+
+
+def gap_traces(centre: np.ndarray, width: np.ndarray, acc: np.ndarray, conf: np.ndarray, *,
+               binary_positive: bool = False, customdata: np.ndarray | None = None,
+               hover: tuple[str, str] | None = None, showlegend: bool = True) -> tuple[go.Bar, go.Bar]:
+    """The gap between each bin's bar and its mean confidence, as two traces that never mix colours.
+
+    Over-confidence (mean confidence above the bar) is a red box standing ON the bar, from its top up
+    to the mean confidence. Under-confidence (mean confidence below the bar top) lies INSIDE the bar,
+    from the mean confidence up to its top: a translucent red box there turned the blue purple, so
+    it is drawn as an orange outline with orange hatching and no fill, and the blue stays blue.
+    A bin has at most one of the two (NaN draws nothing). The boxes' heights weighted by the
+    bins' shares of the rows add up to the ECE.
+    """
+    over, under = gap_names(binary_positive)
+    gap_over = np.where(conf > acc, conf - acc, np.nan)
+    gap_under = np.where(conf < acc, acc - conf, np.nan)
+    hover = hover or (None, None)
+    common = dict(x=centre, width=width, customdata=customdata, showlegend=showlegend)
+    return (
+        go.Bar(name=over, y=gap_over, base=acc, legendgroup="over",
+               marker=dict(color="rgba(214, 39, 40, 0.30)", line=dict(color=COLORS["gap"], width=1.2)),
+               hovertemplate=hover[0], hoverinfo=None if hover[0] else "skip", **common),
+        go.Bar(name=under, y=gap_under, base=conf, legendgroup="under",
+               marker=dict(color="rgba(0, 0, 0, 0)", line=dict(color=COLORS["under"], width=2),
+                           pattern=dict(shape="/", fgcolor=COLORS["under"], bgcolor="rgba(0, 0, 0, 0)",
+                                        fillmode="overlay", size=7, solidity=0.25)),
+               hovertemplate=hover[1], hoverinfo=None if hover[1] else "skip", **common),
+    )
+
+
 def _layout_defaults(fig: go.Figure) -> None:
     fig.update_layout(
         template="plotly_white",
@@ -69,6 +114,7 @@ def reliability_figure(
     y_title: str = "Accuracy",
     title: str | None = None,
     height: int = 620,
+    binary_positive: bool = False,
 ) -> go.Figure:
     """Reliability diagram with a confidence histogram below it on a shared x-axis.
 
@@ -80,13 +126,18 @@ def reliability_figure(
         Empty bins (count 0, NaN statistics) draw nothing.
     x_title, y_title : str
         Axis titles; binary data measured on p(y=1) says "Predicted p(y=1)" / "Observed frequency of y=1".
+        The bars' legend name is ``bars_name(y_title)``, so the legend uses the axis's words.
+    binary_positive : bool
+        Binary data measured on p(y=1): the gap boxes are called over- / under-prediction.
 
     Returns
     -------
     plotly.graph_objects.Figure
-        Row 1: accuracy bars with Wilson interval error bars, red gap bars from the accuracy to
-        the bin's mean confidence (the bar's share of the ECE), and the diagonal. Row 2: the number
-        of samples per bin (text on the bars when B <= ``MAX_BINS_WITH_TEXT``, always in the hover).
+        Row 1: accuracy bars with Wilson interval error bars, the gap from the accuracy to the bin's
+        mean confidence (the bar's share of the ECE; :func:`gap_traces`: red boxes on the bar where
+        over-confident, orange hatched outlines inside it where under-confident), and the diagonal.
+        Row 2: the number of samples per bin (text on the bars when B <= ``MAX_BINS_WITH_TEXT``,
+        always in the hover).
     """
     missing = [c for c in _RELIABILITY_COLUMNS if c not in table.columns]
     if missing:
@@ -109,7 +160,7 @@ def reliability_figure(
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.72, 0.28], vertical_spacing=0.04)
     hover_bin = "Bin (%{customdata[0]:.3f}, %{customdata[1]:.3f}]<br>%{customdata[2]:,} samples"
     fig.add_trace(go.Bar(
-        name=TRACE_ACCURACY, x=centre, y=acc, width=width * 0.92,
+        name=bars_name(y_title), x=centre, y=acc, width=width * 0.92,
         marker=dict(color=COLORS["accuracy"], line=dict(width=0)),
         error_y=dict(type="data", symmetric=False, array=ci_hi - acc, arrayminus=acc - ci_lo,
                      color="#333333", thickness=1.2, width=2),
@@ -118,16 +169,12 @@ def reliability_figure(
                        "(95% Wilson interval %{customdata[5]:.3f} to %{customdata[6]:.3f})"
                        "<br>mean confidence %{customdata[3]:.3f}<extra></extra>"),
     ), row=1, col=1)
-    # Bars from the accuracy up (or down) to the mean confidence: over-confident bins show red
-    # above the blue bar. Their width-weighted sum is exactly the ECE.
-    fig.add_trace(go.Bar(
-        name=TRACE_GAP, x=centre, y=conf - acc, base=acc, width=width * 0.92,
-        marker=dict(color="rgba(214, 39, 40, 0.30)", line=dict(color=COLORS["gap"], width=1.2)),
-        customdata=custom,
-        hovertemplate=(hover_bin + "<br>mean confidence %{customdata[3]:.3f}<br>" + y_title +
-                       " %{customdata[4]:.3f}<br>gap (" + y_title.lower() + " - confidence) "
-                       "%{customdata[7]:+.3f}<extra></extra>"),
-    ), row=1, col=1)
+    gap_hover = (hover_bin + "<br>mean confidence %{customdata[3]:.3f}<br>" + y_title +
+                 " %{customdata[4]:.3f}<br>gap (" + y_title.lower() + " - confidence) "
+                 "%{customdata[7]:+.3f}<extra>%{fullData.name}</extra>")
+    for tr in gap_traces(centre, width * 0.92, acc, conf, binary_positive=binary_positive, customdata=custom,
+                         hover=(gap_hover, gap_hover)):
+        fig.add_trace(tr, row=1, col=1)
     fig.add_trace(go.Scatter(
         name=TRACE_DIAGONAL, x=[0.0, 1.0], y=[0.0, 1.0], mode="lines",
         line=dict(color=COLORS["diagonal"], dash="dash", width=1.5), hoverinfo="skip",

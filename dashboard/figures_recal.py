@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 from pandas.io.formats.style import Styler
 
-from dashboard.figures import COLORS, _layout_defaults
+from dashboard.figures import COLORS, _layout_defaults, bars_name, gap_traces
 
 TRACE_DIAGONAL = "Perfect calibration"
 TRACE_GAP_POINTS = "ECE gap per fit"
@@ -30,7 +30,8 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
 
 _METRIC_TITLES = {"ece": "ECE", "accuracy": "Accuracy", "nll": "NLL", "brier": "Brier", "kl": "KL",
                   "fit_seconds": "Fit time (s)", "predict_seconds": "Predict time (s)", "gap": "ECE gap",
-                  "ece_re": "ECE (recal. set)", "ece_te": "ECE (test subset)", "bound": "Corollary 1 bound"}
+                  "ece_re": "ECE (recal. set)", "ece_te": "ECE (test subset)", "bound": "Corollary 1 bound",
+                  "at_prior": "Folds at the prior"}
 
 
 def method_colors(methods: list[str]) -> dict[str, str]:
@@ -62,11 +63,13 @@ def reliability_grid_figure(
     y_title: str = "Accuracy",
     cols: int = 3,
     height_per_row: int = 300,
+    binary_positive: bool = False,
 ) -> go.Figure:
     """Small multiples: one reliability diagram per method (accuracy bars, gap boxes, diagonal).
 
     ``tables`` maps a method name to its ``pbr_core.reliability_diagram`` table; ``ece`` (optional)
-    puts each method's ECE in its panel title.
+    puts each method's ECE in its panel title. Bars and gap boxes are drawn and named as in
+    :func:`dashboard.figures.reliability_figure` (``binary_positive``: p(y=1) wording).
     """
     names = list(tables)
     if not names:
@@ -85,17 +88,14 @@ def reliability_grid_figure(
         conf = t["mean_confidence"].to_numpy(float)
         first = i == 0
         fig.add_trace(go.Bar(
-            name="Accuracy per bin", legendgroup="acc", showlegend=first, x=centre, y=acc, width=width,
+            name=bars_name(y_title), legendgroup="acc", showlegend=first, x=centre, y=acc, width=width,
             marker=dict(color=COLORS["accuracy"], line=dict(width=0)),
             customdata=np.column_stack([t["count"].to_numpy(), conf]),
             hovertemplate=f"{_label(labels, m)}<br>{y_title} %{{y:.3f}}<br>mean confidence "
                           "%{customdata[1]:.3f}<br>%{customdata[0]:,} samples<extra></extra>",
         ), row=r, col=c)
-        fig.add_trace(go.Bar(
-            name="Gap to the diagonal", legendgroup="gap", showlegend=first, x=centre, y=conf - acc, base=acc,
-            width=width, marker=dict(color="rgba(214, 39, 40, 0.30)", line=dict(color=COLORS["gap"], width=1)),
-            hoverinfo="skip",
-        ), row=r, col=c)
+        for tr in gap_traces(centre, width, acc, conf, binary_positive=binary_positive, showlegend=first):
+            fig.add_trace(tr, row=r, col=c)
         fig.add_trace(go.Scatter(
             name=TRACE_DIAGONAL, legendgroup="diag", showlegend=first, x=[0, 1], y=[0, 1], mode="lines",
             line=dict(color=COLORS["diagonal"], dash="dash", width=1.2), hoverinfo="skip",
@@ -268,7 +268,7 @@ def summary_styler(summary_text: pd.DataFrame, best: pd.DataFrame, *, labels: Ma
     """The "mean ± std" table (``pbr_core.experiments.summary_table``) with the best cell per column
     highlighted (``best_mask``): bold on a green background, in the ``highlighted`` metric columns."""
     shown = summary_text.copy()
-    mask = best.reindex(index=shown.index, columns=shown.columns).fillna(False).astype(bool)
+    mask = best.reindex(index=shown.index, columns=shown.columns, fill_value=False).fillna(False).astype(bool)
     mask.loc[:, [c for c in mask.columns if c not in highlighted]] = False
     shown.index = [_label(labels, m) for m in shown.index]
     mask.index = shown.index

@@ -1,16 +1,17 @@
 """Streamlit pieces shared by the recalibration pages: data checks, job status, downloads, the report.
 
-The pages (views/pbr.py, compare.py, generalization.py) stay short by calling these.
+The pages (views/pbr.py, compare.py, generalization.py, apply.py) stay short by calling these; the
+calibration pages (Reliability, Bins & bias) use :func:`report_button` too.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import pandas as pd
 import streamlit as st
 
-from dashboard import jobs, report, runs, state, texts
+from dashboard import audit, jobs, report, runs, state, texts
 
 #: The jobs whose results go into the session report, in report order.
 REPORT_KINDS = ("pbr", "compare", "sweep", "generalization", "ship", "apply")
@@ -67,21 +68,60 @@ def partial_note(result: Any, done: int, total: int) -> None:
         st.info(texts.PARTIAL_NOTE.format(done=done, total=total), icon=":material/stop_circle:")
 
 
-def report_button(key: str) -> None:
-    """Download the session's HTML report (built only when clicked)."""
-    sections = [k for k in REPORT_KINDS if result_of(k) is not None]
+#: Session-state keys of the calibration pages' choices (views/reliability.py, views/bins_bias.py own
+#: the widgets; the pages cannot be imported, they run when imported).
+_K_REL_BINS, _K_REL_BINS_FOR = "rel_n_bins", "rel_n_bins_for"
+_K_BINS_L, _K_BINS_EPS, _K_BINS_BMAX, _K_BINS_FOR = "bins_lipschitz", "bins_eps", "bins_bmax", "bins_for"
+
+
+def audit_choices(view: state.MetricView, n_bins: int | None = None,
+                  session: Mapping[str, Any] | None = None) -> audit.AuditChoices:
+    """B of the Reliability page (``n_bins`` when the caller is that page), L, ε and the largest B of
+    Bins & bias, as the user left them for this data; the pages' defaults where not visited.
+    ``session``: the session state to read (default ``st.session_state``)."""
+    ss = st.session_state if session is None else session
+    d = audit.AuditChoices.defaults(view.n)
+    if n_bins is None and ss.get(_K_REL_BINS_FOR) == view.key and ss.get(_K_REL_BINS):
+        n_bins = int(ss[_K_REL_BINS])
+    bmax = int(ss[_K_BINS_BMAX]) if ss.get(_K_BINS_FOR) == view.key and ss.get(_K_BINS_BMAX) else d.bmax
+    return audit.AuditChoices(n_bins=int(n_bins or d.n_bins), lipschitz=float(ss.get(_K_BINS_L, d.lipschitz)),
+                              eps=float(ss.get(_K_BINS_EPS, d.eps)), bmax=bmax)
+
+
+def session_report(loaded: state.Loaded | None, view: state.MetricView | None, choices: audit.AuditChoices | None,
+                   results: dict[str, Any]) -> str:
+    """The report's HTML: the audit of ``loaded`` as ``view`` measures it (the pages' ``choices``), then
+    every result of ``results`` (job kind -> result, in :data:`REPORT_KINDS` order). Reads no session
+    state, so it can run in the download's thread."""
+    secs: list[report.ReportSection] = []
+    names = []
+    if loaded is not None and view is not None and choices is not None:
+        secs += audit.audit_sections(loaded, view, choices)
+        names.append(loaded.name)
+    recal = [_section_for(k, r) for k, r in results.items()]
+    if secs and not recal:
+        recal = [report.ReportSection(title="Recalibration", paragraphs=[report.NOTHING_RUN + " " + texts.NO_RECAL_YET])]
+    names += [r.data_name for r in results.values() if r.data_name]
+    return report.build_report(secs + recal, data_name=", ".join(dict.fromkeys(names)) or "–")
+
+
+def report_button(key: str, *, label: str = "Session report (HTML)", n_bins: int | None = None,
+                  help: str | None = None) -> None:
+    """Download the session's HTML report: the audit of the loaded data (the Data, Reliability and
+    Bins & bias pages as the user left them; ``n_bins``: the Reliability page's B when it calls) and
+    every recalibration result. Built only when clicked."""
+    loaded = state.current()
     # The callable runs in another thread when clicked: take what it needs from the session now.
-    results = {k: result_of(k) for k in sections}
-    fallback = state.current().name if state.current() else "–"
+    results = {k: r for k in REPORT_KINDS if (r := result_of(k)) is not None}
+    view = state.metric_view(loaded) if loaded is not None else None
+    choices = audit_choices(view, n_bins) if view is not None else None
 
     def build() -> bytes:
-        secs = [_section_for(k, r) for k, r in results.items()]
-        names = list(dict.fromkeys(r.data_name for r in results.values())) or [fallback]
-        return report.build_report(secs, data_name=", ".join(names)).encode()
+        return session_report(loaded, view, choices, results).encode()
 
-    st.download_button("Session report (HTML)", data=build, file_name="pbr_calib_report.html",
-                       mime="text/html", key=key, icon=":material/description:", on_click="ignore",
-                       disabled=not sections, help=texts.REPORT_HELP)
+    st.download_button(label, data=build, file_name="pbr_calib_report.html", mime="text/html", key=key,
+                       icon=":material/description:", on_click="ignore", disabled=loaded is None and not results,
+                       help=help or texts.REPORT_HELP)
 
 
 def _section_for(kind: str, r: Any) -> report.ReportSection:

@@ -1,7 +1,8 @@
-"""A self-contained HTML report of the session's recalibration results (pure: no Streamlit).
+"""A self-contained HTML report of the session: the calibration audit and the recalibration results
+(pure: no Streamlit).
 
-:func:`build_report` writes one HTML file: a header (data name, date, settings), then one section
-per result with its tables and interactive plotly charts. plotly.js is inlined ONCE in the head,
+:func:`build_report` writes one HTML file: a header (data name, date), then one section per part
+(the audit's sections come from :mod:`dashboard.audit`) with its tables and interactive plotly charts. plotly.js is inlined ONCE in the head,
 so the file opens offline and never fetches anything (no CDN). The ``*_section`` functions turn
 the results of :mod:`dashboard.runs` into sections with the same builders the pages use.
 """
@@ -19,20 +20,24 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from pandas.io.formats.style import Styler
 
-from dashboard import figures, texts
+from dashboard import figures, tables, texts
 from dashboard import figures_recal as FR
 from pbr_core.experiments import best_mask, summarize, summary_table
 
 _PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
+NOTHING_RUN = "No recalibration has been run in this session yet."
 
 
 @dataclass
 class ReportSection:
-    """One part of the report: a heading, a few paragraphs, settings, tables and figures, in that order."""
+    """One part of the report: a heading, paragraphs, settings, a bullet list, tables and figures, in that order."""
 
     title: str
     paragraphs: list[str] = field(default_factory=list)       # plain text; **bold** is honoured
     settings: Mapping[str, Any] = field(default_factory=dict)
+    settings_title: str = "Settings"
+    bullets: list[str] = field(default_factory=list)
+    bullets_title: str = ""
     tables: list[tuple[str, pd.DataFrame | Styler]] = field(default_factory=list)
     figures: list[tuple[str, go.Figure]] = field(default_factory=list)   # (caption, figure)
 
@@ -48,14 +53,9 @@ def _settings_table(settings: Mapping[str, Any]) -> str:
 
 
 def _table_html(table: pd.DataFrame | Styler) -> str:
-    if isinstance(table, Styler):
-        return table.format(precision=4).hide(axis="index", names=True).to_html()
+    if isinstance(table, Styler):  # formatted by its builder (tables.fold_styler, FR.summary_styler)
+        return table.hide(axis="index", names=True).to_html()
     return table.to_html(border=0, classes="data", float_format=lambda v: f"{v:.4f}", na_rep="–")
-
-
-def without_empty_columns(table: pd.DataFrame) -> pd.DataFrame:
-    """Drop columns with no value at all (e.g. ``kl`` of classical methods, ``error`` when none failed)."""
-    return table.loc[:, table.notna().any(axis=0)]
 
 
 def _figure_html(fig: go.Figure) -> str:
@@ -98,11 +98,11 @@ def build_report(sections: Sequence[ReportSection], *, data_name: str,
         f'<script type="text/javascript">{get_plotlyjs()}</script>', "</head><body>",
         f"<header><h1>{_text(title)}</h1>",
         f'<p class="meta">Data: <b>{_text(data_name)}</b> · created {created:%Y-%m-%d %H:%M} · '
-        "calibration measured with the binned ECE of Fujisawa &amp; Futami (ICML 2025), "
-        "B = floor(n<sup>1/3</sup>) bins.</p></header>",
+        "calibration measured with the binned ECE of Fujisawa &amp; Futami (ICML 2025); each part says "
+        "its number of bins B.</p></header>",
     ]
     if not sections:
-        parts.append("<p>No recalibration has been run in this session yet.</p>")
+        parts.append(f"<p>{_text(NOTHING_RUN)}</p>")
     else:
         parts.append("<nav><b>Contents</b><ul>" + "".join(
             f'<li><a href="#s{i}">{_text(s.title)}</a></li>' for i, s in enumerate(sections)) + "</ul></nav>")
@@ -110,7 +110,10 @@ def build_report(sections: Sequence[ReportSection], *, data_name: str,
         parts.append(f'<section id="s{i}"><h2>{_text(s.title)}</h2>')
         parts.extend(f"<p>{_text(p)}</p>" for p in s.paragraphs)
         if s.settings:
-            parts.append("<h3>Settings</h3>" + _settings_table(s.settings))
+            parts.append(f"<h3>{_text(s.settings_title)}</h3>" + _settings_table(s.settings))
+        if s.bullets:
+            parts.append((f"<h3>{_text(s.bullets_title)}</h3>" if s.bullets_title else "") + "<ul>" +
+                         "".join(f"<li>{_text(b)}</li>" for b in s.bullets) + "</ul>")
         for caption, table in s.tables:
             parts.append(f"<h3>{_text(caption)}</h3>{_table_html(table)}")
         for caption, fig in s.figures:
@@ -146,16 +149,18 @@ def alpha_scores_frame(summary: pd.DataFrame, metric: str) -> pd.DataFrame:
     return out
 
 
-def pbr_reliability_figures(result: Any, x_title: str, y_title: str, ece_name: str = "test ECE",
+def pbr_reliability_figures(result: Any, binary_positive: bool, ece_name: str = "test ECE",
                             method: str | None = None) -> tuple[go.Figure, go.Figure]:
     """Reliability diagrams before and after of a result with ``before`` / ``after`` metrics and
     ``reliability_before`` / ``reliability_after`` tables (PBR page, Fit & apply page)."""
     b, a = result.before["ece"], result.after["ece"]
     method = method or texts.method_label(result.settings.method)
-    return (figures.reliability_figure(result.reliability_before, x_title=x_title, y_title=y_title,
-                                       title=f"Before: uncalibrated · {ece_name} {b:.4f}", height=520),
-            figures.reliability_figure(result.reliability_after, x_title=x_title, y_title=y_title,
-                                       title=f"After: {method} · {ece_name} {a:.4f}", height=520))
+    x_title, y_title = axis_titles(binary_positive)
+    common = dict(x_title=x_title, y_title=y_title, binary_positive=binary_positive, height=520)
+    return (figures.reliability_figure(result.reliability_before,
+                                       title=f"Before: uncalibrated · {ece_name} {b:.4f}", **common),
+            figures.reliability_figure(result.reliability_after,
+                                       title=f"After: {method} · {ece_name} {a:.4f}", **common))
 
 
 def axis_titles(binary_positive: bool) -> tuple[str, str]:
@@ -167,61 +172,113 @@ def axis_titles(binary_positive: bool) -> tuple[str, str]:
 def pbr_section(result: Any) -> ReportSection:
     s = result.settings
     binary_positive = result.preds.kind == "binary" and s.binary_ece == "positive"
-    x_title, y_title = axis_titles(binary_positive)
-    before, after = pbr_reliability_figures(result, x_title, y_title)
+    before, after = pbr_reliability_figures(result, binary_positive)
     settings = dict(s.describe())
     if result.alpha is not None and s.alpha is None:
         settings["α chosen"] = f"{result.alpha:g}"
-    settings["computed"] = _stamp(result)
+    settings["Computed"] = _stamp(result)
     fr = result.fit_report
     if fr:
-        settings["fit"] = (f"{fr.get('iterations', '?')} iterations, {fr.get('wall_time_s', float('nan')):.1f} s "
+        settings["Fit"] = (f"{fr.get('iterations', '?')} iterations, {fr.get('wall_time_s', float('nan')):.1f} s "
                            f"on {fr.get('device', '?')}")
     paragraphs = [f"{texts.method_label(s.method)} fitted on {s.n_re:,} rows, evaluated on the other "
                   f"{result.n_te:,} rows (test part)."]
-    tables: list[tuple[str, Any]] = [("Test metrics before and after", pbr_metrics_frame(result))]
+    note = texts.at_prior_note(result.at_prior, result.alpha, s.n_re)
+    if note:
+        paragraphs.append(note)
+    shown: list[tuple[str, Any]] = [("Test metrics before and after", pbr_metrics_frame(result))]
     if result.bounds:
         eps = s.eps
         c1, c2 = result.bounds["corollary1"], result.bounds["corollary2"]
         paragraphs += [f"KL = {result.kl:.4g}. " + texts.BOUNDS_INTRO,
                        "Corollary 1: " + texts.corollary1_reading(c1, s.n_re, eps, result.ece_re),
                        "Corollary 2: " + texts.corollary2_reading(c2, eps, result.ece_re)]
-        tables.append(("Bounds", pd.DataFrame({"value": [result.kl, result.ece_re, c1, c2]}, index=[
+        shown.append(("Bounds", pd.DataFrame({"value": [result.kl, result.ece_re, c1, c2]}, index=[
             "KL(ρ‖π)", f"ECE on the recalibration set (B = {result.n_bins_re})",
             f"Corollary 1 bound ({1 - eps:.0%})", f"Corollary 2 bound ({1 - eps:.0%}, L = {s.lipschitz:g})"])))
     figs = [("Before recalibration (test part)", before), ("After recalibration (test part)", after)]
     if result.alpha_scores is not None and len(result.alpha_scores):
+        score = texts.CV_SCORE_LABELS.get(s.cv_score, s.cv_score)
         figs.append(("Automatic choice of α: " + texts.ALPHA_SCORES_HELP,
-                     FR.alpha_selection_figure(result.alpha_scores, result.alpha, score_name=s.cv_score)))
-        tables.append(("Cross-validated score per α", alpha_scores_frame(result.alpha_scores, s.cv_score)))
+                     FR.alpha_selection_figure(result.alpha_scores, result.alpha, score_name=score)))
+        shown.append(("Cross-validated score per α", alpha_scores_frame(result.alpha_scores, score)))
     return ReportSection(title=f"Recalibration: {texts.method_label(s.method)}", paragraphs=paragraphs,
-                         settings=settings, tables=tables, figures=figs)
+                         settings=settings, tables=shown, figures=figs)
 
 
 def apply_section(result: Any) -> ReportSection:
     """A recalibrator fitted on the Fit & apply page, or loaded from a file and applied there."""
     label = texts.method_label(result.method)
     binary_positive = result.preds.kind == "binary" and result.binary_ece == "positive"
-    before, after = pbr_reliability_figures(result, *axis_titles(binary_positive), ece_name="ECE", method=label)
-    settings = dict(result.settings.describe()) if result.settings is not None else {"recalibrator": result.origin}
-    settings["computed"] = _stamp(result)
+    before, after = pbr_reliability_figures(result, binary_positive, ece_name="ECE", method=label)
+    if result.settings is not None:
+        settings = dict(result.settings.describe())
+    else:
+        settings = {"Recalibrator": result.origin, "Settings": recalibrator_settings(result.recalibrator)}
+    settings["Computed"] = _stamp(result)
     paragraphs = [f"{result.origin}; measured on {result.evaluated_on}."]
     if result.in_sample:
         paragraphs.append(texts.SHIP_IN_SAMPLE)
-    paragraphs += [f"Note: {n}" for n in result.notes]
+    note = texts.at_prior_note(result.at_prior, result.recalibrator.get_params().get("alpha"), result.n_fit)
+    if note:
+        paragraphs.append(note)
+    paragraphs += [f"Note: {texts.fit_words(n)}" for n in result.notes]
     return ReportSection(title=f"{'Fitted for download' if result.settings is not None else 'Saved recalibrator'}: {label}",
                          paragraphs=paragraphs, settings=settings,
                          tables=[("Metrics before and after", pbr_metrics_frame(result))],
                          figures=[("Before recalibration", before), ("After recalibration", after)])
 
 
+def recalibrator_settings(rec: Any) -> str:
+    """A fitted recalibrator's settings in words: those that differ from the method's defaults."""
+    from pbr_core.experiments import make_recalibrator
+
+    params = rec.get_params()
+    try:
+        defaults = make_recalibrator(rec.method, None).get_params()
+    except Exception:  # noqa: BLE001 - an unknown method: list every setting
+        defaults = {}
+    return texts.params_text(params, defaults)
+
+
 def compare_tables(table: pd.DataFrame, multiclass: bool) -> tuple[pd.DataFrame, Styler]:
-    """(summary long form, highlighted display table) of a per-fold compare table."""
+    """(summary long form, highlighted display table) of a per-fold compare table.
+
+    The display table has a column *Folds at the prior* ("k of F") when a method has a prior.
+    """
     ok = table[table["error"].isna()] if "error" in table else table
     summ = summarize(ok, metrics=[m for m in ("ece", "accuracy", "nll", "brier", "kl", "fit_seconds")
                                   if m in ok and ok[m].notna().any()])
     labels = {m: texts.method_label(m, multiclass) for m in table["method"].unique()}
-    return summ, FR.summary_styler(summary_table(summ), best_mask(summ), labels=labels)
+    text = summary_table(summ)
+    counts = tables.at_prior_counts(ok)
+    if counts:
+        text["at_prior"] = [counts.get(m, "–") for m in text.index]
+    return summ, FR.summary_styler(text, best_mask(summ), labels=labels)
+
+
+def _alpha_of(settings: Any, method: str) -> float | None:
+    return dict(dict(settings.params).get(method, ())).get("alpha")
+
+
+def compare_at_prior_notes(result: Any) -> list[str]:
+    """One note per method whose fit ended at its prior in some fold of a comparison."""
+    multiclass = result.kind == "multiclass"
+    folds = tables.at_prior_folds(result.table)
+    return [texts.at_prior_folds_note(texts.method_label(m, multiclass), f, result.settings.n_folds,
+                                      _alpha_of(result.settings, m), result.settings.n_re)
+            for (m,), f in folds.items()]
+
+
+def sweep_at_prior_notes(result: Any) -> list[str]:
+    """One note per method whose fit ended at its prior at some n_re of the sweep."""
+    multiclass = result.kind == "multiclass"
+    per_method: dict[str, dict[int, list[int]]] = {}
+    for (m, n_re), f in tables.at_prior_folds(result.table, by=("method", "n_re")).items():
+        per_method.setdefault(m, {})[int(n_re)] = f
+    return [texts.at_prior_sweep_note(texts.method_label(m, multiclass), where, result.settings.n_folds,
+                                      _alpha_of(result.settings, m))
+            for m, where in per_method.items()]
 
 
 def compare_figures(result: Any, binary_positive: bool, multiclass: bool) -> list[tuple[str, go.Figure]]:
@@ -232,7 +289,8 @@ def compare_figures(result: Any, binary_positive: bool, multiclass: bool) -> lis
     t0 = result.table[result.table["fold"] == 0].set_index("method")["ece"]
     return [
         (texts.GRID_CAPTION, FR.reliability_grid_figure(result.diagrams, labels=labels, ece=t0.to_dict(),
-                                                        x_title=x_title, y_title=y_title)),
+                                                        x_title=x_title, y_title=y_title,
+                                                        binary_positive=binary_positive)),
         (texts.OVERLAY_CAPTION, FR.reliability_overlay_figure(result.diagrams, labels=labels,
                                                               x_title=x_title, y_title=y_title)),
     ]
@@ -242,29 +300,32 @@ def compare_section(result: Any) -> ReportSection:
     kind = result.kind
     multiclass = kind == "multiclass"
     binary_positive = kind == "binary" and result.settings.binary_ece == "positive"
-    settings = {**result.settings.describe(), "computed": _stamp(result)}
+    settings = {**result.settings.describe(multiclass), "Computed": _stamp(result)}
     paragraphs = _partial(result, len(result.table), result.planned) + [texts.SUMMARY_HELP]
-    tables: list[tuple[str, Any]] = []
+    shown: list[tuple[str, Any]] = []
     if len(result.table):
+        paragraphs += compare_at_prior_notes(result)
         _, styled = compare_tables(result.table, multiclass)
-        tables.append(("Test metrics, mean ± std over folds", styled))
-        tables.append(("Every fold", without_empty_columns(result.table)))
+        shown.append(("Test metrics, mean ± std over folds", styled))
+        shown.append(("Every fold", tables.fold_styler(result.table, multiclass)))
     return ReportSection(title="Comparison of recalibrators", paragraphs=paragraphs, settings=settings,
-                         tables=tables, figures=compare_figures(result, binary_positive, multiclass))
+                         tables=shown, figures=compare_figures(result, binary_positive, multiclass))
 
 
 def sweep_section(result: Any) -> ReportSection:
     multiclass = result.kind == "multiclass"
-    settings = {**result.settings.describe(), "computed": _stamp(result)}
-    figs = []
+    settings = {**result.settings.describe(multiclass), "Computed": _stamp(result)}
+    figs, shown = [], []
+    total = len(result.settings.methods) * len(result.settings.n_re_values) * result.settings.n_folds
+    paragraphs = _partial(result, len(result.table), total) + [texts.SWEEP_INTRO]
     if len(result.table):
         summ = summarize(result.table, metrics=["ece"], by=["method", "n_re"])
         labels = {m: texts.method_label(m, multiclass) for m in result.table["method"].unique()}
         figs.append((texts.SWEEP_CAPTION, FR.n_re_sweep_figure(summ, labels=labels)))
-    total = len(result.settings.methods) * len(result.settings.n_re_values) * result.settings.n_folds
+        paragraphs += sweep_at_prior_notes(result)
+        shown.append(("Every fit", tables.fold_styler(result.table, multiclass)))
     return ReportSection(title="Test ECE against the recalibration set size", settings=settings,
-                         paragraphs=_partial(result, len(result.table), total) + [texts.SWEEP_INTRO],
-                         figures=figs)
+                         paragraphs=paragraphs, tables=shown, figures=figs)
 
 
 def correlations_frame(res: Any) -> pd.DataFrame:
@@ -276,13 +337,13 @@ def correlations_frame(res: Any) -> pd.DataFrame:
 def generalization_section(result: Any) -> ReportSection:
     res = result.result
     s = result.settings
-    settings = {**s.describe(), "computed": _stamp(result)}
+    settings = {**s.describe(), "Computed": _stamp(result)}
     paragraphs = _partial(result, len(res.table), len(s.alphas) * s.n_folds) + [
         texts.GEN_INTRO, texts.correlation_reading(res.pearson_r, res.pearson_p, res.kendall_tau, res.kendall_p)]
-    figs, tables = [], []
+    figs, shown = [], []
     if len(res.table):
         figs.append((texts.KL_GAP_CAPTION, FR.kl_gap_figure(res.table, eps=s.eps)))
-        tables.append(("Correlation between KL and ECE gap", correlations_frame(res)))
-        tables.append(("Every fit", without_empty_columns(res.table)))
+        shown.append(("Correlation between KL and ECE gap", correlations_frame(res)))
+        shown.append(("Every fit", tables.fold_styler(res.table)))
     return ReportSection(title=f"Generalization: KL against ECE gap ({texts.method_label(s.objective)})",
-                         paragraphs=paragraphs, settings=settings, tables=tables, figures=figs)
+                         paragraphs=paragraphs, settings=settings, tables=shown, figures=figs)

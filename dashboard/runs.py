@@ -25,6 +25,7 @@ from pbr_core.experiments import (
     KLGapResult,
     compare,
     ece_inputs,
+    ended_at_prior,
     evaluation_metrics,
     kl_vs_ece_gap,
     make_recalibrator,
@@ -105,8 +106,10 @@ def alpha_selection_available() -> bool:
 
 def method_params(method: str, **wanted: Any) -> dict[str, Any]:
     """The subset of ``wanted`` that ``method``'s constructor accepts (e.g. max_iter, device)."""
-    from pbr_core.recalibrators import REGISTRY
+    from pbr_core.recalibrators import REGISTRY, ensure_registered
 
+    if method not in REGISTRY:  # the GP family registers on first use
+        ensure_registered()
     cls = REGISTRY.get(method)
     if cls is None:
         return {}
@@ -114,10 +117,36 @@ def method_params(method: str, **wanted: Any) -> dict[str, Any]:
     return {k: v for k, v in wanted.items() if k in names and v is not None}
 
 
-def _label(method: str) -> str:
+def _label(method: str, multiclass: bool = False) -> str:
     from dashboard.texts import method_label
 
-    return method_label(method)
+    return method_label(method, multiclass)
+
+
+def _labels(methods: Iterable[str], multiclass: bool = False) -> str:
+    return ", ".join(_label(m, multiclass) for m in methods)
+
+
+def _params(params: Mapping[str, Any]) -> str:
+    from dashboard.texts import params_text
+
+    return params_text(dict(params))
+
+
+def _progress(reporter: Reporter, multiclass: bool, total: int | None = None, prefix: str = ""):
+    """A library ``progress(done, total, message)`` callback that reports in page words
+    (``texts.people_progress``: "pbr alpha=0.5, fold 1/10" -> "PBR, α = 0.5, fold 1 of 10")."""
+    from dashboard.texts import people_progress
+
+    def progress(done: int, of: int, message: str = "") -> None:
+        reporter.progress(done, of if total is None else total, prefix + people_progress(message, multiclass))
+
+    return progress
+
+
+#: The calibrated-predictions downloads mark the rows the recalibrator was fitted on in this column
+#: (True / False), after the scores and the label.
+FIT_ROWS_COLUMN = "used_for_fit"
 
 
 def method_name(objective: Objective, mean_approx: bool) -> str:
@@ -163,27 +192,42 @@ class PBRSettings:
         return self.objective != "gp"
 
     def describe(self) -> dict[str, Any]:
-        """Settings as the report's header lists them."""
-        out: dict[str, Any] = {"method": _label(self.method), "n_re": self.n_re, "split seed": self.seed,
-                               "ε": self.eps, "L": self.lipschitz}
+        """Settings as the report lists them, in the page's words."""
+        out: dict[str, Any] = {"Method": _label(self.method), "Recalibration rows (n_re)": f"{self.n_re:,}",
+                               "Split seed": self.seed, "ε (failure probability)": f"{self.eps:g}",
+                               "Lipschitz constant L": f"{self.lipschitz:g}"}
         if self.uses_alpha:
-            out["α"] = ("chosen by %d-fold CV (%s) from %s" % (self.cv_folds, self.cv_score, list(self.alpha_grid))
-                        if self.alpha is None else self.alpha)
+            score = {"ece": "ECE", "brier": "Brier score", "nll": "NLL"}.get(self.cv_score, self.cv_score)
+            out["α (weight of the KL term)"] = (
+                f"chosen by {self.cv_folds}-fold cross-validation on the recalibration rows (score: {score}) "
+                f"from {', '.join(f'{a:g}' for a in self.alpha_grid)}" if self.alpha is None else f"{self.alpha:g}")
         if self.max_iter:
-            out["max iterations"] = self.max_iter
+            out["Max optimiser iterations"] = self.max_iter
         return out
 
 
 class Downloads:
-    """Downloads of a result holding ``preds`` (the whole loaded file) and a fitted ``recalibrator``."""
+    """Downloads of a result holding ``preds`` (the whole loaded file), a fitted ``recalibrator`` and
+    ``fit_rows``, the indices of the rows it was fitted on (None: not known, e.g. a saved file)."""
 
     preds: Predictions
     recalibrator: Any
+    fit_rows: np.ndarray | None
 
     def calibrated_csv(self) -> bytes:
-        """The whole loaded file recalibrated by the recalibrator, as CSV (save_predictions)."""
+        """The whole loaded file recalibrated by the recalibrator, as CSV (save_predictions).
+
+        When the fitted rows are known, a last column :data:`FIT_ROWS_COLUMN` says for every row
+        whether the recalibrator was fitted on it (True) or not (False: the test part of the PBR
+        page, the held-out rows of Fit & apply), so nobody scores it on its own training rows.
+        """
         probs = self.recalibrator.predict_proba(self.preds)
-        return save_predictions(self.preds.with_probs(probs, source="recalibrated"))
+        extra = None
+        if self.fit_rows is not None:
+            used = np.zeros(self.preds.n, dtype=bool)
+            used[np.asarray(self.fit_rows, dtype=np.int64)] = True
+            extra = {FIT_ROWS_COLUMN: used}
+        return save_predictions(self.preds.with_probs(probs, source="recalibrated"), extra_columns=extra)
 
     def recalibrator_json(self) -> bytes:
         import json
@@ -211,8 +255,14 @@ class PBRResult(Downloads):
     fit_report: dict[str, Any]
     n_te: int
     seconds: float
+    fit_rows: np.ndarray | None = None   # the recalibration set (indices into preds); the rest is the test part
     created: float = field(default_factory=time.time)
     stopped: bool = False
+
+    @property
+    def at_prior(self) -> bool | None:
+        """The fit's own record that it ended at the prior (None: the method has no prior)."""
+        return ended_at_prior(self.fit_report)
 
 
 def _select_alpha(fit_set: Predictions, s: PBRSettings, reporter: Reporter, steps: int) -> tuple[float, pd.DataFrame]:
@@ -220,11 +270,13 @@ def _select_alpha(fit_set: Predictions, s: PBRSettings, reporter: Reporter, step
 
     Returns the chosen alpha and ``AlphaSelection.summary`` (one row per alpha: mean, std, ...).
     """
+    from dashboard.texts import people_progress
     from pbr_core.alpha_selection import select_alpha  # imported late: the module may be missing
 
     def progress(done: int, total: int, message: str) -> None:
         # Sequential selection counts fits (total = steps - 1); a batched one counts iterations.
-        reporter.progress(int(round(done / max(total, 1) * (steps - 1))), steps, f"CV fit {message}")
+        reporter.progress(int(round(done / max(total, 1) * (steps - 1))), steps,
+                          f"cross-validation fit: {people_progress(message)}")
         reporter.step("Choosing α by cross-validation on the recalibration set")
 
     with report_progress(reporter.track):
@@ -284,7 +336,7 @@ def run_pbr(preds: Predictions, s: PBRSettings, reporter: Reporter, *, data_name
         reliability_before=reliability_table(test_set.probs, test_set.labels, kind, s.binary_ece),
         reliability_after=reliability_table(after_te, test_set.labels, kind, s.binary_ece),
         ece_re=float(ece_re), n_bins_re=n_bins_re, kl=kl, bounds=bounds, fit_report=report,
-        n_te=test_set.n, seconds=time.perf_counter() - start,
+        n_te=test_set.n, seconds=time.perf_counter() - start, fit_rows=np.asarray(re_idx),
     )
 
 
@@ -313,12 +365,15 @@ class CompareSettings:
             fits.setdefault(("own", m) if key is None else key, m)
         return len(fits), sum(m in GP_METHODS for m in fits.values())
 
-    def describe(self) -> dict[str, Any]:
-        out = {"methods": ", ".join(self.methods), "n_re": self.n_re, "folds": self.n_folds, "seed": self.seed}
+    def describe(self, multiclass: bool = False) -> dict[str, Any]:
+        """Settings as the report lists them, in the page's words."""
+        out: dict[str, Any] = {"Methods": _labels(self.methods, multiclass),
+                               "Recalibration rows (n_re)": f"{self.n_re:,}", "Folds": self.n_folds,
+                               "Split seed": self.seed}
         if self.n_te is not None:
-            out["n_te"] = self.n_te
+            out["Test rows per fold"] = f"{self.n_te:,}"
         for m, p in self.params:
-            out[f"{m} parameters"] = ", ".join(f"{k}={v}" for k, v in p)
+            out[f"{_label(m, multiclass)} settings"] = _params(dict(p))
         return out
 
 
@@ -369,8 +424,7 @@ def run_compare(preds: Predictions, s: CompareSettings, reporter: Reporter, *, d
     result = CompareResult(settings=s, data_name=data_name, data_key=data_key, table=pd.DataFrame(),
                            diagrams={}, planned=planned, kind=preds.kind)
 
-    def progress(done: int, total: int, message: str) -> None:
-        reporter.progress(done, planned, message)
+    progress = _progress(reporter, preds.kind == "multiclass", total=planned)
 
     def keep_diagram(fold: int, method: str, test_set: Predictions, probs: np.ndarray) -> None:
         if fold == 0:
@@ -398,9 +452,14 @@ class SweepSettings:
     binary_ece: BinaryECE = "positive"
     params: tuple = ()
 
-    def describe(self) -> dict[str, Any]:
-        return {"methods": ", ".join(self.methods), "n_re values": ", ".join(map(str, self.n_re_values)),
-                "folds": self.n_folds, "seed": self.seed}
+    def describe(self, multiclass: bool = False) -> dict[str, Any]:
+        """Settings as the report lists them, in the page's words."""
+        out: dict[str, Any] = {"Methods": _labels(self.methods, multiclass),
+                               "Recalibration rows (n_re) tried": ", ".join(f"{v:,}" for v in self.n_re_values),
+                               "Folds": self.n_folds, "Split seed": self.seed}
+        for m, p in self.params:
+            out[f"{_label(m, multiclass)} settings"] = _params(dict(p))
+        return out
 
 
 @dataclass
@@ -422,8 +481,9 @@ def run_sweep(preds: Predictions, s: SweepSettings, reporter: Reporter, *, data_
     try:
         with report_progress(reporter.track):
             table = n_re_sweep(preds, list(s.methods), n_re_values=list(s.n_re_values), n_folds=s.n_folds,
-                               seed=s.seed, progress=reporter.progress, cancel=reporter.cancelled,
-                               method_params=params, binary_ece=s.binary_ece, on_error="warn")
+                               seed=s.seed, progress=_progress(reporter, preds.kind == "multiclass"),
+                               cancel=reporter.cancelled, method_params=params, binary_ece=s.binary_ece,
+                               on_error="warn")
         stopped = False
     except Cancelled as exc:
         table, stopped = exc.partial, True
@@ -444,10 +504,12 @@ class GenSettings:
     binary_ece: BinaryECE = "positive"
 
     def describe(self) -> dict[str, Any]:
-        out = {"method": _label(self.objective), "α values": ", ".join(f"{a:g}" for a in self.alphas),
-               "n_re (= test subset size)": self.n_re, "folds": self.n_folds, "seed": self.seed, "ε": self.eps}
+        """Settings as the report lists them, in the page's words."""
+        out: dict[str, Any] = {"Method": _label(self.objective), "α values": ", ".join(f"{a:g}" for a in self.alphas),
+                               "Recalibration rows n_re (= test subset size)": f"{self.n_re:,}",
+                               "Folds": self.n_folds, "Split seed": self.seed, "ε (failure probability)": f"{self.eps:g}"}
         if self.max_iter:
-            out["max iterations"] = self.max_iter
+            out["Max optimiser iterations"] = self.max_iter
         return out
 
 
@@ -474,7 +536,7 @@ def run_generalization(preds: Predictions, s: GenSettings, reporter: Reporter, *
         try:
             with report_progress(reporter.track):
                 res = kl_vs_ece_gap(preds, alphas=list(s.alphas), objective=s.objective, n_re=s.n_re,
-                                    n_folds=s.n_folds, seed=s.seed, progress=reporter.progress,
+                                    n_folds=s.n_folds, seed=s.seed, progress=_progress(reporter, False),
                                     cancel=reporter.cancelled, eps=s.eps, binary_ece=s.binary_ece,
                                     on_error="warn", **extra)
             stopped = False
@@ -504,9 +566,11 @@ class ShipSettings:
         return n - held, held
 
     def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"method": _label(self.method)}
-        out.update(self.params())
-        out["held out"] = f"{self.holdout:.0%} (split seed {self.seed})" if self.holdout > 0 else "nothing"
+        """Settings as the report lists them, in the page's words."""
+        out: dict[str, Any] = {"Method": _label(self.method)}
+        if self.params():
+            out["Settings"] = _params(self.params())
+        out["Held out"] = f"{self.holdout:.0%} (split seed {self.seed})" if self.holdout > 0 else "nothing"
         return out
 
 
@@ -531,12 +595,25 @@ class ApplyResult(Downloads):
     seconds: float
     settings: ShipSettings | None = None  # None: loaded from a file
     notes: list[str] = field(default_factory=list)
+    fit_rows: np.ndarray | None = None    # rows of preds it was fitted on (None: a saved file, not known)
     created: float = field(default_factory=time.time)
     stopped: bool = False
 
     @property
     def method(self) -> str:
         return self.recalibrator.method
+
+    @property
+    def at_prior(self) -> bool | None:
+        """The fit's own record that it ended at the prior (None: the method has no prior)."""
+        return ended_at_prior(self.fit_report)
+
+    @property
+    def n_fit(self) -> int:
+        """Rows the recalibrator was fitted on (a saved GP file records it; otherwise 0: not known)."""
+        if self.fit_rows is not None:
+            return len(self.fit_rows)
+        return int((getattr(self.recalibrator, "bounds_", None) or {}).get("n", 0))
 
 
 def _evaluate(recalibrator: Any, data: Predictions, binary_ece: BinaryECE, notes: list[str]) -> dict[str, Any]:
@@ -570,6 +647,7 @@ def run_ship(preds: Predictions, s: ShipSettings, reporter: Reporter, *, data_na
         fit_set, eval_set = preds.subset(re_idx), preds.subset(te_idx)
     else:
         fit_set = eval_set = preds
+        re_idx = np.arange(preds.n)
     recalibrator = make_recalibrator(s.method, s.params())
     reporter.progress(0, 1)
     reporter.step(f"Fitting {_label(s.method)} on {fit_set.n:,} rows")
@@ -584,7 +662,7 @@ def run_ship(preds: Predictions, s: ShipSettings, reporter: Reporter, *, data_na
                        origin=f"{_label(s.method)} fitted on {fit_set.n:,} rows of {data_name or 'the loaded file'}",
                        evaluated_on=where, in_sample=not n_held, binary_ece=s.binary_ece,
                        fit_report=report, seconds=time.perf_counter() - start, settings=s,
-                       notes=notes, **measured)
+                       notes=notes, fit_rows=np.asarray(re_idx), **measured)
 
 
 def run_apply(preds: Predictions, recalibrator: Any, source: str, reporter: Reporter, *,

@@ -1,9 +1,11 @@
-"""Pure table builders for display (pandas in/out, no Streamlit): previews and per-class listings."""
+"""Pure table builders for display (pandas in/out, no Streamlit): previews, per-class listings and
+the experiments' per-fold tables in the words the pages use."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from pandas.io.formats.style import Styler
 
 from pbr_core import Predictions
 
@@ -88,3 +90,69 @@ def classwise_frame(per_class: np.ndarray, class_names: tuple[str, ...], top: in
     df = pd.DataFrame({"class": names, "ECE of this class": per_class})
     df = df.sort_values("ECE of this class", ascending=False, kind="stable").reset_index(drop=True)
     return df.head(top) if top else df
+
+
+# --------------------------------------------------------------------------- experiment tables
+#: How each column of a per-fold table is written on the pages and in the report.
+_FORMATS = {"ece": "{:.4f}", "accuracy": "{:.4f}", "nll": "{:.4f}", "brier": "{:.4f}", "kl": "{:.4g}",
+            "fit_seconds": "{:.2f}", "predict_seconds": "{:.3f}", "ece_re": "{:.4f}", "ece_te": "{:.4f}",
+            "gap": "{:.4f}", "bound": "{:.4f}", "alpha": "{:g}"}
+
+
+def fold_frame(table: pd.DataFrame, multiclass: bool = False) -> pd.DataFrame:
+    """A per-fold table of ``pbr_core.experiments`` (compare, n_re_sweep, kl_vs_ece_gap) for people.
+
+    Method names as on the pages, folds numbered from 1 (as the progress and the warnings count),
+    ``at_prior`` as yes / no, the page's column headers (``texts.COLUMN_TITLES``); columns with no
+    value at all (KL of classical methods only, no error) are left out.
+    """
+    from dashboard.texts import COLUMN_TITLES, method_label
+
+    t = table.loc[:, table.notna().any(axis=0)].copy()
+    for col in ("method", "fit_shared_with"):
+        if col in t:
+            t[col] = t[col].map(lambda m: method_label(m, multiclass) if isinstance(m, str) else m)
+    if "fold" in t:
+        t["fold"] = t["fold"].astype(int) + 1
+    if "at_prior" in t:
+        t["at_prior"] = t["at_prior"].map(lambda v: None if v is None or v != v else ("yes" if v else "no"))
+    return t.rename(columns=COLUMN_TITLES)
+
+
+def fold_styler(table: pd.DataFrame, multiclass: bool = False) -> Styler:
+    """:func:`fold_frame` with each number written to its precision and "–" where there is none
+    (KL of a method without a prior, a failed fit's metrics), instead of "None" / "nan"."""
+    from dashboard.texts import COLUMN_TITLES
+
+    frame = fold_frame(table, multiclass)
+    formats = {COLUMN_TITLES.get(c, c): f for c, f in _FORMATS.items() if COLUMN_TITLES.get(c, c) in frame}
+    # The second call formats the numbers; the first gives every other cell its "–" too.
+    return frame.style.format(na_rep="–").format(formats, na_rep="–")
+
+
+def csv_frame(table: pd.DataFrame) -> pd.DataFrame:
+    """The per-fold table for a CSV download: the library's column names and method names (stable for
+    scripts), folds numbered from 1 like everywhere on the pages (the library's fold index + 1)."""
+    out = table.copy()
+    if "fold" in out:
+        out["fold"] = out["fold"].astype(int) + 1
+    return out
+
+
+def at_prior_folds(table: pd.DataFrame, by: tuple[str, ...] = ("method",)) -> dict[tuple, list[int]]:
+    """Where GP fits ended at their prior: ``by`` values -> the folds (numbered from 1), in table order."""
+    if "at_prior" not in table or table.empty:
+        return {}
+    hit = table[table["at_prior"].map(lambda v: v is True or v is np.True_)]
+    out: dict[tuple, list[int]] = {}
+    for row in hit.itertuples(index=False):
+        out.setdefault(tuple(getattr(row, k) for k in by), []).append(int(row.fold) + 1)
+    return out
+
+
+def at_prior_counts(table: pd.DataFrame) -> dict[str, str]:
+    """Per method with a prior: "k of F" folds that ended at the prior (the summary table's column)."""
+    if "at_prior" not in table or table.empty:
+        return {}
+    known = table[table["at_prior"].map(lambda v: v is not None and v == v)]
+    return {m: f"{int(g['at_prior'].astype(bool).sum())} of {len(g)}" for m, g in known.groupby("method", sort=False)}

@@ -35,11 +35,13 @@ HOW_TO_READ_RELIABILITY = """
   predictions were right (the black whisker is a 95% Wilson interval: the bar could plausibly lie
   anywhere on it).
 * The dashed diagonal is perfect calibration: "80% confident" should be right 80% of the time.
-* **Red boxes above a bar** reach up to the bin's average confidence: the model is
-  **over-confident** there (bars below the diagonal). Red boxes below a bar mean under-confidence.
-* The ECE is the average size of the red boxes, weighted by how many predictions each bin holds,
-  which the histogram underneath shows. Bins with few predictions have long whiskers: do not
-  over-read them.
+* **Red boxes on top of a bar** reach up to the bin's average confidence: the model is
+  **over-confident** there (bars below the diagonal).
+* **Orange hatched outlines inside the top of a bar** reach down to the bin's average confidence:
+  the model is **under-confident** there (bars above the diagonal).
+* The ECE is the average height of these red and orange boxes, weighted by how many predictions
+  each bin holds, which the histogram underneath shows. Bins with few predictions have long
+  whiskers: do not over-read them.
 """
 
 HOW_TO_READ_BINARY = """
@@ -48,10 +50,12 @@ HOW_TO_READ_BINARY = """
 * Each blue bar is one bin of rows with a similar predicted p(y=1). Its height is how often y = 1
   really was in those rows (the black whisker is a 95% Wilson interval).
 * The dashed diagonal is perfect calibration: of the rows given p(y=1) = 0.3, 30% should be positive.
-* **Red boxes above a bar** reach up to the bin's average prediction: the model **over-predicts**
-  the positive class there (bars below the diagonal). Red boxes below a bar: it under-predicts.
-* The ECE is the average size of the red boxes, weighted by how many rows each bin holds (the
-  histogram underneath). Bins with few rows have long whiskers: do not over-read them.
+* **Red boxes on top of a bar** reach up to the bin's average prediction: the model
+  **over-predicts** the positive class there (bars below the diagonal).
+* **Orange hatched outlines inside the top of a bar** reach down to the bin's average prediction:
+  the model **under-predicts** it there (bars above the diagonal).
+* The ECE is the average height of these red and orange boxes, weighted by how many rows each bin
+  holds (the histogram underneath). Bins with few rows have long whiskers: do not over-read them.
 """
 
 
@@ -254,18 +258,53 @@ KL_HELP = (
 FIT_INFO_HELP = "What the optimiser did: iterations, wall time and the device it ran on."
 
 
-def at_prior_note(kl: float, alpha: float | None, n_re: int) -> str | None:
-    """What a fit that ended at the prior (KL ~ 0) means for the user, or None for any other fit."""
-    if not (kl < 1e-3):
+def at_prior_note(at_prior: bool | None, alpha: float | None, n_re: int) -> str | None:
+    """What a fit that ended at the prior means for the user, or None for any other fit.
+
+    ``at_prior`` is the fit's own record (``pbr_core.experiments.ended_at_prior``), not a KL
+    threshold: a fit at the prior can keep a KL of a few hundredths.
+    """
+    if not at_prior:
         return None
-    what = "The fit ended at the prior (KL ≈ 0): the recalibrated predictions are the uncalibrated ones. "
+    what = "The fit ended at the prior: the recalibrated predictions are (nearly) the uncalibrated ones. "
+    return what + _at_prior_advice(alpha, n_re)
+
+
+def _at_prior_advice(alpha: float | None, n_re: int) -> str:
     if alpha is None:
-        return what + "GP calibration found no change worth its KL price on these rows."
-    return (what + f"With α = {alpha:g} and n_re = {n_re:,} rows, no change was worth its KL price (α·KL/n_re). "
+        return (f"GP calibration found no change worth its KL price on {n_re:,} recalibration rows; more "
+                "recalibration rows (n_re) let the GP move away from the prior.")
+    return (f"With α = {alpha:g} and n_re = {n_re:,} rows, no change was worth its KL price (α·KL/n_re). "
             "A smaller α or more recalibration rows let the GP move away from the prior.")
+
+
+def _numbers(values: list[int]) -> str:
+    return ", ".join(str(v) for v in values[:-1]) + (" and " if len(values) > 1 else "") + str(values[-1])
+
+
+def at_prior_folds_note(method_label: str, folds: list[int], n_folds: int, alpha: float | None, n_re: int) -> str:
+    """Compare page: ``method_label`` ended at its prior in ``folds`` (numbered from 1) of ``n_folds``."""
+    which = f"fold{'s' if len(folds) > 1 else ''} {_numbers(folds)} of {n_folds}"
+    return (f"**{method_label} ended at its prior in {which}**: in "
+            f"{'those folds' if len(folds) > 1 else 'that fold'} it did not recalibrate at all. Its predictions "
+            "there are the uncalibrated ones, so the mean ± std above mixes uncalibrated folds with recalibrated "
+            "ones (the column *Folds at the prior* counts them; *Every fold* marks them). "
+            + _at_prior_advice(alpha, n_re))
+
+
+def at_prior_sweep_note(method_label: str, where: dict[int, list[int]], n_folds: int, alpha: float | None) -> str:
+    """n_re sweep: ``where`` maps each n_re to the folds (from 1) in which ``method_label`` ended at its prior."""
+    parts = [f"n_re = {n:,} (fold{'s' if len(f) > 1 else ''} {_numbers(f)} of {n_folds})" for n, f in sorted(where.items())]
+    tip = ("A smaller α (α of PBR above) or more recalibration rows let the GP move away from the prior."
+           if alpha is not None else "More recalibration rows let the GP move away from the prior.")
+    return (f"**{method_label} ended at its prior at {'; '.join(parts)}**: there it did not recalibrate at all, "
+            "so its point on the curve is (partly) the uncalibrated model's ECE"
+            + (f" (α = {alpha:g})" if alpha is not None else "") + ". " + tip)
+
+
 RELIABILITY_PAIR_CAPTION = (
     "Both diagrams use the same test rows (never seen by the fit) and B = floor(n_te^(1/3)) bins. "
-    "Blue bars closer to the diagonal and smaller red boxes mean better calibration."
+    "Blue bars closer to the diagonal and smaller red and orange boxes mean better calibration."
 )
 ALPHA_SCORES_HELP = (
     "The cross-validated score of each α (mean over the k folds, whisker ± one std). Lower is better; "
@@ -275,7 +314,7 @@ BOUNDS_INTRO = (
     "The paper's PAC-Bayes bounds use the fitted KL to say how far the ECE measured on the "
     "recalibration set can be from the truth. They hold with probability 1 − ε over the draw of the "
     "recalibration set, for any L-Lipschitz calibration curve (L below), with λ chosen validly from a "
-    "fixed grid (a union bound, GP_SPEC §6)."
+    "fixed grid of candidates (a union bound over the grid, so choosing the best λ costs a little)."
 )
 L_RECAL_HELP = (
     "L: how fast the true accuracy can change with the recalibrated confidence (Assumption of "
@@ -384,9 +423,21 @@ def correlation_reading(r: float, p: float, tau: float, tp: float) -> str:
 
 
 REPORT_HELP = (
-    "One HTML file with every chart and table of this session's recalibration runs (PBR, Compare, "
-    "n_re sweep, Generalization) and their settings. It is self-contained: it opens offline in any "
-    "browser, with interactive charts."
+    "One HTML file with this session's calibration audit (the loaded file and how it was read, the metrics "
+    "with the ECE's interval, the reliability diagram at the Reliability page's B, the classwise ECE, Bins & "
+    "bias with Theorem 1's bound) and every recalibration result (PBR, Compare, n_re sweep, Generalization, "
+    "Fit & apply) with its settings. It is self-contained: it opens offline in any browser, with "
+    "interactive charts."
+)
+AUDIT_REPORT_HELP = (
+    "The calibration audit as one HTML file to keep or send: the file, n, K, what is measured, the loader's "
+    "decisions, the metrics with the ECE's 95% interval, the reliability diagram and bin choice shown here, "
+    "the classwise ECE, the Bins & bias chart with Theorem 1's bound, and any recalibration run in this "
+    "session. Self-contained: it opens offline in any browser."
+)
+NO_RECAL_YET = (
+    "The pages under Recalibration (PBR, Compare, Generalization, Fit & apply) fit recalibrators; their "
+    "results join this report when run."
 )
 STALE_RESULT = (
     "These results were computed on **{name}**, not on the data loaded now. Run again to use the "
@@ -440,3 +491,103 @@ def ship_snippet(file_name: str) -> str:
         "# or from the command line:\n"
         f"# pbr-calib apply {file_name} new_predictions.csv --out calibrated.csv"
     )
+
+
+# --------------------------------------------------------------------------- names people see
+# The library and the CSV downloads speak in registry names and snake_case columns (`isotonic`,
+# `fit_seconds`); every page, progress line and report uses the words below instead.
+
+#: Column headers of the per-fold tables on the pages and in the report (Compare, n_re sweep,
+#: Generalization). The CSV downloads keep the library's column names (see tables.csv_frame).
+COLUMN_TITLES: dict[str, str] = {
+    "method": "Method", "fold": "Fold", "alpha": "α", "n_re": "Recalibration rows (n_re)",
+    "n_te": "Test rows", "n_bins": "Bins B", "ece": "Test ECE", "accuracy": "Accuracy", "nll": "NLL",
+    "brier": "Brier score", "kl": "KL", "at_prior": "Ended at the prior", "fit_seconds": "Fit time (s)",
+    "predict_seconds": "Prediction time (s)", "fit_shared_with": "Fit shared with", "error": "Error",
+    "ece_re": "ECE (recalibration set)", "ece_te": "ECE (test subset)", "gap": "ECE gap",
+    "bound": "Corollary 1 bound",
+}
+
+#: Recalibrator settings in words (Fit & apply's description of a saved file, the report's settings).
+PARAM_LABELS: dict[str, str] = {
+    "alpha": "α", "max_iter": "max optimiser iterations", "n_inducing": "inducing points",
+    "n_mc": "Monte Carlo draws (fit)", "n_predict_samples": "posterior draws (prediction)",
+    "random_state": "seed", "device": "device", "optimizer": "optimiser", "variational": "variational family",
+    "ce_estimator": "cross-entropy estimate", "min_temperature": "smallest temperature",
+    "max_temperature": "largest temperature", "bias": "bias", "bias_reg": "bias penalty",
+    "off_diagonal_reg": "off-diagonal penalty", "tol": "tolerance", "targets": "targets", "n_bins": "bins",
+    "strategy": "binning", "n_prime": "BBQ prior strength", "bin_range_factor": "BBQ bin range",
+}
+
+
+def param_value(name: str, value: object) -> str:
+    if name == "objective":
+        return OBJECTIVE_LABELS.get(str(value), str(value))
+    if name == "mean_approx":
+        return ("softmax of the posterior mean (app.)" if value else
+                "average over posterior draws (the paper's Algorithm 1)")
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def params_text(params: dict, defaults: dict | None = None) -> str:
+    """A recalibrator's settings in words: those that differ from ``defaults`` (α always)."""
+    defaults = defaults or {}
+    shown = {k: v for k, v in params.items() if k == "alpha" or k not in defaults or defaults[k] != v}
+    shown = dict(sorted(shown.items(), key=lambda kv: kv[0] != "alpha"))  # α first, as on the pages
+    if not shown:
+        return "the method's defaults"
+    words = []
+    for k, v in shown.items():
+        if k == "objective":
+            words.append(f"objective {param_value(k, v)}")
+        elif k == "mean_approx":
+            words.append(f"prediction: {param_value(k, v)}")
+        else:
+            words.append(f"{PARAM_LABELS.get(k, k.replace('_', ' '))} = {param_value(k, v)}")
+    return ", ".join(words) + ("; the other settings are the method's defaults" if defaults else "")
+
+
+def people_progress(message: str, multiclass: bool = False) -> str:
+    """The library's progress messages in page words: "pbr alpha=0.5, fold 1/10" -> "PBR, α = 0.5,
+    fold 1 of 10"; "isotonic, n_re=100, fold 2/3" -> "Isotonic regression, n_re = 100, fold 2 of 3".
+    Anything else comes back unchanged."""
+    import re
+
+    m = re.fullmatch(r"(?:(?P<method>[a-z_]+)(?:,| )\s*)?(?:alpha=(?P<alpha>[^,\s]+),\s*)?"
+                     r"(?:n_re=(?P<n_re>\d+),\s*)?fold (?P<fold>\d+)/(?P<folds>\d+)", message.strip())
+    if m is None:
+        b = re.fullmatch(r"batched fit of (\d+) GPs, iteration (\d+)", message.strip())
+        return f"fitting {b[1]} GPs together, iteration {b[2]}" if b else message
+    parts = []
+    if m["method"]:
+        parts.append(method_label(m["method"], multiclass))
+    if m["alpha"]:
+        parts.append(f"α = {m['alpha']}")
+    if m["n_re"]:
+        parts.append(f"n_re = {int(m['n_re']):,}")
+    parts.append(f"fold {m['fold']} of {m['folds']}")
+    return ", ".join(parts)
+
+#: The scores the automatic choice of α can use.
+CV_SCORE_LABELS: dict[str, str] = {"ece": "ECE", "brier": "Brier score", "nll": "NLL"}
+
+FOLDS_CSV_HELP = (
+    "One row per fit. For scripts and spreadsheets the columns keep the library's names (ece, nll, brier, kl, "
+    "at_prior, fit_seconds, …) and methods their short names (temperature, pbr, …); folds are numbered from 1 "
+    "as on this page."
+)
+
+
+def fit_words(text: str) -> str:
+    """The optimiser's stop reasons and notes (``fit_report_``) in page words: "reached max_iter=20" ->
+    "reached the limit of 20 iterations", "alpha" -> "α", "rtol=1e-05" -> "tolerance 1e-05"."""
+    import re
+
+    text = re.sub(r"reached max_iter=(\d+)", r"reached the limit of \1 iterations", text)
+    text = re.sub(r"\b(?:adam_)?rtol=", "tolerance ", text)
+    text = re.sub(r"\balpha\b", "α", text)
+    return text.replace("torch L-BFGS: ", "L-BFGS: ")

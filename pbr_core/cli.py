@@ -427,8 +427,11 @@ def cmd_fit(args: argparse.Namespace) -> int:
               f"{'converged' if report['converged'] else 'NOT converged'} ({report['stop_reason']})")
         print(f"Corollary 1 (ECE generalisation gap) <= {b['corollary1']:.4f}; Corollary 2 (|TCE - ECE|) <= "
               f"{b['corollary2']:.4f} (B = {b['n_bins']}, eps = {b['eps']:g}, L = {b['lipschitz']:g})")
-        if rec.kl_ < 1e-3:
-            print("note: the fit ended at the prior (KL ~ 0): the recalibrator returns the uncalibrated predictions")
+        from pbr_core.experiments import ended_at_prior
+
+        if ended_at_prior(rec):  # the fit's own record; a fit at the prior can keep a KL of a few hundredths
+            print("note: the fit ended at the prior: the recalibrator returns (nearly) the uncalibrated predictions; "
+                  "a smaller alpha (--param alpha=...) or more rows let it move away from the prior")
     print(f"saved to {args.out}")
     return EXIT_OK
 

@@ -141,6 +141,25 @@ def test_fit_with_alpha_selected_by_cross_validation(capsys, c10_files, tmp_path
     assert (rec.max_iter, rec.n_mc, rec.objective, rec.mean_approx) == (30, 10, "pbr_total", True)
 
 
+def test_fit_says_when_it_ended_at_the_prior(capsys, c10_files, tmp_path, monkeypatch) -> None:
+    """The note follows the fit's own record (forced here as in tests/gp/test_training.py), not KL < 1e-3."""
+    import pbr_core.gp.training as training
+
+    fit, _ = c10_files
+    small = tmp_path / "small.npz"
+    d = np.load(fit)
+    np.savez(small, logits=d["logits"][:100], labels=d["labels"][:100])
+    argv = ("fit", small, "--method", "pbr_app", "--param", "max_iter=5", "--param", "n_mc=5",
+            "--out", tmp_path / "m.json", "--quiet")
+    code, out, err = run(capsys, *argv)
+    assert code == EXIT_OK, err
+    assert "ended at the prior" not in out
+    monkeypatch.setattr(training, "PRIOR_SHIFT", 1e9)
+    code, out, err = run(capsys, *argv)
+    assert code == EXIT_OK, err
+    assert "note: the fit ended at the prior" in out and "a smaller alpha (--param alpha=...) or more rows" in out
+
+
 @pytest.mark.parametrize("argv,message", [
     ([], "required"),
     (["nope"], "invalid choice"),

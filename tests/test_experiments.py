@@ -309,6 +309,33 @@ def test_app_variants_share_the_base_fit_and_equal_separate_fits(c10):
     assert shared["nll"].iloc[0] != shared["nll"].iloc[1]
 
 
+def test_at_prior_column_is_the_fits_own_record(c10, monkeypatch):
+    """``at_prior``: None for methods without a prior, the GP fit's own record otherwise. A fit at the
+    prior is forced by raising the training code's threshold (as tests/gp/test_training.py does):
+    then every GP counts as "at the prior", no restart escapes it, and its stop reason says so."""
+    _require("pbr")
+    import pbr_core.gp.training as training
+    from pbr_core.experiments import ended_at_prior
+
+    small = c10.subset(np.arange(600))
+    quick = {"max_iter": 6, "n_mc": 5, "n_predict_samples": 5, "device": "cpu"}
+    plain = compare(small, ["temperature", "pbr"], n_re=100, n_folds=1, seed=SEED, method_params={"pbr": quick})
+    assert plain["at_prior"].tolist()[0] is None and plain["at_prior"].tolist()[1] is False
+    monkeypatch.setattr(training, "PRIOR_SHIFT", 1e9)
+    forced = compare(small, ["temperature", "pbr"], n_re=100, n_folds=1, seed=SEED, method_params={"pbr": quick})
+    assert forced["at_prior"].tolist() == [None, True]
+    # The column adds information and changes no number of the other columns' methods.
+    pd.testing.assert_frame_equal(plain.iloc[:1].drop(columns=["fit_seconds", "predict_seconds"]),
+                                  forced.iloc[:1].drop(columns=["fit_seconds", "predict_seconds"]))
+    # ended_at_prior reads a recalibrator, a fit report, or a report carrying an explicit flag.
+    assert ended_at_prior({"stop_reason": "tolerance (ended at the prior; restarts from smaller alpha did not "
+                                          "do better)"}) is True
+    assert ended_at_prior({"stop_reason": "tolerance (restarted: the first fit ended at the prior, objective "
+                                          ".31; from an alpha = 0.25 fit it reached .30)"}) is False
+    assert ended_at_prior({"stop_reason": "x", "ended_at_prior": True}) is True
+    assert ended_at_prior(object()) is None and ended_at_prior({}) is None
+
+
 def test_binary_methods_and_binary_ece(binary):
     table = compare(binary, ["uncalibrated", "platt", "isotonic"], n_re=500, n_folds=2, seed=SEED)
     assert table["error"].isna().all() and table["ece"].notna().all()

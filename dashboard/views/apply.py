@@ -87,7 +87,6 @@ def _parse_upload() -> tuple[Recalibrator | None, str | None, str]:
 
 
 def _describe(rec: Recalibrator) -> str:
-    params = ", ".join(f"{k} = {v!r}" for k, v in rec.get_params().items()) or "none"
     fitted = f"K = {rec.n_classes_} classes, fitted on {rec.input_type_}"
     extra = ""
     report_ = getattr(rec, "fit_report_", None) or {}
@@ -97,7 +96,7 @@ def _describe(rec: Recalibrator) -> str:
         extra += f" · fitted on {report_['device']}"
         if report_.get("iterations") is not None:
             extra += f", {report_['iterations']} iterations" + ("" if report_.get("converged", True) else " (not converged)")
-    return f"**{texts.method_label(rec.method)}** · {fitted}{extra}  \nParameters: {params}"
+    return f"**{texts.method_label(rec.method)}** · {fitted}{extra}  \nSettings: {report.recalibrator_settings(rec)}"
 
 
 def _apply_controls(loaded: state.Loaded, running: bool) -> tuple[Recalibrator, str] | None:
@@ -174,19 +173,23 @@ def _result(loaded: state.Loaded, r: runs.ApplyResult, kind: str) -> None:
         st.warning(texts.SHIP_IN_SAMPLE, icon=":material/visibility:")
     _cards(r)
     for note in r.notes:
-        st.caption(f":material/warning: {note}")
+        st.caption(f":material/warning: {texts.fit_words(note)}")
+    prior = texts.at_prior_note(r.at_prior, r.recalibrator.get_params().get("alpha"), r.n_fit)
+    if prior:
+        st.info(prior, icon=":material/info:")
     binary_positive = r.preds.kind == "binary" and r.binary_ece == "positive"
-    before, after = report.pbr_reliability_figures(r, *report.axis_titles(binary_positive), ece_name="ECE",
-                                                   method=label)
+    before, after = report.pbr_reliability_figures(r, binary_positive, ece_name="ECE", method=label)
     c = st.columns(2, gap="medium")
     c[0].plotly_chart(before, key=f"{kind}_before_chart", config={"displaylogo": False})
     c[1].plotly_chart(after, key=f"{kind}_after_chart", config={"displaylogo": False})
     c = st.columns(3)
     with c[0]:
+        marked = (f" and a last column *{runs.FIT_ROWS_COLUMN}*: True for the {r.n_fit:,} rows it was fitted on, "
+                  "False for the held-out rows" if r.fit_rows is not None else "")
         recal_ui.lazy_button("Calibrated predictions (CSV)", r.calibrated_csv, f"{r.method}_calibrated.csv",
                              "text/csv", f"{kind}_dl_predictions",
                              help=f"Every row of {r.data_name} recalibrated by the {label}: one probability "
-                                  "column per class plus the label (reads back on the Data page).")
+                                  f"column per class, the label{marked} (reads back on the Data page).")
     if kind == "ship":
         with c[1]:
             recal_ui.lazy_button("Fitted recalibrator (JSON)", r.recalibrator_json, f"{r.method}_recalibrator.json",

@@ -6,7 +6,7 @@ import numpy as np
 import streamlit as st
 
 import pbr_core
-from dashboard import compute, figures, state, texts
+from dashboard import compute, figures, recal_ui, state, texts
 
 K_BMAX = "bins_bmax"
 K_L = "bins_lipschitz"
@@ -139,6 +139,7 @@ def render() -> None:
             st.caption(f"The bound-minimising B = {b_min} lies beyond the chart: raise 'Largest B shown'.")
     with right:
         st.markdown(texts.WHY_CUBE_ROOT)
+    recal_ui.report_button("bins_dl_report", label="Audit report (HTML)", help=texts.AUDIT_REPORT_HELP)
 
 
 render()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import figures_recal as FR
-from dashboard import jobs, recal_ui, report, runs, state, texts
+from dashboard import jobs, recal_ui, report, runs, state, tables, texts
 from pbr_core.experiments import PAPER_N_RE_VALUES, summarize
 from pbr_core.recalibrators import available_methods
 
@@ -104,18 +104,21 @@ def _results(loaded: state.Loaded, result: runs.CompareResult) -> None:
     if table.empty:
         st.info("No fit finished.")
         return
+    multiclass = result.kind == "multiclass"
     failed = table[table["error"].notna()]
     if len(failed):
         st.warning("Some fits failed and are left out of the means: " + "; ".join(
-            f"{texts.method_label(r.method)} fold {r.fold + 1}: {r.error}" for r in failed.itertuples()),
+            f"{texts.method_label(r.method, multiclass)} fold {r.fold + 1}: {r.error}" for r in failed.itertuples()),
             icon=":material/warning:")
-    summ, styled = report.compare_tables(table, result.kind == "multiclass")
+    summ, styled = report.compare_tables(table, multiclass)
     st.markdown("**Test metrics, mean ± std over folds**", help=texts.SUMMARY_HELP)
     st.dataframe(styled, key="cmp_summary_table")
     st.caption(f"{table['fold'].nunique()} folds · {int(table['n_te'].iloc[0]):,} test rows per fold · ECE with "
                f"B = {int(table['n_bins'].iloc[0])} bins. Green = best in its column.")
+    for note in report.compare_at_prior_notes(result):
+        st.warning(note, icon=":material/do_not_disturb_on:")
     with st.expander("Every fold"):
-        st.dataframe(report.without_empty_columns(table), hide_index=True)
+        st.dataframe(tables.fold_styler(table, multiclass), hide_index=True, key="cmp_folds_table")
     figs = report.compare_figures(result, result.kind == "binary" and result.settings.binary_ece == "positive",
                                   result.kind == "multiclass")
     if figs:
@@ -128,8 +131,8 @@ def _results(loaded: state.Loaded, result: runs.CompareResult) -> None:
             st.caption(figs[1][0])
     c = st.columns(3)
     with c[0]:
-        recal_ui.csv_button("Results table (CSV, every fold)", table, "compare_results.csv", "cmp_dl_table",
-                            help="One row per (fold, method): test ECE, accuracy, NLL, Brier, KL, fit time.")
+        recal_ui.csv_button("Results table (CSV, every fold)", tables.csv_frame(table), "compare_results.csv",
+                            "cmp_dl_table", help=texts.FOLDS_CSV_HELP)
     with c[1]:
         recal_ui.csv_button("Summary (CSV, mean and std)", summ, "compare_summary.csv", "cmp_dl_summary",
                             help="One row per (method, metric): mean, std, number of folds, best flag.")
@@ -152,7 +155,8 @@ def _sweep(loaded: state.Loaded, methods: list[str], running: bool) -> None:
                                      "every method for every n_re).")
     go = c[2].button("Run the sweep", key="sweep_run", type="primary", icon=":material/play_arrow:",
                      disabled=running or not chosen or not methods)
-    st.caption(f"Methods: those chosen above ({', '.join(texts.method_label(m) for m in methods) or 'none'}); "
+    multiclass = preds.kind == "multiclass"
+    st.caption(f"Methods: those chosen above ({', '.join(texts.method_label(m, multiclass) for m in methods) or 'none'}); "
                f"{len(chosen) * len(methods) * int(n_folds)} fits.")
     if go:
         s = runs.SweepSettings(methods=tuple(methods), n_re_values=tuple(sorted(chosen)), n_folds=int(n_folds),
@@ -172,11 +176,17 @@ def _sweep(loaded: state.Loaded, methods: list[str], running: bool) -> None:
     recal_ui.partial_note(result, len(result.table), total)
     if result.table.empty:
         return
+    multiclass = result.kind == "multiclass"
     summ = summarize(result.table, metrics=["ece"], by=["method", "n_re"])
-    labels = {m: texts.method_label(m, result.kind == "multiclass") for m in result.settings.methods}
+    labels = {m: texts.method_label(m, multiclass) for m in result.settings.methods}
     st.plotly_chart(FR.n_re_sweep_figure(summ, labels=labels), key="sweep_chart", config={"displaylogo": False})
     st.caption(texts.SWEEP_CAPTION)
-    recal_ui.csv_button("Sweep table (CSV)", result.table, "n_re_sweep.csv", "sweep_dl_table")
+    for note in report.sweep_at_prior_notes(result):
+        st.warning(note, icon=":material/do_not_disturb_on:")
+    with st.expander("Every fit"):
+        st.dataframe(tables.fold_styler(result.table, multiclass), hide_index=True, key="sweep_folds_table")
+    recal_ui.csv_button("Sweep table (CSV)", tables.csv_frame(result.table), "n_re_sweep.csv", "sweep_dl_table",
+                        help=texts.FOLDS_CSV_HELP)
 
 
 def render() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import figures_recal as FR
-from dashboard import jobs, recal_ui, report, runs, state, texts
+from dashboard import jobs, recal_ui, report, runs, state, tables, texts
 from pbr_core.experiments import PAPER_ALPHAS
 from pbr_core.recalibrators import available_methods
 
@@ -105,11 +105,12 @@ def _results(loaded: state.Loaded, result: runs.GenResult) -> None:
     st.markdown("**Per α, mean over folds**")
     st.dataframe(per_alpha, hide_index=True)
     with st.expander("Every fit"):
-        st.dataframe(report.without_empty_columns(res.table), hide_index=True)
+        st.dataframe(tables.fold_styler(res.table), hide_index=True)
     d = st.columns(2)
     with d[0]:
-        recal_ui.csv_button("Results table (CSV, every fit)", res.table, "kl_vs_ece_gap.csv", "gen_dl_table",
-                            help="One row per (α, fold): KL, ECE on both sides, gap, Corollary 1 bound, fit time.")
+        recal_ui.csv_button("Results table (CSV, every fit)", tables.csv_frame(res.table), "kl_vs_ece_gap.csv",
+                            "gen_dl_table", help="One row per (α, fold): KL, ECE on both sides, gap, Corollary 1 "
+                                                 "bound, fit time. " + texts.FOLDS_CSV_HELP)
     with d[1]:
         recal_ui.report_button("gen_dl_report")
 

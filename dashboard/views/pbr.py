@@ -27,7 +27,7 @@ K_MAX_ITER = "pbr_max_iter"
 K_FOR = "pbr_for"
 
 ALPHA_MODES = {"fixed": "Set α myself", "auto": "Choose α automatically"}
-CV_SCORES = {"ece": "ECE", "brier": "Brier score", "nll": "NLL"}
+CV_SCORES = texts.CV_SCORE_LABELS
 
 
 def _reset_for_new_data(loaded: state.Loaded) -> None:
@@ -126,11 +126,12 @@ def _cards(r: runs.PBRResult) -> None:
     if r.alpha is not None:
         extra.append(f"α = **{r.alpha:g}**" + (" (chosen by cross-validation)" if r.settings.alpha is None else ""))
     if fr.get("stop_reason"):
-        extra.append(f"stopped: {fr['stop_reason']}" + ("" if fr.get("converged", True) else " (not converged)"))
+        extra.append(f"stopped: {texts.fit_words(fr['stop_reason'])}" +
+                     ("" if fr.get("converged", True) else " (not converged)"))
     st.caption(" · ".join(extra))
     for w in fr.get("warnings", []) or []:
-        st.caption(f":material/warning: {w}")
-    note = texts.at_prior_note(r.kl, r.alpha, r.settings.n_re)
+        st.caption(f":material/warning: {texts.fit_words(w)}")
+    note = texts.at_prior_note(r.at_prior, r.alpha, r.settings.n_re)
     if note:
         st.info(note, icon=":material/info:")
 
@@ -161,7 +162,7 @@ def _results(loaded: state.Loaded, r: runs.PBRResult) -> None:
     recal_ui.stale_note(r, loaded)
     _cards(r)
     binary_positive = r.preds.kind == "binary" and r.settings.binary_ece == "positive"
-    before, after = report.pbr_reliability_figures(r, *report.axis_titles(binary_positive))
+    before, after = report.pbr_reliability_figures(r, binary_positive)
     c = st.columns(2, gap="medium")
     c[0].plotly_chart(before, key="pbr_before_chart", config={"displaylogo": False})
     c[1].plotly_chart(after, key="pbr_after_chart", config={"displaylogo": False})
@@ -184,7 +185,10 @@ def _results(loaded: state.Loaded, r: runs.PBRResult) -> None:
         recal_ui.lazy_button("Calibrated predictions (CSV)", r.calibrated_csv, f"{r.settings.method}_calibrated.csv",
                              "text/csv", "pbr_dl_predictions",
                              help=f"Every row of {r.data_name} recalibrated by the fitted {texts.method_label(r.settings.method)}: "
-                                  "one probability column per class plus the label (reads back on the Data page).")
+                                  "one probability column per class, the label, and a last column "
+                                  f"*{runs.FIT_ROWS_COLUMN}*: True for the {r.settings.n_re:,} recalibration rows "
+                                  f"it was fitted on, False for the {r.n_te:,} rows of the test part. Score it only "
+                                  "on the False rows. Reads back on the Data page.")
     with c[1]:
         recal_ui.lazy_button("Fitted recalibrator (JSON)", r.recalibrator_json, f"{r.settings.method}_recalibrator.json",
                              "application/json", "pbr_dl_recalibrator", icon=":material/data_object:",

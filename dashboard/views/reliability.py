@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 import pbr_core
-from dashboard import compute, figures, state, tables, texts
+from dashboard import compute, figures, recal_ui, state, tables, texts
 
 K_BINS = "rel_n_bins"
 K_BINS_FOR = "rel_n_bins_for"  # which data the slider value belongs to
@@ -74,11 +74,13 @@ def render() -> None:
     left, right = st.columns([3, 1], gap="medium")
     with left:
         table = compute.reliability(view, n_bins)
-        fig = figures.reliability_figure(table, x_title=view.x_title, y_title=view.y_title)
+        fig = figures.reliability_figure(table, x_title=view.x_title, y_title=view.y_title,
+                                         binary_positive=view.binary_positive)
         st.plotly_chart(fig, key="reliability_chart", config={"displaylogo": False})
     with right:
         st.markdown(texts.how_to_read(view.binary_positive))
     _classwise(loaded, view, n_bins)
+    recal_ui.report_button("rel_dl_report", label="Audit report (HTML)", n_bins=n_bins, help=texts.AUDIT_REPORT_HELP)
 
 
 render()

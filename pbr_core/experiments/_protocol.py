@@ -36,6 +36,7 @@ __all__ = [
     "CancelCallback",
     "available_methods",
     "ece_inputs",
+    "ended_at_prior",
     "evaluation_metrics",
     "fold_permutation",
     "make_recalibrator",
@@ -264,6 +265,37 @@ def kl_of(recalibrator: Any) -> float:
     """The fitted KL(q || p) when the method exposes ``kl_`` (GP methods), else NaN."""
     kl = getattr(recalibrator, "kl_", None)
     return math.nan if kl is None else float(kl)
+
+
+#: What :func:`pbr_core.gp.training.fit_gp` appends to a fit's ``stop_reason`` when the fit ended at
+#: the prior and no restart from a smaller alpha did better: the fitted map is (nearly) the
+#: uncalibrated one. A restart that did better says "restarted: the first fit ended at the prior,
+#: ..." instead (no semicolon), and that fit is not at the prior.
+AT_PRIOR_STOP_REASON = "ended at the prior;"
+
+
+def ended_at_prior(fitted: Any) -> bool | None:
+    """Whether a fitted GP recalibrator (or its ``fit_report_`` dict) ended at its prior.
+
+    The fit's own record is used, not a KL threshold: a fit at the prior can keep a KL of a few
+    hundredths (a collapsed outputscale), and the training code decides "at the prior" by how far
+    the GP's mean moves the training scores (``pbr_core.gp.training.PRIOR_SHIFT``). A boolean
+    ``ended_at_prior`` entry of the report is honoured first; otherwise the stop reason's
+    :data:`AT_PRIOR_STOP_REASON` note decides.
+
+    Returns
+    -------
+    bool or None
+        True / False for a fit with a fit report (the GP family); None for methods without one
+        (temperature scaling, isotonic regression, ...), whose fit has no prior.
+    """
+    report = fitted if isinstance(fitted, Mapping) else getattr(fitted, "fit_report_", None)
+    if not isinstance(report, Mapping) or ("stop_reason" not in report and "ended_at_prior" not in report):
+        return None
+    flag = report.get("ended_at_prior")
+    if isinstance(flag, (bool, np.bool_)):
+        return bool(flag)
+    return AT_PRIOR_STOP_REASON in str(report.get("stop_reason", ""))
 
 
 # ---------------------------------------------------------------------------- running

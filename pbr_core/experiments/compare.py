@@ -23,6 +23,7 @@ from pbr_core.experiments._protocol import (
     Runner,
     check_methods,
     check_predictions,
+    ended_at_prior,
     evaluation_metrics,
     guarded,
     iter_folds,
@@ -37,7 +38,7 @@ __all__ = ["COMPARE_COLUMNS", "compare", "fit_and_evaluate", "fit_on_fold"]
 
 #: Columns of :func:`compare`'s table, in order.
 COMPARE_COLUMNS = (
-    "method", "fold", "n_re", "n_te", "n_bins", "ece", "accuracy", "nll", "brier", "kl",
+    "method", "fold", "n_re", "n_te", "n_bins", "ece", "accuracy", "nll", "brier", "kl", "at_prior",
     "fit_seconds", "predict_seconds", "fit_shared_with", "error",
 )
 
@@ -51,6 +52,9 @@ def fit_and_evaluate(method: str, params: Mapping[str, Any] | None, fit_set: Pre
                      what: str = "", shared: SharedFits | None = None,
                      on_predictions: Callable[[Predictions, np.ndarray], None] | None = None) -> dict[str, Any]:
     """Fit one method on ``fit_set`` and return its test metrics, KL, timings and error (one table row).
+
+    ``at_prior`` is the fit's own record that it ended at the prior (:func:`ended_at_prior`: True /
+    False for the GP family, None for methods without a prior or a failed fit).
 
     The returned dict has every column of :data:`COMPARE_COLUMNS` except method, fold and n_re.
     With ``on_error="warn"`` a failing fit or prediction gives NaN metrics and the error message.
@@ -93,6 +97,7 @@ def fit_and_evaluate(method: str, params: Mapping[str, Any] | None, fit_set: Pre
                    "nll": math.nan, "brier": math.nan}
     row.update(metrics)
     row["kl"] = kl_of(recalibrator) if error is None else math.nan
+    row["at_prior"] = ended_at_prior(recalibrator) if error is None else None
     row["predict_seconds"] = predict_seconds
     row["error"] = error
     return row
@@ -166,7 +171,9 @@ def compare(
     -------
     pandas.DataFrame
         One row per (fold, method), columns :data:`COMPARE_COLUMNS`: method, fold, n_re, n_te, n_bins,
-        ece, accuracy, nll, brier, kl (NaN for methods without ``kl_``), fit_seconds,
+        ece, accuracy, nll, brier, kl (NaN for methods without ``kl_``), at_prior (True where a GP
+        fit ended at its prior, i.e. did not recalibrate: see :func:`ended_at_prior`; False for other
+        GP fits; None for methods without a prior), fit_seconds,
         predict_seconds, fit_shared_with (the method whose fit this row reused, else None), error
         (None when the fit succeeded). Folds are the outer loop, so a cancelled run holds complete
         folds first.

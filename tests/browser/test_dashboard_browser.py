@@ -15,6 +15,7 @@ import pytest
 pytestmark = pytest.mark.browser
 
 TIMEOUT_MS = 60_000
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _wait_idle(page) -> None:
@@ -173,3 +174,48 @@ def test_the_server_answers_this_machine_only(app_url):
         pytest.skip("this machine has no network interface besides loopback")
     with pytest.raises(OSError):  # connection refused: nothing listens there
         urllib.request.urlopen(f"http://{address}:{port}/_stcore/health", timeout=5)
+
+
+def test_audit_report_downloads_from_the_reliability_page(page, app_url, tmp_path: Path):
+    """A plain audit ends in a report: on the Reliability page, at the B the user chose, the
+    "Audit report (HTML)" download gives one self-contained file with the page's numbers, which opens
+    in the browser with its charts drawn and nothing fetched from elsewhere."""
+    import re
+
+    _goto(page, f"{app_url}/reliability")
+    page.get_by_role("heading", name="Reliability").first.wait_for(timeout=TIMEOUT_MS)
+    _assert_plots_rendered(page)
+    slider = page.get_by_role("slider", name="Number of bins B").first
+    slider.focus()
+    for _ in range(3):  # B = 21 (floor(10000^(1/3))) -> 18
+        slider.press("ArrowLeft")
+    # The page has redrawn at B = 18 when its ECE card shows pbr_core's ECE at 18 bins.
+    import pbr_core
+
+    preds = pbr_core.load_predictions(ROOT / "sample_data" / "cifar100_densenet121.npz")
+    ece18 = f"{pbr_core.ece(preds.probs, preds.labels, 18):.4f}"
+    page.locator('[data-testid="stMetric"]').filter(has_text="ECE").first.get_by_text(ece18).wait_for(timeout=TIMEOUT_MS)
+    _wait_idle(page)
+    page.wait_for_timeout(1500)  # a download armed by an earlier run is gone once the page has redrawn
+    _wait_idle(page)
+    interval = re.search(r"95% interval (\d\.\d{4}) – (\d\.\d{4})",
+                         page.locator('[data-testid="stMain"]').inner_text()).groups()
+    with page.expect_download(timeout=TIMEOUT_MS) as info:
+        page.get_by_role("button", name="Audit report (HTML)").click()
+    path = tmp_path / "audit.html"
+    info.value.save_as(path)
+    doc = path.read_text(encoding="utf-8")
+    assert doc.startswith("<!DOCTYPE html>") and not re.search(r"<script[^>]*\bsrc=", doc)
+    for part in ("cifar100_densenet121.npz", "10,000", "How the file was read", "B = 18 bins of equal width",
+                 f"<td>{ece18}</td>", f"{interval[0]} – {interval[1]}", "Theorem 1 at B = 18", "Classwise ECE",
+                 "Bins &amp; bias", "No recalibration has been run in this session yet."):
+        assert part in doc, part
+    # It opens offline: both charts draw, no script error.
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.route("http*://**", lambda route: route.abort())  # nothing may be fetched
+    page.goto(path.as_uri(), wait_until="load")
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT_MS)
+    assert page.locator(".js-plotly-plot").count() == 2 and page.locator(".js-plotly-plot .trace").count() > 0
+    assert errors == []
+    assert page.get_by_role("heading", name="Calibration: the reliability diagram").count() == 1

@@ -108,8 +108,9 @@ def test_pbr_small_fit_and_download_predictions_and_recalibrator(page, app_url):
     assert "KL(ρ‖π)" in main and "Corollary 1" in main and "Corollary 2" in main
     assert page.locator('[data-testid="stPlotlyChart"]').count() == 2
     preds = pd.read_csv(io.BytesIO(_download(page, "Calibrated predictions (CSV)")))
-    assert preds.shape == (10_000, 11) and "label" in preds.columns
-    probs = preds.drop(columns="label").to_numpy()
+    assert preds.shape == (10_000, 12) and "label" in preds.columns
+    assert preds[runs.FIT_ROWS_COLUMN].sum() == 150  # the rows the recalibrator was fitted on are marked
+    probs = preds.drop(columns=["label", runs.FIT_ROWS_COLUMN]).to_numpy()
     assert ((probs >= 0) & (probs <= 1)).all() and abs(probs.sum(axis=1) - 1).max() < 1e-6
     saved = json.loads(_download(page, "Fitted recalibrator (JSON)"))
     assert saved["format"] == "pbr-calib-recalibrator" and saved["method"] == "pbr" and saved["n_classes"] == 10
@@ -147,7 +148,7 @@ def test_fit_download_then_upload_and_apply_the_recalibrator(page, app_url, tmp_
     _no_exception(page)
     assert "all 10,000 rows" in page.locator('[data-testid="stMain"]').inner_text()
     calibrated = pd.read_csv(io.BytesIO(_download(page, "Calibrated predictions (CSV)", "apply_dl_predictions")))
-    assert calibrated.shape == (10_000, 11)
+    assert calibrated.shape == (10_000, 11)  # a saved recalibrator: which rows it was fitted on is not known
 
 
 def _upload_and_settle(page, uploader, path, *done_texts: str) -> None:

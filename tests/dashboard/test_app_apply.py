@@ -15,7 +15,7 @@ import pbr_core
 from dashboard import runs
 from pbr_core.experiments import split_indices
 from pbr_core.recalibrators import Recalibrator, TemperatureScaling, load_recalibrator
-from test_app_recal import APP, CIFAR10, _downloads, _finish, _metric, needs_gp
+from test_app_recal import APP, CIFAR10, _downloads, _finish, _metric, _no_internal_names, _page_text, needs_gp
 
 APPLY = "views/apply.py"
 
@@ -210,4 +210,21 @@ def test_pbr_for_download_with_few_iterations(at):
     assert (rec.method, rec.alpha, rec.max_iter) == ("pbr_app", 0.25, 15)
     assert np.isfinite(result.after["ece"]) and rec.kl_ >= 0
     assert json.loads(result.recalibrator_json())["method"] == "pbr_app"
-    assert isinstance(result.settings, runs.ShipSettings) and result.settings.describe()["alpha"] == 0.25
+    assert isinstance(result.settings, runs.ShipSettings) and result.settings.describe()["Settings"] == "α = 0.25, max optimiser iterations = 15"
+
+
+@needs_gp
+def test_a_saved_pbr_file_is_described_in_words(at, tmp_path):
+    """The issue: "Parameters: alpha = 0.5, objective = 'pbr', mean_approx = False". Now the settings
+    that differ from the method's defaults, in the page's words."""
+    from pbr_core.experiments import make_recalibrator
+
+    rec = make_recalibrator("pbr", {"alpha": 0.25, "max_iter": 5, "n_mc": 10, "mean_approx": True})
+    path = rec.fit(_loaded(at).subset(np.arange(100))).save(tmp_path / "pbr.json")
+    at.file_uploader(key="apply_upload").upload("pbr.json", path.read_bytes(), "application/json").run()
+    assert not at.exception
+    described = [m.value for m in at.markdown if m.value.startswith("**PBR** · K = 10 classes")]
+    assert len(described) == 1
+    assert described[0].endswith("Settings: α = 0.25, prediction: softmax of the posterior mean (app.), max optimiser "
+                                 "iterations = 5, Monte Carlo draws (fit) = 10; the other settings are the method's defaults")
+    _no_internal_names(_page_text(at), "the Fit & apply page")

@@ -7,16 +7,19 @@ Generalization tests use the CIFAR-10 sample, small n_re and few optimiser itera
 
 from __future__ import annotations
 
+import html
 import io
 import json
+import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
 import pbr_core
-from dashboard import jobs, runs
+from dashboard import jobs, report, runs, texts
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "dashboard" / "app.py")
@@ -95,6 +98,50 @@ def test_compare_temperature_two_folds(at, cifar10):
     at.switch_page(COMPARE).run()
     assert not at.exception
     assert at.dataframe[0].value.shape[0] == 2
+
+
+#: Internal names that must not reach a page or the report: registry names, snake_case columns,
+#: constructor parameters, Python reprs and the internal design documents.
+INTERNAL = re.compile(r"fit_seconds|predict_seconds|fit_shared_with|at_prior|n_bins|pbr_total_app|pbr_app|"
+                      r"mean_approx|max_iter|objective ?=|alpha ?=|GP_SPEC|DESIGN\.md|\bNone\b|\bnan\b|"
+                      r"\bisotonic\b|(?<![\w-])pbr(?![\w-])|\bece\b|\bnll\b|\bkl\b|Parameters:")
+
+
+def _shown(element) -> pd.DataFrame:
+    """A dataframe element as the page shows it: a Styler's display values (e.g. "–"), else the data."""
+    styler = element.proto.arrow_data.styler
+    if styler.display_values:
+        import pyarrow as pa
+
+        shown = pa.ipc.open_stream(styler.display_values).read_all().to_pandas()
+        shown.columns = element.value.columns
+        return shown
+    return element.value
+
+
+def _page_text(at: AppTest) -> str:
+    """Everything a person reads on the page: text elements, metrics, tables (as shown), labels."""
+    parts: list[str] = []
+    for kind in ("title", "header", "subheader", "markdown", "caption", "info", "warning", "error", "success"):
+        parts += [str(e.value) for e in at.get(kind)]
+    parts += [f"{m.label} {m.value}" for m in at.metric]
+    for d in at.dataframe:
+        shown = _shown(d)
+        parts += [str(c) for c in shown.columns] + [str(v) for v in shown.to_numpy().ravel()]
+        if shown.index.name or not isinstance(shown.index, pd.RangeIndex):
+            parts += [str(i) for i in shown.index]
+    parts += [e.label for e in at.expander] + [d.label for d in at.get("download_button")]
+    return "\n".join(parts)
+
+
+def _html_text(doc: str) -> str:
+    doc = re.sub(r"<(script|style)[^>]*>.*?</\1>", " ", doc, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", doc))
+
+
+def _no_internal_names(text: str, where: str) -> None:
+    found = sorted({m.group(0) for m in INTERNAL.finditer(text)})
+    assert not found, f"{where} shows internal names {found}"
 
 
 def test_compare_with_a_fixed_test_set_size(at, cifar10):
@@ -193,19 +240,29 @@ def test_pbr_tiny_fit_shows_kl_bounds_and_downloads(at):
     assert _downloads(at) == ["Calibrated predictions (CSV)", "Fitted recalibrator (JSON)", "Session report (HTML)"]
     # The download contents (built when clicked) parse and have the right shape.
     csv = pd.read_csv(io.BytesIO(r.calibrated_csv()))
-    assert csv.shape == (10_000, 11) and "label" in csv.columns
+    assert csv.shape == (10_000, 12) and list(csv.columns[-2:]) == ["label", runs.FIT_ROWS_COLUMN]
+    # The fitted rows are marked: the 150 rows of the recalibration set, the rest is the test part.
+    assert csv[runs.FIT_ROWS_COLUMN].sum() == 150
+    from pbr_core.experiments import split_indices
+
+    np.testing.assert_array_equal(np.flatnonzero(csv[runs.FIT_ROWS_COLUMN]), np.sort(split_indices(10_000, 150, fold=0, seed=0)[0]))
     saved = json.loads(r.recalibrator_json())
     assert saved["method"] == "pbr" and saved["n_classes"] == 10
-    assert not any("ended at the prior" in i.value for i in at.info) or r.kl < 1e-3
-    # The same result as if the fit had ended at the prior: the page says what that means.
+    assert not any("ended at the prior" in i.value for i in at.info) or r.at_prior
+    # The same result as if the fit had ended at the prior (what the training code writes in the fit
+    # report then): the page says what that means.
     import dataclasses
 
-    at_prior = jobs.start_job("pbr", "at the prior", lambda ctx: dataclasses.replace(r, kl=0.0), heavy=False, lock=None)
+    ended = dataclasses.replace(r, fit_report={**r.fit_report, "stop_reason": "tolerance (ended at the prior; "
+                                               "restarts from smaller alpha did not do better)"})
+    at_prior = jobs.start_job("pbr", "at the prior", lambda ctx: ended, heavy=False, lock=None)
     assert at_prior.join(5)
     at.session_state["recal_jobs"]["pbr"] = at_prior
     at.run()
     notes = [i.value for i in at.info if "ended at the prior" in i.value]
     assert len(notes) == 1 and "With α = 0.5 and n_re = 150 rows" in notes[0]
+    _no_internal_names(_page_text(at), "the PBR page")
+    _no_internal_names(_html_text(report.build_report([report.pbr_section(ended)], data_name="d")), "the PBR report")
 
 
 @needs_gp
@@ -348,3 +405,53 @@ def test_a_failed_run_shows_no_traceback_on_the_page(at, caplog):
     assert at.error and "unexpected error in pbr-calib (KeyError)" in at.error[0].value
     shown = [e.value for e in at.error] + [c.value for c in at.code] + [x.label for x in at.expander]
     assert not any("Traceback" in v or "Details (for a bug report)" in v or "missing key" in v for v in shown)
+
+
+@needs_gp
+def test_compare_and_sweep_say_where_a_fit_ended_at_its_prior(at, monkeypatch):
+    """The issue: "PBR 0.0331 ± 0.0285" where one fold did not recalibrate at all, and nothing said so.
+    Every GP fit is made to end at the prior the way the training code's own test does it (its
+    threshold raised): the page then says so next to the table, with what to change, and marks it."""
+    import pbr_core.gp.training as training
+
+    monkeypatch.setattr(training, "PRIOR_SHIFT", 1e9)
+    at.switch_page(COMPARE).run()
+    at.multiselect(key="cmp_methods").set_value(["uncalibrated", "isotonic", "pbr"]).run()
+    at.number_input(key="cmp_n_re").set_value(50).run()
+    at.number_input(key="cmp_n_folds").set_value(2).run()
+    at.number_input(key="cmp_max_iter").set_value(5).run()
+    at.button(key="cmp_run").click().run()
+    job = _finish(at, "compare")
+    assert job.last == "PBR, fold 2 of 2"   # the progress line's words
+    assert job.result.table["at_prior"].tolist() == [None, None, True] * 2
+    notes = [w.value for w in at.warning if "ended at its prior" in w.value]
+    assert len(notes) == 1 and notes[0].startswith("**PBR ended at its prior in folds 1 and 2 of 2**")
+    assert "With α = 0.5 and n_re = 50 rows" in notes[0] and "A smaller α or more recalibration rows" in notes[0]
+    summary = _shown(at.dataframe[0])
+    assert summary["Folds at the prior"].tolist() == ["–", "–", "2 of 2"]
+    folds = _shown(at.dataframe[1])  # "Every fold"
+    assert folds["Method"].tolist() == ["Uncalibrated", "Isotonic regression (one-vs-all)", "PBR"] * 2
+    assert folds["Fold"].astype(int).tolist() == [1, 1, 1, 2, 2, 2]
+    assert folds["Ended at the prior"].tolist() == ["–", "–", "yes"] * 2 and folds["KL"].tolist()[0] == "–"
+    _no_internal_names(_page_text(at), "the Compare page")
+    # The n_re sweep with the same methods.
+    at.multiselect(key="sweep_n_re_values").set_value([50, 100]).run()
+    at.number_input(key="sweep_n_folds").set_value(1).run()
+    at.button(key="sweep_run").click().run()
+    sweep = _finish(at, "sweep")
+    assert [w.value for w in at.warning if "at n_re" in w.value] == [
+        texts.at_prior_sweep_note("PBR", {50: [1], 100: [1]}, 1, 0.5)]
+    assert _shown(at.dataframe[-1])["Ended at the prior"].tolist() == ["–", "–", "yes"] * 2
+    _no_internal_names(_page_text(at), "the Compare page with the sweep")
+    doc = report.build_report([report.compare_section(job.result), report.sweep_section(sweep.result)], data_name="d")
+    text = _html_text(doc)
+    assert "PBR ended at its prior in folds 1 and 2 of 2" in text and "PBR ended at its prior at n_re = 50" in text
+    _no_internal_names(text, "the report")
+
+
+def test_calibration_pages_offer_the_audit_report(at):
+    for page in ("views/reliability.py", "views/bins_bias.py"):
+        at.switch_page(page).run()
+        assert not at.exception, page
+        buttons = [d for d in at.get("download_button") if d.label == "Audit report (HTML)"]
+        assert len(buttons) == 1 and not buttons[0].disabled, page

@@ -32,7 +32,8 @@ def _nan_equal(a, b) -> None:
 # ------------------------------------------------------------------------ reliability diagram
 def test_reliability_figure_has_bars_gap_diagonal_and_histogram(preds):
     fig = F.reliability_figure(pbr_core.reliability_diagram(preds.probs, preds.labels, 15))
-    assert [t.name for t in fig.data] == [F.TRACE_ACCURACY, F.TRACE_GAP, F.TRACE_DIAGONAL, F.TRACE_COUNTS]
+    assert [t.name for t in fig.data] == [F.TRACE_ACCURACY, F.TRACE_OVER, F.TRACE_UNDER, F.TRACE_DIAGONAL,
+                                          F.TRACE_COUNTS]
     # The histogram sits in the second row and shares the x-axis with the diagram.
     counts = F.trace(fig, F.TRACE_COUNTS)
     assert counts.yaxis == "y2" and counts.xaxis == "x2"
@@ -45,18 +46,64 @@ def test_reliability_figure_has_bars_gap_diagonal_and_histogram(preds):
 def test_reliability_figure_numbers_are_pbr_cores(preds, n_bins):
     table = pbr_core.reliability_diagram(preds.probs, preds.labels, n_bins)
     fig = F.reliability_figure(table)
-    acc, gap, counts = (F.trace(fig, n) for n in (F.TRACE_ACCURACY, F.TRACE_GAP, F.TRACE_COUNTS))
+    acc, over, under, counts = (F.trace(fig, n) for n in (F.TRACE_ACCURACY, F.TRACE_OVER, F.TRACE_UNDER,
+                                                          F.TRACE_COUNTS))
     _nan_equal(acc.y, table["accuracy"])
     _nan_equal(acc.x, (table["lower"] + table["upper"]) / 2)
     _nan_equal(np.asarray(acc.y) + np.asarray(acc.error_y.array), table["ci_high"])
     _nan_equal(np.asarray(acc.y) - np.asarray(acc.error_y.arrayminus), table["ci_low"])
-    _nan_equal(gap.base, table["accuracy"])
-    _nan_equal(np.asarray(gap.base) + np.asarray(gap.y), table["mean_confidence"])
     np.testing.assert_array_equal(counts.y, table["count"])
-    # The red gap boxes, weighted by the share of samples, add up to the ECE.
+    conf, accuracy = table["mean_confidence"].to_numpy(float), table["accuracy"].to_numpy(float)
+    o, u = np.asarray(over.y, dtype=float), np.asarray(under.y, dtype=float)
+    # Over-confident bins: a box from the bar's top up to the mean confidence; under-confident bins:
+    # a box from the mean confidence up to the bar's top. Never both in one bin.
+    is_over = conf > accuracy
+    _nan_equal(np.asarray(over.base, dtype=float)[is_over], accuracy[is_over])
+    _nan_equal((np.asarray(over.base, dtype=float) + o)[is_over], conf[is_over])
+    _nan_equal(np.asarray(under.base, dtype=float)[~is_over & (u == u)], conf[~is_over & (u == u)])
+    _nan_equal((np.asarray(under.base, dtype=float) + u)[u == u], accuracy[u == u])
+    assert not np.any((o == o) & (u == u))
+    # The gap boxes, weighted by the share of samples, add up to the ECE.
     share = np.asarray(counts.y) / preds.n
-    assert np.nansum(share * np.abs(np.asarray(gap.y, dtype=float))) == pytest.approx(
+    assert np.nansum(share * np.fmax(np.nan_to_num(o), np.nan_to_num(u))) == pytest.approx(
         pbr_core.ece(preds.probs, preds.labels, n_bins), abs=1e-12)
+
+
+def _rgba_alpha(color: str) -> float:
+    return float(color.rsplit(",", 1)[1].strip(" )")) if color.startswith("rgba") else 1.0
+
+
+def test_under_confidence_is_drawn_so_that_the_bar_keeps_its_colour():
+    """The issue: under-confidence boxes lie inside the blue bar; a translucent red fill there made
+    the bar look purple, while the guide said "red boxes below a bar". Now they have no fill (an
+    orange outline and hatching) and the guide says what is drawn."""
+    table = pd.DataFrame({"lower": [0.0, 0.5], "upper": [0.5, 1.0], "count": [10, 10],
+                          "mean_confidence": [0.40, 0.70], "accuracy": [0.20, 0.90], "gap": [-0.2, 0.2],
+                          "ci_low": [0.1, 0.8], "ci_high": [0.3, 0.95]})
+    fig = F.reliability_figure(table)
+    over, under = F.trace(fig, F.TRACE_OVER), F.trace(fig, F.TRACE_UNDER)
+    assert list(np.asarray(over.y, dtype=float)[:1]) == pytest.approx([0.2]) and np.isnan(over.y[1])
+    assert np.isnan(under.y[0]) and under.y[1] == pytest.approx(0.2) and under.base[1] == pytest.approx(0.7)
+    assert _rgba_alpha(under.marker.color) == 0.0          # nothing mixes with the blue bar
+    assert under.marker.line.color == F.COLORS["under"] != F.COLORS["gap"]
+    assert under.marker.pattern.shape == "/"
+    assert _rgba_alpha(over.marker.color) > 0.0             # the over-confidence box stands on white
+    from dashboard import texts
+
+    for guide in (texts.HOW_TO_READ_RELIABILITY, texts.HOW_TO_READ_BINARY):
+        assert "Red boxes on top of a bar" in guide and "Orange hatched outlines inside the top of a bar" in guide
+        assert "below a bar" not in guide
+
+
+def test_binary_legend_uses_the_axis_words(preds):
+    y = (preds.labels == 3).astype(int)
+    x_title, y_title = "Predicted probability p(y=1)", "Observed frequency of y = 1"
+    fig = F.reliability_figure(pbr_core.reliability_diagram(preds.probs[:, 3], y, 8), x_title=x_title,
+                               y_title=y_title, binary_positive=True)
+    names = [t.name for t in fig.data if t.showlegend is not False]
+    assert names == [f"{y_title} per bin", F.TRACE_OVER_BINARY, F.TRACE_UNDER_BINARY, F.TRACE_DIAGONAL]
+    assert not any("Accuracy" in n or "confidence" in n for n in names)
+    assert fig.layout.yaxis.title.text == y_title
 
 
 def test_reliability_counts_text_only_when_readable(preds):

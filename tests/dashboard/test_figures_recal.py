@@ -42,7 +42,13 @@ def test_reliability_grid_has_one_panel_per_method_with_its_numbers(tables):
     assert len(_traces(fig, FR.TRACE_DIAGONAL)) == 2
     titles = [a.text for a in fig.layout.annotations]
     assert titles == ["uncalibrated · ECE 0.0310", "Temperature scaling · ECE 0.0120"]
-    assert sum(bool(t.showlegend) for t in fig.data) == 3  # one legend entry per kind, not per panel
+    assert sum(bool(t.showlegend) for t in fig.data) == 4  # one legend entry per kind, not per panel
+    # The gap boxes are drawn as on the Reliability page: under-confidence has no fill.
+    under = _traces(fig, "Under-confidence gap")
+    assert len(under) == 2 and under[0].marker.color == "rgba(0, 0, 0, 0)"
+    binary = FR.reliability_grid_figure(tables, y_title="Observed frequency of y = 1", binary_positive=True)
+    assert {t.name for t in binary.data if t.showlegend} == {
+        "Observed frequency of y = 1 per bin", "Over-prediction gap", "Under-prediction gap", FR.TRACE_DIAGONAL}
 
 
 def test_reliability_grid_wraps_rows_and_refuses_nothing(tables):

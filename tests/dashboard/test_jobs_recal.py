@@ -239,10 +239,11 @@ def test_fits_per_fold_counts_a_shared_fit_once():
 
 
 def test_at_prior_note_only_for_fits_at_the_prior():
+    """The note follows the fit's own record (runs' ``at_prior``), not a KL threshold."""
     from dashboard import texts
 
-    assert texts.at_prior_note(0.5, 0.5, 1000) is None
-    assert texts.at_prior_note(float("nan"), 0.5, 1000) is None   # methods without a KL
-    note = texts.at_prior_note(2e-6, 0.75, 1000)
+    assert texts.at_prior_note(False, 0.5, 1000) is None
+    assert texts.at_prior_note(None, 0.5, 1000) is None   # methods without a prior
+    note = texts.at_prior_note(True, 0.75, 1000)
     assert note.startswith("The fit ended at the prior") and "α = 0.75 and n_re = 1,000" in note
-    assert "GP calibration" in texts.at_prior_note(0.0, None, 300)
+    assert "GP calibration" in texts.at_prior_note(True, None, 300)

@@ -49,7 +49,7 @@ def test_empty_report_says_nothing_was_run():
 
 def test_compare_section_from_a_real_run(compare_result):
     sec = report.compare_section(compare_result)
-    assert sec.settings["methods"] == "uncalibrated, temperature" and sec.settings["folds"] == 2
+    assert sec.settings["Methods"] == "Uncalibrated, Temperature scaling" and sec.settings["Folds"] == 2
     captions = [c for c, _ in sec.tables]
     assert captions == ["Test metrics, mean ± std over folds", "Every fold"]
     styled = sec.tables[0][1]
@@ -75,7 +75,7 @@ def test_sweep_and_generalization_sections_from_tables():
     sweep = runs.SweepResult(settings=runs.SweepSettings(n_re_values=(10, 100), n_folds=2), data_name="d",
                              data_key="k", table=pd.DataFrame(rows))
     sec = report.sweep_section(sweep)
-    assert len(sec.figures) == 1 and sec.settings["n_re values"] == "10, 100"
+    assert len(sec.figures) == 1 and sec.settings["Recalibration rows (n_re) tried"] == "10, 100"
 
     from pbr_core.experiments import KLGapResult
 
@@ -101,11 +101,12 @@ def test_fit_and_apply_sections(cifar10, tmp_path):
     shipped = runs.run_ship(preds, s, runs.NullReporter(), data_name="CIFAR-10 sample", data_key="k")
     sec = report.apply_section(shipped)
     assert sec.title == "Fitted for download: Temperature scaling"
-    assert sec.settings["held out"] == "nothing" and "look better than they will" in sec.paragraphs[1]
+    assert sec.settings["Held out"] == "nothing" and "look better than they will" in sec.paragraphs[1]
     applied = runs.run_apply(preds, shipped.recalibrator, "ts.json", runs.NullReporter(), data_name="new month")
     sec2 = report.apply_section(applied)
     assert sec2.title == "Saved recalibrator: Temperature scaling"
-    assert sec2.settings["recalibrator"] == "Temperature scaling loaded from ts.json"
+    assert sec2.settings["Recalibrator"] == "Temperature scaling loaded from ts.json"
+    assert sec2.settings["Settings"] == "the method's defaults"
     html = report.build_report([sec, sec2], data_name="CIFAR-10 sample")
     assert html.count("Plotly.newPlot") == 4 and f"{applied.after['ece']:.4f}" in html
     # Applying the recalibrator to the rows it was fitted on gives the same numbers as the fit's own check.

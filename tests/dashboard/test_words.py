@@ -1,0 +1,136 @@
+"""Words for people: the pages, progress lines, tables and downloads use the names people see
+(method labels, "Test ECE", folds from 1, "–" for no value), and say where a fit ended at its prior."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import pbr_core
+from dashboard import report, runs, tables, texts
+
+
+class _Recorder(runs.NullReporter):
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    def progress(self, done, total, message=""):
+        self.messages.append(message)
+
+
+@pytest.fixture(scope="module")
+def small(cifar10) -> pbr_core.Predictions:
+    logits, labels = cifar10
+    return pbr_core.Predictions.from_arrays(logits[:1500], labels[:1500])
+
+
+def test_progress_lines_use_page_names_and_count_folds_from_one(small):
+    rec = _Recorder()
+    runs.run_compare(small, runs.compare_settings(["uncalibrated", "isotonic"], 300, 2, 0), rec)
+    assert rec.messages[1:] == ["Uncalibrated, fold 1 of 2", "Isotonic regression (one-vs-all), fold 1 of 2",
+                                "Uncalibrated, fold 2 of 2", "Isotonic regression (one-vs-all), fold 2 of 2"]
+    rec = _Recorder()
+    runs.run_sweep(small, runs.SweepSettings(methods=("temperature",), n_re_values=(50, 100), n_folds=1), rec)
+    assert rec.messages[1:] == ["Temperature scaling, n_re = 50, fold 1 of 1", "Temperature scaling, n_re = 100, fold 1 of 1"]
+    # The library's other messages (the KL-gap study, the CV choice of α, batched fits) too.
+    assert texts.people_progress("pbr_total alpha=0.5, fold 3/10") == "PBR total, α = 0.5, fold 3 of 10"
+    assert texts.people_progress("alpha=0.25, fold 1/5") == "α = 0.25, fold 1 of 5"
+    assert texts.people_progress("batched fit of 40 GPs, iteration 50") == "fitting 40 GPs together, iteration 50"
+    assert texts.people_progress("Done") == "Done"
+
+
+def _table() -> pd.DataFrame:
+    return pd.DataFrame({
+        "method": ["temperature", "pbr", "temperature", "pbr"], "fold": [0, 0, 1, 1], "n_re": 100, "n_te": 900,
+        "n_bins": 9, "ece": [0.02, 0.03, 0.021, 0.05], "accuracy": 0.9, "nll": 0.3, "brier": 0.1,
+        "kl": [np.nan, 3.2, np.nan, 0.01], "at_prior": [None, False, None, True], "fit_seconds": [0.01, 2.0, 0.01, 2.1],
+        "predict_seconds": 0.001, "fit_shared_with": None, "error": None})
+
+
+def test_fold_table_for_people():
+    frame = tables.fold_frame(_table())
+    assert list(frame.columns) == ["Method", "Fold", "Recalibration rows (n_re)", "Test rows", "Bins B", "Test ECE",
+                                   "Accuracy", "NLL", "Brier score", "KL", "Ended at the prior", "Fit time (s)",
+                                   "Prediction time (s)"]
+    assert list(frame["Method"]) == ["Temperature scaling", "PBR"] * 2 and list(frame["Fold"]) == [1, 1, 2, 2]
+    assert frame["Ended at the prior"].fillna("–").tolist() == ["–", "no", "–", "yes"]
+    html = tables.fold_styler(_table()).to_html()
+    assert "None" not in html and "nan" not in html and html.count(">–<") == 4   # KL and at-prior of T-scaling
+    assert ">0.0300<" in html and ">3.2<" in html and ">2.00<" in html
+    # The CSV keeps the library's names (for scripts) but counts folds from 1 like the pages.
+    csv = tables.csv_frame(_table())
+    assert list(csv.columns) == list(_table().columns) and list(csv["fold"]) == [1, 1, 2, 2]
+
+
+def test_compare_marks_and_explains_folds_that_ended_at_the_prior():
+    s = runs.compare_settings(["temperature", "pbr"], 100, 2, 0, alpha=0.5)
+    result = runs.CompareResult(settings=s, data_name="d", data_key="k", table=_table(), diagrams={}, planned=4)
+    _, styled = report.compare_tables(result.table, multiclass=True)
+    shown = styled.data
+    assert shown.loc["PBR", "Folds at the prior"] == "1 of 2" and shown.loc["Temperature scaling", "Folds at the prior"] == "–"
+    notes = report.compare_at_prior_notes(result)
+    assert len(notes) == 1
+    assert notes[0].startswith("**PBR ended at its prior in fold 2 of 2**") and "did not recalibrate" in notes[0]
+    assert "α = 0.5 and n_re = 100" in notes[0] and "A smaller α or more recalibration rows" in notes[0]
+    sec = report.compare_section(result)
+    assert notes[0] in sec.paragraphs
+    html = report.build_report([sec], data_name="d")
+    assert "PBR ended at its prior in fold 2 of 2" in html and "Folds at the prior" in html
+    # No fold at the prior: no note.
+    clean = _table().assign(at_prior=[None, False, None, False])
+    assert report.compare_at_prior_notes(runs.CompareResult(s, "d", "k", clean, {}, 4)) == []
+
+
+def test_sweep_says_where_a_fit_ended_at_the_prior():
+    t = _table().assign(n_re=[10, 10, 10, 10], at_prior=[None, True, None, True])
+    t = pd.concat([t, _table().assign(n_re=100)], ignore_index=True)
+    s = runs.SweepSettings(methods=("temperature", "gp"), n_re_values=(10, 100), n_folds=2)
+    t["method"] = t["method"].replace({"pbr": "gp"})
+    result = runs.SweepResult(settings=s, data_name="d", data_key="k", table=t)
+    notes = report.sweep_at_prior_notes(result)
+    assert notes == [texts.at_prior_sweep_note("GP calibration", {10: [1, 2], 100: [2]}, 2, None)]
+    assert "n_re = 10 (folds 1 and 2 of 2); n_re = 100 (fold 2 of 2)" in notes[0]
+    assert "More recalibration rows" in notes[0]
+    sec = report.sweep_section(result)
+    assert notes[0] in sec.paragraphs and sec.tables[0][0] == "Every fit"
+
+
+def test_settings_and_parameters_in_words():
+    s = runs.compare_settings(["uncalibrated", "isotonic", "pbr"], 1000, 10, 0, alpha=0.5, max_iter=20)
+    d = s.describe(multiclass=True)
+    assert d["Methods"] == "Uncalibrated, Isotonic regression (one-vs-all), PBR"
+    assert d["PBR settings"] == "α = 0.5, max optimiser iterations = 20"
+    p = runs.PBRSettings(alpha=None, alpha_grid=(0.1, 1.0), cv_folds=3).describe()
+    assert p["α (weight of the KL term)"] == ("chosen by 3-fold cross-validation on the recalibration rows "
+                                              "(score: ECE) from 0.1, 1")
+    from pbr_core.experiments import make_recalibrator
+
+    pbr = make_recalibrator("pbr", {"alpha": 0.25, "max_iter": 30, "mean_approx": True})
+    words = report.recalibrator_settings(pbr)
+    assert words == ("α = 0.25, prediction: softmax of the posterior mean (app.), max optimiser iterations = 30; "
+                     "the other settings are the method's defaults")
+    assert report.recalibrator_settings(make_recalibrator("temperature", None)) == "the method's defaults"
+    for text in (str(d), str(p), words):
+        for internal in ("mean_approx", "objective =", "max_iter", "n_re values", "'pbr'"):
+            assert internal not in text
+
+
+def test_calibrated_predictions_mark_the_rows_the_recalibrator_was_fitted_on(small):
+    shipped = runs.run_ship(small, runs.ShipSettings(method="temperature", holdout=0.2), runs.NullReporter())
+    csv = pd.read_csv(io.BytesIO(shipped.calibrated_csv()))
+    assert list(csv.columns[-2:]) == ["label", runs.FIT_ROWS_COLUMN]
+    fitted = np.zeros(small.n, dtype=bool)
+    fitted[shipped.fit_rows] = True
+    np.testing.assert_array_equal(csv[runs.FIT_ROWS_COLUMN].to_numpy(), fitted)
+    assert fitted.sum() == 1200
+    # The held-out rows are the ones the page measured on: the same metrics from the file's False rows.
+    held = csv[~csv[runs.FIT_ROWS_COLUMN]]
+    probs = held.drop(columns=["label", runs.FIT_ROWS_COLUMN]).to_numpy()
+    assert pbr_core.ece(probs, held["label"].to_numpy()) == pytest.approx(shipped.after["ece"], abs=1e-6)
+    everything = runs.run_ship(small, runs.ShipSettings(method="temperature", holdout=0.0), runs.NullReporter())
+    assert pd.read_csv(io.BytesIO(everything.calibrated_csv()))[runs.FIT_ROWS_COLUMN].all()
+    applied = runs.run_apply(small, shipped.recalibrator, "t.json", runs.NullReporter())
+    assert runs.FIT_ROWS_COLUMN not in pd.read_csv(io.BytesIO(applied.calibrated_csv())).columns  # not known
