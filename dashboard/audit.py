@@ -55,7 +55,7 @@ def data_section(loaded: state.Loaded, view: state.MetricView) -> ReportSection:
         "Scores": "logits" if p.input_type == "logits" else "probabilities",
         "What is measured": view.what,
     }
-    notes = list(p.notes) or ["The file was read as it is: nothing had to be decided."]
+    notes = [texts.for_the_page(n) for n in p.notes] or ["The file was read as it is: nothing had to be decided."]
     return ReportSection(title="The data", settings=facts, settings_title="The file", bullets=notes,
                          bullets_title="How the file was read (the loader's decisions)")
 
