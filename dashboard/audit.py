@@ -30,6 +30,8 @@ class AuditChoices:
     lipschitz: float = 1.0      # Bins & bias: L
     eps: float = 0.05           # Bins & bias: ε
     bmax: int = 100             # Bins & bias: largest B on the chart
+    group_by: tuple[str, ...] = ()   # Groups page: the column(s) grouped by; () when not visited
+    group_every: str = ""            # Groups page: dates bucketed by "day", "week", "month" or not
 
     @classmethod
     def defaults(cls, n: int) -> "AuditChoices":
@@ -164,9 +166,33 @@ def bins_section(view: state.MetricView, choices: AuditChoices) -> ReportSection
                          figures=[(texts.BAND_CAPTION, fig)])
 
 
+def groups_section(loaded: state.Loaded, view: state.MetricView, choices: AuditChoices) -> ReportSection | None:
+    """Calibration by the group column(s) chosen on the Groups page; None when it was not visited."""
+    if not choices.group_by:
+        return None
+    from dashboard import figures_recal as FR
+    from pbr_core.groups import MIN_ROWS
+
+    try:
+        rep = compute.group_report(loaded, view, choices.group_by, choices.group_every)
+    except ValueError as exc:
+        return ReportSection(title="Calibration by group", paragraphs=[f"Not measured: {exc}"])
+    by = " × ".join(rep.by) + (f" (dates by {choices.group_every})" if choices.group_every else "")
+    paragraphs = [texts.GROUPS_INTRO, f"Grouped by {by}: {len(rep.table)} groups. Test: {rep.test}. "
+                  + texts.GROUPS_TEST_HELP, texts.gap_sentence(rep.largest_gap)]
+    if rep.small:
+        paragraphs.append(texts.GROUPS_SMALL_NOTE.format(m=MIN_ROWS) + " Here: " + ", ".join(rep.small) + ".")
+    fig = FR.groups_overlay_figure(rep.diagrams, rep.small, rep.table["group"].tolist(), x_title=view.x_title,
+                                   y_title=view.y_title)
+    return ReportSection(title=f"Calibration by group: {by}", paragraphs=paragraphs,
+                         tables=[("Every group", tables.groups_frame(rep).set_index("Group"))],
+                         figures=[(texts.GROUPS_OVERLAY_CAPTION, fig)])
+
+
 def audit_sections(loaded: state.Loaded, view: state.MetricView, choices: AuditChoices) -> list[ReportSection]:
     """The audit part of the report, in page order: the data, the reliability diagram, the classwise ECE
-    (multiclass data), bins & bias."""
+    (multiclass data), bins & bias, and calibration by group (when the Groups page was used)."""
     parts = [data_section(loaded, view), reliability_section(loaded, view, choices),
-             classwise_section(loaded, choices.n_bins), bins_section(view, choices)]
+             classwise_section(loaded, choices.n_bins), bins_section(view, choices),
+             groups_section(loaded, view, choices)]
     return [p for p in parts if p is not None]

@@ -92,3 +92,17 @@ def ece_at(view: MetricView, n_bins: int, curve: np.ndarray | None = None) -> fl
     if curve is not None and 1 <= n_bins <= curve.size:
         return float(curve[n_bins - 1])
     return float(pbr_core.ece(view.probs, view.labels, n_bins=int(n_bins)))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _group_report(key: str, by: tuple[str, ...], every: str, target: str, _preds):
+    from pbr_core.groups import calibration_by_group
+
+    return calibration_by_group(_preds, list(by), target=target, every=every or None)
+
+
+def group_report(loaded, view: MetricView, by: tuple[str, ...], every: str = ""):
+    """Calibration by group (``pbr_core.groups.calibration_by_group``) of the loaded data, measured as
+    ``view`` measures it (p(y=1) or the top label)."""
+    target = "positive" if view.binary_positive else "top_label"
+    return _group_report(loaded.key, tuple(by), every or "", target, loaded.preds)

@@ -8,7 +8,7 @@ A separate module because figures.py holds the calibration pages' two large buil
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -277,3 +277,11 @@ def summary_styler(summary_text: pd.DataFrame, best: pd.DataFrame, *, labels: Ma
     shown.index.name = "method"
     style = np.where(mask.to_numpy(), "font-weight: 700; background-color: #d8f0dc; color: #14532d", "")
     return shown.style.apply(lambda _: pd.DataFrame(style, index=shown.index, columns=shown.columns), axis=None)
+
+
+def groups_overlay_figure(diagrams: Mapping[str, pd.DataFrame], small: Sequence[str], order: Sequence[str], *,
+                          x_title: str, y_title: str, most: int = 12) -> go.Figure:
+    """The groups' reliability curves overlaid: the groups with enough rows (all if none has), at most
+    ``most`` of them in ``order`` (largest first)."""
+    keep = [g for g in order if g in diagrams and g not in set(small)] or [g for g in order if g in diagrams]
+    return reliability_overlay_figure({g: diagrams[g] for g in keep[:most]}, x_title=x_title, y_title=y_title)

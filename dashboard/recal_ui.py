@@ -72,20 +72,27 @@ def partial_note(result: Any, done: int, total: int) -> None:
 #: the widgets; the pages cannot be imported, they run when imported).
 _K_REL_BINS, _K_REL_BINS_FOR = "rel_n_bins", "rel_n_bins_for"
 _K_BINS_L, _K_BINS_EPS, _K_BINS_BMAX, _K_BINS_FOR = "bins_lipschitz", "bins_eps", "bins_bmax", "bins_for"
+_K_GROUPS_BY, _K_GROUPS_BY2, _K_GROUPS_EVERY, _K_GROUPS_FOR = "groups_by", "groups_by2", "groups_every", "groups_for"
 
 
 def audit_choices(view: state.MetricView, n_bins: int | None = None,
-                  session: Mapping[str, Any] | None = None) -> audit.AuditChoices:
+                  session: Mapping[str, Any] | None = None, data_key: str | None = None) -> audit.AuditChoices:
     """B of the Reliability page (``n_bins`` when the caller is that page), L, ε and the largest B of
-    Bins & bias, as the user left them for this data; the pages' defaults where not visited.
+    Bins & bias, and the Groups page's grouping (for the data of ``data_key``), as the user left them for
+    this data; the pages' defaults where not visited.
     ``session``: the session state to read (default ``st.session_state``)."""
     ss = st.session_state if session is None else session
     d = audit.AuditChoices.defaults(view.n)
     if n_bins is None and ss.get(_K_REL_BINS_FOR) == view.key and ss.get(_K_REL_BINS):
         n_bins = int(ss[_K_REL_BINS])
     bmax = int(ss[_K_BINS_BMAX]) if ss.get(_K_BINS_FOR) == view.key and ss.get(_K_BINS_BMAX) else d.bmax
+    group_by: tuple[str, ...] = ()
+    if data_key is not None and ss.get(_K_GROUPS_FOR) == data_key and ss.get(_K_GROUPS_BY):
+        second = ss.get(_K_GROUPS_BY2)
+        group_by = (ss[_K_GROUPS_BY],) + ((second,) if second and second != "(none)" else ())
     return audit.AuditChoices(n_bins=int(n_bins or d.n_bins), lipschitz=float(ss.get(_K_BINS_L, d.lipschitz)),
-                              eps=float(ss.get(_K_BINS_EPS, d.eps)), bmax=bmax)
+                              eps=float(ss.get(_K_BINS_EPS, d.eps)), bmax=bmax, group_by=group_by,
+                              group_every=str(ss.get(_K_GROUPS_EVERY) or "") if group_by else "")
 
 
 def session_report(loaded: state.Loaded | None, view: state.MetricView | None, choices: audit.AuditChoices | None,
@@ -114,7 +121,7 @@ def report_button(key: str, *, label: str = "Session report (HTML)", n_bins: int
     # The callable runs in another thread when clicked: take what it needs from the session now.
     results = {k: r for k in REPORT_KINDS if (r := result_of(k)) is not None}
     view = state.metric_view(loaded) if loaded is not None else None
-    choices = audit_choices(view, n_bins) if view is not None else None
+    choices = audit_choices(view, n_bins, data_key=loaded.key) if view is not None else None
 
     def build() -> bytes:
         return session_report(loaded, view, choices, results).encode()

@@ -156,3 +156,14 @@ def at_prior_counts(table: pd.DataFrame) -> dict[str, str]:
         return {}
     known = table[table["at_prior"].map(lambda v: v is not None and v == v)]
     return {m: f"{int(g['at_prior'].astype(bool).sum())} of {len(g)}" for m, g in known.groupby("method", sort=False)}
+
+
+def groups_frame(report) -> pd.DataFrame:
+    """A :class:`pbr_core.groups.GroupReport`'s table with the page's column names."""
+    t = report.table
+    rate = "Frequency of y = 1" if report.target == "positive" else "Accuracy"
+    return pd.DataFrame({
+        "Group": t["group"], "Rows": t["n"], rate: t["rate"], "Mean predicted": t["mean_predicted"],
+        "ECE": t["ece"], "ECE 95 % from": t["ece_low"], "to": t["ece_high"], "MCE": t["mce"], "Brier": t["brier"],
+        "p (Holm)": t["p_holm"], "Too few rows": t["too_small"],
+    })

@@ -591,3 +591,39 @@ def fit_words(text: str) -> str:
     text = re.sub(r"\b(?:adam_)?rtol=", "tolerance ", text)
     text = re.sub(r"\balpha\b", "α", text)
     return text.replace("torch L-BFGS: ", "L-BFGS: ")
+
+
+# --------------------------------------------------------------------------- Groups page
+GROUPS_INTRO = (
+    "Is the model calibrated **for everyone**, or only on average? Each group of rows gets its own ECE "
+    "(with B = floor(n^(1/3)) of the group's rows), its 95 % bootstrap interval, a test, and its own "
+    "reliability curve."
+)
+GROUPS_TEST_HELP = (
+    "Spiegelhalter's z-test: does the group's confidence match its outcomes? It needs no bins (unlike the "
+    "Hosmer-Lemeshow test, whose answer changes with the binning). The p-values are corrected for testing "
+    "several groups at once (Holm's method): below 0.05, the group is miscalibrated beyond chance. A test "
+    "can miss errors that cancel across confidence levels: read it with the ECE and the curve."
+)
+GROUPS_SMALL_NOTE = (
+    "Groups with fewer than {m} rows are marked *too few rows*: their reliability curve has only a few bins "
+    "of a few rows, and their ECE is mostly noise. They stay in the table, and out of the largest gap."
+)
+GROUPS_NONE = (
+    "This file has no other columns to group by. Columns such as a segment, a region, a model version or "
+    "a date may stay in the file: they are kept next to the predictions (see the Data page). You can "
+    "still group by the true class."
+)
+GROUPS_OVERLAY_CAPTION = (
+    "One curve per group: each point is a bin of that group (its mean confidence and its observed rate). "
+    "The closer to the dashed diagonal, the better calibrated the group."
+)
+
+
+def gap_sentence(gap: dict) -> str:
+    """The largest gap between two groups' ECE, with its interval, in one sentence."""
+    if not gap:
+        return "Fewer than two groups have enough rows to compare."
+    return (f"**Largest gap:** {gap['worst']} has an ECE {gap['gap']:.4f} higher than {gap['best']} "
+            f"(95 % bootstrap interval {gap['low']:.4f} to {gap['high']:.4f}"
+            + ("; it includes 0, so the difference may be chance)." if gap["low"] <= 0 <= gap["high"] else ")."))

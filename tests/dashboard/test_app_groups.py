@@ -67,3 +67,21 @@ def test_a_file_without_group_columns_offers_the_true_class(at):
     assert at.selectbox(key="groups_by").options == ["true class"]
     assert any("no other columns" in i.value for i in at.info)
     assert len(at.dataframe[0].value) == 100
+
+
+def test_the_audit_report_includes_the_groups_chosen_on_the_page(at):
+    from dashboard import recal_ui, state
+
+    _sample(at, "adult_gradient_boosting.csv.gz")
+    at.switch_page(GROUPS).run()
+    at.selectbox(key="groups_by").set_value("sex").run()
+    assert not at.exception
+    loaded = at.session_state["pbr_loaded"]
+    ss = {k: at.session_state[k] for k in ("groups_by", "groups_by2", "groups_every", "groups_for")}
+    view = state.metric_view(loaded, "positive")
+    choices = recal_ui.audit_choices(view, session=ss, data_key=loaded.key)
+    assert choices.group_by == ("sex",)
+    html = recal_ui.session_report(loaded, view, choices, {})
+    assert "Calibration by group: sex" in html and "Spiegelhalter" in html and "Largest gap" in html
+    # Another file: the grouping chosen for this one is not carried over.
+    assert recal_ui.audit_choices(view, session=ss, data_key="another file").group_by == ()
