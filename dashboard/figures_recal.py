@@ -285,3 +285,23 @@ def groups_overlay_figure(diagrams: Mapping[str, pd.DataFrame], small: Sequence[
     ``most`` of them in ``order`` (largest first)."""
     keep = [g for g in order if g in diagrams and g not in set(small)] or [g for g in order if g in diagrams]
     return reliability_overlay_figure({g: diagrams[g] for g in keep[:most]}, x_title=x_title, y_title=y_title)
+
+
+GROUP_GAP_COLORS = {"uncalibrated": "#9e9e9e", "one for everyone": "#3b6fb6", "one per group": "#e08a1e"}
+
+
+def group_gap_figure(per_group: pd.DataFrame, height: int = 460) -> go.Figure:
+    """Each group's test ECE (mean over folds, whisker one std) for the three strategies side by side
+    (``pbr_core.experiments.group_gaps.group_gap_summary``'s first table)."""
+    fig = go.Figure()
+    for strategy, color in GROUP_GAP_COLORS.items():
+        t = per_group[per_group["strategy"] == strategy]
+        fig.add_trace(go.Bar(name=strategy.capitalize(), x=t["group"], y=t["mean"],
+                             error_y=dict(type="data", array=t["std"].fillna(0).to_numpy(), thickness=1.2),
+                             marker=dict(color=color),
+                             hovertemplate="%{x}<br>test ECE %{y:.4f} (mean over folds)<extra>" + strategy + "</extra>"))
+    fig.update_layout(barmode="group", height=height)
+    fig.update_yaxes(title_text="Test ECE of the group", rangemode="tozero")
+    fig.update_xaxes(title_text="Group")
+    _layout_defaults(fig)
+    return fig

@@ -14,7 +14,7 @@ import streamlit as st
 from dashboard import audit, jobs, report, runs, state, texts
 
 #: The jobs whose results go into the session report, in report order.
-REPORT_KINDS = ("pbr", "compare", "sweep", "generalization", "ship", "apply")
+REPORT_KINDS = ("pbr", "compare", "sweep", "groupgap", "generalization", "ship", "apply")
 
 
 def recalibratable(loaded: state.Loaded | None, *, needs_gp: bool = False) -> bool:
@@ -133,6 +133,7 @@ def report_button(key: str, *, label: str = "Session report (HTML)", n_bins: int
 
 def _section_for(kind: str, r: Any) -> report.ReportSection:
     return {"pbr": report.pbr_section, "compare": report.compare_section, "sweep": report.sweep_section,
+            "groupgap": report.group_gap_section,
             "generalization": report.generalization_section, "ship": report.apply_section,
             "apply": report.apply_section}[kind](r)
 

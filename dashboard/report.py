@@ -328,6 +328,25 @@ def sweep_section(result: Any) -> ReportSection:
                          paragraphs=paragraphs, tables=shown, figures=figs)
 
 
+def group_gap_section(result: Any) -> ReportSection:
+    """Does recalibration close the gaps between groups (Compare page)?"""
+    from pbr_core.experiments.group_gaps import MIN_FIT_ROWS, group_gap_summary
+
+    multiclass = result.kind == "multiclass"
+    settings = {**result.settings.describe(multiclass), "Computed": _stamp(result)}
+    paragraphs = _partial(result, result.table["fold"].nunique() if len(result.table) else 0,
+                          result.settings.n_folds) + [texts.GROUP_GAP_INTRO.format(m=MIN_FIT_ROWS)]
+    figs, shown = [], []
+    if len(result.table):
+        per_group, _ = group_gap_summary(result.table)
+        wide, gaps = tables.group_gap_frames(result.table)
+        figs.append((texts.GROUP_GAP_CAPTION, FR.group_gap_figure(per_group)))
+        shown += [("Test ECE of each group", wide.set_index("Group")),
+                  ("The gap between groups: " + texts.GROUP_GAP_GAPS_HELP, gaps.set_index("Strategy"))]
+    return ReportSection(title="Does recalibration close the gaps between groups?", settings=settings,
+                         paragraphs=paragraphs, tables=shown, figures=figs)
+
+
 def correlations_frame(res: Any) -> pd.DataFrame:
     c = res.correlations()
     c.index = ["Pearson r", "Kendall τ"]

@@ -167,3 +167,18 @@ def groups_frame(report) -> pd.DataFrame:
         "ECE": t["ece"], "ECE 95 % from": t["ece_low"], "to": t["ece_high"], "MCE": t["mce"], "Brier": t["brier"],
         "p (Holm)": t["p_holm"], "Too few rows": t["too_small"],
     })
+
+
+def group_gap_frames(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(each group's test ECE per strategy, the gap per strategy) in the page's words, from a
+    ``recalibration_by_group`` table."""
+    from pbr_core.experiments.group_gaps import STRATEGIES, group_gap_summary
+
+    per_group, gaps = group_gap_summary(table)
+    wide = per_group.pivot(index="group", columns="strategy", values="mean").reindex(columns=list(STRATEGIES))
+    wide.columns = [f"Test ECE: {c}" for c in wide.columns]
+    fallback = table[table["fallback"]].groupby("group")["fold"].nunique()
+    wide["Own recalibrator"] = ["no (too few rows)" if g in fallback.index else "yes" for g in wide.index]
+    gap = pd.DataFrame({"Strategy": gaps["strategy"].str.capitalize(), "Largest gap (mean)": gaps["mean"],
+                        "std": gaps["std"], "Folds": gaps["count"]})
+    return wide.reset_index().rename(columns={"group": "Group"}), gap

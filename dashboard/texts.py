@@ -627,3 +627,20 @@ def gap_sentence(gap: dict) -> str:
     return (f"**Largest gap:** {gap['worst']} has an ECE {gap['gap']:.4f} higher than {gap['best']} "
             f"(95 % bootstrap interval {gap['low']:.4f} to {gap['high']:.4f}"
             + ("; it includes 0, so the difference may be chance)." if gap["low"] <= 0 <= gap["high"] else ")."))
+
+
+# --------------------------------------------------------------------------- Compare page: group gaps
+GROUP_GAP_INTRO = (
+    "Does recalibration close the calibration gaps between groups? In every fold the same test rows of each "
+    "group are scored three ways: uncalibrated, with **one recalibrator for everyone** (fitted on the whole "
+    "recalibration set) and with **one per group** (each fitted on its group's recalibration rows). A group "
+    "with fewer than {m} recalibration rows keeps the one for everyone, and the table says so."
+)
+GROUP_GAP_CAPTION = (
+    "Each group's test ECE, mean over folds (whisker: ± one standard deviation), with B = floor(n^(1/3)) of the "
+    "group's test rows. Bars that even out across groups mean the gap closed."
+)
+GROUP_GAP_GAPS_HELP = (
+    "Worst group's ECE minus best group's ECE, within each fold on the same test rows, then mean ± std over "
+    "folds: the smaller, the more alike the groups are calibrated."
+)

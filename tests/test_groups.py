@@ -189,3 +189,22 @@ def test_small_groups_fall_back_to_the_recalibrator_for_everyone(adult):
     for row in small.itertuples():
         same = table.query(f"group == '{row.group}' and strategy == 'one for everyone'")["ece"].item()
         assert row.ece == same
+
+
+def test_a_stopped_group_comparison_keeps_whole_folds(adult):
+    from pbr_core.experiments import Cancelled
+    from pbr_core.experiments.group_gaps import recalibration_by_group
+
+    seen = []
+    calls = {"n": 0}
+
+    def cancel() -> bool:
+        calls["n"] += 1
+        return calls["n"] > 4   # stop at the 5th fit: inside fold 2 (sex has 2 groups: 3 fits per fold)
+
+    with pytest.raises(Cancelled) as info:
+        recalibration_by_group(adult, "temperature", "sex", n_re=2000, n_folds=3, cancel=cancel,
+                               progress=lambda d, t, m: seen.append((d, t, m)))
+    assert info.value.done == 4 and info.value.total == 9
+    assert set(info.value.partial["fold"]) == {0} and len(info.value.partial) == 6
+    assert seen[0] == (1, 9, "temperature for everyone, fold 1 of 3")

@@ -189,6 +189,76 @@ def _sweep(loaded: state.Loaded, methods: list[str], running: bool) -> None:
                         help=texts.FOLDS_CSV_HELP)
 
 
+K_GAP_BY = "gap_by"
+K_GAP_METHOD = "gap_method"
+K_GAP_FOLDS = "gap_n_folds"
+
+
+def _group_gaps(loaded: state.Loaded, running: bool) -> None:
+    """Does recalibration close the gaps between groups? One recalibrator for everyone vs one per group."""
+    from pbr_core.experiments.group_gaps import MIN_FIT_ROWS, group_gap_summary
+
+    st.divider()
+    st.subheader("Does recalibration close the gaps between groups?")
+    preds = loaded.preds
+    columns = [] if preds.metadata is None else [str(c) for c in preds.metadata.columns]
+    if not columns:
+        st.info("This needs a column that groups the rows (a segment, a region, a model version...). The file "
+                "has none besides the predictions; see the Groups page for what such a file looks like.",
+                icon=":material/info:")
+        return
+    st.markdown(texts.GROUP_GAP_INTRO.format(m=MIN_FIT_ROWS))
+    multiclass = preds.kind == "multiclass"
+    methods = [m for m in available_methods() if m != "uncalibrated"]
+    if st.session_state.get(K_GAP_METHOD) not in methods:
+        st.session_state[K_GAP_METHOD] = "temperature" if "temperature" in methods else methods[0]
+    groups = preds.columns_with_role("group")
+    if st.session_state.get(K_GAP_BY) not in columns:
+        st.session_state[K_GAP_BY] = groups[0] if groups else columns[0]
+    c = st.columns([2, 2, 1, 1.4], gap="medium", vertical_alignment="bottom")
+    by = c[0].selectbox("Group by", columns, key=K_GAP_BY, disabled=running)
+    method = c[1].selectbox("Recalibrator", methods, key=K_GAP_METHOD, disabled=running,
+                            format_func=lambda m: texts.method_label(m, multiclass))
+    n_folds = int(c[2].number_input("Folds", min_value=1, max_value=20, value=5, key=K_GAP_FOLDS, disabled=running))
+    go = c[3].button("Run", key="gap_run", type="primary", icon=":material/play_arrow:", disabled=running)
+    n_re = int(st.session_state.get(K_N_RE, min(1000, preds.n - 1)))
+    st.caption(f"The splits of the comparison above: n_re = {n_re:,}, split seed "
+               f"{int(st.session_state.get(K_SEED, 0))}. Each fold fits one recalibrator for everyone and one per group.")
+    if go:
+        s = runs.GroupGapSettings(method=method, by=(by,), n_re=n_re, n_folds=n_folds,
+                                  seed=int(st.session_state.get(K_SEED, 0)), binary_ece=state.recal_binary_ece(preds),
+                                  params=tuple(sorted(runs.recalibrator_params(
+                                      method, float(st.session_state.get(K_ALPHA, 0.5)),
+                                      int(st.session_state.get(K_MAX_ITER) or 0) or None).items())))
+        name, key = loaded.name, loaded.key
+        recal_ui.start("groupgap", f"{texts.method_label(method, multiclass)} for everyone vs per {by}",
+                       lambda ctx: runs.run_group_gaps(preds, s, ctx, data_name=name, data_key=key),
+                       heavy=method in runs.GP_METHODS)
+    recal_ui.job_status("groupgap")
+    result = recal_ui.result_of("groupgap")
+    if result is None:
+        return
+    recal_ui.stale_note(result, loaded)
+    done = result.table["fold"].nunique() if len(result.table) else 0
+    recal_ui.partial_note(result, done, result.settings.n_folds)
+    if result.table.empty:
+        return
+    per_group, _ = group_gap_summary(result.table)
+    wide, gaps = tables.group_gap_frames(result.table)
+    st.plotly_chart(FR.group_gap_figure(per_group), key="gap_chart", config={"displaylogo": False})
+    st.caption(texts.GROUP_GAP_CAPTION)
+    c = st.columns([3, 2], gap="medium")
+    c[0].dataframe(wide, hide_index=True, key="gap_groups_table",
+                   column_config={col: st.column_config.NumberColumn(format="%.4f") for col in wide.columns
+                                  if col.startswith("Test ECE")})
+    c[1].dataframe(gaps, hide_index=True, key="gap_gaps_table", column_config={
+        "Largest gap (mean)": st.column_config.NumberColumn(format="%.4f", help=texts.GROUP_GAP_GAPS_HELP),
+        "std": st.column_config.NumberColumn(format="%.4f")})
+    recal_ui.csv_button("Group gaps (CSV, every fold)", tables.csv_frame(result.table), "group_gaps.csv",
+                        "gap_dl_table", help="One row per (fold, group, strategy): rows, test ECE, whether the "
+                        "group had too few rows for a recalibrator of its own.")
+
+
 def render() -> None:
     st.title("Compare recalibrators")
     st.markdown(
@@ -200,10 +270,11 @@ def render() -> None:
     if not recal_ui.recalibratable(loaded):
         return
     _reset_for_new_data(loaded)
-    running = any(j.active for j in (jobs.get("compare"), jobs.get("sweep")) if j is not None)
+    running = any(j.active for j in (jobs.get("compare"), jobs.get("sweep"), jobs.get("groupgap")) if j is not None)
     recal_ui.run_panel("compare", loaded, running, button="Run the comparison", button_key="cmp_run",
                        controls=_controls, start_job=_start_compare, results=_results)
     _sweep(loaded, [m for m in st.session_state.get(K_METHODS, []) if m in available_methods()], running)
+    _group_gaps(loaded, running)
 
 
 render()

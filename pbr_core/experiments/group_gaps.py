@@ -25,8 +25,8 @@ from pbr_core import metrics as M
 from pbr_core.experiments._protocol import (
     BinaryECE,
     CancelCallback,
+    Cancelled,
     ProgressCallback,
-    Runner,
     check_predictions,
     ece_inputs,
     iter_folds,
@@ -64,7 +64,8 @@ def recalibration_by_group(preds: Predictions, method: str, by: Sequence[str] | 
     min_fit_rows : int
         Below this many recalibration rows a group uses the recalibrator for everyone (``fallback``).
     progress, cancel
-        As in :func:`~pbr_core.experiments.compare` (one step per fit; total = n_folds x (1 + groups)).
+        As in :func:`~pbr_core.experiments.compare` (one step per fit; total = n_folds x (1 + groups));
+        a stopped run raises :class:`Cancelled` whose ``partial`` holds the folds that finished.
 
     Returns
     -------
@@ -74,26 +75,38 @@ def recalibration_by_group(preds: Predictions, method: str, by: Sequence[str] | 
     keys, _ = group_keys(preds, by, every)
     groups = sorted(set(keys.tolist()))
     folds = list(iter_folds(n_folds))
-    runner = Runner(total=len(folds) * (1 + len(groups)), columns=GROUP_GAP_COLUMNS, progress=progress,
-                    cancel=cancel)
+    total = len(folds) * (1 + len(groups))
     rows: list[dict[str, Any]] = []
+    done = 0
+
+    def table() -> pd.DataFrame:
+        return pd.DataFrame(rows, columns=list(GROUP_GAP_COLUMNS))
+
+    def fit(data: Predictions, message: str):
+        """One fit, with Stop checked before it and honoured inside it; progress after it."""
+        nonlocal done
+        if cancel is not None and cancel():
+            raise Cancelled(table(), done, total)
+        try:
+            fitted = make_recalibrator(method, params).fit(data) if data is not None else None
+        except Cancelled:
+            raise Cancelled(table(), done, total) from None
+        done += 1
+        if progress is not None:
+            progress(done, total, message)
+        return fitted
+
     for fold in folds:
         re_idx, te_idx = split_indices(preds.n, n_re, fold=fold, seed=seed)
         fit_set, test_set = preds.subset(re_idx), preds.subset(te_idx)
-        runner.check_cancel()
-        with runner.fitting():
-            everyone = make_recalibrator(method, params).fit(fit_set)
-        runner.add({}, f"{method} for everyone, fold {fold + 1} of {len(folds)}")
+        everyone = fit(fit_set, f"{method} for everyone, fold {fold + 1} of {len(folds)}")
         probs_everyone = everyone.predict_proba(test_set)
+        fold_rows: list[dict[str, Any]] = []
         for g in groups:
             fit_rows = np.flatnonzero(keys[re_idx] == g)
             test_rows = np.flatnonzero(keys[te_idx] == g)
-            runner.check_cancel()
             fallback = fit_rows.size < min_fit_rows
-            if not fallback:
-                with runner.fitting():
-                    own = make_recalibrator(method, params).fit(fit_set.subset(fit_rows))
-            runner.add({}, f"{method} for {g}, fold {fold + 1} of {len(folds)}")
+            own = fit(None if fallback else fit_set.subset(fit_rows), f"{method} for {g}, fold {fold + 1} of {len(folds)}")
             if test_rows.size == 0:
                 continue
             sub = test_set.subset(test_rows)
@@ -101,11 +114,12 @@ def recalibration_by_group(preds: Predictions, method: str, by: Sequence[str] | 
             candidates = {"uncalibrated": sub.probs, "one for everyone": probs_everyone[test_rows],
                           "one per group": probs_everyone[test_rows] if fallback else own.predict_proba(sub)}
             for strategy, probs in candidates.items():
-                rows.append({"fold": fold, "group": g, "strategy": strategy, "n_fit": int(fit_rows.size),
-                             "n_te": int(test_rows.size), "n_bins": B,
-                             "ece": M.ece(*ece_inputs(probs, sub.labels, preds.kind, binary_ece), n_bins=B),
-                             "fallback": bool(fallback and strategy == "one per group")})
-    return pd.DataFrame(rows, columns=list(GROUP_GAP_COLUMNS))
+                fold_rows.append({"fold": fold, "group": g, "strategy": strategy, "n_fit": int(fit_rows.size),
+                                  "n_te": int(test_rows.size), "n_bins": B,
+                                  "ece": M.ece(*ece_inputs(probs, sub.labels, preds.kind, binary_ece), n_bins=B),
+                                  "fallback": bool(fallback and strategy == "one per group")})
+        rows.extend(fold_rows)  # whole folds only: a stopped run keeps complete folds
+    return table()
 
 
 def group_gap_summary(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -85,3 +85,32 @@ def test_the_audit_report_includes_the_groups_chosen_on_the_page(at):
     assert "Calibration by group: sex" in html and "Spiegelhalter" in html and "Largest gap" in html
     # Another file: the grouping chosen for this one is not carried over.
     assert recal_ui.audit_choices(view, session=ss, data_key="another file").group_by == ()
+
+
+def test_compare_says_whether_recalibration_closes_the_gaps(at):
+    from test_app_recal import _finish
+
+    from pbr_core.experiments.group_gaps import recalibration_by_group
+
+    _sample(at, "adult_gradient_boosting.csv.gz")
+    at.switch_page("views/compare.py").run()
+    assert not at.exception
+    at.number_input(key="cmp_n_re").set_value(3000).run()
+    at.selectbox(key="gap_by").set_value("sex").run()
+    at.selectbox(key="gap_method").set_value("platt").run()
+    at.number_input(key="gap_n_folds").set_value(2).run()
+    at.button(key="gap_run").click().run()
+    job = _finish(at, "groupgap")
+    assert job.status == "done", job.error
+    preds = pbr_core.load_predictions(ROOT / "sample_data" / "adult_gradient_boosting.csv.gz")
+    ref = recalibration_by_group(preds, "platt", "sex", n_re=3000, n_folds=2, seed=0)
+    assert job.result.table["ece"].tolist() == pytest.approx(ref["ece"].tolist(), abs=1e-12)
+    frames = [d.value for d in at.dataframe]
+    wide = next(f for f in frames if "Test ECE: one per group" in f.columns)
+    assert set(wide["Group"]) == {"Male", "Female"}
+    gaps = next(f for f in frames if "Largest gap (mean)" in f.columns)
+    assert gaps["Strategy"].tolist() == ["Uncalibrated", "One for everyone", "One per group"]
+    from dashboard import report
+
+    html = report.build_report([report.group_gap_section(job.result)], data_name="adult")
+    assert "Does recalibration close the gaps between groups?" in html and "One per group" in html
