@@ -45,3 +45,25 @@ def test_readme_cli_example_runs(command, tmp_path, monkeypatch, capsys):
     for i, arg in enumerate(args[:-1]):
         if arg == "--out":
             assert (tmp_path / args[i + 1]).stat().st_size > 0
+
+
+def _python_blocks() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
+@pytest.mark.parametrize("index", range(len(_python_blocks())))
+def test_readme_python_example_runs(index, tmp_path, monkeypatch):
+    """Each Python block runs after the ones before it (they build on ``preds``), from a copy of the
+    repository's sample data; blocks that fit GPs run only with PBR_SLOW=1."""
+    blocks = _python_blocks()
+    slow = [bool(re.search(r"\bPBR\(|\"gp\"|\"pbr", b)) for b in blocks]
+    if slow[index] and not os.environ.get("PBR_SLOW"):
+        pytest.skip("a GP fit: minutes on a CPU (set PBR_SLOW=1)")
+    shutil.copytree(ROOT / "sample_data", tmp_path / "sample_data")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    for i in range(index + 1):
+        if i < index and slow[i]:
+            continue  # earlier slow blocks: what later blocks need from them is re-made here
+        exec(compile(blocks[i], f"README.md python block {i + 1}", "exec"), namespace)
