@@ -322,3 +322,27 @@ def test_confidence_and_correct_records(tmp_path):
     back = load_predictions(path)
     np.testing.assert_array_equal(back.correct, preds.correct)
     assert back.metadata.columns.tolist() == ["model", "benchmark", "question_idx", "grade"]
+
+
+def test_european_spreadsheet_exports_with_decimal_commas(cifar10):
+    df = _export(cifar10).iloc[:300]
+    text = df.to_csv(index=False, sep=";", decimal=",")
+    preds = load_predictions(text.encode(), format="csv", name="export_de.csv")
+    assert preds.n_classes == 10
+    np.testing.assert_allclose(preds.probs, cifar10.probs[:300], atol=1e-12)
+    assert any("decimal comma" in n for n in preds.notes)
+
+
+@pytest.mark.parametrize("label_name", ["ground_truth", "actual", "outcome", "y_test", "truth"])
+def test_common_label_names(cifar10, label_name):
+    df = _export(cifar10).iloc[:200].rename(columns={"label": label_name})
+    assert dict(load_predictions(_csv(df), format="csv").column_roles)[label_name] == "label"
+
+
+def test_pred_prefixed_scores_with_class_name_labels(cifar10):
+    names = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+    df = pd.DataFrame(cifar10.probs[:200], columns=[f"pred_{c}" for c in names])
+    df["label"] = [names[k] for k in cifar10.labels[:200]]
+    preds = load_predictions(_csv(df), format="csv")
+    assert preds.class_names == tuple(names)
+    np.testing.assert_array_equal(preds.labels, cifar10.labels[:200])

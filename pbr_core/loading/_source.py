@@ -23,7 +23,8 @@ Source = Union[str, os.PathLike[str], bytes, bytearray, memoryview, IO[bytes]]
 FileFormat = Literal["csv", "tsv", "parquet", "npz", "npy"]
 
 #: Header names (compared case-insensitively) that mark the true-label column of a table.
-LABEL_COLUMN_NAMES = ("label", "labels", "y", "y_true", "target", "true_label", "class")
+LABEL_COLUMN_NAMES = ("label", "labels", "y", "y_true", "target", "true_label", "class", "true_class", "true_labels",
+                      "ground_truth", "groundtruth", "truth", "actual", "y_test", "gold", "gold_label", "outcome")
 #: Header names of the confidence column of a top-label-only table.
 CONFIDENCE_COLUMN_NAMES = ("confidence", "conf", "max_prob")
 #: Header names of the predicted-label column of a top-label-only table.

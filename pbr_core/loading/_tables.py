@@ -42,6 +42,7 @@ class _CsvHeader:
     encoding: str
     compression: str | None
     notes: tuple[str, ...]
+    decimal: str = "."
 
 
 def _csv_header(src: _Source, fmt: FileFormat, head: bytes) -> _CsvHeader:
@@ -82,7 +83,15 @@ def _csv_header(src: _Source, fmt: FileFormat, head: bytes) -> _CsvHeader:
                 notes.append(f"The header has no commas: columns are separated by {label}.")
                 break
     columns = [h.strip() for h in next(csv.reader([header_line], delimiter=sep), [])]
-    return _CsvHeader(columns, sep, encoding, compression, tuple(notes))
+    decimal = "."
+    if sep == ";":  # spreadsheet exports in many European locales: "0,25;0,75;1"
+        lines = head.split(b"\n")
+        first_row = lines[1].decode(encoding, errors="replace") if len(lines) > 2 else ""
+        cells = [c.strip().strip('"') for c in first_row.split(";")]
+        if any(re.fullmatch(r"-?\d*,\d+(e-?\d+)?", c, flags=re.I) for c in cells):
+            decimal = ","
+            notes.append("Numbers are written with a decimal comma (0,25): read them as such.")
+    return _CsvHeader(columns, sep, encoding, compression, tuple(notes), decimal)
 
 
 def _load_csv(src: _Source, fmt: FileFormat, head: bytes, opts: _Options) -> Predictions:
@@ -103,7 +112,7 @@ def _load_csv(src: _Source, fmt: FileFormat, head: bytes, opts: _Options) -> Pre
             if n > opts.max_rows:
                 raise _too_many_rows(src, n, opts.max_rows)
 
-    df = _read_csv_frame(src, header.sep, header.compression, header.encoding)
+    df = _read_csv_frame(src, header.sep, header.compression, header.encoding, header.decimal)
     if len(df.columns) == len(raw_header):
         df.columns = raw_header
     return _from_table(df, src, opts, notes)
@@ -122,13 +131,17 @@ def _count_data_rows(src: _Source, compression: str | None) -> int:
     return max(lines - 1, 0)
 
 
-def _read_csv_frame(src: _Source, sep: str, compression: str | None, encoding: str) -> pd.DataFrame:
+def _read_csv_frame(src: _Source, sep: str, compression: str | None, encoding: str,
+                    decimal: str = ".") -> pd.DataFrame:
     # Blank lines are kept (as all-missing rows) so that row numbers match the file's lines.
     kw = dict(sep=sep, compression=compression, encoding=encoding, skip_blank_lines=False)
-    try:
-        return pd.read_csv(src.reader_arg(), engine="pyarrow", **kw)
-    except Exception:  # pyarrow's messages do not say where; the C engine's do
-        pass
+    if decimal != ".":
+        kw["decimal"] = decimal  # the pyarrow engine does not take it: the C engine reads such files
+    else:
+        try:
+            return pd.read_csv(src.reader_arg(), engine="pyarrow", **kw)
+        except Exception:  # pyarrow's messages do not say where; the C engine's do
+            pass
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # mixed-type columns are diagnosed later, per column
@@ -436,8 +449,8 @@ def _full_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Options, no
 
 
 #: Prefixes that mark score columns (``p_cat``, ``prob_0``, ``logit_A``); stripped for the class names.
-SCORE_PREFIXES = ("probability_", "probabilities_", "pred_prob_", "proba_", "probs_", "prob_", "p_",
-                  "scores_", "score_", "logits_", "logit_")
+SCORE_PREFIXES = ("probability_", "probabilities_", "pred_prob_", "pred_proba_", "proba_", "probs_", "prob_",
+                  "y_pred_", "yhat_", "pred_", "p_", "scores_", "score_", "logits_", "logit_")
 
 
 def _strip_prefix(headers: Sequence[str]) -> list[str] | None:
