@@ -20,17 +20,18 @@ from dashboard.state import MetricView
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _summary(key: str, _probs: np.ndarray, _labels: np.ndarray, n_bins: int, top_label_only: bool) -> dict:
-    # pbr_core's default bootstrap (1000 resamples, seed 0), so the dashboard shows the same
-    # interval as the library and the command line (~0.3 s on 10,000 rows, then cached). The
-    # bootstrap costs O(n x resamples): large files get fewer resamples so a 10M-row file stays
-    # interactive (the interval is then very narrow anyway).
+    # pbr_core's default interval (split method, seed 0) with the command line's number of
+    # resamples, so the dashboard and `pbr-calib evaluate` show the same interval (~0.3 s on 10,000
+    # rows, then cached). The bootstrap costs O(n x resamples): large files get fewer resamples so a
+    # 10M-row file stays interactive (the interval is then very narrow anyway).
     return pbr_core.calibration_summary(_probs, _labels, n_bins=n_bins, top_label_only=top_label_only,
                                         n_boot=bootstrap_resamples(len(_labels)))
 
 
 def bootstrap_resamples(n: int) -> int:
-    """1000 resamples up to 200,000 rows, then fewer (about 2e8 / n), never under 50."""
-    return int(np.clip(2e8 // max(n, 1), 50, 1000))
+    """1000 resamples up to 200,000 rows, then fewer (about 2e8 / n), never under 50: the command
+    line's rule too (``pbr_core.default_n_boot``), so both show the same interval."""
+    return pbr_core.default_n_boot(n)
 
 
 def summary(view: MetricView, n_bins: int) -> dict:

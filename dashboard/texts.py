@@ -16,9 +16,27 @@ ECE_HELP = (
     "it is right, weighted by how many predictions fall in each bin (paper Eq. 2). 0 is perfect."
 )
 ECE_INTERVAL_HELP = (
-    "95% bootstrap interval: the ECE recomputed on many resamples of the rows. It shows how much the "
-    "number would move on another test set of the same size."
+    "95% interval for the calibration error that these B bins would show on unlimited data of the same "
+    "kind (computed by resampling the rows). The ECE of a limited number of rows overstates it on average, "
+    "most in thinly filled bins, where chance alone creates gaps, so the interval always contains the ECE "
+    "but can reach further below it than above it. Miscalibration finer than the bins averages out and is "
+    "not counted (the binning bias of the Bins & bias page)."
 )
+RELIABILITY_RANGE_MEANING = (
+    "The 95% interval under the ECE is where the model's calibration error, as these B bins would measure "
+    "it on unlimited data, lies with 95% confidence: it answers “how miscalibrated is my model?”, while the "
+    "much wider range on the Bins & bias page (Theorem 1) is a worst-case guarantee, not an estimate."
+)
+
+
+def ece_interval_caption(low: float, high: float) -> str:
+    """The line under the ECE card: the interval, and what a lower end of 0 means."""
+    text = f"95% interval {low:.4f} – {high:.4f}"
+    if low <= 0.0:
+        return text + " (these rows cannot rule out a calibrated model)"
+    return text
+
+
 MCE_HELP = "Maximum calibration error: the largest gap in any non-empty bin (sensitive to small bins)."
 BRIER_HELP = (
     "Brier score: mean squared distance between the predicted probability vector and the true "
@@ -158,6 +176,11 @@ use B = floor(n^(1/3)) by default. The exact minimiser of the bound is marked to
 and ε but grows at the same rate. The shaded band is where the TCE lies: ECE ± bound.
 """
 
+THEOREM1_RANGE_MEANING = (
+    "This range (Theorem 1) is a worst-case guarantee, valid with probability at least 1 − ε for any model "
+    "whose accuracy changes by at most L per unit of confidence, so it is far wider than the 95% interval "
+    "on the Reliability page, which is the one that answers “how miscalibrated is my model?”."
+)
 BAND_CAPTION = (
     "Dark line: the ECE measured with B bins. Shaded band: where the true calibration error lies with "
     "probability 1 − ε (ECE ± Theorem 1's bound, cut at 0). Dashed orange and dotted green: the two "
@@ -330,6 +353,13 @@ def corollary1_reading(bound: float, n_re: int, eps: float, ece_re: float) -> st
     return (f"With probability {1 - eps:.0%}, the ECE on **fresh data of the same size** (n = {n_re:,}) "
             f"differs from the ECE measured on the recalibration set ({ece_re:.4f}) by at most "
             f"**{bound:.4f}** (on average over the fitted posterior).")
+
+
+COROLLARY2_RANGE_MEANING = (
+    "This range is a worst-case guarantee computed from the recalibration rows and the KL alone, not an "
+    "estimate, so it is wide; the answer to “how miscalibrated is the recalibrated model?” is the test ECE "
+    "at the top of this page, measured on rows the fit never saw."
+)
 
 
 def corollary2_reading(bound: float, eps: float, ece_re: float) -> str:

@@ -95,7 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("evaluate", "metrics table of a prediction file",
             "Accuracy, ECE (paper Eq. 2) with B = floor(n^(1/3)) (Theorem 1) and optionally a given B, "
-            "MCE, Brier score, NLL and the Theorem 1 bound on |TCE - ECE|.")
+            "its 95% interval (for the calibration error those B bins would show on unlimited data; the "
+            "dashboard's Reliability page shows the same one), MCE, Brier score, NLL and the Theorem 1 "
+            "bound on |TCE - ECE| (a worst-case guarantee, much wider).")
     p.add_argument("file", help="prediction file (CSV, TSV, Parquet, NPZ, NPY) with labels")
     p.add_argument("--n-bins", type=_positive_int, default=None, metavar="B",
                    help="also report the ECE and MCE with B bins (default: only B = floor(n^(1/3)))")
@@ -253,9 +255,19 @@ def cli_words(message: str) -> str:
     return message
 
 
-def evaluation_table(preds, n_bins: int | None = None, lipschitz: float = 1.0, eps: float = 0.05) -> dict[str, Any]:
-    """The numbers ``evaluate`` prints, as a dict (JSON-ready; None where a metric does not apply)."""
+def evaluation_table(preds, n_bins: int | None = None, lipschitz: float = 1.0, eps: float = 0.05,
+                     interval: bool = True) -> dict[str, Any]:
+    """The numbers ``evaluate`` prints, as a dict (JSON-ready; None where a metric does not apply).
+
+    With ``interval`` the 95% interval of the ECE (``pbr_core.ece_bootstrap_ci``, default method,
+    seed 0, ``pbr_core.default_n_boot(n)`` resamples: the dashboard's Reliability page computes
+    the same one) is added for each B; it costs O(n x resamples), so callers that need only the
+    ECE pass False.
+    """
     import pbr_core
+
+    def ci(B: int) -> tuple[float, float]:
+        return pbr_core.ece_bootstrap_ci(probs, labels, n_bins=B, n_boot=pbr_core.default_n_boot(preds.n))
 
     probs, labels = preds.metric_inputs()
     if preds.kind == "binary":
@@ -271,19 +283,24 @@ def evaluation_table(preds, n_bins: int | None = None, lipschitz: float = 1.0, e
         "ece_type": {"binary": "binary ECE on p(y=1) (Appendix A)"}.get(preds.kind, "top-label ECE (Eq. 2)"),
         "optimal_n_bins": B_opt,
         "ece": pbr_core.ece(probs, labels, n_bins=B_opt),
-        "mce": pbr_core.mce(probs, labels, n_bins=B_opt),
     }
-    from pbr_core import estimators
+    if interval:
+        row["ece_ci_low"], row["ece_ci_high"] = ci(B_opt)
+    row["mce"] = pbr_core.mce(probs, labels, n_bins=B_opt)
+    if interval:  # the estimators beside the paper's ECE (pbr_core.estimators), as evaluate prints them
+        from pbr_core import estimators
 
-    row["ece_equal_mass"] = estimators.ece_equal_mass(probs, labels, n_bins=B_opt)
-    try:
-        row["ece_debiased"] = estimators.ece_debiased(probs, labels, n_bins=B_opt)
-    except ValueError:  # a bin of one row: too little data to debias
-        row["ece_debiased"] = None
-    row["smooth_ece"] = estimators.smooth_ece(probs, labels)
+        row["ece_equal_mass"] = estimators.ece_equal_mass(probs, labels, n_bins=B_opt)
+        try:
+            row["ece_debiased"] = estimators.ece_debiased(probs, labels, n_bins=B_opt)
+        except ValueError:  # a bin of one row: too little data to debias
+            row["ece_debiased"] = None
+        row["smooth_ece"] = estimators.smooth_ece(probs, labels)
     if n_bins is not None:
         row["n_bins"] = n_bins
         row["ece_at_n_bins"] = pbr_core.ece(probs, labels, n_bins=n_bins)
+        if interval:
+            row["ece_at_n_bins_ci_low"], row["ece_at_n_bins_ci_high"] = ci(n_bins)
         row["mce_at_n_bins"] = pbr_core.mce(probs, labels, n_bins=n_bins)
     full = preds.probs is not None
     row["brier"] = pbr_core.brier_score(preds.probs, preds.labels) if full else None
@@ -500,8 +517,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CLIError(f"cannot write {args.out}: {exc.strerror or exc}", EXIT_USAGE) from exc
     if preds.has_labels:
-        before = evaluation_table(preds)["ece"]
-        after = evaluation_table(calibrated)["ece"]
+        before = evaluation_table(preds, interval=False)["ece"]
+        after = evaluation_table(calibrated, interval=False)["ece"]
         print(f"applied {rec.method} to {preds.n} rows of {preds.source}: ECE {before:.4f} -> {after:.4f} "
               f"(B = {pbr_core.optimal_n_bins(preds.n)})")
     else:

@@ -64,6 +64,13 @@ def test_evaluate_json_matches_the_library(capsys) -> None:
     assert table["nll"] == pbr_core.nll(preds.probs, preds.labels)
     assert table["theorem1_bound"] == pbr_core.theorem1_bound(10000, 21)
     assert table["theorem1_bound_at_n_bins"] == pbr_core.theorem1_bound(10000, 15)
+    # The ECE's 95% interval: the library's default, with the resamples the dashboard uses too.
+    n_boot = pbr_core.default_n_boot(10000)
+    assert (table["ece_ci_low"], table["ece_ci_high"]) == pbr_core.ece_bootstrap_ci(
+        preds.probs, preds.labels, n_bins=21, n_boot=n_boot)
+    assert (table["ece_at_n_bins_ci_low"], table["ece_at_n_bins_ci_high"]) == pbr_core.ece_bootstrap_ci(
+        preds.probs, preds.labels, n_bins=15, n_boot=n_boot)
+    assert table["ece_ci_low"] <= table["ece"] <= table["ece_ci_high"]
 
 
 def test_evaluate_table_binary_and_top_label(capsys) -> None:
@@ -71,6 +78,7 @@ def test_evaluate_table_binary_and_top_label(capsys) -> None:
     assert code == EXIT_OK
     lines = dict(line.split(None, 1) for line in out.strip().splitlines())
     assert lines["kind"] == "top_label" and lines["brier"] == "n/a" and lines["K"] == "n/a"
+    assert float(lines["ece_ci_low"]) <= float(lines["ece"]) <= float(lines["ece_ci_high"])
     assert float(lines["theorem1_bound"]) == pytest.approx(pbr_core.theorem1_bound(10000, 21, lipschitz=2, eps=0.1), rel=1e-5)
     kitti = SAMPLE / "kitti_random_forest.csv"
     if kitti.exists():
@@ -78,6 +86,8 @@ def test_evaluate_table_binary_and_top_label(capsys) -> None:
         table = json.loads(out)
         preds = pbr_core.load_predictions(kitti)
         assert table["kind"] == "binary" and table["ece"] == pbr_core.ece(preds.probs[:, 1], preds.labels)
+        assert (table["ece_ci_low"], table["ece_ci_high"]) == pbr_core.ece_bootstrap_ci(
+            preds.probs[:, 1], preds.labels, n_boot=pbr_core.default_n_boot(preds.n))
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])

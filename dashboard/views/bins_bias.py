@@ -98,6 +98,7 @@ def _cards(view: state.MetricView, curve: np.ndarray, bmax: int, lip: float, eps
                      "probability at least 1 − ε.")
     c[3].metric("Bound-minimising B", f"{b_min}", help=f"The B with the smallest bound (± {bound_min:.4f}) "
                 "for this n, L and ε.")
+    st.caption(texts.THEOREM1_RANGE_MEANING)
     if bound_min >= 1.0:
         st.info(f"With n = {n:,} rows the bound is at least 1 for every B, so it says nothing yet: the "
                 "true calibration error always lies between 0 and 1. It shrinks like n^(-1/3); try a "

@@ -155,6 +155,7 @@ def _bounds(r: runs.PBRResult) -> None:
         st.metric("Corollary 2: |TCE − recalibration ECE| ≤", f"{b:.4f}",
                   help="Total bias: the binning bias (1+L)/B plus the KL-dependent estimation term.")
         st.markdown(texts.corollary2_reading(b, s.eps, r.ece_re))
+        st.caption(texts.COROLLARY2_RANGE_MEANING)
 
 
 def _results(loaded: state.Loaded, r: runs.PBRResult) -> None:

@@ -9,12 +9,14 @@ from dashboard import compute, figures, recal_ui, state, tables, texts
 
 K_BINS = "rel_n_bins"
 K_BINS_FOR = "rel_n_bins_for"  # which data the slider value belongs to
-MAX_BINS = 200
+MAX_BINS = 200  # slider range for n up to 200^3 = 8 million rows; beyond, up to floor(n^(1/3))
 
 
 def _bins_slider(view: state.MetricView) -> int:
-    hi = max(1, min(MAX_BINS, view.n))
-    default = min(pbr_core.optimal_n_bins(view.n), hi)
+    # The default must be the paper's B itself (the one the CLI and the Bins & bias page use), so
+    # the range grows past MAX_BINS when floor(n^(1/3)) does; more bins than rows would be empty.
+    default = pbr_core.optimal_n_bins(view.n)
+    hi = max(1, min(max(MAX_BINS, default), view.n))
     # New data: back to the paper's B; the same data (even after visiting other pages): keep the choice.
     if st.session_state.get(K_BINS_FOR) != view.key or not 1 <= st.session_state.get(K_BINS, 0) <= hi:
         st.session_state[K_BINS] = default
@@ -33,7 +35,7 @@ def _metric_cards(loaded: state.Loaded, view: state.MetricView, n_bins: int) -> 
     top_label_only = loaded.preds.kind == "top_label"
     c = st.columns(5)
     c[0].metric("ECE", f"{s['ece']:.4f}", help=texts.ECE_HELP + " " + texts.ECE_INTERVAL_HELP)
-    c[0].caption(f"95% interval {s['ece_ci_low']:.4f} – {s['ece_ci_high']:.4f}")
+    c[0].caption(texts.ece_interval_caption(s["ece_ci_low"], s["ece_ci_high"]))
     c[1].metric("MCE", f"{s['mce']:.4f}", help=texts.MCE_HELP)
     # Brier and NLL need p of the true class, which a top-label-only file does not have.
     c[2].metric("Brier score", "n/a" if top_label_only else f"{s['brier']:.4f}",
@@ -41,6 +43,7 @@ def _metric_cards(loaded: state.Loaded, view: state.MetricView, n_bins: int) -> 
     c[3].metric("NLL", "n/a" if top_label_only else f"{s['nll']:.4f}",
                 help=texts.TOP_LABEL_NA if top_label_only else texts.NLL_HELP)
     c[4].metric("Accuracy", f"{s['accuracy']:.2%}", help=texts.ACCURACY_HELP)
+    st.caption(texts.RELIABILITY_RANGE_MEANING)
 
 
 def _classwise(loaded: state.Loaded, view: state.MetricView, n_bins: int) -> None:

@@ -236,6 +236,8 @@ def test_pbr_tiny_fit_shows_kl_bounds_and_downloads(at):
     assert _metric(at, "Corollary 2").startswith("")
     readings = " ".join(m.value for m in at.markdown)
     assert ("fresh data of the same size" in readings) or ("Vacuous here" in readings)
+    # What Corollary 2's range means, and which number answers "how miscalibrated is it?".
+    assert texts.COROLLARY2_RANGE_MEANING in [c.value for c in at.caption]
     assert len(at.get("plotly_chart")) == 2  # before / after
     assert _downloads(at) == ["Calibrated predictions (CSV)", "Fitted recalibrator (JSON)", "Session report (HTML)"]
     # The download contents (built when clicked) parse and have the right shape.

@@ -1,0 +1,92 @@
+"""The ECE's interval and the bound ranges on the pages (AppTest, no browser).
+
+* The Reliability page shows the interval `pbr-calib evaluate` prints, and one sentence saying
+  what it means and that it (not Theorem 1's range) answers "how miscalibrated is my model?".
+* The Bins & bias page says the same about Theorem 1's range (the PBR page's Corollary 2
+  sentence is checked after a real fit in test_app_recal.py).
+* Above 8 million rows floor(n^(1/3)) exceeds 200: the Reliability page's B is still the cube
+  root, as its label says, so its ECE and MCE are the command line's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import pbr_core
+from dashboard import compute, state, texts
+from pbr_core.cli import evaluation_table
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = str(ROOT / "dashboard" / "app.py")
+RELIABILITY, BINS = "views/reliability.py", "views/bins_bias.py"
+
+
+@pytest.fixture
+def at() -> AppTest:
+    app = AppTest.from_file(APP, default_timeout=60)
+    app.run()
+    assert not app.exception, app.exception
+    return app
+
+
+def _metric(at: AppTest, label_start: str) -> str:
+    for m in at.metric:
+        if m.label.startswith(label_start):
+            return m.value
+    raise AssertionError(f"no metric {label_start!r}; have {[m.label for m in at.metric]}")
+
+
+def _captions(at: AppTest) -> list[str]:
+    return [c.value for c in at.caption]
+
+
+@pytest.mark.parametrize("sample", ["cifar100_densenet121.npz", "kitti_random_forest.csv"])
+def test_reliability_interval_is_the_command_lines_and_says_what_it_means(at, sample):
+    if sample != state.DEFAULT_SAMPLE:
+        at.selectbox(key="data_sample").set_value(sample).run()
+    preds = at.session_state["pbr_loaded"].preds
+    at.switch_page(RELIABILITY).run()
+    assert not at.exception
+    cli = evaluation_table(preds)
+    ece = float(_metric(at, "ECE"))
+    assert f"{cli['ece']:.4f}" == _metric(at, "ECE")
+    assert texts.ece_interval_caption(cli["ece_ci_low"], cli["ece_ci_high"]) in _captions(at)
+    assert round(cli["ece_ci_low"], 4) <= ece <= round(cli["ece_ci_high"], 4)  # never contradicts the ECE
+    assert texts.RELIABILITY_RANGE_MEANING in _captions(at)
+    assert "how miscalibrated is my model?" in texts.RELIABILITY_RANGE_MEANING
+
+
+def test_bins_page_says_what_theorem1_range_means(at):
+    at.switch_page(BINS).run()
+    assert not at.exception
+    assert texts.THEOREM1_RANGE_MEANING in _captions(at)
+    assert "Reliability page" in texts.THEOREM1_RANGE_MEANING
+
+
+@pytest.mark.slow  # 8 million rows: ~5 s on an idle core
+def test_above_8_million_rows_the_default_b_is_still_the_cube_root(at, monkeypatch):
+    # 201^3 rows: floor(n^(1/3)) = 201, one more than the slider's former cap of 200.
+    n = 201**3
+    rng = np.random.default_rng(0)
+    conf = rng.uniform(0.5, 1.0, size=n)
+    predicted = np.zeros(n, dtype=np.int64)
+    labels = (rng.uniform(size=n) >= conf).astype(np.int64)  # label 0 (= predicted) with probability conf
+    preds = pbr_core.Predictions.from_top_label(conf, predicted, labels)
+    at.session_state["pbr_loaded"] = state.Loaded(preds=preds, name="eight million rows", file_name="big.csv",
+                                                  origin="upload", key=f"test-big-{n}")
+    # The bootstrap (O(n x resamples)) is not what this test is about: keep it to 2 resamples.
+    monkeypatch.setattr(compute, "bootstrap_resamples", lambda rows: 2)
+    at.switch_page(RELIABILITY).run()
+    assert not at.exception, at.exception
+    slider = at.slider(key="rel_n_bins")
+    assert pbr_core.optimal_n_bins(n) == 201
+    assert slider.value == 201 and slider.max >= 201
+    assert slider.label.endswith("floor(n^(1/3)) = 201)")
+    cli = evaluation_table(preds, interval=False)
+    assert cli["optimal_n_bins"] == 201
+    assert _metric(at, "ECE") == f"{cli['ece']:.4f}"
+    assert _metric(at, "MCE") == f"{cli['mce']:.4f}"
