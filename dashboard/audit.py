@@ -111,6 +111,9 @@ def reliability_section(loaded: state.Loaded, view: state.MetricView, choices: A
             {"value": [f"{bound:.4f}", f"{max(0.0, s['ece'] - bound):.4f} – {min(1.0, s['ece'] + bound):.4f}"]},
             index=[f"bound on |TCE − ECE| ({1 - choices.eps:.0%})", "where the true calibration error lies"])),
     ]
+    shown.append(("Other estimators, and the ECE other libraries would report: " + texts.ESTIMATORS_INTRO,
+                  tables.conventions_frame(compute.conventions(view)).set_index(
+                      "Estimator or library (default settings)")))
     paragraphs = [f"Measured on {view.what} of {loaded.name} (n = {view.n:,}).", texts.ECE_HELP,
                   "The ECE's " + texts.ECE_INTERVAL_HELP, bin_choice(view.n, B), reading]
     return ReportSection(title="Calibration: the reliability diagram", paragraphs=paragraphs, tables=shown,

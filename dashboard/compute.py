@@ -107,3 +107,51 @@ def group_report(loaded, view: MetricView, by: tuple[str, ...], every: str = "")
     ``view`` measures it (p(y=1) or the top label)."""
     target = "positive" if view.binary_positive else "top_label"
     return _group_report(loaded.key, tuple(by), every or "", target, loaded.preds)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _reliability_equal_mass(key: str, _probs: np.ndarray, _labels: np.ndarray, n_bins: int) -> pd.DataFrame:
+    from pbr_core.estimators import reliability_equal_mass
+
+    return reliability_equal_mass(_probs, _labels, n_bins=n_bins)
+
+
+def reliability_equal_mass(view: MetricView, n_bins: int) -> pd.DataFrame:
+    """Per-bin statistics with equal-mass bins (pbr_core.estimators.reliability_equal_mass)."""
+    return _reliability_equal_mass(view.key, view.probs, view.labels, int(n_bins))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _smooth(key: str, _probs: np.ndarray, _labels: np.ndarray) -> pd.DataFrame:
+    from pbr_core.estimators import smooth_reliability
+
+    return smooth_reliability(_probs, _labels, n_boot=100)
+
+
+def smooth_curve(view: MetricView) -> pd.DataFrame:
+    """The smoothed reliability curve with its bootstrap band (pbr_core.estimators.smooth_reliability)."""
+    return _smooth(view.key, view.probs, view.labels)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _conventions(key: str, _probs: np.ndarray, _labels: np.ndarray, target: str, one_dim: str) -> pd.DataFrame:
+    from pbr_core.estimators import library_conventions
+
+    return library_conventions(_probs, _labels, binary_target=target, one_dimensional=one_dim)
+
+
+def conventions(view: MetricView) -> pd.DataFrame:
+    """The ECE as each estimator and library reports it (pbr_core.estimators.library_conventions), on
+    what the view measures (p(y=1), the top label of a full vector, or (confidence, correct))."""
+    target = "positive" if view.binary_positive else "top_label"
+    return _conventions(view.key, view.probs, view.labels, target,
+                        "confidence" if view.top_label_only else "positive")
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def estimator_convergence(shift: float, repeats: int = 20) -> pd.DataFrame:
+    """How each estimator approaches a known true calibration error on simulated data
+    (pbr_core.estimators.estimator_convergence; cached: the same for every user)."""
+    from pbr_core.estimators import estimator_convergence as run
+
+    return run(shift=shift, repeats=repeats)

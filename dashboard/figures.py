@@ -115,6 +115,7 @@ def reliability_figure(
     title: str | None = None,
     height: int = 620,
     binary_positive: bool = False,
+    smooth: pd.DataFrame | None = None,
 ) -> go.Figure:
     """Reliability diagram with a confidence histogram below it on a shared x-axis.
 
@@ -129,6 +130,10 @@ def reliability_figure(
         The bars' legend name is ``bars_name(y_title)``, so the legend uses the axis's words.
     binary_positive : bool
         Binary data measured on p(y=1): the gap boxes are called over- / under-prediction.
+    smooth : DataFrame, optional
+        A smoothed reliability curve (:func:`pbr_core.estimators.smooth_reliability`: ``t``,
+        ``observed``, ``band_low``, ``band_high``, ``sigma``), drawn over the bars with its band,
+        where the confidences have some density.
 
     Returns
     -------
@@ -179,6 +184,9 @@ def reliability_figure(
         name=TRACE_DIAGONAL, x=[0.0, 1.0], y=[0.0, 1.0], mode="lines",
         line=dict(color=COLORS["diagonal"], dash="dash", width=1.5), hoverinfo="skip",
     ), row=1, col=1)
+    if smooth is not None:
+        for tr in smooth_traces(smooth, y_title):
+            fig.add_trace(tr, row=1, col=1)
     show_text = len(count) <= MAX_BINS_WITH_TEXT
     fig.add_trace(go.Bar(
         name=TRACE_COUNTS, x=centre, y=count, width=width * 0.92,
@@ -199,6 +207,26 @@ def reliability_figure(
         fig.update_layout(title=dict(text=title, x=0.0, xanchor="left", y=0.995, yanchor="top"),
                           margin=dict(t=80))
     return fig
+
+
+TRACE_SMOOTH = "Smoothed curve"
+TRACE_SMOOTH_BAND = "Smoothed curve, 95% band"
+
+
+def smooth_traces(smooth: pd.DataFrame, y_title: str) -> list[go.Scatter]:
+    """The smoothed reliability curve and its bootstrap band, drawn only where the confidences have
+    some density (a kernel average far from any row is an extrapolation)."""
+    s = smooth[smooth["density"] >= 0.02 * smooth["density"].max()]
+    sigma = float(s["sigma"].iloc[0]) if len(s) else float("nan")
+    return [
+        go.Scatter(name=TRACE_SMOOTH_BAND + "_low", x=s["t"], y=s["band_low"], mode="lines", line=dict(width=0),
+                   showlegend=False, hoverinfo="skip"),
+        go.Scatter(name=TRACE_SMOOTH_BAND, x=s["t"], y=s["band_high"], mode="lines", line=dict(width=0),
+                   fill="tonexty", fillcolor="rgba(106, 61, 154, 0.18)", hoverinfo="skip"),
+        go.Scatter(name=f"{TRACE_SMOOTH} (kernel width {sigma:.3f})", x=s["t"], y=s["observed"], mode="lines",
+                   line=dict(color=COLORS["optimal"], width=2.4),
+                   hovertemplate="confidence %{x:.3f}<br>" + y_title + " (smoothed) %{y:.3f}<extra></extra>"),
+    ]
 
 
 def _vertical_marker(fig: go.Figure, name: str, b: int, y_top: float, color: str, dash: str) -> None:
@@ -324,3 +352,36 @@ def trace(fig: go.Figure, name: str) -> go.BaseTraceType:
         if tr.name == name or (tr.name or "").startswith(name):
             return tr
     raise KeyError(f"No trace {name!r} in the figure; traces: {[t.name for t in fig.data]}.")
+
+
+ESTIMATOR_COLORS = {"paper": "#1f3d7a", "equal_mass": "#2a9d8f", "debiased": "#e08a1e", "smooth": "#6a3d9a"}
+
+
+def estimator_convergence_figure(table: pd.DataFrame, labels: dict[str, str], tce: float,
+                                 height: int = 460) -> go.Figure:
+    """Each estimator's mean over simulated data sets against n (log axis), with ± one std bands, and
+    the true calibration error (``pbr_core.estimators.estimator_convergence``)."""
+    fig = go.Figure()
+    for key, label in labels.items():
+        t = table[table["estimator"] == key].sort_values("n")
+        color = ESTIMATOR_COLORS.get(key, "#555555")
+        fig.add_trace(go.Scatter(x=t["n"], y=t["mean"] - t["std"], mode="lines", line=dict(width=0),
+                                 showlegend=False, hoverinfo="skip", name=label + " low"))
+        fig.add_trace(go.Scatter(x=t["n"], y=t["mean"] + t["std"], mode="lines", line=dict(width=0), fill="tonexty",
+                                 fillcolor=_rgba(color, 0.12), showlegend=False, hoverinfo="skip",
+                                 name=label + " high"))
+        fig.add_trace(go.Scatter(name=label, x=t["n"], y=t["mean"], mode="lines+markers", line=dict(color=color, width=2),
+                                 hovertemplate="n = %{x:,}<br>mean estimate %{y:.4f}<extra>" + label + "</extra>"))
+    if len(table):
+        fig.add_trace(go.Scatter(name=f"True calibration error = {tce:.3f}", x=[table["n"].min(), table["n"].max()],
+                                 y=[tce, tce], mode="lines", line=dict(color="#333333", dash="dash", width=1.5)))
+    fig.update_xaxes(type="log", title_text="Number of rows n (log scale)")
+    fig.update_yaxes(title_text="Estimated calibration error", rangemode="tozero")
+    fig.update_layout(height=height)
+    _layout_defaults(fig)
+    return fig
+
+
+def _rgba(hex_color: str, alpha: float) -> str:
+    h = hex_color.lstrip("#")
+    return f"rgba({int(h[0:2], 16)}, {int(h[2:4], 16)}, {int(h[4:6], 16)}, {alpha})"

@@ -182,3 +182,10 @@ def group_gap_frames(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     gap = pd.DataFrame({"Strategy": gaps["strategy"].str.capitalize(), "Largest gap (mean)": gaps["mean"],
                         "std": gaps["std"], "Folds": gaps["count"]})
     return wide.reset_index().rename(columns={"group": "Group"}), gap
+
+
+def conventions_frame(conventions: pd.DataFrame) -> pd.DataFrame:
+    """``pbr_core.estimators.library_conventions`` with the page's column names."""
+    from dashboard.texts import CONVENTION_COLUMNS
+
+    return conventions[list(CONVENTION_COLUMNS)].rename(columns=CONVENTION_COLUMNS)

@@ -674,3 +674,42 @@ GROUP_GAP_GAPS_HELP = (
     "Worst group's ECE minus best group's ECE, within each fold on the same test rows, then mean ± std over "
     "folds: the smaller, the more alike the groups are calibrated."
 )
+
+
+# --------------------------------------------------------------------------- estimators (Reliability, Bins & bias)
+BINNING_HELP = (
+    "Equal width: B bins of the same width, (0, 1/B], ..., the paper's ECE (the number on the card). Equal "
+    "mass: B bins holding the same number of rows each, finer where most rows are (a confident model puts "
+    "most of them near 1). The card's ECE stays the paper's."
+)
+SMOOTH_HELP = (
+    "A kernel average of the outcome around each confidence, instead of bins (Blasiok & Nakkiran 2023), with "
+    "a 95% bootstrap band; its width is the smooth ECE's own bandwidth. Drawn where there are rows."
+)
+EQUAL_MASS_CAPTION = (
+    "Equal-mass bins: {B} bins of about the same number of rows; their ECE is {ece:.4f} (the card shows the "
+    "paper's equal-width ECE)."
+)
+ESTIMATORS_INTRO = (
+    "The same predictions, measured the ways people do. The paper's binned ECE is this dashboard's number; "
+    "the others are shown so that a number from elsewhere can be matched, and each row says in one line why it "
+    "differs. The debiased and the smooth ECE estimate the calibration error with less bias from the "
+    "binning noise."
+)
+ESTIMATORS_CAPTION = (
+    "netcal, torchmetrics, scikit-learn and relplot are computed here with each library's own conventions "
+    "(checked against the packages in the tests); scikit-learn's calibration_curve is for binary data only."
+)
+CONVENTION_COLUMNS = {"convention": "Estimator or library (default settings)", "measures": "What it measures",
+                      "bins": "Bins", "ece": "ECE", "difference": "How it differs from the paper's ECE"}
+ESTIMATORS_SIM_INTRO = (
+    "**Which estimator to trust?** On **simulated** data, where the true calibration error is known "
+    "(confidences spread evenly over 0.5 to 1, a model over-confident by up to {shift:.2f} at confidence 1: "
+    "TCE = {tce:.3f}), each estimator is computed on many data sets of each size n. Binned estimators are "
+    "biased upward on few rows (each bin's noise only ever widens its gap); the debiased ECE removes most "
+    "of that bias; all of them approach the truth as n grows."
+)
+ESTIMATORS_SIM_CAPTION = (
+    "Simulated data, not your file. Lines: the mean estimate over {repeats} simulated data sets per n; bands: "
+    "± one standard deviation (how much one data set's estimate moves). Dashed: the true calibration error."
+)

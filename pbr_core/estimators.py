@@ -34,6 +34,7 @@ __all__ = [
     "ece_debiased",
     "ece_equal_mass",
     "equal_mass_edges",
+    "reliability_equal_mass",
     "library_conventions",
     "smooth_ece",
     "smooth_reliability",
@@ -88,6 +89,27 @@ def ece_equal_mass(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = N
     count, mean_conf, mean_out = _binned(conf, out, equal_mass_edges(conf, B))
     keep = count > 0
     return float(np.sum(count[keep] / conf.shape[0] * np.abs(mean_conf[keep] - mean_out[keep])))
+
+
+def reliability_equal_mass(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = None,
+                           level: float = 0.95) -> pd.DataFrame:
+    """The reliability-diagram table of :func:`pbr_core.reliability_diagram` with equal-mass bins.
+
+    Same columns (``bin, lower, upper, count, mean_confidence, accuracy, gap, weight, ci_low,
+    ci_high``: Wilson intervals); the bins' edges are those of :func:`equal_mass_edges`, so their
+    widths differ and each holds about n / B rows. Their weighted gaps sum to :func:`ece_equal_mass`.
+    """
+    from pbr_core.metrics import _wilson
+
+    conf, out = confidence_and_outcome(probs, labels)
+    B = _resolve_n_bins(n_bins, conf.shape[0])
+    edges = equal_mass_edges(conf, B)
+    count, mean_conf, mean_out = _binned(conf, out, edges)
+    lo, hi = _wilson(mean_out * count, count, level)
+    lower = np.concatenate([[0.0], edges[:-1]])
+    return pd.DataFrame({"bin": np.arange(1, edges.size + 1), "lower": lower, "upper": edges,
+                         "count": count.astype(np.int64), "mean_confidence": mean_conf, "accuracy": mean_out,
+                         "gap": mean_out - mean_conf, "weight": count / conf.shape[0], "ci_low": lo, "ci_high": hi})
 
 
 def ece_debiased(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = None,
@@ -329,7 +351,7 @@ CONVENTIONS: dict[str, Convention] = {
 
 
 def library_conventions(probs: np.ndarray, labels: np.ndarray, binary_target: Literal["positive", "top_label"]
-                        | None = None) -> pd.DataFrame:
+                        | None = None, one_dimensional: Literal["positive", "confidence"] = "positive") -> pd.DataFrame:
     """The ECE of the same predictions as each estimator and library reports it by default.
 
     Parameters
@@ -340,6 +362,9 @@ def library_conventions(probs: np.ndarray, labels: np.ndarray, binary_target: Li
         The libraries' rows follow each library's default for binary data (netcal, torchmetrics'
         ``binary_calibration_error`` and scikit-learn: p(y=1); relplot: what it is given, here the
         same as pbr-calib's rows). Default: "positive" for binary data.
+    one_dimensional : {"positive", "confidence"}
+        What a 1-D ``probs`` is: p(y=1) with 0/1 labels (default), or a top-label confidence with
+        0/1 correctness (e.g. LLM records); only the ``measures`` wording differs.
 
     Returns
     -------
@@ -358,6 +383,8 @@ def library_conventions(probs: np.ndarray, labels: np.ndarray, binary_target: Li
     conf_lib, out_lib = confidence_and_outcome(*((p_pos, y) if binary else (p, y)))
     ours_words = "p(y=1)" if binary and target == "positive" else "top-label confidence"
     libs_words = "p(y=1)" if binary else "top-label confidence"
+    if p.ndim == 1 and one_dimensional == "confidence":
+        ours_words = libs_words = "top-label confidence"
     n = conf_ours.shape[0]
     from pbr_core.metrics import ece as paper_ece
 
@@ -370,8 +397,8 @@ def library_conventions(probs: np.ndarray, labels: np.ndarray, binary_target: Li
         "torchmetrics": (ece_torchmetrics(conf_lib, out_lib), libs_words),
     }
     if binary:  # scikit-learn's calibration_curve is for binary problems only
-        values["sklearn"] = (sklearn_curve_ece(conf_lib, out_lib), "p(y=1)")
-        values["sklearn_unweighted"] = (sklearn_curve_ece(conf_lib, out_lib, weighted=False), "p(y=1)")
+        values["sklearn"] = (sklearn_curve_ece(conf_lib, out_lib), libs_words)
+        values["sklearn_unweighted"] = (sklearn_curve_ece(conf_lib, out_lib, weighted=False), libs_words)
     rows = []
     for key, (value, measures) in values.items():
         conv = CONVENTIONS[key]

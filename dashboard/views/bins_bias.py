@@ -140,7 +140,28 @@ def render() -> None:
             st.caption(f"The bound-minimising B = {b_min} lies beyond the chart: raise 'Largest B shown'.")
     with right:
         st.markdown(texts.WHY_CUBE_ROOT)
+    _estimators_on_known_truth()
     recal_ui.report_button("bins_dl_report", label="Audit report (HTML)", help=texts.AUDIT_REPORT_HELP)
+
+
+K_SIM_SHIFT = "bins_sim_shift"
+SIM_REPEATS = 20
+
+
+def _estimators_on_known_truth() -> None:
+    from pbr_core.estimators import ESTIMATORS, simulated_tce
+
+    st.divider()
+    st.subheader("Which estimator to trust? Simulated data with a known truth")
+    shift = float(st.select_slider("Simulated over-confidence at confidence 1", options=[0.0, 0.05, 0.1, 0.2],
+                                   value=0.1, key=K_SIM_SHIFT, format_func=lambda v: f"{v:.2f}",
+                                   help="0: a perfectly calibrated model (TCE = 0)."))
+    st.markdown(texts.ESTIMATORS_SIM_INTRO.format(shift=shift, tce=simulated_tce(shift)))
+    with st.spinner("Simulating …"):
+        table = compute.estimator_convergence(shift, SIM_REPEATS)
+    st.plotly_chart(figures.estimator_convergence_figure(table, ESTIMATORS, simulated_tce(shift)),
+                    key="bins_estimators_chart", config={"displaylogo": False})
+    st.caption(texts.ESTIMATORS_SIM_CAPTION.format(repeats=SIM_REPEATS))
 
 
 render()

@@ -9,6 +9,9 @@ from dashboard import compute, figures, recal_ui, state, tables, texts
 
 K_BINS = "rel_n_bins"
 K_BINS_FOR = "rel_n_bins_for"  # which data the slider value belongs to
+K_BINNING = "rel_binning"
+K_SMOOTH = "rel_smooth"
+BINNINGS = {"width": "Equal width (the paper)", "mass": "Equal mass"}
 MAX_BINS = 200  # slider range for n up to 200^3 = 8 million rows; beyond, up to floor(n^(1/3))
 
 
@@ -62,6 +65,15 @@ def _classwise(loaded: state.Loaded, view: state.MetricView, n_bins: int) -> Non
         st.dataframe(tables.classwise_frame(per_class, preds.class_names, top=15), hide_index=True)
 
 
+def _other_estimators(view: state.MetricView) -> None:
+    with st.expander("Other estimators, and the ECE other libraries would report"):
+        st.markdown(texts.ESTIMATORS_INTRO)
+        st.dataframe(tables.conventions_frame(compute.conventions(view)), hide_index=True,
+                     key="rel_conventions_table",
+                     column_config={"ECE": st.column_config.NumberColumn(format="%.4f")})
+        st.caption(texts.ESTIMATORS_CAPTION)
+
+
 def render() -> None:
     st.title("Reliability")
     loaded = state.current_or_prompt()
@@ -76,12 +88,24 @@ def render() -> None:
     _metric_cards(loaded, view, n_bins)
     left, right = st.columns([3, 1], gap="medium")
     with left:
-        table = compute.reliability(view, n_bins)
+        c = st.columns([2, 2], gap="medium", vertical_alignment="center")
+        binning = c[0].segmented_control("Bins", list(BINNINGS), format_func=BINNINGS.get, key=K_BINNING,
+                                         default="width", required=True, persist_state="session",
+                                         help=texts.BINNING_HELP)
+        smooth = c[1].toggle("Smoothed curve with its band", key=K_SMOOTH, persist_state="session",
+                             help=texts.SMOOTH_HELP)
+        table = (compute.reliability_equal_mass(view, n_bins) if binning == "mass"
+                 else compute.reliability(view, n_bins))
         fig = figures.reliability_figure(table, x_title=view.x_title, y_title=view.y_title,
-                                         binary_positive=view.binary_positive)
+                                         binary_positive=view.binary_positive,
+                                         smooth=compute.smooth_curve(view) if smooth else None)
         st.plotly_chart(fig, key="reliability_chart", config={"displaylogo": False})
+        if binning == "mass":
+            st.caption(texts.EQUAL_MASS_CAPTION.format(
+                ece=float((table["weight"] * table["gap"].abs()).sum()), B=len(table)))
     with right:
         st.markdown(texts.how_to_read(view.binary_positive))
+    _other_estimators(view)
     _classwise(loaded, view, n_bins)
     recal_ui.report_button("rel_dl_report", label="Audit report (HTML)", n_bins=n_bins, help=texts.AUDIT_REPORT_HELP)
 

@@ -114,3 +114,57 @@ def test_compare_says_whether_recalibration_closes_the_gaps(at):
 
     html = report.build_report([report.group_gap_section(job.result)], data_name="adult")
     assert "Does recalibration close the gaps between groups?" in html and "One per group" in html
+
+
+# --------------------------------------------------------------------------- estimators on the pages
+def test_reliability_offers_equal_mass_bins_the_smooth_curve_and_other_libraries(at):
+    import numpy as np
+
+    from dashboard import figures as F
+    from pbr_core import estimators as E
+
+    at.switch_page("views/reliability.py").run()
+    preds = at.session_state["pbr_loaded"].preds
+    B = pbr_core.optimal_n_bins(preds.n)
+    table = next(d.value for d in at.dataframe if "What it measures" in d.value.columns)
+    ref = E.library_conventions(preds.probs, preds.labels)
+    assert table["ECE"].tolist() == pytest.approx(ref["ece"].tolist(), abs=1e-15)
+    assert table["Estimator or library (default settings)"].iloc[0].startswith("pbr-calib: the paper's ECE")
+    at.segmented_control(key="rel_binning").set_value("mass").run()
+    assert not at.exception
+    fig = _figure(at)
+    counts = F.trace(fig, F.TRACE_COUNTS).y
+    assert len(counts) == B and max(counts) - min(counts) <= 1     # equal mass: the same count per bin
+    assert any(f"{E.ece_equal_mass(preds.probs, preds.labels):.4f}" in c.value for c in at.caption)
+    at.toggle(key="rel_smooth").set_value(True).run()
+    assert not at.exception
+    smooth = F.trace(_figure(at), F.TRACE_SMOOTH)
+    assert len(smooth.x) > 50 and np.all((np.asarray(smooth.y) >= 0) & (np.asarray(smooth.y) <= 1))
+
+
+def test_bins_and_bias_teaches_the_estimators_on_simulated_data(at):
+    from dashboard import figures as F
+
+    at.switch_page("views/bins_bias.py").run()
+    assert not at.exception
+    text = "\n".join(m.value for m in at.markdown)
+    assert "simulated" in text.lower() and "TCE = 0.050" in text
+    at.select_slider(key="bins_sim_shift").set_value(0.0).run()
+    assert not at.exception
+    fig = _figure(at, -1)
+    assert F.trace(fig, "True calibration error = 0.000") is not None
+
+
+def _figure(at, index: int = 0):
+    import base64
+
+    import numpy as np
+    import plotly.io as pio
+
+    fig = pio.from_json(at.get("plotly_chart")[index].proto.spec)
+    for tr in fig.data:
+        for attr in ("x", "y", "base"):
+            v = getattr(tr, attr, None)
+            if isinstance(v, dict) and "bdata" in v:
+                setattr(tr, attr, np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]))
+    return fig
