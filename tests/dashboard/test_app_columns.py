@@ -35,7 +35,7 @@ def export() -> pd.DataFrame:
     df["segment"] = rng.choice(["retail", "business"], 500)
     df["scored_on"] = pd.date_range("2025-01-01", periods=500, freq="D").strftime("%Y-%m-%d")
     df["region_code"] = rng.integers(10, 20, 500)
-    df["truth"] = preds.labels
+    df["correct_answer"] = preds.labels
     return df
 
 
@@ -50,7 +50,7 @@ def _page_text(at: AppTest) -> str:
 
 
 def test_an_export_with_metadata_loads_with_the_right_numbers(at, export):
-    df = export.rename(columns={"truth": "label"})
+    df = export.rename(columns={"correct_answer": "label"})
     _upload(at, "export.csv", df)
     assert not at.error
     loaded = at.session_state["pbr_loaded"]
@@ -73,13 +73,13 @@ def test_an_unknown_label_name_is_chosen_from_the_files_columns(at, export):
     assert "Columns and reading options" in message and "still in use" in message
     # The options now list the failed file's columns.
     box = at.selectbox(key="data_label_column")
-    assert "truth" in box.options and "customer_id" in box.options
-    box.set_value("truth")
+    assert "correct_answer" in box.options and "customer_id" in box.options
+    box.set_value("correct_answer")
     at.button(key="data_apply").click().run()
     assert not at.exception and not at.error
     loaded = at.session_state["pbr_loaded"]
     assert loaded.file_name == "truth.csv" and loaded.preds.n_classes == 10
-    assert dict(loaded.preds.column_roles)["truth"] == "label"
+    assert dict(loaded.preds.column_roles)["correct_answer"] == "label"
 
 
 def test_ambiguous_scores_are_named_on_the_page(at):
@@ -98,7 +98,7 @@ def test_ambiguous_scores_are_named_on_the_page(at):
 def test_the_old_error_goes_when_a_good_file_loads(at, export):
     _upload(at, "truth.csv", export)
     assert at.error
-    _upload(at, "good.csv", export.rename(columns={"truth": "label"}))
+    _upload(at, "good.csv", export.rename(columns={"correct_answer": "label"}))
     assert not at.error
     assert at.session_state["pbr_loaded"].file_name == "good.csv"
 
@@ -106,7 +106,7 @@ def test_the_old_error_goes_when_a_good_file_loads(at, export):
 def test_notes_on_the_page_name_controls_not_python(at, export):
     df = pd.DataFrame(np.log(export[[f"p_{k}" for k in range(10)]].to_numpy()),
                       columns=[f"logit_{k}" for k in range(10)])
-    df["label"] = export["truth"]
+    df["label"] = export["correct_answer"]
     _upload(at, "logits.csv", df)
     assert not at.error
     text = _page_text(at)
@@ -115,7 +115,7 @@ def test_notes_on_the_page_name_controls_not_python(at, export):
 
 
 def test_the_preview_shows_readable_numbers_and_the_metadata(at, export):
-    _upload(at, "export.csv", export.rename(columns={"truth": "label"}))
+    _upload(at, "export.csv", export.rename(columns={"correct_answer": "label"}))
     preview = at.dataframe[-1]
     assert "customer_id" in preview.value.columns and "segment" in preview.value.columns
     # The probabilities are shown with 4 decimals, whatever their size (the column config the page sent).
