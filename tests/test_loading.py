@@ -546,7 +546,7 @@ def test_max_rows_counts_a_last_line_without_newline():
     assert load_predictions(text + b"\n\n\n", format="csv", max_rows=2).n == 2
 
 
-def test_csv_is_read_once_by_the_streaming_arrow_reader(monkeypatch):
+def test_csv_is_read_once_with_the_types_of_its_first_block(monkeypatch):
     """Well-formed CSVs take the fast path (no Python loop, no second parse)."""
     from pbr_core.loading import _tables
 
@@ -559,7 +559,7 @@ def test_csv_is_read_once_by_the_streaming_arrow_reader(monkeypatch):
         return wrapped
 
     monkeypatch.setattr(pd, "read_csv", spy("pandas", pd.read_csv))
-    monkeypatch.setattr(_tables, "_read_csv_streaming", spy("streaming", _tables._read_csv_streaming))
+    monkeypatch.setattr(_tables, "_read_csv_typed", spy("typed", _tables._read_csv_typed))
     monkeypatch.setattr(_tables, "_read_csv_whole", spy("whole", _tables._read_csv_whole))
     rng = np.random.default_rng(4)
     p = rng.dirichlet(np.ones(10), size=5_000)
@@ -568,7 +568,7 @@ def test_csv_is_read_once_by_the_streaming_arrow_reader(monkeypatch):
     data = data[:-1] + b"\n0.1,0.1,0.1,0.1,0.1,0.1,0.1,0.1,0.1,oops,3\n"
     message = error_of(data, max_rows=10**6)
     must_contain(message, "'oops'", "column 'c9'", f"row 5001 {ROW}")
-    assert calls == ["streaming"]
+    assert calls == ["typed"]
 
 
 # --------------------------------------------------------------------------- template & saving

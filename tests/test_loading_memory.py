@@ -1,8 +1,8 @@
 """The memory-lean CSV path gives the same numbers and the same table as before.
 
-The loader now reads CSV block by block with Arrow (instead of ``pd.read_csv(engine="pyarrow")``,
-whose whole-file reader keeps every parsed block), converts the table to pandas without copying the
-numbers, fills the score block without a second full-size temporary and lets
+The loader now reads CSV with Arrow using the column types of the first block (instead of
+``pd.read_csv(engine="pyarrow")``, whose type inference keeps every parsed block until the end),
+converts the table to pandas without copying the numbers, fills the score block without a second full-size temporary and lets
 ``Predictions.from_arrays(copy=False)`` normalise it in place (benchmarks/bench_loading.py,
 benchmarks/RESULTS_memory.md). The references here are pandas' own pyarrow engine (the table), a
 plain Python parse of the file with ``csv`` and ``float`` (the numbers) and the formulas themselves.
@@ -66,12 +66,18 @@ MIXED = (
     ("a,,label\n0.5,0,1\n0.25,1,0\n", ","),                    # an unnamed column
     ("a,b,label\n0.5,0.5,1\n0.25,0.75,0\n\n\n", ","),          # blank lines at the end
 ])
-def test_the_streaming_reader_reads_what_pandas_reads(text, sep):
+@pytest.mark.parametrize("block", [None, 64])
+def test_the_reader_reads_what_pandas_reads(monkeypatch, text, sep, block):
+    if block:  # the path of big files: types from a first block smaller than the file
+        monkeypatch.setattr(_tables, "STREAM_BLOCK_BYTES", block)
     data = text.encode()
     _same_table(_frame(data, sep), _pandas(data, sep))
 
 
-def test_gzip_and_latin1_read_what_pandas_reads():
+@pytest.mark.parametrize("block", [None, 64])
+def test_gzip_and_latin1_read_what_pandas_reads(monkeypatch, block):
+    if block:
+        monkeypatch.setattr(_tables, "STREAM_BLOCK_BYTES", block)
     data = "a,b,label,town\n0.5,0.5,1,Zürich\n0.25,0.75,0,Köln\n".encode("latin-1")
     _same_table(_frame(data, encoding="latin-1"), _pandas(data, encoding="latin-1"))
     packed = gzip.compress(MIXED.encode())
@@ -84,7 +90,7 @@ def test_gzip_and_latin1_read_what_pandas_reads():
     ("", False),    # a missing value fits any type (the column becomes float64 with NaN, as in pandas)
 ])
 def test_a_type_change_after_the_first_block_reads_the_file_whole(monkeypatch, late, whole):
-    """The streaming reader takes its types from the first block; a later block that does not fit
+    """The reader takes its types from the first block; a later block that does not fit
     them must give the table the whole-file reader (and pandas) gives, not an error or other types."""
     monkeypatch.setattr(_tables, "STREAM_BLOCK_BYTES", 64)
     calls = []
@@ -93,8 +99,11 @@ def test_a_type_change_after_the_first_block_reads_the_file_whole(monkeypatch, l
     rows = [f"0.{i % 9 + 1},0.{9 - i % 9},{i % 2},{i}" for i in range(200)]
     rows[150] = rows[150].rsplit(",", 1)[0] + "," + late
     data = ("a,b,label,code\n" + "\n".join(rows) + "\n").encode()
+    typed = []
+    real_typed = _tables._read_csv_typed
+    monkeypatch.setattr(_tables, "_read_csv_typed", lambda *a: typed.append(1) or real_typed(*a))
     _same_table(_frame(data), _pandas(data))
-    assert calls == (["whole"] if whole else [])
+    assert typed == [1] and calls == (["whole"] if whole else [])
 
 
 def test_a_column_empty_in_the_first_block_then_text(monkeypatch):

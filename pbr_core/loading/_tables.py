@@ -122,21 +122,23 @@ def _count_data_rows(src: _Source, compression: str | None) -> int:
 
 
 #: pandas' default missing-value markers (listed in the documentation of ``pandas.read_csv``), which
-#: its pyarrow engine hands to Arrow; the streaming reader below uses the same.
+#: its pyarrow engine hands to Arrow; the readers below use the same.
 PANDAS_NA_VALUES = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
                     "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
 #: From this size on (bytes of a table or of the score block), memory is handed back as soon as it is free.
 _BIG_BYTES = 64 << 20
-#: The streaming reader infers the column types from its first block; a later block that does not fit
-#: them (e.g. a column empty for the first 100,000 rows) sends the file to the whole-file reader.
+#: Tables with at most this many columns become one pandas block per column (see _arrow_frame).
+_SPLIT_MAX_COLUMNS = 1000
+#: The column types are inferred from a first block of this size; a later block that does not fit them
+#: (e.g. a column empty for the first 100,000 rows) sends the file to the reader that infers from all.
 STREAM_BLOCK_BYTES = 16 << 20
 
 
 def _read_csv_frame(src: _Source, sep: str, compression: str | None, encoding: str) -> pd.DataFrame:
     # Blank lines are kept (as all-missing rows) so that row numbers match the file's lines.
     try:
-        return _read_csv_streaming(src, sep, compression, encoding)
-    except Exception:  # noqa: BLE001 - a type change after the first block, or a malformed file: read it whole
+        return _read_csv_typed(src, sep, compression, encoding)
+    except Exception:  # noqa: BLE001 - a type change after the first block, or a malformed file: infer from all
         pass
     try:
         return _read_csv_whole(src, sep, compression, encoding)
@@ -162,22 +164,29 @@ def _read_csv_frame(src: _Source, sep: str, compression: str | None, encoding: s
         raise src.error(f"the file is not valid UTF-8 text (byte {exc.start}: {exc.reason}).") from exc
 
 
-def _read_csv_streaming(src: _Source, sep: str, compression: str | None, encoding: str) -> pd.DataFrame:
-    """The table as pandas' pyarrow engine reads it (same parser, options and types), block by block.
+def _read_csv_typed(src: _Source, sep: str, compression: str | None, encoding: str) -> pd.DataFrame:
+    """The table as pandas' pyarrow engine reads it (same parser, options and types), without the
+    memory its type inference costs.
 
-    Why not ``pd.read_csv(engine="pyarrow")``: Arrow's whole-file reader keeps every parsed block
-    until the end, in case a later block changes a column's inferred type, so a 300 MB CSV needed
-    ~700 MB on top of its bytes; this reader keeps one block at a time. Types come from the first
-    block; when a later block does not fit them Arrow raises, and the caller reads the file whole.
-    When every block fits, the types are those the whole-file reader infers: it takes the first
-    type (in the same order) that fits every value; no type before the first block's fits that
-    block, and the first block's fits every value.
+    Why not ``pd.read_csv(engine="pyarrow")``: Arrow's whole-file reader, while it infers the column
+    types, keeps every parsed block until the end in case a later block changes a type, so a 300 MB
+    CSV needed ~700 MB on top of its bytes. Here the types are inferred from the first block only
+    (Arrow's streaming reader opens it), then the whole file is read, in parallel, with those types
+    given, so that each block is converted and dropped at once. When a later block does not fit
+    them Arrow raises, and the caller reads the file with inference. When every block fits, the
+    types are those inference gives: it takes the first type (in the same order) that fits every
+    value; no type before the first block's fits that block, and the first block's fits every value.
     """
     import pyarrow.csv as pacsv
 
     with _arrow_input(src, compression) as stream:
         reader = pacsv.open_csv(stream, **_arrow_csv_options(sep, encoding, STREAM_BLOCK_BYTES))
-        table = reader.read_all()
+        if compression is None and src.size() <= STREAM_BLOCK_BYTES:
+            # The first block is the whole file: its types are inference's, and it is read already.
+            return _arrow_frame(reader.read_all(), csv=True)
+        schema = reader.schema
+    with _arrow_input(src, compression) as stream:
+        table = pacsv.read_csv(stream, **_arrow_csv_options(sep, encoding, column_types=schema))
     return _arrow_frame(table, csv=True)
 
 
@@ -208,15 +217,16 @@ def _arrow_input(src: _Source, compression: str | None):
     return pa.CompressedInputStream(stream, "gzip") if compression == "gzip" else stream
 
 
-def _arrow_csv_options(sep: str, encoding: str, block_size: int | None = None) -> dict:
+def _arrow_csv_options(sep: str, encoding: str, block_size: int | None = None, column_types=None) -> dict:
     """The options pandas' pyarrow engine passes to Arrow for ``pd.read_csv(sep=sep,
-    encoding=encoding, skip_blank_lines=False)``."""
+    encoding=encoding, skip_blank_lines=False)`` (and the block size, or the column types)."""
     import pyarrow.csv as pacsv
 
     return dict(
         read_options=pacsv.ReadOptions(encoding=encoding, **({"block_size": block_size} if block_size else {})),
         parse_options=pacsv.ParseOptions(delimiter=sep, ignore_empty_lines=False),
-        convert_options=pacsv.ConvertOptions(null_values=list(PANDAS_NA_VALUES), strings_can_be_null=True),
+        convert_options=pacsv.ConvertOptions(null_values=list(PANDAS_NA_VALUES), strings_can_be_null=True,
+                                             **({"column_types": column_types} if column_types is not None else {})),
     )
 
 
@@ -249,7 +259,10 @@ def _arrow_frame(table, csv: bool = False) -> pd.DataFrame:
         if "" in names:
             table = table.rename_columns([n if n != "" else f"Unnamed: {i}" for i, n in enumerate(names)])
     nbytes = table.nbytes
-    frame = table.to_pandas(split_blocks=True, self_destruct=True, types_mapper=_date_dtype)
+    # One block per column lets the numbers be handed over without a copy; a wide table (thousands
+    # of class columns, few rows) is cheap to copy but slow to slice as thousands of blocks.
+    split = table.num_columns <= _SPLIT_MAX_COLUMNS
+    frame = table.to_pandas(split_blocks=split, self_destruct=True, types_mapper=_date_dtype)
     del table
     _release_arrow_memory(nbytes)
     return frame
