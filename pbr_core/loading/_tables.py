@@ -186,7 +186,7 @@ def _read_csv_typed(src: _Source, sep: str, compression: str | None, encoding: s
             return _arrow_frame(reader.read_all(), csv=True)
         schema = reader.schema
     with _arrow_input(src, compression) as stream:
-        table = pacsv.read_csv(stream, **_arrow_csv_options(sep, encoding, column_types=schema))
+        table = pacsv.read_csv(stream, **_arrow_csv_options(sep, encoding, STREAM_BLOCK_BYTES, column_types=schema))
     return _arrow_frame(table, csv=True)
 
 
