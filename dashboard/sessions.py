@@ -1,23 +1,30 @@
 """When a browser tab is gone, its session's data leaves the server too.
 
 Why this module exists: Streamlit has no public hook for the end of a session. When a tab closes,
-its session is kept for a reconnect (in memory, 2 minutes in Streamlit 1.40-1.67); after that its
-entry only expires lazily (it is removed on a later write to that storage), an expired session is
-never shut down, and only a shut-down session has its uploaded files removed. Measured before this
-module (benchmarks/RESULTS_memory.md): after one 300 MB upload the server still held ~770 MB more
-than when idle 200 s after the tab closed, and nothing would have freed it before a restart.
+its session is kept for a reconnect (in memory, 2 minutes in Streamlit 1.67); after that its entry
+only expires lazily (it is dropped on a later write to that storage), an expired session is never
+shut down, and only a shut-down session has its uploaded files removed. Streamlit's message loop
+also keeps the last session it served in a local variable until it serves another one. Measured
+before this module (benchmarks/RESULTS_memory.md): 200 s after the tab of one 300 MB upload had
+closed, the server still held ~770 MB more than when idle, and nothing would have freed it before a
+restart.
 
-How: every script run calls :func:`track`, which registers the session's id and stores a small
-token object in its ``st.session_state``. A daemon thread (one per server process) looks every
-``SWEEP_S`` seconds at the runtime's session manager; a tracked session that has not been connected
-for ``GRACE_S`` seconds (a network blip reconnects well within that) is closed through the runtime
-(:meth:`Runtime.clear_user_info_for_session`, thread-safe: it makes the session non-resumable and
-closes it on the event loop, which shuts it down, drops it from the reconnect storage and removes its
-uploaded files), and its uploaded files are removed in any case. The session's state (predictions,
-uploaded file) is then garbage: a ``weakref.finalize`` on the token says when it has really been
-freed, and the next sweep collects garbage cycles and hands the memory back to the system
-(:func:`dashboard.memory.release_free_memory`). ``GRACE_S`` and ``SWEEP_S`` can be set with the
-environment variables ``PBR_SESSION_GRACE_S`` and ``PBR_SESSION_SWEEP_S``.
+How: every script run calls :func:`track`, which registers the session's id (with a weak reference
+to Streamlit's session object) and stores a small token object in its ``st.session_state``. A
+daemon thread (one per server process) looks every ``SWEEP_S`` seconds at the runtime's session
+manager. A tracked session that has not been connected for ``GRACE_S`` seconds (a network blip
+reconnects well within that) is closed through the runtime (``Runtime.clear_user_info_for_session``,
+thread-safe: it makes the session non-resumable and closes it on the event loop, which shuts it
+down, drops it from the reconnect storage and removes its uploaded files), and its uploaded files
+are removed in any case. At the next sweep its state is emptied (the predictions, the uploaded
+file held by the uploader widget), whatever still refers to the session object, then garbage is
+collected and the memory handed back to the system (:func:`dashboard.memory.release_free_memory`).
+A ``weakref.finalize`` on the token tells the sweeper when a session's state has really been freed
+(also when Streamlit frees one on its own), and the sweeper logs it.
+
+``GRACE_S`` and ``SWEEP_S`` can be set with the environment variables ``PBR_SESSION_GRACE_S`` and
+``PBR_SESSION_SWEEP_S`` (the browser test uses 1 s). Without a server (bare mode, AppTest) nothing
+is tracked.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import threading
 import time
 import weakref
 from typing import Any, Callable
+from unittest.mock import NonCallableMock
 
 import streamlit as st
 
@@ -61,9 +69,13 @@ class SessionToken:
 
 
 def _runtime() -> Any | None:
+    """Streamlit's runtime when a server runs this app (AppTest runs it with a mock: None)."""
     from streamlit.runtime import Runtime
 
-    return Runtime.instance() if Runtime.exists() else None
+    runtime = Runtime.instance() if Runtime.exists() else None
+    if runtime is None or isinstance(runtime, NonCallableMock):  # AppTest's runtime is a spec'd mock
+        return None
+    return runtime
 
 
 class Sweeper:
@@ -76,7 +88,9 @@ class Sweeper:
     def __init__(self, runtime: Callable[[], Any | None] = _runtime, clock: Callable[[], float] = time.monotonic,
                  release: Callable[[], None] = memory.release_free_memory, grace_s: float = GRACE_S) -> None:
         self._runtime, self._clock, self._release, self.grace_s = runtime, clock, release, grace_s
-        self._lock = threading.Lock()
+        # Re-entrant: a token's finalizer (which takes it) can run inside any allocation, also in a
+        # thread that holds it already.
+        self._lock = threading.RLock()
         self._last_seen: dict[str, float] = {}
         self._closed: set[str] = set()      # closed, their state not yet seen freed
         self._freed: set[str] = set()       # state freed since the last sweep
@@ -202,9 +216,10 @@ def track() -> None:
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
     ctx = get_script_run_ctx()
-    if ctx is None or _runtime() is None:  # bare mode or AppTest: there is no server to free
-        return
     runtime = _runtime()
+    # Only sessions a server serves over a connection (not bare mode, not AppTest).
+    if ctx is None or runtime is None or not runtime.is_active_session(ctx.session_id):
+        return
     get_app_session = getattr(runtime, "get_app_session", None)
     _SWEEPER.track(ctx.session_id, st.session_state,
                    get_app_session(ctx.session_id) if get_app_session is not None else None)

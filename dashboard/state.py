@@ -288,8 +288,9 @@ def process_pending() -> None:
             load_sample(file_name, options)
         else:
             load_upload(data, file_name, options)
-    # The parser's temporaries, and the data this session had loaded before, are free now.
-    memory.release_free_memory()
+    if kind == "upload" and len(data) > CACHE_MAX_BYTES:
+        # The parser's temporaries are free now; hand back what the allocators keep of them.
+        memory.release_free_memory()
 
 
 # --------------------------------------------------------------------------- what the metrics see

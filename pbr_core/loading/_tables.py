@@ -185,6 +185,7 @@ def _read_csv_typed(src: _Source, sep: str, compression: str | None, encoding: s
             # The first block is the whole file: its types are inference's, and it is read already.
             return _arrow_frame(reader.read_all(), csv=True)
         schema = reader.schema
+        del reader  # and the first block it holds
     with _arrow_input(src, compression) as stream:
         table = pacsv.read_csv(stream, **_arrow_csv_options(sep, encoding, STREAM_BLOCK_BYTES, column_types=schema))
     return _arrow_frame(table, csv=True)
@@ -192,8 +193,8 @@ def _read_csv_typed(src: _Source, sep: str, compression: str | None, encoding: s
 
 def _release_arrow_memory(nbytes: int) -> None:
     """Give the Arrow pool's freed memory back to the system after a big read: its allocator keeps
-    what the parser freed for reuse (~200 MB after a 300 MB CSV), which the numpy and pandas steps
-    that follow cannot use."""
+    what the parser freed for reuse (hundreds of MB after a 300 MB CSV), which the numpy and pandas
+    steps that follow cannot use."""
     if nbytes >= _BIG_BYTES:
         import pyarrow as pa
 
@@ -565,7 +566,7 @@ def _score_block(df: pd.DataFrame, score_cols: list[str], src: _Source) -> np.nd
         cols = score_cols[i:i + step]
         scores[:, i:i + len(cols)] = df[cols].to_numpy(dtype=np.float64, na_value=np.nan)
     _check_finite(scores, score_cols, src)
-    if scores.nbytes >= _BIG_BYTES and len(score_cols) <= 1000:
+    if scores.nbytes >= _BIG_BYTES and len(score_cols) <= _SPLIT_MAX_COLUMNS:
         # The block is now the only copy the result needs: the frame's score columns go (in place,
         # so the reader's frame lets go of them too) before Predictions adds its own arrays. (Not for
         # thousands of columns: each deletion costs a pass over the frame's blocks, and such files

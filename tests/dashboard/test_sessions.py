@@ -177,3 +177,13 @@ def test_memory_release_runs_anywhere():
     import pyarrow as pa
 
     assert pa.default_memory_pool().backend_name == "system"
+
+
+def test_the_app_under_apptest_registers_no_session():
+    """AppTest's sessions are not served over a connection: nothing to release, no sweeper thread
+    (which would otherwise remove AppTest's uploaded files after the grace period)."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(sessions.__file__).replace("sessions.py", "app.py"), default_timeout=120).run()
+    assert not at.exception
+    assert sessions._SWEEPER.tracked == set() and sessions._SWEEPER._thread is None
