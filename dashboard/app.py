@@ -22,7 +22,7 @@ if str(_ROOT) not in sys.path:
 import streamlit as st  # noqa: E402
 from streamlit.navigation.page import StreamlitPage  # noqa: E402
 
-from dashboard import state  # noqa: E402
+from dashboard import memory, sessions, state  # noqa: E402
 
 #: (section, page file relative to this file, title, icon, url path)
 PAGES: list[tuple[str, str, str, str, str]] = [
@@ -75,6 +75,8 @@ def _sidebar() -> None:
 
 def main() -> None:
     st.set_page_config(page_title="pbr-calib", page_icon=":material/straighten:", layout="wide")
+    memory.configure()  # once per process
+    sessions.track()    # this session's data is released when its tab is gone (see sessions.py)
     state.process_pending()
     state.ensure_loaded()
     nav = _navigation()

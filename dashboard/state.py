@@ -14,9 +14,11 @@ and the previous predictions stay in use.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import re
+import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -25,6 +27,7 @@ import numpy as np
 import streamlit as st
 
 import pbr_core
+from dashboard import memory
 from pbr_core import Predictions, PredictionsError
 from pbr_core.loading import ACCEPTED_SUFFIXES, read_columns
 from pbr_core.predictions import InputType
@@ -174,17 +177,24 @@ def _read(digest: str, _source: bytes | str, file_name: str, tag: str, _options:
 _read_cached = st.cache_data(show_spinner=False, max_entries=6)(_read)
 
 
-#: Uploads above this size are not cached: the cache would hold a second (pickled) copy of arrays
-#: that can run to gigabytes, and such a file is re-read only if the user re-uploads it.
-CACHE_MAX_BYTES = 100 * 2**20
+#: Uploads above this size are not cached: the cache (shared by every session, kept after they end)
+#: would hold a pickled copy of each, and every session that hits it unpickles one more copy; the
+#: bundled samples, which every new session loads, are what the cache is for.
+CACHE_MAX_BYTES = 16 * 2**20
+#: Sources from this size on are parsed one at a time: two big parses at once add up their
+#: temporary memory (about the size of the parsed table each) for no gain on a small server.
+SERIAL_LOAD_BYTES = 64 * 2**20
+_big_load = threading.Lock()
 
 
 def _load(source: bytes | str, digest: str, file_name: str, origin: Literal["sample", "upload"],
           options: LoadOptions, name: str) -> str | None:
     """Load and, on success, make it current. Returns the error message or None."""
+    size = len(source) if isinstance(source, bytes) else 0
     try:
-        if isinstance(source, bytes) and len(source) > CACHE_MAX_BYTES:
-            preds = _read(digest, source, file_name, options.tag(), options)
+        if size > CACHE_MAX_BYTES:
+            with _big_load if size >= SERIAL_LOAD_BYTES else contextlib.nullcontext():
+                preds = _read(digest, source, file_name, options.tag(), options)
         else:
             preds = _read_cached(digest, source, file_name, options.tag(), options)
     except PredictionsError as exc:
@@ -286,6 +296,9 @@ def process_pending() -> None:
             load_sample(file_name, options)
         else:
             load_upload(data, file_name, options)
+    if kind == "upload" and len(data) > CACHE_MAX_BYTES:
+        # The parser's temporaries are free now; hand back what the allocators keep of them.
+        memory.release_free_memory()
 
 
 # --------------------------------------------------------------------------- what the metrics see

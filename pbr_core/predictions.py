@@ -30,9 +30,11 @@ class PredictionsError(ValueError):
 def softmax(z: np.ndarray) -> np.ndarray:
     """Row-wise softmax, stable for large logits."""
     z = np.asarray(z, dtype=np.float64)
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
+    e = z - z.max(axis=1, keepdims=True)
+    # In place on the one new array: the same values as exp(e) / sum, without two more (n, K) copies.
+    np.exp(e, out=e)
+    e /= e.sum(axis=1, keepdims=True)
+    return e
 
 
 def log_probs(probs: np.ndarray) -> np.ndarray:
@@ -217,6 +219,7 @@ class Predictions:
         tolerance: float = DEFAULT_SUM_TOLERANCE,
         source: str = "arrays",
         notes: Sequence[str] = (),
+        copy: bool = True,
     ) -> "Predictions":
         """Validate a score matrix (probabilities or logits) and integer labels.
 
@@ -232,6 +235,11 @@ class Predictions:
         renormalize : bool
             Divide each probability row by its sum when rows do not sum to one (never done silently:
             without it such rows are an error).
+        copy : bool
+            True (default): ``scores`` is never modified and never becomes part of the result.
+            False: a float64 ``scores`` may be normalised in place and kept as the probabilities or
+            logits, which saves one or two copies of an (n, K) matrix (the file loader hands over
+            the block it has just built). The values are the same either way.
         """
         if labels is None:
             n_rows = np.shape(scores)[0] if np.ndim(scores) else 0
@@ -239,6 +247,7 @@ class Predictions:
                 scores, np.zeros(n_rows, dtype=np.int64), input_type=input_type, class_names=class_names,
                 renormalize=renormalize, tolerance=tolerance, source=source,
                 notes=[*notes, "No labels: predictions can be recalibrated, but calibration cannot be measured."],
+                copy=copy,
             )
             return replace(built, has_labels=False)
         notes = list(notes)
@@ -248,7 +257,10 @@ class Predictions:
             raise PredictionsError(f"{source}: no rows: the predictions are empty.")
         if not np.issubdtype(s.dtype, np.number) or np.issubdtype(s.dtype, np.complexfloating):
             raise PredictionsError(f"{source}: the scores are not numeric (dtype {s.dtype}).")
-        s = s.astype(np.float64)
+        given = s
+        s = s.astype(np.float64, copy=False)
+        # May s be changed in place and kept? Only if it is a fresh conversion or the caller said so.
+        own = (s is not given or not copy) and s.flags.writeable
         if s.ndim == 2 and s.shape[1] == 1:
             s = s[:, 0]
         if s.ndim not in (1, 2):
@@ -321,7 +333,9 @@ class Predictions:
             else:
                 notes.append(f"Read the {K} score columns as probabilities (all in [0, 1], rows sum to 1).")
         if chosen == "logits":
-            return cls._build(softmax(s), s, y, "binary" if K == 2 else "multiclass", "logits", names, notes, source)
+            logits = s if own else s.copy()
+            return cls._build(softmax(logits), logits, y, "binary" if K == 2 else "multiclass", "logits", names,
+                              notes, source)
 
         if np.any(s < 0):
             r = _first_bad_row(s < 0)
@@ -347,7 +361,7 @@ class Predictions:
                 raise PredictionsError(f"{source}: probabilities in row {r} are all zero; cannot renormalise.")
             notes.append(f"Renormalised {int(off.sum())} rows whose probabilities did not sum to 1 (as asked).")
         # Tiny float drift (within tolerance) is always removed so that downstream maths is exact.
-        s = s / sums[:, None]
+        s = np.divide(s, sums[:, None], out=s if own else None)
         return cls._build(s, None, y, "binary" if K == 2 else "multiclass", "probabilities", names, notes, source)
 
     @classmethod

@@ -546,16 +546,21 @@ def test_max_rows_counts_a_last_line_without_newline():
     assert load_predictions(text + b"\n\n\n", format="csv", max_rows=2).n == 2
 
 
-def test_csv_is_read_once_by_the_pyarrow_engine(monkeypatch):
+def test_csv_is_read_once_with_the_types_of_its_first_block(monkeypatch):
     """Well-formed CSVs take the fast path (no Python loop, no second parse)."""
+    from pbr_core.loading import _tables
+
     calls = []
-    real = pd.read_csv
 
-    def spy(*args, **kw):
-        calls.append(kw.get("engine"))
-        return real(*args, **kw)
+    def spy(name, real):
+        def wrapped(*args, **kw):
+            calls.append(name)
+            return real(*args, **kw)
+        return wrapped
 
-    monkeypatch.setattr(pd, "read_csv", spy)
+    monkeypatch.setattr(pd, "read_csv", spy("pandas", pd.read_csv))
+    monkeypatch.setattr(_tables, "_read_csv_typed", spy("typed", _tables._read_csv_typed))
+    monkeypatch.setattr(_tables, "_read_csv_whole", spy("whole", _tables._read_csv_whole))
     rng = np.random.default_rng(4)
     p = rng.dirichlet(np.ones(10), size=5_000)
     y = rng.integers(0, 10, size=5_000)
@@ -563,7 +568,7 @@ def test_csv_is_read_once_by_the_pyarrow_engine(monkeypatch):
     data = data[:-1] + b"\n0.1,0.1,0.1,0.1,0.1,0.1,0.1,0.1,0.1,oops,3\n"
     message = error_of(data, max_rows=10**6)
     must_contain(message, "'oops'", "column 'c9'", f"row 5001 {ROW}")
-    assert calls == ["pyarrow"]
+    assert calls == ["typed"]
 
 
 # --------------------------------------------------------------------------- template & saving

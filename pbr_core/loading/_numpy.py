@@ -140,7 +140,7 @@ def _load_npz(src: _Source, opts: _Options, notes: list[str]) -> Predictions:
     preds = _validated(
         lambda: Predictions.from_arrays(
             scores, labels, input_type=input_type, class_names=class_names, renormalize=opts.renormalize,
-            tolerance=opts.tolerance, source=src.name, notes=notes,
+            tolerance=opts.tolerance, source=src.name, notes=notes, copy=False,  # arrays read just now
         ),
         _array_row, None,
     )
@@ -173,7 +173,7 @@ def _load_npy(src: _Source, opts: _Options, notes: list[str]) -> Predictions:
     return _validated(
         lambda: Predictions.from_arrays(
             scores, labels, input_type=opts.input_type, renormalize=opts.renormalize,
-            tolerance=opts.tolerance, source=src.name, notes=notes,
+            tolerance=opts.tolerance, source=src.name, notes=notes, copy=False,  # read-only when memory-mapped
         ),
         _array_row, None,
     )

@@ -258,11 +258,12 @@ def profile(series: pd.Series, name: str) -> Profile:
     if pd.api.types.is_numeric_dtype(dtype):
         return _numeric_profiles([name], series.to_numpy(dtype=np.float64, na_value=np.nan)[:, None],
                                  pd.api.types.is_integer_dtype(dtype))[0]
-    values = series.astype(object)
-    present = values[values.notna()]
-    if present.empty:
+    # The first values present decide text or numbers; the whole column becomes Python objects only
+    # for a column of numbers with some text (a text column of millions of rows never does).
+    first = np.flatnonzero(series.notna().to_numpy())[:_TEXT_SAMPLE]
+    if first.size == 0:
         return _numeric_profiles([name], np.full((len(series), 1), np.nan), False)[0]
-    sample = present.iloc[:_TEXT_SAMPLE]
+    sample = series.iloc[first].astype(object)
     texts = sample.map(lambda v: v.decode("latin-1") if isinstance(v, bytes) else str(v))
     if float(pd.to_numeric(texts, errors="coerce").notna().mean()) < 0.5:
         lowered = set(texts.str.strip().str.lower().unique()[:10])
@@ -271,6 +272,7 @@ def profile(series: pd.Series, name: str) -> Profile:
         if texts.str.match(_DATE_RE).mean() > 0.9:
             return Profile(name, "date")
         return Profile(name, "text")
+    values = series.astype(object)
     coerced = pd.to_numeric(values, errors="coerce")
     prof = _numeric_profiles([name], coerced.to_numpy(dtype=np.float64, na_value=np.nan)[:, None],
                              pd.api.types.is_integer_dtype(coerced.dtype))[0]

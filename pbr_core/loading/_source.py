@@ -81,6 +81,12 @@ class _Source:
         """What to hand to pandas / pyarrow: the path (fast, memory-mapped) or a fresh buffer."""
         return str(self.path) if self.path is not None else io.BytesIO(self.data)
 
+    def arrow_stream(self):
+        """An Arrow input stream over the bytes without copying them (uploads run to hundreds of MB)."""
+        import pyarrow as pa
+
+        return pa.OSFile(str(self.path)) if self.path is not None else pa.BufferReader(self.data)
+
     def error(self, message: str) -> PredictionsError:
         return PredictionsError(f"{self.name}: {message}")
 

@@ -131,15 +131,32 @@ def _count_data_rows(src: _Source, compression: str | None) -> int:
     return max(lines - 1, 0)
 
 
+#: pandas' default missing-value markers (listed in the documentation of ``pandas.read_csv``), which
+#: its pyarrow engine hands to Arrow; the readers below use the same.
+PANDAS_NA_VALUES = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+                    "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
+#: From this size on (bytes of a table or of the score block), memory is handed back as soon as it is free.
+_BIG_BYTES = 64 << 20
+#: Tables with at most this many columns become one pandas block per column (see _arrow_frame).
+_SPLIT_MAX_COLUMNS = 1000
+#: The column types are inferred from a first block of this size; a later block that does not fit them
+#: (e.g. a column empty for the first 100,000 rows) sends the file to the reader that infers from all.
+STREAM_BLOCK_BYTES = 16 << 20
+
+
 def _read_csv_frame(src: _Source, sep: str, compression: str | None, encoding: str,
                     decimal: str = ".") -> pd.DataFrame:
     # Blank lines are kept (as all-missing rows) so that row numbers match the file's lines.
     kw = dict(sep=sep, compression=compression, encoding=encoding, skip_blank_lines=False)
     if decimal != ".":
-        kw["decimal"] = decimal  # the pyarrow engine does not take it: the C engine reads such files
+        kw["decimal"] = decimal  # Arrow's readers take no decimal comma: the C engine reads such files
     else:
         try:
-            return pd.read_csv(src.reader_arg(), engine="pyarrow", **kw)
+            return _read_csv_typed(src, sep, compression, encoding)
+        except Exception:  # noqa: BLE001 - a type change after the first block, or a malformed file: infer from all
+            pass
+        try:
+            return _read_csv_whole(src, sep, compression, encoding)
         except Exception:  # pyarrow's messages do not say where; the C engine's do
             pass
     try:
@@ -161,6 +178,111 @@ def _read_csv_frame(src: _Source, sep: str, compression: str | None, encoding: s
         raise src.error(f"the file is not valid UTF-8 text (byte {exc.start}: {exc.reason}).") from exc
 
 
+def _read_csv_typed(src: _Source, sep: str, compression: str | None, encoding: str) -> pd.DataFrame:
+    """The table as pandas' pyarrow engine reads it (same parser, options and types), without the
+    memory its type inference costs.
+
+    Why not ``pd.read_csv(engine="pyarrow")``: Arrow's whole-file reader, while it infers the column
+    types, keeps every parsed block until the end in case a later block changes a type, so a 300 MB
+    CSV needed ~700 MB on top of its bytes. Here the types are inferred from the first block only
+    (Arrow's streaming reader opens it), then the whole file is read, in parallel, with those types
+    given, so that each block is converted and dropped at once. When a later block does not fit
+    them Arrow raises, and the caller reads the file with inference. When every block fits, the
+    types are those inference gives: it takes the first type (in the same order) that fits every
+    value; no type before the first block's fits that block, and the first block's fits every value.
+    """
+    import pyarrow.csv as pacsv
+
+    with _arrow_input(src, compression) as stream:
+        reader = pacsv.open_csv(stream, **_arrow_csv_options(sep, encoding, STREAM_BLOCK_BYTES))
+        if compression is None and src.size() <= STREAM_BLOCK_BYTES:
+            # The first block is the whole file: its types are inference's, and it is read already.
+            return _arrow_frame(reader.read_all(), csv=True)
+        schema = reader.schema
+        del reader  # and the first block it holds
+    with _arrow_input(src, compression) as stream:
+        table = pacsv.read_csv(stream, **_arrow_csv_options(sep, encoding, STREAM_BLOCK_BYTES, column_types=schema))
+    return _arrow_frame(table, csv=True)
+
+
+def _release_arrow_memory(nbytes: int) -> None:
+    """Give the Arrow pool's freed memory back to the system after a big read: its allocator keeps
+    what the parser freed for reuse (hundreds of MB after a 300 MB CSV), which the numpy and pandas
+    steps that follow cannot use."""
+    if nbytes >= _BIG_BYTES:
+        import pyarrow as pa
+
+        pa.default_memory_pool().release_unused()
+
+
+def _read_csv_whole(src: _Source, sep: str, compression: str | None, encoding: str) -> pd.DataFrame:
+    """Arrow's whole-file reader (what ``pd.read_csv(engine="pyarrow")`` runs), for the files whose
+    column types change after the first block."""
+    import pyarrow.csv as pacsv
+
+    with _arrow_input(src, compression) as stream:
+        table = pacsv.read_csv(stream, **_arrow_csv_options(sep, encoding))
+    return _arrow_frame(table, csv=True)
+
+
+def _arrow_input(src: _Source, compression: str | None):
+    import pyarrow as pa
+
+    stream = src.arrow_stream()
+    return pa.CompressedInputStream(stream, "gzip") if compression == "gzip" else stream
+
+
+def _arrow_csv_options(sep: str, encoding: str, block_size: int | None = None, column_types=None) -> dict:
+    """The options pandas' pyarrow engine passes to Arrow for ``pd.read_csv(sep=sep,
+    encoding=encoding, skip_blank_lines=False)`` (and the block size, or the column types)."""
+    import pyarrow.csv as pacsv
+
+    return dict(
+        read_options=pacsv.ReadOptions(encoding=encoding, **({"block_size": block_size} if block_size else {})),
+        parse_options=pacsv.ParseOptions(delimiter=sep, ignore_empty_lines=False),
+        convert_options=pacsv.ConvertOptions(null_values=list(PANDAS_NA_VALUES), strings_can_be_null=True,
+                                             **({"column_types": column_types} if column_types is not None else {})),
+    )
+
+
+def _date_dtype(arrow_type):
+    """Arrow dates stay Arrow dates in pandas (4 bytes a row, not a Python ``datetime.date`` object
+    of ~50 bytes); their values (``.tolist()``, ``.to_numpy()``) are the same ``datetime.date``."""
+    import pyarrow as pa
+
+    return pd.ArrowDtype(arrow_type) if pa.types.is_date(arrow_type) else None
+
+
+def _arrow_frame(table, csv: bool = False) -> pd.DataFrame:
+    """An Arrow table as a DataFrame, handing each column over as it is converted (the table is
+    unusable afterwards): numbers without missing values are not copied, text stays Arrow-backed
+    (pandas' default string dtype), dates stay Arrow dates.
+
+    ``csv``: as pandas' CSV readers do, a column of empty cells is float64 (all missing) and an
+    empty header is named ``Unnamed: <position>``.
+    """
+    import pyarrow as pa
+
+    if csv:
+        schema = table.schema
+        for i, t in enumerate(schema.types):
+            if pa.types.is_null(t):
+                schema = schema.set(i, schema.field(i).with_type(pa.float64()))
+        if schema != table.schema:
+            table = table.cast(schema)
+        names = table.column_names
+        if "" in names:
+            table = table.rename_columns([n if n != "" else f"Unnamed: {i}" for i, n in enumerate(names)])
+    nbytes = table.nbytes
+    # One block per column lets the numbers be handed over without a copy; a wide table (thousands
+    # of class columns, few rows) is cheap to copy but slow to slice as thousands of blocks.
+    split = table.num_columns <= _SPLIT_MAX_COLUMNS
+    frame = table.to_pandas(split_blocks=split, self_destruct=True, types_mapper=_date_dtype)
+    del table
+    _release_arrow_memory(nbytes)
+    return frame
+
+
 # ------------------------------------------------------------------------------------ Parquet
 def _load_parquet(src: _Source, head: bytes, opts: _Options) -> Predictions:
     import pyarrow.parquet as pq
@@ -172,7 +294,7 @@ def _load_parquet(src: _Source, head: bytes, opts: _Options) -> Predictions:
         n = pf.metadata.num_rows
         if opts.max_rows is not None and n > opts.max_rows:
             raise _too_many_rows(src, n, opts.max_rows)
-        df = pf.read().to_pandas()
+        df = _arrow_frame(pf.read())
     except PredictionsError:
         raise
     except Exception as exc:
@@ -298,7 +420,7 @@ def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]
     dup = duplicates(columns)
     if dup:
         raise src.error(f"duplicate column header(s) {_names(dup)}: every column needs its own name.")
-    df = df.set_axis(columns, axis=1)
+    df.columns = columns  # in place: a renamed copy would keep the reader's columns alive as well
     if df.shape[1] == 0:
         raise src.error("the file is empty (no columns).")
 
@@ -442,7 +564,7 @@ def _full_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Options, no
     return _validated(
         lambda: Predictions.from_arrays(
             scores, y, input_type=opts.input_type, class_names=class_names, renormalize=opts.renormalize,
-            tolerance=opts.tolerance, source=src.name, notes=notes,
+            tolerance=opts.tolerance, source=src.name, notes=notes, copy=False,
         ),
         _table_row, score_cols,
     )
@@ -467,9 +589,22 @@ def _score_block(df: pd.DataFrame, score_cols: list[str], src: _Source) -> np.nd
     for c in score_cols:  # per-column conversion only where a column is not plainly numeric
         if not _is_plain_numeric(dtypes[c]):
             df[c] = _float_column(df[c], c, src)
-    # The readers hand back one consolidated float block: this is a view or one copy, no Python loop.
-    scores = np.ascontiguousarray(df[score_cols].to_numpy(dtype=np.float64, na_value=np.nan))
+    # One (n, K) float64 block, filled ~32 MB of columns at a time: the only copy of the scores that
+    # is kept (Predictions takes it over), without a second full-size temporary.
+    n, k = len(df), len(score_cols)
+    scores = np.empty((n, k), dtype=np.float64)
+    step = max(1, (1 << 22) // max(n, 1))
+    for i in range(0, k, step):
+        cols = score_cols[i:i + step]
+        scores[:, i:i + len(cols)] = df[cols].to_numpy(dtype=np.float64, na_value=np.nan)
     _check_finite(scores, score_cols, src)
+    if scores.nbytes >= _BIG_BYTES and len(score_cols) <= _SPLIT_MAX_COLUMNS:
+        # The block is now the only copy the result needs: the frame's score columns go (in place,
+        # so the reader's frame lets go of them too) before Predictions adds its own arrays. (Not for
+        # thousands of columns: each deletion costs a pass over the frame's blocks, and such files
+        # have few rows.)
+        for c in score_cols:
+            del df[c]
     return scores
 
 
@@ -482,7 +617,7 @@ def _unlabelled_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Optio
         lambda: Predictions.from_arrays(
             scores[:, 0] if len(columns) == 1 else scores, None, input_type=opts.input_type,
             class_names=None if len(columns) == 1 else (_strip_prefix(columns) or columns),
-            renormalize=opts.renormalize, tolerance=opts.tolerance, source=src.name, notes=notes,
+            renormalize=opts.renormalize, tolerance=opts.tolerance, source=src.name, notes=notes, copy=False,
         ),
         _table_row, columns,
     )
