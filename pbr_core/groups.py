@@ -69,7 +69,10 @@ def bucket_dates(values: pd.Series | np.ndarray, every: Bucket = "week") -> pd.S
     """Dates (or text that parses as dates) as the start of their day, week (Monday) or month, as text
     ``YYYY-MM-DD``, for calibration over time. Values that are not dates are an error naming the first."""
     s = pd.Series(values)
-    parsed = pd.to_datetime(s, errors="coerce", format="mixed") if not pd.api.types.is_datetime64_any_dtype(s) else s
+    if pd.api.types.is_datetime64_any_dtype(s.dtype) and not isinstance(s.dtype, pd.ArrowDtype):
+        parsed = s
+    else:  # text, or Arrow dates / timestamps (the loader keeps date columns as Arrow dates)
+        parsed = pd.to_datetime(s.astype(object).where(s.notna(), None), errors="coerce", format="mixed")
     bad = parsed.isna() & s.notna()
     if bad.any():
         r = int(np.flatnonzero(bad.to_numpy())[0])
@@ -161,7 +164,7 @@ def calibration_by_group(preds: Predictions, by: Sequence[str] | str, *, target:
     Returns
     -------
     GroupReport
-        ``table`` columns: group, n, share, rate (accuracy, or the frequency of y = 1), mean_predicted,
+        ``table`` (largest group first; in time order for dates) columns: group, n, share, rate (accuracy, or the frequency of y = 1), mean_predicted,
         n_bins (floor(n_g^(1/3))), ece, ece_low, ece_high, mce, brier, z, p_value, p_holm, too_small.
     """
     conf, out, probs = _inputs(preds, target)
@@ -185,7 +188,9 @@ def calibration_by_group(preds: Predictions, by: Sequence[str] | str, *, target:
         diagrams[name] = M.reliability_diagram(c, o, n_bins=B)
     table = pd.DataFrame(rows)
     table["p_holm"] = holm(table["p_value"])
-    table = table.sort_values(["n", "group"], ascending=[False, True], kind="stable").reset_index(drop=True)
+    # Over time: in time order (ISO dates sort as text); otherwise the largest groups first.
+    order = (["group"], [True]) if every is not None else (["n", "group"], [False, True])
+    table = table.sort_values(order[0], ascending=order[1], kind="stable").reset_index(drop=True)
     cols = ["group", "n", "share", "rate", "mean_predicted", "n_bins", "ece", "ece_low", "ece_high", "mce",
             "brier", "z", "p_value", "p_holm", "too_small"]
     report = GroupReport(table=table[cols], diagrams=diagrams, by=names,

@@ -208,3 +208,15 @@ def test_a_stopped_group_comparison_keeps_whole_folds(adult):
     assert info.value.done == 4 and info.value.total == 9
     assert set(info.value.partial["fold"]) == {0} and len(info.value.partial) == 6
     assert seen[0] == (1, 9, "temperature for everyone, fold 1 of 3")
+
+
+def test_dates_as_the_loader_keeps_them_are_bucketed_in_time_order(adult):
+    """The loader keeps a date column as Arrow dates, and a date-time column as timestamps."""
+    rows = pd.DataFrame({"p": adult.probs[:, 1], "label": adult.labels,
+                         "day": pd.date_range("2025-01-01", periods=adult.n, freq="h").strftime("%Y-%m-%d"),
+                         "at": pd.date_range("2025-01-01", periods=adult.n, freq="17min").strftime("%Y-%m-%d %H:%M:%S")})
+    preds = pbr_core.load_predictions(rows.to_csv(index=False).encode(), format="csv")
+    for column in ("day", "at"):
+        report = G.calibration_by_group(preds, column, every="month", n_boot=20)
+        groups = report.table["group"].tolist()
+        assert groups == sorted(groups) and groups[0] == "2025-01-01" and report.table["n"].sum() == adult.n
