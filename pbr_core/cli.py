@@ -110,6 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "'true class' groups by the label); the column is kept as a group column")
     p.add_argument("--every", choices=["day", "week", "month"], default=None,
                    help="with --by on a date column: group the dates by day, week or month")
+    p.add_argument("--libraries", action="store_true",
+                   help="also print the ECE as other estimators and libraries (netcal, torchmetrics, "
+                        "scikit-learn, relplot) report it by default, and why each differs")
     loading_options(p)
 
     p = add("fit", "fit a recalibrator and save it as JSON",
@@ -352,13 +355,27 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             report = calibration_by_group(preds, args.by, every=args.every)
         except ValueError as exc:
             raise CLIError(f"{preds.source}: {exc}", EXIT_BAD_INPUT) from exc
+    conventions = None
+    if args.libraries:
+        from pbr_core.estimators import library_conventions
+
+        probs, labels = preds.metric_inputs()
+        conventions = library_conventions(probs, labels, one_dimensional="confidence"
+                                          if preds.kind == "top_label" else "positive")
     if args.format == "json":
         if report is not None:
             table["groups"] = {"by": report.by, "test": report.test, "largest_gap": report.largest_gap,
                                "rows": json.loads(report.table.to_json(orient="records"))}
+        if conventions is not None:
+            table["libraries"] = json.loads(conventions.to_json(orient="records"))
         print(json.dumps(table, indent=2))
         return EXIT_OK
     print(_format_table(table))
+    if conventions is not None:
+        print()
+        print("the same predictions, measured the ways other estimators and libraries do by default:")
+        shown = conventions[["convention", "measures", "bins", "ece", "difference"]]
+        print(shown.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     if report is not None:
         print()
         print(group_text(report))

@@ -223,3 +223,20 @@ def test_the_simulated_truth_and_how_estimators_approach_it():
         assert by[(key, 30_000)] == pytest.approx(tce, abs=0.004)   # all converge to the truth
     assert by[("paper", 100)] > tce + 0.01                          # the binned ECE is biased up at small n
     assert abs(by[("debiased", 100)] - tce) < by[("paper", 100)] - tce
+
+
+def test_cli_prints_what_other_libraries_would_report(capsys):
+    import json
+
+    from pbr_core.cli import main
+
+    path = str(SAMPLES / "cifar10_resnet110.npz")
+    assert main(["evaluate", path, "--libraries", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    preds = pbr_core.load_predictions(path)
+    ref = E.library_conventions(preds.probs, preds.labels)
+    assert [r["ece"] for r in out["libraries"]] == pytest.approx(ref["ece"].tolist(), abs=1e-15)
+    assert out["smooth_ece"] == pytest.approx(E.smooth_ece(preds.probs, preds.labels), abs=1e-15)
+    assert main(["evaluate", path, "--libraries"]) == 0
+    text = capsys.readouterr().out
+    assert "torchmetrics calibration_error()" in text and "float32" in text
