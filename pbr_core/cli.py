@@ -365,9 +365,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.format == "json":
         if report is not None:
             table["groups"] = {"by": report.by, "test": report.test, "largest_gap": report.largest_gap,
-                               "rows": json.loads(report.table.to_json(orient="records"))}
+                               "rows": json.loads(report.table.to_json(orient="records", double_precision=15))}
         if conventions is not None:
-            table["libraries"] = json.loads(conventions.to_json(orient="records"))
+            table["libraries"] = json.loads(conventions.to_json(orient="records", double_precision=15))
         print(json.dumps(table, indent=2))
         return EXIT_OK
     print(_format_table(table))
