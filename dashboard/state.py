@@ -84,6 +84,11 @@ class LoadOptions:
     score_columns: tuple[str, ...] = ()      # empty: detect
     group_columns: tuple[str, ...] = ()
     ignore_columns: tuple[str, ...] = ()
+    #: A column of scores that are not probabilities: mapped to p(label) on ``map_share`` of the rows
+    #: (``map_method``), the other rows audited (pbr_core.scores.map_scores); None: a prediction file.
+    map_scores_column: str | None = None
+    map_share: float = 0.3
+    map_method: str = "isotonic"
 
     def as_kwargs(self) -> dict[str, Any]:
         return dict(label_column=self.label_column or None, input_type=self.input_type,
@@ -93,8 +98,9 @@ class LoadOptions:
 
     def tag(self) -> str:
         cols = "|".join(",".join(c) for c in (self.score_columns, self.group_columns, self.ignore_columns))
+        mapping = f";map={self.map_scores_column}:{self.map_share:g}:{self.map_method}" if self.map_scores_column else ""
         return (f"lc={self.label_column or ''};it={self.input_type};rn={int(self.renormalize)};"
-                f"mr={self.max_rows or 0};cols={cols}")
+                f"mr={self.max_rows or 0};cols={cols}{mapping}")
 
     @property
     def names_columns(self) -> bool:
@@ -169,6 +175,15 @@ def describe_sample(file_name: str) -> str:
 
 # --------------------------------------------------------------------------- loading
 def _read(digest: str, _source: bytes | str, file_name: str, tag: str, _options: LoadOptions) -> Predictions:
+    if _options.map_scores_column:  # scores that are not probabilities: map, then audit the other rows
+        from pbr_core.loading import read_table
+        from pbr_core.scores import map_scores
+
+        if not _options.label_column:
+            raise PredictionsError(f"{file_name}: choose the outcome column the scores are mapped to.")
+        frame = read_table(_source, name=file_name)
+        return map_scores(frame, _options.map_scores_column, _options.label_column, share=_options.map_share,
+                          method=_options.map_method, source=file_name).preds  # type: ignore[arg-type]
     return pbr_core.load_predictions(_source, name=file_name, **_options.as_kwargs())
 
 
@@ -202,6 +217,8 @@ def _load(source: bytes | str, digest: str, file_name: str, origin: Literal["sam
     except Exception as exc:  # noqa: BLE001 - a bad file must never crash the app
         logger.exception("reading %s failed", file_name)
         return _set_error(file_name, f"it could not be read ({type(exc).__name__}).", source, options)
+    if options.map_scores_column:
+        name = f"{name} · {options.map_scores_column} mapped to probabilities"
     st.session_state[_K_LOADED] = Loaded(preds=preds, name=name, file_name=file_name, origin=origin,
                                          key=f"{digest}|{options.tag()}", options=options)
     st.session_state.pop(_K_ERROR, None)

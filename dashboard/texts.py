@@ -713,3 +713,16 @@ ESTIMATORS_SIM_CAPTION = (
     "Simulated data, not your file. Lines: the mean estimate over {repeats} simulated data sets per n; bands: "
     "± one standard deviation (how much one data set's estimate moves). Dashed: the true calibration error."
 )
+
+
+MAP_SCORES_INTRO = (
+    "Calibration is about probabilities, so a score on another scale (a risk decile 1-10, a margin, a credit "
+    "score) cannot be measured as it is. What can be audited is whether it **can be turned into calibrated "
+    "probabilities**: a monotone map from score to probability is fitted on a random share of the rows, and "
+    "every page then measures the **other** rows, which the map has not seen."
+)
+MAP_SCORES_HINT = (
+    "If a column holds scores on another scale than probabilities (a risk decile, a margin), open *My scores "
+    "are not probabilities* under the reading options: the page can map them to probabilities on part of the "
+    "rows and audit the rest."
+)

@@ -110,6 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "'true class' groups by the label); the column is kept as a group column")
     p.add_argument("--every", choices=["day", "week", "month"], default=None,
                    help="with --by on a date column: group the dates by day, week or month")
+    p.add_argument("--map-scores", default=None, metavar="COLUMN",
+                   help="COLUMN holds scores that are not probabilities (a risk decile, a margin): fit a monotone "
+                        "map to p(y=1) on --map-share of the rows and evaluate the other rows (binary labels)")
+    p.add_argument("--map-share", type=_probability, default=0.3, metavar="SHARE",
+                   help="with --map-scores: the share of rows used to fit the map (default 0.3)")
+    p.add_argument("--map-method", choices=["isotonic", "logistic"], default="isotonic",
+                   help="with --map-scores: isotonic regression (default) or a logistic curve")
     p.add_argument("--libraries", action="store_true",
                    help="also print the ECE as other estimators and libraries (netcal, torchmetrics, "
                         "scikit-learn, relplot) report it by default, and why each differs")
@@ -345,8 +352,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if wanted:  # a column to group by is never read as a score
         named = [c.strip() for c in (args.group_columns or "").split(",") if c.strip()]
         args.group_columns = ",".join(dict.fromkeys([*named, *wanted]))
-    preds = _load(args.file, args)
+    preds = _mapped(args) if args.map_scores else _load(args.file, args)
     table = evaluation_table(preds, args.n_bins, args.lipschitz, args.eps)
+    if args.map_scores:
+        table["notes"] = list(preds.notes)
     report = None
     if args.by:
         from pbr_core.groups import calibration_by_group
@@ -380,6 +389,22 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print()
         print(group_text(report))
     return EXIT_OK
+
+
+def _mapped(args: argparse.Namespace):
+    """``evaluate --map-scores``: the rows not used to fit the score -> probability map, as predictions."""
+    from pbr_core import PredictionsError
+    from pbr_core.loading import read_table
+    from pbr_core.scores import map_scores
+
+    if not args.label_column:
+        raise CLIError("--map-scores needs --label-column (the binary outcome)", EXIT_USAGE)
+    try:
+        frame = read_table(args.file)
+        return map_scores(frame, args.map_scores, args.label_column, share=args.map_share, method=args.map_method,
+                          source=Path(args.file).name).preds
+    except PredictionsError as exc:
+        raise CLIError(cli_words(str(exc)), EXIT_BAD_INPUT) from exc
 
 
 def group_text(report) -> str:

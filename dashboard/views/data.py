@@ -28,6 +28,12 @@ K_INPUT = "data_input_type"
 K_RENORM = "data_renormalize"
 K_MAXROWS = "data_max_rows"
 K_OPTIONS_FOR = "data_options_for"    # which file the option widgets currently describe
+K_MAP_SCORE = "data_map_score"
+K_MAP_LABEL = "data_map_label"
+K_MAP_SHARE = "data_map_share"
+K_MAP_METHOD = "data_map_method"
+MAP_METHODS = {"isotonic": "Isotonic regression (steps; suits few distinct scores)",
+               "logistic": "Logistic curve (smooth; suits margins)"}
 K_SEEN_UPLOAD = "data_seen_upload"    # file_id of the last upload handed to the loader
 
 DETECT = "(find it by name)"
@@ -112,15 +118,24 @@ def _take_upload() -> bool:
     return True
 
 
-def _on_apply() -> None:
+def _on_apply(options: state.LoadOptions | None = None) -> None:
     """Re-read what the options are meant for: a failed or current upload, else the current sample."""
+    options = options or _options()
     f = st.session_state.get(K_UPLOAD)
     err = state.last_error()
     cur = state.current()
     if f is not None and ((err and err["file_name"] == f.name) or (cur and cur.origin == "upload")):
-        state.request_upload(f.name, f.getvalue(), _options())
+        state.request_upload(f.name, f.getvalue(), options)
     elif cur is not None and cur.origin == "sample":
-        state.request_sample(cur.file_name, _options())
+        state.request_sample(cur.file_name, options)
+
+
+def _on_map() -> None:
+    """Read the file again as scores to map to probabilities (pbr_core.scores.map_scores)."""
+    ss = st.session_state
+    _on_apply(state.LoadOptions(label_column=ss.get(K_MAP_LABEL), map_scores_column=ss.get(K_MAP_SCORE),
+                                map_share=int(ss.get(K_MAP_SHARE, 30)) / 100, map_method=ss.get(K_MAP_METHOD, "isotonic"),
+                                max_rows=int(ss.get(K_MAXROWS) or 0) or None))
 
 
 # --------------------------------------------------------------------------- page parts
@@ -181,6 +196,25 @@ def _reading_options(cur: state.Loaded | None) -> None:
                 st.checkbox("Renormalise rows that do not sum to 1", key=K_RENORM, help=texts.RENORMALISE_HELP)
             st.form_submit_button("Read the file again with these choices", on_click=_on_apply, type="primary",
                                   icon=":material/refresh:", key="data_apply")
+    if columns:
+        _map_scores_form(columns)
+
+
+def _map_scores_form(columns: list[str]) -> None:
+    with st.expander("My scores are not probabilities (a risk decile, a margin, a credit score)"):
+        st.markdown(texts.MAP_SCORES_INTRO)
+        with st.form("data_map_form", border=False):
+            c = st.columns(2, gap="medium")
+            c[0].selectbox("Score column", columns, key=K_MAP_SCORE)
+            c[1].selectbox("Outcome column (two values: what the score predicts)", columns, key=K_MAP_LABEL,
+                           index=len(columns) - 1)
+            c = st.columns(2, gap="medium")
+            c[0].slider("Rows used to fit the map", 10, 50, 30, 5, key=K_MAP_SHARE, format="%d%%",
+                        help="Drawn at random; the other rows are audited. More rows for the map: a steadier map, "
+                             "fewer rows to audit it on.")
+            c[1].radio("Map", list(MAP_METHODS), format_func=MAP_METHODS.get, key=K_MAP_METHOD)
+            st.form_submit_button("Map the scores and audit the other rows", on_click=_on_map, key="data_map",
+                                  icon=":material/swap_horiz:")
 
 
 def _templates() -> None:
@@ -202,6 +236,8 @@ def _error_box(cur: state.Loaded | None) -> None:
         hints.append(texts.RENORMALISE_HINT)
     if "label column" in msg.lower() or "score columns" in msg.lower():
         hints.append(texts.COLUMNS_HINT)
+    if "no score columns" in msg or "p(y=1) in [0, 1]" in msg or "ambiguous" in msg:
+        hints.append(texts.MAP_SCORES_HINT)
     kept = f"The data loaded before (**{cur.name}**) is still in use." if cur else ""
     body = "\n\n".join([f"Could not load **{err['file_name']}**: {msg}", *hints, kept])
     st.error(body.strip(), icon=":material/error:")

@@ -72,6 +72,7 @@ from pbr_core.predictions import DEFAULT_SUM_TOLERANCE, InputType, Predictions, 
 __all__ = [
     "ACCEPTED_SUFFIXES",
     "read_columns",
+    "read_table",
     "CONFIDENCE_COLUMN_NAMES",
     "CORRECT_COLUMN_NAMES",
     "LABEL_COLUMN_NAMES",
@@ -230,3 +231,47 @@ def read_columns(source: Source, *, format: str | None = None, name: str | None 
         raise
     except Exception as exc:  # noqa: BLE001 - a broken file is the caller's input
         raise src.error(f"could not read the columns: {type(exc).__name__}: {exc}") from exc
+
+
+def read_table(source: Source, *, format: str | None = None, name: str | None = None) -> "pd.DataFrame":
+    """A CSV / TSV / Parquet file as a DataFrame, read exactly as :func:`load_predictions` reads it
+    (encoding, separator, decimal comma, a saved row index dropped), without deciding any column's
+    role: for tables that are not predictions yet, e.g. scores to map with :func:`pbr_core.scores.map_scores`.
+
+    Raises
+    ------
+    PredictionsError
+        For a file that cannot be read, or that is not a table (NPZ / NPY).
+    """
+    import pandas as pd
+
+    from pbr_core.loading._tables import _read_csv_frame
+
+    src = _resolve_source(source, name)
+    try:
+        head = src.head()
+    except OSError as exc:
+        raise src.error(f"could not read the file: {exc}") from exc
+    fmt = _resolve_format(src, format, head)
+    try:
+        if fmt in ("csv", "tsv"):
+            header = _csv_header(src, fmt, head)
+            df = _read_csv_frame(src, header.sep, header.compression, header.encoding, header.decimal)
+            if len(df.columns) == len(header.columns):
+                df.columns = header.columns
+        elif fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            df = pq.ParquetFile(src.reader_arg()).read().to_pandas()
+        else:
+            raise src.error(f"a {fmt.upper()} file holds arrays, not a table of named columns.")
+    except PredictionsError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a broken file is the caller's input
+        raise src.error(f"could not read the file as {fmt.upper()}: {type(exc).__name__}: {exc}") from exc
+    df.columns = [str(c).strip() for c in df.columns]
+    for c in [c for c in df.columns if _is_unnamed(c)]:
+        values = df[c]
+        if pd.api.types.is_integer_dtype(values.dtype) and np.array_equal(values.to_numpy(), np.arange(len(df))):
+            df = df.drop(columns=c)
+    return df

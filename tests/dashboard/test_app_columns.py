@@ -125,3 +125,30 @@ def test_the_preview_shows_readable_numbers_and_the_metadata(at, export):
     assert config["p(0)"]["type_config"]["format"] == "%.4f"
     assert config["confidence"]["type_config"]["format"] == "%.4f"
 
+
+
+def test_scores_that_are_not_probabilities_are_mapped_and_the_rest_audited(at):
+    from pbr_core.loading import read_table
+    from pbr_core.scores import map_scores
+
+    table = read_table(ROOT / "sample_data" / "adult_gradient_boosting.csv.gz")
+    p = table.pop("p_gt50k").to_numpy()
+    table["risk_decile"] = pd.qcut(p, 10, labels=False) + 1
+    table = table.rename(columns={"label": "high_income"})
+    _upload(at, "scorecard.csv", table)
+    assert at.error  # no probabilities: the decile is kept as metadata, and there is no label by name
+    at.selectbox(key="data_map_score").set_value("risk_decile")
+    at.selectbox(key="data_map_label").set_value("high_income")
+    at.slider(key="data_map_share").set_value(40)
+    at.button(key="data_map").click().run()
+    assert not at.exception and not at.error
+    loaded = at.session_state["pbr_loaded"]
+    ref = map_scores(table, "risk_decile", "high_income", share=0.4)
+    assert loaded.preds.n == ref.preds.n and loaded.preds.kind == "binary"
+    np.testing.assert_array_equal(loaded.preds.p_positive, ref.preds.p_positive)
+    assert "mapped to probabilities" in loaded.name
+    assert any("not how calibrated the raw scores are" in i.value for i in at.info)
+    at.switch_page("views/reliability.py").run()
+    assert not at.exception
+    ece = pbr_core.ece(ref.preds.p_positive, ref.preds.labels)
+    assert any(m.value == f"{ece:.4f}" for m in at.metric if m.label == "ECE")
