@@ -47,6 +47,7 @@ holds :func:`load_predictions`, which picks the reader.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Sequence
 
 import numpy as np
@@ -177,26 +178,36 @@ def load_predictions(
     except TypeError as exc:
         raise src.error(str(exc)) from None
     opts = _Options(columns, input_type, renormalize, float(tolerance), max_rows, bool(require_labels))
-    try:
-        head = src.head()
-    except OSError as exc:
-        raise src.error(f"could not read the file: {exc}") from exc
-    fmt = _resolve_format(src, format, head)
+    head, fmt = _head_and_format(src, format)
     if not head.strip():
         raise src.error("the file is empty (no header and no data rows)." if not head
                         else "the file is empty (only blank lines).")
-    try:
+    with _as_input_error(src, fmt):
         if fmt in ("csv", "tsv"):
             return _load_csv(src, fmt, head, opts)
         if fmt == "parquet":
             return _load_parquet(src, head, opts)
         return _load_numpy(src, fmt, head, opts)
-    except PredictionsError:
+
+
+def _head_and_format(src: _Source, format: str | None) -> tuple[bytes, FileFormat]:
+    """The first bytes of the source and its format (from the hint, the name or the bytes)."""
+    try:
+        head = src.head()
+    except OSError as exc:
+        raise src.error(f"could not read the file: {exc}") from exc
+    return head, _resolve_format(src, format, head)
+
+
+@contextlib.contextmanager
+def _as_input_error(src: _Source, fmt: str, doing: str = "read the file as"):
+    """Malformed input never escapes as another exception type: it becomes the loader's own error."""
+    try:
+        yield
+    except (PredictionsError, MemoryError):
         raise
-    except MemoryError:
-        raise
-    except Exception as exc:  # malformed input must never escape as another exception type
-        raise src.error(f"could not read the file as {fmt.upper()}: {type(exc).__name__}: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - a broken file is the caller's input
+        raise src.error(f"could not {doing} {fmt.upper()}: {type(exc).__name__}: {exc}") from exc
 
 
 def read_columns(source: Source, *, format: str | None = None, name: str | None = None) -> list[str]:
@@ -211,12 +222,8 @@ def read_columns(source: Source, *, format: str | None = None, name: str | None 
         When the file cannot be read or is not one of the accepted formats.
     """
     src = _resolve_source(source, name)
-    try:
-        head = src.head()
-    except OSError as exc:
-        raise src.error(f"could not read the file: {exc}") from exc
-    fmt = _resolve_format(src, format, head)
-    try:
+    head, fmt = _head_and_format(src, format)
+    with _as_input_error(src, fmt, "read the columns of the"):
         if fmt in ("csv", "tsv"):
             return [c for c in _csv_header(src, fmt, head).columns if c]
         if fmt == "parquet":
@@ -227,10 +234,6 @@ def read_columns(source: Source, *, format: str | None = None, name: str | None 
             with np.load(src.reader_arg(), allow_pickle=False) as npz:
                 return list(npz.files)
         return []
-    except PredictionsError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a broken file is the caller's input
-        raise src.error(f"could not read the columns: {type(exc).__name__}: {exc}") from exc
 
 
 def read_table(source: Source, *, format: str | None = None, name: str | None = None) -> "pd.DataFrame":
@@ -248,12 +251,8 @@ def read_table(source: Source, *, format: str | None = None, name: str | None = 
     from pbr_core.loading._tables import _read_csv_frame
 
     src = _resolve_source(source, name)
-    try:
-        head = src.head()
-    except OSError as exc:
-        raise src.error(f"could not read the file: {exc}") from exc
-    fmt = _resolve_format(src, format, head)
-    try:
+    head, fmt = _head_and_format(src, format)
+    with _as_input_error(src, fmt):
         if fmt in ("csv", "tsv"):
             header = _csv_header(src, fmt, head)
             df = _read_csv_frame(src, header.sep, header.compression, header.encoding, header.decimal)
@@ -265,10 +264,6 @@ def read_table(source: Source, *, format: str | None = None, name: str | None = 
             df = pq.ParquetFile(src.reader_arg()).read().to_pandas()
         else:
             raise src.error(f"a {fmt.upper()} file holds arrays, not a table of named columns.")
-    except PredictionsError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a broken file is the caller's input
-        raise src.error(f"could not read the file as {fmt.upper()}: {type(exc).__name__}: {exc}") from exc
     df.columns = [str(c).strip() for c in df.columns]
     for c in [c for c in df.columns if _is_unnamed(c)]:
         values = df[c]
