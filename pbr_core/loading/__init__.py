@@ -63,6 +63,7 @@ from pbr_core.loading._source import (
     PREDICTED_COLUMN_NAMES,
     Source,
     _Options,
+    _Source,
     _resolve_format,
     _resolve_source,
 )
