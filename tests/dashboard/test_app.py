@@ -170,7 +170,43 @@ def test_bins_slider_updates_the_ece_card(at, cifar100):
     assert _metric(at, "MCE") == f"{pbr_core.mce(preds.probs, preds.labels, 5):.4f}"
     assert _metric(at, "Brier") == f"{pbr_core.brier_score(preds.probs, preds.labels):.4f}"
     assert _metric(at, "NLL") == f"{pbr_core.nll(preds.probs, preds.labels):.4f}"
+    at.session_state["rel_classwise_open"] = True  # the user opens the classwise expander
+    at.run()
     assert _metric(at, "Classwise") == f"{pbr_core.classwise_ece(preds.probs, preds.labels, 5):.4f}"
+
+
+def test_reliability_expanders_are_drawn_and_computed_only_once_opened(at, monkeypatch):
+    """The two expanders below the chart hold tables: a collapsed one sends nothing and computes
+    nothing; opened, it shows its numbers, and they stay on reruns."""
+    from dashboard import compute
+    from pbr_core import estimators
+
+    calls: list[str] = []
+
+    def counting(name, f):
+        return lambda *a, **k: calls.append(name) or f(*a, **k)
+
+    monkeypatch.setattr(estimators, "library_conventions", counting("conventions", estimators.library_conventions))
+    monkeypatch.setattr(pbr_core, "classwise_ece", counting("classwise", pbr_core.classwise_ece))
+    compute._conventions.clear()
+    compute._classwise.clear()
+    at.switch_page(RELIABILITY).run()
+    at.run()
+    assert [e.label for e in at.expander] == ["Other estimators, and the ECE other libraries would report",
+                                              "Classwise ECE (every class, not only the predicted one)"]
+    assert all(not e.children for e in at.expander) and not at.dataframe
+    assert not any(m.label.startswith("Classwise") for m in at.metric)
+    assert calls == []  # collapsed: nothing computed
+    at.session_state["rel_estimators_open"] = True
+    at.run()
+    assert calls == ["conventions"] and len(at.dataframe) == 1
+    assert "torchmetrics calibration_error()" in at.dataframe[0].value.iloc[:, 0].tolist()
+    at.session_state["rel_classwise_open"] = True
+    at.slider(key="rel_n_bins").set_value(7).run()
+    assert not at.exception
+    preds = _loaded(at).preds
+    assert calls == ["conventions", "classwise", "classwise"] and len(at.dataframe) == 2
+    assert _metric(at, "Classwise") == f"{pbr_core.classwise_ece(preds.probs, preds.labels, 7):.4f}"
 
 
 def test_bins_page_bound_inputs_and_teaching_subsample(at):
