@@ -276,3 +276,25 @@ def test_top_label_only_and_binary_samples_work_on_every_page(at, sample):
         assert _metric(at, "ECE") == f"{pbr_core.ece(p.probs, p.labels, b):.4f}"
     at.switch_page(BINS).run()
     assert not at.exception
+
+
+def test_reliability_page_does_not_import_the_recalibration_stack():
+    """A fresh server's first Reliability page imports neither the GP stack (torch, gpytorch) nor
+    the experiment protocols and scipy.stats (they cost ~1 s of every fresh server's first page)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from streamlit.testing.v1 import AppTest\n"
+        f"at = AppTest.from_file({APP!r}, default_timeout={TIMEOUT})\n"
+        "at.switch_page('views/reliability.py').run()\n"
+        "assert not at.exception, at.exception\n"
+        "assert any(m.label == 'ECE' for m in at.metric)\n"
+        "print(sorted(m for m in ('torch', 'gpytorch', 'pbr_core.experiments', 'scipy.stats', 'dashboard.jobs',\n"
+        "                         'dashboard.runs', 'dashboard.report') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
