@@ -298,3 +298,42 @@ def test_reliability_page_does_not_import_the_recalibration_stack():
                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_two_sessions_share_the_loaded_sample_and_neither_can_change_it():
+    """The default sample is parsed once per server and shared (no per-session copy); its arrays are
+    read-only, so one session cannot change another's numbers, and each session's metadata frame is
+    its own copy-on-write view."""
+    one, two = (AppTest.from_file(APP, default_timeout=TIMEOUT) for _ in range(2))
+    for app in (one, two):
+        app.switch_page(RELIABILITY).run()
+        assert not app.exception, app.exception
+    p1, p2 = _loaded(one).preds, _loaded(two).preds
+    assert p1.probs is p2.probs and p1.labels is p2.labels and p1.logits is p2.logits
+    assert _metric(one, "ECE") == _metric(two, "ECE")
+    for array in (p1.probs, p1.logits, p1.labels, p1.confidence, p1.predicted):
+        assert not array.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] = 0
+    ece = _metric(two, "ECE")
+    one.slider(key="rel_n_bins").set_value(5).run()  # one session's choices are its own
+    two.run()
+    assert _metric(two, "ECE") == ece == f"{pbr_core.ece(p2.probs, p2.labels, pbr_core.optimal_n_bins(p2.n)):.4f}"
+
+
+def test_shared_metadata_is_a_copy_on_write_view_per_session():
+    one, two = (AppTest.from_file(APP, default_timeout=TIMEOUT) for _ in range(2))
+    for app in (one, two):
+        app.run()
+        app.selectbox(key="data_sample").set_value("adult_gradient_boosting.csv.gz").run()
+        assert not app.exception, app.exception
+    m1, m2 = _loaded(one).preds.metadata, _loaded(two).preds.metadata
+    assert m1 is not m2 and m1.equals(m2)
+    column = m1.columns[0]
+    before = m2[column].copy()
+    other = m1[column][m1[column] != m1[column].iloc[0]].iloc[0]
+    m1.loc[0, column] = other  # a change in one session...
+    m1["added"] = 1
+    assert m1[column].iloc[0] == other and m2[column].iloc[0] != other
+    pd.testing.assert_series_equal(m2[column], before)  # ...does not reach the other
+    assert "added" not in m2.columns
