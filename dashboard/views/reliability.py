@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 import pbr_core
-from dashboard import compute, figures, recal_ui, state, tables, texts
+from dashboard import compute, recal_ui, state, tables, texts
 
 K_BINS = "rel_n_bins"
 K_BINS_FOR = "rel_n_bins_for"  # which data the slider value belongs to
@@ -115,13 +115,10 @@ def render() -> None:
                                          help=texts.BINNING_HELP)
         smooth = c[1].toggle("Smoothed curve with its band", key=K_SMOOTH, persist_state="session",
                              help=texts.SMOOTH_HELP)
-        table = (compute.reliability_equal_mass(view, n_bins) if binning == "mass"
-                 else compute.reliability(view, n_bins))
-        fig = figures.reliability_figure(table, x_title=view.x_title, y_title=view.y_title,
-                                         binary_positive=view.binary_positive,
-                                         smooth=compute.smooth_curve(view) if smooth else None)
+        fig = compute.reliability_chart(view, n_bins, binning, smooth)  # shared: never changed here
         st.plotly_chart(fig, key="reliability_chart", config={"displaylogo": False})
         if binning == "mass":
+            table = compute.reliability_equal_mass(view, n_bins)
             st.caption(texts.EQUAL_MASS_CAPTION.format(
                 ece=float((table["weight"] * table["gap"].abs()).sum()), B=len(table)))
     with right:

@@ -337,3 +337,28 @@ def test_shared_metadata_is_a_copy_on_write_view_per_session():
     assert m1[column].iloc[0] == other and m2[column].iloc[0] != other
     pd.testing.assert_series_equal(m2[column], before)  # ...does not reach the other
     assert "added" not in m2.columns
+
+
+def test_the_reliability_chart_is_built_once_and_shared_unchanged():
+    """Sessions on the same data and choices get one shared figure; what each page sends is exactly
+    the figure built from pbr_core's table, and drawing it does not change the shared figure."""
+    from dashboard import compute, state
+
+    one, two = (AppTest.from_file(APP, default_timeout=TIMEOUT) for _ in range(2))
+    for app in (one, two):
+        app.switch_page(RELIABILITY).run()
+        assert not app.exception, app.exception
+    loaded = _loaded(one)
+    view = state.metric_view(loaded)
+    b = pbr_core.optimal_n_bins(view.n)
+    shared = compute.reliability_chart(view, b)
+    before = pio.to_json(shared, validate=False)
+    fresh = F.reliability_figure(pbr_core.reliability_diagram(view.probs, view.labels, n_bins=b),
+                                 x_title=view.x_title, y_title=view.y_title)
+    assert before == pio.to_json(fresh, validate=False)
+    assert one.get("plotly_chart")[0].proto.spec == two.get("plotly_chart")[0].proto.spec == before
+    one.segmented_control(key="rel_binning").set_value("mass").run()
+    two.toggle(key="rel_smooth").set_value(True).run()
+    assert not one.exception and not two.exception
+    assert len({one.get("plotly_chart")[0].proto.spec, two.get("plotly_chart")[0].proto.spec, before}) == 3
+    assert compute.reliability_chart(view, b) is shared and pio.to_json(shared, validate=False) == before
