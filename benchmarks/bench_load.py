@@ -28,6 +28,11 @@ the end of the script run. It measures the server alone: what N people would see
 browsers on their own machines, minus the network and the browser's own drawing (and minus the
 static files, ~130 requests per new browser, that a browser fetches first).
 
+``--app floor`` runs the same rounds against a minimal two-page app instead of the dashboard (a
+"Data" page, and a "Reliability" page with a title and a two-point plotly chart; written to a
+temporary folder): what Streamlit and plotly cost a new session on this machine whatever the page
+shows, i.e. the lowest time the dashboard could reach here.
+
 Browser: ONE headless Chromium (Debian's ``/usr/bin/chromium`` through Playwright, the flags of
 tests/browser/conftest.py) with N browser contexts. A context is a separate profile (own cookies,
 cache and websocket, so its own Streamlit session and its own renderer process), which is what N
@@ -88,6 +93,32 @@ CLICK_JS = """() => {
   a.click();
   return t0;
 }"""
+
+
+#: The minimal app of ``--app floor``: Streamlit's frame, a sidebar like the dashboard's, and one
+#: plotly chart on the Reliability page (so the browser loads plotly, as for the real page).
+FLOOR_APP = '''
+import plotly.graph_objects as go
+import streamlit as st
+
+
+def data():
+    st.title("Data")
+
+
+def reliability():
+    st.title("Reliability")
+    st.plotly_chart(go.Figure(go.Scatter(x=[0, 1], y=[0, 1])))
+
+
+st.set_page_config(page_title="floor", layout="wide")
+nav = st.navigation([st.Page(data, title="Data", url_path="data", default=True),
+                     st.Page(reliability, title="Reliability", url_path="reliability")])
+with st.sidebar:
+    st.markdown("### Loaded data")
+    st.markdown("n = 10,000")
+nav.run()
+'''
 
 
 # ------------------------------------------------------------------------------------ processes
@@ -158,13 +189,15 @@ class CpuSnapshot:
                            self.machine - other.machine)
 
 
-def start_server(log: Path) -> tuple[subprocess.Popen, str]:
+def start_server(log: Path, app: Path | None = None) -> tuple[subprocess.Popen, str]:
+    """``streamlit run`` of the dashboard (or of ``app``, from its folder) on a free port."""
     port = _free_port()
     fh = open(log, "wb")
+    script, cwd = (ROOT / "dashboard" / "app.py", ROOT) if app is None else (app, app.parent)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "dashboard" / "app.py"),
+        [sys.executable, "-m", "streamlit", "run", str(script),
          "--server.headless", "true", "--server.port", str(port), "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=cwd, stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 120
@@ -357,6 +390,11 @@ async def run(args) -> list[Summary]:
         sys.exit("Debian's chromium is needed (apt-get install -y chromium)")
     logdir = Path(args.logdir)
     logdir.mkdir(parents=True, exist_ok=True)
+    app = None
+    if args.app == "floor":
+        app = logdir / "floor_app" / "floor_app.py"
+        app.parent.mkdir(exist_ok=True)
+        app.write_text(FLOOR_APP)
     summaries: list[Summary] = []
     async with async_playwright() as pw:
         browser = None
@@ -364,7 +402,7 @@ async def run(args) -> list[Summary]:
             browser = await pw.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_ARGS)
         for client in clients:
             for n in [int(x) for x in args.sessions.split(",")]:
-                proc, url = start_server(logdir / f"server_{client}_{n}.log")
+                proc, url = start_server(logdir / f"server_{client}_{n}.log", app)
                 try:
                     for kind, count in [("cold", 1), ("warm", args.rounds), ("in-app", args.rounds)]:
                         s = Summary(n, client, kind)
@@ -392,6 +430,8 @@ def main() -> None:
     ap.add_argument("--sessions", default="1,4,8", help="comma-separated numbers of concurrent sessions")
     ap.add_argument("--clients", default="protocol,browser",
                     help="comma-separated: protocol (the server alone), browser (headless Chromium)")
+    ap.add_argument("--app", choices=("dashboard", "floor"), default="dashboard",
+                    help="the dashboard, or the minimal app of the module docstring (the floor)")
     ap.add_argument("--rounds", type=int, default=3, help="warm rounds and in-app rounds per N")
     ap.add_argument("--pause", type=float, default=2.0, help="seconds between rounds")
     ap.add_argument("--logdir", default="/tmp/pbr_bench_load", help="where the server logs go")
@@ -416,8 +456,8 @@ def main() -> None:
             f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min; shared machine)",
             f"- Python {platform.python_version()}, streamlit {streamlit.__version__}, plotly {plotly.__version__}, "
             f"numpy {np.__version__}",
-            f"- command: `python benchmarks/bench_load.py --clients {args.clients} --sessions {args.sessions} "
-            f"--rounds {args.rounds}` "
+            f"- command: `python benchmarks/bench_load.py --app {args.app} --clients {args.clients} "
+            f"--sessions {args.sessions} --rounds {args.rounds}` "
             f"({time.time() - t0:.0f} s)\n",
         ]
         with open(ROOT / "benchmarks" / "RESULTS_load.md", "a") as f:
