@@ -5,16 +5,19 @@ file + reading options + what is measured + subsample) is the cache key. The arr
 are passed as underscore arguments, which ``st.cache_data`` does not hash: hashing a 10,000 x 100
 matrix on every slider move would cost as much as the metric itself.
 
-No formula lives here; this module only decides what to cache.
+No formula lives here; this module only decides what to cache (and, for the Reliability chart,
+shares the built figure: :func:`reliability_chart`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 import pbr_core
+from dashboard import figures
 from dashboard.state import MetricView
 
 
@@ -155,3 +158,26 @@ def estimator_convergence(shift: float, repeats: int = 20) -> pd.DataFrame:
     from pbr_core.estimators import estimator_convergence as run
 
     return run(shift=shift, repeats=repeats)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _reliability_chart(key: str, n_bins: int, binning: str, smooth: bool, x_title: str, y_title: str,
+                       binary_positive: bool, _view: MetricView) -> go.Figure:
+    table = reliability_equal_mass(_view, n_bins) if binning == "mass" else reliability(_view, n_bins)
+    return figures.reliability_figure(table, x_title=x_title, y_title=y_title, binary_positive=binary_positive,
+                                      smooth=smooth_curve(_view) if smooth else None)
+
+
+def reliability_chart(view: MetricView, n_bins: int, binning: str = "width", smooth: bool = False) -> go.Figure:
+    """The Reliability page's chart (:func:`dashboard.figures.reliability_figure` of the per-bin table,
+    equal-width or equal-mass bins, with or without the smoothed curve), built once per (data, B,
+    binning, smoothing) and shared by every session.
+
+    Why shared (st.cache_resource, not a copy per session): building the figure is ~40 ms of plotly's
+    validation, most of which is copying its template, the largest part of what the server does for a
+    new visitor of this page once the numbers are cached (benchmarks/RESULTS_load.md); a pickled copy
+    per session would be validated again when unpickled. The figure is read-only by convention: pass
+    it to ``st.plotly_chart``, which only reads it (``Figure.to_dict`` copies it); never change it.
+    """
+    return _reliability_chart(view.key, int(n_bins), binning, bool(smooth), view.x_title, view.y_title,
+                              view.binary_positive, view)

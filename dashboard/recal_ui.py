@@ -6,12 +6,20 @@ calibration pages (Reliability, Bins & bias) use :func:`report_button` too.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+import sys
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import pandas as pd
 import streamlit as st
 
-from dashboard import audit, jobs, report, runs, state, texts
+from dashboard import state, texts
+
+if TYPE_CHECKING:
+    from dashboard import audit, jobs, report
+
+# Imported where they are used, not here: the calibration pages (Reliability, Bins & bias, Groups)
+# need only report_button, and `dashboard.audit`, `report`, `runs` and `jobs` bring in
+# pbr_core.experiments and scipy.stats (~1 s of a fresh server's first page; benchmarks/RESULTS_load.md).
 
 #: The jobs whose results go into the session report, in report order.
 REPORT_KINDS = ("pbr", "compare", "sweep", "groupgap", "generalization", "ship", "apply")
@@ -28,14 +36,29 @@ def recalibratable(loaded: state.Loaded | None, *, needs_gp: bool = False) -> bo
     if loaded.preds.n < 3:
         st.info(f"Recalibration needs at least 3 rows (some to fit, some to test); this file has {loaded.preds.n}.")
         return False
-    if needs_gp and not runs.gp_available():
+    if needs_gp and not _gp_available():
         st.warning(texts.GP_MISSING, icon=":material/extension_off:")
         return False
     return True
 
 
+def _gp_available() -> bool:
+    from dashboard import runs
+
+    return runs.gp_available()
+
+
+def _jobs_module():
+    """dashboard.jobs once some page has imported it; None before that, when no job can exist yet
+    (a job is started only through that module), so the calibration pages need not import it."""
+    return sys.modules.get("dashboard.jobs")
+
+
 def result_of(kind: str) -> Any:
     """The result of the latest finished (or stopped) job of ``kind``, else None."""
+    jobs = _jobs_module()
+    if jobs is None:
+        return None
     job = jobs.get(kind)
     if job is None or job.active:
         return None
@@ -44,6 +67,8 @@ def result_of(kind: str) -> Any:
 
 def job_status(kind: str) -> jobs.Job | None:
     """Draw the progress panel while the job runs, or its error / stop note; return the job."""
+    from dashboard import jobs
+
     job = jobs.get(kind)
     if job is None:
         return None
@@ -73,6 +98,8 @@ def partial_note(result: Any, done: int, total: int) -> None:
 _K_REL_BINS, _K_REL_BINS_FOR = "rel_n_bins", "rel_n_bins_for"
 _K_BINS_L, _K_BINS_EPS, _K_BINS_BMAX, _K_BINS_FOR = "bins_lipschitz", "bins_eps", "bins_bmax", "bins_for"
 _K_GROUPS_BY, _K_GROUPS_BY2, _K_GROUPS_EVERY, _K_GROUPS_FOR = "groups_by", "groups_by2", "groups_every", "groups_for"
+_CHOICE_KEYS = (_K_REL_BINS, _K_REL_BINS_FOR, _K_BINS_L, _K_BINS_EPS, _K_BINS_BMAX, _K_BINS_FOR, _K_GROUPS_BY,
+                _K_GROUPS_BY2, _K_GROUPS_EVERY, _K_GROUPS_FOR)
 
 
 def audit_choices(view: state.MetricView, n_bins: int | None = None,
@@ -81,6 +108,8 @@ def audit_choices(view: state.MetricView, n_bins: int | None = None,
     Bins & bias, and the Groups page's grouping (for the data of ``data_key``), as the user left them for
     this data; the pages' defaults where not visited.
     ``session``: the session state to read (default ``st.session_state``)."""
+    from dashboard import audit
+
     ss = st.session_state if session is None else session
     d = audit.AuditChoices.defaults(view.n)
     if n_bins is None and ss.get(_K_REL_BINS_FOR) == view.key and ss.get(_K_REL_BINS):
@@ -100,6 +129,8 @@ def session_report(loaded: state.Loaded | None, view: state.MetricView | None, c
     """The report's HTML: the audit of ``loaded`` as ``view`` measures it (the pages' ``choices``), then
     every result of ``results`` (job kind -> result, in :data:`REPORT_KINDS` order). Reads no session
     state, so it can run in the download's thread."""
+    from dashboard import audit, report
+
     secs: list[report.ReportSection] = []
     names = []
     if loaded is not None and view is not None and choices is not None:
@@ -118,12 +149,14 @@ def report_button(key: str, *, label: str = "Session report (HTML)", n_bins: int
     Bins & bias pages as the user left them; ``n_bins``: the Reliability page's B when it calls) and
     every recalibration result. Built only when clicked."""
     loaded = state.current()
-    # The callable runs in another thread when clicked: take what it needs from the session now.
+    # The callable runs in another thread when clicked: take what it needs from the session now
+    # (the pages' choices as a copy of their session keys; they become AuditChoices on the click).
     results = {k: r for k in REPORT_KINDS if (r := result_of(k)) is not None}
     view = state.metric_view(loaded) if loaded is not None else None
-    choices = audit_choices(view, n_bins, data_key=loaded.key) if view is not None else None
+    chosen = {k: st.session_state[k] for k in _CHOICE_KEYS if k in st.session_state}
 
     def build() -> bytes:
+        choices = audit_choices(view, n_bins, session=chosen, data_key=loaded.key) if view is not None else None
         return session_report(loaded, view, choices, results).encode()
 
     st.download_button(label, data=build, file_name="pbr_calib_report.html", mime="text/html", key=key,
@@ -132,6 +165,8 @@ def report_button(key: str, *, label: str = "Session report (HTML)", n_bins: int
 
 
 def _section_for(kind: str, r: Any) -> report.ReportSection:
+    from dashboard import report
+
     return {"pbr": report.pbr_section, "compare": report.compare_section, "sweep": report.sweep_section,
             "groupgap": report.group_gap_section,
             "generalization": report.generalization_section, "ship": report.apply_section,
@@ -151,6 +186,8 @@ def lazy_button(label: str, make: Callable[[], bytes], file_name: str, mime: str
 
 def start(kind: str, label: str, work: Callable[[jobs.JobContext], Any], *, heavy: bool) -> None:
     """Start the job and rerun, so the page redraws at once with its controls disabled."""
+    from dashboard import jobs
+
     jobs.start(kind, label, work, heavy=heavy)
     st.rerun()
 

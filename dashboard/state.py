@@ -182,19 +182,45 @@ def _read(digest: str, _source: bytes | str, file_name: str, tag: str, _options:
         if not _options.label_column:
             raise PredictionsError(f"{file_name}: choose the outcome column the scores are mapped to.")
         frame = read_table(_source, name=file_name)
-        return map_scores(frame, _options.map_scores_column, _options.label_column, share=_options.map_share,
-                          method=_options.map_method, source=file_name).preds  # type: ignore[arg-type]
-    return pbr_core.load_predictions(_source, name=file_name, **_options.as_kwargs())
+        return read_only(map_scores(frame, _options.map_scores_column, _options.label_column,
+                                   share=_options.map_share, method=_options.map_method,
+                                   source=file_name).preds)  # type: ignore[arg-type]
+    return read_only(pbr_core.load_predictions(_source, name=file_name, **_options.as_kwargs()))
 
 
-#: Parse once per (content, options). ``digest`` stands for ``_source`` and ``tag`` for ``_options``,
-#: which are not hashed (hashing a 500 MB upload on every call would cost more than the cache saves).
-_read_cached = st.cache_data(show_spinner=False, max_entries=6)(_read)
+def read_only(preds: Predictions) -> Predictions:
+    """``preds`` with its arrays made read-only (in place; returns it).
+
+    The loaded predictions are shared: one object per (file, options) serves every session (see
+    ``_read_cached``), so no code may change them in place; a write raises "assignment destination
+    is read-only" instead of silently changing another person's data. (Predictions is frozen; its
+    metadata frame is handed to each session as its own copy-on-write view, :func:`_session_copy`.)
+    """
+    for array in (preds.labels, preds.confidence, preds.predicted, preds.probs, preds.logits):
+        if isinstance(array, np.ndarray):
+            array.setflags(write=False)
+    return preds
+
+
+def _session_copy(preds: Predictions) -> Predictions:
+    """The shared predictions as one session holds them: the same read-only arrays, and a
+    copy-on-write view of the metadata frame (a change to it stays in that session)."""
+    if preds.metadata is None:
+        return preds
+    return replace(preds, metadata=preds.metadata.copy(deep=False))
+
+
+#: Parse once per (content, options), and share the result between sessions: a new session gets the
+#: parsed object itself, not an unpickled copy of it (st.cache_data's way; for the default sample,
+#: which every new session loads, that was 15 MB and ~10 ms of CPU per session). ``digest`` stands for
+#: ``_source`` and ``tag`` for ``_options``, which are not hashed (hashing a 500 MB upload on every call
+#: would cost more than the cache saves).
+_read_cached = st.cache_resource(show_spinner=False, max_entries=6)(_read)
 
 
 #: Uploads above this size are not cached: the cache (shared by every session, kept after they end)
-#: would hold a pickled copy of each, and every session that hits it unpickles one more copy; the
-#: bundled samples, which every new session loads, are what the cache is for.
+#: would keep each of them in memory after its session has ended; the bundled samples, which every
+#: new session loads, are what the cache is for.
 CACHE_MAX_BYTES = 16 * 2**20
 #: Sources from this size on are parsed one at a time: two big parses at once add up their
 #: temporary memory (about the size of the parsed table each) for no gain on a small server.
@@ -211,7 +237,7 @@ def _load(source: bytes | str, digest: str, file_name: str, origin: Literal["sam
             with _big_load if size >= SERIAL_LOAD_BYTES else contextlib.nullcontext():
                 preds = _read(digest, source, file_name, options.tag(), options)
         else:
-            preds = _read_cached(digest, source, file_name, options.tag(), options)
+            preds = _session_copy(_read_cached(digest, source, file_name, options.tag(), options))
     except PredictionsError as exc:
         return _set_error(file_name, str(exc), source, options)
     except Exception as exc:  # noqa: BLE001 - a bad file must never crash the app

@@ -629,9 +629,11 @@ def ece_bootstrap_ci(
 
 
 def _wilson(successes: np.ndarray, count: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    from scipy.stats import norm
+    # ndtri is the standard normal quantile that scipy.stats.norm.ppf returns (the same float); it
+    # comes without importing scipy.stats, which costs a fresh dashboard server ~0.6 s on its first page.
+    from scipy.special import ndtri
 
-    z = norm.ppf(0.5 + level / 2)
+    z = ndtri(0.5 + level / 2)
     with np.errstate(invalid="ignore", divide="ignore"):
         p = successes / count
         denom = 1 + z**2 / count

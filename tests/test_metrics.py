@@ -239,6 +239,22 @@ def test_reliability_diagram_columns_and_wilson_interval(real):
     assert one["ci_high"][0] == pytest.approx(1.959964**2 / (1 + 1.959964**2), rel=1e-5)
 
 
+@pytest.mark.parametrize("level", [0.5, 0.8, 0.9, 0.95, 0.99, 0.999])
+def test_wilson_interval_is_the_textbook_formula_with_scipy_quantile(real, level):
+    from scipy.stats import norm
+
+    p, y = real["cifar10"]
+    rd = pbr_core.reliability_diagram(p, y, n_bins=15, level=level)
+    z = norm.ppf(0.5 + level / 2)
+    n, acc = rd["count"].to_numpy(float), rd["accuracy"].to_numpy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        centre = (acc + z**2 / (2 * n)) / (1 + z**2 / n)
+        half = z * np.sqrt(acc * (1 - acc) / n + z**2 / (4 * n**2)) / (1 + z**2 / n)
+    # Bit for bit: the quantile is the same float as scipy.stats.norm.ppf's.
+    np.testing.assert_array_equal(rd["ci_low"].to_numpy(), centre - half)
+    np.testing.assert_array_equal(rd["ci_high"].to_numpy(), centre + half)
+
+
 # --------------------------------------------------------------------------- netcal
 @pytest.mark.parametrize("B", [5, 15, 21])
 @pytest.mark.parametrize("name", ["cifar10", "cifar100"])

@@ -5,12 +5,15 @@ from __future__ import annotations
 import streamlit as st
 
 import pbr_core
-from dashboard import compute, figures, recal_ui, state, tables, texts
+from dashboard import compute, recal_ui, state, tables, texts
 
 K_BINS = "rel_n_bins"
 K_BINS_FOR = "rel_n_bins_for"  # which data the slider value belongs to
 K_BINNING = "rel_binning"
 K_SMOOTH = "rel_smooth"
+#: The two expanders below the chart: drawn, and their numbers computed, once opened (:func:`_lazy_expander`).
+K_ESTIMATORS_OPEN = "rel_estimators_open"
+K_CLASSWISE_OPEN = "rel_classwise_open"
 BINNINGS = {"width": "Equal width (the paper)", "mass": "Equal mass"}
 MAX_BINS = 200  # slider range for n up to 200^3 = 8 million rows; beyond, up to floor(n^(1/3))
 
@@ -49,11 +52,26 @@ def _metric_cards(loaded: state.Loaded, view: state.MetricView, n_bins: int) -> 
     st.caption(texts.RELIABILITY_RANGE_MEANING)
 
 
+def _lazy_expander(label: str, key: str):
+    """An expander whose content is drawn only while it is open: the container then, else None.
+
+    Why: a collapsed expander's content is still computed, sent and drawn by every new visitor's
+    browser, and these two hold tables: st.dataframe loads ~1.3 MB of grid and Arrow code into the
+    page, about 0.5 s of the browser's CPU for each new session (benchmarks/RESULTS_load.md).
+    Opening one reruns the page (~0.1 s on the server) and draws its content.
+    """
+    box = st.expander(label, key=key, on_change="rerun")
+    return box if box.open else None
+
+
 def _classwise(loaded: state.Loaded, view: state.MetricView, n_bins: int) -> None:
     preds = loaded.preds
     if preds.kind != "multiclass":
         return
-    with st.expander("Classwise ECE (every class, not only the predicted one)"):
+    box = _lazy_expander("Classwise ECE (every class, not only the predicted one)", K_CLASSWISE_OPEN)
+    if box is None:
+        return
+    with box:
         st.markdown(
             "For each class k the same binned ECE is computed on the predicted probability of k "
             "against whether the label is k, over all rows; the headline number is their average. "
@@ -66,7 +84,10 @@ def _classwise(loaded: state.Loaded, view: state.MetricView, n_bins: int) -> Non
 
 
 def _other_estimators(view: state.MetricView) -> None:
-    with st.expander("Other estimators, and the ECE other libraries would report"):
+    box = _lazy_expander("Other estimators, and the ECE other libraries would report", K_ESTIMATORS_OPEN)
+    if box is None:
+        return
+    with box:
         st.markdown(texts.ESTIMATORS_INTRO)
         st.dataframe(tables.conventions_frame(compute.conventions(view)), hide_index=True,
                      key="rel_conventions_table",
@@ -94,13 +115,10 @@ def render() -> None:
                                          help=texts.BINNING_HELP)
         smooth = c[1].toggle("Smoothed curve with its band", key=K_SMOOTH, persist_state="session",
                              help=texts.SMOOTH_HELP)
-        table = (compute.reliability_equal_mass(view, n_bins) if binning == "mass"
-                 else compute.reliability(view, n_bins))
-        fig = figures.reliability_figure(table, x_title=view.x_title, y_title=view.y_title,
-                                         binary_positive=view.binary_positive,
-                                         smooth=compute.smooth_curve(view) if smooth else None)
+        fig = compute.reliability_chart(view, n_bins, binning, smooth)  # shared: never changed here
         st.plotly_chart(fig, key="reliability_chart", config={"displaylogo": False})
         if binning == "mass":
+            table = compute.reliability_equal_mass(view, n_bins)
             st.caption(texts.EQUAL_MASS_CAPTION.format(
                 ece=float((table["weight"] * table["gap"].abs()).sum()), B=len(table)))
     with right:

@@ -170,7 +170,43 @@ def test_bins_slider_updates_the_ece_card(at, cifar100):
     assert _metric(at, "MCE") == f"{pbr_core.mce(preds.probs, preds.labels, 5):.4f}"
     assert _metric(at, "Brier") == f"{pbr_core.brier_score(preds.probs, preds.labels):.4f}"
     assert _metric(at, "NLL") == f"{pbr_core.nll(preds.probs, preds.labels):.4f}"
+    at.session_state["rel_classwise_open"] = True  # the user opens the classwise expander
+    at.run()
     assert _metric(at, "Classwise") == f"{pbr_core.classwise_ece(preds.probs, preds.labels, 5):.4f}"
+
+
+def test_reliability_expanders_are_drawn_and_computed_only_once_opened(at, monkeypatch):
+    """The two expanders below the chart hold tables: a collapsed one sends nothing and computes
+    nothing; opened, it shows its numbers, and they stay on reruns."""
+    from dashboard import compute
+    from pbr_core import estimators
+
+    calls: list[str] = []
+
+    def counting(name, f):
+        return lambda *a, **k: calls.append(name) or f(*a, **k)
+
+    monkeypatch.setattr(estimators, "library_conventions", counting("conventions", estimators.library_conventions))
+    monkeypatch.setattr(pbr_core, "classwise_ece", counting("classwise", pbr_core.classwise_ece))
+    compute._conventions.clear()
+    compute._classwise.clear()
+    at.switch_page(RELIABILITY).run()
+    at.run()
+    assert [e.label for e in at.expander] == ["Other estimators, and the ECE other libraries would report",
+                                              "Classwise ECE (every class, not only the predicted one)"]
+    assert all(not e.children for e in at.expander) and not at.dataframe
+    assert not any(m.label.startswith("Classwise") for m in at.metric)
+    assert calls == []  # collapsed: nothing computed
+    at.session_state["rel_estimators_open"] = True
+    at.run()
+    assert calls == ["conventions"] and len(at.dataframe) == 1
+    assert "torchmetrics calibration_error()" in at.dataframe[0].value.iloc[:, 0].tolist()
+    at.session_state["rel_classwise_open"] = True
+    at.slider(key="rel_n_bins").set_value(7).run()
+    assert not at.exception
+    preds = _loaded(at).preds
+    assert calls == ["conventions", "classwise", "classwise"] and len(at.dataframe) == 2
+    assert _metric(at, "Classwise") == f"{pbr_core.classwise_ece(preds.probs, preds.labels, 7):.4f}"
 
 
 def test_bins_page_bound_inputs_and_teaching_subsample(at):
@@ -240,3 +276,89 @@ def test_top_label_only_and_binary_samples_work_on_every_page(at, sample):
         assert _metric(at, "ECE") == f"{pbr_core.ece(p.probs, p.labels, b):.4f}"
     at.switch_page(BINS).run()
     assert not at.exception
+
+
+def test_reliability_page_does_not_import_the_recalibration_stack():
+    """A fresh server's first Reliability page imports neither the GP stack (torch, gpytorch) nor
+    the experiment protocols and scipy.stats (they cost ~1 s of every fresh server's first page)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from streamlit.testing.v1 import AppTest\n"
+        f"at = AppTest.from_file({APP!r}, default_timeout={TIMEOUT})\n"
+        "at.switch_page('views/reliability.py').run()\n"
+        "assert not at.exception, at.exception\n"
+        "assert any(m.label == 'ECE' for m in at.metric)\n"
+        "print(sorted(m for m in ('torch', 'gpytorch', 'pbr_core.experiments', 'scipy.stats', 'dashboard.jobs',\n"
+        "                         'dashboard.runs', 'dashboard.report') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_two_sessions_share_the_loaded_sample_and_neither_can_change_it():
+    """The default sample is parsed once per server and shared (no per-session copy); its arrays are
+    read-only, so one session cannot change another's numbers, and each session's metadata frame is
+    its own copy-on-write view."""
+    one, two = (AppTest.from_file(APP, default_timeout=TIMEOUT) for _ in range(2))
+    for app in (one, two):
+        app.switch_page(RELIABILITY).run()
+        assert not app.exception, app.exception
+    p1, p2 = _loaded(one).preds, _loaded(two).preds
+    assert p1.probs is p2.probs and p1.labels is p2.labels and p1.logits is p2.logits
+    assert _metric(one, "ECE") == _metric(two, "ECE")
+    for array in (p1.probs, p1.logits, p1.labels, p1.confidence, p1.predicted):
+        assert not array.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] = 0
+    ece = _metric(two, "ECE")
+    one.slider(key="rel_n_bins").set_value(5).run()  # one session's choices are its own
+    two.run()
+    assert _metric(two, "ECE") == ece == f"{pbr_core.ece(p2.probs, p2.labels, pbr_core.optimal_n_bins(p2.n)):.4f}"
+
+
+def test_shared_metadata_is_a_copy_on_write_view_per_session():
+    one, two = (AppTest.from_file(APP, default_timeout=TIMEOUT) for _ in range(2))
+    for app in (one, two):
+        app.run()
+        app.selectbox(key="data_sample").set_value("adult_gradient_boosting.csv.gz").run()
+        assert not app.exception, app.exception
+    m1, m2 = _loaded(one).preds.metadata, _loaded(two).preds.metadata
+    assert m1 is not m2 and m1.equals(m2)
+    column = m1.columns[0]
+    before = m2[column].copy()
+    other = m1[column][m1[column] != m1[column].iloc[0]].iloc[0]
+    m1.loc[0, column] = other  # a change in one session...
+    m1["added"] = 1
+    assert m1[column].iloc[0] == other and m2[column].iloc[0] != other
+    pd.testing.assert_series_equal(m2[column], before)  # ...does not reach the other
+    assert "added" not in m2.columns
+
+
+def test_the_reliability_chart_is_built_once_and_shared_unchanged():
+    """Sessions on the same data and choices get one shared figure; what each page sends is exactly
+    the figure built from pbr_core's table, and drawing it does not change the shared figure."""
+    from dashboard import compute, state
+
+    one, two = (AppTest.from_file(APP, default_timeout=TIMEOUT) for _ in range(2))
+    for app in (one, two):
+        app.switch_page(RELIABILITY).run()
+        assert not app.exception, app.exception
+    loaded = _loaded(one)
+    view = state.metric_view(loaded)
+    b = pbr_core.optimal_n_bins(view.n)
+    shared = compute.reliability_chart(view, b)
+    before = pio.to_json(shared, validate=False)
+    fresh = F.reliability_figure(pbr_core.reliability_diagram(view.probs, view.labels, n_bins=b),
+                                 x_title=view.x_title, y_title=view.y_title)
+    assert before == pio.to_json(fresh, validate=False)
+    assert one.get("plotly_chart")[0].proto.spec == two.get("plotly_chart")[0].proto.spec == before
+    one.segmented_control(key="rel_binning").set_value("mass").run()
+    two.toggle(key="rel_smooth").set_value(True).run()
+    assert not one.exception and not two.exception
+    assert len({one.get("plotly_chart")[0].proto.spec, two.get("plotly_chart")[0].proto.spec, before}) == 3
+    assert compute.reliability_chart(view, b) is shared and pio.to_json(shared, validate=False) == before

@@ -123,6 +123,7 @@ def test_reliability_offers_equal_mass_bins_the_smooth_curve_and_other_libraries
     from dashboard import figures as F
     from pbr_core import estimators as E
 
+    at.session_state["rel_estimators_open"] = True  # the user opens "Other estimators"
     at.switch_page("views/reliability.py").run()
     preds = at.session_state["pbr_loaded"].preds
     B = pbr_core.optimal_n_bins(preds.n)
