@@ -33,6 +33,7 @@ from gpytorch.variational import (
 )
 from linear_operator.operators import DiagLinearOperator, ZeroLinearOperator
 
+from pbr_core.cancel import checkpoint
 from pbr_core.gp.device import DTYPE
 
 InputKind = Literal["logits", "log_probs"]
@@ -162,6 +163,7 @@ def kmeans_1d(values: np.ndarray, n_clusters: int, max_iter: int = 300, max_poin
     cum = np.concatenate([[0.0], np.cumsum(xs)])
     centres = np.quantile(xs, (np.arange(n_clusters) + 0.5) / n_clusters)
     for _ in range(max_iter):
+        checkpoint()
         centres = np.sort(centres)
         cuts = np.searchsorted(xs, (centres[:-1] + centres[1:]) / 2.0, side="right")
         starts = np.concatenate([[0], cuts])
@@ -359,6 +361,7 @@ class GPRecalibrationModel(gpytorch.models.ApproximateGP):
         cols = max(1, budget // max(1, zu.shape[-2] * int(np.prod(lead, dtype=np.int64))))
         mus, variances = [], []
         for start in range(0, n * k, cols):
+            checkpoint()  # (in the forward pass only) a stop need not wait for the whole evaluation
             xc = x[..., start:start + cols, :]
             if torch.is_grad_enabled() and n * k > cols:
                 # Column chunks small enough for the cache, recomputed in the backward pass: the

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from pbr_core.cancel import checkpoint
 from pbr_core.gp.device import DTYPE
 from pbr_core.gp.model import GPRecalibrationModel
 
@@ -83,6 +84,7 @@ def predict_proba(model: GPRecalibrationModel, z: np.ndarray, mean_approx: bool 
     try:
         with torch.no_grad():
             for start in range(0, n, rows):
+                checkpoint()
                 stop = min(start + rows, n)
                 mu, var = model.marginals(torch.as_tensor(z[start:stop], dtype=DTYPE, device=device))
                 if mean_approx:
