@@ -105,7 +105,24 @@ def device_label() -> str:
 
 
 def gp_available() -> bool:
-    return "pbr" in available_methods()
+    """Whether the GP family can be used; on first call also imports what torch imports lazily
+    inside the first GP fit (see :func:`_preload_torch`)."""
+    if "pbr" not in available_methods():
+        return False
+    _preload_torch()
+    return True
+
+
+def _preload_torch() -> None:
+    """Import sympy (torch.fx's shape machinery, first used by a GPyTorch kernel) and torch._dynamo
+    (first used by ``torch.utils.checkpoint``) now, while a page is drawn, rather than inside the
+    server's first GP fit: there they took 3 to 10 s on a loaded two-core machine, time in which no
+    Stop can act (an import cannot be interrupted). Once per server process; a no-op afterwards."""
+    try:
+        import torch._dynamo  # noqa: F401
+        import torch.fx.experimental.symbolic_shapes  # noqa: F401
+    except Exception:  # noqa: BLE001 - only an optimisation of the first fit's Stop latency
+        pass
 
 
 def alpha_selection_available() -> bool:

@@ -214,6 +214,22 @@ def test_mc_draws_in_blocks_equal_one_draw(monkeypatch) -> None:
     np.testing.assert_array_equal(eps.numpy(), expected)
 
 
+def test_predictions_in_draw_blocks_equal_one_block(data, monkeypatch) -> None:
+    """On the CPU the prediction draws come in row blocks with a stop check between them; the
+    generator fills sequentially and each row is computed alone, so the numbers are the same."""
+    import pbr_core.gp.predict as predict
+
+    z, y = data
+    rec = PBR(alpha=0.5, max_iter=20, n_mc=10, n_predict_samples=30).fit(z[:100], y[:100])
+    whole = predict.predict_proba(rec.model_, z, False, 30, seed=2)
+    monkeypatch.setattr(predict, "DRAW_BLOCK", 30 * 10 * 7)        # blocks of 7 rows
+    checks = []
+    with cancel_when(lambda: checks.append(1) or False):
+        blocks = predict.predict_proba(rec.model_, z, False, 30, seed=2)
+    np.testing.assert_array_equal(blocks, whole)
+    assert len(checks) >= 200 // 7
+
+
 def test_cancel_when_nests_and_checkpoint_is_free_without_it() -> None:
     checkpoint()                              # nothing installed: returns
     outer, inner = [False], [False]
