@@ -26,11 +26,12 @@ whether the session's websocket is connected, and stops the job once it has been
 ``DISCONNECT_GRACE_SECONDS`` (a network blip or a reconnecting tab, which keeps its session id, is
 shorter).
 
-Time left (:func:`remaining_seconds`). A run announces its steps with ``JobContext.plan`` (each
-with a cost class, e.g. the method, and a size, e.g. the rows it fits); the estimate adds up, for
-the steps still to come, the measured seconds per unit of size of finished steps of the same
-class. It is shown only when every step still to come has such a measurement: a single fit, or a
-comparison whose GP fits have not run once yet, shows none. Why not "elapsed x (1 - done) / done":
+Time left (:func:`time_left`). A run announces its steps with ``JobContext.plan`` (each with a
+cost class, e.g. the method, and a size, e.g. the rows it fits); the estimate adds up, for the
+steps still to come, the measured seconds per unit of size of finished steps of the same class.
+It is shown only when every step still to come has such a measurement, except for last steps
+whose cost cannot be known yet (the final fit of an alpha selection: "about 3 min left before the
+last fit"): a single fit, or a comparison whose GP fits have not run once yet, shows none. Why not "elapsed x (1 - done) / done":
 a GP fit's progress is its iteration count against ``max_iter``, but fits stop on tolerance long
 before it (a PBR fit read "20 % done" when it was at its end, and the page promised 2.4 min with
 23 s to go), and a comparison's millisecond fits (temperature scaling) count as much as its GP fits.
@@ -59,8 +60,8 @@ _K_JOBS = "recal_jobs"
 #: A job's browser session whose websocket has been closed this long is treated as gone (tab closed).
 DISCONNECT_GRACE_SECONDS = 5.0
 
-#: One planned step of a job: its cost classes (the first one measured is used) and its size (e.g.
-#: rows fitted); see :func:`remaining_seconds`.
+#: One planned step of a job: its cost classes and its size (e.g. rows fitted). The step is estimated
+#: from its first class; when it finishes, its time counts for all of them (see :func:`time_left`).
 PlannedStep = tuple[tuple[str, ...], float]
 
 #: What the runtime says about a browser session (see :func:`session_connection`).
@@ -135,9 +136,12 @@ class JobContext:
     """What a work function gets: report progress, ask whether to stop.
 
     ``progress`` and ``cancelled`` have the signatures of ``pbr_core.experiments``' callbacks, so
-    they are passed straight to ``compare`` and friends. ``fit_progress`` is for one optimiser run
-    (GP fits report ``(iteration, max_iter, objective)``); it raises ``Cancelled`` when a stop was
-    asked for, which ends a long single fit early. ``track`` is a ``report_progress`` factory.
+    they are passed straight to ``compare`` and friends; ``dashboard.runs.watched`` also installs
+    ``cancelled`` with ``pbr_core.cancel.cancel_when``, so the library checks it at every optimiser
+    evaluation and prediction batch. ``fit_progress`` is for one optimiser run (GP fits report
+    ``(iteration, max_iter, objective)``); ``track`` is a ``report_progress`` factory; both raise
+    ``Cancelled`` when a stop was asked for. ``plan`` announces the steps ``progress`` will count
+    (for :func:`remaining_seconds`).
     """
 
     def __init__(self, job: Job, alive: Callable[[], bool] | None = None) -> None:
@@ -155,12 +159,13 @@ class JobContext:
         done = max(int(done), 0)
         if done < len(job.step_seconds):  # counted back (a new phase): forget the later steps
             del job.step_seconds[done:]
+            job.step_started = now
         elif done > len(job.step_seconds):
             # The time since the last count, shared by the steps it finished (normally one).
             n_new = done - len(job.step_seconds)
             took = None if job.step_started is None else (now - job.step_started) / n_new
             job.step_seconds += [took] * n_new
-        job.step_started = now
+            job.step_started = now
         job.done, job.total, job.last = done, int(total), str(message)
         job.message = ""
         job.inner = None
@@ -181,6 +186,7 @@ class JobContext:
     def fit_progress(self, iteration: int, max_iter: int, objective: float | None = None) -> None:
         if max_iter:
             self.job.inner = min(max(iteration / max_iter, 0.0), 1.0)
+            self.job.iteration = (int(iteration), int(max_iter))
         if self.cancelled():
             raise Cancelled()
 
@@ -234,15 +240,20 @@ class FitLock:
         return job
 
 
-def remaining_seconds(job: Job, now: float | None = None) -> float | None:
-    """Seconds left, from the measured cost of finished steps like the ones still to come; or None.
+def time_left(job: Job, now: float | None = None) -> tuple[float, int] | None:
+    """``(seconds, n_unknown)``: the time the steps still to come will take, from the measured cost
+    of finished steps like them, except the last ``n_unknown`` steps, whose cost cannot be told
+    yet; or None when there is nothing honest to say.
 
     Each planned step (``JobContext.plan``) is ``(cost classes, size)``. A step still to come is
-    estimated as its size times the seconds per unit of size of the finished steps that share its
-    first measured cost class; the running step counts with what is left of its estimate. None
-    (no estimate shown) without a plan, or while any step still to come has no measured class:
-    a single GP fit's length cannot be told from its iteration count (it stops on tolerance), and
-    a comparison's GP fits cannot be told from its temperature-scaling fits.
+    estimated as its size times the seconds per unit of size of the finished steps with its first
+    cost class (a finished step counts for each of its classes, so a broad class such as "any
+    alpha" pools several); the running step counts with what is left of its estimate. Steps whose
+    first class has no finished step yet are unknown. Unknown steps are allowed only at the end
+    (e.g. the final fit of an alpha selection, whose alpha is chosen last): anywhere else, and
+    without a plan, the result is None. So a single GP fit gets none (its length cannot be told from
+    its iteration count: it stops on tolerance), and neither does a comparison before each method
+    has run once (its GP fits cannot be told from its temperature-scaling fits).
     """
     plan = job.plan
     if job.status != "running" or not plan or len(plan) != job.total or not 0 <= job.done < job.total:
@@ -255,15 +266,22 @@ def remaining_seconds(job: Job, now: float | None = None) -> float | None:
             r = rates.setdefault(key, [0.0, 0.0])
             r[0] += took
             r[1] += size
-    estimates = []
-    for keys, size in plan[job.done:]:
-        key = next((k for k in keys if k in rates), None)
-        if key is None:
-            return None
-        estimates.append(rates[key][0] / rates[key][1] * size)
+    estimates = [rates[keys[0]][0] / rates[keys[0]][1] * size if keys and keys[0] in rates else None
+                 for keys, size in plan[job.done:]]
+    known = 0
+    while known < len(estimates) and estimates[known] is not None:
+        known += 1
+    if known == 0 or any(e is not None for e in estimates[known:]):
+        return None
     now = time.time() if now is None else now
     in_step = 0.0 if job.step_started is None else max(now - job.step_started, 0.0)
-    return max(estimates[0] - in_step, 0.0) + sum(estimates[1:])
+    return max(estimates[0] - in_step, 0.0) + sum(estimates[1:known]), len(estimates) - known
+
+
+def remaining_seconds(job: Job, now: float | None = None) -> float | None:
+    """Seconds left when every step still to come can be estimated (see :func:`time_left`), else None."""
+    left = time_left(job, now)
+    return left[0] if left is not None and left[1] == 0 else None
 
 
 def run_job(job: Job, work: Callable[[JobContext], Any], lock: FitLock | None,
@@ -447,8 +465,13 @@ def progress_text(job: Job) -> str:
         parts.append(f"last finished: {job.last}")
     if job.iteration is not None:
         parts.append(f"optimiser iteration {job.iteration[0]:,} (budget {job.iteration[1]:,})")
-    left = remaining_seconds(job)
-    parts.append(_minutes(job.elapsed()) + ("" if left is None else f", about {_minutes(left)} left"))
+    left = time_left(job)
+    when = ""
+    if left is not None:
+        when = f", about {_minutes(left[0])} left"
+        if left[1]:
+            when += " before the last fit" if left[1] == 1 else f" before the last {left[1]} fits"
+    parts.append(_minutes(job.elapsed()) + when)
     return " · ".join(parts)
 
 

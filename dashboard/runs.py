@@ -48,8 +48,9 @@ GP_METHODS = ("gp", "gp_app", "pbr", "pbr_total", "pbr_app", "pbr_total_app")
 ALPHA_METHODS = ("pbr", "pbr_total", "pbr_app", "pbr_total_app")
 
 
-#: One step that ``Reporter.progress`` counts: its cost classes (e.g. the method; the first one
-#: already measured is used) and its size (e.g. the rows it fits), for the time-left estimate.
+#: One step that ``Reporter.progress`` counts: its cost classes (e.g. the method; the step is
+#: estimated from the first, its time counts for all) and its size (e.g. the rows it fits), for the
+#: time-left estimate (``dashboard.jobs.time_left``).
 PlannedStep = tuple[tuple[str, ...], float]
 
 
@@ -286,12 +287,15 @@ def run_pbr(preds: Predictions, s: PBRSettings, reporter: Reporter, *, data_name
         from pbr_core.alpha_selection import kfold_indices  # imported late: the module may be missing
 
         # The CV fits run fold by fold, each alpha in turn (alpha_selection._sequential_rows); a
-        # fit costs about its rows times a rate measured per alpha ("fit": any alpha, for the last).
-        reporter.plan([((f"α={a:g}", "fit"), float(len(tr))) for tr, _ in kfold_indices(fit_set.n, s.cv_folds, s.seed)
-                       for a in s.alpha_grid] + [(("fit",), float(fit_set.n))])
+        # fit costs about its rows times a rate measured per alpha. The final fit's alpha is chosen
+        # only after the CV; until then its cost is unknown ("about N min left before the last fit").
+        cv = [((f"α={a:g}",), float(len(tr))) for tr, _ in kfold_indices(fit_set.n, s.cv_folds, s.seed)
+              for a in s.alpha_grid]
+        reporter.plan(cv + [(("final fit",), float(fit_set.n))])
         reporter.progress(0, steps)
         reporter.step("Choosing α by cross-validation on the recalibration set")
         alpha, scores = _select_alpha(fit_set, s, reporter, steps)
+        reporter.plan(cv + [((f"α={alpha:g}",), float(fit_set.n))])  # the final fit is at the chosen α
     else:
         reporter.plan([(("fit",), float(fit_set.n))])
     params = method_params(s.method, max_iter=s.max_iter)
@@ -463,7 +467,7 @@ def run_sweep(preds: Predictions, s: SweepSettings, reporter: Reporter, *, data_
     """pbr_core.experiments.n_re_sweep (paper Figure 3)."""
     params = {m: dict(p) for m, p in s.params} or None
     values = sorted(set(s.n_re_values))  # n_re_sweep's order: fold, n_re ascending, method
-    reporter.plan([((f"{m}, n_re={v}", m), float(v)) for _ in range(s.n_folds) for v in values for m in s.methods])
+    reporter.plan([((f"{m}, n_re={v}",), float(v)) for _ in range(s.n_folds) for v in values for m in s.methods])
     reporter.progress(0, len(s.methods) * len(values) * s.n_folds)
     try:
         with watched(reporter):
@@ -513,7 +517,7 @@ def run_generalization(preds: Predictions, s: GenSettings, reporter: Reporter, *
     import warnings
 
     extra = method_params(s.objective, max_iter=s.max_iter)
-    reporter.plan([((f"α={a:g}", s.objective), 1.0) for _ in range(s.n_folds) for a in s.alphas])
+    reporter.plan([((f"α={a:g}",), 1.0) for _ in range(s.n_folds) for a in s.alphas])
     reporter.progress(0, len(s.alphas) * s.n_folds)
     with warnings.catch_warnings():
         # Too few fits for a correlation is said on the page, not as a console warning.

@@ -40,13 +40,14 @@ class Timeline:
     """Fake GP fits on a fake clock; records (time, estimate, progress text) at every chunk."""
 
     def __init__(self, monkeypatch, clock: Clock, fit_chunks, check_s: float, predict_s: float) -> None:
-        self.clock, self.samples, self.job = clock, [], None
+        self.clock, self.samples, self.job, self.fit_starts = clock, [], None, []
         self.fit_chunks = iter(fit_chunks)      # per fit: seconds of each 10-iteration chunk
         monkeypatch.setattr(jobs, "time", types.SimpleNamespace(time=clock.time, monotonic=clock.time,
                                                                 sleep=clock.advance))
         timeline = self
 
         def fake_fit(rec, preds):
+            timeline.fit_starts.append(clock.t)
             report = rec._progress()
             for i, seconds in enumerate(next(timeline.fit_chunks)):
                 clock.advance(seconds)
@@ -68,7 +69,7 @@ class Timeline:
 
     def sample(self) -> None:
         self.samples.append((self.clock.t, jobs.remaining_seconds(self.job, now=self.clock.t),
-                             jobs.progress_text(self.job)))
+                             jobs.progress_text(self.job), jobs.time_left(self.job, now=self.clock.t)))
 
     def run(self, kind: str, work) -> jobs.Job:
         self.job = jobs.Job(kind=kind, label="simulated", heavy=False)
@@ -79,7 +80,7 @@ class Timeline:
     def shown(self) -> list[tuple[float, float, float]]:
         """(time, estimate, truth) of every sample that showed an estimate."""
         end = self.job.finished
-        return [(t, est, end - t) for t, est, _ in self.samples if est is not None]
+        return [(t, est, end - t) for t, est, *_ in self.samples if est is not None]
 
 
 def _bad(shown):
@@ -118,6 +119,31 @@ def test_a_comparison_estimates_its_gp_fits_from_the_finished_ones(monkeypatch, 
     # Shown from the second fold's PBR fit on (its cost is known once fold 1 has run one).
     assert shown and min(t for t, _, _ in shown) <= 1000 + 32 + 2
     assert len(shown) >= 4 * 20
+
+
+def test_alpha_by_cross_validation_estimates_each_alpha_then_the_final_fit(monkeypatch, preds):
+    """PBR page, alpha chosen by 3-fold CV over 4 values on n_re = 600: a fit costs its rows times a
+    rate that depends on alpha (weak regularisation takes more iterations). The final fit, on all
+    600 rows, is at the alpha chosen last (1.0 here: the fake predictions tie, ties go to the
+    larger alpha), so until then the page estimates the CV and says the last fit comes after it."""
+    clock = Clock()
+    rate = {0.01: 0.10, 0.1: 0.08, 0.5: 0.03, 1.0: 0.02}        # seconds per row
+    grid = tuple(rate)
+    fits = [[rate[a] * 400 / 10] * 10 for _ in range(3) for a in grid] + [[rate[1.0] * 600 / 10] * 10]
+    sim = Timeline(monkeypatch, clock, fits, check_s=0.0, predict_s=0.2)
+    s = runs.PBRSettings(alpha=None, alpha_grid=grid, cv_folds=3, n_re=600)
+    sim.run("pbr", lambda ctx: runs.run_pbr(preds, s, ctx))
+    assert sim.job.result.alpha == 1.0
+    final_start = sim.fit_starts[-1]
+    assert _bad(sim.shown()) == []                              # the final fit, once alpha is chosen
+    assert all(t >= final_start for t, _, _ in sim.shown()) and len(sim.shown()) >= 10
+    # Before: the CV's remaining time, and "before the last fit".
+    cv = [(t, left[0], final_start - t) for t, _, text, left in sim.samples
+          if t < final_start and left is not None]
+    assert len(cv) >= 2 * 4 * 10                                 # folds 2 and 3
+    assert _bad(cv) == []
+    text = next(text for t, _, text, left in sim.samples if t < final_start and left is not None)
+    assert "left before the last fit" in text
 
 
 def test_the_bar_follows_the_estimate(monkeypatch, preds):
