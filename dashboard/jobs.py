@@ -31,10 +31,11 @@ cost class, e.g. the method, and a size, e.g. the rows it fits); the estimate ad
 steps still to come, the measured seconds per unit of size of finished steps of the same class.
 It is shown only when every step still to come has such a measurement, except for last steps
 whose cost cannot be known yet (the final fit of an alpha selection: "about 3 min left before the
-last fit"): a single fit, or a comparison whose GP fits have not run once yet, shows none. Why not "elapsed x (1 - done) / done":
-a GP fit's progress is its iteration count against ``max_iter``, but fits stop on tolerance long
-before it (a PBR fit read "20 % done" when it was at its end, and the page promised 2.4 min with
-23 s to go), and a comparison's millisecond fits (temperature scaling) count as much as its GP fits.
+last fit"): a single fit, or a comparison whose GP fits have not run once yet, shows none. Why not
+"elapsed x (1 - done) / done": a GP fit's progress is its iteration count against ``max_iter``,
+but fits stop on tolerance long before it (a PBR fit read "20 % done" when it was at its end, and
+the page promised 2.4 min with 23 s to go), and a comparison's millisecond fits (temperature
+scaling) count as much as its GP fits.
 
 Everything above :func:`fit_lock` is plain Python (testable without Streamlit).
 """
@@ -49,6 +50,7 @@ from typing import Any, Callable, Iterable, Literal, Sequence
 
 import streamlit as st
 
+from dashboard.runs import PlannedStep  # (cost classes, size) of a step; see time_left
 from pbr_core.experiments import Cancelled
 
 JobStatus = Literal["waiting", "running", "done", "stopped", "failed"]
@@ -59,10 +61,6 @@ _K_JOBS = "recal_jobs"
 
 #: A job's browser session whose websocket has been closed this long is treated as gone (tab closed).
 DISCONNECT_GRACE_SECONDS = 5.0
-
-#: One planned step of a job: its cost classes and its size (e.g. rows fitted). The step is estimated
-#: from its first class; when it finishes, its time counts for all of them (see :func:`time_left`).
-PlannedStep = tuple[tuple[str, ...], float]
 
 #: What the runtime says about a browser session (see :func:`session_connection`).
 Connection = Literal["connected", "disconnected", "gone"]
@@ -141,7 +139,7 @@ class JobContext:
     evaluation and prediction batch. ``fit_progress`` is for one optimiser run (GP fits report
     ``(iteration, max_iter, objective)``); ``track`` is a ``report_progress`` factory; both raise
     ``Cancelled`` when a stop was asked for. ``plan`` announces the steps ``progress`` will count
-    (for :func:`remaining_seconds`).
+    (for :func:`time_left`).
     """
 
     def __init__(self, job: Job, alive: Callable[[], bool] | None = None) -> None:
