@@ -8,6 +8,11 @@ once to the end (its duration D), then ``--trials`` times with Stop pressed
 the time from the request to the job's end (status "stopped", lock free). A trial whose job ended
 before the request counts as "finished first".
 
+The run to the end also records every call of the job's stop check (``JobContext.cancelled``, the
+callable every part of the code asks, before and after the fix) and reports the longest stretch
+between two checks (from the job's start to its end): the worst Stop latency of that run, found
+without having to press Stop at the worst moment.
+
 Usage::
 
     python benchmarks/bench_stop.py                       # all scenarios, 5 trials each
@@ -59,6 +64,7 @@ class Scenario:
 
 
 def scenarios() -> dict[str, Scenario]:
+    runs.gp_available()  # as the recalibration pages do before any fit
     c100 = _npz("cifar100_densenet121.npz")
     c10 = _npz("cifar10_resnet110.npz")
     kitti = pbr_core.load_predictions(DATA / "kitti_mlp.parquet")
@@ -96,8 +102,28 @@ def scenarios() -> dict[str, Scenario]:
     return {s.name: s for s in out}
 
 
+#: Times (time.time) of the stop checks of the running job (one job runs at a time here).
+_CHECKS: list[float] = []
+_ask = jobs.JobContext.cancelled
+
+
+def _recorded(self: jobs.JobContext) -> bool:
+    _CHECKS.append(time.time())
+    return _ask(self)
+
+
+jobs.JobContext.cancelled = _recorded
+
+
+def longest_unchecked(job: jobs.Job) -> tuple[float, int]:
+    """(longest time between two stop checks of ``job``'s run, incl. its start and end; checks)."""
+    times = [job.started] + [t for t in _CHECKS if job.started <= t <= job.finished] + [job.finished]
+    return float(np.max(np.diff(times))), len(times) - 2
+
+
 def run_once(s: Scenario, stop_after: float | None, timeout: float = 1800.0) -> tuple[float, float | None, str]:
     """(duration, latency or None, final status) of one job; Stop is pressed ``stop_after`` s in."""
+    _CHECKS.clear()
     job = jobs.start_job(s.name, s.what, s.work, heavy=False, lock=None)
     t0 = time.time()
     latency = None
@@ -112,6 +138,7 @@ def run_once(s: Scenario, stop_after: float | None, timeout: float = 1800.0) -> 
     job.join(timeout)
     if job.status == "failed":
         raise RuntimeError(f"{s.name} failed: {job.error}\n{job.traceback}")
+    run_once.last_job = job
     return job.finished - t0, latency, job.status
 
 
@@ -132,12 +159,14 @@ def main() -> None:
     all_s = scenarios()
     names = args.scenarios or list(all_s)
     rng = random.Random(args.seed)
-    lines = ["| scenario | run to the end (s) | Stop latency median (s) | max (s) | latencies (s) |",
-             "|---|---:|---:|---:|---|"]
+    lines = ["| scenario | run to the end (s) | stop checks | longest stretch without one (s) | "
+             "Stop latency median (s) | max (s) | latencies (s) |",
+             "|---|---:|---:|---:|---:|---:|---|"]
     print(lines[0], lines[1], sep="\n", flush=True)
     for name in names:
         s = all_s[name]
         duration, _, status = run_once(s, None)
+        gap, checks = longest_unchecked(run_once.last_job)
         lat: list[float] = []
         first = 0
         for _ in range(args.trials):
@@ -148,7 +177,8 @@ def main() -> None:
             else:
                 lat.append(latency)
         shown = ", ".join(f"{x:.2f}" for x in lat) + (f" ({first} finished first)" if first else "")
-        row = (f"| {name} | {duration:.1f} | {statistics.median(lat) if lat else float('nan'):.2f} | "
+        row = (f"| {name} | {duration:.1f} | {checks:,} | {gap:.2f} | "
+               f"{statistics.median(lat) if lat else float('nan'):.2f} | "
                f"{max(lat) if lat else float('nan'):.2f} | {shown} |")
         lines.append(row)
         print(row, flush=True)
