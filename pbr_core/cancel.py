@@ -41,7 +41,7 @@ from typing import Callable, Iterator
 
 import pandas as pd
 
-__all__ = ["Cancelled", "cancel_when", "checkpoint", "stop_requested"]
+__all__ = ["Cancelled", "cancel_when", "checkpoint", "watching"]
 
 
 class Cancelled(Exception):
@@ -88,9 +88,9 @@ def cancel_when(cancel: Callable[[], bool] | None) -> Iterator[None]:
         _CANCEL.reset(token)
 
 
-def stop_requested() -> bool:
-    """Whether any installed ``cancel()`` callable asks for a stop now."""
-    return any(cancel() for cancel in _CANCEL.get())
+def watching() -> bool:
+    """Whether a ``cancel`` callable is installed (so that a loop needs checks at all)."""
+    return bool(_CANCEL.get())
 
 
 def checkpoint() -> None:

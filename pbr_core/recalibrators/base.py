@@ -95,7 +95,7 @@ def track(iterable: Iterable[_T], total: int | None = None, desc: str = "") -> I
     and so that a stop asked for with :func:`pbr_core.cancel.cancel_when` ends it before each item."""
     factory = _PROGRESS.get()
     wrapped = iterable if factory is None else factory(iterable, total=total, desc=desc)
-    return _checked(wrapped) if _cancel._CANCEL.get() else wrapped
+    return _checked(wrapped) if _cancel.watching() else wrapped
 
 
 def _checked(iterable: Iterable[_T]) -> Iterator[_T]:

@@ -230,6 +230,25 @@ def test_predictions_in_draw_blocks_equal_one_block(data, monkeypatch) -> None:
     assert len(checks) >= 200 // 7
 
 
+def test_a_tracked_loop_stops_before_its_next_item() -> None:
+    """One-vs-all maps (and any loop wrapped with ``track``) stop between items."""
+    from pbr_core.recalibrators.base import track
+    from pbr_core.recalibrators import IsotonicCalibration
+
+    seen = []
+    with cancel_when(lambda: len(seen) >= 2), pytest.raises(Cancelled):
+        for item in track(range(5), total=5):
+            seen.append(item)
+    assert seen == [0, 1]
+    assert list(track(range(3))) == [0, 1, 2]      # nothing installed: the plain loop
+    rng = np.random.default_rng(1)
+    z, y = rng.normal(size=(300, 6)), rng.integers(0, 6, 300)
+    calls = []
+    with cancel_when(lambda: calls.append(1) or len(calls) >= 3), pytest.raises(Cancelled):
+        IsotonicCalibration().fit(z, y)            # 6 one-vs-all maps; stopped before the third
+    assert len(calls) == 3
+
+
 def test_cancel_when_nests_and_checkpoint_is_free_without_it() -> None:
     checkpoint()                              # nothing installed: returns
     outer, inner = [False], [False]
