@@ -5,8 +5,10 @@ interaction (and by leaving the page), which would kill a ten-minute fit half-wa
 Here the page only *starts* a job; the work runs in a daemon thread that reports into a plain
 :class:`Job` object kept in ``st.session_state``. A small fragment (:func:`show_progress`) polls
 that object twice a second and draws the progress bar, so the page stays responsive, the user can
-switch pages and come back, and a Stop button can ask the job to end after the current fit
-(the experiment protocols check ``cancel()`` between fits and keep the finished rows).
+switch pages and come back, and a Stop button can end the job within about a second: the work
+runs inside ``pbr_core.cancel.cancel_when(ctx.cancelled)`` (see ``dashboard.runs.watched``), so
+the library stops at its next checkpoint (every optimiser evaluation, every prediction batch);
+the experiment protocols keep the fits that finished and drop the interrupted one.
 
 One fit at a time across browser sessions: every job that fits a GP (PBR, GP calibration) takes
 the process-wide :class:`FitLock` (``st.cache_resource`` makes it one object per server). A job
@@ -17,8 +19,23 @@ the user can leave the page meanwhile. Jobs with only classical methods (seconds
 take the lock, so a quick temperature-scaling comparison never waits behind a long GP run.
 
 A job whose browser session has ended (tab closed; a reload starts a new session, which cannot see
-the old one's results) stops at its next check and frees the lock: nobody could see its result.
-A briefly disconnected session is kept by Streamlit for two minutes and counts as alive.
+the old one's results) stops and frees the lock: nobody could see its result. Streamlit keeps a
+disconnected session for two minutes (or more) in case the tab reconnects, so "the session still
+exists" would hold the lock for minutes after the tab was closed. :class:`SessionWatch` asks instead
+whether the session's websocket is connected, and stops the job once it has been disconnected for
+``DISCONNECT_GRACE_SECONDS`` (a network blip or a reconnecting tab, which keeps its session id, is
+shorter).
+
+Time left (:func:`time_left`). A run announces its steps with ``JobContext.plan`` (each with a
+cost class, e.g. the method, and a size, e.g. the rows it fits); the estimate adds up, for the
+steps still to come, the measured seconds per unit of size of finished steps of the same class.
+It is shown only when every step still to come has such a measurement, except for last steps
+whose cost cannot be known yet (the final fit of an alpha selection: "about 3 min left before the
+last fit"): a single fit, or a comparison whose GP fits have not run once yet, shows none. Why not
+"elapsed x (1 - done) / done": a GP fit's progress is its iteration count against ``max_iter``,
+but fits stop on tolerance long before it (a PBR fit read "20 % done" when it was at its end, and
+the page promised 2.4 min with 23 s to go), and a comparison's millisecond fits (temperature
+scaling) count as much as its GP fits.
 
 Everything above :func:`fit_lock` is plain Python (testable without Streamlit).
 """
@@ -29,10 +46,11 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Literal
+from typing import Any, Callable, Iterable, Literal, Sequence
 
 import streamlit as st
 
+from dashboard.runs import PlannedStep  # (cost classes, size) of a step; see time_left
 from pbr_core.experiments import Cancelled
 
 JobStatus = Literal["waiting", "running", "done", "stopped", "failed"]
@@ -43,6 +61,12 @@ logger = logging.getLogger(__name__)
 #: How often the progress fragment redraws (seconds).
 POLL_SECONDS = 0.5
 _K_JOBS = "recal_jobs"
+
+#: A job's browser session whose websocket has been closed this long is treated as gone (tab closed).
+DISCONNECT_GRACE_SECONDS = 5.0
+
+#: What the runtime says about a browser session (see :func:`session_connection`).
+Connection = Literal["connected", "disconnected", "gone"]
 
 
 @dataclass(eq=False)
@@ -59,6 +83,10 @@ class Job:
     message: str = ""              # what it is doing now ("Fitting PBR on 1,000 rows")
     last: str = ""                 # the step that finished last ("temperature, fold 2/10")
     inner: float | None = None     # progress inside the current fit (optimiser iterations), 0..1
+    iteration: tuple[int, int] | None = None   # (optimiser iteration, its budget) of the running GP fit
+    plan: list[PlannedStep] | None = None      # the steps of ``total``, for the time-left estimate
+    step_seconds: list[float | None] = field(default_factory=list)   # how long each finished step took
+    step_started: float | None = None          # when the running step started
     result: Any = None             # the work function's return value (may be partial when stopped)
     error: str | None = None       # of a failed job, in words for the page (the traceback is logged)
     created: float = field(default_factory=time.time)
@@ -78,10 +106,15 @@ class Job:
     def request_cancel(self) -> None:
         self._cancel.set()
 
-    def fraction(self) -> float:
-        """Overall progress in [0, 1]: finished steps plus the share of the current fit."""
+    def fraction(self, now: float | None = None) -> float:
+        """Overall progress in [0, 1]: elapsed / (elapsed + time left) when there is an estimate
+        (:func:`remaining_seconds`), else finished steps plus the share of the current fit."""
         if self.status == "done":
             return 1.0
+        left = remaining_seconds(self, now)
+        if left is not None:
+            spent = self.elapsed(now)
+            return min(spent / (spent + left), 1.0) if spent + left > 0 else 0.0
         if self.total <= 0:
             return float(self.inner or 0.0)
         inner = min(max(self.inner or 0.0, 0.0), 1.0)
@@ -103,20 +136,40 @@ class JobContext:
     """What a work function gets: report progress, ask whether to stop.
 
     ``progress`` and ``cancelled`` have the signatures of ``pbr_core.experiments``' callbacks, so
-    they are passed straight to ``compare`` and friends. ``fit_progress`` is for one optimiser run
-    (GP fits report ``(iteration, max_iter, objective)``); it raises ``Cancelled`` when a stop was
-    asked for, which ends a long single fit early. ``track`` is a ``report_progress`` factory.
+    they are passed straight to ``compare`` and friends; ``dashboard.runs.watched`` also installs
+    ``cancelled`` with ``pbr_core.cancel.cancel_when``, so the library checks it at every optimiser
+    evaluation and prediction batch. ``fit_progress`` is for one optimiser run (GP fits report
+    ``(iteration, max_iter, objective)``); ``track`` is a ``report_progress`` factory; both raise
+    ``Cancelled`` when a stop was asked for. ``plan`` announces the steps ``progress`` will count
+    (for :func:`time_left`).
     """
 
     def __init__(self, job: Job, alive: Callable[[], bool] | None = None) -> None:
         self.job = job
         self._alive = alive
 
+    def plan(self, steps: Sequence[PlannedStep]) -> None:
+        """The steps ``progress`` will count, in order, each ``(cost classes, size)``."""
+        self.job.plan = [(tuple(keys), float(size)) for keys, size in steps]
+
     def progress(self, done: int, total: int, message: str = "") -> None:
         """``done`` of ``total`` steps finished; ``message`` names the one that just finished."""
-        self.job.done, self.job.total, self.job.last = int(done), int(total), str(message)
-        self.job.message = ""
-        self.job.inner = None
+        job = self.job
+        now = time.time()
+        done = max(int(done), 0)
+        if done < len(job.step_seconds):  # counted back (a new phase): forget the later steps
+            del job.step_seconds[done:]
+            job.step_started = now
+        elif done > len(job.step_seconds):
+            # The time since the last count, shared by the steps it finished (normally one).
+            n_new = done - len(job.step_seconds)
+            took = None if job.step_started is None else (now - job.step_started) / n_new
+            job.step_seconds += [took] * n_new
+            job.step_started = now
+        job.done, job.total, job.last = done, int(total), str(message)
+        job.message = ""
+        job.inner = None
+        job.iteration = None
 
     def step(self, message: str) -> None:
         """Say what is happening now without counting a step."""
@@ -133,14 +186,23 @@ class JobContext:
     def fit_progress(self, iteration: int, max_iter: int, objective: float | None = None) -> None:
         if max_iter:
             self.job.inner = min(max(iteration / max_iter, 0.0), 1.0)
+            self.job.iteration = (int(iteration), int(max_iter))
         if self.cancelled():
             raise Cancelled()
 
     def track(self, iterable: Iterable, total: int | None = None, desc: str = "") -> Iterable:
-        """A ``report_progress`` factory: count the loop's items into ``inner`` and honour Stop."""
+        """A ``report_progress`` factory: count the loop's items into ``inner`` and honour Stop.
+
+        A GP fit's loop (``desc`` "<method> fit") counts optimiser iterations against ``max_iter``;
+        fits usually stop on tolerance long before it, so that count is shown as such ("iteration
+        120, budget 1,000"), never turned into a time.
+        """
+        fit = desc.endswith(" fit")
         for i, item in enumerate(iterable):
             if total:
                 self.job.inner = i / total
+                if fit:
+                    self.job.iteration = (i + 1, int(total))   # item i: iteration i + 1 is done
             if self.cancelled():
                 raise Cancelled()
             yield item
@@ -178,6 +240,50 @@ class FitLock:
         return job
 
 
+def time_left(job: Job, now: float | None = None) -> tuple[float, int] | None:
+    """``(seconds, n_unknown)``: the time the steps still to come will take, from the measured cost
+    of finished steps like them, except the last ``n_unknown`` steps, whose cost cannot be told
+    yet; or None when there is nothing honest to say.
+
+    Each planned step (``JobContext.plan``) is ``(cost classes, size)``. A step still to come is
+    estimated as its size times the seconds per unit of size of the finished steps with its first
+    cost class (a finished step counts for each of its classes, so a broad class such as "any
+    alpha" pools several); the running step counts with what is left of its estimate. Steps whose
+    first class has no finished step yet are unknown. Unknown steps are allowed only at the end
+    (e.g. the final fit of an alpha selection, whose alpha is chosen last): anywhere else, and
+    without a plan, the result is None. So a single GP fit gets none (its length cannot be told from
+    its iteration count: it stops on tolerance), and neither does a comparison before each method
+    has run once (its GP fits cannot be told from its temperature-scaling fits).
+    """
+    plan = job.plan
+    if job.status != "running" or not plan or len(plan) != job.total or not 0 <= job.done < job.total:
+        return None
+    rates: dict[str, list[float]] = {}   # cost class -> [seconds, size] of its finished steps
+    for (keys, size), took in zip(plan, job.step_seconds):
+        if took is None or size <= 0:
+            continue
+        for key in keys:
+            r = rates.setdefault(key, [0.0, 0.0])
+            r[0] += took
+            r[1] += size
+    estimates = [rates[keys[0]][0] / rates[keys[0]][1] * size if keys and keys[0] in rates else None
+                 for keys, size in plan[job.done:]]
+    known = 0
+    while known < len(estimates) and estimates[known] is not None:
+        known += 1
+    if known == 0 or any(e is not None for e in estimates[known:]):
+        return None
+    now = time.time() if now is None else now
+    in_step = 0.0 if job.step_started is None else max(now - job.step_started, 0.0)
+    return max(estimates[0] - in_step, 0.0) + sum(estimates[1:known]), len(estimates) - known
+
+
+def remaining_seconds(job: Job, now: float | None = None) -> float | None:
+    """Seconds left when every step still to come can be estimated (see :func:`time_left`), else None."""
+    left = time_left(job, now)
+    return left[0] if left is not None and left[1] == 0 else None
+
+
 def run_job(job: Job, work: Callable[[JobContext], Any], lock: FitLock | None,
             alive: Callable[[], bool] | None = None) -> None:
     """Body of a job's thread: wait for the lock if needed, run ``work``, record the outcome.
@@ -195,6 +301,7 @@ def run_job(job: Job, work: Callable[[JobContext], Any], lock: FitLock | None,
                 return
             acquired = True
         job.status, job.started = "running", time.time()
+        job.step_started = job.started
         job.message = "Starting"
         result = work(ctx)
         job.result = result
@@ -235,6 +342,37 @@ def _empty(value: Any) -> bool:
     return value is None or (hasattr(value, "empty") and bool(value.empty))
 
 
+class SessionWatch:
+    """``alive()`` of a job started from a browser session: False once the session is gone, or once
+    its websocket has stayed closed for ``grace`` seconds (the tab was closed).
+
+    A reconnecting tab keeps its session id, so a disconnect shorter than ``grace`` (a network blip,
+    a laptop waking up) leaves the job running. ``connection(session_id)`` defaults to
+    :func:`session_connection` (Streamlit's session manager); tests pass their own, and a clock.
+    """
+
+    def __init__(self, session_id: str, grace: float = DISCONNECT_GRACE_SECONDS,
+                 connection: Callable[[str], Connection] | None = None,
+                 clock: Callable[[], float] | None = None) -> None:
+        self.session_id = session_id
+        self.grace = grace
+        self._connection = connection
+        self._clock = clock
+        self._since: float | None = None   # when it was first seen disconnected (this time)
+
+    def __call__(self) -> bool:
+        state = (self._connection or session_connection)(self.session_id)
+        if state == "connected":
+            self._since = None
+            return True
+        if state == "gone":
+            return False
+        now = (self._clock or time.monotonic)()
+        if self._since is None:
+            self._since = now
+        return now - self._since < self.grace
+
+
 def start_job(kind: str, label: str, work: Callable[[JobContext], Any], *, heavy: bool,
               lock: FitLock | None, session_id: str = "", alive: Callable[[], bool] | None = None) -> Job:
     """Create the job and start its daemon thread (no Streamlit needed; :func:`start` wraps this)."""
@@ -262,22 +400,31 @@ def _session_id() -> str:
         return ""
 
 
-def session_alive(session_id: str) -> bool:
-    """Whether the browser session still exists (connected, or disconnected but resumable).
+def session_connection(session_id: str) -> Connection:
+    """Whether the browser session's websocket is open ("connected"), closed but the session kept
+    for a reconnect ("disconnected"), or the session no longer exists ("gone").
 
     Streamlit has no public API for this; the runtime's session manager is asked, and anything
-    unexpected counts as alive (a job is never stopped by mistake).
+    unexpected counts as connected (a job is never stopped by mistake).
     """
     if not session_id:
-        return True
+        return "connected"
     try:
         from streamlit.runtime import Runtime
 
         if not Runtime.exists():
-            return True
-        return Runtime.instance()._session_mgr.get_session_info(session_id) is not None
+            return "connected"
+        mgr = Runtime.instance()._session_mgr
+        if mgr.is_active_session(session_id):
+            return "connected"
+        return "disconnected" if mgr.get_session_info(session_id) is not None else "gone"
     except Exception:  # noqa: BLE001
-        return True
+        return "connected"
+
+
+def session_alive(session_id: str) -> bool:
+    """Whether the browser session still exists (connected, or disconnected but resumable)."""
+    return session_connection(session_id) != "gone"
 
 
 def jobs() -> dict[str, Job]:
@@ -295,8 +442,7 @@ def start(kind: str, label: str, work: Callable[[JobContext], Any], *, heavy: bo
     if old is not None and old.active:
         return old  # a double click never starts two
     sid = _session_id()
-    job = start_job(kind, label, work, heavy=heavy, lock=fit_lock(), session_id=sid,
-                    alive=lambda: session_alive(sid))
+    job = start_job(kind, label, work, heavy=heavy, lock=fit_lock(), session_id=sid, alive=SessionWatch(sid))
     jobs()[kind] = job
     return job
 
@@ -333,21 +479,18 @@ def progress_text(job: Job) -> str:
         parts.append(job.message)
     elif job.last and job.total > 1:
         parts.append(f"last finished: {job.last}")
-    left = remaining_seconds(job)
-    parts.append(_minutes(job.elapsed()) + ("" if left is None else f", about {_minutes(left)} left"))
+    if job.iteration is not None:
+        parts.append(f"optimiser iteration {job.iteration[0]:,} (budget {job.iteration[1]:,})")
+    left = time_left(job)
+    when = ""
+    if left is not None:
+        when = f", about {_minutes(left[0])} left"
+        if left[1]:
+            when += " before the last fit" if left[1] == 1 else f" before the last {left[1]} fits"
+    parts.append(_minutes(job.elapsed()) + when)
     return " · ".join(parts)
 
 
-def remaining_seconds(job: Job, now: float | None = None) -> float | None:
-    """Time left if the rest goes at the pace so far; None until there is a pace to go by.
-
-    Shown only from 10 % done and 10 s on: earlier, a comparison's first few fits (uncalibrated,
-    temperature: milliseconds) would promise a GP run that has barely started is nearly over.
-    """
-    done, elapsed = job.fraction(), job.elapsed(now)
-    if job.status != "running" or not 0.1 <= done < 1.0 or elapsed < 10:
-        return None
-    return elapsed * (1.0 - done) / done
 
 
 @st.fragment(run_every=POLL_SECONDS)
@@ -364,7 +507,8 @@ def show_progress(kind: str) -> None:
         return
     st.progress(job.fraction(), text=progress_text(job))
     if job.cancel_requested:
-        st.caption("Stopping after the current fit … finished fits are kept.")
+        st.caption("Stopping … finished fits are kept.")
     else:
         st.button("Stop", key=f"{kind}_job_cancel", on_click=job.request_cancel, icon=":material/stop:",
-                  help="Stop after the current fit. What has finished so far is kept and shown.")
+                  help="Stop now (within about a second). Fits that have finished are kept and shown; "
+                       "the one running is dropped.")

@@ -7,13 +7,17 @@ and the experiment protocols all come from ``pbr_core``; this module only string
 
 A run that is stopped part-way returns its partial result with ``stopped=True`` (the protocols
 keep the finished fits); a stopped single fit raises :class:`~pbr_core.experiments.Cancelled`.
+Everything a run computes happens inside :func:`watched`, so Stop acts at the library's next
+:func:`pbr_core.cancel.checkpoint` (every optimiser evaluation, every prediction batch): within
+about a second, wherever the run is.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal, Mapping, Protocol, Sequence
+from typing import Any, Iterable, Iterator, Literal, Mapping, Protocol, Sequence
 
 import numpy as np
 import pandas as pd
@@ -32,6 +36,7 @@ from pbr_core.experiments import (
     n_re_sweep,
     split_indices,
 )
+from pbr_core.cancel import cancel_when
 from pbr_core.loading import save_predictions
 from pbr_core.recalibrators import available_methods, report_progress
 
@@ -44,8 +49,16 @@ GP_METHODS = ("gp", "gp_app", "pbr", "pbr_total", "pbr_app", "pbr_total_app")
 ALPHA_METHODS = ("pbr", "pbr_total", "pbr_app", "pbr_total_app")
 
 
+#: One step that ``Reporter.progress`` counts: its cost classes (e.g. the method; the step is
+#: estimated from the first, its time counts for all) and its size (e.g. the rows it fits), for the
+#: time-left estimate (``dashboard.jobs.time_left``).
+PlannedStep = tuple[tuple[str, ...], float]
+
+
 class Reporter(Protocol):
     """Progress and stop requests (``dashboard.jobs.JobContext`` implements it)."""
+
+    def plan(self, steps: Sequence[PlannedStep]) -> None: ...
 
     def progress(self, done: int, total: int, message: str = "") -> None: ...
 
@@ -60,6 +73,9 @@ class Reporter(Protocol):
 
 class NullReporter:
     """A reporter that reports nothing and never stops (scripts, tests)."""
+
+    def plan(self, steps: Sequence[PlannedStep]) -> None:
+        pass
 
     def progress(self, done: int, total: int, message: str = "") -> None:
         pass
@@ -91,7 +107,24 @@ def device_label() -> str:
 
 
 def gp_available() -> bool:
-    return "pbr" in available_methods()
+    """Whether the GP family can be used; on first call also imports what torch imports lazily
+    inside the first GP fit (see :func:`_preload_torch`)."""
+    if "pbr" not in available_methods():
+        return False
+    _preload_torch()
+    return True
+
+
+def _preload_torch() -> None:
+    """Import sympy (torch.fx's shape machinery, first used by a GPyTorch kernel) and torch._dynamo
+    (first used by ``torch.utils.checkpoint``) now, while a page is drawn, rather than inside the
+    server's first GP fit: there they took 3 to 10 s on a loaded two-core machine, time in which no
+    Stop can act (an import cannot be interrupted). Once per server process; a no-op afterwards."""
+    try:
+        import torch._dynamo  # noqa: F401
+        import torch.fx.experimental.symbolic_shapes  # noqa: F401
+    except Exception:  # noqa: BLE001 - only an optimisation of the first fit's Stop latency
+        pass
 
 
 def alpha_selection_available() -> bool:
@@ -161,10 +194,12 @@ def reliability_table(probs: np.ndarray, labels: np.ndarray, kind: str, binary_e
     return pbr_core.reliability_diagram(p, y, n_bins=n_bins or pbr_core.optimal_n_bins(labels.shape[0]))
 
 
-def fit(recalibrator: Any, data: Predictions, reporter: Reporter) -> Any:
-    """Fit with the optimiser's progress shown and Stop honoured (``report_progress`` hook)."""
-    with report_progress(reporter.track):
-        return recalibrator.fit(data)
+@contextlib.contextmanager
+def watched(reporter: Reporter) -> Iterator[None]:
+    """Within the block the library reports its loops to ``reporter.track`` (``report_progress``)
+    and stops at its next checkpoint once ``reporter.cancelled()`` is True (``cancel_when``)."""
+    with report_progress(reporter.track), cancel_when(reporter.cancelled):
+        yield
 
 
 # --------------------------------------------------------------------------- PBR page
@@ -279,7 +314,7 @@ def _select_alpha(fit_set: Predictions, s: PBRSettings, reporter: Reporter, step
                           f"cross-validation fit: {people_progress(message)}")
         reporter.step("Choosing α by cross-validation on the recalibration set")
 
-    with report_progress(reporter.track):
+    with watched(reporter):
         sel = select_alpha(fit_set, grid=list(s.alpha_grid), objective=s.objective, n_splits=s.cv_folds,
                            metric=s.cv_score, seed=s.seed, progress=progress, mean_approx=s.mean_approx,
                            cancel=reporter.cancelled, binary_ece=s.binary_ece,
@@ -301,9 +336,20 @@ def run_pbr(preds: Predictions, s: PBRSettings, reporter: Reporter, *, data_name
     auto = s.uses_alpha and s.alpha is None
     steps = len(s.alpha_grid) * s.cv_folds + 1 if auto else 1   # fits: the CV grid, then the final one
     if auto:
+        from pbr_core.alpha_selection import kfold_indices  # imported late: the module may be missing
+
+        # The CV fits run fold by fold, each alpha in turn (alpha_selection._sequential_rows); a
+        # fit costs about its rows times a rate measured per alpha. The final fit's alpha is chosen
+        # only after the CV; until then its cost is unknown ("about N min left before the last fit").
+        cv = [((f"α={a:g}",), float(len(tr))) for tr, _ in kfold_indices(fit_set.n, s.cv_folds, s.seed)
+              for a in s.alpha_grid]
+        reporter.plan(cv + [(("final fit",), float(fit_set.n))])
         reporter.progress(0, steps)
         reporter.step("Choosing α by cross-validation on the recalibration set")
         alpha, scores = _select_alpha(fit_set, s, reporter, steps)
+        reporter.plan(cv + [((f"α={alpha:g}",), float(fit_set.n))])  # the final fit is at the chosen α
+    else:
+        reporter.plan([(("fit",), float(fit_set.n))])
     params = method_params(s.method, max_iter=s.max_iter)
     if s.uses_alpha:
         params["alpha"] = alpha
@@ -311,10 +357,11 @@ def run_pbr(preds: Predictions, s: PBRSettings, reporter: Reporter, *, data_name
     if auto:
         reporter.progress(steps - 1, steps, f"α = {alpha:g} chosen")
     reporter.step(f"Fitting {_label(s.method)} on {fit_set.n:,} rows" + (f" (α = {alpha:g})" if alpha is not None else ""))
-    fit(recalibrator, fit_set, reporter)
-    reporter.step("Predicting on the test part")
-    after_te = recalibrator.predict_proba(test_set)
-    after_re = recalibrator.predict_proba(fit_set)
+    with watched(reporter):  # the predictions too: J draws on every test row take seconds
+        recalibrator.fit(fit_set)
+        reporter.step("Predicting on the test part")
+        after_te = recalibrator.predict_proba(test_set)
+        after_re = recalibrator.predict_proba(fit_set)
     kind = preds.kind
     n_bins_re = pbr_core.optimal_n_bins(fit_set.n)
     ece_re = pbr_core.ece(*ece_inputs(after_re, fit_set.labels, kind, s.binary_ece), n_bins=n_bins_re)
@@ -430,9 +477,10 @@ def run_compare(preds: Predictions, s: CompareSettings, reporter: Reporter, *, d
         if fold == 0:
             result.diagrams[method] = reliability_table(probs, test_set.labels, preds.kind, s.binary_ece)
 
+    reporter.plan([((m,), 1.0) for _ in range(s.n_folds) for m in s.methods])  # compare's order
     reporter.progress(0, planned)  # the count shows before the first fit ends
     try:
-        with report_progress(reporter.track):
+        with watched(reporter):
             result.table = compare(preds, list(s.methods), n_re=s.n_re, n_folds=s.n_folds, seed=s.seed,
                                    n_te=s.n_te, method_params=s.method_params() or None, progress=progress,
                                    cancel=reporter.cancelled, binary_ece=s.binary_ece, on_error="warn",
@@ -477,9 +525,11 @@ def run_sweep(preds: Predictions, s: SweepSettings, reporter: Reporter, *, data_
               data_key: str = "") -> SweepResult:
     """pbr_core.experiments.n_re_sweep (paper Figure 3)."""
     params = {m: dict(p) for m, p in s.params} or None
-    reporter.progress(0, len(s.methods) * len(s.n_re_values) * s.n_folds)
+    values = sorted(set(s.n_re_values))  # n_re_sweep's order: fold, n_re ascending, method
+    reporter.plan([((f"{m}, n_re={v}",), float(v)) for _ in range(s.n_folds) for v in values for m in s.methods])
+    reporter.progress(0, len(s.methods) * len(values) * s.n_folds)
     try:
-        with report_progress(reporter.track):
+        with watched(reporter):
             table = n_re_sweep(preds, list(s.methods), n_re_values=list(s.n_re_values), n_folds=s.n_folds,
                                seed=s.seed, progress=_progress(reporter, preds.kind == "multiclass"),
                                cancel=reporter.cancelled, method_params=params, binary_ece=s.binary_ece,
@@ -529,12 +579,13 @@ def run_generalization(preds: Predictions, s: GenSettings, reporter: Reporter, *
     import warnings
 
     extra = method_params(s.objective, max_iter=s.max_iter)
+    reporter.plan([((f"α={a:g}",), 1.0) for _ in range(s.n_folds) for a in s.alphas])
     reporter.progress(0, len(s.alphas) * s.n_folds)
     with warnings.catch_warnings():
         # Too few fits for a correlation is said on the page, not as a console warning.
         warnings.simplefilter("ignore", RuntimeWarning)
         try:
-            with report_progress(reporter.track):
+            with watched(reporter):
                 res = kl_vs_ece_gap(preds, alphas=list(s.alphas), objective=s.objective, n_re=s.n_re,
                                     n_folds=s.n_folds, seed=s.seed, progress=_progress(reporter, False),
                                     cancel=reporter.cancelled, eps=s.eps, binary_ece=s.binary_ece,
@@ -651,11 +702,12 @@ def run_ship(preds: Predictions, s: ShipSettings, reporter: Reporter, *, data_na
     recalibrator = make_recalibrator(s.method, s.params())
     reporter.progress(0, 1)
     reporter.step(f"Fitting {_label(s.method)} on {fit_set.n:,} rows")
-    fit(recalibrator, fit_set, reporter)
-    reporter.step("Measuring it" + (" on the held-out rows" if n_held else ""))
-    report = _fit_report(recalibrator)
-    notes: list[str] = list(report.get("warnings", []) or [])
-    measured = _evaluate(recalibrator, eval_set, s.binary_ece, notes)
+    with watched(reporter):
+        recalibrator.fit(fit_set)
+        reporter.step("Measuring it" + (" on the held-out rows" if n_held else ""))
+        report = _fit_report(recalibrator)
+        notes: list[str] = list(report.get("warnings", []) or [])
+        measured = _evaluate(recalibrator, eval_set, s.binary_ece, notes)
     reporter.progress(1, 1, "Done")
     where = (f"the {eval_set.n:,} held-out rows" if n_held else f"the {fit_set.n:,} rows it was fitted on")
     return ApplyResult(data_name=data_name, data_key=data_key, preds=preds, recalibrator=recalibrator,
@@ -672,7 +724,8 @@ def run_apply(preds: Predictions, recalibrator: Any, source: str, reporter: Repo
     reporter.progress(0, 1)
     reporter.step(f"Applying {_label(recalibrator.method)} to {preds.n:,} rows")
     notes: list[str] = []
-    measured = _evaluate(recalibrator, preds, binary_ece, notes)
+    with watched(reporter):
+        measured = _evaluate(recalibrator, preds, binary_ece, notes)
     reporter.progress(1, 1, "Done")
     return ApplyResult(data_name=data_name, data_key=data_key, preds=preds, recalibrator=recalibrator,
                        origin=f"{_label(recalibrator.method)} loaded from {source}",

@@ -28,7 +28,8 @@ from typing import Any, Callable, Literal, Sequence
 import numpy as np
 import pandas as pd
 
-from pbr_core.experiments._protocol import BinaryECE, Cancelled, evaluation_metrics
+from pbr_core.cancel import Cancelled, cancel_when
+from pbr_core.experiments._protocol import BinaryECE, evaluation_metrics
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators.base import as_predictions
 
@@ -116,8 +117,9 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
     batched : bool or "auto"
         See the module docstring.
     cancel : callable ``cancel() -> bool``, optional (keyword only)
-        Checked before each fit (sequential) or at each optimiser step (batched); when it returns
-        True, :class:`~pbr_core.experiments.Cancelled` is raised and nothing is selected.
+        Checked before each fit and within it (every optimiser evaluation and prediction batch, see
+        :mod:`pbr_core.cancel`); when it returns True, :class:`~pbr_core.experiments.Cancelled` is
+        raised within about a second and nothing is selected.
     binary_ece : {"positive", "top_label"} (keyword only)
         For binary data, the ECE of p(y=1) (paper Appendix A, default, as in
         :func:`~pbr_core.experiments.compare`) or the top-label ECE. Multiclass: always top-label.
@@ -161,7 +163,8 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
         raise ValueError("batched=True needs optimizer='adam' (a batched fit is always Adam; see the module docstring).")
     t0 = time.perf_counter()
     run = _batched_rows if batched else _sequential_rows
-    rows = run(data, folds, grid, params, progress, cancel=cancel, binary_ece=binary_ece)
+    with cancel_when(cancel):
+        rows = run(data, folds, grid, params, progress, cancel=cancel, binary_ece=binary_ece)
     scores = pd.DataFrame(rows)
     scores["score"] = scores[metric]
     scores = scores[["alpha", "fold", "n_train", "n_val", "score", "ece", "brier", "nll", "kl", "iterations",
@@ -187,8 +190,11 @@ def _sequential_rows(data: Predictions, folds, grid, params, progress, *, cancel
         for alpha in grid:
             if cancel is not None and cancel():
                 raise Cancelled(done=done, total=total)
-            rec = PBR(alpha=alpha, **params).fit(fit_part)
-            probs = rec.predict_proba(val_part)
+            try:
+                rec = PBR(alpha=alpha, **params).fit(fit_part)
+                probs = rec.predict_proba(val_part)
+            except Cancelled:  # stopped inside the fit: say how far the selection got
+                raise Cancelled(done=done, total=total) from None
             rows.append({"alpha": alpha, "fold": f, "n_train": len(tr), "n_val": len(va),
                          **_score_all(probs, val_part.labels, binary_ece), "kl": rec.kl_,
                          "iterations": rec.fit_report_["iterations"], "converged": rec.fit_report_["converged"]})

@@ -12,7 +12,8 @@ and Appendices F-G:
   B = floor(n^(1/3)), accuracy, NLL, Brier), for your own loops.
 
 Every protocol takes ``progress(done, total, message)`` (called after each fit) and ``cancel()``
-(checked before each fit; True raises :class:`Cancelled`, which carries the partial table).
+(checked before and within each fit, see :mod:`pbr_core.cancel`; True raises :class:`Cancelled`, which
+carries the partial table of the fits that finished).
 :func:`tqdm_progress` adapts a tqdm bar for the command line.
 
 Example

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from pbr_core.bounds import optimal_n_bins
+from pbr_core.cancel import Cancelled, cancel_when
 from pbr_core.metrics import accuracy, brier_score, ece, nll
 from pbr_core.predictions import Predictions, PredictionsError
 
@@ -46,31 +47,11 @@ __all__ = [
 
 #: ``progress(done, total, message)``: called after each fit.
 ProgressCallback = Callable[[int, int, str], None]
-#: ``cancel()``: checked before each fit; returning True stops the run (raises :class:`Cancelled`).
+#: ``cancel()``: checked before each fit and within it (:mod:`pbr_core.cancel`); returning True stops
+#: the run (raises :class:`Cancelled`).
 CancelCallback = Callable[[], bool]
 
 BinaryECE = Literal["positive", "top_label"]
-
-
-class Cancelled(Exception):
-    """A protocol was stopped by its ``cancel`` callback; the rows finished so far are kept.
-
-    Attributes
-    ----------
-    partial : pandas.DataFrame
-        The result table restricted to the fits that completed (same columns as a full run).
-    done, total : int
-        Fits completed and fits planned.
-    """
-
-    def __init__(self, partial: pd.DataFrame | None = None, done: int = 0, total: int = 0) -> None:
-        # A caller may raise a bare ``Cancelled()`` from inside a fit (e.g. from a progress factory
-        # installed with ``report_progress``); the protocol re-raises it with the partial table.
-        partial = pd.DataFrame() if partial is None else partial
-        super().__init__(f"Cancelled after {done} of {total} fits; `partial` holds the {len(partial)} rows finished.")
-        self.partial = partial
-        self.done = done
-        self.total = total
 
 
 class _TqdmLike(Protocol):
@@ -319,9 +300,12 @@ class Runner:
 
     @contextlib.contextmanager
     def fitting(self) -> Iterator[None]:
-        """Around one fit: a ``Cancelled`` raised inside it comes out carrying the partial table."""
+        """Around one fit and its evaluation: ``cancel`` is checked inside it too (at every
+        :func:`pbr_core.cancel.checkpoint`: each objective evaluation, each prediction batch), and a
+        ``Cancelled`` raised inside it comes out carrying the partial table."""
         try:
-            yield
+            with cancel_when(self.cancel):
+                yield
         except Cancelled:
             raise Cancelled(self.table(), self.done, self.total) from None
 

@@ -147,8 +147,10 @@ def compare(
     progress : callable ``progress(done, total, message)``, optional
         Called after each fit; ``total = n_folds * len(methods)``.
     cancel : callable ``cancel() -> bool``, optional
-        Checked before each fit; when it returns True, :class:`Cancelled` is raised carrying the
-        rows finished so far in ``.partial``.
+        Checked before each fit and, through :func:`pbr_core.cancel.checkpoint`, within each fit and
+        its evaluation (every optimiser evaluation, every prediction batch); when it returns True,
+        :class:`Cancelled` is raised within about a second, carrying the rows of the fits finished
+        so far in ``.partial`` (the interrupted fit is dropped).
     n_te : int or None
         Test rows per fold: None (default) uses all ``n - n_re`` other rows; a number uses that
         many (the last ``n_te`` of the fold's permutation, see :func:`split_indices`), e.g. the

@@ -33,6 +33,7 @@ from gpytorch.variational import (
 )
 from linear_operator.operators import DiagLinearOperator, ZeroLinearOperator
 
+from pbr_core.cancel import checkpoint
 from pbr_core.gp.device import DTYPE
 
 InputKind = Literal["logits", "log_probs"]
@@ -68,6 +69,10 @@ def _marginal_chunk(x: torch.Tensor, zu: torch.Tensor, ls: torch.Tensor, log_sca
     mu = x + m^T A, var = k(x, x) + jitter + (s^2 - 1)^T (A * A) (mean-field) or
     + 1^T ((C^T A)^2 - A * A) (Cholesky). Column sums are (1, M) @ (M, c) products (BLAS both ways).
     """
+    # A stop check per chunk, in the forward pass and again when the backward pass recomputes the
+    # chunk (torch.utils.checkpoint): at n ~ 10^4, K = 100 one evaluation takes seconds, most of
+    # it here. Cancelled raised inside backward() comes out of it unchanged.
+    checkpoint()
     d = (zu / ls) - (x / ls).mT  # (*b, M, c)
     kuf = torch.addcmul(log_scale.reshape(*log_scale.shape, 1, 1), d, d, value=-0.5).exp()
     a = chol_inv @ kuf  # = L^-1 K_uf: a GEMM, where a triangular solve copies the block twice
@@ -162,6 +167,7 @@ def kmeans_1d(values: np.ndarray, n_clusters: int, max_iter: int = 300, max_poin
     cum = np.concatenate([[0.0], np.cumsum(xs)])
     centres = np.quantile(xs, (np.arange(n_clusters) + 0.5) / n_clusters)
     for _ in range(max_iter):
+        checkpoint()
         centres = np.sort(centres)
         cuts = np.searchsorted(xs, (centres[:-1] + centres[1:]) / 2.0, side="right")
         starts = np.concatenate([[0], cuts])

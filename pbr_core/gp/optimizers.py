@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 import torch
 
+from pbr_core.cancel import checkpoint
 from pbr_core.gp.model import GPRecalibrationModel, NotPositiveDefiniteError
 
 if TYPE_CHECKING:  # annotations only: training.py imports this module
@@ -71,6 +72,9 @@ def run_lbfgs(model: GPRecalibrationModel, data: FitData, settings: TrainSetting
                             tolerance_change=settings.tol_change)
 
     def closure():
+        # Every evaluation, line-search ones included: one torch step of CHUNK iterations can make
+        # hundreds of them (tens of seconds at n = 1000, K = 100), too long to wait for a Stop.
+        checkpoint()
         opt.zero_grad(set_to_none=False)
         loss = data.terms(model).total.sum()
         counters["evaluations"] += 1
@@ -146,6 +150,7 @@ def run_adam(model: GPRecalibrationModel, data: FitData, settings: TrainSettings
         return total.reshape(b)
 
     for step in range(budget):
+        checkpoint()
         for p in params:
             p.grad = None
         try:

@@ -18,11 +18,15 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from pbr_core.cancel import checkpoint
 from pbr_core.gp.device import DTYPE
 from pbr_core.gp.model import GPRecalibrationModel
 
 #: Default memory budget for the (rows, J, K) temporaries of one prediction batch.
 DEFAULT_MEMORY_BUDGET_BYTES = 512 * 2**20
+
+#: Numbers drawn (and turned into probabilities) between two stop checks on the CPU: 4e6 (~0.2 s).
+DRAW_BLOCK = 2**22
 
 #: Live (rows, J, K) float64 arrays per batch: the draws (turned into f in place) and softmax(f),
 #: plus one for the softmax's internal work space.
@@ -83,20 +87,31 @@ def predict_proba(model: GPRecalibrationModel, z: np.ndarray, mean_approx: bool 
     try:
         with torch.no_grad():
             for start in range(0, n, rows):
+                checkpoint()
                 stop = min(start + rows, n)
                 mu, var = model.marginals(torch.as_tensor(z[start:stop], dtype=DTYPE, device=device))
                 if mean_approx:
-                    p = torch.softmax(mu, dim=-1)
-                else:
-                    if torch.device(device).type == "cuda":
-                        gen = torch.Generator(device=device).manual_seed(int(seed) * 1_000_003 + start)
-                        f = torch.randn((stop - start, n_samples, k), generator=gen, dtype=DTYPE, device=device)
-                    else:
-                        f = torch.as_tensor(rng.standard_normal((stop - start, n_samples, k)), dtype=DTYPE)
+                    out[start:stop] = torch.softmax(mu, dim=-1).cpu().numpy()
+                elif torch.device(device).type == "cuda":
+                    gen = torch.Generator(device=device).manual_seed(int(seed) * 1_000_003 + start)
+                    f = torch.randn((stop - start, n_samples, k), generator=gen, dtype=DTYPE, device=device)
                     f.mul_(var.sqrt().unsqueeze(-2)).add_(mu.unsqueeze(-2))
-                    p = torch.softmax(f, dim=-1).mean(-2)
+                    out[start:stop] = torch.softmax(f, dim=-1).mean(-2).cpu().numpy()
                     del f
-                out[start:stop] = p.cpu().numpy()
+                else:
+                    # Host draws in row blocks of about DRAW_BLOCK numbers with a stop check between
+                    # them (a whole batch's draws and softmax take seconds on a loaded CPU). Each row
+                    # is computed on its own and the generator fills sequentially: same numbers.
+                    sd = var.sqrt()
+                    step = max(1, DRAW_BLOCK // (n_samples * k))
+                    for a in range(0, stop - start, step):
+                        b = min(a + step, stop - start)
+                        if a:
+                            checkpoint()
+                        f = torch.as_tensor(rng.standard_normal((b - a, n_samples, k)), dtype=DTYPE)
+                        f.mul_(sd[a:b].unsqueeze(-2)).add_(mu[a:b].unsqueeze(-2))
+                        out[start + a:start + b] = torch.softmax(f, dim=-1).mean(-2).numpy()
+                        del f
     finally:
         model.train(was_training)
     # Each row is a mean of softmax vectors; renormalise away the last ulp so rows sum to one.

@@ -28,6 +28,7 @@ from typing import Any, Callable, ClassVar, Hashable, Iterable, Iterator, Litera
 
 import numpy as np
 
+from pbr_core import cancel as _cancel
 from pbr_core.predictions import InputType, Predictions, PredictionsError
 from pbr_core.recalibrators import _state
 from pbr_core.recalibrators._state import StateError
@@ -111,9 +112,17 @@ def report_progress(factory: Callable[..., Iterable] | None) -> Iterator[None]:
 
 
 def track(iterable: Iterable[_T], total: int | None = None, desc: str = "") -> Iterable[_T]:
-    """Wrap a slow loop so that an installed progress factory (see ``report_progress``) sees it."""
+    """Wrap a slow loop so that an installed progress factory (see ``report_progress``) sees it,
+    and so that a stop asked for with :func:`pbr_core.cancel.cancel_when` ends it before each item."""
     factory = _PROGRESS.get()
-    return iterable if factory is None else factory(iterable, total=total, desc=desc)
+    wrapped = iterable if factory is None else factory(iterable, total=total, desc=desc)
+    return _checked(wrapped) if _cancel.watching() else wrapped
+
+
+def _checked(iterable: Iterable[_T]) -> Iterator[_T]:
+    for item in iterable:
+        _cancel.checkpoint()
+        yield item
 
 
 def as_predictions(X: Predictions | np.ndarray, y: np.ndarray | None = None,

@@ -22,6 +22,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import log_softmax, softmax
 
+from pbr_core.cancel import checkpoint
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import _state
 from pbr_core.recalibrators.base import Recalibrator, register
@@ -41,8 +42,12 @@ def _nll_and_grad_logits(A: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarra
 def _minimise(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray, name: str,
               max_iter: int, tol: float) -> np.ndarray:
     """L-BFGS with an analytic gradient; RuntimeError quoting the reason when it really fails."""
+    def checked(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        checkpoint()  # matrix scaling at K = 100 runs ~1 s: a Stop acts between evaluations
+        return fun(theta)
+
     with np.errstate(over="ignore", invalid="ignore"):
-        res = minimize(fun, x0, jac=True, method="L-BFGS-B",
+        res = minimize(checked, x0, jac=True, method="L-BFGS-B",
                        options={"maxiter": max_iter, "maxfun": 4 * max_iter, "gtol": tol, "ftol": 1e-15})
     if not np.all(np.isfinite(res.x)) or not np.isfinite(res.fun):
         raise RuntimeError(f"{name} failed: the optimiser produced non-finite values ({res.message}).")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+import types
 
 import numpy as np
 import pandas as pd
@@ -41,21 +42,6 @@ def test_progress_text_says_what_is_done_and_what_runs():
     assert jobs.progress_text(job).startswith("4 of 16 fits done · last finished: isotonic, fold 1/3 · ")
     ctx.step("Fitting PBR on 300 rows")
     assert jobs.progress_text(job).startswith("4 of 16 fits done · Fitting PBR on 300 rows · ")
-
-
-def test_time_left_is_extrapolated_from_the_pace_so_far():
-    job = jobs.Job(kind="compare", label="x", heavy=False, status="running", started=time.time() - 60)
-    ctx = jobs.JobContext(job)
-    ctx.progress(1, 40, "uncalibrated, fold 1/10")        # 2.5 % done: no pace to go by yet
-    assert jobs.remaining_seconds(job) is None and "left" not in jobs.progress_text(job)
-    ctx.progress(10, 40, "pbr, fold 3/10")                 # 25 % in 60 s: 180 s to go
-    assert jobs.remaining_seconds(job, now=job.started + 60) == pytest.approx(180.0)
-    assert jobs.progress_text(job).endswith(", about 3.0 min left")
-    job.inner = 0.5                                        # half of the current fit counts too
-    assert jobs.remaining_seconds(job, now=job.started + 60) == pytest.approx(60 * (1 - 10.5 / 40) / (10.5 / 40))
-    assert jobs.remaining_seconds(job, now=job.started + 5) is None   # too early to tell
-    job.status = "waiting"
-    assert jobs.remaining_seconds(job) is None
 
 
 def test_a_failing_job_keeps_a_plain_message_logs_the_traceback_and_releases_the_lock(caplog):
@@ -165,6 +151,58 @@ def test_a_job_whose_session_ended_stops_and_frees_the_lock():
     waiting = jobs.start_job("pbr", "queued orphan", lambda ctx: "ran", heavy=True, lock=lock, alive=lambda: False)
     assert waiting.join(5) and waiting.status == "stopped" and waiting.result is None
     lock.release()
+
+
+def test_a_closed_tab_stops_its_job_after_a_grace_period_and_a_blip_does_not():
+    """SessionWatch: connected -> alive; disconnected -> alive for `grace` seconds, then not;
+    reconnecting within the grace period (same session id) restarts the count; gone -> not alive."""
+    clock = [0.0]
+    state = {"s1": "connected"}
+    watch = jobs.SessionWatch("s1", grace=5.0, connection=state.get, clock=lambda: clock[0])
+    assert watch()
+    state["s1"] = "disconnected"           # a blip: back within the grace period
+    assert watch()
+    clock[0] = 4.0
+    assert watch()
+    state["s1"] = "connected"
+    assert watch()
+    state["s1"] = "disconnected"           # the tab is closed: the count starts again from here
+    clock[0] = 6.0
+    assert watch()
+    clock[0] = 10.9
+    assert watch()
+    clock[0] = 11.0
+    assert not watch()
+    state["s1"] = "gone"                    # Streamlit forgot the session: stop at once
+    assert not jobs.SessionWatch("s1", connection=state.get)()
+
+
+def test_session_connection_asks_whether_the_websocket_is_open(monkeypatch):
+    """Outside a Streamlit server (or for a job without a session) the job counts as connected."""
+    assert jobs.session_connection("") == "connected"
+    assert jobs.session_connection("no-such-session") == "connected"   # no runtime here
+
+    class Manager:
+        def is_active_session(self, sid):
+            return sid == "open"
+
+        def get_session_info(self, sid):
+            return object() if sid in ("open", "kept") else None
+
+    class FakeRuntime:
+        @staticmethod
+        def exists():
+            return True
+
+        @staticmethod
+        def instance():
+            return types.SimpleNamespace(_session_mgr=Manager())
+
+    import streamlit.runtime
+
+    monkeypatch.setattr(streamlit.runtime, "Runtime", FakeRuntime)
+    assert [jobs.session_connection(s) for s in ("open", "kept", "gone")] == ["connected", "disconnected", "gone"]
+    assert jobs.session_alive("kept") and not jobs.session_alive("gone")
 
 
 def test_one_heavy_job_at_a_time():
