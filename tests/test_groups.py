@@ -196,11 +196,9 @@ def test_a_stopped_group_comparison_keeps_whole_folds(adult):
     from pbr_core.experiments.group_gaps import recalibration_by_group
 
     seen = []
-    calls = {"n": 0}
 
     def cancel() -> bool:
-        calls["n"] += 1
-        return calls["n"] > 4   # stop at the 5th fit: inside fold 2 (sex has 2 groups: 3 fits per fold)
+        return len(seen) >= 4   # stop after the 4th fit: inside fold 2 (sex has 2 groups: 3 fits per fold)
 
     with pytest.raises(Cancelled) as info:
         recalibration_by_group(adult, "temperature", "sex", n_re=2000, n_folds=3, cancel=cancel,
@@ -208,6 +206,23 @@ def test_a_stopped_group_comparison_keeps_whole_folds(adult):
     assert info.value.done == 4 and info.value.total == 9
     assert set(info.value.partial["fold"]) == {0} and len(info.value.partial) == 6
     assert seen[0] == (1, 9, "temperature for everyone, fold 1 of 3")
+
+
+def test_a_group_comparison_is_stopped_inside_a_fit_not_only_between_fits(adult):
+    """The cancel callable is consulted at every objective evaluation of each fit (pbr_core.cancel)."""
+    from pbr_core.experiments import Cancelled
+    from pbr_core.experiments.group_gaps import recalibration_by_group
+
+    calls, fits = [], []
+    recalibration_by_group(adult, "vector_scaling", "sex", n_re=2000, n_folds=1,
+                           cancel=lambda: calls.append(1) and False, progress=lambda d, t, m: fits.append(d))
+    assert len(fits) == 3 and len(calls) > 3 * len(fits)   # several checks per fit, not one before each
+
+    first_fit_checks = []
+    with pytest.raises(Cancelled) as info:   # stop at the 3rd check: inside the first fit
+        recalibration_by_group(adult, "vector_scaling", "sex", n_re=2000, n_folds=1,
+                               cancel=lambda: first_fit_checks.append(1) or len(first_fit_checks) >= 3)
+    assert info.value.done == 0 and info.value.partial.empty and len(first_fit_checks) == 3
 
 
 def test_dates_as_the_loader_keeps_them_are_bucketed_in_time_order(adult):

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from pbr_core import metrics as M
+from pbr_core.cancel import cancel_when
 from pbr_core.experiments._protocol import (
     BinaryECE,
     CancelCallback,
@@ -87,38 +88,41 @@ def recalibration_by_group(preds: Predictions, method: str, by: Sequence[str] | 
         nonlocal done
         if cancel is not None and cancel():
             raise Cancelled(table(), done, total)
-        try:
-            fitted = make_recalibrator(method, params).fit(data) if data is not None else None
-        except Cancelled:
-            raise Cancelled(table(), done, total) from None
+        fitted = make_recalibrator(method, params).fit(data) if data is not None else None
         done += 1
         if progress is not None:
             progress(done, total, message)
         return fitted
 
-    for fold in folds:
-        re_idx, te_idx = split_indices(preds.n, n_re, fold=fold, seed=seed)
-        fit_set, test_set = preds.subset(re_idx), preds.subset(te_idx)
-        everyone = fit(fit_set, f"{method} for everyone, fold {fold + 1} of {len(folds)}")
-        probs_everyone = everyone.predict_proba(test_set)
-        fold_rows: list[dict[str, Any]] = []
-        for g in groups:
-            fit_rows = np.flatnonzero(keys[re_idx] == g)
-            test_rows = np.flatnonzero(keys[te_idx] == g)
-            fallback = fit_rows.size < min_fit_rows
-            own = fit(None if fallback else fit_set.subset(fit_rows), f"{method} for {g}, fold {fold + 1} of {len(folds)}")
-            if test_rows.size == 0:
-                continue
-            sub = test_set.subset(test_rows)
-            B = M.optimal_n_bins(test_rows.size)
-            candidates = {"uncalibrated": sub.probs, "one for everyone": probs_everyone[test_rows],
-                          "one per group": probs_everyone[test_rows] if fallback else own.predict_proba(sub)}
-            for strategy, probs in candidates.items():
-                fold_rows.append({"fold": fold, "group": g, "strategy": strategy, "n_fit": int(fit_rows.size),
-                                  "n_te": int(test_rows.size), "n_bins": B,
-                                  "ece": M.ece(*ece_inputs(probs, sub.labels, preds.kind, binary_ece), n_bins=B),
-                                  "fallback": bool(fallback and strategy == "one per group")})
-        rows.extend(fold_rows)  # whole folds only: a stopped run keeps complete folds
+    # Stop is honoured inside each fit and prediction too (pbr_core.cancel.checkpoint), not only
+    # between fits; a stop anywhere keeps the folds that finished.
+    try:
+        with cancel_when(cancel):
+            for fold in folds:
+                re_idx, te_idx = split_indices(preds.n, n_re, fold=fold, seed=seed)
+                fit_set, test_set = preds.subset(re_idx), preds.subset(te_idx)
+                everyone = fit(fit_set, f"{method} for everyone, fold {fold + 1} of {len(folds)}")
+                probs_everyone = everyone.predict_proba(test_set)
+                fold_rows: list[dict[str, Any]] = []
+                for g in groups:
+                    fit_rows = np.flatnonzero(keys[re_idx] == g)
+                    test_rows = np.flatnonzero(keys[te_idx] == g)
+                    fallback = fit_rows.size < min_fit_rows
+                    own = fit(None if fallback else fit_set.subset(fit_rows), f"{method} for {g}, fold {fold + 1} of {len(folds)}")
+                    if test_rows.size == 0:
+                        continue
+                    sub = test_set.subset(test_rows)
+                    B = M.optimal_n_bins(test_rows.size)
+                    candidates = {"uncalibrated": sub.probs, "one for everyone": probs_everyone[test_rows],
+                                  "one per group": probs_everyone[test_rows] if fallback else own.predict_proba(sub)}
+                    for strategy, probs in candidates.items():
+                        fold_rows.append({"fold": fold, "group": g, "strategy": strategy, "n_fit": int(fit_rows.size),
+                                          "n_te": int(test_rows.size), "n_bins": B,
+                                          "ece": M.ece(*ece_inputs(probs, sub.labels, preds.kind, binary_ece), n_bins=B),
+                                          "fallback": bool(fallback and strategy == "one per group")})
+                rows.extend(fold_rows)  # whole folds only: a stopped run keeps complete folds
+    except Cancelled:
+        raise Cancelled(table(), done, total) from None
     return table()
 
 
