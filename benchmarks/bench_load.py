@@ -52,17 +52,17 @@ import datetime as _dt
 import os
 import platform
 import shutil
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from dashboard import local_server  # noqa: E402 - after the path
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 TIMEOUT_MS = 300_000
@@ -122,35 +122,6 @@ nav.run()
 
 
 # ------------------------------------------------------------------------------------ processes
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _children() -> dict[int, list[int]]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    return children
-
-
-def _tree(pid: int, children: dict[int, list[int]]) -> list[int]:
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo.extend(children.get(p, []))
-    return out
-
-
 def _cpu_s(pids: list[int]) -> float:
     """User + system CPU seconds of these processes (their own, not their reaped children's)."""
     total = 0
@@ -179,48 +150,15 @@ class CpuSnapshot:
 
     @classmethod
     def take(cls, server_pid: int) -> "CpuSnapshot":
-        children = _children()
-        server = _tree(server_pid, children)
-        mine = [p for p in _tree(os.getpid(), children) if p not in set(server) and p != os.getpid()]
+        children = local_server.process_children()
+        server = local_server.process_tree(server_pid, children)
+        mine = [p for p in local_server.process_tree(os.getpid(), children)
+                if p not in set(server) and p != os.getpid()]
         return cls(_cpu_s(server), _cpu_s(mine), _machine_busy_s())
 
     def __sub__(self, other: "CpuSnapshot") -> "CpuSnapshot":
         return CpuSnapshot(self.server - other.server, self.browser - other.browser,
                            self.machine - other.machine)
-
-
-def start_server(log: Path, app: Path | None = None) -> tuple[subprocess.Popen, str]:
-    """``streamlit run`` of the dashboard (or of ``app``, from its folder) on a free port."""
-    port = _free_port()
-    fh = open(log, "wb")
-    script, cwd = (ROOT / "dashboard" / "app.py", ROOT) if app is None else (app, app.parent)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(script),
-         "--server.headless", "true", "--server.port", str(port), "--browser.gatherUsageStats", "false"],
-        cwd=cwd, stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return proc, url
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            proc.kill()
-            raise RuntimeError(f"streamlit did not start; log:\n{log.read_text()[-3000:]}")
-        time.sleep(0.3)
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 # ------------------------------------------------------------------------------------ sessions
@@ -402,7 +340,7 @@ async def run(args) -> list[Summary]:
             browser = await pw.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_ARGS)
         for client in clients:
             for n in [int(x) for x in args.sessions.split(",")]:
-                proc, url = start_server(logdir / f"server_{client}_{n}.log", app)
+                proc, url = local_server.start(logdir / f"server_{client}_{n}.log", app=app)
                 try:
                     for kind, count in [("cold", 1), ("warm", args.rounds), ("in-app", args.rounds)]:
                         s = Summary(n, client, kind)
@@ -419,7 +357,7 @@ async def run(args) -> list[Summary]:
                             await asyncio.sleep(args.pause)
                         summaries.append(s)
                 finally:
-                    stop_server(proc)
+                    local_server.stop(proc)
         if browser is not None:
             await browser.close()
     return summaries

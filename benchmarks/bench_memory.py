@@ -36,19 +36,18 @@ import datetime as _dt
 import os
 import platform
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from dashboard import local_server  # noqa: E402 - after the path
 DATA_DIR = Path(os.environ.get("PBR_BENCH_DATA", "/tmp/pbr_bench_data"))
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -104,32 +103,6 @@ def make_csv(variant: str, rows: int | None = None, seed: int = 0) -> Path:
 
 
 # ------------------------------------------------------------------------------------ the server
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _tree(pid: int) -> list[int]:
-    """pid and all its descendants."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo.extend(children.get(p, []))
-    return out
-
-
 def _status_mb(pid: int, key: str) -> float:
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -157,7 +130,7 @@ class Sampler:
         while not self._stop.is_set():
             now = time.monotonic()
             if now - last_tree > 1.0:  # children are rare: look for them once a second
-                self._pids, last_tree = _tree(self.pid), now
+                self._pids, last_tree = local_server.process_tree(self.pid), now
             self.samples.append((now, sum(_status_mb(p, "VmRSS") for p in self._pids)))
             self._stop.wait(self.interval)
 
@@ -181,38 +154,6 @@ class Sampler:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
-
-
-def start_server(log: Path) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    fh = open(log, "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "dashboard" / "app.py"),
-         "--server.headless", "true", "--server.port", str(port), "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return proc, url
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            proc.kill()
-            raise RuntimeError(f"streamlit did not start; log:\n{log.read_text()[-3000:]}")
-        time.sleep(0.5)
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 # ------------------------------------------------------------------------------------ the browser
@@ -276,7 +217,7 @@ def run_scenario(browser, variant: str, sessions: int, linger: float, logdir: Pa
     path = make_csv(variant)
     rows = ROWS[variant]
     res = Result(f"{variant}, {sessions} session{'s' if sessions > 1 else ''}", path.stat().st_size / 2**20)
-    proc, url = start_server(logdir / f"server_{variant}_{sessions}.log")
+    proc, url = local_server.start(logdir / f"server_{variant}_{sessions}.log")
     sampler = Sampler(proc.pid)
     try:
         ctx, page = _open(browser, url)  # warm-up: imports, the default sample, the charts
@@ -317,7 +258,7 @@ def run_scenario(browser, variant: str, sessions: int, linger: float, logdir: Pa
         res.timeline = [(t - t_start, m) for t, m in sampler.samples[::20] if t >= t_start]
     finally:
         sampler.stop()
-        stop_server(proc)
+        local_server.stop(proc)
     return res
 
 

@@ -9,16 +9,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from dashboard import local_server
+
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -35,42 +30,15 @@ def _unavailable(reason: str):
     pytest.skip(reason)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def app_url(tmp_path_factory):
-    port = _free_port()
     log = tmp_path_factory.mktemp("streamlit") / "server.log"
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "dashboard" / "app.py"),
-             "--server.headless", "true", "--server.port", str(port),
-             "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            proc.kill()
-            pytest.fail(f"streamlit did not start; log:\n{log.read_text()[-3000:]}")
-        time.sleep(0.5)
-    yield url
-    proc.terminate()
     try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        proc, url = local_server.start(log, timeout=60)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    yield url
+    local_server.stop(proc, timeout=10)
 
 
 @pytest.fixture(scope="session")

@@ -5,67 +5,51 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from browser_ui import nav, no_exception, wait_idle
 
 pytestmark = pytest.mark.browser
 
 TIMEOUT_MS = 90_000
 
 
-def _wait_idle(page) -> None:
-    page.wait_for_selector('[data-testid="stApp"]', timeout=TIMEOUT_MS)
-    page.wait_for_timeout(300)
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=TIMEOUT_MS)
-
-
-def _no_exception(page) -> None:
-    exc = page.locator('[data-testid="stException"]')
-    assert exc.count() == 0, exc.first.inner_text()
-
-
-def _nav(page, name: str, heading: str) -> None:
-    page.locator('[data-testid="stSidebarNav"]').get_by_text(name, exact=True).click()
-    page.get_by_role("heading", name=heading, level=1).wait_for(timeout=TIMEOUT_MS)
-    _wait_idle(page)
-
-
 def _choose(page, box_label: str, option: str) -> None:
     box = page.locator('[data-testid="stSelectbox"]').filter(has_text=box_label).first
     box.wait_for(timeout=TIMEOUT_MS)
-    _wait_idle(page)
+    wait_idle(page)
     box.scroll_into_view_if_needed()  # a list opened at the window's bottom edge shows no options
     box.click()
     page.get_by_role("option", name=option, exact=True).click(timeout=TIMEOUT_MS)
-    _wait_idle(page)
+    wait_idle(page)
 
 
 def test_an_audit_by_group_on_the_adult_sample(page, app_url):
     page.goto(app_url, wait_until="domcontentloaded")
     page.get_by_text("Bundled samples").wait_for(timeout=TIMEOUT_MS)
-    _wait_idle(page)
+    wait_idle(page)
     page.locator('[data-testid="stSelectbox"]').first.click()
     page.get_by_role("option", name="UCI Adult income", exact=False).click()
     page.locator('[data-testid="stSidebar"]').get_by_text("UCI Adult income").wait_for(timeout=TIMEOUT_MS)
-    _wait_idle(page)
+    wait_idle(page)
     main = page.locator('[data-testid="stMain"]')
     main.get_by_text("Every column and what it was used as").first.wait_for(timeout=TIMEOUT_MS)
-    _no_exception(page)
+    no_exception(page)
 
-    _nav(page, "Groups", "Groups")
+    nav(page, "Groups", "Groups")
     _choose(page, "Group by", "race")
     main.get_by_text("Largest gap").first.wait_for(timeout=TIMEOUT_MS)
     page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=TIMEOUT_MS)
     assert "Spiegelhalter" in main.inner_text()
     main.get_by_text("Asian-Pac-Islander").first.wait_for(state="attached", timeout=TIMEOUT_MS)  # a table cell
-    _no_exception(page)
+    no_exception(page)
 
-    _nav(page, "Reliability", "Reliability")
+    nav(page, "Reliability", "Reliability")
     page.get_by_text("Other estimators, and the ECE other libraries would report").click()
     # The table is drawn on a canvas; its cells exist for screen readers.
     main.get_by_text("torchmetrics calibration_error()").first.wait_for(state="attached", timeout=TIMEOUT_MS)
     page.locator('[data-testid="stButtonGroup"]').get_by_text("Equal mass", exact=True).click()
-    _wait_idle(page)
+    wait_idle(page)
     main.get_by_text("Equal-mass bins:").first.wait_for(timeout=TIMEOUT_MS)
-    _no_exception(page)
+    no_exception(page)
 
 
 def test_a_file_whose_label_needs_naming(page, app_url, tmp_path):
@@ -84,16 +68,16 @@ def test_a_file_whose_label_needs_naming(page, app_url, tmp_path):
     df.to_csv(path, index=False)
     page.goto(app_url, wait_until="domcontentloaded")
     page.get_by_text("Bundled samples").wait_for(timeout=TIMEOUT_MS)
-    _wait_idle(page)
+    wait_idle(page)
     page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(path))
     error = page.locator('[data-testid="stAlertContentError"]').first
     error.wait_for(timeout=TIMEOUT_MS)
     assert "no label column" in error.inner_text() and "label_column=" not in error.inner_text()
-    _wait_idle(page)
+    wait_idle(page)
     _choose(page, "Label column", "was_car")
     page.get_by_role("button", name="Read the file again with these choices").click()
     page.get_by_text("Loaded: export.csv").wait_for(timeout=TIMEOUT_MS)
-    _wait_idle(page)
+    wait_idle(page)
     text = page.locator('[data-testid="stMain"]').inner_text()
     assert "Could not load" not in text and "'site'" in text
-    _no_exception(page)
+    no_exception(page)

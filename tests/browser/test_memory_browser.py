@@ -11,16 +11,14 @@ measured in benchmarks/bench_memory.py.
 
 from __future__ import annotations
 
-import os
 import re
-import socket
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
+
+from dashboard import local_server
 
 pytestmark = pytest.mark.browser
 
@@ -30,42 +28,16 @@ TIMEOUT_MS = 60_000
 _UPLOADED = re.compile(r'^cache_memory_bytes\{cache_type="UploadedFileManager"[^}]*\}\s+(\d+)', re.M)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def fast_release_url(tmp_path_factory):
-    port = _free_port()
     log = tmp_path_factory.mktemp("streamlit_release") / "server.log"
-    env = {**os.environ, "PBR_SESSION_GRACE_S": "1", "PBR_SESSION_SWEEP_S": "0.5"}
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "dashboard" / "app.py"),
-             "--server.headless", "true", "--server.port", str(port), "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=env,
-        )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            proc.kill()
-            pytest.fail(f"streamlit did not start; log:\n{log.read_text()[-3000:]}")
-        time.sleep(0.5)
-    yield url
-    proc.terminate()
     try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        proc, url = local_server.start(log, env={"PBR_SESSION_GRACE_S": "1", "PBR_SESSION_SWEEP_S": "0.5"},
+                                       timeout=60)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    yield url
+    local_server.stop(proc, timeout=10)
 
 
 def _uploaded_bytes(url: str) -> int:

@@ -13,6 +13,7 @@ import re
 
 import pandas as pd
 import pytest
+from browser_ui import nav, no_exception, wait_idle
 
 from dashboard import runs
 
@@ -22,28 +23,11 @@ TIMEOUT_MS = 90_000
 SAMPLE = "CIFAR-10 · ResNet-110 (logits, 10 classes, npz)"
 
 
-def _wait_idle(page) -> None:
-    page.wait_for_selector('[data-testid="stApp"]', timeout=TIMEOUT_MS)
-    page.wait_for_timeout(300)
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=TIMEOUT_MS)
-
-
-def _no_exception(page) -> None:
-    exc = page.locator('[data-testid="stException"]')
-    assert exc.count() == 0, exc.first.inner_text()
-
-
-def _nav(page, name: str, heading: str) -> None:
-    page.locator('[data-testid="stSidebarNav"]').get_by_text(name, exact=True).click()
-    page.get_by_role("heading", name=heading, level=1).wait_for(timeout=TIMEOUT_MS)
-    _wait_idle(page)
-
-
 def _number(page, label: str, value: int) -> None:
     box = page.get_by_role("spinbutton", name=label).first
     box.fill(str(value))
     box.press("Enter")
-    _wait_idle(page)
+    wait_idle(page)
 
 
 def _download(page, label: str, key: str | None = None) -> bytes:
@@ -59,29 +43,29 @@ def _download(page, label: str, key: str | None = None) -> bytes:
 def _load_cifar10(page, app_url: str) -> None:
     page.goto(app_url, wait_until="domcontentloaded")
     page.get_by_text("Bundled samples").wait_for(timeout=TIMEOUT_MS)
-    _wait_idle(page)
+    wait_idle(page)
     page.locator('[data-testid="stSelectbox"]').first.click()
     page.get_by_role("option", name=SAMPLE).click()
     page.locator('[data-testid="stSidebar"]').get_by_text("CIFAR-10 · ResNet-110").wait_for(timeout=TIMEOUT_MS)
-    _wait_idle(page)
+    wait_idle(page)
 
 
 def test_compare_temperature_and_download_the_table(page, app_url):
     _load_cifar10(page, app_url)
-    _nav(page, "Compare", "Compare recalibrators")
+    nav(page, "Compare", "Compare recalibrators")
     select = page.locator('[data-testid="stMultiSelect"]').first
     for chip in ("PBR", "Isotonic regression (one-vs-all)"):  # keep the two fast defaults
         select.get_by_role("button", name=f"Remove {chip}").click()
-        _wait_idle(page)
+        wait_idle(page)
     chips = select.locator("[title]").evaluate_all("els => els.map(e => e.title).filter(Boolean)")
     assert chips == ["Uncalibrated", "Temperature scaling"]
     _number(page, "Recalibration rows n_re", 300)
     _number(page, "Folds", 2)
     page.get_by_role("button", name="Run the comparison").click()
     page.get_by_text("Test metrics, mean ± std over folds").wait_for(timeout=TIMEOUT_MS)
-    _wait_idle(page)
+    wait_idle(page)
     page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=TIMEOUT_MS)
-    _no_exception(page)
+    no_exception(page)
     table = pd.read_csv(io.BytesIO(_download(page, "Results table (CSV, every fold)")))
     assert len(table) == 4 and set(table["method"]) == {"uncalibrated", "temperature"}
     assert {"ece", "accuracy", "nll", "brier", "fold"} <= set(table.columns)
@@ -93,7 +77,7 @@ def test_compare_temperature_and_download_the_table(page, app_url):
 @pytest.mark.skipif(not runs.gp_available(), reason="the GP family (pbr_core.recalibrators.gp) is not installed")
 def test_pbr_small_fit_and_download_predictions_and_recalibrator(page, app_url):
     _load_cifar10(page, app_url)
-    _nav(page, "PBR", "PBR recalibration")
+    nav(page, "PBR", "PBR recalibration")
     # The device is named (waited for: on a loaded machine the page draws in steps).
     page.locator('[data-testid="stMain"]').get_by_text(re.compile(r"\b(CPU|GPU)\b")).first.wait_for(timeout=TIMEOUT_MS)
     _number(page, "Recalibration rows n_re", 150)
@@ -101,8 +85,8 @@ def test_pbr_small_fit_and_download_predictions_and_recalibrator(page, app_url):
     _number(page, "Max optimiser iterations (0 = default)", 10)
     page.get_by_role("button", name="Run", exact=True).click()
     page.get_by_text("What the PAC-Bayes bounds guarantee").wait_for(timeout=TIMEOUT_MS)
-    _wait_idle(page)
-    _no_exception(page)
+    wait_idle(page)
+    no_exception(page)
     page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=TIMEOUT_MS)
     main = page.locator('[data-testid="stMain"]').inner_text()
     assert "KL(ρ‖π)" in main and "Corollary 1" in main and "Corollary 2" in main
@@ -121,11 +105,11 @@ def test_pbr_small_fit_and_download_predictions_and_recalibrator(page, app_url):
 def test_fit_download_then_upload_and_apply_the_recalibrator(page, app_url, tmp_path):
     """Fit & apply page: fit temperature scaling, download its JSON, upload that file, apply it."""
     _load_cifar10(page, app_url)
-    _nav(page, "Fit & apply", "Fit & apply")
+    nav(page, "Fit & apply", "Fit & apply")
     page.get_by_role("button", name="Fit", exact=True).click()
     page.get_by_text("Result: Temperature scaling").wait_for(timeout=TIMEOUT_MS)
-    _wait_idle(page)
-    _no_exception(page)
+    wait_idle(page)
+    no_exception(page)
     assert "the 2,000 held-out rows" in page.locator('[data-testid="stMain"]').inner_text()
     saved = _download(page, "Fitted recalibrator (JSON)")
     doc = json.loads(saved)
@@ -141,11 +125,11 @@ def test_fit_download_then_upload_and_apply_the_recalibrator(page, app_url, tmp_
     assert page.get_by_role("button", name="Apply", exact=True).is_disabled()
     uploader.set_input_files(str(path))
     page.get_by_text("K = 10 classes, fitted on logits").wait_for(timeout=TIMEOUT_MS)
-    _wait_idle(page)
+    wait_idle(page)
     page.get_by_role("button", name="Apply", exact=True).click()
     page.get_by_text("loaded from temperature_recalibrator.json").wait_for(timeout=TIMEOUT_MS)
-    _wait_idle(page)
-    _no_exception(page)
+    wait_idle(page)
+    no_exception(page)
     assert "all 10,000 rows" in page.locator('[data-testid="stMain"]').inner_text()
     calibrated = pd.read_csv(io.BytesIO(_download(page, "Calibrated predictions (CSV)", "apply_dl_predictions")))
     assert calibrated.shape == (10_000, 11)  # a saved recalibrator: which rows it was fitted on is not known
@@ -156,21 +140,21 @@ def _upload_and_settle(page, uploader, path, *done_texts: str) -> None:
     uploader.set_input_files(str(path))
     selector = ", ".join(['[data-testid="stException"]', *(f':text("{t}")' for t in done_texts)])
     page.locator(selector).first.wait_for(timeout=TIMEOUT_MS)
-    _wait_idle(page)
+    wait_idle(page)
 
 
 def test_hostile_recalibrator_uploads_give_a_plain_error(page, app_url, tmp_path):
     """Fit & apply page: a deeply nested JSON (a RecursionError in the parser) and a file whose
     temperature is negative are refused in a plain error box that names the file; no traceback."""
     _load_cifar10(page, app_url)
-    _nav(page, "Fit & apply", "Fit & apply")
+    nav(page, "Fit & apply", "Fit & apply")
     uploader = page.locator('[data-testid="stFileUploaderDropzoneInput"]')
     error = page.locator('[data-testid="stAlertContentError"] [data-testid="stMarkdownContainer"]')  # not the icon
 
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100_000)
     _upload_and_settle(page, uploader, deep, "deep.json:")
-    _no_exception(page)
+    no_exception(page)
     assert error.count() == 1 and error.first.inner_text().startswith("deep.json: ")
     assert "nested" in error.first.inner_text()
     assert page.get_by_role("button", name="Apply", exact=True).is_disabled()
@@ -182,7 +166,7 @@ def test_hostile_recalibrator_uploads_give_a_plain_error(page, app_url, tmp_path
         "input_type": "logits", "state": {"temperature": -1.5}}))
     # Before the fix the file loaded and the page described it ("K = 10 classes, fitted on logits").
     _upload_and_settle(page, uploader, negative, "negative_temperature.json:", "K = 10 classes")
-    _no_exception(page)
+    no_exception(page)
     text = error.first.inner_text() if error.count() else ""
     assert text.startswith("negative_temperature.json: "), page.locator('[data-testid="stMain"]').inner_text()
     assert "temperature must be a finite number above 0" in text and "-1.5" in text

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from browser_ui import wait_idle
 
 from dashboard import runs
 
@@ -24,17 +25,11 @@ TIMEOUT_MS = 90_000
 STOPPED_WITHIN_MS = 5_000
 
 
-def _wait_idle(page) -> None:
-    page.wait_for_selector('[data-testid="stApp"]', timeout=TIMEOUT_MS)
-    page.wait_for_timeout(300)
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=TIMEOUT_MS)
-
-
 def _number(page, label: str, value: int) -> None:
     box = page.get_by_role("spinbutton", name=label).first
     box.fill(str(value))
     box.press("Enter")
-    _wait_idle(page)
+    wait_idle(page)
 
 
 def _open_pbr(page, app_url: str, n_re: int, max_iter: int | None = None) -> None:
@@ -42,7 +37,7 @@ def _open_pbr(page, app_url: str, n_re: int, max_iter: int | None = None) -> Non
     page.goto(f"{app_url}/pbr", wait_until="domcontentloaded")
     page.get_by_role("heading", name="PBR recalibration", level=1).wait_for(timeout=TIMEOUT_MS)
     page.locator('[data-testid="stSidebar"]').get_by_text("CIFAR-100").first.wait_for(timeout=TIMEOUT_MS)
-    _wait_idle(page)
+    wait_idle(page)
     _number(page, "Recalibration rows n_re", n_re)
     if max_iter is not None:
         page.get_by_text("Bound and fit settings").click()
@@ -62,7 +57,7 @@ def test_stop_ends_a_long_pbr_fit_within_seconds(page, app_url):
     page.get_by_role("button", name="Stop").click()
     page.get_by_text("Stopped before anything finished").wait_for(timeout=STOPPED_WITHIN_MS)
     took = time.monotonic() - clicked
-    _wait_idle(page)
+    wait_idle(page)
     assert page.locator('[data-testid="stException"]').count() == 0
     assert page.get_by_role("button", name="Run", exact=True).is_enabled(), f"stopped after {took:.1f} s"
 

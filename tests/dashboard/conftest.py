@@ -5,6 +5,22 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+
+@pytest.fixture
+def at():
+    """The dashboard as a new browser session opens it (AppTest), its first run done without error.
+
+    Test modules that need another start (a sample chosen, another page) define their own ``at``.
+    """
+    from streamlit.testing.v1 import AppTest
+
+    app = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=60)
+    app.run()
+    assert not app.exception, app.exception
+    return app

@@ -26,14 +26,6 @@ TIMEOUT = 30
 RELIABILITY, BINS = "views/reliability.py", "views/bins_bias.py"
 
 
-@pytest.fixture
-def at() -> AppTest:
-    app = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    app.run()
-    assert not app.exception, app.exception
-    return app
-
-
 @pytest.fixture(scope="module")
 def cifar10_csv(cifar10) -> tuple[bytes, np.ndarray, np.ndarray]:
     """A small valid upload: 300 rows of CIFAR-10 probabilities with a label column."""

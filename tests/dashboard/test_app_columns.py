@@ -13,16 +13,7 @@ from streamlit.testing.v1 import AppTest
 import pbr_core
 
 ROOT = Path(__file__).resolve().parents[2]
-APP = str(ROOT / "dashboard" / "app.py")
 PYTHON_ADVICE = ("label_column=", "score_columns=", "ignore_columns=", "renormalize=True", "input_type=")
-
-
-@pytest.fixture
-def at() -> AppTest:
-    app = AppTest.from_file(APP, default_timeout=30)
-    app.run()
-    assert not app.exception, app.exception
-    return app
 
 
 @pytest.fixture(scope="module")

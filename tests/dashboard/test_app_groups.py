@@ -11,16 +11,7 @@ import pbr_core
 from pbr_core.groups import calibration_by_group
 
 ROOT = Path(__file__).resolve().parents[2]
-APP = str(ROOT / "dashboard" / "app.py")
 GROUPS = "views/groups.py"
-
-
-@pytest.fixture
-def at() -> AppTest:
-    app = AppTest.from_file(APP, default_timeout=60)
-    app.run()
-    assert not app.exception, app.exception
-    return app
 
 
 def _sample(at: AppTest, name: str) -> None:

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,17 +19,7 @@ import pbr_core
 from dashboard import compute, state, texts
 from pbr_core.cli import evaluation_table
 
-ROOT = Path(__file__).resolve().parents[2]
-APP = str(ROOT / "dashboard" / "app.py")
 RELIABILITY, BINS = "views/reliability.py", "views/bins_bias.py"
-
-
-@pytest.fixture
-def at() -> AppTest:
-    app = AppTest.from_file(APP, default_timeout=60)
-    app.run()
-    assert not app.exception, app.exception
-    return app
 
 
 def _metric(at: AppTest, label_start: str) -> str:

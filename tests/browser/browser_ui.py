@@ -1,0 +1,25 @@
+"""Steps the real-browser tests share: wait for a script run to end, check the page shows no
+exception, go to a page by the sidebar."""
+
+from __future__ import annotations
+
+TIMEOUT_MS = 90_000
+
+
+def wait_idle(page, timeout: int = TIMEOUT_MS) -> None:
+    """Wait until Streamlit has finished the current script run (the 'running' widget is gone)."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
+    page.wait_for_timeout(300)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
+
+
+def no_exception(page) -> None:
+    exc = page.locator('[data-testid="stException"]')
+    assert exc.count() == 0, exc.first.inner_text()
+
+
+def nav(page, name: str, heading: str, timeout: int = TIMEOUT_MS) -> None:
+    """Click ``name`` in the sidebar and wait for the page titled ``heading`` to finish its run."""
+    page.locator('[data-testid="stSidebarNav"]').get_by_text(name, exact=True).click()
+    page.get_by_role("heading", name=heading, level=1).wait_for(timeout=timeout)
+    wait_idle(page, timeout)
