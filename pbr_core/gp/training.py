@@ -56,19 +56,16 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import asdict, dataclass, field, replace
-from typing import Literal
+from dataclasses import asdict, replace
 
 import numpy as np
 import torch
 
 from pbr_core.gp.model import GPRecalibrationModel, NotPositiveDefiniteError
-from pbr_core.gp.objectives import ObjectiveSpec, ObjectiveTerms, evaluate_objective
 from pbr_core.gp.optimizers import (
     ADAM_BACKOFF,
     CHUNK,
     DivergenceError,
-    ProgressCallback,
     batch_size,
     restore,
     run_adam,
@@ -76,8 +73,7 @@ from pbr_core.gp.optimizers import (
     snapshot,
 )
 from pbr_core.gp.predict import predict_proba
-
-Optimizer = Literal["lbfgs", "adam"]
+from pbr_core.gp.problem import FitData, FitReport, Optimizer, ProgressCallback, TrainCheck, TrainSettings
 
 #: A fit whose GP mean moves no training score (logit or log-probability) by this much is the
 #: uncalibrated map: it ended at (or next to) the prior. See "Ending at the prior" above.
@@ -87,100 +83,7 @@ __all__ = ["FitData", "FitReport", "TrainCheck", "TrainSettings", "fit_gp", "tra
            "ProgressCallback", "CHUNK", "PRIOR_SHIFT", "at_prior", "prior_shift"]
 
 
-@dataclass
-class FitReport:
-    """What one fit did (GP_SPEC section 3; the dashboard and benchmarks show it).
-
-    ``objective``, ``ce``, ``brier`` and ``kl`` are the final values of the minimised objective and
-    its terms (``ce`` / ``brier`` are None when absent); ``train_check`` compares the training-set
-    metric of the recalibrated prediction with the uncalibrated input.
-    """
-
-    iterations: int
-    evaluations: int
-    objective: float
-    ce: float | None
-    brier: float | None
-    kl: float
-    wall_time_s: float
-    device: str
-    optimizer: str
-    converged: bool
-    stop_reason: str
-    jitter: float
-    restarts: int = 0
-    train_check: dict = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-@dataclass
-class FitData:
-    """Tensors of one (possibly batched) fitting problem, all on the model's device.
-
-    z : (*batch, N, K) scores; labels : (*batch, N); weights : (*batch, N) 0/1 or None;
-    eps : (*batch, N, S, K) or (N, S, K) fixed draws or None; alpha : (*batch,) or None.
-    """
-
-    z: torch.Tensor
-    labels: torch.Tensor
-    spec: ObjectiveSpec
-    eps: torch.Tensor | None = None
-    weights: torch.Tensor | None = None
-    alpha: torch.Tensor | None = None
-
-    def with_mc_draws(self, n_draws: int) -> "FitData":
-        """The same problem with only the first ``n_draws`` of the fixed draws (a cheaper objective)."""
-        if self.eps is None or n_draws >= self.eps.shape[-2]:
-            return self
-        return FitData(z=self.z, labels=self.labels, spec=self.spec, eps=self.eps[..., :n_draws, :].contiguous(),
-                       weights=self.weights, alpha=self.alpha)
-
-    def terms(self, model: GPRecalibrationModel) -> ObjectiveTerms:
-        mu, var = model.marginals(self.z)
-        return evaluate_objective(mu, var, self.labels, model.kl_divergence(), self.spec, self.eps,
-                                  self.weights, self.alpha)
-
-
-@dataclass
-class TrainSettings:
-    """Optimiser settings (defaults: see the module docstring and the design notes)."""
-
-    optimizer: Optimizer = "lbfgs"
-    max_iter: int = 1000
-    warmup_iter: int = 100
-    warmup_mc: int = 10
-    lbfgs_lr: float = 1.0
-    lbfgs_history: int = 20
-    tol_grad: float = 1e-6
-    tol_change: float = 1e-9
-    rtol: float = 1e-5
-    adam_lr: float = 0.05
-    adam_patience: int = 50
-    adam_rtol: float = 1e-5
-    max_retries: int = 3
-    check_rtol: float = 0.02
-    check_atol: float = 2e-3
-    escape_prior: bool = True
-
-
 # ---------------------------------------------------------------------- the training-set check
-@dataclass
-class TrainCheck:
-    """How to verify a fit on its own training data: "predictions not worse than the input".
-
-    metric: "nll" (GP calibration), "brier" (PBR) or "nll+brier" (PBR total); the prediction is
-    the one the recalibrator will return (``mean_approx``, ``n_samples``, ``seed``).
-    """
-
-    metric: Literal["nll", "brier", "nll+brier"]
-    mean_approx: bool = False
-    n_samples: int = 100
-    seed: int = 0
-
-
 def _metric(probs: np.ndarray, labels: np.ndarray, metric: str) -> float:
     n = labels.shape[0]
     py = np.clip(probs[np.arange(n), labels], np.finfo(np.float64).tiny, None)
@@ -245,15 +148,17 @@ def _optimise(model: GPRecalibrationModel, data: FitData, settings: TrainSetting
                     # variational mean at the same time and leave that basin.
                     # The warm-up only has to leave that basin, so it uses the first `warmup_mc` of
                     # the S fixed draws (10x cheaper steps); L-BFGS then minimises the full objective.
-                    it, _, _, r = run_adam(model, data.with_mc_draws(settings.warmup_mc), settings, done,
-                                            min(settings.warmup_iter, budget), progress, counters)
+                    it, _, _, r = run_adam(model, data.with_mc_draws(settings.warmup_mc).objective(model), settings,
+                                           done, min(settings.warmup_iter, budget), progress, counters)
                     done, warmed = done + it, True
                     restarts += int(r.sum())
                     _note_adam_restarts(r, notes)
                     continue
-                it, conv, reason = run_lbfgs(model, data, settings, lr, done, budget, progress, counters)
+                it, conv, reason = run_lbfgs(model, data.objective(model), settings, lr, done, budget, progress,
+                                             counters)
                 return done + it, np.full(b, conv), [reason] * b, restarts, counters["evaluations"]
-            it, conv_mask, reasons, member_restarts = run_adam(model, data, settings, done, budget, progress, counters)
+            it, conv_mask, reasons, member_restarts = run_adam(model, data.objective(model), settings, done, budget,
+                                                               progress, counters)
             _note_adam_restarts(member_restarts, notes)
             return (done + it, conv_mask.cpu().numpy(), reasons, restarts + int(member_restarts.sum()),
                     counters["evaluations"])
@@ -319,14 +224,13 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
     iterations, converged, reasons, restarts, evaluations = _optimise(model, data, settings, optimizer, progress, notes)
     index_of = [tuple(int(i) for i in np.unravel_index(j, tuple(model.batch_shape))) if batched else () for j in range(b)]
     reasons = list(reasons)
-    collapsed = (prior_shift(model, data.z, data.weights) < PRIOR_SHIFT).reshape(-1).tolist() \
-        if settings.escape_prior else [False] * b
+    collapsed = _at_prior_members(model, data) if settings.escape_prior else [False] * b
     for j, idx in enumerate(index_of):
         if not collapsed[j]:
             continue
         # A GP of a batch is redone alone, exactly as the same fit alone would be.
         single = model.member(idx) if batched else model
-        sub = _subproblem(data, idx) if batched else data
+        sub = data.member(idx) if batched else data
         start = {k: (v[idx] if batched else v) for k, v in init.items()}
         it2, e2, escaped = _escape_prior(single, sub, settings, optimizer, start, progress, iterations, notes)
         iterations, evaluations = iterations + it2, evaluations + e2
@@ -353,7 +257,7 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
                              f"uncalibrated {result['uncalibrated']:.5g}; refitting from the prior with Adam.")
                 single = model.member(idx) if batched else model
                 restore(single, {k: (v[idx] if batched else v) for k, v in init.items()})
-                sub = _subproblem(data, idx) if batched else data
+                sub = data.member(idx) if batched else data
                 adam = TrainSettings(**{**asdict(settings), "optimizer": "adam"})
                 it2, conv2, reasons2, r2, e2 = _optimise(single, sub, adam, "adam", None, notes)
                 result = training_check(single, z, y, check, settings)
@@ -406,6 +310,11 @@ def at_prior(model: GPRecalibrationModel, z: torch.Tensor) -> bool:
     return bool((prior_shift(model, z) < PRIOR_SHIFT).all())
 
 
+def _at_prior_members(model: GPRecalibrationModel, data: FitData) -> list[bool]:
+    """:func:`at_prior` for every GP of a (possibly batched) fit on its own rows, in flat batch order."""
+    return (prior_shift(model, data.z, data.weights) < PRIOR_SHIFT).reshape(-1).tolist()
+
+
 def _escape_prior(model: GPRecalibrationModel, data: FitData, settings: TrainSettings, optimizer: Optimizer,
                   init: dict[str, torch.Tensor], progress: ProgressCallback | None, offset: int,
                   notes: list[str]) -> tuple[int, int, tuple[np.ndarray, str] | None]:
@@ -414,7 +323,7 @@ def _escape_prior(model: GPRecalibrationModel, data: FitData, settings: TrainSet
     keep the result when its objective is lower by more than the convergence tolerance. One
     ``max_iter`` budget covers all of it. Returns (iterations, evaluations, None or (converged,
     stop reason) of the kept restart); the model holds the kept parameters."""
-    alpha = float(data.spec.alpha if data.alpha is None else data.alpha)
+    alpha = float(data.spec.alpha)
     rungs = [a for a in dict.fromkeys((alpha / 2, alpha / 4, 0.0)) if a < alpha]
     with torch.no_grad():
         first_value = float(data.terms(model).total)
@@ -430,8 +339,7 @@ def _escape_prior(model: GPRecalibrationModel, data: FitData, settings: TrainSet
         if budget <= 0:
             break
         restore(model, init)
-        easier = FitData(z=data.z, labels=data.labels, spec=replace(data.spec, alpha=a), eps=data.eps,
-                         weights=data.weights, alpha=None)
+        easier = data.with_alpha(a)
         try:
             it1, _, _, _, e1 = _optimise(model, easier, replace(settings, max_iter=budget), optimizer,
                                          shifted(offset + used), notes)
@@ -456,16 +364,3 @@ def _escape_prior(model: GPRecalibrationModel, data: FitData, settings: TrainSet
     restore(model, first)
     model.jitter = jitter
     return used, evaluations, None
-
-
-def _subproblem(data: FitData, idx: tuple[int, ...]) -> FitData:
-    """The unbatched problem of batch entry ``idx`` (real rows only)."""
-    keep = slice(None)
-    if data.weights is not None:
-        keep = data.weights[idx] > 0
-    eps = None
-    if data.eps is not None:
-        eps = data.eps[idx] if data.eps.dim() == data.z.dim() + 1 else data.eps
-        eps = eps[keep]
-    return FitData(z=data.z[idx][keep], labels=data.labels[idx][keep], spec=data.spec, eps=eps, weights=None,
-                   alpha=None if data.alpha is None else data.alpha[idx])

@@ -145,8 +145,8 @@ def test_batched_adam_fit_equals_each_fit_alone(cifar10_logits) -> None:
     yb = torch.stack([torch.as_tensor(y[st:st + n]) for st in starts])
     zu = torch.stack([torch.as_tensor(initial_inducing_points(z[st:st + n], 10)) for st in starts])
     batch = GPRecalibrationModel(zu, "logits", batch_shape=torch.Size([3]))
-    data = FitData(zb, yb, ObjectiveSpec.pbr(0.5), eps=draw_mc_noise(n, s, k, 0),
-                   alpha=torch.tensor(alphas, dtype=F64))
+    # One alpha per GP of the batch: the spec holds them (the fit's only alpha).
+    data = FitData(zb, yb, ObjectiveSpec(ce="none", brier=True, alpha=alphas), eps=draw_mc_noise(n, s, k, 0))
     reports = fit_gp(batch, data, settings)
     for i, (m, r) in enumerate(singles):
         assert reports[i].objective == pytest.approx(r.objective, rel=1e-9, abs=1e-12)
