@@ -54,6 +54,7 @@ Robustness (every failure is either recovered or raised, never returned)
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from dataclasses import asdict, replace
@@ -74,10 +75,19 @@ from pbr_core.gp.optimizers import (
 )
 from pbr_core.gp.predict import predict_proba
 from pbr_core.gp.problem import FitData, FitReport, Optimizer, ProgressCallback, TrainCheck, TrainSettings
+from pbr_core.metrics import brier_score, nll
+from pbr_core.predictions import softmax
 
 #: A fit whose GP mean moves no training score (logit or log-probability) by this much is the
 #: uncalibrated map: it ended at (or next to) the prior. See "Ending at the prior" above.
 PRIOR_SHIFT = 0.01
+
+#: Floor of the true-class probability in the training check's NLL: the smallest positive float64
+#: (at most 708 nats per row), as the check has always used, not :func:`pbr_core.metrics.nll`'s
+#: default (machine epsilon, at most 36 nats). With the default, rows with p_y < 2.2e-16 (an
+#: over-confident wrong prediction, in the uncalibrated input or the fit) would count less and
+#: could flip the check's verdict.
+CHECK_NLL_EPS = float(np.finfo(np.float64).tiny)
 
 __all__ = ["FitData", "FitReport", "TrainCheck", "TrainSettings", "fit_gp", "training_check", "DivergenceError",
            "ProgressCallback", "CHUNK", "PRIOR_SHIFT", "at_prior", "prior_shift"]
@@ -85,25 +95,21 @@ __all__ = ["FitData", "FitReport", "TrainCheck", "TrainSettings", "fit_gp", "tra
 
 # ---------------------------------------------------------------------- the training-set check
 def _metric(probs: np.ndarray, labels: np.ndarray, metric: str) -> float:
-    n = labels.shape[0]
-    py = np.clip(probs[np.arange(n), labels], np.finfo(np.float64).tiny, None)
-    nll = float(-np.log(py).mean())
-    onehot = np.zeros_like(probs)
-    onehot[np.arange(n), labels] = 1.0
-    brier = float(((probs - onehot) ** 2).sum(axis=1).mean())
-    return {"nll": nll, "brier": brier, "nll+brier": nll + brier}[metric]
-
-
-def _softmax(z: np.ndarray) -> np.ndarray:
-    e = np.exp(z - z.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
+    if not np.all(np.isfinite(probs)):
+        return math.nan  # a fit that predicts NaN fails the check (pbr_core.metrics would raise)
+    values = {}
+    if metric in ("nll", "nll+brier"):
+        values["nll"] = nll(probs, labels, eps=CHECK_NLL_EPS)
+    if metric in ("brier", "nll+brier"):
+        values["brier"] = brier_score(probs, labels)
+    return values["nll"] + values["brier"] if metric == "nll+brier" else values[metric]
 
 
 def training_check(model: GPRecalibrationModel, z: np.ndarray, labels: np.ndarray, check: TrainCheck,
                    settings: TrainSettings) -> dict:
     """Compare the recalibrated and the uncalibrated training-set metric (one unbatched GP)."""
     recal = _metric(predict_proba(model, z, check.mean_approx, check.n_samples, check.seed), labels, check.metric)
-    uncal = _metric(_softmax(z), labels, check.metric)
+    uncal = _metric(softmax(z), labels, check.metric)
     margin = max(settings.check_rtol * abs(uncal), settings.check_atol)
     return {"metric": check.metric, "uncalibrated": uncal, "recalibrated": recal, "margin": margin,
             "passed": bool(np.isfinite(recal) and recal <= uncal + margin)}

@@ -120,6 +120,25 @@ def test_training_check_compares_with_the_uncalibrated_input(cifar10_logits) -> 
     assert report.brier is not None and report.ce is not None
 
 
+def test_training_check_metrics_are_pbr_core_metrics_with_the_smallest_nll_floor() -> None:
+    """The check scores with pbr_core.metrics (one home for NLL and Brier), flooring p_y at the
+    smallest positive float64 as it always has: a row with p_y = 1e-300 costs 690.8 nats, not the
+    36.04 of metrics' default floor, so an over-confident wrong row weighs as before. A prediction
+    with NaN fails the check (NaN) instead of raising."""
+    import math
+
+    from pbr_core.gp.training import _metric
+    from pbr_core.metrics import brier_score, nll
+
+    p = np.array([[1e-300, 1.0 - 1e-300], [0.3, 0.7], [0.6, 0.4]])
+    y = np.array([0, 1, 0])
+    assert _metric(p, y, "nll") == nll(p, y, eps=np.finfo(np.float64).tiny)
+    assert _metric(p, y, "nll") == pytest.approx((690.7755 - math.log(0.7) - math.log(0.6)) / 3, rel=1e-6)
+    assert _metric(p, y, "brier") == brier_score(p, y)
+    assert _metric(p, y, "nll+brier") == _metric(p, y, "nll") + _metric(p, y, "brier")
+    assert math.isnan(_metric(np.array([[np.nan, 1.0]]), np.array([0]), "brier"))
+
+
 def test_progress_callback_reports_increasing_iterations(cifar10_logits) -> None:
     model, data = _problem(cifar10_logits)
     seen = []
