@@ -1,5 +1,10 @@
 """Fitting the GP recalibration model: full-batch L-BFGS or Adam, made robust (GP_SPEC section 3).
 
+The types of a fit (:class:`FitData`, :class:`TrainSettings`, :class:`TrainCheck`,
+:class:`FitReport`) live in :mod:`pbr_core.gp.problem`, the optimisers in
+:mod:`pbr_core.gp.optimizers`; this module is the policy around them. Why each rule is as it is,
+with the measurements: ``docs/gp_measurements.md``.
+
 Optimisers
 ----------
 * ``"lbfgs"`` (default; Wenger used scipy's L-BFGS-B): ``warmup_iter`` (100) Adam steps on the
@@ -7,13 +12,9 @@ Optimisers
   search on all parameters, run in chunks of ``CHUNK`` iterations so that progress is reported
   and a known-good snapshot is kept. Stops when torch's tolerances fire (|Delta f| <= tol_change,
   max |grad| <= tol_grad) or when a chunk improves the objective by less than ``rtol * max(1, |f|)``.
-  Why the warm-up (measured on CIFAR-100, n_re = 300 and 1000; benchmarks/RESULTS_gp.md): from
-  the prior (q = N(0, I), var ~ 1 everywhere) the cheapest first move is to shrink the
-  outputscale, which removes the variance at no KL cost; L-BFGS's long first steps take it to
-  ~1e-8, where g = 0 (the uncalibrated map) and the gradient in the variational mean vanishes, and it
-  stays there although better optima exist (e.g. objective .8747 vs .8605 for GP calibration).
-  Adam's per-parameter steps grow the variational mean at the same time and leave that basin;
-  L-BFGS then converges in fewer evaluations than Adam alone.
+  Why the warm-up: from the prior, L-BFGS's long first steps collapse the outputscale (g = 0, the
+  uncalibrated map) and it stays in that basin although better optima exist; Adam's
+  per-parameter steps leave it, and L-BFGS then converges in fewer evaluations than Adam alone.
 * ``"adam"``: a vectorised Adam written here (not ``torch.optim.Adam``) because every GP of a batch
   gets its own step size, best-so-far snapshot and stopping rule. The update is element-wise, so
   a batch of GPs fitted together follows exactly the same path as each GP fitted alone (a test
@@ -34,20 +35,14 @@ Robustness (every failure is either recovered or raised, never returned)
 * Ending at the prior (``escape_prior``, on by default): even after the warm-up, a fit can end at
   (or next to) the prior: the outputscale collapses, q returns to N(0, I), KL ~ 0, and the GP's
   mean moves no training score by ``PRIOR_SHIFT`` (the uncalibrated map), although better optima
-  exist. Measured on the paper's protocol (n_re = 1000, alpha = .5 to 1; benchmarks/stability/,
-  docs/reproduction.md): CIFAR-100 DenseNet-121 split 1 at alpha = .75 ends at objective .31085
-  (test ECE unchanged, .0541), while the alpha = .5 fit continued at .75 reaches .30967 (test ECE
-  .0272); WRN-26-10 fold 0 at alpha = .5 ends at .26686 (outputscale 5.5e-4, KL .022), the
-  alpha = .25 fit continued at .5 at .26413 (ECE .0445 -> .0232). A fit from the prior at a
-  smaller alpha does not collapse where the real one does; continuing from alpha = 0 alone is not
-  enough (WRN fold 5: it collapses again, while alpha = .25 -> .5 reaches .26635 < .26902). So a
+  exist. A fit from the prior at a smaller alpha does not collapse where the real one does, so a
   collapsed fit is redone from fits at alpha/2, alpha/4 and 0 in turn (one ``max_iter`` budget
   for all), each continued at the real alpha, and the first that ends lower by more than the
   convergence tolerance is kept; otherwise (e.g. a well-calibrated model, where every start ends
   at the prior) the first fit stays, bit for bit. The report's ``stop_reason`` says what
   happened. A GP of a batch is redone alone, the same way.
 * Final check on the training data: the recalibrated prediction must not be worse than the input
-  (NLL for GP calibration, Brier for PBR, both for PBR total) by more than
+  (NLL for GP calibration, Brier for PBR, both for PBR total; :mod:`pbr_core.metrics`) by more than
   ``max(check_rtol * uncalibrated, check_atol)``. On failure the fit is redone from the prior with
   Adam; if it still fails, ``RuntimeError``.
 """
@@ -150,7 +145,7 @@ def _optimise(model: GPRecalibrationModel, data: FitData, settings: TrainSetting
                 if not warmed and settings.warmup_iter > 0:
                     # Adam warm-up: from the prior, L-BFGS's first long steps shrink the outputscale
                     # towards 0 (g = 0, the uncalibrated map) and it stays in that basin (measured on
-                    # CIFAR-100, see benchmarks/RESULTS_gp.md); Adam's per-parameter steps grow the
+                    # CIFAR-100, see docs/gp_measurements.md); Adam's per-parameter steps grow the
                     # variational mean at the same time and leave that basin.
                     # The warm-up only has to leave that basin, so it uses the first `warmup_mc` of
                     # the S fixed draws (10x cheaper steps); L-BFGS then minimises the full objective.
