@@ -115,7 +115,12 @@ class FitReport:
 
     ``objective``, ``ce``, ``brier`` and ``kl`` are the final values of the minimised objective and
     its terms (``ce`` / ``brier`` are None when absent); ``train_check`` compares the training-set
-    metric of the recalibrated prediction with the uncalibrated input.
+    metric of the recalibrated prediction with the uncalibrated input. ``ended_at_prior``: the
+    fitted GP's mean moves no training score by ``pbr_core.gp.training.PRIOR_SHIFT`` or more, so
+    the fit did not move from its prior and the recalibrated predictions are (nearly) the
+    uncalibrated ones; decided once, on the final model, by :func:`pbr_core.gp.training.fit_gp`,
+    and read by the CLI, the dashboard and the experiments
+    (:func:`pbr_core.experiments.ended_at_prior`).
     """
 
     iterations: int
@@ -133,6 +138,7 @@ class FitReport:
     restarts: int = 0
     train_check: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    ended_at_prior: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -45,6 +45,10 @@ Robustness (every failure is either recovered or raised, never returned)
   (NLL for GP calibration, Brier for PBR, both for PBR total; :mod:`pbr_core.metrics`) by more than
   ``max(check_rtol * uncalibrated, check_atol)``. On failure the fit is redone from the prior with
   Adam; if it still fails, ``RuntimeError``.
+
+Whether the fit ended at the prior is decided once, at the end, on the final model (the same
+``PRIOR_SHIFT`` rule), and reported as ``FitReport.ended_at_prior``: what the CLI, the dashboard
+and the experiments read.
 """
 
 from __future__ import annotations
@@ -275,6 +279,7 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
             checks[j] = result
         with torch.no_grad():
             terms = data.terms(model)
+    ended = _at_prior_members(model, data)
     wall = time.perf_counter() - t0
     device = str(model.variational_strategy.inducing_points.device)
     reports = []
@@ -287,7 +292,7 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
             iterations=int(iterations), evaluations=int(evaluations), objective=vals["objective"], ce=vals["ce"],
             brier=vals["brier"], kl=vals["kl"], wall_time_s=wall, device=device, optimizer=optimizer,
             converged=bool(converged[j]), stop_reason=reasons[j], jitter=model.jitter, restarts=int(restarts),
-            train_check=checks[j], warnings=own,
+            train_check=checks[j], warnings=own, ended_at_prior=bool(ended[j]),
         ))
     for w in notes:
         warnings.warn(w, RuntimeWarning, stacklevel=2)
@@ -312,7 +317,8 @@ def at_prior(model: GPRecalibrationModel, z: torch.Tensor) -> bool:
 
 
 def _at_prior_members(model: GPRecalibrationModel, data: FitData) -> list[bool]:
-    """:func:`at_prior` for every GP of a (possibly batched) fit on its own rows, in flat batch order."""
+    """:func:`at_prior` for every GP of a (possibly batched) fit on its own rows, in flat batch order:
+    the one definition of "ended at the prior", for the restarts and for ``FitReport.ended_at_prior``."""
     return (prior_shift(model, data.z, data.weights) < PRIOR_SHIFT).reshape(-1).tolist()
 
 
