@@ -61,7 +61,7 @@ from pbr_core.gp.batch import fit_batch  # noqa: E402
 from pbr_core.gp.device import resolve_device  # noqa: E402
 from pbr_core.gp.objectives import ObjectiveSpec  # noqa: E402
 from pbr_core.gp.predict import predict_proba  # noqa: E402
-from pbr_core.gp.training import TrainCheck, TrainSettings  # noqa: E402
+from pbr_core.gp.problem import TrainCheck, TrainSettings  # noqa: E402
 from pbr_core.predictions import Predictions  # noqa: E402
 from pbr_core.recalibrators.gp import PBR  # noqa: E402
 

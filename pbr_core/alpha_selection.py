@@ -208,7 +208,7 @@ def _batched_rows(data: Predictions, folds, grid, params, progress, *, cancel, b
     from pbr_core.gp.batch import fit_batch
     from pbr_core.gp.device import resolve_device
     from pbr_core.gp.predict import predict_proba
-    from pbr_core.gp.training import TrainCheck, TrainSettings
+    from pbr_core.gp.problem import TrainCheck, TrainSettings
     from pbr_core.recalibrators.gp import PBR
 
     rec = PBR(alpha=grid[0], **params)

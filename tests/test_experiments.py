@@ -336,6 +336,19 @@ def test_at_prior_column_is_the_fits_own_record(c10, monkeypatch):
     assert ended_at_prior(object()) is None and ended_at_prior({}) is None
 
 
+def test_ended_at_prior_reads_the_fits_flag_before_its_stop_reason():
+    """The training code's flag is the one definition; the stop reason's note only reads reports saved
+    before the flag existed. A restart can leave a fit at the prior that the note says moved away
+    (tests/gp/test_training.py::test_ended_at_prior_is_decided_on_the_final_model)."""
+    from pbr_core.experiments import ended_at_prior
+
+    restarted = "reached max_iter=40 (restarted: the first fit ended at the prior, objective 0.0691111; ...)"
+    assert ended_at_prior({"stop_reason": restarted}) is False                            # old report
+    assert ended_at_prior({"stop_reason": restarted, "ended_at_prior": True}) is True
+    assert ended_at_prior({"stop_reason": "x (ended at the prior; restarts ...)", "ended_at_prior": False}) is False
+    assert ended_at_prior({"stop_reason": "x", "ended_at_prior": np.True_}) is True
+
+
 def test_binary_methods_and_binary_ece(binary):
     table = compare(binary, ["uncalibrated", "platt", "isotonic"], n_re=500, n_folds=2, seed=SEED)
     assert table["error"].isna().all() and table["ece"].notna().all()

@@ -248,21 +248,23 @@ def kl_of(recalibrator: Any) -> float:
     return math.nan if kl is None else float(kl)
 
 
-#: What :func:`pbr_core.gp.training.fit_gp` appends to a fit's ``stop_reason`` when the fit ended at
-#: the prior and no restart from a smaller alpha did better: the fitted map is (nearly) the
-#: uncalibrated one. A restart that did better says "restarted: the first fit ended at the prior,
-#: ..." instead (no semicolon), and that fit is not at the prior.
+#: What :func:`pbr_core.gp.training.fit_gp` writes in a fit's ``stop_reason`` when the fit ended at the
+#: prior and no restart from a smaller alpha did better. Reports written before the fit recorded
+#: ``ended_at_prior`` (files saved by earlier versions) are read by this note; a restart that did
+#: better says "restarted: the first fit ended at the prior, ..." instead (no semicolon).
 AT_PRIOR_STOP_REASON = "ended at the prior;"
 
 
 def ended_at_prior(fitted: Any) -> bool | None:
     """Whether a fitted GP recalibrator (or its ``fit_report_`` dict) ended at its prior.
 
-    The fit's own record is used, not a KL threshold: a fit at the prior can keep a KL of a few
-    hundredths (a collapsed outputscale), and the training code decides "at the prior" by how far
-    the GP's mean moves the training scores (``pbr_core.gp.training.PRIOR_SHIFT``). A boolean
-    ``ended_at_prior`` entry of the report is honoured first; otherwise the stop reason's
-    :data:`AT_PRIOR_STOP_REASON` note decides.
+    The fit's own record, ``fit_report_["ended_at_prior"]``: decided once by the training code on
+    the final model (:class:`pbr_core.gp.problem.FitReport`): the GP's mean moves no training score
+    by ``pbr_core.gp.training.PRIOR_SHIFT``, so the recalibrated predictions are (nearly) the
+    uncalibrated ones. Not a KL threshold: a fit at the prior can keep a KL of a few hundredths
+    (a collapsed outputscale). The CLI, the dashboard and the experiments' ``at_prior`` column all
+    read it here. A report without the entry (saved before it existed) is read by its stop
+    reason's :data:`AT_PRIOR_STOP_REASON` note.
 
     Returns
     -------

@@ -4,8 +4,9 @@ Small modules, one concern each (GPyTorch style: model, objective and optimiser 
 
 * :mod:`pbr_core.gp.model`: the latent GP shared by all classes (GP_SPEC section 1).
 * :mod:`pbr_core.gp.objectives`: GP calibration ELBO, PBR (Eq. vi_obj2), PBR total (Eq. vi_obj3).
+* :mod:`pbr_core.gp.problem`: the types of one fit: data, settings, training-set check, report.
 * :mod:`pbr_core.gp.training`: the fit: retries, jitter, training-set check, reports (section 3).
-* :mod:`pbr_core.gp.optimizers`: chunked L-BFGS and a vectorised per-GP Adam.
+* :mod:`pbr_core.gp.optimizers`: chunked L-BFGS and a vectorised per-GP Adam, on an objective closure.
 * :mod:`pbr_core.gp.batch`: many (alpha, split) fits as one batched GP (section 5).
 * :mod:`pbr_core.gp.predict`: memory-bounded Monte Carlo prediction (section 4).
 * :mod:`pbr_core.gp.device`: "auto" / "cpu" / "cuda" resolution.
@@ -17,7 +18,8 @@ from pbr_core.gp.device import resolve_device
 from pbr_core.gp.model import GPRecalibrationModel, WhiteNoiseKernel, kmeans_1d
 from pbr_core.gp.objectives import ObjectiveSpec, ObjectiveTerms, evaluate_objective
 from pbr_core.gp.predict import predict_proba, prediction_batch_size
-from pbr_core.gp.training import FitReport, fit_gp
+from pbr_core.gp.problem import FitReport
+from pbr_core.gp.training import fit_gp
 
 __all__ = [
     "FitReport",

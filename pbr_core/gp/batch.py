@@ -5,11 +5,12 @@ GP with its own recalibration rows, alpha, inducing points and parameters; rows 
 largest split with weight 0. The fixed Monte Carlo draws are drawn for the longest split with the
 common seed; because the draws are row-major (:func:`pbr_core.gp.objectives.draw_mc_noise`), every
 entry sees exactly the draws its fit alone would see. Batches are fitted with the vectorised Adam of
-:mod:`pbr_core.gp.training` (element-wise, so each entry follows the path of its fit alone).
+:mod:`pbr_core.gp.optimizers` (element-wise, so each entry follows the path of its fit alone).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
@@ -18,7 +19,8 @@ import torch
 from pbr_core.gp.device import DTYPE
 from pbr_core.gp.model import GPRecalibrationModel, InputKind, initial_inducing_points
 from pbr_core.gp.objectives import ObjectiveSpec, draw_mc_noise
-from pbr_core.gp.training import FitData, FitReport, ProgressCallback, TrainCheck, TrainSettings, fit_gp
+from pbr_core.gp.problem import FitData, FitReport, ProgressCallback, TrainCheck, TrainSettings
+from pbr_core.gp.training import fit_gp
 
 
 def fit_batch(zs: Sequence[np.ndarray], ys: Sequence[np.ndarray], alphas: Sequence[float], spec: ObjectiveSpec,
@@ -33,7 +35,7 @@ def fit_batch(zs: Sequence[np.ndarray], ys: Sequence[np.ndarray], alphas: Sequen
     zs, ys : sequences of arrays (n_i, K) and (n_i,)
         The recalibration rows of each fit (n_i may differ).
     alphas : sequence of float
-        KL weight of each fit (``spec.alpha`` is ignored).
+        KL weight of each fit (they replace ``spec.alpha``).
     spec : ObjectiveSpec
         The objective family (PBR or PBR total).
 
@@ -60,9 +62,9 @@ def fit_batch(zs: Sequence[np.ndarray], ys: Sequence[np.ndarray], alphas: Sequen
                                  batch_shape=torch.Size([b])).to(device)
     eps = draw_mc_noise(n_max, n_mc, k, seed, device=device) if spec.needs_mc else None
     data = FitData(z=torch.as_tensor(z_pad, dtype=DTYPE, device=device),
-                   labels=torch.as_tensor(y_pad, device=device), spec=spec, eps=eps,
-                   weights=torch.as_tensor(w, dtype=DTYPE, device=device),
-                   alpha=torch.as_tensor(np.asarray(alphas, dtype=np.float64), dtype=DTYPE, device=device))
+                   labels=torch.as_tensor(y_pad, device=device),
+                   spec=replace(spec, alpha=tuple(float(a) for a in alphas)), eps=eps,
+                   weights=torch.as_tensor(w, dtype=DTYPE, device=device))
     settings = settings or TrainSettings(optimizer="adam")
     reports = fit_gp(model, data, settings, progress=progress, check=check)
     return model, reports

@@ -48,20 +48,24 @@ class ObjectiveSpec:
         Monte Carlo with the fixed draws.
     brier : bool
         Include the expected Brier score E_q ||e_y - softmax(f)||^2 (always Monte Carlo).
-    alpha : float
-        Weight of KL / n (GPyTorch calls the same idea ``beta``); 1 for the ELBO.
+    alpha : float or tuple of float
+        Weight of KL / n (GPyTorch calls the same idea ``beta``); 1 for the ELBO. A batch of GPs
+        fitted together (:func:`pbr_core.gp.batch.fit_batch`) has one value per GP, in the order
+        of the flattened batch; this is the only place a fit's alpha is kept.
     """
 
     ce: CEEstimator
     brier: bool
-    alpha: float = 1.0
+    alpha: float | tuple[float, ...] = 1.0
 
     def __post_init__(self) -> None:
         if self.ce not in ("none", "taylor", "mc"):
             raise ValueError(f"Expected argument `ce` to be 'none', 'taylor' or 'mc', but got {self.ce!r}.")
         if self.ce == "none" and not self.brier:
             raise ValueError("An objective needs a cross-entropy term, a Brier term, or both.")
-        if not np.isfinite(self.alpha) or self.alpha < 0:
+        if np.ndim(self.alpha):  # frozen: a sequence of alpha values is kept as a tuple of floats
+            object.__setattr__(self, "alpha", tuple(float(a) for a in np.ravel(self.alpha)))
+        if not np.all(np.isfinite(self.alpha)) or np.any(np.asarray(self.alpha) < 0):
             raise ValueError(f"Expected argument `alpha` to be a finite number >= 0, but got {self.alpha!r}.")
 
     @classmethod
@@ -245,8 +249,7 @@ def mc_expectations(mu: torch.Tensor, var: torch.Tensor, labels: torch.Tensor, e
 
 def evaluate_objective(mu: torch.Tensor, var: torch.Tensor, labels: torch.Tensor, kl: torch.Tensor,
                        spec: ObjectiveSpec, eps: torch.Tensor | None = None,
-                       weights: torch.Tensor | None = None,
-                       alpha: torch.Tensor | float | None = None) -> ObjectiveTerms:
+                       weights: torch.Tensor | None = None) -> ObjectiveTerms:
     """The objective of ``spec`` from the marginals (GP_SPEC section 2).
 
     Parameters
@@ -257,12 +260,11 @@ def evaluate_objective(mu: torch.Tensor, var: torch.Tensor, labels: torch.Tensor
     kl : Tensor of shape batch
         KL(q || p).
     spec : ObjectiveSpec
+        The terms and the KL weight alpha (one per GP of a batch when ``spec.alpha`` is a tuple).
     eps : Tensor of shape (*batch, N, S, K) or (N, S, K), optional
         The fixed standard-normal draws (S per entry); required when ``spec.needs_mc``.
     weights : Tensor of shape (*batch, N), optional
         0/1 row weights (padding of unequal folds in a batch of GPs); n = weights.sum(-1).
-    alpha : Tensor of shape batch or float, optional
-        Per-GP KL weight overriding ``spec.alpha`` (a batch of alpha values).
     """
     if spec.needs_mc and eps is None:
         raise ValueError("This objective uses Monte Carlo: pass the fixed draws `eps`.")
@@ -287,8 +289,9 @@ def evaluate_objective(mu: torch.Tensor, var: torch.Tensor, labels: torch.Tensor
     if brier_n is not None:
         brier_value = wmean(brier_n)
         total = total + brier_value
-    a = spec.alpha if alpha is None else alpha
-    if isinstance(a, torch.Tensor):
+    a = spec.alpha
+    if isinstance(a, tuple):
+        a = torch.as_tensor(a, dtype=total.dtype, device=total.device).reshape(kl.shape)
         # alpha = 0 entries contribute exactly 0 (never 0 * inf if a KL blows up).
         total = total + torch.where(a > 0, a * kl / n, torch.zeros_like(total))
     elif a > 0:

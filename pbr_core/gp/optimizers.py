@@ -3,25 +3,27 @@
 :func:`run_lbfgs` wraps ``torch.optim.LBFGS`` (strong-Wolfe line search) in chunks of ``CHUNK``
 iterations with a known-good snapshot; :func:`run_adam` is a vectorised Adam with a step size,
 best-so-far snapshot, divergence restarts and stopping rule per GP of a batch. Both leave the
-model at good parameters when they raise. The policy around them (retries, jitter, switching
+model at good parameters when they raise. As with ``torch.optim``, an optimiser gets the
+parameters (the model's) and an ``objective()`` closure, not the caller's problem: it knows nothing
+of the data or the objective's terms. The policy around them (retries, jitter, switching
 optimiser, the training-set check) lives in :mod:`pbr_core.gp.training`.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import numpy as np
 import torch
 
 from pbr_core.cancel import checkpoint
 from pbr_core.gp.model import GPRecalibrationModel, NotPositiveDefiniteError
+from pbr_core.gp.problem import ProgressCallback, TrainSettings
 
-if TYPE_CHECKING:  # annotations only: training.py imports this module
-    from pbr_core.gp.training import FitData, TrainSettings
-
-ProgressCallback = Callable[[int, int, float], None]
+#: ``objective()``: the objective at the model's current parameters, one value per GP of the batch
+#: (a scalar for one GP), with a graph for ``backward()`` when gradients are enabled.
+Closure = Callable[[], torch.Tensor]
 
 #: L-BFGS iterations per ``step`` call (snapshot / progress granularity).
 CHUNK = 10
@@ -57,10 +59,10 @@ def _finite_grads(model: GPRecalibrationModel) -> bool:
 
 
 # ---------------------------------------------------------------------- L-BFGS
-def run_lbfgs(model: GPRecalibrationModel, data: FitData, settings: TrainSettings, lr: float, start_iter: int,
+def run_lbfgs(model: GPRecalibrationModel, objective: Closure, settings: TrainSettings, lr: float, start_iter: int,
                budget: int, progress: ProgressCallback | None, counters: dict,
                params: list[torch.nn.Parameter] | None = None) -> tuple[int, bool, str]:
-    """L-BFGS from the current parameters for at most ``budget`` iterations.
+    """L-BFGS on the sum of ``objective()`` from the current parameters for at most ``budget`` iterations.
 
     Returns (iterations done, converged, reason). Raises NotPositiveDefiniteError / DivergenceError
     with the parameters left at the last good snapshot.
@@ -76,7 +78,7 @@ def run_lbfgs(model: GPRecalibrationModel, data: FitData, settings: TrainSetting
         # hundreds of them (tens of seconds at n = 1000, K = 100), too long to wait for a Stop.
         checkpoint()
         opt.zero_grad(set_to_none=False)
-        loss = data.terms(model).total.sum()
+        loss = objective().sum()
         counters["evaluations"] += 1
         if not bool(torch.isfinite(loss)):
             raise DivergenceError(f"the objective became {float(loss.detach())} during the L-BFGS line search")
@@ -87,7 +89,7 @@ def run_lbfgs(model: GPRecalibrationModel, data: FitData, settings: TrainSetting
 
     good = snapshot(model)
     with torch.no_grad():
-        prev = float(data.terms(model).total.sum())
+        prev = float(objective().sum())
     done = 0
     while done < budget:
         before = opt.state[opt._params[0]].get("n_iter", 0)
@@ -100,7 +102,7 @@ def run_lbfgs(model: GPRecalibrationModel, data: FitData, settings: TrainSetting
         it = opt.state[opt._params[0]].get("n_iter", 0) - before
         done += max(it, 1)
         with torch.no_grad():
-            loss = float(data.terms(model).total.sum())
+            loss = float(objective().sum())
         if not math.isfinite(loss) or loss > prev + 1e-9 * max(1.0, abs(prev)):
             restore(model, good)
             counters["iterations"] = start_iter + done
@@ -117,9 +119,9 @@ def run_lbfgs(model: GPRecalibrationModel, data: FitData, settings: TrainSetting
 
 
 # ---------------------------------------------------------------------- Adam (vectorised over the batch)
-def run_adam(model: GPRecalibrationModel, data: FitData, settings: TrainSettings, start_iter: int, budget: int,
+def run_adam(model: GPRecalibrationModel, objective: Closure, settings: TrainSettings, start_iter: int, budget: int,
               progress: ProgressCallback | None, counters: dict) -> tuple[int, torch.Tensor, list[str], torch.Tensor]:
-    """Adam with a step size, best snapshot and stopping rule per GP of the batch.
+    """Adam on ``objective()`` with a step size, best snapshot and stopping rule per GP of the batch.
 
     Returns (iterations done, converged mask (B,), reasons per GP, restarts per GP). The model is
     left at each GP's best parameters. Raises DivergenceError when a GP keeps diverging.
@@ -146,8 +148,7 @@ def run_adam(model: GPRecalibrationModel, data: FitData, settings: TrainSettings
         return t.reshape(b, *([1] * (p.dim() - 1))) if batched else t.reshape(())
 
     def loss_vector() -> torch.Tensor:
-        total = data.terms(model).total
-        return total.reshape(b)
+        return objective().reshape(b)
 
     for step in range(budget):
         checkpoint()

@@ -1,5 +1,10 @@
 """Fitting the GP recalibration model: full-batch L-BFGS or Adam, made robust (GP_SPEC section 3).
 
+The types of a fit (:class:`FitData`, :class:`TrainSettings`, :class:`TrainCheck`,
+:class:`FitReport`) live in :mod:`pbr_core.gp.problem`, the optimisers in
+:mod:`pbr_core.gp.optimizers`; this module is the policy around them. Why each rule is as it is,
+with the measurements: ``docs/gp_measurements.md``.
+
 Optimisers
 ----------
 * ``"lbfgs"`` (default; Wenger used scipy's L-BFGS-B): ``warmup_iter`` (100) Adam steps on the
@@ -7,13 +12,9 @@ Optimisers
   search on all parameters, run in chunks of ``CHUNK`` iterations so that progress is reported
   and a known-good snapshot is kept. Stops when torch's tolerances fire (|Delta f| <= tol_change,
   max |grad| <= tol_grad) or when a chunk improves the objective by less than ``rtol * max(1, |f|)``.
-  Why the warm-up (measured on CIFAR-100, n_re = 300 and 1000; benchmarks/RESULTS_gp.md): from
-  the prior (q = N(0, I), var ~ 1 everywhere) the cheapest first move is to shrink the
-  outputscale, which removes the variance at no KL cost; L-BFGS's long first steps take it to
-  ~1e-8, where g = 0 (the uncalibrated map) and the gradient in the variational mean vanishes, and it
-  stays there although better optima exist (e.g. objective .8747 vs .8605 for GP calibration).
-  Adam's per-parameter steps grow the variational mean at the same time and leave that basin;
-  L-BFGS then converges in fewer evaluations than Adam alone.
+  Why the warm-up: from the prior, L-BFGS's long first steps collapse the outputscale (g = 0, the
+  uncalibrated map) and it stays in that basin although better optima exist; Adam's
+  per-parameter steps leave it, and L-BFGS then converges in fewer evaluations than Adam alone.
 * ``"adam"``: a vectorised Adam written here (not ``torch.optim.Adam``) because every GP of a batch
   gets its own step size, best-so-far snapshot and stopping rule. The update is element-wise, so
   a batch of GPs fitted together follows exactly the same path as each GP fitted alone (a test
@@ -34,41 +35,37 @@ Robustness (every failure is either recovered or raised, never returned)
 * Ending at the prior (``escape_prior``, on by default): even after the warm-up, a fit can end at
   (or next to) the prior: the outputscale collapses, q returns to N(0, I), KL ~ 0, and the GP's
   mean moves no training score by ``PRIOR_SHIFT`` (the uncalibrated map), although better optima
-  exist. Measured on the paper's protocol (n_re = 1000, alpha = .5 to 1; benchmarks/stability/,
-  docs/reproduction.md): CIFAR-100 DenseNet-121 split 1 at alpha = .75 ends at objective .31085
-  (test ECE unchanged, .0541), while the alpha = .5 fit continued at .75 reaches .30967 (test ECE
-  .0272); WRN-26-10 fold 0 at alpha = .5 ends at .26686 (outputscale 5.5e-4, KL .022), the
-  alpha = .25 fit continued at .5 at .26413 (ECE .0445 -> .0232). A fit from the prior at a
-  smaller alpha does not collapse where the real one does; continuing from alpha = 0 alone is not
-  enough (WRN fold 5: it collapses again, while alpha = .25 -> .5 reaches .26635 < .26902). So a
+  exist. A fit from the prior at a smaller alpha does not collapse where the real one does, so a
   collapsed fit is redone from fits at alpha/2, alpha/4 and 0 in turn (one ``max_iter`` budget
   for all), each continued at the real alpha, and the first that ends lower by more than the
   convergence tolerance is kept; otherwise (e.g. a well-calibrated model, where every start ends
   at the prior) the first fit stays, bit for bit. The report's ``stop_reason`` says what
   happened. A GP of a batch is redone alone, the same way.
 * Final check on the training data: the recalibrated prediction must not be worse than the input
-  (NLL for GP calibration, Brier for PBR, both for PBR total) by more than
+  (NLL for GP calibration, Brier for PBR, both for PBR total; :mod:`pbr_core.metrics`) by more than
   ``max(check_rtol * uncalibrated, check_atol)``. On failure the fit is redone from the prior with
   Adam; if it still fails, ``RuntimeError``.
+
+Whether the fit ended at the prior is decided once, at the end, on the final model (the same
+``PRIOR_SHIFT`` rule), and reported as ``FitReport.ended_at_prior``: what the CLI, the dashboard
+and the experiments read.
 """
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
-from dataclasses import asdict, dataclass, field, replace
-from typing import Literal
+from dataclasses import asdict, replace
 
 import numpy as np
 import torch
 
 from pbr_core.gp.model import GPRecalibrationModel, NotPositiveDefiniteError
-from pbr_core.gp.objectives import ObjectiveSpec, ObjectiveTerms, evaluate_objective
 from pbr_core.gp.optimizers import (
     ADAM_BACKOFF,
     CHUNK,
     DivergenceError,
-    ProgressCallback,
     batch_size,
     restore,
     run_adam,
@@ -76,131 +73,42 @@ from pbr_core.gp.optimizers import (
     snapshot,
 )
 from pbr_core.gp.predict import predict_proba
-
-Optimizer = Literal["lbfgs", "adam"]
+from pbr_core.gp.problem import FitData, FitReport, Optimizer, ProgressCallback, TrainCheck, TrainSettings
+from pbr_core.metrics import brier_score, nll
+from pbr_core.predictions import softmax
 
 #: A fit whose GP mean moves no training score (logit or log-probability) by this much is the
 #: uncalibrated map: it ended at (or next to) the prior. See "Ending at the prior" above.
 PRIOR_SHIFT = 0.01
 
+#: Floor of the true-class probability in the training check's NLL: the smallest positive float64
+#: (at most 708 nats per row), as the check has always used, not :func:`pbr_core.metrics.nll`'s
+#: default (machine epsilon, at most 36 nats). With the default, rows with p_y < 2.2e-16 (an
+#: over-confident wrong prediction, in the uncalibrated input or the fit) would count less and
+#: could flip the check's verdict.
+CHECK_NLL_EPS = float(np.finfo(np.float64).tiny)
+
 __all__ = ["FitData", "FitReport", "TrainCheck", "TrainSettings", "fit_gp", "training_check", "DivergenceError",
            "ProgressCallback", "CHUNK", "PRIOR_SHIFT", "at_prior", "prior_shift"]
 
 
-@dataclass
-class FitReport:
-    """What one fit did (GP_SPEC section 3; the dashboard and benchmarks show it).
-
-    ``objective``, ``ce``, ``brier`` and ``kl`` are the final values of the minimised objective and
-    its terms (``ce`` / ``brier`` are None when absent); ``train_check`` compares the training-set
-    metric of the recalibrated prediction with the uncalibrated input.
-    """
-
-    iterations: int
-    evaluations: int
-    objective: float
-    ce: float | None
-    brier: float | None
-    kl: float
-    wall_time_s: float
-    device: str
-    optimizer: str
-    converged: bool
-    stop_reason: str
-    jitter: float
-    restarts: int = 0
-    train_check: dict = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-@dataclass
-class FitData:
-    """Tensors of one (possibly batched) fitting problem, all on the model's device.
-
-    z : (*batch, N, K) scores; labels : (*batch, N); weights : (*batch, N) 0/1 or None;
-    eps : (*batch, N, S, K) or (N, S, K) fixed draws or None; alpha : (*batch,) or None.
-    """
-
-    z: torch.Tensor
-    labels: torch.Tensor
-    spec: ObjectiveSpec
-    eps: torch.Tensor | None = None
-    weights: torch.Tensor | None = None
-    alpha: torch.Tensor | None = None
-
-    def with_mc_draws(self, n_draws: int) -> "FitData":
-        """The same problem with only the first ``n_draws`` of the fixed draws (a cheaper objective)."""
-        if self.eps is None or n_draws >= self.eps.shape[-2]:
-            return self
-        return FitData(z=self.z, labels=self.labels, spec=self.spec, eps=self.eps[..., :n_draws, :].contiguous(),
-                       weights=self.weights, alpha=self.alpha)
-
-    def terms(self, model: GPRecalibrationModel) -> ObjectiveTerms:
-        mu, var = model.marginals(self.z)
-        return evaluate_objective(mu, var, self.labels, model.kl_divergence(), self.spec, self.eps,
-                                  self.weights, self.alpha)
-
-
-@dataclass
-class TrainSettings:
-    """Optimiser settings (defaults: see the module docstring and the design notes)."""
-
-    optimizer: Optimizer = "lbfgs"
-    max_iter: int = 1000
-    warmup_iter: int = 100
-    warmup_mc: int = 10
-    lbfgs_lr: float = 1.0
-    lbfgs_history: int = 20
-    tol_grad: float = 1e-6
-    tol_change: float = 1e-9
-    rtol: float = 1e-5
-    adam_lr: float = 0.05
-    adam_patience: int = 50
-    adam_rtol: float = 1e-5
-    max_retries: int = 3
-    check_rtol: float = 0.02
-    check_atol: float = 2e-3
-    escape_prior: bool = True
-
-
 # ---------------------------------------------------------------------- the training-set check
-@dataclass
-class TrainCheck:
-    """How to verify a fit on its own training data: "predictions not worse than the input".
-
-    metric: "nll" (GP calibration), "brier" (PBR) or "nll+brier" (PBR total); the prediction is
-    the one the recalibrator will return (``mean_approx``, ``n_samples``, ``seed``).
-    """
-
-    metric: Literal["nll", "brier", "nll+brier"]
-    mean_approx: bool = False
-    n_samples: int = 100
-    seed: int = 0
-
-
 def _metric(probs: np.ndarray, labels: np.ndarray, metric: str) -> float:
-    n = labels.shape[0]
-    py = np.clip(probs[np.arange(n), labels], np.finfo(np.float64).tiny, None)
-    nll = float(-np.log(py).mean())
-    onehot = np.zeros_like(probs)
-    onehot[np.arange(n), labels] = 1.0
-    brier = float(((probs - onehot) ** 2).sum(axis=1).mean())
-    return {"nll": nll, "brier": brier, "nll+brier": nll + brier}[metric]
-
-
-def _softmax(z: np.ndarray) -> np.ndarray:
-    e = np.exp(z - z.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
+    if not np.all(np.isfinite(probs)):
+        return math.nan  # a fit that predicts NaN fails the check (pbr_core.metrics would raise)
+    values = {}
+    if metric in ("nll", "nll+brier"):
+        values["nll"] = nll(probs, labels, eps=CHECK_NLL_EPS)
+    if metric in ("brier", "nll+brier"):
+        values["brier"] = brier_score(probs, labels)
+    return values["nll"] + values["brier"] if metric == "nll+brier" else values[metric]
 
 
 def training_check(model: GPRecalibrationModel, z: np.ndarray, labels: np.ndarray, check: TrainCheck,
                    settings: TrainSettings) -> dict:
     """Compare the recalibrated and the uncalibrated training-set metric (one unbatched GP)."""
     recal = _metric(predict_proba(model, z, check.mean_approx, check.n_samples, check.seed), labels, check.metric)
-    uncal = _metric(_softmax(z), labels, check.metric)
+    uncal = _metric(softmax(z), labels, check.metric)
     margin = max(settings.check_rtol * abs(uncal), settings.check_atol)
     return {"metric": check.metric, "uncalibrated": uncal, "recalibrated": recal, "margin": margin,
             "passed": bool(np.isfinite(recal) and recal <= uncal + margin)}
@@ -241,19 +149,21 @@ def _optimise(model: GPRecalibrationModel, data: FitData, settings: TrainSetting
                 if not warmed and settings.warmup_iter > 0:
                     # Adam warm-up: from the prior, L-BFGS's first long steps shrink the outputscale
                     # towards 0 (g = 0, the uncalibrated map) and it stays in that basin (measured on
-                    # CIFAR-100, see benchmarks/RESULTS_gp.md); Adam's per-parameter steps grow the
+                    # CIFAR-100, see docs/gp_measurements.md); Adam's per-parameter steps grow the
                     # variational mean at the same time and leave that basin.
                     # The warm-up only has to leave that basin, so it uses the first `warmup_mc` of
                     # the S fixed draws (10x cheaper steps); L-BFGS then minimises the full objective.
-                    it, _, _, r = run_adam(model, data.with_mc_draws(settings.warmup_mc), settings, done,
-                                            min(settings.warmup_iter, budget), progress, counters)
+                    it, _, _, r = run_adam(model, data.with_mc_draws(settings.warmup_mc).objective(model), settings,
+                                           done, min(settings.warmup_iter, budget), progress, counters)
                     done, warmed = done + it, True
                     restarts += int(r.sum())
                     _note_adam_restarts(r, notes)
                     continue
-                it, conv, reason = run_lbfgs(model, data, settings, lr, done, budget, progress, counters)
+                it, conv, reason = run_lbfgs(model, data.objective(model), settings, lr, done, budget, progress,
+                                             counters)
                 return done + it, np.full(b, conv), [reason] * b, restarts, counters["evaluations"]
-            it, conv_mask, reasons, member_restarts = run_adam(model, data, settings, done, budget, progress, counters)
+            it, conv_mask, reasons, member_restarts = run_adam(model, data.objective(model), settings, done, budget,
+                                                               progress, counters)
             _note_adam_restarts(member_restarts, notes)
             return (done + it, conv_mask.cpu().numpy(), reasons, restarts + int(member_restarts.sum()),
                     counters["evaluations"])
@@ -319,14 +229,13 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
     iterations, converged, reasons, restarts, evaluations = _optimise(model, data, settings, optimizer, progress, notes)
     index_of = [tuple(int(i) for i in np.unravel_index(j, tuple(model.batch_shape))) if batched else () for j in range(b)]
     reasons = list(reasons)
-    collapsed = (prior_shift(model, data.z, data.weights) < PRIOR_SHIFT).reshape(-1).tolist() \
-        if settings.escape_prior else [False] * b
+    collapsed = _at_prior_members(model, data) if settings.escape_prior else [False] * b
     for j, idx in enumerate(index_of):
         if not collapsed[j]:
             continue
         # A GP of a batch is redone alone, exactly as the same fit alone would be.
         single = model.member(idx) if batched else model
-        sub = _subproblem(data, idx) if batched else data
+        sub = data.member(idx) if batched else data
         start = {k: (v[idx] if batched else v) for k, v in init.items()}
         it2, e2, escaped = _escape_prior(single, sub, settings, optimizer, start, progress, iterations, notes)
         iterations, evaluations = iterations + it2, evaluations + e2
@@ -353,7 +262,7 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
                              f"uncalibrated {result['uncalibrated']:.5g}; refitting from the prior with Adam.")
                 single = model.member(idx) if batched else model
                 restore(single, {k: (v[idx] if batched else v) for k, v in init.items()})
-                sub = _subproblem(data, idx) if batched else data
+                sub = data.member(idx) if batched else data
                 adam = TrainSettings(**{**asdict(settings), "optimizer": "adam"})
                 it2, conv2, reasons2, r2, e2 = _optimise(single, sub, adam, "adam", None, notes)
                 result = training_check(single, z, y, check, settings)
@@ -370,6 +279,7 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
             checks[j] = result
         with torch.no_grad():
             terms = data.terms(model)
+    ended = _at_prior_members(model, data)
     wall = time.perf_counter() - t0
     device = str(model.variational_strategy.inducing_points.device)
     reports = []
@@ -382,7 +292,7 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
             iterations=int(iterations), evaluations=int(evaluations), objective=vals["objective"], ce=vals["ce"],
             brier=vals["brier"], kl=vals["kl"], wall_time_s=wall, device=device, optimizer=optimizer,
             converged=bool(converged[j]), stop_reason=reasons[j], jitter=model.jitter, restarts=int(restarts),
-            train_check=checks[j], warnings=own,
+            train_check=checks[j], warnings=own, ended_at_prior=bool(ended[j]),
         ))
     for w in notes:
         warnings.warn(w, RuntimeWarning, stacklevel=2)
@@ -406,6 +316,12 @@ def at_prior(model: GPRecalibrationModel, z: torch.Tensor) -> bool:
     return bool((prior_shift(model, z) < PRIOR_SHIFT).all())
 
 
+def _at_prior_members(model: GPRecalibrationModel, data: FitData) -> list[bool]:
+    """:func:`at_prior` for every GP of a (possibly batched) fit on its own rows, in flat batch order:
+    the one definition of "ended at the prior", for the restarts and for ``FitReport.ended_at_prior``."""
+    return (prior_shift(model, data.z, data.weights) < PRIOR_SHIFT).reshape(-1).tolist()
+
+
 def _escape_prior(model: GPRecalibrationModel, data: FitData, settings: TrainSettings, optimizer: Optimizer,
                   init: dict[str, torch.Tensor], progress: ProgressCallback | None, offset: int,
                   notes: list[str]) -> tuple[int, int, tuple[np.ndarray, str] | None]:
@@ -414,7 +330,7 @@ def _escape_prior(model: GPRecalibrationModel, data: FitData, settings: TrainSet
     keep the result when its objective is lower by more than the convergence tolerance. One
     ``max_iter`` budget covers all of it. Returns (iterations, evaluations, None or (converged,
     stop reason) of the kept restart); the model holds the kept parameters."""
-    alpha = float(data.spec.alpha if data.alpha is None else data.alpha)
+    alpha = float(data.spec.alpha)
     rungs = [a for a in dict.fromkeys((alpha / 2, alpha / 4, 0.0)) if a < alpha]
     with torch.no_grad():
         first_value = float(data.terms(model).total)
@@ -430,8 +346,7 @@ def _escape_prior(model: GPRecalibrationModel, data: FitData, settings: TrainSet
         if budget <= 0:
             break
         restore(model, init)
-        easier = FitData(z=data.z, labels=data.labels, spec=replace(data.spec, alpha=a), eps=data.eps,
-                         weights=data.weights, alpha=None)
+        easier = data.with_alpha(a)
         try:
             it1, _, _, _, e1 = _optimise(model, easier, replace(settings, max_iter=budget), optimizer,
                                          shifted(offset + used), notes)
@@ -456,16 +371,3 @@ def _escape_prior(model: GPRecalibrationModel, data: FitData, settings: TrainSet
     restore(model, first)
     model.jitter = jitter
     return used, evaluations, None
-
-
-def _subproblem(data: FitData, idx: tuple[int, ...]) -> FitData:
-    """The unbatched problem of batch entry ``idx`` (real rows only)."""
-    keep = slice(None)
-    if data.weights is not None:
-        keep = data.weights[idx] > 0
-    eps = None
-    if data.eps is not None:
-        eps = data.eps[idx] if data.eps.dim() == data.z.dim() + 1 else data.eps
-        eps = eps[keep]
-    return FitData(z=data.z[idx][keep], labels=data.labels[idx][keep], spec=data.spec, eps=eps, weights=None,
-                   alpha=None if data.alpha is None else data.alpha[idx])

@@ -38,6 +38,7 @@ from pbr_core.loading._source import (
     CONFIDENCE_COLUMN_NAMES,
     LABEL_COLUMN_NAMES,
     PREDICTED_COLUMN_NAMES,
+    ColumnChoice,
     _Source,
 )
 
@@ -66,20 +67,6 @@ _TRUE_FALSE = frozenset({"true", "false", "yes", "no", "t", "f"})
 
 
 # ------------------------------------------------------------------------------ what the user named
-@dataclass(frozen=True)
-class ColumnChoice:
-    """Roles named by the user (None / empty: detect)."""
-
-    label: str | None = None
-    scores: tuple[str, ...] | None = None
-    groups: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-
-    @property
-    def named_any(self) -> bool:
-        return bool(self.label or self.scores or self.groups or self.ignore)
-
-
 def column_list(value: str | Sequence[str] | None, what: str) -> tuple[str, ...] | None:
     """Normalise a user's column list: None, a comma-separated string or a sequence of names."""
     if value is None:

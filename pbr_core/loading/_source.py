@@ -12,12 +12,9 @@ import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Literal, Union
+from typing import IO, Literal, Union
 
 from pbr_core.predictions import InputType, PredictionsError
-
-if TYPE_CHECKING:
-    from pbr_core.loading._roles import ColumnChoice
 
 Source = Union[str, os.PathLike[str], bytes, bytearray, memoryview, IO[bytes]]
 FileFormat = Literal["csv", "tsv", "parquet", "npz", "npy"]
@@ -191,8 +188,22 @@ def _looks_like_text(head: bytes) -> bool:
 
 # ------------------------------------------------------------------------------ options, limits
 @dataclass(frozen=True)
+class ColumnChoice:
+    """Roles named by the user (None / empty: detect)."""
+
+    label: str | None = None
+    scores: tuple[str, ...] | None = None
+    groups: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+
+    @property
+    def named_any(self) -> bool:
+        return bool(self.label or self.scores or self.groups or self.ignore)
+
+
+@dataclass(frozen=True)
 class _Options:
-    columns: "ColumnChoice"
+    columns: ColumnChoice
     input_type: InputType
     renormalize: bool
     tolerance: float

@@ -29,7 +29,8 @@ from pbr_core.gp.device import DTYPE, resolve_device
 from pbr_core.gp.model import GPRecalibrationModel, NotPositiveDefiniteError, initial_inducing_points
 from pbr_core.gp.objectives import ObjectiveSpec, draw_mc_noise
 from pbr_core.gp.predict import predict_proba
-from pbr_core.gp.training import FitData, TrainCheck, TrainSettings, fit_gp, training_check
+from pbr_core.gp.problem import FitData, TrainCheck, TrainSettings
+from pbr_core.gp.training import fit_gp, training_check
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import _state
 from pbr_core.recalibrators import base as _base
@@ -218,7 +219,7 @@ class _GPRecalibrator(Recalibrator):
         """Reuse ``other``'s fitted GP (same :meth:`fit_key`, fitted on the same ``X``) instead of refitting.
 
         The fit itself does not depend on ``mean_approx``, but its final training-set check
-        (:class:`~pbr_core.gp.training.TrainCheck`: "the recalibrated prediction is not worse than
+        (:class:`~pbr_core.gp.problem.TrainCheck`: "the recalibrated prediction is not worse than
         the input on the recalibration set") uses the prediction this recalibrator will make. That
         check is run again here with this recalibrator's own prediction; when it fails, or when
         ``other`` is not a fitted GP recalibrator with the same key, this is a full ``fit``, which
@@ -392,7 +393,7 @@ _DOC_ATTRIBUTES = """
     kl_ : float
         KL(q || p) of the fitted GP (whitened: KL(N(m, diag s^2) || N(0, I))).
     fit_report_ : dict
-        :class:`pbr_core.gp.training.FitReport` as a dict: iterations, final objective and its terms,
+        :class:`pbr_core.gp.problem.FitReport` as a dict: iterations, final objective and its terms,
         KL, wall time (not saved), device, converged, warnings, training-set check.
     bounds_ : dict
         Corollary 1 and 2 values for this fit (B = floor(n^(1/3)), eps = 0.05, L = 1; valid lambda).

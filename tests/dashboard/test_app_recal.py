@@ -255,7 +255,8 @@ def test_pbr_tiny_fit_shows_kl_bounds_and_downloads(at):
     # report then): the page says what that means.
     import dataclasses
 
-    ended = dataclasses.replace(r, fit_report={**r.fit_report, "stop_reason": "tolerance (ended at the prior; "
+    ended = dataclasses.replace(r, fit_report={**r.fit_report, "ended_at_prior": True,
+                                               "stop_reason": "tolerance (ended at the prior; "
                                                "restarts from smaller alpha did not do better)"})
     at_prior = jobs.start_job("pbr", "at the prior", lambda ctx: ended, heavy=False, lock=None)
     assert at_prior.join(5)

@@ -104,6 +104,24 @@ def test_padding_weights_ignore_padded_rows() -> None:
     assert padded.total.item() == pytest.approx(full.total.item(), rel=1e-14)
 
 
+def test_a_batch_of_alphas_is_one_per_gp_of_the_spec() -> None:
+    """A batch of GPs keeps its alphas in the spec (the fit's only alpha): each GP's objective is the
+    one its own scalar alpha gives, to the last bit; alpha = 0 never multiplies an infinite KL."""
+    mu, var, y = _inputs(lead=(3,))
+    eps = draw_mc_noise(mu.shape[-2], 10, mu.shape[-1], seed=0)
+    kl = torch.tensor([2.0, 3.0, float("inf")], dtype=F64)
+    spec = ObjectiveSpec(ce="mc", brier=True, alpha=np.array([0.25, 1.0, 0.0]))
+    assert spec.alpha == (0.25, 1.0, 0.0) and spec == ObjectiveSpec(ce="mc", brier=True, alpha=[0.25, 1.0, 0.0])
+    batched = evaluate_objective(mu, var, y, kl, spec, eps).total
+    for i, a in enumerate(spec.alpha):
+        alone = evaluate_objective(mu[i], var[i], y[i], kl[i], ObjectiveSpec.pbr_total(alpha=a), eps).total
+        assert torch.equal(batched[i], alone)
+    with pytest.raises(ValueError, match="alpha"):
+        ObjectiveSpec(ce="none", brier=True, alpha=(0.5, -1.0))
+    with pytest.raises(ValueError, match="alpha"):
+        ObjectiveSpec(ce="none", brier=True, alpha=(0.5, float("nan")))
+
+
 def test_mc_draws_have_the_prefix_property() -> None:
     """The draws of the first n rows do not depend on how many rows follow (batch padding)."""
     assert torch.equal(draw_mc_noise(10, 7, 3, seed=5), draw_mc_noise(25, 7, 3, seed=5)[:10])

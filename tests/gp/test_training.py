@@ -120,6 +120,25 @@ def test_training_check_compares_with_the_uncalibrated_input(cifar10_logits) -> 
     assert report.brier is not None and report.ce is not None
 
 
+def test_training_check_metrics_are_pbr_core_metrics_with_the_smallest_nll_floor() -> None:
+    """The check scores with pbr_core.metrics (one home for NLL and Brier), flooring p_y at the
+    smallest positive float64 as it always has: a row with p_y = 1e-300 costs 690.8 nats, not the
+    36.04 of metrics' default floor, so an over-confident wrong row weighs as before. A prediction
+    with NaN fails the check (NaN) instead of raising."""
+    import math
+
+    from pbr_core.gp.training import _metric
+    from pbr_core.metrics import brier_score, nll
+
+    p = np.array([[1e-300, 1.0 - 1e-300], [0.3, 0.7], [0.6, 0.4]])
+    y = np.array([0, 1, 0])
+    assert _metric(p, y, "nll") == nll(p, y, eps=np.finfo(np.float64).tiny)
+    assert _metric(p, y, "nll") == pytest.approx((690.7755 - math.log(0.7) - math.log(0.6)) / 3, rel=1e-6)
+    assert _metric(p, y, "brier") == brier_score(p, y)
+    assert _metric(p, y, "nll+brier") == _metric(p, y, "nll") + _metric(p, y, "brier")
+    assert math.isnan(_metric(np.array([[np.nan, 1.0]]), np.array([0]), "brier"))
+
+
 def test_progress_callback_reports_increasing_iterations(cifar10_logits) -> None:
     model, data = _problem(cifar10_logits)
     seen = []
@@ -145,8 +164,8 @@ def test_batched_adam_fit_equals_each_fit_alone(cifar10_logits) -> None:
     yb = torch.stack([torch.as_tensor(y[st:st + n]) for st in starts])
     zu = torch.stack([torch.as_tensor(initial_inducing_points(z[st:st + n], 10)) for st in starts])
     batch = GPRecalibrationModel(zu, "logits", batch_shape=torch.Size([3]))
-    data = FitData(zb, yb, ObjectiveSpec.pbr(0.5), eps=draw_mc_noise(n, s, k, 0),
-                   alpha=torch.tensor(alphas, dtype=F64))
+    # One alpha per GP of the batch: the spec holds them (the fit's only alpha).
+    data = FitData(zb, yb, ObjectiveSpec(ce="none", brier=True, alpha=alphas), eps=draw_mc_noise(n, s, k, 0))
     reports = fit_gp(batch, data, settings)
     for i, (m, r) in enumerate(singles):
         assert reports[i].objective == pytest.approx(r.objective, rel=1e-9, abs=1e-12)
@@ -178,9 +197,11 @@ def test_a_fit_that_ends_at_the_prior_is_redone_from_a_smaller_alpha(cifar100_lo
 
     s, plain, r0 = _cifar100_slice_fit(cifar100_logits, seed=3, alpha=0.5, escape=False)
     assert at_prior(plain, torch.as_tensor(s.z)) and r0.kl < 1e-3
+    assert r0.ended_at_prior  # reported without the restarts too
     np.testing.assert_allclose(predict_proba(plain, s.z_te, True), softmax(s.z_te), atol=1e-3)  # ~ identity
     _, model, r1 = _cifar100_slice_fit(cifar100_logits, seed=3, alpha=0.5, escape=True)
     assert not at_prior(model, torch.as_tensor(s.z)) and r1.kl > 1.0
+    assert not r1.ended_at_prior
     assert r1.objective < r0.objective - 1e-3
     assert "restarted: the first fit ended at the prior" in r1.stop_reason and r1.restarts >= 1
     assert r1.train_check["passed"] and r1.iterations > r0.iterations
@@ -210,6 +231,7 @@ def test_the_prior_is_kept_when_no_restart_does_better() -> None:
     assert r0.kl < 1e-3
     assert r1.objective == r0.objective and r1.kl == r0.kl and r1.iterations > r0.iterations
     assert "ended at the prior; restarts from smaller alpha did not do better" in r1.stop_reason
+    assert r0.ended_at_prior and r1.ended_at_prior
     for (name, p), q in zip(model.named_parameters(), plain.parameters()):
         assert torch.equal(p, q), name
 
@@ -233,3 +255,34 @@ def test_a_gp_of_a_batch_that_ends_at_the_prior_is_redone_as_it_would_be_alone(c
         assert "ended at the prior" in reports[i].stop_reason and reports[i].stop_reason == alone[0].stop_reason
         np.testing.assert_allclose(reports[i].objective, alone[0].objective, rtol=1e-9)
         np.testing.assert_allclose(reports[i].kl, alone[0].kl, rtol=1e-6, atol=1e-9)
+
+
+def test_ended_at_prior_is_decided_on_the_final_model(cifar10_logits) -> None:
+    """One definition of "the fit ended at the prior" (issue 11): the kept model's GP mean moves no
+    training score by PRIOR_SHIFT, reported as ``FitReport.ended_at_prior`` and read by the CLI,
+    the dashboard and the experiments. Here (CIFAR-10 rows 150-320, PBR alpha = 1, Adam, 80
+    iterations) the first fit ended at the prior and a restart from an alpha = .5 fit reached a
+    lower objective, so the stop reason says "restarted" (which the readers took for "moved
+    away"), but the kept fit is still at the prior: its predictions are the uncalibrated ones to
+    5e-4. The users' note ("the recalibrated predictions are (nearly) the uncalibrated ones") is
+    true of it, so the report says it ended at the prior."""
+    from pbr_core.experiments import ended_at_prior
+    from pbr_core.gp.predict import predict_proba
+    from pbr_core.gp.training import at_prior
+    from pbr_core.predictions import softmax
+
+    z, y = cifar10_logits
+    model, data = _problem(cifar10_logits, n=170, spec=ObjectiveSpec.pbr(1.0), start=150)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = fit_gp(model, data, TrainSettings(optimizer="adam", max_iter=80),
+                        check=TrainCheck("brier", n_samples=20))[0]
+    assert "restarted: the first fit ended at the prior" in report.stop_reason
+    assert at_prior(model, data.z) and report.ended_at_prior is True
+    assert ended_at_prior(report.to_dict()) is True
+    assert np.abs(predict_proba(model, z[2000:4000], True) - softmax(z[2000:4000])).max() < 1e-3
+    # A fit that moved: the same rows at alpha = .5 (the restart's rung) move scores by more.
+    moved, data = _problem(cifar10_logits, n=170, spec=ObjectiveSpec.pbr(0.5), start=150)
+    report = fit_gp(moved, data, TrainSettings(optimizer="adam", max_iter=80), check=TrainCheck("brier", n_samples=20))[0]
+    assert not at_prior(moved, data.z) and report.ended_at_prior is False
+    assert ended_at_prior(report.to_dict()) is False

@@ -1,0 +1,144 @@
+"""The types of one GP fit: what it is given and what it reports (GP_SPEC section 3).
+
+:class:`FitData` (the tensors and the objective), :class:`TrainSettings` (the optimiser settings),
+:class:`TrainCheck` (the final training-set check) and :class:`FitReport` (what the fit did). They
+live apart from :mod:`pbr_core.gp.training`, which runs the fit, so that the optimisers
+(:mod:`pbr_core.gp.optimizers`) can share the settings without importing the training code: an
+optimiser gets an objective closure and the model's parameters, never a :class:`FitData`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Callable, Literal
+
+import numpy as np
+import torch
+
+from pbr_core.gp.model import GPRecalibrationModel
+from pbr_core.gp.objectives import ObjectiveSpec, ObjectiveTerms, evaluate_objective
+
+Optimizer = Literal["lbfgs", "adam"]
+
+#: ``progress(iteration, max_iter, objective)``: the dashboard's progress bar, the CLI's tqdm.
+ProgressCallback = Callable[[int, int, float], None]
+
+
+@dataclass
+class FitData:
+    """Tensors of one (possibly batched) fitting problem, all on the model's device.
+
+    z : (*batch, N, K) scores; labels : (*batch, N); weights : (*batch, N) 0/1 or None;
+    eps : (*batch, N, S, K) or (N, S, K) fixed draws or None. The KL weight alpha is
+    ``spec.alpha`` (one value per GP of a batch: see :class:`~pbr_core.gp.objectives.ObjectiveSpec`).
+    """
+
+    z: torch.Tensor
+    labels: torch.Tensor
+    spec: ObjectiveSpec
+    eps: torch.Tensor | None = None
+    weights: torch.Tensor | None = None
+
+    def with_mc_draws(self, n_draws: int) -> "FitData":
+        """The same problem with only the first ``n_draws`` of the fixed draws (a cheaper objective)."""
+        if self.eps is None or n_draws >= self.eps.shape[-2]:
+            return self
+        return replace(self, eps=self.eps[..., :n_draws, :].contiguous())
+
+    def with_alpha(self, alpha: float) -> "FitData":
+        """The same (unbatched) problem with KL weight ``alpha``."""
+        return replace(self, spec=replace(self.spec, alpha=alpha))
+
+    def member(self, index: tuple[int, ...]) -> "FitData":
+        """The unbatched problem of batch entry ``index`` (its real rows only, its own alpha)."""
+        keep = slice(None)
+        if self.weights is not None:
+            keep = self.weights[index] > 0
+        eps = None
+        if self.eps is not None:
+            eps = self.eps[index] if self.eps.dim() == self.z.dim() + 1 else self.eps
+            eps = eps[keep]
+        spec = self.spec
+        if isinstance(spec.alpha, tuple):
+            spec = replace(spec, alpha=spec.alpha[int(np.ravel_multi_index(index, tuple(self.z.shape[:-2])))])
+        return FitData(z=self.z[index][keep], labels=self.labels[index][keep], spec=spec, eps=eps, weights=None)
+
+    def terms(self, model: GPRecalibrationModel) -> ObjectiveTerms:
+        mu, var = model.marginals(self.z)
+        return evaluate_objective(mu, var, self.labels, model.kl_divergence(), self.spec, self.eps, self.weights)
+
+    def objective(self, model: GPRecalibrationModel) -> Callable[[], torch.Tensor]:
+        """The closure an optimiser minimises: the objective of ``model``'s current parameters,
+        one value per GP (the model's batch shape)."""
+        return lambda: self.terms(model).total
+
+
+@dataclass
+class TrainSettings:
+    """Optimiser settings (defaults: see :mod:`pbr_core.gp.training` and the design notes)."""
+
+    optimizer: Optimizer = "lbfgs"
+    max_iter: int = 1000
+    warmup_iter: int = 100
+    warmup_mc: int = 10
+    lbfgs_lr: float = 1.0
+    lbfgs_history: int = 20
+    tol_grad: float = 1e-6
+    tol_change: float = 1e-9
+    rtol: float = 1e-5
+    adam_lr: float = 0.05
+    adam_patience: int = 50
+    adam_rtol: float = 1e-5
+    max_retries: int = 3
+    check_rtol: float = 0.02
+    check_atol: float = 2e-3
+    escape_prior: bool = True
+
+
+@dataclass
+class TrainCheck:
+    """How to verify a fit on its own training data: "predictions not worse than the input".
+
+    metric: "nll" (GP calibration), "brier" (PBR) or "nll+brier" (PBR total); the prediction is
+    the one the recalibrator will return (``mean_approx``, ``n_samples``, ``seed``).
+    """
+
+    metric: Literal["nll", "brier", "nll+brier"]
+    mean_approx: bool = False
+    n_samples: int = 100
+    seed: int = 0
+
+
+@dataclass
+class FitReport:
+    """What one fit did (GP_SPEC section 3; the dashboard and benchmarks show it).
+
+    ``objective``, ``ce``, ``brier`` and ``kl`` are the final values of the minimised objective and
+    its terms (``ce`` / ``brier`` are None when absent); ``train_check`` compares the training-set
+    metric of the recalibrated prediction with the uncalibrated input. ``ended_at_prior``: the
+    fitted GP's mean moves no training score by ``pbr_core.gp.training.PRIOR_SHIFT`` or more, so
+    the fit did not move from its prior and the recalibrated predictions are (nearly) the
+    uncalibrated ones; decided once, on the final model, by :func:`pbr_core.gp.training.fit_gp`,
+    and read by the CLI, the dashboard and the experiments
+    (:func:`pbr_core.experiments.ended_at_prior`).
+    """
+
+    iterations: int
+    evaluations: int
+    objective: float
+    ce: float | None
+    brier: float | None
+    kl: float
+    wall_time_s: float
+    device: str
+    optimizer: str
+    converged: bool
+    stop_reason: str
+    jitter: float
+    restarts: int = 0
+    train_check: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    ended_at_prior: bool = False
+
+    def to_dict(self) -> dict:
+        return asdict(self)
