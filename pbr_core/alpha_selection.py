@@ -93,7 +93,7 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
                  objective: Literal["pbr", "pbr_total"] = "pbr", n_splits: int = 5, metric: Metric = "ece",
                  seed: int = 0, progress: Progress | None = None, *, labels: np.ndarray | None = None,
                  batched: bool | Literal["auto"] = "auto", cancel: Callable[[], bool] | None = None,
-                 binary_ece: BinaryECE = "positive", **pbr_params: Any) -> AlphaSelection:
+                 binary_ece: BinaryECE = "top_label", **pbr_params: Any) -> AlphaSelection:
     """Choose PBR's alpha by k-fold cross-validation on the recalibration data.
 
     Parameters
@@ -120,9 +120,9 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
         Checked before each fit and within it (every optimiser evaluation and prediction batch, see
         :mod:`pbr_core.cancel`); when it returns True, :class:`~pbr_core.experiments.Cancelled` is
         raised within about a second and nothing is selected.
-    binary_ece : {"positive", "top_label"} (keyword only)
-        For binary data, the ECE of p(y=1) (paper Appendix A, default, as in
-        :func:`~pbr_core.experiments.compare`) or the top-label ECE. Multiclass: always top-label.
+    binary_ece : {"top_label", "positive"} (keyword only)
+        For binary data, the top-label ECE (default, as in :func:`~pbr_core.experiments.compare`
+        and the paper's tables) or the ECE of p(y=1) (paper Appendix A). Multiclass: always top-label.
     **pbr_params
         Passed to :class:`pbr_core.recalibrators.gp.PBR` (``n_mc``, ``max_iter``, ``optimizer``,
         ``device``, ``mean_approx``, ``random_state``, ...).

@@ -327,3 +327,45 @@ def test_compare_with_a_fixed_test_set_size(capsys, tmp_path) -> None:
     np.testing.assert_allclose(table["ece"].to_numpy(), expected["ece"].to_numpy(), rtol=0, atol=1e-12)
     code, _, err = run(capsys, "compare", data, "--n-re", "500", "--n-te", "9600", "--quiet")
     assert code == EXIT_USAGE and "n_te=9600" in err
+
+
+def test_compare_prints_paired_tests_and_the_binary_ece_choice(capsys, tmp_path) -> None:
+    import pandas as pd
+
+    from pbr_core.experiments import paired_tests
+
+    data = SAMPLE / "kitti_random_forest.csv"
+    if not data.exists():
+        pytest.skip("kitti_random_forest.csv is not bundled")
+    out_file = tmp_path / "table.csv"
+    code, out, _ = run(capsys, "compare", data, "--methods", "uncalibrated,platt,beta", "--n-re", "500",
+                       "--folds", "3", "--quiet", "--out", out_file, "--pairs", "beta:platt")
+    assert code == EXIT_OK
+    assert "top-label ECE" in out  # binary data: the ECE definition is named (the paper's, by default)
+    table = pd.read_csv(out_file)
+    expected = paired_tests(table, "ece", [("beta", "platt")]).iloc[0]
+    line = next(x for x in out.splitlines() if x.strip().startswith("beta - platt"))
+    assert f"{expected['mean_diff']:+.4f}" in line and f"t p = {expected['t_p']:.3g}" in line
+    assert f"Wilcoxon p = {expected['wilcoxon_p']:.3g}" in line
+    assert "paired t-test" in out and "Wilcoxon signed-rank" in out and "2/2^3" in out
+    code, _, err = run(capsys, "compare", data, "--methods", "uncalibrated,platt", "--pairs", "platt:gp", "--quiet")
+    assert code == EXIT_USAGE and "gp" in err and "--methods" in err
+    code, out, _ = run(capsys, "compare", data, "--methods", "uncalibrated,platt", "--n-re", "500", "--folds", "2",
+                       "--quiet", "--binary-ece", "positive")
+    assert code == EXIT_OK and "ECE of p(y=1)" in out
+
+
+def test_compare_defaults_to_the_top_label_ece_on_binary_data(capsys, tmp_path) -> None:
+    import pandas as pd
+
+    from pbr_core.experiments import compare
+
+    data = SAMPLE / "kitti_random_forest.csv"
+    if not data.exists():
+        pytest.skip("kitti_random_forest.csv is not bundled")
+    out_file = tmp_path / "table.csv"
+    assert run(capsys, "compare", data, "--methods", "uncalibrated", "--n-re", "500", "--folds", "2", "--quiet",
+               "--out", out_file)[0] == EXIT_OK
+    preds = pbr_core.load_predictions(data)
+    top = compare(preds, ["uncalibrated"], n_re=500, n_folds=2, binary_ece="top_label")
+    np.testing.assert_allclose(pd.read_csv(out_file)["ece"], top["ece"], rtol=0, atol=1e-12)

@@ -28,6 +28,8 @@ Example
 from __future__ import annotations
 
 from pbr_core.experiments._protocol import (
+    BINARY_ECE_WORDS,
+    DEFAULT_BINARY_ECE,
     CancelCallback,
     Cancelled,
     ProgressCallback,
@@ -47,6 +49,8 @@ from pbr_core.experiments.summary import HIGHER_IS_BETTER, LOWER_IS_BETTER, best
 from pbr_core.experiments.sweep import PAPER_N_RE_VALUES, n_re_sweep
 
 __all__ = [
+    "BINARY_ECE_WORDS",
+    "DEFAULT_BINARY_ECE",
     "COMPARE_COLUMNS",
     "HIGHER_IS_BETTER",
     "KL_GAP_COLUMNS",

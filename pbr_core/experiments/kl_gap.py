@@ -120,7 +120,7 @@ def kl_vs_ece_gap(
     cancel: CancelCallback | None = None,
     *,
     eps: float = 0.05,
-    binary_ece: BinaryECE = "positive",
+    binary_ece: BinaryECE = "top_label",
     on_error: OnError = "raise",
     **pbr_params: Any,
 ) -> KLGapResult:
