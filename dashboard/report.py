@@ -257,6 +257,35 @@ def compare_tables(table: pd.DataFrame, multiclass: bool) -> tuple[pd.DataFrame,
     return summ, FR.summary_styler(text, best_mask(summ), labels=labels)
 
 
+def paired_frame(table: pd.DataFrame, multiclass: bool, metric: str = "ece",
+                 pairs: Sequence[tuple[str, str]] | None = None) -> pd.DataFrame:
+    """Paired tests over folds (``pbr_core.experiments.paired_tests``) in the page's words.
+
+    Default pairs: each method against the uncalibrated one and against the best mean. Failed
+    fits are left out (a method's failed folds are not paired). Empty with fewer than 2 folds.
+    """
+    from pbr_core.experiments import paired_tests
+
+    ok = table[table["error"].isna()] if "error" in table else table
+    if ok.empty or ok["fold"].nunique() < 2:
+        return pd.DataFrame()
+    tests = paired_tests(ok, metric, pairs)
+    label = {m: texts.method_label(m, multiclass) for m in ok["method"].unique()}
+
+    def p(v: float) -> str:
+        return "–" if pd.isna(v) else f"{v:.3g}"
+
+    return pd.DataFrame({
+        "A": [label[a] for a in tests["a"]], "B": [label[b] for b in tests["b"]],
+        f"mean {metric} A − B": [f"{d:+.4f}" for d in tests["mean_diff"]],
+        "95% interval": [f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in zip(tests["ci_low"], tests["ci_high"])],
+        "t-test p": [p(v) for v in tests["t_p"]], "Wilcoxon p": [p(v) for v in tests["wilcoxon_p"]],
+        "corrected t p": [p(v) for v in tests["corrected_t_p"]],
+        "A better on": [f"{k} of {n} folds" for k, n in zip(tests["a_better_folds"], tests["n_folds"])],
+        "verdict": [f"{label[b]} better" if b else "no difference shown" for b in tests["better"]],
+    })
+
+
 def _alpha_of(settings: Any, method: str) -> float | None:
     return dict(dict(settings.params).get(method, ())).get("alpha")
 
@@ -303,10 +332,16 @@ def compare_section(result: Any) -> ReportSection:
     settings = {**result.settings.describe(multiclass), "Computed": _stamp(result)}
     paragraphs = _partial(result, len(result.table), result.planned) + [texts.SUMMARY_HELP]
     shown: list[tuple[str, Any]] = []
+    if kind == "binary":
+        paragraphs.append("ECE: " + texts.binary_ece_caption(result.settings.binary_ece))
     if len(result.table):
         paragraphs += compare_at_prior_notes(result)
         _, styled = compare_tables(result.table, multiclass)
         shown.append(("Test metrics, mean ± std over folds", styled))
+        paired = paired_frame(result.table, multiclass)
+        if len(paired):
+            paragraphs += [texts.PAIRED_INTRO, texts.PAIRED_HELP.replace("**", "").replace("*", "")]
+            shown.append(("Paired tests over folds (test ECE)", paired))
         shown.append(("Every fold", tables.fold_styler(result.table, multiclass)))
     return ReportSection(title="Comparison of recalibrators", paragraphs=paragraphs, settings=settings,
                          tables=shown, figures=compare_figures(result, binary_positive, multiclass))

@@ -216,7 +216,7 @@ class PBRSettings:
     eps: float = 0.05
     lipschitz: float = 1.0
     max_iter: int | None = None
-    binary_ece: BinaryECE = "positive"
+    binary_ece: BinaryECE = "top_label"
 
     @property
     def method(self) -> str:
@@ -396,7 +396,7 @@ class CompareSettings:
     seed: int = 0
     n_te: int | None = None              # test rows per fold; None: all rows not used to fit
     diagrams: bool = True                # keep each method's reliability table on fold 1's test set
-    binary_ece: BinaryECE = "positive"
+    binary_ece: BinaryECE = "top_label"
     params: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()   # hashable method_params
 
     def method_params(self) -> dict[str, dict[str, Any]]:
@@ -455,7 +455,7 @@ def recalibrator_params(method: str, alpha: float | None = None, max_iter: int |
 
 
 def compare_settings(methods: Sequence[str], n_re: int, n_folds: int, seed: int, *, n_te: int | None = None,
-                     diagrams: bool = True, binary_ece: BinaryECE = "positive", alpha: float = 0.5,
+                     diagrams: bool = True, binary_ece: BinaryECE = "top_label", alpha: float = 0.5,
                      max_iter: int | None = None) -> CompareSettings:
     """Settings with the GP methods' parameters filled in (alpha, and max_iter where accepted)."""
     return CompareSettings(methods=tuple(methods), n_re=int(n_re), n_folds=int(n_folds), seed=int(seed),
@@ -497,7 +497,7 @@ class SweepSettings:
     n_re_values: tuple[int, ...] = (10, 50, 100, 250, 500, 1000)
     n_folds: int = 3
     seed: int = 0
-    binary_ece: BinaryECE = "positive"
+    binary_ece: BinaryECE = "top_label"
     params: tuple = ()
 
     def describe(self, multiclass: bool = False) -> dict[str, Any]:
@@ -551,7 +551,7 @@ class GenSettings:
     seed: int = 0
     eps: float = 0.05
     max_iter: int | None = None
-    binary_ece: BinaryECE = "positive"
+    binary_ece: BinaryECE = "top_label"
 
     def describe(self) -> dict[str, Any]:
         """Settings as the report lists them, in the page's words."""
@@ -606,7 +606,7 @@ class ShipSettings:
     holdout: float = 0.2                 # share of the rows held out to check the fit; 0: fit on every row
     seed: int = 0
     max_iter: int | None = None
-    binary_ece: BinaryECE = "positive"
+    binary_ece: BinaryECE = "top_label"
 
     def params(self) -> dict[str, Any]:
         return recalibrator_params(self.method, self.alpha, self.max_iter)
@@ -718,7 +718,7 @@ def run_ship(preds: Predictions, s: ShipSettings, reporter: Reporter, *, data_na
 
 
 def run_apply(preds: Predictions, recalibrator: Any, source: str, reporter: Reporter, *,
-              binary_ece: BinaryECE = "positive", data_name: str = "", data_key: str = "") -> ApplyResult:
+              binary_ece: BinaryECE = "top_label", data_name: str = "", data_key: str = "") -> ApplyResult:
     """Apply a saved (fitted) recalibrator to every row of the loaded file and measure it there."""
     start = time.perf_counter()
     reporter.progress(0, 1)
@@ -745,7 +745,7 @@ class GroupGapSettings:
     n_re: int = 1000
     n_folds: int = 5
     seed: int = 0
-    binary_ece: BinaryECE = "positive"
+    binary_ece: BinaryECE = "top_label"
     params: tuple[tuple[str, Any], ...] = ()
 
     def describe(self, multiclass: bool = False) -> dict[str, Any]:

@@ -390,6 +390,41 @@ SUMMARY_HELP = (
     "Mean ± standard deviation over folds of each test metric. ECE uses B = floor(n_te^(1/3)) bins. "
     "Green: the best method in that column (lowest, or highest accuracy). KL exists only for GP methods."
 )
+PAIRED_INTRO = (
+    "A smaller mean is not yet a better method: the folds differ from each other, and a difference "
+    "smaller than that spread can be chance. Every method is scored on the same test rows of each fold, "
+    "so each fold gives one difference A − B; the tests ask how surprising these differences would be "
+    "if A and B were equally good."
+)
+PAIRED_HELP = (
+    "**Paired t-test** (p in the *t-test* column): assumes the fold differences are independent and "
+    "roughly normal; with about 10 folds normality cannot be checked, and one odd fold moves it. "
+    "**Wilcoxon signed-rank test**: assumes independent differences, symmetric about their median, no "
+    "normality; with F folds its smallest possible p is 2/2^F (0.002 for 10 folds, 0.0625 for 5). "
+    "**Corrected t-test** (Nadeau & Bengio, 2003): the folds are random splits of the same file, so their "
+    "recalibration and test rows overlap and the two tests above come out too sure of themselves; "
+    "the correction (variance factor 1/F + n_te/n_re instead of 1/F) allows for that, and is cautious. "
+    "*Interval*: 95% t interval of the mean difference A − B. A method is called better only when "
+    "the t-test and the Wilcoxon test both give p < 0.05."
+)
+PAIRED_PICK_HELP = "Choose two methods of this comparison to test against each other, fold by fold."
+
+
+def binary_ece_caption(binary_ece: str) -> str:
+    """What the ECE of a protocol page means on binary data (the paper's tables: top label)."""
+    if binary_ece == "positive":
+        return ("ECE of p(y=1) (the paper's binary ECE, Appendix A), not the top-label ECE of the paper's "
+                "tables.")
+    return "Top-label ECE (confidence of the predicted class), as in the paper's tables, KITTI included."
+
+
+BINARY_ECE_CHOICES = {"top_label": "Top label (the paper's tables)", "positive": "p(y=1) (Appendix A)"}
+BINARY_ECE_HELP = (
+    "Binary data: which ECE the comparison reports. The paper's tables (Table 1 and the KITTI table) use "
+    "the top-label ECE, like Wenger et al.; the ECE of p(y=1) is the binary ECE of the paper's Appendix A. "
+    "Both are fine; they differ when the model's p(y=1) is miscalibrated differently above and below 0.5."
+)
+
 GRID_CAPTION = (
     "One reliability diagram per method on fold 1's test rows (the same rows for every method). "
     "The panel title gives that fold's test ECE."

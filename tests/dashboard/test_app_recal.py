@@ -325,12 +325,13 @@ def test_missing_gp_module_gives_a_note_not_a_crash(at, monkeypatch):
     assert any("not offered" in c.value for c in at.caption)
 
 
-def test_binary_data_compare_uses_p_positive(at):
+def test_binary_data_compare_uses_the_papers_top_label_ece_and_says_so(at):
     at.selectbox(key="data_sample").set_value("kitti_xgboost.csv").run()
     at.switch_page(COMPARE).run()
     assert not at.exception
     options = at.multiselect(key="cmp_methods").options
     assert "Platt scaling" in options and "Beta calibration" in options  # no "(one-vs-all)" on binary data
+    assert at.segmented_control(key="cmp_binary_ece").value == "top_label"  # the paper's tables' ECE
     at.multiselect(key="cmp_methods").set_value(["uncalibrated", "platt", "beta"]).run()
     at.number_input(key="cmp_n_re").set_value(1000).run()
     at.number_input(key="cmp_n_folds").set_value(2).run()
@@ -338,9 +339,49 @@ def test_binary_data_compare_uses_p_positive(at):
     job = _finish(at, "compare")
     preds = at.session_state["pbr_loaded"].preds
     expected = pbr_core.experiments.compare(preds, ["uncalibrated", "platt", "beta"], n_re=1000, n_folds=2,
+                                            binary_ece="top_label")
+    pd.testing.assert_series_equal(job.result.table["ece"], expected["ece"])
+    assert any("Top-label ECE" in c.value and "paper's tables" in c.value for c in at.caption)
+    assert "Confidence (probability of the predicted class)" in at.get("plotly_chart")[0].proto.spec
+    # p(y=1) on request, named as such
+    at.segmented_control(key="cmp_binary_ece").set_value("positive").run()
+    at.button(key="cmp_run").click().run()
+    job = _finish(at, "compare")
+    expected = pbr_core.experiments.compare(preds, ["uncalibrated", "platt", "beta"], n_re=1000, n_folds=2,
                                             binary_ece="positive")
     pd.testing.assert_series_equal(job.result.table["ece"], expected["ece"])
+    assert any("ECE of p(y=1)" in c.value for c in at.caption)
     assert "Predicted probability p(y=1)" in at.get("plotly_chart")[0].proto.spec  # binary axis wording
+
+
+def test_compare_page_shows_paired_tests_and_a_chosen_pair(at):
+    at.selectbox(key="data_sample").set_value("kitti_xgboost.csv").run()
+    at.switch_page(COMPARE).run()
+    at.multiselect(key="cmp_methods").set_value(["uncalibrated", "platt", "beta"]).run()
+    at.number_input(key="cmp_n_re").set_value(1000).run()
+    at.number_input(key="cmp_n_folds").set_value(3).run()
+    at.button(key="cmp_run").click().run()
+    job = _finish(at, "compare")
+    assert not at.exception
+    table = job.result.table
+    tests = pbr_core.experiments.paired_tests(table, "ece")
+    def paired_frames() -> list[pd.DataFrame]:  # the chosen pair first, then the default pairs
+        return [d.value for d in at.dataframe if "Wilcoxon p" in d.value.columns]
+
+    shown = paired_frames()[1]
+    assert list(shown["A"]) == [texts.method_label(m) for m in tests["a"]]
+    assert list(shown["t-test p"]) == [f"{v:.3g}" for v in tests["t_p"]]
+    assert list(shown["Wilcoxon p"]) == [f"{v:.3g}" for v in tests["wilcoxon_p"]]
+    at.selectbox(key="cmp_pair_a").set_value("beta").run()
+    at.selectbox(key="cmp_pair_b").set_value("platt").run()
+    one = pbr_core.experiments.paired_tests(table, "ece", [("beta", "platt")]).iloc[0]
+    pair = paired_frames()[0]
+    assert pair["mean ece A − B"].iloc[0] == f"{one['mean_diff']:+.4f}"
+    assert pair["95% interval"].iloc[0] == f"[{one['ci_low']:+.4f}, {one['ci_high']:+.4f}]"
+    at.selectbox(key="cmp_paired_metric").set_value("brier").run()
+    one = pbr_core.experiments.paired_tests(table, "brier", [("beta", "platt")]).iloc[0]
+    assert paired_frames()[0]["mean brier A − B"].iloc[0] == f"{one['mean_diff']:+.4f}"
+    assert not at.exception
 
 
 def test_stopped_run_shows_its_partial_results_and_stale_data_is_flagged(at, cifar10):
