@@ -189,13 +189,19 @@ def pbr_section(result: Any) -> ReportSection:
     shown: list[tuple[str, Any]] = [("Test metrics before and after", pbr_metrics_frame(result))]
     if result.bounds:
         eps = s.eps
+        n = result.n_bound or s.n_re
         c1, c2 = result.bounds["corollary1"], result.bounds["corollary2"]
         paragraphs += [f"KL = {result.kl:.4g}. " + texts.BOUNDS_INTRO,
-                       "Corollary 1: " + texts.corollary1_reading(c1, s.n_re, eps, result.ece_re),
+                       "Bounds: " + texts.bound_validity(result.bound_prior, n, s.n_re),
+                       "Corollary 1: " + texts.corollary1_reading(c1, n, eps, result.ece_re),
                        "Corollary 2: " + texts.corollary2_reading(c2, eps, result.ece_re)]
-        shown.append(("Bounds", pd.DataFrame({"value": [result.kl, result.ece_re, c1, c2]}, index=[
-            "KL(ρ‖π)", f"ECE on the recalibration set (B = {result.n_bins_re})",
-            f"Corollary 1 bound ({1 - eps:.0%})", f"Corollary 2 bound ({1 - eps:.0%}, L = {s.lipschitz:g})"])))
+        if s.objective == "pbr_total":
+            paragraphs.append(texts.PBR_TOTAL_BOUND_NOTE)
+        validity = "valid as stated" if result.bound_prior == "split" else "approximate: prior fitted on the same rows"
+        shown.append((f"Bounds ({validity})", pd.DataFrame({"value": [result.kl, result.ece_re, c1, c2]}, index=[
+            "KL(ρ‖π)", f"ECE on the {n:,} bound rows (B = {result.n_bins_re})",
+            f"Corollary 1 bound on E_ρ gap ({1 - eps:.0%})",
+            f"Corollary 2 bound on E_ρ |TCE − ECE| ({1 - eps:.0%}, L = {s.lipschitz:g})"])))
     figs = [("Before recalibration (test part)", before), ("After recalibration (test part)", after)]
     if result.alpha_scores is not None and len(result.alpha_scores):
         score = texts.CV_SCORE_LABELS.get(s.cv_score, s.cv_score)

@@ -146,7 +146,9 @@ def test_fit_with_alpha_selected_by_cross_validation(capsys, c10_files, tmp_path
     np.testing.assert_allclose(written["brier"], written["score"], rtol=0)
     rec = load_recalibrator(model)
     assert f"KL = {rec.kl_:.4g}; {rec.fit_report_['iterations']} iterations on cpu" in out
-    assert f"Corollary 1 (ECE generalisation gap) <= {rec.bounds_['corollary1']:.4f}" in out
+    assert f"Corollary 1 (E_rho ECE generalisation gap) <= {rec.bounds_['corollary1']:.4f}" in out
+    assert "bounds: approximate: prior fitted on the same rows" in out and "not bounds on the one saved" in out
+    assert "cross entropy, which is unbounded" in out  # PBR total: what the bound does not cover
     assert rec.method == "pbr_total_app" and rec.alpha == expected.best_alpha
     assert (rec.max_iter, rec.n_mc, rec.objective, rec.mean_approx) == (30, 10, "pbr_total", True)
 
@@ -369,3 +371,23 @@ def test_compare_defaults_to_the_top_label_ece_on_binary_data(capsys, tmp_path) 
     preds = pbr_core.load_predictions(data)
     top = compare(preds, ["uncalibrated"], n_re=500, n_folds=2, binary_ece="top_label")
     np.testing.assert_allclose(pd.read_csv(out_file)["ece"], top["ece"], rtol=0, atol=1e-12)
+
+
+def test_fit_with_a_prior_split_prints_bounds_valid_as_stated(capsys, c10_files, tmp_path) -> None:
+    from pbr_core.recalibrators import load_recalibrator
+
+    fit, _ = c10_files
+    small = tmp_path / "small.npz"
+    d = np.load(fit)
+    np.savez(small, logits=d["logits"][:300], labels=d["labels"][:300])
+    model = tmp_path / "gp.json"
+    code, out, err = run(capsys, "fit", small, "--method", "gp", "--prior-split", "0.4", "--param", "max_iter=30",
+                         "--out", model, "--quiet")
+    assert code == EXIT_OK, err
+    rec = load_recalibrator(model)
+    assert rec.prior_split == 0.4 and rec.bounds_["n"] == 180
+    assert "bounds: valid as stated (prior chosen on 120 rows, bounds on the other 180 of 300)" in out
+    assert f"E_rho |TCE - ECE|) <= {rec.bounds_['corollary2']:.4f} (n = 180," in out
+    code, _, err = run(capsys, "fit", small, "--method", "gp", "--prior-split", "0.4", "--param", "prior_split=0.2",
+                       "--out", model, "--quiet")
+    assert code == EXIT_USAGE and "once" in err

@@ -236,6 +236,10 @@ def test_pbr_tiny_fit_shows_kl_bounds_and_downloads(at):
     assert _metric(at, "Corollary 2").startswith("")
     readings = " ".join(m.value for m in at.markdown)
     assert ("fresh data of the same size" in readings) or ("Vacuous here" in readings)
+    # which kind of bound this is, and what Corollary 2 is about (an average over the posterior)
+    assert any("Approximate: prior fitted on the same rows" in w.value for w in at.warning)
+    assert ("on average over the draws" in readings and "not a range for the TCE" in readings) or \
+        "Vacuous here" in readings
     # What Corollary 2's range means, and which number answers "how miscalibrated is it?".
     assert texts.COROLLARY2_RANGE_MEANING in [c.value for c in at.caption]
     assert len(at.get("plotly_chart")) == 2  # before / after
@@ -265,6 +269,34 @@ def test_pbr_tiny_fit_shows_kl_bounds_and_downloads(at):
     assert len(notes) == 1 and "With α = 0.5 and n_re = 150 rows" in notes[0]
     _no_internal_names(_page_text(at), "the PBR page")
     _no_internal_names(_html_text(report.build_report([report.pbr_section(ended)], data_name="d")), "the PBR report")
+
+
+@needs_gp
+def test_pbr_prior_split_gives_bounds_valid_as_stated_on_the_other_rows(at):
+    at.switch_page(PBR).run()
+    at.number_input(key="pbr_n_re").set_value(200).run()
+    _small_gp_settings(at, "pbr")
+    at.toggle(key="pbr_prior_split_on").set_value(True).run()
+    at.number_input(key="pbr_prior_share").set_value(0.4).run()
+    assert any("chosen on 80 of the 200 recalibration rows" in c.value for c in at.caption)
+    at.button(key="pbr_run").click().run()
+    job = _finish(at, "pbr")
+    assert not at.exception
+    r = job.result
+    assert r.recalibrator.prior_split == 0.4 and r.n_bound == 120 and r.bound_prior == "split"
+    c1 = pbr_core.corollary1_bound(120, pbr_core.optimal_n_bins(120), max(r.kl, 0.0))
+    assert _metric(at, "Corollary 1") == f"{c1:.4f}"
+    # the ECE next to the bound is measured on the 120 bound rows only
+    from pbr_core.experiments import split_indices
+
+    re_idx, _ = split_indices(r.preds.n, 200, fold=0, seed=0)
+    fit_set = r.preds.subset(re_idx)
+    rows = r.recalibrator.bound_rows_
+    ece = pbr_core.ece(r.recalibrator.predict_proba(fit_set)[rows], fit_set.labels[rows], pbr_core.optimal_n_bins(120))
+    assert r.ece_re == pytest.approx(ece, abs=1e-12)
+    assert any("Valid as stated" in m.value and "n = 120 instead of 200" in m.value for m in at.success)
+    sec = report.pbr_section(r)
+    assert any(c.startswith("Bounds (valid as stated)") for c, _ in sec.tables)
 
 
 @needs_gp
