@@ -132,3 +132,11 @@ def test_failed_folds_are_left_out_of_the_pairing():
 def test_unknown_method_is_named():
     with pytest.raises(ValueError, match="'z'"):
         paired_tests(_table({"x": list(A), "y": list(B)}), pairs=[("x", "z")])
+
+
+def test_better_is_none_not_nan_when_some_pairs_differ_and_others_do_not():
+    # NaN would read as true in `if row.better:`; mixed rows must keep None.
+    t = _table({"base": list(A), "lower": list(A - 0.01), "same": list(A + 1e-4 * RNG.standard_normal(10))})
+    out = paired_tests(t, pairs=[("lower", "base"), ("same", "base")])
+    assert out["better"].tolist() == ["lower", None]
+    assert [bool(b) for b in out["better"]] == [True, False]

@@ -226,7 +226,10 @@ def paired_tests(table: pd.DataFrame, metric: str = "ece", pairs: Sequence[tuple
             a_wins = (row["mean_diff"] < 0) == lower_better
             row["better"] = (a if a_wins else b) if shown else None
             rows.append(row)
-    return pd.DataFrame(rows, columns=[*group_by, *PAIRED_COLUMNS])
+    out = pd.DataFrame(rows, columns=[*group_by, *PAIRED_COLUMNS])
+    # None (not NaN, which is truthy) where no method is shown better, whatever dtype pandas infers.
+    out["better"] = pd.Series([b if isinstance(b, str) else None for b in out["better"]], index=out.index, dtype=object)
+    return out
 
 
 def _test_fraction(part: pd.DataFrame, folds: pd.Index) -> float | None:
