@@ -682,9 +682,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         table.to_csv(args.out, index=False)
     tests = _paired(table, pairs, args.paired_metric)
     if args.format == "json":
-        print(summarize(table).to_json(orient="records", indent=2))
-        if args.pairs is not None:  # the summary list stays the default JSON; tests only when asked for
-            print(tests.to_json(orient="records", indent=2))
+        summary = summarize(table).to_json(orient="records", indent=2)
+        if args.pairs is None:  # the summary list stays the default JSON document
+            print(summary)
+        else:  # asked for pairs: one document with both
+            print(json.dumps({"summary": json.loads(summary),
+                              "paired_tests": json.loads(tests.to_json(orient="records"))}, indent=2))
         return EXIT_OK
     n_te = preds.n - args.n_re if args.n_te is None else args.n_te
     print(f"{preds.n} rows, K = {preds.n_classes}: n_re = {args.n_re}, n_te = {n_te}, "

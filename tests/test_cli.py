@@ -355,6 +355,11 @@ def test_compare_prints_paired_tests_and_the_binary_ece_choice(capsys, tmp_path)
     code, out, _ = run(capsys, "compare", data, "--methods", "uncalibrated,platt", "--n-re", "500", "--folds", "2",
                        "--quiet", "--binary-ece", "positive")
     assert code == EXIT_OK and "ECE of p(y=1)" in out
+    code, out, _ = run(capsys, "compare", data, "--methods", "uncalibrated,platt,beta", "--n-re", "500",
+                       "--folds", "3", "--quiet", "--pairs", "beta:platt", "--format", "json")
+    doc = json.loads(out)
+    assert code == EXIT_OK and doc["paired_tests"][0]["t_p"] == pytest.approx(expected["t_p"], rel=1e-9)
+    assert {r["method"] for r in doc["summary"]} == {"uncalibrated", "platt", "beta"}
 
 
 def test_compare_defaults_to_the_top_label_ece_on_binary_data(capsys, tmp_path) -> None:
