@@ -494,6 +494,12 @@ GEN_INTRO = (
     "the fitted posterior, by a function of the KL, so the two should rise together. Its bound column "
     "is approximate here: the prior is fitted on the same rows (as in the paper's experiments)."
 )
+GEN_BOUND_CAPTION = (
+    "Bound column: Corollary 1, approximate: prior fitted on the same rows (the GP's kernel settings and "
+    "inducing points are fitted on each fold's recalibration rows, as in the paper's Figure 2). It bounds "
+    "the gap averaged over maps drawn from each fit's posterior. For a bound valid as stated, use the PBR "
+    "page's separate prior rows."
+)
 ALPHAS_HELP = "The KL weights to try (the paper's grid). Each α is fitted once per fold."
 GEN_N_RE_HELP = (
     "Size of the recalibration set and of the disjoint test subset (the gap compares equal sizes, as "
