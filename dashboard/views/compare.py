@@ -120,7 +120,8 @@ def _paired(table, multiclass: bool) -> None:
     metrics = {"ece": "Test ECE", "accuracy": "Accuracy", "nll": "NLL", "brier": "Brier score"}
     c = st.columns([1.2, 2, 2], gap="medium", vertical_alignment="bottom")
     metric = c[0].selectbox("Metric", list(metrics), format_func=metrics.get, key=K_PAIRED_METRIC)
-    methods = list(dict.fromkeys(table["method"]))
+    # Only methods with results: a method whose every fit failed has nothing to pair.
+    methods = list(dict.fromkeys(table[table["error"].isna()]["method"]))
     if len(methods) < 2:
         st.info("Paired tests need at least two methods.")
         return
