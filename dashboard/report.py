@@ -263,6 +263,9 @@ def compare_tables(table: pd.DataFrame, multiclass: bool) -> tuple[pd.DataFrame,
     return summ, FR.summary_styler(text, best_mask(summ), labels=labels)
 
 
+_METRIC_WORDS = {"ece": "ECE", "accuracy": "accuracy", "nll": "NLL", "brier": "Brier score"}
+
+
 def paired_frame(table: pd.DataFrame, multiclass: bool, metric: str = "ece",
                  pairs: Sequence[tuple[str, str]] | None = None) -> pd.DataFrame:
     """Paired tests over folds (``pbr_core.experiments.paired_tests``) in the page's words.
@@ -283,7 +286,7 @@ def paired_frame(table: pd.DataFrame, multiclass: bool, metric: str = "ece",
 
     return pd.DataFrame({
         "A": [label[a] for a in tests["a"]], "B": [label[b] for b in tests["b"]],
-        f"mean {metric} A − B": [f"{d:+.4f}" for d in tests["mean_diff"]],
+        f"mean {_METRIC_WORDS.get(metric, metric)} A − B": [f"{d:+.4f}" for d in tests["mean_diff"]],
         "95% interval": [f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in zip(tests["ci_low"], tests["ci_high"])],
         "t-test p": [p(v) for v in tests["t_p"]], "Wilcoxon p": [p(v) for v in tests["wilcoxon_p"]],
         "corrected t p": [p(v) for v in tests["corrected_t_p"]],

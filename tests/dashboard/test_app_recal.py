@@ -297,6 +297,8 @@ def test_pbr_prior_split_gives_bounds_valid_as_stated_on_the_other_rows(at):
     assert any("Valid as stated" in m.value and "n = 120 instead of 200" in m.value for m in at.success)
     sec = report.pbr_section(r)
     assert any(c.startswith("Bounds (valid as stated)") for c, _ in sec.tables)
+    _no_internal_names(_page_text(at), "the PBR page with a prior split")
+    _no_internal_names(_html_text(report.build_report([sec], data_name="d")), "the PBR report with a prior split")
 
 
 @needs_gp
@@ -408,11 +410,11 @@ def test_compare_page_shows_paired_tests_and_a_chosen_pair(at):
     at.selectbox(key="cmp_pair_b").set_value("platt").run()
     one = pbr_core.experiments.paired_tests(table, "ece", [("beta", "platt")]).iloc[0]
     pair = paired_frames()[0]
-    assert pair["mean ece A − B"].iloc[0] == f"{one['mean_diff']:+.4f}"
+    assert pair["mean ECE A − B"].iloc[0] == f"{one['mean_diff']:+.4f}"
     assert pair["95% interval"].iloc[0] == f"[{one['ci_low']:+.4f}, {one['ci_high']:+.4f}]"
     at.selectbox(key="cmp_paired_metric").set_value("brier").run()
     one = pbr_core.experiments.paired_tests(table, "brier", [("beta", "platt")]).iloc[0]
-    assert paired_frames()[0]["mean brier A − B"].iloc[0] == f"{one['mean_diff']:+.4f}"
+    assert paired_frames()[0]["mean Brier score A − B"].iloc[0] == f"{one['mean_diff']:+.4f}"
     assert not at.exception
 
 
@@ -504,7 +506,7 @@ def test_compare_and_sweep_say_where_a_fit_ended_at_its_prior(at, monkeypatch):
     assert "With α = 0.5 and n_re = 50 rows" in notes[0] and "A smaller α or more recalibration rows" in notes[0]
     summary = _shown(at.dataframe[0])
     assert summary["Folds at the prior"].tolist() == ["–", "–", "2 of 2"]
-    folds = _shown(at.dataframe[1])  # "Every fold"
+    folds = next(_shown(d) for d in at.dataframe if "Fold" in _shown(d).columns)  # "Every fold" (after the paired tests)
     assert folds["Method"].tolist() == ["Uncalibrated", "Isotonic regression (one-vs-all)", "PBR"] * 2
     assert folds["Fold"].astype(int).tolist() == [1, 1, 1, 2, 2, 2]
     assert folds["Ended at the prior"].tolist() == ["–", "–", "yes"] * 2 and folds["KL"].tolist()[0] == "–"
