@@ -189,13 +189,19 @@ def pbr_section(result: Any) -> ReportSection:
     shown: list[tuple[str, Any]] = [("Test metrics before and after", pbr_metrics_frame(result))]
     if result.bounds:
         eps = s.eps
+        n = result.n_bound or s.n_re
         c1, c2 = result.bounds["corollary1"], result.bounds["corollary2"]
         paragraphs += [f"KL = {result.kl:.4g}. " + texts.BOUNDS_INTRO,
-                       "Corollary 1: " + texts.corollary1_reading(c1, s.n_re, eps, result.ece_re),
+                       "Bounds: " + texts.bound_validity(result.bound_prior, n, s.n_re),
+                       "Corollary 1: " + texts.corollary1_reading(c1, n, eps, result.ece_re),
                        "Corollary 2: " + texts.corollary2_reading(c2, eps, result.ece_re)]
-        shown.append(("Bounds", pd.DataFrame({"value": [result.kl, result.ece_re, c1, c2]}, index=[
-            "KL(ρ‖π)", f"ECE on the recalibration set (B = {result.n_bins_re})",
-            f"Corollary 1 bound ({1 - eps:.0%})", f"Corollary 2 bound ({1 - eps:.0%}, L = {s.lipschitz:g})"])))
+        if s.objective == "pbr_total":
+            paragraphs.append(texts.PBR_TOTAL_BOUND_NOTE)
+        validity = "valid as stated" if result.bound_prior == "split" else "approximate: prior fitted on the same rows"
+        shown.append((f"Bounds ({validity})", pd.DataFrame({"value": [result.kl, result.ece_re, c1, c2]}, index=[
+            "KL(ρ‖π)", f"ECE on the {n:,} bound rows (B = {result.n_bins_re})",
+            f"Corollary 1 bound on E_ρ gap ({1 - eps:.0%})",
+            f"Corollary 2 bound on E_ρ |TCE − ECE| ({1 - eps:.0%}, L = {s.lipschitz:g})"])))
     figs = [("Before recalibration (test part)", before), ("After recalibration (test part)", after)]
     if result.alpha_scores is not None and len(result.alpha_scores):
         score = texts.CV_SCORE_LABELS.get(s.cv_score, s.cv_score)
@@ -257,6 +263,38 @@ def compare_tables(table: pd.DataFrame, multiclass: bool) -> tuple[pd.DataFrame,
     return summ, FR.summary_styler(text, best_mask(summ), labels=labels)
 
 
+_METRIC_WORDS = {"ece": "ECE", "accuracy": "accuracy", "nll": "NLL", "brier": "Brier score"}
+
+
+def paired_frame(table: pd.DataFrame, multiclass: bool, metric: str = "ece",
+                 pairs: Sequence[tuple[str, str]] | None = None) -> pd.DataFrame:
+    """Paired tests over folds (``pbr_core.experiments.paired_tests``) in the page's words.
+
+    Default pairs: each method against the uncalibrated one and against the best mean. Failed
+    fits are left out (a method's failed folds are not paired). Empty with fewer than 2 folds.
+    """
+    from pbr_core.experiments import paired_tests
+
+    ok = table[table["error"].isna()] if "error" in table else table
+    if ok.empty or ok["fold"].nunique() < 2:
+        return pd.DataFrame()
+    tests = paired_tests(ok, metric, pairs)
+    label = {m: texts.method_label(m, multiclass) for m in ok["method"].unique()}
+
+    def p(v: float) -> str:
+        return "–" if pd.isna(v) else f"{v:.3g}"
+
+    return pd.DataFrame({
+        "A": [label[a] for a in tests["a"]], "B": [label[b] for b in tests["b"]],
+        f"mean {_METRIC_WORDS.get(metric, metric)} A − B": [f"{d:+.4f}" for d in tests["mean_diff"]],
+        "95% interval": [f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in zip(tests["ci_low"], tests["ci_high"])],
+        "t-test p": [p(v) for v in tests["t_p"]], "Wilcoxon p": [p(v) for v in tests["wilcoxon_p"]],
+        "corrected t p": [p(v) for v in tests["corrected_t_p"]],
+        "A better on": [f"{k} of {n} folds" for k, n in zip(tests["a_better_folds"], tests["n_folds"])],
+        "verdict": [f"{label[b]} better" if b else "no difference shown" for b in tests["better"]],
+    })
+
+
 def _alpha_of(settings: Any, method: str) -> float | None:
     return dict(dict(settings.params).get(method, ())).get("alpha")
 
@@ -303,10 +341,16 @@ def compare_section(result: Any) -> ReportSection:
     settings = {**result.settings.describe(multiclass), "Computed": _stamp(result)}
     paragraphs = _partial(result, len(result.table), result.planned) + [texts.SUMMARY_HELP]
     shown: list[tuple[str, Any]] = []
+    if kind == "binary":
+        paragraphs.append("ECE: " + texts.binary_ece_caption(result.settings.binary_ece))
     if len(result.table):
         paragraphs += compare_at_prior_notes(result)
         _, styled = compare_tables(result.table, multiclass)
         shown.append(("Test metrics, mean ± std over folds", styled))
+        paired = paired_frame(result.table, multiclass)
+        if len(paired):
+            paragraphs += [texts.PAIRED_INTRO, texts.PAIRED_HELP.replace("**", "").replace("*", "")]
+            shown.append(("Paired tests over folds (test ECE)", paired))
         shown.append(("Every fold", tables.fold_styler(result.table, multiclass)))
     return ReportSection(title="Comparison of recalibrators", paragraphs=paragraphs, settings=settings,
                          tables=shown, figures=compare_figures(result, binary_positive, multiclass))

@@ -216,7 +216,8 @@ class PBRSettings:
     eps: float = 0.05
     lipschitz: float = 1.0
     max_iter: int | None = None
-    binary_ece: BinaryECE = "positive"
+    binary_ece: BinaryECE = "top_label"
+    prior_split: float = 0.0             # > 0: share of the n_re rows that choose the prior (bounds valid as stated)
 
     @property
     def method(self) -> str:
@@ -238,6 +239,9 @@ class PBRSettings:
                 f"from {', '.join(f'{a:g}' for a in self.alpha_grid)}" if self.alpha is None else f"{self.alpha:g}")
         if self.max_iter:
             out["Max optimiser iterations"] = self.max_iter
+        out["Prior of the bounds"] = (
+            f"chosen on {self.prior_split:.0%} of the recalibration rows, bounds on the others (valid as stated)"
+            if self.prior_split else "fitted on the same rows as the posterior (bounds approximate)")
         return out
 
 
@@ -293,6 +297,8 @@ class PBRResult(Downloads):
     fit_rows: np.ndarray | None = None   # the recalibration set (indices into preds); the rest is the test part
     created: float = field(default_factory=time.time)
     stopped: bool = False
+    n_bound: int = 0                     # rows the bounds are evaluated on (n_re, or fewer with a prior split)
+    bound_prior: str = "same_rows"       # "split": prior chosen on other rows (valid as stated); "same_rows"
 
     @property
     def at_prior(self) -> bool | None:
@@ -350,7 +356,7 @@ def run_pbr(preds: Predictions, s: PBRSettings, reporter: Reporter, *, data_name
         reporter.plan(cv + [((f"α={alpha:g}",), float(fit_set.n))])  # the final fit is at the chosen α
     else:
         reporter.plan([(("fit",), float(fit_set.n))])
-    params = method_params(s.method, max_iter=s.max_iter)
+    params = method_params(s.method, max_iter=s.max_iter, prior_split=s.prior_split or None)
     if s.uses_alpha:
         params["alpha"] = alpha
     recalibrator = make_recalibrator(s.method, params)
@@ -363,15 +369,22 @@ def run_pbr(preds: Predictions, s: PBRSettings, reporter: Reporter, *, data_name
         after_te = recalibrator.predict_proba(test_set)
         after_re = recalibrator.predict_proba(fit_set)
     kind = preds.kind
-    n_bins_re = pbr_core.optimal_n_bins(fit_set.n)
-    ece_re = pbr_core.ece(*ece_inputs(after_re, fit_set.labels, kind, s.binary_ece), n_bins=n_bins_re)
+    # The bounds (and the recalibration-set ECE they are about) use the rows the bound is evaluated
+    # on: all n_re rows, or with a prior split only those the prior did not see.
+    bound_rows = getattr(recalibrator, "bound_rows_", None)
+    bound_set, after_bound = fit_set, after_re
+    if bound_rows is not None:
+        bound_set, after_bound = fit_set.subset(bound_rows), after_re[bound_rows]
+    n_bins_re = pbr_core.optimal_n_bins(bound_set.n)
+    ece_re = pbr_core.ece(*ece_inputs(after_bound, bound_set.labels, kind, s.binary_ece), n_bins=n_bins_re)
     kl = float(getattr(recalibrator, "kl_", float("nan")))
     bounds = {}
     if np.isfinite(kl):
         kl0 = max(kl, 0.0)  # a fit left at the prior can report -1e-12
         bounds = {
-            "corollary1": float(pbr_core.corollary1_bound(fit_set.n, n_bins_re, kl0, eps=s.eps)),
-            "corollary2": float(pbr_core.corollary2_bound(fit_set.n, n_bins_re, kl0, lipschitz=s.lipschitz, eps=s.eps)),
+            "corollary1": float(pbr_core.corollary1_bound(bound_set.n, n_bins_re, kl0, eps=s.eps)),
+            "corollary2": float(pbr_core.corollary2_bound(bound_set.n, n_bins_re, kl0, lipschitz=s.lipschitz,
+                                                          eps=s.eps)),
         }
     report = _fit_report(recalibrator)
     reporter.progress(steps, steps, "Done")
@@ -384,6 +397,7 @@ def run_pbr(preds: Predictions, s: PBRSettings, reporter: Reporter, *, data_name
         reliability_after=reliability_table(after_te, test_set.labels, kind, s.binary_ece),
         ece_re=float(ece_re), n_bins_re=n_bins_re, kl=kl, bounds=bounds, fit_report=report,
         n_te=test_set.n, seconds=time.perf_counter() - start, fit_rows=np.asarray(re_idx),
+        n_bound=bound_set.n, bound_prior="split" if bound_rows is not None else "same_rows",
     )
 
 
@@ -396,7 +410,7 @@ class CompareSettings:
     seed: int = 0
     n_te: int | None = None              # test rows per fold; None: all rows not used to fit
     diagrams: bool = True                # keep each method's reliability table on fold 1's test set
-    binary_ece: BinaryECE = "positive"
+    binary_ece: BinaryECE = "top_label"
     params: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()   # hashable method_params
 
     def method_params(self) -> dict[str, dict[str, Any]]:
@@ -455,7 +469,7 @@ def recalibrator_params(method: str, alpha: float | None = None, max_iter: int |
 
 
 def compare_settings(methods: Sequence[str], n_re: int, n_folds: int, seed: int, *, n_te: int | None = None,
-                     diagrams: bool = True, binary_ece: BinaryECE = "positive", alpha: float = 0.5,
+                     diagrams: bool = True, binary_ece: BinaryECE = "top_label", alpha: float = 0.5,
                      max_iter: int | None = None) -> CompareSettings:
     """Settings with the GP methods' parameters filled in (alpha, and max_iter where accepted)."""
     return CompareSettings(methods=tuple(methods), n_re=int(n_re), n_folds=int(n_folds), seed=int(seed),
@@ -497,7 +511,7 @@ class SweepSettings:
     n_re_values: tuple[int, ...] = (10, 50, 100, 250, 500, 1000)
     n_folds: int = 3
     seed: int = 0
-    binary_ece: BinaryECE = "positive"
+    binary_ece: BinaryECE = "top_label"
     params: tuple = ()
 
     def describe(self, multiclass: bool = False) -> dict[str, Any]:
@@ -551,7 +565,7 @@ class GenSettings:
     seed: int = 0
     eps: float = 0.05
     max_iter: int | None = None
-    binary_ece: BinaryECE = "positive"
+    binary_ece: BinaryECE = "top_label"
 
     def describe(self) -> dict[str, Any]:
         """Settings as the report lists them, in the page's words."""
@@ -606,7 +620,7 @@ class ShipSettings:
     holdout: float = 0.2                 # share of the rows held out to check the fit; 0: fit on every row
     seed: int = 0
     max_iter: int | None = None
-    binary_ece: BinaryECE = "positive"
+    binary_ece: BinaryECE = "top_label"
 
     def params(self) -> dict[str, Any]:
         return recalibrator_params(self.method, self.alpha, self.max_iter)
@@ -718,7 +732,7 @@ def run_ship(preds: Predictions, s: ShipSettings, reporter: Reporter, *, data_na
 
 
 def run_apply(preds: Predictions, recalibrator: Any, source: str, reporter: Reporter, *,
-              binary_ece: BinaryECE = "positive", data_name: str = "", data_key: str = "") -> ApplyResult:
+              binary_ece: BinaryECE = "top_label", data_name: str = "", data_key: str = "") -> ApplyResult:
     """Apply a saved (fitted) recalibrator to every row of the loaded file and measure it there."""
     start = time.perf_counter()
     reporter.progress(0, 1)
@@ -745,7 +759,7 @@ class GroupGapSettings:
     n_re: int = 1000
     n_folds: int = 5
     seed: int = 0
-    binary_ece: BinaryECE = "positive"
+    binary_ece: BinaryECE = "top_label"
     params: tuple[tuple[str, Any], ...] = ()
 
     def describe(self, multiclass: bool = False) -> dict[str, Any]:

@@ -251,7 +251,8 @@ MEAN_APPROX_HELP = (
 ALPHA_HELP = (
     "α weighs the KL term: how strongly the fit is pulled back to the prior (the uncalibrated model). "
     "α = 0 fits the recalibration data as closely as it can; larger α trusts it less. The paper's "
-    "Corollary 1 says a small KL keeps the ECE on new data close to the ECE on the recalibration data."
+    "Corollary 1 says a small KL keeps the ECE on new data close to the ECE on the recalibration data, "
+    "on average over maps drawn from the fitted posterior."
 )
 ALPHA_AUTO_HELP = (
     "Fit PBR for every α of the grid on k − 1 parts of the recalibration set and score it on the part "
@@ -334,10 +335,47 @@ ALPHA_SCORES_HELP = (
     "the circled α was used for the final fit on the whole recalibration set."
 )
 BOUNDS_INTRO = (
-    "The paper's PAC-Bayes bounds use the fitted KL to say how far the ECE measured on the "
-    "recalibration set can be from the truth. They hold with probability 1 − ε over the draw of the "
-    "recalibration set, for any L-Lipschitz calibration curve (L below), with λ chosen validly from a "
-    "fixed grid of candidates (a union bound over the grid, so choosing the best λ costs a little)."
+    "The paper's PAC-Bayes bounds (Corollaries 1 and 2) use the fitted KL to say how far the ECE measured "
+    "on the recalibration set can be from the truth. They are about the **fitted posterior**, a "
+    "distribution over recalibration maps: each bounds an **average over maps drawn from it**, not the "
+    "one recalibrated model you download (the mean of 100 draws, or softmax of the mean with the mean "
+    "approximation). They hold with probability 1 − ε over the draw of the recalibration set, for any "
+    "L-Lipschitz calibration curve (L below), with λ chosen validly from a fixed grid of candidates (a "
+    "union bound over the grid, so choosing the best λ costs a little), and only for a prior chosen "
+    "without looking at the rows the bound is computed on (see the label above the bounds)."
+)
+BOUND_VALIDITY_WORDS = {
+    "split": ("**Valid as stated.** The prior (the GP's kernel settings and inducing points) was chosen on "
+              "{n_prior:,} recalibration rows, the posterior fitted and the bounds computed on the other "
+              "{n_bound:,}. The price: the bounds use n = {n_bound:,} instead of {n_rows:,} rows."),
+    "same_rows": ("**Approximate: prior fitted on the same rows.** As in the paper's experiments, the prior's "
+                  "kernel settings and inducing points were fitted on the same {n_bound:,} rows as the "
+                  "posterior, while the corollaries assume a prior chosen independently of them; the values "
+                  "below are what the formulas give, not a guarantee. For a bound that holds as stated, "
+                  "choose the prior on separate rows (Bound and fit settings)."),
+}
+
+
+def bound_validity(prior: str, n_bound: int, n_rows: int) -> str:
+    """Which of the two kinds of bound a page shows ('valid as stated' or 'approximate')."""
+    return BOUND_VALIDITY_WORDS["split" if prior == "split" else "same_rows"].format(
+        n_prior=n_rows - n_bound, n_bound=n_bound, n_rows=n_rows)
+
+
+PBR_TOTAL_BOUND_NOTE = (
+    "PBR total adds the cross-entropy to its objective, and the cross-entropy is unbounded, while the "
+    "paper's bounds assume a loss between 0 and 1. The values shown here are Corollaries 1 and 2, which "
+    "involve only the ECE, the KL and n: they cover the ECE of this fit's posterior as they would any "
+    "posterior. They say nothing about the cross-entropy or the accuracy on new data; the paper's bound "
+    "that combines accuracy and calibration (its Corollary in Appendix E) needs a loss in [0, 1] and is "
+    "not reported for this objective."
+)
+PRIOR_SPLIT_HELP = (
+    "Corollaries 1 and 2 need a prior chosen independently of the rows the bound is computed on. Off (the "
+    "paper's experiments): the prior's kernel settings and inducing points are fitted on the same rows, "
+    "so the bounds are approximate. On: this share of the recalibration rows chooses the prior (a full "
+    "fit there), the posterior is fitted from that fixed prior on the other rows and the bounds use only "
+    "those: valid as stated, at the price of fewer rows in the bound and in the fit."
 )
 L_RECAL_HELP = (
     "L: how fast the true accuracy can change with the recalibrated confidence (Assumption of "
@@ -346,31 +384,34 @@ L_RECAL_HELP = (
 
 
 def corollary1_reading(bound: float, n_re: int, eps: float, ece_re: float) -> str:
-    """Plain-language reading of Corollary 1 (the ECE generalisation gap)."""
+    """Plain-language reading of Corollary 1 (the ECE generalisation gap, averaged over the posterior)."""
     if bound >= 1.0:
         return (f"**Vacuous here ({bound:.3f} ≥ 1).** An ECE lies between 0 and 1, so a bound of 1 or more "
                 f"says nothing. The bound shrinks with a smaller KL (a larger α) and a larger n_re.")
-    return (f"With probability {1 - eps:.0%}, the ECE on **fresh data of the same size** (n = {n_re:,}) "
-            f"differs from the ECE measured on the recalibration set ({ece_re:.4f}) by at most "
-            f"**{bound:.4f}** (on average over the fitted posterior).")
+    return (f"With probability {1 - eps:.0%}: for recalibration maps drawn from the fitted posterior, the "
+            f"ECE expected on **fresh data of the same size** (n = {n_re:,}) differs from the ECE on the "
+            f"recalibration rows by at most **{bound:.4f} on average over the draws**. (The ECE on the "
+            f"recalibration rows of the model you download is {ece_re:.4f}; the bound is not about that "
+            f"one model.)")
 
 
 COROLLARY2_RANGE_MEANING = (
-    "This range is a worst-case guarantee computed from the recalibration rows and the KL alone, not an "
-    "estimate, so it is wide; the answer to “how miscalibrated is the recalibrated model?” is the test ECE "
-    "at the top of this page, measured on rows the fit never saw."
+    "This is a worst-case guarantee computed from the recalibration rows and the KL alone, not an "
+    "estimate, and it is about maps drawn from the posterior, so it is wide and it is not a range for "
+    "the downloaded model's calibration error: for that, read the test ECE at the top of this page, "
+    "measured on rows the fit never saw."
 )
 
 
 def corollary2_reading(bound: float, eps: float, ece_re: float) -> str:
-    """Plain-language reading of Corollary 2 (total bias: TCE against the recalibration-set ECE)."""
+    """Plain-language reading of Corollary 2: E over the posterior of |TCE − recalibration-set ECE|."""
     if bound >= 1.0:
         return (f"**Vacuous here ({bound:.3f} ≥ 1).** The true calibration error lies between 0 and 1 "
                 "anyway. It needs a smaller KL or more recalibration rows to say something.")
-    lo, hi = max(0.0, ece_re - bound), min(1.0, ece_re + bound)
-    return (f"With probability {1 - eps:.0%}, the **true calibration error (TCE)** of the recalibrated "
-            f"model is within **{bound:.4f}** of the recalibration-set ECE ({ece_re:.4f}), i.e. between "
-            f"{lo:.4f} and {hi:.4f}.")
+    return (f"With probability {1 - eps:.0%}: for recalibration maps drawn from the fitted posterior, the "
+            f"distance between a map's **true calibration error (TCE)** and its ECE on the recalibration "
+            f"rows is at most **{bound:.4f} on average over the draws**. It is not a range for the TCE of "
+            f"the one recalibrated model you download (recalibration-set ECE {ece_re:.4f}).")
 
 
 COMPARE_METHODS_HELP = (
@@ -390,6 +431,41 @@ SUMMARY_HELP = (
     "Mean ± standard deviation over folds of each test metric. ECE uses B = floor(n_te^(1/3)) bins. "
     "Green: the best method in that column (lowest, or highest accuracy). KL exists only for GP methods."
 )
+PAIRED_INTRO = (
+    "A smaller mean is not yet a better method: the folds differ from each other, and a difference "
+    "smaller than that spread can be chance. Every method is scored on the same test rows of each fold, "
+    "so each fold gives one difference A − B; the tests ask how surprising these differences would be "
+    "if A and B were equally good."
+)
+PAIRED_HELP = (
+    "**Paired t-test** (p in the *t-test* column): assumes the fold differences are independent and "
+    "roughly normal; with about 10 folds normality cannot be checked, and one odd fold moves it. "
+    "**Wilcoxon signed-rank test**: assumes independent differences, symmetric about their median, no "
+    "normality; with F folds its smallest possible p is 2/2^F (0.002 for 10 folds, 0.0625 for 5). "
+    "**Corrected t-test** (Nadeau & Bengio, 2003): the folds are random splits of the same file, so their "
+    "recalibration and test rows overlap and the two tests above come out too sure of themselves; "
+    "the correction (variance factor 1/F + n_te/n_re instead of 1/F) allows for that, and is cautious. "
+    "*Interval*: 95% t interval of the mean difference A − B. A method is called better only when "
+    "the t-test and the Wilcoxon test both give p < 0.05."
+)
+PAIRED_PICK_HELP = "Choose two methods of this comparison to test against each other, fold by fold."
+
+
+def binary_ece_caption(binary_ece: str) -> str:
+    """What the ECE of a protocol page means on binary data (the paper's tables: top label)."""
+    if binary_ece == "positive":
+        return ("ECE of p(y=1) (the paper's binary ECE, Appendix A), not the top-label ECE of the paper's "
+                "tables.")
+    return "Top-label ECE (confidence of the predicted class), as in the paper's tables, KITTI included."
+
+
+BINARY_ECE_CHOICES = {"top_label": "Top label (the paper's tables)", "positive": "p(y=1) (Appendix A)"}
+BINARY_ECE_HELP = (
+    "Binary data: which ECE the comparison reports. The paper's tables (Table 1 and the KITTI table) use "
+    "the top-label ECE, like Wenger et al.; the ECE of p(y=1) is the binary ECE of the paper's Appendix A. "
+    "Both are fine; they differ when the model's p(y=1) is miscalibrated differently above and below 0.5."
+)
+
 GRID_CAPTION = (
     "One reliability diagram per method on fold 1's test rows (the same rows for every method). "
     "The panel title gives that fold's test ECE."
@@ -414,8 +490,15 @@ GEN_INTRO = (
     "Does the KL term of the bound explain how well the recalibration-set ECE carries over to new data? "
     "For each α, PBR is fitted on n_re rows and the **ECE gap** |ECE(test rows) − ECE(recalibration "
     "rows)| is measured on a disjoint test subset of the same size, with B = floor(n_re^(1/3)) bins on "
-    "both sides (paper Section 6.1, Figure 2). Corollary 1 bounds the expected gap by a function of "
-    "the KL, so the two should rise together."
+    "both sides (paper Section 6.1, Figure 2). Corollary 1 bounds the gap, averaged over maps drawn from "
+    "the fitted posterior, by a function of the KL, so the two should rise together. Its bound column "
+    "is approximate here: the prior is fitted on the same rows (as in the paper's experiments)."
+)
+GEN_BOUND_CAPTION = (
+    "Bound column: Corollary 1, approximate: prior fitted on the same rows (the GP's kernel settings and "
+    "inducing points are fitted on each fold's recalibration rows, as in the paper's Figure 2). It bounds "
+    "the gap averaged over maps drawn from each fit's posterior. For a bound valid as stated, use the PBR "
+    "page's separate prior rows."
 )
 ALPHAS_HELP = "The KL weights to try (the paper's grid). Each α is fitted once per fold."
 GEN_N_RE_HELP = (

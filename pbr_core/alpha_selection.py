@@ -93,7 +93,7 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
                  objective: Literal["pbr", "pbr_total"] = "pbr", n_splits: int = 5, metric: Metric = "ece",
                  seed: int = 0, progress: Progress | None = None, *, labels: np.ndarray | None = None,
                  batched: bool | Literal["auto"] = "auto", cancel: Callable[[], bool] | None = None,
-                 binary_ece: BinaryECE = "positive", **pbr_params: Any) -> AlphaSelection:
+                 binary_ece: BinaryECE = "top_label", **pbr_params: Any) -> AlphaSelection:
     """Choose PBR's alpha by k-fold cross-validation on the recalibration data.
 
     Parameters
@@ -120,9 +120,9 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
         Checked before each fit and within it (every optimiser evaluation and prediction batch, see
         :mod:`pbr_core.cancel`); when it returns True, :class:`~pbr_core.experiments.Cancelled` is
         raised within about a second and nothing is selected.
-    binary_ece : {"positive", "top_label"} (keyword only)
-        For binary data, the ECE of p(y=1) (paper Appendix A, default, as in
-        :func:`~pbr_core.experiments.compare`) or the top-label ECE. Multiclass: always top-label.
+    binary_ece : {"top_label", "positive"} (keyword only)
+        For binary data, the top-label ECE (default, as in :func:`~pbr_core.experiments.compare`
+        and the paper's tables) or the ECE of p(y=1) (paper Appendix A). Multiclass: always top-label.
     **pbr_params
         Passed to :class:`pbr_core.recalibrators.gp.PBR` (``n_mc``, ``max_iter``, ``optimizer``,
         ``device``, ``mean_approx``, ``random_state``, ...).
@@ -156,9 +156,12 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
     if batched == "auto":
         from pbr_core.gp.device import resolve_device
 
-        batched = template.optimizer == "adam" and resolve_device(template.device).type == "cuda"
+        batched = (template.optimizer == "adam" and resolve_device(template.device).type == "cuda"
+                   and not template.prior_split)
     if binary_ece not in ("positive", "top_label"):
         raise ValueError(f"Expected argument `binary_ece` to be 'positive' or 'top_label', but got {binary_ece!r}.")
+    if batched and template.prior_split:
+        raise ValueError("batched=True cannot split off rows for the prior (prior_split); use batched=False.")
     if batched and template.optimizer != "adam":
         raise ValueError("batched=True needs optimizer='adam' (a batched fit is always Adam; see the module docstring).")
     t0 = time.perf_counter()
@@ -209,7 +212,7 @@ def _batched_rows(data: Predictions, folds, grid, params, progress, *, cancel, b
     from pbr_core.gp.device import resolve_device
     from pbr_core.gp.predict import predict_proba
     from pbr_core.gp.problem import TrainCheck, TrainSettings
-    from pbr_core.recalibrators.gp import PBR
+    from pbr_core.recalibrators.gp import PBR, prediction_seed
 
     rec = PBR(alpha=grid[0], **params)
     z = np.asarray(data.scores, dtype=np.float64)
@@ -217,7 +220,8 @@ def _batched_rows(data: Predictions, folds, grid, params, progress, *, cancel, b
     pairs = [(f, alpha) for f in range(len(folds)) for alpha in grid]
     seed = int(rec.random_state)
     device = resolve_device(rec.device)
-    check = TrainCheck(rec._check_metric(), bool(rec.mean_approx), int(rec.n_predict_samples), seed)
+    # Predictions (and the training-set check) use draws independent of the fit's (see prediction_seed).
+    check = TrainCheck(rec._check_metric(), bool(rec.mean_approx), int(rec.n_predict_samples), prediction_seed(seed))
     if cancel is not None and cancel():
         raise Cancelled(done=0, total=len(pairs))
     cb = None
@@ -235,8 +239,8 @@ def _batched_rows(data: Predictions, folds, grid, params, progress, *, cancel, b
     rows = []
     for i, ((f, alpha), rep) in enumerate(zip(pairs, reports)):
         tr, va = folds[f]
-        probs = predict_proba(model.member(i), z[va], bool(rec.mean_approx), int(rec.n_predict_samples), seed,
-                              device=device)
+        probs = predict_proba(model.member(i), z[va], bool(rec.mean_approx), int(rec.n_predict_samples),
+                              prediction_seed(seed), device=device)
         rows.append({"alpha": alpha, "fold": f, "n_train": len(tr), "n_val": len(va),
                      **_score_all(probs, data.labels[va], binary_ece), "kl": rep.kl, "iterations": rep.iterations,
                      "converged": rep.converged})

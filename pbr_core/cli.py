@@ -131,6 +131,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a parameter of the method (repeatable); values are JSON, else text")
     p.add_argument("--out", required=True, type=Path, metavar="MODEL.json", help="where to save the recalibrator")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--prior-split", type=_probability, default=None, metavar="SHARE",
+                   help="GP methods: choose the prior (kernel settings, inducing points) on this share of the rows "
+                        "and fit and bound on the rest, so that the printed Corollary 1-2 bounds hold as stated "
+                        "(default: prior fitted on the same rows, bounds approximate)")
     g = p.add_argument_group("alpha by cross-validation (PBR methods: pbr, pbr_total, pbr_app, pbr_total_app)")
     g.add_argument("--select-alpha", action="store_true",
                    help="choose alpha by k-fold cross-validation inside FILE, then fit on all rows with it")
@@ -166,8 +170,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the splits (default 0)")
     p.add_argument("--param", action="append", default=[], metavar="METHOD.KEY=VALUE",
                    help="a parameter of one method, e.g. pbr.alpha=0.5 (repeatable; values are JSON, else text)")
-    p.add_argument("--binary-ece", choices=["positive", "top_label"], default="positive",
-                   help="binary data: ECE of p(y=1) (paper Appendix A, default) or of the top label")
+    p.add_argument("--binary-ece", choices=["top_label", "positive"], default="top_label",
+                   help="binary data: ECE of the top label (default, as in the paper's tables) or of p(y=1) "
+                        "(paper Appendix A)")
+    p.add_argument("--pairs", default=None, metavar="A:B,...",
+                   help="pairs of methods to test against each other over the folds, e.g. pbr:gp,pbr:temperature "
+                        "(default: each method against uncalibrated and against the best mean)")
+    p.add_argument("--paired-metric", default="ece", choices=["ece", "accuracy", "nll", "brier"],
+                   help="the metric of the paired tests (default ece)")
     p.add_argument("--keep-going", action="store_true", help="a failing fit gives NaN metrics instead of stopping")
     p.add_argument("--out", type=Path, default=None, metavar="TABLE.csv", help="also write the per-fold table (CSV)")
     p.add_argument("--format", choices=["table", "json"], default="table", help="output format (default table)")
@@ -439,6 +449,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
     from pbr_core.recalibrators import get_recalibrator, report_progress
 
     params = parse_params(args.param)
+    if args.prior_split is not None:
+        if "prior_split" in params:
+            raise CLIError("give the prior split once: --prior-split or --param prior_split=...", EXIT_USAGE)
+        params["prior_split"] = args.prior_split
     try:
         rec = get_recalibrator(args.method, **params)
         rec._validate_params()
@@ -484,8 +498,14 @@ def cmd_fit(args: argparse.Namespace) -> int:
         b = rec.bounds_
         print(f"KL = {rec.kl_:.4g}; {report['iterations']} iterations on {report['device']}, "
               f"{'converged' if report['converged'] else 'NOT converged'} ({report['stop_reason']})")
-        print(f"Corollary 1 (ECE generalisation gap) <= {b['corollary1']:.4f}; Corollary 2 (|TCE - ECE|) <= "
-              f"{b['corollary2']:.4f} (B = {b['n_bins']}, eps = {b['eps']:g}, L = {b['lipschitz']:g})")
+        print(f"Corollary 1 (E_rho ECE generalisation gap) <= {b['corollary1']:.4f}; Corollary 2 "
+              f"(E_rho |TCE - ECE|) <= {b['corollary2']:.4f} (n = {b['n']}, B = {b['n_bins']}, eps = {b['eps']:g}, "
+              f"L = {b['lipschitz']:g})")
+        print(f"bounds: {_bound_validity(b)}; both are averages over recalibration maps drawn from the fitted "
+              "posterior, not bounds on the one saved recalibrator")
+        if getattr(rec, "objective", None) == "pbr_total":
+            print("note: PBR total adds the cross entropy, which is unbounded; the bounds above cover the ECE of "
+                  "the fitted posterior only, not the cross entropy or the accuracy on new data")
         from pbr_core.experiments import ended_at_prior
 
         if ended_at_prior(rec):  # the fit's own record; a fit at the prior can keep a KL of a few hundredths
@@ -493,6 +513,15 @@ def cmd_fit(args: argparse.Namespace) -> int:
                   "a smaller alpha (--param alpha=...) or more rows let it move away from the prior")
     print(f"saved to {args.out}")
     return EXIT_OK
+
+
+def _bound_validity(bounds: dict) -> str:
+    """'valid as stated ...' or 'approximate ...', with the rows it costs (a fit's ``bounds_``)."""
+    if bounds.get("prior") == "split":
+        n_rows = int(bounds.get("n_rows", bounds["n"]))
+        return (f"valid as stated (prior chosen on {n_rows - int(bounds['n'])} rows, bounds on the other "
+                f"{bounds['n']} of {n_rows})")
+    return "approximate: prior fitted on the same rows (--prior-split 0.3 for bounds valid as stated)"
 
 
 def _select_alpha(rec, preds, args: argparse.Namespace) -> float:
@@ -503,7 +532,8 @@ def _select_alpha(rec, preds, args: argparse.Namespace) -> float:
 
     grid = args.alpha_grid or list(PAPER_ALPHA_GRID)
     # The variants (pbr_total, pbr_app, ...) fix objective and mean_approx outside get_params().
-    params = {**{k: v for k, v in rec.get_params().items() if k != "alpha"},
+    # The CV only scores alpha values: its fits need no separate prior rows (the final fit has them).
+    params = {**{k: v for k, v in rec.get_params().items() if k not in ("alpha", "prior_split")},
               "objective": rec.objective, "mean_approx": rec.mean_approx}
     with tqdm(total=len(grid) * args.alpha_folds, unit="fit", desc="alpha CV", file=sys.stderr,
               disable=args.quiet, leave=False) as bar:
@@ -522,7 +552,12 @@ def _select_alpha(rec, preds, args: argparse.Namespace) -> float:
     table = sel.summary[["alpha", "mean", "std", "kl_mean"]].rename(
         columns={"mean": f"{args.alpha_metric} mean", "std": f"{args.alpha_metric} std", "kl_mean": "KL mean"})
     table.insert(0, "", ["<-" if a == sel.best_alpha else "" for a in table["alpha"]])
-    print(f"alpha by {args.alpha_folds}-fold cross-validation on {preds.n} rows ({args.alpha_metric}, "
+    metric = args.alpha_metric
+    if metric == "ece" and preds.kind == "binary":
+        from pbr_core.experiments import BINARY_ECE_WORDS, DEFAULT_BINARY_ECE
+
+        metric = BINARY_ECE_WORDS[DEFAULT_BINARY_ECE]
+    print(f"alpha by {args.alpha_folds}-fold cross-validation on {preds.n} rows ({metric}, "
           f"held-out folds; {sel.wall_time_s:.1f} s):")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.5g}"))
     print(f"chosen alpha = {sel.best_alpha:g}")
@@ -617,7 +652,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from pbr_core import PredictionsError
-    from pbr_core.experiments import compare, summarize, summary_table, tqdm_progress
+    from pbr_core.experiments import BINARY_ECE_WORDS, compare, summarize, summary_table, tqdm_progress
     from pbr_core.recalibrators import report_progress
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -627,6 +662,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if not sep or "=" not in rest:
             raise CLIError(f"--param {item!r}: expected METHOD.KEY=VALUE, e.g. pbr.alpha=0.5", EXIT_USAGE)
         method_params.setdefault(method, {}).update(parse_params([rest]))
+    pairs = _parse_pairs(args.pairs, methods)
     if args.out is not None:
         _check_output(args.out, (".csv",))
     preds = _load(args.file, args)
@@ -644,14 +680,74 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise CLIError(str(exc), EXIT_USAGE) from exc
     if args.out is not None:
         table.to_csv(args.out, index=False)
+    tests = _paired(table, pairs, args.paired_metric)
     if args.format == "json":
-        print(summarize(table).to_json(orient="records", indent=2))
-    else:
-        n_te = preds.n - args.n_re if args.n_te is None else args.n_te
-        print(f"{preds.n} rows, K = {preds.n_classes}: n_re = {args.n_re}, n_te = {n_te}, "
-              f"{args.folds} folds, seed {args.seed}; mean ± std over folds")
-        print(summary_table(table).to_string())
+        summary = summarize(table).to_json(orient="records", indent=2)
+        if args.pairs is None:  # the summary list stays the default JSON document
+            print(summary)
+        else:  # asked for pairs: one document with both
+            print(json.dumps({"summary": json.loads(summary),
+                              "paired_tests": json.loads(tests.to_json(orient="records"))}, indent=2))
+        return EXIT_OK
+    n_te = preds.n - args.n_re if args.n_te is None else args.n_te
+    print(f"{preds.n} rows, K = {preds.n_classes}: n_re = {args.n_re}, n_te = {n_te}, "
+          f"{args.folds} folds, seed {args.seed}; mean ± std over folds")
+    if preds.kind == "binary":
+        print(f"ECE: {BINARY_ECE_WORDS[args.binary_ece]} (--binary-ece)")
+    print(summary_table(table).to_string())
+    print()
+    print(_paired_text(tests, args.paired_metric))
     return EXIT_OK
+
+
+def _parse_pairs(text: str | None, methods: list[str]) -> list[tuple[str, str]] | None:
+    """``A:B,C:D`` -> [(A, B), (C, D)], every name one of ``methods``; None for the default pairs."""
+    if text is None:
+        return None
+    pairs = []
+    for item in (t.strip() for t in text.split(",")):
+        a, sep, b = item.partition(":")
+        a, b = a.strip(), b.strip()
+        if not sep or not a or not b or a == b:
+            raise CLIError(f"--pairs {item!r}: expected METHOD_A:METHOD_B with two different methods, "
+                           "e.g. pbr:gp", EXIT_USAGE)
+        unknown = [m for m in (a, b) if m not in methods]
+        if unknown:
+            raise CLIError(f"--pairs {item!r}: {', '.join(unknown)} is not among --methods ({', '.join(methods)})",
+                           EXIT_USAGE)
+        pairs.append((a, b))
+    return pairs
+
+
+def _paired(table, pairs: list[tuple[str, str]] | None, metric: str):
+    from pbr_core.experiments import paired_tests
+
+    return paired_tests(table, metric, pairs)
+
+
+def _paired_text(tests, metric: str) -> str:
+    """The paired tests as the terminal shows them, with the names of the tests and what they assume."""
+    from pbr_core.experiments import TEST_NAMES
+
+    if tests.empty:
+        return "paired tests: none (one method only)"
+    lines = [f"paired tests over folds, {metric} (A - B; 95% t interval of the mean difference; p-values of the "
+             f"{TEST_NAMES['t_p']}, the {TEST_NAMES['wilcoxon_p']} and the {TEST_NAMES['corrected_t_p']}):"]
+    for r in tests.itertuples(index=False):
+        if r.n_folds < 2:
+            lines.append(f"  {r.a} vs {r.b}: fewer than 2 folds with both values, no test")
+            continue
+        verdict = f"{r.better} better (both p < 0.05)" if r.better else "no difference shown at the 5% level"
+        lines.append(f"  {r.a} - {r.b}: {r.mean_diff:+.4f} [{r.ci_low:+.4f}, {r.ci_high:+.4f}]; t p = {r.t_p:.3g}, "
+                     f"Wilcoxon p = {r.wilcoxon_p:.3g}, corrected t p = {r.corrected_t_p:.3g}; "
+                     f"A better on {r.a_better_folds}/{r.n_folds} folds: {verdict}")
+    folds = int(tests["n_folds"].max())
+    lines.append("  The t-test assumes independent, normal fold differences; Wilcoxon independent differences "
+                 f"symmetric about their median (with {folds} folds its smallest possible p is "
+                 f"2/2^{folds} = {2 / 2 ** folds:.3g}). The folds are random "
+                 "splits of one file, so they overlap and both p-values are optimistic; the corrected t-test "
+                 "(variance factor 1/F + n_te/n_re) allows for that and is conservative.")
+    return "\n".join(lines)
 
 
 COMMANDS = {"evaluate": cmd_evaluate, "fit": cmd_fit, "apply": cmd_apply, "compare": cmd_compare, "methods": cmd_methods}

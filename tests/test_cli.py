@@ -146,7 +146,9 @@ def test_fit_with_alpha_selected_by_cross_validation(capsys, c10_files, tmp_path
     np.testing.assert_allclose(written["brier"], written["score"], rtol=0)
     rec = load_recalibrator(model)
     assert f"KL = {rec.kl_:.4g}; {rec.fit_report_['iterations']} iterations on cpu" in out
-    assert f"Corollary 1 (ECE generalisation gap) <= {rec.bounds_['corollary1']:.4f}" in out
+    assert f"Corollary 1 (E_rho ECE generalisation gap) <= {rec.bounds_['corollary1']:.4f}" in out
+    assert "bounds: approximate: prior fitted on the same rows" in out and "not bounds on the one saved" in out
+    assert "cross entropy, which is unbounded" in out  # PBR total: what the bound does not cover
     assert rec.method == "pbr_total_app" and rec.alpha == expected.best_alpha
     assert (rec.max_iter, rec.n_mc, rec.objective, rec.mean_approx) == (30, 10, "pbr_total", True)
 
@@ -327,3 +329,70 @@ def test_compare_with_a_fixed_test_set_size(capsys, tmp_path) -> None:
     np.testing.assert_allclose(table["ece"].to_numpy(), expected["ece"].to_numpy(), rtol=0, atol=1e-12)
     code, _, err = run(capsys, "compare", data, "--n-re", "500", "--n-te", "9600", "--quiet")
     assert code == EXIT_USAGE and "n_te=9600" in err
+
+
+def test_compare_prints_paired_tests_and_the_binary_ece_choice(capsys, tmp_path) -> None:
+    import pandas as pd
+
+    from pbr_core.experiments import paired_tests
+
+    data = SAMPLE / "kitti_random_forest.csv"
+    if not data.exists():
+        pytest.skip("kitti_random_forest.csv is not bundled")
+    out_file = tmp_path / "table.csv"
+    code, out, _ = run(capsys, "compare", data, "--methods", "uncalibrated,platt,beta", "--n-re", "500",
+                       "--folds", "3", "--quiet", "--out", out_file, "--pairs", "beta:platt")
+    assert code == EXIT_OK
+    assert "top-label ECE" in out  # binary data: the ECE definition is named (the paper's, by default)
+    table = pd.read_csv(out_file)
+    expected = paired_tests(table, "ece", [("beta", "platt")]).iloc[0]
+    line = next(x for x in out.splitlines() if x.strip().startswith("beta - platt"))
+    assert f"{expected['mean_diff']:+.4f}" in line and f"t p = {expected['t_p']:.3g}" in line
+    assert f"Wilcoxon p = {expected['wilcoxon_p']:.3g}" in line
+    assert "paired t-test" in out and "Wilcoxon signed-rank" in out and "2/2^3" in out
+    code, _, err = run(capsys, "compare", data, "--methods", "uncalibrated,platt", "--pairs", "platt:gp", "--quiet")
+    assert code == EXIT_USAGE and "gp" in err and "--methods" in err
+    code, out, _ = run(capsys, "compare", data, "--methods", "uncalibrated,platt", "--n-re", "500", "--folds", "2",
+                       "--quiet", "--binary-ece", "positive")
+    assert code == EXIT_OK and "ECE of p(y=1)" in out
+    code, out, _ = run(capsys, "compare", data, "--methods", "uncalibrated,platt,beta", "--n-re", "500",
+                       "--folds", "3", "--quiet", "--pairs", "beta:platt", "--format", "json")
+    doc = json.loads(out)
+    assert code == EXIT_OK and doc["paired_tests"][0]["t_p"] == pytest.approx(expected["t_p"], rel=1e-9)
+    assert {r["method"] for r in doc["summary"]} == {"uncalibrated", "platt", "beta"}
+
+
+def test_compare_defaults_to_the_top_label_ece_on_binary_data(capsys, tmp_path) -> None:
+    import pandas as pd
+
+    from pbr_core.experiments import compare
+
+    data = SAMPLE / "kitti_random_forest.csv"
+    if not data.exists():
+        pytest.skip("kitti_random_forest.csv is not bundled")
+    out_file = tmp_path / "table.csv"
+    assert run(capsys, "compare", data, "--methods", "uncalibrated", "--n-re", "500", "--folds", "2", "--quiet",
+               "--out", out_file)[0] == EXIT_OK
+    preds = pbr_core.load_predictions(data)
+    top = compare(preds, ["uncalibrated"], n_re=500, n_folds=2, binary_ece="top_label")
+    np.testing.assert_allclose(pd.read_csv(out_file)["ece"], top["ece"], rtol=0, atol=1e-12)
+
+
+def test_fit_with_a_prior_split_prints_bounds_valid_as_stated(capsys, c10_files, tmp_path) -> None:
+    from pbr_core.recalibrators import load_recalibrator
+
+    fit, _ = c10_files
+    small = tmp_path / "small.npz"
+    d = np.load(fit)
+    np.savez(small, logits=d["logits"][:300], labels=d["labels"][:300])
+    model = tmp_path / "gp.json"
+    code, out, err = run(capsys, "fit", small, "--method", "gp", "--prior-split", "0.4", "--param", "max_iter=30",
+                         "--out", model, "--quiet")
+    assert code == EXIT_OK, err
+    rec = load_recalibrator(model)
+    assert rec.prior_split == 0.4 and rec.bounds_["n"] == 180
+    assert "bounds: valid as stated (prior chosen on 120 rows, bounds on the other 180 of 300)" in out
+    assert f"E_rho |TCE - ECE|) <= {rec.bounds_['corollary2']:.4f} (n = 180," in out
+    code, _, err = run(capsys, "fit", small, "--method", "gp", "--prior-split", "0.4", "--param", "prior_split=0.2",
+                       "--out", model, "--quiet")
+    assert code == EXIT_USAGE and "once" in err

@@ -75,3 +75,21 @@ def test_bad_alpha_is_rejected(script, tmp_path):
         script.main([*TINY, "--alpha", "-1", "--out", str(tmp_path)])
     with pytest.raises(SystemExit):
         script.main([*TINY, "--alpha", "best", "--out", str(tmp_path)])
+
+
+def test_paired_reproduction_script_matches_the_library_and_the_committed_file(tmp_path, capsys):
+    """docs/reproduction_results/paired_tests.md is what the script computes from the committed CSVs."""
+    spec = importlib.util.spec_from_file_location("paired_reproduction", ROOT / "scripts" / "paired_reproduction.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = tmp_path / "paired.md"
+    assert module.main(["--out", str(out)]) == 0
+    capsys.readouterr()
+    text = out.read_text()
+    assert text == (ROOT / "docs" / "reproduction_results" / "paired_tests.md").read_text()
+    from pbr_core.experiments import paired_tests
+
+    kitti = pd.read_csv(ROOT / "docs" / "reproduction_results" / "kitti_per_fold.csv")
+    r = paired_tests(kitti[kitti.model == "random_forest"], "ece", [("pbr_total", "gp")]).iloc[0]
+    line = next(x for x in text.splitlines() if x.startswith("| random_forest | pbr_total | gp |"))
+    assert f"{r.mean_diff:+.4f}" in line and f"| {r.t_p:.2g} | {r.wilcoxon_p:.2g} |" in line

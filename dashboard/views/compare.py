@@ -21,6 +21,10 @@ K_N_TE = "cmp_n_te"
 K_ALPHA = "cmp_alpha"
 K_DIAGRAMS = "cmp_diagrams"
 K_MAX_ITER = "cmp_max_iter"
+K_BINARY_ECE = "cmp_binary_ece"
+K_PAIRED_METRIC = "cmp_paired_metric"
+K_PAIR_A = "cmp_pair_a"
+K_PAIR_B = "cmp_pair_b"
 K_SWEEP_VALUES = "sweep_n_re_values"
 K_SWEEP_FOLDS = "sweep_n_folds"
 K_FOR = "cmp_for"
@@ -67,13 +71,14 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.CompareSettings | Non
             max_iter = int(st.number_input("Max optimiser iterations (0 = the library's default)", min_value=0,
                                            value=0, step=50, key=K_MAX_ITER, persist_state="session",
                                            disabled=running, help=texts.MAX_ITER_HELP)) or None
+    binary_ece = _binary_ece_control(preds, running)
     n_te = int(st.number_input("Test rows per fold (0 = every row not used to fit)", min_value=0,
                                max_value=max(1, preds.n - 2), step=500, key=K_N_TE, persist_state="session",
                                disabled=running, help=texts.N_TE_HELP)) or None
     diagrams = st.checkbox("Draw reliability diagrams (fold 1's test set)", value=True, key=K_DIAGRAMS,
                            persist_state="session", disabled=running, help=texts.DIAGRAMS_HELP)
     settings = runs.compare_settings(chosen, int(n_re), int(n_folds), int(seed), n_te=n_te, diagrams=diagrams,
-                                     binary_ece=state.recal_binary_ece(preds), alpha=float(alpha), max_iter=max_iter)
+                                     binary_ece=binary_ece, alpha=float(alpha), max_iter=max_iter)
     fits, n_gp = settings.fits_per_fold()  # a method and its "app." variant share one fit
     st.caption(f"{int(n_folds) * fits} fits in all" + (f", of which {int(n_folds) * n_gp} GP fits "
                                                       f"(on {runs.device_label()})" if n_gp else "") +
@@ -87,6 +92,51 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.CompareSettings | Non
                  f"but the file has {preds.n:,}. Lower one of them (0 test rows = all the others).")
         return None
     return settings
+
+
+def _binary_ece_control(preds, running: bool) -> str:
+    """Binary data: which ECE the protocol reports; top label by default, as in the paper's tables.
+    (The sidebar's choice is for the audit pages; the protocol follows the paper unless told.)"""
+    if preds.kind != "binary":
+        return "top_label"
+    if st.session_state.get(K_BINARY_ECE) not in texts.BINARY_ECE_CHOICES:
+        st.session_state[K_BINARY_ECE] = "top_label"
+    return st.segmented_control("ECE on binary data", list(texts.BINARY_ECE_CHOICES), required=True,
+                                format_func=texts.BINARY_ECE_CHOICES.get, key=K_BINARY_ECE,
+                                persist_state="session", disabled=running, help=texts.BINARY_ECE_HELP)
+
+
+def _binary_ece_of_page(preds) -> str:
+    return st.session_state.get(K_BINARY_ECE, "top_label") if preds.kind == "binary" else "top_label"
+
+
+def _paired(table, multiclass: bool) -> None:
+    """Paired tests over folds: the default pairs, and any pair the user picks."""
+    st.markdown("**Is the difference real? Paired tests over folds**", help=texts.PAIRED_HELP)
+    if table[table["error"].isna()]["fold"].nunique() < 2:
+        st.info("Paired tests need at least 2 folds with results.")
+        return
+    st.caption(texts.PAIRED_INTRO)
+    metrics = {"ece": "Test ECE", "accuracy": "Accuracy", "nll": "NLL", "brier": "Brier score"}
+    c = st.columns([1.2, 2, 2], gap="medium", vertical_alignment="bottom")
+    metric = c[0].selectbox("Metric", list(metrics), format_func=metrics.get, key=K_PAIRED_METRIC)
+    # Only methods with results: a method whose every fit failed has nothing to pair.
+    methods = list(dict.fromkeys(table[table["error"].isna()]["method"]))
+    if len(methods) < 2:
+        st.info("Paired tests need at least two methods.")
+        return
+    for key, default in ((K_PAIR_A, methods[-1]), (K_PAIR_B, methods[0])):
+        if st.session_state.get(key) not in methods:
+            st.session_state[key] = default
+    label = lambda m: texts.method_label(m, multiclass)  # noqa: E731
+    a = c[1].selectbox("Compare A", methods, format_func=label, key=K_PAIR_A, help=texts.PAIRED_PICK_HELP)
+    b = c[2].selectbox("with B", methods, format_func=label, key=K_PAIR_B, help=texts.PAIRED_PICK_HELP)
+    if a == b:
+        st.info("Choose two different methods to compare them.")
+    else:
+        st.dataframe(report.paired_frame(table, multiclass, metric, [(a, b)]), hide_index=True, key="cmp_pair_table")
+    st.markdown("Each method against the uncalibrated model and against the best mean:")
+    st.dataframe(report.paired_frame(table, multiclass, metric), hide_index=True, key="cmp_paired_table")
 
 
 def _start_compare(loaded: state.Loaded, s: runs.CompareSettings) -> None:
@@ -114,9 +164,12 @@ def _results(loaded: state.Loaded, result: runs.CompareResult) -> None:
     st.markdown("**Test metrics, mean ± std over folds**", help=texts.SUMMARY_HELP)
     st.dataframe(styled, key="cmp_summary_table")
     st.caption(f"{table['fold'].nunique()} folds · {int(table['n_te'].iloc[0]):,} test rows per fold · ECE with "
-               f"B = {int(table['n_bins'].iloc[0])} bins. Green = best in its column.")
+               f"B = {int(table['n_bins'].iloc[0])} bins" +
+               (f" · {texts.binary_ece_caption(result.settings.binary_ece)}" if result.kind == "binary" else ".") +
+               " Green = best mean in its column; whether it is better beyond chance: the paired tests below.")
     for note in report.compare_at_prior_notes(result):
         st.warning(note, icon=":material/do_not_disturb_on:")
+    _paired(table, multiclass)
     with st.expander("Every fold"):
         st.dataframe(tables.fold_styler(table, multiclass), hide_index=True, key="cmp_folds_table")
     figs = report.compare_figures(result, result.kind == "binary" and result.settings.binary_ece == "positive",
@@ -160,7 +213,7 @@ def _sweep(loaded: state.Loaded, methods: list[str], running: bool) -> None:
                f"{len(chosen) * len(methods) * int(n_folds)} fits.")
     if go:
         s = runs.SweepSettings(methods=tuple(methods), n_re_values=tuple(sorted(chosen)), n_folds=int(n_folds),
-                               seed=int(st.session_state.get(K_SEED, 0)), binary_ece=state.recal_binary_ece(preds),
+                               seed=int(st.session_state.get(K_SEED, 0)), binary_ece=_binary_ece_of_page(preds),
                                params=runs.gp_params(methods, float(st.session_state.get(K_ALPHA, 0.5)),
                                                      int(st.session_state.get(K_MAX_ITER) or 0) or None))
         name, key = loaded.name, loaded.key
@@ -226,7 +279,7 @@ def _group_gaps(loaded: state.Loaded, running: bool) -> None:
                f"{int(st.session_state.get(K_SEED, 0))}. Each fold fits one recalibrator for everyone and one per group.")
     if go:
         s = runs.GroupGapSettings(method=method, by=(by,), n_re=n_re, n_folds=n_folds,
-                                  seed=int(st.session_state.get(K_SEED, 0)), binary_ece=state.recal_binary_ece(preds),
+                                  seed=int(st.session_state.get(K_SEED, 0)), binary_ece=_binary_ece_of_page(preds),
                                   params=tuple(sorted(runs.recalibrator_params(
                                       method, float(st.session_state.get(K_ALPHA, 0.5)),
                                       int(st.session_state.get(K_MAX_ITER) or 0) or None).items())))

@@ -104,6 +104,7 @@ def _results(loaded: state.Loaded, result: runs.GenResult) -> None:
                          f"mean Corollary 1 bound ({1 - s.eps:.0%})"]
     st.markdown("**Per α, mean over folds**")
     st.dataframe(per_alpha, hide_index=True)
+    st.caption(texts.GEN_BOUND_CAPTION)
     with st.expander("Every fit"):
         st.dataframe(tables.fold_styler(res.table), hide_index=True)
     d = st.columns(2)

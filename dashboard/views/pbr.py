@@ -24,6 +24,8 @@ K_SEED = "pbr_seed"
 K_EPS = "pbr_eps"
 K_L = "pbr_lipschitz"
 K_MAX_ITER = "pbr_max_iter"
+K_PRIOR_SPLIT = "pbr_prior_split_on"
+K_PRIOR_SHARE = "pbr_prior_share"
 K_FOR = "pbr_for"
 
 ALPHA_MODES = {"fixed": "Set α myself", "auto": "Choose α automatically"}
@@ -95,9 +97,21 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings:
             max_iter = int(e[2].number_input("Max optimiser iterations (0 = default)", min_value=0, value=0, step=50,
                                              key=K_MAX_ITER, persist_state="session", disabled=running,
                                              help=texts.MAX_ITER_HELP)) or None
+        p = st.columns([2, 1], gap="medium", vertical_alignment="bottom")
+        split_on = p[0].toggle("Bounds valid as stated: choose the prior on separate rows", key=K_PRIOR_SPLIT,
+                               persist_state="session", disabled=running, help=texts.PRIOR_SPLIT_HELP)
+        prior_split = 0.0
+        if split_on:
+            prior_split = float(p[1].number_input("Share of rows for the prior", min_value=0.05, max_value=0.9,
+                                                  value=0.3, step=0.05, format="%.2f", key=K_PRIOR_SHARE,
+                                                  persist_state="session", disabled=running,
+                                                  help=texts.PRIOR_SPLIT_HELP))
+            n_prior = int(round(prior_split * n_re))
+            st.caption(f"The prior is chosen on {n_prior:,} of the {n_re:,} recalibration rows; the posterior and "
+                       f"the bounds use the other {n_re - n_prior:,}.")
     return runs.PBRSettings(objective=objective, mean_approx=bool(mean_approx), alpha=alpha, alpha_grid=grid,
                             cv_folds=cv_folds, cv_score=cv_score, n_re=n_re, seed=seed, eps=eps, lipschitz=lip,
-                            max_iter=max_iter, binary_ece=state.recal_binary_ece(preds))
+                            max_iter=max_iter, binary_ece=state.recal_binary_ece(preds), prior_split=prior_split)
 
 
 def _start(loaded: state.Loaded, s: runs.PBRSettings) -> None:
@@ -142,20 +156,29 @@ def _bounds(r: runs.PBRResult) -> None:
         st.info("This method reports no KL divergence, so the paper's bounds do not apply to it.")
         return
     s = r.settings
-    st.caption(f"n_re = {s.n_re:,} rows, B = floor(n_re^(1/3)) = {r.n_bins_re} bins, KL = {r.kl:.4g}, "
-               f"ε = {s.eps:g}, L = {s.lipschitz:g}. ECE on the recalibration set after the fit: {r.ece_re:.4f}.")
+    n = r.n_bound or s.n_re
+    if r.bound_prior == "split":
+        st.success(texts.bound_validity("split", n, s.n_re), icon=":material/verified:")
+    else:
+        st.warning(texts.bound_validity("same_rows", n, s.n_re), icon=":material/info:")
+    st.caption(f"n = {n:,} rows, B = floor(n^(1/3)) = {r.n_bins_re} bins, KL = {r.kl:.4g}, "
+               f"ε = {s.eps:g}, L = {s.lipschitz:g}. ECE on these rows after the fit: {r.ece_re:.4f}.")
     c = st.columns(2, gap="large")
     with c[0], st.container(border=True):
         b = r.bounds["corollary1"]
-        st.metric("Corollary 1: ECE generalisation gap ≤", f"{b:.4f}",
-                  help="E over the posterior of |E ECE(fresh data of n_re rows) − ECE(recalibration set)|.")
-        st.markdown(texts.corollary1_reading(b, s.n_re, s.eps, r.ece_re))
+        st.metric("Corollary 1: E_ρ ECE generalisation gap ≤", f"{b:.4f}",
+                  help="Average over maps V drawn from the posterior ρ of |E ECE(fresh data of n rows) − "
+                       "ECE(recalibration rows)|.")
+        st.markdown(texts.corollary1_reading(b, n, s.eps, r.ece_re))
     with c[1], st.container(border=True):
         b = r.bounds["corollary2"]
-        st.metric("Corollary 2: |TCE − recalibration ECE| ≤", f"{b:.4f}",
-                  help="Total bias: the binning bias (1+L)/B plus the KL-dependent estimation term.")
+        st.metric("Corollary 2: E_ρ |TCE − recalibration ECE| ≤", f"{b:.4f}",
+                  help="Average over maps V drawn from the posterior ρ of the total bias |TCE − ECE|: the "
+                       "binning bias (1+L)/B plus the KL-dependent estimation term.")
         st.markdown(texts.corollary2_reading(b, s.eps, r.ece_re))
         st.caption(texts.COROLLARY2_RANGE_MEANING)
+    if s.objective == "pbr_total":
+        st.caption(texts.PBR_TOTAL_BOUND_NOTE)
 
 
 def _results(loaded: state.Loaded, r: runs.PBRResult) -> None:

@@ -5,6 +5,8 @@ and Appendices F-G:
 
 * :func:`compare` - cross-validated comparison of recalibrators (Table 1): one row per (method, fold).
 * :func:`summarize`, :func:`summary_table`, :func:`best_mask` - mean ± std over folds, best per column.
+* :func:`paired_tests` - does A differ from B beyond fold-to-fold noise: paired t-test, Wilcoxon
+  signed-rank and corrected resampled t-test over folds, mean difference with its interval.
 * :func:`kl_vs_ece_gap` - KL against the ECE generalisation gap over alpha (Section 6.1, Figure 2).
 * :func:`n_re_sweep` - test ECE against the recalibration set size (Figure 3).
 * :func:`split_indices`, :func:`fit_on_fold` - one fold's split / fitted method, e.g. for reliability diagrams.
@@ -26,6 +28,8 @@ Example
 from __future__ import annotations
 
 from pbr_core.experiments._protocol import (
+    BINARY_ECE_WORDS,
+    DEFAULT_BINARY_ECE,
     CancelCallback,
     Cancelled,
     ProgressCallback,
@@ -39,24 +43,30 @@ from pbr_core.experiments._protocol import (
     tqdm_progress,
 )
 from pbr_core.experiments.compare import COMPARE_COLUMNS, compare, fit_and_evaluate, fit_on_fold
+from pbr_core.experiments.paired import PAIRED_COLUMNS, TEST_NAMES, default_pairs, paired_test, paired_tests
 from pbr_core.experiments.kl_gap import KL_GAP_COLUMNS, PAPER_ALPHAS, KLGapResult, kl_vs_ece_gap
 from pbr_core.experiments.summary import HIGHER_IS_BETTER, LOWER_IS_BETTER, best_mask, summarize, summary_table
 from pbr_core.experiments.sweep import PAPER_N_RE_VALUES, n_re_sweep
 
 __all__ = [
+    "BINARY_ECE_WORDS",
+    "DEFAULT_BINARY_ECE",
     "COMPARE_COLUMNS",
     "HIGHER_IS_BETTER",
     "KL_GAP_COLUMNS",
     "LOWER_IS_BETTER",
+    "PAIRED_COLUMNS",
     "PAPER_ALPHAS",
     "PAPER_N_RE_VALUES",
     "CancelCallback",
     "Cancelled",
     "KLGapResult",
     "ProgressCallback",
+    "TEST_NAMES",
     "available_methods",
     "best_mask",
     "compare",
+    "default_pairs",
     "ece_inputs",
     "ended_at_prior",
     "evaluation_metrics",
@@ -66,6 +76,8 @@ __all__ = [
     "kl_vs_ece_gap",
     "make_recalibrator",
     "n_re_sweep",
+    "paired_test",
+    "paired_tests",
     "split_indices",
     "summarize",
     "summary_table",

@@ -45,7 +45,7 @@ MIN_FIT_ROWS = 50
 
 def recalibration_by_group(preds: Predictions, method: str, by: Sequence[str] | str, *, n_re: int = 1000,
                            n_folds: int = 10, seed: int = 0, every: Bucket | None = None,
-                           params: Mapping[str, Any] | None = None, binary_ece: BinaryECE = "positive",
+                           params: Mapping[str, Any] | None = None, binary_ece: BinaryECE = "top_label",
                            min_fit_rows: int = MIN_FIT_ROWS, progress: ProgressCallback | None = None,
                            cancel: CancelCallback | None = None) -> pd.DataFrame:
     """Test ECE per group of the uncalibrated model, one recalibrator for everyone and one per group.

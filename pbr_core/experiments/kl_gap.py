@@ -120,7 +120,7 @@ def kl_vs_ece_gap(
     cancel: CancelCallback | None = None,
     *,
     eps: float = 0.05,
-    binary_ece: BinaryECE = "positive",
+    binary_ece: BinaryECE = "top_label",
     on_error: OnError = "raise",
     **pbr_params: Any,
 ) -> KLGapResult:
@@ -169,6 +169,12 @@ def kl_vs_ece_gap(
     if any(not math.isfinite(a) or a < 0 for a in alphas):
         raise ValueError(f"Expected every alpha to be a finite number >= 0, but got {alphas}.")
     make_recalibrator(objective, {"alpha": alphas[0], **pbr_params})  # fail fast on bad names/params
+    if pbr_params.get("prior_split"):
+        # The gap compares ECEs on n_re rows each (Corollary 1: n_te = n_re); a prior split bounds
+        # fewer rows, so the study's sizes would no longer match the corollary.
+        raise ValueError("kl_vs_ece_gap does not take `prior_split`: its bound column compares n_re recalibration "
+                         "rows with n_re test rows (Corollary 1 assumes equal sizes); fit with prior_split directly "
+                         "to get a bound valid as stated.")
     if isinstance(n_re, bool) or not isinstance(n_re, (int, np.integer)) or n_re < 2:
         raise ValueError(f"Expected argument `n_re` to be an integer of at least 2, but got {n_re!r}.")
     if 2 * n_re > preds.n:

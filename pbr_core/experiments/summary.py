@@ -61,6 +61,12 @@ def summarize(table: pd.DataFrame, metrics: Sequence[str] | None = None, by: Seq
         accuracy) among the methods compared at the same other keys (e.g. the same ``n_re``);
         ties are all best. NaN means are never best.
 
+    See Also
+    --------
+    pbr_core.experiments.paired_tests : whether the best mean is better than another method beyond
+        the fold-to-fold spread (paired t-test, Wilcoxon signed-rank, corrected t-test over folds).
+        ``best`` only marks the lowest mean.
+
     Examples
     --------
     >>> import pandas as pd

@@ -51,7 +51,7 @@ def n_re_sweep(
     *,
     method_params: Mapping[str, Mapping[str, Any]] | None = None,
     n_te: int | None = None,
-    binary_ece: BinaryECE = "positive",
+    binary_ece: BinaryECE = "top_label",
     on_error: OnError = "raise",
 ) -> pd.DataFrame:
     """Test ECE (and accuracy, NLL, Brier) of each method for each recalibration set size (Figure 3).

@@ -72,6 +72,11 @@ def test_compare_temperature_and_download_the_table(page, app_url):
     assert table["ece"].between(0, 1).all()
     t = table.groupby("method")["ece"].mean()
     assert t["temperature"] < t["uncalibrated"]  # ResNet-110 is over-confident; T-scaling helps
+    # Whether a smaller mean is a real difference: the paired tests over folds, named.
+    main = page.locator('[data-testid="stMain"]').inner_text()
+    assert "Is the difference real? Paired tests over folds" in main and "Compare A" in main
+    report = _download(page, "Session report (HTML)").decode()
+    assert "Paired tests over folds" in report and "Wilcoxon signed-rank test" in report
 
 
 @pytest.mark.skipif(not runs.gp_available(), reason="the GP family (pbr_core.recalibrators.gp) is not installed")
@@ -90,6 +95,10 @@ def test_pbr_small_fit_and_download_predictions_and_recalibrator(page, app_url):
     page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=TIMEOUT_MS)
     main = page.locator('[data-testid="stMain"]').inner_text()
     assert "KL(ρ‖π)" in main and "Corollary 1" in main and "Corollary 2" in main
+    # What the bounds are: an average over the posterior, and which kind of prior they rest on.
+    assert "E_ρ |TCE − recalibration ECE|" in main
+    assert "Approximate: prior fitted on the same rows" in main
+    assert "on average over the draws" in main or "Vacuous here" in main
     assert page.locator('[data-testid="stPlotlyChart"]').count() == 2
     preds = pd.read_csv(io.BytesIO(_download(page, "Calibrated predictions (CSV)")))
     assert preds.shape == (10_000, 12) and "label" in preds.columns

@@ -236,6 +236,10 @@ def test_pbr_tiny_fit_shows_kl_bounds_and_downloads(at):
     assert _metric(at, "Corollary 2").startswith("")
     readings = " ".join(m.value for m in at.markdown)
     assert ("fresh data of the same size" in readings) or ("Vacuous here" in readings)
+    # which kind of bound this is, and what Corollary 2 is about (an average over the posterior)
+    assert any("Approximate: prior fitted on the same rows" in w.value for w in at.warning)
+    assert ("on average over the draws" in readings and "not a range for the TCE" in readings) or \
+        "Vacuous here" in readings
     # What Corollary 2's range means, and which number answers "how miscalibrated is it?".
     assert texts.COROLLARY2_RANGE_MEANING in [c.value for c in at.caption]
     assert len(at.get("plotly_chart")) == 2  # before / after
@@ -266,6 +270,36 @@ def test_pbr_tiny_fit_shows_kl_bounds_and_downloads(at):
     assert len(notes) == 1 and "With α = 0.5 and n_re = 150 rows" in notes[0]
     _no_internal_names(_page_text(at), "the PBR page")
     _no_internal_names(_html_text(report.build_report([report.pbr_section(ended)], data_name="d")), "the PBR report")
+
+
+@needs_gp
+def test_pbr_prior_split_gives_bounds_valid_as_stated_on_the_other_rows(at):
+    at.switch_page(PBR).run()
+    at.number_input(key="pbr_n_re").set_value(200).run()
+    _small_gp_settings(at, "pbr")
+    at.toggle(key="pbr_prior_split_on").set_value(True).run()
+    at.number_input(key="pbr_prior_share").set_value(0.4).run()
+    assert any("chosen on 80 of the 200 recalibration rows" in c.value for c in at.caption)
+    at.button(key="pbr_run").click().run()
+    job = _finish(at, "pbr")
+    assert not at.exception
+    r = job.result
+    assert r.recalibrator.prior_split == 0.4 and r.n_bound == 120 and r.bound_prior == "split"
+    c1 = pbr_core.corollary1_bound(120, pbr_core.optimal_n_bins(120), max(r.kl, 0.0))
+    assert _metric(at, "Corollary 1") == f"{c1:.4f}"
+    # the ECE next to the bound is measured on the 120 bound rows only
+    from pbr_core.experiments import split_indices
+
+    re_idx, _ = split_indices(r.preds.n, 200, fold=0, seed=0)
+    fit_set = r.preds.subset(re_idx)
+    rows = r.recalibrator.bound_rows_
+    ece = pbr_core.ece(r.recalibrator.predict_proba(fit_set)[rows], fit_set.labels[rows], pbr_core.optimal_n_bins(120))
+    assert r.ece_re == pytest.approx(ece, abs=1e-12)
+    assert any("Valid as stated" in m.value and "n = 120 instead of 200" in m.value for m in at.success)
+    sec = report.pbr_section(r)
+    assert any(c.startswith("Bounds (valid as stated)") for c, _ in sec.tables)
+    _no_internal_names(_page_text(at), "the PBR page with a prior split")
+    _no_internal_names(_html_text(report.build_report([sec], data_name="d")), "the PBR report with a prior split")
 
 
 @needs_gp
@@ -326,12 +360,13 @@ def test_missing_gp_module_gives_a_note_not_a_crash(at, monkeypatch):
     assert any("not offered" in c.value for c in at.caption)
 
 
-def test_binary_data_compare_uses_p_positive(at):
+def test_binary_data_compare_uses_the_papers_top_label_ece_and_says_so(at):
     at.selectbox(key="data_sample").set_value("kitti_xgboost.csv").run()
     at.switch_page(COMPARE).run()
     assert not at.exception
     options = at.multiselect(key="cmp_methods").options
     assert "Platt scaling" in options and "Beta calibration" in options  # no "(one-vs-all)" on binary data
+    assert at.segmented_control(key="cmp_binary_ece").value == "top_label"  # the paper's tables' ECE
     at.multiselect(key="cmp_methods").set_value(["uncalibrated", "platt", "beta"]).run()
     at.number_input(key="cmp_n_re").set_value(1000).run()
     at.number_input(key="cmp_n_folds").set_value(2).run()
@@ -339,9 +374,49 @@ def test_binary_data_compare_uses_p_positive(at):
     job = _finish(at, "compare")
     preds = at.session_state["pbr_loaded"].preds
     expected = pbr_core.experiments.compare(preds, ["uncalibrated", "platt", "beta"], n_re=1000, n_folds=2,
+                                            binary_ece="top_label")
+    pd.testing.assert_series_equal(job.result.table["ece"], expected["ece"])
+    assert any("Top-label ECE" in c.value and "paper's tables" in c.value for c in at.caption)
+    assert "Confidence (probability of the predicted class)" in at.get("plotly_chart")[0].proto.spec
+    # p(y=1) on request, named as such
+    at.segmented_control(key="cmp_binary_ece").set_value("positive").run()
+    at.button(key="cmp_run").click().run()
+    job = _finish(at, "compare")
+    expected = pbr_core.experiments.compare(preds, ["uncalibrated", "platt", "beta"], n_re=1000, n_folds=2,
                                             binary_ece="positive")
     pd.testing.assert_series_equal(job.result.table["ece"], expected["ece"])
+    assert any("ECE of p(y=1)" in c.value for c in at.caption)
     assert "Predicted probability p(y=1)" in at.get("plotly_chart")[0].proto.spec  # binary axis wording
+
+
+def test_compare_page_shows_paired_tests_and_a_chosen_pair(at):
+    at.selectbox(key="data_sample").set_value("kitti_xgboost.csv").run()
+    at.switch_page(COMPARE).run()
+    at.multiselect(key="cmp_methods").set_value(["uncalibrated", "platt", "beta"]).run()
+    at.number_input(key="cmp_n_re").set_value(1000).run()
+    at.number_input(key="cmp_n_folds").set_value(3).run()
+    at.button(key="cmp_run").click().run()
+    job = _finish(at, "compare")
+    assert not at.exception
+    table = job.result.table
+    tests = pbr_core.experiments.paired_tests(table, "ece")
+    def paired_frames() -> list[pd.DataFrame]:  # the chosen pair first, then the default pairs
+        return [d.value for d in at.dataframe if "Wilcoxon p" in d.value.columns]
+
+    shown = paired_frames()[1]
+    assert list(shown["A"]) == [texts.method_label(m) for m in tests["a"]]
+    assert list(shown["t-test p"]) == [f"{v:.3g}" for v in tests["t_p"]]
+    assert list(shown["Wilcoxon p"]) == [f"{v:.3g}" for v in tests["wilcoxon_p"]]
+    at.selectbox(key="cmp_pair_a").set_value("beta").run()
+    at.selectbox(key="cmp_pair_b").set_value("platt").run()
+    one = pbr_core.experiments.paired_tests(table, "ece", [("beta", "platt")]).iloc[0]
+    pair = paired_frames()[0]
+    assert pair["mean ECE A − B"].iloc[0] == f"{one['mean_diff']:+.4f}"
+    assert pair["95% interval"].iloc[0] == f"[{one['ci_low']:+.4f}, {one['ci_high']:+.4f}]"
+    at.selectbox(key="cmp_paired_metric").set_value("brier").run()
+    one = pbr_core.experiments.paired_tests(table, "brier", [("beta", "platt")]).iloc[0]
+    assert paired_frames()[0]["mean Brier score A − B"].iloc[0] == f"{one['mean_diff']:+.4f}"
+    assert not at.exception
 
 
 def test_stopped_run_shows_its_partial_results_and_stale_data_is_flagged(at, cifar10):
@@ -432,7 +507,7 @@ def test_compare_and_sweep_say_where_a_fit_ended_at_its_prior(at, monkeypatch):
     assert "With α = 0.5 and n_re = 50 rows" in notes[0] and "A smaller α or more recalibration rows" in notes[0]
     summary = _shown(at.dataframe[0])
     assert summary["Folds at the prior"].tolist() == ["–", "–", "2 of 2"]
-    folds = _shown(at.dataframe[1])  # "Every fold"
+    folds = next(_shown(d) for d in at.dataframe if "Fold" in _shown(d).columns)  # "Every fold" (after the paired tests)
     assert folds["Method"].tolist() == ["Uncalibrated", "Isotonic regression (one-vs-all)", "PBR"] * 2
     assert folds["Fold"].astype(int).tolist() == [1, 1, 1, 2, 2, 2]
     assert folds["Ended at the prior"].tolist() == ["–", "–", "yes"] * 2 and folds["KL"].tolist()[0] == "–"

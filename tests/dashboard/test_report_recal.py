@@ -51,7 +51,14 @@ def test_compare_section_from_a_real_run(compare_result):
     sec = report.compare_section(compare_result)
     assert sec.settings["Methods"] == "Uncalibrated, Temperature scaling" and sec.settings["Folds"] == 2
     captions = [c for c, _ in sec.tables]
-    assert captions == ["Test metrics, mean ± std over folds", "Every fold"]
+    assert captions == ["Test metrics, mean ± std over folds", "Paired tests over folds (test ECE)", "Every fold"]
+    paired = sec.tables[1][1]
+    from pbr_core.experiments import paired_tests
+
+    tests = paired_tests(compare_result.table, "ece").iloc[0]
+    assert (paired["A"].iloc[0], paired["B"].iloc[0]) == ("Temperature scaling", "Uncalibrated")
+    assert paired["t-test p"].iloc[0] == f"{tests['t_p']:.3g}" and paired["Wilcoxon p"].iloc[0] == f"{tests['wilcoxon_p']:.3g}"
+    assert any("Wilcoxon signed-rank test" in p and "Nadeau" in p for p in sec.paragraphs)
     styled = sec.tables[0][1]
     assert list(styled.data.index) == ["Uncalibrated", "Temperature scaling"]
     assert len(sec.figures) == 2  # small multiples and overlay

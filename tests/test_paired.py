@@ -1,0 +1,142 @@
+"""Paired tests over folds (pbr_core.experiments.paired), pinned against scipy.stats and by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from pbr_core.experiments import default_pairs, paired_test, paired_tests
+
+
+def _table(values: dict[str, list[float]], n_re: int | None = None, n_te: int | None = None) -> pd.DataFrame:
+    rows = [{"method": m, "fold": f, "ece": v, "accuracy": 1 - v} for m, vs in values.items() for f, v in enumerate(vs)]
+    t = pd.DataFrame(rows)
+    if n_re is not None:
+        t["n_re"], t["n_te"] = n_re, n_te
+    return t
+
+
+RNG = np.random.default_rng(3)
+A = 0.02 + 0.004 * RNG.standard_normal(10)
+B = A + 0.002 + 0.001 * RNG.standard_normal(10)
+
+
+def test_paired_test_equals_scipy_ttest_rel_and_wilcoxon():
+    r = paired_test(A, B)
+    t = stats.ttest_rel(A, B)
+    w = stats.wilcoxon(A, B)
+    assert r["n_folds"] == 10
+    assert r["mean_diff"] == pytest.approx(float(np.mean(A - B)), abs=1e-15)
+    assert r["t_statistic"] == pytest.approx(float(t.statistic), rel=1e-12)
+    assert r["t_p"] == pytest.approx(float(t.pvalue), rel=1e-12)
+    assert (r["ci_low"], r["ci_high"]) == pytest.approx(tuple(t.confidence_interval(0.95)), rel=1e-12)
+    assert r["wilcoxon_statistic"] == float(w.statistic)
+    assert r["wilcoxon_p"] == pytest.approx(float(w.pvalue), rel=1e-12)
+
+
+def test_t_interval_and_p_by_hand():
+    d = A - B
+    n = d.size
+    se = d.std(ddof=1) / math.sqrt(n)
+    q = stats.t.ppf(0.95, n - 1)   # a 90% interval
+    r = paired_test(A, B, confidence=0.90)
+    assert r["ci_low"] == pytest.approx(d.mean() - q * se, rel=1e-10)
+    assert r["ci_high"] == pytest.approx(d.mean() + q * se, rel=1e-10)
+    assert r["t_p"] == pytest.approx(2 * stats.t.sf(abs(d.mean() / se), n - 1), rel=1e-10)
+
+
+def test_wilcoxon_exact_p_by_enumerating_all_sign_flips():
+    # The exact null distribution of W+ over the 2^10 sign assignments, counted by brute force.
+    d = A - B
+    ranks = stats.rankdata(np.abs(d))
+    w_plus = ranks[d > 0].sum()
+    w_obs = min(w_plus, ranks.sum() - w_plus)
+    signs = (np.arange(2 ** 10)[:, None] >> np.arange(10)) & 1
+    sums = signs @ ranks
+    p = np.mean(np.minimum(sums, ranks.sum() - sums) <= w_obs)
+    assert paired_test(A, B)["wilcoxon_p"] == pytest.approx(p, rel=1e-12)
+
+
+def test_corrected_resampled_t_test_by_hand():
+    d = A - B
+    n = d.size
+    t_c = d.mean() / (d.std(ddof=1) * math.sqrt(1 / n + 8000 / 1000))
+    r = paired_test(A, B, test_fraction=8.0)
+    assert r["corrected_t_p"] == pytest.approx(2 * stats.t.sf(abs(t_c), n - 1), rel=1e-10)
+    assert r["corrected_t_p"] > r["t_p"]  # the correction only ever widens
+    assert math.isnan(paired_test(A, B)["corrected_t_p"])
+
+
+def test_identical_methods_have_no_difference():
+    r = paired_test(A, A)
+    assert (r["mean_diff"], r["ci_low"], r["ci_high"], r["t_p"], r["wilcoxon_p"]) == (0.0, 0.0, 0.0, 1.0, 1.0)
+
+
+@pytest.mark.parametrize("a, b, message", [([0.1], [0.2], "at least 2 folds"), ([0.1, 0.2], [0.1], "same length"),
+                                           ([0.1, math.nan], [0.1, 0.2], "finite")])
+def test_paired_test_rejects_bad_input(a, b, message):
+    with pytest.raises(ValueError, match=message):
+        paired_test(a, b)
+
+
+def test_paired_tests_pairs_by_fold_not_by_row_order():
+    t = _table({"x": list(A), "y": list(B)}, n_re=1000, n_te=8000)
+    shuffled = t.sample(frac=1.0, random_state=0)
+    r = paired_tests(shuffled, pairs=[("x", "y")]).iloc[0]
+    assert r["t_p"] == pytest.approx(float(stats.ttest_rel(A, B).pvalue), rel=1e-12)
+    assert r["corrected_t_p"] == pytest.approx(paired_test(A, B, test_fraction=8.0)["corrected_t_p"], rel=1e-12)
+    assert r["a_better_folds"] == int(np.sum(A < B))
+    assert r["better"] == ("x" if stats.ttest_rel(A, B).pvalue < .05 and stats.wilcoxon(A, B).pvalue < .05 else None)
+
+
+def test_better_needs_both_tests_and_respects_direction():
+    lower = A - 0.01  # lower on every fold: better for ECE, worse for accuracy
+    t = _table({"lower": list(lower), "base": list(A)})
+    ece = paired_tests(t, pairs=[("lower", "base")]).iloc[0]
+    acc = paired_tests(t.assign(accuracy=t["ece"]), "accuracy", pairs=[("lower", "base")]).iloc[0]
+    assert ece["better"] == "lower" and ece["a_better_folds"] == 10
+    assert acc["better"] == "base" and acc["a_better_folds"] == 0
+    # 3 folds: the Wilcoxon test cannot reach p < 0.05 (its smallest p is 2/2^3), so nothing is shown.
+    few = _table({"lower": list(lower[:3]), "base": list(A[:3])})
+    assert paired_tests(few, pairs=[("lower", "base")]).iloc[0]["better"] is None
+
+
+def test_default_pairs_each_method_vs_uncalibrated_and_vs_best():
+    t = _table({"uncalibrated": [.05] * 3, "temp": [.02, .021, .022], "gp": [.03, .031, .029]})
+    assert default_pairs(t) == [("temp", "uncalibrated"), ("gp", "uncalibrated"), ("gp", "temp")]
+    out = paired_tests(t)
+    assert list(zip(out["a"], out["b"])) == default_pairs(t)
+
+
+def test_group_by_tests_each_group_separately():
+    t = pd.concat([_table({"x": list(A), "y": list(B)}).assign(model="m1"),
+                   _table({"x": list(B), "y": list(A)}).assign(model="m2")])
+    out = paired_tests(t, pairs=[("x", "y")], group_by=["model"])
+    assert list(out["model"]) == ["m1", "m2"]
+    assert out["mean_diff"].iloc[0] == pytest.approx(-out["mean_diff"].iloc[1])
+
+
+def test_failed_folds_are_left_out_of_the_pairing():
+    b = B.copy()
+    b[3] = math.nan
+    r = paired_tests(_table({"x": list(A), "y": list(b)}), pairs=[("x", "y")]).iloc[0]
+    keep = np.arange(10) != 3
+    assert r["n_folds"] == 9
+    assert r["t_p"] == pytest.approx(float(stats.ttest_rel(A[keep], B[keep]).pvalue), rel=1e-12)
+
+
+def test_unknown_method_is_named():
+    with pytest.raises(ValueError, match="'z'"):
+        paired_tests(_table({"x": list(A), "y": list(B)}), pairs=[("x", "z")])
+
+
+def test_better_is_none_not_nan_when_some_pairs_differ_and_others_do_not():
+    # NaN would read as true in `if row.better:`; mixed rows must keep None.
+    t = _table({"base": list(A), "lower": list(A - 0.01), "same": list(A + 1e-4 * RNG.standard_normal(10))})
+    out = paired_tests(t, pairs=[("lower", "base"), ("same", "base")])
+    assert out["better"].tolist() == ["lower", None]
+    assert [bool(b) for b in out["better"]] == [True, False]
