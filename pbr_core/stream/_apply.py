@@ -1,0 +1,216 @@
+"""Sampling a dataset for a fit, and applying a fitted recalibrator to every row of a dataset."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from pbr_core.predictions import Predictions, PredictionsError
+from pbr_core.stream._source import Dataset
+
+__all__ = ["apply_to_dataset", "sample_dataset"]
+
+
+def _check_size(size: int) -> int:
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+        raise ValueError(f"Expected argument `size` to be an integer larger than 0, but got {size!r}.")
+    return int(size)
+
+
+def sample_dataset(dataset: Dataset, size: int, *, seed: int = 0,
+                   progress: Callable[[int, int | None], None] | None = None) -> Predictions:
+    """A uniform random sample of exactly ``min(size, n)`` rows, without replacement, in one pass.
+
+    Bottom-k sampling: every row gets an independent uniform key (seeded per batch by ``seed``,
+    the file and the batch's first row, so the sample does not depend on how batches are read) and
+    the ``size`` rows with the smallest keys are kept, so every subset of ``size`` rows is equally
+    likely (the mergeable form of reservoir sampling: two partial samples merge by keeping the
+    smallest keys of both). Memory: O(size) rows. The rows come back in file order; the result
+    holds the scores (probabilities or logits, as in the files) and labels of the sampled rows.
+
+    Raises
+    ------
+    PredictionsError
+        A bad row anywhere in the dataset (every row is read and validated), top-label-only data.
+    """
+    size = _check_size(size)
+    lay = dataset.layout()
+    if lay.kind == "top_label":
+        raise PredictionsError(f"{dataset.spec}: top-label-only data (confidence, predicted label, true label) "
+                               "cannot be recalibrated: recalibration needs the full probability or logit vector.")
+    keys = np.zeros(0)
+    order = np.zeros((0, 2), dtype=np.int64)  # (file, row) of each kept row, to return them in file order
+    scores: np.ndarray | None = None
+    labels = np.zeros(0, dtype=np.int64)
+    done = 0
+    total = dataset.num_rows()
+    for unit in dataset.units():
+        for start, preds in dataset.predictions(unit):
+            rng = np.random.default_rng(np.random.SeedSequence([seed & 0xFFFFFFFF, unit.file_index, start]))
+            k = rng.random(preds.n)
+            s = preds.logits if preds.logits is not None else preds.probs
+            rows = np.column_stack([np.full(preds.n, unit.file_index), start + np.arange(preds.n)])
+            keys = np.concatenate([keys, k])
+            order = np.concatenate([order, rows])
+            scores = s.copy() if scores is None else np.concatenate([scores, s])
+            labels = np.concatenate([labels, preds.labels])
+            if keys.size > 2 * size:  # amortised: cut back to the size smallest keys
+                keep = np.argpartition(keys, size - 1)[:size]
+                keys, order, scores, labels = keys[keep], order[keep], scores[keep], labels[keep]
+            done += preds.n
+            if progress is not None:
+                progress(done, total)
+    if scores is None:
+        raise PredictionsError(f"{dataset.spec}: the dataset has no data rows.")
+    if keys.size > size:
+        keep = np.argpartition(keys, size - 1)[:size]
+        order, scores, labels = order[keep], scores[keep], labels[keep]
+    in_file_order = np.lexsort((order[:, 1], order[:, 0]))
+    scores, labels = scores[in_file_order], labels[in_file_order]
+    if lay.kind == "binary" and lay.input_type == "probabilities":
+        scores = scores[:, 1]
+    return Predictions.from_arrays(
+        scores, labels, input_type=lay.input_type, class_names=lay.class_names or None,
+        source=f"{dataset.spec} (random sample of {labels.size:,} rows, seed {seed})",
+        notes=(f"A uniform random sample of {labels.size:,} of {done:,} rows (seed {seed}).",),
+    )
+
+
+def _output_names(dataset: Dataset, out: Path) -> list[Path]:
+    common = os.path.commonpath([os.path.dirname(os.path.abspath(f)) for f in dataset.files]) \
+        if not any("://" in f for f in dataset.files) else None
+    names = []
+    for f in dataset.files:
+        rel = os.path.relpath(os.path.abspath(f), common) if common else f.split("://", 1)[1].replace("/", "_")
+        stem = rel
+        for suffix in (".csv.gz", ".tsv.gz", ".parquet", ".pq", ".csv", ".tsv"):
+            if stem.lower().endswith(suffix):
+                stem = stem[: -len(suffix)]
+                break
+        names.append(Path(stem + ".parquet"))
+    return names
+
+
+def apply_to_dataset(recalibrator, dataset: Dataset, out: str | os.PathLike, *, prefix: str = "calibrated_",
+                     progress: Callable[[int, int | None], None] | None = None) -> list[Path]:
+    """Apply a fitted recalibrator to every row of ``dataset`` and write Parquet files under ``out``.
+
+    One output file per input file (same relative name, ``.parquet``), holding every original
+    column unchanged followed by one column ``<prefix><class>`` per class with the calibrated
+    probabilities; written batch by batch, so memory stays at one batch whatever the size.
+
+    The files are written into a temporary folder next to ``out`` (``.<name>.partial-<id>``),
+    which is renamed to ``out`` only when every file is complete: a failed or interrupted run
+    leaves no folder under the name ``out`` (the temporary folder is removed on a failure that
+    Python sees). ``out`` must not exist yet, or be an empty folder.
+
+    Returns
+    -------
+    list of Path
+        The files written.
+
+    Raises
+    ------
+    PredictionsError
+        A bad row (named with its file, row group and row), top-label-only data, a class count or a
+        column name that clashes with the recalibrator's output.
+    FileExistsError
+        ``out`` exists and is not an empty folder.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise FileExistsError(f"{out}: exists and is not an empty folder; choose a new output folder.")
+    if not out.parent.exists():
+        raise FileNotFoundError(f"{out.parent}: the folder to write {out.name} in does not exist.")
+    lay = dataset.layout()
+    if lay.kind == "top_label":
+        raise PredictionsError(f"{dataset.spec}: top-label-only data cannot be recalibrated: recalibration needs "
+                               "the full probability or logit vector of every row.")
+    names = list(lay.class_names) or [str(k) for k in range(lay.n_classes)]
+    new_cols = [f"{prefix}{c}" for c in names]
+    clash = [c for c in new_cols if c in dataset.columns]
+    if clash:
+        raise PredictionsError(f"{dataset.spec}: the files already have column(s) {clash[:5]}; pass another prefix.")
+    tmp = out.parent / f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    written: list[Path] = []
+    done = 0
+    total = dataset.num_rows()
+    try:
+        targets = _output_names(dataset, out)
+        units_by_file: dict[int, list] = {}
+        for u in dataset.units():
+            units_by_file.setdefault(u.file_index, []).append(u)
+        for i, rel in enumerate(targets):
+            path = tmp / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            writer = None
+            try:
+                for unit in units_by_file.get(i, []):
+                    for start, raw, preds in _batches_with_rows(dataset, unit):
+                        try:
+                            probs = recalibrator.predict_proba(preds)
+                        except ValueError as exc:
+                            raise PredictionsError(f"{unit.path}: {exc}") from None
+                        table = pa.Table.from_batches([raw])
+                        for k, c in enumerate(new_cols):
+                            table = table.append_column(c, pa.array(probs[:, k], type=pa.float64()))
+                        if writer is None:
+                            writer = pq.ParquetWriter(str(path), table.schema)
+                        writer.write_table(table)
+                        done += preds.n
+                        if progress is not None:
+                            progress(done, total)
+            finally:
+                if writer is not None:
+                    writer.close()
+            if writer is None:  # a file without rows: an empty file with the output schema
+                schema = pa.schema([*(_schema_of(dataset, i)), *[pa.field(c, pa.float64()) for c in new_cols]])
+                pq.write_table(schema.empty_table(), str(path))
+            written.append(out / rel)
+        if out.exists():
+            out.rmdir()  # empty (checked above): replaced by the finished folder
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return written
+
+
+def _schema_of(dataset: Dataset, file_index: int):
+    if dataset.fmt == "parquet":
+        return list(dataset._parquet(dataset.files[file_index]).schema_arrow)
+    import pyarrow as pa
+
+    return [pa.field(c, pa.string()) for c in dataset.columns]
+
+
+def _batches_with_rows(dataset: Dataset, unit):
+    """(first row, the batch with all its columns, validated Predictions of it) for every batch of ``unit``."""
+    import pyarrow as pa
+
+    from pbr_core.loading._source import _Source
+    from pbr_core.loading._tables import _arrow_frame, _from_table
+    from pbr_core.stream._source import _batch_options, _where
+
+    lay = dataset.layout()
+    opts = _batch_options(dataset.options, lay)
+    for start, rb in dataset.raw_batches(unit):
+        if rb.num_rows == 0:
+            continue
+        sel = pa.Table.from_batches([rb]).select(list(lay.read_columns))
+        df = _arrow_frame(sel, csv=unit.fmt != "parquet")
+        try:
+            preds = _from_table(df, _Source(unit.path), opts, [])
+        except PredictionsError as exc:
+            raise PredictionsError(_where(str(exc), unit, start)) from None
+        yield start, rb, preds
