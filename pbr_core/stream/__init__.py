@@ -17,9 +17,9 @@ True
 
 from __future__ import annotations
 
-from pbr_core.stream._apply import apply_to_dataset, sample_dataset
+from pbr_core.stream._apply import RowSample, apply_to_dataset, sample_dataset
 from pbr_core.stream._report import evaluate_dataset
-from pbr_core.stream._run import compute_statistics, count_rows, stats_config, unit_statistics
+from pbr_core.stream._run import compute_statistics, count_rows, scan_dataset, stats_config, unit_statistics
 from pbr_core.stream._server import ServerPathError, data_root, resolve_server_path
 from pbr_core.stream._source import Dataset, Layout, Unit, open_dataset
 from pbr_core.stream._stats import CalibrationStatistics, StatsConfig, poisson_weights
@@ -28,6 +28,7 @@ __all__ = [
     "CalibrationStatistics",
     "Dataset",
     "Layout",
+    "RowSample",
     "ServerPathError",
     "StatsConfig",
     "Unit",
@@ -39,6 +40,7 @@ __all__ = [
     "open_dataset",
     "poisson_weights",
     "resolve_server_path",
+    "scan_dataset",
     "sample_dataset",
     "stats_config",
     "unit_statistics",

@@ -14,13 +14,94 @@ import numpy as np
 from pbr_core.predictions import Predictions, PredictionsError
 from pbr_core.stream._source import Dataset
 
-__all__ = ["apply_to_dataset", "sample_dataset"]
+__all__ = ["RowSample", "apply_to_dataset", "sample_dataset"]
 
 
 def _check_size(size: int) -> int:
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
         raise ValueError(f"Expected argument `size` to be an integer larger than 0, but got {size!r}.")
     return int(size)
+
+
+class RowSample:
+    """A mergeable uniform sample of exactly ``size`` rows (bottom-k: the rows with the smallest
+    random keys; see :func:`sample_dataset`). Feed batches with :meth:`update`, combine partial
+    samples with :meth:`merge`, read the rows with :meth:`predictions`."""
+
+    def __init__(self, size: int, seed: int = 0) -> None:
+        self.size = _check_size(size)
+        self.seed = int(seed)
+        self.keys = np.zeros(0)
+        self.where = np.zeros((0, 2), dtype=np.int64)  # (file, row) of each kept row: file order at the end
+        self.columns: dict[str, np.ndarray] = {}
+        self.seen = 0
+        self.first: Predictions | None = None
+
+    @staticmethod
+    def _arrays(preds: Predictions) -> dict[str, np.ndarray]:
+        if preds.probs is None:
+            return {"confidence": preds.confidence, "predicted": preds.predicted, "labels": preds.labels}
+        return {"scores": preds.logits if preds.logits is not None else preds.probs, "labels": preds.labels}
+
+    def update(self, preds: Predictions, key: tuple[int, int]) -> "RowSample":
+        """Offer a batch; ``key`` = (file number, first row of the batch in its file) seeds its keys."""
+        rng = np.random.default_rng(np.random.SeedSequence([self.seed & 0xFFFFFFFF, *map(int, key)]))
+        k = rng.random(preds.n)
+        if self.keys.size >= self.size:  # only rows that can still enter the sample are kept
+            take = np.flatnonzero(k < self.keys.max())
+        else:
+            take = np.arange(preds.n)
+        arrays = {name: a[take] for name, a in self._arrays(preds).items()}
+        where = np.column_stack([np.full(take.size, key[0]), key[1] + take])
+        self._add(k[take], where, arrays)
+        self.seen += preds.n
+        if self.first is None:
+            self.first = preds
+        return self
+
+    def _add(self, keys: np.ndarray, where: np.ndarray, arrays: dict[str, np.ndarray]) -> None:
+        self.keys = np.concatenate([self.keys, keys])
+        self.where = np.concatenate([self.where, where])
+        self.columns = {name: np.concatenate([self.columns[name], a]) if name in self.columns else a.copy()
+                        for name, a in arrays.items()}
+        if self.keys.size > 2 * self.size:  # amortised: cut back to the size smallest keys
+            self._cut()
+
+    def _cut(self) -> None:
+        if self.keys.size > self.size:
+            keep = np.argpartition(self.keys, self.size - 1)[:self.size]
+            self.keys, self.where = self.keys[keep], self.where[keep]
+            self.columns = {name: a[keep] for name, a in self.columns.items()}
+
+    def merge(self, other: "RowSample") -> "RowSample":
+        """The sample of both sets of rows (in place; returns self)."""
+        if other.first is not None:
+            self._add(other.keys, other.where, other.columns)
+            self.seen += other.seen
+            self.first = self.first or other.first
+        return self
+
+    def predictions(self, layout, source: str) -> Predictions:
+        """The sampled rows in file order, validated again as :class:`Predictions`."""
+        if self.first is None:
+            raise PredictionsError(f"{source}: the dataset has no data rows.")
+        self._cut()
+        order = np.lexsort((self.where[:, 1], self.where[:, 0]))
+        cols = {name: a[order] for name, a in self.columns.items()}
+        n = order.size
+        notes = (f"A uniform random sample of {n:,} of {self.seen:,} rows (seed {self.seed}).",)
+        shown = f"{source} (random sample of {n:,} rows, seed {self.seed})"
+        if "scores" not in cols:
+            if not layout.has_class_ids:
+                return Predictions.from_confidence_correct(cols["confidence"], cols["predicted"] == cols["labels"],
+                                                           source=shown, notes=notes)
+            return Predictions.from_top_label(cols["confidence"], cols["predicted"], cols["labels"],
+                                              class_names=layout.class_names, source=shown, notes=notes)
+        scores = cols["scores"]
+        if layout.kind == "binary" and layout.input_type == "probabilities":
+            scores = scores[:, 1]
+        return Predictions.from_arrays(scores, cols["labels"], input_type=layout.input_type,
+                                       class_names=layout.class_names or None, source=shown, notes=notes)
 
 
 def sample_dataset(dataset: Dataset, size: int, *, seed: int = 0,
@@ -31,55 +112,23 @@ def sample_dataset(dataset: Dataset, size: int, *, seed: int = 0,
     the file and the batch's first row, so the sample does not depend on how batches are read) and
     the ``size`` rows with the smallest keys are kept, so every subset of ``size`` rows is equally
     likely (the mergeable form of reservoir sampling: two partial samples merge by keeping the
-    smallest keys of both). Memory: O(size) rows. The rows come back in file order; the result
-    holds the scores (probabilities or logits, as in the files) and labels of the sampled rows.
+    smallest keys of both, :class:`RowSample`). Memory: O(size) rows. The rows come back in file
+    order: scores (probabilities or logits, as in the files) and labels, or for top-label files
+    (confidence, predicted, label).
 
     Raises
     ------
     PredictionsError
-        A bad row anywhere in the dataset (every row is read and validated), top-label-only data.
+        A bad row anywhere in the dataset (every row is read and validated).
     """
-    size = _check_size(size)
-    lay = dataset.layout()
-    if lay.kind == "top_label":
-        raise PredictionsError(f"{dataset.spec}: top-label-only data (confidence, predicted label, true label) "
-                               "cannot be recalibrated: recalibration needs the full probability or logit vector.")
-    keys = np.zeros(0)
-    order = np.zeros((0, 2), dtype=np.int64)  # (file, row) of each kept row, to return them in file order
-    scores: np.ndarray | None = None
-    labels = np.zeros(0, dtype=np.int64)
-    done = 0
+    sample = RowSample(size, seed)
     total = dataset.num_rows()
     for unit in dataset.units():
         for start, preds in dataset.predictions(unit):
-            rng = np.random.default_rng(np.random.SeedSequence([seed & 0xFFFFFFFF, unit.file_index, start]))
-            k = rng.random(preds.n)
-            s = preds.logits if preds.logits is not None else preds.probs
-            rows = np.column_stack([np.full(preds.n, unit.file_index), start + np.arange(preds.n)])
-            keys = np.concatenate([keys, k])
-            order = np.concatenate([order, rows])
-            scores = s.copy() if scores is None else np.concatenate([scores, s])
-            labels = np.concatenate([labels, preds.labels])
-            if keys.size > 2 * size:  # amortised: cut back to the size smallest keys
-                keep = np.argpartition(keys, size - 1)[:size]
-                keys, order, scores, labels = keys[keep], order[keep], scores[keep], labels[keep]
-            done += preds.n
+            sample.update(preds, (unit.file_index, start))
             if progress is not None:
-                progress(done, total)
-    if scores is None:
-        raise PredictionsError(f"{dataset.spec}: the dataset has no data rows.")
-    if keys.size > size:
-        keep = np.argpartition(keys, size - 1)[:size]
-        order, scores, labels = order[keep], scores[keep], labels[keep]
-    in_file_order = np.lexsort((order[:, 1], order[:, 0]))
-    scores, labels = scores[in_file_order], labels[in_file_order]
-    if lay.kind == "binary" and lay.input_type == "probabilities":
-        scores = scores[:, 1]
-    return Predictions.from_arrays(
-        scores, labels, input_type=lay.input_type, class_names=lay.class_names or None,
-        source=f"{dataset.spec} (random sample of {labels.size:,} rows, seed {seed})",
-        notes=(f"A uniform random sample of {labels.size:,} of {done:,} rows (seed {seed}).",),
-    )
+                progress(sample.seen, total)
+    return sample.predictions(dataset.layout(), dataset.spec)
 
 
 def _output_names(dataset: Dataset, out: Path) -> list[Path]:

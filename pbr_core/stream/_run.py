@@ -10,7 +10,7 @@ from pbr_core.predictions import PredictionsError
 from pbr_core.stream._source import Dataset, Unit
 from pbr_core.stream._stats import CalibrationStatistics, StatsConfig
 
-__all__ = ["compute_statistics", "count_rows", "stats_config", "unit_statistics"]
+__all__ = ["compute_statistics", "count_rows", "scan_dataset", "stats_config", "unit_statistics"]
 
 #: progress(rows_done, rows_total_or_None)
 Progress = Callable[[int, "int | None"], None]
@@ -99,3 +99,38 @@ def _non_empty(stats: CalibrationStatistics, dataset: Dataset) -> CalibrationSta
     if stats.n == 0:
         raise PredictionsError(f"{dataset.spec}: the dataset has no data rows.")
     return stats
+
+
+def scan_dataset(
+    dataset: Dataset,
+    configs: dict[str, StatsConfig],
+    *,
+    sample_size: int | None = None,
+    seed: int = 0,
+    progress: Progress | None = None,
+):
+    """One pass in this process feeding several statistics (e.g. p(y=1) and top-label of a binary
+    dataset) and, with ``sample_size``, a uniform sample of the rows for what needs rows in memory.
+
+    Returns
+    -------
+    (dict of name -> CalibrationStatistics, Predictions of the sample or None)
+    """
+    from pbr_core.stream._apply import RowSample
+
+    stats = {name: CalibrationStatistics.empty(c) for name, c in configs.items()}
+    sample = RowSample(sample_size, seed) if sample_size else None
+    total = dataset.num_rows()
+    done = 0
+    for unit in dataset.units():
+        for start, preds in dataset.predictions(unit):
+            for s in stats.values():
+                s.update(preds, key=(unit.file_index, start))
+            if sample is not None:
+                sample.update(preds, (unit.file_index, start))
+            done += preds.n
+            if progress is not None:
+                progress(done, total)
+    if done == 0:
+        raise PredictionsError(f"{dataset.spec}: the dataset has no data rows.")
+    return stats, (sample.predictions(dataset.layout(), dataset.spec) if sample is not None else None)

@@ -24,7 +24,7 @@ Two statistics built with the same :class:`StatsConfig` merge by addition (:meth
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 from typing import Iterable
 
@@ -64,6 +64,9 @@ class StatsConfig:
     curve_bins: tuple[int, ...]     # every B whose per-bin statistics are kept (includes n_bins)
     n_boot: int = 200
     seed: int = 0
+    #: Binary data only: "positive" measures p(y=1) (paper Appendix A), "top_label" the confidence
+    #: max(p, 1 - p) of the predicted class (the dashboard offers both).
+    target: str = "positive"
 
     @property
     def has_vector(self) -> bool:
@@ -98,7 +101,7 @@ class CalibrationStatistics:
     @classmethod
     def empty(cls, config: StatsConfig) -> "CalibrationStatistics":
         bins = sorted(set(config.curve_bins) | {config.n_bins})
-        config = StatsConfig(config.kind, config.n_classes, config.n_bins, tuple(bins), config.n_boot, config.seed)
+        config = replace(config, curve_bins=tuple(bins))
         edges = _cell_edges(bins)
         B = config.n_bins
         return cls(
@@ -117,10 +120,10 @@ class CalibrationStatistics:
             raise ValueError(f"Expected a batch of kind {cfg.kind!r}, but got {preds.kind!r}.")
         if preds.kind == "top_label":
             conf, out = preds.confidence, preds.correct
-        elif preds.kind == "binary":
+        elif preds.kind == "binary" and cfg.target == "positive":
             conf, out = preds.probs[:, 1], preds.labels.astype(np.float64)
         else:
-            if preds.probs.shape[1] != cfg.n_classes:
+            if preds.probs.shape[1] != cfg.n_classes and preds.kind == "multiclass":
                 raise ValueError(f"Expected {cfg.n_classes} classes, but a batch has {preds.probs.shape[1]}.")
             conf, out = preds.confidence, preds.correct
         rows = conf.shape[0]

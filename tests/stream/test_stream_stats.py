@@ -117,3 +117,22 @@ def test_streamed_interval_covers_the_known_binned_error(shift) -> None:
         widths.append((hi - lo) / (mhi - mlo))
     assert covered >= 51
     assert 0.8 < float(np.median(widths)) < 1.25
+
+
+def test_one_scan_gives_both_binary_targets_and_a_sample(kitti_csv_parts, toplabel_parts) -> None:
+    from pbr_core.stream import scan_dataset, stats_config
+
+    ds = open_dataset(kitti_csv_parts)
+    base = stats_config(ds, n_boot=10)
+    from dataclasses import replace
+
+    stats, sample = scan_dataset(ds, {"pos": base, "top": replace(base, target="top_label")}, sample_size=500)
+    preds = _in_memory(kitti_csv_parts, "*.csv")
+    B = base.n_bins
+    assert stats["pos"].ece() == pytest.approx(pbr_core.ece(preds.probs[:, 1], preds.labels, n_bins=B), abs=TOL)
+    assert stats["top"].ece() == pytest.approx(pbr_core.ece(preds.probs, preds.labels, n_bins=B), abs=TOL)
+    assert stats["top"].brier == pytest.approx(stats["pos"].brier, abs=TOL)
+    assert sample.n == 500 and sample.kind == "binary"
+    top = open_dataset(toplabel_parts)
+    _, rows = scan_dataset(top, {}, sample_size=300, seed=2)
+    assert rows.kind == "top_label" and rows.n == 300
