@@ -100,7 +100,7 @@ import pbr_core.stream as ps
 ds = ps.open_dataset(sys.argv[1])
 t0 = time.perf_counter()
 st = ps.compute_statistics(ds, curve_bins=range(1, 201))
-curve = st.ece_curve(); rel = st.reliability_diagram(); lo, hi = st.ece_interval()
+curve = st.ece_curve(range(1, 201)); rel = st.reliability_diagram(); lo, hi = st.ece_interval()
 print(json.dumps({"n": st.n, "B": st.config.n_bins, "n_boot": st.config.n_boot, "ece": st.ece(), "mce": st.mce(),
                   "curve_sum": float(curve.sum()), "lo": lo, "hi": hi, "wall": time.perf_counter() - t0}))
 """,
@@ -110,7 +110,7 @@ import pbr_core.stream as ps
 ds = ps.open_dataset(sys.argv[1])
 t0 = time.perf_counter()
 st = ps.compute_statistics(ds, curve_bins=range(1, 201), local_cluster=2)
-curve = st.ece_curve(); lo, hi = st.ece_interval()
+curve = st.ece_curve(range(1, 201)); lo, hi = st.ece_interval()
 print(json.dumps({"n": st.n, "B": st.config.n_bins, "n_boot": st.config.n_boot, "ece": st.ece(), "mce": st.mce(),
                   "curve_sum": float(curve.sum()), "lo": lo, "hi": hi, "wall": time.perf_counter() - t0}))
 """,
