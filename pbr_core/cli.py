@@ -153,6 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fit on a uniform random sample of N rows, read in one streamed pass (FILE may then be a "
                         "folder, a glob or a URL; a folder or glob needs --sample)")
     p.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
+    p.add_argument("--all-rows", action="store_true",
+                   help="temperature scaling only: fit on every row of FILE (a file, folder, glob or URL) by "
+                        "streamed passes (one pass per Newton step), never holding the rows in memory")
     g = p.add_argument_group("alpha by cross-validation (PBR methods: pbr, pbr_total, pbr_app, pbr_total_app)")
     g.add_argument("--select-alpha", action="store_true",
                    help="choose alpha by k-fold cross-validation inside FILE, then fit on all rows with it")
@@ -495,10 +498,13 @@ def cmd_fit(args: argparse.Namespace) -> int:
         if args.alpha_scores is not None:
             _check_output(args.alpha_scores, (".csv",))
     _check_output(args.out, (".json",))
-    from pbr_core.stream._cli import fit_sample, is_dataset
+    from pbr_core.stream._cli import fit_all_rows, fit_sample, is_dataset
 
+    if args.all_rows:
+        return fit_all_rows(args, rec)
     if args.sample is None and is_dataset(args.file):
-        raise CLIError(f"{args.file} is a dataset: fit on a random sample of it with --sample N", EXIT_USAGE)
+        raise CLIError(f"{args.file} is a dataset: fit on a random sample of it with --sample N (or, for "
+                       "temperature scaling, on every row with --all-rows)", EXIT_USAGE)
     preds = fit_sample(args) if args.sample is not None else _load(args.file, args)
     if not preds.can_recalibrate:
         raise CLIError(f"{preds.source}: top-label-only data (confidence, predicted label, true label) cannot be "

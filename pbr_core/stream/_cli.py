@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["is_dataset", "evaluate_stream", "fit_sample", "apply_stream"]
+__all__ = ["is_dataset", "evaluate_stream", "fit_all_rows", "fit_sample", "apply_stream"]
 
 
 def is_dataset(spec: str) -> bool:
@@ -134,4 +134,42 @@ def apply_stream(args: argparse.Namespace, rec) -> int:
         bar.close()
     print(f"applied {rec.method} to {len(ds.files)} file(s) of {ds.spec}; wrote {len(written)} Parquet file(s) "
           f"under {out} (original columns plus calibrated_<class>)")
+    return EXIT_OK
+
+
+def fit_all_rows(args: argparse.Namespace, rec) -> int:
+    """``fit --all-rows``: temperature scaling on every row by streamed passes, saved to --out."""
+    from pbr_core.cli import EXIT_FIT_FAILED, EXIT_OK, EXIT_USAGE, CLIError
+    from pbr_core.recalibrators import TemperatureScaling
+    from pbr_core.stream._fit import fit_temperature
+
+    if type(rec) is not TemperatureScaling:
+        raise CLIError(f"--all-rows fits temperature scaling only (--method temperature), not {args.method}; "
+                       "other methods fit on a random sample (--sample N)", EXIT_USAGE)
+    if args.sample is not None or args.select_alpha:
+        raise CLIError("--all-rows fits on every row: do not also give --sample or --select-alpha", EXIT_USAGE)
+    ds = _open(args)
+    from tqdm import tqdm
+
+    bar = tqdm(unit="pass", desc="temperature (passes over the data)", file=sys.stderr, disable=args.quiet, leave=False)
+
+    def progress(passes: int, temperature: float) -> None:
+        bar.update(1)
+        bar.set_postfix_str(f"T = {temperature:.6g}")
+
+    try:
+        fitted = _run_guarded(lambda: fit_temperature(ds, min_temperature=rec.min_temperature,
+                                                      max_temperature=rec.max_temperature, progress=progress),
+                              str(args.file))
+    except RuntimeError as exc:
+        raise CLIError(f"fitting temperature failed: {exc}", EXIT_FIT_FAILED) from exc
+    finally:
+        bar.close()
+    try:
+        fitted.save(args.out)
+    except OSError as exc:
+        raise CLIError(f"cannot write {args.out}: {exc.strerror or exc}", EXIT_USAGE) from exc
+    print(f"fitted temperature scaling on every row of {ds.spec} ({len(ds.files)} file(s)) in {fitted.fit_passes_} "
+          f"passes: T = {fitted.temperature_:.6g}")
+    print(f"saved to {args.out}")
     return EXIT_OK

@@ -9,6 +9,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
+
 
 def write_parts(df: pd.DataFrame, folder: Path, n_parts: int, fmt: str = "parquet", row_group_size: int = 700) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@ import pbr_core
 from pbr_core.predictions import PredictionsError
 from pbr_core.recalibrators import TemperatureScaling
 from pbr_core.stream import apply_to_dataset, open_dataset, sample_dataset
-from stream_testdata import write_parts
+from stream_testdata import SAMPLE, write_parts
 
 SCORES = [f"c{k}" for k in range(10)]
 
@@ -86,3 +86,28 @@ def test_apply_with_a_bad_row_leaves_no_output(cifar10_frame, tmp_path) -> None:
     (out / "x").mkdir(parents=True)
     with pytest.raises(FileExistsError, match="not an empty folder"):
         apply_to_dataset(rec, open_dataset(tmp_path / "logs"), out)
+
+
+def test_temperature_on_every_row_equals_the_in_memory_fit(cifar10_parts, cifar10_frame, tmp_path, capsys) -> None:
+    from pbr_core.cli import main
+    from pbr_core.recalibrators import load_recalibrator
+    from pbr_core.stream import fit_temperature
+
+    # Logits (the in-memory fit's own input), 3 Parquet files.
+    logits = np.load(SAMPLE / "cifar10_resnet110.npz")
+    df = pd.DataFrame(logits["logits"], columns=SCORES).assign(label=logits["labels"])
+    write_parts(df, tmp_path / "logits", 3)
+    streamed = fit_temperature(open_dataset(tmp_path / "logits"))
+    in_memory = TemperatureScaling().fit(logits["logits"].astype(np.float64), logits["labels"])
+    assert streamed.temperature_ == pytest.approx(in_memory.temperature_, rel=1e-9)
+    assert 2 <= streamed.fit_passes_ <= 12
+    # Probabilities in the files (log p as scores, like TemperatureScaling on probabilities).
+    probs_fit = TemperatureScaling().fit(
+        pbr_core.load_predictions(cifar10_frame.to_csv(index=False).encode(), format="csv"))
+    assert fit_temperature(open_dataset(cifar10_parts)).temperature_ == pytest.approx(probs_fit.temperature_, rel=1e-9)
+    code = main(["fit", str(tmp_path / "logits" / "*.parquet"), "--method", "temperature", "--all-rows",
+                 "--out", str(tmp_path / "t.json"), "--quiet"])
+    assert code == 0 and "passes: T = " in capsys.readouterr().out
+    assert load_recalibrator(tmp_path / "t.json").temperature_ == pytest.approx(in_memory.temperature_, rel=1e-9)
+    assert main(["fit", str(tmp_path / "logits"), "--method", "platt", "--all-rows", "--out",
+                 str(tmp_path / "p.json")]) == 2
