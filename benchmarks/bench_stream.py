@@ -13,6 +13,9 @@ Prints tables (markdown) of:
 2. The same streamed pass on a Dask LocalCluster of 2 worker processes: equal numbers, times.
 3. ``apply`` of a temperature scaling to full-vector rows (K = 10, float64 probabilities): rows/s
    and peak RSS.
+4. ``--coverage R``: the streamed interval (random halves, Poisson bootstrap) against the in-memory
+   split interval on R simulated data sets with a known CE_B (confidence ~ U(0.5, 1),
+   P(correct | c) = c - shift, so CE_B = shift for every B): coverage of CE_B and width.
 
 Usage::
 
@@ -175,7 +178,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--dask", type=float, default=1e7, help="size run on a Dask LocalCluster of 2 workers; 0: none")
     ap.add_argument("--apply", type=float, default=1e7, help="full-vector rows (K = 10) for apply; 0: none")
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--coverage", type=int, default=0, help="simulated data sets for the interval's coverage")
     args = ap.parse_args(argv)
+    if args.coverage:
+        _coverage(args.coverage)
+        return
     sizes = [int(float(s)) for s in args.sizes.split(",") if s]
 
     print(f"# bench_stream: {os.cpu_count()} CPUs visible; {time.strftime('%Y-%m-%d %H:%M:%S')}")
@@ -221,6 +228,31 @@ def main(argv: list[str] | None = None) -> None:
         print("|---:|---:|---:|---:|---:|---:|")
         print(f"| {r['n']:,} | {r['files']} | {r['wall']:.1f} | {r['cpu']:.1f} | {r['n'] / r['cpu']:,.0f} | "
               f"{r['peak_mb']:.0f} |", flush=True)
+
+
+def _coverage(reps: int) -> None:
+    from pbr_core import metrics
+    from pbr_core.predictions import Predictions
+    from pbr_core.stream import CalibrationStatistics, StatsConfig
+
+    print("| n | B | n_boot | CE_B | interval | coverage of CE_B | mean width | mean lower end | mean upper end |")
+    print("|---:|---:|---:|---:|---|---:|---:|---:|---:|")
+    for n, B, shift in ((2000, 10, 0.1), (2000, 10, 0.0), (20000, 27, 0.02), (20000, 27, 0.0)):
+        rng = np.random.default_rng(100 + n + int(shift * 1000))
+        res = {"stream (halves by row, Poisson bootstrap)": [], "in memory (split, default)": []}
+        for rep in range(reps):
+            c = rng.uniform(0.5, 1.0, n)
+            k = rng.uniform(size=n) < c - shift
+            preds = Predictions.from_confidence_correct(c, k)
+            st = CalibrationStatistics.empty(StatsConfig("top_label", 1, B, (B,), 200, rep)).update(preds, (0, 0))
+            res["stream (halves by row, Poisson bootstrap)"].append(st.ece_interval())
+            res["in memory (split, default)"].append(metrics.ece_bootstrap_ci(c, k.astype(int), n_bins=B, n_boot=200,
+                                                                             seed=rep))
+        for name, iv in res.items():
+            a = np.array(iv)
+            cover = np.mean((a[:, 0] <= shift) & (shift <= a[:, 1]))
+            print(f"| {n:,} | {B} | 200 | {shift:g} | {name} | {cover:.1%} | {np.mean(a[:, 1] - a[:, 0]):.4f} | "
+                  f"{a[:, 0].mean():.4f} | {a[:, 1].mean():.4f} |", flush=True)
 
 
 if __name__ == "__main__":

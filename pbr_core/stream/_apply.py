@@ -92,7 +92,9 @@ class RowSample:
         notes = (f"A uniform random sample of {n:,} of {self.seen:,} rows (seed {self.seed}).",)
         shown = f"{source} (random sample of {n:,} rows, seed {self.seed})"
         if "scores" not in cols:
-            if not layout.has_class_ids:
+            # Class names are numbered per batch (sorted names of that batch), so across batches only
+            # "predicted == label" is meaningful: such a sample keeps (confidence, correct).
+            if not layout.has_class_ids or layout.class_names:
                 return Predictions.from_confidence_correct(cols["confidence"], cols["predicted"] == cols["labels"],
                                                            source=shown, notes=notes)
             return Predictions.from_top_label(cols["confidence"], cols["predicted"], cols["labels"],

@@ -12,6 +12,10 @@ through the loader's own detection, which fixes the layout (full vector, binary,
 every later batch is converted with those roles named, so it is validated by the same code
 (NaN, labels out of range, rows that do not sum to one) and a bad row stops the run with its file,
 row group and row.
+
+CSV files are read with pyarrow's streaming CSV reader: UTF-8, comma (``.csv``) or tab (``.tsv``)
+separated, optionally gzip-compressed. The in-memory loader's extra leniency for spreadsheet exports
+(Latin-1, semicolons, decimal commas) is not repeated here: convert such files, or load them whole.
 """
 
 from __future__ import annotations
@@ -246,7 +250,6 @@ def _batch_options(opts: _Options, lay: Layout) -> _Options:
 
 
 def _layout_of(preds: Predictions, opts: _Options) -> Layout:
-    roles = dict(preds.column_roles)
     label = next((c for c, r in preds.column_roles if r == "label"), None)
     scores = tuple(c for c, r in preds.column_roles if r == "score")
     used = tuple(c for c, r in preds.column_roles if r in ("label", "score", "confidence", "predicted", "correct"))
@@ -256,7 +259,7 @@ def _layout_of(preds: Predictions, opts: _Options) -> Layout:
         kind=preds.kind, input_type=preds.input_type, read_columns=used, label=label, scores=scores,
         class_names=tuple(preds.class_names), n_classes=preds.n_classes, has_class_ids=preds.has_class_ids,
         column_roles=tuple(preds.column_roles), notes=tuple(preds.notes),
-    ) if roles is not None else None
+    )
 
 
 # ---------------------------------------------------------------------------------------- opening

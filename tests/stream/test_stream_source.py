@@ -94,3 +94,23 @@ def test_roles_come_from_the_loader(cifar10_parts) -> None:
     assert dict(lay.column_roles) == {**{f"c{k}": "score" for k in range(10)}, "label": "label",
                                       "id": "metadata", "segment": "ignored"}
     assert set(lay.read_columns) == {*lay.scores, "label"}  # later batches read only these
+
+
+def test_an_fsspec_url_is_a_dataset(cifar10_frame) -> None:
+    fsspec = pytest.importorskip("fsspec")
+    fs = fsspec.filesystem("memory")
+    for i, rows in enumerate(np.array_split(np.arange(3000), 2)):
+        with fs.open(f"/pbr-stream-test/logs/p{i}.parquet", "wb") as f:
+            pq.write_table(pa.Table.from_pandas(cifar10_frame.iloc[rows], preserve_index=False), f)
+    try:
+        ds = open_dataset("memory://pbr-stream-test/logs/*.parquet")
+        assert len(ds.files) == 2 and ds.files[0].startswith("memory://")
+        stats = compute_statistics(ds, n_boot=5)
+        import pbr_core
+
+        part = cifar10_frame.iloc[:3000]
+        probs = part[[f"c{k}" for k in range(10)]].to_numpy()
+        assert stats.n == 3000
+        assert stats.ece() == pytest.approx(pbr_core.ece(probs, part["label"].to_numpy(), stats.config.n_bins), abs=1e-12)
+    finally:
+        fs.rm("/pbr-stream-test", recursive=True)
