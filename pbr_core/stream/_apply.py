@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 

@@ -7,8 +7,6 @@ codes are the command line's own (``CLIError``, ``EXIT_*``).
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 from pathlib import Path
 from typing import Any

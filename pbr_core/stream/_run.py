@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable
 
 from pbr_core.bounds import optimal_n_bins
 from pbr_core.metrics import _check_bin_list, _check_n_bins, default_n_boot

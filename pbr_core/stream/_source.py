@@ -27,7 +27,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator, Sequence
 
-import numpy as np
 
 from pbr_core.loading._roles import ColumnChoice, column_list
 from pbr_core.loading._source import _Options, _Source

@@ -25,7 +25,6 @@ Two statistics built with the same :class:`StatsConfig` merge by addition (:meth
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from statistics import NormalDist
 from typing import Iterable
 
 import numpy as np
