@@ -8,10 +8,10 @@ when a scheduler or a local cluster is asked for (``pip install "pbr-calib[scale
 
 Examples
 --------
->>> import pbr_core.stream as ps
+>>> import pbr_core, pbr_core.stream as ps
 >>> stats = ps.compute_statistics(ps.open_dataset("sample_data/kitti_mlp.parquet"), n_boot=20)
->>> round(stats.ece(), 6) == round(__import__("pbr_core").ece(*__import__("pbr_core").load_predictions(
-...     "sample_data/kitti_mlp.parquet").metric_inputs(), n_bins=stats.config.n_bins), 6)
+>>> preds = pbr_core.load_predictions("sample_data/kitti_mlp.parquet")
+>>> abs(stats.ece() - pbr_core.ece(preds.p_positive, preds.labels, n_bins=stats.config.n_bins)) < 1e-12
 True
 """
 

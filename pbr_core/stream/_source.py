@@ -332,8 +332,8 @@ def open_dataset(
     --------
     >>> import pbr_core.stream as ps
     >>> ds = ps.open_dataset("sample_data/kitti_mlp.parquet")
-    >>> ds.layout().kind
-    'multiclass'
+    >>> ds.layout().kind, len(ds.files)
+    ('binary', 1)
     """
     specs = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
     storage_options = dict(storage_options or {})
