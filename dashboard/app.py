@@ -55,11 +55,15 @@ def _sidebar() -> None:
             return
         p = loaded.preds
         st.markdown(f"**{loaded.name}**")
+        n = loaded.stream.n_total if loaded.stream is not None else p.n
         st.markdown(
-            f"n = **{p.n:,}** rows · K = **{state.classes_label(p)}**  \n"
+            f"n = **{n:,}** rows · K = **{state.classes_label(p)}**  \n"
             f"kind: **{state.kind_label(p)}** · {'logits' if p.input_type == 'logits' else 'probabilities'}"
         )
-        if loaded.origin == "upload":
+        if loaded.stream is not None:
+            st.caption(f"Dataset on the server: {loaded.stream.path} ({loaded.stream.n_files:,} file(s)); "
+                       f"pages that need rows in memory use a random sample of {p.n:,} rows.")
+        elif loaded.origin == "upload":
             st.caption(f"Uploaded file: {loaded.file_name}")
         else:
             st.caption(f"Bundled sample: sample_data/{loaded.file_name}")

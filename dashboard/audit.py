@@ -48,10 +48,11 @@ def _bullets(markdown: str) -> list[str]:
 def data_section(loaded: state.Loaded, view: state.MetricView) -> ReportSection:
     """The file, its size, its kind, what is measured and every decision the loader took."""
     p = loaded.preds
-    source = "uploaded file" if loaded.origin == "upload" else "bundled sample (sample_data/)"
+    source = {"upload": "uploaded file", "server": "dataset on the server"}.get(loaded.origin,
+                                                                              "bundled sample (sample_data/)")
     facts = {
         "File": f"{loaded.file_name} ({source})",
-        "Rows n": f"{p.n:,}",
+        "Rows n": f"{view.rows:,}",
         "Classes K": state.classes_label(p),
         "Kind": state.kind_label(p),
         "Scores": "logits" if p.input_type == "logits" else "probabilities",
@@ -66,7 +67,9 @@ def metrics_frame(summary: dict, top_label_only: bool) -> pd.DataFrame:
     """The Reliability page's metric cards as a table: value, and the ECE's 95% bootstrap interval."""
     na = "n/a (the file holds only the top label)"
     rows = {
-        "ECE": (f"{summary['ece']:.4f}", f"{summary['ece_ci_low']:.4f} – {summary['ece_ci_high']:.4f}"),
+        "ECE": (f"{summary['ece']:.4f}", f"{summary['ece_ci_low']:.4f} – {summary['ece_ci_high']:.4f}"
+                if summary.get("ece_ci_low") is not None else
+                f"n/a at this B (streamed: at B = {summary.get('interval_bins')} only)"),
         "MCE": (f"{summary['mce']:.4f}", ""),
         "Brier score": (na if top_label_only else f"{summary['brier']:.4f}", ""),
         "NLL": (na if top_label_only else f"{summary['nll']:.4f}", ""),
@@ -101,7 +104,7 @@ def reliability_section(loaded: state.Loaded, view: state.MetricView, choices: A
     """Metric cards, the bin choice, Theorem 1 at the chosen B and the diagram, at the page's B."""
     B = int(choices.n_bins)
     s = compute.summary(view, B)
-    bound, reading = bound_reading(view.n, B, float(s["ece"]), choices.lipschitz, choices.eps)
+    bound, reading = bound_reading(view.rows, B, float(s["ece"]), choices.lipschitz, choices.eps)
     fig = figures.reliability_figure(compute.reliability(view, B), x_title=view.x_title, y_title=view.y_title,
                                      binary_positive=view.binary_positive,
                                      title=f"Reliability diagram · B = {B} · ECE {s['ece']:.4f}")
@@ -114,8 +117,10 @@ def reliability_section(loaded: state.Loaded, view: state.MetricView, choices: A
     shown.append(("Other estimators, and the ECE other libraries would report: " + texts.ESTIMATORS_INTRO,
                   tables.conventions_frame(compute.conventions(view)).set_index(
                       "Estimator or library (default settings)")))
-    paragraphs = [f"Measured on {view.what} of {loaded.name} (n = {view.n:,}).", texts.ECE_HELP,
-                  "The ECE's " + texts.ECE_INTERVAL_HELP, bin_choice(view.n, B), reading]
+    paragraphs = [f"Measured on {view.what} of {loaded.name} (n = {view.rows:,}).", texts.ECE_HELP,
+                  "The ECE's " + texts.ECE_INTERVAL_HELP, bin_choice(view.rows, B), reading]
+    if view.stats is not None:
+        paragraphs.append(texts.server_sample_note(view.rows, view.n, "the other estimators"))
     return ReportSection(title="Calibration: the reliability diagram", paragraphs=paragraphs, tables=shown,
                          figures=[("How to read it: " + " ".join(_bullets(texts.how_to_read(view.binary_positive))),
                                    fig)])
@@ -138,7 +143,7 @@ def classwise_section(loaded: state.Loaded, n_bins: int) -> ReportSection | None
 
 def bins_section(view: state.MetricView, choices: AuditChoices) -> ReportSection:
     """ECE against B with Theorem 1's band at the page's L and ε, and the bound's two B's."""
-    n, lip, eps = view.n, choices.lipschitz, choices.eps
+    n, lip, eps = view.rows, choices.lipschitz, choices.eps
     bmax = max(2, int(choices.bmax))
     Bs = np.arange(1, bmax + 1)
     curve = compute.ece_curve(view, bmax)

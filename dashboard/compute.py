@@ -7,6 +7,12 @@ matrix on every slider move would cost as much as the metric itself.
 
 No formula lives here; this module only decides what to cache (and, for the Reliability chart,
 shares the built figure: :func:`reliability_chart`).
+
+A view of a dataset on the server carries the streamed statistics of all its rows
+(``view.stats``, :class:`pbr_core.stream.CalibrationStatistics`): the ECE, MCE, Brier, NLL,
+accuracy, reliability table, ECE curve and classwise ECE come from them (regrouping a few
+thousand per-cell sums: nothing to cache); what needs the rows themselves (equal-mass bins, the
+smoothed curve, other estimators) uses the view's random sample.
 """
 
 from __future__ import annotations
@@ -38,7 +44,18 @@ def bootstrap_resamples(n: int) -> int:
 
 
 def summary(view: MetricView, n_bins: int) -> dict:
-    """ECE (with its bootstrap 95% interval), MCE, Brier, NLL, accuracy at ``n_bins`` bins."""
+    """ECE (with its bootstrap 95% interval), MCE, Brier, NLL, accuracy at ``n_bins`` bins.
+
+    From streamed statistics the interval exists only at the B it was computed for (floor(n^(1/3)),
+    one pass cannot resample for every B): ``ece_ci_low`` / ``ece_ci_high`` are None at other B.
+    """
+    if view.stats is not None:
+        st_ = view.stats
+        at_eval = int(n_bins) == st_.config.n_bins
+        lo, hi = st_.ece_interval() if at_eval else (None, None)
+        return {"ece": st_.ece(int(n_bins)), "ece_ci_low": lo, "ece_ci_high": hi, "mce": st_.mce(int(n_bins)),
+                "brier": st_.brier, "nll": st_.nll, "accuracy": st_.accuracy, "n": st_.n, "n_bins": int(n_bins),
+                "interval_bins": st_.config.n_bins}
     return _summary(view.key, view.probs, view.labels, int(n_bins), view.top_label_only)
 
 
@@ -49,6 +66,8 @@ def _reliability(key: str, _probs: np.ndarray, _labels: np.ndarray, n_bins: int)
 
 def reliability(view: MetricView, n_bins: int) -> pd.DataFrame:
     """Per-bin statistics of the reliability diagram (Wilson 95% intervals)."""
+    if view.stats is not None:
+        return view.stats.reliability_diagram(int(n_bins))
     return _reliability(view.key, view.probs, view.labels, int(n_bins))
 
 
@@ -59,6 +78,8 @@ def _ece_curve(key: str, _probs: np.ndarray, _labels: np.ndarray, max_bins: int)
 
 def ece_curve(view: MetricView, max_bins: int) -> np.ndarray:
     """ECE for B = 1..max_bins in one vectorised pass."""
+    if view.stats is not None:
+        return view.stats.ece_curve(range(1, int(max_bins) + 1))
     return _ece_curve(view.key, view.probs, view.labels, int(max_bins))
 
 
@@ -69,7 +90,12 @@ def _classwise(key: str, _probs: np.ndarray, _labels: np.ndarray, n_bins: int) -
 
 
 def classwise(view: MetricView, n_bins: int) -> tuple[float, np.ndarray]:
-    """Classwise ECE: (mean over classes, per-class values). Needs the full probability matrix."""
+    """Classwise ECE: (mean over classes, per-class values). Needs the full probability matrix.
+
+    Streamed statistics hold it at B = floor(n^(1/3)) only; at another B the view's sample is used.
+    """
+    if view.stats is not None and int(n_bins) == view.stats.config.n_bins and view.stats.classwise is not None:
+        return view.stats.classwise_ece(), view.stats.classwise_ece(reduce=False)
     return _classwise(view.key, view.probs, view.labels, int(n_bins))
 
 
@@ -95,6 +121,8 @@ def ece_at(view: MetricView, n_bins: int, curve: np.ndarray | None = None) -> fl
     """ECE at one B: read from an already computed ``ece_curve`` (B = 1..len) when it covers B."""
     if curve is not None and 1 <= n_bins <= curve.size:
         return float(curve[n_bins - 1])
+    if view.stats is not None:
+        return view.stats.ece(int(n_bins))
     return float(pbr_core.ece(view.probs, view.labels, n_bins=int(n_bins)))
 
 

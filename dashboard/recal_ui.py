@@ -33,6 +33,9 @@ def recalibratable(loaded: state.Loaded | None, *, needs_gp: bool = False) -> bo
     if not loaded.preds.can_recalibrate:
         st.info(texts.TOP_LABEL_NO_RECAL, icon=":material/info:")
         return False
+    if loaded.stream is not None:  # a dataset on the server: this page holds rows, so it uses the sample
+        st.info(texts.server_sample_note(loaded.stream.n_total, loaded.preds.n, "this page"),
+                icon=":material/info:")
     if loaded.preds.n < 3:
         st.info(f"Recalibration needs at least 3 rows (some to fit, some to test); this file has {loaded.preds.n}.")
         return False
@@ -111,7 +114,7 @@ def audit_choices(view: state.MetricView, n_bins: int | None = None,
     from dashboard import audit
 
     ss = st.session_state if session is None else session
-    d = audit.AuditChoices.defaults(view.n)
+    d = audit.AuditChoices.defaults(view.rows)
     if n_bins is None and ss.get(_K_REL_BINS_FOR) == view.key and ss.get(_K_REL_BINS):
         n_bins = int(ss[_K_REL_BINS])
     bmax = int(ss[_K_BINS_BMAX]) if ss.get(_K_BINS_FOR) == view.key and ss.get(_K_BINS_BMAX) else d.bmax

@@ -3,6 +3,12 @@
 Everything a page needs about "the data" goes through this module, so the pages never touch
 ``st.session_state`` keys directly and later pages (recalibration, comparison) get the same data.
 
+A third source, a *dataset on the server* (:func:`load_server`: a file, folder or glob under the folder
+the operator configured with ``PBR_CALIB_DATA_ROOT``, for logs beyond the upload limit), is read in
+one streamed pass (:mod:`pbr_core.stream`): the calibration pages use its streamed statistics of
+every row (``Loaded.stream``), the pages that need rows in memory a uniform random sample of
+:data:`SERVER_SAMPLE_ROWS` rows (``Loaded.preds``).
+
 Loading is requested by widget callbacks (:func:`request_sample`, :func:`request_upload`) and
 carried out by :func:`process_pending`, which ``app.py`` calls before it draws anything: the
 sidebar then already shows the new data in the same run, and a spinner can be shown while a large
@@ -113,10 +119,24 @@ class Loaded:
 
     preds: Predictions
     name: str                       # what the sidebar shows
-    file_name: str                  # sample file name or uploaded file name
-    origin: Literal["sample", "upload"]
+    file_name: str                  # sample file name, uploaded file name, or the server path typed
+    origin: Literal["sample", "upload", "server"]
     key: str                        # content hash + options: the cache key of every computation
     options: LoadOptions = field(default_factory=LoadOptions)
+    #: A dataset on the server: its streamed statistics (``preds`` is then a random sample of it).
+    stream: "StreamInfo | None" = None
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    """A dataset on the server, read in one streamed pass: the statistics of all its rows, by what is
+    measured ("top": top-label confidence; "pos": p(y=1) of binary data), and where it came from."""
+
+    stats: dict
+    n_total: int
+    n_files: int
+    sample_n: int
+    path: str
 
 
 @dataclass(frozen=True)
@@ -136,10 +156,18 @@ class MetricView:
     what: str                       # one phrase: what is being calibrated
     top_label_only: bool = False    # (confidence, correct) of a top-label-only file
     binary_positive: bool = False   # binary data measured on p(y=1)
+    #: A dataset on the server: the streamed statistics of ALL its rows (pbr_core.stream), which the
+    #: calibration numbers use; ``probs`` / ``labels`` / ``n`` are then a random sample of the rows.
+    stats: Any = None
+
+    @property
+    def rows(self) -> int:
+        """How many rows the calibration numbers describe: every row of a server dataset, else n."""
+        return int(self.stats.n) if self.stats is not None else self.n
 
     def subsample(self, index: np.ndarray, tag: str) -> "MetricView":
         return replace(self, key=f"{self.key}|{tag}", probs=self.probs[index], labels=self.labels[index],
-                       n=int(index.size))
+                       n=int(index.size), stats=None)
 
 
 # --------------------------------------------------------------------------- samples
@@ -328,12 +356,20 @@ def request_upload(file_name: str, data: bytes, options: LoadOptions) -> None:
     st.session_state[_K_PENDING] = ("upload", file_name, data, options)
 
 
+def request_server(path: str, options: LoadOptions) -> None:
+    """Ask for a dataset on the server to be read at the start of the next run (widget callbacks)."""
+    st.session_state[_K_PENDING] = ("server", path, None, options)
+
+
 def process_pending() -> None:
     """Carry out a requested load, with a spinner (called by app.py before anything is drawn)."""
     pending = st.session_state.pop(_K_PENDING, None)
     if pending is None:
         return
     kind, file_name, data, options = pending
+    if kind == "server":
+        load_server(file_name, options)
+        return
     with st.spinner(f"Reading {file_name} …"):
         if kind == "sample":
             load_sample(file_name, options)
@@ -360,16 +396,17 @@ def metric_view(loaded: Loaded, target: BinaryTarget | None = None) -> MetricVie
     """The arrays the metrics take for the loaded data (see :class:`MetricView`)."""
     preds = loaded.preds
     target = binary_target() if target is None else target
+    stats = loaded.stream.stats if loaded.stream is not None else {}
     if preds.kind == "binary" and target == "positive":
         return MetricView(key=f"{loaded.key}|pos", probs=preds.p_positive, labels=preds.labels, n=preds.n,
                           x_title="Predicted probability p(y=1)", y_title="Observed frequency of y = 1",
                           what="the predicted probability of the positive class, p(y=1)",
-                          binary_positive=True)
+                          binary_positive=True, stats=stats.get("pos"))
     probs, labels = preds.metric_inputs()
     return MetricView(key=f"{loaded.key}|top", probs=probs, labels=labels, n=preds.n,
                       x_title="Confidence (probability of the predicted class)", y_title="Accuracy",
                       what="the confidence of the predicted class (top-label calibration)",
-                      top_label_only=preds.kind == "top_label")
+                      top_label_only=preds.kind == "top_label", stats=stats.get("top"))
 
 
 def kind_label(preds: Predictions) -> str:
@@ -384,3 +421,101 @@ def classes_label(preds: Predictions) -> str:
 def recal_binary_ece(preds: Predictions) -> BinaryTarget:
     """What the recalibration pages score on binary data: the sidebar's choice (p(y=1) by default)."""
     return binary_target() if preds.kind == "binary" else "top_label"
+
+
+# --------------------------------------------------------------------------- datasets on the server
+#: Rows kept in memory from a server dataset for the pages that need rows (PBR, Compare, Fit & apply,
+#: equal-mass bins, the smoothed curve, other estimators): a uniform random sample, 200,000 rows at
+#: most (about 16 MB at K = 10); the operator may set another size with ``PBR_CALIB_SAMPLE_ROWS``.
+SERVER_SAMPLE_ROWS = 200_000
+
+
+def server_sample_rows() -> int:
+    """The sample size for server datasets: ``$PBR_CALIB_SAMPLE_ROWS`` when it is a positive integer."""
+    import os
+
+    try:
+        value = int(os.environ.get("PBR_CALIB_SAMPLE_ROWS", ""))
+    except ValueError:
+        return SERVER_SAMPLE_ROWS
+    return value if value > 0 else SERVER_SAMPLE_ROWS
+#: Per-bin statistics are kept for every B up to this (the Bins & bias page's largest B) and up to
+#: floor(n^(1/3)) (the Reliability slider's largest B).
+SERVER_CURVE_BINS = 300
+
+
+def server_root() -> Path | None:
+    """The folder the operator allows server datasets from: ``$PBR_CALIB_DATA_ROOT``, else
+    ``data_root`` in the ``[pbr_calib]`` section of ``.streamlit/secrets.toml``; None: no server
+    datasets (the Data page then does not offer them)."""
+    from pbr_core.stream import data_root
+
+    root = data_root()
+    if root is not None:
+        return root
+    try:
+        configured = st.secrets.get("pbr_calib", {}).get("data_root")
+    except Exception:  # noqa: BLE001 - no secrets file is the normal case
+        configured = None
+    return data_root(configured) if configured else None
+
+
+def _server_key(files: list[str], options: LoadOptions) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for f in files:
+        st_ = Path(f).stat()
+        h.update(f"{f}:{st_.st_size}:{st_.st_mtime_ns};".encode())
+    return f"server:{h.hexdigest()}|{options.tag()}"
+
+
+def load_server(path: str, options: LoadOptions = LoadOptions()) -> str | None:
+    """Read a dataset on the server in one streamed pass; returns an error message or None.
+
+    ``path`` is relative to :func:`server_root` (a file, a folder or a glob); anything outside it is
+    refused (:func:`pbr_core.stream.resolve_server_path`). Every row is validated; the statistics of
+    every row and a random sample of :func:`server_sample_rows` rows are kept. On failure the data
+    loaded before stays in use.
+    """
+    from dataclasses import replace as _replace
+
+    from pbr_core.stream import ServerPathError, open_dataset, resolve_server_path, scan_dataset, stats_config
+
+    root = server_root()
+    shown = path.strip() or "(empty path)"
+    if root is None:
+        return _set_error(shown, "no data folder is configured on this server (PBR_CALIB_DATA_ROOT).")
+    bar = st.progress(0.0, text=f"Reading {shown} …")
+
+    def progress(done: int, total: int | None) -> None:
+        frac = done / total if total else 0.0
+        bar.progress(min(1.0, frac), text=f"Reading {shown}: {done:,}" + (f" of {total:,} rows" if total else " rows"))
+
+    try:
+        files = resolve_server_path(path, root)
+        kwargs = options.as_kwargs()
+        kwargs.pop("max_rows", None)
+        ds = open_dataset(files, **kwargs)
+        lay = ds.layout()
+        base = stats_config(ds, curve_bins=range(1, SERVER_CURVE_BINS + 1))
+        top_bins = range(1, max(SERVER_CURVE_BINS, base.n_bins) + 1)
+        base = _replace(base, curve_bins=tuple(top_bins))
+        configs = {"top": _replace(base, target="top_label")}
+        if lay.kind == "binary":
+            configs["pos"] = base
+        stats, sample = scan_dataset(ds, configs, sample_size=server_sample_rows(), progress=progress)
+        key = _server_key(files, options)
+    except (ServerPathError, PredictionsError) as exc:
+        return _set_error(shown, str(exc), None, options)
+    except Exception as exc:  # noqa: BLE001 - a bad dataset must never crash the app
+        logger.exception("reading the server dataset %s failed", shown)
+        return _set_error(shown, f"it could not be read ({type(exc).__name__}).", None, options)
+    finally:
+        bar.empty()
+    # The sample's notes first say what it is; the loader's notes about the columns follow.
+    sample = _replace(sample, notes=(*sample.notes, *lay.notes), column_roles=lay.column_roles)
+    info = StreamInfo(stats=stats, n_total=int(stats["top"].n), n_files=len(files), sample_n=sample.n, path=shown)
+    st.session_state[_K_LOADED] = Loaded(preds=read_only(sample), name=f"{shown} (dataset on the server)",
+                                         file_name=shown, origin="server", key=key, options=options, stream=info)
+    st.session_state.pop(_K_ERROR, None)
+    return None
+

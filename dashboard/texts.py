@@ -29,6 +29,21 @@ RELIABILITY_RANGE_MEANING = (
 )
 
 
+def server_sample_note(n_total: int, n_sample: int, what: str) -> str:
+    """Where a page of a server dataset works on its random sample instead of every row."""
+    if n_sample >= n_total:
+        return f"This dataset on the server has {n_total:,} rows: {what} uses all of them."
+    return (f"This dataset on the server has {n_total:,} rows, too many to hold in memory: {what} works on "
+            f"a uniform random sample of {n_sample:,} of them. The Reliability and Bins & bias numbers "
+            "(ECE, MCE, Brier, NLL, accuracy, the diagram, the ECE curve) use every row.")
+
+
+def server_interval_caption(n_bins: int) -> str:
+    """Under the ECE card of a server dataset at a B other than the one its interval was computed at."""
+    return (f"95% interval: computed at B = {n_bins} only (the dataset is read once, and the interval's "
+            "resampling is done for one B during that pass)")
+
+
 def ece_interval_caption(low: float, high: float) -> str:
     """The line under the ECE card: the interval, and what a lower end of 0 means."""
     text = f"95% interval {low:.4f} – {high:.4f}"
@@ -809,3 +824,12 @@ MAP_SCORES_HINT = (
     "are not probabilities* under the reading options: the page can map them to probabilities on part of the "
     "rows and audit the rest."
 )
+
+
+SERVER_DATA_INTRO = (
+    "Prediction logs too large to upload, in a folder on this server: a Parquet or CSV file, a folder of "
+    "them, or a pattern such as `logs/2026-*/*.parquet`, relative to the data folder below. The whole "
+    "dataset is read once, batch by batch (never all in memory): Reliability and Bins & bias use every "
+    "row; PBR, Compare and Fit & apply use a random sample."
+)
+

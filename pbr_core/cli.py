@@ -3,14 +3,18 @@
 Usage::
 
     pbr-calib evaluate FILE [--n-bins B] [--format table|json]
+    pbr-calib evaluate 'logs/*.parquet' [--stream] [--local-cluster N | --scheduler ADDRESS] [--curve]
     pbr-calib fit FILE --method NAME [--param KEY=VALUE ...] --out MODEL.json
     pbr-calib fit FILE --method pbr --select-alpha [--alpha-grid 0,0.1,0.5,1] [--alpha-metric ece] --out MODEL.json
     pbr-calib apply MODEL.json FILE --out CALIBRATED.csv|.parquet
+    pbr-calib apply MODEL.json 'logs/*.parquet' --out calibrated/
+    pbr-calib fit 'logs/*.parquet' --sample 100000 [--seed 0] --method NAME --out MODEL.json
     pbr-calib compare FILE --methods uncalibrated,temperature,pbr [--n-re 1000] [--n-te N] [--folds 10] [--out TABLE.csv]
     pbr-calib methods [--format table|json]
 
 FILE is anything :func:`pbr_core.load_predictions` reads (CSV, TSV, Parquet, NPZ, NPY), with a
-label column. ``--param`` values are read as JSON when they parse (``n_bins=10``,
+label column. A folder, a glob or a URL (or ``--stream``) is a dataset read in one streamed pass
+(:mod:`pbr_core.stream`): never all rows in memory. ``--param`` values are read as JSON when they parse (``n_bins=10``,
 ``bias=false``, ``targets="labels"``) and as text otherwise (``strategy=equal_mass``).
 
 Exit codes (stable, for scripts):
@@ -120,6 +124,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--libraries", action="store_true",
                    help="also print the ECE as other estimators and libraries (netcal, torchmetrics, "
                         "scikit-learn, relplot) report it by default, and why each differs")
+    g = p.add_argument_group("datasets beyond memory (a folder, a glob such as 'logs/*.parquet', or a URL: "
+                             "always streamed)")
+    g.add_argument("--stream", action="store_true",
+                   help="read FILE in one streamed pass even when it is a single file (bounded memory; the "
+                        "interval then uses the Poisson bootstrap, and the estimators that need the rows are n/a)")
+    g.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="run the pass on this Dask scheduler (tcp://host:8786); needs pbr-calib[scale]")
+    g.add_argument("--local-cluster", type=_positive_int, default=None, metavar="N",
+                   help="run the pass on a Dask LocalCluster with N worker processes; needs pbr-calib[scale]")
+    g.add_argument("--curve", action="store_true", help="also report the ECE for every B = 1..200 (the ECE curve)")
+    g.add_argument("--n-boot", type=_positive_int, default=None, metavar="R",
+                   help="bootstrap replicates of the streamed interval (default: as in memory, about 2e8 / n)")
+    g.add_argument("--seed", type=int, default=0, help="seed of the streamed interval's random split and weights")
+    g.add_argument("--quiet", action="store_true", help="no progress bar")
     loading_options(p)
 
     p = add("fit", "fit a recalibrator and save it as JSON",
@@ -135,6 +153,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="GP methods: choose the prior (kernel settings, inducing points) on this share of the rows "
                         "and fit and bound on the rest, so that the printed Corollary 1-2 bounds hold as stated "
                         "(default: prior fitted on the same rows, bounds approximate)")
+    p.add_argument("--sample", type=_positive_int, default=None, metavar="N",
+                   help="fit on a uniform random sample of N rows, read in one streamed pass (FILE may then be a "
+                        "folder, a glob or a URL; a folder or glob needs --sample)")
+    p.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
+    p.add_argument("--all-rows", action="store_true",
+                   help="temperature scaling only: fit on every row of FILE (a file, folder, glob or URL) by "
+                        "streamed passes (one pass per Newton step), never holding the rows in memory")
     g = p.add_argument_group("alpha by cross-validation (PBR methods: pbr, pbr_total, pbr_app, pbr_total_app)")
     g.add_argument("--select-alpha", action="store_true",
                    help="choose alpha by k-fold cross-validation inside FILE, then fit on all rows with it")
@@ -151,9 +176,11 @@ def build_parser() -> argparse.ArgumentParser:
             "Recalibrate the predictions in FILE with a saved recalibrator and write the probabilities "
             "(one column per class, plus the label) as CSV or Parquet (from the suffix of --out).")
     p.add_argument("model", type=Path, help="recalibrator saved by `pbr-calib fit` (JSON)")
-    p.add_argument("file", help="prediction file with labels")
+    p.add_argument("file", help="prediction file with labels, or a dataset (a folder, a glob, a URL)")
     p.add_argument("--out", required=True, type=Path, metavar="CALIBRATED.csv",
-                   help="output file: .csv or .parquet")
+                   help="output file: .csv or .parquet; for a dataset a new folder of Parquet files (the original "
+                        "columns plus calibrated_<class>, written batch by batch)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (datasets)")
     loading_options(p)
 
     p = add("compare", "cross-validated comparison of recalibrators (paper Section 6.2)",
@@ -362,6 +389,19 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if wanted:  # a column to group by is never read as a score
         named = [c.strip() for c in (args.group_columns or "").split(",") if c.strip()]
         args.group_columns = ",".join(dict.fromkeys([*named, *wanted]))
+    from pbr_core.stream._cli import evaluate_stream, is_dataset
+
+    if args.stream or args.scheduler or args.local_cluster or is_dataset(args.file):
+        if args.scheduler and args.local_cluster:
+            raise CLIError("give --scheduler or --local-cluster, not both", EXIT_USAGE)
+        table = evaluate_stream(args)
+        if args.format == "json":
+            print(json.dumps(table, indent=2))
+        else:
+            print(_format_table({k: v for k, v in table.items() if k != "ece_curve"}))
+            if "ece_curve" in table:
+                print("ece curve  " + ", ".join(f"B={b}: {v:.4g}" for b, v in table["ece_curve"].items()))
+        return EXIT_OK
     preds = _mapped(args) if args.map_scores else _load(args.file, args)
     table = evaluation_table(preds, args.n_bins, args.lipschitz, args.eps)
     if args.map_scores:
@@ -472,7 +512,14 @@ def cmd_fit(args: argparse.Namespace) -> int:
         if args.alpha_scores is not None:
             _check_output(args.alpha_scores, (".csv",))
     _check_output(args.out, (".json",))
-    preds = _load(args.file, args)
+    from pbr_core.stream._cli import fit_all_rows, fit_sample, is_dataset
+
+    if args.all_rows:
+        return fit_all_rows(args, rec)
+    if args.sample is None and is_dataset(args.file):
+        raise CLIError(f"{args.file} is a dataset: fit on a random sample of it with --sample N (or, for "
+                       "temperature scaling, on every row with --all-rows)", EXIT_USAGE)
+    preds = fit_sample(args) if args.sample is not None else _load(args.file, args)
     if not preds.can_recalibrate:
         raise CLIError(f"{preds.source}: top-label-only data (confidence, predicted label, true label) cannot be "
                        "recalibrated: recalibration needs the full probability or logit vector of every row.",
@@ -576,13 +623,19 @@ def cmd_apply(args: argparse.Namespace) -> int:
     from pbr_core.loading import save_predictions
     from pbr_core.recalibrators import RecalibratorFileError, load_recalibrator
 
-    _check_output(args.out, (".csv", ".parquet", ".pq"))
+    from pbr_core.stream._cli import apply_stream, is_dataset
+
+    streamed = is_dataset(args.file)
+    if not streamed:
+        _check_output(args.out, (".csv", ".parquet", ".pq"))
     try:
         rec = load_recalibrator(args.model)
     except OSError as exc:
         raise CLIError(f"{args.model}: cannot read the file: {exc.strerror or exc}", EXIT_BAD_INPUT) from exc
     except RecalibratorFileError as exc:  # the message starts with the path and names the damaged field
         raise CLIError(str(exc), EXIT_BAD_INPUT) from exc
+    if streamed:
+        return apply_stream(args, rec)
     preds = _load(args.file, args, require_labels=False)  # shipping a recalibrator: new data has no labels
     try:
         probs = rec.predict_proba(preds)

@@ -30,8 +30,8 @@ def _reset_for_new_data(view: state.MetricView) -> None:
     if st.session_state.get(K_FOR) == view.key:
         return
     st.session_state[K_FOR] = view.key
-    st.session_state[K_BMAX] = min(DEFAULT_BMAX, _bmax_limit(view.n))
-    st.session_state[K_SUB_N] = view.n
+    st.session_state[K_BMAX] = min(DEFAULT_BMAX, _bmax_limit(view.rows))
+    st.session_state[K_SUB_N] = view.rows
     st.session_state[K_SEED] = 0
 
 
@@ -42,7 +42,7 @@ def _new_seed() -> None:
 def _controls(view: state.MetricView) -> tuple[int, float, float, bool]:
     c1, c2, c3, c4 = st.columns([3, 2, 2, 1.3], gap="medium")
     with c1:
-        bmax = st.slider("Largest B shown", min_value=2, max_value=_bmax_limit(view.n), key=K_BMAX,
+        bmax = st.slider("Largest B shown", min_value=2, max_value=_bmax_limit(view.rows), key=K_BMAX,
                          persist_state="session", help=texts.BMAX_HELP)
     with c2:
         lip = st.number_input("Lipschitz constant L", min_value=0.0, max_value=100.0, value=1.0, step=0.5,
@@ -60,29 +60,33 @@ def _teaching(view: state.MetricView) -> state.MetricView:
     """The subsample control; returns the view the chart uses (the full data or a subset)."""
     with st.container(border=True):
         st.markdown("**Teaching: how do the ECE and the bound move with n?**")
+        # A server dataset: subsets are drawn from its random sample (a random subset of that is a random
+        # subset of the dataset); the last option is every row, through the streamed statistics.
         sizes = compute.subsample_sizes(view.n)
+        if view.stats is not None:
+            sizes = [s for s in sizes if s < view.n] + ([view.n] if view.n < view.rows else []) + [view.rows]
         if st.session_state.get(K_SUB_N) not in sizes:
-            st.session_state[K_SUB_N] = view.n
+            st.session_state[K_SUB_N] = view.rows
         c1, c2 = st.columns([4, 1], gap="medium", vertical_alignment="bottom")
         with c1:
             n_sub = st.select_slider("Use a random subset of n rows", options=sizes, key=K_SUB_N,
                                      persist_state="session", format_func=lambda v: f"{v:,}",
                                      help=texts.SUBSAMPLE_HELP, disabled=len(sizes) < 2)
         with c2:
-            st.button("New subset", on_click=_new_seed, disabled=n_sub >= view.n,
+            st.button("New subset", on_click=_new_seed, disabled=n_sub >= view.rows,
                       icon=":material/casino:", key="bins_resample")
         seed = int(st.session_state.get(K_SEED, 0))
-        if n_sub >= view.n:
-            st.caption(f"Using all {view.n:,} rows. Move the slider left to see a smaller test set.")
+        if n_sub >= view.rows:
+            st.caption(f"Using all {view.rows:,} rows. Move the slider left to see a smaller test set.")
             return view
-        idx = compute.subsample_index(view.n, int(n_sub), seed)
-        st.caption(f"Using a random subset of {n_sub:,} of {view.n:,} rows (subset #{seed}). "
+        idx = compute.subsample_index(view.n, min(int(n_sub), view.n), seed)
+        st.caption(f"Using a random subset of {n_sub:,} of {view.rows:,} rows (subset #{seed}). "
                    "The grey line is the ECE on all rows, for comparison.")
         return view.subsample(idx, f"sub{n_sub}:{seed}")
 
 
 def _cards(view: state.MetricView, curve: np.ndarray, bmax: int, lip: float, eps: float) -> tuple[int, int]:
-    n = view.n
+    n = view.rows
     b_opt = pbr_core.optimal_n_bins(n)
     b_min = pbr_core.bound_minimizing_n_bins(n, lipschitz=lip, eps=eps)
     ece_opt = compute.ece_at(view, b_opt, curve)
@@ -126,11 +130,11 @@ def render() -> None:
     b_opt, b_min = _cards(view, curve, bmax, lip, eps)
     fig = figures.ece_vs_bins_figure(
         Bs, curve,
-        bound=pbr_core.theorem1_bound(view.n, Bs, lipschitz=lip, eps=eps),
+        bound=pbr_core.theorem1_bound(view.rows, Bs, lipschitz=lip, eps=eps),
         binning_bias=pbr_core.theorem1_binning_bias(Bs, lipschitz=lip),
-        estimation_bias=pbr_core.theorem1_estimation_bias(view.n, Bs, eps=eps),
+        estimation_bias=pbr_core.theorem1_estimation_bias(view.rows, Bs, eps=eps),
         optimal_b=b_opt, minimising_b=b_min, eps=eps, log_y=log_y,
-        reference_ece=compute.ece_curve(full, bmax) if view.n < full.n else None,
+        reference_ece=compute.ece_curve(full, bmax) if view.rows < full.rows else None,
     )
     left, right = st.columns([3, 1.2], gap="medium")
     with left:

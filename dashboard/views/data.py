@@ -35,6 +35,8 @@ K_MAP_METHOD = "data_map_method"
 MAP_METHODS = {"isotonic": "Isotonic regression (steps; suits few distinct scores)",
                "logistic": "Logistic curve (smooth; suits margins)"}
 K_SEEN_UPLOAD = "data_seen_upload"    # file_id of the last upload handed to the loader
+K_SERVER_PATH = "data_server_path"
+K_SERVER_OPEN = "data_server_open"
 
 DETECT = "(find it by name)"
 INPUT_TYPES = {"auto": "detect (auto)", "probabilities": "probabilities", "logits": "logits"}
@@ -128,6 +130,8 @@ def _on_apply(options: state.LoadOptions | None = None) -> None:
         state.request_upload(f.name, f.getvalue(), options)
     elif cur is not None and cur.origin == "sample":
         state.request_sample(cur.file_name, options)
+    elif cur is not None and cur.origin == "server":
+        state.request_server(cur.file_name, options)
 
 
 def _on_map() -> None:
@@ -163,6 +167,26 @@ def _source_controls(cur: state.Loaded | None) -> None:
         if _take_upload():  # a file the callback did not see (reruns merged by the browser)
             st.rerun()
         _error_box(cur)
+
+
+def _on_server() -> None:
+    st.session_state[K_SERVER_OPEN] = True  # keep the section open to show the outcome
+    state.request_server(str(st.session_state.get(K_SERVER_PATH) or ""), _fresh_options())
+
+
+def _server_source(cur: state.Loaded | None) -> None:
+    """A dataset on the server, offered only when the operator configured a data folder."""
+    root = state.server_root()
+    if root is None:
+        return
+    opened = bool(st.session_state.get(K_SERVER_OPEN)) or (cur is not None and cur.origin == "server")
+    with st.expander("Dataset on the server (files over the upload limit)", expanded=opened):
+        st.markdown(texts.SERVER_DATA_INTRO)
+        st.caption(f"Data folder: `{root.name}/` (set by the operator; nothing outside it can be opened).")
+        with st.form("data_server_form", border=False):
+            c = st.columns([4, 1], vertical_alignment="bottom")
+            c[0].text_input("Path inside the data folder", key=K_SERVER_PATH, placeholder="logs/*.parquet")
+            c[1].form_submit_button("Read", on_click=_on_server, icon=":material/dataset:", key="data_server_read")
 
 
 def _reading_options(cur: state.Loaded | None) -> None:
@@ -246,10 +270,15 @@ def _error_box(cur: state.Loaded | None) -> None:
 def _summary(cur: state.Loaded) -> None:
     p = cur.preds
     st.subheader(f"Loaded: {cur.name}")
+    n, accuracy = p.n, p.accuracy
+    if cur.stream is not None:  # every row of the dataset, from the streamed statistics
+        n, accuracy = cur.stream.n_total, cur.stream.stats["top"].accuracy
+        st.info(texts.server_sample_note(n, p.n, "the first-rows preview below, PBR, Compare and Fit & apply"),
+                icon=":material/dataset:")
     c = st.columns(4)
-    c[0].metric("Rows (n)", f"{p.n:,}", help="Number of predictions (test examples).")
+    c[0].metric("Rows (n)", f"{n:,}", help="Number of predictions (test examples).")
     c[1].metric("Classes (K)", state.classes_label(p), help="Number of classes the model chooses from.")
-    c[2].metric("Accuracy", f"{p.accuracy:.2%}", help="Share of rows where the predicted class is the true class.")
+    c[2].metric("Accuracy", f"{accuracy:.2%}", help="Share of rows where the predicted class is the true class.")
     c[3].metric("Kind", state.kind_label(p),
                 help="multiclass: full probability vectors; binary: p(y=1) and a 0/1 label; "
                      "top-label: only confidence, predicted and true label (enough for ECE, not for recalibration).")
@@ -280,6 +309,7 @@ def render() -> None:
     )
     cur = state.current()
     _source_controls(cur)
+    _server_source(cur)
     _reading_options(cur)
     st.divider()
     if cur is None:

@@ -53,6 +53,11 @@ def render() -> None:
     if loaded is None:
         return
     st.markdown(texts.GROUPS_INTRO)
+    if loaded.stream is not None:  # the sample keeps scores and labels only, not the other columns
+        st.info("Calibration by group is not available yet for a dataset on the server: it needs every row's "
+                "group column, which the streamed pass does not keep. Run `pbr-calib evaluate` with `--by` on a "
+                "file (or a sample of the rows) instead.", icon=":material/info:")
+        return
     chosen = _controls(loaded)
     if chosen is None:
         return

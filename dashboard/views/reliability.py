@@ -21,8 +21,8 @@ MAX_BINS = 200  # slider range for n up to 200^3 = 8 million rows; beyond, up to
 def _bins_slider(view: state.MetricView) -> int:
     # The default must be the paper's B itself (the one the CLI and the Bins & bias page use), so
     # the range grows past MAX_BINS when floor(n^(1/3)) does; more bins than rows would be empty.
-    default = pbr_core.optimal_n_bins(view.n)
-    hi = max(1, min(max(MAX_BINS, default), view.n))
+    default = pbr_core.optimal_n_bins(view.rows)
+    hi = max(1, min(max(MAX_BINS, default), view.rows))
     # New data: back to the paper's B; the same data (even after visiting other pages): keep the choice.
     if st.session_state.get(K_BINS_FOR) != view.key or not 1 <= st.session_state.get(K_BINS, 0) <= hi:
         st.session_state[K_BINS] = default
@@ -41,7 +41,10 @@ def _metric_cards(loaded: state.Loaded, view: state.MetricView, n_bins: int) -> 
     top_label_only = loaded.preds.kind == "top_label"
     c = st.columns(5)
     c[0].metric("ECE", f"{s['ece']:.4f}", help=texts.ECE_HELP + " " + texts.ECE_INTERVAL_HELP)
-    c[0].caption(texts.ece_interval_caption(s["ece_ci_low"], s["ece_ci_high"]))
+    if s["ece_ci_low"] is None:  # streamed statistics: the interval exists at one B
+        c[0].caption(texts.server_interval_caption(s["interval_bins"]))
+    else:
+        c[0].caption(texts.ece_interval_caption(s["ece_ci_low"], s["ece_ci_high"]))
     c[1].metric("MCE", f"{s['mce']:.4f}", help=texts.MCE_HELP)
     # Brier and NLL need p of the true class, which a top-label-only file does not have.
     c[2].metric("Brier score", "n/a" if top_label_only else f"{s['brier']:.4f}",
@@ -103,8 +106,11 @@ def render() -> None:
     view = state.metric_view(loaded)
     st.markdown(
         f"How well does the confidence match reality? Measured on **{view.what}** for "
-        f"**{loaded.name}** (n = {view.n:,})."
+        f"**{loaded.name}** (n = {view.rows:,})."
     )
+    if view.stats is not None:
+        st.caption(texts.server_sample_note(view.rows, view.n, "the equal-mass bins, the smoothed curve and the "
+                                            "other estimators"))
     n_bins = _bins_slider(view)
     _metric_cards(loaded, view, n_bins)
     left, right = st.columns([3, 1], gap="medium")

@@ -1,0 +1,173 @@
+"""The streamed forms of ``pbr-calib evaluate``, ``fit`` and ``apply`` (called from :mod:`pbr_core.cli`).
+
+Kept here so that the command line module only decides *whether* to stream; the messages and exit
+codes are the command line's own (``CLIError``, ``EXIT_*``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["is_dataset", "evaluate_stream", "fit_all_rows", "fit_sample", "apply_stream"]
+
+
+def is_dataset(spec: str) -> bool:
+    """True for what only the streamed path reads: a folder, a glob, a URL."""
+    s = str(spec)
+    return any(ch in s for ch in "*?[") or "://" in s or Path(s).is_dir()
+
+
+def _open(args: argparse.Namespace, require_labels: bool = True):
+    from pbr_core.cli import EXIT_BAD_INPUT, CLIError, cli_words
+    from pbr_core.predictions import PredictionsError
+    from pbr_core.stream import open_dataset
+
+    try:
+        ds = open_dataset(str(args.file), label_column=args.label_column, score_columns=args.score_columns,
+                          group_columns=args.group_columns, ignore_columns=args.ignore_columns,
+                          input_type=args.input_type, renormalize=args.renormalize)
+        if not require_labels:
+            from dataclasses import replace
+
+            ds.options = replace(ds.options, require_labels=False)
+        ds.layout()
+        return ds
+    except PredictionsError as exc:
+        raise CLIError(cli_words(str(exc)), EXIT_BAD_INPUT) from exc
+    except OSError as exc:
+        raise CLIError(f"{args.file}: cannot read: {exc.strerror or exc}", EXIT_BAD_INPUT) from exc
+
+
+class _Bar:
+    """tqdm over rows on stderr (hidden by --quiet); the total is known for Parquet."""
+
+    def __init__(self, quiet: bool, desc: str) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=None, unit="row", unit_scale=True, desc=desc, file=sys.stderr, disable=quiet,
+                        leave=False)
+
+    def __call__(self, done: int, total: int | None) -> None:
+        if total is not None and self.bar.total != total:
+            self.bar.total = total
+        self.bar.n = done
+        self.bar.refresh()
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _run_guarded(fn, what: str):
+    from pbr_core.cli import EXIT_BAD_INPUT, EXIT_USAGE, CLIError, cli_words
+    from pbr_core.predictions import PredictionsError
+
+    try:
+        return fn()
+    except PredictionsError as exc:
+        raise CLIError(cli_words(str(exc)), EXIT_BAD_INPUT) from exc
+    except ImportError as exc:
+        raise CLIError(str(exc), EXIT_USAGE) from exc
+    except OSError as exc:
+        raise CLIError(f"{what}: {exc.strerror or exc}", EXIT_BAD_INPUT) from exc
+
+
+def evaluate_stream(args: argparse.Namespace) -> dict[str, Any]:
+    """``evaluate`` on a dataset in one pass (this process, or Dask with --scheduler / --local-cluster)."""
+    from pbr_core.cli import EXIT_USAGE, CLIError
+    from pbr_core.stream import compute_statistics, evaluate_dataset
+
+    for option, given in (("--by", args.by), ("--map-scores", args.map_scores), ("--libraries", args.libraries)):
+        if given:
+            raise CLIError(f"{option} needs every row in memory and is not available on a streamed dataset; "
+                           "run it on one file (without --stream), or on a sample of the rows", EXIT_USAGE)
+    ds = _open(args)
+    curve = range(1, 201)
+    if args.n_bins is not None:
+        curve = sorted(set(curve) | {args.n_bins})
+    bar = _Bar(args.quiet, "evaluate")
+    try:
+        stats = _run_guarded(lambda: compute_statistics(
+            ds, curve_bins=curve, n_boot=args.n_boot, seed=args.seed, progress=bar,
+            scheduler=args.scheduler, local_cluster=args.local_cluster), str(args.file))
+    finally:
+        bar.close()
+    return evaluate_dataset(ds, stats, args.n_bins, args.lipschitz, args.eps, curve=args.curve)
+
+
+def fit_sample(args: argparse.Namespace):
+    """``fit`` on a dataset: a uniform random sample of --sample rows (seed --seed), as Predictions."""
+    from pbr_core.stream import sample_dataset
+
+    ds = _open(args)
+    bar = _Bar(args.quiet, "sample")
+    try:
+        preds = _run_guarded(lambda: sample_dataset(ds, args.sample, seed=args.seed, progress=bar), str(args.file))
+    finally:
+        bar.close()
+    print(f"sampled {preds.n:,} rows of {ds.spec} ({len(ds.files)} file(s); seed {args.seed})")
+    return preds
+
+
+def apply_stream(args: argparse.Namespace, rec) -> int:
+    """``apply`` to a dataset: Parquet files under the --out folder, written batch by batch."""
+    from pbr_core.cli import EXIT_OK, EXIT_USAGE, CLIError
+    from pbr_core.stream import apply_to_dataset
+
+    out = Path(args.out)
+    if out.suffix.lower() in (".csv", ".parquet", ".pq"):
+        raise CLIError(f"--out {out}: a dataset is written as a folder of Parquet files; give a folder name "
+                       "(e.g. calibrated/)", EXIT_USAGE)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise CLIError(f"--out {out}: exists and is not empty; choose a new folder", EXIT_USAGE)
+    if not out.absolute().parent.exists():
+        raise CLIError(f"--out {out}: the folder {out.absolute().parent} does not exist", EXIT_USAGE)
+    ds = _open(args, require_labels=False)
+    bar = _Bar(getattr(args, "quiet", False), "apply")
+    try:
+        written = _run_guarded(lambda: apply_to_dataset(rec, ds, out, progress=bar), str(args.file))
+    finally:
+        bar.close()
+    print(f"applied {rec.method} to {len(ds.files)} file(s) of {ds.spec}; wrote {len(written)} Parquet file(s) "
+          f"under {out} (original columns plus calibrated_<class>)")
+    return EXIT_OK
+
+
+def fit_all_rows(args: argparse.Namespace, rec) -> int:
+    """``fit --all-rows``: temperature scaling on every row by streamed passes, saved to --out."""
+    from pbr_core.cli import EXIT_FIT_FAILED, EXIT_OK, EXIT_USAGE, CLIError
+    from pbr_core.recalibrators import TemperatureScaling
+    from pbr_core.stream._fit import fit_temperature
+
+    if type(rec) is not TemperatureScaling:
+        raise CLIError(f"--all-rows fits temperature scaling only (--method temperature), not {args.method}; "
+                       "other methods fit on a random sample (--sample N)", EXIT_USAGE)
+    if args.sample is not None or args.select_alpha:
+        raise CLIError("--all-rows fits on every row: do not also give --sample or --select-alpha", EXIT_USAGE)
+    ds = _open(args)
+    from tqdm import tqdm
+
+    bar = tqdm(unit="pass", desc="temperature (passes over the data)", file=sys.stderr, disable=args.quiet, leave=False)
+
+    def progress(passes: int, temperature: float) -> None:
+        bar.update(1)
+        bar.set_postfix_str(f"T = {temperature:.6g}")
+
+    try:
+        fitted = _run_guarded(lambda: fit_temperature(ds, min_temperature=rec.min_temperature,
+                                                      max_temperature=rec.max_temperature, progress=progress),
+                              str(args.file))
+    except RuntimeError as exc:
+        raise CLIError(f"fitting temperature failed: {exc}", EXIT_FIT_FAILED) from exc
+    finally:
+        bar.close()
+    try:
+        fitted.save(args.out)
+    except OSError as exc:
+        raise CLIError(f"cannot write {args.out}: {exc.strerror or exc}", EXIT_USAGE) from exc
+    print(f"fitted temperature scaling on every row of {ds.spec} ({len(ds.files)} file(s)) in {fitted.fit_passes_} "
+          f"passes: T = {fitted.temperature_:.6g}")
+    print(f"saved to {args.out}")
+    return EXIT_OK

@@ -1,0 +1,75 @@
+"""The Dask back end: one task per unit, statistics merged on the client. Imported only when asked."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from pbr_core.stream._source import Dataset, Unit
+from pbr_core.stream._stats import CalibrationStatistics, StatsConfig
+
+_ADVICE = 'running on Dask needs the optional extra: pip install "pbr-calib[scale]" (dask[dataframe], distributed)'
+
+
+def _distributed():
+    try:
+        import distributed
+    except ImportError as exc:
+        raise ImportError(f"{_ADVICE} ({exc})") from None
+    return distributed
+
+
+def _unit_task(dataset: Dataset, unit: Unit, config: StatsConfig) -> CalibrationStatistics:
+    from pbr_core.stream._run import unit_statistics
+
+    return unit_statistics(dataset, unit, config)
+
+
+def _merge_pair(a: CalibrationStatistics, b: CalibrationStatistics) -> CalibrationStatistics:
+    return a.merge(b)
+
+
+def run_on_dask(dataset: Dataset, units: Sequence[Unit], config: StatsConfig, *, scheduler: str | None,
+                local_cluster: int | None, client=None, progress: Callable | None = None,
+                total: int | None = None) -> CalibrationStatistics:
+    """Map :func:`pbr_core.stream._run.unit_statistics` over the units on a Dask cluster and merge.
+
+    One task per unit (a Parquet row group or a CSV file); the partial statistics (a few MB at most:
+    per-cell sums, n_boot x 2B bootstrap sums, K x B classwise sums, whatever the unit's rows) are
+    merged on the workers by a binary tree of merge tasks over the units in order, so only the final
+    statistics travel to the client, and the floating-point additions happen in the same order
+    however the tasks were scheduled (the result does not depend on which task finished first).
+    """
+    distributed = _distributed()
+    dataset.layout()  # detect once here: every task then reads only the columns it needs
+    own_cluster = None
+    owns_client = client is None
+    if client is None:
+        if scheduler is not None:
+            client = distributed.Client(scheduler)
+        else:
+            own_cluster = distributed.LocalCluster(n_workers=int(local_cluster), threads_per_worker=1,
+                                                   processes=True, dashboard_address=None)
+            client = distributed.Client(own_cluster)
+    try:
+        if not units:
+            return CalibrationStatistics.empty(config)
+        futures = client.map(_unit_task, [dataset] * len(units), list(units), [config] * len(units), pure=False)
+        rows = {f.key: (u.n_rows or 0) for f, u in zip(futures, units)}
+        level = list(futures)
+        while len(level) > 1:
+            level = [client.submit(_merge_pair, level[i], level[i + 1], pure=False) if i + 1 < len(level)
+                     else level[i] for i in range(0, len(level), 2)]
+        done = 0
+        for future in distributed.as_completed(futures):
+            if future.status == "error":
+                future.result()  # re-raises the task's PredictionsError here, with its message
+            done += rows[future.key]
+            if progress is not None:
+                progress(done, total)
+        del futures
+        return level[0].result()
+    finally:
+        if owns_client:
+            client.close()
+        if own_cluster is not None:
+            own_cluster.close()

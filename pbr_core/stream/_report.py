@@ -1,0 +1,61 @@
+"""The numbers ``pbr-calib evaluate`` prints, from streamed statistics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pbr_core.bounds import optimal_n_bins, theorem1_bound
+from pbr_core.stream._source import Dataset
+from pbr_core.stream._stats import CalibrationStatistics
+
+__all__ = ["evaluate_dataset"]
+
+
+def evaluate_dataset(dataset: Dataset, stats: CalibrationStatistics, n_bins: int | None = None,
+                     lipschitz: float = 1.0, eps: float = 0.05, curve: bool = False) -> dict[str, Any]:
+    """The keys of :func:`pbr_core.cli.evaluation_table` that one pass can give, from ``stats``.
+
+    The estimators that need the rows themselves (equal-mass bins, the debiased ECE, smooth ECE)
+    are not computed (None). ``n_bins`` must be among the B values the statistics were kept for.
+    With ``curve`` the ECE of every kept B is added as ``ece_curve`` ({B: ECE}).
+    """
+    lay = dataset.layout()
+    B_opt = stats.config.n_bins
+    lo, hi = stats.ece_interval()
+    row: dict[str, Any] = {
+        "file": dataset.spec,
+        "files": len(dataset.files),
+        "n": stats.n,
+        "K": lay.n_classes or None,
+        "kind": lay.kind,
+        "input_type": lay.input_type,
+        "accuracy": stats.accuracy,
+        "ece_type": {"binary": "binary ECE on p(y=1) (Appendix A)"}.get(lay.kind, "top-label ECE (Eq. 2)"),
+        "optimal_n_bins": optimal_n_bins(stats.n),
+        "ece": stats.ece(),
+        "ece_ci_low": lo,
+        "ece_ci_high": hi,
+        "ci_method": f"split interval, Poisson bootstrap ({stats.config.n_boot} replicates)",
+        "mce": stats.mce(),
+        "ece_equal_mass": None,
+        "ece_debiased": None,
+        "smooth_ece": None,
+    }
+    if B_opt != row["optimal_n_bins"]:
+        row["ece_bins"] = B_opt
+    if n_bins is not None:
+        row["n_bins"] = n_bins
+        row["ece_at_n_bins"] = stats.ece(n_bins)
+        row["mce_at_n_bins"] = stats.mce(n_bins)
+    row["brier"] = stats.brier
+    row["nll"] = stats.nll
+    row["classwise_ece"] = stats.classwise_ece()
+    row["lipschitz"] = lipschitz
+    row["eps"] = eps
+    row["theorem1_bound"] = theorem1_bound(stats.n, B_opt, lipschitz=lipschitz, eps=eps)
+    if n_bins is not None:
+        row["theorem1_bound_at_n_bins"] = theorem1_bound(stats.n, n_bins, lipschitz=lipschitz, eps=eps)
+    row["columns"] = dict(lay.column_roles)
+    if curve:
+        row["ece_curve"] = {int(b): float(v) for b, v in zip(stats.config.curve_bins, stats.ece_curve())}
+    return row

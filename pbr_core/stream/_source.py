@@ -1,0 +1,409 @@
+"""A dataset of prediction files read as a stream of record batches.
+
+A dataset is one Parquet / CSV file, a folder of them, or a glob; local paths, or any fsspec URL
+(``s3://bucket/logs/*.parquet``) whose filesystem package is installed. It is cut into *units*
+(a Parquet row group, or a whole CSV file) that are read independently: the single-process stream
+walks them in order, a Dask cluster gets one task per unit, and both see the same batches in the
+same units, so their random draws (bootstrap, sample) agree.
+
+Column roles and layouts are the loader's (:mod:`pbr_core.loading`): the first non-empty batch goes
+through the loader's own detection, which fixes the layout (full vector, binary, top-label,
+(confidence, correct)), the label and score columns and the input type (probabilities or logits);
+every later batch is converted with those roles named, so it is validated by the same code
+(NaN, labels out of range, rows that do not sum to one) and a bad row stops the run with its file,
+row group and row.
+
+CSV files are read with pyarrow's streaming CSV reader: UTF-8, comma (``.csv``) or tab (``.tsv``)
+separated, optionally gzip-compressed. The in-memory loader's extra leniency for spreadsheet exports
+(Latin-1, semicolons, decimal commas) is not repeated here: convert such files, or load them whole.
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Iterator, Sequence
+
+
+from pbr_core.loading._roles import ColumnChoice, column_list
+from pbr_core.loading._source import _Options, _Source
+from pbr_core.predictions import DEFAULT_SUM_TOLERANCE, InputType, Predictions, PredictionsError
+
+__all__ = ["Dataset", "Layout", "Unit", "open_dataset"]
+
+#: Rows per record batch: 256k rows of a K = 10 file are ~20 MB of float64 scores.
+BATCH_ROWS = 1 << 18
+_CSV_BLOCK = 32 << 20
+_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".csv.gz": "csv", ".tsv.gz": "tsv"}
+
+
+def _file_format(name: str) -> str | None:
+    lower = name.lower()
+    for suffix in sorted(_SUFFIXES, key=len, reverse=True):
+        if lower.endswith(suffix):
+            return _SUFFIXES[suffix]
+    return None
+
+
+@dataclass(frozen=True)
+class Unit:
+    """An independently readable piece of a dataset: a Parquet row group, or a whole CSV file."""
+
+    file_index: int
+    path: str
+    fmt: str
+    row_group: int | None
+    first_row: int  # 0-based row of the file where the unit starts (CSV: 0)
+    n_rows: int | None  # None when unknown before reading (CSV)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What the first batch said about the columns; fixed for the whole dataset."""
+
+    kind: str  # "multiclass" | "binary" | "top_label"
+    input_type: str
+    read_columns: tuple[str, ...]  # the columns read from every later batch
+    label: str | None
+    scores: tuple[str, ...]
+    class_names: tuple[str, ...]
+    n_classes: int
+    has_class_ids: bool
+    column_roles: tuple[tuple[str, str], ...]
+    notes: tuple[str, ...]
+
+
+@dataclass
+class Dataset:
+    """The files of a dataset, their units and the options of :func:`pbr_core.load_predictions`.
+
+    Build it with :func:`open_dataset`. It is small and picklable (paths and options only), so a
+    Dask task receives it and reads its own unit.
+    """
+
+    spec: str
+    files: list[str]
+    fmt: str
+    columns: list[str]
+    options: _Options
+    storage_options: dict = field(default_factory=dict)
+    batch_rows: int = BATCH_ROWS
+    _layout: Layout | None = None
+
+    # ------------------------------------------------------------------ files
+    def _fs(self):
+        return _filesystem(self.files[0], self.storage_options)[0] if _is_url(self.files[0]) else None
+
+    def _open(self, path: str):
+        fs = self._fs()
+        return fs.open(path, "rb") if fs is not None else open(path, "rb")
+
+    def _parquet(self, path: str):
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.ParquetFile(self._open(path) if _is_url(path) else path)
+        except Exception as exc:  # noqa: BLE001 - a broken file is the caller's input
+            raise PredictionsError(f"{path}: could not read the Parquet file (truncated, empty or not "
+                                   f"Parquet?): {_first_line(exc)}") from exc
+
+    def units(self) -> list[Unit]:
+        """Every unit of every file, in file order (reads only the Parquet footers)."""
+        out: list[Unit] = []
+        for i, path in enumerate(self.files):
+            if self.fmt == "parquet":
+                meta = self._parquet(path).metadata
+                start = 0
+                for g in range(meta.num_row_groups):
+                    rows = meta.row_group(g).num_rows
+                    out.append(Unit(i, path, "parquet", g, start, rows))
+                    start += rows
+            else:
+                out.append(Unit(i, path, self.fmt, None, 0, None))
+        return out
+
+    def num_rows(self) -> int | None:
+        """Rows of the whole dataset when the files say so without being read (Parquet), else None."""
+        if self.fmt != "parquet":
+            return None
+        return int(sum(u.n_rows for u in self.units()))
+
+    # ------------------------------------------------------------------ batches
+    def raw_batches(self, unit: Unit, columns: Sequence[str] | None = None) -> Iterator[tuple[int, "object"]]:
+        """(first row of the batch in its file, pyarrow RecordBatch) for every batch of ``unit``."""
+        cols = list(columns) if columns is not None else None
+        if unit.fmt == "parquet":
+            pf = self._parquet(unit.path)
+            start = unit.first_row
+            try:
+                for rb in pf.iter_batches(batch_size=self.batch_rows, row_groups=[unit.row_group], columns=cols,
+                                          use_threads=False):
+                    yield start, rb
+                    start += rb.num_rows
+            except PredictionsError:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                raise PredictionsError(f"{unit.path}: could not read row group {unit.row_group + 1} "
+                                       f"(truncated or corrupt?): {_first_line(exc)}") from exc
+            return
+        import pyarrow.csv as pacsv
+
+        start = 0
+        try:
+            with self._open(unit.path) as raw:
+                stream = raw
+                if unit.path.lower().endswith(".gz"):
+                    import gzip
+
+                    stream = gzip.open(raw)
+                reader = pacsv.open_csv(
+                    stream,
+                    read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK),
+                    parse_options=pacsv.ParseOptions(delimiter="\t" if unit.fmt == "tsv" else ","),
+                    convert_options=pacsv.ConvertOptions(include_columns=cols) if cols else None,
+                )
+                for rb in reader:
+                    if rb.num_rows:
+                        yield start, rb
+                    start += rb.num_rows
+        except PredictionsError:
+            raise
+        except StopIteration:
+            return
+        except Exception as exc:  # noqa: BLE001
+            if "Empty CSV file" in str(exc):
+                return
+            raise PredictionsError(f"{unit.path}: could not read the CSV file near data row {start + 1}: "
+                                   f"{_first_line(exc)}") from exc
+
+    def layout(self) -> Layout:
+        """The layout and column roles, detected by the loader on the first non-empty batch."""
+        if self._layout is None:
+            self._layout = self._detect()
+        return self._layout
+
+    def _detect(self) -> Layout:
+        from pbr_core.loading._tables import _arrow_frame, _from_table
+
+        for unit in self.units():
+            for start, rb in self.raw_batches(unit):
+                if rb.num_rows == 0:
+                    continue
+                import pyarrow as pa
+
+                df = _arrow_frame(pa.Table.from_batches([rb]), csv=unit.fmt != "parquet")
+                src = _Source(f"{unit.path} (first batch, used to detect the columns)")
+                preds = _from_table(df, src, self.options, [])
+                return _layout_of(preds, self.options)
+        raise PredictionsError(f"{self.spec}: the dataset has no data rows ({len(self.files)} file(s)).")
+
+    def predictions(self, unit: Unit) -> Iterator[tuple[int, Predictions]]:
+        """(first row in the file, validated Predictions) for every batch of ``unit``.
+
+        A problem in a batch raises :class:`~pbr_core.predictions.PredictionsError` naming the
+        file, the row group (Parquet) and the row, counted in the file (data rows from 1).
+        """
+        import pyarrow as pa
+
+        from pbr_core.loading._tables import _arrow_frame, _from_table
+
+        lay = self.layout()
+        opts = _batch_options(self.options, lay)
+        for start, rb in self.raw_batches(unit, lay.read_columns):
+            if rb.num_rows == 0:
+                continue
+            src = _Source(unit.path)
+            df = _arrow_frame(pa.Table.from_batches([rb]), csv=unit.fmt != "parquet")
+            try:
+                preds = _from_table(df, src, opts, [])
+            except PredictionsError as exc:
+                raise PredictionsError(_where(str(exc), unit, start)) from None
+            if lay.kind != "top_label" and preds.class_names != lay.class_names and preds.kind == "binary":
+                raise PredictionsError(
+                    f"{unit.path}: rows {start + 1}..{start + rb.num_rows} name the classes "
+                    f"{list(preds.class_names)}, but the first batch of the dataset named {list(lay.class_names)}; "
+                    "use 0/1 labels so that every batch means the same classes.")
+            yield start, preds
+
+
+def _where(message: str, unit: Unit, start: int) -> str:
+    """A loader message about a batch, with its row counted in the file and the row group named."""
+    group = f"row group {unit.row_group + 1}, " if unit.row_group is not None else ""
+
+    def row(m: re.Match) -> str:
+        r = int(m.group(1))
+        return f"{group}row {start + r} of the file (data row, header excluded)"
+
+    return re.sub(r"\brow (\d+) \(data row, header excluded\)", row, message)
+
+
+def _batch_options(opts: _Options, lay: Layout) -> _Options:
+    if lay.kind == "top_label":  # conf / predicted / label (or correct) found by name again, nothing else read
+        choice = ColumnChoice(label=lay.label)
+    else:
+        choice = ColumnChoice(label=lay.label, scores=lay.scores)
+    return replace(opts, columns=choice, input_type=lay.input_type)
+
+
+def _layout_of(preds: Predictions, opts: _Options) -> Layout:
+    label = next((c for c, r in preds.column_roles if r == "label"), None)
+    scores = tuple(c for c, r in preds.column_roles if r == "score")
+    used = tuple(c for c, r in preds.column_roles if r in ("label", "score", "confidence", "predicted", "correct"))
+    if preds.kind == "top_label":
+        scores = ()
+    return Layout(
+        kind=preds.kind, input_type=preds.input_type, read_columns=used, label=label, scores=scores,
+        class_names=tuple(preds.class_names), n_classes=preds.n_classes, has_class_ids=preds.has_class_ids,
+        column_roles=tuple(preds.column_roles), notes=tuple(preds.notes),
+    )
+
+
+# ---------------------------------------------------------------------------------------- opening
+def _is_url(spec: str) -> bool:
+    return bool(re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", spec)) and not spec.startswith("file://")
+
+
+def _filesystem(spec: str, storage_options: dict):
+    try:
+        import fsspec
+    except ImportError:
+        raise PredictionsError(f"{spec}: reading URLs needs the fsspec package (pip install fsspec).") from None
+    try:
+        return fsspec.core.url_to_fs(spec, **storage_options)
+    except (ImportError, ValueError) as exc:
+        raise PredictionsError(f"{spec}: no filesystem for this URL is installed ({exc}).") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _expand(spec: str, storage_options: dict) -> list[str]:
+    if _is_url(spec):
+        fs, path = _filesystem(spec, storage_options)
+        protocol = spec.split("://", 1)[0]
+        if any(ch in path for ch in "*?["):
+            found = fs.glob(path)
+        elif fs.isdir(path):
+            found = [p for p in fs.find(path) if _file_format(p)]
+        else:
+            found = [path] if fs.exists(path) else []
+        return [f"{protocol}://{p}" if "://" not in p else p for p in sorted(found)]
+    if spec.startswith("file://"):
+        spec = spec[len("file://"):]
+    p = Path(spec).expanduser()
+    if any(ch in spec for ch in "*?["):
+        return sorted(f for f in _glob.glob(str(p), recursive=True) if os.path.isfile(f))
+    if p.is_dir():
+        return sorted(str(f) for f in p.rglob("*") if f.is_file() and _file_format(f.name)
+                      and not any(part.startswith((".", "_")) for part in f.relative_to(p).parts))
+    return [str(p)] if p.is_file() else []
+
+
+def open_dataset(
+    spec: str | os.PathLike | Sequence[str | os.PathLike],
+    *,
+    label_column: str | None = None,
+    score_columns: str | Sequence[str] | None = None,
+    group_columns: str | Sequence[str] | None = None,
+    ignore_columns: str | Sequence[str] | None = None,
+    input_type: InputType = "auto",
+    renormalize: bool = False,
+    tolerance: float = DEFAULT_SUM_TOLERANCE,
+    storage_options: dict | None = None,
+    batch_rows: int = BATCH_ROWS,
+) -> Dataset:
+    """A dataset of prediction files: one file, a folder (every Parquet / CSV file under it, hidden
+    and ``_``-prefixed names skipped), a glob, or a list of these; a URL for any installed fsspec
+    filesystem. The options are those of :func:`pbr_core.load_predictions`.
+
+    Every file must have the same columns (a folder with mixed schemas is an error naming the
+    first file that differs) and one format (all Parquet or all CSV / TSV).
+
+    Raises
+    ------
+    PredictionsError
+        No file matches, mixed formats, mixed columns, an unreadable file.
+
+    Examples
+    --------
+    >>> import pbr_core.stream as ps
+    >>> ds = ps.open_dataset("sample_data/kitti_mlp.parquet")
+    >>> ds.layout().kind, len(ds.files)
+    ('binary', 1)
+    """
+    specs = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
+    storage_options = dict(storage_options or {})
+    files: list[str] = []
+    for s in specs:
+        found = _expand(os.fspath(s), storage_options)
+        if not found:
+            raise PredictionsError(f"{s}: no file found (a file, a folder of .parquet / .csv files, or a glob "
+                                   "such as 'logs/*.parquet').")
+        files.extend(found)
+    shown = ", ".join(map(os.fspath, specs))
+    formats = {f: _file_format(f) for f in files}
+    unknown = [f for f, v in formats.items() if v is None]
+    if unknown:
+        raise PredictionsError(f"{unknown[0]}: not a Parquet or CSV file (by its name); a dataset holds "
+                               ".parquet / .pq or .csv / .tsv (optionally .gz) files.")
+    kinds = {"parquet" if v == "parquet" else "csv" for v in formats.values()}
+    if len(kinds) > 1:
+        raise PredictionsError(f"{shown}: the dataset mixes Parquet and CSV files; use one format.")
+    fmt = formats[files[0]]
+    try:
+        choice = ColumnChoice(
+            label=label_column.strip() if label_column and label_column.strip() else None,
+            scores=column_list(score_columns, "score_columns") or None,
+            groups=column_list(group_columns, "group_columns") or (),
+            ignore=column_list(ignore_columns, "ignore_columns") or (),
+        )
+    except TypeError as exc:
+        raise PredictionsError(f"{shown}: {exc}") from None
+    opts = _Options(choice, input_type, bool(renormalize), float(tolerance), None, True)
+    ds = Dataset(shown, files, fmt, [], opts, storage_options, int(batch_rows))
+    ds.columns = _check_schemas(ds)
+    return ds
+
+
+def _columns_of(ds: Dataset, path: str) -> list[str]:
+    if ds.fmt == "parquet":
+        return list(ds._parquet(path).schema_arrow.names)
+    with ds._open(path) as raw:
+        stream = raw
+        if path.lower().endswith(".gz"):
+            import gzip
+
+            stream = gzip.open(raw)
+        line = stream.readline().decode("utf-8-sig", errors="replace").rstrip("\r\n")
+    if not line.strip():
+        return []  # an empty CSV file: no header, no rows
+    return [c.strip().strip('"') for c in line.split("\t" if ds.fmt == "tsv" else ",")]
+
+
+def _check_schemas(ds: Dataset) -> list[str]:
+    first: list[str] | None = None
+    first_path = ""
+    for path in ds.files:
+        cols = _columns_of(ds, path)
+        if not cols and ds.fmt != "parquet":
+            continue
+        if first is None:
+            first, first_path = cols, path
+            continue
+        if cols != first:
+            missing = [c for c in first if c not in cols]
+            extra = [c for c in cols if c not in first]
+            what = "; ".join(x for x in (
+                f"it lacks {missing[:8]}" if missing else "",
+                f"it has {extra[:8]} that {Path(first_path).name} has not" if extra else "",
+                "the same columns in another order" if not missing and not extra else "") if x)
+            raise PredictionsError(
+                f"{path}: this file's columns differ from those of {first_path} ({what}). Every file of a "
+                "dataset must have the same columns; put files with other columns in another folder.")
+    if first is None:
+        raise PredictionsError(f"{ds.spec}: every file of the dataset is empty.")
+    return first

@@ -1,0 +1,136 @@
+"""A dataset on the server, in a real browser: only under the operator's data folder; Reliability and
+Bins & bias show the numbers of every row (streamed), the recalibration pages say they use a sample."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import pbr_core
+
+pytestmark = pytest.mark.browser
+
+TIMEOUT_MS = 90_000
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory) -> Path:
+    """CIFAR-10 (real, 10000 rows) as 3 Parquet files with an extra column; a secret outside the root
+    and a link to it inside."""
+    base = tmp_path_factory.mktemp("server")
+    root = base / "data"
+    (root / "logs").mkdir(parents=True)
+    preds = pbr_core.load_predictions(ROOT / "sample_data" / "cifar10_resnet110.npz")
+    df = pd.DataFrame(preds.probs, columns=[f"c{k}" for k in range(10)]).assign(
+        label=preds.labels, request_id=np.arange(preds.n))
+    for i, rows in enumerate(np.array_split(np.arange(preds.n), 3)):
+        pq.write_table(pa.Table.from_pandas(df.iloc[rows], preserve_index=False), root / "logs" / f"p{i}.parquet",
+                       row_group_size=1000)
+    (base / "secret").mkdir()
+    df.iloc[:100].to_csv(base / "secret" / "s.csv", index=False)
+    (root / "escape").symlink_to(base / "secret", target_is_directory=True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def server_url(data_root, tmp_path_factory):
+    port = _free_port()
+    log = tmp_path_factory.mktemp("streamlit_server") / "server.log"
+    env = {**os.environ, "PBR_CALIB_DATA_ROOT": str(data_root), "PBR_CALIB_SAMPLE_ROWS": "4000"}
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "dashboard" / "app.py"), "--server.headless", "true",
+             "--server.port", str(port), "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=env)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.time() > deadline:
+            proc.kill()
+            pytest.fail(f"streamlit did not start; log:\n{log.read_text()[-3000:]}")
+        time.sleep(0.5)
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def _wait_idle(page) -> None:
+    page.wait_for_selector('[data-testid="stApp"]', timeout=TIMEOUT_MS)
+    page.wait_for_timeout(300)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=TIMEOUT_MS)
+    exc = page.locator('[data-testid="stException"]')
+    assert exc.count() == 0, exc.first.inner_text()
+
+
+def _nav(page, name: str, heading: str) -> None:
+    page.locator('[data-testid="stSidebarNav"]').get_by_text(name, exact=True).click()
+    page.get_by_role("heading", name=heading, level=1).wait_for(timeout=TIMEOUT_MS)
+    _wait_idle(page)
+
+
+def _card(page, label: str) -> str:
+    card = page.locator('[data-testid="stMetric"]').filter(has_text=label).first
+    card.wait_for(timeout=TIMEOUT_MS)
+    return card.locator('[data-testid="stMetricValue"]').inner_text().strip()
+
+
+def _read(page, path: str) -> None:
+    box = page.get_by_label("Path inside the data folder")
+    box.fill(path)
+    page.get_by_role("button", name="Read").click()
+    _wait_idle(page)
+
+
+def test_a_server_dataset_streams_and_outside_paths_are_refused(page, server_url, data_root):
+    page.goto(server_url, wait_until="domcontentloaded")
+    page.get_by_text("Bundled samples").wait_for(timeout=TIMEOUT_MS)
+    _wait_idle(page)
+    page.get_by_text("Dataset on the server (files over the upload limit)").click()
+    main = page.locator('[data-testid="stMain"]')
+    for bad, words in (("../secret/s.csv", "'..' is not allowed"), ("escape/s.csv", "outside the data folder"),
+                       ("/etc/passwd", "only files inside the data folder")):
+        _read(page, bad)
+        main.get_by_text(words).first.wait_for(timeout=TIMEOUT_MS)
+        assert "Traceback" not in main.inner_text()
+
+    _read(page, "logs/*.parquet")
+    page.locator('[data-testid="stSidebar"]').get_by_text("dataset on the server").first.wait_for(timeout=TIMEOUT_MS)
+    assert "10,000" in page.locator('[data-testid="stSidebar"]').inner_text()
+
+    df = pd.concat([pd.read_parquet(f) for f in sorted((data_root / "logs").glob("*.parquet"))])
+    probs, labels = df[[f"c{k}" for k in range(10)]].to_numpy(), df["label"].to_numpy()
+    B = pbr_core.optimal_n_bins(len(df))
+    _nav(page, "Reliability", "Reliability")
+    assert _card(page, "ECE") == f"{pbr_core.ece(probs, labels, B):.4f}"
+    assert _card(page, "Brier score") == f"{pbr_core.brier_score(probs, labels):.4f}"
+    _nav(page, "Bins & bias", "Bins & bias")
+    assert _card(page, f"ECE at B = floor(n^(1/3)) = {B}") == f"{pbr_core.ece(probs, labels, B):.4f}"
+    _nav(page, "Compare", "Compare recalibrators")
+    main.get_by_text("random sample of 4,000 of them").first.wait_for(timeout=TIMEOUT_MS)

@@ -1,0 +1,97 @@
+"""pbr-calib evaluate / fit / apply on datasets (folders, globs), through main([...])."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import pbr_core
+from pbr_core.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, main
+from pbr_core.recalibrators import load_recalibrator
+from stream_testdata import write_parts
+
+SCORES = [f"c{k}" for k in range(10)]
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def test_evaluate_a_glob_streams_with_the_in_memory_numbers(capsys, cifar10_parts, cifar10_frame) -> None:
+    code, out, _ = run(capsys, "evaluate", cifar10_parts / "*.parquet", "--format", "json", "--curve", "--n-bins", "15",
+                       "--quiet")
+    assert code == EXIT_OK
+    t = json.loads(out)
+    probs, labels = cifar10_frame[SCORES].to_numpy(), cifar10_frame["label"].to_numpy()
+    assert (t["n"], t["files"], t["K"], t["kind"], t["optimal_n_bins"]) == (10000, 4, 10, "multiclass", 21)
+    assert t["ece"] == pytest.approx(pbr_core.ece(probs, labels, n_bins=21), abs=1e-12)
+    assert t["ece_at_n_bins"] == pytest.approx(pbr_core.ece(probs, labels, n_bins=15), abs=1e-12)
+    assert t["brier"] == pytest.approx(pbr_core.brier_score(probs, labels), abs=1e-12)
+    curve = np.array([t["ece_curve"][str(b)] for b in range(1, 201)])
+    np.testing.assert_allclose(curve, pbr_core.ece_curve(probs, labels), rtol=0, atol=1e-12)
+    assert t["ece_ci_low"] <= t["ece"] <= t["ece_ci_high"]
+    assert t["ece_debiased"] is None  # needs the rows: not claimed
+
+
+def test_a_single_file_keeps_the_in_memory_evaluation_unless_asked(capsys, cifar10_parts) -> None:
+    f = cifar10_parts / "part0.parquet"
+    _, out, _ = run(capsys, "evaluate", f, "--format", "json")
+    plain = json.loads(out)
+    assert plain["ece_debiased"] is not None and "files" not in plain
+    _, out, _ = run(capsys, "evaluate", f, "--format", "json", "--stream", "--quiet")
+    streamed = json.loads(out)
+    assert streamed["files"] == 1
+    assert streamed["ece"] == pytest.approx(plain["ece"], abs=1e-12)
+    assert streamed["mce"] == pytest.approx(plain["mce"], abs=1e-12)
+
+
+def test_evaluate_on_a_dask_scheduler(capsys, cifar10_parts) -> None:
+    distributed = pytest.importorskip("distributed")
+    _, out, _ = run(capsys, "evaluate", cifar10_parts, "--format", "json", "--quiet", "--n-boot", "30")
+    local = json.loads(out)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as c:
+        code, out, _ = run(capsys, "evaluate", cifar10_parts, "--format", "json", "--quiet", "--n-boot", "30",
+                           "--scheduler", c.scheduler_address)
+    assert code == EXIT_OK
+    remote = json.loads(out)
+    for key in ("n", "ece", "ece_ci_low", "ece_ci_high", "mce", "brier", "nll", "accuracy", "classwise_ece"):
+        assert remote[key] == pytest.approx(local[key], abs=1e-12), key
+
+
+def test_dataset_errors_and_options_that_need_rows(capsys, cifar10_frame, tmp_path) -> None:
+    files = write_parts(cifar10_frame, tmp_path / "logs", 3)
+    part = pd.read_parquet(files[1])
+    part.loc[part.index[2500], "c1"] = np.nan
+    part.to_parquet(files[1], index=False)
+    code, _, err = run(capsys, "evaluate", tmp_path / "logs", "--quiet")
+    assert code == EXIT_BAD_INPUT and "part1.parquet" in err and "row 2501 of the file" in err
+    code, _, err = run(capsys, "evaluate", tmp_path / "logs", "--by", "segment")
+    assert code == EXIT_USAGE and "--by needs every row in memory" in err
+    code, _, err = run(capsys, "evaluate", tmp_path / "logs", "--scheduler", "tcp://x:1", "--local-cluster", "2")
+    assert code == EXIT_USAGE and "not both" in err
+
+
+def test_fit_on_a_sample_then_apply_to_the_dataset(capsys, cifar10_parts, cifar10_frame, tmp_path) -> None:
+    model = tmp_path / "ts.json"
+    code, _, err = run(capsys, "fit", cifar10_parts / "*.parquet", "--method", "temperature", "--out", model)
+    assert code == EXIT_USAGE and "--sample" in err
+    code, out, _ = run(capsys, "fit", cifar10_parts / "*.parquet", "--sample", "3000", "--seed", "5",
+                       "--method", "temperature", "--out", model, "--quiet")
+    assert code == EXIT_OK and "sampled 3,000 rows" in out and "on 3000 rows" in out
+    rec = load_recalibrator(model)
+    out_dir = tmp_path / "calibrated"
+    code, out, _ = run(capsys, "apply", model, cifar10_parts, "--out", out_dir, "--quiet")
+    assert code == EXIT_OK and "wrote 4 Parquet file(s)" in out
+    back = pd.concat([pd.read_parquet(out_dir / f"part{i}.parquet") for i in range(4)], ignore_index=True)
+    assert list(back.columns) == [*cifar10_frame.columns, *[f"calibrated_{c}" for c in SCORES]]
+    preds = pbr_core.load_predictions(cifar10_frame.to_csv(index=False).encode(), format="csv")
+    np.testing.assert_allclose(back[[f"calibrated_{c}" for c in SCORES]].to_numpy(), rec.predict_proba(preds),
+                               rtol=0, atol=1e-12)
+    code, _, err = run(capsys, "apply", model, cifar10_parts, "--out", out_dir)
+    assert code == EXIT_USAGE and "not empty" in err

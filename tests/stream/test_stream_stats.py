@@ -1,0 +1,138 @@
+"""Streamed statistics equal the in-memory metrics on the same rows (real sample data, several files)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import pbr_core
+from pbr_core import metrics
+from pbr_core.predictions import Predictions
+from pbr_core.stream import CalibrationStatistics, StatsConfig, compute_statistics, open_dataset, poisson_weights
+
+TOL = 1e-12
+
+
+def _in_memory(folder, pattern: str):
+    """The same rows loaded in memory, concatenated in file order."""
+    import glob
+
+    frames = [pd.read_parquet(f) if f.endswith(".parquet") else pd.read_csv(f)
+              for f in sorted(glob.glob(str(folder / pattern)))]
+    df = pd.concat(frames, ignore_index=True)
+    return pbr_core.load_predictions(df.to_csv(index=False).encode(), format="csv")
+
+
+def _check_equal(stats, preds) -> None:
+    probs, labels = preds.metric_inputs()
+    if preds.kind == "binary":
+        probs = preds.probs[:, 1]
+    B = stats.config.n_bins
+    assert stats.n == preds.n
+    assert stats.ece() == pytest.approx(pbr_core.ece(probs, labels, n_bins=B), abs=TOL)
+    assert stats.mce() == pytest.approx(metrics.mce(probs, labels, n_bins=B), abs=TOL)
+    assert stats.ece(7) == pytest.approx(pbr_core.ece(probs, labels, n_bins=7), abs=TOL)
+    np.testing.assert_allclose(stats.ece_curve(), pbr_core.ece_curve(probs, labels, range(1, 201)), rtol=0, atol=TOL)
+    mem = metrics.reliability_diagram(probs, labels, n_bins=B)
+    got = stats.reliability_diagram()
+    assert list(got.columns) == list(mem.columns)
+    pd.testing.assert_frame_equal(got, mem, check_exact=False, rtol=0, atol=TOL)
+    assert stats.accuracy == preds.accuracy
+    if preds.probs is not None:
+        assert stats.brier == pytest.approx(metrics.brier_score(preds.probs, preds.labels), abs=TOL)
+        assert stats.nll == pytest.approx(metrics.nll(preds.probs, preds.labels), abs=TOL)
+        assert stats.classwise_ece() == pytest.approx(metrics.classwise_ece(preds.probs, preds.labels, n_bins=B), abs=TOL)
+    else:
+        assert stats.brier is None and stats.nll is None and stats.classwise_ece() is None
+
+
+def test_multiclass_parquet_folder_equals_in_memory(cifar10_parts) -> None:
+    ds = open_dataset(cifar10_parts, batch_rows=300)
+    assert ds.layout().kind == "multiclass" and len(ds.files) == 4
+    assert dict(ds.layout().column_roles)["segment"] == "metadata"
+    stats = compute_statistics(ds, n_boot=20)
+    assert stats.n_batches > 4 * 5  # several row groups and batches per file
+    _check_equal(stats, _in_memory(cifar10_parts, "*.parquet"))
+
+
+def test_binary_csv_glob_equals_in_memory(kitti_csv_parts) -> None:
+    ds = open_dataset(str(kitti_csv_parts / "*.csv"))
+    assert ds.layout().kind == "binary"
+    _check_equal(compute_statistics(ds, n_boot=20), _in_memory(kitti_csv_parts, "*.csv"))
+
+
+def test_top_label_parquet_equals_in_memory(toplabel_parts) -> None:
+    ds = open_dataset(toplabel_parts)
+    assert ds.layout().kind == "top_label"
+    _check_equal(compute_statistics(ds, n_boot=20), _in_memory(toplabel_parts, "*.parquet"))
+
+
+def test_merge_is_the_statistics_of_all_rows(cifar10) -> None:
+    logits, y = cifar10
+    preds = Predictions.from_arrays(logits, y)
+    config = StatsConfig("multiclass", 10, n_bins=15, curve_bins=tuple(range(1, 31)), n_boot=10, seed=3)
+    whole = CalibrationStatistics.empty(config)
+    halves = [CalibrationStatistics.empty(config), CalibrationStatistics.empty(config)]
+    for i, start in enumerate(range(0, preds.n, 2500)):
+        part = preds.subset(np.arange(start, min(preds.n, start + 2500)))
+        whole.update(part, key=(0, start))
+        halves[i % 2].update(part, key=(0, start))
+    merged = halves[1].merge(halves[0])  # merged in another order than the rows came
+    np.testing.assert_allclose(merged.boot, whole.boot, rtol=0, atol=1e-9)
+    assert merged.ece_interval() == pytest.approx(whole.ece_interval(), abs=1e-12)
+    assert merged.ece() == pytest.approx(pbr_core.ece(preds.probs, y, n_bins=15), abs=TOL)
+    with pytest.raises(ValueError, match="Cannot merge"):
+        merged.merge(CalibrationStatistics.empty(StatsConfig("multiclass", 10, 16, (), 10, 3)))
+    with pytest.raises(ValueError, match="among the B values"):
+        merged.ece(40)
+
+
+def test_poisson_weights_have_the_poisson_distribution() -> None:
+    w = poisson_weights(np.random.default_rng(0), (200, 5000)).ravel()
+    freq = np.bincount(w, minlength=8)[:8] / w.size
+    pmf = np.exp(-1.0) / np.cumprod(np.r_[1.0, np.arange(1, 8)])
+    assert np.all(np.abs(freq - pmf) <= 4 * np.sqrt(pmf / w.size))
+    assert w.mean() == pytest.approx(1.0, abs=0.005) and w.var() == pytest.approx(1.0, abs=0.01)
+
+
+def _interval_pair(c, k, B, n_boot, seed):
+    preds = Predictions.from_confidence_correct(c, k)
+    stats = CalibrationStatistics.empty(StatsConfig("top_label", 1, B, (B,), n_boot, seed)).update(preds, (0, 0))
+    return stats.ece_interval(), metrics.ece_bootstrap_ci(c, k.astype(int), n_bins=B, n_boot=n_boot, seed=seed)
+
+
+@pytest.mark.parametrize("shift", [0.1, 0.0])
+def test_streamed_interval_covers_the_known_binned_error(shift) -> None:
+    """Confidence ~ U(0.5, 1), P(correct | c) = c - shift: CE_B = shift for every B. The streamed
+    interval (random halves, Poisson bootstrap) must cover it at about the nominal 95% (at least
+    85% over 60 draws) and be as wide as the in-memory split interval on the same rows."""
+    rng = np.random.default_rng(11)
+    covered, widths = 0, []
+    for rep in range(60):
+        c = rng.uniform(0.5, 1.0, 2000)
+        k = rng.uniform(size=2000) < c - shift
+        (lo, hi), (mlo, mhi) = _interval_pair(c, k, 10, 100, rep)
+        covered += lo <= shift <= hi
+        widths.append((hi - lo) / (mhi - mlo))
+    assert covered >= 51
+    assert 0.8 < float(np.median(widths)) < 1.25
+
+
+def test_one_scan_gives_both_binary_targets_and_a_sample(kitti_csv_parts, toplabel_parts) -> None:
+    from pbr_core.stream import scan_dataset, stats_config
+
+    ds = open_dataset(kitti_csv_parts)
+    base = stats_config(ds, n_boot=10)
+    from dataclasses import replace
+
+    stats, sample = scan_dataset(ds, {"pos": base, "top": replace(base, target="top_label")}, sample_size=500)
+    preds = _in_memory(kitti_csv_parts, "*.csv")
+    B = base.n_bins
+    assert stats["pos"].ece() == pytest.approx(pbr_core.ece(preds.probs[:, 1], preds.labels, n_bins=B), abs=TOL)
+    assert stats["top"].ece() == pytest.approx(pbr_core.ece(preds.probs, preds.labels, n_bins=B), abs=TOL)
+    assert stats["top"].brier == pytest.approx(stats["pos"].brier, abs=TOL)
+    assert sample.n == 500 and sample.kind == "binary"
+    top = open_dataset(toplabel_parts)
+    _, rows = scan_dataset(top, {}, sample_size=300, seed=2)
+    assert rows.kind == "top_label" and rows.n == 300
