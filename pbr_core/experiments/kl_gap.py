@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from pbr_core.bounds import corollary1_bound, optimal_n_bins
+from pbr_core.bounds import fit_bounds, optimal_n_bins
 from pbr_core.experiments._protocol import (
     BinaryECE,
     CancelCallback,
@@ -204,7 +204,7 @@ def _fit_one(objective: str, alpha: float, params: dict[str, Any], fit_set: Pred
         raise ValueError(f"Method {objective!r} exposes no `kl_` after fitting, so it cannot be used for the KL-gap study.")
     ece_re = ece(*ece_inputs(recalibrator.predict_proba(fit_set), fit_set.labels, fit_set.kind, binary_ece), n_bins=n_bins)
     ece_te = ece(*ece_inputs(recalibrator.predict_proba(test_set), test_set.labels, test_set.kind, binary_ece), n_bins=n_bins)
+    # n_bins is floor(n_re^(1/3)) = fit_bounds' B, as n = n_re.
     row.update(kl=kl, ece_re=ece_re, ece_te=ece_te, gap=abs(ece_te - ece_re),
-               # KL >= 0 in exact arithmetic; a fit left at the prior can report -1e-12.
-               bound=corollary1_bound(fit_set.n, n_bins, max(kl, 0.0), eps=eps))
+               bound=fit_bounds(fit_set.n, kl, eps=eps)["corollary1"])
     return row
