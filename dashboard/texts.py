@@ -189,31 +189,12 @@ BAND_CAPTION = (
 
 
 # =========================================================================== recalibration pages
-METHOD_LABELS: dict[str, str] = {
-    "uncalibrated": "Uncalibrated",
-    "temperature": "Temperature scaling",
-    "vector_scaling": "Vector scaling",
-    "matrix_scaling": "Matrix scaling",
-    "platt": "Platt scaling",
-    "isotonic": "Isotonic regression",
-    "histogram_binning": "Histogram binning",
-    "beta": "Beta calibration",
-    "bbq": "BBQ",
-    "gp": "GP calibration",
-    "gp_app": "GP calibration (app.)",
-    "pbr": "PBR",
-    "pbr_total": "PBR total",
-    "pbr_app": "PBR (app.)",
-    "pbr_total_app": "PBR total (app.)",
-}
-
-#: Methods fitted one-vs-all on multiclass data (they map one probability to one probability).
-ONE_VS_ALL = ("platt", "isotonic", "histogram_binning", "beta", "bbq")
-
-
 def method_label(name: str, multiclass: bool = False) -> str:
-    label = METHOD_LABELS.get(name, name)
-    return f"{label} (one-vs-all)" if multiclass and name in ONE_VS_ALL else label
+    """The method's name for people (the registry's ``label``), "(one-vs-all)" added for a binary
+    map on multiclass data."""
+    from pbr_core.recalibrators import method_label as label
+
+    return label(name, multiclass)
 
 
 TOP_LABEL_NO_RECAL = (
