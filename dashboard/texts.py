@@ -203,15 +203,6 @@ TOP_LABEL_NO_RECAL = (
     "vector, and the paper's protocols score it on every class. Load a file with one column per class "
     "(or a binary p(y=1) column) on the Data page to use this page."
 )
-GP_MISSING = (
-    "The GP-based methods (GP calibration and PBR) are not available in this installation: the module "
-    "`pbr_core.recalibrators.gp` is missing or failed to import. The classical recalibrators still work "
-    "on the Compare page."
-)
-GP_MISSING_COMPARE = (
-    "GP calibration and PBR are not offered: the module `pbr_core.recalibrators.gp` is missing or failed "
-    "to import in this installation. The classical recalibrators are all here."
-)
 
 OBJECTIVE_LABELS: dict[str, str] = {
     "pbr": "PBR: Brier + α·KL/n",
@@ -239,7 +230,6 @@ ALPHA_AUTO_HELP = (
     "left out, k times (k-fold cross-validation); the α with the best mean score wins. The test part "
     "is never used for the choice. Costs k × (grid size) extra fits."
 )
-ALPHA_AUTO_MISSING = "α by hand: automatic choice needs pbr_core.alpha_selection (not installed yet)."
 N_TE_HELP = (
     "How many rows each fold tests on. 0 uses every row not used to fit. A fixed number reproduces "
     "protocols with a set test size (the paper's KITTI runs: n_re = 1000, n_te = 8000); the ECE then "
