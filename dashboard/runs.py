@@ -296,7 +296,7 @@ class PBRResult(Downloads):
         return ended_at_prior(self.fit_report)
 
 
-def _pbr_recalibrator(s: PBRSettings, n_fit: int, reporter: Reporter):
+def _pbr_recalibrator(s: PBRSettings, n_fit: int, reporter: Reporter) -> tuple[Any, int]:
     """The page's recalibrator: ``s.method`` at ``s.alpha``, or with automatic alpha a
     :class:`~pbr_core.recalibrators.PBRCV` whose k-fold selection inside the recalibration rows
     reports each fit, and the choice, to ``reporter``. Returns (recalibrator, steps)."""
