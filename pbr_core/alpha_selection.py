@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from pbr_core.cancel import Cancelled, cancel_when
-from pbr_core.experiments._protocol import BinaryECE, evaluation_metrics
+from pbr_core.experiments._protocol import BinaryECE, check_int, evaluation_metrics
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators.base import as_predictions
 
@@ -74,8 +74,7 @@ class AlphaSelection:
 
 def kfold_indices(n: int, n_splits: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     """Shuffled k-fold (train, validation) index pairs; fold sizes differ by at most one."""
-    if isinstance(n_splits, bool) or not isinstance(n_splits, (int, np.integer)) or n_splits < 2:
-        raise ValueError(f"Expected argument `n_splits` to be an integer of at least 2, but got {n_splits!r}.")
+    check_int("n_splits", n_splits, 2)
     if n_splits > n:
         raise ValueError(f"Expected argument `n_splits` <= the number of samples ({n}), but got {n_splits}.")
     perm = np.random.default_rng(seed).permutation(n)

@@ -21,6 +21,7 @@ from pbr_core.experiments._protocol import (
     OnError,
     ProgressCallback,
     Runner,
+    check_int,
     check_methods,
     check_predictions,
     ended_at_prior,
@@ -219,8 +220,7 @@ def compare(
 
 
 def _check_n_re(n_re: Any, n: int) -> int:
-    if isinstance(n_re, bool) or not isinstance(n_re, (int, np.integer)) or n_re < 2:
-        raise ValueError(f"Expected argument `n_re` to be an integer of at least 2, but got {n_re!r}.")
+    check_int("n_re", n_re, 2)
     if n_re >= n:
         raise ValueError(
             f"Expected `n_re` smaller than the number of rows ({n}) so that a test set remains, but got n_re={n_re}."

@@ -25,6 +25,7 @@ from pbr_core.experiments._protocol import (
     OnError,
     ProgressCallback,
     Runner,
+    check_int,
     check_predictions,
     ece_inputs,
     iter_folds,
@@ -169,8 +170,7 @@ def kl_vs_ece_gap(
     if any(not math.isfinite(a) or a < 0 for a in alphas):
         raise ValueError(f"Expected every alpha to be a finite number >= 0, but got {alphas}.")
     make_recalibrator(objective, {"alpha": alphas[0], **pbr_params})  # fail fast on bad names/params
-    if isinstance(n_re, bool) or not isinstance(n_re, (int, np.integer)) or n_re < 2:
-        raise ValueError(f"Expected argument `n_re` to be an integer of at least 2, but got {n_re!r}.")
+    check_int("n_re", n_re, 2)
     if 2 * n_re > preds.n:
         raise ValueError(
             f"The ECE gap uses a recalibration set and a disjoint test subset of n_re rows each, so it needs "
