@@ -22,7 +22,7 @@ Speed. The (alpha, fold) fits are the expensive part of the product. Two ways to
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Literal, Sequence
 
 import numpy as np
@@ -69,7 +69,6 @@ class AlphaSelection:
     seed: int
     batched: bool
     wall_time_s: float
-    params: dict = field(default_factory=dict)
 
 
 def kfold_indices(n: int, n_splits: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -176,7 +175,7 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
     best_alpha = float(best[best["mean"] <= best["mean"].iloc[0] + 1e-12]["alpha"].max())
     return AlphaSelection(best_alpha=best_alpha, scores=scores, summary=summary, metric=metric,
                           objective=objective, n_splits=n_splits, seed=seed, batched=bool(batched),
-                          wall_time_s=time.perf_counter() - t0, params=params)
+                          wall_time_s=time.perf_counter() - t0)
 
 
 def _sequential_rows(data: Predictions, folds, grid, params, progress, *, cancel, binary_ece) -> list[dict]:

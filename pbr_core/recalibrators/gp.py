@@ -79,11 +79,6 @@ class _GPRecalibrator(Recalibrator):
         "n_predict_samples": POSITIVE_INT, "optimizer": one_of(("lbfgs", "adam")),
         "variational": one_of(("mean_field", "cholesky")), "mean_approx": BOOLEAN,
         "random_state": NON_NEGATIVE_INT, "device": _DEVICE}
-    #: Optional ``callback(iteration, max_iter, objective)`` called during ``fit`` (not a
-    #: constructor parameter: it is not saved). The CLI passes a tqdm updater, the dashboard its
-    #: progress bar. Fits also drive ``pbr_core.recalibrators.base.report_progress`` when installed.
-    progress_callback: Callable[[int, int, float], None] | None = None
-
     # Set by subclasses' __init__.
     objective: str
     alpha: float
@@ -127,21 +122,17 @@ class _GPRecalibrator(Recalibrator):
 
     # ------------------------------------------------------------------ fit
     def _progress(self) -> Callable[[int, int, float], None] | None:
-        callback = self.progress_callback
-        ticker = None
-        if _base._PROGRESS.get() is not None:
-            ticker = iter(_base.track(range(self.max_iter), total=self.max_iter, desc=f"{self.method} fit"))
-        if callback is None and ticker is None:
+        """The optimiser's ``progress(iteration, max_iter, objective)``: advances the front end's
+        progress factory (``report_progress``) by the iterations done; None without one."""
+        if _base._PROGRESS.get() is None:
             return None
+        ticker = iter(_base.track(range(self.max_iter), total=self.max_iter, desc=f"{self.method} fit"))
         done = [0]
 
         def report(iteration: int, max_iter: int, objective: float) -> None:
-            if callback is not None:
-                callback(iteration, max_iter, objective)
-            if ticker is not None:
-                for _ in range(max(0, min(iteration, max_iter) - done[0])):
-                    next(ticker, None)
-                done[0] = max(done[0], iteration)
+            for _ in range(max(0, min(iteration, max_iter) - done[0])):
+                next(ticker, None)
+            done[0] = max(done[0], iteration)
 
         return report
 
