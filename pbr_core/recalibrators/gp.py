@@ -469,7 +469,7 @@ class PBR(_GPRecalibrator):
     ----------
     alpha : float, default 0.5
         KL weight; the paper's grid is {0, .01, .1, .25, .5, .75, .9, 1}
-        (:func:`pbr_core.alpha_selection.select_alpha` chooses it by cross-validation).
+        (:class:`~pbr_core.recalibrators.pbr_cv.PBRCV` chooses it by cross-validation).
     objective : {"pbr", "pbr_total"}
     mean_approx : bool, default False
         Predict with softmax(mu) (the "PBR app." variants).""" + _DOC_COMMON + _DOC_ATTRIBUTES + """
