@@ -79,6 +79,7 @@ class _GPRecalibrator(Recalibrator):
         "n_predict_samples": POSITIVE_INT, "optimizer": one_of(("lbfgs", "adam")),
         "variational": one_of(("mean_field", "cholesky")), "mean_approx": BOOLEAN,
         "random_state": NON_NEGATIVE_INT, "device": _DEVICE}
+
     # Set by subclasses' __init__.
     objective: str
     alpha: float
