@@ -65,7 +65,7 @@ class Scenario:
 
 
 def scenarios() -> dict[str, Scenario]:
-    runs.gp_available()  # as the recalibration pages do before any fit
+    runs.preload_gp()  # as the recalibration pages do before any fit
     c100 = _npz("cifar100_densenet121.npz")
     c10 = _npz("cifar10_resnet110.npz")
     kitti = pbr_core.load_predictions(DATA / "kitti_mlp.parquet")

@@ -26,7 +26,8 @@ REPORT_KINDS = ("pbr", "compare", "sweep", "groupgap", "generalization", "ship",
 
 
 def recalibratable(loaded: state.Loaded | None, *, needs_gp: bool = False) -> bool:
-    """Say why the page cannot run (nothing loaded, top-label-only data, no GP module); True if it can."""
+    """Say why the page cannot run (nothing loaded, top-label-only data); True if it can (with
+    ``needs_gp``, the GP family is imported now, while the page is drawn)."""
     if loaded is None:
         state.current_or_prompt()  # says what to do
         return False
@@ -39,16 +40,11 @@ def recalibratable(loaded: state.Loaded | None, *, needs_gp: bool = False) -> bo
     if loaded.preds.n < 3:
         st.info(f"Recalibration needs at least 3 rows (some to fit, some to test); this file has {loaded.preds.n}.")
         return False
-    if needs_gp and not _gp_available():
-        st.warning(texts.GP_MISSING, icon=":material/extension_off:")
-        return False
+    if needs_gp:
+        from dashboard import runs
+
+        runs.preload_gp()
     return True
-
-
-def _gp_available() -> bool:
-    from dashboard import runs
-
-    return runs.gp_available()
 
 
 def _jobs_module():

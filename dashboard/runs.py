@@ -31,6 +31,7 @@ from pbr_core.experiments import (
     ece_inputs,
     ended_at_prior,
     evaluation_metrics,
+    fit_and_test,
     kl_vs_ece_gap,
     make_recalibrator,
     n_re_sweep,
@@ -42,11 +43,6 @@ from pbr_core.recalibrators import available_methods, report_progress
 
 BinaryECE = Literal["positive", "top_label"]
 Objective = Literal["pbr", "pbr_total", "gp"]
-
-#: The GP family: these fit a Gaussian process (slow, may use the GPU) and take the fit lock.
-GP_METHODS = ("gp", "gp_app", "pbr", "pbr_total", "pbr_app", "pbr_total_app")
-#: Methods that take the PBR weight alpha.
-ALPHA_METHODS = ("pbr", "pbr_total", "pbr_app", "pbr_total_app")
 
 
 #: One step that ``Reporter.progress`` counts: its cost classes (e.g. the method; the step is
@@ -106,13 +102,11 @@ def device_label() -> str:
     return "CPU"
 
 
-def gp_available() -> bool:
-    """Whether the GP family can be used; on first call also imports what torch imports lazily
-    inside the first GP fit (see :func:`_preload_torch`)."""
-    if "pbr" not in available_methods():
-        return False
+def preload_gp() -> None:
+    """Import the GP family (torch, gpytorch: required dependencies) and what torch imports lazily
+    inside the first GP fit (see :func:`_preload_torch`), while a page that offers GP fits is drawn."""
+    available_methods()
     _preload_torch()
-    return True
 
 
 def _preload_torch() -> None:
@@ -127,14 +121,19 @@ def _preload_torch() -> None:
         pass
 
 
-def alpha_selection_available() -> bool:
-    """Whether pbr_core offers automatic alpha selection (``pbr_core.alpha_selection.select_alpha``)."""
-    import importlib.util
+def is_gp(method: str) -> bool:
+    """Whether ``method`` is of the GP family (slow, may use the GPU; its jobs take the fit lock)."""
+    from pbr_core.recalibrators import method_class
 
     try:
-        return importlib.util.find_spec("pbr_core.alpha_selection") is not None
-    except (ImportError, ValueError):
+        return method_class(method).family == "gp"
+    except ValueError:
         return False
+
+
+def takes_alpha(method: str) -> bool:
+    """Whether ``method`` takes the PBR weight alpha (the registry says, from its parameters)."""
+    return bool(method_params(method, alpha=0.5))
 
 
 def method_params(method: str, **wanted: Any) -> dict[str, Any]:
@@ -182,11 +181,6 @@ def _progress(reporter: Reporter, multiclass: bool, total: int | None = None, pr
 FIT_ROWS_COLUMN = "used_for_fit"
 
 
-def method_name(objective: Objective, mean_approx: bool) -> str:
-    """Registry name of the GP-family method: e.g. ("pbr_total", True) -> "pbr_total_app"."""
-    return f"{objective}_app" if mean_approx else objective
-
-
 def reliability_table(probs: np.ndarray, labels: np.ndarray, kind: str, binary_ece: BinaryECE,
                       n_bins: int | None = None) -> pd.DataFrame:
     """Per-bin statistics (``pbr_core.reliability_diagram``) at B = floor(n^(1/3)) unless given."""
@@ -221,7 +215,9 @@ class PBRSettings:
 
     @property
     def method(self) -> str:
-        return method_name(self.objective, self.mean_approx)
+        from pbr_core.recalibrators import gp_method
+
+        return gp_method(self.objective, self.mean_approx)
 
     @property
     def uses_alpha(self) -> bool:
@@ -306,98 +302,84 @@ class PBRResult(Downloads):
         return ended_at_prior(self.fit_report)
 
 
-def _select_alpha(fit_set: Predictions, s: PBRSettings, reporter: Reporter, steps: int) -> tuple[float, pd.DataFrame]:
-    """Grid selection of alpha by k-fold CV inside the recalibration data (pbr_core.alpha_selection).
-
-    Returns the chosen alpha and ``AlphaSelection.summary`` (one row per alpha: mean, std, ...).
-    """
+def _pbr_recalibrator(s: PBRSettings, n_fit: int, reporter: Reporter) -> tuple[Any, int]:
+    """The page's recalibrator: ``s.method`` at ``s.alpha``, or with automatic alpha a
+    :class:`~pbr_core.recalibrators.PBRCV` whose k-fold selection inside the recalibration rows
+    reports each fit, and the choice, to ``reporter``. Returns (recalibrator, steps)."""
+    params = method_params(s.method, max_iter=s.max_iter, prior_split=s.prior_split or None)
+    if not (s.uses_alpha and s.alpha is None):
+        if s.uses_alpha:
+            params["alpha"] = s.alpha
+        reporter.plan([(("fit",), float(n_fit))])
+        return make_recalibrator(s.method, params), 1
     from dashboard.texts import people_progress
-    from pbr_core.alpha_selection import select_alpha  # imported late: the module may be missing
+    from pbr_core.alpha_selection import kfold_indices
+    from pbr_core.recalibrators import PBRCV
+
+    rec = PBRCV(alphas=list(s.alpha_grid), cv=s.cv_folds, scoring=s.cv_score, objective=s.objective,
+                mean_approx=s.mean_approx, cv_seed=s.seed, binary_ece=s.binary_ece, **params)
+    steps = len(s.alpha_grid) * s.cv_folds + 1   # fits: the CV grid, then the final one
+    # The CV fits run fold by fold, each alpha in turn (alpha_selection._sequential_rows); a fit
+    # costs about its rows times a rate measured per alpha. The final fit's alpha is chosen only
+    # after the CV; until then its cost is unknown ("about N min left before the last fit").
+    cv = [((f"α={a:g}",), float(len(tr))) for tr, _ in kfold_indices(n_fit, s.cv_folds, s.seed)
+          for a in s.alpha_grid]
+    reporter.plan(cv + [(("final fit",), float(n_fit))])
+    reporter.progress(0, steps)
+    reporter.step("Choosing α by cross-validation on the recalibration set")
 
     def progress(done: int, total: int, message: str) -> None:
-        # Sequential selection counts fits (total = steps - 1); a batched one counts iterations.
-        reporter.progress(int(round(done / max(total, 1) * (steps - 1))), steps,
-                          f"cross-validation fit: {people_progress(message)}")
+        if done == total - 1 and getattr(rec, "alpha_", None) is not None:   # alpha is chosen
+            reporter.plan(cv + [((f"α={rec.alpha_:g}",), float(n_fit))])     # the final fit is at it
+            reporter.progress(steps - 1, steps, f"α = {rec.alpha_:g} chosen")
+            reporter.step(f"Fitting {_label(s.method)} on {n_fit:,} rows (α = {rec.alpha_:g})")
+            return
+        reporter.progress(done, steps, f"cross-validation fit: {people_progress(message)}")
         reporter.step("Choosing α by cross-validation on the recalibration set")
 
-    with watched(reporter):
-        sel = select_alpha(fit_set, grid=list(s.alpha_grid), objective=s.objective, n_splits=s.cv_folds,
-                           metric=s.cv_score, seed=s.seed, progress=progress, mean_approx=s.mean_approx,
-                           cancel=reporter.cancelled, binary_ece=s.binary_ece,
-                           **method_params("pbr", max_iter=s.max_iter))
-    return float(sel.best_alpha), sel.summary
+    rec.cv_progress = progress
+    return rec, steps
 
 
 def run_pbr(preds: Predictions, s: PBRSettings, reporter: Reporter, *, data_name: str = "",
             data_key: str = "") -> PBRResult:
-    """Fit PBR / GP calibration on fold 0's recalibration set and evaluate on its test set.
+    """Fit PBR / GP calibration on fold 0's recalibration set and evaluate on its test set
+    (:func:`pbr_core.experiments.fit_and_test`), alpha fixed or chosen by
+    :class:`~pbr_core.recalibrators.PBRCV` inside the recalibration set.
 
     The split is the one :func:`pbr_core.experiments.compare` uses for fold 0 with the same seed,
     so the numbers line up with the Compare page's first fold.
     """
     start = time.perf_counter()
-    re_idx, te_idx = split_indices(preds.n, s.n_re, fold=0, seed=s.seed)
-    fit_set, test_set = preds.subset(re_idx), preds.subset(te_idx)
-    alpha, scores = (s.alpha if s.uses_alpha else None), None
-    auto = s.uses_alpha and s.alpha is None
-    steps = len(s.alpha_grid) * s.cv_folds + 1 if auto else 1   # fits: the CV grid, then the final one
-    if auto:
-        from pbr_core.alpha_selection import kfold_indices  # imported late: the module may be missing
+    n_fit = split_indices(preds.n, s.n_re, fold=0, seed=s.seed)[0].shape[0]
+    recalibrator, steps = _pbr_recalibrator(s, n_fit, reporter)
+    auto = steps > 1
 
-        # The CV fits run fold by fold, each alpha in turn (alpha_selection._sequential_rows); a
-        # fit costs about its rows times a rate measured per alpha. The final fit's alpha is chosen
-        # only after the CV; until then its cost is unknown ("about N min left before the last fit").
-        cv = [((f"α={a:g}",), float(len(tr))) for tr, _ in kfold_indices(fit_set.n, s.cv_folds, s.seed)
-              for a in s.alpha_grid]
-        reporter.plan(cv + [(("final fit",), float(fit_set.n))])
-        reporter.progress(0, steps)
-        reporter.step("Choosing α by cross-validation on the recalibration set")
-        alpha, scores = _select_alpha(fit_set, s, reporter, steps)
-        reporter.plan(cv + [((f"α={alpha:g}",), float(fit_set.n))])  # the final fit is at the chosen α
-    else:
-        reporter.plan([(("fit",), float(fit_set.n))])
-    params = method_params(s.method, max_iter=s.max_iter, prior_split=s.prior_split or None)
-    if s.uses_alpha:
-        params["alpha"] = alpha
-    recalibrator = make_recalibrator(s.method, params)
-    if auto:
-        reporter.progress(steps - 1, steps, f"α = {alpha:g} chosen")
-    reporter.step(f"Fitting {_label(s.method)} on {fit_set.n:,} rows" + (f" (α = {alpha:g})" if alpha is not None else ""))
+    def on_stage(stage: str) -> None:
+        if stage == "predict":
+            reporter.step("Predicting on the test part")
+        elif not auto:
+            alpha = f" (α = {s.alpha:g})" if s.uses_alpha else ""
+            reporter.step(f"Fitting {_label(s.method)} on {n_fit:,} rows{alpha}")
+
     with watched(reporter):  # the predictions too: J draws on every test row take seconds
-        recalibrator.fit(fit_set)
-        reporter.step("Predicting on the test part")
-        after_te = recalibrator.predict_proba(test_set)
-        after_re = recalibrator.predict_proba(fit_set)
-    kind = preds.kind
-    # The bounds (and the recalibration-set ECE they are about) use the rows the bound is evaluated
-    # on: all n_re rows, or with a prior split only those the prior did not see.
-    bound_rows = getattr(recalibrator, "bound_rows_", None)
-    bound_set, after_bound = fit_set, after_re
-    if bound_rows is not None:
-        bound_set, after_bound = fit_set.subset(bound_rows), after_re[bound_rows]
-    n_bins_re = pbr_core.optimal_n_bins(bound_set.n)
-    ece_re = pbr_core.ece(*ece_inputs(after_bound, bound_set.labels, kind, s.binary_ece), n_bins=n_bins_re)
-    kl = float(getattr(recalibrator, "kl_", float("nan")))
-    bounds = {}
-    if np.isfinite(kl):
-        kl0 = max(kl, 0.0)  # a fit left at the prior can report -1e-12
-        bounds = {
-            "corollary1": float(pbr_core.corollary1_bound(bound_set.n, n_bins_re, kl0, eps=s.eps)),
-            "corollary2": float(pbr_core.corollary2_bound(bound_set.n, n_bins_re, kl0, lipschitz=s.lipschitz,
-                                                          eps=s.eps)),
-        }
-    report = _fit_report(recalibrator)
+        h = fit_and_test(preds, recalibrator, s.n_re, seed=s.seed, binary_ece=s.binary_ece, eps=s.eps,
+                         lipschitz=s.lipschitz, on_stage=on_stage)
+    alpha, scores = (s.alpha if s.uses_alpha else None), None
+    if auto:
+        alpha, scores = recalibrator.alpha_, pd.DataFrame(recalibrator.cv_results_)
+        recalibrator = recalibrator.best_estimator_  # what the downloads ship: a plain PBR file
     reporter.progress(steps, steps, "Done")
+    kind, test_set = preds.kind, h.test_set
     return PBRResult(
         settings=s, data_name=data_name, data_key=data_key, preds=preds, recalibrator=recalibrator,
-        alpha=alpha, alpha_scores=scores,
-        before=evaluation_metrics(test_set.probs, test_set.labels, kind, s.binary_ece),
-        after=evaluation_metrics(after_te, test_set.labels, kind, s.binary_ece),
+        alpha=alpha, alpha_scores=scores, before=h.before, after=h.after,
         reliability_before=reliability_table(test_set.probs, test_set.labels, kind, s.binary_ece),
-        reliability_after=reliability_table(after_te, test_set.labels, kind, s.binary_ece),
-        ece_re=float(ece_re), n_bins_re=n_bins_re, kl=kl, bounds=bounds, fit_report=report,
-        n_te=test_set.n, seconds=time.perf_counter() - start, fit_rows=np.asarray(re_idx),
-        n_bound=bound_set.n, bound_prior="split" if bound_rows is not None else "same_rows",
+        reliability_after=reliability_table(h.test_probs, test_set.labels, kind, s.binary_ece),
+        ece_re=h.ece_re, n_bins_re=h.n_bins_re, kl=h.kl,
+        bounds={k: h.bounds[k] for k in ("corollary1", "corollary2")} if h.bounds else {},
+        fit_report=h.fit_report, n_te=test_set.n, seconds=time.perf_counter() - start, fit_rows=h.fit_rows,
+        n_bound=h.n_bound, bound_prior=h.bound_prior,
     )
 
 
@@ -424,7 +406,7 @@ class CompareSettings:
         for m in self.methods:
             key = make_recalibrator(m, params.get(m)).fit_key()
             fits.setdefault(("own", m) if key is None else key, m)
-        return len(fits), sum(m in GP_METHODS for m in fits.values())
+        return len(fits), sum(is_gp(m) for m in fits.values())
 
     def describe(self, multiclass: bool = False) -> dict[str, Any]:
         """Settings as the report lists them, in the page's words."""
@@ -463,7 +445,7 @@ def gp_params(methods: Sequence[str], alpha: float = 0.5, max_iter: int | None =
 def recalibrator_params(method: str, alpha: float | None = None, max_iter: int | None = None) -> dict[str, Any]:
     """``method``'s page settings: alpha for the PBR methods (unless None), max_iter where accepted."""
     p = method_params(method, max_iter=max_iter)
-    if method in ALPHA_METHODS and alpha is not None:
+    if alpha is not None and takes_alpha(method):
         p["alpha"] = alpha
     return p
 

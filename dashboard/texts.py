@@ -204,31 +204,12 @@ BAND_CAPTION = (
 
 
 # =========================================================================== recalibration pages
-METHOD_LABELS: dict[str, str] = {
-    "uncalibrated": "Uncalibrated",
-    "temperature": "Temperature scaling",
-    "vector_scaling": "Vector scaling",
-    "matrix_scaling": "Matrix scaling",
-    "platt": "Platt scaling",
-    "isotonic": "Isotonic regression",
-    "histogram_binning": "Histogram binning",
-    "beta": "Beta calibration",
-    "bbq": "BBQ",
-    "gp": "GP calibration",
-    "gp_app": "GP calibration (app.)",
-    "pbr": "PBR",
-    "pbr_total": "PBR total",
-    "pbr_app": "PBR (app.)",
-    "pbr_total_app": "PBR total (app.)",
-}
-
-#: Methods fitted one-vs-all on multiclass data (they map one probability to one probability).
-ONE_VS_ALL = ("platt", "isotonic", "histogram_binning", "beta", "bbq")
-
-
 def method_label(name: str, multiclass: bool = False) -> str:
-    label = METHOD_LABELS.get(name, name)
-    return f"{label} (one-vs-all)" if multiclass and name in ONE_VS_ALL else label
+    """The method's name for people (the registry's ``label``), "(one-vs-all)" added for a binary
+    map on multiclass data."""
+    from pbr_core.recalibrators import method_label as label
+
+    return label(name, multiclass)
 
 
 TOP_LABEL_NO_RECAL = (
@@ -236,15 +217,6 @@ TOP_LABEL_NO_RECAL = (
     "needs the **full probability (or logit) vector of every row**: a recalibrator reshapes the whole "
     "vector, and the paper's protocols score it on every class. Load a file with one column per class "
     "(or a binary p(y=1) column) on the Data page to use this page."
-)
-GP_MISSING = (
-    "The GP-based methods (GP calibration and PBR) are not available in this installation: the module "
-    "`pbr_core.recalibrators.gp` is missing or failed to import. The classical recalibrators still work "
-    "on the Compare page."
-)
-GP_MISSING_COMPARE = (
-    "GP calibration and PBR are not offered: the module `pbr_core.recalibrators.gp` is missing or failed "
-    "to import in this installation. The classical recalibrators are all here."
 )
 
 OBJECTIVE_LABELS: dict[str, str] = {
@@ -274,7 +246,6 @@ ALPHA_AUTO_HELP = (
     "left out, k times (k-fold cross-validation); the α with the best mean score wins. The test part "
     "is never used for the choice. Costs k × (grid size) extra fits."
 )
-ALPHA_AUTO_MISSING = "α by hand: automatic choice needs pbr_core.alpha_selection (not installed yet)."
 N_TE_HELP = (
     "How many rows each fold tests on. 0 uses every row not used to fit. A fixed number reproduces "
     "protocols with a set test size (the paper's KITTI runs: n_re = 1000, n_te = 8000); the ECE then "

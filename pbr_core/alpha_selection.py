@@ -22,14 +22,14 @@ Speed. The (alpha, fold) fits are the expensive part of the product. Two ways to
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Literal, Sequence
 
 import numpy as np
 import pandas as pd
 
 from pbr_core.cancel import Cancelled, cancel_when
-from pbr_core.experiments._protocol import BinaryECE, evaluation_metrics
+from pbr_core.experiments._protocol import BinaryECE, check_int, evaluation_metrics
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators.base import as_predictions
 
@@ -69,13 +69,11 @@ class AlphaSelection:
     seed: int
     batched: bool
     wall_time_s: float
-    params: dict = field(default_factory=dict)
 
 
 def kfold_indices(n: int, n_splits: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     """Shuffled k-fold (train, validation) index pairs; fold sizes differ by at most one."""
-    if isinstance(n_splits, bool) or not isinstance(n_splits, (int, np.integer)) or n_splits < 2:
-        raise ValueError(f"Expected argument `n_splits` to be an integer of at least 2, but got {n_splits!r}.")
+    check_int("n_splits", n_splits, 2)
     if n_splits > n:
         raise ValueError(f"Expected argument `n_splits` <= the number of samples ({n}), but got {n_splits}.")
     perm = np.random.default_rng(seed).permutation(n)
@@ -180,7 +178,7 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
     best_alpha = float(best[best["mean"] <= best["mean"].iloc[0] + 1e-12]["alpha"].max())
     return AlphaSelection(best_alpha=best_alpha, scores=scores, summary=summary, metric=metric,
                           objective=objective, n_splits=n_splits, seed=seed, batched=bool(batched),
-                          wall_time_s=time.perf_counter() - t0, params=params)
+                          wall_time_s=time.perf_counter() - t0)
 
 
 def _sequential_rows(data: Predictions, folds, grid, params, progress, *, cancel, binary_ece) -> list[dict]:

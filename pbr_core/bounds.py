@@ -33,9 +33,12 @@ from typing import Sequence
 import numpy as np
 
 __all__ = [
+    "BOUND_EPS",
+    "BOUND_LIPSCHITZ",
     "bound_minimizing_n_bins",
     "corollary1_bound",
     "corollary2_bound",
+    "fit_bounds",
     "lambda_grid",
     "optimal_n_bins",
     "optimal_n_bins_per_axis",
@@ -49,6 +52,10 @@ __all__ = [
 ]
 
 LOG2 = math.log(2.0)
+
+#: Default bound settings of a fitted recalibrator's report: eps = 0.05, L = 1.
+BOUND_EPS = 0.05
+BOUND_LIPSCHITZ = 1.0
 
 
 def _check(n, eps, lipschitz=1.0):
@@ -275,3 +282,35 @@ def theorem3_bound(n: int, n_bins_per_axis, n_classes: int, lipschitz: float = 1
     c = np.asarray(kl, dtype=np.float64)[..., None] + (B * K * LOG2)[..., None] + math.log(G / eps)
     out = binning + ((c + K**2 * lams**2 / (2.0 * n)) / lams).min(axis=-1)
     return float(out) if np.ndim(out) == 0 else out
+
+
+def fit_bounds(n: int, kl: float, eps: float = BOUND_EPS, lipschitz: float = BOUND_LIPSCHITZ) -> dict[str, float]:
+    """Corollary 1 and 2 for one recalibrator fitted on ``n`` rows with KL(rho || pi) = ``kl``.
+
+    The number of bins is B = floor(n^(1/3)) (:func:`optimal_n_bins`) and lambda the minimum over
+    the fixed grid of :func:`lambda_grid` (GP_SPEC section 6). A KL below 0 (a fit left at the
+    prior can report -1e-12: rounding) counts as 0. ``n`` is the number of rows the bound is
+    evaluated on. Whether the bound holds as stated depends on the prior: fitted on the same rows (the
+    paper's experiments; a GP recalibrator's ``prior_split = 0``), Corollaries 1-2's "prior
+    independent of S_re" holds only approximately; chosen on other rows (``prior_split > 0``), it
+    holds as stated on the remaining ``n`` rows (``pbr_core.recalibrators.gp.BOUND_VALIDITY``).
+
+    Returns
+    -------
+    dict
+        ``n``, ``n_bins``, ``kl`` (as used, at least 0), ``eps``, ``lipschitz``, ``corollary1``
+        (bound on the ECE generalisation gap) and ``corollary2`` (bound on |TCE - ECE|).
+
+    Examples
+    --------
+    >>> b = fit_bounds(1000, 2.5)
+    >>> b["n_bins"], b["corollary1"] == corollary1_bound(1000, 10, 2.5)
+    (10, True)
+    """
+    kl = max(float(kl), 0.0)
+    B = optimal_n_bins(n)
+    return {
+        "n": int(n), "n_bins": int(B), "kl": kl, "eps": float(eps), "lipschitz": float(lipschitz),
+        "corollary1": float(corollary1_bound(n, B, kl, eps=eps)),
+        "corollary2": float(corollary2_bound(n, B, kl, lipschitz=lipschitz, eps=eps)),
+    }

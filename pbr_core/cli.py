@@ -502,10 +502,11 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if alpha_options and not args.select_alpha:
         raise CLIError(f"--{alpha_options[0].replace('_', '-')} needs --select-alpha", EXIT_USAGE)
     if args.select_alpha:
-        from pbr_core.recalibrators.gp import PBR  # only here: the GP module imports torch
+        from pbr_core.recalibrators import methods_taking  # only here: the GP family imports torch
 
-        if not isinstance(rec, PBR):
-            raise CLIError(f"--select-alpha applies to the PBR methods (pbr, pbr_total, pbr_app, pbr_total_app), "
+        pbr_methods = methods_taking("alpha")
+        if args.method not in pbr_methods:
+            raise CLIError(f"--select-alpha applies to the PBR methods ({', '.join(pbr_methods)}), "
                            f"not to {args.method}", EXIT_USAGE)
         if "alpha" in params:
             raise CLIError("--select-alpha chooses alpha: do not also give --param alpha=...", EXIT_USAGE)
@@ -528,8 +529,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
     try:
         with report_progress(_progress_factory(args.quiet)):
             if args.select_alpha:
-                rec.set_params(alpha=_select_alpha(rec, preds, args))
-            rec.fit(preds)
+                rec = _select_alpha(rec, preds, args)
+            else:
+                rec.fit(preds)
     except RuntimeError as exc:
         raise CLIError(f"fitting {args.method} failed: {exc}", EXIT_FIT_FAILED) from exc
     except ValueError as exc:  # data the method cannot use (the loader validated the file itself)
@@ -571,26 +573,25 @@ def _bound_validity(bounds: dict) -> str:
     return "approximate: prior fitted on the same rows (--prior-split 0.3 for bounds valid as stated)"
 
 
-def _select_alpha(rec, preds, args: argparse.Namespace) -> float:
-    """k-fold CV of alpha inside the recalibration set; prints the grid's scores, returns the winner."""
+def _select_alpha(rec, preds, args: argparse.Namespace):
+    """``rec`` with alpha chosen by k-fold CV inside the recalibration set (:class:`PBRCV`), fitted
+    on all of it; prints the grid's scores."""
     from tqdm import tqdm
 
-    from pbr_core.alpha_selection import PAPER_ALPHA_GRID, select_alpha
+    from pbr_core.recalibrators import PBR, PBRCV
 
-    grid = args.alpha_grid or list(PAPER_ALPHA_GRID)
     # The variants (pbr_total, pbr_app, ...) fix objective and mean_approx outside get_params().
-    # The CV only scores alpha values: its fits need no separate prior rows (the final fit has them).
-    params = {**{k: v for k, v in rec.get_params().items() if k not in ("alpha", "prior_split")},
-              "objective": rec.objective, "mean_approx": rec.mean_approx}
-    with tqdm(total=len(grid) * args.alpha_folds, unit="fit", desc="alpha CV", file=sys.stderr,
-              disable=args.quiet, leave=False) as bar:
+    params = {name: getattr(rec, name) for name in PBR._param_names() if name != "alpha"}
+    cv = PBRCV(alphas=args.alpha_grid, cv=args.alpha_folds, scoring=args.alpha_metric, **params)
+    with tqdm(total=None, unit="fit", desc="alpha CV", file=sys.stderr, disable=args.quiet, leave=False) as bar:
         def progress(done: int, total: int, message: str) -> None:
             bar.total = total
             bar.n = done
             bar.set_postfix_str(message, refresh=True)
 
-        sel = select_alpha(preds, grid=grid, n_splits=args.alpha_folds, metric=args.alpha_metric,
-                           progress=progress, **params)
+        cv.cv_progress = progress
+        cv.fit(preds)
+    sel = cv.selection_
     if args.alpha_scores is not None:
         try:
             sel.scores.to_csv(args.alpha_scores, index=False)
@@ -608,7 +609,10 @@ def _select_alpha(rec, preds, args: argparse.Namespace) -> float:
           f"held-out folds; {sel.wall_time_s:.1f} s):")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.5g}"))
     print(f"chosen alpha = {sel.best_alpha:g}")
-    return sel.best_alpha
+    if type(cv.best_estimator_) is type(rec):
+        return cv.best_estimator_
+    # e.g. --method pbr --param objective=pbr_total: saved as asked ("pbr"), not as "pbr_total"
+    return rec.set_params(alpha=cv.alpha_).fit(preds)
 
 
 def _check_output(path: Path, suffixes: tuple[str, ...]) -> None:
@@ -660,7 +664,6 @@ def cmd_apply(args: argparse.Namespace) -> int:
 def methods_table() -> list[dict[str, Any]]:
     """One entry per registered method: name, class, what it works on, default parameters."""
     from pbr_core.recalibrators import REGISTRY, available_methods
-    from pbr_core.recalibrators._binary import BinaryRecalibrator
 
     out = []
     for name in available_methods():
@@ -669,7 +672,7 @@ def methods_table() -> list[dict[str, Any]]:
         out.append({
             "method": name,
             "class": cls.__name__,
-            "input": "p per class (one-vs-all for K > 2)" if issubclass(cls, BinaryRecalibrator)
+            "input": "p per class (one-vs-all for K > 2)" if cls.family == "binary"
                      else ("scores (logits or log p)" if cls.uses == "scores" else "probabilities"),
             "params": _default_params(cls),
             "summary": summary,

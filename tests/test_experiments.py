@@ -25,9 +25,10 @@ from pbr_core.experiments import (
     best_mask,
     compare,
     evaluation_metrics,
-    fit_on_fold,
+    fit_and_test,
     fold_permutation,
     kl_vs_ece_gap,
+    make_recalibrator,
     n_re_sweep,
     split_indices,
     summarize,
@@ -229,7 +230,13 @@ def test_compare_ece_equals_an_independent_refit(table100, c100):
     assert row["nll"] == pytest.approx(pbr_core.nll(p, c100.labels[te_idx]), abs=1e-12)
 
 
-def test_fit_on_fold_reproduces_the_table_row(table100, c100):
+def fit_on_fold(preds, method, n_re, fold, seed, n_te=None):
+    """(recalibrator, test set, test probabilities) of ``fit_and_test`` with a method by name."""
+    h = fit_and_test(preds, make_recalibrator(method), n_re, fold=fold, seed=seed, n_te=n_te)
+    return h.recalibrator, h.test_set, h.test_probs
+
+
+def test_fit_and_test_reproduces_the_table_row(table100, c100):
     r, test_set, probs = fit_on_fold(c100, "temperature", n_re=N_RE, fold=2, seed=SEED)
     row = table100[(table100.method == "temperature") & (table100.fold == 2)].iloc[0]
     assert test_set.n == row["n_te"] and probs.shape == (test_set.n, 100)

@@ -41,7 +41,7 @@ def _ship_controls(loaded: state.Loaded, running: bool) -> runs.ShipSettings:
     seed = int(c[2].number_input("Split seed", min_value=0, value=0, key=K_SEED, persist_state="session",
                                  disabled=running or holdout == 0, help=texts.SEED_HELP))
     alpha = None
-    if method in runs.ALPHA_METHODS:
+    if runs.takes_alpha(method):
         alpha = float(c[3].slider("α (weight of the KL term)", 0.0, 1.0, 0.5, 0.01, key=K_ALPHA,
                                   persist_state="session", disabled=running, help=texts.ALPHA_HELP))
     max_iter = None
@@ -53,7 +53,7 @@ def _ship_controls(loaded: state.Loaded, running: bool) -> runs.ShipSettings:
     settings = runs.ShipSettings(method=method, alpha=alpha, holdout=holdout, seed=seed, max_iter=max_iter,
                                  binary_ece=state.recal_binary_ece(preds))
     n_fit, n_held = settings.split(preds.n)
-    where = f" on {runs.device_label()}" if method in runs.GP_METHODS else ""
+    where = f" on {runs.device_label()}" if runs.is_gp(method) else ""
     st.caption(f"Fits on **{n_fit:,}** rows{where} and checks on the **{n_held:,}** held-out rows."
                if n_held else f"Fits on all **{n_fit:,}** rows{where}. " + texts.SHIP_IN_SAMPLE)
     return settings
@@ -63,7 +63,7 @@ def _start_ship(loaded: state.Loaded, s: runs.ShipSettings) -> None:
     preds, name, key = loaded.preds, loaded.name, loaded.key
     recal_ui.start("ship", f"{texts.method_label(s.method)} for download",
                    lambda ctx: runs.run_ship(preds, s, ctx, data_name=name, data_key=key),
-                   heavy=s.method in runs.GP_METHODS)
+                   heavy=runs.is_gp(s.method))
 
 
 def _parse_upload() -> tuple[Recalibrator | None, str | None, str]:
@@ -114,9 +114,8 @@ def _apply_controls(loaded: state.Loaded, running: bool) -> tuple[Recalibrator, 
         st.error(f"{name} was fitted on predictions with {rec.n_classes_} classes, but {loaded.name} has "
                  f"{preds.n_classes}: it belongs to another model.", icon=":material/error:")
         return None
-    if rec.method in runs.GP_METHODS and not runs.gp_available():
-        st.warning(texts.GP_MISSING, icon=":material/extension_off:")
-        return None
+    if runs.is_gp(rec.method):
+        runs.preload_gp()
     problem = _trial(rec, loaded)
     if problem:
         st.error(f"{name} cannot be applied to {loaded.name}: {problem}", icon=":material/error:")
@@ -150,7 +149,7 @@ def _start_apply(loaded: state.Loaded, chosen: tuple[Recalibrator, str]) -> None
     recal_ui.start("apply", f"{texts.method_label(rec.method)} from {name}",
                    lambda ctx: runs.run_apply(preds, rec, name, ctx, binary_ece=binary_ece, data_name=data_name,
                                               data_key=key),
-                   heavy=rec.method in runs.GP_METHODS)
+                   heavy=runs.is_gp(rec.method))
 
 
 def _cards(r: runs.ApplyResult) -> None:

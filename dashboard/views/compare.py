@@ -52,8 +52,7 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.CompareSettings | Non
         st.session_state[K_METHODS] = [m for m in DEFAULT_METHODS if m in methods]
     st.multiselect("Methods", methods, key=K_METHODS, persist_state="session", disabled=running,
                    format_func=lambda m: texts.method_label(m, multiclass), help=texts.COMPARE_METHODS_HELP)
-    if not runs.gp_available():
-        st.caption(texts.GP_MISSING_COMPARE)
+    runs.preload_gp()
     chosen = [m for m in st.session_state[K_METHODS] if m in methods]
     c = st.columns(4, gap="medium")
     n_re = c[0].number_input("Recalibration rows n_re", min_value=2, max_value=preds.n - 1, step=100, key=K_N_RE,
@@ -63,7 +62,7 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.CompareSettings | Non
     seed = c[2].number_input("Split seed", min_value=0, value=0, key=K_SEED, persist_state="session",
                              disabled=running, help=texts.SEED_HELP)
     alpha, max_iter = 0.5, None
-    if any(m in runs.ALPHA_METHODS for m in chosen):
+    if any(runs.takes_alpha(m) for m in chosen):
         alpha = c[3].slider("α of PBR", 0.0, 1.0, 0.5, 0.01, key=K_ALPHA, persist_state="session",
                             disabled=running, help=texts.COMPARE_ALPHA_HELP)
     if any(runs.method_params(m, max_iter=1) for m in chosen):
@@ -143,7 +142,7 @@ def _start_compare(loaded: state.Loaded, s: runs.CompareSettings) -> None:
     preds, name, key = loaded.preds, loaded.name, loaded.key
     label = f"comparison of {len(s.methods)} methods × {s.n_folds} folds (n_re = {s.n_re:,})"
     recal_ui.start("compare", label, lambda ctx: runs.run_compare(preds, s, ctx, data_name=name, data_key=key),
-                   heavy=any(m in runs.GP_METHODS for m in s.methods))
+                   heavy=any(runs.is_gp(m) for m in s.methods))
 
 
 def _results(loaded: state.Loaded, result: runs.CompareResult) -> None:
@@ -219,7 +218,7 @@ def _sweep(loaded: state.Loaded, methods: list[str], running: bool) -> None:
         name, key = loaded.name, loaded.key
         recal_ui.start("sweep", f"n_re sweep ({len(chosen)} sizes × {len(methods)} methods)",
                        lambda ctx: runs.run_sweep(preds, s, ctx, data_name=name, data_key=key),
-                       heavy=any(m in runs.GP_METHODS for m in methods))
+                       heavy=any(runs.is_gp(m) for m in methods))
     recal_ui.job_status("sweep")
     result = recal_ui.result_of("sweep")
     if result is None:
@@ -286,7 +285,7 @@ def _group_gaps(loaded: state.Loaded, running: bool) -> None:
         name, key = loaded.name, loaded.key
         recal_ui.start("groupgap", f"{texts.method_label(method, multiclass)} for everyone vs per {by}",
                        lambda ctx: runs.run_group_gaps(preds, s, ctx, data_name=name, data_key=key),
-                       heavy=method in runs.GP_METHODS)
+                       heavy=runs.is_gp(method))
     recal_ui.job_status("groupgap")
     result = recal_ui.result_of("groupgap")
     if result is None:

@@ -7,7 +7,7 @@ import streamlit as st
 from dashboard import figures_recal as FR
 from dashboard import jobs, recal_ui, report, runs, state, tables, texts
 from pbr_core.experiments import PAPER_ALPHAS
-from pbr_core.recalibrators import available_methods
+from pbr_core.recalibrators import methods_taking
 
 K_OBJECTIVE = "gen_objective"
 K_ALPHAS = "gen_alphas"
@@ -32,7 +32,7 @@ def _default_folds() -> int:
 
 def _controls(loaded: state.Loaded, running: bool) -> runs.GenSettings | None:
     preds = loaded.preds
-    objectives = [m for m in runs.ALPHA_METHODS if m in available_methods()]
+    objectives = methods_taking("alpha")
     c = st.columns([1.4, 3], gap="medium")
     objective = c[0].selectbox("Objective", objectives, format_func=texts.method_label, key=K_OBJECTIVE,
                                persist_state="session", disabled=running, help=texts.OBJECTIVE_HELP)

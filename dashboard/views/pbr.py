@@ -11,6 +11,7 @@ import streamlit as st
 from dashboard import figures_recal as FR
 from dashboard import jobs, recal_ui, report, runs, state, texts
 from pbr_core.experiments import PAPER_ALPHAS
+from pbr_core.recalibrators import gp_method
 
 K_OBJECTIVE = "pbr_objective"
 K_APPROX = "pbr_mean_approx"
@@ -48,7 +49,7 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings:
     with c[2]:
         st.markdown("**Device**", help=texts.DEVICE_HELP)
         st.markdown(f":material/memory: {runs.device_label()}")
-    method = runs.method_name(objective, mean_approx)
+    method = gp_method(objective, mean_approx)
     uses_alpha = objective != "gp"
     alpha: float | None = None
     grid, cv_folds, cv_score = tuple(PAPER_ALPHAS), 5, "ece"
@@ -56,13 +57,9 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings:
         a = st.columns([1.6, 3], gap="medium", vertical_alignment="bottom")
         if st.session_state.get(K_ALPHA_MODE) not in ALPHA_MODES:
             st.session_state[K_ALPHA_MODE] = "fixed"
-        if runs.alpha_selection_available():
-            mode = a[0].segmented_control("α", list(ALPHA_MODES), format_func=ALPHA_MODES.get, key=K_ALPHA_MODE,
-                                          required=True, persist_state="session", disabled=running,
-                                          help=texts.ALPHA_AUTO_HELP)
-        else:  # no selector that looks broken: say why there is only the slider
-            mode = "fixed"
-            a[0].caption(texts.ALPHA_AUTO_MISSING)
+        mode = a[0].segmented_control("α", list(ALPHA_MODES), format_func=ALPHA_MODES.get, key=K_ALPHA_MODE,
+                                      required=True, persist_state="session", disabled=running,
+                                      help=texts.ALPHA_AUTO_HELP)
         if mode == "auto":
             b = a[1].columns([3, 1, 1.3], vertical_alignment="bottom")
             grid = tuple(sorted(b[0].multiselect("α grid", list(PAPER_ALPHAS), default=list(PAPER_ALPHAS), key=K_GRID,

@@ -9,7 +9,8 @@ and Appendices F-G:
   signed-rank and corrected resampled t-test over folds, mean difference with its interval.
 * :func:`kl_vs_ece_gap` - KL against the ECE generalisation gap over alpha (Section 6.1, Figure 2).
 * :func:`n_re_sweep` - test ECE against the recalibration set size (Figure 3).
-* :func:`split_indices`, :func:`fit_on_fold` - one fold's split / fitted method, e.g. for reliability diagrams.
+* :func:`split_indices` - one fold's split.
+* :func:`fit_and_test` - one recalibrator fitted on one fold and tested on the rest, with the bounds of the fit.
 * :func:`evaluation_metrics`, :func:`ece_inputs` - the test metrics every protocol reports (ECE with
   B = floor(n^(1/3)), accuracy, NLL, Brier), for your own loops.
 
@@ -42,9 +43,10 @@ from pbr_core.experiments._protocol import (
     split_indices,
     tqdm_progress,
 )
-from pbr_core.experiments.compare import COMPARE_COLUMNS, compare, fit_and_evaluate, fit_on_fold
-from pbr_core.experiments.paired import PAIRED_COLUMNS, TEST_NAMES, default_pairs, paired_test, paired_tests
+from pbr_core.experiments.compare import COMPARE_COLUMNS, compare, fit_and_evaluate
+from pbr_core.experiments.holdout import HeldOutFit, fit_and_test
 from pbr_core.experiments.kl_gap import KL_GAP_COLUMNS, PAPER_ALPHAS, KLGapResult, kl_vs_ece_gap
+from pbr_core.experiments.paired import PAIRED_COLUMNS, TEST_NAMES, default_pairs, paired_test, paired_tests
 from pbr_core.experiments.summary import HIGHER_IS_BETTER, LOWER_IS_BETTER, best_mask, summarize, summary_table
 from pbr_core.experiments.sweep import PAPER_N_RE_VALUES, n_re_sweep
 
@@ -60,6 +62,7 @@ __all__ = [
     "PAPER_N_RE_VALUES",
     "CancelCallback",
     "Cancelled",
+    "HeldOutFit",
     "KLGapResult",
     "ProgressCallback",
     "TEST_NAMES",
@@ -71,7 +74,7 @@ __all__ = [
     "ended_at_prior",
     "evaluation_metrics",
     "fit_and_evaluate",
-    "fit_on_fold",
+    "fit_and_test",
     "fold_permutation",
     "kl_vs_ece_gap",
     "make_recalibrator",

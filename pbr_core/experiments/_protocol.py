@@ -94,7 +94,8 @@ def tqdm_progress(bar: _TqdmLike) -> ProgressCallback:
 
 
 # ---------------------------------------------------------------------------- splits
-def _check_int(name: str, value: Any, minimum: int) -> int:
+def check_int(name: str, value: Any, minimum: int) -> int:
+    """``value`` as an int; ValueError naming ``name`` unless it is an integer (not a bool) >= ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"Expected argument `{name}` to be an integer of at least {minimum}, but got {value!r}.")
     return int(value)
@@ -102,8 +103,8 @@ def _check_int(name: str, value: Any, minimum: int) -> int:
 
 def fold_permutation(n: int, seed: int, fold: int) -> np.ndarray:
     """The row permutation of fold ``fold`` (see the module docstring for why SeedSequence)."""
-    _check_int("seed", seed, 0)
-    _check_int("fold", fold, 0)
+    check_int("seed", seed, 0)
+    check_int("fold", fold, 0)
     rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(int(fold),)))
     return rng.permutation(int(n))
 
@@ -130,11 +131,11 @@ def split_indices(n: int, n_re: int, *, fold: int, seed: int = 0,
     -------
     (re_idx, te_idx) : two sorted, disjoint int arrays.
     """
-    n = _check_int("n", n, 2)
-    n_re = _check_int("n_re", n_re, 1)
+    n = check_int("n", n, 2)
+    n_re = check_int("n_re", n_re, 1)
     if n_te is None:
         n_te = n - n_re
-    n_te = _check_int("n_te", n_te, 1)
+    n_te = check_int("n_te", n_te, 1)
     if n_re + n_te > n:
         raise ValueError(
             f"A recalibration set of n_re={n_re} and a test set of n_te={n_te} rows need "
@@ -365,4 +366,4 @@ def timed_fit(recalibrator: Any, fit_set: Predictions, on_error: OnError, what: 
 
 
 def iter_folds(n_folds: int) -> Iterable[int]:
-    return range(_check_int("n_folds", n_folds, 1))
+    return range(check_int("n_folds", n_folds, 1))

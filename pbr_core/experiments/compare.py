@@ -21,6 +21,7 @@ from pbr_core.experiments._protocol import (
     OnError,
     ProgressCallback,
     Runner,
+    check_int,
     check_methods,
     check_predictions,
     ended_at_prior,
@@ -34,7 +35,7 @@ from pbr_core.experiments._protocol import (
 )
 from pbr_core.predictions import Predictions
 
-__all__ = ["COMPARE_COLUMNS", "compare", "fit_and_evaluate", "fit_on_fold"]
+__all__ = ["COMPARE_COLUMNS", "compare", "fit_and_evaluate"]
 
 #: Columns of :func:`compare`'s table, in order.
 COMPARE_COLUMNS = (
@@ -219,31 +220,8 @@ def compare(
     return runner.table()
 
 
-def fit_on_fold(preds: Predictions, method: str, n_re: int = 1000, fold: int = 0, seed: int = 0,
-                params: Mapping[str, Any] | None = None, *, n_te: int | None = None
-                ) -> tuple[Any, Predictions, np.ndarray]:
-    """Refit one method on one fold of :func:`compare` and return what a plot of it needs.
-
-    The split is exactly the one :func:`compare` uses for ``(n_re, fold, seed, n_te)``, so reliability
-    diagrams drawn from this match the table's row.
-
-    Returns
-    -------
-    (recalibrator, test_set, test_probs)
-        The fitted recalibrator, the fold's test set (a Predictions value with the raw predictions)
-        and the recalibrated test probabilities.
-    """
-    preds = check_predictions(preds)
-    _check_n_re(n_re, preds.n)
-    re_idx, te_idx = split_indices(preds.n, n_re, fold=fold, seed=seed, n_te=n_te)
-    recalibrator = make_recalibrator(method, params).fit(preds.subset(re_idx))
-    test_set = preds.subset(te_idx)
-    return recalibrator, test_set, recalibrator.predict_proba(test_set)
-
-
 def _check_n_re(n_re: Any, n: int) -> int:
-    if isinstance(n_re, bool) or not isinstance(n_re, (int, np.integer)) or n_re < 2:
-        raise ValueError(f"Expected argument `n_re` to be an integer of at least 2, but got {n_re!r}.")
+    check_int("n_re", n_re, 2)
     if n_re >= n:
         raise ValueError(
             f"Expected `n_re` smaller than the number of rows ({n}) so that a test set remains, but got n_re={n_re}."

@@ -18,13 +18,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from pbr_core.bounds import corollary1_bound, optimal_n_bins
+from pbr_core.bounds import fit_bounds, optimal_n_bins
 from pbr_core.experiments._protocol import (
     BinaryECE,
     CancelCallback,
     OnError,
     ProgressCallback,
     Runner,
+    check_int,
     check_predictions,
     ece_inputs,
     iter_folds,
@@ -175,8 +176,7 @@ def kl_vs_ece_gap(
         raise ValueError("kl_vs_ece_gap does not take `prior_split`: its bound column compares n_re recalibration "
                          "rows with n_re test rows (Corollary 1 assumes equal sizes); fit with prior_split directly "
                          "to get a bound valid as stated.")
-    if isinstance(n_re, bool) or not isinstance(n_re, (int, np.integer)) or n_re < 2:
-        raise ValueError(f"Expected argument `n_re` to be an integer of at least 2, but got {n_re!r}.")
+    check_int("n_re", n_re, 2)
     if 2 * n_re > preds.n:
         raise ValueError(
             f"The ECE gap uses a recalibration set and a disjoint test subset of n_re rows each, so it needs "
@@ -210,7 +210,7 @@ def _fit_one(objective: str, alpha: float, params: dict[str, Any], fit_set: Pred
         raise ValueError(f"Method {objective!r} exposes no `kl_` after fitting, so it cannot be used for the KL-gap study.")
     ece_re = ece(*ece_inputs(recalibrator.predict_proba(fit_set), fit_set.labels, fit_set.kind, binary_ece), n_bins=n_bins)
     ece_te = ece(*ece_inputs(recalibrator.predict_proba(test_set), test_set.labels, test_set.kind, binary_ece), n_bins=n_bins)
+    # n_bins is floor(n_re^(1/3)) = fit_bounds' B, as n = n_re.
     row.update(kl=kl, ece_re=ece_re, ece_te=ece_te, gap=abs(ece_te - ece_re),
-               # KL >= 0 in exact arithmetic; a fit left at the prior can report -1e-12.
-               bound=corollary1_bound(fit_set.n, n_bins, max(kl, 0.0), eps=eps))
+               bound=fit_bounds(fit_set.n, kl, eps=eps)["corollary1"])
     return row

@@ -10,7 +10,8 @@ experiment tables use::
     HistogramBinning(n_bins=10, strategy='uniform')
 
 The GP-based recalibrators (``GPCalibration``, ``PBR``, ...) live in
-:mod:`pbr_core.recalibrators.gp`; that module imports torch, so it is imported on first use
+:mod:`pbr_core.recalibrators.gp`, and ``PBRCV`` (alpha by cross-validation) in
+:mod:`pbr_core.recalibrators.pbr_cv`; they import torch, so they are imported on first use
 (``from pbr_core.recalibrators import PBR``, ``available_methods()``, ``get_recalibrator("pbr")``,
 loading a saved PBR), and registers itself like the others.
 
@@ -57,6 +58,7 @@ __all__ = [
     "MatrixScaling",
     "NotFittedError",
     "PBR",
+    "PBRCV",
     "PlattScaling",
     "REGISTRY",
     "Recalibrator",
@@ -65,27 +67,32 @@ __all__ = [
     "VectorScaling",
     "available_methods",
     "get_recalibrator",
+    "gp_method",
+    "method_class",
+    "method_label",
+    "methods_taking",
     "load_recalibrator",
     "register",
     "report_progress",
 ]
 
 
-# The GP family (GPCalibration, PBR and variants) imports torch and gpytorch, which takes seconds;
-# it is imported on first use: an attribute access, available_methods(), get_recalibrator() or
-# loading a file of a GP method.
-_GP_MODULE = "pbr_core.recalibrators.gp"
-LAZY_MODULES.append(_GP_MODULE)
+# The GP family (GPCalibration, PBR and variants, PBRCV) imports torch and gpytorch, which takes
+# seconds; it is imported on first use: an attribute access, available_methods(),
+# get_recalibrator() or loading a file of a GP method.
+_LAZY = {"gp": "pbr_core.recalibrators.gp", "pbr_cv": "pbr_core.recalibrators.pbr_cv"}
+LAZY_MODULES.extend(name for name in _LAZY.values() if name not in LAZY_MODULES)
 
 
 def __getattr__(name: str) -> Any:
-    if name[:1].isupper() or name == "gp":  # class names (and the module): maybe the GP family's
+    if name[:1].isupper() or name in _LAZY:  # class names (and the modules): maybe the GP family's
         ensure_registered()
-    module = sys.modules.get(_GP_MODULE)
-    if module is not None and hasattr(module, name) and name[:1].isupper():
-        return getattr(module, name)
-    if module is not None and name == "gp":
-        return module
+    if name in _LAZY and _LAZY[name] in sys.modules:
+        return sys.modules[_LAZY[name]]
+    for module_name in _LAZY.values():
+        module = sys.modules.get(module_name)
+        if module is not None and name[:1].isupper() and hasattr(module, name):
+            return getattr(module, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -95,16 +102,53 @@ def available_methods() -> list[str]:
     return list(REGISTRY)
 
 
+def method_class(name: str) -> type[Recalibrator]:
+    """The registered class of method ``name``: its facts (``label``, ``family``, parameters).
+
+    Raises ``ValueError`` for an unknown name (the message lists the registered ones).
+    """
+    if name not in REGISTRY:
+        ensure_registered()
+    cls = REGISTRY.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise ValueError(f"Unknown recalibration method {name!r}; available: {available_methods()}.")
+    return cls
+
+
+def method_label(name: str, multiclass: bool = False) -> str:
+    """The method's name for people, e.g. "Platt scaling (one-vs-all)" for ``platt`` on multiclass data.
+
+    A name that is not registered is returned as it is.
+    """
+    try:
+        cls = method_class(name)
+    except ValueError:
+        return str(name)
+    label = cls.label or name
+    return f"{label} (one-vs-all)" if multiclass and cls.family == "binary" else label
+
+
+def methods_taking(param: str) -> list[str]:
+    """The registered methods whose constructor takes ``param`` (e.g. "alpha": the PBR methods)."""
+    return [name for name in available_methods() if param in REGISTRY[name]._param_names()]
+
+
+def gp_method(objective: str, mean_approx: bool) -> str:
+    """The registered GP-family method of an objective and prediction rule, e.g.
+    ``gp_method("pbr_total", True) == "pbr_total_app"``; ValueError when there is none."""
+    ensure_registered()
+    for name, cls in REGISTRY.items():
+        if getattr(cls, "variant", None) == (objective, bool(mean_approx)):
+            return name
+    raise ValueError(f"No recalibration method has objective {objective!r} with mean_approx={mean_approx!r}.")
+
+
 def get_recalibrator(name: str, **params: Any) -> Recalibrator:
     """A new, unfitted recalibrator by method name, e.g. ``get_recalibrator("temperature")``.
 
     Raises ``ValueError`` for an unknown name or parameter (the message lists the valid ones).
     """
-    if name not in REGISTRY:
-        ensure_registered()
-    cls = REGISTRY.get(name)
-    if cls is None:
-        raise ValueError(f"Unknown recalibration method {name!r}; available: {available_methods()}.")
+    cls = method_class(name)
     valid = cls._param_names()
     unknown = sorted(set(params) - set(valid))
     if unknown:

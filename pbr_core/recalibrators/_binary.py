@@ -39,6 +39,7 @@ class BinaryRecalibrator(Recalibrator):
     """
 
     uses: ClassVar[str] = "probs"
+    family: ClassVar[str] = "binary"
     _fit_note_message: ClassVar[str] = "{names}: fitted differently"
 
     def _fit(self, preds: Predictions) -> None:

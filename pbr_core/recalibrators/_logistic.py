@@ -18,6 +18,7 @@ import numpy as np
 from scipy.special import expit, log_expit
 
 from pbr_core.recalibrators._binary import BinaryRecalibrator
+from pbr_core.recalibrators._params import Constraint, one_of
 
 #: Probabilities are clipped to [EPS, 1 - EPS] before logs, as the betacal package does.
 EPS = float(np.finfo(np.float64).eps)
@@ -195,10 +196,9 @@ class TargetsRecalibrator(BinaryRecalibrator):
     """Shared parameter of the logistic one-vs-all families (Platt, beta): how to treat separable labels."""
 
     _fit_note_message: ClassVar[str] = AUTO_TARGETS_NOTE
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        "targets": one_of(TARGET_CHOICES, words=f"one of {TARGET_CHOICES}")}
 
     def __init__(self, targets: Targets = "auto") -> None:
         self.targets = targets
 
-    def _validate_params(self) -> None:
-        if self.targets not in TARGET_CHOICES:
-            raise ValueError(f"Expected argument `targets` to be one of {TARGET_CHOICES}, but got {self.targets!r}.")

@@ -31,6 +31,7 @@ import numpy as np
 from pbr_core import cancel as _cancel
 from pbr_core.predictions import InputType, Predictions, PredictionsError
 from pbr_core.recalibrators import _state
+from pbr_core.recalibrators._params import Constraint, check_params
 from pbr_core.recalibrators._state import StateError
 
 FORMAT_NAME = "pbr-calib-recalibrator"
@@ -169,12 +170,23 @@ class Recalibrator:
     ``_get_state`` and ``_set_state``; everything else (validation, save/load) lives here.
 
     Subclasses take their parameters as keyword arguments of ``__init__`` and store them under the
-    same names, so ``get_params`` can find them (as in scikit-learn).
+    same names, so ``get_params`` can find them (as in scikit-learn), and declare what each may be
+    in ``_parameter_constraints`` (:mod:`pbr_core.recalibrators._params`).
+
+    The class attributes are the registry's facts about a method; front ends read them instead of
+    keeping their own lists of method names.
     """
 
     method: ClassVar[str] = "base"
+    #: The method's name for people (tables, pages, reports), e.g. "Temperature scaling".
+    label: ClassVar[str] = ""
+    #: "classical": a closed-form or small convex fit; "binary": a map of one probability to one,
+    #: fitted one-vs-all on multiclass data; "gp": the GP family (slow, may use the GPU).
+    family: ClassVar[Literal["classical", "binary", "gp"]] = "classical"
     #: "probs": the method works on probabilities; "scores": on logits (or log-probabilities).
     uses: ClassVar[Literal["probs", "scores"]] = "probs"
+    #: What each constructor parameter may be, checked in this order by ``_validate_params``.
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {}
 
     # ------------------------------------------------------------------ public API
     def fit(self, X: Predictions | np.ndarray, y: np.ndarray | None = None,
@@ -389,8 +401,10 @@ class Recalibrator:
         """Check the constructor parameters; raise ``ValueError`` naming the bad one.
 
         Called at the start of ``fit`` (scikit-learn validates there, not in ``__init__``) and by
-        the CLI before it reads any data. The default accepts everything.
+        the CLI before it reads any data. Checks ``_parameter_constraints``; a class adds checks
+        that involve several parameters by overriding this (and calling it).
         """
+        check_params(self, self._parameter_constraints)
 
     def _validate_saved_params(self) -> None:
         """Check the parameters read from a saved file; raise ``ValueError`` naming the bad one.

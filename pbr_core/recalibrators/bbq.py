@@ -10,6 +10,7 @@ from scipy.special import gammaln, softmax
 
 from pbr_core.recalibrators import _state
 from pbr_core.recalibrators._binary import BinaryRecalibrator
+from pbr_core.recalibrators._params import POSITIVE_NUMBER, Constraint
 from pbr_core.recalibrators._state import StateError
 from pbr_core.recalibrators.base import register
 from pbr_core.recalibrators.histogram import assign_bins, check_step_map, equal_mass_edges
@@ -99,16 +100,13 @@ class BBQ(BinaryRecalibrator):
     """
 
     method: ClassVar[str] = "bbq"
+    label: ClassVar[str] = "BBQ"
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {"n_prime": POSITIVE_NUMBER,
+                                                                "bin_range_factor": POSITIVE_NUMBER}
 
     def __init__(self, n_prime: float = 2.0, bin_range_factor: float = 10.0) -> None:
         self.n_prime = n_prime
         self.bin_range_factor = bin_range_factor
-
-    def _validate_params(self) -> None:
-        for name in ("n_prime", "bin_range_factor"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.number)) or not (np.isfinite(v) and v > 0):
-                raise ValueError(f"Expected argument `{name}` to be a positive number, but got {v!r}.")
 
     def _fit_binary(self, p: np.ndarray, y: np.ndarray, name: str) -> dict[str, Any]:
         n = p.shape[0]

@@ -78,6 +78,7 @@ class BetaCalibration(TargetsRecalibrator):
     """
 
     method: ClassVar[str] = "beta"
+    label: ClassVar[str] = "Beta calibration"
 
     def _fit_binary(self, p: np.ndarray, y: np.ndarray, name: str) -> dict[str, Any]:
         X = beta_features(p)

@@ -18,13 +18,14 @@ its own registry name for tables, the CLI and saved files.
 from __future__ import annotations
 
 import math
+
 import warnings
 from typing import Any, Callable, ClassVar, Literal
 
 import numpy as np
 import torch
 
-from pbr_core.bounds import corollary1_bound, corollary2_bound, optimal_n_bins
+from pbr_core.bounds import fit_bounds
 from pbr_core.gp.device import DTYPE, resolve_device
 from pbr_core.gp.model import GPRecalibrationModel, NotPositiveDefiniteError, initial_inducing_points
 from pbr_core.gp.objectives import ObjectiveSpec, draw_mc_noise
@@ -34,6 +35,15 @@ from pbr_core.gp.training import fit_gp, training_check
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import _state
 from pbr_core.recalibrators import base as _base
+from pbr_core.recalibrators._params import (
+    BOOLEAN,
+    FINITE_NON_NEGATIVE,
+    NON_NEGATIVE_INT,
+    POSITIVE_INT,
+    Constraint,
+    check_params,
+    one_of,
+)
 from pbr_core.recalibrators._state import StateError
 from pbr_core.recalibrators.base import Recalibrator, register
 
@@ -46,9 +56,12 @@ Objective = Literal["gp", "pbr", "pbr_total"]
 #: that two equal fits save equal files.
 _VOLATILE_REPORT_KEYS = ("wall_time_s",)
 
-#: Bound settings of the issue: B = floor(n^(1/3)), eps = 0.05, L = 1.
-BOUND_EPS = 0.05
-BOUND_LIPSCHITZ = 1.0
+
+def _is_device(value: Any) -> bool:
+    if not isinstance(value, (str, torch.device)):
+        return False
+    name = str(value).lower()
+    return name in ("auto", "cpu", "cuda") or name.startswith("cuda:")
 
 #: How a fit's Corollary 1-2 values are labelled, by where the prior came from (``prior_split``).
 #: Corollaries 1-2 need a prior chosen independently of the rows the bound is evaluated on.
@@ -96,33 +109,30 @@ def prior_split_rows(n: int, prior_split: float, random_state: int) -> tuple[np.
     return np.sort(perm[:n_prior]), np.sort(perm[n_prior:])
 
 
-def fit_bounds(n: int, kl: float, eps: float = BOUND_EPS, lipschitz: float = BOUND_LIPSCHITZ) -> dict[str, float]:
-    """Corollary 1 and 2 of the paper for one fit (GP_SPEC section 6), with B = floor(n^(1/3)).
-
-    lambda is chosen validly: the minimum over the fixed, data-independent grid of
-    :func:`pbr_core.bounds.lambda_grid`, paid for with a union bound (log G added to log 1/eps).
-    ``n`` is the number of rows the bound is evaluated on. Whether the bound holds as stated depends
-    on the prior: with ``prior_split = 0`` (the paper's experiments) the prior's kernel
-    hyperparameters and inducing points are fitted on the same rows, so Corollaries 1-2's "prior
-    independent of S_re" holds only approximately; with ``prior_split > 0`` they are chosen on other
-    rows and the bound holds as stated on the remaining ``n`` rows (see ``BOUND_VALIDITY``).
-    """
-    B = optimal_n_bins(n)
-    return {
-        "n": int(n), "n_bins": int(B), "kl": float(kl), "eps": float(eps), "lipschitz": float(lipschitz),
-        "corollary1": float(corollary1_bound(n, B, kl, eps=eps)),
-        "corollary2": float(corollary2_bound(n, B, kl, lipschitz=lipschitz, eps=eps)),
-    }
+_DEVICE = Constraint(_is_device, "'auto', 'cpu', 'cuda' or 'cuda:N'")
+_OBJECTIVE = one_of(("pbr", "pbr_total"))
+_ALPHA = FINITE_NON_NEGATIVE
+_PRIOR_SPLIT = Constraint(
+    lambda v: (not isinstance(v, (bool, np.bool_)) and isinstance(v, (int, float, np.integer, np.floating))
+               and math.isfinite(v) and (v == 0 or 0 < v <= MAX_PRIOR_SPLIT)),
+    f"0 (prior fitted on the same rows) or a share in (0, {MAX_PRIOR_SPLIT:g}] of the rows set aside to choose "
+    "the prior")
 
 
 class _GPRecalibrator(Recalibrator):
     """Shared machinery of the GP family: fit, predict, state. Not registered itself."""
 
     uses: ClassVar[Literal["probs", "scores"]] = "scores"
-    #: Optional ``callback(iteration, max_iter, objective)`` called during ``fit`` (not a
-    #: constructor parameter: it is not saved). The CLI passes a tqdm updater, the dashboard its
-    #: progress bar. Fits also drive ``pbr_core.recalibrators.base.report_progress`` when installed.
-    progress_callback: Callable[[int, int, float], None] | None = None
+    family: ClassVar[str] = "gp"
+    #: The (objective, mean_approx) this registered method stands for: ``gp_method`` finds a
+    #: method by them (e.g. ("pbr_total", True) -> "pbr_total_app").
+    variant: ClassVar[tuple[str, bool]]
+    #: The parameters every GP method takes; each class lists its own first.
+    _gp_constraints: ClassVar[dict[str, Constraint]] = {
+        "n_inducing": POSITIVE_INT, "max_iter": POSITIVE_INT, "n_mc": POSITIVE_INT,
+        "n_predict_samples": POSITIVE_INT, "optimizer": one_of(("lbfgs", "adam")),
+        "variational": one_of(("mean_field", "cholesky")), "mean_approx": BOOLEAN,
+        "random_state": NON_NEGATIVE_INT, "device": _DEVICE, "prior_split": _PRIOR_SPLIT}
 
     # Set by subclasses' __init__.
     objective: str
@@ -141,7 +151,7 @@ class _GPRecalibrator(Recalibrator):
     # ------------------------------------------------------------------ configuration
     def _spec(self) -> ObjectiveSpec:
         if self.objective == "gp":
-            return ObjectiveSpec.gp_calibration(ce=getattr(self, "ce_estimator", "taylor"))
+            return ObjectiveSpec.gp_calibration(ce=self.ce_estimator)
         if self.objective == "pbr":
             return ObjectiveSpec.pbr(self.alpha)
         return ObjectiveSpec.pbr_total(self.alpha)
@@ -158,39 +168,8 @@ class _GPRecalibrator(Recalibrator):
         self._check_param_values()
 
     def _check_param_values(self) -> None:
-        """ValueError naming the first invalid constructor parameter (subclasses add theirs)."""
-        def positive_int(name: str) -> None:
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"Expected argument `{name}` to be an integer larger than 0, but got {v!r}.")
-
-        if self.objective not in ("gp", "pbr", "pbr_total"):
-            raise ValueError(f"Expected argument `objective` to be 'pbr' or 'pbr_total', but got {self.objective!r}.")
-        a = self.alpha
-        if isinstance(a, bool) or not isinstance(a, (int, float, np.floating, np.integer)) or not math.isfinite(a) or a < 0:
-            raise ValueError(f"Expected argument `alpha` to be a finite number >= 0, but got {a!r}.")
-        for name in ("n_inducing", "max_iter", "n_mc", "n_predict_samples"):
-            positive_int(name)
-        if self.optimizer not in ("lbfgs", "adam"):
-            raise ValueError(f"Expected argument `optimizer` to be 'lbfgs' or 'adam', but got {self.optimizer!r}.")
-        if self.variational not in ("mean_field", "cholesky"):
-            raise ValueError(
-                f"Expected argument `variational` to be 'mean_field' or 'cholesky', but got {self.variational!r}."
-            )
-        if not isinstance(self.mean_approx, (bool, np.bool_)):
-            raise ValueError(f"Expected argument `mean_approx` to be True or False, but got {self.mean_approx!r}.")
-        if isinstance(self.random_state, bool) or not isinstance(self.random_state, (int, np.integer)) or self.random_state < 0:
-            raise ValueError(f"Expected argument `random_state` to be an integer >= 0, but got {self.random_state!r}.")
-        ps = getattr(self, "prior_split", 0.0)
-        if (isinstance(ps, bool) or not isinstance(ps, (int, float, np.floating, np.integer)) or not math.isfinite(ps)
-                or not (ps == 0 or 0 < ps <= MAX_PRIOR_SPLIT)):
-            raise ValueError(f"Expected argument `prior_split` to be 0 (prior fitted on the same rows) or a share in "
-                             f"(0, {MAX_PRIOR_SPLIT:g}] of the rows set aside to choose the prior, but got {ps!r}.")
-        if not isinstance(self.device, (str, torch.device)):
-            raise ValueError(f"Expected argument `device` to be 'auto', 'cpu' or 'cuda', but got {self.device!r}.")
-        name = str(self.device).lower()
-        if not (name in ("auto", "cpu", "cuda") or name.startswith("cuda:")):
-            raise ValueError(f"Expected argument `device` to be 'auto', 'cpu', 'cuda' or 'cuda:N', but got {self.device!r}.")
+        """ValueError naming the first invalid constructor parameter (``_parameter_constraints``)."""
+        check_params(self, self._parameter_constraints)
 
     @classmethod
     def _test_params(cls) -> dict[str, Any]:
@@ -199,22 +178,17 @@ class _GPRecalibrator(Recalibrator):
 
     # ------------------------------------------------------------------ fit
     def _progress(self) -> Callable[[int, int, float], None] | None:
-        callback = self.progress_callback
-        track = getattr(_base, "track", None)
-        ticker = None
-        if track is not None and getattr(_base, "_PROGRESS", None) is not None and _base._PROGRESS.get() is not None:
-            ticker = iter(track(range(self.max_iter), total=self.max_iter, desc=f"{self.method} fit"))
-        if callback is None and ticker is None:
+        """The optimiser's ``progress(iteration, max_iter, objective)``: advances the front end's
+        progress factory (``report_progress``) by the iterations done; None without one."""
+        if _base._PROGRESS.get() is None:
             return None
+        ticker = iter(_base.track(range(self.max_iter), total=self.max_iter, desc=f"{self.method} fit"))
         done = [0]
 
         def report(iteration: int, max_iter: int, objective: float) -> None:
-            if callback is not None:
-                callback(iteration, max_iter, objective)
-            if ticker is not None:
-                for _ in range(max(0, min(iteration, max_iter) - done[0])):
-                    next(ticker, None)
-                done[0] = max(done[0], iteration)
+            for _ in range(max(0, min(iteration, max_iter) - done[0])):
+                next(ticker, None)
+            done[0] = max(done[0], iteration)
 
         return report
 
@@ -555,7 +529,10 @@ class GPCalibration(_GPRecalibrator):
     """
 
     method: ClassVar[str] = "gp"
-    _fixed_mean_approx: ClassVar[bool | None] = None
+    label: ClassVar[str] = "GP calibration"
+    variant: ClassVar[tuple[str, bool]] = ("gp", False)
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        **_GPRecalibrator._gp_constraints, "ce_estimator": one_of(("taylor", "mc"))}
 
     def __init__(self, mean_approx: bool = False, n_inducing: int = 10, variational: str = "mean_field",
                  optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int = 100, n_predict_samples: int = 100,
@@ -575,11 +552,6 @@ class GPCalibration(_GPRecalibrator):
         self.objective = "gp"
         self.alpha = 1.0
 
-    def _check_param_values(self) -> None:
-        super()._check_param_values()
-        if self.ce_estimator not in ("taylor", "mc"):
-            raise ValueError(f"Expected argument `ce_estimator` to be 'taylor' or 'mc', but got {self.ce_estimator!r}.")
-
 
 @register
 class GPCalibrationApp(GPCalibration):
@@ -598,6 +570,8 @@ class GPCalibrationApp(GPCalibration):
     """
 
     method: ClassVar[str] = "gp_app"
+    label: ClassVar[str] = "GP calibration (app.)"
+    variant: ClassVar[tuple[str, bool]] = ("gp", True)
 
     def __init__(self, n_inducing: int = 10, variational: str = "mean_field", optimizer: str = "lbfgs",
                  max_iter: int = 1000, n_mc: int = 100, n_predict_samples: int = 100, ce_estimator: str = "taylor",
@@ -621,7 +595,7 @@ class PBR(_GPRecalibrator):
     ----------
     alpha : float, default 0.5
         KL weight; the paper's grid is {0, .01, .1, .25, .5, .75, .9, 1}
-        (:func:`pbr_core.alpha_selection.select_alpha` chooses it by cross-validation).
+        (:class:`~pbr_core.recalibrators.pbr_cv.PBRCV` chooses it by cross-validation).
     objective : {"pbr", "pbr_total"}
     mean_approx : bool, default False
         Predict with softmax(mu) (the "PBR app." variants).""" + _DOC_COMMON + _DOC_ATTRIBUTES + """
@@ -643,6 +617,10 @@ class PBR(_GPRecalibrator):
     """
 
     method: ClassVar[str] = "pbr"
+    label: ClassVar[str] = "PBR"
+    variant: ClassVar[tuple[str, bool]] = ("pbr", False)
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        "objective": _OBJECTIVE, "alpha": _ALPHA, **_GPRecalibrator._gp_constraints}
 
     def __init__(self, alpha: float = 0.5, objective: str = "pbr", mean_approx: bool = False, n_inducing: int = 10,
                  variational: str = "mean_field", optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int = 100,
@@ -661,26 +639,24 @@ class PBR(_GPRecalibrator):
         self.random_state = random_state
         self.prior_split = prior_split
 
-    def _check_param_values(self) -> None:
-        if self.objective not in ("pbr", "pbr_total"):
-            raise ValueError(f"Expected argument `objective` to be 'pbr' or 'pbr_total', but got {self.objective!r}.")
-        super()._check_param_values()
 
-
-def _pbr_variant(name: str, cls_name: str, objective: str, mean_approx: bool, title: str) -> type[PBR]:
-    """A registered PBR subclass with ``objective`` and ``mean_approx`` fixed."""
+class _FixedPBR(PBR):
+    """A registered PBR variant: ``objective`` and ``mean_approx`` are fixed by the class (its
+    ``variant``), not constructor parameters."""
 
     def __init__(self, alpha: float = 0.5, n_inducing: int = 10, variational: str = "mean_field",
                  optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int = 100, n_predict_samples: int = 100,
                  device: str = "auto", random_state: int = 0, prior_split: float = 0.0):
-        PBR.__init__(self, alpha=alpha, objective=objective, mean_approx=mean_approx, n_inducing=n_inducing,
-                     variational=variational, optimizer=optimizer, max_iter=max_iter, n_mc=n_mc,
-                     n_predict_samples=n_predict_samples, device=device, random_state=random_state,
-                     prior_split=prior_split)
+        objective, mean_approx = self.variant
+        super().__init__(alpha=alpha, objective=objective, mean_approx=mean_approx, n_inducing=n_inducing,
+                         variational=variational, optimizer=optimizer, max_iter=max_iter, n_mc=n_mc,
+                         n_predict_samples=n_predict_samples, device=device, random_state=random_state,
+                         prior_split=prior_split)
 
-    doc = f"""{title}
 
-    :class:`PBR` with ``objective="{objective}"`` and ``mean_approx={mean_approx}`` fixed.
+_VARIANT_DOC = """
+
+    :class:`PBR` with ``objective="{0}"`` and ``mean_approx={1}`` fixed.
 
     Parameters
     ----------
@@ -691,14 +667,32 @@ def _pbr_variant(name: str, cls_name: str, objective: str, mean_approx: bool, ti
     .. [1] H. Fujisawa and F. Futami. PAC-Bayes analysis for recalibration in classification.
        ICML 2025, Section 5.2 and Appendix F.
     """
-    cls = type(cls_name, (PBR,), {"__init__": __init__, "__doc__": doc, "method": name,
-                                  "__module__": __name__, "__qualname__": cls_name})
-    return register(cls)
 
 
-PBRTotal = _pbr_variant("pbr_total", "PBRTotal", "pbr_total", False,
-                        "PBR total (paper Eq. vi_obj3): CE + Brier + alpha KL / n.")
-PBRApp = _pbr_variant("pbr_app", "PBRApp", "pbr", True,
-                      "PBR app.: PBR (Eq. vi_obj2) predicting with the mean approximation softmax(mu).")
-PBRTotalApp = _pbr_variant("pbr_total_app", "PBRTotalApp", "pbr_total", True,
-                           "PBR app. total: PBR total (Eq. vi_obj3) predicting with softmax(mu).")
+@register
+class PBRTotal(_FixedPBR):
+    __doc__ = "PBR total (paper Eq. vi_obj3): CE + Brier + alpha KL / n." + _VARIANT_DOC.format("pbr_total", False)
+
+    method: ClassVar[str] = "pbr_total"
+    label: ClassVar[str] = "PBR total"
+    variant: ClassVar[tuple[str, bool]] = ("pbr_total", False)
+
+
+@register
+class PBRApp(_FixedPBR):
+    __doc__ = ("PBR app.: PBR (Eq. vi_obj2) predicting with the mean approximation softmax(mu)."
+               + _VARIANT_DOC.format("pbr", True))
+
+    method: ClassVar[str] = "pbr_app"
+    label: ClassVar[str] = "PBR (app.)"
+    variant: ClassVar[tuple[str, bool]] = ("pbr", True)
+
+
+@register
+class PBRTotalApp(_FixedPBR):
+    __doc__ = ("PBR app. total: PBR total (Eq. vi_obj3) predicting with softmax(mu)."
+               + _VARIANT_DOC.format("pbr_total", True))
+
+    method: ClassVar[str] = "pbr_total_app"
+    label: ClassVar[str] = "PBR total (app.)"
+    variant: ClassVar[tuple[str, bool]] = ("pbr_total", True)

@@ -9,6 +9,7 @@ import numpy as np
 from pbr_core.bounds import optimal_n_bins
 from pbr_core.recalibrators import _state
 from pbr_core.recalibrators._binary import BinaryRecalibrator
+from pbr_core.recalibrators._params import POSITIVE_INT, Constraint, one_of, or_none
 from pbr_core.recalibrators.base import register
 
 STRATEGIES = ("uniform", "equal_mass")
@@ -87,17 +88,13 @@ class HistogramBinning(BinaryRecalibrator):
     """
 
     method: ClassVar[str] = "histogram_binning"
+    label: ClassVar[str] = "Histogram binning"
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        "n_bins": or_none(POSITIVE_INT), "strategy": one_of(STRATEGIES, words=f"one of {STRATEGIES}")}
 
     def __init__(self, n_bins: int | None = None, strategy: Literal["uniform", "equal_mass"] = "uniform") -> None:
         self.n_bins = n_bins
         self.strategy = strategy
-
-    def _validate_params(self) -> None:
-        b = self.n_bins
-        if b is not None and (isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 1):
-            raise ValueError(f"Expected argument `n_bins` to be an integer larger than 0 or None, but got {b!r}.")
-        if self.strategy not in STRATEGIES:
-            raise ValueError(f"Expected argument `strategy` to be one of {STRATEGIES}, but got {self.strategy!r}.")
 
     def _fit_binary(self, p: np.ndarray, y: np.ndarray, name: str) -> dict[str, Any]:
         B = optimal_n_bins(p.shape[0]) if self.n_bins is None else int(self.n_bins)

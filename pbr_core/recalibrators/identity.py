@@ -28,6 +28,7 @@ class Identity(Recalibrator):
     """
 
     method: ClassVar[str] = "uncalibrated"
+    label: ClassVar[str] = "Uncalibrated"
     uses: ClassVar[str] = "probs"
 
     def __init__(self) -> None:

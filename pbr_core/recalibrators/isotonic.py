@@ -46,6 +46,7 @@ class IsotonicCalibration(BinaryRecalibrator):
     """
 
     method: ClassVar[str] = "isotonic"
+    label: ClassVar[str] = "Isotonic regression"
 
     def __init__(self) -> None:
         pass

@@ -60,6 +60,7 @@ class PlattScaling(TargetsRecalibrator):
     """
 
     method: ClassVar[str] = "platt"
+    label: ClassVar[str] = "Platt scaling"
 
     def _fit_binary(self, p: np.ndarray, y: np.ndarray, name: str) -> dict[str, Any]:
         fit, used = fit_with_targets(logit(p)[:, None], y, self.targets, "Platt scaling", name, self._fit_notes)

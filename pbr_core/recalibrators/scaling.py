@@ -25,6 +25,7 @@ from scipy.special import log_softmax, softmax
 from pbr_core.cancel import checkpoint
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import _state
+from pbr_core.recalibrators._params import BOOLEAN, FINITE_NON_NEGATIVE, POSITIVE_INT, POSITIVE_NUMBER, Constraint
 from pbr_core.recalibrators.base import Recalibrator, register
 from pbr_core.recalibrators.temperature import TemperatureScaling, warn_if_hard_zeros
 
@@ -62,11 +63,6 @@ def _minimise(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndar
     return res.x
 
 
-def _check_reg(name: str, v: Any) -> None:
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.number)) or not (np.isfinite(v) and v >= 0):
-        raise ValueError(f"Expected argument `{name}` to be a finite number >= 0, but got {v!r}.")
-
-
 def _conditioning(z: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     """(s, 1/T): the RMS of the centred scores and the temperature-scaling optimum.
 
@@ -87,12 +83,8 @@ class _AffineScaling(Recalibrator):
     """Common part: validation, input-type check and the softmax of an affine map."""
 
     uses: ClassVar[str] = "scores"
-
-    def _validate_common(self) -> None:
-        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
-            raise ValueError(f"Expected argument `max_iter` to be an integer larger than 0, but got {self.max_iter!r}.")
-        if not (isinstance(self.tol, (int, float)) and self.tol > 0):
-            raise ValueError(f"Expected argument `tol` to be a positive number, but got {self.tol!r}.")
+    #: The optimiser's settings, shared by both scaling methods (after their own parameters).
+    _optimizer_constraints: ClassVar[dict[str, Constraint]] = {"max_iter": POSITIVE_INT, "tol": POSITIVE_NUMBER}
 
     def _scores(self, preds: Predictions) -> np.ndarray:
         if self.is_fitted and preds.input_type != self.input_type_:
@@ -155,18 +147,15 @@ class VectorScaling(_AffineScaling):
     """
 
     method: ClassVar[str] = "vector_scaling"
+    label: ClassVar[str] = "Vector scaling"
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        "bias": BOOLEAN, "bias_reg": FINITE_NON_NEGATIVE, **_AffineScaling._optimizer_constraints}
 
     def __init__(self, bias: bool = True, bias_reg: float = 1.0, max_iter: int = 1000, tol: float = 1e-9) -> None:
         self.bias = bias
         self.bias_reg = bias_reg
         self.max_iter = max_iter
         self.tol = tol
-
-    def _validate_params(self) -> None:
-        if not isinstance(self.bias, (bool, np.bool_)):
-            raise ValueError(f"Expected argument `bias` to be a bool, but got {self.bias!r}.")
-        _check_reg("bias_reg", self.bias_reg)
-        self._validate_common()
 
     def _fit(self, preds: Predictions) -> None:
         warn_if_hard_zeros(preds, type(self).__name__)
@@ -259,6 +248,10 @@ class MatrixScaling(_AffineScaling):
     """
 
     method: ClassVar[str] = "matrix_scaling"
+    label: ClassVar[str] = "Matrix scaling"
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        "off_diagonal_reg": FINITE_NON_NEGATIVE, "bias_reg": FINITE_NON_NEGATIVE,
+        **_AffineScaling._optimizer_constraints}
 
     def __init__(self, off_diagonal_reg: float = 1000.0, bias_reg: float = 1.0, max_iter: int = 2000,
                  tol: float = 1e-9) -> None:
@@ -266,11 +259,6 @@ class MatrixScaling(_AffineScaling):
         self.bias_reg = bias_reg
         self.max_iter = max_iter
         self.tol = tol
-
-    def _validate_params(self) -> None:
-        for name in ("off_diagonal_reg", "bias_reg"):
-            _check_reg(name, getattr(self, name))
-        self._validate_common()
 
     def _fit(self, preds: Predictions) -> None:
         warn_if_hard_zeros(preds, type(self).__name__)

@@ -84,6 +84,7 @@ class TemperatureScaling(Recalibrator):
     """
 
     method: ClassVar[str] = "temperature"
+    label: ClassVar[str] = "Temperature scaling"
     uses: ClassVar[str] = "scores"
 
     def __init__(self, min_temperature: float = 1e-3, max_temperature: float = 1e3) -> None:
@@ -91,6 +92,7 @@ class TemperatureScaling(Recalibrator):
         self.max_temperature = max_temperature
 
     def _validate_params(self) -> None:
+        # Two parameters checked together: no per-parameter constraint says it.
         lo, hi = self.min_temperature, self.max_temperature
         numbers = all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
                       for v in (lo, hi))

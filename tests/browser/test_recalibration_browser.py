@@ -79,7 +79,6 @@ def test_compare_temperature_and_download_the_table(page, app_url):
     assert "Paired tests over folds" in report and "Wilcoxon signed-rank test" in report
 
 
-@pytest.mark.skipif(not runs.gp_available(), reason="the GP family (pbr_core.recalibrators.gp) is not installed")
 def test_pbr_small_fit_and_download_predictions_and_recalibrator(page, app_url):
     _load_cifar10(page, app_url)
     nav(page, "PBR", "PBR recalibration")

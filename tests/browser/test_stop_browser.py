@@ -14,10 +14,7 @@ import time
 import pytest
 from browser_ui import wait_idle
 
-from dashboard import runs
-
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(not runs.gp_available(), reason="the GP family is not installed")]
+pytestmark = [pytest.mark.browser]
 
 TIMEOUT_MS = 90_000
 #: How soon the page must show the stopped state after the click (the job stops within about a

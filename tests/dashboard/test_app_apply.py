@@ -15,7 +15,7 @@ import pbr_core
 from dashboard import runs
 from pbr_core.experiments import split_indices
 from pbr_core.recalibrators import Recalibrator, TemperatureScaling, load_recalibrator
-from test_app_recal import APP, CIFAR10, _downloads, _finish, _metric, _no_internal_names, _page_text, needs_gp
+from test_app_recal import APP, CIFAR10, _downloads, _finish, _metric, _no_internal_names, _page_text
 
 APPLY = "views/apply.py"
 
@@ -173,7 +173,6 @@ def test_binary_data_is_measured_on_p_positive(at):
     assert "Predicted probability p(y=1)" in at.get("plotly_chart")[0].proto.spec
 
 
-@needs_gp
 def test_a_gp_fitted_on_logits_is_refused_on_probabilities(at, cifar10, tmp_path):
     from pbr_core.predictions import softmax
     from pbr_core.recalibrators import PBR
@@ -198,7 +197,6 @@ def test_a_gp_fitted_on_logits_is_refused_on_probabilities(at, cifar10, tmp_path
     assert at.button(key="apply_run").disabled
 
 
-@needs_gp
 def test_pbr_for_download_with_few_iterations(at):
     at.slider(key="ship_holdout").set_value(50).run()
     at.selectbox(key="ship_method").set_value("pbr_app").run()
@@ -213,7 +211,6 @@ def test_pbr_for_download_with_few_iterations(at):
     assert isinstance(result.settings, runs.ShipSettings) and result.settings.describe()["Settings"] == "α = 0.25, max optimiser iterations = 15"
 
 
-@needs_gp
 def test_a_saved_pbr_file_is_described_in_words(at, tmp_path):
     """The issue: "Parameters: alpha = 0.5, objective = 'pbr', mean_approx = False". Now the settings
     that differ from the method's defaults, in the page's words."""

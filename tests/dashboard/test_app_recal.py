@@ -27,7 +27,6 @@ PBR, COMPARE, GEN, APPLY = "views/pbr.py", "views/compare.py", "views/generaliza
 CIFAR10 = "cifar10_resnet110.npz"
 JOB_TIMEOUT = 240
 
-needs_gp = pytest.mark.skipif(not runs.gp_available(), reason="the GP family (pbr_core.recalibrators.gp) is not installed")
 
 
 @pytest.fixture
@@ -200,7 +199,6 @@ def test_controls_are_disabled_while_a_job_runs(at):
     assert holder.label
 
 
-@needs_gp
 def test_lock_held_by_another_session_makes_the_pbr_run_wait(at):
     at.switch_page(PBR).run()
     assert not at.exception
@@ -218,7 +216,6 @@ def test_lock_held_by_another_session_makes_the_pbr_run_wait(at):
         lock.release()
 
 
-@needs_gp
 def test_pbr_tiny_fit_shows_kl_bounds_and_downloads(at):
     at.switch_page(PBR).run()
     assert not at.exception
@@ -272,7 +269,6 @@ def test_pbr_tiny_fit_shows_kl_bounds_and_downloads(at):
     _no_internal_names(_html_text(report.build_report([report.pbr_section(ended)], data_name="d")), "the PBR report")
 
 
-@needs_gp
 def test_pbr_prior_split_gives_bounds_valid_as_stated_on_the_other_rows(at):
     at.switch_page(PBR).run()
     at.number_input(key="pbr_n_re").set_value(200).run()
@@ -302,8 +298,6 @@ def test_pbr_prior_split_gives_bounds_valid_as_stated_on_the_other_rows(at):
     _no_internal_names(_html_text(report.build_report([sec], data_name="d")), "the PBR report with a prior split")
 
 
-@needs_gp
-@pytest.mark.skipif(not runs.alpha_selection_available(), reason="pbr_core.alpha_selection is not installed")
 def test_pbr_automatic_alpha_shows_the_grid_scores(at):
     at.switch_page(PBR).run()
     at.segmented_control(key="pbr_alpha_mode").set_value("auto").run()
@@ -323,7 +317,6 @@ def test_pbr_automatic_alpha_shows_the_grid_scores(at):
     assert any("chosen by cross-validation" in c.value for c in at.caption)
 
 
-@needs_gp
 def test_generalization_two_alphas_two_folds(at):
     at.switch_page(GEN).run()
     assert not at.exception
@@ -347,17 +340,6 @@ def test_top_label_only_data_explains_why_not(at):
         assert not at.exception, page
         assert any("full probability (or logit) vector" in i.value for i in at.info), page
         assert not at.button  # nothing to run
-
-
-def test_missing_gp_module_gives_a_note_not_a_crash(at, monkeypatch):
-    monkeypatch.setattr(runs, "gp_available", lambda: False)
-    for page in (PBR, GEN):
-        at.switch_page(page).run()
-        assert not at.exception, page
-        assert any("not available in this installation" in w.value for w in at.warning), page
-    at.switch_page(COMPARE).run()
-    assert not at.exception
-    assert any("not offered" in c.value for c in at.caption)
 
 
 def test_binary_data_compare_uses_the_papers_top_label_ece_and_says_so(at):
@@ -485,7 +467,6 @@ def test_a_failed_run_shows_no_traceback_on_the_page(at, caplog):
     assert not any("Traceback" in v or "Details (for a bug report)" in v or "missing key" in v for v in shown)
 
 
-@needs_gp
 def test_compare_and_sweep_say_where_a_fit_ended_at_its_prior(at, monkeypatch):
     """The issue: "PBR 0.0331 ± 0.0285" where one fold did not recalibrate at all, and nothing said so.
     Every GP fit is made to end at the prior the way the training code's own test does it (its

@@ -93,14 +93,6 @@ def test_fit_exposes_kl_report_and_valid_bounds(small) -> None:
     assert rec.bounds_["corollary2"] == pytest.approx(float(corollary2_bound(n, B, rec.kl_, lipschitz=1.0, eps=0.05)))
 
 
-def test_progress_callback_is_called(small) -> None:
-    rec = PBR(**QUICK)
-    seen = []
-    rec.progress_callback = lambda i, m, f: seen.append(i)
-    rec.fit(small.z, small.y)
-    assert seen and seen == sorted(seen) and "progress_callback" not in rec.get_params()
-
-
 def test_scores_of_another_kind_at_prediction_are_refused(small) -> None:
     rec = PBR(**QUICK).fit(small.z, small.y, input_type="logits")
     with pytest.raises(ValueError, match="fitted on logits but is asked to predict from probabilities"):

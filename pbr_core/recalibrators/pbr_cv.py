@@ -1,0 +1,241 @@
+"""PBR with its KL weight alpha chosen by cross-validation: scikit-learn's ``*CV`` estimator pattern.
+
+:class:`PBRCV` is to :class:`~pbr_core.recalibrators.gp.PBR` what scikit-learn's
+``LogisticRegressionCV`` is to ``LogisticRegression``: ``fit`` chooses alpha by k-fold
+cross-validation INSIDE the data it is given (:func:`pbr_core.alpha_selection.select_alpha`,
+GP_SPEC section 5: never on test data), then fits PBR with that alpha on all of it. The chosen
+value is ``alpha_``, the grid's scores ``cv_results_``, and the refitted PBR ``best_estimator_``
+(the recalibrator to ship: a ``pbr`` / ``pbr_total`` / ``pbr_app`` / ``pbr_total_app`` file).
+
+Being registered, it runs wherever a method name is accepted: the shared recalibrator test
+suite, ``compare`` (alpha chosen inside each fold's recalibration set), the CLI and the pages.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, ClassVar, Literal, Sequence
+
+import numpy as np
+
+from pbr_core.predictions import Predictions
+from pbr_core.recalibrators import _state
+from pbr_core.recalibrators._params import NON_NEGATIVE_INT, Constraint, one_of
+from pbr_core.recalibrators._state import StateError
+from pbr_core.recalibrators.base import InputType, Recalibrator, register
+from pbr_core.recalibrators.gp import _ALPHA, _OBJECTIVE, PBR, _GPRecalibrator
+
+__all__ = ["PBRCV"]
+
+
+def _is_grid(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, np.ndarray)) or len(value) == 0:
+        return False
+    return all(_ALPHA.test(v) for v in value)
+
+
+_GRID = Constraint(_is_grid, "a non-empty list of finite numbers >= 0, or None (the paper's grid)")
+_FOLDS = Constraint(lambda v: NON_NEGATIVE_INT.test(v) and v >= 2, "an integer of at least 2")
+_BATCHED = Constraint(lambda v: isinstance(v, (bool, np.bool_)) or v == "auto", "True, False or 'auto'")
+
+#: Columns of ``cv_results_`` (one entry per alpha): what :class:`~pbr_core.alpha_selection.AlphaSelection`
+#: summarises over the folds.
+CV_RESULT_COLUMNS = ("alpha", "mean", "std", "ece_mean", "ece_std", "brier_mean", "brier_std", "nll_mean", "nll_std",
+                     "kl_mean", "kl_std")
+
+
+@register
+class PBRCV(_GPRecalibrator):
+    __doc__ = """PAC-Bayes recalibration with alpha chosen by k-fold cross-validation on the fitting data.
+
+    ``fit(X, y)`` scores every alpha of ``alphas`` on ``cv`` held-out folds of ``X`` (mean held-out
+    ``scoring``; ties go to the larger alpha), then fits :class:`~pbr_core.recalibrators.gp.PBR`
+    with the winner on all of ``X``. It predicts as that fit does.
+
+    Parameters
+    ----------
+    alphas : list of float or None, default None
+        Candidate KL weights; None is the paper's grid {0, .01, .1, .25, .5, .75, .9, 1}.
+    cv : int, default 5
+        Number of folds k (at least 2).
+    scoring : {"ece", "brier", "nll"}
+        Held-out score to minimise; the ECE uses B = floor(n_val^(1/3)).
+    objective : {"pbr", "pbr_total"}
+        Paper Eq. vi_obj2 or vi_obj3.
+    mean_approx : bool, default False
+        Predict with softmax(mu) (the "app." variants).
+    n_inducing, variational, optimizer, max_iter, n_mc, n_predict_samples, device, random_state
+        As in :class:`~pbr_core.recalibrators.gp.PBR`, for every fit.
+    prior_split : float, default 0
+        As in :class:`~pbr_core.recalibrators.gp.PBR`, for the final fit only (the one whose bounds
+        are reported); the cross-validation fits use every row of their folds.
+    cv_seed : int, default 0
+        Seeds the fold assignment.
+    binary_ece : {"top_label", "positive"}
+        Binary data: the ECE of the top label (the paper's tables; the default, as in
+        :func:`~pbr_core.alpha_selection.select_alpha`) or of p(y=1) (paper Appendix A).
+    batched : bool or "auto"
+        Fit the (alpha, fold) grid in one batched model (needs ``optimizer="adam"``); "auto"
+        batches on CUDA with Adam (see :mod:`pbr_core.alpha_selection`).
+
+    Attributes
+    ----------
+    alpha_ : float
+        The chosen alpha.
+    cv_results_ : dict of numpy arrays
+        One entry per alpha (sorted): ``alpha``, ``mean`` and ``std`` of the held-out score over
+        the folds, and mean / std of ``ece``, ``brier``, ``nll`` and ``kl``.
+    selection_ : AlphaSelection
+        The whole selection, every (alpha, fold) fit's scores included (after ``fit`` only: not saved).
+    best_estimator_ : PBR
+        The PBR fitted on all the data with ``alpha_``, as the registered method of ``objective``
+        and ``mean_approx`` (``pbr``, ``pbr_total``, ``pbr_app`` or ``pbr_total_app``).
+    kl_, fit_report_, bounds_, model_
+        Those of ``best_estimator_``.
+
+    Progress: besides ``report_progress`` (each fit's optimiser iterations), an optional
+    ``cv_progress(done, total, message)`` attribute (not a parameter) is called after each
+    cross-validation fit, with ``total`` = the grid's fits + 1 (the final fit), and once more
+    when alpha is chosen: ``cv_progress(total - 1, total, "alpha=0.5 chosen")``, with ``alpha_``
+    set. Stop: the fits check :func:`pbr_core.cancel.checkpoint`, like every fit.
+
+    References
+    ----------
+    .. [1] H. Fujisawa and F. Futami. PAC-Bayes analysis for recalibration in classification.
+       ICML 2025, Section 5.2 and Appendix F (the alpha grid).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pbr_core.recalibrators.pbr_cv import PBRCV
+    >>> d = np.load("sample_data/cifar10_resnet110.npz")
+    >>> r = PBRCV(alphas=[0.1, 1.0], cv=2, max_iter=30, n_mc=10).fit(d["logits"][:150].astype(float), d["labels"][:150])
+    >>> r.alpha_ in (0.1, 1.0), r.best_estimator_.method, r.cv_results_["alpha"].tolist()
+    (True, 'pbr', [0.1, 1.0])
+    """
+
+    method: ClassVar[str] = "pbr_cv"
+    label: ClassVar[str] = "PBR (α by cross-validation)"
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        "alphas": _GRID, "cv": _FOLDS, "scoring": one_of(("ece", "brier", "nll")), "objective": _OBJECTIVE,
+        **_GPRecalibrator._gp_constraints, "cv_seed": NON_NEGATIVE_INT,
+        "binary_ece": one_of(("positive", "top_label")), "batched": _BATCHED}
+
+    #: ``cv_progress(done, total, message)``, see the class docstring (not saved).
+    cv_progress: Callable[[int, int, str], None] | None = None
+
+    def __init__(self, alphas: Sequence[float] | None = None, cv: int = 5, scoring: str = "ece",
+                 objective: str = "pbr", mean_approx: bool = False, n_inducing: int = 10,
+                 variational: str = "mean_field", optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int = 100,
+                 n_predict_samples: int = 100, device: str = "auto", random_state: int = 0, cv_seed: int = 0,
+                 binary_ece: Literal["positive", "top_label"] = "top_label",
+                 batched: bool | Literal["auto"] = "auto", prior_split: float = 0.0):
+        self.alphas = alphas
+        self.cv = cv
+        self.scoring = scoring
+        self.objective = objective
+        self.mean_approx = mean_approx
+        self.n_inducing = n_inducing
+        self.variational = variational
+        self.optimizer = optimizer
+        self.max_iter = max_iter
+        self.n_mc = n_mc
+        self.n_predict_samples = n_predict_samples
+        self.device = device
+        self.random_state = random_state
+        self.cv_seed = cv_seed
+        self.binary_ece = binary_ece
+        self.batched = batched
+        self.prior_split = prior_split
+
+    @classmethod
+    def _test_params(cls) -> dict[str, Any]:
+        """Two alphas, two folds and the GP family's quick settings."""
+        return {**super()._test_params(), "alphas": [0.5, 1.0], "cv": 2}
+
+    # ------------------------------------------------------------------ the estimator refitted
+    def _estimator(self, alpha: float) -> PBR:
+        """An unfitted PBR with ``alpha`` and this recalibrator's settings, as its registered method."""
+        from pbr_core.recalibrators import gp_method, method_class
+
+        cls = method_class(gp_method(self.objective, bool(self.mean_approx)))
+        params = {name: getattr(self, name) for name in cls._param_names() if name != "alpha"}
+        return cls(alpha=alpha, **params)
+
+    def _pbr_params(self) -> dict[str, Any]:
+        """What every fit of the selection shares (PBR's parameters but alpha; ``prior_split`` is the
+        final fit's alone: the selection's fits carry no bound)."""
+        return {name: getattr(self, name) for name in PBR._param_names()
+                if name not in ("alpha", "objective", "prior_split")}
+
+    # ------------------------------------------------------------------ fit
+    def _fit(self, preds: Predictions) -> None:
+        from pbr_core.alpha_selection import PAPER_ALPHA_GRID, select_alpha
+
+        for name in ("alpha_", "cv_results_", "selection_", "best_estimator_"):
+            self.__dict__.pop(name, None)  # a refit: nothing of the previous fit may look current
+        grid = list(PAPER_ALPHA_GRID if self.alphas is None else self.alphas)
+        steps = len(grid) * int(self.cv)
+        callback = self.cv_progress
+
+        def progress(done: int, total: int, message: str) -> None:
+            # Sequential selection counts fits, a batched one iterations: both become a share of the grid.
+            if callback is not None:
+                callback(int(round(done / max(total, 1) * steps)), steps + 1, message)
+
+        try:
+            sel = select_alpha(preds, grid=grid, objective=self.objective, n_splits=int(self.cv), metric=self.scoring,
+                               seed=int(self.cv_seed), progress=progress, batched=self.batched,
+                               binary_ece=self.binary_ece, **self._pbr_params())
+            self.alpha_ = float(sel.best_alpha)
+            self.selection_ = sel
+            self.cv_results_ = {c: sel.summary[c].to_numpy(dtype=np.float64) for c in CV_RESULT_COLUMNS}
+            if callback is not None:
+                callback(steps, steps + 1, f"alpha={self.alpha_:g} chosen")
+            best = self._estimator(self.alpha_).fit(preds)
+        except BaseException:
+            for name in ("alpha_", "cv_results_", "selection_"):
+                self.__dict__.pop(name, None)
+            raise
+        self.best_estimator_ = best
+        self.model_, self.input_kind_, self.kl_ = best.model_, best.input_kind_, best.kl_
+        self.fit_report_, self.bounds_ = best.fit_report_, best.bounds_
+        if hasattr(best, "bound_rows_"):
+            self.bound_rows_ = best.bound_rows_
+        else:
+            self.__dict__.pop("bound_rows_", None)
+
+    def fit_key(self) -> None:
+        """None: a selection shares its fit with nothing (each fit chooses its own alpha)."""
+        return None
+
+    def fit_from(self, other: Recalibrator, X: Predictions | np.ndarray, y: np.ndarray | None = None,
+                 input_type: InputType = "auto") -> "PBRCV":
+        """A plain ``fit``: see :meth:`fit_key`."""
+        return self.fit(X, y, input_type)
+
+    # ------------------------------------------------------------------ state
+    def _get_state(self) -> dict[str, Any]:
+        return {**super()._get_state(), "alpha": self.alpha_, "cv_results": dict(self.cv_results_)}
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        super()._set_state(state)
+        fields = _state.Fields(state, "state")
+        results = fields.fields("cv_results")
+        alphas = results.array("alpha", (None,), low=0.0, min_size=1)
+        table = {"alpha": alphas}
+        for name in CV_RESULT_COLUMNS[1:]:
+            # Scores and spreads are >= 0; a mean KL at the prior can be -1e-12 (rounding).
+            table[name] = results.array(name, (None,), low=None if name == "kl_mean" else 0.0)
+            _state.same_length(alphas, table[name], results.path("alpha"), results.path(name))
+        alpha = fields.number("alpha", low=0.0)
+        if alpha not in set(alphas.tolist()):
+            raise StateError(f"{fields.path('alpha')} must be one of the alphas tried ({results.path('alpha')}), "
+                             f"but the file holds {_state.shown(alpha)}")
+        self.alpha_, self.cv_results_ = alpha, table
+        best = self._estimator(alpha)
+        best.n_classes_, best.input_type_ = self.n_classes_, self.input_type_
+        best.model_, best.input_kind_, best.kl_ = self.model_, self.input_kind_, self.kl_
+        best.fit_report_, best.bounds_ = self.fit_report_, self.bounds_
+        self.best_estimator_ = best

@@ -1,0 +1,65 @@
+"""PBRCV: alpha by cross-validation as an estimator, pinned against select_alpha and a plain PBR fit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import pbr_core
+from pbr_core.alpha_selection import select_alpha
+from pbr_core.experiments import compare, split_indices
+from pbr_core.recalibrators import PBRCV, get_recalibrator
+
+QUICK = {"max_iter": 20, "n_mc": 8, "n_predict_samples": 8}
+
+
+@pytest.fixture(scope="module")
+def data(cifar10_logits):
+    z, y = cifar10_logits
+    return z[:120], y[:120]
+
+
+def test_pbr_cv_is_select_alpha_then_a_pbr_fit_with_the_winner(data) -> None:
+    z, y = data
+    seen = []
+    rec = PBRCV(alphas=[0.1, 1.0], cv=2, scoring="brier", objective="pbr_total", mean_approx=True, cv_seed=3, **QUICK)
+    rec.cv_progress = lambda *a: seen.append(a)
+    rec.fit(z, y)
+    sel = select_alpha(z, (0.1, 1.0), objective="pbr_total", n_splits=2, metric="brier", seed=3, labels=y,
+                       mean_approx=True, **QUICK)
+    assert rec.alpha_ == sel.best_alpha
+    pd.testing.assert_frame_equal(pd.DataFrame(rec.cv_results_), sel.summary[list(rec.cv_results_)])
+    best = get_recalibrator("pbr_total_app", alpha=sel.best_alpha, **QUICK).fit(z, y)
+    assert rec.best_estimator_.to_dict() == best.to_dict()
+    np.testing.assert_array_equal(rec.predict_proba(z), best.predict_proba(z))
+    assert rec.kl_ == best.kl_ and rec.bounds_ == best.bounds_
+    # one call per CV fit, then the choice (alpha_ set by then); total counts the final fit
+    assert [a[:2] for a in seen] == [(1, 5), (2, 5), (3, 5), (4, 5), (4, 5)]
+    assert seen[-1][2] == f"alpha={rec.alpha_:g} chosen"
+
+
+def test_pbr_cv_parameters_are_checked_before_the_data(data) -> None:
+    z, y = data
+    for bad, words in [({"cv": 1}, "`cv` to be an integer of at least 2"),
+                       ({"alphas": []}, "`alphas` to be a non-empty list"),
+                       ({"alphas": [0.1, -1.0]}, "`alphas` to be a non-empty list"),
+                       ({"scoring": "auc"}, "`scoring` to be 'ece', 'brier' or 'nll'"),
+                       ({"objective": "gp"}, "`objective` to be 'pbr' or 'pbr_total'")]:
+        with pytest.raises(ValueError, match=words):
+            PBRCV(**bad).fit(z, y)
+
+
+def test_compare_runs_pbr_cv_per_fold(cifar10_logits) -> None:
+    """In compare, alpha is chosen inside each fold's recalibration set (never on its test set)."""
+    z, y = cifar10_logits
+    preds = pbr_core.Predictions.from_arrays(z[:300], y[:300])
+    params = {"alphas": [0.1, 1.0], "cv": 2, **QUICK}
+    table = compare(preds, ["pbr_cv"], n_re=100, n_folds=2, seed=0, method_params={"pbr_cv": params})
+    for fold in range(2):
+        re_idx, te_idx = split_indices(preds.n, 100, fold=fold, seed=0)
+        rec = PBRCV(**params).fit(preds.subset(re_idx))
+        row = table[table.fold == fold].iloc[0]
+        assert row["kl"] == rec.kl_
+        assert row["ece"] == pbr_core.ece(rec.predict_proba(preds.subset(te_idx)), y[:300][te_idx],
+                                          n_bins=int(row["n_bins"]))
