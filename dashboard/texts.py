@@ -6,6 +6,8 @@ generalisation bounds, reuse the L and eps texts). Written for someone who has n
 
 from __future__ import annotations
 
+from typing import Any
+
 N_BINS_HELP = (
     "The confidences are split into B equal-width bins, (0, 1/B], (1/B, 2/B], …, ((B-1)/B, 1]. "
     "The default B = floor(n^(1/3)) is the number the paper (Theorem 1) shows keeps the error of the "
@@ -677,6 +679,18 @@ def params_text(params: dict, defaults: dict | None = None) -> str:
         else:
             words.append(f"{PARAM_LABELS.get(k, k.replace('_', ' '))} = {param_value(k, v)}")
     return ", ".join(words) + ("; the other settings are the method's defaults" if defaults else "")
+
+
+def recalibrator_settings(rec: Any) -> str:
+    """A fitted recalibrator's settings in words: those that differ from the method's defaults."""
+    from pbr_core.experiments import make_recalibrator
+
+    params = rec.get_params()
+    try:
+        defaults = make_recalibrator(rec.method, None).get_params()
+    except Exception:  # noqa: BLE001 - an unknown method: list every setting
+        defaults = {}
+    return params_text(params, defaults)
 
 
 def people_progress(message: str, multiclass: bool = False) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import figures_recal as FR
-from dashboard import jobs, recal_ui, report, runs, state, tables, texts
+from dashboard import jobs, recal_ui, runs, state, tables, texts
 from pbr_core.experiments import PAPER_ALPHAS
 from pbr_core.recalibrators import available_methods
 
