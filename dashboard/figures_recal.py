@@ -309,19 +309,13 @@ def group_gap_figure(per_group: pd.DataFrame, height: int = 460) -> go.Figure:
 
 
 # --------------------------------------------------------------------------- a job's result, on its page and in the report
-def axis_titles(binary_positive: bool) -> tuple[str, str]:
-    if binary_positive:
-        return "Predicted probability p(y=1)", "Observed frequency of y = 1"
-    return "Confidence (probability of the predicted class)", "Accuracy"
-
-
 def pbr_reliability_figures(result: Any, binary_positive: bool, ece_name: str = "test ECE",
                             method: str | None = None) -> tuple[go.Figure, go.Figure]:
     """Reliability diagrams before and after of a result with ``before`` / ``after`` metrics and
     ``reliability_before`` / ``reliability_after`` tables (PBR page, Fit & apply page)."""
     b, a = result.before["ece"], result.after["ece"]
     method = method or texts.method_label(result.settings.method)
-    x_title, y_title = axis_titles(binary_positive)
+    x_title, y_title = texts.axis_titles(binary_positive)
     common = dict(x_title=x_title, y_title=y_title, binary_positive=binary_positive, height=520)
     return (reliability_figure(result.reliability_before,
                                title=f"Before: uncalibrated · {ece_name} {b:.4f}", **common),
@@ -332,7 +326,7 @@ def pbr_reliability_figures(result: Any, binary_positive: bool, ece_name: str = 
 def compare_figures(result: Any, binary_positive: bool, multiclass: bool) -> list[tuple[str, go.Figure]]:
     if not result.diagrams:
         return []
-    x_title, y_title = axis_titles(binary_positive)
+    x_title, y_title = texts.axis_titles(binary_positive)
     labels = {m: texts.method_label(m, multiclass) for m in result.diagrams}
     t0 = result.table[result.table["fold"] == 0].set_index("method")["ece"]
     return [

@@ -27,13 +27,13 @@ import re
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Callable, Literal, Mapping
 
 import numpy as np
 import streamlit as st
 
 import pbr_core
-from dashboard import memory
+from dashboard import memory, texts
 from pbr_core import Predictions, PredictionsError
 from pbr_core.loading import ACCEPTED_SUFFIXES, read_columns
 from pbr_core.predictions import InputType
@@ -380,6 +380,27 @@ def process_pending() -> None:
         memory.release_free_memory()
 
 
+# --------------------------------------------------------------------------- page choices that follow the data
+def reset_for_data(marker: str, data_key: str, defaults: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
+                   *, also: bool = False) -> bool:
+    """Set a page's widgets to their defaults for new data; keep the user's choices for the same data.
+
+    Several choices depend on the data (n_re < n, B <= n, the group column): each page keeps them while
+    the same data stays loaded (also across page switches) and starts again from the defaults for new
+    data. ``marker`` is the session key that remembers which data (``data_key``: ``Loaded.key`` or
+    ``MetricView.key``) the values belong to; ``defaults`` maps widget keys to values, or is a function
+    that computes them, called only on a reset. ``also``: reset even for the same data (a value out of
+    range, a widget value Streamlit dropped while another page showed). Returns whether it reset.
+    """
+    ss = st.session_state
+    if ss.get(marker) == data_key and not also:
+        return False
+    ss[marker] = data_key
+    for key, value in (defaults() if callable(defaults) else defaults).items():
+        ss[key] = value
+    return True
+
+
 # --------------------------------------------------------------------------- what the metrics see
 def binary_target() -> BinaryTarget:
     return st.session_state.get(_K_BINARY_TARGET, "positive")
@@ -398,13 +419,15 @@ def metric_view(loaded: Loaded, target: BinaryTarget | None = None) -> MetricVie
     target = binary_target() if target is None else target
     stats = loaded.stream.stats if loaded.stream is not None else {}
     if preds.kind == "binary" and target == "positive":
+        x_title, y_title = texts.axis_titles(True)
         return MetricView(key=f"{loaded.key}|pos", probs=preds.p_positive, labels=preds.labels, n=preds.n,
-                          x_title="Predicted probability p(y=1)", y_title="Observed frequency of y = 1",
+                          x_title=x_title, y_title=y_title,
                           what="the predicted probability of the positive class, p(y=1)",
                           binary_positive=True, stats=stats.get("pos"))
     probs, labels = preds.metric_inputs()
+    x_title, y_title = texts.axis_titles(False)
     return MetricView(key=f"{loaded.key}|top", probs=probs, labels=labels, n=preds.n,
-                      x_title="Confidence (probability of the predicted class)", y_title="Accuracy",
+                      x_title=x_title, y_title=y_title,
                       what="the confidence of the predicted class (top-label calibration)",
                       top_label_only=preds.kind == "top_label", stats=stats.get("top"))
 

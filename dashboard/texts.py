@@ -681,6 +681,14 @@ def params_text(params: dict, defaults: dict | None = None) -> str:
     return ", ".join(words) + ("; the other settings are the method's defaults" if defaults else "")
 
 
+def axis_titles(binary_positive: bool) -> tuple[str, str]:
+    """(x, y) axis titles of a reliability diagram: p(y=1) against the frequency of y = 1 for binary
+    calibration, else confidence against accuracy (every diagram of every page and the report)."""
+    if binary_positive:
+        return "Predicted probability p(y=1)", "Observed frequency of y = 1"
+    return "Confidence (probability of the predicted class)", "Accuracy"
+
+
 def recalibrator_settings(rec: Any) -> str:
     """A fitted recalibrator's settings in words: those that differ from the method's defaults."""
     from pbr_core.experiments import make_recalibrator

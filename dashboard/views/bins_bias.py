@@ -27,12 +27,8 @@ def _bmax_limit(n: int) -> int:
 
 
 def _reset_for_new_data(view: state.MetricView) -> None:
-    if st.session_state.get(K_FOR) == view.key:
-        return
-    st.session_state[K_FOR] = view.key
-    st.session_state[K_BMAX] = min(DEFAULT_BMAX, _bmax_limit(view.rows))
-    st.session_state[K_SUB_N] = view.rows
-    st.session_state[K_SEED] = 0
+    state.reset_for_data(K_FOR, view.key, {K_BMAX: min(DEFAULT_BMAX, _bmax_limit(view.rows)), K_SUB_N: view.rows,
+                                           K_SEED: 0})
 
 
 def _new_seed() -> None:

@@ -33,15 +33,14 @@ K_FOR = "cmp_for"
 DEFAULT_METHODS = ("uncalibrated", "temperature", "isotonic", "pbr")
 
 
-def _reset_for_new_data(loaded: state.Loaded) -> None:
-    if st.session_state.get(K_FOR) == loaded.key:
-        return
-    st.session_state[K_FOR] = loaded.key
-    n = loaded.preds.n
-    st.session_state[K_N_RE] = min(1000, n - 1)
-    st.session_state[K_N_TE] = 0
+def _defaults(n: int) -> dict[str, object]:
     values = [v for v in PAPER_N_RE_VALUES if v < n]
-    st.session_state[K_SWEEP_VALUES] = [v for v in values if v <= 1000] or values[:1] or [max(2, n // 2)]
+    return {K_N_RE: min(1000, n - 1), K_N_TE: 0,
+            K_SWEEP_VALUES: [v for v in values if v <= 1000] or values[:1] or [max(2, n // 2)]}
+
+
+def _reset_for_new_data(loaded: state.Loaded) -> None:
+    state.reset_for_data(K_FOR, loaded.key, lambda: _defaults(loaded.preds.n))
 
 
 def _controls(loaded: state.Loaded, running: bool) -> runs.CompareSettings | None:

@@ -20,9 +20,7 @@ K_FOR = "gen_for"
 
 
 def _reset_for_new_data(loaded: state.Loaded) -> None:
-    if st.session_state.get(K_FOR) != loaded.key:
-        st.session_state[K_FOR] = loaded.key
-        st.session_state[K_N_RE] = max(2, min(1000, loaded.preds.n // 2))
+    state.reset_for_data(K_FOR, loaded.key, {K_N_RE: max(2, min(1000, loaded.preds.n // 2))})
 
 
 def _default_folds() -> int:

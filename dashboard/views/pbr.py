@@ -33,9 +33,7 @@ CV_SCORES = texts.CV_SCORE_LABELS
 
 
 def _reset_for_new_data(loaded: state.Loaded) -> None:
-    if st.session_state.get(K_FOR) != loaded.key:
-        st.session_state[K_FOR] = loaded.key
-        st.session_state[K_N_RE] = min(1000, loaded.preds.n - 1)
+    state.reset_for_data(K_FOR, loaded.key, {K_N_RE: min(1000, loaded.preds.n - 1)})
 
 
 def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings:

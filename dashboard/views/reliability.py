@@ -24,9 +24,8 @@ def _bins_slider(view: state.MetricView) -> int:
     default = pbr_core.optimal_n_bins(view.rows)
     hi = max(1, min(max(MAX_BINS, default), view.rows))
     # New data: back to the paper's B; the same data (even after visiting other pages): keep the choice.
-    if st.session_state.get(K_BINS_FOR) != view.key or not 1 <= st.session_state.get(K_BINS, 0) <= hi:
-        st.session_state[K_BINS] = default
-        st.session_state[K_BINS_FOR] = view.key
+    state.reset_for_data(K_BINS_FOR, view.key, {K_BINS: default},
+                         also=not 1 <= st.session_state.get(K_BINS, 0) <= hi)
     if hi == 1:  # a slider needs min < max
         st.caption("One row only: B = 1.")
         return 1
