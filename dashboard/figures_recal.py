@@ -8,7 +8,7 @@ A separate module because figures.py holds the calibration pages' two large buil
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -18,6 +18,9 @@ from pandas.io.formats.style import Styler
 
 from dashboard import texts
 from dashboard.figures import COLORS, _layout_defaults, bars_name, gap_traces, reliability_figure
+
+if TYPE_CHECKING:
+    from dashboard import runs
 
 TRACE_DIAGONAL = "Perfect calibration"
 TRACE_GAP_POINTS = "ECE gap per fit"
@@ -309,7 +312,7 @@ def group_gap_figure(per_group: pd.DataFrame, height: int = 460) -> go.Figure:
 
 
 # --------------------------------------------------------------------------- a job's result, on its page and in the report
-def pbr_reliability_figures(result: Any, binary_positive: bool, ece_name: str = "test ECE",
+def pbr_reliability_figures(result: runs.PBRResult | runs.ApplyResult, binary_positive: bool, ece_name: str = "test ECE",
                             method: str | None = None) -> tuple[go.Figure, go.Figure]:
     """Reliability diagrams before and after of a result with ``before`` / ``after`` metrics and
     ``reliability_before`` / ``reliability_after`` tables (PBR page, Fit & apply page)."""
@@ -323,7 +326,7 @@ def pbr_reliability_figures(result: Any, binary_positive: bool, ece_name: str = 
                                title=f"After: {method} · {ece_name} {a:.4f}", **common))
 
 
-def compare_figures(result: Any, binary_positive: bool, multiclass: bool) -> list[tuple[str, go.Figure]]:
+def compare_figures(result: runs.CompareResult, binary_positive: bool, multiclass: bool) -> list[tuple[str, go.Figure]]:
     if not result.diagrams:
         return []
     x_title, y_title = texts.axis_titles(binary_positive)

@@ -7,7 +7,7 @@ calibration pages (Reliability, Bins & bias) use :func:`report_button` too.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 import pandas as pd
 import streamlit as st
@@ -15,7 +15,7 @@ import streamlit as st
 from dashboard import state, texts
 
 if TYPE_CHECKING:
-    from dashboard import audit, jobs, report
+    from dashboard import audit, jobs, report, runs
 
 # Imported where they are used, not here: the calibration pages (Reliability, Bins & bias, Groups)
 # need only report_button, and `dashboard.audit`, `report`, `runs` and `jobs` bring in
@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 #: The jobs whose results go into the session report, in report order.
 REPORT_KINDS = ("pbr", "compare", "sweep", "groupgap", "generalization", "ship", "apply")
+
+#: A page's settings value (runs.PBRSettings, runs.CompareSettings, ...), see :func:`run_panel`.
+Settings = TypeVar("Settings")
 
 
 def recalibratable(loaded: state.Loaded | None, *, needs_gp: bool = False) -> bool:
@@ -57,7 +60,7 @@ def _jobs_module():
     return sys.modules.get("dashboard.jobs")
 
 
-def result_of(kind: str) -> Any:
+def result_of(kind: str) -> runs.JobResult | None:
     """The result of the latest finished (or stopped) job of ``kind``, else None."""
     jobs = _jobs_module()
     if jobs is None:
@@ -86,12 +89,12 @@ def job_status(kind: str) -> jobs.Job | None:
     return job
 
 
-def stale_note(result: Any, loaded: state.Loaded) -> None:
+def stale_note(result: runs.JobResult, loaded: state.Loaded) -> None:
     if result.data_key and result.data_key != loaded.key:
         st.warning(texts.STALE_RESULT.format(name=result.data_name), icon=":material/history:")
 
 
-def partial_note(result: Any, done: int, total: int) -> None:
+def partial_note(result: runs.JobResult, done: int, total: int) -> None:
     if getattr(result, "stopped", False):
         st.info(texts.PARTIAL_NOTE.format(done=done, total=total), icon=":material/stop_circle:")
 
@@ -128,7 +131,7 @@ def audit_choices(view: state.MetricView, n_bins: int | None = None,
 
 
 def session_report(loaded: state.Loaded | None, view: state.MetricView | None, choices: audit.AuditChoices | None,
-                   results: dict[str, Any]) -> str:
+                   results: Mapping[str, runs.JobResult]) -> str:
     """The report's HTML: the audit of ``loaded`` as ``view`` measures it (the pages' ``choices``), then
     every result of ``results`` (job kind -> result, in :data:`REPORT_KINDS` order). Reads no session
     state, so it can run in the download's thread."""
@@ -167,7 +170,7 @@ def report_button(key: str, *, label: str = "Session report (HTML)", n_bins: int
                        help=help or texts.REPORT_HELP)
 
 
-def _section_for(kind: str, r: Any) -> report.ReportSection:
+def _section_for(kind: str, r: runs.JobResult) -> report.ReportSection:
     from dashboard import report
 
     return {"pbr": report.pbr_section, "compare": report.compare_section, "sweep": report.sweep_section,
@@ -187,7 +190,7 @@ def lazy_button(label: str, make: Callable[[], bytes], file_name: str, mime: str
                        on_click="ignore", help=help)
 
 
-def start(kind: str, label: str, work: Callable[[jobs.JobContext], Any], *, heavy: bool) -> None:
+def start(kind: str, label: str, work: Callable[[jobs.JobContext], runs.JobResult], *, heavy: bool) -> None:
     """Start the job and rerun, so the page redraws at once with its controls disabled."""
     from dashboard import jobs
 
@@ -196,8 +199,9 @@ def start(kind: str, label: str, work: Callable[[jobs.JobContext], Any], *, heav
 
 
 def run_panel(kind: str, loaded: state.Loaded, running: bool, *, button: str, button_key: str,
-              controls: Callable[[state.Loaded, bool], Any], start_job: Callable[[state.Loaded, Any], None],
-              results: Callable[[state.Loaded, Any], None]) -> None:
+              controls: Callable[[state.Loaded, bool], Settings | None],
+              start_job: Callable[[state.Loaded, Settings], None],
+              results: Callable[[state.Loaded, runs.JobResult], None]) -> None:
     """A page's settings box with its Run button, then the job's status, then its last result.
 
     ``controls(loaded, running)`` draws the settings and returns them (None: not runnable yet);

@@ -15,7 +15,7 @@ import datetime as _dt
 import html
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -25,6 +25,9 @@ from pandas.io.formats.style import Styler
 from dashboard import tables, texts
 from dashboard import figures_recal as FR
 from pbr_core.experiments import summarize
+
+if TYPE_CHECKING:
+    from dashboard import runs
 
 _PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 NOTHING_RUN = "No recalibration has been run in this session yet."
@@ -126,15 +129,15 @@ def build_report(sections: Sequence[ReportSection], *, data_name: str,
 
 
 # --------------------------------------------------------------------------- sections from results
-def _stamp(result: Any) -> str:
+def _stamp(result: runs.JobResult) -> str:
     return _dt.datetime.fromtimestamp(result.created).strftime("%Y-%m-%d %H:%M")
 
 
-def _partial(result: Any, done: int, total: int) -> list[str]:
+def _partial(result: runs.JobResult, done: int, total: int) -> list[str]:
     return [texts.PARTIAL_NOTE.format(done=done, total=total)] if result.stopped else []
 
 
-def pbr_section(result: Any) -> ReportSection:
+def pbr_section(result: runs.PBRResult) -> ReportSection:
     s = result.settings
     binary_positive = result.preds.kind == "binary" and s.binary_ece == "positive"
     before, after = FR.pbr_reliability_figures(result, binary_positive)
@@ -151,7 +154,7 @@ def pbr_section(result: Any) -> ReportSection:
     note = texts.at_prior_note(result.at_prior, result.alpha, s.n_re)
     if note:
         paragraphs.append(note)
-    shown: list[tuple[str, Any]] = [("Test metrics before and after", tables.pbr_metrics_frame(result))]
+    shown: list[tuple[str, pd.DataFrame | Styler]] = [("Test metrics before and after", tables.pbr_metrics_frame(result))]
     if result.bounds:
         eps = s.eps
         n = result.n_bound or s.n_re
@@ -177,7 +180,7 @@ def pbr_section(result: Any) -> ReportSection:
                          settings=settings, tables=shown, figures=figs)
 
 
-def apply_section(result: Any) -> ReportSection:
+def apply_section(result: runs.ApplyResult) -> ReportSection:
     """A recalibrator fitted on the Fit & apply page, or loaded from a file and applied there."""
     label = texts.method_label(result.method)
     binary_positive = result.preds.kind == "binary" and result.binary_ece == "positive"
@@ -200,13 +203,13 @@ def apply_section(result: Any) -> ReportSection:
                          figures=[("Before recalibration", before), ("After recalibration", after)])
 
 
-def compare_section(result: Any) -> ReportSection:
+def compare_section(result: runs.CompareResult) -> ReportSection:
     kind = result.kind
     multiclass = kind == "multiclass"
     binary_positive = kind == "binary" and result.settings.binary_ece == "positive"
     settings = {**result.settings.describe(multiclass), "Computed": _stamp(result)}
     paragraphs = _partial(result, len(result.table), result.planned) + [texts.SUMMARY_HELP]
-    shown: list[tuple[str, Any]] = []
+    shown: list[tuple[str, pd.DataFrame | Styler]] = []
     if kind == "binary":
         paragraphs.append("ECE: " + texts.binary_ece_caption(result.settings.binary_ece))
     if len(result.table):
@@ -222,7 +225,7 @@ def compare_section(result: Any) -> ReportSection:
                          tables=shown, figures=FR.compare_figures(result, binary_positive, multiclass))
 
 
-def sweep_section(result: Any) -> ReportSection:
+def sweep_section(result: runs.SweepResult) -> ReportSection:
     multiclass = result.kind == "multiclass"
     settings = {**result.settings.describe(multiclass), "Computed": _stamp(result)}
     figs, shown = [], []
@@ -238,7 +241,7 @@ def sweep_section(result: Any) -> ReportSection:
                          paragraphs=paragraphs, tables=shown, figures=figs)
 
 
-def group_gap_section(result: Any) -> ReportSection:
+def group_gap_section(result: runs.GroupGapResult) -> ReportSection:
     """Does recalibration close the gaps between groups (Compare page)?"""
     from pbr_core.experiments.group_gaps import MIN_FIT_ROWS, group_gap_summary
 
@@ -257,7 +260,7 @@ def group_gap_section(result: Any) -> ReportSection:
                          paragraphs=paragraphs, tables=shown, figures=figs)
 
 
-def generalization_section(result: Any) -> ReportSection:
+def generalization_section(result: runs.GenResult) -> ReportSection:
     res = result.result
     s = result.settings
     settings = {**s.describe(), "Computed": _stamp(result)}

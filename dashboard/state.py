@@ -27,7 +27,7 @@ import re
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
 import numpy as np
 import streamlit as st
@@ -37,6 +37,9 @@ from dashboard import memory, texts
 from pbr_core import Predictions, PredictionsError
 from pbr_core.loading import ACCEPTED_SUFFIXES, read_columns
 from pbr_core.predictions import InputType
+
+if TYPE_CHECKING:  # imported where used: reading datasets brings in pyarrow
+    from pbr_core.stream import CalibrationStatistics
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +135,7 @@ class StreamInfo:
     """A dataset on the server, read in one streamed pass: the statistics of all its rows, by what is
     measured ("top": top-label confidence; "pos": p(y=1) of binary data), and where it came from."""
 
-    stats: dict
+    stats: dict[str, CalibrationStatistics]
     n_total: int
     n_files: int
     sample_n: int
@@ -158,7 +161,7 @@ class MetricView:
     binary_positive: bool = False   # binary data measured on p(y=1)
     #: A dataset on the server: the streamed statistics of ALL its rows (pbr_core.stream), which the
     #: calibration numbers use; ``probs`` / ``labels`` / ``n`` are then a random sample of the rows.
-    stats: Any = None
+    stats: CalibrationStatistics | None = None
 
     @property
     def rows(self) -> int:

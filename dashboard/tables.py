@@ -3,7 +3,7 @@ the experiments' per-fold tables in the words the pages use."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import pandas as pd
@@ -11,6 +11,10 @@ from pandas.io.formats.style import Styler
 
 from dashboard import texts
 from pbr_core import Predictions
+
+if TYPE_CHECKING:
+    from dashboard import runs
+    from pbr_core.experiments import KLGapResult
 
 #: The preview shows at most this many class columns (CIFAR-100 has 100; nobody reads them all).
 MAX_PREVIEW_CLASSES = 8
@@ -195,7 +199,7 @@ def conventions_frame(conventions: pd.DataFrame) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------- a job's result, on its page and in the report
-def pbr_metrics_frame(result: Any) -> pd.DataFrame:
+def pbr_metrics_frame(result: runs.PBRResult | runs.ApplyResult) -> pd.DataFrame:
     """Test metrics before and after, one column each (for the page's table and the report)."""
     from dashboard.figures_recal import metric_title
 
@@ -265,11 +269,11 @@ def paired_frame(table: pd.DataFrame, multiclass: bool, metric: str = "ece",
     })
 
 
-def _alpha_of(settings: Any, method: str) -> float | None:
+def _alpha_of(settings: runs.CompareSettings | runs.SweepSettings, method: str) -> float | None:
     return dict(dict(settings.params).get(method, ())).get("alpha")
 
 
-def compare_at_prior_notes(result: Any) -> list[str]:
+def compare_at_prior_notes(result: runs.CompareResult) -> list[str]:
     """One note per method whose fit ended at its prior in some fold of a comparison."""
     multiclass = result.kind == "multiclass"
     folds = at_prior_folds(result.table)
@@ -278,7 +282,7 @@ def compare_at_prior_notes(result: Any) -> list[str]:
             for (m,), f in folds.items()]
 
 
-def sweep_at_prior_notes(result: Any) -> list[str]:
+def sweep_at_prior_notes(result: runs.SweepResult) -> list[str]:
     """One note per method whose fit ended at its prior at some n_re of the sweep."""
     multiclass = result.kind == "multiclass"
     per_method: dict[str, dict[int, list[int]]] = {}
@@ -289,7 +293,7 @@ def sweep_at_prior_notes(result: Any) -> list[str]:
             for m, where in per_method.items()]
 
 
-def correlations_frame(res: Any) -> pd.DataFrame:
+def correlations_frame(res: KLGapResult) -> pd.DataFrame:
     c = res.correlations()
     c.index = ["Pearson r", "Kendall τ"]
     return c

@@ -6,7 +6,10 @@ generalisation bounds, reuse the L and eps texts). Written for someone who has n
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pbr_core.recalibrators import Recalibrator
 
 N_BINS_HELP = (
     "The confidences are split into B equal-width bins, (0, 1/B], (1/B, 2/B], …, ((B-1)/B, 1]. "
@@ -689,7 +692,7 @@ def axis_titles(binary_positive: bool) -> tuple[str, str]:
     return "Confidence (probability of the predicted class)", "Accuracy"
 
 
-def recalibrator_settings(rec: Any) -> str:
+def recalibrator_settings(rec: Recalibrator) -> str:
     """A fitted recalibrator's settings in words: those that differ from the method's defaults."""
     from pbr_core.experiments import make_recalibrator
 
