@@ -13,7 +13,7 @@ from dashboard import texts
 from pbr_core import Predictions
 
 if TYPE_CHECKING:
-    from dashboard import runs
+    from dashboard import compute, runs
     from pbr_core.experiments import KLGapResult
 
 #: The preview shows at most this many class columns (CIFAR-100 has 100; nobody reads them all).
@@ -189,6 +189,45 @@ def group_gap_frames(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     gap = pd.DataFrame({"Strategy": gaps["strategy"].str.capitalize(), "Largest gap (mean)": gaps["mean"],
                         "std": gaps["std"], "Folds": gaps["count"]})
     return wide.reset_index().rename(columns={"group": "Group"}), gap
+
+
+def metric_cards_frame(summary: dict, top_label_only: bool) -> pd.DataFrame:
+    """The Reliability page's metric cards as a table: value, and the ECE's 95% bootstrap interval."""
+    na = "n/a (the file holds only the top label)"
+    rows = {
+        "ECE": (f"{summary['ece']:.4f}", f"{summary['ece_ci_low']:.4f} – {summary['ece_ci_high']:.4f}"
+                if summary.get("ece_ci_low") is not None else
+                f"n/a at this B (streamed: at B = {summary.get('interval_bins')} only)"),
+        "MCE": (f"{summary['mce']:.4f}", ""),
+        "Brier score": (na if top_label_only else f"{summary['brier']:.4f}", ""),
+        "NLL": (na if top_label_only else f"{summary['nll']:.4f}", ""),
+        "Accuracy": (f"{summary['accuracy']:.2%}", ""),
+    }
+    return pd.DataFrame(rows.values(), index=list(rows), columns=["value", "95% interval"])
+
+
+def bound_at_b_frame(bound: float, ece: float, eps: float) -> pd.DataFrame:
+    """Theorem 1's bound on |TCE − ECE| at one B and where it puts the true calibration error (the report)."""
+    return pd.DataFrame(
+        {"value": [f"{bound:.4f}", f"{max(0.0, ece - bound):.4f} – {min(1.0, ece + bound):.4f}"]},
+        index=[f"bound on |TCE − ECE| ({1 - eps:.0%})", "where the true calibration error lies"])
+
+
+def theorem1_cards(t: compute.Theorem1Reading) -> list[tuple[str, str]]:
+    """(title, value) of the Bins & bias page's four numbers: the ECE and Theorem 1's bound at
+    B = floor(n^(1/3)), where the true calibration error lies, the bound-minimising B."""
+    lo, hi = t.tce_range
+    return [(f"ECE at B = floor(n^(1/3)) = {t.b_opt}", f"{t.ece_opt:.4f}"),
+            ("Theorem 1 bound on |TCE − ECE|", f"± {t.bound_opt:.4f}"),
+            (f"True calibration error ({1 - t.eps:.0%} sure)", f"{lo:.3f} – {hi:.3f}"),
+            ("Bound-minimising B", f"{t.b_min}")]
+
+
+def theorem1_frame(t: compute.Theorem1Reading) -> pd.DataFrame:
+    """:func:`theorem1_cards` as a table (the report), the bound-minimising B with its bound."""
+    cards = theorem1_cards(t)
+    values = [v for _, v in cards[:-1]] + [f"{cards[-1][1]} (bound ± {t.bound_min:.4f})"]
+    return pd.DataFrame({"value": values}, index=[title for title, _ in cards])
 
 
 def conventions_frame(conventions: pd.DataFrame) -> pd.DataFrame:

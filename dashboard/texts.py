@@ -692,6 +692,29 @@ def axis_titles(binary_positive: bool) -> tuple[str, str]:
     return "Confidence (probability of the predicted class)", "Accuracy"
 
 
+def bin_choice(n: int, n_bins: int) -> str:
+    """Why B: the paper's floor(n^(1/3)) or the user's own choice, said in one paragraph."""
+    from pbr_core import optimal_n_bins
+
+    default = optimal_n_bins(n)
+    if n_bins == default:
+        chosen = f"B = {n_bins} bins of equal width, the paper's choice B = floor(n^(1/3)) for n = {n:,}. "
+    else:
+        chosen = (f"B = {n_bins} bins of equal width, chosen on the Reliability page (the paper's default "
+                  f"for n = {n:,} is B = floor(n^(1/3)) = {default}). ")
+    return chosen + N_BINS_HELP
+
+
+def bound_at_b_reading(n_bins: int, lipschitz: float, eps: float, bound: float, ece: float) -> str:
+    """What Theorem 1's bound on |TCE − ECE| at B (``bound``) says about the true calibration error."""
+    lo, hi = max(0.0, ece - bound), min(1.0, ece + bound)
+    text = (f"Theorem 1 at B = {n_bins} (L = {lipschitz:g}, ε = {eps:g}): with probability {1 - eps:.0%}, "
+            f"|TCE − ECE| ≤ {bound:.4f}, so the true calibration error lies between {lo:.4f} and {hi:.4f}.")
+    if bound >= 1.0:
+        text += " The bound is at least 1 here, so it says nothing yet: it shrinks like n^(-1/3)."
+    return text
+
+
 def recalibrator_settings(rec: Recalibrator) -> str:
     """A fitted recalibrator's settings in words: those that differ from the method's defaults."""
     from pbr_core.experiments import make_recalibrator
