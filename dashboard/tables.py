@@ -1,5 +1,6 @@
-"""Pure table builders for display (pandas in/out, no Streamlit): previews, per-class listings and
-the experiments' per-fold tables in the words the pages use."""
+"""Pure table builders for display (pandas in/out, no Streamlit): previews, per-class listings,
+the experiments' per-fold tables in the words the pages use, and the tables of a job's result
+(:mod:`dashboard.runs`) that a page and its part of the HTML report both show."""
 
 from __future__ import annotations
 
