@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Literal, Mapping, Protocol, Sequence
+from typing import Any, Iterable, Iterator, Literal, Mapping, Protocol, Sequence, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -681,7 +681,17 @@ class ApplyResult(Downloads):
         return int((getattr(self.recalibrator, "bounds_", None) or {}).get("n", 0))
 
 
-def _evaluate(recalibrator: Recalibrator, data: Predictions, binary_ece: BinaryECE, notes: list[str]) -> dict[str, Any]:
+class Measured(TypedDict):
+    """A recalibrator measured on some rows: the :class:`ApplyResult` fields :func:`_evaluate` fills."""
+
+    before: dict[str, float]
+    after: dict[str, float]
+    reliability_before: pd.DataFrame
+    reliability_after: pd.DataFrame
+    n_eval: int
+
+
+def _evaluate(recalibrator: Recalibrator, data: Predictions, binary_ece: BinaryECE, notes: list[str]) -> Measured:
     """Before / after metrics and reliability tables of ``recalibrator`` on ``data``; warnings go to ``notes``."""
     import warnings
 
@@ -690,10 +700,10 @@ def _evaluate(recalibrator: Recalibrator, data: Predictions, binary_ece: BinaryE
         after = recalibrator.predict_proba(data)
     notes += list(dict.fromkeys(str(w.message) for w in caught if not issubclass(w.category, DeprecationWarning)))
     kind = data.kind
-    return dict(before=evaluation_metrics(data.probs, data.labels, kind, binary_ece),
-                after=evaluation_metrics(after, data.labels, kind, binary_ece),
-                reliability_before=reliability_table(data.probs, data.labels, kind, binary_ece),
-                reliability_after=reliability_table(after, data.labels, kind, binary_ece), n_eval=data.n)
+    return Measured(before=evaluation_metrics(data.probs, data.labels, kind, binary_ece),
+                    after=evaluation_metrics(after, data.labels, kind, binary_ece),
+                    reliability_before=reliability_table(data.probs, data.labels, kind, binary_ece),
+                    reliability_after=reliability_table(after, data.labels, kind, binary_ece), n_eval=data.n)
 
 
 def _fit_report(recalibrator: Recalibrator) -> dict[str, Any]:
