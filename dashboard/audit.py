@@ -11,31 +11,13 @@ state is read by ``recal_ui``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pbr_core
 from dashboard import compute, figures, state, tables, texts
 from dashboard.report import ReportSection
+from dashboard.state import AuditChoices  # noqa: F401 - also audit.AuditChoices, beside the sections it shapes
 
 #: How many classes the classwise table lists (worst first); CIFAR-100 has 100.
 CLASSWISE_ROWS = 100
-
-
-@dataclass(frozen=True)
-class AuditChoices:
-    """What the user chose on the calibration pages (their defaults where a page was not visited)."""
-
-    n_bins: int                 # the Reliability page's B
-    lipschitz: float = 1.0      # Bins & bias: L
-    eps: float = 0.05           # Bins & bias: ε
-    bmax: int = 100             # Bins & bias: largest B on the chart
-    group_by: tuple[str, ...] = ()   # Groups page: the column(s) grouped by; () when not visited
-    group_every: str = ""            # Groups page: dates bucketed by "day", "week", "month" or not
-
-    @classmethod
-    def defaults(cls, n: int) -> "AuditChoices":
-        """The pages' defaults for n rows: B = floor(n^(1/3)), L = 1, ε = 0.05, B up to 100."""
-        return cls(n_bins=min(pbr_core.optimal_n_bins(n), max(n, 1)), bmax=min(100, max(n, 10)))
 
 
 def _bullets(markdown: str) -> list[str]:

@@ -15,7 +15,7 @@ import streamlit as st
 from dashboard import state, texts
 
 if TYPE_CHECKING:
-    from dashboard import audit, jobs, report, runs
+    from dashboard import jobs, report, runs
 
 # Imported where they are used, not here: the calibration pages (Reliability, Bins & bias, Groups)
 # need only report_button, and `dashboard.audit`, `report`, `runs` and `jobs` bring in
@@ -99,38 +99,33 @@ def partial_note(result: runs.JobResult, done: int, total: int) -> None:
         st.info(texts.PARTIAL_NOTE.format(done=done, total=total), icon=":material/stop_circle:")
 
 
-#: Session-state keys of the calibration pages' choices (views/reliability.py, views/bins_bias.py own
-#: the widgets; the pages cannot be imported, they run when imported).
-_K_REL_BINS, _K_REL_BINS_FOR = "rel_n_bins", "rel_n_bins_for"
-_K_BINS_L, _K_BINS_EPS, _K_BINS_BMAX, _K_BINS_FOR = "bins_lipschitz", "bins_eps", "bins_bmax", "bins_for"
-_K_GROUPS_BY, _K_GROUPS_BY2, _K_GROUPS_EVERY, _K_GROUPS_FOR = "groups_by", "groups_by2", "groups_every", "groups_for"
-_CHOICE_KEYS = (_K_REL_BINS, _K_REL_BINS_FOR, _K_BINS_L, _K_BINS_EPS, _K_BINS_BMAX, _K_BINS_FOR, _K_GROUPS_BY,
-                _K_GROUPS_BY2, _K_GROUPS_EVERY, _K_GROUPS_FOR)
+#: Session-state keys of the calibration pages' choices (views/reliability.py, views/bins_bias.py and
+#: views/groups.py own the widgets), which the report reads.
+_CHOICE_KEYS = (state.K_REL_BINS, state.K_REL_BINS_FOR, state.K_BINS_L, state.K_BINS_EPS, state.K_BINS_BMAX,
+                state.K_BINS_FOR, state.K_GROUPS_BY, state.K_GROUPS_BY2, state.K_GROUPS_EVERY, state.K_GROUPS_FOR)
 
 
 def audit_choices(view: state.MetricView, n_bins: int | None = None,
-                  session: Mapping[str, Any] | None = None, data_key: str | None = None) -> audit.AuditChoices:
+                  session: Mapping[str, Any] | None = None, data_key: str | None = None) -> state.AuditChoices:
     """B of the Reliability page (``n_bins`` when the caller is that page), L, ε and the largest B of
     Bins & bias, and the Groups page's grouping (for the data of ``data_key``), as the user left them for
     this data; the pages' defaults where not visited.
     ``session``: the session state to read (default ``st.session_state``)."""
-    from dashboard import audit
-
     ss = st.session_state if session is None else session
-    d = audit.AuditChoices.defaults(view.rows)
-    if n_bins is None and ss.get(_K_REL_BINS_FOR) == view.key and ss.get(_K_REL_BINS):
-        n_bins = int(ss[_K_REL_BINS])
-    bmax = int(ss[_K_BINS_BMAX]) if ss.get(_K_BINS_FOR) == view.key and ss.get(_K_BINS_BMAX) else d.bmax
+    d = state.AuditChoices.defaults(view.rows)
+    if n_bins is None and ss.get(state.K_REL_BINS_FOR) == view.key and ss.get(state.K_REL_BINS):
+        n_bins = int(ss[state.K_REL_BINS])
+    bmax = int(ss[state.K_BINS_BMAX]) if ss.get(state.K_BINS_FOR) == view.key and ss.get(state.K_BINS_BMAX) else d.bmax
     group_by: tuple[str, ...] = ()
-    if data_key is not None and ss.get(_K_GROUPS_FOR) == data_key and ss.get(_K_GROUPS_BY):
-        second = ss.get(_K_GROUPS_BY2)
-        group_by = (ss[_K_GROUPS_BY],) + ((second,) if second and second != "(none)" else ())
-    return audit.AuditChoices(n_bins=int(n_bins or d.n_bins), lipschitz=float(ss.get(_K_BINS_L, d.lipschitz)),
-                              eps=float(ss.get(_K_BINS_EPS, d.eps)), bmax=bmax, group_by=group_by,
-                              group_every=str(ss.get(_K_GROUPS_EVERY) or "") if group_by else "")
+    if data_key is not None and ss.get(state.K_GROUPS_FOR) == data_key and ss.get(state.K_GROUPS_BY):
+        second = ss.get(state.K_GROUPS_BY2)
+        group_by = (ss[state.K_GROUPS_BY],) + ((second,) if second and second != state.GROUPS_NONE else ())
+    return state.AuditChoices(n_bins=int(n_bins or d.n_bins), lipschitz=float(ss.get(state.K_BINS_L, d.lipschitz)),
+                              eps=float(ss.get(state.K_BINS_EPS, d.eps)), bmax=bmax, group_by=group_by,
+                              group_every=str(ss.get(state.K_GROUPS_EVERY) or "") if group_by else "")
 
 
-def session_report(loaded: state.Loaded | None, view: state.MetricView | None, choices: audit.AuditChoices | None,
+def session_report(loaded: state.Loaded | None, view: state.MetricView | None, choices: state.AuditChoices | None,
                    results: Mapping[str, runs.JobResult]) -> str:
     """The report's HTML: the audit of ``loaded`` as ``view`` measures it (the pages' ``choices``), then
     every result of ``results`` (job kind -> result, in :data:`REPORT_KINDS` order). Reads no session

@@ -404,6 +404,34 @@ def reset_for_data(marker: str, data_key: str, defaults: Mapping[str, Any] | Cal
     return True
 
 
+#: Session keys of the calibration pages' choices that the report reads too (recal_ui.audit_choices).
+#: Here, not in the pages, because a page file runs when it is imported.
+K_REL_BINS, K_REL_BINS_FOR = "rel_n_bins", "rel_n_bins_for"
+K_BINS_L, K_BINS_EPS, K_BINS_BMAX, K_BINS_FOR = "bins_lipschitz", "bins_eps", "bins_bmax", "bins_for"
+K_GROUPS_BY, K_GROUPS_BY2, K_GROUPS_EVERY, K_GROUPS_FOR = "groups_by", "groups_by2", "groups_every", "groups_for"
+#: The Groups page's "no second column" choice.
+GROUPS_NONE = "(none)"
+
+
+@dataclass(frozen=True)
+class AuditChoices:
+    """What the user chose on the calibration pages (their defaults where a page was not visited):
+    what the audit report shows them at (:mod:`dashboard.audit`), and the pages' own defaults."""
+
+    n_bins: int                 # the Reliability page's B
+    lipschitz: float = 1.0      # Bins & bias: L
+    eps: float = 0.05           # Bins & bias: ε
+    bmax: int = 100             # Bins & bias: largest B on the chart
+    group_by: tuple[str, ...] = ()   # Groups page: the column(s) grouped by; () when not visited
+    group_every: str = ""            # Groups page: dates bucketed by "day", "week", "month" or not
+
+    @classmethod
+    def defaults(cls, n: int) -> "AuditChoices":
+        """The pages' defaults for n rows: B = floor(n^(1/3)), L = 1, ε = 0.05, B shown up to 100 (up to n
+        for a smaller file, but at least 10)."""
+        return cls(n_bins=min(pbr_core.optimal_n_bins(n), max(n, 1)), bmax=min(100, max(n, 10)))
+
+
 # --------------------------------------------------------------------------- what the metrics see
 def binary_target() -> BinaryTarget:
     return st.session_state.get(_K_BINARY_TARGET, "positive")

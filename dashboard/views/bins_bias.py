@@ -6,16 +6,15 @@ import streamlit as st
 
 from dashboard import compute, figures, recal_ui, state, tables, texts
 
-K_BMAX = "bins_bmax"
-K_L = "bins_lipschitz"
-K_EPS = "bins_eps"
+K_BMAX = state.K_BINS_BMAX
+K_L = state.K_BINS_L
+K_EPS = state.K_BINS_EPS
 K_LOG = "bins_log_y"
 K_SUB_N = "bins_sub_n"
 K_SEED = "bins_seed"
-K_FOR = "bins_for"  # which data the B / n choices belong to
+K_FOR = state.K_BINS_FOR  # which data the B / n choices belong to
 
 MAX_BMAX = 300
-DEFAULT_BMAX = 100
 
 
 def _bmax_limit(n: int) -> int:
@@ -25,7 +24,7 @@ def _bmax_limit(n: int) -> int:
 
 
 def _reset_for_new_data(view: state.MetricView) -> None:
-    state.reset_for_data(K_FOR, view.key, {K_BMAX: min(DEFAULT_BMAX, _bmax_limit(view.rows)), K_SUB_N: view.rows,
+    state.reset_for_data(K_FOR, view.key, {K_BMAX: state.AuditChoices.defaults(view.rows).bmax, K_SUB_N: view.rows,
                                            K_SEED: 0})
 
 
@@ -34,15 +33,16 @@ def _new_seed() -> None:
 
 
 def _controls(view: state.MetricView) -> tuple[int, float, float, bool]:
+    d = state.AuditChoices.defaults(view.rows)
     c1, c2, c3, c4 = st.columns([3, 2, 2, 1.3], gap="medium")
     with c1:
         bmax = st.slider("Largest B shown", min_value=2, max_value=_bmax_limit(view.rows), key=K_BMAX,
                          persist_state="session", help=texts.BMAX_HELP)
     with c2:
-        lip = st.number_input("Lipschitz constant L", min_value=0.0, max_value=100.0, value=1.0, step=0.5,
+        lip = st.number_input("Lipschitz constant L", min_value=0.0, max_value=100.0, value=d.lipschitz, step=0.5,
                               key=K_L, persist_state="session", help=texts.LIPSCHITZ_HELP)
     with c3:
-        eps = st.number_input("ε (failure probability)", min_value=0.001, max_value=0.5, value=0.05,
+        eps = st.number_input("ε (failure probability)", min_value=0.001, max_value=0.5, value=d.eps,
                               step=0.01, format="%.3f", key=K_EPS, persist_state="session", help=texts.EPS_HELP)
     with c4:
         st.write("")  # aligns the toggle with the inputs' boxes

@@ -11,12 +11,12 @@ from dashboard import compute, recal_ui, state, tables, texts
 from dashboard import figures_recal as FR
 from pbr_core.groups import MIN_ROWS
 
-K_BY = "groups_by"
-K_BY2 = "groups_by2"
-K_EVERY = "groups_every"
-K_FOR = "groups_for"
+K_BY = state.K_GROUPS_BY
+K_BY2 = state.K_GROUPS_BY2
+K_EVERY = state.K_GROUPS_EVERY
+K_FOR = state.K_GROUPS_FOR
 TRUE_CLASS = "true class"
-NONE = "(none)"
+NONE = state.GROUPS_NONE
 EVERY = {"": "as they are", "day": "by day", "week": "by week", "month": "by month"}
 
 def _columns(loaded: state.Loaded) -> list[str]:
