@@ -339,3 +339,13 @@ def compare_figures(result: runs.CompareResult, binary_positive: bool, multiclas
         (texts.OVERLAY_CAPTION, reliability_overlay_figure(result.diagrams, labels=labels,
                                                            x_title=x_title, y_title=y_title)),
     ]
+
+
+def sweep_figure(result: runs.SweepResult) -> go.Figure:
+    """The n_re sweep of a result: :func:`n_re_sweep_figure` of its summary, methods in the page's words."""
+    from pbr_core.experiments import summarize
+
+    multiclass = result.kind == "multiclass"
+    summ = summarize(result.table, metrics=["ece"], by=["method", "n_re"])
+    labels = {m: texts.method_label(m, multiclass) for m in result.table["method"].unique()}
+    return n_re_sweep_figure(summ, labels=labels)

@@ -24,7 +24,6 @@ from pandas.io.formats.style import Styler
 
 from dashboard import tables, texts
 from dashboard import figures_recal as FR
-from pbr_core.experiments import summarize
 
 if TYPE_CHECKING:
     from dashboard import runs
@@ -232,9 +231,7 @@ def sweep_section(result: runs.SweepResult) -> ReportSection:
     total = len(result.settings.methods) * len(result.settings.n_re_values) * result.settings.n_folds
     paragraphs = _partial(result, len(result.table), total) + [texts.SWEEP_INTRO]
     if len(result.table):
-        summ = summarize(result.table, metrics=["ece"], by=["method", "n_re"])
-        labels = {m: texts.method_label(m, multiclass) for m in result.table["method"].unique()}
-        figs.append((texts.SWEEP_CAPTION, FR.n_re_sweep_figure(summ, labels=labels)))
+        figs.append((texts.SWEEP_CAPTION, FR.sweep_figure(result)))
         paragraphs += tables.sweep_at_prior_notes(result)
         shown.append(("Every fit", tables.fold_styler(result.table, multiclass)))
     return ReportSection(title="Test ECE against the recalibration set size", settings=settings,

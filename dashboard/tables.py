@@ -333,6 +333,15 @@ def sweep_at_prior_notes(result: runs.SweepResult) -> list[str]:
             for m, where in per_method.items()]
 
 
+def per_alpha_frame(table: pd.DataFrame, eps: float) -> pd.DataFrame:
+    """A ``kl_vs_ece_gap`` table's means over folds per α (failed fits left out), in the page's words."""
+    ok = table[table["error"].isna()]
+    per_alpha = ok.groupby("alpha")[["kl", "ece_re", "ece_te", "gap", "bound"]].mean().reset_index()
+    per_alpha.columns = ["α", "mean KL", "mean ECE (recal.)", "mean ECE (test subset)", "mean gap",
+                         f"mean Corollary 1 bound ({1 - eps:.0%})"]
+    return per_alpha
+
+
 def correlations_frame(res: KLGapResult) -> pd.DataFrame:
     c = res.correlations()
     c.index = ["Pearson r", "Kendall τ"]

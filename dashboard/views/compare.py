@@ -10,7 +10,7 @@ import streamlit as st
 
 from dashboard import figures_recal as FR
 from dashboard import jobs, recal_ui, runs, state, tables, texts
-from pbr_core.experiments import PAPER_N_RE_VALUES, summarize
+from pbr_core.experiments import PAPER_N_RE_VALUES
 from pbr_core.recalibrators import available_methods
 
 K_METHODS = "cmp_methods"
@@ -172,7 +172,7 @@ def _results(loaded: state.Loaded, result: runs.CompareResult) -> None:
     with st.expander("Every fold"):
         st.dataframe(tables.fold_styler(table, multiclass), hide_index=True, key="cmp_folds_table")
     figs = FR.compare_figures(result, result.kind == "binary" and result.settings.binary_ece == "positive",
-                                  result.kind == "multiclass")
+                              result.kind == "multiclass")
     if figs:
         tab_grid, tab_overlay = st.tabs(["Side by side", "Overlaid"])
         with tab_grid:
@@ -229,9 +229,7 @@ def _sweep(loaded: state.Loaded, methods: list[str], running: bool) -> None:
     if result.table.empty:
         return
     multiclass = result.kind == "multiclass"
-    summ = summarize(result.table, metrics=["ece"], by=["method", "n_re"])
-    labels = {m: texts.method_label(m, multiclass) for m in result.settings.methods}
-    st.plotly_chart(FR.n_re_sweep_figure(summ, labels=labels), key="sweep_chart", config={"displaylogo": False})
+    st.plotly_chart(FR.sweep_figure(result), key="sweep_chart", config={"displaylogo": False})
     st.caption(texts.SWEEP_CAPTION)
     for note in tables.sweep_at_prior_notes(result):
         st.warning(note, icon=":material/do_not_disturb_on:")

@@ -96,12 +96,8 @@ def _results(loaded: state.Loaded, result: runs.GenResult) -> None:
     st.markdown(texts.correlation_reading(res.pearson_r, res.pearson_p, res.kendall_tau, res.kendall_p))
     st.plotly_chart(FR.kl_gap_figure(res.table, eps=s.eps), key="gen_chart", config={"displaylogo": False})
     st.caption(texts.KL_GAP_CAPTION)
-    ok = res.table[res.table["error"].isna()]
-    per_alpha = ok.groupby("alpha")[["kl", "ece_re", "ece_te", "gap", "bound"]].mean().reset_index()
-    per_alpha.columns = ["α", "mean KL", "mean ECE (recal.)", "mean ECE (test subset)", "mean gap",
-                         f"mean Corollary 1 bound ({1 - s.eps:.0%})"]
     st.markdown("**Per α, mean over folds**")
-    st.dataframe(per_alpha, hide_index=True)
+    st.dataframe(tables.per_alpha_frame(res.table, s.eps), hide_index=True)
     st.caption(texts.GEN_BOUND_CAPTION)
     with st.expander("Every fit"):
         st.dataframe(tables.fold_styler(res.table), hide_index=True)
