@@ -8,13 +8,16 @@ Start it with ``streamlit run dashboard/app.py``. Layout:
 * ``figures.py``  pure figure builders (data in, ``plotly.graph_objects.Figure`` out, no Streamlit)
 * ``texts.py``    plain-language explanations shared by several pages
 * ``tables.py``   pure pandas tables for display (data preview, per-class listings, the
-  experiments' per-fold tables in the pages' words)
+  experiments' per-fold tables in the pages' words, the tables of a job's result)
 * Recalibration section (PBR, Compare, Generalization, Fit & apply pages):
   ``runs.py`` what each run computes (pure, over pbr_core), ``jobs.py`` background jobs and the
   server-wide GP fit lock, ``recal_ui.py`` Streamlit pieces the pages share,
   ``figures_recal.py`` their pure figure builders, ``report.py`` the self-contained HTML report,
-  ``audit.py`` its audit part (the Data, Reliability and Bins & bias pages as report sections)
+  ``audit.py`` its audit part (the Data, Reliability and Bins & bias pages as report sections);
+  both only assemble what the pages' builders make
 * ``views/``      one file per page. Deliberately not ``pages/``: Streamlit treats a ``pages/``
   folder next to the entry point as old-style pages and, on a fresh server, runs such a file
   directly for a URL like ``/data``, skipping app.py (sys.path set-up, default data, sidebar).
+
+How the parts fit, and where to add a page: ``docs/architecture.md``.
 """

@@ -3,40 +3,21 @@
 A calibration audit with no recalibration ends in a report too: :func:`audit_sections` turns the
 loaded data and the pages' choices (B of the Reliability page; L, ε and the largest B of Bins &
 bias) into :class:`~dashboard.report.ReportSection` values, with the numbers of the same cached
-calls the pages make (:mod:`dashboard.compute`) and the same figure builders. No Streamlit call and
-no formula here: the bounds are ``pbr_core``'s; session state is read by ``recal_ui``.
+calls the pages make (:mod:`dashboard.compute`, e.g. ``theorem1_reading``) and the same figure, table
+and text builders (:mod:`dashboard.figures`, :mod:`dashboard.tables`, :mod:`dashboard.texts`): this
+module only assembles. No Streamlit call and no formula here: the bounds are ``pbr_core``'s; session
+state is read by ``recal_ui``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
-import pandas as pd
-
 import pbr_core
 from dashboard import compute, figures, state, tables, texts
 from dashboard.report import ReportSection
+from dashboard.state import AuditChoices  # noqa: F401 - also audit.AuditChoices, beside the sections it shapes
 
 #: How many classes the classwise table lists (worst first); CIFAR-100 has 100.
 CLASSWISE_ROWS = 100
-
-
-@dataclass(frozen=True)
-class AuditChoices:
-    """What the user chose on the calibration pages (their defaults where a page was not visited)."""
-
-    n_bins: int                 # the Reliability page's B
-    lipschitz: float = 1.0      # Bins & bias: L
-    eps: float = 0.05           # Bins & bias: ε
-    bmax: int = 100             # Bins & bias: largest B on the chart
-    group_by: tuple[str, ...] = ()   # Groups page: the column(s) grouped by; () when not visited
-    group_every: str = ""            # Groups page: dates bucketed by "day", "week", "month" or not
-
-    @classmethod
-    def defaults(cls, n: int) -> "AuditChoices":
-        """The pages' defaults for n rows: B = floor(n^(1/3)), L = 1, ε = 0.05, B up to 100."""
-        return cls(n_bins=min(pbr_core.optimal_n_bins(n), max(n, 1)), bmax=min(100, max(n, 10)))
 
 
 def _bullets(markdown: str) -> list[str]:
@@ -63,62 +44,24 @@ def data_section(loaded: state.Loaded, view: state.MetricView) -> ReportSection:
                          bullets_title="How the file was read (the loader's decisions)")
 
 
-def metrics_frame(summary: dict, top_label_only: bool) -> pd.DataFrame:
-    """The Reliability page's metric cards as a table: value, and the ECE's 95% bootstrap interval."""
-    na = "n/a (the file holds only the top label)"
-    rows = {
-        "ECE": (f"{summary['ece']:.4f}", f"{summary['ece_ci_low']:.4f} – {summary['ece_ci_high']:.4f}"
-                if summary.get("ece_ci_low") is not None else
-                f"n/a at this B (streamed: at B = {summary.get('interval_bins')} only)"),
-        "MCE": (f"{summary['mce']:.4f}", ""),
-        "Brier score": (na if top_label_only else f"{summary['brier']:.4f}", ""),
-        "NLL": (na if top_label_only else f"{summary['nll']:.4f}", ""),
-        "Accuracy": (f"{summary['accuracy']:.2%}", ""),
-    }
-    return pd.DataFrame(rows.values(), index=list(rows), columns=["value", "95% interval"])
-
-
-def bin_choice(n: int, n_bins: int) -> str:
-    """Why B: the paper's floor(n^(1/3)) or the user's own choice, said in one paragraph."""
-    default = pbr_core.optimal_n_bins(n)
-    if n_bins == default:
-        chosen = f"B = {n_bins} bins of equal width, the paper's choice B = floor(n^(1/3)) for n = {n:,}. "
-    else:
-        chosen = (f"B = {n_bins} bins of equal width, chosen on the Reliability page (the paper's default "
-                  f"for n = {n:,} is B = floor(n^(1/3)) = {default}). ")
-    return chosen + texts.N_BINS_HELP
-
-
-def bound_reading(n: int, n_bins: int, ece: float, lipschitz: float, eps: float) -> tuple[float, str]:
-    """Theorem 1's bound on |TCE − ECE| at B and what it says about the true calibration error."""
-    bound = float(pbr_core.theorem1_bound(n, n_bins, lipschitz=lipschitz, eps=eps))
-    lo, hi = max(0.0, ece - bound), min(1.0, ece + bound)
-    text = (f"Theorem 1 at B = {n_bins} (L = {lipschitz:g}, ε = {eps:g}): with probability {1 - eps:.0%}, "
-            f"|TCE − ECE| ≤ {bound:.4f}, so the true calibration error lies between {lo:.4f} and {hi:.4f}.")
-    if bound >= 1.0:
-        text += " The bound is at least 1 here, so it says nothing yet: it shrinks like n^(-1/3)."
-    return bound, text
-
-
 def reliability_section(loaded: state.Loaded, view: state.MetricView, choices: AuditChoices) -> ReportSection:
     """Metric cards, the bin choice, Theorem 1 at the chosen B and the diagram, at the page's B."""
     B = int(choices.n_bins)
     s = compute.summary(view, B)
-    bound, reading = bound_reading(view.rows, B, float(s["ece"]), choices.lipschitz, choices.eps)
+    bound = float(pbr_core.theorem1_bound(view.rows, B, lipschitz=choices.lipschitz, eps=choices.eps))
+    reading = texts.bound_at_b_reading(B, choices.lipschitz, choices.eps, bound, float(s["ece"]))
     fig = figures.reliability_figure(compute.reliability(view, B), x_title=view.x_title, y_title=view.y_title,
                                      binary_positive=view.binary_positive,
                                      title=f"Reliability diagram · B = {B} · ECE {s['ece']:.4f}")
     shown: list[tuple[str, object]] = [
-        (f"Calibration metrics at B = {B}", metrics_frame(s, view.top_label_only)),
-        ("Theorem 1's bound at the chosen B", pd.DataFrame(
-            {"value": [f"{bound:.4f}", f"{max(0.0, s['ece'] - bound):.4f} – {min(1.0, s['ece'] + bound):.4f}"]},
-            index=[f"bound on |TCE − ECE| ({1 - choices.eps:.0%})", "where the true calibration error lies"])),
+        (f"Calibration metrics at B = {B}", tables.metric_cards_frame(s, view.top_label_only)),
+        ("Theorem 1's bound at the chosen B", tables.bound_at_b_frame(bound, s["ece"], choices.eps)),
     ]
     shown.append(("Other estimators, and the ECE other libraries would report: " + texts.ESTIMATORS_INTRO,
                   tables.conventions_frame(compute.conventions(view)).set_index(
                       "Estimator or library (default settings)")))
     paragraphs = [f"Measured on {view.what} of {loaded.name} (n = {view.rows:,}).", texts.ECE_HELP,
-                  "The ECE's " + texts.ECE_INTERVAL_HELP, bin_choice(view.rows, B), reading]
+                  "The ECE's " + texts.ECE_INTERVAL_HELP, texts.bin_choice(view.rows, B), reading]
     if view.stats is not None:
         paragraphs.append(texts.server_sample_note(view.rows, view.n, "the other estimators"))
     return ReportSection(title="Calibration: the reliability diagram", paragraphs=paragraphs, tables=shown,
@@ -145,27 +88,13 @@ def bins_section(view: state.MetricView, choices: AuditChoices) -> ReportSection
     """ECE against B with Theorem 1's band at the page's L and ε, and the bound's two B's."""
     n, lip, eps = view.rows, choices.lipschitz, choices.eps
     bmax = max(2, int(choices.bmax))
-    Bs = np.arange(1, bmax + 1)
     curve = compute.ece_curve(view, bmax)
-    b_opt = pbr_core.optimal_n_bins(n)
-    b_min = pbr_core.bound_minimizing_n_bins(n, lipschitz=lip, eps=eps)
-    fig = figures.ece_vs_bins_figure(
-        Bs, curve, bound=pbr_core.theorem1_bound(n, Bs, lipschitz=lip, eps=eps),
-        binning_bias=pbr_core.theorem1_binning_bias(Bs, lipschitz=lip),
-        estimation_bias=pbr_core.theorem1_estimation_bias(n, Bs, eps=eps),
-        optimal_b=b_opt, minimising_b=b_min, eps=eps, title=f"ECE against the number of bins B (n = {n:,})")
-    ece_opt = compute.ece_at(view, b_opt, curve)
-    bound_opt = float(pbr_core.theorem1_bound(n, b_opt, lipschitz=lip, eps=eps))
-    bound_min = float(pbr_core.theorem1_bound(n, b_min, lipschitz=lip, eps=eps))
-    numbers = pd.DataFrame({"value": [
-        f"{ece_opt:.4f}", f"± {bound_opt:.4f}",
-        f"{max(0.0, ece_opt - bound_opt):.3f} – {min(1.0, ece_opt + bound_opt):.3f}",
-        f"{b_min} (bound ± {bound_min:.4f})"]}, index=[
-        f"ECE at B = floor(n^(1/3)) = {b_opt}", "Theorem 1 bound on |TCE − ECE|",
-        f"True calibration error ({1 - eps:.0%} sure)", "Bound-minimising B"])
+    t = compute.theorem1_reading(view, curve, lip, eps)
+    fig = compute.ece_vs_bins_chart(curve, bmax, t, title=f"ECE against the number of bins B (n = {n:,})")
+    numbers = tables.theorem1_frame(t)
     paragraphs = [p.strip().replace("\n", " ") for p in texts.WHY_CUBE_ROOT.strip().split("\n\n")]
-    if b_min > bmax:
-        paragraphs.append(f"The bound-minimising B = {b_min} lies beyond the chart (largest B shown: {bmax}).")
+    if t.b_min > bmax:
+        paragraphs.append(f"The bound-minimising B = {t.b_min} lies beyond the chart (largest B shown: {bmax}).")
     return ReportSection(title="Bins & bias: how far the ECE can be from the truth (Theorem 1)",
                          paragraphs=paragraphs,
                          settings={"Lipschitz constant L": f"{lip:g}", "ε (failure probability)": f"{eps:g}",

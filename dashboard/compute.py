@@ -17,6 +17,8 @@ smoothed curve, other estimators) uses the view's random sample.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -124,6 +126,49 @@ def ece_at(view: MetricView, n_bins: int, curve: np.ndarray | None = None) -> fl
     if view.stats is not None:
         return view.stats.ece(int(n_bins))
     return float(pbr_core.ece(view.probs, view.labels, n_bins=int(n_bins)))
+
+
+@dataclass(frozen=True)
+class Theorem1Reading:
+    """Theorem 1 at n rows, L and ε as the Bins & bias page and its report part show it: the paper's
+    B = floor(n^(1/3)) with the ECE and the bound there, and the bound-minimising B with its bound."""
+
+    n: int
+    lipschitz: float
+    eps: float
+    b_opt: int
+    b_min: int
+    ece_opt: float
+    bound_opt: float
+    bound_min: float
+
+    @property
+    def tce_range(self) -> tuple[float, float]:
+        """Where the true calibration error lies with probability 1 − ε: ECE ± bound at B = floor(n^(1/3)),
+        cut to [0, 1]."""
+        return max(0.0, self.ece_opt - self.bound_opt), min(1.0, self.ece_opt + self.bound_opt)
+
+
+def theorem1_reading(view: MetricView, curve: np.ndarray, lipschitz: float, eps: float) -> Theorem1Reading:
+    """:class:`Theorem1Reading` of ``view`` (``curve``: its ``ece_curve``, read for the ECE at floor(n^(1/3)))."""
+    n = view.rows
+    b_opt = pbr_core.optimal_n_bins(n)
+    b_min = pbr_core.bound_minimizing_n_bins(n, lipschitz=lipschitz, eps=eps)
+    return Theorem1Reading(n=n, lipschitz=lipschitz, eps=eps, b_opt=b_opt, b_min=b_min,
+                           ece_opt=ece_at(view, b_opt, curve),
+                           bound_opt=float(pbr_core.theorem1_bound(n, b_opt, lipschitz=lipschitz, eps=eps)),
+                           bound_min=float(pbr_core.theorem1_bound(n, b_min, lipschitz=lipschitz, eps=eps)))
+
+
+def ece_vs_bins_chart(curve: np.ndarray, bmax: int, t: Theorem1Reading, **figure_kwargs) -> go.Figure:
+    """ECE against B = 1..bmax with Theorem 1's band and its two terms at the reading's n, L and ε
+    (:func:`dashboard.figures.ece_vs_bins_figure`; ``figure_kwargs``: its title, log_y, reference_ece)."""
+    Bs = np.arange(1, bmax + 1)
+    return figures.ece_vs_bins_figure(
+        Bs, curve, bound=pbr_core.theorem1_bound(t.n, Bs, lipschitz=t.lipschitz, eps=t.eps),
+        binning_bias=pbr_core.theorem1_binning_bias(Bs, lipschitz=t.lipschitz),
+        estimation_bias=pbr_core.theorem1_estimation_bias(t.n, Bs, eps=t.eps),
+        optimal_b=t.b_opt, minimising_b=t.b_min, eps=t.eps, **figure_kwargs)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)

@@ -8,7 +8,7 @@ A separate module because figures.py holds the calibration pages' two large buil
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -16,7 +16,11 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 from pandas.io.formats.style import Styler
 
-from dashboard.figures import COLORS, _layout_defaults, bars_name, gap_traces
+from dashboard import texts
+from dashboard.figures import COLORS, _layout_defaults, bars_name, gap_traces, reliability_figure
+
+if TYPE_CHECKING:
+    from dashboard import runs
 
 TRACE_DIAGONAL = "Perfect calibration"
 TRACE_GAP_POINTS = "ECE gap per fit"
@@ -305,3 +309,43 @@ def group_gap_figure(per_group: pd.DataFrame, height: int = 460) -> go.Figure:
     fig.update_xaxes(title_text="Group")
     _layout_defaults(fig)
     return fig
+
+
+# --------------------------------------------------------------------------- a job's result, on its page and in the report
+def pbr_reliability_figures(result: runs.PBRResult | runs.ApplyResult, binary_positive: bool, ece_name: str = "test ECE",
+                            method: str | None = None) -> tuple[go.Figure, go.Figure]:
+    """Reliability diagrams before and after of a result with ``before`` / ``after`` metrics and
+    ``reliability_before`` / ``reliability_after`` tables (PBR page, Fit & apply page)."""
+    b, a = result.before["ece"], result.after["ece"]
+    method = method or texts.method_label(result.settings.method)
+    x_title, y_title = texts.axis_titles(binary_positive)
+    common = dict(x_title=x_title, y_title=y_title, binary_positive=binary_positive, height=520)
+    return (reliability_figure(result.reliability_before,
+                               title=f"Before: uncalibrated · {ece_name} {b:.4f}", **common),
+            reliability_figure(result.reliability_after,
+                               title=f"After: {method} · {ece_name} {a:.4f}", **common))
+
+
+def compare_figures(result: runs.CompareResult, binary_positive: bool, multiclass: bool) -> list[tuple[str, go.Figure]]:
+    if not result.diagrams:
+        return []
+    x_title, y_title = texts.axis_titles(binary_positive)
+    labels = {m: texts.method_label(m, multiclass) for m in result.diagrams}
+    t0 = result.table[result.table["fold"] == 0].set_index("method")["ece"]
+    return [
+        (texts.GRID_CAPTION, reliability_grid_figure(result.diagrams, labels=labels, ece=t0.to_dict(),
+                                                     x_title=x_title, y_title=y_title,
+                                                     binary_positive=binary_positive)),
+        (texts.OVERLAY_CAPTION, reliability_overlay_figure(result.diagrams, labels=labels,
+                                                           x_title=x_title, y_title=y_title)),
+    ]
+
+
+def sweep_figure(result: runs.SweepResult) -> go.Figure:
+    """The n_re sweep of a result: :func:`n_re_sweep_figure` of its summary, methods in the page's words."""
+    from pbr_core.experiments import summarize
+
+    multiclass = result.kind == "multiclass"
+    summ = summarize(result.table, metrics=["ece"], by=["method", "n_re"])
+    labels = {m: texts.method_label(m, multiclass) for m in result.table["method"].unique()}
+    return n_re_sweep_figure(summ, labels=labels)

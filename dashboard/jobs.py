@@ -46,11 +46,11 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Literal, Sequence
+from typing import Any, Callable, Generic, Iterable, Literal, Sequence, TypeVar
 
 import streamlit as st
 
-from dashboard.runs import PlannedStep  # (cost classes, size) of a step; see time_left
+from dashboard.runs import JobResult, PlannedStep  # PlannedStep: (cost classes, size) of a step; see time_left
 from pbr_core.experiments import Cancelled
 
 JobStatus = Literal["waiting", "running", "done", "stopped", "failed"]
@@ -68,9 +68,12 @@ DISCONNECT_GRACE_SECONDS = 5.0
 #: What the runtime says about a browser session (see :func:`session_connection`).
 Connection = Literal["connected", "disconnected", "gone"]
 
+#: What a job's work function returns (the pages' jobs: :data:`dashboard.runs.JobResult`).
+R = TypeVar("R")
+
 
 @dataclass(eq=False)
-class Job:
+class Job(Generic[R]):
     """One background job and everything its page needs to show about it."""
 
     kind: str                      # "pbr", "compare", "sweep", "generalization"
@@ -87,7 +90,7 @@ class Job:
     plan: list[PlannedStep] | None = None      # the steps of ``total``, for the time-left estimate
     step_seconds: list[float | None] = field(default_factory=list)   # how long each finished step took
     step_started: float | None = None          # when the running step started
-    result: Any = None             # the work function's return value (may be partial when stopped)
+    result: R | None = None        # the work function's return value (may be partial when stopped)
     error: str | None = None       # of a failed job, in words for the page (the traceback is logged)
     created: float = field(default_factory=time.time)
     started: float | None = None
@@ -284,7 +287,7 @@ def remaining_seconds(job: Job, now: float | None = None) -> float | None:
     return left[0] if left is not None and left[1] == 0 else None
 
 
-def run_job(job: Job, work: Callable[[JobContext], Any], lock: FitLock | None,
+def run_job(job: Job[R], work: Callable[[JobContext], R], lock: FitLock | None,
             alive: Callable[[], bool] | None = None) -> None:
     """Body of a job's thread: wait for the lock if needed, run ``work``, record the outcome.
 
@@ -373,8 +376,8 @@ class SessionWatch:
         return now - self._since < self.grace
 
 
-def start_job(kind: str, label: str, work: Callable[[JobContext], Any], *, heavy: bool,
-              lock: FitLock | None, session_id: str = "", alive: Callable[[], bool] | None = None) -> Job:
+def start_job(kind: str, label: str, work: Callable[[JobContext], R], *, heavy: bool,
+              lock: FitLock | None, session_id: str = "", alive: Callable[[], bool] | None = None) -> Job[R]:
     """Create the job and start its daemon thread (no Streamlit needed; :func:`start` wraps this)."""
     job = Job(kind=kind, label=label, heavy=heavy, session_id=session_id)
     job._thread = threading.Thread(target=run_job, args=(job, work, lock, alive), name=f"pbr-job-{kind}",
@@ -427,16 +430,16 @@ def session_alive(session_id: str) -> bool:
     return session_connection(session_id) != "gone"
 
 
-def jobs() -> dict[str, Job]:
+def jobs() -> dict[str, Job[JobResult]]:
     return st.session_state.setdefault(_K_JOBS, {})
 
 
-def get(kind: str) -> Job | None:
+def get(kind: str) -> Job[JobResult] | None:
     """The latest job of this kind in this session (running or finished), or None."""
     return jobs().get(kind)
 
 
-def start(kind: str, label: str, work: Callable[[JobContext], Any], *, heavy: bool) -> Job:
+def start(kind: str, label: str, work: Callable[[JobContext], JobResult], *, heavy: bool) -> Job[JobResult]:
     """Start a job for this session; replaces the previous job of the same kind (kept results go)."""
     old = get(kind)
     if old is not None and old.active:

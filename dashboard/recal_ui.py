@@ -7,7 +7,7 @@ calibration pages (Reliability, Bins & bias) use :func:`report_button` too.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 import pandas as pd
 import streamlit as st
@@ -15,7 +15,7 @@ import streamlit as st
 from dashboard import state, texts
 
 if TYPE_CHECKING:
-    from dashboard import audit, jobs, report
+    from dashboard import jobs, report, runs
 
 # Imported where they are used, not here: the calibration pages (Reliability, Bins & bias, Groups)
 # need only report_button, and `dashboard.audit`, `report`, `runs` and `jobs` bring in
@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 #: The jobs whose results go into the session report, in report order.
 REPORT_KINDS = ("pbr", "compare", "sweep", "groupgap", "generalization", "ship", "apply")
+
+#: A page's settings value (runs.PBRSettings, runs.CompareSettings, ...), see :func:`run_panel`.
+Settings = TypeVar("Settings")
 
 
 def recalibratable(loaded: state.Loaded | None, *, needs_gp: bool = False) -> bool:
@@ -53,7 +56,7 @@ def _jobs_module():
     return sys.modules.get("dashboard.jobs")
 
 
-def result_of(kind: str) -> Any:
+def result_of(kind: str) -> runs.JobResult | None:
     """The result of the latest finished (or stopped) job of ``kind``, else None."""
     jobs = _jobs_module()
     if jobs is None:
@@ -82,49 +85,44 @@ def job_status(kind: str) -> jobs.Job | None:
     return job
 
 
-def stale_note(result: Any, loaded: state.Loaded) -> None:
+def stale_note(result: runs.JobResult, loaded: state.Loaded) -> None:
     if result.data_key and result.data_key != loaded.key:
         st.warning(texts.STALE_RESULT.format(name=result.data_name), icon=":material/history:")
 
 
-def partial_note(result: Any, done: int, total: int) -> None:
+def partial_note(result: runs.JobResult, done: int, total: int) -> None:
     if getattr(result, "stopped", False):
         st.info(texts.PARTIAL_NOTE.format(done=done, total=total), icon=":material/stop_circle:")
 
 
-#: Session-state keys of the calibration pages' choices (views/reliability.py, views/bins_bias.py own
-#: the widgets; the pages cannot be imported, they run when imported).
-_K_REL_BINS, _K_REL_BINS_FOR = "rel_n_bins", "rel_n_bins_for"
-_K_BINS_L, _K_BINS_EPS, _K_BINS_BMAX, _K_BINS_FOR = "bins_lipschitz", "bins_eps", "bins_bmax", "bins_for"
-_K_GROUPS_BY, _K_GROUPS_BY2, _K_GROUPS_EVERY, _K_GROUPS_FOR = "groups_by", "groups_by2", "groups_every", "groups_for"
-_CHOICE_KEYS = (_K_REL_BINS, _K_REL_BINS_FOR, _K_BINS_L, _K_BINS_EPS, _K_BINS_BMAX, _K_BINS_FOR, _K_GROUPS_BY,
-                _K_GROUPS_BY2, _K_GROUPS_EVERY, _K_GROUPS_FOR)
+#: Session-state keys of the calibration pages' choices (views/reliability.py, views/bins_bias.py and
+#: views/groups.py own the widgets), which the report reads.
+_CHOICE_KEYS = (state.K_REL_BINS, state.K_REL_BINS_FOR, state.K_BINS_L, state.K_BINS_EPS, state.K_BINS_BMAX,
+                state.K_BINS_FOR, state.K_GROUPS_BY, state.K_GROUPS_BY2, state.K_GROUPS_EVERY, state.K_GROUPS_FOR)
 
 
 def audit_choices(view: state.MetricView, n_bins: int | None = None,
-                  session: Mapping[str, Any] | None = None, data_key: str | None = None) -> audit.AuditChoices:
+                  session: Mapping[str, Any] | None = None, data_key: str | None = None) -> state.AuditChoices:
     """B of the Reliability page (``n_bins`` when the caller is that page), L, ε and the largest B of
     Bins & bias, and the Groups page's grouping (for the data of ``data_key``), as the user left them for
     this data; the pages' defaults where not visited.
     ``session``: the session state to read (default ``st.session_state``)."""
-    from dashboard import audit
-
     ss = st.session_state if session is None else session
-    d = audit.AuditChoices.defaults(view.rows)
-    if n_bins is None and ss.get(_K_REL_BINS_FOR) == view.key and ss.get(_K_REL_BINS):
-        n_bins = int(ss[_K_REL_BINS])
-    bmax = int(ss[_K_BINS_BMAX]) if ss.get(_K_BINS_FOR) == view.key and ss.get(_K_BINS_BMAX) else d.bmax
+    d = state.AuditChoices.defaults(view.rows)
+    if n_bins is None and ss.get(state.K_REL_BINS_FOR) == view.key and ss.get(state.K_REL_BINS):
+        n_bins = int(ss[state.K_REL_BINS])
+    bmax = int(ss[state.K_BINS_BMAX]) if ss.get(state.K_BINS_FOR) == view.key and ss.get(state.K_BINS_BMAX) else d.bmax
     group_by: tuple[str, ...] = ()
-    if data_key is not None and ss.get(_K_GROUPS_FOR) == data_key and ss.get(_K_GROUPS_BY):
-        second = ss.get(_K_GROUPS_BY2)
-        group_by = (ss[_K_GROUPS_BY],) + ((second,) if second and second != "(none)" else ())
-    return audit.AuditChoices(n_bins=int(n_bins or d.n_bins), lipschitz=float(ss.get(_K_BINS_L, d.lipschitz)),
-                              eps=float(ss.get(_K_BINS_EPS, d.eps)), bmax=bmax, group_by=group_by,
-                              group_every=str(ss.get(_K_GROUPS_EVERY) or "") if group_by else "")
+    if data_key is not None and ss.get(state.K_GROUPS_FOR) == data_key and ss.get(state.K_GROUPS_BY):
+        second = ss.get(state.K_GROUPS_BY2)
+        group_by = (ss[state.K_GROUPS_BY],) + ((second,) if second and second != state.GROUPS_NONE else ())
+    return state.AuditChoices(n_bins=int(n_bins or d.n_bins), lipschitz=float(ss.get(state.K_BINS_L, d.lipschitz)),
+                              eps=float(ss.get(state.K_BINS_EPS, d.eps)), bmax=bmax, group_by=group_by,
+                              group_every=str(ss.get(state.K_GROUPS_EVERY) or "") if group_by else "")
 
 
-def session_report(loaded: state.Loaded | None, view: state.MetricView | None, choices: audit.AuditChoices | None,
-                   results: dict[str, Any]) -> str:
+def session_report(loaded: state.Loaded | None, view: state.MetricView | None, choices: state.AuditChoices | None,
+                   results: Mapping[str, runs.JobResult]) -> str:
     """The report's HTML: the audit of ``loaded`` as ``view`` measures it (the pages' ``choices``), then
     every result of ``results`` (job kind -> result, in :data:`REPORT_KINDS` order). Reads no session
     state, so it can run in the download's thread."""
@@ -163,7 +161,7 @@ def report_button(key: str, *, label: str = "Session report (HTML)", n_bins: int
                        help=help or texts.REPORT_HELP)
 
 
-def _section_for(kind: str, r: Any) -> report.ReportSection:
+def _section_for(kind: str, r: runs.JobResult) -> report.ReportSection:
     from dashboard import report
 
     return {"pbr": report.pbr_section, "compare": report.compare_section, "sweep": report.sweep_section,
@@ -183,7 +181,7 @@ def lazy_button(label: str, make: Callable[[], bytes], file_name: str, mime: str
                        on_click="ignore", help=help)
 
 
-def start(kind: str, label: str, work: Callable[[jobs.JobContext], Any], *, heavy: bool) -> None:
+def start(kind: str, label: str, work: Callable[[jobs.JobContext], runs.JobResult], *, heavy: bool) -> None:
     """Start the job and rerun, so the page redraws at once with its controls disabled."""
     from dashboard import jobs
 
@@ -192,8 +190,9 @@ def start(kind: str, label: str, work: Callable[[jobs.JobContext], Any], *, heav
 
 
 def run_panel(kind: str, loaded: state.Loaded, running: bool, *, button: str, button_key: str,
-              controls: Callable[[state.Loaded, bool], Any], start_job: Callable[[state.Loaded, Any], None],
-              results: Callable[[state.Loaded, Any], None]) -> None:
+              controls: Callable[[state.Loaded, bool], Settings | None],
+              start_job: Callable[[state.Loaded, Settings], None],
+              results: Callable[[state.Loaded, runs.JobResult], None]) -> None:
     """A page's settings box with its Run button, then the job's status, then its last result.
 
     ``controls(loaded, running)`` draws the settings and returns them (None: not runnable yet);

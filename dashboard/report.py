@@ -4,7 +4,9 @@
 :func:`build_report` writes one HTML file: a header (data name, date), then one section per part
 (the audit's sections come from :mod:`dashboard.audit`) with its tables and interactive plotly charts. plotly.js is inlined ONCE in the head,
 so the file opens offline and never fetches anything (no CDN). The ``*_section`` functions turn
-the results of :mod:`dashboard.runs` into sections with the same builders the pages use.
+the results of :mod:`dashboard.runs` into sections; they only assemble: every figure, table and
+sentence comes from the pure builders the pages call too (:mod:`dashboard.figures_recal`,
+:mod:`dashboard.tables`, :mod:`dashboard.texts`), so a page and its report part cannot drift apart.
 """
 
 from __future__ import annotations
@@ -13,16 +15,18 @@ import datetime as _dt
 import html
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 from pandas.io.formats.style import Styler
 
-from dashboard import figures, tables, texts
+from dashboard import tables, texts
 from dashboard import figures_recal as FR
-from pbr_core.experiments import best_mask, summarize, summary_table
+
+if TYPE_CHECKING:
+    from dashboard import runs
 
 _PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 NOTHING_RUN = "No recalibration has been run in this session yet."
@@ -124,55 +128,18 @@ def build_report(sections: Sequence[ReportSection], *, data_name: str,
 
 
 # --------------------------------------------------------------------------- sections from results
-def _stamp(result: Any) -> str:
+def _stamp(result: runs.JobResult) -> str:
     return _dt.datetime.fromtimestamp(result.created).strftime("%Y-%m-%d %H:%M")
 
 
-def _partial(result: Any, done: int, total: int) -> list[str]:
+def _partial(result: runs.JobResult, done: int, total: int) -> list[str]:
     return [texts.PARTIAL_NOTE.format(done=done, total=total)] if result.stopped else []
 
 
-def pbr_metrics_frame(result: Any) -> pd.DataFrame:
-    """Test metrics before and after, one column each (for the page's table and the report)."""
-    rows = ["ece", "accuracy", "nll", "brier"]
-    return pd.DataFrame({"before (uncalibrated)": [result.before[k] for k in rows],
-                         "after": [result.after[k] for k in rows]},
-                        index=[FR.metric_title(k) for k in rows])
-
-
-def alpha_scores_frame(summary: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Display form of ``AlphaSelection.summary``: α, mean ± std of the held-out score, mean KL."""
-    out = pd.DataFrame({"α": summary["alpha"], f"held-out {metric} (mean)": summary["mean"],
-                        "std": summary.get("std")})
-    if "kl_mean" in summary:
-        out["KL (mean)"] = summary["kl_mean"]
-    return out
-
-
-def pbr_reliability_figures(result: Any, binary_positive: bool, ece_name: str = "test ECE",
-                            method: str | None = None) -> tuple[go.Figure, go.Figure]:
-    """Reliability diagrams before and after of a result with ``before`` / ``after`` metrics and
-    ``reliability_before`` / ``reliability_after`` tables (PBR page, Fit & apply page)."""
-    b, a = result.before["ece"], result.after["ece"]
-    method = method or texts.method_label(result.settings.method)
-    x_title, y_title = axis_titles(binary_positive)
-    common = dict(x_title=x_title, y_title=y_title, binary_positive=binary_positive, height=520)
-    return (figures.reliability_figure(result.reliability_before,
-                                       title=f"Before: uncalibrated · {ece_name} {b:.4f}", **common),
-            figures.reliability_figure(result.reliability_after,
-                                       title=f"After: {method} · {ece_name} {a:.4f}", **common))
-
-
-def axis_titles(binary_positive: bool) -> tuple[str, str]:
-    if binary_positive:
-        return "Predicted probability p(y=1)", "Observed frequency of y = 1"
-    return "Confidence (probability of the predicted class)", "Accuracy"
-
-
-def pbr_section(result: Any) -> ReportSection:
+def pbr_section(result: runs.PBRResult) -> ReportSection:
     s = result.settings
     binary_positive = result.preds.kind == "binary" and s.binary_ece == "positive"
-    before, after = pbr_reliability_figures(result, binary_positive)
+    before, after = FR.pbr_reliability_figures(result, binary_positive)
     settings = dict(s.describe())
     if result.alpha is not None and s.alpha is None:
         settings["α chosen"] = f"{result.alpha:g}"
@@ -186,7 +153,7 @@ def pbr_section(result: Any) -> ReportSection:
     note = texts.at_prior_note(result.at_prior, result.alpha, s.n_re)
     if note:
         paragraphs.append(note)
-    shown: list[tuple[str, Any]] = [("Test metrics before and after", pbr_metrics_frame(result))]
+    shown: list[tuple[str, pd.DataFrame | Styler]] = [("Test metrics before and after", tables.pbr_metrics_frame(result))]
     if result.bounds:
         eps = s.eps
         n = result.n_bound or s.n_re
@@ -207,20 +174,20 @@ def pbr_section(result: Any) -> ReportSection:
         score = texts.CV_SCORE_LABELS.get(s.cv_score, s.cv_score)
         figs.append(("Automatic choice of α: " + texts.ALPHA_SCORES_HELP,
                      FR.alpha_selection_figure(result.alpha_scores, result.alpha, score_name=score)))
-        shown.append(("Cross-validated score per α", alpha_scores_frame(result.alpha_scores, score)))
+        shown.append(("Cross-validated score per α", tables.alpha_scores_frame(result.alpha_scores, score)))
     return ReportSection(title=f"Recalibration: {texts.method_label(s.method)}", paragraphs=paragraphs,
                          settings=settings, tables=shown, figures=figs)
 
 
-def apply_section(result: Any) -> ReportSection:
+def apply_section(result: runs.ApplyResult) -> ReportSection:
     """A recalibrator fitted on the Fit & apply page, or loaded from a file and applied there."""
     label = texts.method_label(result.method)
     binary_positive = result.preds.kind == "binary" and result.binary_ece == "positive"
-    before, after = pbr_reliability_figures(result, binary_positive, ece_name="ECE", method=label)
+    before, after = FR.pbr_reliability_figures(result, binary_positive, ece_name="ECE", method=label)
     if result.settings is not None:
         settings = dict(result.settings.describe())
     else:
-        settings = {"Recalibrator": result.origin, "Settings": recalibrator_settings(result.recalibrator)}
+        settings = {"Recalibrator": result.origin, "Settings": texts.recalibrator_settings(result.recalibrator)}
     settings["Computed"] = _stamp(result)
     paragraphs = [f"{result.origin}; measured on {result.evaluated_on}."]
     if result.in_sample:
@@ -231,148 +198,47 @@ def apply_section(result: Any) -> ReportSection:
     paragraphs += [f"Note: {texts.fit_words(n)}" for n in result.notes]
     return ReportSection(title=f"{'Fitted for download' if result.settings is not None else 'Saved recalibrator'}: {label}",
                          paragraphs=paragraphs, settings=settings,
-                         tables=[("Metrics before and after", pbr_metrics_frame(result))],
+                         tables=[("Metrics before and after", tables.pbr_metrics_frame(result))],
                          figures=[("Before recalibration", before), ("After recalibration", after)])
 
 
-def recalibrator_settings(rec: Any) -> str:
-    """A fitted recalibrator's settings in words: those that differ from the method's defaults."""
-    from pbr_core.experiments import make_recalibrator
-
-    params = rec.get_params()
-    try:
-        defaults = make_recalibrator(rec.method, None).get_params()
-    except Exception:  # noqa: BLE001 - an unknown method: list every setting
-        defaults = {}
-    return texts.params_text(params, defaults)
-
-
-def compare_tables(table: pd.DataFrame, multiclass: bool) -> tuple[pd.DataFrame, Styler]:
-    """(summary long form, highlighted display table) of a per-fold compare table.
-
-    The display table has a column *Folds at the prior* ("k of F") when a method has a prior.
-    """
-    ok = table[table["error"].isna()] if "error" in table else table
-    summ = summarize(ok, metrics=[m for m in ("ece", "accuracy", "nll", "brier", "kl", "fit_seconds")
-                                  if m in ok and ok[m].notna().any()])
-    labels = {m: texts.method_label(m, multiclass) for m in table["method"].unique()}
-    text = summary_table(summ)
-    counts = tables.at_prior_counts(ok)
-    if counts:
-        text["at_prior"] = [counts.get(m, "–") for m in text.index]
-    return summ, FR.summary_styler(text, best_mask(summ), labels=labels)
-
-
-_METRIC_WORDS = {"ece": "ECE", "accuracy": "accuracy", "nll": "NLL", "brier": "Brier score"}
-
-
-def paired_frame(table: pd.DataFrame, multiclass: bool, metric: str = "ece",
-                 pairs: Sequence[tuple[str, str]] | None = None) -> pd.DataFrame:
-    """Paired tests over folds (``pbr_core.experiments.paired_tests``) in the page's words.
-
-    Default pairs: each method against the uncalibrated one and against the best mean. Failed
-    fits are left out (a method's failed folds are not paired). Empty with fewer than 2 folds.
-    """
-    from pbr_core.experiments import paired_tests
-
-    ok = table[table["error"].isna()] if "error" in table else table
-    if ok.empty or ok["fold"].nunique() < 2:
-        return pd.DataFrame()
-    tests = paired_tests(ok, metric, pairs)
-    label = {m: texts.method_label(m, multiclass) for m in ok["method"].unique()}
-
-    def p(v: float) -> str:
-        return "–" if pd.isna(v) else f"{v:.3g}"
-
-    return pd.DataFrame({
-        "A": [label[a] for a in tests["a"]], "B": [label[b] for b in tests["b"]],
-        f"mean {_METRIC_WORDS.get(metric, metric)} A − B": [f"{d:+.4f}" for d in tests["mean_diff"]],
-        "95% interval": [f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in zip(tests["ci_low"], tests["ci_high"])],
-        "t-test p": [p(v) for v in tests["t_p"]], "Wilcoxon p": [p(v) for v in tests["wilcoxon_p"]],
-        "corrected t p": [p(v) for v in tests["corrected_t_p"]],
-        "A better on": [f"{k} of {n} folds" for k, n in zip(tests["a_better_folds"], tests["n_folds"])],
-        "verdict": [f"{label[b]} better" if b else "no difference shown" for b in tests["better"]],
-    })
-
-
-def _alpha_of(settings: Any, method: str) -> float | None:
-    return dict(dict(settings.params).get(method, ())).get("alpha")
-
-
-def compare_at_prior_notes(result: Any) -> list[str]:
-    """One note per method whose fit ended at its prior in some fold of a comparison."""
-    multiclass = result.kind == "multiclass"
-    folds = tables.at_prior_folds(result.table)
-    return [texts.at_prior_folds_note(texts.method_label(m, multiclass), f, result.settings.n_folds,
-                                      _alpha_of(result.settings, m), result.settings.n_re)
-            for (m,), f in folds.items()]
-
-
-def sweep_at_prior_notes(result: Any) -> list[str]:
-    """One note per method whose fit ended at its prior at some n_re of the sweep."""
-    multiclass = result.kind == "multiclass"
-    per_method: dict[str, dict[int, list[int]]] = {}
-    for (m, n_re), f in tables.at_prior_folds(result.table, by=("method", "n_re")).items():
-        per_method.setdefault(m, {})[int(n_re)] = f
-    return [texts.at_prior_sweep_note(texts.method_label(m, multiclass), where, result.settings.n_folds,
-                                      _alpha_of(result.settings, m))
-            for m, where in per_method.items()]
-
-
-def compare_figures(result: Any, binary_positive: bool, multiclass: bool) -> list[tuple[str, go.Figure]]:
-    if not result.diagrams:
-        return []
-    x_title, y_title = axis_titles(binary_positive)
-    labels = {m: texts.method_label(m, multiclass) for m in result.diagrams}
-    t0 = result.table[result.table["fold"] == 0].set_index("method")["ece"]
-    return [
-        (texts.GRID_CAPTION, FR.reliability_grid_figure(result.diagrams, labels=labels, ece=t0.to_dict(),
-                                                        x_title=x_title, y_title=y_title,
-                                                        binary_positive=binary_positive)),
-        (texts.OVERLAY_CAPTION, FR.reliability_overlay_figure(result.diagrams, labels=labels,
-                                                              x_title=x_title, y_title=y_title)),
-    ]
-
-
-def compare_section(result: Any) -> ReportSection:
+def compare_section(result: runs.CompareResult) -> ReportSection:
     kind = result.kind
     multiclass = kind == "multiclass"
     binary_positive = kind == "binary" and result.settings.binary_ece == "positive"
     settings = {**result.settings.describe(multiclass), "Computed": _stamp(result)}
     paragraphs = _partial(result, len(result.table), result.planned) + [texts.SUMMARY_HELP]
-    shown: list[tuple[str, Any]] = []
+    shown: list[tuple[str, pd.DataFrame | Styler]] = []
     if kind == "binary":
         paragraphs.append("ECE: " + texts.binary_ece_caption(result.settings.binary_ece))
     if len(result.table):
-        paragraphs += compare_at_prior_notes(result)
-        _, styled = compare_tables(result.table, multiclass)
+        paragraphs += tables.compare_at_prior_notes(result)
+        _, styled = tables.compare_tables(result.table, multiclass)
         shown.append(("Test metrics, mean ± std over folds", styled))
-        paired = paired_frame(result.table, multiclass)
+        paired = tables.paired_frame(result.table, multiclass)
         if len(paired):
             paragraphs += [texts.PAIRED_INTRO, texts.PAIRED_HELP.replace("**", "").replace("*", "")]
             shown.append(("Paired tests over folds (test ECE)", paired))
         shown.append(("Every fold", tables.fold_styler(result.table, multiclass)))
     return ReportSection(title="Comparison of recalibrators", paragraphs=paragraphs, settings=settings,
-                         tables=shown, figures=compare_figures(result, binary_positive, multiclass))
+                         tables=shown, figures=FR.compare_figures(result, binary_positive, multiclass))
 
 
-def sweep_section(result: Any) -> ReportSection:
+def sweep_section(result: runs.SweepResult) -> ReportSection:
     multiclass = result.kind == "multiclass"
     settings = {**result.settings.describe(multiclass), "Computed": _stamp(result)}
     figs, shown = [], []
     total = len(result.settings.methods) * len(result.settings.n_re_values) * result.settings.n_folds
     paragraphs = _partial(result, len(result.table), total) + [texts.SWEEP_INTRO]
     if len(result.table):
-        summ = summarize(result.table, metrics=["ece"], by=["method", "n_re"])
-        labels = {m: texts.method_label(m, multiclass) for m in result.table["method"].unique()}
-        figs.append((texts.SWEEP_CAPTION, FR.n_re_sweep_figure(summ, labels=labels)))
-        paragraphs += sweep_at_prior_notes(result)
+        figs.append((texts.SWEEP_CAPTION, FR.sweep_figure(result)))
+        paragraphs += tables.sweep_at_prior_notes(result)
         shown.append(("Every fit", tables.fold_styler(result.table, multiclass)))
     return ReportSection(title="Test ECE against the recalibration set size", settings=settings,
                          paragraphs=paragraphs, tables=shown, figures=figs)
 
 
-def group_gap_section(result: Any) -> ReportSection:
+def group_gap_section(result: runs.GroupGapResult) -> ReportSection:
     """Does recalibration close the gaps between groups (Compare page)?"""
     from pbr_core.experiments.group_gaps import MIN_FIT_ROWS, group_gap_summary
 
@@ -391,13 +257,7 @@ def group_gap_section(result: Any) -> ReportSection:
                          paragraphs=paragraphs, tables=shown, figures=figs)
 
 
-def correlations_frame(res: Any) -> pd.DataFrame:
-    c = res.correlations()
-    c.index = ["Pearson r", "Kendall τ"]
-    return c
-
-
-def generalization_section(result: Any) -> ReportSection:
+def generalization_section(result: runs.GenResult) -> ReportSection:
     res = result.result
     s = result.settings
     settings = {**s.describe(), "Computed": _stamp(result)}
@@ -406,7 +266,7 @@ def generalization_section(result: Any) -> ReportSection:
     figs, shown = [], []
     if len(res.table):
         figs.append((texts.KL_GAP_CAPTION, FR.kl_gap_figure(res.table, eps=s.eps)))
-        shown.append(("Correlation between KL and ECE gap", correlations_frame(res)))
+        shown.append(("Correlation between KL and ECE gap", tables.correlations_frame(res)))
         shown.append(("Every fit", tables.fold_styler(res.table)))
     return ReportSection(title=f"Generalization: KL against ECE gap ({texts.method_label(s.objective)})",
                          paragraphs=paragraphs, settings=settings, tables=shown, figures=figs)

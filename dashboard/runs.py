@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Literal, Mapping, Protocol, Sequence
+from typing import Any, Iterable, Iterator, Literal, Mapping, Protocol, Sequence, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -39,7 +39,7 @@ from pbr_core.experiments import (
 )
 from pbr_core.cancel import cancel_when
 from pbr_core.loading import save_predictions
-from pbr_core.recalibrators import available_methods, report_progress
+from pbr_core.recalibrators import Recalibrator, available_methods, report_progress
 
 BinaryECE = Literal["positive", "top_label"]
 Objective = Literal["pbr", "pbr_total", "gp"]
@@ -246,7 +246,7 @@ class Downloads:
     ``fit_rows``, the indices of the rows it was fitted on (None: not known, e.g. a saved file)."""
 
     preds: Predictions
-    recalibrator: Any
+    recalibrator: Recalibrator
     fit_rows: np.ndarray | None
 
     def calibrated_csv(self) -> bytes:
@@ -276,7 +276,7 @@ class PBRResult(Downloads):
     data_name: str
     data_key: str
     preds: Predictions                   # the whole file the recalibrator was fitted on (for downloads)
-    recalibrator: Any
+    recalibrator: Recalibrator
     alpha: float | None                  # the alpha used (None for GP calibration)
     alpha_scores: pd.DataFrame | None    # automatic selection: AlphaSelection.summary, one row per alpha
     before: dict[str, float]
@@ -628,7 +628,7 @@ class ApplyResult(Downloads):
     data_name: str
     data_key: str
     preds: Predictions                   # the whole loaded file (downloads)
-    recalibrator: Any
+    recalibrator: Recalibrator
     origin: str                          # how the recalibrator came to be, one sentence
     evaluated_on: str                    # which rows before / after are measured on
     in_sample: bool                      # measured on the rows it was fitted on (flattering)
@@ -663,7 +663,17 @@ class ApplyResult(Downloads):
         return int((getattr(self.recalibrator, "bounds_", None) or {}).get("n", 0))
 
 
-def _evaluate(recalibrator: Any, data: Predictions, binary_ece: BinaryECE, notes: list[str]) -> dict[str, Any]:
+class Measured(TypedDict):
+    """A recalibrator measured on some rows: the :class:`ApplyResult` fields :func:`_evaluate` fills."""
+
+    before: dict[str, float]
+    after: dict[str, float]
+    reliability_before: pd.DataFrame
+    reliability_after: pd.DataFrame
+    n_eval: int
+
+
+def _evaluate(recalibrator: Recalibrator, data: Predictions, binary_ece: BinaryECE, notes: list[str]) -> Measured:
     """Before / after metrics and reliability tables of ``recalibrator`` on ``data``; warnings go to ``notes``."""
     import warnings
 
@@ -672,13 +682,13 @@ def _evaluate(recalibrator: Any, data: Predictions, binary_ece: BinaryECE, notes
         after = recalibrator.predict_proba(data)
     notes += list(dict.fromkeys(str(w.message) for w in caught if not issubclass(w.category, DeprecationWarning)))
     kind = data.kind
-    return dict(before=evaluation_metrics(data.probs, data.labels, kind, binary_ece),
-                after=evaluation_metrics(after, data.labels, kind, binary_ece),
-                reliability_before=reliability_table(data.probs, data.labels, kind, binary_ece),
-                reliability_after=reliability_table(after, data.labels, kind, binary_ece), n_eval=data.n)
+    return Measured(before=evaluation_metrics(data.probs, data.labels, kind, binary_ece),
+                    after=evaluation_metrics(after, data.labels, kind, binary_ece),
+                    reliability_before=reliability_table(data.probs, data.labels, kind, binary_ece),
+                    reliability_after=reliability_table(after, data.labels, kind, binary_ece), n_eval=data.n)
 
 
-def _fit_report(recalibrator: Any) -> dict[str, Any]:
+def _fit_report(recalibrator: Recalibrator) -> dict[str, Any]:
     report = getattr(recalibrator, "fit_report_", None)
     return report.to_dict() if hasattr(report, "to_dict") else dict(report or {})
 
@@ -713,7 +723,7 @@ def run_ship(preds: Predictions, s: ShipSettings, reporter: Reporter, *, data_na
                        notes=notes, fit_rows=np.asarray(re_idx), **measured)
 
 
-def run_apply(preds: Predictions, recalibrator: Any, source: str, reporter: Reporter, *,
+def run_apply(preds: Predictions, recalibrator: Recalibrator, source: str, reporter: Reporter, *,
               binary_ece: BinaryECE = "top_label", data_name: str = "", data_key: str = "") -> ApplyResult:
     """Apply a saved (fitted) recalibrator to every row of the loaded file and measure it there."""
     start = time.perf_counter()
@@ -785,3 +795,8 @@ def run_group_gaps(preds: Predictions, s: GroupGapSettings, reporter: Reporter, 
         table, stopped = exc.partial, True
     return GroupGapResult(settings=s, data_name=data_name, data_key=data_key, table=table, planned=planned,
                           kind=preds.kind, stopped=stopped)
+
+
+#: What a job of the recalibration pages returns (``dashboard.jobs.Job.result``); the pages, the
+#: figure and table builders and the report read these.
+JobResult = PBRResult | CompareResult | SweepResult | GenResult | ApplyResult | GroupGapResult

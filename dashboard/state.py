@@ -27,16 +27,19 @@ import re
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
 import numpy as np
 import streamlit as st
 
 import pbr_core
-from dashboard import memory
+from dashboard import memory, texts
 from pbr_core import Predictions, PredictionsError
 from pbr_core.loading import ACCEPTED_SUFFIXES, read_columns
 from pbr_core.predictions import InputType
+
+if TYPE_CHECKING:  # imported where used: reading datasets brings in pyarrow
+    from pbr_core.stream import CalibrationStatistics
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +135,7 @@ class StreamInfo:
     """A dataset on the server, read in one streamed pass: the statistics of all its rows, by what is
     measured ("top": top-label confidence; "pos": p(y=1) of binary data), and where it came from."""
 
-    stats: dict
+    stats: dict[str, CalibrationStatistics]
     n_total: int
     n_files: int
     sample_n: int
@@ -158,7 +161,7 @@ class MetricView:
     binary_positive: bool = False   # binary data measured on p(y=1)
     #: A dataset on the server: the streamed statistics of ALL its rows (pbr_core.stream), which the
     #: calibration numbers use; ``probs`` / ``labels`` / ``n`` are then a random sample of the rows.
-    stats: Any = None
+    stats: CalibrationStatistics | None = None
 
     @property
     def rows(self) -> int:
@@ -380,6 +383,55 @@ def process_pending() -> None:
         memory.release_free_memory()
 
 
+# --------------------------------------------------------------------------- page choices that follow the data
+def reset_for_data(marker: str, data_key: str, defaults: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
+                   *, also: bool = False) -> bool:
+    """Set a page's widgets to their defaults for new data; keep the user's choices for the same data.
+
+    Several choices depend on the data (n_re < n, B <= n, the group column): each page keeps them while
+    the same data stays loaded (also across page switches) and starts again from the defaults for new
+    data. ``marker`` is the session key that remembers which data (``data_key``: ``Loaded.key`` or
+    ``MetricView.key``) the values belong to; ``defaults`` maps widget keys to values, or is a function
+    that computes them, called only on a reset. ``also``: reset even for the same data (a value out of
+    range, a widget value Streamlit dropped while another page showed). Returns whether it reset.
+    """
+    ss = st.session_state
+    if ss.get(marker) == data_key and not also:
+        return False
+    ss[marker] = data_key
+    for key, value in (defaults() if callable(defaults) else defaults).items():
+        ss[key] = value
+    return True
+
+
+#: Session keys of the calibration pages' choices that the report reads too (recal_ui.audit_choices).
+#: Here, not in the pages, because a page file runs when it is imported.
+K_REL_BINS, K_REL_BINS_FOR = "rel_n_bins", "rel_n_bins_for"
+K_BINS_L, K_BINS_EPS, K_BINS_BMAX, K_BINS_FOR = "bins_lipschitz", "bins_eps", "bins_bmax", "bins_for"
+K_GROUPS_BY, K_GROUPS_BY2, K_GROUPS_EVERY, K_GROUPS_FOR = "groups_by", "groups_by2", "groups_every", "groups_for"
+#: The Groups page's "no second column" choice.
+GROUPS_NONE = "(none)"
+
+
+@dataclass(frozen=True)
+class AuditChoices:
+    """What the user chose on the calibration pages (their defaults where a page was not visited):
+    what the audit report shows them at (:mod:`dashboard.audit`), and the pages' own defaults."""
+
+    n_bins: int                 # the Reliability page's B
+    lipschitz: float = 1.0      # Bins & bias: L
+    eps: float = 0.05           # Bins & bias: ε
+    bmax: int = 100             # Bins & bias: largest B on the chart
+    group_by: tuple[str, ...] = ()   # Groups page: the column(s) grouped by; () when not visited
+    group_every: str = ""            # Groups page: dates bucketed by "day", "week", "month" or not
+
+    @classmethod
+    def defaults(cls, n: int) -> "AuditChoices":
+        """The pages' defaults for n rows: B = floor(n^(1/3)), L = 1, ε = 0.05, B shown up to 100 (up to n
+        for a smaller file, but at least 10)."""
+        return cls(n_bins=min(pbr_core.optimal_n_bins(n), max(n, 1)), bmax=min(100, max(n, 10)))
+
+
 # --------------------------------------------------------------------------- what the metrics see
 def binary_target() -> BinaryTarget:
     return st.session_state.get(_K_BINARY_TARGET, "positive")
@@ -398,13 +450,15 @@ def metric_view(loaded: Loaded, target: BinaryTarget | None = None) -> MetricVie
     target = binary_target() if target is None else target
     stats = loaded.stream.stats if loaded.stream is not None else {}
     if preds.kind == "binary" and target == "positive":
+        x_title, y_title = texts.axis_titles(True)
         return MetricView(key=f"{loaded.key}|pos", probs=preds.p_positive, labels=preds.labels, n=preds.n,
-                          x_title="Predicted probability p(y=1)", y_title="Observed frequency of y = 1",
+                          x_title=x_title, y_title=y_title,
                           what="the predicted probability of the positive class, p(y=1)",
                           binary_positive=True, stats=stats.get("pos"))
     probs, labels = preds.metric_inputs()
+    x_title, y_title = texts.axis_titles(False)
     return MetricView(key=f"{loaded.key}|top", probs=probs, labels=labels, n=preds.n,
-                      x_title="Confidence (probability of the predicted class)", y_title="Accuracy",
+                      x_title=x_title, y_title=y_title,
                       what="the confidence of the predicted class (top-label calibration)",
                       top_label_only=preds.kind == "top_label", stats=stats.get("top"))
 

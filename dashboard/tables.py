@@ -1,13 +1,21 @@
-"""Pure table builders for display (pandas in/out, no Streamlit): previews, per-class listings and
-the experiments' per-fold tables in the words the pages use."""
+"""Pure table builders for display (pandas in/out, no Streamlit): previews, per-class listings,
+the experiments' per-fold tables in the words the pages use, and the tables of a job's result
+(:mod:`dashboard.runs`) that a page and its part of the HTML report both show."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import pandas as pd
 from pandas.io.formats.style import Styler
 
+from dashboard import texts
 from pbr_core import Predictions
+
+if TYPE_CHECKING:
+    from dashboard import compute, runs
+    from pbr_core.experiments import KLGapResult
 
 #: The preview shows at most this many class columns (CIFAR-100 has 100; nobody reads them all).
 MAX_PREVIEW_CLASSES = 8
@@ -184,8 +192,157 @@ def group_gap_frames(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return wide.reset_index().rename(columns={"group": "Group"}), gap
 
 
+def metric_cards_frame(summary: dict, top_label_only: bool) -> pd.DataFrame:
+    """The Reliability page's metric cards as a table: value, and the ECE's 95% bootstrap interval."""
+    na = "n/a (the file holds only the top label)"
+    rows = {
+        "ECE": (f"{summary['ece']:.4f}", f"{summary['ece_ci_low']:.4f} – {summary['ece_ci_high']:.4f}"
+                if summary.get("ece_ci_low") is not None else
+                f"n/a at this B (streamed: at B = {summary.get('interval_bins')} only)"),
+        "MCE": (f"{summary['mce']:.4f}", ""),
+        "Brier score": (na if top_label_only else f"{summary['brier']:.4f}", ""),
+        "NLL": (na if top_label_only else f"{summary['nll']:.4f}", ""),
+        "Accuracy": (f"{summary['accuracy']:.2%}", ""),
+    }
+    return pd.DataFrame(rows.values(), index=list(rows), columns=["value", "95% interval"])
+
+
+def bound_at_b_frame(bound: float, ece: float, eps: float) -> pd.DataFrame:
+    """Theorem 1's bound on |TCE − ECE| at one B and where it puts the true calibration error (the report)."""
+    return pd.DataFrame(
+        {"value": [f"{bound:.4f}", f"{max(0.0, ece - bound):.4f} – {min(1.0, ece + bound):.4f}"]},
+        index=[f"bound on |TCE − ECE| ({1 - eps:.0%})", "where the true calibration error lies"])
+
+
+def theorem1_cards(t: compute.Theorem1Reading) -> list[tuple[str, str]]:
+    """(title, value) of the Bins & bias page's four numbers: the ECE and Theorem 1's bound at
+    B = floor(n^(1/3)), where the true calibration error lies, the bound-minimising B."""
+    lo, hi = t.tce_range
+    return [(f"ECE at B = floor(n^(1/3)) = {t.b_opt}", f"{t.ece_opt:.4f}"),
+            ("Theorem 1 bound on |TCE − ECE|", f"± {t.bound_opt:.4f}"),
+            (f"True calibration error ({1 - t.eps:.0%} sure)", f"{lo:.3f} – {hi:.3f}"),
+            ("Bound-minimising B", f"{t.b_min}")]
+
+
+def theorem1_frame(t: compute.Theorem1Reading) -> pd.DataFrame:
+    """:func:`theorem1_cards` as a table (the report), the bound-minimising B with its bound."""
+    cards = theorem1_cards(t)
+    values = [v for _, v in cards[:-1]] + [f"{cards[-1][1]} (bound ± {t.bound_min:.4f})"]
+    return pd.DataFrame({"value": values}, index=[title for title, _ in cards])
+
+
 def conventions_frame(conventions: pd.DataFrame) -> pd.DataFrame:
     """``pbr_core.estimators.library_conventions`` with the page's column names."""
     from dashboard.texts import CONVENTION_COLUMNS
 
     return conventions[list(CONVENTION_COLUMNS)].rename(columns=CONVENTION_COLUMNS)
+
+
+# --------------------------------------------------------------------------- a job's result, on its page and in the report
+def pbr_metrics_frame(result: runs.PBRResult | runs.ApplyResult) -> pd.DataFrame:
+    """Test metrics before and after, one column each (for the page's table and the report)."""
+    from dashboard.figures_recal import metric_title
+
+    rows = ["ece", "accuracy", "nll", "brier"]
+    return pd.DataFrame({"before (uncalibrated)": [result.before[k] for k in rows],
+                         "after": [result.after[k] for k in rows]},
+                        index=[metric_title(k) for k in rows])
+
+
+def alpha_scores_frame(summary: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Display form of ``AlphaSelection.summary``: α, mean ± std of the held-out score, mean KL."""
+    out = pd.DataFrame({"α": summary["alpha"], f"held-out {metric} (mean)": summary["mean"],
+                        "std": summary.get("std")})
+    if "kl_mean" in summary:
+        out["KL (mean)"] = summary["kl_mean"]
+    return out
+
+
+def compare_tables(table: pd.DataFrame, multiclass: bool) -> tuple[pd.DataFrame, Styler]:
+    """(summary long form, highlighted display table) of a per-fold compare table.
+
+    The display table has a column *Folds at the prior* ("k of F") when a method has a prior.
+    """
+    from dashboard.figures_recal import summary_styler
+    from pbr_core.experiments import best_mask, summarize, summary_table
+
+    ok = table[table["error"].isna()] if "error" in table else table
+    summ = summarize(ok, metrics=[m for m in ("ece", "accuracy", "nll", "brier", "kl", "fit_seconds")
+                                  if m in ok and ok[m].notna().any()])
+    labels = {m: texts.method_label(m, multiclass) for m in table["method"].unique()}
+    text = summary_table(summ)
+    counts = at_prior_counts(ok)
+    if counts:
+        text["at_prior"] = [counts.get(m, "–") for m in text.index]
+    return summ, summary_styler(text, best_mask(summ), labels=labels)
+
+
+_METRIC_WORDS = {"ece": "ECE", "accuracy": "accuracy", "nll": "NLL", "brier": "Brier score"}
+
+
+def paired_frame(table: pd.DataFrame, multiclass: bool, metric: str = "ece",
+                 pairs: Sequence[tuple[str, str]] | None = None) -> pd.DataFrame:
+    """Paired tests over folds (``pbr_core.experiments.paired_tests``) in the page's words.
+
+    Default pairs: each method against the uncalibrated one and against the best mean. Failed
+    fits are left out (a method's failed folds are not paired). Empty with fewer than 2 folds.
+    """
+    from pbr_core.experiments import paired_tests
+
+    ok = table[table["error"].isna()] if "error" in table else table
+    if ok.empty or ok["fold"].nunique() < 2:
+        return pd.DataFrame()
+    tests = paired_tests(ok, metric, pairs)
+    label = {m: texts.method_label(m, multiclass) for m in ok["method"].unique()}
+
+    def p(v: float) -> str:
+        return "–" if pd.isna(v) else f"{v:.3g}"
+
+    return pd.DataFrame({
+        "A": [label[a] for a in tests["a"]], "B": [label[b] for b in tests["b"]],
+        f"mean {_METRIC_WORDS.get(metric, metric)} A − B": [f"{d:+.4f}" for d in tests["mean_diff"]],
+        "95% interval": [f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in zip(tests["ci_low"], tests["ci_high"])],
+        "t-test p": [p(v) for v in tests["t_p"]], "Wilcoxon p": [p(v) for v in tests["wilcoxon_p"]],
+        "corrected t p": [p(v) for v in tests["corrected_t_p"]],
+        "A better on": [f"{k} of {n} folds" for k, n in zip(tests["a_better_folds"], tests["n_folds"])],
+        "verdict": [f"{label[b]} better" if b else "no difference shown" for b in tests["better"]],
+    })
+
+
+def _alpha_of(settings: runs.CompareSettings | runs.SweepSettings, method: str) -> float | None:
+    return dict(dict(settings.params).get(method, ())).get("alpha")
+
+
+def compare_at_prior_notes(result: runs.CompareResult) -> list[str]:
+    """One note per method whose fit ended at its prior in some fold of a comparison."""
+    multiclass = result.kind == "multiclass"
+    folds = at_prior_folds(result.table)
+    return [texts.at_prior_folds_note(texts.method_label(m, multiclass), f, result.settings.n_folds,
+                                      _alpha_of(result.settings, m), result.settings.n_re)
+            for (m,), f in folds.items()]
+
+
+def sweep_at_prior_notes(result: runs.SweepResult) -> list[str]:
+    """One note per method whose fit ended at its prior at some n_re of the sweep."""
+    multiclass = result.kind == "multiclass"
+    per_method: dict[str, dict[int, list[int]]] = {}
+    for (m, n_re), f in at_prior_folds(result.table, by=("method", "n_re")).items():
+        per_method.setdefault(m, {})[int(n_re)] = f
+    return [texts.at_prior_sweep_note(texts.method_label(m, multiclass), where, result.settings.n_folds,
+                                      _alpha_of(result.settings, m))
+            for m, where in per_method.items()]
+
+
+def per_alpha_frame(table: pd.DataFrame, eps: float) -> pd.DataFrame:
+    """A ``kl_vs_ece_gap`` table's means over folds per α (failed fits left out), in the page's words."""
+    ok = table[table["error"].isna()]
+    per_alpha = ok.groupby("alpha")[["kl", "ece_re", "ece_te", "gap", "bound"]].mean().reset_index()
+    per_alpha.columns = ["α", "mean KL", "mean ECE (recal.)", "mean ECE (test subset)", "mean gap",
+                         f"mean Corollary 1 bound ({1 - eps:.0%})"]
+    return per_alpha
+
+
+def correlations_frame(res: KLGapResult) -> pd.DataFrame:
+    c = res.correlations()
+    c.index = ["Pearson r", "Kendall τ"]
+    return c

@@ -6,6 +6,11 @@ generalisation bounds, reuse the L and eps texts). Written for someone who has n
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pbr_core.recalibrators import Recalibrator
+
 N_BINS_HELP = (
     "The confidences are split into B equal-width bins, (0, 1/B], (1/B, 2/B], …, ((B-1)/B, 1]. "
     "The default B = floor(n^(1/3)) is the number the paper (Theorem 1) shows keeps the error of the "
@@ -648,6 +653,49 @@ def params_text(params: dict, defaults: dict | None = None) -> str:
         else:
             words.append(f"{PARAM_LABELS.get(k, k.replace('_', ' '))} = {param_value(k, v)}")
     return ", ".join(words) + ("; the other settings are the method's defaults" if defaults else "")
+
+
+def axis_titles(binary_positive: bool) -> tuple[str, str]:
+    """(x, y) axis titles of a reliability diagram: p(y=1) against the frequency of y = 1 for binary
+    calibration, else confidence against accuracy (every diagram of every page and the report)."""
+    if binary_positive:
+        return "Predicted probability p(y=1)", "Observed frequency of y = 1"
+    return "Confidence (probability of the predicted class)", "Accuracy"
+
+
+def bin_choice(n: int, n_bins: int) -> str:
+    """Why B: the paper's floor(n^(1/3)) or the user's own choice, said in one paragraph."""
+    from pbr_core import optimal_n_bins
+
+    default = optimal_n_bins(n)
+    if n_bins == default:
+        chosen = f"B = {n_bins} bins of equal width, the paper's choice B = floor(n^(1/3)) for n = {n:,}. "
+    else:
+        chosen = (f"B = {n_bins} bins of equal width, chosen on the Reliability page (the paper's default "
+                  f"for n = {n:,} is B = floor(n^(1/3)) = {default}). ")
+    return chosen + N_BINS_HELP
+
+
+def bound_at_b_reading(n_bins: int, lipschitz: float, eps: float, bound: float, ece: float) -> str:
+    """What Theorem 1's bound on |TCE − ECE| at B (``bound``) says about the true calibration error."""
+    lo, hi = max(0.0, ece - bound), min(1.0, ece + bound)
+    text = (f"Theorem 1 at B = {n_bins} (L = {lipschitz:g}, ε = {eps:g}): with probability {1 - eps:.0%}, "
+            f"|TCE − ECE| ≤ {bound:.4f}, so the true calibration error lies between {lo:.4f} and {hi:.4f}.")
+    if bound >= 1.0:
+        text += " The bound is at least 1 here, so it says nothing yet: it shrinks like n^(-1/3)."
+    return text
+
+
+def recalibrator_settings(rec: Recalibrator) -> str:
+    """A fitted recalibrator's settings in words: those that differ from the method's defaults."""
+    from pbr_core.experiments import make_recalibrator
+
+    params = rec.get_params()
+    try:
+        defaults = make_recalibrator(rec.method, None).get_params()
+    except Exception:  # noqa: BLE001 - an unknown method: list every setting
+        defaults = {}
+    return params_text(params, defaults)
 
 
 def people_progress(message: str, multiclass: bool = False) -> str:

@@ -11,7 +11,8 @@ import logging
 
 import streamlit as st
 
-from dashboard import jobs, recal_ui, report, runs, state, texts
+from dashboard import figures_recal as FR
+from dashboard import jobs, recal_ui, runs, state, texts
 from pbr_core.recalibrators import Recalibrator, RecalibratorFileError, available_methods
 
 #: Unexpected failures (bugs) are logged here with their traceback; the page shows a plain message.
@@ -96,7 +97,7 @@ def _describe(rec: Recalibrator) -> str:
         extra += f" · fitted on {report_['device']}"
         if report_.get("iterations") is not None:
             extra += f", {report_['iterations']} iterations" + ("" if report_.get("converged", True) else " (not converged)")
-    return f"**{texts.method_label(rec.method)}** · {fitted}{extra}  \nSettings: {report.recalibrator_settings(rec)}"
+    return f"**{texts.method_label(rec.method)}** · {fitted}{extra}  \nSettings: {texts.recalibrator_settings(rec)}"
 
 
 def _apply_controls(loaded: state.Loaded, running: bool) -> tuple[Recalibrator, str] | None:
@@ -177,7 +178,7 @@ def _result(loaded: state.Loaded, r: runs.ApplyResult, kind: str) -> None:
     if prior:
         st.info(prior, icon=":material/info:")
     binary_positive = r.preds.kind == "binary" and r.binary_ece == "positive"
-    before, after = report.pbr_reliability_figures(r, binary_positive, ece_name="ECE", method=label)
+    before, after = FR.pbr_reliability_figures(r, binary_positive, ece_name="ECE", method=label)
     c = st.columns(2, gap="medium")
     c[0].plotly_chart(before, key=f"{kind}_before_chart", config={"displaylogo": False})
     c[1].plotly_chart(after, key=f"{kind}_after_chart", config={"displaylogo": False})

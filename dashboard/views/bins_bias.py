@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import numpy as np
 import streamlit as st
 
-import pbr_core
-from dashboard import compute, figures, recal_ui, state, texts
+from dashboard import compute, figures, recal_ui, state, tables, texts
 
-K_BMAX = "bins_bmax"
-K_L = "bins_lipschitz"
-K_EPS = "bins_eps"
+K_BMAX = state.K_BINS_BMAX
+K_L = state.K_BINS_L
+K_EPS = state.K_BINS_EPS
 K_LOG = "bins_log_y"
 K_SUB_N = "bins_sub_n"
 K_SEED = "bins_seed"
-K_FOR = "bins_for"  # which data the B / n choices belong to
+K_FOR = state.K_BINS_FOR  # which data the B / n choices belong to
 
 MAX_BMAX = 300
-DEFAULT_BMAX = 100
 
 
 def _bmax_limit(n: int) -> int:
@@ -27,12 +24,8 @@ def _bmax_limit(n: int) -> int:
 
 
 def _reset_for_new_data(view: state.MetricView) -> None:
-    if st.session_state.get(K_FOR) == view.key:
-        return
-    st.session_state[K_FOR] = view.key
-    st.session_state[K_BMAX] = min(DEFAULT_BMAX, _bmax_limit(view.rows))
-    st.session_state[K_SUB_N] = view.rows
-    st.session_state[K_SEED] = 0
+    state.reset_for_data(K_FOR, view.key, {K_BMAX: state.AuditChoices.defaults(view.rows).bmax, K_SUB_N: view.rows,
+                                           K_SEED: 0})
 
 
 def _new_seed() -> None:
@@ -40,15 +33,16 @@ def _new_seed() -> None:
 
 
 def _controls(view: state.MetricView) -> tuple[int, float, float, bool]:
+    d = state.AuditChoices.defaults(view.rows)
     c1, c2, c3, c4 = st.columns([3, 2, 2, 1.3], gap="medium")
     with c1:
         bmax = st.slider("Largest B shown", min_value=2, max_value=_bmax_limit(view.rows), key=K_BMAX,
                          persist_state="session", help=texts.BMAX_HELP)
     with c2:
-        lip = st.number_input("Lipschitz constant L", min_value=0.0, max_value=100.0, value=1.0, step=0.5,
+        lip = st.number_input("Lipschitz constant L", min_value=0.0, max_value=100.0, value=d.lipschitz, step=0.5,
                               key=K_L, persist_state="session", help=texts.LIPSCHITZ_HELP)
     with c3:
-        eps = st.number_input("ε (failure probability)", min_value=0.001, max_value=0.5, value=0.05,
+        eps = st.number_input("ε (failure probability)", min_value=0.001, max_value=0.5, value=d.eps,
                               step=0.01, format="%.3f", key=K_EPS, persist_state="session", help=texts.EPS_HELP)
     with c4:
         st.write("")  # aligns the toggle with the inputs' boxes
@@ -85,29 +79,19 @@ def _teaching(view: state.MetricView) -> state.MetricView:
         return view.subsample(idx, f"sub{n_sub}:{seed}")
 
 
-def _cards(view: state.MetricView, curve: np.ndarray, bmax: int, lip: float, eps: float) -> tuple[int, int]:
-    n = view.rows
-    b_opt = pbr_core.optimal_n_bins(n)
-    b_min = pbr_core.bound_minimizing_n_bins(n, lipschitz=lip, eps=eps)
-    ece_opt = compute.ece_at(view, b_opt, curve)
-    bound_opt = pbr_core.theorem1_bound(n, b_opt, lipschitz=lip, eps=eps)
-    bound_min = pbr_core.theorem1_bound(n, b_min, lipschitz=lip, eps=eps)
-    c = st.columns(4)
-    c[0].metric(f"ECE at B = floor(n^(1/3)) = {b_opt}", f"{ece_opt:.4f}", help=texts.ECE_HELP)
-    c[1].metric("Theorem 1 bound on |TCE − ECE|", f"± {bound_opt:.4f}",
-                help=f"At B = {b_opt}, n = {n:,}, L = {lip:g}, ε = {eps:g}.")
-    c[2].metric(f"True calibration error ({1 - eps:.0%} sure)",
-                f"{max(0.0, ece_opt - bound_opt):.3f} – {min(1.0, ece_opt + bound_opt):.3f}",
-                help="ECE ± bound at B = floor(n^(1/3)), cut to [0, 1]: where the TCE lies with "
-                     "probability at least 1 − ε.")
-    c[3].metric("Bound-minimising B", f"{b_min}", help=f"The B with the smallest bound (± {bound_min:.4f}) "
-                "for this n, L and ε.")
+def _cards(t: compute.Theorem1Reading) -> None:
+    n = t.n
+    helps = (texts.ECE_HELP, f"At B = {t.b_opt}, n = {n:,}, L = {t.lipschitz:g}, ε = {t.eps:g}.",
+             "ECE ± bound at B = floor(n^(1/3)), cut to [0, 1]: where the TCE lies with "
+             "probability at least 1 − ε.",
+             f"The B with the smallest bound (± {t.bound_min:.4f}) for this n, L and ε.")
+    for column, (title, value), help_ in zip(st.columns(4), tables.theorem1_cards(t), helps):
+        column.metric(title, value, help=help_)
     st.caption(texts.THEOREM1_RANGE_MEANING)
-    if bound_min >= 1.0:
+    if t.bound_min >= 1.0:
         st.info(f"With n = {n:,} rows the bound is at least 1 for every B, so it says nothing yet: the "
                 "true calibration error always lies between 0 and 1. It shrinks like n^(-1/3); try a "
                 "larger n.", icon=":material/school:")
-    return b_opt, b_min
 
 
 def render() -> None:
@@ -125,23 +109,17 @@ def render() -> None:
     bmax, lip, eps, log_y = _controls(full)
     view = _teaching(full)
 
-    Bs = np.arange(1, bmax + 1)
     curve = compute.ece_curve(view, bmax)
-    b_opt, b_min = _cards(view, curve, bmax, lip, eps)
-    fig = figures.ece_vs_bins_figure(
-        Bs, curve,
-        bound=pbr_core.theorem1_bound(view.rows, Bs, lipschitz=lip, eps=eps),
-        binning_bias=pbr_core.theorem1_binning_bias(Bs, lipschitz=lip),
-        estimation_bias=pbr_core.theorem1_estimation_bias(view.rows, Bs, eps=eps),
-        optimal_b=b_opt, minimising_b=b_min, eps=eps, log_y=log_y,
-        reference_ece=compute.ece_curve(full, bmax) if view.rows < full.rows else None,
-    )
+    reading = compute.theorem1_reading(view, curve, lip, eps)
+    _cards(reading)
+    fig = compute.ece_vs_bins_chart(curve, bmax, reading, log_y=log_y,
+                                    reference_ece=compute.ece_curve(full, bmax) if view.rows < full.rows else None)
     left, right = st.columns([3, 1.2], gap="medium")
     with left:
         st.plotly_chart(fig, key="bins_chart", config={"displaylogo": False})
         st.caption(texts.BAND_CAPTION)
-        if b_min > bmax:
-            st.caption(f"The bound-minimising B = {b_min} lies beyond the chart: raise 'Largest B shown'.")
+        if reading.b_min > bmax:
+            st.caption(f"The bound-minimising B = {reading.b_min} lies beyond the chart: raise 'Largest B shown'.")
     with right:
         st.markdown(texts.WHY_CUBE_ROOT)
     _estimators_on_known_truth()

@@ -9,8 +9,8 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import figures_recal as FR
-from dashboard import jobs, recal_ui, report, runs, state, tables, texts
-from pbr_core.experiments import PAPER_N_RE_VALUES, summarize
+from dashboard import jobs, recal_ui, runs, state, tables, texts
+from pbr_core.experiments import PAPER_N_RE_VALUES
 from pbr_core.recalibrators import available_methods
 
 K_METHODS = "cmp_methods"
@@ -33,15 +33,14 @@ K_FOR = "cmp_for"
 DEFAULT_METHODS = ("uncalibrated", "temperature", "isotonic", "pbr")
 
 
-def _reset_for_new_data(loaded: state.Loaded) -> None:
-    if st.session_state.get(K_FOR) == loaded.key:
-        return
-    st.session_state[K_FOR] = loaded.key
-    n = loaded.preds.n
-    st.session_state[K_N_RE] = min(1000, n - 1)
-    st.session_state[K_N_TE] = 0
+def _defaults(n: int) -> dict[str, object]:
     values = [v for v in PAPER_N_RE_VALUES if v < n]
-    st.session_state[K_SWEEP_VALUES] = [v for v in values if v <= 1000] or values[:1] or [max(2, n // 2)]
+    return {K_N_RE: min(1000, n - 1), K_N_TE: 0,
+            K_SWEEP_VALUES: [v for v in values if v <= 1000] or values[:1] or [max(2, n // 2)]}
+
+
+def _reset_for_new_data(loaded: state.Loaded) -> None:
+    state.reset_for_data(K_FOR, loaded.key, lambda: _defaults(loaded.preds.n))
 
 
 def _controls(loaded: state.Loaded, running: bool) -> runs.CompareSettings | None:
@@ -133,9 +132,9 @@ def _paired(table, multiclass: bool) -> None:
     if a == b:
         st.info("Choose two different methods to compare them.")
     else:
-        st.dataframe(report.paired_frame(table, multiclass, metric, [(a, b)]), hide_index=True, key="cmp_pair_table")
+        st.dataframe(tables.paired_frame(table, multiclass, metric, [(a, b)]), hide_index=True, key="cmp_pair_table")
     st.markdown("Each method against the uncalibrated model and against the best mean:")
-    st.dataframe(report.paired_frame(table, multiclass, metric), hide_index=True, key="cmp_paired_table")
+    st.dataframe(tables.paired_frame(table, multiclass, metric), hide_index=True, key="cmp_paired_table")
 
 
 def _start_compare(loaded: state.Loaded, s: runs.CompareSettings) -> None:
@@ -159,20 +158,20 @@ def _results(loaded: state.Loaded, result: runs.CompareResult) -> None:
         st.warning("Some fits failed and are left out of the means: " + "; ".join(
             f"{texts.method_label(r.method, multiclass)} fold {r.fold + 1}: {r.error}" for r in failed.itertuples()),
             icon=":material/warning:")
-    summ, styled = report.compare_tables(table, multiclass)
+    summ, styled = tables.compare_tables(table, multiclass)
     st.markdown("**Test metrics, mean ± std over folds**", help=texts.SUMMARY_HELP)
     st.dataframe(styled, key="cmp_summary_table")
     st.caption(f"{table['fold'].nunique()} folds · {int(table['n_te'].iloc[0]):,} test rows per fold · ECE with "
                f"B = {int(table['n_bins'].iloc[0])} bins" +
                (f" · {texts.binary_ece_caption(result.settings.binary_ece)}" if result.kind == "binary" else ".") +
                " Green = best mean in its column; whether it is better beyond chance: the paired tests below.")
-    for note in report.compare_at_prior_notes(result):
+    for note in tables.compare_at_prior_notes(result):
         st.warning(note, icon=":material/do_not_disturb_on:")
     _paired(table, multiclass)
     with st.expander("Every fold"):
         st.dataframe(tables.fold_styler(table, multiclass), hide_index=True, key="cmp_folds_table")
-    figs = report.compare_figures(result, result.kind == "binary" and result.settings.binary_ece == "positive",
-                                  result.kind == "multiclass")
+    figs = FR.compare_figures(result, result.kind == "binary" and result.settings.binary_ece == "positive",
+                              result.kind == "multiclass")
     if figs:
         tab_grid, tab_overlay = st.tabs(["Side by side", "Overlaid"])
         with tab_grid:
@@ -229,11 +228,9 @@ def _sweep(loaded: state.Loaded, methods: list[str], running: bool) -> None:
     if result.table.empty:
         return
     multiclass = result.kind == "multiclass"
-    summ = summarize(result.table, metrics=["ece"], by=["method", "n_re"])
-    labels = {m: texts.method_label(m, multiclass) for m in result.settings.methods}
-    st.plotly_chart(FR.n_re_sweep_figure(summ, labels=labels), key="sweep_chart", config={"displaylogo": False})
+    st.plotly_chart(FR.sweep_figure(result), key="sweep_chart", config={"displaylogo": False})
     st.caption(texts.SWEEP_CAPTION)
-    for note in report.sweep_at_prior_notes(result):
+    for note in tables.sweep_at_prior_notes(result):
         st.warning(note, icon=":material/do_not_disturb_on:")
     with st.expander("Every fit"):
         st.dataframe(tables.fold_styler(result.table, multiclass), hide_index=True, key="sweep_folds_table")

@@ -66,17 +66,16 @@ def _sync_widgets(target: tuple[str, list[str], state.LoadOptions] | None) -> li
     if target is None:
         return []
     key, columns, opts = target
-    ss = st.session_state
     # Also when the widgets' values were dropped (Streamlit forgets a widget while another page shows).
-    if ss.get(K_OPTIONS_FOR) != key or K_LABEL not in ss:
-        ss[K_OPTIONS_FOR] = key
-        ss[K_LABEL] = opts.label_column if opts.label_column in columns else DETECT
-        ss[K_SCORES] = [c for c in opts.score_columns if c in columns]
-        ss[K_GROUPS] = [c for c in opts.group_columns if c in columns]
-        ss[K_IGNORE] = [c for c in opts.ignore_columns if c in columns]
-        ss[K_INPUT] = opts.input_type
-        ss[K_RENORM] = opts.renormalize
-        ss[K_MAXROWS] = int(opts.max_rows or 0)
+    state.reset_for_data(K_OPTIONS_FOR, key, lambda: {
+        K_LABEL: opts.label_column if opts.label_column in columns else DETECT,
+        K_SCORES: [c for c in opts.score_columns if c in columns],
+        K_GROUPS: [c for c in opts.group_columns if c in columns],
+        K_IGNORE: [c for c in opts.ignore_columns if c in columns],
+        K_INPUT: opts.input_type,
+        K_RENORM: opts.renormalize,
+        K_MAXROWS: int(opts.max_rows or 0),
+    }, also=K_LABEL not in st.session_state)
     return columns
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import figures_recal as FR
-from dashboard import jobs, recal_ui, report, runs, state, tables, texts
+from dashboard import jobs, recal_ui, runs, state, tables, texts
 from pbr_core.experiments import PAPER_ALPHAS
 from pbr_core.recalibrators import methods_taking
 
@@ -20,9 +20,7 @@ K_FOR = "gen_for"
 
 
 def _reset_for_new_data(loaded: state.Loaded) -> None:
-    if st.session_state.get(K_FOR) != loaded.key:
-        st.session_state[K_FOR] = loaded.key
-        st.session_state[K_N_RE] = max(2, min(1000, loaded.preds.n // 2))
+    state.reset_for_data(K_FOR, loaded.key, {K_N_RE: max(2, min(1000, loaded.preds.n // 2))})
 
 
 def _default_folds() -> int:
@@ -98,12 +96,8 @@ def _results(loaded: state.Loaded, result: runs.GenResult) -> None:
     st.markdown(texts.correlation_reading(res.pearson_r, res.pearson_p, res.kendall_tau, res.kendall_p))
     st.plotly_chart(FR.kl_gap_figure(res.table, eps=s.eps), key="gen_chart", config={"displaylogo": False})
     st.caption(texts.KL_GAP_CAPTION)
-    ok = res.table[res.table["error"].isna()]
-    per_alpha = ok.groupby("alpha")[["kl", "ece_re", "ece_te", "gap", "bound"]].mean().reset_index()
-    per_alpha.columns = ["α", "mean KL", "mean ECE (recal.)", "mean ECE (test subset)", "mean gap",
-                         f"mean Corollary 1 bound ({1 - s.eps:.0%})"]
     st.markdown("**Per α, mean over folds**")
-    st.dataframe(per_alpha, hide_index=True)
+    st.dataframe(tables.per_alpha_frame(res.table, s.eps), hide_index=True)
     st.caption(texts.GEN_BOUND_CAPTION)
     with st.expander("Every fit"):
         st.dataframe(tables.fold_styler(res.table), hide_index=True)

@@ -11,12 +11,12 @@ from dashboard import compute, recal_ui, state, tables, texts
 from dashboard import figures_recal as FR
 from pbr_core.groups import MIN_ROWS
 
-K_BY = "groups_by"
-K_BY2 = "groups_by2"
-K_EVERY = "groups_every"
-K_FOR = "groups_for"
+K_BY = state.K_GROUPS_BY
+K_BY2 = state.K_GROUPS_BY2
+K_EVERY = state.K_GROUPS_EVERY
+K_FOR = state.K_GROUPS_FOR
 TRUE_CLASS = "true class"
-NONE = "(none)"
+NONE = state.GROUPS_NONE
 EVERY = {"": "as they are", "day": "by day", "week": "by week", "month": "by month"}
 
 def _columns(loaded: state.Loaded) -> list[str]:
@@ -27,12 +27,11 @@ def _columns(loaded: state.Loaded) -> list[str]:
 
 def _controls(loaded: state.Loaded) -> tuple[tuple[str, ...], str] | None:
     options = _columns(loaded)
-    if st.session_state.get(K_FOR) != loaded.key:
-        st.session_state[K_FOR] = loaded.key
+    def defaults() -> dict[str, str]:
         groups = loaded.preds.columns_with_role("group")
-        st.session_state[K_BY] = groups[0] if groups else options[0]
-        st.session_state[K_BY2] = NONE
-        st.session_state[K_EVERY] = ""
+        return {K_BY: groups[0] if groups else options[0], K_BY2: NONE, K_EVERY: ""}
+
+    state.reset_for_data(K_FOR, loaded.key, defaults)
     if loaded.preds.metadata is None:
         st.info(texts.GROUPS_NONE, icon=":material/info:")
     c = st.columns([2, 2, 1.4], gap="medium")
@@ -81,8 +80,7 @@ def render() -> None:
         st.warning(texts.GROUPS_SMALL_NOTE.format(m=MIN_ROWS) + " Here: " + ", ".join(report.small) + ".",
                    icon=":material/group_off:")
     st.markdown(texts.gap_sentence(report.largest_gap))
-    x_title, y_title = (("Predicted probability p(y=1)", "Observed frequency of y = 1") if target == "positive"
-                        else ("Confidence (probability of the predicted class)", "Accuracy"))
+    x_title, y_title = texts.axis_titles(target == "positive")
     if len(report.table) - len(report.small) > 12:
         st.caption("The curves of the 12 largest groups (the table lists every group).")
     st.plotly_chart(FR.groups_overlay_figure(report.diagrams, report.small, report.table["group"].tolist(),

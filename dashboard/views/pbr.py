@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import figures_recal as FR
-from dashboard import jobs, recal_ui, report, runs, state, texts
+from dashboard import jobs, recal_ui, runs, state, tables, texts
 from pbr_core.experiments import PAPER_ALPHAS
 from pbr_core.recalibrators import gp_method
 
@@ -34,9 +34,7 @@ CV_SCORES = texts.CV_SCORE_LABELS
 
 
 def _reset_for_new_data(loaded: state.Loaded) -> None:
-    if st.session_state.get(K_FOR) != loaded.key:
-        st.session_state[K_FOR] = loaded.key
-        st.session_state[K_N_RE] = min(1000, loaded.preds.n - 1)
+    state.reset_for_data(K_FOR, loaded.key, {K_N_RE: min(1000, loaded.preds.n - 1)})
 
 
 def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings:
@@ -183,7 +181,7 @@ def _results(loaded: state.Loaded, r: runs.PBRResult) -> None:
     recal_ui.stale_note(r, loaded)
     _cards(r)
     binary_positive = r.preds.kind == "binary" and r.settings.binary_ece == "positive"
-    before, after = report.pbr_reliability_figures(r, binary_positive)
+    before, after = FR.pbr_reliability_figures(r, binary_positive)
     c = st.columns(2, gap="medium")
     c[0].plotly_chart(before, key="pbr_before_chart", config={"displaylogo": False})
     c[1].plotly_chart(after, key="pbr_after_chart", config={"displaylogo": False})
@@ -194,7 +192,7 @@ def _results(loaded: state.Loaded, r: runs.PBRResult) -> None:
             a[0].plotly_chart(FR.alpha_selection_figure(r.alpha_scores, r.alpha,
                                                         score_name=CV_SCORES.get(r.settings.cv_score, "score")),
                               key="pbr_alpha_chart", config={"displaylogo": False})
-            frame = report.alpha_scores_frame(r.alpha_scores, CV_SCORES.get(r.settings.cv_score, "score"))
+            frame = tables.alpha_scores_frame(r.alpha_scores, CV_SCORES.get(r.settings.cv_score, "score"))
             a[1].dataframe(frame, hide_index=True, column_config={
                 c: st.column_config.NumberColumn(format="%.4g" if c == "KL (mean)" else "%.4f")
                 for c in frame.columns if c != "α"})

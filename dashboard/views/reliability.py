@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-import pbr_core
 from dashboard import compute, recal_ui, state, tables, texts
 
-K_BINS = "rel_n_bins"
-K_BINS_FOR = "rel_n_bins_for"  # which data the slider value belongs to
+K_BINS = state.K_REL_BINS
+K_BINS_FOR = state.K_REL_BINS_FOR  # which data the slider value belongs to
 K_BINNING = "rel_binning"
 K_SMOOTH = "rel_smooth"
 #: The two expanders below the chart: drawn, and their numbers computed, once opened (:func:`_lazy_expander`).
@@ -21,12 +20,11 @@ MAX_BINS = 200  # slider range for n up to 200^3 = 8 million rows; beyond, up to
 def _bins_slider(view: state.MetricView) -> int:
     # The default must be the paper's B itself (the one the CLI and the Bins & bias page use), so
     # the range grows past MAX_BINS when floor(n^(1/3)) does; more bins than rows would be empty.
-    default = pbr_core.optimal_n_bins(view.rows)
+    default = state.AuditChoices.defaults(view.rows).n_bins
     hi = max(1, min(max(MAX_BINS, default), view.rows))
     # New data: back to the paper's B; the same data (even after visiting other pages): keep the choice.
-    if st.session_state.get(K_BINS_FOR) != view.key or not 1 <= st.session_state.get(K_BINS, 0) <= hi:
-        st.session_state[K_BINS] = default
-        st.session_state[K_BINS_FOR] = view.key
+    state.reset_for_data(K_BINS_FOR, view.key, {K_BINS: default},
+                         also=not 1 <= st.session_state.get(K_BINS, 0) <= hi)
     if hi == 1:  # a slider needs min < max
         st.caption("One row only: B = 1.")
         return 1

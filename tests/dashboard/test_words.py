@@ -68,10 +68,10 @@ def test_fold_table_for_people():
 def test_compare_marks_and_explains_folds_that_ended_at_the_prior():
     s = runs.compare_settings(["temperature", "pbr"], 100, 2, 0, alpha=0.5)
     result = runs.CompareResult(settings=s, data_name="d", data_key="k", table=_table(), diagrams={}, planned=4)
-    _, styled = report.compare_tables(result.table, multiclass=True)
+    _, styled = tables.compare_tables(result.table, multiclass=True)
     shown = styled.data
     assert shown.loc["PBR", "Folds at the prior"] == "1 of 2" and shown.loc["Temperature scaling", "Folds at the prior"] == "–"
-    notes = report.compare_at_prior_notes(result)
+    notes = tables.compare_at_prior_notes(result)
     assert len(notes) == 1
     assert notes[0].startswith("**PBR ended at its prior in fold 2 of 2**") and "did not recalibrate" in notes[0]
     assert "α = 0.5 and n_re = 100" in notes[0] and "A smaller α or more recalibration rows" in notes[0]
@@ -81,7 +81,7 @@ def test_compare_marks_and_explains_folds_that_ended_at_the_prior():
     assert "PBR ended at its prior in fold 2 of 2" in html and "Folds at the prior" in html
     # No fold at the prior: no note.
     clean = _table().assign(at_prior=[None, False, None, False])
-    assert report.compare_at_prior_notes(runs.CompareResult(s, "d", "k", clean, {}, 4)) == []
+    assert tables.compare_at_prior_notes(runs.CompareResult(s, "d", "k", clean, {}, 4)) == []
 
 
 def test_sweep_says_where_a_fit_ended_at_the_prior():
@@ -90,7 +90,7 @@ def test_sweep_says_where_a_fit_ended_at_the_prior():
     s = runs.SweepSettings(methods=("temperature", "gp"), n_re_values=(10, 100), n_folds=2)
     t["method"] = t["method"].replace({"pbr": "gp"})
     result = runs.SweepResult(settings=s, data_name="d", data_key="k", table=t)
-    notes = report.sweep_at_prior_notes(result)
+    notes = tables.sweep_at_prior_notes(result)
     assert notes == [texts.at_prior_sweep_note("GP calibration", {10: [1, 2], 100: [2]}, 2, None)]
     assert "n_re = 10 (folds 1 and 2 of 2); n_re = 100 (fold 2 of 2)" in notes[0]
     assert "More recalibration rows" in notes[0]
@@ -109,10 +109,10 @@ def test_settings_and_parameters_in_words():
     from pbr_core.experiments import make_recalibrator
 
     pbr = make_recalibrator("pbr", {"alpha": 0.25, "max_iter": 30, "mean_approx": True})
-    words = report.recalibrator_settings(pbr)
+    words = texts.recalibrator_settings(pbr)
     assert words == ("α = 0.25, prediction: softmax of the posterior mean (app.), max optimiser iterations = 30; "
                      "the other settings are the method's defaults")
-    assert report.recalibrator_settings(make_recalibrator("temperature", None)) == "the method's defaults"
+    assert texts.recalibrator_settings(make_recalibrator("temperature", None)) == "the method's defaults"
     for text in (str(d), str(p), words):
         for internal in ("mean_approx", "objective =", "max_iter", "n_re values", "'pbr'"):
             assert internal not in text
