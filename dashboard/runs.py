@@ -374,6 +374,10 @@ def run_pbr(preds: Predictions, s: PBRSettings, reporter: Reporter, *, data_name
             "corollary2": float(pbr_core.corollary2_bound(fit_set.n, n_bins_re, kl0, lipschitz=s.lipschitz, eps=s.eps)),
         }
     report = _fit_report(recalibrator)
+    if report.get("wall_time_s"):  # the next run's estimate on the PBR page follows this machine
+        from dashboard import fit_estimate
+
+        fit_estimate.record(fit_set.n, preds.n_classes, float(report["wall_time_s"]))
     reporter.progress(steps, steps, "Done")
     return PBRResult(
         settings=s, data_name=data_name, data_key=data_key, preds=preds, recalibrator=recalibrator,
