@@ -38,7 +38,10 @@ CEEstimator = Literal["none", "taylor", "mc"]
 #: K = 10 23 ns vs 3.5 ns).
 SOFTMAX_MIN_CLASSES = 32
 
-#: dtype of the fixed draws, hence of the Monte Carlo work (see :class:`_MCExpectations`).
+#: dtype of the fixed draws of the fits (pbr_core.recalibrators.gp, pbr_core.gp.batch), hence of the
+#: Monte Carlo work (see :class:`_MCExpectations`); read at fit time, so setting it to
+#: torch.float64 gives the float64 reference path. float32 met the quality bar of
+#: benchmarks/RESULTS_fast_pbr.md (parameters judged on the float64 objective).
 MC_DTYPE = torch.float32
 
 #: Numbers per block of :func:`draw_mc_noise` (4e6 normals: ~0.1 s on a CPU core).

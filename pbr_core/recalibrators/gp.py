@@ -27,7 +27,8 @@ import torch
 from pbr_core.bounds import corollary1_bound, corollary2_bound, optimal_n_bins
 from pbr_core.gp.device import DTYPE, resolve_device
 from pbr_core.gp.model import GPRecalibrationModel, NotPositiveDefiniteError, initial_inducing_points
-from pbr_core.gp.objectives import MC_DTYPE, ObjectiveSpec, draw_mc_noise
+from pbr_core.gp import objectives as _objectives
+from pbr_core.gp.objectives import ObjectiveSpec, draw_mc_noise
 from pbr_core.gp.predict import predict_proba
 from pbr_core.gp.threads import fit_threads
 from pbr_core.gp.training import FitData, TrainCheck, TrainSettings, fit_gp, training_check
@@ -190,7 +191,9 @@ class _GPRecalibrator(Recalibrator):
         zu = initial_inducing_points(z, int(self.n_inducing), seed=int(self.random_state))
         model = GPRecalibrationModel(torch.as_tensor(zu, dtype=DTYPE), kind, self.variational).to(dev)
         spec = self._spec()
-        eps = draw_mc_noise(n, int(self.n_mc), k, int(self.random_state), device=dev, dtype=MC_DTYPE) if spec.needs_mc else None
+        eps = None
+        if spec.needs_mc:
+            eps = draw_mc_noise(n, int(self.n_mc), k, int(self.random_state), device=dev, dtype=_objectives.MC_DTYPE)
         data = FitData(z=torch.as_tensor(z, dtype=DTYPE, device=dev), labels=torch.as_tensor(y, device=dev),
                        spec=spec, eps=eps)
         settings, check = self._train_settings()
