@@ -80,7 +80,11 @@ def worker(task: dict) -> dict:
     if task.get("threads"):
         torch.set_num_threads(int(task["threads"]))
     import pbr_core
+    import pbr_core.gp.objectives as objectives
     from pbr_core.predictions import Predictions
+
+    if task.get("mc_dtype") and hasattr(objectives, "MC_DTYPE"):  # the new tree's float32 / float64 switch
+        objectives.MC_DTYPE = getattr(torch, task["mc_dtype"])
     from pbr_core.recalibrators.gp import PBR, GPCalibration
 
     assert Path(pbr_core.__file__).resolve().is_relative_to(Path(task["root"]).resolve()), pbr_core.__file__
@@ -250,7 +254,7 @@ def part_page(repeats: int) -> list[str]:
 
 
 def part_quality(ref_root: Path, commit: str, cache: Path, models: list[str], alphas: list[float],
-                 method: str, ref_only: bool = False) -> list[str]:
+                 method: str, ref_only: bool = False, mc_dtype: str | None = None) -> list[str]:
     rows = ["| data | alpha | today: ref. objective | new: ref. objective | relative diff. | bar 1e-4 | "
             "test ECE uncal. | today | new | bar +0.002 | today CPU s | new CPU s | today it. | new it. |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -266,8 +270,8 @@ def part_quality(ref_root: Path, commit: str, cache: Path, models: list[str], al
             if ref_only:
                 print(f"today's fit cached: {name} alpha={alpha:g} CPU {a['cpu']:.1f} s", flush=True)
                 continue
-            new_params = cache / f"new_{name}_{method}_{alpha:g}.npz"
-            b = run_worker(fit_task(ROOT, name, method, alpha, new_params, None))
+            new_params = cache / f"new_{name}_{method}_{alpha:g}_{mc_dtype or 'default'}.npz"
+            b = run_worker({**fit_task(ROOT, name, method, alpha, new_params, None), "mc_dtype": mc_dtype})
             va, vb = run_worker({"kind": "eval", "root": str(ref_root), "data": str(data_path(name)), "seed": 0,
                                  "n_re": 1000, "method": method, "alpha": alpha,
                                  "params": [str(ref_params), str(new_params)]})["values"]
@@ -304,6 +308,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--objective", default="pbr", help="quality part: pbr or pbr_total")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--ref-only", action="store_true", help="quality part: only fit and cache today's fits")
+    ap.add_argument("--mc-dtype", default=None, choices=["float32", "float64"],
+                    help="quality part: the new code's Monte Carlo dtype (default: the library's MC_DTYPE)")
     args = ap.parse_args(argv)
     if args.worker is not None:
         print(json.dumps(worker(json.loads(args.worker))))
@@ -323,12 +329,15 @@ def main(argv: list[str] | None = None) -> None:
             title = f"PBR page vs library ({where})"
         elif part == "quality":
             body = part_quality(args.ref_root, args.ref_commit, args.cache, args.models.split(","),
-                                [float(a) for a in args.alphas.split(",")], args.objective, args.ref_only)
+                                [float(a) for a in args.alphas.split(",")], args.objective, args.ref_only,
+                                args.mc_dtype)
             title = f"Quality bar, {args.objective} ({where})"
         else:
             raise SystemExit(f"unknown part {part!r}")
         if not args.no_write and not args.ref_only:
             key = f"{part}-{args.objective}-{args.models.replace(',', '-')}" if part == "quality" else part
+            if part == "quality" and args.mc_dtype:
+                key, title = f"{key}-{args.mc_dtype}", f"{title}, new code with {args.mc_dtype} draws"
             write_section(key, title, body)
 
 

@@ -239,6 +239,7 @@ def part_precision(device: torch.device) -> list[str]:
             "objective with float64 draws (S = 100, seed 0) at each fit's parameters.", "",
             "| fit | draws | float64 objective | relative to float64 fit | test ECE | iterations | fit s |",
             "|---|---|---|---|---|---|---|"]
+    default = objectives.MC_DTYPE
     for alpha in (0.0, 0.5, 1.0):
         out = {}
         for dt in (torch.float64, torch.float32):
@@ -250,7 +251,7 @@ def part_precision(device: torch.device) -> list[str]:
                 _sync(device)
                 took = time.perf_counter() - t0
             finally:
-                objectives.MC_DTYPE = torch.float32
+                objectives.MC_DTYPE = default
             model = rec.model_
             eps = objectives.draw_mc_noise(fit.n, 100, fit.n_classes, 0, device=device, dtype=torch.float64)
             data = FitData(z=torch.as_tensor(np.asarray(fit.scores), device=device),
