@@ -6,7 +6,7 @@ promise. The model: one fit costs about ``FIT_BASE_S + FIT_PER_ENTRY_S * n * K``
 core (the Monte Carlo work is n * K * S entries per evaluation, S = 100, and the number of
 evaluations hardly depends on n or K), plus ``PREDICT_PER_ENTRY_S * n_predicted * K`` for the
 J = 100 draws of the predictions. The constants are this project's measurements
-(benchmarks/RESULTS_fast_pbr.md: n_re = 1000, K = 10: ~2 s; K = 100: ~13 s, one thread, a
+(benchmarks/RESULTS_fast_pbr.md: n_re = 1000, K = 10: ~4 s; K = 100: ~23 s, one thread, a
 2-core machine under load). Once a fit has run in this server process, its measured time
 rescales the model (``record``), so the estimate follows the machine it runs on.
 """
@@ -17,9 +17,9 @@ import threading
 from dataclasses import dataclass
 
 #: Seconds of one fit that do not grow with n * K (optimiser bookkeeping, kernel algebra).
-FIT_BASE_S = 0.8
+FIT_BASE_S = 1.9
 #: Seconds per score entry (row x class) of one fit with S = 100 draws, about 150-200 evaluations.
-FIT_PER_ENTRY_S = 1.2e-4
+FIT_PER_ENTRY_S = 2.1e-4
 #: Seconds per predicted entry (row x class) with J = 100 draws.
 PREDICT_PER_ENTRY_S = 1.0e-6
 #: A fit that ends at the prior is redone (pbr_core.gp.training): up to this factor longer.
