@@ -15,6 +15,9 @@ Parts
 * ``protocol``: the paper's protocol on one CIFAR-100 model: 10 random splits (n_re = 1000,
   n_te = 9000) x 8 alpha values, all 80 fits as one batched GPyTorch model (Adam); plus one split's
   8 fits one by one (Adam, to compare time and check batched == alone) and the per-split test ECE.
+* ``precision``: PBR at alpha 0, .5, 1 on CIFAR-100 (n_re = 1000) with float32 and with float64
+  Monte Carlo draws on the chosen device, judged on the float64 objective (the check behind
+  ``pbr_core.gp.objectives.MC_DTYPE``; on a GPU it is the CUDA version of the fast-PBR quality bar).
 * ``consistency`` (needs CUDA): the same fit on the CPU and on the GPU, max |difference| of the
   predictions and of the objective.
 * ``stability``: the stability requirement of the paper's protocol, fit by fit, on every CIFAR-100
@@ -224,6 +227,46 @@ def part_protocol(device: torch.device, n_splits: int, n_re: int, chunk: int) ->
     return rows
 
 
+def part_precision(device: torch.device) -> list[str]:
+    """float32 vs float64 Monte Carlo draws (``pbr_core.gp.objectives.MC_DTYPE``) for the same fit on
+    ``device``: both fits' parameters judged on the float64 objective (S = 100, the same draws)."""
+    import pbr_core.gp.objectives as objectives
+    from pbr_core.gp.training import FitData
+
+    preds, name = load_dataset(100)
+    fit, test = split(preds, 1000, seed=0)
+    rows = [f"{name}, n_re = 1000, test = the other 9000 rows, device {device}. 'float64 objective' = the "
+            "objective with float64 draws (S = 100, seed 0) at each fit's parameters.", "",
+            "| fit | draws | float64 objective | relative to float64 fit | test ECE | iterations | fit s |",
+            "|---|---|---|---|---|---|---|"]
+    default = objectives.MC_DTYPE
+    for alpha in (0.0, 0.5, 1.0):
+        out = {}
+        for dt in (torch.float64, torch.float32):
+            objectives.MC_DTYPE = dt
+            try:
+                _sync(device)
+                t0 = time.perf_counter()
+                rec = PBR(alpha=alpha, device=str(device)).fit(fit)
+                _sync(device)
+                took = time.perf_counter() - t0
+            finally:
+                objectives.MC_DTYPE = default
+            model = rec.model_
+            eps = objectives.draw_mc_noise(fit.n, 100, fit.n_classes, 0, device=device, dtype=torch.float64)
+            data = FitData(z=torch.as_tensor(np.asarray(fit.scores), device=device),
+                           labels=torch.as_tensor(fit.labels, device=device), spec=rec._spec(), eps=eps)
+            with torch.no_grad():
+                value = float(data.terms(model).total)
+            out[dt] = (value, test_ece(rec.predict_proba(test), test), rec.fit_report_["iterations"], took)
+        ref = out[torch.float64][0]
+        for dt, (value, ece, it, took) in out.items():
+            rows.append(f"| PBR alpha = {alpha:g} | {str(dt).split('.')[-1]} | {value:.7f} | {(value - ref) / abs(ref):+.2e} | "
+                        f"{ece:.4f} | {it} | {took:.1f} |")
+            print(rows[-1], flush=True)
+    return rows
+
+
 def part_consistency(device: torch.device) -> list[str]:
     if device.type != "cuda":
         return ["Skipped: needs --device cuda."]
@@ -364,7 +407,7 @@ def machine(device: torch.device) -> str:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cpu", help="cpu, cuda or auto")
-    ap.add_argument("--parts", default="grid", help="comma-separated: grid, alpha, protocol, consistency, stability")
+    ap.add_argument("--parts", default="grid", help="comma-separated: grid, alpha, protocol, precision, consistency, stability")
     ap.add_argument("--ns", default="100,1000,5000")
     ap.add_argument("--ks", default="2,10,100")
     ap.add_argument("--objective", default="pbr", choices=["pbr", "pbr_total"])
@@ -401,6 +444,9 @@ def main(argv: list[str] | None = None) -> None:
             body = part_stability(device, args.stability_models.split(","), args.protocol_splits,
                                   args.protocol_n_re)
             title = f"Stability of the paper's protocol, fit by fit ({tag}: {machine(device)})"
+        elif part == "precision":
+            body = part_precision(device)
+            title = f"float32 vs float64 Monte Carlo draws ({tag}: {machine(device)})"
         elif part == "consistency":
             body = part_consistency(device)
             title = f"CPU vs CUDA, same fit ({machine(device)})"

@@ -369,6 +369,11 @@ def run_pbr(preds: Predictions, s: PBRSettings, reporter: Reporter, *, data_name
     if auto:
         alpha, scores = recalibrator.alpha_, pd.DataFrame(recalibrator.cv_results_)
         recalibrator = recalibrator.best_estimator_  # what the downloads ship: a plain PBR file
+    report = h.fit_report
+    if report.get("wall_time_s"):  # the next run's estimate on the PBR page follows this machine
+        from dashboard import fit_estimate
+
+        fit_estimate.record(h.fit_set.n, preds.n_classes, float(report["wall_time_s"]))
     reporter.progress(steps, steps, "Done")
     kind, test_set = preds.kind, h.test_set
     return PBRResult(

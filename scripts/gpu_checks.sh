@@ -8,11 +8,15 @@
 #   2. the paper's protocol on one CIFAR-100 model: 10 splits x 8 alpha, n_re = 1000, batched,
 #      plus one split's 8 fits alone (bench_gp.py --parts protocol)
 #   3. the single-fit grid n_re x K on CUDA (bench_gp.py --parts grid)
-#   4. the GP test suite with CUDA visible (device="auto" picks the GPU)
-#   5. (only with `stability` as first argument, a second call) the stability test of the paper's
+#   4. float32 vs float64 Monte Carlo draws on the GPU (bench_gp.py --parts precision): the fast-PBR
+#      quality bar (benchmarks/RESULTS_fast_pbr.md) on CUDA, whose default draws are float32 too
+#   5. the GP test suite with CUDA visible (device="auto" picks the GPU)
+#   6. (only with `stability` as first argument, a second call) the stability test of the paper's
 #      protocol, 80 PBR fits as one batch, on each CIFAR-100 model: the four aigen_c100_*.npz from
 #      ../shared/data/predictions copied into .gpu_data/ (git-ignored; carry it to the device)
-# The limits of steps 1-4 add up to 570 s: one device-tool call (600 s at most).
+# The limits of steps 1-5 add up to 580 s: one device-tool call (600 s at most).
+# DEVICE=cpu runs the same steps on the CPU where they can run there (a check of this script on a
+# machine without a GPU; consistency then only says "skipped"), with PROTOCOL_SPLITS=1 to keep it short.
 # bench_gp.py rewrites its sections of benchmarks/RESULTS_gp.md; the updated file and every log are
 # copied to $OUT after each step (a device machine returns only what is under $OUT).
 set -u
@@ -38,8 +42,11 @@ if [ "${1:-}" = stability ]; then
     tail -n 15 "$OUT/stability.log"
     exit 0
 fi
-step consistency 120 python3 benchmarks/bench_gp.py --device cuda --parts consistency
-step protocol 200 python3 benchmarks/bench_gp.py --device cuda --parts protocol
-step grid 100 python3 benchmarks/bench_gp.py --device cuda --parts grid --time-limit 30
-step tests_gp 150 python3 -m pytest -q -x tests/gp -p no:cacheprovider
+DEVICE=${DEVICE:-cuda}
+SPLITS=${PROTOCOL_SPLITS:-10}
+step consistency 110 python3 benchmarks/bench_gp.py --device "$DEVICE" --parts consistency
+step protocol 180 python3 benchmarks/bench_gp.py --device "$DEVICE" --parts protocol --protocol-splits "$SPLITS"
+step grid 90 python3 benchmarks/bench_gp.py --device "$DEVICE" --parts grid --time-limit 30
+step precision 70 python3 benchmarks/bench_gp.py --device "$DEVICE" --parts precision
+step tests_gp 130 python3 -m pytest -q -x tests/gp -p no:cacheprovider
 tail -n 3 "$OUT"/*.log

@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import figures_recal as FR
-from dashboard import jobs, recal_ui, runs, state, tables, texts
+from dashboard import fit_estimate, jobs, recal_ui, runs, state, tables, texts
 from pbr_core.experiments import PAPER_ALPHAS
 from pbr_core.recalibrators import gp_method
 
@@ -80,6 +80,12 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings:
     seed = int(d[1].number_input("Split seed", min_value=0, value=0, key=K_SEED, persist_state="session",
                                  disabled=running, help=texts.SEED_HELP))
     d[2].markdown(f"Fit on **{n_re:,}** rows, test on **{preds.n - n_re:,}** rows.")
+    if method in runs.GP_METHODS:  # a GP fit: its time is worth saying before it starts
+        est = fit_estimate.estimate(n_re, preds.n, preds.n_classes, uses_alpha and alpha is None, len(grid), cv_folds)
+        if est.long:
+            st.info(est.sentence(), icon=":material/hourglass_top:")
+        else:
+            st.caption(f":material/schedule: {est.sentence()}")
     with st.expander("Bound and fit settings"):
         e = st.columns(3, gap="medium")
         eps = float(e[0].number_input("ε (failure probability)", min_value=0.001, max_value=0.5, value=0.05, step=0.01,

@@ -18,6 +18,7 @@ import torch
 
 from pbr_core.gp.device import DTYPE
 from pbr_core.gp.model import GPRecalibrationModel, InputKind, initial_inducing_points
+from pbr_core.gp import objectives as _objectives
 from pbr_core.gp.objectives import ObjectiveSpec, draw_mc_noise
 from pbr_core.gp.problem import FitData, FitReport, ProgressCallback, TrainCheck, TrainSettings
 from pbr_core.gp.training import fit_gp
@@ -60,7 +61,7 @@ def fit_batch(zs: Sequence[np.ndarray], ys: Sequence[np.ndarray], alphas: Sequen
     zu = np.stack([initial_inducing_points(z, n_inducing, seed=seed) for z in zs])
     model = GPRecalibrationModel(torch.as_tensor(zu, dtype=DTYPE), input_kind, variational,
                                  batch_shape=torch.Size([b])).to(device)
-    eps = draw_mc_noise(n_max, n_mc, k, seed, device=device) if spec.needs_mc else None
+    eps = draw_mc_noise(n_max, n_mc, k, seed, device=device, dtype=_objectives.MC_DTYPE) if spec.needs_mc else None
     data = FitData(z=torch.as_tensor(z_pad, dtype=DTYPE, device=device),
                    labels=torch.as_tensor(y_pad, device=device),
                    spec=replace(spec, alpha=tuple(float(a) for a in alphas)), eps=eps,

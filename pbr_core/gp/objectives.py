@@ -33,6 +33,19 @@ from pbr_core.cancel import checkpoint
 
 CEEstimator = Literal["none", "taylor", "mc"]
 
+#: From this many classes on, :class:`_MCExpectations` uses torch's fused softmax (faster on long
+#: rows; measured per entry on a CPU core: K = 100 float32 1.0 ns fused vs 1.1 ns written out,
+#: K = 10 23 ns vs 3.5 ns).
+SOFTMAX_MIN_CLASSES = 32
+
+#: dtype of the fixed draws of the fits (pbr_core.recalibrators.gp, pbr_core.gp.batch), hence of the
+#: Monte Carlo work (see :class:`_MCExpectations`); read at fit time. float64 (GP_SPEC section 1) by
+#: default: float32 is ~1.5-2x faster per evaluation but missed the quality bar of
+#: benchmarks/RESULTS_fast_pbr.md once (CIFAR-100 DenseNet-121, alpha = .1: its parameters 1.65e-4
+#: worse on the float64 objective, where the bar is 1e-4; it stopped 20 iterations earlier), so it
+#: is opt-in: ``pbr_core.gp.objectives.MC_DTYPE = torch.float32``.
+MC_DTYPE = torch.float64
+
 #: Numbers per block of :func:`draw_mc_noise` (4e6 normals: ~0.1 s on a CPU core).
 MC_DRAW_BLOCK = 2**22
 
@@ -161,6 +174,9 @@ class _MCExpectations(torch.autograd.Function):
     def forward(ctx, mu, sd, labels, eps, want_ce: bool, want_brier: bool, chunk_rows: int):
         *lead, n, k = mu.shape
         s = eps.shape[-2]
+        # The draws' dtype is the compute dtype: float32 draws make the (N, S, K) work float32
+        # (softmax and its passes ~3x cheaper on a CPU); the (N, K) results stay in mu's dtype.
+        cd = eps.dtype
         out_ce = mu.new_zeros(*lead, n) if want_ce else None
         out_b = mu.new_zeros(*lead, n) if want_brier else None
         d_ce_mu = torch.empty_like(mu) if want_ce else None
@@ -173,28 +189,40 @@ class _MCExpectations(torch.autograd.Function):
             e = eps[..., rows, :, :]
             if e.shape[:-3] != tuple(lead):
                 e = e.expand(*lead, *e.shape[-3:])
-            lab = labels[..., rows].unsqueeze(-1).unsqueeze(-1)  # (..., r, 1, 1)
-            lab_s = lab.expand(*lab.shape[:-2], s, 1)
-            f = torch.addcmul(mu[..., rows, :].unsqueeze(-2), sd[..., rows, :].unsqueeze(-2), e)  # (..., r, S, K)
-            f = f - f.amax(-1, keepdim=True)
-            f_y = f.gather(-1, lab_s)  # (..., r, S, 1)
-            p = f.exp_()
-            tot = p.sum(-1, keepdim=True)
-            p = p.div_(tot)
-            onehot = torch.zeros_like(mu[..., rows, :]).scatter_(-1, lab[..., 0], 1.0)  # (..., r, K)
-            e_y = e.gather(-1, lab_s)  # (..., r, S, 1)
-            pe = (p * e).mean(-2)  # (..., r, K)
+            lab = labels[..., rows].unsqueeze(-1)  # (..., r, 1)
+            lab_s = lab.unsqueeze(-1).expand(*lab.shape[:-1], s, 1)  # (..., r, S, 1)
+            m_r = mu[..., rows, :].to(cd).unsqueeze(-2)
+            s_r = sd[..., rows, :].to(cd).unsqueeze(-2)
+            f = torch.addcmul(m_r, s_r, e)  # (..., r, S, K)
             if want_ce:
-                out_ce[..., rows] = (tot.log() - f_y).mean((-2, -1))
-                d_ce_mu[..., rows, :] = p.mean(-2) - onehot
-                d_ce_sd[..., rows, :] = pe - onehot * e_y.mean((-2, -1)).unsqueeze(-1)
+                f_y = f.gather(-1, lab_s)  # (..., r, S, 1)
+            if k >= SOFTMAX_MIN_CLASSES:
+                p = torch.softmax(f, dim=-1)  # one fused, vectorised pass (max, exp, sum, divide)
+                # -log p_y = logsumexp(f) - f_y: exact where p_y underflows
+                ce_s = torch.logsumexp(f, dim=-1, keepdim=True) - f_y if want_ce else None
+            else:
+                # Few classes: torch's fused softmax is slow on short rows (~20 ns per entry at
+                # K = 10 against ~4 ns for these passes), so the passes are written out.
+                top = f.amax(-1, keepdim=True)
+                p = f.sub_(top).exp_()
+                tot = p.sum(-1, keepdim=True)
+                p = p.div_(tot)
+                ce_s = tot.log_() - (f_y - top) if want_ce else None
+            onehot = torch.zeros_like(mu[..., rows, :]).scatter_(-1, lab, 1.0)  # (..., r, K)
+            e_y = e.gather(-1, lab_s)  # (..., r, S, 1)
+            if want_ce:
+                out_ce[..., rows] = ce_s.mean((-2, -1)).to(mu.dtype)
+                d_ce_mu[..., rows, :] = p.mean(-2).to(mu.dtype) - onehot
+                d_ce_sd[..., rows, :] = (p * e).mean(-2).to(mu.dtype) - onehot * e_y.mean((-2, -1)).to(mu.dtype).unsqueeze(-1)
             if want_brier:
                 p_y = p.gather(-1, lab_s)  # (..., r, S, 1)
-                q = (p * p).sum(-1, keepdim=True)
-                out_b[..., rows] = (1.0 - 2.0 * p_y + q).mean((-2, -1))
-                t = p.mul_(p + (p_y - q))  # p (p + p_y - q); p is not needed afterwards
-                d_b_mu[..., rows, :] = 2.0 * t.mean(-2) - 2.0 * onehot * p_y.mean((-2, -1)).unsqueeze(-1)
-                d_b_sd[..., rows, :] = 2.0 * (t * e).mean(-2) - 2.0 * onehot * (p_y * e_y).mean((-2, -1)).unsqueeze(-1)
+                q = torch.linalg.vecdot(p, p).unsqueeze(-1)  # sum_k p_k^2
+                # ||e_y - p||^2 = (1 - p_y)^2 + q - p_y^2: no cancellation of 1 - 2 p_y + q when p_y ~ 1
+                out_b[..., rows] = ((1.0 - p_y).square() + (q - p_y.square())).mean((-2, -1)).to(mu.dtype)
+                t = (p + (p_y - q)).mul_(p)  # p (p + p_y - q)
+                d_b_mu[..., rows, :] = 2.0 * (t.mean(-2).to(mu.dtype) - onehot * p_y.mean((-2, -1)).to(mu.dtype).unsqueeze(-1))
+                d_b_sd[..., rows, :] = 2.0 * (t.mul_(e).mean(-2).to(mu.dtype)
+                                              - onehot * (p_y * e_y).mean((-2, -1)).to(mu.dtype).unsqueeze(-1))
         ctx.save_for_backward(*(t for t in (d_ce_mu, d_ce_sd, d_b_mu, d_b_sd) if t is not None))
         ctx.flags = (want_ce, want_brier)
         return (out_ce if want_ce else mu.new_zeros(()), out_b if want_brier else mu.new_zeros(()))

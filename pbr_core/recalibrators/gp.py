@@ -28,9 +28,11 @@ import torch
 from pbr_core.bounds import fit_bounds
 from pbr_core.gp.device import DTYPE, resolve_device
 from pbr_core.gp.model import GPRecalibrationModel, NotPositiveDefiniteError, initial_inducing_points
+from pbr_core.gp import objectives as _objectives
 from pbr_core.gp.objectives import ObjectiveSpec, draw_mc_noise
 from pbr_core.gp.predict import predict_proba
 from pbr_core.gp.problem import FitData, TrainCheck, TrainSettings
+from pbr_core.gp.threads import fit_threads
 from pbr_core.gp.training import fit_gp, training_check
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import _state
@@ -201,7 +203,8 @@ class _GPRecalibrator(Recalibrator):
 
     def _fit(self, preds: Predictions) -> None:
         try:
-            self._fit_gp(preds)
+            with fit_threads():  # the library's thread policy (pbr_core.gp.threads: measured)
+                self._fit_gp(preds)
         except BaseException:
             # The base class unmarks n_classes_ / input_type_; drop the half-trained model too.
             self.__dict__.pop("model_", None)
@@ -258,7 +261,9 @@ class _GPRecalibrator(Recalibrator):
             for p in frozen:
                 p.requires_grad_(False)
         spec = self._spec()
-        eps = draw_mc_noise(n, int(self.n_mc), k, int(self.random_state), device=dev) if spec.needs_mc else None
+        eps = None
+        if spec.needs_mc:
+            eps = draw_mc_noise(n, int(self.n_mc), k, int(self.random_state), device=dev, dtype=_objectives.MC_DTYPE)
         data = FitData(z=torch.as_tensor(z, dtype=DTYPE, device=dev), labels=torch.as_tensor(y, device=dev),
                        spec=spec, eps=eps)
         settings, check = self._train_settings()
@@ -335,8 +340,9 @@ class _GPRecalibrator(Recalibrator):
                 f"This {type(self).__name__} was fitted on {fitted} but is asked to predict from {given}: "
                 f"the GP acts on the scores themselves, so give {fitted} (input_type='{fitted}')."
             )
-        return predict_proba(self._model_for_prediction(), preds.scores, mean_approx=bool(self.mean_approx),
-                             n_samples=int(self.n_predict_samples), seed=prediction_seed(int(self.random_state)))
+        with fit_threads():
+            return predict_proba(self._model_for_prediction(), preds.scores, mean_approx=bool(self.mean_approx),
+                                 n_samples=int(self.n_predict_samples), seed=prediction_seed(int(self.random_state)))
 
     # ------------------------------------------------------------------ state
     def gp_parameters(self) -> dict[str, np.ndarray]:

@@ -81,6 +81,46 @@ def test_marginals_equal_gpytorch_variational_strategy(variational: str, kind: s
         torch.testing.assert_close(var.reshape(-1), out.variance, rtol=1e-9, atol=1e-10)
 
 
+@pytest.mark.parametrize("batch", [(), (3,)])
+@pytest.mark.parametrize("kind", ["logits", "log_probs"])
+def test_analytic_marginal_gradients_equal_autograd(batch: tuple, kind: str, monkeypatch) -> None:
+    """The mean-field marginals' analytic backward (several column chunks) == autograd through the
+    plain formulas (one chunk, no checkpointing), values and the gradient of every parameter."""
+    import pbr_core.gp.model as model_module
+
+    g = torch.Generator().manual_seed(2)
+    z = torch.randn(*batch, 40, 6, dtype=F64, generator=g) * 3
+    if kind == "log_probs":
+        z = torch.log_softmax(z, dim=-1)
+    zu = torch.as_tensor(initial_inducing_points(z.numpy(), 7)).expand(*batch, 7).clone()
+    m = _perturbed(GPRecalibrationModel(zu, kind, batch_shape=torch.Size(batch)), seed=3)
+    g_mu = torch.randn(*batch, 40, 6, dtype=F64, generator=g)
+    g_var = torch.randn(*batch, 40, 6, dtype=F64, generator=g)
+    results = []
+    for budget in (7 * 11 * max(1, len(batch) and batch[0]), None):
+        m.zero_grad()
+        if budget is None:  # the reference: autograd through one _marginal_chunk of all inputs
+            monkeypatch.setattr(m, "variational", "mean_field_reference")
+            monkeypatch.setattr(m, "_variational_terms", lambda: (
+                m.variational_strategy._variational_distribution.variational_mean,
+                m.variational_strategy._variational_distribution._variational_stddev.pow(2)))
+            real_chunk = model_module._marginal_chunk
+            monkeypatch.setattr(model_module, "_marginal_chunk",
+                                lambda *a: real_chunk(*a[:-1], True))
+            monkeypatch.setattr(model_module, "MARGINAL_CHUNK_ELEMENTS", 10**9)
+        else:
+            monkeypatch.setattr(model_module, "MARGINAL_CHUNK_ELEMENTS", budget)  # 11 columns per chunk
+        mu, var = m.marginals(z)
+        ((mu * g_mu).sum() + (var * g_var).sum()).backward()
+        results.append((mu.detach(), var.detach(), {n: p.grad.clone() for n, p in m.named_parameters()}))
+    (mu1, var1, grads1), (mu0, var0, grads0) = results
+    torch.testing.assert_close(mu1, mu0, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(var1, var0, rtol=1e-12, atol=1e-12)
+    assert grads1.keys() == grads0.keys()
+    for name in grads0:
+        torch.testing.assert_close(grads1[name], grads0[name], rtol=1e-9, atol=1e-11, msg=name)
+
+
 def test_prior_marginals_are_the_input_and_the_prior_variance() -> None:
     z = torch.randn(20, 5, dtype=F64) * 5
     m = GPRecalibrationModel(torch.as_tensor(initial_inducing_points(z.numpy(), 10)), "logits")

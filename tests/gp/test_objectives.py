@@ -8,6 +8,7 @@ import torch
 
 from pbr_core.gp.model import GPRecalibrationModel, initial_inducing_points
 from pbr_core.gp.objectives import (
+    SOFTMAX_MIN_CLASSES,
     ObjectiveSpec,
     draw_mc_noise,
     evaluate_objective,
@@ -29,9 +30,10 @@ def _inputs(lead=(), n=23, k=6, seed=0):
 
 @pytest.mark.parametrize("lead", [(), (3,)])
 @pytest.mark.parametrize("ce,brier", [(True, True), (True, False), (False, True)])
-def test_fused_mc_terms_equal_plain_autograd(lead, ce, brier) -> None:
+@pytest.mark.parametrize("k", [6, SOFTMAX_MIN_CLASSES + 3])  # the written-out and the fused softmax
+def test_fused_mc_terms_equal_plain_autograd(lead, ce, brier, k) -> None:
     """Values and gradients of the chunked analytic-gradient version == the obvious autograd version."""
-    mu, var, y = _inputs(lead)
+    mu, var, y = _inputs(lead, k=k)
     eps = draw_mc_noise(mu.shape[-2], 13, mu.shape[-1], seed=1)
     w = torch.rand(*lead, mu.shape[-2], dtype=F64, generator=torch.Generator().manual_seed(2))
     grads = []
@@ -43,6 +45,25 @@ def test_fused_mc_terms_equal_plain_autograd(lead, ce, brier) -> None:
         grads.append((loss.detach(), m.grad, v.grad))
     for x, r in zip(grads[0], grads[1]):
         torch.testing.assert_close(x, r, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("k", [6, SOFTMAX_MIN_CLASSES + 3])
+def test_float32_draws_give_float32_accurate_terms_in_float64(k) -> None:
+    """float32 draws (the default MC_DTYPE of the fits) do the (N, S, K) work in float32: the
+    results stay float64 tensors and agree with the float64 reference of the same draws to float32
+    accuracy (values and gradients), including confident rows where p_y rounds to 1."""
+    mu, var, y = _inputs((), n=40, k=k)
+    mu[:5] *= 10.0  # very confident rows
+    eps = draw_mc_noise(mu.shape[-2], 50, mu.shape[-1], seed=1)
+    out = []
+    for e in (eps.to(torch.float32), eps):
+        m, v = mu.clone().requires_grad_(), var.clone().requires_grad_()
+        a, b = mc_expectations(m, v, y, e)
+        assert a.dtype == b.dtype == F64
+        (a.sum() + 2.0 * b.sum()).backward()
+        out.append((a.detach(), b.detach(), m.grad, v.grad))
+    for x, r in zip(out[0], out[1]):
+        torch.testing.assert_close(x, r, rtol=2e-5, atol=2e-6)
 
 
 def test_identity_pbr_total_alpha_one_without_brier_is_the_gp_calibration_elbo(cifar10_logits) -> None:

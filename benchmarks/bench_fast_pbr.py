@@ -1,0 +1,345 @@
+"""Fast PBR (issue 15): today's implementation against this checkout, paired, and the quality bar.
+
+"Today" is the branch point of the fast-PBR work, commit ``faf24b2`` (``--ref-commit``), checked
+out read-only with ``git worktree add --detach`` (``--ref-root``, created when missing). Every fit
+runs in a fresh worker process (``python bench_fast_pbr.py --worker ...``) that imports
+``pbr_core`` from either tree, so both implementations run on the same machine in the same
+session; reference and new fits of one case alternate (ref, new, ref, new, ...) so that the
+load of this shared machine hits both alike. Times are CPU seconds of the fit itself
+(``time.process_time`` around ``fit``, import and data loading excluded) and wall seconds.
+
+Parts
+-----
+* ``timing``: one fit at n_re = 1000 of PBR, PBR total and GP calibration (alpha = .5) on CIFAR-10
+  ResNet-110 logits (K = 10, sample_data/) and CIFAR-100 DenseNet-121 logits (K = 100, shared
+  data), ``--repeats`` interleaved pairs. Today's fits run with one torch thread (its best case);
+  the new code runs with whatever the library does by itself (its thread policy).
+* ``threads``: today's PBR fit (K = 10) with torch's default thread count, as the dashboard and
+  the CLI ran it, against today's with one thread and the new code.
+* ``page``: the PBR page's fit (Streamlit AppTest, n_re = 1000 of the CIFAR-10 file, alpha = .5)
+  against the library's fit of the same rows in the same process, interleaved.
+* ``quality``: the issue's bar, for every alpha of ``--alphas`` (default the paper's grid) on the
+  CIFAR-10 file and the four CIFAR-100 networks (n_re = 1000 random rows, seed 0; the other 9000
+  rows are the test set): both fits' parameters evaluated on today's reference objective (today's
+  code, float64 draws, S = 100, seed = random_state = 0), relative difference
+  (new - today) / |today| (bar: <= 1e-4), and the test ECE (bar: new <= today + 0.002).
+  Today's fits are cached under ``--cache`` (keyed by commit, data, alpha, objective), so a
+  second run re-fits only the new code.
+
+Writes its tables into benchmarks/RESULTS_fast_pbr.md between ``<!-- begin/end PART -->`` markers.
+
+Examples
+--------
+::
+
+    python benchmarks/bench_fast_pbr.py --parts timing --repeats 2
+    python benchmarks/bench_fast_pbr.py --parts quality --alphas 0,0.5,1 --models c10,densenet121
+    python benchmarks/bench_fast_pbr.py --parts quality          # the full grid (an hour here)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "RESULTS_fast_pbr.md"
+SHARED = ROOT.parent / "shared" / "data" / "predictions"
+PAPER_GRID = (0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
+DATASETS = {  # name -> (file, description)
+    "c10": ("sample_data/cifar10_resnet110.npz", "CIFAR-10 ResNet-110 (sample_data)"),
+    "densenet121": ("aigen_c100_densenet121.npz", "CIFAR-100 DenseNet-121"),
+    "resnet110": ("aigen_c100_resnet110.npz", "CIFAR-100 ResNet-110"),
+    "resnet50": ("aigen_c100_resnet50.npz", "CIFAR-100 ResNet-50"),
+    "wrn26-10": ("aigen_c100_wrn26-10.npz", "CIFAR-100 WRN-26-10"),
+}
+
+
+def data_path(name: str) -> Path:
+    file = DATASETS[name][0]
+    return ROOT / file if file.startswith("sample_data/") else SHARED / file
+
+
+# ---------------------------------------------------------------------- worker (runs in either tree)
+def worker(task: dict) -> dict:
+    """One job in a fresh process whose ``pbr_core`` comes from ``task["root"]``."""
+    sys.path.insert(0, task["root"])
+    import warnings
+
+    import numpy as np
+    import torch
+
+    warnings.simplefilter("ignore")
+    if task.get("threads"):
+        torch.set_num_threads(int(task["threads"]))
+    import pbr_core
+    import pbr_core.gp.objectives as objectives
+    from pbr_core.predictions import Predictions
+
+    if task.get("mc_dtype") and hasattr(objectives, "MC_DTYPE"):  # the new tree's float32 / float64 switch
+        objectives.MC_DTYPE = getattr(torch, task["mc_dtype"])
+    from pbr_core.recalibrators.gp import PBR, GPCalibration
+
+    assert Path(pbr_core.__file__).resolve().is_relative_to(Path(task["root"]).resolve()), pbr_core.__file__
+    d = np.load(task["data"])
+    z, y = d["logits"].astype(np.float64), d["labels"].astype(np.int64)
+    idx = np.random.default_rng(task["seed"]).permutation(len(y))
+    tr, te = idx[:task["n_re"]], idx[task["n_re"]:]
+    fit = Predictions.from_arrays(z[tr], y[tr], input_type="logits")
+
+    def make():
+        if task["method"] == "gp":
+            return GPCalibration(device="cpu")
+        return PBR(alpha=task["alpha"], objective=task["method"], device="cpu")
+
+    if task["kind"] == "fit":
+        # A small fit first: the first torch optimiser of a process imports torch._dynamo (~1.5 CPU s
+        # here, once per process, in both trees), which is not the cost of a fit.
+        small = Predictions.from_arrays(z[tr[:50]], y[tr[:50]], input_type="logits")
+        try:
+            PBR(alpha=0.5, device="cpu", max_iter=3, n_mc=2, n_predict_samples=2).fit(small)
+        except RuntimeError:  # only the imports matter; 3 iterations on 50 rows may fail the training check
+            pass
+        rec = make()
+        c0, t0 = time.process_time(), time.perf_counter()
+        rec.fit(fit)
+        cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+        probs = rec.predict_proba(z[te])
+        np.savez(task["out"], **rec.gp_parameters())
+        rep = rec.fit_report_
+        return {"cpu": cpu, "wall": wall, "iterations": rep["iterations"], "evaluations": rep["evaluations"],
+                "objective": rep["objective"], "kl": rep["kl"], "restarts": rep.get("restarts", 0),
+                "ece_before": float(pbr_core.ece(Predictions.from_arrays(z[te], y[te], input_type="logits").probs, y[te])),
+                "ece_after": float(pbr_core.ece(probs, y[te])), "threads": torch.get_num_threads()}
+    # "eval": parameter files on the reference objective of this tree (float64 draws, S = 100)
+    from pbr_core.gp.model import GPRecalibrationModel
+    from pbr_core.gp.objectives import draw_mc_noise
+    from pbr_core.gp.training import FitData
+
+    rec = make()
+    spec = rec._spec()
+    n, k = len(tr), z.shape[1]
+    eps = draw_mc_noise(n, 100, k, 0, dtype=torch.float64) if spec.needs_mc else None
+    data = FitData(z=torch.as_tensor(z[tr]), labels=torch.as_tensor(y[tr]), spec=spec, eps=eps)
+    values = []
+    for path in task["params"]:
+        params = dict(np.load(path))
+        model = GPRecalibrationModel(torch.as_tensor(params["variational_strategy.inducing_points"]), "logits")
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                p.copy_(torch.as_tensor(params[name]))
+            values.append(float(data.terms(model).total))
+    return {"values": values}
+
+
+def run_worker(task: dict) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--worker", json.dumps(task)], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": task["root"]})
+    if out.returncode != 0:
+        raise RuntimeError(f"worker failed ({task['kind']}, {task.get('method')}, {task['root']}):\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------------- helpers of the main process
+def ensure_reference(ref_root: Path, commit: str) -> None:
+    if (ref_root / "pbr_core").exists():
+        return
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(ref_root), commit], check=True,
+                   capture_output=True)
+
+
+def fit_task(root: Path, name: str, method: str, alpha: float, out: Path, threads: int | None) -> dict:
+    return {"kind": "fit", "root": str(root), "data": str(data_path(name)), "seed": 0, "n_re": 1000,
+            "method": method, "alpha": alpha, "out": str(out), "threads": threads}
+
+
+def write_section(key: str, title: str, body: list[str]) -> None:
+    begin, end = f"<!-- begin {key} -->", f"<!-- end {key} -->"
+    text = RESULTS.read_text() if RESULTS.exists() else "# Fast PBR benchmarks (issue 15)\n"
+    block = "\n".join([begin, f"## {title}", "", *body, end])
+    pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
+    text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
+    RESULTS.write_text(text)
+
+
+def median(xs: list[float]) -> float:
+    s = sorted(xs)
+    return s[len(s) // 2] if len(s) % 2 else 0.5 * (s[len(s) // 2 - 1] + s[len(s) // 2])
+
+
+def part_timing(ref_root: Path, cache: Path, repeats: int, methods: list[str]) -> list[str]:
+    rows = ["| work | K | today CPU s (1 thread) | new CPU s | speed-up | today wall s | new wall s | "
+            "today it. / evals | new it. / evals | today objective | new objective |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, k in (("c10", 10), ("densenet121", 100)):
+        for method in methods:
+            res: dict[str, list[dict]] = {"ref": [], "new": []}
+            for r in range(repeats):
+                for which, root, threads in (("ref", ref_root, 1), ("new", ROOT, None)):
+                    res[which].append(run_worker(fit_task(root, name, method, 0.5, cache / f"t_{which}.npz", threads)))
+            a, b = res["ref"], res["new"]
+            ca, cb = median([x["cpu"] for x in a]), median([x["cpu"] for x in b])
+            label = {"pbr": "PBR fit", "pbr_total": "PBR total fit", "gp": "GP calibration fit"}[method]
+            row = (f"| {label} | {k} | {ca:.2f} | {cb:.2f} | {ca / cb:.1f}x | {median([x['wall'] for x in a]):.2f} | "
+                   f"{median([x['wall'] for x in b]):.2f} | {a[0]['iterations']} / {a[0]['evaluations']} | "
+                   f"{b[0]['iterations']} / {b[0]['evaluations']} | {a[0]['objective']:.6f} | {b[0]['objective']:.6f} |")
+            print(row, flush=True)
+            rows.append(row)
+    rows += ["", f"Median of {repeats} interleaved pairs; n_re = 1000, alpha = 0.5 (PBR, PBR total), default "
+             "settings (S = J = 100). 'today' = commit faf24b2 with torch.set_num_threads(1) (its best case), "
+             "'new' = this checkout with the library's own thread policy."]
+    return rows
+
+
+def part_threads(ref_root: Path, cache: Path) -> list[str]:
+    rows = ["| code | torch threads | CPU s | wall s |", "|---|---|---|---|"]
+    for label, root, threads in (("today", ref_root, 0), ("today", ref_root, 1), ("new (library policy)", ROOT, 0)):
+        r = run_worker(fit_task(root, "c10", "pbr", 0.5, cache / "th.npz", threads or None))
+        row = f"| {label} | {r['threads']}{' (torch default)' if not threads and label == 'today' else ''} | {r['cpu']:.2f} | {r['wall']:.2f} |"
+        print(row, flush=True)
+        rows.append(row)
+    rows += ["", "One PBR fit, n_re = 1000, K = 10 (CIFAR-10 ResNet-110), alpha = 0.5. 'torch default' is what "
+             "the dashboard and the CLI ran with before the thread policy."]
+    return rows
+
+
+def part_page(repeats: int) -> list[str]:
+    """The PBR page's fit under Streamlit's AppTest against the library's fit of the same rows, in this
+    process (the new code), interleaved: page, library, page, library, ..."""
+    sys.path.insert(0, str(ROOT))
+    import numpy as np
+    from streamlit.testing.v1 import AppTest
+
+    from pbr_core.experiments import split_indices
+    from pbr_core.loading import load_predictions
+    from pbr_core.recalibrators.gp import PBR
+
+    preds = load_predictions(ROOT / "sample_data" / "cifar10_resnet110.npz")
+    fit_set = preds.subset(split_indices(preds.n, 1000, fold=0, seed=0)[0])
+    page, lib = [], []
+    for _ in range(repeats):
+        at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=120)
+        at.run()
+        at.selectbox(key="data_sample").set_value("cifar10_resnet110.npz").run()
+        at.switch_page("views/pbr.py").run()
+        at.number_input(key="pbr_n_re").set_value(1000).run()
+        c0, t0 = time.process_time(), time.perf_counter()
+        at.button(key="pbr_run").click().run()
+        job = at.session_state["recal_jobs"]["pbr"]
+        assert job.join(600), job.status
+        cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+        assert job.status == "done", (job.status, job.error)
+        page.append((job.result.fit_report["wall_time_s"], wall, cpu))
+        c0, t0 = time.process_time(), time.perf_counter()
+        rec = PBR(alpha=0.5).fit(fit_set)
+        lib.append((rec.fit_report_["wall_time_s"], time.perf_counter() - t0, time.process_time() - c0))
+        at.session_state["recal_jobs"].clear()
+    p, q = [median([x[i] for x in page]) for i in range(3)], [median([x[i] for x in lib]) for i in range(3)]
+    rows = ["| run | fit wall s (fit report) | wall s, click to result | CPU s of the process |", "|---|---|---|---|",
+            f"| PBR page (AppTest), alpha = 0.5, n_re = 1000 | {p[0]:.2f} | {p[1]:.2f} | {p[2]:.2f} |",
+            f"| library `PBR(alpha=0.5).fit` on the same rows | {q[0]:.2f} | {q[1]:.2f} | {q[2]:.2f} |",
+            "", f"Page / library, fit itself: {p[0] / q[0]:.2f}x; whole run (page: fit, predictions on the 9000 "
+            f"test rows and the 1000 recalibration rows, metrics) vs the library's fit: {p[1] / q[1]:.2f}x. "
+            f"Median of {repeats} interleaved pairs, CIFAR-10 ResNet-110 (sample_data), K = 10."]
+    for r in rows:
+        print(r, flush=True)
+    return rows
+
+
+def part_quality(ref_root: Path, commit: str, cache: Path, models: list[str], alphas: list[float],
+                 method: str, ref_only: bool = False, mc_dtype: str | None = None) -> list[str]:
+    rows = ["| data | alpha | today: ref. objective | new: ref. objective | relative diff. | bar 1e-4 | "
+            "test ECE uncal. | today | new | bar +0.002 | today CPU s | new CPU s | today it. | new it. |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    worst_rel, worst_ece, n_fail, cpu_ref, cpu_new = -1e9, -1e9, 0, 0.0, 0.0
+    for name in models:
+        for alpha in alphas:
+            key = f"{commit}_{name}_{method}_{alpha:g}"
+            ref_params, ref_meta = cache / f"{key}.npz", cache / f"{key}.json"
+            if not ref_meta.exists():
+                meta = run_worker(fit_task(ref_root, name, method, alpha, ref_params, 1))
+                ref_meta.write_text(json.dumps(meta))
+            a = json.loads(ref_meta.read_text())
+            if ref_only:
+                print(f"today's fit cached: {name} alpha={alpha:g} CPU {a['cpu']:.1f} s", flush=True)
+                continue
+            new_params = cache / f"new_{name}_{method}_{alpha:g}_{mc_dtype or 'default'}.npz"
+            b = run_worker({**fit_task(ROOT, name, method, alpha, new_params, None), "mc_dtype": mc_dtype})
+            va, vb = run_worker({"kind": "eval", "root": str(ref_root), "data": str(data_path(name)), "seed": 0,
+                                 "n_re": 1000, "method": method, "alpha": alpha,
+                                 "params": [str(ref_params), str(new_params)]})["values"]
+            rel = (vb - va) / abs(va)
+            d_ece = b["ece_after"] - a["ece_after"]
+            ok1, ok2 = rel <= 1e-4, d_ece <= 0.002
+            n_fail += int(not (ok1 and ok2))
+            worst_rel, worst_ece = max(worst_rel, rel), max(worst_ece, d_ece)
+            cpu_ref, cpu_new = cpu_ref + a["cpu"], cpu_new + b["cpu"]
+            row = (f"| {DATASETS[name][1]} | {alpha:g} | {va:.6f} | {vb:.6f} | {rel:+.2e} | {'ok' if ok1 else 'FAIL'} | "
+                   f"{a['ece_before']:.4f} | {a['ece_after']:.4f} | {b['ece_after']:.4f} | {'ok' if ok2 else 'FAIL'} | "
+                   f"{a['cpu']:.1f} | {b['cpu']:.1f} | {a['iterations']} | {b['iterations']} |")
+            print(row, flush=True)
+            rows.append(row)
+    rows += ["", f"{len(models) * len(alphas)} fits ({method}, n_re = 1000, seed 0, test = the other 9000 rows, "
+             f"ECE with B = floor(9000^(1/3)) = 20): {n_fail} outside the bar; worst relative objective difference "
+             f"{worst_rel:+.2e}, worst test-ECE difference {worst_ece:+.4f}. Summed CPU s: today {cpu_ref:.0f}, "
+             f"new {cpu_new:.0f}. 'ref. objective' = today's objective (float64 draws, S = 100, seed 0) at each "
+             "fit's parameters, evaluated by today's code; negative = the new fit is lower."]
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--parts", default="timing", help="comma-separated: timing, threads, page, quality")
+    ap.add_argument("--ref-commit", default="faf24b2")
+    ap.add_argument("--ref-root", type=Path, default=Path("/tmp/pbr_fast_ref"))
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/pbr_fast_cache"))
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--methods", default="pbr,pbr_total,gp")
+    ap.add_argument("--models", default=",".join(DATASETS))
+    ap.add_argument("--alphas", default=",".join(f"{a:g}" for a in PAPER_GRID))
+    ap.add_argument("--objective", default="pbr", help="quality part: pbr or pbr_total")
+    ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--ref-only", action="store_true", help="quality part: only fit and cache today's fits")
+    ap.add_argument("--mc-dtype", default=None, choices=["float32", "float64"],
+                    help="quality part: the new code's Monte Carlo dtype (default: the library's MC_DTYPE)")
+    args = ap.parse_args(argv)
+    if args.worker is not None:
+        print(json.dumps(worker(json.loads(args.worker))))
+        return
+    ensure_reference(args.ref_root, args.ref_commit)
+    args.cache.mkdir(parents=True, exist_ok=True)
+    where = f"{platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start; {time.strftime('%Y-%m-%d %H:%M')}"
+    for part in args.parts.split(","):
+        if part == "timing":
+            body = part_timing(args.ref_root, args.cache, args.repeats, args.methods.split(","))
+            title = f"Paired timing, today vs new ({where})"
+        elif part == "threads":
+            body = part_threads(args.ref_root, args.cache)
+            title = f"Torch threads ({where})"
+        elif part == "page":
+            body = part_page(args.repeats)
+            title = f"PBR page vs library ({where})"
+        elif part == "quality":
+            body = part_quality(args.ref_root, args.ref_commit, args.cache, args.models.split(","),
+                                [float(a) for a in args.alphas.split(",")], args.objective, args.ref_only,
+                                args.mc_dtype)
+            title = f"Quality bar, {args.objective} ({where})"
+        else:
+            raise SystemExit(f"unknown part {part!r}")
+        if not args.no_write and not args.ref_only:
+            key = f"{part}-{args.objective}-{args.models.replace(',', '-')}" if part == "quality" else part
+            if part == "quality" and args.mc_dtype:
+                key, title = f"{key}-{args.mc_dtype}", f"{title}, new code with {args.mc_dtype} draws"
+            write_section(key, title, body)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""How long a PBR / GP-calibration run will take, said before it starts (PBR page).
+
+A GP fit's length cannot be known in advance (the optimiser stops on tolerance; a fit that ends at
+the prior is redone from smaller alpha at 2-5x its time), so the page gives a range, not a
+promise. The model: one fit costs about ``FIT_BASE_S + FIT_PER_ENTRY_S * n * K`` seconds on one CPU
+core (the Monte Carlo work is n * K * S entries per evaluation, S = 100, and the number of
+evaluations hardly depends on n or K), plus ``PREDICT_PER_ENTRY_S * n_predicted * K`` for the
+J = 100 draws of the predictions. The constants are this project's measurements
+(benchmarks/RESULTS_fast_pbr.md: n_re = 1000, K = 10: ~4 s; K = 100: ~23 s, one thread, a
+2-core machine under load). Once a fit has run in this server process, its measured time
+rescales the model (``record``), so the estimate follows the machine it runs on.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+#: Seconds of one fit that do not grow with n * K (optimiser bookkeeping, kernel algebra).
+FIT_BASE_S = 1.9
+#: Seconds per score entry (row x class) of one fit with S = 100 draws, about 150-200 evaluations.
+FIT_PER_ENTRY_S = 2.1e-4
+#: Seconds per predicted entry (row x class) with J = 100 draws.
+PREDICT_PER_ENTRY_S = 1.0e-6
+#: A fit that ends at the prior is redone (pbr_core.gp.training): up to this factor longer.
+WORST_FACTOR = 3.0
+
+_LOCK = threading.Lock()
+_OBSERVED: list[float] = []   # measured / modelled seconds of the fits run in this process
+
+
+def model_seconds(n: int, k: int) -> float:
+    """The model's seconds for one fit on ``n`` rows with ``k`` classes (before rescaling)."""
+    return FIT_BASE_S + FIT_PER_ENTRY_S * float(n) * float(k)
+
+
+def record(n: int, k: int, seconds: float) -> None:
+    """Remember a finished fit's measured seconds (rescales later estimates in this process)."""
+    if seconds > 0 and n > 0 and k > 0:
+        with _LOCK:
+            _OBSERVED.append(seconds / model_seconds(n, k))
+            del _OBSERVED[:-20]
+
+
+def _scale() -> tuple[float, bool]:
+    with _LOCK:
+        seen = sorted(_OBSERVED)
+    if not seen:
+        return 1.0, False
+    return seen[len(seen) // 2], True
+
+
+@dataclass(frozen=True)
+class Estimate:
+    fits: int
+    seconds: float      # the typical total
+    worst: float        # when fits end at the prior and are redone
+    measured_here: bool  # rescaled by fits that ran in this server process
+
+    def sentence(self) -> str:
+        """One line for the page."""
+        what = "1 fit" if self.fits == 1 else f"{self.fits} fits"
+        basis = ("from the fits already run on this server" if self.measured_here
+                 else "from measurements on a 2-core CPU; it adapts after the first fit here")
+        return (f"Estimated time: about {_words(self.seconds)} for {what} "
+                f"(up to {_words(self.worst)} if fits end at the prior and are redone; {basis}).")
+
+    @property
+    def long(self) -> bool:
+        return self.seconds > 60
+
+
+def _words(seconds: float) -> str:
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def estimate(n_re: int, n_total: int, k: int, auto_alpha: bool, n_alphas: int, n_folds: int) -> Estimate:
+    """Seconds for the PBR page's run: (with automatic alpha) ``n_alphas * n_folds`` CV fits on
+    (k-1)/k of the rows, each scored on its fold, then the final fit; then predictions on every row."""
+    scale, measured = _scale()
+    fits, seconds = 1, model_seconds(n_re, k)
+    if auto_alpha:
+        n_cv = n_re * (n_folds - 1) / n_folds
+        fits += n_alphas * n_folds
+        seconds += n_alphas * n_folds * (model_seconds(n_cv, k) + PREDICT_PER_ENTRY_S * (n_re / n_folds) * k)
+    seconds *= scale
+    predict = PREDICT_PER_ENTRY_S * float(n_total) * k * scale
+    return Estimate(fits=fits, seconds=seconds + predict, worst=seconds * WORST_FACTOR + predict,
+                    measured_here=measured)

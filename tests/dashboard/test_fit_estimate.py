@@ -1,0 +1,58 @@
+"""The PBR page says how long a GP run will take before it starts (dashboard.fit_estimate)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard import fit_estimate, runs
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = str(ROOT / "dashboard" / "app.py")
+
+needs_gp = pytest.mark.skipif(not runs.gp_available(), reason="the GP family (pbr_core.recalibrators.gp) is not installed")
+
+
+@pytest.fixture
+def fresh(monkeypatch):
+    """No fits recorded in this process (other tests' fits would rescale the estimate)."""
+    monkeypatch.setattr(fit_estimate, "_OBSERVED", [])
+
+
+def test_counts_the_cross_validation_fits_and_grows_with_size(fresh) -> None:
+    one = fit_estimate.estimate(1000, 10_000, 10, auto_alpha=False, n_alphas=8, n_folds=5)
+    assert one.fits == 1 and not one.measured_here
+    assert one.seconds == pytest.approx(fit_estimate.model_seconds(1000, 10) + 1e-6 * 10_000 * 10)
+    auto = fit_estimate.estimate(1000, 10_000, 10, auto_alpha=True, n_alphas=8, n_folds=5)
+    assert auto.fits == 8 * 5 + 1 and auto.seconds > 20 * one.seconds
+    big = fit_estimate.estimate(5000, 10_000, 100, auto_alpha=False, n_alphas=8, n_folds=5)
+    assert big.seconds > 10 * one.seconds and big.long
+    assert one.worst > one.seconds
+    assert "1 fit " in one.sentence() and "41 fits" in auto.sentence() and " min " in auto.sentence()
+
+
+def test_a_measured_fit_rescales_the_estimate(fresh) -> None:
+    before = fit_estimate.estimate(1000, 10_000, 100, auto_alpha=False, n_alphas=8, n_folds=5)
+    fit_estimate.record(1000, 100, 2 * fit_estimate.model_seconds(1000, 100))  # this machine: twice as slow
+    after = fit_estimate.estimate(1000, 10_000, 100, auto_alpha=False, n_alphas=8, n_folds=5)
+    assert after.measured_here and after.seconds == pytest.approx(2 * before.seconds)
+    assert "already run on this server" in after.sentence()
+    fit_estimate.record(0, 100, 5.0)  # nothing to learn from an empty fit
+    assert len(fit_estimate._OBSERVED) == 1
+
+
+@needs_gp
+def test_the_pbr_page_shows_the_estimate_before_the_run(fresh) -> None:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    at.selectbox(key="data_sample").set_value("cifar10_resnet110.npz").run()
+    at.switch_page("views/pbr.py").run()
+    assert not at.exception
+    shown = [c.value for c in at.caption if "Estimated time" in c.value]
+    assert len(shown) == 1 and "for 1 fit " in shown[0]
+    if runs.alpha_selection_available():
+        at.segmented_control(key="pbr_alpha_mode").set_value("auto").run()
+        long = [i.value for i in at.info if "Estimated time" in i.value]
+        assert len(long) == 1 and "for 41 fits" in long[0]  # 8 alpha values x 5 folds, then the final fit
