@@ -316,9 +316,8 @@ def evaluation_table(preds, n_bins: int | None = None, lipschitz: float = 1.0, e
     def ci(B: int) -> tuple[float, float]:
         return pbr_core.ece_bootstrap_ci(probs, labels, n_bins=B, n_boot=pbr_core.default_n_boot(preds.n))
 
-    probs, labels = preds.metric_inputs()
-    if preds.kind == "binary":
-        probs = preds.probs[:, 1]  # binary ECE on p(y=1) (paper, Appendix A)
+    # ``evaluate`` measures binary data on p(y=1) (paper, Appendix A).
+    probs, labels = pbr_core.metrics.ece_inputs(*preds.metric_inputs(), "positive")
     B_opt = pbr_core.optimal_n_bins(preds.n)
     row: dict[str, Any] = {
         "file": preds.source,

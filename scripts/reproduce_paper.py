@@ -58,9 +58,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import pbr_core  # noqa: E402
-from pbr_core.experiments import evaluation_metrics, make_recalibrator, split_indices  # noqa: E402
+from pbr_core.experiments import PAPER_ALPHAS, evaluation_metrics, make_recalibrator, split_indices  # noqa: E402
 
-PAPER_ALPHAS = (0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 GP_METHODS = ("gp", "gp_app", "pbr", "pbr_total", "pbr_app", "pbr_total_app")
 ALPHA_METHODS = ("pbr", "pbr_total", "pbr_app", "pbr_total_app")
 

@@ -28,7 +28,8 @@ import pandas as pd
 
 from pbr_core.bounds import optimal_n_bins
 from pbr_core.cancel import Cancelled, cancel_when
-from pbr_core.metrics import accuracy, brier_score, ece, nll
+from pbr_core.metrics import BinaryTarget, accuracy, brier_score, ece, nll
+from pbr_core.metrics import ece_inputs as _ece_inputs
 from pbr_core.predictions import Predictions, PredictionsError
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "CancelCallback",
     "available_methods",
     "ece_inputs",
+    "PAPER_ALPHAS",
     "ended_at_prior",
     "evaluation_metrics",
     "fold_permutation",
@@ -51,7 +53,12 @@ ProgressCallback = Callable[[int, int, str], None]
 #: the run (raises :class:`Cancelled`).
 CancelCallback = Callable[[], bool]
 
-BinaryECE = Literal["positive", "top_label"]
+#: The protocols' name for :data:`pbr_core.metrics.BinaryTarget`.
+BinaryECE = BinaryTarget
+
+#: The paper's alpha grid (Section 6.2, Appendix F): the one copy (``pbr_core.experiments.PAPER_ALPHAS``,
+#: also ``pbr_core.alpha_selection.PAPER_ALPHA_GRID``).
+PAPER_ALPHAS: tuple[float, ...] = (0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 
 #: The protocols' ECE on binary data unless asked otherwise: the top-label ECE, as in the paper's
 #: tables (Table `table:kitti`, following Wenger et al.); "positive" is the ECE of p(y=1) (Appendix A).
@@ -227,14 +234,12 @@ def check_predictions(preds: Predictions) -> Predictions:
 # ---------------------------------------------------------------------------- metrics
 def ece_inputs(probs: np.ndarray, labels: np.ndarray, kind: str, binary_ece: BinaryECE) -> tuple[np.ndarray, np.ndarray]:
     """What the ECE is computed on: the top label (paper Eq. 2), or p(y=1) for binary data with
-    ``binary_ece="positive"`` (Appendix A)."""
-    if kind == "binary" and binary_ece == "positive":
-        return probs[:, 1], labels
-    return probs, labels
+    ``binary_ece="positive"`` (Appendix A): :func:`pbr_core.metrics.ece_inputs` for data of ``kind``."""
+    return _ece_inputs(probs, labels, binary_ece if kind == "binary" else "top_label")
 
 
 def evaluation_metrics(probs: np.ndarray, labels: np.ndarray, kind: str,
-                       binary_ece: BinaryECE = "top_label") -> dict[str, float]:
+                       binary_ece: BinaryECE = DEFAULT_BINARY_ECE) -> dict[str, float]:
     """ECE with B = floor(n_te^(1/3)) (paper Section 6), accuracy, NLL and Brier of one evaluation set.
 
     ``kind`` is ``Predictions.kind`` ("binary" or "multiclass"); for binary data ``binary_ece``
