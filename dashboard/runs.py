@@ -41,7 +41,8 @@ from pbr_core.experiments import (
 from pbr_core.cancel import cancel_when
 from pbr_core.loading import save_predictions
 from pbr_core.metrics import BinaryTarget as BinaryECE
-from pbr_core.recalibrators import available_methods, report_progress
+from pbr_core.progress import report_progress
+from pbr_core.recalibrators import available_methods
 
 Objective = Literal["pbr", "pbr_total", "gp"]
 
@@ -68,9 +69,7 @@ class Reporter(Protocol):
 
     def cancelled(self) -> bool: ...
 
-    def fit_progress(self, iteration: int, max_iter: int, objective: float | None = None) -> None: ...
-
-    def track(self, iterable: Iterable, total: int | None = None, desc: str = "") -> Iterable: ...
+    def fit_progress(self, done: int, total: int, message: str = "") -> None: ...
 
 
 class NullReporter:
@@ -88,11 +87,8 @@ class NullReporter:
     def cancelled(self) -> bool:
         return False
 
-    def fit_progress(self, iteration: int, max_iter: int, objective: float | None = None) -> None:
+    def fit_progress(self, done: int, total: int, message: str = "") -> None:
         pass
-
-    def track(self, iterable: Iterable, total: int | None = None, desc: str = "") -> Iterable:
-        return iterable
 
 
 # --------------------------------------------------------------------------- environment
@@ -198,9 +194,9 @@ def reliability_table(probs: np.ndarray, labels: np.ndarray, kind: str, binary_e
 
 @contextlib.contextmanager
 def watched(reporter: Reporter) -> Iterator[None]:
-    """Within the block the library reports its loops to ``reporter.track`` (``report_progress``)
+    """Within the block the library reports its loops to ``reporter.fit_progress`` (``report_progress``)
     and stops at its next checkpoint once ``reporter.cancelled()`` is True (``cancel_when``)."""
-    with report_progress(reporter.track), cancel_when(reporter.cancelled):
+    with report_progress(reporter.fit_progress), cancel_when(reporter.cancelled):
         yield
 
 
@@ -795,7 +791,7 @@ def run_group_gaps(preds: Predictions, s: GroupGapSettings, reporter: Reporter, 
     planned = s.n_folds * (1 + groups)
     reporter.progress(0, planned)
     try:
-        with report_progress(reporter.track):
+        with report_progress(reporter.fit_progress):
             table = recalibration_by_group(preds, s.method, s.by, n_re=s.n_re, n_folds=s.n_folds, seed=s.seed,
                                            params=dict(s.params) or None, binary_ece=s.binary_ece,
                                            progress=lambda d, t, m: reporter.progress(d, t, m),

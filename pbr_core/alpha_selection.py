@@ -23,15 +23,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 import pandas as pd
 
-from pbr_core.cancel import Cancelled, cancel_when
+from pbr_core.cancel import CancelCallback, Cancelled, cancel_when
 from pbr_core.experiments._protocol import DEFAULT_BINARY_ECE, PAPER_ALPHAS, BinaryECE, evaluation_metrics
 from pbr_core.metrics import check_binary_target
 from pbr_core.predictions import Predictions
+from pbr_core.progress import Progress
 from pbr_core.recalibrators.base import as_predictions
 
 __all__ = ["AlphaSelection", "PAPER_ALPHA_GRID", "kfold_indices", "select_alpha"]
@@ -40,7 +41,6 @@ __all__ = ["AlphaSelection", "PAPER_ALPHA_GRID", "kfold_indices", "select_alpha"
 PAPER_ALPHA_GRID: tuple[float, ...] = PAPER_ALPHAS
 
 Metric = Literal["ece", "brier", "nll"]
-Progress = Callable[[int, int, str], None]
 
 
 @dataclass
@@ -93,7 +93,7 @@ def _score_all(probs: np.ndarray, labels: np.ndarray, binary_ece: BinaryECE) -> 
 def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_ALPHA_GRID,
                  objective: Literal["pbr", "pbr_total"] = "pbr", n_splits: int = 5, metric: Metric = "ece",
                  seed: int = 0, progress: Progress | None = None, *, labels: np.ndarray | None = None,
-                 batched: bool | Literal["auto"] = "auto", cancel: Callable[[], bool] | None = None,
+                 batched: bool | Literal["auto"] = "auto", cancel: CancelCallback | None = None,
                  binary_ece: BinaryECE = DEFAULT_BINARY_ECE, **pbr_params: Any) -> AlphaSelection:
     """Choose PBR's alpha by k-fold cross-validation on the recalibration data.
 

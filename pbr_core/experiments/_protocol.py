@@ -21,16 +21,17 @@ import math
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from pbr_core.bounds import optimal_n_bins
-from pbr_core.cancel import Cancelled, cancel_when
+from pbr_core.cancel import CancelCallback, Cancelled, cancel_when
 from pbr_core.metrics import BinaryTarget, accuracy, brier_score, ece, nll
 from pbr_core.metrics import ece_inputs as _ece_inputs
 from pbr_core.predictions import Predictions, PredictionsError
+from pbr_core.progress import Progress, tqdm_progress
 
 __all__ = [
     "Cancelled",
@@ -47,11 +48,10 @@ __all__ = [
     "tqdm_progress",
 ]
 
-#: ``progress(done, total, message)``: called after each fit.
-ProgressCallback = Callable[[int, int, str], None]
-#: ``cancel()``: checked before each fit and within it (:mod:`pbr_core.cancel`); returning True stops
-#: the run (raises :class:`Cancelled`).
-CancelCallback = Callable[[], bool]
+#: ``progress(done, total, message)``: called after each fit (:data:`pbr_core.progress.Progress`).
+ProgressCallback = Progress
+# ``cancel()`` (CancelCallback, from pbr_core.cancel): checked before each fit and within it;
+# returning True stops the run (raises Cancelled).
 
 #: The protocols' name for :data:`pbr_core.metrics.BinaryTarget`.
 BinaryECE = BinaryTarget
@@ -67,37 +67,6 @@ DEFAULT_BINARY_ECE: BinaryECE = "top_label"
 #: How each choice is named wherever a protocol's ECE is shown (CLI, dashboard, report).
 BINARY_ECE_WORDS = {"top_label": "top-label ECE (confidence of the predicted class), as in the paper's tables",
                     "positive": "ECE of p(y=1) (the paper's Appendix A binary ECE)"}
-
-
-class _TqdmLike(Protocol):
-    total: Any
-    n: Any
-
-    def refresh(self) -> Any: ...
-
-    def set_description_str(self, desc: str | None = ..., refresh: bool = ...) -> Any: ...
-
-
-def tqdm_progress(bar: _TqdmLike) -> ProgressCallback:
-    """Turn a tqdm bar into a ``progress(done, total, message)`` callback (for the CLI).
-
-    Examples
-    --------
-    >>> from tqdm import tqdm
-    >>> with tqdm(disable=True) as bar:
-    ...     report = tqdm_progress(bar)
-    ...     report(1, 4, "temperature, fold 1/2")
-    ...     (bar.n, bar.total)
-    (1, 4)
-    """
-
-    def report(done: int, total: int, message: str) -> None:
-        bar.total = total
-        bar.n = done
-        bar.set_description_str(message, refresh=False)
-        bar.refresh()
-
-    return report
 
 
 # ---------------------------------------------------------------------------- splits

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Callable, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
@@ -29,8 +29,9 @@ from pbr_core.gp.device import DTYPE, resolve_device
 from pbr_core.gp.model import GPRecalibrationModel, NotPositiveDefiniteError, initial_inducing_points
 from pbr_core.gp.objectives import ObjectiveSpec, draw_mc_noise
 from pbr_core.gp.predict import predict_proba
-from pbr_core.gp.problem import FitData, TrainCheck, TrainSettings
+from pbr_core.gp.problem import FitData, ProgressCallback, TrainCheck, TrainSettings
 from pbr_core.gp.training import fit_gp, training_check
+from pbr_core.progress import installed as installed_progress
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import _state
 from pbr_core.recalibrators import base as _base
@@ -119,10 +120,10 @@ class _GPRecalibrator(Recalibrator):
     """Shared machinery of the GP family: fit, predict, state. Not registered itself."""
 
     uses: ClassVar[Literal["probs", "scores"]] = "scores"
-    #: Optional ``callback(iteration, max_iter, objective)`` called during ``fit`` (not a
-    #: constructor parameter: it is not saved). The CLI passes a tqdm updater, the dashboard its
-    #: progress bar. Fits also drive ``pbr_core.recalibrators.base.report_progress`` when installed.
-    progress_callback: Callable[[int, int, float], None] | None = None
+    #: Optional ``callback(iteration, max_iter, objective)`` called during ``fit`` with the
+    #: optimiser's own numbers (not a constructor parameter: it is not saved). Front ends listen
+    #: through :func:`pbr_core.progress.report_progress` instead, like for every other method.
+    progress_callback: ProgressCallback | None = None
 
     # Set by subclasses' __init__.
     objective: str
@@ -198,23 +199,24 @@ class _GPRecalibrator(Recalibrator):
         return {"max_iter": 60, "n_mc": 20, "n_predict_samples": 20}
 
     # ------------------------------------------------------------------ fit
-    def _progress(self) -> Callable[[int, int, float], None] | None:
+    def _progress(self) -> ProgressCallback | None:
+        """The optimiser's ``(iteration, max_iter, objective)`` callback for this fit, or None when
+        nobody listens: it calls ``progress_callback`` and reports ``(iteration, max_iter,
+        "<method> fit")`` to the progress installed with :func:`pbr_core.progress.report_progress`
+        (iterations never counted back: with ``prior_split`` the second fit continues the count)."""
         callback = self.progress_callback
-        track = getattr(_base, "track", None)
-        ticker = None
-        if track is not None and getattr(_base, "_PROGRESS", None) is not None and _base._PROGRESS.get() is not None:
-            ticker = iter(track(range(self.max_iter), total=self.max_iter, desc=f"{self.method} fit"))
-        if callback is None and ticker is None:
+        installed = installed_progress()
+        if callback is None and installed is None:
             return None
         done = [0]
+        desc = f"{self.method} fit"
 
         def report(iteration: int, max_iter: int, objective: float) -> None:
             if callback is not None:
                 callback(iteration, max_iter, objective)
-            if ticker is not None:
-                for _ in range(max(0, min(iteration, max_iter) - done[0])):
-                    next(ticker, None)
-                done[0] = max(done[0], iteration)
+            if installed is not None and min(iteration, max_iter) > done[0]:
+                done[0] = min(iteration, max_iter)
+                installed(done[0], max_iter, desc)
 
         return report
 
@@ -264,7 +266,7 @@ class _GPRecalibrator(Recalibrator):
                         "prior": prior_info["kind"], "validity": prior_info["validity"]}
 
     def _fit_model(self, z: np.ndarray, y: np.ndarray, kind: str, dev: torch.device,
-                   progress: Callable[[int, int, float], None] | None,
+                   progress: ProgressCallback | None,
                    prior: GPRecalibrationModel | None = None) -> tuple[GPRecalibrationModel, Any]:
         """One GP fit on (z, y). With ``prior``: its inducing points and kernel hyperparameters are
         copied and held fixed, q(v) starts at N(0, I), and only q is fitted (the KL is then to a
