@@ -75,7 +75,7 @@ def scenarios() -> dict[str, Scenario]:
         from pbr_core.recalibrators import report_progress
 
         fit_set = c100.subset(np.arange(500))
-        with report_progress(ctx.track):
+        with report_progress(ctx.fit_progress):
             return select_alpha(fit_set, grid=(0.1, 0.5), n_splits=2, batched=True, optimizer="adam",
                                 cancel=ctx.cancelled, progress=lambda d, t, m: ctx.step(m))
 

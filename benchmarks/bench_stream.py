@@ -73,6 +73,8 @@ def _full_vector_files(folder: Path, n: int, K: int = 10, seed: int = 1) -> Path
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from pbr_core.predictions import softmax
+
     folder.mkdir(parents=True, exist_ok=True)
     done = folder / "_complete"
     if done.exists():
@@ -86,8 +88,7 @@ def _full_vector_files(folder: Path, n: int, K: int = 10, seed: int = 1) -> Path
             for g in range(0, rows, GROUP_ROWS):
                 m = min(GROUP_ROWS, rows - g)
                 z = rng.normal(size=(m, K)) * 2.5
-                p = np.exp(z - z.max(axis=1, keepdims=True))
-                p /= p.sum(axis=1, keepdims=True)
+                p = softmax(z)
                 y = (p.cumsum(axis=1) < rng.uniform(size=(m, 1))).sum(axis=1).clip(0, K - 1).astype(np.int32)
                 cols = {c: p[:, k] for k, c in enumerate(names)}
                 w.write_table(pa.table({**cols, "label": y, "request_id": np.arange(start + g, start + g + m)}))

@@ -46,7 +46,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Iterable, Literal, Sequence, TypeVar
+from typing import Any, Callable, Generic, Literal, Sequence, TypeVar
 
 import streamlit as st
 
@@ -138,13 +138,13 @@ class Job(Generic[R]):
 class JobContext:
     """What a work function gets: report progress, ask whether to stop.
 
-    ``progress`` and ``cancelled`` have the signatures of ``pbr_core.experiments``' callbacks, so
-    they are passed straight to ``compare`` and friends; ``dashboard.runs.watched`` also installs
-    ``cancelled`` with ``pbr_core.cancel.cancel_when``, so the library checks it at every optimiser
-    evaluation and prediction batch. ``fit_progress`` is for one optimiser run (GP fits report
-    ``(iteration, max_iter, objective)``); ``track`` is a ``report_progress`` factory; both raise
-    ``Cancelled`` when a stop was asked for. ``plan`` announces the steps ``progress`` will count
-    (for :func:`time_left`).
+    ``progress``, ``fit_progress`` and ``cancelled`` follow the library's one protocol
+    (:mod:`pbr_core.progress` and :mod:`pbr_core.cancel`): ``progress(done, total, message)`` counts
+    the fits of ``compare`` and friends; ``dashboard.runs.watched`` installs ``fit_progress`` with
+    ``pbr_core.progress.report_progress`` (progress inside the running fit: GP optimiser iterations,
+    one-vs-all maps) and ``cancelled`` with ``pbr_core.cancel.cancel_when``, so the library checks it
+    at every optimiser evaluation and prediction batch. ``fit_progress`` raises ``Cancelled`` when a
+    stop was asked for. ``plan`` announces the steps ``progress`` will count (for :func:`time_left`).
     """
 
     def __init__(self, job: Job, alive: Callable[[], bool] | None = None) -> None:
@@ -186,29 +186,19 @@ class JobContext:
             self.job.request_cancel()
         return self.job.cancel_requested
 
-    def fit_progress(self, iteration: int, max_iter: int, objective: float | None = None) -> None:
-        if max_iter:
-            self.job.inner = min(max(iteration / max_iter, 0.0), 1.0)
-            self.job.iteration = (int(iteration), int(max_iter))
-        if self.cancelled():
-            raise Cancelled()
+    def fit_progress(self, done: int, total: int, message: str = "") -> None:
+        """Progress inside the running fit (``done`` of ``total``); honours Stop.
 
-    def track(self, iterable: Iterable, total: int | None = None, desc: str = "") -> Iterable:
-        """A ``report_progress`` factory: count the loop's items into ``inner`` and honour Stop.
-
-        A GP fit's loop (``desc`` "<method> fit") counts optimiser iterations against ``max_iter``;
+        A GP fit (``message`` "<method> fit") counts optimiser iterations against ``max_iter``;
         fits usually stop on tolerance long before it, so that count is shown as such ("iteration
         120, budget 1,000"), never turned into a time.
         """
-        fit = desc.endswith(" fit")
-        for i, item in enumerate(iterable):
-            if total:
-                self.job.inner = i / total
-                if fit:
-                    self.job.iteration = (i + 1, int(total))   # item i: iteration i + 1 is done
-            if self.cancelled():
-                raise Cancelled()
-            yield item
+        if total:
+            self.job.inner = min(max(done / total, 0.0), 1.0)
+            if message.endswith(" fit"):
+                self.job.iteration = (int(done), int(total))
+        if self.cancelled():
+            raise Cancelled()
 
 
 class FitLock:

@@ -25,6 +25,8 @@ import pandas as pd
 import pbr_core
 from pbr_core import Predictions
 from pbr_core.experiments import (
+    DEFAULT_BINARY_ECE,
+    PAPER_ALPHAS,
     Cancelled,
     KLGapResult,
     compare,
@@ -39,9 +41,10 @@ from pbr_core.experiments import (
 )
 from pbr_core.cancel import cancel_when
 from pbr_core.loading import save_predictions
-from pbr_core.recalibrators import Recalibrator, available_methods, report_progress
+from pbr_core.metrics import BinaryTarget as BinaryECE
+from pbr_core.progress import report_progress
+from pbr_core.recalibrators import Recalibrator, available_methods
 
-BinaryECE = Literal["positive", "top_label"]
 Objective = Literal["pbr", "pbr_total", "gp"]
 
 
@@ -62,9 +65,7 @@ class Reporter(Protocol):
 
     def cancelled(self) -> bool: ...
 
-    def fit_progress(self, iteration: int, max_iter: int, objective: float | None = None) -> None: ...
-
-    def track(self, iterable: Iterable, total: int | None = None, desc: str = "") -> Iterable: ...
+    def fit_progress(self, done: int, total: int, message: str = "") -> None: ...
 
 
 class NullReporter:
@@ -82,11 +83,8 @@ class NullReporter:
     def cancelled(self) -> bool:
         return False
 
-    def fit_progress(self, iteration: int, max_iter: int, objective: float | None = None) -> None:
+    def fit_progress(self, done: int, total: int, message: str = "") -> None:
         pass
-
-    def track(self, iterable: Iterable, total: int | None = None, desc: str = "") -> Iterable:
-        return iterable
 
 
 # --------------------------------------------------------------------------- environment
@@ -190,9 +188,9 @@ def reliability_table(probs: np.ndarray, labels: np.ndarray, kind: str, binary_e
 
 @contextlib.contextmanager
 def watched(reporter: Reporter) -> Iterator[None]:
-    """Within the block the library reports its loops to ``reporter.track`` (``report_progress``)
+    """Within the block the library reports its loops to ``reporter.fit_progress`` (``report_progress``)
     and stops at its next checkpoint once ``reporter.cancelled()`` is True (``cancel_when``)."""
-    with report_progress(reporter.track), cancel_when(reporter.cancelled):
+    with report_progress(reporter.fit_progress), cancel_when(reporter.cancelled):
         yield
 
 
@@ -202,7 +200,7 @@ class PBRSettings:
     objective: Objective = "pbr"
     mean_approx: bool = False
     alpha: float | None = 0.5            # None: choose automatically on the recalibration data
-    alpha_grid: tuple[float, ...] = (0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
+    alpha_grid: tuple[float, ...] = PAPER_ALPHAS
     cv_folds: int = 5
     cv_score: str = "ece"
     n_re: int = 1000
@@ -210,7 +208,7 @@ class PBRSettings:
     eps: float = 0.05
     lipschitz: float = 1.0
     max_iter: int | None = None
-    binary_ece: BinaryECE = "top_label"
+    binary_ece: BinaryECE = DEFAULT_BINARY_ECE
     prior_split: float = 0.0             # > 0: share of the n_re rows that choose the prior (bounds valid as stated)
 
     @property
@@ -397,7 +395,7 @@ class CompareSettings:
     seed: int = 0
     n_te: int | None = None              # test rows per fold; None: all rows not used to fit
     diagrams: bool = True                # keep each method's reliability table on fold 1's test set
-    binary_ece: BinaryECE = "top_label"
+    binary_ece: BinaryECE = DEFAULT_BINARY_ECE
     params: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()   # hashable method_params
 
     def method_params(self) -> dict[str, dict[str, Any]]:
@@ -456,7 +454,7 @@ def recalibrator_params(method: str, alpha: float | None = None, max_iter: int |
 
 
 def compare_settings(methods: Sequence[str], n_re: int, n_folds: int, seed: int, *, n_te: int | None = None,
-                     diagrams: bool = True, binary_ece: BinaryECE = "top_label", alpha: float = 0.5,
+                     diagrams: bool = True, binary_ece: BinaryECE = DEFAULT_BINARY_ECE, alpha: float = 0.5,
                      max_iter: int | None = None) -> CompareSettings:
     """Settings with the GP methods' parameters filled in (alpha, and max_iter where accepted)."""
     return CompareSettings(methods=tuple(methods), n_re=int(n_re), n_folds=int(n_folds), seed=int(seed),
@@ -498,7 +496,7 @@ class SweepSettings:
     n_re_values: tuple[int, ...] = (10, 50, 100, 250, 500, 1000)
     n_folds: int = 3
     seed: int = 0
-    binary_ece: BinaryECE = "top_label"
+    binary_ece: BinaryECE = DEFAULT_BINARY_ECE
     params: tuple = ()
 
     def describe(self, multiclass: bool = False) -> dict[str, Any]:
@@ -546,13 +544,13 @@ def run_sweep(preds: Predictions, s: SweepSettings, reporter: Reporter, *, data_
 @dataclass(frozen=True)
 class GenSettings:
     objective: str = "pbr"
-    alphas: tuple[float, ...] = (0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
+    alphas: tuple[float, ...] = PAPER_ALPHAS
     n_re: int = 1000
     n_folds: int = 10
     seed: int = 0
     eps: float = 0.05
     max_iter: int | None = None
-    binary_ece: BinaryECE = "top_label"
+    binary_ece: BinaryECE = DEFAULT_BINARY_ECE
 
     def describe(self) -> dict[str, Any]:
         """Settings as the report lists them, in the page's words."""
@@ -607,7 +605,7 @@ class ShipSettings:
     holdout: float = 0.2                 # share of the rows held out to check the fit; 0: fit on every row
     seed: int = 0
     max_iter: int | None = None
-    binary_ece: BinaryECE = "top_label"
+    binary_ece: BinaryECE = DEFAULT_BINARY_ECE
 
     def params(self) -> dict[str, Any]:
         return recalibrator_params(self.method, self.alpha, self.max_iter)
@@ -729,7 +727,7 @@ def run_ship(preds: Predictions, s: ShipSettings, reporter: Reporter, *, data_na
 
 
 def run_apply(preds: Predictions, recalibrator: Recalibrator, source: str, reporter: Reporter, *,
-              binary_ece: BinaryECE = "top_label", data_name: str = "", data_key: str = "") -> ApplyResult:
+              binary_ece: BinaryECE = DEFAULT_BINARY_ECE, data_name: str = "", data_key: str = "") -> ApplyResult:
     """Apply a saved (fitted) recalibrator to every row of the loaded file and measure it there."""
     start = time.perf_counter()
     reporter.progress(0, 1)
@@ -756,7 +754,7 @@ class GroupGapSettings:
     n_re: int = 1000
     n_folds: int = 5
     seed: int = 0
-    binary_ece: BinaryECE = "top_label"
+    binary_ece: BinaryECE = DEFAULT_BINARY_ECE
     params: tuple[tuple[str, Any], ...] = ()
 
     def describe(self, multiclass: bool = False) -> dict[str, Any]:
@@ -790,7 +788,7 @@ def run_group_gaps(preds: Predictions, s: GroupGapSettings, reporter: Reporter, 
     planned = s.n_folds * (1 + groups)
     reporter.progress(0, planned)
     try:
-        with report_progress(reporter.track):
+        with report_progress(reporter.fit_progress):
             table = recalibration_by_group(preds, s.method, s.by, n_re=s.n_re, n_folds=s.n_folds, seed=s.seed,
                                            params=dict(s.params) or None, binary_ece=s.binary_ece,
                                            progress=lambda d, t, m: reporter.progress(d, t, m),

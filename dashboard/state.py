@@ -36,6 +36,7 @@ import pbr_core
 from dashboard import memory, texts
 from pbr_core import Predictions, PredictionsError
 from pbr_core.loading import ACCEPTED_SUFFIXES, read_columns
+from pbr_core.metrics import BinaryTarget
 from pbr_core.predictions import InputType
 
 if TYPE_CHECKING:  # imported where used: reading datasets brings in pyarrow
@@ -51,7 +52,6 @@ DEFAULT_SAMPLE = "cifar100_densenet121.npz"
 UPLOAD_TYPES = sorted({suffix.rsplit(".", 1)[-1] for suffix in ACCEPTED_SUFFIXES})
 _SAMPLE_SUFFIXES = tuple(ACCEPTED_SUFFIXES)
 
-BinaryTarget = Literal["positive", "top_label"]
 
 _K_LOADED = "pbr_loaded"
 _K_ERROR = "pbr_load_error"

@@ -23,23 +23,24 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 import pandas as pd
 
-from pbr_core.cancel import Cancelled, cancel_when
-from pbr_core.experiments._protocol import BinaryECE, check_int, evaluation_metrics
+from pbr_core.cancel import CancelCallback, Cancelled, cancel_when
+from pbr_core.experiments._protocol import DEFAULT_BINARY_ECE, PAPER_ALPHAS, BinaryECE, check_int, evaluation_metrics
+from pbr_core.metrics import check_binary_target
 from pbr_core.predictions import Predictions
+from pbr_core.progress import Progress
 from pbr_core.recalibrators.base import as_predictions
 
 __all__ = ["AlphaSelection", "PAPER_ALPHA_GRID", "kfold_indices", "select_alpha"]
 
-#: The paper's grid (Appendix F).
-PAPER_ALPHA_GRID: tuple[float, ...] = (0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
+#: The paper's grid (Appendix F): :data:`pbr_core.experiments.PAPER_ALPHAS` under this module's name.
+PAPER_ALPHA_GRID: tuple[float, ...] = PAPER_ALPHAS
 
 Metric = Literal["ece", "brier", "nll"]
-Progress = Callable[[int, int, str], None]
 
 
 @dataclass
@@ -90,8 +91,8 @@ def _score_all(probs: np.ndarray, labels: np.ndarray, binary_ece: BinaryECE) -> 
 def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_ALPHA_GRID,
                  objective: Literal["pbr", "pbr_total"] = "pbr", n_splits: int = 5, metric: Metric = "ece",
                  seed: int = 0, progress: Progress | None = None, *, labels: np.ndarray | None = None,
-                 batched: bool | Literal["auto"] = "auto", cancel: Callable[[], bool] | None = None,
-                 binary_ece: BinaryECE = "top_label", **pbr_params: Any) -> AlphaSelection:
+                 batched: bool | Literal["auto"] = "auto", cancel: CancelCallback | None = None,
+                 binary_ece: BinaryECE = DEFAULT_BINARY_ECE, **pbr_params: Any) -> AlphaSelection:
     """Choose PBR's alpha by k-fold cross-validation on the recalibration data.
 
     Parameters
@@ -156,8 +157,7 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
 
         batched = (template.optimizer == "adam" and resolve_device(template.device).type == "cuda"
                    and not template.prior_split)
-    if binary_ece not in ("positive", "top_label"):
-        raise ValueError(f"Expected argument `binary_ece` to be 'positive' or 'top_label', but got {binary_ece!r}.")
+    check_binary_target(binary_ece, "binary_ece")
     if batched and template.prior_split:
         raise ValueError("batched=True cannot split off rows for the prior (prior_split); use batched=False.")
     if batched and template.optimizer != "adam":

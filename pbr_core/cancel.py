@@ -6,7 +6,7 @@ loop of the library calls :func:`checkpoint`, which raises :class:`Cancelled` as
 ``cancel()`` returns True. The checkpoints sit where the time goes: each objective evaluation of
 the GP optimisers (every L-BFGS closure call, line-search evaluations included, and every Adam
 step), each row batch of a GP prediction and of the fixed Monte Carlo draws, each loop wrapped
-with :func:`pbr_core.recalibrators.base.track` (one-vs-all maps) and each objective evaluation of
+with :func:`pbr_core.progress.track` (one-vs-all maps) and each objective evaluation of
 the scaling methods. None of them takes more than a fraction of a second at the paper's sizes
 (n = 1000, K = 100) on a CPU, so a stop acts within about a second at any point.
 
@@ -41,7 +41,10 @@ from typing import Callable, Iterator
 
 import pandas as pd
 
-__all__ = ["Cancelled", "cancel_when", "checkpoint", "watching"]
+__all__ = ["CancelCallback", "Cancelled", "cancel_when", "checkpoint", "watching"]
+
+#: ``cancel()``: True asks for a stop (cheap: it is called at every checkpoint).
+CancelCallback = Callable[[], bool]
 
 
 class Cancelled(Exception):
@@ -57,7 +60,7 @@ class Cancelled(Exception):
     """
 
     def __init__(self, partial: pd.DataFrame | None = None, done: int = 0, total: int = 0) -> None:
-        # Raised bare (``Cancelled()``) from inside a fit by :func:`checkpoint` or a progress factory;
+        # Raised bare (``Cancelled()``) from inside a fit by :func:`checkpoint` or a progress callback;
         # a protocol re-raises it with its partial table.
         partial = pd.DataFrame() if partial is None else partial
         super().__init__(f"Cancelled after {done} of {total} fits; `partial` holds the {len(partial)} rows finished.")

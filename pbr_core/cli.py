@@ -36,13 +36,14 @@ stdout; progress bars (tqdm, for slow fits) go to stderr and are hidden by ``--q
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -316,9 +317,8 @@ def evaluation_table(preds, n_bins: int | None = None, lipschitz: float = 1.0, e
     def ci(B: int) -> tuple[float, float]:
         return pbr_core.ece_bootstrap_ci(probs, labels, n_bins=B, n_boot=pbr_core.default_n_boot(preds.n))
 
-    probs, labels = preds.metric_inputs()
-    if preds.kind == "binary":
-        probs = preds.probs[:, 1]  # binary ECE on p(y=1) (paper, Appendix A)
+    # ``evaluate`` measures binary data on p(y=1) (paper, Appendix A).
+    probs, labels = pbr_core.metrics.ece_inputs(*preds.metric_inputs(), "positive")
     B_opt = pbr_core.optimal_n_bins(preds.n)
     row: dict[str, Any] = {
         "file": preds.source,
@@ -476,17 +476,31 @@ def group_text(report) -> str:
     return "\n".join(lines)
 
 
-def _progress_factory(quiet: bool):
+@contextlib.contextmanager
+def _fit_progress(quiet: bool) -> Iterator[None]:
+    """Within the block, the slow loops inside a fit (GP optimiser iterations, one-vs-all maps)
+    show on one tqdm bar on stderr, opened at their first report (``pbr_core.progress``)."""
     from tqdm import tqdm
 
-    def factory(iterable, total=None, desc=""):
-        return tqdm(iterable, total=total, desc=desc, file=sys.stderr, disable=quiet, leave=False)
+    from pbr_core.progress import report_progress, tqdm_progress
 
-    return factory
+    bars: list = []
+
+    def progress(done: int, total: int, message: str) -> None:
+        if not bars:
+            bars.append(tqdm(total=total, desc=message, file=sys.stderr, disable=quiet, leave=False))
+        tqdm_progress(bars[0])(done, total, message)
+
+    try:
+        with report_progress(progress):
+            yield
+    finally:
+        for bar in bars:
+            bar.close()
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
-    from pbr_core.recalibrators import get_recalibrator, report_progress
+    from pbr_core.recalibrators import get_recalibrator
 
     params = parse_params(args.param)
     if args.prior_split is not None:
@@ -527,7 +541,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
                        EXIT_BAD_INPUT)
     start = time.perf_counter()
     try:
-        with report_progress(_progress_factory(args.quiet)):
+        with _fit_progress(args.quiet):
             if args.select_alpha:
                 rec = _select_alpha(rec, preds, args)
             else:
@@ -709,7 +723,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from pbr_core import PredictionsError
     from pbr_core.experiments import BINARY_ECE_WORDS, compare, summarize, summary_table, tqdm_progress
-    from pbr_core.recalibrators import report_progress
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     method_params: dict[str, dict[str, Any]] = {}
@@ -724,7 +737,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     preds = _load(args.file, args)
     with tqdm(total=args.folds * len(methods), unit="fit", file=sys.stderr, disable=args.quiet, leave=False) as bar:
         try:
-            with report_progress(_progress_factory(args.quiet)):  # inner bars for slow (GP) fits
+            with _fit_progress(args.quiet):  # an inner bar for slow (GP) fits
                 table = compare(preds, methods, n_re=args.n_re, n_folds=args.folds, seed=args.seed,
                                 n_te=args.n_te, method_params=method_params or None, progress=tqdm_progress(bar),
                                 binary_ece=args.binary_ece, on_error="warn" if args.keep_going else "raise")

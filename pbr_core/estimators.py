@@ -28,7 +28,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from pbr_core.metrics import _resolve_n_bins, confidence_and_outcome
+from pbr_core.metrics import (BinaryTarget, _resolve_n_bins, assign_bins, check_binary_target, confidence_and_outcome,
+                              ece_inputs)
 
 __all__ = [
     "ece_debiased",
@@ -60,7 +61,7 @@ def equal_mass_edges(confidence: np.ndarray, n_bins: int) -> np.ndarray:
 
 def _binned(conf: np.ndarray, out: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(count, mean confidence, mean outcome) per bin for upper edges ``edges`` (empty bins: count 0)."""
-    idx = np.searchsorted(edges, conf, side="left")
+    idx = assign_bins(conf, edges)
     m = edges.size
     count = np.bincount(idx, minlength=m).astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -350,8 +351,8 @@ CONVENTIONS: dict[str, Convention] = {
 }
 
 
-def library_conventions(probs: np.ndarray, labels: np.ndarray, binary_target: Literal["positive", "top_label"]
-                        | None = None, one_dimensional: Literal["positive", "confidence"] = "positive") -> pd.DataFrame:
+def library_conventions(probs: np.ndarray, labels: np.ndarray, binary_target: BinaryTarget | None = None,
+                        one_dimensional: Literal["positive", "confidence"] = "positive") -> pd.DataFrame:
     """The ECE of the same predictions as each estimator and library reports it by default.
 
     Parameters
@@ -374,10 +375,8 @@ def library_conventions(probs: np.ndarray, labels: np.ndarray, binary_target: Li
     p = np.asarray(probs, dtype=np.float64)
     y = np.asarray(labels)
     binary = p.ndim == 1 or (p.ndim == 2 and p.shape[1] == 2)
-    target = binary_target or ("positive" if binary else "top_label")
-    if target not in ("positive", "top_label"):
-        raise ValueError(f"Expected argument `binary_target` to be 'positive' or 'top_label', but got {target!r}")
-    p_pos = (p if p.ndim == 1 else p[:, 1]) if binary else None
+    target = check_binary_target(binary_target or ("positive" if binary else "top_label"))
+    p_pos = ece_inputs(p, y, "positive")[0] if binary else None
     ours = (p_pos, y) if binary and target == "positive" else (p, y)
     conf_ours, out_ours = confidence_and_outcome(*ours)
     conf_lib, out_lib = confidence_and_outcome(*((p_pos, y) if binary else (p, y)))

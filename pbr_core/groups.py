@@ -26,9 +26,10 @@ import numpy as np
 import pandas as pd
 
 from pbr_core import metrics as M
+from pbr_core.metrics import BinaryTarget
 from pbr_core.predictions import Predictions
 
-Target = Literal["positive", "top_label"]
+Target = BinaryTarget
 Bucket = Literal["day", "week", "month"]
 
 #: Groups with fewer rows are flagged: their reliability diagram has floor(n^(1/3)) <= 4 bins of
@@ -103,9 +104,8 @@ class GroupReport:
 
 def _inputs(preds: Predictions, target: Target) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """(confidence or p(y=1), outcome, probability matrix for the Brier score or None)."""
-    if preds.kind == "binary" and target == "positive":
-        return preds.p_positive, preds.labels.astype(np.float64), preds.probs
-    conf, out = M.confidence_and_outcome(*preds.metric_inputs())
+    conf, out = M.confidence_and_outcome(*M.ece_inputs(*preds.metric_inputs(),
+                                                       target if preds.kind == "binary" else "top_label"))
     return conf, out, preds.probs
 
 

@@ -31,14 +31,18 @@ from pbr_core.bounds import optimal_n_bins, optimal_n_bins_per_axis
 
 __all__ = [
     "accuracy",
+    "assign_bins",
     "bin_boundaries",
     "bin_index",
+    "BINARY_TARGETS",
+    "BinaryTarget",
     "brier_score",
     "calibration_summary",
     "classwise_ece",
     "confidence_and_outcome",
     "default_n_boot",
     "ece",
+    "ece_inputs",
     "ece_bootstrap_ci",
     "ece_curve",
     "ece_k",
@@ -50,6 +54,14 @@ __all__ = [
 
 #: Elements per temporary array in chunked code paths (32 MB of float64).
 _CHUNK = 1 << 22
+
+#: What the ECE of binary data measures: "top_label", the confidence of the predicted class (Eq. 2,
+#: the paper's tables), or "positive", p(y=1) against y (the binary ECE of Appendix A). Which one a
+#: caller uses by default is its own choice (the experiment protocols: top label; the dashboard's
+#: sidebar and ``pbr-calib evaluate``: p(y=1)); how each choice turns into metric inputs is
+#: :func:`ece_inputs`, here only.
+BinaryTarget = Literal["positive", "top_label"]
+BINARY_TARGETS: tuple[str, ...] = ("positive", "top_label")
 
 
 # --------------------------------------------------------------------------- validation
@@ -136,6 +148,25 @@ def confidence_and_outcome(probs: np.ndarray, labels: np.ndarray) -> tuple[np.nd
     return _conf_out(*_validated(probs, labels))
 
 
+def check_binary_target(target: str, name: str = "binary_target") -> str:
+    """``target`` if it is one of :data:`BINARY_TARGETS`, else a ``ValueError`` naming ``name``."""
+    if target not in BINARY_TARGETS:
+        raise ValueError(f"Expected argument `{name}` to be 'positive' or 'top_label', but got {target!r}.")
+    return target
+
+
+def ece_inputs(probs: np.ndarray, labels: np.ndarray, target: BinaryTarget) -> tuple[np.ndarray, np.ndarray]:
+    """The ``(probs, labels)`` the binned metrics take for the chosen :data:`BinaryTarget`.
+
+    Binary probabilities (shape (n, 2)) with ``target="positive"`` become p(y=1) = ``probs[:, 1]``
+    (Appendix A); everything else, a 1-D p(y=1) included, is returned unchanged (the top label,
+    Eq. 2). No copy is made and nothing is validated here: the metrics validate.
+    """
+    if target == "positive" and np.ndim(probs) == 2 and np.shape(probs)[1] == 2:
+        return probs[:, 1], labels
+    return probs, labels
+
+
 def _probs_labels(probs: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Validated (n, K) probabilities and int64 labels; a 1-D p(y=1) becomes [1 - p, p]."""
     p, y = _validated(probs, labels)
@@ -149,11 +180,22 @@ def bin_boundaries(n_bins: int) -> np.ndarray:
     return np.arange(1, n_bins + 1, dtype=np.float64) / n_bins
 
 
+def assign_bins(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """0-based bin of each value for sorted ``edges``, bins right-closed as in Eq. 2.
+
+    Bin j is (e_{j-1}, e_j]; values at or below the first edge go to bin 0. ``edges`` may be the
+    inner edges (B - 1 of them) or the upper edges (B, the last one 1): for values in [0, 1] both
+    give the same bins. The one rule for every binning of the package with edges other than the
+    uniform i/B (equal-mass bins, histogram binning's and BBQ's saved maps, streamed cells).
+    """
+    return np.searchsorted(edges, values, side="left")
+
+
 def bin_index(confidence: np.ndarray, n_bins: int) -> np.ndarray:
     """0-based bin of each value: i such that i/B < c <= (i+1)/B (c = 0 -> 0), paper Eq. 2.
 
     Computed as ceil(c B) - 1 and then corrected by one comparison with each neighbouring edge,
-    so the result equals ``searchsorted(bin_boundaries(B), c)`` exactly (float rounding of c B can
+    so the result equals ``assign_bins(c, bin_boundaries(B))`` exactly (float rounding of c B can
     be off by one right at an edge) at about a third of its cost on large arrays.
     """
     edges = bin_boundaries(n_bins)

@@ -154,6 +154,8 @@ def main(argv=None) -> int:
 
     from threadpoolctl import threadpool_limits
 
+    from pbr_core.predictions import softmax
+
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     cifar10 = args.cifar10 or out / TOPLABEL_SOURCE
@@ -204,9 +206,7 @@ def main(argv=None) -> int:
     # Top-label only: CIFAR-10 ResNet-110 (no training).
     with np.load(cifar10, allow_pickle=False) as d:
         logits, labels = d["logits"].astype(np.float64), d["labels"].astype(np.int64)
-    z = logits - logits.max(axis=1, keepdims=True)
-    sm = np.exp(z)
-    sm /= sm.sum(axis=1, keepdims=True)
+    sm = softmax(logits)
     path = out / TOPLABEL_FILE
     write_table(pd.DataFrame({"confidence": sm.max(axis=1), "predicted": sm.argmax(axis=1), "label": labels}), path)
     written.append((path, "top_label", logits.shape[1]))

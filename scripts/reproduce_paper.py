@@ -57,8 +57,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import pbr_core  # noqa: E402
-from pbr_core.alpha_selection import PAPER_ALPHA_GRID as PAPER_ALPHAS  # noqa: E402
-from pbr_core.experiments import evaluation_metrics, make_recalibrator, split_indices  # noqa: E402
+from pbr_core.experiments import PAPER_ALPHAS, evaluation_metrics, make_recalibrator, split_indices  # noqa: E402
 from pbr_core.recalibrators import method_class  # noqa: E402
 
 SHARED_PREDICTIONS = Path("/work/shared/data/predictions")

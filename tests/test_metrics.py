@@ -525,3 +525,30 @@ Y2 = np.array([0, 1, 1])
 def test_bad_input_raises_value_error_naming_the_problem(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# --------------------------------------------------------------------------- one home for the bins and the binary target
+def test_assign_bins_is_eq2s_rule_for_any_edges():
+    rng = np.random.default_rng(3)
+    B = 7
+    c = np.concatenate([rng.uniform(size=2000), np.arange(B + 1) / B])  # every edge value included
+    np.testing.assert_array_equal(M.assign_bins(c, M.bin_boundaries(B)), M.bin_index(c, B))
+    np.testing.assert_array_equal(M.assign_bins(c, M.bin_boundaries(B)[:-1]), M.bin_index(c, B))
+    # A slow obvious loop: bin j is (e_{j-1}, e_j], 0 in the first bin.
+    edges = np.array([0.2, 0.5, 0.5, 0.9])
+    want = [next((j for j, e in enumerate(edges) if v <= e), edges.size) for v in c]
+    np.testing.assert_array_equal(M.assign_bins(c, edges), want)
+
+
+def test_ece_inputs_measures_binary_data_on_p1_only_when_asked():
+    p = np.array([[0.8, 0.2], [0.3, 0.7]])
+    y = np.array([0, 1])
+    probs, labels = M.ece_inputs(p, y, "positive")
+    np.testing.assert_array_equal(probs, [0.2, 0.7])
+    assert labels is y
+    assert M.ece_inputs(p, y, "top_label")[0] is p
+    three = np.full((2, 3), 1 / 3)
+    assert M.ece_inputs(three, y, "positive")[0] is three       # multiclass: always the top label
+    assert M.ece_inputs(p[:, 1], y, "positive")[0].shape == (2,)  # 1-D p(y=1) stays as it is
+    with pytest.raises(ValueError, match="`binary_ece` to be 'positive' or 'top_label'"):
+        M.check_binary_target("p1", "binary_ece")

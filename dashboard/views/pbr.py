@@ -80,7 +80,7 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings:
     seed = int(d[1].number_input("Split seed", min_value=0, value=0, key=K_SEED, persist_state="session",
                                  disabled=running, help=texts.SEED_HELP))
     d[2].markdown(f"Fit on **{n_re:,}** rows, test on **{preds.n - n_re:,}** rows.")
-    if method in runs.GP_METHODS:  # a GP fit: its time is worth saying before it starts
+    if runs.is_gp(method):  # a GP fit: its time is worth saying before it starts
         est = fit_estimate.estimate(n_re, preds.n, preds.n_classes, uses_alpha and alpha is None, len(grid), cv_folds)
         if est.long:
             st.info(est.sentence(), icon=":material/hourglass_top:")

@@ -31,6 +31,7 @@ from __future__ import annotations
 from pbr_core.experiments._protocol import (
     BINARY_ECE_WORDS,
     DEFAULT_BINARY_ECE,
+    PAPER_ALPHAS,
     CancelCallback,
     Cancelled,
     ProgressCallback,
@@ -45,7 +46,7 @@ from pbr_core.experiments._protocol import (
 )
 from pbr_core.experiments.compare import COMPARE_COLUMNS, compare, fit_and_evaluate
 from pbr_core.experiments.holdout import HeldOutFit, fit_and_test
-from pbr_core.experiments.kl_gap import KL_GAP_COLUMNS, PAPER_ALPHAS, KLGapResult, kl_vs_ece_gap
+from pbr_core.experiments.kl_gap import KL_GAP_COLUMNS, KLGapResult, kl_vs_ece_gap
 from pbr_core.experiments.paired import PAIRED_COLUMNS, TEST_NAMES, default_pairs, paired_test, paired_tests
 from pbr_core.experiments.summary import HIGHER_IS_BETTER, LOWER_IS_BETTER, best_mask, summarize, summary_table
 from pbr_core.experiments.sweep import PAPER_N_RE_VALUES, n_re_sweep

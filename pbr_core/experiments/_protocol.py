@@ -21,15 +21,17 @@ import math
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterable, Iterator, Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from pbr_core.bounds import optimal_n_bins
-from pbr_core.cancel import Cancelled, cancel_when
-from pbr_core.metrics import accuracy, brier_score, ece, nll
+from pbr_core.cancel import CancelCallback, Cancelled, cancel_when
+from pbr_core.metrics import BinaryTarget, accuracy, brier_score, ece, nll
+from pbr_core.metrics import ece_inputs as _ece_inputs
 from pbr_core.predictions import Predictions, PredictionsError
+from pbr_core.progress import Progress, tqdm_progress
 
 __all__ = [
     "Cancelled",
@@ -37,6 +39,7 @@ __all__ = [
     "CancelCallback",
     "available_methods",
     "ece_inputs",
+    "PAPER_ALPHAS",
     "ended_at_prior",
     "evaluation_metrics",
     "fold_permutation",
@@ -45,13 +48,17 @@ __all__ = [
     "tqdm_progress",
 ]
 
-#: ``progress(done, total, message)``: called after each fit.
-ProgressCallback = Callable[[int, int, str], None]
-#: ``cancel()``: checked before each fit and within it (:mod:`pbr_core.cancel`); returning True stops
-#: the run (raises :class:`Cancelled`).
-CancelCallback = Callable[[], bool]
+#: ``progress(done, total, message)``: called after each fit (:data:`pbr_core.progress.Progress`).
+ProgressCallback = Progress
+# ``cancel()`` (CancelCallback, from pbr_core.cancel): checked before each fit and within it;
+# returning True stops the run (raises Cancelled).
 
-BinaryECE = Literal["positive", "top_label"]
+#: The protocols' name for :data:`pbr_core.metrics.BinaryTarget`.
+BinaryECE = BinaryTarget
+
+#: The paper's alpha grid (Section 6.2, Appendix F): the one copy (``pbr_core.experiments.PAPER_ALPHAS``,
+#: also ``pbr_core.alpha_selection.PAPER_ALPHA_GRID``).
+PAPER_ALPHAS: tuple[float, ...] = (0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 
 #: The protocols' ECE on binary data unless asked otherwise: the top-label ECE, as in the paper's
 #: tables (Table `table:kitti`, following Wenger et al.); "positive" is the ECE of p(y=1) (Appendix A).
@@ -60,37 +67,6 @@ DEFAULT_BINARY_ECE: BinaryECE = "top_label"
 #: How each choice is named wherever a protocol's ECE is shown (CLI, dashboard, report).
 BINARY_ECE_WORDS = {"top_label": "top-label ECE (confidence of the predicted class), as in the paper's tables",
                     "positive": "ECE of p(y=1) (the paper's Appendix A binary ECE)"}
-
-
-class _TqdmLike(Protocol):
-    total: Any
-    n: Any
-
-    def refresh(self) -> Any: ...
-
-    def set_description_str(self, desc: str | None = ..., refresh: bool = ...) -> Any: ...
-
-
-def tqdm_progress(bar: _TqdmLike) -> ProgressCallback:
-    """Turn a tqdm bar into a ``progress(done, total, message)`` callback (for the CLI).
-
-    Examples
-    --------
-    >>> from tqdm import tqdm
-    >>> with tqdm(disable=True) as bar:
-    ...     report = tqdm_progress(bar)
-    ...     report(1, 4, "temperature, fold 1/2")
-    ...     (bar.n, bar.total)
-    (1, 4)
-    """
-
-    def report(done: int, total: int, message: str) -> None:
-        bar.total = total
-        bar.n = done
-        bar.set_description_str(message, refresh=False)
-        bar.refresh()
-
-    return report
 
 
 # ---------------------------------------------------------------------------- splits
@@ -228,14 +204,12 @@ def check_predictions(preds: Predictions) -> Predictions:
 # ---------------------------------------------------------------------------- metrics
 def ece_inputs(probs: np.ndarray, labels: np.ndarray, kind: str, binary_ece: BinaryECE) -> tuple[np.ndarray, np.ndarray]:
     """What the ECE is computed on: the top label (paper Eq. 2), or p(y=1) for binary data with
-    ``binary_ece="positive"`` (Appendix A)."""
-    if kind == "binary" and binary_ece == "positive":
-        return probs[:, 1], labels
-    return probs, labels
+    ``binary_ece="positive"`` (Appendix A): :func:`pbr_core.metrics.ece_inputs` for data of ``kind``."""
+    return _ece_inputs(probs, labels, binary_ece if kind == "binary" else "top_label")
 
 
 def evaluation_metrics(probs: np.ndarray, labels: np.ndarray, kind: str,
-                       binary_ece: BinaryECE = "top_label") -> dict[str, float]:
+                       binary_ece: BinaryECE = DEFAULT_BINARY_ECE) -> dict[str, float]:
     """ECE with B = floor(n_te^(1/3)) (paper Section 6), accuracy, NLL and Brier of one evaluation set.
 
     ``kind`` is ``Predictions.kind`` ("binary" or "multiclass"); for binary data ``binary_ece``

@@ -17,6 +17,7 @@ import pandas as pd
 from pbr_core.bounds import optimal_n_bins
 from pbr_core.experiments._protocol import (
     BinaryECE,
+    DEFAULT_BINARY_ECE,
     CancelCallback,
     OnError,
     ProgressCallback,
@@ -49,7 +50,7 @@ SharedFits = dict[Any, tuple[str, Any, float]]
 
 
 def fit_and_evaluate(method: str, params: Mapping[str, Any] | None, fit_set: Predictions, test_set: Predictions,
-                     *, binary_ece: BinaryECE = "top_label", on_error: OnError = "raise",
+                     *, binary_ece: BinaryECE = DEFAULT_BINARY_ECE, on_error: OnError = "raise",
                      what: str = "", shared: SharedFits | None = None,
                      on_predictions: Callable[[Predictions, np.ndarray], None] | None = None) -> dict[str, Any]:
     """Fit one method on ``fit_set`` and return its test metrics, KL, timings and error (one table row).
@@ -115,7 +116,7 @@ def compare(
     cancel: CancelCallback | None = None,
     *,
     n_te: int | None = None,
-    binary_ece: BinaryECE = "top_label",
+    binary_ece: BinaryECE = DEFAULT_BINARY_ECE,
     on_error: OnError = "raise",
     share_fits: bool = True,
     on_predictions: Callable[[int, str, Predictions, np.ndarray], None] | None = None,

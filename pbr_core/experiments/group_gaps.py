@@ -25,6 +25,7 @@ from pbr_core import metrics as M
 from pbr_core.cancel import cancel_when
 from pbr_core.experiments._protocol import (
     BinaryECE,
+    DEFAULT_BINARY_ECE,
     CancelCallback,
     Cancelled,
     ProgressCallback,
@@ -45,7 +46,7 @@ MIN_FIT_ROWS = 50
 
 def recalibration_by_group(preds: Predictions, method: str, by: Sequence[str] | str, *, n_re: int = 1000,
                            n_folds: int = 10, seed: int = 0, every: Bucket | None = None,
-                           params: Mapping[str, Any] | None = None, binary_ece: BinaryECE = "top_label",
+                           params: Mapping[str, Any] | None = None, binary_ece: BinaryECE = DEFAULT_BINARY_ECE,
                            min_fit_rows: int = MIN_FIT_ROWS, progress: ProgressCallback | None = None,
                            cancel: CancelCallback | None = None) -> pd.DataFrame:
     """Test ECE per group of the uncalibrated model, one recalibrator for everyone and one per group.

@@ -20,7 +20,9 @@ from scipy import stats
 
 from pbr_core.bounds import fit_bounds, optimal_n_bins
 from pbr_core.experiments._protocol import (
+    PAPER_ALPHAS,
     BinaryECE,
+    DEFAULT_BINARY_ECE,
     CancelCallback,
     OnError,
     ProgressCallback,
@@ -37,10 +39,7 @@ from pbr_core.experiments._protocol import (
 from pbr_core.metrics import ece
 from pbr_core.predictions import Predictions
 
-__all__ = ["KL_GAP_COLUMNS", "PAPER_ALPHAS", "KLGapResult", "kl_vs_ece_gap"]
-
-#: The paper's alpha grid (Section 6.2, Appendix F).
-PAPER_ALPHAS = (0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
+__all__ = ["KL_GAP_COLUMNS", "KLGapResult", "kl_vs_ece_gap"]
 
 #: Columns of :attr:`KLGapResult.table`, in order.
 KL_GAP_COLUMNS = ("alpha", "fold", "n_re", "n_bins", "kl", "ece_re", "ece_te", "gap", "bound", "fit_seconds", "error")
@@ -121,7 +120,7 @@ def kl_vs_ece_gap(
     cancel: CancelCallback | None = None,
     *,
     eps: float = 0.05,
-    binary_ece: BinaryECE = "top_label",
+    binary_ece: BinaryECE = DEFAULT_BINARY_ECE,
     on_error: OnError = "raise",
     **pbr_params: Any,
 ) -> KLGapResult:

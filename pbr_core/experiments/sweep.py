@@ -19,6 +19,7 @@ import pandas as pd
 
 from pbr_core.experiments._protocol import (
     BinaryECE,
+    DEFAULT_BINARY_ECE,
     CancelCallback,
     OnError,
     ProgressCallback,
@@ -51,7 +52,7 @@ def n_re_sweep(
     *,
     method_params: Mapping[str, Mapping[str, Any]] | None = None,
     n_te: int | None = None,
-    binary_ece: BinaryECE = "top_label",
+    binary_ece: BinaryECE = DEFAULT_BINARY_ECE,
     on_error: OnError = "raise",
 ) -> pd.DataFrame:
     """Test ECE (and accuracy, NLL, Brier) of each method for each recalibration set size (Figure 3).

@@ -20,7 +20,9 @@ from pbr_core.gp.objectives import ObjectiveSpec, ObjectiveTerms, evaluate_objec
 
 Optimizer = Literal["lbfgs", "adam"]
 
-#: ``progress(iteration, max_iter, objective)``: the dashboard's progress bar, the CLI's tqdm.
+#: ``progress(iteration, max_iter, objective)``: the optimisers' own report, every ``CHUNK``
+#: iterations. Front ends never see it: the GP recalibrators pass it on as ``(done, total, message)``,
+#: the package's one progress signature (:mod:`pbr_core.progress`).
 ProgressCallback = Callable[[int, int, float], None]
 
 

@@ -19,17 +19,16 @@ with one error type, :class:`RecalibratorFileError`, whose message starts with t
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import inspect
 import json
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Hashable, Iterable, Iterator, Literal, TypeVar
+from typing import Any, ClassVar, Hashable, Literal
 
 import numpy as np
 
-from pbr_core import cancel as _cancel
 from pbr_core.predictions import InputType, Predictions, PredictionsError
+# The progress protocol lives in pbr_core.progress; these names stay importable from here.
+from pbr_core.progress import report_progress, track  # noqa: F401
 from pbr_core.recalibrators import _state
 from pbr_core.recalibrators._params import Constraint, check_params
 from pbr_core.recalibrators._state import StateError
@@ -86,44 +85,6 @@ class RecalibratorFileError(ValueError):
 
 #: The ``input_type`` values of a fitted recalibrator ("auto" is resolved by ``fit``).
 SAVED_INPUT_TYPES = ("probabilities", "logits")
-
-
-# ---------------------------------------------------------------------- progress reporting
-# The library never prints; a front end (the CLI, the dashboard) that wants a progress bar for a
-# slow fit installs a factory with ``report_progress`` and the fitting loops wrap their iterables
-# with ``track``. Without a factory ``track`` returns the iterable untouched.
-_T = TypeVar("_T")
-_PROGRESS: contextvars.ContextVar[Callable[..., Iterable] | None] = contextvars.ContextVar(
-    "pbr_core_progress", default=None
-)
-
-
-@contextlib.contextmanager
-def report_progress(factory: Callable[..., Iterable] | None) -> Iterator[None]:
-    """Within the block, slow loops in ``fit`` report progress through ``factory``.
-
-    ``factory(iterable, total=..., desc=...)`` must return an iterable over the same items;
-    ``tqdm.tqdm`` fits. Example: ``with report_progress(tqdm): rec.fit(X, y)``.
-    """
-    token = _PROGRESS.set(factory)
-    try:
-        yield
-    finally:
-        _PROGRESS.reset(token)
-
-
-def track(iterable: Iterable[_T], total: int | None = None, desc: str = "") -> Iterable[_T]:
-    """Wrap a slow loop so that an installed progress factory (see ``report_progress``) sees it,
-    and so that a stop asked for with :func:`pbr_core.cancel.cancel_when` ends it before each item."""
-    factory = _PROGRESS.get()
-    wrapped = iterable if factory is None else factory(iterable, total=total, desc=desc)
-    return _checked(wrapped) if _cancel.watching() else wrapped
-
-
-def _checked(iterable: Iterable[_T]) -> Iterator[_T]:
-    for item in iterable:
-        _cancel.checkpoint()
-        yield item
 
 
 def as_predictions(X: Predictions | np.ndarray, y: np.ndarray | None = None,

@@ -8,12 +8,13 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.special import gammaln, softmax
 
+from pbr_core.metrics import assign_bins
 from pbr_core.recalibrators import _state
 from pbr_core.recalibrators._binary import BinaryRecalibrator
 from pbr_core.recalibrators._params import POSITIVE_NUMBER, Constraint
 from pbr_core.recalibrators._state import StateError
 from pbr_core.recalibrators.base import register
-from pbr_core.recalibrators.histogram import assign_bins, check_step_map, equal_mass_edges
+from pbr_core.recalibrators.histogram import check_step_map, equal_mass_edges
 
 #: Binning models whose posterior weight is below this are dropped (their contribution to any
 #: prediction is below float64 resolution); the rest are renormalised.

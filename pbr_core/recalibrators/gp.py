@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 
 import warnings
-from typing import Any, Callable, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
@@ -31,9 +31,10 @@ from pbr_core.gp.model import GPRecalibrationModel, NotPositiveDefiniteError, in
 from pbr_core.gp import objectives as _objectives
 from pbr_core.gp.objectives import ObjectiveSpec, draw_mc_noise
 from pbr_core.gp.predict import predict_proba
-from pbr_core.gp.problem import FitData, TrainCheck, TrainSettings
+from pbr_core.gp.problem import FitData, ProgressCallback, TrainCheck, TrainSettings
 from pbr_core.gp.threads import fit_threads
 from pbr_core.gp.training import fit_gp, training_check
+from pbr_core.progress import installed as installed_progress
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import _state
 from pbr_core.recalibrators import base as _base
@@ -179,18 +180,21 @@ class _GPRecalibrator(Recalibrator):
         return {"max_iter": 60, "n_mc": 20, "n_predict_samples": 20}
 
     # ------------------------------------------------------------------ fit
-    def _progress(self) -> Callable[[int, int, float], None] | None:
-        """The optimiser's ``progress(iteration, max_iter, objective)``: advances the front end's
-        progress factory (``report_progress``) by the iterations done; None without one."""
-        if _base._PROGRESS.get() is None:
+    def _progress(self) -> ProgressCallback | None:
+        """The optimiser's ``(iteration, max_iter, objective)`` callback for this fit, or None when
+        nobody listens: it reports ``(iteration, max_iter, "<method> fit")`` to the progress
+        installed with :func:`pbr_core.progress.report_progress` (iterations never counted back:
+        with ``prior_split`` the second fit continues the count)."""
+        installed = installed_progress()
+        if installed is None:
             return None
-        ticker = iter(_base.track(range(self.max_iter), total=self.max_iter, desc=f"{self.method} fit"))
         done = [0]
+        desc = f"{self.method} fit"
 
         def report(iteration: int, max_iter: int, objective: float) -> None:
-            for _ in range(max(0, min(iteration, max_iter) - done[0])):
-                next(ticker, None)
-            done[0] = max(done[0], iteration)
+            if min(iteration, max_iter) > done[0]:
+                done[0] = min(iteration, max_iter)
+                installed(done[0], max_iter, desc)
 
         return report
 
@@ -241,7 +245,7 @@ class _GPRecalibrator(Recalibrator):
                         "prior": prior_info["kind"], "validity": prior_info["validity"]}
 
     def _fit_model(self, z: np.ndarray, y: np.ndarray, kind: str, dev: torch.device,
-                   progress: Callable[[int, int, float], None] | None,
+                   progress: ProgressCallback | None,
                    prior: GPRecalibrationModel | None = None) -> tuple[GPRecalibrationModel, Any]:
         """One GP fit on (z, y). With ``prior``: its inducing points and kernel hyperparameters are
         copied and held fixed, q(v) starts at N(0, I), and only q is fitted (the KL is then to a

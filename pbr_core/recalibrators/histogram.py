@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from pbr_core.bounds import optimal_n_bins
+from pbr_core.metrics import assign_bins, bin_boundaries
 from pbr_core.recalibrators import _state
 from pbr_core.recalibrators._binary import BinaryRecalibrator
 from pbr_core.recalibrators._params import POSITIVE_INT, Constraint, one_of, or_none
@@ -26,16 +27,6 @@ def equal_mass_edges(p_sorted: np.ndarray, n_bins: int) -> np.ndarray:
     cuts = np.rint(np.arange(1, n_bins) * (n / n_bins)).astype(np.int64)
     cuts = np.clip(cuts, 1, n - 1) if n > 1 else np.zeros(n_bins - 1, dtype=np.int64)
     return 0.5 * (p_sorted[cuts - 1] + p_sorted[cuts]) if n > 1 else np.full(n_bins - 1, p_sorted[0])
-
-
-def uniform_edges(n_bins: int) -> np.ndarray:
-    """Inner edges 1/B, ..., (B-1)/B of the paper's uniform bins (0, 1/B], ..., ((B-1)/B, 1]."""
-    return np.arange(1, n_bins, dtype=np.float64) / n_bins
-
-
-def assign_bins(p: np.ndarray, inner_edges: np.ndarray) -> np.ndarray:
-    """0-based bin of each p with right-closed bins (e_{j-1}, e_j], as in :mod:`pbr_core.metrics`."""
-    return np.searchsorted(inner_edges, p, side="left")
 
 
 def check_step_map(fields: _state.Fields) -> dict[str, np.ndarray]:
@@ -99,7 +90,7 @@ class HistogramBinning(BinaryRecalibrator):
     def _fit_binary(self, p: np.ndarray, y: np.ndarray, name: str) -> dict[str, Any]:
         B = optimal_n_bins(p.shape[0]) if self.n_bins is None else int(self.n_bins)
         if self.strategy == "uniform":
-            edges = uniform_edges(B)
+            edges = bin_boundaries(B)[:-1]  # the inner edges 1/B, ..., (B-1)/B of Eq. 2's bins
         else:
             edges = equal_mass_edges(np.sort(p), B)
         idx = assign_bins(p, edges)

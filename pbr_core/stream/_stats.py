@@ -120,14 +120,15 @@ class CalibrationStatistics:
         if preds.kind == "top_label":
             conf, out = preds.confidence, preds.correct
         elif preds.kind == "binary" and cfg.target == "positive":
-            conf, out = preds.probs[:, 1], preds.labels.astype(np.float64)
+            conf, labels = _m.ece_inputs(preds.probs, preds.labels, "positive")
+            out = labels.astype(np.float64)
         else:
             if preds.probs.shape[1] != cfg.n_classes and preds.kind == "multiclass":
                 raise ValueError(f"Expected {cfg.n_classes} classes, but a batch has {preds.probs.shape[1]}.")
             conf, out = preds.confidence, preds.correct
         rows = conf.shape[0]
         gap = conf - out
-        cell = np.searchsorted(self.edges, conf, side="left")
+        cell = _m.assign_bins(conf, self.edges)
         F = self.edges.size
         self.cells[0] += np.bincount(cell, minlength=F)
         self.cells[1] += np.bincount(cell, weights=conf, minlength=F)

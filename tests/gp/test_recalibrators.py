@@ -198,12 +198,11 @@ def test_fits_drive_the_shared_progress_hook(small) -> None:
 
     seen = []
 
-    def factory(iterable, total=None, desc=""):
-        seen.append((total, desc))
-        for item in iterable:
-            seen.append(item)
-            yield item
+    def progress(done, total, message):
+        if not seen:
+            seen.append((total, message))
+        seen.append(done)
 
-    with report_progress(factory):
+    with report_progress(progress):
         PBR(**QUICK).fit(small.z, small.y)
     assert seen[0] == (QUICK["max_iter"], "pbr fit") and len(seen) > 2

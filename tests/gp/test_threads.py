@@ -44,7 +44,7 @@ def test_a_bad_environment_variable_is_named_in_the_error(monkeypatch, value) ->
 
 def test_pbr_fit_and_prediction_run_with_one_thread_in_a_job_thread(monkeypatch, cifar10_logits) -> None:
     """As in the dashboard: a fit in another thread that starts with torch's default count of 2
-    runs with 1 thread (seen from inside the optimiser's progress callback) and leaves 2 behind."""
+    runs with 1 thread (seen from inside the fit's progress reports) and leaves 2 behind."""
     monkeypatch.delenv(ENV_VAR, raising=False)
     z, y = cifar10_logits
     seen: dict[str, object] = {}
@@ -52,8 +52,10 @@ def test_pbr_fit_and_prediction_run_with_one_thread_in_a_job_thread(monkeypatch,
     def job() -> None:
         torch.set_num_threads(2)
         rec = PBR(alpha=0.5, device="cpu", **PBR._test_params())
-        rec.progress_callback = lambda it, mx, obj: seen.setdefault("during_fit", torch.get_num_threads())
-        rec.fit(z[:300], y[:300])
+        from pbr_core.progress import report_progress
+
+        with report_progress(lambda done, total, message: seen.setdefault("during_fit", torch.get_num_threads())):
+            rec.fit(z[:300], y[:300])
         seen["after_fit"] = torch.get_num_threads()
         import pbr_core.recalibrators.gp as gp_module
 

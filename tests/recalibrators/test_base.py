@@ -15,13 +15,13 @@ def test_progress_is_silent_by_default_and_reported_inside_the_block() -> None:
     assert list(track(range(3), total=3, desc="x")) == [0, 1, 2]
     seen = []
 
-    def factory(iterable, total=None, desc=""):
-        seen.append((total, desc))
-        return iterable
+    def progress(done, total, message):
+        if done == 0:  # the loop's first report: what it counts and how far
+            seen.append((total, message))
 
     P = np.full((20, 4), 0.25)
     y = np.arange(20) % 4
-    with report_progress(factory):
+    with report_progress(progress):
         HistogramBinning(n_bins=2).fit(P, y)
     assert seen == [(4, "histogram_binning (one-vs-all)")]
     HistogramBinning(n_bins=2).fit(P, y)
