@@ -7,12 +7,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import fit_estimate, runs
+from dashboard import fit_estimate
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "dashboard" / "app.py")
-
-needs_gp = pytest.mark.skipif(not runs.gp_available(), reason="the GP family (pbr_core.recalibrators.gp) is not installed")
 
 
 @pytest.fixture
@@ -43,7 +41,6 @@ def test_a_measured_fit_rescales_the_estimate(fresh) -> None:
     assert len(fit_estimate._OBSERVED) == 1
 
 
-@needs_gp
 def test_the_pbr_page_shows_the_estimate_before_the_run(fresh) -> None:
     at = AppTest.from_file(APP, default_timeout=60)
     at.run()
@@ -52,7 +49,6 @@ def test_the_pbr_page_shows_the_estimate_before_the_run(fresh) -> None:
     assert not at.exception
     shown = [c.value for c in at.caption if "Estimated time" in c.value]
     assert len(shown) == 1 and "for 1 fit " in shown[0]
-    if runs.alpha_selection_available():
-        at.segmented_control(key="pbr_alpha_mode").set_value("auto").run()
-        long = [i.value for i in at.info if "Estimated time" in i.value]
-        assert len(long) == 1 and "for 41 fits" in long[0]  # 8 alpha values x 5 folds, then the final fit
+    at.segmented_control(key="pbr_alpha_mode").set_value("auto").run()
+    long = [i.value for i in at.info if "Estimated time" in i.value]
+    assert len(long) == 1 and "for 41 fits" in long[0]  # 8 alpha values x 5 folds, then the final fit
