@@ -18,7 +18,7 @@ True
 from __future__ import annotations
 
 from pbr_core.stream._apply import RowSample, apply_to_dataset, sample_dataset
-from pbr_core.stream._fit import fit_temperature
+from pbr_core.stream._fit import fit_platt, fit_temperature
 from pbr_core.stream._report import evaluate_dataset
 from pbr_core.stream._run import compute_statistics, count_rows, scan_dataset, stats_config, unit_statistics
 from pbr_core.stream._server import ServerPathError, data_root, resolve_server_path
@@ -38,6 +38,7 @@ __all__ = [
     "count_rows",
     "data_root",
     "evaluate_dataset",
+    "fit_platt",
     "fit_temperature",
     "open_dataset",
     "poisson_weights",

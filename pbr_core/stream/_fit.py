@@ -1,4 +1,4 @@
-"""Fitting on every row of a dataset by streamed passes (temperature scaling)."""
+"""Fitting on every row of a dataset by streamed passes (temperature and Platt scaling)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from scipy.special import softmax
 from pbr_core.predictions import PredictionsError
 from pbr_core.stream._source import Dataset
 
-__all__ = ["fit_temperature"]
+__all__ = ["fit_platt", "fit_temperature"]
 
 
 def _slope_pass(dataset: Dataset, beta: float) -> tuple[float, float, int]:
@@ -90,5 +90,297 @@ def fit_temperature(dataset: Dataset, *, min_temperature: float = 1e-3, max_temp
     rec.n_classes_ = lay.n_classes
     rec.input_type_ = lay.input_type
     rec.temperature_ = float(1.0 / beta)
+    rec.fit_passes_ = passes
+    return rec
+
+
+# ---------------------------------------------------------------------------------------- Platt scaling
+#: Trial step sizes of the backtracking line search evaluated together in one pass (1, 1/2, 1/4, 1/8):
+#: a pass reads every row anyway, and the few extra sigmoids per row cost far less than another pass,
+#: while a smaller scale than 1/8 is rarely needed (then the next pass tries the next four).
+_TRIALS_PER_PASS = 4
+#: The in-memory line search gives up below this scale (``_logistic.fit_logistic``).
+_MIN_SCALE = 1e-10
+
+
+def _count_pass(dataset: Dataset) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+    """The first pass: n, K, and per map the positives, sum x over positives and negatives, sum x^2.
+
+    These give the objective, gradient and Hessian at the start point (slope 0, where eta is the
+    constant intercept) in closed form, and the Gram matrix X^T X of the separation check.
+    """
+    n = 0
+    K = None
+    binary = False
+    pos = sx_pos = sx_neg = sxx = None
+    for unit in dataset.units():
+        for _, preds in dataset.predictions(unit):
+            if K is None:
+                K = preds.n_classes
+                binary = K == 2
+                m = 1 if binary else K
+                pos, sx_pos, sx_neg, sxx = (np.zeros(m) for _ in range(4))
+            x, y = _features(preds, binary)
+            pos += y.sum(axis=0)
+            sx_pos += (x * y).sum(axis=0)
+            sx_neg += (x * (1.0 - y)).sum(axis=0)
+            sxx += (x * x).sum(axis=0)
+            n += preds.n
+    if K is None:
+        return 0, 0, *(np.zeros(0) for _ in range(4)), False
+    return n, K, pos, sx_pos, sx_neg, sxx, binary
+
+
+def _features(preds, binary: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(logit(p), 1[y = k]) of a batch, one column per map: p(y=1) for binary data, else each class."""
+    from pbr_core.recalibrators._logistic import logit
+
+    probs = preds.probs
+    if binary:
+        return logit(probs[:, 1])[:, None], (preds.labels == 1).astype(np.float64)[:, None]
+    K = probs.shape[1]
+    return logit(probs), (preds.labels[:, None] == np.arange(K)[None, :]).astype(np.float64)
+
+
+class _Map:
+    """One map's damped Newton iteration, step for step that of ``_logistic.fit_logistic`` on
+    features ``logit(p)``, with the per-row sums supplied by streamed passes.
+
+    States: "trial" (waiting for the objective, gradient and Hessian at the trial points
+    theta - s * step, s = ``scales``), "done" (``message`` is None when converged).
+    """
+
+    def __init__(self, name: str, targets: str, n: int, n_pos: float, sx_pos: float, sx_neg: float,
+                 sxx: float, max_iter: int, tol: float) -> None:
+        from scipy.special import expit, log_expit
+
+        self.name, self.targets, self.n = name, targets, n
+        self.max_iter, self.tol = max_iter, tol
+        self.gram = np.array([[sxx, sx_pos + sx_neg], [sx_pos + sx_neg, float(n)]])
+        if targets == "platt":
+            self.t_pos = (n_pos + 1.0) / (n_pos + 2.0)
+            self.t_neg = 1.0 / (n - n_pos + 2.0)
+        else:
+            self.t_pos, self.t_neg = 1.0, 0.0
+        total_t = self.t_pos * n_pos + self.t_neg * (n - n_pos)
+        sum_xt = self.t_pos * sx_pos + self.t_neg * sx_neg
+        rate = min(max(total_t / n, 1e-12), 1 - 1e-12)
+        b = math.log(rate / (1 - rate))
+        self.theta = np.array([0.0, b])
+        # At slope 0 every row has eta = b: the objective, gradient and Hessian from the counts.
+        mu = float(expit(b))
+        w = mu * (1.0 - mu)
+        self.loss = float(-(total_t * log_expit(b) + (n - total_t) * log_expit(-b)))
+        self.grad = np.array([mu * (sx_pos + sx_neg) - sum_xt, n * mu - total_t])
+        self.hess = w * self.gram
+        self.any_w = w > 0
+        self.it = 0
+        self.state = "trial"
+        self.message: str | None = None
+        self.converged = False
+        self._newton()
+
+    # -- the iteration
+    def _finish(self, it: int, converged: bool, message: str | None) -> None:
+        self.it, self.converged, self.message, self.state = it, converged, message, "done"
+
+    def _newton(self) -> None:
+        """At an accepted point (objective, gradient and Hessian known): converge, fail or propose trials."""
+        from pbr_core.recalibrators._logistic import _SEPARATED
+
+        self.it += 1
+        if self.it > self.max_iter:
+            self._finish(self.max_iter, False,
+                         f"Newton's method did not converge in {self.max_iter} iterations; the coefficients "
+                         f"reached {abs(self.theta[0]):.3g}: most likely the two classes are (almost) separated "
+                         "by the feature(s), so the maximum-likelihood fit does not exist")
+            return
+        if not self.any_w:
+            self._finish(self.it, False, _SEPARATED)
+            return
+        self.step = np.linalg.lstsq(self.hess, self.grad, rcond=None)[0]
+        self.slope = float(self.grad @ self.step)
+        big = np.max(np.abs(self.step))
+        if big <= self.tol * (1.0 + np.max(np.abs(self.theta))) or self.slope <= 1e-15 * (1.0 + self.loss):
+            if self._flat():
+                self._finish(self.it - 1, False, _SEPARATED)
+            else:
+                self._finish(self.it - 1, True, None)
+            return
+        self.scale = 1.0
+        self._propose()
+
+    def _propose(self) -> None:
+        scales = []
+        s = self.scale
+        while s >= _MIN_SCALE and len(scales) < _TRIALS_PER_PASS:
+            scales.append(s)
+            s *= 0.5
+        self.scales = np.array(scales)
+        self.trials = self.theta[None, :] - self.scales[:, None] * self.step[None, :]
+        self.acc = np.zeros((len(scales), 7))  # loss, grad (2), hess (a a, a b, b b), count of w > 0
+
+    def _line_search_failed(self) -> None:
+        from pbr_core.recalibrators._logistic import _SEPARATED
+
+        gmax = float(np.max(np.abs(self.grad))) / self.n
+        if (gmax < 1e-9 and np.max(np.abs(self.step)) < 1e-4 * (1.0 + np.max(np.abs(self.theta)))
+                and not self._flat()):
+            self._finish(self.it - 1, True, None)
+        else:
+            self._finish(self.it - 1, False, _SEPARATED if self.loss < 1e-6 * self.n else
+                         f"the line search found no decrease (gradient {gmax:.3g})")
+
+    def after_pass(self) -> None:
+        """Take the first trial scale that gives enough decrease (Armijo), as the in-memory search does."""
+        from pbr_core.recalibrators._logistic import _DIVERGENCE, _SEPARATED
+
+        for j, s in enumerate(self.scales):
+            loss = self.acc[j, 0]
+            if np.isfinite(loss) and loss <= self.loss - 1e-4 * s * self.slope:
+                a = self.acc[j]
+                self.theta, self.loss = self.trials[j], float(loss)
+                self.grad = a[1:3].copy()
+                self.hess = np.array([[a[3], a[4]], [a[4], a[5]]])
+                self.any_w = a[6] > 0
+                if np.max(np.abs(self.theta)) > _DIVERGENCE:
+                    self._finish(self.it, False, _SEPARATED)
+                    return
+                self._newton()
+                return
+        self.scale = float(self.scales[-1]) * 0.5
+        if self.scale < _MIN_SCALE:
+            self._line_search_failed()
+        else:
+            self._propose()
+
+    def _flat(self, threshold: float = 1e-9) -> bool:
+        """``_logistic._flat_direction`` from sums: U^T diag(w) U = S^-1 V^T (X^T W X) V S^-1 with
+        X^T X = V S^2 V^T. The Gram matrix's eigenvalues carry an absolute rounding of about
+        eps * largest, so a direction is kept only above 1e-14 of the largest (the in-memory SVD
+        keeps singular values above 1e-12 of the largest): a constant feature is still excluded."""
+        evals, V = np.linalg.eigh(self.gram)
+        keep = evals > evals[-1] * 1e-14
+        Vk = V[:, keep] / np.sqrt(evals[keep])[None, :]
+        return bool(np.linalg.eigvalsh(Vk.T @ self.hess @ Vk)[0] < threshold)
+
+    # -- one batch
+    def accumulate(self, x: np.ndarray, y: np.ndarray) -> None:
+        from scipy.special import expit, log_expit
+
+        t = self.t_neg + (self.t_pos - self.t_neg) * y
+        eta = self.trials[:, :1] * x[None, :] + self.trials[:, 1:]
+        mu = expit(eta)
+        r = mu - t
+        w = mu * (1.0 - mu)
+        acc = self.acc
+        acc[:, 0] += -(t * log_expit(eta) + (1.0 - t) * log_expit(-eta)).sum(axis=1)
+        acc[:, 1] += r @ x
+        acc[:, 2] += r.sum(axis=1)
+        acc[:, 3] += w @ (x * x)
+        acc[:, 4] += w @ x
+        acc[:, 5] += w.sum(axis=1)
+        acc[:, 6] += (w > 0).sum(axis=1)
+
+
+def fit_platt(dataset: Dataset, *, targets: str = "auto", max_iter: int = 100, tol: float = 1e-10,
+              progress: Callable[[int, int], None] | None = None):
+    """Platt scaling fitted on EVERY row of ``dataset`` by streamed passes.
+
+    The objective, the iteration and the answer are those of
+    :class:`pbr_core.recalibrators.PlattScaling` (``_logistic.fit_logistic``: damped Newton with a
+    backtracking line search on (slope, intercept) of sigmoid(a * logit(p) + b), p clipped at float64
+    eps, the intercept started at the log-odds of the base rate): binary data one map on p(y=1),
+    multiclass data one one-vs-all map per class, all K fitted in the same passes.
+
+    Passes: the first counts (rows, positives and sums of logit(p) per map), which gives the
+    objective, gradient and Hessian at the start point in closed form. Each later pass evaluates,
+    for every map still iterating, the objective, gradient and Hessian at the line search's trial
+    points theta - s * step for four scales s = 1, 1/2, 1/4, 1/8 at once; the first scale with
+    enough decrease is taken exactly as the in-memory search takes it, and its gradient and Hessian
+    give the next Newton step, so one pass is one Newton iteration (a further pass only when no
+    scale down to 1/8 decreases enough). A typical fit takes 5-10 passes.
+
+    With ``targets="auto"`` a map whose labels are separated by p is refitted on Platt's smoothed
+    targets in the following passes (with the same warning as ``fit``).
+
+    Parameters
+    ----------
+    dataset : Dataset
+    targets : {"auto", "labels", "platt"}
+        As :class:`~pbr_core.recalibrators.PlattScaling`.
+    max_iter, tol : int, float
+        Newton iterations per map at most, and the step tolerance, as ``fit_logistic``.
+    progress : callable (passes, maps still iterating) -> None, optional
+        Called after every pass.
+
+    Returns
+    -------
+    PlattScaling
+        Fitted (``maps_``), as if ``fit`` had seen every row; ``fit_passes_`` records the passes.
+
+    Raises
+    ------
+    PredictionsError
+        A bad row (naming the file and row), top-label-only data, fewer than 2 rows.
+    RuntimeError
+        A map's fit failed (as ``PlattScaling.fit`` raises it).
+    """
+    import warnings
+
+    from pbr_core.recalibrators import PlattScaling
+
+    lay = dataset.layout()
+    if lay.kind == "top_label":
+        raise PredictionsError(f"{dataset.spec}: top-label-only data cannot be recalibrated: recalibration needs "
+                               "the full probability or logit vector of every row.")
+    rec = PlattScaling(targets=targets)
+    rec._validate_params()
+    n, K, pos, sx_pos, sx_neg, sxx, binary = _count_pass(dataset)
+    passes = 1
+    if n < 2:
+        raise PredictionsError(f"{dataset.spec}: at least 2 rows are needed to fit, but the dataset has {n}.")
+    names = ["p(y=1)"] if binary else [f"class {k}" for k in range(K)]
+
+    def start(k: int, used: str) -> _Map:
+        return _Map(names[k], used, n, float(pos[k]), float(sx_pos[k]), float(sx_neg[k]), float(sxx[k]),
+                    max_iter, tol)
+
+    maps = [start(k, "platt" if targets == "platt" else "labels") for k in range(len(names))]
+    notes: list[str] = []
+
+    def settle() -> None:
+        # "auto": a map whose labels' fit does not exist restarts on Platt's targets; else a failure raises.
+        for k, m in enumerate(maps):
+            if m.state == "done" and not m.converged:
+                if m.targets == "labels" and targets == "auto":
+                    notes.append(m.name)
+                    maps[k] = start(k, "platt")
+                    continue
+                hint = " Use targets='auto' or 'platt' (Platt's smoothed targets)." if m.targets == "labels" else ""
+                raise RuntimeError(f"Platt scaling failed for {m.name}: {m.message}.{hint}")
+
+    settle()
+    if progress is not None:
+        progress(passes, sum(m.state != "done" for m in maps))
+    while any(m.state != "done" for m in maps):
+        active = [(k, m) for k, m in enumerate(maps) if m.state != "done"]
+        for unit in dataset.units():
+            for _, preds in dataset.predictions(unit):
+                x, y = _features(preds, binary)
+                for k, m in active:
+                    m.accumulate(x[:, k], y[:, k])
+        passes += 1
+        for _, m in active:
+            m.after_pass()
+        settle()
+        if progress is not None:
+            progress(passes, sum(m.state != "done" for m in maps))
+    if notes:
+        warnings.warn("PlattScaling: " + PlattScaling._fit_note_message.format(names=", ".join(notes)),
+                      RuntimeWarning, stacklevel=2)
+    rec.n_classes_ = lay.n_classes
+    rec.input_type_ = lay.input_type
+    rec.maps_ = [{"slope": float(m.theta[0]), "intercept": float(m.theta[1]), "targets": m.targets} for m in maps]
     rec.fit_passes_ = passes
     return rec
