@@ -159,8 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "folder, a glob or a URL; a folder or glob needs --sample)")
     p.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
     p.add_argument("--all-rows", action="store_true",
-                   help="temperature scaling only: fit on every row of FILE (a file, folder, glob or URL) by "
-                        "streamed passes (one pass per Newton step), never holding the rows in memory")
+                   help="temperature and Platt scaling only: fit on every row of FILE (a file, folder, glob or "
+                        "URL) by streamed passes (one pass per Newton step), never holding the rows in memory")
     g = p.add_argument_group("alpha by cross-validation (PBR methods: pbr, pbr_total, pbr_app, pbr_total_app)")
     g.add_argument("--select-alpha", action="store_true",
                    help="choose alpha by k-fold cross-validation inside FILE, then fit on all rows with it")
@@ -533,7 +533,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         return fit_all_rows(args, rec)
     if args.sample is None and is_dataset(args.file):
         raise CLIError(f"{args.file} is a dataset: fit on a random sample of it with --sample N (or, for "
-                       "temperature scaling, on every row with --all-rows)", EXIT_USAGE)
+                       "temperature or Platt scaling, on every row with --all-rows)", EXIT_USAGE)
     preds = fit_sample(args) if args.sample is not None else _load(args.file, args)
     if not preds.can_recalibrate:
         raise CLIError(f"{preds.source}: top-label-only data (confidence, predicted label, true label) cannot be "

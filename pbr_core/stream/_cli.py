@@ -136,38 +136,54 @@ def apply_stream(args: argparse.Namespace, rec) -> int:
 
 
 def fit_all_rows(args: argparse.Namespace, rec) -> int:
-    """``fit --all-rows``: temperature scaling on every row by streamed passes, saved to --out."""
+    """``fit --all-rows``: temperature or Platt scaling on every row by streamed passes, saved to --out."""
     from pbr_core.cli import EXIT_FIT_FAILED, EXIT_OK, EXIT_USAGE, CLIError
-    from pbr_core.recalibrators import TemperatureScaling
-    from pbr_core.stream._fit import fit_temperature
+    from pbr_core.recalibrators import PlattScaling, TemperatureScaling
+    from pbr_core.stream._fit import fit_platt, fit_temperature
 
-    if type(rec) is not TemperatureScaling:
-        raise CLIError(f"--all-rows fits temperature scaling only (--method temperature), not {args.method}; "
-                       "other methods fit on a random sample (--sample N)", EXIT_USAGE)
+    if type(rec) not in (TemperatureScaling, PlattScaling):
+        raise CLIError(f"--all-rows fits temperature or Platt scaling only (--method temperature or platt), not "
+                       f"{args.method}; other methods fit on a random sample (--sample N)", EXIT_USAGE)
     if args.sample is not None or args.select_alpha:
         raise CLIError("--all-rows fits on every row: do not also give --sample or --select-alpha", EXIT_USAGE)
     ds = _open(args)
     from tqdm import tqdm
 
-    bar = tqdm(unit="pass", desc="temperature (passes over the data)", file=sys.stderr, disable=args.quiet, leave=False)
+    platt = type(rec) is PlattScaling
+    bar = tqdm(unit="pass", desc=f"{'Platt' if platt else 'temperature'} (passes over the data)", file=sys.stderr,
+               disable=args.quiet, leave=False)
 
-    def progress(passes: int, temperature: float) -> None:
+    def progress_temperature(passes: int, temperature: float) -> None:
         bar.update(1)
         bar.set_postfix_str(f"T = {temperature:.6g}")
 
+    def progress_platt(passes: int, iterating: int) -> None:
+        bar.update(1)
+        bar.set_postfix_str(f"{iterating} map(s) still iterating")
+
+    if platt:
+        def run():
+            return fit_platt(ds, targets=rec.targets, progress=progress_platt)
+    else:
+        def run():
+            return fit_temperature(ds, min_temperature=rec.min_temperature, max_temperature=rec.max_temperature,
+                                   progress=progress_temperature)
     try:
-        fitted = _run_guarded(lambda: fit_temperature(ds, min_temperature=rec.min_temperature,
-                                                      max_temperature=rec.max_temperature, progress=progress),
-                              str(args.file))
+        fitted = _run_guarded(run, str(args.file))
     except RuntimeError as exc:
-        raise CLIError(f"fitting temperature failed: {exc}", EXIT_FIT_FAILED) from exc
+        raise CLIError(f"fitting {'Platt scaling' if platt else 'temperature'} failed: {exc}", EXIT_FIT_FAILED) from exc
     finally:
         bar.close()
     try:
         fitted.save(args.out)
     except OSError as exc:
         raise CLIError(f"cannot write {args.out}: {exc.strerror or exc}", EXIT_USAGE) from exc
-    print(f"fitted temperature scaling on every row of {ds.spec} ({len(ds.files)} file(s)) in {fitted.fit_passes_} "
-          f"passes: T = {fitted.temperature_:.6g}")
+    where = f"every row of {ds.spec} ({len(ds.files)} file(s)) in {fitted.fit_passes_} passes"
+    if platt:
+        shown = "; ".join(f"a = {m['slope']:.6g}, b = {m['intercept']:.6g}" for m in fitted.maps_[:3])
+        more = f"; ... ({len(fitted.maps_)} maps)" if len(fitted.maps_) > 3 else ""
+        print(f"fitted Platt scaling on {where}: {shown}{more}")
+    else:
+        print(f"fitted temperature scaling on {where}: T = {fitted.temperature_:.6g}")
     print(f"saved to {args.out}")
     return EXIT_OK
