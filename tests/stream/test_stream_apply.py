@@ -105,5 +105,5 @@ def test_temperature_on_every_row_equals_the_in_memory_fit(cifar10_parts, cifar1
                  "--out", str(tmp_path / "t.json"), "--quiet"])
     assert code == 0 and "passes: T = " in capsys.readouterr().out
     assert load_recalibrator(tmp_path / "t.json").temperature_ == pytest.approx(in_memory.temperature_, rel=1e-9)
-    assert main(["fit", str(tmp_path / "logits"), "--method", "platt", "--all-rows", "--out",
+    assert main(["fit", str(tmp_path / "logits"), "--method", "beta", "--all-rows", "--out",
                  str(tmp_path / "p.json")]) == 2
