@@ -130,7 +130,8 @@ def test_cli_fits_platt_on_every_row(cifar10_parts, tmp_path, capsys) -> None:
     code = main(["fit", str(cifar10_parts / "*.parquet"), "--method", "platt", "--all-rows", "--out", str(out)])
     stdout, err = capsys.readouterr()
     assert code == EXIT_OK, err
-    assert re.search(r"fitted Platt scaling on every row of .* \(4 file\(s\)\) in \d+ passes: a = .*\(10 maps\)", stdout)
+    assert re.search(r"fitted Platt scaling on every row of .* \(4 file\(s\)\) in \d+ passes: a = .*\(10 maps\)",
+                     stdout)
     assert "Platt (passes over the data)" in err  # the per-pass progress bar, on stderr
     saved = load_recalibrator(out)
     in_memory = PlattScaling().fit(pbr_core.load_predictions(SAMPLE / "cifar10_resnet110.npz"))
