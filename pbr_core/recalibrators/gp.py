@@ -26,7 +26,13 @@ import torch
 
 from pbr_core.bounds import corollary1_bound, corollary2_bound, optimal_n_bins
 from pbr_core.gp.device import DTYPE, resolve_device
-from pbr_core.gp.model import GPRecalibrationModel, NotPositiveDefiniteError, initial_inducing_points
+from pbr_core.gp.model import (
+    GPRecalibrationModel,
+    InputKind,
+    NotPositiveDefiniteError,
+    initial_inducing_points,
+    kernel_inputs,
+)
 from pbr_core.gp.objectives import ObjectiveSpec, draw_mc_noise
 from pbr_core.gp.predict import predict_proba
 from pbr_core.gp.problem import FitData, TrainCheck, TrainSettings
@@ -41,6 +47,13 @@ __all__ = ["BOUND_VALIDITY", "GPCalibration", "GPCalibrationApp", "PBR", "PBRApp
            "prediction_seed", "prior_split_rows"]
 
 Objective = Literal["gp", "pbr", "pbr_total"]
+ProbInput = Literal["log", "wenger"]
+
+#: The GP model on probability inputs for each ``prob_input`` (``GPRecalibrationModel.input_kind``).
+PROB_INPUT_KINDS: dict[str, InputKind] = {"log": "log_probs", "wenger": "probs"}
+#: ``prob_input`` of files saved before the parameter existed: their GP on probabilities is log p
+#: with an identity mean.
+LEGACY_PROB_INPUT = "log"
 
 #: Report keys that depend on the run (clock, machine), kept in memory but not in saved files, so
 #: that two equal fits save equal files.
@@ -137,8 +150,13 @@ class _GPRecalibrator(Recalibrator):
     device: str
     random_state: int
     prior_split: float
+    prob_input: str
 
     # ------------------------------------------------------------------ configuration
+    def _input_kind(self, preds: Predictions) -> InputKind:
+        """The GP model for these predictions: logits as they are; probabilities as ``prob_input`` says."""
+        return "logits" if preds.logits is not None else PROB_INPUT_KINDS[self.prob_input]
+
     def _spec(self) -> ObjectiveSpec:
         if self.objective == "gp":
             return ObjectiveSpec.gp_calibration(ce=getattr(self, "ce_estimator", "taylor"))
@@ -186,6 +204,9 @@ class _GPRecalibrator(Recalibrator):
                 or not (ps == 0 or 0 < ps <= MAX_PRIOR_SPLIT)):
             raise ValueError(f"Expected argument `prior_split` to be 0 (prior fitted on the same rows) or a share in "
                              f"(0, {MAX_PRIOR_SPLIT:g}] of the rows set aside to choose the prior, but got {ps!r}.")
+        if getattr(self, "prob_input", None) not in PROB_INPUT_KINDS:
+            raise ValueError(f"Expected argument `prob_input` to be 'log' or 'wenger', but got "
+                             f"{getattr(self, 'prob_input', None)!r}.")
         if not isinstance(self.device, (str, torch.device)):
             raise ValueError(f"Expected argument `device` to be 'auto', 'cpu' or 'cuda', but got {self.device!r}.")
         name = str(self.device).lower()
@@ -239,7 +260,7 @@ class _GPRecalibrator(Recalibrator):
         z = np.asarray(preds.scores, dtype=np.float64)
         y = np.asarray(preds.labels, dtype=np.int64)
         n = z.shape[0]
-        kind = "logits" if preds.logits is not None else "log_probs"
+        kind = self._input_kind(preds)
         split = float(getattr(self, "prior_split", 0.0) or 0.0)
         progress = self._progress()
         if split > 0:
@@ -271,8 +292,8 @@ class _GPRecalibrator(Recalibrator):
         prior that did not see these rows)."""
         n, k = z.shape
         if prior is None:
-            zu = torch.as_tensor(initial_inducing_points(z, int(self.n_inducing), seed=int(self.random_state)),
-                                 dtype=DTYPE)
+            zu = torch.as_tensor(initial_inducing_points(kernel_inputs(z, kind), int(self.n_inducing),
+                                                         seed=int(self.random_state)), dtype=DTYPE)
             model = GPRecalibrationModel(zu, kind, self.variational).to(dev)
             frozen: list[torch.nn.Parameter] = []
         else:
@@ -353,10 +374,9 @@ class _GPRecalibrator(Recalibrator):
         return self.model_
 
     def _predict_proba(self, preds: Predictions) -> np.ndarray:
-        kind = "logits" if preds.logits is not None else "log_probs"
-        if kind != self.input_kind_:
+        if (preds.logits is not None) != (self.input_kind_ == "logits"):
             fitted = "logits" if self.input_kind_ == "logits" else "probabilities"
-            given = "logits" if kind == "logits" else "probabilities"
+            given = "logits" if preds.logits is not None else "probabilities"
             raise ValueError(
                 f"This {type(self).__name__} was fitted on {fitted} but is asked to predict from {given}: "
                 f"the GP acts on the scores themselves, so give {fitted} (input_type='{fitted}')."
@@ -383,13 +403,23 @@ class _GPRecalibrator(Recalibrator):
         return {"gp": self.gp_parameters(), "input_kind": self.input_kind_, "jitter": float(self.model_.jitter),
                 "kl": self.kl_, "fit_report": report, "bounds": dict(self.bounds_)}
 
+    @classmethod
+    def _from_fields(cls, data: dict[str, Any]) -> "Recalibrator":
+        params = data.get("params")
+        if isinstance(params, dict) and "prob_input" not in params:
+            # A file saved before ``prob_input`` existed: it loads as the model it was saved with.
+            data = {**data, "params": {**params, "prob_input": LEGACY_PROB_INPUT}}
+        return super()._from_fields(data)
+
     def _set_state(self, state: dict[str, Any]) -> None:
         fields = _state.Fields(state, "state")
-        kind = fields.choice("input_kind", ("logits", "log_probs"))
-        expected = "logits" if self.input_type_ == "logits" else "log_probs"
+        kind = fields.choice("input_kind", ("logits", *PROB_INPUT_KINDS.values()))
+        expected = "logits" if self.input_type_ == "logits" else PROB_INPUT_KINDS[self.prob_input]
         if kind != expected:
-            raise StateError(f'state.input_kind is "{kind}", but a GP fitted on {self.input_type_} (the file\'s '
-                             f'input_type) acts on "{expected}"')
+            where = ("the file's input_type" if self.input_type_ == "logits"
+                     else f'the file\'s input_type, with params.prob_input "{self.prob_input}"')
+            raise StateError(f'state.input_kind is "{kind}", but a GP fitted on {self.input_type_} ({where}) '
+                             f'acts on "{expected}"')
         jitter = fields.number("jitter", low=0.0, low_open=True)
         self.model_ = _load_gp(fields.fields("gp"), kind, self.variational, jitter)
         self.input_kind_ = kind
@@ -498,6 +528,13 @@ _DOC_COMMON = """
         there), then q is fitted from that fixed prior on the other rows and the bounds are computed
         on those rows alone: valid as stated, at the price of a smaller n in the bound (and fewer rows
         for q). ``fit_report_["prior"]`` and ``bounds_["validity"]`` say which.
+    prob_input : {"log", "wenger"}, default "log"
+        The GP on probability inputs (logit inputs are not affected). "log": the GP's input is
+        log p with an identity mean, f = log p + g(log p). "wenger": Wenger et al.'s model, the
+        GP's input is p itself with a log mean function, f = log p + g(p); Wenger's kernel
+        ranges (lengthscale in (0.001, 10), outputscale in (0, 5)) and initial values belong to
+        that input space. Measured on KITTI in ``docs/reproduction.md`` ("GP input on
+        probabilities").
 """
 
 _DOC_ATTRIBUTES = """
@@ -560,7 +597,7 @@ class GPCalibration(_GPRecalibrator):
     def __init__(self, mean_approx: bool = False, n_inducing: int = 10, variational: str = "mean_field",
                  optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int = 100, n_predict_samples: int = 100,
                  ce_estimator: str = "taylor", device: str = "auto", random_state: int = 0,
-                 prior_split: float = 0.0):
+                 prior_split: float = 0.0, prob_input: str = "log"):
         self.mean_approx = mean_approx
         self.n_inducing = n_inducing
         self.variational = variational
@@ -572,6 +609,7 @@ class GPCalibration(_GPRecalibrator):
         self.device = device
         self.random_state = random_state
         self.prior_split = prior_split
+        self.prob_input = prob_input
         self.objective = "gp"
         self.alpha = 1.0
 
@@ -601,11 +639,11 @@ class GPCalibrationApp(GPCalibration):
 
     def __init__(self, n_inducing: int = 10, variational: str = "mean_field", optimizer: str = "lbfgs",
                  max_iter: int = 1000, n_mc: int = 100, n_predict_samples: int = 100, ce_estimator: str = "taylor",
-                 device: str = "auto", random_state: int = 0, prior_split: float = 0.0):
+                 device: str = "auto", random_state: int = 0, prior_split: float = 0.0, prob_input: str = "log"):
         super().__init__(mean_approx=True, n_inducing=n_inducing, variational=variational, optimizer=optimizer,
                          max_iter=max_iter, n_mc=n_mc, n_predict_samples=n_predict_samples,
                          ce_estimator=ce_estimator, device=device, random_state=random_state,
-                         prior_split=prior_split)
+                         prior_split=prior_split, prob_input=prob_input)
 
 
 @register
@@ -647,7 +685,7 @@ class PBR(_GPRecalibrator):
     def __init__(self, alpha: float = 0.5, objective: str = "pbr", mean_approx: bool = False, n_inducing: int = 10,
                  variational: str = "mean_field", optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int = 100,
                  n_predict_samples: int = 100, device: str = "auto", random_state: int = 0,
-                 prior_split: float = 0.0):
+                 prior_split: float = 0.0, prob_input: str = "log"):
         self.alpha = alpha
         self.objective = objective
         self.mean_approx = mean_approx
@@ -660,6 +698,7 @@ class PBR(_GPRecalibrator):
         self.device = device
         self.random_state = random_state
         self.prior_split = prior_split
+        self.prob_input = prob_input
 
     def _check_param_values(self) -> None:
         if self.objective not in ("pbr", "pbr_total"):
@@ -672,11 +711,11 @@ def _pbr_variant(name: str, cls_name: str, objective: str, mean_approx: bool, ti
 
     def __init__(self, alpha: float = 0.5, n_inducing: int = 10, variational: str = "mean_field",
                  optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int = 100, n_predict_samples: int = 100,
-                 device: str = "auto", random_state: int = 0, prior_split: float = 0.0):
+                 device: str = "auto", random_state: int = 0, prior_split: float = 0.0, prob_input: str = "log"):
         PBR.__init__(self, alpha=alpha, objective=objective, mean_approx=mean_approx, n_inducing=n_inducing,
                      variational=variational, optimizer=optimizer, max_iter=max_iter, n_mc=n_mc,
                      n_predict_samples=n_predict_samples, device=device, random_state=random_state,
-                     prior_split=prior_split)
+                     prior_split=prior_split, prob_input=prob_input)
 
     doc = f"""{title}
 
