@@ -137,7 +137,7 @@ def test_wenger_fit_uses_the_model_on_p_and_round_trips(cls, probs3, tmp_path) -
 
 def test_logit_inputs_do_not_depend_on_prob_input(probs3) -> None:
     z, y = class_subset(*load_logits("cifar10_resnet110.npz"), 3)
-    a = PBR(**QUICK).fit(z[:150], y[:150])
+    a = PBR(prob_input="log", **QUICK).fit(z[:150], y[:150])
     b = PBR(prob_input="wenger", **QUICK).fit(z[:150], y[:150])
     assert a.input_kind_ == b.input_kind_ == "logits"
     np.testing.assert_array_equal(a.predict_proba(z[150:200]), b.predict_proba(z[150:200]))
@@ -152,6 +152,12 @@ def test_the_two_models_on_probabilities_differ(probs3) -> None:
     assert not np.allclose(a.predict_proba(p[200:]), b.predict_proba(p[200:]), atol=1e-6)
     shared = PBRApp(prob_input="wenger", **QUICK).fit_from(b, p[:200], y[:200], input_type="probabilities")
     assert shared.fit_report_.get("fit_shared_with") == "pbr" and shared.model_ is b.model_
+
+
+def test_wenger_is_the_default_on_probabilities(probs3) -> None:
+    """Chosen by measurement on KITTI (docs/reproduction.md, "The GP on probability inputs")."""
+    for cls in (GPCalibration, PBR, PBRTotal, PBRApp):
+        assert cls().prob_input == "wenger"
 
 
 def test_bad_prob_input_is_a_clear_error(probs3) -> None:
