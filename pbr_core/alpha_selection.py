@@ -214,7 +214,7 @@ def _batched_rows(data: Predictions, folds, grid, params, progress, *, cancel, b
 
     rec = PBR(alpha=grid[0], **params)
     z = np.asarray(data.scores, dtype=np.float64)
-    kind = "logits" if data.logits is not None else "log_probs"
+    kind = rec._input_kind(data)
     pairs = [(f, alpha) for f in range(len(folds)) for alpha in grid]
     seed = int(rec.random_state)
     device = resolve_device(rec.device)

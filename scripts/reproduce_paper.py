@@ -110,12 +110,18 @@ def _takes_alpha(method: str) -> bool:
     return "alpha" in method_class(method)._param_names()
 
 
+#: ``--prob-input``: the GP methods' ``prob_input`` (None: the library default).
+PROB_INPUT: str | None = None
+
+
 def _params(method: str, alpha: float | None, device: str, max_iter: int | None) -> dict[str, Any]:
     params: dict[str, Any] = {}
     if _is_gp(method):
         params["device"] = device
         if max_iter is not None:
             params["max_iter"] = max_iter
+        if PROB_INPUT is not None:
+            params["prob_input"] = PROB_INPUT
     if _takes_alpha(method) and alpha is not None:
         params["alpha"] = alpha
     return params
@@ -281,6 +287,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--inner-folds", type=int, default=3, help="inner folds for --alpha cv")
     ap.add_argument("--max-iter", type=int, default=None, help="override the GP methods' iteration budget")
     ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    ap.add_argument("--prob-input", choices=["log", "wenger"], default=None,
+                    help="GP methods on probability inputs: GP on log p ('log') or Wenger's GP on p with a log "
+                         "mean ('wenger'); default: the library's (see docs/reproduction.md)")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     ap.add_argument("--out", default=str(ROOT / "docs" / "reproduction_results"))
     ap.add_argument("--fresh", action="store_true", help="overwrite instead of merging into existing CSVs")
@@ -359,7 +368,9 @@ def run_part(part: str, args: argparse.Namespace, out: Path) -> dict[str, Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, Path]]:
+    global PROB_INPUT
     args = parse_args(argv)
+    PROB_INPUT = args.prob_input
     # Classical methods only: keep torch (seconds to import) out; the registry's classical part
     # is loaded, so a method it lacks is of the GP family.
     from pbr_core.recalibrators import REGISTRY

@@ -17,8 +17,8 @@ import numpy as np
 import torch
 
 from pbr_core.gp.device import DTYPE
-from pbr_core.gp.model import GPRecalibrationModel, InputKind, initial_inducing_points
 from pbr_core.gp import objectives as _objectives
+from pbr_core.gp.model import GPRecalibrationModel, InputKind, initial_inducing_points, kernel_inputs
 from pbr_core.gp.objectives import ObjectiveSpec, draw_mc_noise
 from pbr_core.gp.problem import FitData, FitReport, ProgressCallback, TrainCheck, TrainSettings
 from pbr_core.gp.training import fit_gp
@@ -58,7 +58,7 @@ def fit_batch(zs: Sequence[np.ndarray], ys: Sequence[np.ndarray], alphas: Sequen
         z_pad[i, z.shape[0]:] = z[0]  # finite filler rows with weight 0
         y_pad[i, : y.shape[0]] = y
         w[i, : z.shape[0]] = 1.0
-    zu = np.stack([initial_inducing_points(z, n_inducing, seed=seed) for z in zs])
+    zu = np.stack([initial_inducing_points(kernel_inputs(z, input_kind), n_inducing, seed=seed) for z in zs])
     model = GPRecalibrationModel(torch.as_tensor(zu, dtype=DTYPE), input_kind, variational,
                                  batch_shape=torch.Size([b])).to(device)
     eps = draw_mc_noise(n_max, n_mc, k, seed, device=device, dtype=_objectives.MC_DTYPE) if spec.needs_mc else None

@@ -5,6 +5,19 @@ z_nk of the K-vector of logits (or log-probabilities) is one 1-D GP input, f_nk 
 and the recalibrated prediction is softmax(f_n). g is a sparse variational GP with M inducing
 points (whitened, mean-field by default), kernel ScaleKernel(RBF) + White.
 
+Three input kinds (``input_kind``). The model is always called with the scores z (logits, or
+log p for probabilities), so training, prediction and the "ended at the prior" test are the same
+for all three; what differs is where the GP lives:
+
+* ``"logits"``: GP input z, identity mean: f = z + g(z) (Wenger's model on logits).
+* ``"probs"``: Wenger's model on probabilities: GP input p = exp(z), log mean function:
+  f = log p + g(p) (pycalib's ``GPCalibration(logits=False)``: ``gp_classes.Log`` mean, the
+  ``Logistic`` constraints below on the RBF of the probability input, inducing points by k-means
+  on the flattened p). Wenger's hyperparameter ranges belong to this input space.
+* ``"log_probs"``: this project's first model for probabilities: GP input log p, identity mean,
+  f = log p + g(log p), with Wenger's probability-space initial values and ranges applied to
+  log p. Kept so that files saved with it load and predict unchanged.
+
 Only the marginals mu_nk, var_nk of q(f_nk) are ever needed. :meth:`GPRecalibrationModel.marginals`
 computes them directly from the kernel blocks K_uu, K_uf and diag K_ff, with the same formulas and
 jitter as GPyTorch's ``VariationalStrategy.forward`` (a test pins the two equal), because
@@ -36,14 +49,23 @@ from linear_operator.operators import DiagLinearOperator, ZeroLinearOperator
 from pbr_core.cancel import checkpoint
 from pbr_core.gp.device import DTYPE
 
-InputKind = Literal["logits", "log_probs"]
+InputKind = Literal["logits", "log_probs", "probs"]
 VariationalKind = Literal["mean_field", "cholesky"]
 
 #: Wenger's initial kernel values (GP_SPEC section 1).
 INITIAL_VALUES: dict[str, dict[str, float]] = {
     "logits": {"outputscale": 1.0, "lengthscale": 10.0, "white": 0.01},
     "log_probs": {"outputscale": 1.0, "lengthscale": 0.5, "white": 0.01},
+    "probs": {"outputscale": 1.0, "lengthscale": 0.5, "white": 0.01},
 }
+
+
+def kernel_inputs(z: np.ndarray | torch.Tensor, input_kind: InputKind) -> np.ndarray | torch.Tensor:
+    """Where the GP g is evaluated for the scores ``z``: p = exp(z) for ``"probs"`` (Wenger's model
+    on probabilities, z = log p), z itself otherwise. Inducing points live in this space."""
+    if input_kind == "probs":
+        return torch.exp(z) if isinstance(z, torch.Tensor) else np.exp(z)
+    return z
 
 #: Jitter added to K_uu (and, as in GPyTorch, to the marginal variances) in float64.
 DEFAULT_JITTER = 1e-6
@@ -209,6 +231,14 @@ class IdentityMean(gpytorch.means.Mean):
         return x[..., 0]
 
 
+class LogMean(gpytorch.means.Mean):
+    """m(p) = log p, clipped at the smallest positive float (pycalib's ``gp_classes.Log``): Wenger's
+    mean function on probability inputs; with g = 0 the model returns the uncalibrated prediction."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log(x[..., 0].clamp_min(torch.finfo(x.dtype).tiny))
+
+
 def kmeans_1d(values: np.ndarray, n_clusters: int, max_iter: int = 300, max_points: int = 1_000_000,
               seed: int = 0) -> np.ndarray:
     """Lloyd's k-means on scalars, exact and fast in 1-D (sorted data, cumulative sums).
@@ -274,10 +304,12 @@ class GPRecalibrationModel(gpytorch.models.ApproximateGP):
     ----------
     inducing_points : Tensor of shape (*batch_shape, M) or (*batch_shape, M, 1)
         Initial inducing locations (learnable), e.g. from :func:`initial_inducing_points`.
-    input_kind : {"logits", "log_probs"}
-        Sets Wenger's initial kernel values and constraints: on logits outputscale 1, lengthscale 10
-        (softplus-positive); on log-probabilities outputscale 1 in (0, 5) and lengthscale 0.5 in
-        (0.001, 10) (Interval constraints); white noise 0.01 (softplus-positive) in both.
+    input_kind : {"logits", "probs", "log_probs"}
+        Where the GP lives (module docstring) and Wenger's initial kernel values and constraints: on
+        logits outputscale 1, lengthscale 10 (softplus-positive); on probabilities ("probs", and
+        "log_probs" which applies the same values to log p) outputscale 1 in (0, 5) and
+        lengthscale 0.5 in (0.001, 10) (Interval constraints); white noise 0.01 (softplus-positive)
+        in all. ``inducing_points`` are in the GP's input space (p for "probs").
     variational : {"mean_field", "cholesky"}
         Whitened mean-field (diagonal) q(v) = N(m, diag s^2), Wenger's choice, or a full Cholesky
         factor. Both start at the prior N(0, I) (``mean_init_std=0``).
@@ -300,7 +332,8 @@ class GPRecalibrationModel(gpytorch.models.ApproximateGP):
                  variational: VariationalKind = "mean_field", batch_shape: torch.Size = torch.Size([]),
                  jitter: float = DEFAULT_JITTER):
         if input_kind not in INITIAL_VALUES:
-            raise ValueError(f"Expected argument `input_kind` to be 'logits' or 'log_probs', but got {input_kind!r}.")
+            raise ValueError(
+                f"Expected argument `input_kind` to be 'logits', 'probs' or 'log_probs', but got {input_kind!r}.")
         batch_shape = torch.Size(batch_shape)
         inducing_points = torch.as_tensor(inducing_points)
         if inducing_points.dim() == len(batch_shape) + 1:
@@ -327,7 +360,8 @@ class GPRecalibrationModel(gpytorch.models.ApproximateGP):
         else:
             rbf = RBFKernel(batch_shape=batch_shape, lengthscale_constraint=Interval(1e-3, 10.0))
             scaled = ScaleKernel(rbf, batch_shape=batch_shape, outputscale_constraint=Interval(0.0, 5.0))
-        self.mean_module = IdentityMean()
+        # Used by GPyTorch's own ``model(x)`` path (tests compare it with ``marginals``).
+        self.mean_module = LogMean() if input_kind == "probs" else IdentityMean()
         self.covar_module = AdditiveKernel(scaled, WhiteNoiseKernel(batch_shape=batch_shape))
         # float64 first, then Wenger's values, so that 0.01 is not rounded through float32.
         self.to(dtype=DTYPE)
@@ -369,7 +403,8 @@ class GPRecalibrationModel(gpytorch.models.ApproximateGP):
             self.variational_strategy.variational_params_initialized.fill_(1)
 
     def forward(self, x: torch.Tensor) -> gpytorch.distributions.MultivariateNormal:
-        """The prior p(f) = GP(z, k): used by GPyTorch's ``VariationalStrategy`` when calling ``model(x)``."""
+        """The prior p(f) = GP(m, k) at GP inputs ``x`` (p for "probs"): used by GPyTorch's
+        ``VariationalStrategy`` when calling ``model(x)``."""
         return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
 
     # ------------------------------------------------------------------ what the objectives need
@@ -402,6 +437,26 @@ class GPRecalibrationModel(gpytorch.models.ApproximateGP):
 
     def marginals(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Marginal mean and variance of q(f_nk) for scores ``z`` of shape (*batch_shape, N, K).
+
+        ``z`` is always the scores (logits, or log p); for ``input_kind="probs"`` the GP is
+        evaluated at x = exp(z) = p and its mean function is log x = z, so mu = z + E g(p).
+        See :meth:`_identity_mean_marginals` for the formulas.
+
+        Raises
+        ------
+        NotPositiveDefiniteError
+            When K_uu + jitter I has no Cholesky factor (the caller retries with more jitter).
+        """
+        if self.input_kind != "probs":
+            return self._identity_mean_marginals(z)
+        x = torch.exp(z)
+        mu, var = self._identity_mean_marginals(x)
+        # mu = x + E g(x); the log mean function replaces the identity: z + (mu - x). Subtracting x
+        # first keeps mu == z exactly where E g = 0 (at the prior).
+        return z + (mu - x), var
+
+    def _identity_mean_marginals(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Marginals of f = z + g(z) at GP inputs ``z`` of shape (*batch_shape, N, K).
 
         Whitened SVGP predictive (as ``VariationalStrategy.forward``), with A = L^-1 K_uf and
         L L^T = K_uu + jitter I:

@@ -70,6 +70,8 @@ class PBRCV(_GPRecalibrator):
     prior_split : float, default 0
         As in :class:`~pbr_core.recalibrators.gp.PBR`, for the final fit only (the one whose bounds
         are reported); the cross-validation fits use every row of their folds.
+    prob_input : {"wenger", "log"}, default "wenger"
+        As in :class:`~pbr_core.recalibrators.gp.PBR` (the GP on probability inputs), for every fit.
     cv_seed : int, default 0
         Seeds the fold assignment.
     binary_ece : {"top_label", "positive"}
@@ -130,7 +132,7 @@ class PBRCV(_GPRecalibrator):
                  variational: str = "mean_field", optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int = 100,
                  n_predict_samples: int = 100, device: str = "auto", random_state: int = 0, cv_seed: int = 0,
                  binary_ece: Literal["positive", "top_label"] = "top_label",
-                 batched: bool | Literal["auto"] = "auto", prior_split: float = 0.0):
+                 batched: bool | Literal["auto"] = "auto", prior_split: float = 0.0, prob_input: str = "wenger"):
         self.alphas = alphas
         self.cv = cv
         self.scoring = scoring
@@ -148,6 +150,7 @@ class PBRCV(_GPRecalibrator):
         self.binary_ece = binary_ece
         self.batched = batched
         self.prior_split = prior_split
+        self.prob_input = prob_input
 
     @classmethod
     def _test_params(cls) -> dict[str, Any]:

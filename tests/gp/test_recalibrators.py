@@ -139,10 +139,11 @@ def test_fit_from_reuses_an_equal_fit_and_refits_otherwise(small, monkeypatch) -
     assert calls and "fit_shared_with" not in r.fit_report_ and r.kl_ == alone.kl_
 
 
-def test_probability_input_is_recalibrated_through_log_probabilities(small) -> None:
+@pytest.mark.parametrize("prob_input,kind", [("wenger", "probs"), ("log", "log_probs")])
+def test_probability_input_is_recalibrated_by_the_chosen_model(small, prob_input: str, kind: str) -> None:
     probs = softmax(small.z)
-    rec = PBR(**QUICK).fit(probs, small.y)
-    assert rec.input_kind_ == "log_probs"
+    rec = PBR(prob_input=prob_input, **QUICK).fit(probs, small.y)
+    assert rec.input_kind_ == kind
     p = rec.predict_proba(softmax(small.z_te))
     np.testing.assert_allclose(p.sum(1), 1.0, atol=1e-12)
 

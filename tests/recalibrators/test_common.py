@@ -16,6 +16,7 @@ A method with a ``random_state`` parameter is built with ``random_state=0``.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Literal
@@ -88,12 +89,19 @@ def methods_x(*values: str) -> list:
     return [_param(m, v) for m in METHODS for v in values]
 
 
+#: ``PBR_TEST_GP_PROB_INPUT=log`` (or ``wenger``, the default) runs the whole suite with that GP
+#: model on probability inputs (the ``prob_input`` parameter; the binary cases feed probabilities).
+GP_PROB_INPUT = os.environ.get("PBR_TEST_GP_PROB_INPUT")
+
+
 def make(method: str) -> Recalibrator:
     """A fresh recalibrator with its quick test parameters (and a fixed seed where it has one)."""
     cls = REGISTRY[method]
     params = dict(cls._test_params())
     if "random_state" in cls._param_names():
         params.setdefault("random_state", 0)
+    if GP_PROB_INPUT and "prob_input" in cls._param_names():
+        params["prob_input"] = GP_PROB_INPUT
     return cls(**params)
 
 
