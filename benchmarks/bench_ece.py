@@ -28,19 +28,11 @@ import numpy as np
 import pbr_core
 from pbr_core.predictions import softmax
 
+from _machine import cpu_model  # benchmarks/_machine.py, beside this script
+
 ROOT = Path(__file__).resolve().parents[1]
 LOOP_BUDGET_S = 60.0
 REPEATS = 3
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def _best_of(fn, repeats: int = REPEATS) -> tuple[float, object]:
@@ -172,7 +164,7 @@ def main() -> None:
         "# ECE benchmark results",
         "",
         f"- date: {_dt.datetime.now().strftime('%Y-%m-%d %H:%M')}",
-        f"- machine: {os.cpu_count()} CPU cores (nproc), {_cpu_model()}, {platform.system()} {platform.machine()}",
+        f"- machine: {os.cpu_count()} CPU cores (nproc), {cpu_model()}, {platform.system()} {platform.machine()}",
         f"- load average at start: {load_before[0]:.1f} (the machine is shared; timings are best of {REPEATS} "
         "runs for pbr_core, a single pass for the torchmetrics loop)",
         f"- Python {platform.python_version()}, numpy {np.__version__}, torch {torch.__version__}, "

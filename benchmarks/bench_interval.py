@@ -70,6 +70,8 @@ sys.path.insert(0, str(ROOT))
 import pbr_core  # noqa: E402
 from pbr_core import metrics as M  # noqa: E402
 
+from _machine import cpu_model  # noqa: E402 - benchmarks/_machine.py, beside this script
+
 LEVEL = 0.95
 Z = stats.norm.ppf(0.5 + LEVEL / 2)
 CONF_A, CONF_B = 5.0, 1.2
@@ -201,16 +203,6 @@ def _table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="few repetitions, small n (a smoke run; not recorded)")
@@ -240,7 +232,7 @@ def main() -> None:
     header = (
         "# Interval benchmark results: coverage of 95% intervals for the binned calibration error\n\n"
         f"- date: {_dt.datetime.now():%Y-%m-%d %H:%M}\n"
-        f"- machine: {os.cpu_count()} CPU cores (nproc), {_cpu_model()}, {platform.system()} {platform.machine()}\n"
+        f"- machine: {os.cpu_count()} CPU cores (nproc), {cpu_model()}, {platform.system()} {platform.machine()}\n"
         f"- load average at start: {load:.1f} (shared machine)\n"
         f"- Python {platform.python_version()}, numpy {np.__version__}\n"
         f"- whole script: {time.time() - t_start:.0f} s. Command: `python benchmarks/bench_interval.py"

@@ -7,13 +7,13 @@ real widget and its callback, exactly as in a browser.
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import plotly.io as pio
 import pytest
+from apptest_tools import sent_figure
 from streamlit.testing.v1 import AppTest
 
 import pbr_core
@@ -45,19 +45,6 @@ def _metric(at: AppTest, label_start: str) -> str:
         if m.label.startswith(label_start):
             return m.value
     raise AssertionError(f"no metric {label_start!r}; have {[m.label for m in at.metric]}")
-
-
-def _figure(at: AppTest, index: int = 0):
-    """The figure the page sent to the browser, with plotly's base64 typed arrays decoded."""
-    charts = at.get("plotly_chart")
-    assert charts, "no plotly chart on the page"
-    fig = pio.from_json(charts[index].proto.spec)
-    for tr in fig.data:
-        for attr in ("x", "y", "base"):
-            v = getattr(tr, attr, None)
-            if isinstance(v, dict) and "bdata" in v:
-                setattr(tr, attr, np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]))
-    return fig
 
 
 def _sidebar_text(at: AppTest) -> str:
@@ -100,7 +87,7 @@ def test_upload_valid_csv_feeds_every_page(at, cifar10_csv):
     assert not at.exception
     b = pbr_core.optimal_n_bins(300)
     assert _metric(at, "ECE") == f"{pbr_core.ece(probs, labels, b):.4f}"
-    fig = _figure(at)
+    fig = sent_figure(at)
     np.testing.assert_array_equal(F.trace(fig, F.TRACE_COUNTS).y,
                                   pbr_core.reliability_diagram(probs, labels, b)["count"])
     at.switch_page(BINS).run()
@@ -158,7 +145,7 @@ def test_bins_slider_updates_the_ece_card(at, cifar100):
     assert not at.exception
     ece5 = f"{pbr_core.ece(preds.probs, preds.labels, 5):.4f}"
     assert _metric(at, "ECE") == ece5 != f"{pbr_core.ece(preds.probs, preds.labels, b0):.4f}"
-    assert len(F.trace(_figure(at), F.TRACE_ACCURACY).y) == 5
+    assert len(F.trace(sent_figure(at), F.TRACE_ACCURACY).y) == 5
     assert _metric(at, "MCE") == f"{pbr_core.mce(preds.probs, preds.labels, 5):.4f}"
     assert _metric(at, "Brier") == f"{pbr_core.brier_score(preds.probs, preds.labels):.4f}"
     assert _metric(at, "NLL") == f"{pbr_core.nll(preds.probs, preds.labels):.4f}"
@@ -207,7 +194,7 @@ def test_bins_page_bound_inputs_and_teaching_subsample(at):
     n, b = preds.n, pbr_core.optimal_n_bins(preds.n)
     assert _metric(at, "Theorem 1 bound") == f"± {pbr_core.theorem1_bound(n, b):.4f}"
     assert _metric(at, "Bound-minimising B") == str(pbr_core.bound_minimizing_n_bins(n))
-    fig = _figure(at)
+    fig = sent_figure(at)
     assert F.marker_b(fig, F.TRACE_OPTIMAL_B) == b
     np.testing.assert_allclose(F.trace(fig, F.TRACE_ECE).y, pbr_core.ece_curve(preds.probs, preds.labels, range(1, 101)))
 
@@ -224,7 +211,7 @@ def test_bins_page_bound_inputs_and_teaching_subsample(at):
     b_sub = pbr_core.optimal_n_bins(1000)
     ece_sub = pbr_core.ece(preds.probs[idx], preds.labels[idx], b_sub)
     assert _metric(at, f"ECE at B = floor(n^(1/3)) = {b_sub}") == f"{ece_sub:.4f}"
-    assert F.trace(_figure(at), F.TRACE_ECE_REFERENCE) is not None  # the full-data curve for comparison
+    assert F.trace(sent_figure(at), F.TRACE_ECE_REFERENCE) is not None  # the full-data curve for comparison
     at.select_slider(key="bins_sub_n").set_value(100).run()
     assert any("says nothing yet" in i.value for i in at.info)  # n = 100: the bound exceeds 1
     at.select_slider(key="bins_sub_n").set_value(1000).run()

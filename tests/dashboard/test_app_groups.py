@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from apptest_tools import sent_figure
 from streamlit.testing.v1 import AppTest
 
 import pbr_core
@@ -124,13 +125,13 @@ def test_reliability_offers_equal_mass_bins_the_smooth_curve_and_other_libraries
     assert table["Estimator or library (default settings)"].iloc[0].startswith("pbr-calib: the paper's ECE")
     at.segmented_control(key="rel_binning").set_value("mass").run()
     assert not at.exception
-    fig = _figure(at)
+    fig = sent_figure(at)
     counts = F.trace(fig, F.TRACE_COUNTS).y
     assert len(counts) == B and max(counts) - min(counts) <= 1     # equal mass: the same count per bin
     assert any(f"{E.ece_equal_mass(preds.probs, preds.labels):.4f}" in c.value for c in at.caption)
     at.toggle(key="rel_smooth").set_value(True).run()
     assert not at.exception
-    smooth = F.trace(_figure(at), F.TRACE_SMOOTH)
+    smooth = F.trace(sent_figure(at), F.TRACE_SMOOTH)
     assert len(smooth.x) > 50 and np.all((np.asarray(smooth.y) >= 0) & (np.asarray(smooth.y) <= 1))
 
 
@@ -143,20 +144,5 @@ def test_bins_and_bias_teaches_the_estimators_on_simulated_data(at):
     assert "simulated" in text.lower() and "TCE = 0.050" in text
     at.select_slider(key="bins_sim_shift").set_value(0.0).run()
     assert not at.exception
-    fig = _figure(at, -1)
+    fig = sent_figure(at, -1)
     assert F.trace(fig, "True calibration error = 0.000") is not None
-
-
-def _figure(at, index: int = 0):
-    import base64
-
-    import numpy as np
-    import plotly.io as pio
-
-    fig = pio.from_json(at.get("plotly_chart")[index].proto.spec)
-    for tr in fig.data:
-        for attr in ("x", "y", "base"):
-            v = getattr(tr, attr, None)
-            if isinstance(v, dict) and "bdata" in v:
-                setattr(tr, attr, np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]))
-    return fig
