@@ -440,10 +440,6 @@ def start(kind: str, label: str, work: Callable[[JobContext], JobResult], *, hea
     return job
 
 
-def any_active() -> Job | None:
-    return next((j for j in jobs().values() if j.active), None)
-
-
 def _minutes(seconds: float) -> str:
     seconds = max(0.0, seconds)
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"

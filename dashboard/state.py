@@ -344,10 +344,6 @@ def last_error() -> dict | None:
     return st.session_state.get(_K_ERROR)
 
 
-def clear_error() -> None:
-    st.session_state.pop(_K_ERROR, None)
-
-
 # --------------------------------------------------------------------------- deferred loads
 def request_sample(file_name: str, options: LoadOptions) -> None:
     """Ask for a sample to be loaded at the start of the next run (use in widget callbacks)."""
