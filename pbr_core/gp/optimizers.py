@@ -1,7 +1,8 @@
 """The two optimisers of the GP fits and their failure signals (GP_SPEC section 3).
 
-:func:`run_lbfgs` wraps ``torch.optim.LBFGS`` (strong-Wolfe line search) in chunks of ``CHUNK``
-iterations with a known-good snapshot; :func:`run_adam` is a vectorised Adam with a step size,
+:func:`run_lbfgs` runs :class:`LBFGS` (``torch.optim.LBFGS``'s algorithm and strong-Wolfe line
+search, without the ``torch.optim`` base class) in chunks of ``CHUNK`` iterations with a known-good
+snapshot; :func:`run_adam` is a vectorised Adam with a step size,
 best-so-far snapshot, divergence restarts and stopping rule per GP of a batch. Both leave the
 model at good parameters when they raise. As with ``torch.optim``, an optimiser gets the
 parameters (the model's) and an ``objective()`` closure, not the caller's problem: it knows nothing
@@ -16,6 +17,9 @@ from typing import Callable
 
 import numpy as np
 import torch
+# torch's strong-Wolfe line search: importing this module does not import torch._dynamo (only
+# constructing a torch.optim optimiser does; see LBFGS below).
+from torch.optim.lbfgs import _strong_wolfe
 
 from pbr_core.cancel import checkpoint
 from pbr_core.gp.model import GPRecalibrationModel, NotPositiveDefiniteError
@@ -59,6 +63,134 @@ def _finite_grads(model: GPRecalibrationModel) -> bool:
 
 
 # ---------------------------------------------------------------------- L-BFGS
+class LBFGS:
+    """``torch.optim.LBFGS`` with strong-Wolfe line search, iteration for iteration the same
+    arithmetic, without the ``torch.optim.Optimizer`` base class and with the objective carried
+    from one :meth:`step` to the next.
+
+    Why not ``torch.optim.LBFGS`` itself (measured, benchmarks/RESULTS_fast_pbr.md):
+
+    * constructing any ``torch.optim`` optimiser imports ``torch._dynamo`` (its
+      ``add_param_group`` is wrapped by ``torch._disable_dynamo``): ~1.5 CPU s once per process,
+      a third of a whole PBR fit at K = 10 for every CLI run;
+    * every ``step`` call of torch's re-evaluates the objective at the point where the previous
+      call's line search ended (the same value and gradient, already computed), and the chunked
+      loop of :func:`run_lbfgs` evaluated it once more to check for an increase: two of every
+      ~12 evaluations of a chunk of 10 iterations were repeats.
+
+    The state (directions, step, curvature pairs, H_diag) and every update, test and the line
+    search (torch's own ``_strong_wolfe``) are torch's, so a fit follows exactly the path it
+    followed with ``torch.optim.LBFGS`` (a test pins the parameters equal).
+    """
+
+    def __init__(self, params: list[torch.nn.Parameter], lr: float = 1.0, max_eval: int = CHUNK * 30,
+                 history_size: int = 20, tolerance_grad: float = 1e-7, tolerance_change: float = 1e-9):
+        self.params = params
+        self.lr, self.max_eval, self.history_size = lr, max_eval, history_size
+        self.tolerance_grad, self.tolerance_change = tolerance_grad, tolerance_change
+        self.n_iter = 0  # iterations over all steps (torch's state["n_iter"])
+        self.loss: float | None = None  # objective and flat gradient at the current parameters
+        self.flat_grad: torch.Tensor | None = None
+        self.d = self.t = self.prev_flat_grad = None
+        self.old_dirs: list[torch.Tensor] = []
+        self.old_stps: list[torch.Tensor] = []
+        self.ro: list[torch.Tensor] = []
+        self.h_diag: torch.Tensor | float = 1
+        self.al: list = [None] * history_size
+
+    def _gather_flat_grad(self) -> torch.Tensor:
+        return torch.cat([p.new_zeros(p.numel()) if p.grad is None else p.grad.view(-1) for p in self.params], 0)
+
+    def _add_grad(self, step_size: float, update: torch.Tensor) -> None:
+        offset = 0
+        for p in self.params:
+            numel = p.numel()
+            p.add_(update[offset:offset + numel].view_as(p), alpha=step_size)
+            offset += numel
+
+    def evaluate(self, closure: Callable[[], torch.Tensor]) -> tuple[float, torch.Tensor]:
+        """Objective and flat gradient at the current parameters (``closure`` runs with gradients)."""
+        with torch.enable_grad():
+            loss = float(closure().detach())
+        return loss, self._gather_flat_grad()
+
+    def _directional_evaluate(self, closure, x: list[torch.Tensor], t: float, d: torch.Tensor):
+        self._add_grad(t, d)
+        loss, flat_grad = self.evaluate(closure)
+        for p, pdata in zip(self.params, x):
+            p.copy_(pdata)
+        return loss, flat_grad
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], torch.Tensor], max_iter: int) -> int:
+        """At most ``max_iter`` iterations, as one ``torch.optim.LBFGS(max_iter=max_iter).step``.
+
+        Returns the iterations done: fewer than ``max_iter`` when torch's tolerances stopped it
+        (gradient, directional derivative, step or objective change) or ``max_eval`` was used up.
+        """
+        if self.loss is None:
+            self.loss, self.flat_grad = self.evaluate(closure)
+        loss, flat_grad = self.loss, self.flat_grad
+        current_evals = 1  # torch counts its (here carried) evaluation at the start of a step
+        if flat_grad.abs().max() <= self.tolerance_grad:
+            return 0
+        d, t, h_diag, prev_flat_grad = self.d, self.t, self.h_diag, self.prev_flat_grad
+        old_dirs, old_stps, ro, al = self.old_dirs, self.old_stps, self.ro, self.al
+        n_iter = 0
+        while n_iter < max_iter:
+            n_iter += 1
+            self.n_iter += 1
+            if self.n_iter == 1:
+                d = flat_grad.neg()
+                old_dirs, old_stps, ro, h_diag = [], [], [], 1
+            else:
+                y = flat_grad.sub(prev_flat_grad)
+                s = d.mul(t)
+                ys = y.dot(s)
+                if ys > 1e-10:
+                    if len(old_dirs) == self.history_size:
+                        old_dirs.pop(0)
+                        old_stps.pop(0)
+                        ro.pop(0)
+                    old_dirs.append(y)
+                    old_stps.append(s)
+                    ro.append(1.0 / ys)
+                    h_diag = ys / y.dot(y)
+                num_old = len(old_dirs)
+                q = flat_grad.neg()
+                for i in range(num_old - 1, -1, -1):
+                    al[i] = old_stps[i].dot(q) * ro[i]
+                    q.add_(old_dirs[i], alpha=-al[i])
+                d = r = torch.mul(q, h_diag)
+                for i in range(num_old):
+                    be_i = old_dirs[i].dot(r) * ro[i]
+                    r.add_(old_stps[i], alpha=al[i] - be_i)
+            if prev_flat_grad is None:
+                prev_flat_grad = flat_grad.clone(memory_format=torch.contiguous_format)
+            else:
+                prev_flat_grad.copy_(flat_grad)
+            prev_loss = loss
+            t = min(1.0, 1.0 / flat_grad.abs().sum()) * self.lr if self.n_iter == 1 else self.lr
+            gtd = flat_grad.dot(d)
+            if gtd > -self.tolerance_change:
+                break
+            x_init = [p.clone(memory_format=torch.contiguous_format) for p in self.params]
+            loss, flat_grad, t, ls_func_evals = _strong_wolfe(
+                lambda x, step, direction: self._directional_evaluate(closure, x, step, direction),
+                x_init, t, d, loss, flat_grad, gtd, max_ls=self.max_eval - current_evals)
+            self._add_grad(t, d)
+            opt_cond = flat_grad.abs().max() <= self.tolerance_grad
+            current_evals += ls_func_evals
+            if n_iter == max_iter or current_evals >= self.max_eval or opt_cond:
+                break
+            if d.mul(t).abs().max() <= self.tolerance_change or abs(loss - prev_loss) < self.tolerance_change:
+                break
+        self.loss, self.flat_grad = loss, flat_grad
+        self.d, self.t, self.h_diag, self.prev_flat_grad = d, t, h_diag, prev_flat_grad
+        self.old_dirs, self.old_stps, self.ro = old_dirs, old_stps, ro
+        return n_iter
+
+
 def run_lbfgs(model: GPRecalibrationModel, objective: Closure, settings: TrainSettings, lr: float, start_iter: int,
                budget: int, progress: ProgressCallback | None, counters: dict,
                params: list[torch.nn.Parameter] | None = None) -> tuple[int, bool, str]:
@@ -67,17 +199,18 @@ def run_lbfgs(model: GPRecalibrationModel, objective: Closure, settings: TrainSe
     Returns (iterations done, converged, reason). Raises NotPositiveDefiniteError / DivergenceError
     with the parameters left at the last good snapshot.
     """
-    # max_eval is generous so that "fewer than CHUNK iterations" means torch's tolerances stopped it.
-    opt = torch.optim.LBFGS(list(model.parameters()) if params is None else params, lr=lr, max_iter=CHUNK, max_eval=CHUNK * 30,
-                            history_size=settings.lbfgs_history,
-                            line_search_fn="strong_wolfe", tolerance_grad=settings.tol_grad,
-                            tolerance_change=settings.tol_change)
+    # max_eval is generous so that "fewer than CHUNK iterations" means the tolerances stopped it.
+    params = list(model.parameters()) if params is None else params
+    opt = LBFGS(params, lr=lr, max_eval=CHUNK * 30, history_size=settings.lbfgs_history,
+                tolerance_grad=settings.tol_grad, tolerance_change=settings.tol_change)
 
     def closure():
-        # Every evaluation, line-search ones included: one torch step of CHUNK iterations can make
+        # Every evaluation, line-search ones included: one step of CHUNK iterations can make
         # hundreds of them (tens of seconds at n = 1000, K = 100), too long to wait for a Stop.
         checkpoint()
-        opt.zero_grad(set_to_none=False)
+        for p in params:
+            if p.grad is not None:
+                p.grad.zero_()
         loss = objective().sum()
         counters["evaluations"] += 1
         if not bool(torch.isfinite(loss)):
@@ -88,21 +221,22 @@ def run_lbfgs(model: GPRecalibrationModel, objective: Closure, settings: TrainSe
         return loss
 
     good = snapshot(model)
-    with torch.no_grad():
-        prev = float(objective().sum())
     done = 0
+    try:
+        prev, _ = opt.evaluate(closure)
+    except (NotPositiveDefiniteError, DivergenceError):
+        restore(model, good)
+        counters["iterations"] = start_iter
+        raise
     while done < budget:
-        before = opt.state[opt._params[0]].get("n_iter", 0)
         try:
-            opt.step(closure)
+            it = opt.step(closure, CHUNK)
         except (NotPositiveDefiniteError, DivergenceError):
             restore(model, good)
             counters["iterations"] = start_iter + done
             raise
-        it = opt.state[opt._params[0]].get("n_iter", 0) - before
         done += max(it, 1)
-        with torch.no_grad():
-            loss = float(objective().sum())
+        loss = opt.loss  # the objective at the parameters the step ended on (evaluated by its line search)
         if not math.isfinite(loss) or loss > prev + 1e-9 * max(1.0, abs(prev)):
             restore(model, good)
             counters["iterations"] = start_iter + done
@@ -110,8 +244,8 @@ def run_lbfgs(model: GPRecalibrationModel, objective: Closure, settings: TrainSe
         good = snapshot(model)
         if progress is not None:
             progress(start_iter + done, settings.max_iter, loss)
-        if it < CHUNK:  # torch stopped on its own tolerances (gradient or change)
-            return done, True, "tolerance (torch L-BFGS: gradient or objective change)"
+        if it < CHUNK:  # stopped on its own tolerances (gradient or change)
+            return done, True, "tolerance (L-BFGS: gradient or objective change)"
         if prev - loss <= settings.rtol * max(1.0, abs(loss)):
             return done, True, f"objective change over {CHUNK} iterations below rtol={settings.rtol:g}"
         prev = loss

@@ -8,8 +8,8 @@ with the measurements: ``docs/gp_measurements.md``.
 Optimisers
 ----------
 * ``"lbfgs"`` (default; Wenger used scipy's L-BFGS-B): ``warmup_iter`` (100) Adam steps on the
-  first ``warmup_mc`` (10) of the S fixed draws, then ``torch.optim.LBFGS`` with strong-Wolfe line
-  search on all parameters, run in chunks of ``CHUNK`` iterations so that progress is reported
+  first ``warmup_mc`` (10) of the S fixed draws, then L-BFGS with strong-Wolfe line search
+  (:class:`~pbr_core.gp.optimizers.LBFGS`, ``torch.optim.LBFGS``'s algorithm) on all parameters, run in chunks of ``CHUNK`` iterations so that progress is reported
   and a known-good snapshot is kept. Stops when torch's tolerances fire (|Delta f| <= tol_change,
   max |grad| <= tol_grad) or when a chunk improves the objective by less than ``rtol * max(1, |f|)``.
   Why the warm-up: from the prior, L-BFGS's long first steps collapse the outputscale (g = 0, the
