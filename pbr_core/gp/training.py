@@ -12,7 +12,10 @@ Optimisers
   (:class:`~pbr_core.gp.optimizers.LBFGS`, ``torch.optim.LBFGS``'s algorithm) on all parameters, run in chunks of ``CHUNK`` iterations so that progress is reported
   and a known-good snapshot is kept. Stops when torch's tolerances fire (|Delta f| <= tol_change,
   max |grad| <= tol_grad) or when a chunk improves the objective by less than ``rtol * max(1, |f|)``.
-  Why the warm-up: from the prior, L-BFGS's long first steps collapse the outputscale (g = 0, the
+  With S > ``lbfgs_coarse_mc`` (10) draws, L-BFGS first converges on the first ``lbfgs_coarse_mc``
+  draws and then finishes on all S from there (multi-fidelity; ``lbfgs_coarse_mc=0`` turns it off):
+  most iterations cost a tenth of the Monte Carlo work, and the objective minimised last, reported
+  and checked, is the one of the S draws. Why the warm-up: from the prior, L-BFGS's long first steps collapse the outputscale (g = 0, the
   uncalibrated map) and it stays in that basin although better optima exist; Adam's
   per-parameter steps leave it, and L-BFGS then converges in fewer evaluations than Adam alone.
 * ``"adam"``: a vectorised Adam written here (not ``torch.optim.Adam``) because every GP of a batch
@@ -139,7 +142,7 @@ def _optimise(model: GPRecalibrationModel, data: FitData, settings: TrainSetting
     restarts, evaluations)."""
     b = batch_size(model)
     counters = {"evaluations": 0, "iterations": 0}
-    done, restarts, lr, warmed = 0, 0, settings.lbfgs_lr, False
+    done, restarts, lr, warmed, coarse_done = 0, 0, settings.lbfgs_lr, False, False
     while True:
         budget = settings.max_iter - done
         if budget <= 0:
@@ -158,6 +161,16 @@ def _optimise(model: GPRecalibrationModel, data: FitData, settings: TrainSetting
                     done, warmed = done + it, True
                     restarts += int(r.sum())
                     _note_adam_restarts(r, notes)
+                    continue
+                coarse = data.with_mc_draws(settings.lbfgs_coarse_mc) if settings.lbfgs_coarse_mc > 0 else data
+                if not coarse_done and coarse is not data:
+                    # Multi-fidelity: L-BFGS first minimises the objective on the first
+                    # `lbfgs_coarse_mc` of the S fixed draws (an evaluation ~3-8x cheaper), then
+                    # finishes on all S from there: the reported objective, and the stopping rule,
+                    # are those of the S draws (docs/gp_measurements.md: fewer full evaluations, the
+                    # same optimum within the quality bar of benchmarks/RESULTS_fast_pbr.md).
+                    it, _, _ = run_lbfgs(model, coarse.objective(model), settings, lr, done, budget, progress, counters)
+                    done, coarse_done = done + it, True
                     continue
                 it, conv, reason = run_lbfgs(model, data.objective(model), settings, lr, done, budget, progress,
                                              counters)

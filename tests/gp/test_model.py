@@ -139,6 +139,27 @@ def test_kl_is_the_whitened_gaussian_kl() -> None:
     assert GPRecalibrationModel(torch.linspace(-2, 2, 8, dtype=F64), "logits").kl_divergence().item() == 0.0
 
 
+@pytest.mark.parametrize("variational", ["mean_field", "cholesky"])
+@pytest.mark.parametrize("batch", [(), (3,)])
+def test_kl_and_inducing_covariance_equal_gpytorch(variational: str, batch: tuple) -> None:
+    """The written-out KL (mean-field) and K_uu + jitter I equal GPyTorch's, values and gradients."""
+    zu = torch.linspace(-2, 2, 8, dtype=F64).expand(*batch, 8).clone()
+    m = _perturbed(GPRecalibrationModel(zu, "logits", variational, batch_shape=torch.Size(batch)), seed=4)
+    ours = [m.kl_divergence(), m.inducing_covariance(m.variational_strategy.inducing_points)]
+    m.variational_strategy._clear_cache()
+    u = m.variational_strategy.inducing_points
+    theirs = [m.variational_strategy.kl_divergence(),
+              m.covar_module(u).to_dense() + m.jitter * torch.eye(8, dtype=F64)]
+    for a, b in zip(ours, theirs):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14)
+        ga = torch.autograd.grad(a.sum(), list(m.parameters()), allow_unused=True)
+        gb = torch.autograd.grad(b.sum(), list(m.parameters()), allow_unused=True)
+        for x, y in zip(ga, gb):
+            assert (x is None) == (y is None) or (x if y is None else y).abs().max() == 0
+            if x is not None and y is not None:
+                torch.testing.assert_close(x, y, rtol=1e-10, atol=1e-12)
+
+
 def test_kl_can_be_differentiated_twice_in_a_row() -> None:
     m = _perturbed(GPRecalibrationModel(torch.linspace(-2, 2, 8, dtype=F64), "logits"))
     for _ in range(2):  # GPyTorch memoises q(v); a stale memo would break the second backward
