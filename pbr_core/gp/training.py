@@ -9,15 +9,17 @@ Optimisers
 ----------
 * ``"lbfgs"`` (default; Wenger used scipy's L-BFGS-B): ``warmup_iter`` (100) Adam steps on the
   first ``warmup_mc`` (10) of the S fixed draws, then L-BFGS with strong-Wolfe line search
-  (:class:`~pbr_core.gp.optimizers.LBFGS`, ``torch.optim.LBFGS``'s algorithm) on all parameters, run in chunks of ``CHUNK`` iterations so that progress is reported
-  and a known-good snapshot is kept. Stops when torch's tolerances fire (|Delta f| <= tol_change,
-  max |grad| <= tol_grad) or when a chunk improves the objective by less than ``rtol * max(1, |f|)``.
-  With S > ``lbfgs_coarse_mc`` (10) draws, L-BFGS first converges on the first ``lbfgs_coarse_mc``
-  draws and then finishes on all S from there (multi-fidelity; ``lbfgs_coarse_mc=0`` turns it off):
-  most iterations cost a tenth of the Monte Carlo work, and the objective minimised last, reported
-  and checked, is the one of the S draws. Why the warm-up: from the prior, L-BFGS's long first steps collapse the outputscale (g = 0, the
+  (:class:`~pbr_core.gp.optimizers.LBFGS`, ``torch.optim.LBFGS``'s algorithm) on all parameters,
+  run in chunks of ``CHUNK`` iterations so that progress is reported and a known-good snapshot is
+  kept. Stops when torch's tolerances fire (|Delta f| <= tol_change, max |grad| <= tol_grad) or
+  when a chunk improves the objective by less than ``rtol * max(1, |f|)``.
+  Why the warm-up: from the prior, L-BFGS's long first steps collapse the outputscale (g = 0, the
   uncalibrated map) and it stays in that basin although better optima exist; Adam's
   per-parameter steps leave it, and L-BFGS then converges in fewer evaluations than Adam alone.
+  Multi-fidelity: with more than ``lbfgs_coarse_mc`` (10) draws, L-BFGS first converges on the
+  first ``lbfgs_coarse_mc`` draws, then finishes on all S from there (``lbfgs_coarse_mc=0`` turns
+  it off). Most iterations then cost a tenth of the Monte Carlo work; the objective minimised
+  last, reported and checked is the one of the S draws (docs/gp_measurements.md).
 * ``"adam"``: a vectorised Adam written here (not ``torch.optim.Adam``) because every GP of a batch
   gets its own step size, best-so-far snapshot and stopping rule. The update is element-wise, so
   a batch of GPs fitted together follows exactly the same path as each GP fitted alone (a test

@@ -286,3 +286,30 @@ def test_ended_at_prior_is_decided_on_the_final_model(cifar10_logits) -> None:
     report = fit_gp(moved, data, TrainSettings(optimizer="adam", max_iter=80), check=TrainCheck("brier", n_samples=20))[0]
     assert not at_prior(moved, data.z) and report.ended_at_prior is False
     assert ended_at_prior(report.to_dict()) is False
+
+
+def test_multi_fidelity_lbfgs_finishes_on_all_draws(cifar10_logits, monkeypatch) -> None:
+    """L-BFGS first runs on the first ``lbfgs_coarse_mc`` draws, then on all S: the objective
+    minimised last and reported is the S-draw one (``lbfgs_coarse_mc=0``: no coarse phase)."""
+    import pbr_core.gp.objectives as objectives
+
+    draws: list[int] = []
+    real = objectives.mc_expectations
+
+    def spy(mu, var, labels, eps, *args, **kwargs):
+        draws.append(int(eps.shape[-2]))
+        return real(mu, var, labels, eps, *args, **kwargs)
+
+    monkeypatch.setattr(objectives, "mc_expectations", spy)
+    counts = {}
+    for coarse in (0, 10):
+        model, data = _problem(cifar10_logits, s=20)
+        settings = TrainSettings(warmup_iter=5, lbfgs_coarse_mc=coarse, max_iter=60, escape_prior=False)
+        draws.clear()
+        report = fit_gp(model, data, settings)[0]
+        counts[coarse] = draws.count(10)
+        assert draws[-1] == 20 and draws.count(20) > 1
+        with torch.no_grad():
+            assert report.objective == pytest.approx(float(data.terms(model).total), rel=1e-12)
+    assert counts[0] == 5  # the Adam warm-up's steps only
+    assert counts[10] > 5 + 1  # the warm-up, then L-BFGS evaluations on 10 draws
