@@ -178,7 +178,7 @@ def median(xs: list[float]) -> float:
     return s[len(s) // 2] if len(s) % 2 else 0.5 * (s[len(s) // 2 - 1] + s[len(s) // 2])
 
 
-def part_timing(ref_root: Path, cache: Path, repeats: int, methods: list[str]) -> list[str]:
+def part_timing(ref_root: Path, cache: Path, repeats: int, methods: list[str], commit: str = "faf24b2") -> list[str]:
     rows = ["| work | K | today CPU s (1 thread) | new CPU s | speed-up | today wall s | new wall s | "
             "today it. / evals | new it. / evals | today objective | new objective |",
             "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -197,7 +197,7 @@ def part_timing(ref_root: Path, cache: Path, repeats: int, methods: list[str]) -
             print(row, flush=True)
             rows.append(row)
     rows += ["", f"Median of {repeats} interleaved pairs; n_re = 1000, alpha = 0.5 (PBR, PBR total), default "
-             "settings (S = J = 100). 'today' = commit faf24b2 with torch.set_num_threads(1) (its best case), "
+             f"settings (S = J = 100). 'today' = commit {commit} with torch.set_num_threads(1) (its best case), "
              "'new' = this checkout with the library's own thread policy."]
     return rows
 
@@ -323,8 +323,8 @@ def main(argv: list[str] | None = None) -> None:
     where = f"{platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start; {time.strftime('%Y-%m-%d %H:%M')}"
     for part in args.parts.split(","):
         if part == "timing":
-            body = part_timing(args.ref_root, args.cache, args.repeats, args.methods.split(","))
-            title = f"Paired timing, today vs new ({where})"
+            body = part_timing(args.ref_root, args.cache, args.repeats, args.methods.split(","), args.ref_commit)
+            title = f"Paired timing, {args.ref_commit} vs new ({where})"
         elif part == "threads":
             body = part_threads(args.ref_root, args.cache)
             title = f"Torch threads ({where})"
@@ -340,6 +340,8 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(f"unknown part {part!r}")
         if not args.no_write and not args.ref_only:
             key = f"{part}-{args.objective}-{args.models.replace(',', '-')}" if part == "quality" else part
+            if part == "timing" and args.ref_commit != "faf24b2":
+                key = f"timing-{args.ref_commit}"
             if part == "quality" and args.mc_dtype:
                 key, title = f"{key}-{args.mc_dtype}", f"{title}, new code with {args.mc_dtype} draws"
             write_section(key, title, body)
