@@ -83,7 +83,7 @@ class TrainSettings:
     max_iter: int = 1000
     warmup_iter: int = 100
     warmup_mc: int = 10
-    lbfgs_coarse_mc: int = 10
+    lbfgs_coarse_mc: int = 0
     lbfgs_lr: float = 1.0
     lbfgs_history: int = 20
     tol_grad: float = 1e-6
