@@ -317,11 +317,12 @@ def _pbr_recalibrator(s: PBRSettings, n_fit: int, reporter: Reporter) -> tuple[A
     rec = PBRCV(alphas=list(s.alpha_grid), cv=s.cv_folds, scoring=s.cv_score, objective=s.objective,
                 mean_approx=s.mean_approx, cv_seed=s.seed, binary_ece=s.binary_ece, **params)
     steps = len(s.alpha_grid) * s.cv_folds + 1   # fits: the CV grid, then the final one
-    # The CV fits run fold by fold, each alpha in turn (alpha_selection._sequential_rows); a fit
-    # costs about its rows times a rate measured per alpha. The final fit's alpha is chosen only
-    # after the CV; until then its cost is unknown ("about N min left before the last fit").
+    # The CV fits run fold by fold, in ascending alpha, each continuing from the previous one
+    # (alpha_selection._sequential_rows); a fit costs about its rows times a rate measured per
+    # alpha. The final fit's alpha is chosen only after the CV; until then its cost is unknown
+    # ("about N min left before the last fit").
     cv = [((f"α={a:g}",), float(len(tr))) for tr, _ in kfold_indices(n_fit, s.cv_folds, s.seed)
-          for a in s.alpha_grid]
+          for a in sorted(s.alpha_grid)]
     reporter.plan(cv + [(("final fit",), float(n_fit))])
     reporter.progress(0, steps)
     reporter.step("Choosing α by cross-validation on the recalibration set")

@@ -38,6 +38,7 @@ __all__ = [
     "ProgressCallback",
     "CancelCallback",
     "available_methods",
+    "continuation_order",
     "ece_inputs",
     "PAPER_ALPHAS",
     "ended_at_prior",
@@ -330,13 +331,23 @@ def guarded(call: Callable[[], Any], on_error: OnError, failure: str) -> tuple[A
 
 
 def timed_fit(recalibrator: Any, fit_set: Predictions, on_error: OnError, what: str,
-              reuse: Any = None) -> tuple[float, str | None]:
-    """Fit (or, given ``reuse``, ``fit_from(reuse, ...)``) and time; see :func:`guarded` for errors."""
+              reuse: Any = None, start: Any = None) -> tuple[float, str | None]:
+    """Fit (or, given ``reuse``, ``fit_from(reuse, ...)``; given ``start``, ``fit_continued(start, ...)``)
+    and time; see :func:`guarded` for errors."""
     def call() -> Any:
+        if start is not None:
+            return recalibrator.fit_continued(start, fit_set)
         return recalibrator.fit(fit_set) if reuse is None else recalibrator.fit_from(reuse, fit_set)
 
     _, seconds, error = guarded(call, on_error, f"{what} failed")
     return seconds, error
+
+
+def continuation_order(alphas: Sequence[float]) -> list[int]:
+    """Indices of ``alphas`` in the order a continuation along the grid fits them: ascending alpha
+    (stable for repeated values), so that each fit starts from the solution for a smaller alpha
+    (:meth:`pbr_core.recalibrators.gp.PBR.fit_continued`)."""
+    return sorted(range(len(alphas)), key=lambda i: float(alphas[i]))
 
 
 def iter_folds(n_folds: int) -> Iterable[int]:
