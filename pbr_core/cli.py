@@ -156,7 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: prior fitted on the same rows, bounds approximate)")
     p.add_argument("--sample", type=_positive_int, default=None, metavar="N",
                    help="fit on a uniform random sample of N rows, read in one streamed pass (FILE may then be a "
-                        "folder, a glob or a URL; a folder or glob needs --sample)")
+                        "folder, a glob or a URL; a folder or glob needs --sample; an NPZ / NPY file is read whole, "
+                        "then sampled)")
     p.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
     p.add_argument("--all-rows", action="store_true",
                    help="temperature and Platt scaling only: fit on every row of FILE (a file, folder, glob or "
@@ -534,7 +535,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.sample is None and is_dataset(args.file):
         raise CLIError(f"{args.file} is a dataset: fit on a random sample of it with --sample N (or, for "
                        "temperature or Platt scaling, on every row with --all-rows)", EXIT_USAGE)
-    preds = fit_sample(args) if args.sample is not None else _load(args.file, args)
+    if args.sample is not None and Path(args.file).suffix.lower() in (".npz", ".npy") and not is_dataset(args.file):
+        preds = _sample_in_memory(_load(args.file, args), args)
+    else:
+        preds = fit_sample(args) if args.sample is not None else _load(args.file, args)
     if not preds.can_recalibrate:
         raise CLIError(f"{preds.source}: top-label-only data (confidence, predicted label, true label) cannot be "
                        "recalibrated: recalibration needs the full probability or logit vector of every row.",
@@ -585,6 +589,17 @@ def _bound_validity(bounds: dict) -> str:
         return (f"valid as stated (prior chosen on {n_rows - int(bounds['n'])} rows, bounds on the other "
                 f"{bounds['n']} of {n_rows})")
     return "approximate: prior fitted on the same rows (--prior-split 0.3 for bounds valid as stated)"
+
+
+def _sample_in_memory(preds, args: argparse.Namespace):
+    """``--sample N`` of a NumPy file, which the streamed reader does not read: the file is loaded
+    whole, then N of its rows are drawn uniformly without replacement (seed ``--seed``), in file order."""
+    import numpy as np
+
+    n = min(int(args.sample), preds.n)
+    rows = np.sort(np.random.default_rng(args.seed).choice(preds.n, size=n, replace=False))
+    print(f"sampled {n:,} rows of {args.file} (read whole; seed {args.seed})")
+    return preds.subset(rows)
 
 
 def _select_alpha(rec, preds, args: argparse.Namespace):
