@@ -18,13 +18,14 @@ Parts
   the CLI ran it, against today's with one thread and the new code.
 * ``page``: the PBR page's fit (Streamlit AppTest, n_re = 1000 of the CIFAR-10 file, alpha = .5)
   against the library's fit of the same rows in the same process, interleaved.
-* ``cv``: alpha selection and the paper's protocol with warm starts along the alpha grid
+* ``cv-select``, ``cv-protocol``: alpha selection and the paper's protocol with warm starts along the alpha grid
   (``warm_start=True``, :meth:`pbr_core.recalibrators.gp.PBR.fit_continued`) against every fit
   from the prior (``warm_start=False``), both in this checkout, cold and warm alternating in fresh
   worker processes: (a) the README's ``fit --select-alpha`` example (PBRCV: the paper's grid, 5
   folds, on 1000 rows of the CIFAR-10 file drawn as ``--sample 1000`` draws them, then the final
-  fit), and the CLI command itself; (b) the paper's KL-gap protocol for one CIFAR-100 network
-  (``kl_vs_ece_gap``, 8 alpha x ``--cv-folds`` folds of the 10, n_re = 1000). For every
+  fit), and the CLI command itself (``cv-select``); (b) the paper's KL-gap protocol for one CIFAR-100 network
+  (``kl_vs_ece_gap``, 8 alpha x ``--cv-folds`` folds of the 10, n_re = 1000; ``cv-protocol``,
+  its workers' results kept in ``--cv-cache``). For every
   (alpha, fold) the table compares the training objectives (warm - cold) and the scores.
 * ``quality``: the issue's bar, for every alpha of ``--alphas`` (default the paper's grid) on the
   CIFAR-10 file and the four CIFAR-100 networks (n_re = 1000 random rows, seed 0; the other 9000
@@ -340,7 +341,19 @@ def _compare_fits(cold: dict, warm: dict, score: str) -> tuple[list[str], float,
     return rows, worst, n_higher
 
 
-def part_cv(repeats: int, folds: int, model: str, cli: bool) -> list[str]:
+def cached_worker(task: dict, cache: Path | None, name: str) -> dict:
+    """``run_worker``, or the result of the same task saved under ``cache`` by an earlier run
+    (the cv part's K = 100 runs take tens of minutes here; ``--cv-cache`` keeps them)."""
+    path = None if cache is None else cache / f"cv_{name}.json"
+    if path is not None and path.exists():
+        return json.loads(path.read_text())
+    r = run_worker(task)
+    if path is not None:
+        path.write_text(json.dumps(r))
+    return r
+
+
+def part_cv_select(repeats: int, cli: bool) -> list[str]:
     sys.path.insert(0, str(ROOT))
     out: list[str] = []
     res: dict[str, list[dict]] = {"cold": [], "warm": []}
@@ -384,12 +397,19 @@ def part_cv(repeats: int, folds: int, model: str, cli: bool) -> list[str]:
     out += ["Every CV fit, cold vs warm (objective: the fit's final training objective on its 800 rows):", "",
             *rows, "", f"Warm objective higher than cold by more than 1e-5 relative in {n_higher} of {len(rows) - 2} "
             f"fits; largest relative difference {worst:+.1e}. Median of {repeats} run(s) each, cold and warm "
-            "alternating, each in a fresh process.", ""]
-    # (b) the KL-gap protocol, K = 100
-    res = {"cold": [], "warm": []}
+            "alternating, each in a fresh process."]
+    for r in out:
+        print(r, flush=True)
+    return out
+
+
+def part_cv_protocol(folds: int, model: str, cache: Path | None) -> list[str]:
+    """(b) the KL-gap protocol, K = 100."""
+    out: list[str] = []
+    res: dict[str, list[dict]] = {"cold": [], "warm": []}
     for which in ("cold", "warm"):
-        r = run_worker({"kind": "klgap", "root": str(ROOT), "data": str(data_path(model)), "seed": 0,
-                        "n_re": 1000, "warm": which == "warm", "folds": folds})
+        r = cached_worker({"kind": "klgap", "root": str(ROOT), "data": str(data_path(model)), "seed": 0,
+                           "n_re": 1000, "warm": which == "warm", "folds": folds}, cache, f"klgap_{model}_{folds}_{which}")
         print(f"klgap {which}: CPU {r['cpu']:.1f} s", flush=True)
         res[which].append(r)
     c, w = res["cold"][0], res["warm"][0]
@@ -453,7 +473,7 @@ def part_quality(ref_root: Path, commit: str, cache: Path, models: list[str], al
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
-    ap.add_argument("--parts", default="timing", help="comma-separated: timing, threads, page, cv, quality")
+    ap.add_argument("--parts", default="timing", help="comma-separated: timing, threads, page, cv-select, cv-protocol, quality")
     ap.add_argument("--ref-commit", default="faf24b2")
     ap.add_argument("--ref-root", type=Path, default=Path("/tmp/pbr_fast_ref"))
     ap.add_argument("--cache", type=Path, default=Path("/tmp/pbr_fast_cache"))
@@ -466,6 +486,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cv-folds", type=int, default=1, help="cv part: folds of the KL-gap protocol to time")
     ap.add_argument("--cv-model", default="densenet121", help="cv part: the CIFAR-100 network of the KL-gap protocol")
     ap.add_argument("--no-cli", action="store_true", help="cv part: do not time the CLI command")
+    ap.add_argument("--cv-cache", type=Path, default=None,
+                    help="cv-protocol part: keep (and reuse) the workers' results in this folder")
     ap.add_argument("--ref-only", action="store_true", help="quality part: only fit and cache today's fits")
     ap.add_argument("--mc-dtype", default=None, choices=["float32", "float64"],
                     help="quality part: the new code's Monte Carlo dtype (default: the library's MC_DTYPE)")
@@ -473,7 +495,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.worker is not None:
         print(json.dumps(worker(json.loads(args.worker))))
         return
-    if args.parts != "cv":  # the cv part compares two modes of this checkout, not today's code
+    if not set(args.parts.split(",")) <= {"cv-select", "cv-protocol"}:  # those compare two modes of this checkout
         ensure_reference(args.ref_root, args.ref_commit)
     args.cache.mkdir(parents=True, exist_ok=True)
     where = f"{platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start; {time.strftime('%Y-%m-%d %H:%M')}"
@@ -487,9 +509,14 @@ def main(argv: list[str] | None = None) -> None:
         elif part == "page":
             body = part_page(args.repeats)
             title = f"PBR page vs library ({where})"
-        elif part == "cv":
-            body = part_cv(args.repeats, args.cv_folds, args.cv_model, not args.no_cli)
-            title = f"Alpha selection and the paper's protocol, cold vs warm starts ({where})"
+        elif part == "cv-select":
+            body = part_cv_select(args.repeats, not args.no_cli)
+            title = f"Alpha selection (README example), cold vs warm starts ({where})"
+        elif part == "cv-protocol":
+            if args.cv_cache is not None:
+                args.cv_cache.mkdir(parents=True, exist_ok=True)
+            body = part_cv_protocol(args.cv_folds, args.cv_model, args.cv_cache)
+            title = f"The paper's protocol at K = 100, cold vs warm starts ({where})"
         elif part == "quality":
             body = part_quality(args.ref_root, args.ref_commit, args.cache, args.models.split(","),
                                 [float(a) for a in args.alphas.split(",")], args.objective, args.ref_only,
