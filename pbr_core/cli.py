@@ -634,8 +634,9 @@ def _select_alpha(rec, preds, args: argparse.Namespace):
         from pbr_core.experiments import BINARY_ECE_WORDS, DEFAULT_BINARY_ECE
 
         metric = BINARY_ECE_WORDS[DEFAULT_BINARY_ECE]
+    warm = "; each fold's fits in ascending alpha, each from the previous one's solution" if sel.warm_start else ""
     print(f"alpha by {args.alpha_folds}-fold cross-validation on {preds.n} rows ({metric}, "
-          f"held-out folds; {sel.wall_time_s:.1f} s):")
+          f"held-out folds{warm}; {sel.wall_time_s:.1f} s):")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.5g}"))
     print(f"chosen alpha = {sel.best_alpha:g}")
     if type(cv.best_estimator_) is type(rec):
