@@ -26,8 +26,9 @@ PREDICT_PER_ENTRY_S = 1.0e-6
 WORST_FACTOR = 3.0
 #: Alpha selection continues each fold's fits along the grid (pbr_core.alpha_selection, warm
 #: starts): after the fold's first fit from the prior, each costs about this share of a fit from
-#: the prior (benchmarks/RESULTS_fast_pbr.md: .5 at K = 100, .9 at K = 10; the larger, to be safe).
-WARM_FIT_SHARE = 0.9
+#: the prior (benchmarks/RESULTS_fast_pbr.md, the cold-vs-warm sections: a fold cost
+#: 1 + 7 x .65 cold fits at K = 10 and 1 + 7 x .52 at K = 100; the larger, to be safe).
+WARM_FIT_SHARE = 0.65
 
 _LOCK = threading.Lock()
 _OBSERVED: list[float] = []   # measured / modelled seconds of the fits run in this process
