@@ -688,11 +688,11 @@ def bound_at_b_reading(n_bins: int, lipschitz: float, eps: float, bound: float, 
 
 def recalibrator_settings(rec: Recalibrator) -> str:
     """A fitted recalibrator's settings in words: those that differ from the method's defaults."""
-    from pbr_core.experiments import make_recalibrator
+    from pbr_core.recalibrators import get_recalibrator
 
     params = rec.get_params()
     try:
-        defaults = make_recalibrator(rec.method, None).get_params()
+        defaults = get_recalibrator(rec.method).get_params()
     except Exception:  # noqa: BLE001 - an unknown method: list every setting
         defaults = {}
     return params_text(params, defaults)
