@@ -402,13 +402,15 @@ class CompareSettings:
 
     def fits_per_fold(self) -> tuple[int, int]:
         """(fits, of which GP fits) per fold: methods with the same ``Recalibrator.fit_key`` (e.g.
-        ``pbr`` and ``pbr_app`` with the same settings) share one fit in ``compare``."""
+        ``pbr`` and ``pbr_app`` with the same settings) share one fit in ``compare``; alpha by
+        cross-validation (``pbr_cv``) counts every fit of its selection (``Recalibrator.n_fits``)."""
         params = self.method_params()
-        fits: dict[Any, str] = {}
+        fits: dict[Any, tuple[str, int]] = {}
         for m in self.methods:
-            key = get_recalibrator(m, **dict(params.get(m) or {})).fit_key()
-            fits.setdefault(("own", m) if key is None else key, m)
-        return len(fits), sum(is_gp(m) for m in fits.values())
+            rec = get_recalibrator(m, **dict(params.get(m) or {}))
+            key = rec.fit_key()
+            fits.setdefault(("own", m) if key is None else key, (m, rec.n_fits()))
+        return (sum(n for _, n in fits.values()), sum(n for m, n in fits.values() if is_gp(m)))
 
     def describe(self, multiclass: bool = False) -> dict[str, Any]:
         """Settings as the report lists them, in the page's words."""

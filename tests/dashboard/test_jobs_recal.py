@@ -278,6 +278,8 @@ def test_fits_per_fold_counts_a_shared_fit_once():
     assert s.fits_per_fold() == (4, 2)  # pbr_app reuses pbr's fit; gp_app has no gp to share with
     assert runs.compare_settings(["gp", "gp_app", "pbr_total", "pbr_total_app"], 300, 5, 0).fits_per_fold() == (2, 2)
     assert runs.compare_settings(["uncalibrated", "isotonic"], 300, 5, 0).fits_per_fold() == (2, 0)
+    # alpha by inner cross-validation: one fit per alpha of the paper's grid (8) and inner fold (5), then the final fit
+    assert runs.compare_settings(["temperature", "pbr_cv"], 300, 5, 0).fits_per_fold() == (1 + 8 * 5 + 1, 8 * 5 + 1)
 
 
 def test_at_prior_note_only_for_fits_at_the_prior():
