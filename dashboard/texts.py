@@ -761,6 +761,23 @@ GROUPS_NONE = (
     "a date may stay in the file: they are kept next to the predictions (see the Data page). You can "
     "still group by the true class."
 )
+GROUPS_STREAM_NOTE = (
+    "A dataset on the server: every row is measured (the page reads the dataset again for the columns you "
+    "pick: once to count the groups, once to measure them). The numbers are those the whole file would give "
+    "in memory; the intervals come from a bootstrap that weights the rows at random as they stream by "
+    "(Poisson bootstrap), so they can differ slightly from a file's."
+)
+
+
+def groups_problem(message: str) -> str:
+    """A library message about a grouping in the page's words (its choices, not Python arguments)."""
+    return (message.replace("or a date with every='day', 'week' or 'month'",
+                            "or a date column with *Dates* set to by day, week or month")
+            .replace("a wider bucket of dates (every='week' or 'month')",
+                     "wider periods of time (*Dates* by week or by month)")
+            .replace("(or 'true class')", "(or the true class)"))
+
+
 GROUPS_OVERLAY_CAPTION = (
     "One curve per group: each point is a bin of that group (its mean confidence and its observed rate). "
     "The closer to the dashed diagonal, the better calibrated the group."
