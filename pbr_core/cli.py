@@ -476,7 +476,7 @@ def group_text(report) -> str:
                         "p (Holm)"]
     shown.insert(1, "", ["(too few rows)" if small else "" for small in t["too_small"]])
     lines = [f"calibration by {' × '.join(report.by)} ({'p(y=1)' if report.target == 'positive' else 'top label'}; "
-             f"ECE with B = floor(n_group^(1/3)), {report.level:.0%} {report.interval} interval; test: {report.test})",
+             f"ECE with B = floor(n_group^(1/3)), {report.level:.0%} {report.interval}; test: {report.test})",
              shown.to_string(index=False, float_format=lambda v: f"{v:.4g}")]
     g = report.largest_gap
     if g:

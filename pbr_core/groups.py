@@ -107,7 +107,7 @@ class GroupReport:
     test: str = "Spiegelhalter's z-test, Holm-corrected over the groups"
     level: float = 0.95
     #: How each group's ECE interval was obtained (the streamed pass uses the Poisson bootstrap).
-    interval: str = "bootstrap"
+    interval: str = "bootstrap interval"
 
     @property
     def small(self) -> list[str]:

@@ -225,9 +225,10 @@ class GroupStatistics:
 class _Counts:
     """Rows per group name of some units, and the dtype kinds each group column showed."""
 
+    cap: int = MAX_GROUPS
     counts: dict[str, int] = field(default_factory=dict)
     kinds: dict[str, set] = field(default_factory=dict)
-    more: bool = False   # counting stopped: more groups than the cap
+    more: bool = False   # counting stopped: more groups than the cap (the counts are then cut)
 
     def merge(self, other: "_Counts") -> "_Counts":
         for k, v in other.counts.items():
@@ -235,7 +236,15 @@ class _Counts:
         for c, kinds in other.kinds.items():
             self.kinds.setdefault(c, set()).update(kinds)
         self.more |= other.more
+        self._cut()
         return self
+
+    def _cut(self) -> None:
+        # Beyond the cap only "too many" matters: units with a few hundred values each must not
+        # pile up millions of names (time stamps spread over a long log) before the refusal.
+        if len(self.counts) > self.cap:
+            self.more = True
+            self.counts = dict(list(self.counts.items())[:self.cap + 1])
 
 
 def _frames(dataset: Dataset, unit: Unit, spec: KeySpec):
@@ -257,7 +266,7 @@ def _frames(dataset: Dataset, unit: Unit, spec: KeySpec):
 def unit_group_counts(dataset: Dataset, unit: Unit, spec: KeySpec, max_groups: int = MAX_GROUPS,
                       on_rows: Callable[[int], None] | None = None) -> _Counts:
     """Rows per group of one unit (stops once it holds more than ``max_groups`` groups)."""
-    out = _Counts()
+    out = _Counts(cap=max_groups)
     for start, frame, preds in _frames(dataset, unit, spec):
         for c in spec.columns:
             out.kinds.setdefault(c, set()).add(frame[c].dtype.kind)
@@ -267,7 +276,7 @@ def unit_group_counts(dataset: Dataset, unit: Unit, spec: KeySpec, max_groups: i
         if on_rows is not None:
             on_rows(len(keys))
         if len(out.counts) > max_groups:
-            out.more = True
+            out._cut()
             break
     return out
 
@@ -439,6 +448,8 @@ def compute_group_statistics(
         for unit in units:
             part = task(dataset, unit, *args, on_rows=on_rows)
             result = part if result is None else result.merge(part)
+            if getattr(result, "more", False):  # too many groups already: no need to read on
+                break
         return result
 
     def passes(c=None):

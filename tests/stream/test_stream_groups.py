@@ -119,6 +119,12 @@ def test_too_many_groups_unknown_columns_and_no_classes(adult_parts, tmp_path):
         compute_group_statistics(ds, "request_id", n_boot=5)
     with pytest.raises(ValueError, match="more than 20 groups"):
         compute_group_statistics(open_dataset(adult_parts), "age", n_boot=5, max_groups=20)
+    # Each row group holds at most 1,500 ids: the units' counts are merged and cut at the cap.
+    rows = []
+    with pytest.raises(ValueError, match="more than 2,000 groups"):
+        compute_group_statistics(open_dataset(adult_parts), "request_id", n_boot=5, max_groups=2000,
+                                 progress=lambda what, done, total: rows.append(done))
+    assert max(rows) < 16281   # stopped before reading every file
     with pytest.raises(ValueError, match=r"no column 'zip' to group by.*'sex'"):
         compute_group_statistics(open_dataset(adult_parts), "zip", n_boot=5)
     llm = pd.read_csv(SAMPLE / "llm_qa_confidence_correct.csv.gz")   # (confidence, correct): no classes
