@@ -158,18 +158,31 @@ def test_dask_gives_the_numbers_of_the_single_process_pass(adult_parts):
 
 
 def test_cli_evaluate_a_glob_by_group(capsys, adult_parts, adult_whole):
-    assert main(["evaluate", str(adult_parts / "*.parquet"), "--by", "race", "--format", "json", "--quiet"]) == EXIT_OK
+    assert main(["evaluate", str(adult_parts / "*.parquet"), "--by", "race", "--format", "json", "--quiet",
+                 "--n-boot", "50"]) == EXIT_OK
     out = json.loads(capsys.readouterr().out)
-    memory = _in_memory(adult_whole, ["race"])
+    memory = _in_memory(adult_whole, ["race"], n_boot=50)
     rows = pd.DataFrame(out["groups"]["rows"])
     assert rows["group"].tolist() == memory.table["group"].tolist()
     np.testing.assert_allclose(rows["ece"], memory.table["ece"], rtol=0, atol=1e-12)
     np.testing.assert_allclose(rows["p_holm"], memory.table["p_holm"], rtol=0, atol=1e-12)
     assert out["groups"]["largest_gap"]["worst"] == memory.largest_gap["worst"]
     assert out["n"] == 16281 and out["columns"]["race"] == "group"
-    assert main(["evaluate", str(adult_parts), "--by", "sex", "--by", "true class", "--quiet"]) == EXIT_OK
+    assert main(["evaluate", str(adult_parts), "--by", "sex", "--by", "true class", "--quiet", "--n-boot", "50"]) == EXIT_OK
     text = capsys.readouterr().out
     assert "calibration by sex × true class" in text and "Female × 1" in text and "Poisson bootstrap" in text
     assert main(["evaluate", str(adult_parts), "--by", "request_id", "--quiet"]) == EXIT_BAD_INPUT
     err = capsys.readouterr().err
     assert "more than 1,000 groups" in err and "Traceback" not in err
+
+
+def test_confidence_and_correctness_records_by_two_columns(tmp_path):
+    """LLM (confidence, correct) records (real, no classes): top-label only, Brier of (c - correct)."""
+    llm = pd.read_csv(SAMPLE / "llm_qa_confidence_correct.csv.gz")
+    write_parts(llm, tmp_path / "llm", 3, row_group_size=900)
+    llm.to_parquet(tmp_path / "whole.parquet", index=False)
+    by = ["model", "dataset"]
+    memory = _in_memory(tmp_path / "whole.parquet", by, n_boot=20)
+    streamed = _streamed(tmp_path / "llm", by, batch_rows=2000, n_boot=20)
+    assert streamed.target == "top_label" and len(streamed.table) == 20
+    _same(streamed, memory)
