@@ -768,6 +768,12 @@ GROUPS_STREAM_NOTE = (
     "(Poisson bootstrap), so they can differ slightly from a file's."
 )
 
+GROUPS_STREAM_PROMPT = (
+    "Pick the column (or two) to group by, then **Measure the groups**: every one of the {n:,} rows of the "
+    "dataset is read again for it, which takes a while on a large dataset."
+)
+GROUPS_STREAM_BUTTON_HELP = "Reads the {n:,} rows of the dataset again: once to count the groups, once to measure them."
+
 
 def groups_problem(message: str) -> str:
     """A library message about a grouping in the page's words (its choices, not Python arguments)."""

@@ -48,14 +48,22 @@ def at(tmp_path, monkeypatch, adult_frame):
     return app
 
 
+def _measure(at: AppTest, **choices: str) -> None:
+    for key, value in choices.items():
+        at.selectbox(key=f"groups_{key}").set_value(value)
+    at.button(key="groups_measure").click().run()
+    assert not at.exception, at.exception
+
+
 def test_groups_of_a_server_dataset_are_measured_on_every_row(at):
     at.switch_page(GROUPS).run()
     assert not at.exception, at.exception
     options = at.selectbox(key="groups_by").options
     assert {"race", "sex", "request_id", "scored_at", "true class"} <= set(options)
     assert "p_gt50k" not in options and "label" not in options
-    at.selectbox(key="groups_by").set_value("race").run()
-    assert not at.exception, at.exception
+    # Nothing is read before the user asks: each grouping is a pass over every row.
+    assert not at.dataframe and any("Measure the groups" in c.value for c in at.caption)
+    _measure(at, by="race")
     table = at.dataframe[0].value
     report = calibration_by_group(pbr_core.load_predictions(at.whole, group_columns="race"), "race")
     assert table["Group"].tolist() == report.table["group"].tolist()
@@ -66,17 +74,16 @@ def test_groups_of_a_server_dataset_are_measured_on_every_row(at):
     assert any("Poisson bootstrap" in c.value for c in at.caption)
     assert at.get("plotly_chart")
     # Over time: the time stamps by week.
-    at.selectbox(key="groups_by").set_value("scored_at").run()
-    at.selectbox(key="groups_every").set_value("week").run()
-    assert not at.exception, at.exception
+    _measure(at, by2="sex")   # two columns: every combination, one pass
+    assert "White × Female" in set(at.dataframe[0].value["Group"])
+    _measure(at, by="scored_at", by2="(none)", every="week")
     weeks = at.dataframe[0].value
     assert weeks["Group"].tolist()[0] == "2024-12-30" and weeks["Rows"].sum() == 16281
 
 
 def test_an_id_column_is_refused_in_plain_words(at):
     at.switch_page(GROUPS).run()
-    at.selectbox(key="groups_by").set_value("request_id").run()
-    assert not at.exception, at.exception
+    _measure(at, by="request_id")
     errors = "\n".join(e.value for e in at.error)
     assert "more than 1,000 groups" in errors and "such as an id" in errors and "*Dates*" in errors
     assert "every=" not in errors and "Traceback" not in errors
