@@ -190,12 +190,13 @@ _STREAM_GROUPS_LOCK = threading.Lock()
 
 
 def group_report(loaded, view: MetricView, by: tuple[str, ...], every: str = "",
-                 progress: Callable[[str, int, "int | None"], None] | None = None):
+                 progress: Callable[[str, int, "int | None"], None] | None = None, cached_only: bool = False):
     """Calibration by group (``pbr_core.groups.calibration_by_group``) of the loaded data, measured as
     ``view`` measures it (p(y=1) or the top label).
 
     A dataset on the server is measured on every row, in a streamed pass
-    (``pbr_core.stream.compute_group_statistics``; ``progress(what, rows_done, rows_total)``)."""
+    (``pbr_core.stream.compute_group_statistics``; ``progress(what, rows_done, rows_total)``);
+    with ``cached_only`` None unless that pass was already made."""
     target = "positive" if view.binary_positive else "top_label"
     if loaded.stream is None:
         return _group_report(loaded.key, tuple(by), every or "", target, loaded.preds)
@@ -204,6 +205,8 @@ def group_report(loaded, view: MetricView, by: tuple[str, ...], every: str = "",
         if key in _STREAM_GROUPS:
             _STREAM_GROUPS.move_to_end(key)
             return _STREAM_GROUPS[key]
+    if cached_only:
+        return None
     from pbr_core.stream import compute_group_statistics, open_dataset
 
     kwargs = loaded.options.as_kwargs()

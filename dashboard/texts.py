@@ -772,6 +772,10 @@ GROUPS_STREAM_PROMPT = (
     "Pick the column (or two) to group by, then **Measure the groups**: every one of the {n:,} rows of the "
     "dataset is read again for it, which takes a while on a large dataset."
 )
+GROUPS_STREAM_NOT_MEASURED = (
+    "Not measured: on a dataset on the server, press *Measure the groups* on the Groups page first (it reads "
+    "every row again)."
+)
 GROUPS_STREAM_BUTTON_HELP = "Reads the {n:,} rows of the dataset again: once to count the groups, once to measure them."
 
 

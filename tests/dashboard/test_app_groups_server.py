@@ -88,3 +88,19 @@ def test_an_id_column_is_refused_in_plain_words(at):
     assert "more than 1,000 groups" in errors and "such as an id" in errors and "*Dates*" in errors
     assert "every=" not in errors and "Traceback" not in errors
     assert not at.dataframe
+
+
+def test_the_audit_report_takes_only_groups_already_measured(at):
+    from dashboard import recal_ui, state
+
+    at.switch_page(GROUPS).run()
+    loaded = at.session_state["pbr_loaded"]
+    keys = ("groups_by", "groups_by2", "groups_every", "groups_for")
+    view = state.metric_view(loaded, "positive")
+    before = recal_ui.audit_choices(view, session={k: at.session_state[k] for k in keys}, data_key=loaded.key)
+    html = recal_ui.session_report(loaded, view, before, {})
+    assert "press <em>Measure the groups</em>" in html or "press *Measure the groups*" in html
+    _measure(at, by="sex")
+    after = recal_ui.audit_choices(view, session={k: at.session_state[k] for k in keys}, data_key=loaded.key)
+    html = recal_ui.session_report(loaded, view, after, {})
+    assert "Calibration by group: sex" in html and "Largest gap" in html and "Poisson bootstrap" in html
