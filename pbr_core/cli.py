@@ -3,7 +3,7 @@
 Usage::
 
     pbr-calib evaluate FILE [--n-bins B] [--format table|json]
-    pbr-calib evaluate 'logs/*.parquet' [--stream] [--local-cluster N | --scheduler ADDRESS] [--curve]
+    pbr-calib evaluate 'logs/*.parquet' [--stream] [--local-cluster N | --scheduler ADDRESS] [--curve] [--by COLUMN]
     pbr-calib fit FILE --method NAME [--param KEY=VALUE ...] --out MODEL.json
     pbr-calib fit FILE --method pbr --select-alpha [--alpha-grid 0,0.1,0.5,1] [--alpha-metric ece] --out MODEL.json
     pbr-calib apply MODEL.json FILE --out CALIBRATED.csv|.parquet
@@ -395,13 +395,18 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.stream or args.scheduler or args.local_cluster or is_dataset(args.file):
         if args.scheduler and args.local_cluster:
             raise CLIError("give --scheduler or --local-cluster, not both", EXIT_USAGE)
-        table = evaluate_stream(args)
+        table, report = evaluate_stream(args)
         if args.format == "json":
+            if report is not None:
+                table["groups"] = _groups_json(report)
             print(json.dumps(table, indent=2))
         else:
             print(_format_table({k: v for k, v in table.items() if k != "ece_curve"}))
             if "ece_curve" in table:
                 print("ece curve  " + ", ".join(f"B={b}: {v:.4g}" for b, v in table["ece_curve"].items()))
+            if report is not None:
+                print()
+                print(group_text(report))
         return EXIT_OK
     preds = _mapped(args) if args.map_scores else _load(args.file, args)
     table = evaluation_table(preds, args.n_bins, args.lipschitz, args.eps)
@@ -424,8 +429,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                                           if preds.kind == "top_label" else "positive")
     if args.format == "json":
         if report is not None:
-            table["groups"] = {"by": report.by, "test": report.test, "largest_gap": report.largest_gap,
-                               "rows": json.loads(report.table.to_json(orient="records", double_precision=15))}
+            table["groups"] = _groups_json(report)
         if conventions is not None:
             table["libraries"] = json.loads(conventions.to_json(orient="records", double_precision=15))
         print(json.dumps(table, indent=2))
@@ -458,6 +462,11 @@ def _mapped(args: argparse.Namespace):
         raise CLIError(cli_words(str(exc)), EXIT_BAD_INPUT) from exc
 
 
+def _groups_json(report) -> dict[str, Any]:
+    return {"by": report.by, "test": report.test, "interval": report.interval, "largest_gap": report.largest_gap,
+            "rows": json.loads(report.table.to_json(orient="records", double_precision=15))}
+
+
 def group_text(report) -> str:
     """The per-group table as text, with the test, the small groups and the largest gap."""
     t = report.table
@@ -468,7 +477,7 @@ def group_text(report) -> str:
                         "p (Holm)"]
     shown.insert(1, "", ["(too few rows)" if small else "" for small in t["too_small"]])
     lines = [f"calibration by {' × '.join(report.by)} ({'p(y=1)' if report.target == 'positive' else 'top label'}; "
-             f"ECE with B = floor(n_group^(1/3)), {report.level:.0%} bootstrap interval; test: {report.test})",
+             f"ECE with B = floor(n_group^(1/3)), {report.level:.0%} {report.interval}; test: {report.test})",
              shown.to_string(index=False, float_format=lambda v: f"{v:.4g}")]
     g = report.largest_gap
     if g:

@@ -33,12 +33,12 @@ from pbr_core.experiments._protocol import (
     ece_inputs,
     iter_folds,
     kl_of,
-    make_recalibrator,
     split_indices,
     timed_fit,
 )
 from pbr_core.metrics import ece
 from pbr_core.predictions import Predictions
+from pbr_core.recalibrators import get_recalibrator
 
 __all__ = ["KL_GAP_COLUMNS", "KLGapResult", "kl_vs_ece_gap"]
 
@@ -176,7 +176,7 @@ def kl_vs_ece_gap(
         raise ValueError("Expected at least one value in `alphas`, but got none.")
     if any(not math.isfinite(a) or a < 0 for a in alphas):
         raise ValueError(f"Expected every alpha to be a finite number >= 0, but got {alphas}.")
-    make_recalibrator(objective, {"alpha": alphas[0], **pbr_params})  # fail fast on bad names/params
+    get_recalibrator(objective, alpha=alphas[0], **pbr_params)  # fail fast on bad names/params
     if pbr_params.get("prior_split"):
         # The gap compares ECEs on n_re rows each (Corollary 1: n_te = n_re); a prior split bounds
         # fewer rows, so the study's sizes would no longer match the corollary.
@@ -218,7 +218,7 @@ def _fit_one(objective: str, alpha: float, params: dict[str, Any], fit_set: Pred
              start: Any = None) -> tuple[dict[str, Any], Any]:
     """One row of the table and the fitted recalibrator (None when the fit failed); with ``start``,
     the fit continues from that fitted recalibrator (``fit_continued``)."""
-    recalibrator = make_recalibrator(objective, {"alpha": alpha, **params})
+    recalibrator = get_recalibrator(objective, alpha=alpha, **params)
     if not hasattr(recalibrator, "fit_continued"):  # a method that cannot start from another fit
         start = None
     fit_seconds, error = timed_fit(recalibrator, fit_set, on_error, what, start=start)

@@ -180,6 +180,12 @@ class PBRCV(_GPRecalibrator):
                 if name not in ("alpha", "objective", "prior_split")}
 
     # ------------------------------------------------------------------ fit
+    def n_fits(self) -> int:
+        """One PBR fit per alpha of the grid and inner fold, and the final fit at the chosen alpha."""
+        from pbr_core.alpha_selection import PAPER_ALPHA_GRID
+
+        return len(PAPER_ALPHA_GRID if self.alphas is None else self.alphas) * int(self.cv) + 1
+
     def _fit(self, preds: Predictions) -> None:
         from pbr_core.alpha_selection import PAPER_ALPHA_GRID, select_alpha
 
