@@ -28,7 +28,7 @@ iterations. It minimises the same objective with the same draws and may end at a
 optimum; measured against fits from the prior on every alpha of the paper's grid in
 ``benchmarks/RESULTS_fast_pbr.md`` (the cold-vs-warm sections; summary in
 ``docs/gp_measurements.md``): 1.4x less CPU time for the paper's grid x 5 folds on 1000 CIFAR-10
-rows (same chosen alpha), 1.7x at K = 100. The rows of ``scores`` keep the grid's order either way.
+rows (same chosen alpha), 1.8x at K = 100. The rows of ``scores`` keep the grid's order either way.
 """
 
 from __future__ import annotations

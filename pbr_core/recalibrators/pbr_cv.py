@@ -82,7 +82,7 @@ class PBRCV(_GPRecalibrator):
         batches on CUDA with Adam (see :mod:`pbr_core.alpha_selection`).
     warm_start : bool, default True
         Fit each fold's alphas in ascending order, each from the previous alpha's solution
-        (continuation along the grid: 1.4-1.7x less CPU time measured, see :mod:`pbr_core.alpha_selection`);
+        (continuation along the grid: 1.4-1.8x less CPU time measured, see :mod:`pbr_core.alpha_selection`);
         False fits every (alpha, fold) from the prior. The final fit on all rows always starts at
         the prior: ``best_estimator_`` is ``PBR(alpha=alpha_).fit(X)``.
 
