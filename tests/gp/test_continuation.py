@@ -148,7 +148,7 @@ def test_kl_gap_protocol_continues_along_the_grid(cifar10_logits) -> None:
     preds = Predictions.from_arrays(z[:400], y[:400], input_type="logits")
     kw = dict(alphas=(1.0, 0.0, 0.5), objective="pbr", n_re=150, n_folds=1, seed=0, device="cpu", **SETTINGS)
     seen = []
-    warm = kl_vs_ece_gap(preds, progress=lambda d, t, m: seen.append(m), **kw)
+    warm = kl_vs_ece_gap(preds, progress=lambda d, t, m: seen.append(m), warm_start=True, **kw)
     assert list(warm.table.columns) == list(KL_GAP_COLUMNS) and warm.table.alpha.tolist() == [1.0, 0.0, 0.5]
     assert warm.table.error.isna().all()
     # fitted in ascending alpha, the table in the order of `alphas`
@@ -162,5 +162,9 @@ def test_kl_gap_protocol_continues_along_the_grid(cifar10_logits) -> None:
     first = PBR(alpha=0.0, **params).fit(fit)
     assert warm.table.kl.iloc[1] == first.kl_
     assert warm.table.kl.iloc[2] == PBR(alpha=0.5, **params).fit_continued(first, fit).kl_
+    # the default is the paper's protocol: every fit from the prior
+    cold = kl_vs_ece_gap(preds, **kw)
+    assert cold.table.kl.iloc[1] == first.kl_
+    assert cold.table.kl.iloc[2] == PBR(alpha=0.5, **params).fit(fit).kl_
     with pytest.raises(ValueError, match="warm_start"):
         kl_vs_ece_gap(preds, warm_start=None, **kw)
