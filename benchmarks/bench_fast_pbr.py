@@ -18,6 +18,15 @@ Parts
   the CLI ran it, against today's with one thread and the new code.
 * ``page``: the PBR page's fit (Streamlit AppTest, n_re = 1000 of the CIFAR-10 file, alpha = .5)
   against the library's fit of the same rows in the same process, interleaved.
+* ``cv-select``, ``cv-protocol``: alpha selection and the paper's protocol with warm starts along the alpha grid
+  (``warm_start=True``, :meth:`pbr_core.recalibrators.gp.PBR.fit_continued`) against every fit
+  from the prior (``warm_start=False``), both in this checkout, cold and warm alternating in fresh
+  worker processes: (a) the README's ``fit --select-alpha`` example (PBRCV: the paper's grid, 5
+  folds, on 1000 rows of the CIFAR-10 file drawn as ``--sample 1000`` draws them, then the final
+  fit), and the CLI command itself (``cv-select``); (b) the paper's KL-gap protocol for one CIFAR-100 network
+  (``kl_vs_ece_gap``, 8 alpha x ``--cv-folds`` folds of the 10, n_re = 1000; ``cv-protocol``,
+  its workers' results kept in ``--cv-cache``). For every
+  (alpha, fold) the table compares the training objectives (warm - cold) and the scores.
 * ``quality``: the issue's bar, for every alpha of ``--alphas`` (default the paper's grid) on the
   CIFAR-10 file and the four CIFAR-100 networks (n_re = 1000 random rows, seed 0; the other 9000
   rows are the test set): both fits' parameters evaluated on today's reference objective (today's
@@ -122,6 +131,8 @@ def worker(task: dict) -> dict:
                 "objective": rep["objective"], "kl": rep["kl"], "restarts": rep.get("restarts", 0),
                 "ece_before": float(pbr_core.ece(Predictions.from_arrays(z[te], y[te], input_type="logits").probs, y[te])),
                 "ece_after": float(pbr_core.ece(probs, y[te])), "threads": torch.get_num_threads()}
+    if task["kind"] in ("select", "klgap"):
+        return cv_worker(task, z, y)
     # "eval": parameter files on the reference objective of this tree (float64 draws, S = 100)
     from pbr_core.gp.model import GPRecalibrationModel
     from pbr_core.gp.objectives import draw_mc_noise
@@ -141,6 +152,66 @@ def worker(task: dict) -> dict:
                 p.copy_(torch.as_tensor(params[name]))
             values.append(float(data.terms(model).total))
     return {"values": values}
+
+
+def cv_worker(task: dict, z, y) -> dict:
+    """Part ``cv`` in a worker: a whole alpha selection (PBRCV) or KL-gap protocol, cold or warm."""
+    import numpy as np
+
+    from pbr_core.predictions import Predictions
+
+    preds = Predictions.from_arrays(z, y, input_type="logits")
+    small = preds.subset(np.arange(50))
+    from pbr_core.recalibrators.gp import PBR
+
+    try:  # pays the one-time imports (torch._dynamo) outside the timing
+        PBR(alpha=0.5, device="cpu", max_iter=3, n_mc=2, n_predict_samples=2).fit(small)
+    except RuntimeError:
+        pass
+    warm = bool(task["warm"])
+    if task["kind"] == "select":
+        from pbr_core.recalibrators import PBRCV
+
+        # The rows `pbr-calib fit FILE.npz --sample 1000 --seed 0` fits on (cli._sample_in_memory).
+        rows = np.sort(np.random.default_rng(0).choice(preds.n, size=task["n_re"], replace=False))
+        rec = PBRCV(device="cpu", warm_start=warm)
+        c0, t0 = time.process_time(), time.perf_counter()
+        rec.fit(preds.subset(rows))
+        cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+        sc = rec.selection_.scores
+        return {"cpu": cpu, "wall": wall, "alpha": rec.alpha_, "mean": rec.cv_results_["mean"].tolist(),
+                "alphas": rec.cv_results_["alpha"].tolist(), "objective": sc["objective"].tolist(),
+                "iterations": sc["iterations"].tolist(), "score": sc["score"].tolist(),
+                "rows_alpha": sc["alpha"].tolist(), "rows_fold": sc["fold"].tolist(),
+                "final_objective": rec.fit_report_["objective"], "final_iterations": rec.fit_report_["iterations"],
+                "cv_cpu": None}
+    from pbr_core.experiments import kl_vs_ece_gap
+
+    objectives: list[float] = []
+    iterations: list[int] = []
+    import pbr_core.experiments.kl_gap as kl_gap
+
+    original = kl_gap.kl_of
+
+    def kl_and_record(rec):  # the fits' objectives and iterations, in fit order
+        objectives.append(rec.fit_report_["objective"])
+        iterations.append(rec.fit_report_["iterations"])
+        return original(rec)
+
+    kl_gap.kl_of = kl_and_record
+    c0, t0 = time.process_time(), time.perf_counter()
+    res = kl_vs_ece_gap(preds, n_re=1000, n_folds=task["folds"], seed=0, warm_start=warm, device="cpu")
+    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    t = res.table
+    order = sorted(range(8), key=lambda i: PAPER_GRID[i]) if warm else list(range(8))
+    fit_order = [(f, PAPER_GRID[i]) for f in range(task["folds"]) for i in order]
+    by_key = {k: (o, it) for k, o, it in zip(fit_order, objectives, iterations)}
+    keys = list(zip(t["fold"].tolist(), t["alpha"].tolist()))
+    return {"cpu": cpu, "wall": wall, "objective": [by_key[k][0] for k in keys],
+            "iterations": [by_key[k][1] for k in keys], "rows_alpha": t["alpha"].tolist(),
+            "rows_fold": t["fold"].tolist(), "gap": t["gap"].tolist(), "ece_te": t["ece_te"].tolist(),
+            "kl": t["kl"].tolist(), "fit_seconds": t["fit_seconds"].tolist(),
+            "pearson": res.pearson_r, "kendall": res.kendall_tau}
 
 
 def run_worker(task: dict) -> dict:
@@ -257,6 +328,111 @@ def part_page(repeats: int) -> list[str]:
     return rows
 
 
+def _compare_fits(cold: dict, warm: dict, score: str) -> tuple[list[str], float, int]:
+    """Per (alpha, fold): cold vs warm objective, iterations and a score; worst relative difference."""
+    rows = [f"| alpha | fold | cold objective | warm objective | (warm - cold) / cold | cold it. | warm it. | "
+            f"cold {score} | warm {score} |", "|---|---|---|---|---|---|---|---|---|"]
+    worst, n_higher = -1e9, 0
+    key = "score" if score.startswith("held-out") else "ece_te"
+    for i, (a, f) in enumerate(zip(cold["rows_alpha"], cold["rows_fold"])):
+        assert (warm["rows_alpha"][i], warm["rows_fold"][i]) == (a, f)
+        oc, ow = cold["objective"][i], warm["objective"][i]
+        rel = (ow - oc) / abs(oc)
+        worst = max(worst, rel)
+        n_higher += int(rel > 1e-5)
+        rows.append(f"| {a:g} | {f} | {oc:.6f} | {ow:.6f} | {rel:+.1e} | {cold['iterations'][i]} | "
+                    f"{warm['iterations'][i]} | {cold[key][i]:.4f} | {warm[key][i]:.4f} |")
+    return rows, worst, n_higher
+
+
+def cached_worker(task: dict, cache: Path | None, name: str) -> dict:
+    """``run_worker``, or the result of the same task saved under ``cache`` by an earlier run
+    (the cv part's K = 100 runs take tens of minutes here; ``--cv-cache`` keeps them)."""
+    path = None if cache is None else cache / f"cv_{name}.json"
+    if path is not None and path.exists():
+        return json.loads(path.read_text())
+    r = run_worker(task)
+    if path is not None:
+        path.write_text(json.dumps(r))
+    return r
+
+
+def part_cv_select(repeats: int, cli: bool) -> list[str]:
+    sys.path.insert(0, str(ROOT))
+    out: list[str] = []
+    res: dict[str, list[dict]] = {"cold": [], "warm": []}
+    for _ in range(repeats):
+        for which in ("cold", "warm"):
+            r = run_worker({"kind": "select", "root": str(ROOT), "data": str(data_path("c10")), "seed": 0,
+                            "n_re": 1000, "warm": which == "warm"})
+            print(f"select {which}: CPU {r['cpu']:.1f} s, alpha {r['alpha']:g}", flush=True)
+            res[which].append(r)
+    sel_cold, sel_warm = median([r["cpu"] for r in res["cold"]]), median([r["cpu"] for r in res["warm"]])
+    c, w = res["cold"][0], res["warm"][0]
+    cli_row = ""
+    if cli:
+        import resource
+
+        cmd = [sys.executable, "-m", "pbr_core.cli", "fit", str(data_path("c10")), "--sample", "1000", "--method",
+               "pbr", "--select-alpha", "--out", "/tmp/bench_cv_pbr.json", "--quiet"]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr[-2000:])
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        chosen = re.search(r"chosen alpha = (\S+)", done.stdout)
+        cli_row = (f"| the CLI command itself (warm, the default; imports and loading included) | | {cpu:.1f} | | "
+                   f"{chosen.group(1) if chosen else '?'} | wall {wall:.1f} s |")
+        print(cli_row, flush=True)
+    out += ["### (a) The README's `fit --select-alpha` example: CIFAR-10 ResNet-110, 1000 rows (`--sample 1000`), "
+            "the paper's 8 alphas, 5 folds, then the final fit (41 fits, K = 10)", "",
+            "| run | cold CPU s | warm CPU s | speed-up | chosen alpha cold / warm | final fit objective cold / warm |",
+            "|---|---|---|---|---|---|",
+            f"| `PBRCV().fit` (library) | {sel_cold:.1f} | {sel_warm:.1f} | {sel_cold / sel_warm:.1f}x | "
+            f"{c['alpha']:g} / {w['alpha']:g} | {c['final_objective']:.6f} / {w['final_objective']:.6f} |"]
+    if cli_row:
+        out.append(cli_row)
+    out += ["", "Mean held-out ECE per alpha (the selection's scores), cold / warm: " + ", ".join(
+        f"{a:g}: {mc:.4f} / {mw:.4f}" for a, mc, mw in zip(c["alphas"], c["mean"], w["mean"])) + ".", ""]
+    rows, worst, n_higher = _compare_fits(c, w, "held-out ECE")
+    out += ["Every CV fit, cold vs warm (objective: the fit's final training objective on its 800 rows):", "",
+            *rows, "", f"Warm objective higher than cold by more than 1e-5 relative in {n_higher} of {len(rows) - 2} "
+            f"fits; largest relative difference {worst:+.1e}. Median of {repeats} run(s) each, cold and warm "
+            "alternating, each in a fresh process."]
+    for r in out:
+        print(r, flush=True)
+    return out
+
+
+def part_cv_protocol(folds: int, model: str, cache: Path | None) -> list[str]:
+    """(b) the KL-gap protocol, K = 100."""
+    out: list[str] = []
+    res: dict[str, list[dict]] = {"cold": [], "warm": []}
+    for which in ("cold", "warm"):
+        r = cached_worker({"kind": "klgap", "root": str(ROOT), "data": str(data_path(model)), "seed": 0,
+                           "n_re": 1000, "warm": which == "warm", "folds": folds}, cache, f"klgap_{model}_{folds}_{which}")
+        print(f"klgap {which}: CPU {r['cpu']:.1f} s", flush=True)
+        res[which].append(r)
+    c, w = res["cold"][0], res["warm"][0]
+    scale = 10 / folds
+    out += [f"### (b) The paper's protocol for one CIFAR-100 network: {DATASETS[model][1]}, `kl_vs_ece_gap`, "
+            f"8 alphas x {folds} of the 10 folds, n_re = 1000 (K = 100)", "",
+            "| run | cold CPU s | warm CPU s | speed-up | cold, x 10 folds | warm, x 10 folds |", "|---|---|---|---|---|---|",
+            f"| {8 * folds} PBR fits ({folds} fold(s)) | {c['cpu']:.0f} | {w['cpu']:.0f} | {c['cpu'] / w['cpu']:.1f}x | "
+            f"{c['cpu'] * scale / 60:.1f} min | {w['cpu'] * scale / 60:.1f} min |", ""]
+    rows, worst, n_higher = _compare_fits(c, w, "test ECE")
+    out += [*rows, "", f"Warm objective higher than cold by more than 1e-5 relative in {n_higher} of {len(rows) - 2} "
+            f"fits; largest relative difference {worst:+.1e}. KL-gap correlations over these fits: Pearson r "
+            f"cold {c['pearson']:.3f} / warm {w['pearson']:.3f}, Kendall tau {c['kendall']:.3f} / {w['kendall']:.3f}. "
+            "'x 10 folds' scales the measured folds' CPU time linearly (the folds are alike: same sizes, same grid)."]
+    for r in out:
+        print(r, flush=True)
+    return out
+
+
 def part_quality(ref_root: Path, commit: str, cache: Path, models: list[str], alphas: list[float],
                  method: str, ref_only: bool = False, mc_dtype: str | None = None) -> list[str]:
     rows = ["| data | alpha | today: ref. objective | new: ref. objective | relative diff. | bar 1e-4 | "
@@ -301,7 +477,7 @@ def part_quality(ref_root: Path, commit: str, cache: Path, models: list[str], al
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
-    ap.add_argument("--parts", default="timing", help="comma-separated: timing, threads, page, quality")
+    ap.add_argument("--parts", default="timing", help="comma-separated: timing, threads, page, cv-select, cv-protocol, quality")
     ap.add_argument("--ref-commit", default="faf24b2")
     ap.add_argument("--ref-root", type=Path, default=Path("/tmp/pbr_fast_ref"))
     ap.add_argument("--cache", type=Path, default=Path("/tmp/pbr_fast_cache"))
@@ -311,6 +487,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--alphas", default=",".join(f"{a:g}" for a in PAPER_GRID))
     ap.add_argument("--objective", default="pbr", help="quality part: pbr or pbr_total")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--cv-folds", type=int, default=1, help="cv part: folds of the KL-gap protocol to time")
+    ap.add_argument("--cv-model", default="densenet121", help="cv part: the CIFAR-100 network of the KL-gap protocol")
+    ap.add_argument("--no-cli", action="store_true", help="cv part: do not time the CLI command")
+    ap.add_argument("--cv-cache", type=Path, default=None,
+                    help="cv-protocol part: keep (and reuse) the workers' results in this folder")
     ap.add_argument("--ref-only", action="store_true", help="quality part: only fit and cache today's fits")
     ap.add_argument("--mc-dtype", default=None, choices=["float32", "float64"],
                     help="quality part: the new code's Monte Carlo dtype (default: the library's MC_DTYPE)")
@@ -318,7 +499,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.worker is not None:
         print(json.dumps(worker(json.loads(args.worker))))
         return
-    ensure_reference(args.ref_root, args.ref_commit)
+    if not set(args.parts.split(",")) <= {"cv-select", "cv-protocol"}:  # those compare two modes of this checkout
+        ensure_reference(args.ref_root, args.ref_commit)
     args.cache.mkdir(parents=True, exist_ok=True)
     where = f"{platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start; {time.strftime('%Y-%m-%d %H:%M')}"
     for part in args.parts.split(","):
@@ -331,6 +513,14 @@ def main(argv: list[str] | None = None) -> None:
         elif part == "page":
             body = part_page(args.repeats)
             title = f"PBR page vs library ({where})"
+        elif part == "cv-select":
+            body = part_cv_select(args.repeats, not args.no_cli)
+            title = f"Alpha selection (README example), cold vs warm starts ({where})"
+        elif part == "cv-protocol":
+            if args.cv_cache is not None:
+                args.cv_cache.mkdir(parents=True, exist_ok=True)
+            body = part_cv_protocol(args.cv_folds, args.cv_model, args.cv_cache)
+            title = f"The paper's protocol at K = 100, cold vs warm starts ({where})"
         elif part == "quality":
             body = part_quality(args.ref_root, args.ref_commit, args.cache, args.models.split(","),
                                 [float(a) for a in args.alphas.split(",")], args.objective, args.ref_only,

@@ -111,12 +111,18 @@ def groups_section(loaded: state.Loaded, view: state.MetricView, choices: AuditC
     from pbr_core.groups import MIN_ROWS
 
     try:
-        rep = compute.group_report(loaded, view, choices.group_by, choices.group_every)
+        # A server dataset: only a grouping already measured on the Groups page (a pass over every row).
+        rep = compute.group_report(loaded, view, choices.group_by, choices.group_every,
+                                   cached_only=loaded.stream is not None)
     except ValueError as exc:
-        return ReportSection(title="Calibration by group", paragraphs=[f"Not measured: {exc}"])
+        return ReportSection(title="Calibration by group", paragraphs=[f"Not measured: {texts.groups_problem(str(exc))}"])
+    if rep is None:
+        return ReportSection(title="Calibration by group", paragraphs=[texts.GROUPS_STREAM_NOT_MEASURED])
     by = " × ".join(rep.by) + (f" (dates by {choices.group_every})" if choices.group_every else "")
     paragraphs = [texts.GROUPS_INTRO, f"Grouped by {by}: {len(rep.table)} groups. Test: {rep.test}. "
                   + texts.GROUPS_TEST_HELP, texts.gap_sentence(rep.largest_gap)]
+    if loaded.stream is not None:
+        paragraphs.append(texts.GROUPS_STREAM_NOTE)
     if rep.small:
         paragraphs.append(texts.GROUPS_SMALL_NOTE.format(m=MIN_ROWS) + " Here: " + ", ".join(rep.small) + ".")
     fig = FR.groups_overlay_figure(rep.diagrams, rep.small, rep.table["group"].tolist(), x_title=view.x_title,

@@ -17,7 +17,10 @@ smoothed curve, other estimators) uses the view's random sample.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -178,11 +181,44 @@ def _group_report(key: str, by: tuple[str, ...], every: str, target: str, _preds
     return calibration_by_group(_preds, list(by), target=target, every=every or None)
 
 
-def group_report(loaded, view: MetricView, by: tuple[str, ...], every: str = ""):
+#: Group reports of datasets on the server, shared by every session (the key holds the files' sizes
+#: and times): each costs a pass over the whole dataset. Not ``st.cache_data``: the pass reports its
+#: progress to a bar the page drew outside the cached function, which a cached function may not touch.
+_STREAM_GROUPS: "OrderedDict[tuple, object]" = OrderedDict()
+_STREAM_GROUPS_MAX = 16
+_STREAM_GROUPS_LOCK = threading.Lock()
+
+
+def group_report(loaded, view: MetricView, by: tuple[str, ...], every: str = "",
+                 progress: Callable[[str, int, "int | None"], None] | None = None, cached_only: bool = False):
     """Calibration by group (``pbr_core.groups.calibration_by_group``) of the loaded data, measured as
-    ``view`` measures it (p(y=1) or the top label)."""
+    ``view`` measures it (p(y=1) or the top label).
+
+    A dataset on the server is measured on every row, in a streamed pass
+    (``pbr_core.stream.compute_group_statistics``; ``progress(what, rows_done, rows_total)``);
+    with ``cached_only`` None unless that pass was already made."""
     target = "positive" if view.binary_positive else "top_label"
-    return _group_report(loaded.key, tuple(by), every or "", target, loaded.preds)
+    if loaded.stream is None:
+        return _group_report(loaded.key, tuple(by), every or "", target, loaded.preds)
+    key = (loaded.key, tuple(by), every or "", target)
+    with _STREAM_GROUPS_LOCK:
+        if key in _STREAM_GROUPS:
+            _STREAM_GROUPS.move_to_end(key)
+            return _STREAM_GROUPS[key]
+    if cached_only:
+        return None
+    from pbr_core.stream import compute_group_statistics, open_dataset
+
+    kwargs = loaded.options.as_kwargs()
+    kwargs.pop("max_rows", None)
+    ds = open_dataset(list(loaded.stream.files), **kwargs)
+    groups, _ = compute_group_statistics(ds, list(by), every=every or None, target=target, progress=progress)
+    report = groups.report()
+    with _STREAM_GROUPS_LOCK:
+        _STREAM_GROUPS[key] = report
+        while len(_STREAM_GROUPS) > _STREAM_GROUPS_MAX:
+            _STREAM_GROUPS.popitem(last=False)
+    return report
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

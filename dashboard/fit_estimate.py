@@ -24,6 +24,11 @@ FIT_PER_ENTRY_S = 2.1e-4
 PREDICT_PER_ENTRY_S = 1.0e-6
 #: A fit that ends at the prior is redone (pbr_core.gp.training): up to this factor longer.
 WORST_FACTOR = 3.0
+#: Alpha selection continues each fold's fits along the grid (pbr_core.alpha_selection, warm
+#: starts): after the fold's first fit from the prior, each costs about this share of a fit from
+#: the prior (benchmarks/RESULTS_fast_pbr.md, the cold-vs-warm sections: a fold cost
+#: 1 + 7 x .65 cold fits at K = 10 and 1 + 7 x .52 at K = 100; the larger, to be safe).
+WARM_FIT_SHARE = 0.65
 
 _LOCK = threading.Lock()
 _OBSERVED: list[float] = []   # measured / modelled seconds of the fits run in this process
@@ -80,13 +85,15 @@ def _words(seconds: float) -> str:
 
 def estimate(n_re: int, n_total: int, k: int, auto_alpha: bool, n_alphas: int, n_folds: int) -> Estimate:
     """Seconds for the PBR page's run: (with automatic alpha) ``n_alphas * n_folds`` CV fits on
-    (k-1)/k of the rows, each scored on its fold, then the final fit; then predictions on every row."""
+    (k-1)/k of the rows, each scored on its fold (per fold one from the prior, the others continued
+    at ``WARM_FIT_SHARE`` of its cost), then the final fit; then predictions on every row."""
     scale, measured = _scale()
     fits, seconds = 1, model_seconds(n_re, k)
     if auto_alpha:
         n_cv = n_re * (n_folds - 1) / n_folds
         fits += n_alphas * n_folds
-        seconds += n_alphas * n_folds * (model_seconds(n_cv, k) + PREDICT_PER_ENTRY_S * (n_re / n_folds) * k)
+        per_fold = model_seconds(n_cv, k) * (1 + (n_alphas - 1) * WARM_FIT_SHARE)
+        seconds += n_folds * (per_fold + n_alphas * PREDICT_PER_ENTRY_S * (n_re / n_folds) * k)
     seconds *= scale
     predict = PREDICT_PER_ENTRY_S * float(n_total) * k * scale
     return Estimate(fits=fits, seconds=seconds + predict, worst=seconds * WORST_FACTOR + predict,

@@ -35,7 +35,6 @@ from pbr_core.experiments import (
     evaluation_metrics,
     fit_and_test,
     kl_vs_ece_gap,
-    make_recalibrator,
     n_re_sweep,
     split_indices,
 )
@@ -43,7 +42,7 @@ from pbr_core.cancel import cancel_when
 from pbr_core.loading import save_predictions
 from pbr_core.metrics import BinaryTarget as BinaryECE
 from pbr_core.progress import report_progress
-from pbr_core.recalibrators import Recalibrator, available_methods
+from pbr_core.recalibrators import Recalibrator, available_methods, get_recalibrator
 
 Objective = Literal["pbr", "pbr_total", "gp"]
 
@@ -309,7 +308,7 @@ def _pbr_recalibrator(s: PBRSettings, n_fit: int, reporter: Reporter) -> tuple[A
         if s.uses_alpha:
             params["alpha"] = s.alpha
         reporter.plan([(("fit",), float(n_fit))])
-        return make_recalibrator(s.method, params), 1
+        return get_recalibrator(s.method, **params), 1
     from dashboard.texts import people_progress
     from pbr_core.alpha_selection import kfold_indices
     from pbr_core.recalibrators import PBRCV
@@ -317,11 +316,12 @@ def _pbr_recalibrator(s: PBRSettings, n_fit: int, reporter: Reporter) -> tuple[A
     rec = PBRCV(alphas=list(s.alpha_grid), cv=s.cv_folds, scoring=s.cv_score, objective=s.objective,
                 mean_approx=s.mean_approx, cv_seed=s.seed, binary_ece=s.binary_ece, **params)
     steps = len(s.alpha_grid) * s.cv_folds + 1   # fits: the CV grid, then the final one
-    # The CV fits run fold by fold, each alpha in turn (alpha_selection._sequential_rows); a fit
-    # costs about its rows times a rate measured per alpha. The final fit's alpha is chosen only
-    # after the CV; until then its cost is unknown ("about N min left before the last fit").
+    # The CV fits run fold by fold, in ascending alpha, each continuing from the previous one
+    # (alpha_selection._sequential_rows); a fit costs about its rows times a rate measured per
+    # alpha. The final fit's alpha is chosen only after the CV; until then its cost is unknown
+    # ("about N min left before the last fit").
     cv = [((f"α={a:g}",), float(len(tr))) for tr, _ in kfold_indices(n_fit, s.cv_folds, s.seed)
-          for a in s.alpha_grid]
+          for a in sorted(s.alpha_grid)]
     reporter.plan(cv + [(("final fit",), float(n_fit))])
     reporter.progress(0, steps)
     reporter.step("Choosing α by cross-validation on the recalibration set")
@@ -403,13 +403,15 @@ class CompareSettings:
 
     def fits_per_fold(self) -> tuple[int, int]:
         """(fits, of which GP fits) per fold: methods with the same ``Recalibrator.fit_key`` (e.g.
-        ``pbr`` and ``pbr_app`` with the same settings) share one fit in ``compare``."""
+        ``pbr`` and ``pbr_app`` with the same settings) share one fit in ``compare``; alpha by
+        cross-validation (``pbr_cv``) counts every fit of its selection (``Recalibrator.n_fits``)."""
         params = self.method_params()
-        fits: dict[Any, str] = {}
+        fits: dict[Any, tuple[str, int]] = {}
         for m in self.methods:
-            key = make_recalibrator(m, params.get(m)).fit_key()
-            fits.setdefault(("own", m) if key is None else key, m)
-        return len(fits), sum(is_gp(m) for m in fits.values())
+            rec = get_recalibrator(m, **dict(params.get(m) or {}))
+            key = rec.fit_key()
+            fits.setdefault(("own", m) if key is None else key, (m, rec.n_fits()))
+        return (sum(n for _, n in fits.values()), sum(n for m, n in fits.values() if is_gp(m)))
 
     def describe(self, multiclass: bool = False) -> dict[str, Any]:
         """Settings as the report lists them, in the page's words."""
@@ -708,7 +710,7 @@ def run_ship(preds: Predictions, s: ShipSettings, reporter: Reporter, *, data_na
     else:
         fit_set = eval_set = preds
         re_idx = np.arange(preds.n)
-    recalibrator = make_recalibrator(s.method, s.params())
+    recalibrator = get_recalibrator(s.method, **s.params())
     reporter.progress(0, 1)
     reporter.step(f"Fitting {_label(s.method)} on {fit_set.n:,} rows")
     with watched(reporter):

@@ -140,6 +140,8 @@ class StreamInfo:
     n_files: int
     sample_n: int
     path: str
+    #: The files read (resolved under the data folder): the Groups page reads them again.
+    files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -563,7 +565,8 @@ def load_server(path: str, options: LoadOptions = LoadOptions()) -> str | None:
         bar.empty()
     # The sample's notes first say what it is; the loader's notes about the columns follow.
     sample = _replace(sample, notes=(*sample.notes, *lay.notes), column_roles=lay.column_roles)
-    info = StreamInfo(stats=stats, n_total=int(stats["top"].n), n_files=len(files), sample_n=sample.n, path=shown)
+    info = StreamInfo(stats=stats, n_total=int(stats["top"].n), n_files=len(files), sample_n=sample.n, path=shown,
+                      files=tuple(files))
     st.session_state[_K_LOADED] = Loaded(preds=read_only(sample), name=f"{shown} (dataset on the server)",
                                          file_name=shown, origin="server", key=key, options=options, stream=info)
     st.session_state.pop(_K_ERROR, None)

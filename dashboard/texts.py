@@ -688,11 +688,11 @@ def bound_at_b_reading(n_bins: int, lipschitz: float, eps: float, bound: float, 
 
 def recalibrator_settings(rec: Recalibrator) -> str:
     """A fitted recalibrator's settings in words: those that differ from the method's defaults."""
-    from pbr_core.experiments import make_recalibrator
+    from pbr_core.recalibrators import get_recalibrator
 
     params = rec.get_params()
     try:
-        defaults = make_recalibrator(rec.method, None).get_params()
+        defaults = get_recalibrator(rec.method).get_params()
     except Exception:  # noqa: BLE001 - an unknown method: list every setting
         defaults = {}
     return params_text(params, defaults)
@@ -761,6 +761,33 @@ GROUPS_NONE = (
     "a date may stay in the file: they are kept next to the predictions (see the Data page). You can "
     "still group by the true class."
 )
+GROUPS_STREAM_NOTE = (
+    "A dataset on the server: every row is measured (the page reads the dataset again for the columns you "
+    "pick: once to count the groups, once to measure them). The numbers are those the whole file would give "
+    "in memory; the intervals come from a bootstrap that weights the rows at random as they stream by "
+    "(Poisson bootstrap), so they can differ slightly from a file's."
+)
+
+GROUPS_STREAM_PROMPT = (
+    "Pick the column (or two) to group by, then **Measure the groups**: every one of the {n:,} rows of the "
+    "dataset is read again for it, which takes a while on a large dataset."
+)
+GROUPS_STREAM_NOT_MEASURED = (
+    "Not measured: on a dataset on the server, press *Measure the groups* on the Groups page first (it reads "
+    "every row again)."
+)
+GROUPS_STREAM_BUTTON_HELP = "Reads the {n:,} rows of the dataset again: once to count the groups, once to measure them."
+
+
+def groups_problem(message: str) -> str:
+    """A library message about a grouping in the page's words (its choices, not Python arguments)."""
+    return (message.replace("or a date with every='day', 'week' or 'month'",
+                            "or a date column with *Dates* set to by day, week or month")
+            .replace("a wider bucket of dates (every='week' or 'month')",
+                     "wider periods of time (*Dates* by week or by month)")
+            .replace("(or 'true class')", "(or the true class)"))
+
+
 GROUPS_OVERLAY_CAPTION = (
     "One curve per group: each point is a bin of that group (its mean confidence and its observed rate). "
     "The closer to the dashed diagonal, the better calibrated the group."

@@ -3,7 +3,7 @@
 Usage::
 
     pbr-calib evaluate FILE [--n-bins B] [--format table|json]
-    pbr-calib evaluate 'logs/*.parquet' [--stream] [--local-cluster N | --scheduler ADDRESS] [--curve]
+    pbr-calib evaluate 'logs/*.parquet' [--stream] [--local-cluster N | --scheduler ADDRESS] [--curve] [--by COLUMN]
     pbr-calib fit FILE --method NAME [--param KEY=VALUE ...] --out MODEL.json
     pbr-calib fit FILE --method pbr --select-alpha [--alpha-grid 0,0.1,0.5,1] [--alpha-metric ece] --out MODEL.json
     pbr-calib apply MODEL.json FILE --out CALIBRATED.csv|.parquet
@@ -156,7 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: prior fitted on the same rows, bounds approximate)")
     p.add_argument("--sample", type=_positive_int, default=None, metavar="N",
                    help="fit on a uniform random sample of N rows, read in one streamed pass (FILE may then be a "
-                        "folder, a glob or a URL; a folder or glob needs --sample)")
+                        "folder, a glob or a URL; a folder or glob needs --sample; an NPZ / NPY file is read whole, "
+                        "then sampled)")
     p.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
     p.add_argument("--all-rows", action="store_true",
                    help="temperature and Platt scaling only: fit on every row of FILE (a file, folder, glob or "
@@ -394,13 +395,18 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.stream or args.scheduler or args.local_cluster or is_dataset(args.file):
         if args.scheduler and args.local_cluster:
             raise CLIError("give --scheduler or --local-cluster, not both", EXIT_USAGE)
-        table = evaluate_stream(args)
+        table, report = evaluate_stream(args)
         if args.format == "json":
+            if report is not None:
+                table["groups"] = _groups_json(report)
             print(json.dumps(table, indent=2))
         else:
             print(_format_table({k: v for k, v in table.items() if k != "ece_curve"}))
             if "ece_curve" in table:
                 print("ece curve  " + ", ".join(f"B={b}: {v:.4g}" for b, v in table["ece_curve"].items()))
+            if report is not None:
+                print()
+                print(group_text(report))
         return EXIT_OK
     preds = _mapped(args) if args.map_scores else _load(args.file, args)
     table = evaluation_table(preds, args.n_bins, args.lipschitz, args.eps)
@@ -423,8 +429,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                                           if preds.kind == "top_label" else "positive")
     if args.format == "json":
         if report is not None:
-            table["groups"] = {"by": report.by, "test": report.test, "largest_gap": report.largest_gap,
-                               "rows": json.loads(report.table.to_json(orient="records", double_precision=15))}
+            table["groups"] = _groups_json(report)
         if conventions is not None:
             table["libraries"] = json.loads(conventions.to_json(orient="records", double_precision=15))
         print(json.dumps(table, indent=2))
@@ -457,6 +462,11 @@ def _mapped(args: argparse.Namespace):
         raise CLIError(cli_words(str(exc)), EXIT_BAD_INPUT) from exc
 
 
+def _groups_json(report) -> dict[str, Any]:
+    return {"by": report.by, "test": report.test, "interval": report.interval, "largest_gap": report.largest_gap,
+            "rows": json.loads(report.table.to_json(orient="records", double_precision=15))}
+
+
 def group_text(report) -> str:
     """The per-group table as text, with the test, the small groups and the largest gap."""
     t = report.table
@@ -467,7 +477,7 @@ def group_text(report) -> str:
                         "p (Holm)"]
     shown.insert(1, "", ["(too few rows)" if small else "" for small in t["too_small"]])
     lines = [f"calibration by {' × '.join(report.by)} ({'p(y=1)' if report.target == 'positive' else 'top label'}; "
-             f"ECE with B = floor(n_group^(1/3)), {report.level:.0%} bootstrap interval; test: {report.test})",
+             f"ECE with B = floor(n_group^(1/3)), {report.level:.0%} {report.interval}; test: {report.test})",
              shown.to_string(index=False, float_format=lambda v: f"{v:.4g}")]
     g = report.largest_gap
     if g:
@@ -534,7 +544,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.sample is None and is_dataset(args.file):
         raise CLIError(f"{args.file} is a dataset: fit on a random sample of it with --sample N (or, for "
                        "temperature or Platt scaling, on every row with --all-rows)", EXIT_USAGE)
-    preds = fit_sample(args) if args.sample is not None else _load(args.file, args)
+    if args.sample is not None and Path(args.file).suffix.lower() in (".npz", ".npy") and not is_dataset(args.file):
+        preds = _sample_in_memory(_load(args.file, args), args)
+    else:
+        preds = fit_sample(args) if args.sample is not None else _load(args.file, args)
     if not preds.can_recalibrate:
         raise CLIError(f"{preds.source}: top-label-only data (confidence, predicted label, true label) cannot be "
                        "recalibrated: recalibration needs the full probability or logit vector of every row.",
@@ -587,6 +600,17 @@ def _bound_validity(bounds: dict) -> str:
     return "approximate: prior fitted on the same rows (--prior-split 0.3 for bounds valid as stated)"
 
 
+def _sample_in_memory(preds, args: argparse.Namespace):
+    """``--sample N`` of a NumPy file, which the streamed reader does not read: the file is loaded
+    whole, then N of its rows are drawn uniformly without replacement (seed ``--seed``), in file order."""
+    import numpy as np
+
+    n = min(int(args.sample), preds.n)
+    rows = np.sort(np.random.default_rng(args.seed).choice(preds.n, size=n, replace=False))
+    print(f"sampled {n:,} rows of {args.file} (read whole; seed {args.seed})")
+    return preds.subset(rows)
+
+
 def _select_alpha(rec, preds, args: argparse.Namespace):
     """``rec`` with alpha chosen by k-fold CV inside the recalibration set (:class:`PBRCV`), fitted
     on all of it; prints the grid's scores."""
@@ -619,8 +643,9 @@ def _select_alpha(rec, preds, args: argparse.Namespace):
         from pbr_core.experiments import BINARY_ECE_WORDS, DEFAULT_BINARY_ECE
 
         metric = BINARY_ECE_WORDS[DEFAULT_BINARY_ECE]
+    warm = "; each fold's fits in ascending alpha, each from the previous one's solution" if sel.warm_start else ""
     print(f"alpha by {args.alpha_folds}-fold cross-validation on {preds.n} rows ({metric}, "
-          f"held-out folds; {sel.wall_time_s:.1f} s):")
+          f"held-out folds{warm}; {sel.wall_time_s:.1f} s):")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.5g}"))
     print(f"chosen alpha = {sel.best_alpha:g}")
     if type(cv.best_estimator_) is type(rec):

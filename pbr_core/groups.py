@@ -35,20 +35,30 @@ Bucket = Literal["day", "week", "month"]
 #: Groups with fewer rows are flagged: their reliability diagram has floor(n^(1/3)) <= 4 bins of
 #: ~25 rows or fewer, too few to read, and their ECE is dominated by its estimation bias.
 MIN_ROWS = 100
+#: More groups than this are refused: a column with a value per row or nearly (an id, a timestamp
+#: not bucketed) gives groups of a few rows whose ECE is noise, a table nobody can read, and, on a
+#: streamed dataset, per-group bootstrap sums that grow with the number of groups.
+MAX_GROUPS = 1000
 
-__all__ = ["GroupReport", "MIN_ROWS", "bucket_dates", "calibration_by_group", "group_keys", "holm", "spiegelhalter_z"]
+__all__ = ["GroupReport", "MAX_GROUPS", "MIN_ROWS", "bucket_dates", "calibration_by_group", "check_group_count",
+           "group_keys", "holm", "spiegelhalter_z"]
 
 
 def spiegelhalter_z(p: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     """Spiegelhalter's z statistic and its two-sided p-value for probabilities ``p`` of 0/1 outcomes ``y``."""
-    from scipy.stats import norm
-
     p = np.asarray(p, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    var = np.sum((1 - 2 * p) ** 2 * p * (1 - p))
-    if var <= 0:  # every p is 0, 1/2 or 1: the statistic is undefined
+    return spiegelhalter_from_sums(float(np.sum((y - p) * (1 - 2 * p))), float(np.sum((1 - 2 * p) ** 2 * p * (1 - p))))
+
+
+def spiegelhalter_from_sums(numerator: float, variance: float) -> tuple[float, float]:
+    """Spiegelhalter's z and two-sided p-value from sum (y - p)(1 - 2p) and sum (1 - 2p)^2 p (1 - p),
+    sums that add up over batches (:mod:`pbr_core.stream`)."""
+    from scipy.stats import norm
+
+    if variance <= 0:  # every p is 0, 1/2 or 1: the statistic is undefined
         return float("nan"), float("nan")
-    z = float(np.sum((y - p) * (1 - 2 * p)) / np.sqrt(var))
+    z = float(numerator / np.sqrt(variance))
     return z, float(2 * norm.sf(abs(z)))
 
 
@@ -96,6 +106,8 @@ class GroupReport:
     largest_gap: dict[str, float | str] = field(default_factory=dict)
     test: str = "Spiegelhalter's z-test, Holm-corrected over the groups"
     level: float = 0.95
+    #: How each group's ECE interval was obtained (the streamed pass uses the Poisson bootstrap).
+    interval: str = "bootstrap interval"
 
     @property
     def small(self) -> list[str]:
@@ -111,29 +123,54 @@ def _inputs(preds: Predictions, target: Target) -> tuple[np.ndarray, np.ndarray,
 
 def group_keys(preds: Predictions, by: Sequence[str] | str, every: Bucket | None = None) -> tuple[np.ndarray, list[str]]:
     """The group of every row (text; two columns joined with ' × ') and the column names used."""
-    names = [by] if isinstance(by, str) else list(by)
-    if not names or len(names) > 2:
-        raise ValueError(f"Expected one or two group columns, but got {len(names)}.")
+    names = by_names(by)
     parts = []
     for name in names:
         if name == "true class":
-            if not preds.has_class_ids:
-                raise ValueError("these records have no classes (confidence and correctness only).")
-            ids = preds.labels
-            cn = preds.class_names
-            parts.append(pd.Series([cn[i] if cn and i < len(cn) else str(i) for i in ids]))
+            parts.append(class_keys(preds))
             continue
         if preds.metadata is None or name not in preds.metadata.columns:
             have = [] if preds.metadata is None else list(preds.metadata.columns)
             raise ValueError(f"no column {name!r} to group by; the file's other columns are {have or 'none'} "
                              "(or 'true class').")
         col = preds.metadata[name]
-        if every is not None and (pd.api.types.is_datetime64_any_dtype(col) or _looks_like_dates(col)):
-            parts.append(bucket_dates(col, every))
-        else:
-            parts.append(col.astype(str).where(col.notna(), "(missing)"))
-    keys = parts[0] if len(parts) == 1 else parts[0] + " × " + parts[1]
-    return keys.to_numpy(dtype=object), names
+        parts.append(column_keys(col, every, every is not None and is_date_column(col)))
+    return join_keys(parts), names
+
+
+def by_names(by: Sequence[str] | str) -> list[str]:
+    """``by`` as a list of one or two column names (an error naming the count otherwise)."""
+    names = [by] if isinstance(by, str) else list(by)
+    if not names or len(names) > 2:
+        raise ValueError(f"Expected one or two group columns, but got {len(names)}.")
+    return names
+
+
+def class_keys(preds: Predictions) -> pd.Series:
+    """The true class of every row as its name (or its id as text), for grouping by the true class."""
+    if not preds.has_class_ids:
+        raise ValueError("these records have no classes (confidence and correctness only).")
+    cn = preds.class_names
+    return pd.Series([cn[i] if cn and i < len(cn) else str(i) for i in preds.labels])
+
+
+def column_keys(col: pd.Series, every: Bucket | None, is_date: bool) -> pd.Series:
+    """A column's values as group names: text, '(missing)' for missing values, dates bucketed by
+    ``every`` when ``is_date``. The one rule for a whole file and for each batch of a stream."""
+    if every is not None and is_date:
+        return bucket_dates(col, every)
+    return col.astype(str).where(col.notna(), "(missing)")
+
+
+def join_keys(parts: Sequence[pd.Series]) -> np.ndarray:
+    keys = parts[0] if len(parts) == 1 else parts[0].reset_index(drop=True) + " × " + parts[1].reset_index(drop=True)
+    return keys.to_numpy(dtype=object)
+
+
+def is_date_column(col: pd.Series) -> bool:
+    """Whether ``every`` buckets this column as dates: a date / time type, or text of which more
+    than 90 % of the first 200 values that are not missing parse as dates."""
+    return pd.api.types.is_datetime64_any_dtype(col) or _looks_like_dates(col)
 
 
 def _looks_like_dates(col: pd.Series) -> bool:
@@ -141,9 +178,25 @@ def _looks_like_dates(col: pd.Series) -> bool:
     return len(sample) > 0 and pd.to_datetime(sample, errors="coerce", format="mixed").notna().mean() > 0.9
 
 
+def check_group_count(n_groups: int, names: Sequence[str], every: Bucket | None = None,
+                      max_groups: int = MAX_GROUPS, more: bool = False) -> None:
+    """A ``ValueError`` in plain words when grouping by ``names`` gives more than ``max_groups`` groups
+    (``more``: counting stopped there, there are at least that many)."""
+    if n_groups <= max_groups:
+        return
+    what = " × ".join(names)
+    count = f"more than {max_groups:,}" if more else f"{n_groups:,}"
+    advice = ("a wider bucket of dates (every='week' or 'month')" if every is not None else
+              "a column with fewer values (a segment, a category, a model version), or a date with every='day', "
+              "'week' or 'month'")
+    raise ValueError(f"grouping by {what} gives {count} groups (at most {max_groups:,} can be measured): a column "
+                     f"with a value for (nearly) every row, such as an id or a time stamp, leaves a few rows per "
+                     f"group, too few to measure calibration. Group by {advice}.")
+
+
 def calibration_by_group(preds: Predictions, by: Sequence[str] | str, *, target: Target = "positive",
                          every: Bucket | None = None, n_boot: int = 1000, level: float = 0.95, seed: int = 0,
-                         min_rows: int = MIN_ROWS) -> GroupReport:
+                         min_rows: int = MIN_ROWS, max_groups: int = MAX_GROUPS) -> GroupReport:
     """Calibration of each group of rows.
 
     Parameters
@@ -160,18 +213,26 @@ def calibration_by_group(preds: Predictions, by: Sequence[str] | str, *, target:
         Bootstrap of each group's ECE interval and of the largest gap's interval.
     min_rows : int
         Groups with fewer rows are flagged ``too_small`` (kept in the table, never hidden).
+    max_groups : int
+        More groups than this are a ``ValueError`` (an id column, a time stamp not bucketed).
 
     Returns
     -------
     GroupReport
         ``table`` (largest group first; in time order for dates) columns: group, n, share, rate (accuracy, or the frequency of y = 1), mean_predicted,
         n_bins (floor(n_g^(1/3))), ece, ece_low, ece_high, mce, brier, z, p_value, p_holm, too_small.
+
+    See Also
+    --------
+    pbr_core.stream.compute_group_statistics : the same numbers for a dataset beyond memory, in one
+        streamed pass.
     """
     conf, out, probs = _inputs(preds, target)
     keys, names = group_keys(preds, by, every)
     is_binary_target = preds.kind == "binary" and target == "positive"
     rows, diagrams, indices = [], {}, {}
     groups, inverse = np.unique(keys.astype(str), return_inverse=True)
+    check_group_count(groups.size, names, every, max_groups)
     for g, name in enumerate(groups):
         idx = np.flatnonzero(inverse == g)
         indices[name] = idx
@@ -186,6 +247,24 @@ def calibration_by_group(preds: Predictions, by: Sequence[str] | str, *, target:
                      "ece_low": lo, "ece_high": hi, "mce": M.mce(c, o, n_bins=B), "brier": brier,
                      "z": z, "p_value": p, "too_small": idx.size < min_rows})
         diagrams[name] = M.reliability_diagram(c, o, n_bins=B)
+    report = group_report(rows, diagrams, names, "positive" if is_binary_target else "top_label", level, every)
+
+    def gap_replicates(worst: str, b_worst: int, best: str, b_best: int, rng: np.random.Generator) -> np.ndarray:
+        iw, ib = indices[worst], indices[best]
+        reps = np.empty(n_boot)
+        for b in range(n_boot):
+            sw, sb = rng.choice(iw, iw.size), rng.choice(ib, ib.size)
+            reps[b] = M.ece(conf[sw], out[sw], b_worst) - M.ece(conf[sb], out[sb], b_best)
+        return reps
+
+    report.largest_gap = largest_gap(report.table, level, seed, gap_replicates)
+    return report
+
+
+def group_report(rows: list[dict], diagrams: dict[str, pd.DataFrame], names: list[str], target: Target,
+                 level: float, every: Bucket | None) -> GroupReport:
+    """The :class:`GroupReport` of per-group ``rows`` (dicts of the table's columns but p_holm):
+    Holm's correction over the groups, and the order (time order for dates, else largest first)."""
     table = pd.DataFrame(rows)
     table["p_holm"] = holm(table["p_value"])
     # Over time: in time order (ISO dates sort as text); otherwise the largest groups first.
@@ -193,27 +272,23 @@ def calibration_by_group(preds: Predictions, by: Sequence[str] | str, *, target:
     table = table.sort_values(order[0], ascending=order[1], kind="stable").reset_index(drop=True)
     cols = ["group", "n", "share", "rate", "mean_predicted", "n_bins", "ece", "ece_low", "ece_high", "mce",
             "brier", "z", "p_value", "p_holm", "too_small"]
-    report = GroupReport(table=table[cols], diagrams=diagrams, by=names,
-                         target="positive" if is_binary_target else "top_label", level=level)
-    report.largest_gap = _largest_gap(report.table, indices, conf, out, n_boot, level, seed)
-    return report
+    return GroupReport(table=table[cols], diagrams=diagrams, by=list(names), target=target, level=level)
 
 
-def _largest_gap(table: pd.DataFrame, indices: dict[str, np.ndarray], conf: np.ndarray, out: np.ndarray,
-                 n_boot: int, level: float, seed: int) -> dict[str, float | str]:
+def largest_gap(table: pd.DataFrame, level: float, seed: int,
+                replicates) -> dict[str, float | str]:
     """ECE(worst group) - ECE(best group) among the groups that are not too small, with a percentile
     bootstrap interval (rows resampled within each of the two groups, their B kept fixed). The two
-    groups are picked on the data, so the interval is for the gap between these two groups."""
+    groups are picked on the data, so the interval is for the gap between these two groups.
+
+    ``replicates(worst, B_worst, best, B_best, rng)`` gives the bootstrap replicates of the gap (each
+    group at its own B): resamples of the rows in memory, Poisson-bootstrap replicates on a stream."""
     ok = table[~table["too_small"]]
     if len(ok) < 2:
         return {}
     worst, best = ok.loc[ok["ece"].idxmax()], ok.loc[ok["ece"].idxmin()]
     rng = np.random.default_rng(seed)
-    iw, ib = indices[worst["group"]], indices[best["group"]]
-    reps = np.empty(n_boot)
-    for b in range(n_boot):
-        sw, sb = rng.choice(iw, iw.size), rng.choice(ib, ib.size)
-        reps[b] = (M.ece(conf[sw], out[sw], int(worst["n_bins"])) - M.ece(conf[sb], out[sb], int(best["n_bins"])))
+    reps = replicates(worst["group"], int(worst["n_bins"]), best["group"], int(best["n_bins"]), rng)
     lo, hi = np.quantile(reps, [(1 - level) / 2, (1 + level) / 2])
     return {"worst": worst["group"], "best": best["group"], "gap": float(worst["ece"] - best["ece"]),
             "low": float(lo), "high": float(hi)}

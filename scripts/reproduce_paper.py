@@ -57,7 +57,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import pbr_core  # noqa: E402
-from pbr_core.experiments import PAPER_ALPHAS, evaluation_metrics, make_recalibrator, split_indices  # noqa: E402
+from pbr_core.experiments import PAPER_ALPHAS, evaluation_metrics, split_indices  # noqa: E402
+from pbr_core.recalibrators import get_recalibrator  # noqa: E402
 from pbr_core.recalibrators import method_class  # noqa: E402
 
 SHARED_PREDICTIONS = Path("/work/shared/data/predictions")
@@ -130,12 +131,12 @@ def _params(method: str, alpha: float | None, device: str, max_iter: int | None)
 def alpha_by_cv(method: str, *, device: str, max_iter: int | None, inner_folds: int,
                 grid: Sequence[float] = PAPER_ALPHAS, seed: int = 0):
     """``method`` with alpha chosen by the lowest mean held-out top-label ECE (the paper's tables'
-    ECE) over an inner K-fold split of the data it is fitted on: the library's ``PBRCV``."""
+    ECE) over an inner K-fold split of the data it is fitted on: the library's ``PBRCV``, every fit
+    from the prior (``warm_start=False``), as the committed alpha-CV tables were computed."""
     objective, mean_approx = method_class(method).variant
-    return make_recalibrator("pbr_cv", {**_params(method, None, device, max_iter), "alphas": list(grid),
-                                        "cv": inner_folds, "scoring": "ece", "cv_seed": seed,
-                                        "binary_ece": "top_label", "objective": objective,
-                                        "mean_approx": mean_approx})
+    return get_recalibrator("pbr_cv", **_params(method, None, device, max_iter), alphas=list(grid),
+                            cv=inner_folds, scoring="ece", cv_seed=seed, binary_ece="top_label",
+                            objective=objective, mean_approx=mean_approx, warm_start=False)
 
 
 # ---------------------------------------------------------------------------- one fit
@@ -157,11 +158,11 @@ def run_one(method: str, fit_set, test_set, *, alpha_mode: str, device: str, max
     alpha: float | None = None
     cv = alpha_mode == "cv" and _takes_alpha(method)
     fixed = None if alpha_mode == "cv" else float(alpha_mode)
-    key = None if cv else make_recalibrator(method, _params(method, fixed, device, max_iter)).fit_key()
+    key = None if cv else get_recalibrator(method, **_params(method, fixed, device, max_iter)).fit_key()
     if fitted is not None and key is not None and key in fitted:
         shared, base_row = fitted[key]
         base = shared.method
-        r = make_recalibrator(method, _params(method, base_row.get("alpha"), device, max_iter))
+        r = get_recalibrator(method, **_params(method, base_row.get("alpha"), device, max_iter))
         start = time.perf_counter()
         try:
             r.fit_from(shared, fit_set)
@@ -184,7 +185,7 @@ def run_one(method: str, fit_set, test_set, *, alpha_mode: str, device: str, max
             if _takes_alpha(method):
                 alpha = fixed
                 row.update(alpha_mode="fixed", alpha=alpha)
-            r = make_recalibrator(method, _params(method, alpha, device, max_iter))
+            r = get_recalibrator(method, **_params(method, alpha, device, max_iter))
         start = time.perf_counter()
         r.fit(fit_set)
         row["fit_seconds"] = time.perf_counter() - start

@@ -396,3 +396,18 @@ def test_fit_with_a_prior_split_prints_bounds_valid_as_stated(capsys, c10_files,
     code, _, err = run(capsys, "fit", small, "--method", "gp", "--prior-split", "0.4", "--param", "prior_split=0.2",
                        "--out", model, "--quiet")
     assert code == EXIT_USAGE and "once" in err
+
+
+def test_fit_sample_of_a_numpy_file(capsys, tmp_path) -> None:
+    """--sample N on an NPZ file (the streamed reader reads Parquet and CSV only): the file is read
+    whole and N rows are drawn uniformly without replacement with --seed, in file order."""
+    from pbr_core.recalibrators import TemperatureScaling, load_recalibrator
+
+    out = tmp_path / "ts.json"
+    code, text, _ = run(capsys, "fit", SAMPLE / "cifar10_resnet110.npz", "--sample", 300, "--seed", 4,
+                        "--method", "temperature", "--out", out, "--quiet")
+    assert code == 0 and "sampled 300 rows of" in text and "(read whole; seed 4)" in text
+    preds = pbr_core.load_predictions(SAMPLE / "cifar10_resnet110.npz")
+    rows = np.sort(np.random.default_rng(4).choice(preds.n, size=300, replace=False))
+    expected = TemperatureScaling().fit(preds.subset(rows))
+    assert load_recalibrator(out).temperature_ == pytest.approx(expected.temperature_, rel=1e-12)

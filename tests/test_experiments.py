@@ -28,7 +28,6 @@ from pbr_core.experiments import (
     fit_and_test,
     fold_permutation,
     kl_vs_ece_gap,
-    make_recalibrator,
     n_re_sweep,
     split_indices,
     summarize,
@@ -36,6 +35,7 @@ from pbr_core.experiments import (
     tqdm_progress,
 )
 from pbr_core.predictions import Predictions, PredictionsError, softmax
+from pbr_core.recalibrators import get_recalibrator
 from pbr_core.recalibrators.base import REGISTRY, Recalibrator
 
 
@@ -232,7 +232,7 @@ def test_compare_ece_equals_an_independent_refit(table100, c100):
 
 def fit_on_fold(preds, method, n_re, fold, seed, n_te=None):
     """(recalibrator, test set, test probabilities) of ``fit_and_test`` with a method by name."""
-    h = fit_and_test(preds, make_recalibrator(method), n_re, fold=fold, seed=seed, n_te=n_te)
+    h = fit_and_test(preds, get_recalibrator(method), n_re, fold=fold, seed=seed, n_te=n_te)
     return h.recalibrator, h.test_set, h.test_probs
 
 
@@ -467,7 +467,7 @@ def test_n_re_must_leave_a_test_set(c10, doubles):
 
 
 def test_bad_method_params_and_duplicates(c10, doubles):
-    with pytest.raises(ValueError, match="Invalid parameters .* 'test_double_kl'"):
+    with pytest.raises(ValueError, match=r"Invalid parameter\(s\) \['alhpa'\] for 'test_double_kl'"):
         compare(c10, ["test_double_kl"], n_re=100, n_folds=1, method_params={"test_double_kl": {"alhpa": 1}})
     with pytest.raises(ValueError, match="not in `methods`"):
         compare(c10, ["test_double_kl"], n_re=100, n_folds=1, method_params={"other": {}})

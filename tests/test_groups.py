@@ -110,6 +110,19 @@ def test_two_columns_and_the_true_class(adult, llm):
         G.calibration_by_group(llm, "true class")
 
 
+def test_a_column_with_a_value_per_row_is_refused(adult):
+    """An id gives groups of one row: refused with advice (as on a streamed dataset), not measured."""
+    meta = adult.metadata.assign(request_id=np.arange(adult.n))
+    preds = pbr_core.Predictions(**{**adult.__dict__, "metadata": meta})
+    with pytest.raises(ValueError, match=r"grouping by request_id gives 16,281 groups \(at most 1,000 .*such as an id"):
+        G.calibration_by_group(preds, "request_id", n_boot=5)
+    with pytest.raises(ValueError, match=r"grouping by race × request_id gives"):
+        G.calibration_by_group(preds, ["race", "request_id"], n_boot=5)
+    assert len(G.calibration_by_group(preds, "age", n_boot=5, max_groups=100).table) <= 100
+    with pytest.raises(ValueError, match="gives 73 groups"):
+        G.calibration_by_group(preds, "age", n_boot=5, max_groups=50)
+
+
 def test_calibration_over_time(adult):
     """A date column bucketed by week or month: drift after a change shows as a later bucket."""
     dates = pd.date_range("2025-01-01", periods=adult.n, freq="3min")  # 34 days

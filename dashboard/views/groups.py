@@ -5,6 +5,8 @@ small groups flagged, the largest gap between groups, and the groups' reliabilit
 
 from __future__ import annotations
 
+import logging
+
 import streamlit as st
 
 from dashboard import compute, recal_ui, state, tables, texts
@@ -17,12 +19,23 @@ K_EVERY = state.K_GROUPS_EVERY
 K_FOR = state.K_GROUPS_FOR
 TRUE_CLASS = "true class"
 NONE = state.GROUPS_NONE
+K_MEASURE = "groups_measure"
+K_MEASURED = "groups_measured_for"   # the server dataset whose groups the user asked to measure
+logger = logging.getLogger(__name__)
 EVERY = {"": "as they are", "day": "by day", "week": "by week", "month": "by month"}
+
+def _other_columns(loaded: state.Loaded) -> list[str]:
+    """The columns besides scores and labels. A dataset on the server: from its columns' roles (its
+    sample in memory holds scores and labels only; the streamed pass reads the column chosen)."""
+    p = loaded.preds
+    if loaded.stream is not None:
+        return [str(c) for c, role in p.column_roles if role in ("group", "metadata")]
+    return [] if p.metadata is None else [str(c) for c in p.metadata.columns]
+
 
 def _columns(loaded: state.Loaded) -> list[str]:
     p = loaded.preds
-    cols = [] if p.metadata is None else [str(c) for c in p.metadata.columns]
-    return cols + ([TRUE_CLASS] if p.has_class_ids and p.has_labels else [])
+    return _other_columns(loaded) + ([TRUE_CLASS] if p.has_class_ids and p.has_labels else [])
 
 
 def _controls(loaded: state.Loaded) -> tuple[tuple[str, ...], str] | None:
@@ -32,17 +45,25 @@ def _controls(loaded: state.Loaded) -> tuple[tuple[str, ...], str] | None:
         return {K_BY: groups[0] if groups else options[0], K_BY2: NONE, K_EVERY: ""}
 
     state.reset_for_data(K_FOR, loaded.key, defaults)
-    if loaded.preds.metadata is None:
+    if not _other_columns(loaded):
         st.info(texts.GROUPS_NONE, icon=":material/info:")
-    c = st.columns([2, 2, 1.4], gap="medium")
-    first = c[0].selectbox("Group by", options, key=K_BY,
-                           help="A column of the file, or the true class of each row.")
-    second = c[1].selectbox("…and by (optional)", [NONE, *[o for o in options if o != first]], key=K_BY2,
-                            help="Two columns give every combination of their values.")
-    every = c[2].selectbox("Dates", list(EVERY), format_func=EVERY.get, key=K_EVERY,
-                           help="For a date or time column: calibration over time, so that a drift after a "
-                                "deployment shows.")
-    by = (first,) if second == NONE else (first, second)
+    # A dataset on the server is read again for every grouping: the choices are sent together with a
+    # button, so that picking two columns and a period costs one pass, not three.
+    box = st.form("groups_form", border=False) if loaded.stream is not None else st.container()
+    with box:
+        c = st.columns([2, 2, 1.4], gap="medium")
+        first = c[0].selectbox("Group by", options, key=K_BY,
+                               help="A column of the file, or the true class of each row.")
+        second = c[1].selectbox("…and by (optional)", [NONE, *[o for o in options if o != first]], key=K_BY2,
+                                help="Two columns give every combination of their values.")
+        every = c[2].selectbox("Dates", list(EVERY), format_func=EVERY.get, key=K_EVERY,
+                               help="For a date or time column: calibration over time, so that a drift after a "
+                                    "deployment shows.")
+        if loaded.stream is not None:
+            st.form_submit_button("Measure the groups", key=K_MEASURE, icon=":material/groups:",
+                                  on_click=lambda: st.session_state.__setitem__(K_MEASURED, loaded.key),
+                                  help=texts.GROUPS_STREAM_BUTTON_HELP.format(n=loaded.stream.n_total))
+    by = (first,) if second in (NONE, first) else (first, second)
     return by, every
 
 
@@ -52,35 +73,39 @@ def render() -> None:
     if loaded is None:
         return
     st.markdown(texts.GROUPS_INTRO)
-    if loaded.stream is not None:  # the sample keeps scores and labels only, not the other columns
-        st.info("Calibration by group is not available yet for a dataset on the server: it needs every row's "
-                "group column, which the streamed pass does not keep. Run `pbr-calib evaluate` with `--by` on a "
-                "file (or a sample of the rows) instead.", icon=":material/info:")
-        return
     chosen = _controls(loaded)
     if chosen is None:
         return
     by, every = chosen
-    view = state.metric_view(loaded)
-    target = "positive" if view.binary_positive else "top_label"
-    try:
-        with st.spinner("Measuring each group …"):
-            report = compute.group_report(loaded, view, by, every)
-    except ValueError as exc:
-        st.error(f"Cannot group by {' and '.join(by)}: {exc}", icon=":material/error:")
+    if loaded.stream is not None and st.session_state.get(K_MEASURED) != loaded.key:
+        st.caption(texts.GROUPS_STREAM_PROMPT.format(n=loaded.stream.n_total))
         return
-    st.markdown(f"Measured on **{view.what}**, grouped by **{' × '.join(by)}**"
+    view = state.metric_view(loaded)
+    try:
+        report = _measure(loaded, view, by, every)
+    except ValueError as exc:  # the grouping (too many groups, not a date) or a bad row of a server dataset
+        st.error(f"Cannot group by {' and '.join(by)}: {texts.groups_problem(str(exc))}", icon=":material/error:")
+        return
+    except Exception:  # noqa: BLE001 - a file gone or unreadable on the server: never a traceback on the page
+        logger.exception("calibration by group of %s failed", loaded.file_name)
+        st.error(f"Cannot group by {' and '.join(by)}: the data could not be read again. Read it again on the "
+                 "Data page; if this persists, the server's log has the details.", icon=":material/error:")
+        return
+    x_title, y_title = texts.axis_titles(view.binary_positive)
+    rows = f" of all {loaded.stream.n_total:,} rows of the dataset" if loaded.stream is not None else ""
+    st.markdown(f"Measured on **{view.what}**{rows}, grouped by **{' × '.join(by)}**"
                 + (f" ({EVERY[every]})" if every else "") + f": {len(report.table)} groups.")
     st.dataframe(tables.groups_frame(report), hide_index=True, key="groups_table", column_config={
         c: st.column_config.NumberColumn(format="%.4f") for c in
         ("ECE", "ECE 95 % from", "to", "MCE", "Brier", "Mean predicted", "Frequency of y = 1", "Accuracy")}
         | {"p (Holm)": st.column_config.NumberColumn(format="%.3g", help=texts.GROUPS_TEST_HELP)})
     st.caption("Test: " + report.test + ". " + texts.GROUPS_TEST_HELP)
+    if loaded.stream is not None:
+        st.caption(texts.GROUPS_STREAM_NOTE)
     if report.small:
         st.warning(texts.GROUPS_SMALL_NOTE.format(m=MIN_ROWS) + " Here: " + ", ".join(report.small) + ".",
                    icon=":material/group_off:")
     st.markdown(texts.gap_sentence(report.largest_gap))
-    x_title, y_title = texts.axis_titles(target == "positive")
     if len(report.table) - len(report.small) > 12:
         st.caption("The curves of the 12 largest groups (the table lists every group).")
     st.plotly_chart(FR.groups_overlay_figure(report.diagrams, report.small, report.table["group"].tolist(),
@@ -94,6 +119,24 @@ def render() -> None:
                            icon=":material/table_view:", on_click="ignore")
     with c[1]:
         recal_ui.report_button("groups_dl_report", label="Audit report (HTML)", help=texts.AUDIT_REPORT_HELP)
+
+
+def _measure(loaded: state.Loaded, view: state.MetricView, by: tuple[str, ...], every: str):
+    """The group report; a dataset on the server is read again (every row), with a progress bar."""
+    if loaded.stream is None:
+        with st.spinner("Measuring each group …"):
+            return compute.group_report(loaded, view, by, every)
+    bar = st.progress(0.0, text="Reading the dataset …")
+    words = {"counting the groups": "Counting the groups", "measuring each group": "Measuring each group"}
+
+    def progress(what: str, done: int, total: int | None) -> None:
+        shown = f"{words.get(what, what)}: {done:,}" + (f" of {total:,} rows" if total else " rows")
+        bar.progress(min(1.0, done / total) if total else 0.0, text=shown)
+
+    try:
+        return compute.group_report(loaded, view, by, every, progress=progress)
+    finally:
+        bar.empty()
 
 
 render()

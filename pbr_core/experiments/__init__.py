@@ -40,7 +40,6 @@ from pbr_core.experiments._protocol import (
     ended_at_prior,
     evaluation_metrics,
     fold_permutation,
-    make_recalibrator,
     split_indices,
     tqdm_progress,
 )
@@ -78,7 +77,6 @@ __all__ = [
     "fit_and_test",
     "fold_permutation",
     "kl_vs_ece_gap",
-    "make_recalibrator",
     "n_re_sweep",
     "paired_test",
     "paired_tests",

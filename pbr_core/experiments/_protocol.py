@@ -32,18 +32,19 @@ from pbr_core.metrics import BinaryTarget, accuracy, brier_score, ece, nll
 from pbr_core.metrics import ece_inputs as _ece_inputs
 from pbr_core.predictions import Predictions, PredictionsError
 from pbr_core.progress import Progress, tqdm_progress
+from pbr_core.recalibrators import available_methods, get_recalibrator
 
 __all__ = [
     "Cancelled",
     "ProgressCallback",
     "CancelCallback",
     "available_methods",
+    "continuation_order",
     "ece_inputs",
     "PAPER_ALPHAS",
     "ended_at_prior",
     "evaluation_metrics",
     "fold_permutation",
-    "make_recalibrator",
     "split_indices",
     "tqdm_progress",
 ]
@@ -122,52 +123,6 @@ def split_indices(n: int, n_re: int, *, fold: int, seed: int = 0,
 
 
 # ---------------------------------------------------------------------------- methods
-def _registry(name: str | None = None) -> dict[str, type]:
-    """The recalibrator registry; the lazily imported GP family (torch) is loaded only when needed."""
-    import pbr_core.recalibrators  # noqa: F401 - registers the classical families
-    from pbr_core.recalibrators.base import REGISTRY, ensure_registered
-
-    if name is None or name not in REGISTRY:
-        ensure_registered()
-    return REGISTRY
-
-
-def available_methods() -> list[str]:
-    """Names of the recalibration methods the protocols accept, in registration order (the registry)."""
-    return list(_registry())
-
-
-def make_recalibrator(name: str, params: Mapping[str, Any] | None = None):
-    """A new, unfitted recalibrator of method ``name``; its parameters are checked now, not at fit time.
-
-    Raises ``ValueError`` naming the problem: an unknown method (listing the available ones), an
-    unknown parameter, or a bad parameter value.
-    """
-    registry = _registry(name if isinstance(name, str) else None)
-    if not isinstance(name, str) or name not in registry:
-        raise ValueError(
-            f"Unknown recalibration method {name!r}. Available methods: {', '.join(available_methods())}."
-        )
-    cls = registry[name]
-    params = dict(params or {})
-    param_names = getattr(cls, "_param_names", None)
-    if param_names is not None:
-        unknown = sorted(set(params) - set(param_names()))
-        if unknown:
-            raise ValueError(f"Invalid parameters {unknown} for method {name!r}; valid parameters: {param_names()}.")
-    try:
-        recalibrator = cls(**params)
-    except TypeError as exc:
-        raise ValueError(f"Invalid parameters {params!r} for method {name!r}: {exc}") from exc
-    validate = getattr(recalibrator, "_validate_params", None)  # the interface's up-front check
-    if validate is not None:
-        try:
-            validate()
-        except ValueError as exc:
-            raise ValueError(f"Method {name!r}: {exc}") from exc
-    return recalibrator
-
-
 def check_methods(methods: Sequence[str] | str, method_params: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
     """Validate method names and parameters up front, before any (possibly long) fit runs."""
     if isinstance(methods, str):
@@ -183,7 +138,7 @@ def check_methods(methods: Sequence[str] | str, method_params: Mapping[str, Mapp
     if unknown:
         raise ValueError(f"`method_params` names methods that are not in `methods`: {unknown}.")
     for m in methods:
-        make_recalibrator(m, method_params.get(m))
+        get_recalibrator(m, **dict(method_params.get(m) or {}))
     return methods
 
 
@@ -330,13 +285,23 @@ def guarded(call: Callable[[], Any], on_error: OnError, failure: str) -> tuple[A
 
 
 def timed_fit(recalibrator: Any, fit_set: Predictions, on_error: OnError, what: str,
-              reuse: Any = None) -> tuple[float, str | None]:
-    """Fit (or, given ``reuse``, ``fit_from(reuse, ...)``) and time; see :func:`guarded` for errors."""
+              reuse: Any = None, start: Any = None) -> tuple[float, str | None]:
+    """Fit (or, given ``reuse``, ``fit_from(reuse, ...)``; given ``start``, ``fit_continued(start, ...)``)
+    and time; see :func:`guarded` for errors."""
     def call() -> Any:
+        if start is not None:
+            return recalibrator.fit_continued(start, fit_set)
         return recalibrator.fit(fit_set) if reuse is None else recalibrator.fit_from(reuse, fit_set)
 
     _, seconds, error = guarded(call, on_error, f"{what} failed")
     return seconds, error
+
+
+def continuation_order(alphas: Sequence[float]) -> list[int]:
+    """Indices of ``alphas`` in the order a continuation along the grid fits them: ascending alpha
+    (stable for repeated values), so that each fit starts from the solution for a smaller alpha
+    (:meth:`pbr_core.recalibrators.gp.PBR.fit_continued`)."""
+    return sorted(range(len(alphas)), key=lambda i: float(alphas[i]))
 
 
 def iter_folds(n_folds: int) -> Iterable[int]:

@@ -30,11 +30,11 @@ from pbr_core.experiments._protocol import (
     guarded,
     iter_folds,
     kl_of,
-    make_recalibrator,
     split_indices,
     timed_fit,
 )
 from pbr_core.predictions import Predictions
+from pbr_core.recalibrators import get_recalibrator
 
 __all__ = ["COMPARE_COLUMNS", "compare", "fit_and_evaluate"]
 
@@ -72,7 +72,7 @@ def fit_and_evaluate(method: str, params: Mapping[str, Any] | None, fit_set: Pre
     (e.g. to draw a reliability diagram without fitting again).
     """
     what = what or f"Method {method!r}"
-    recalibrator = make_recalibrator(method, params)
+    recalibrator = get_recalibrator(method, **dict(params or {}))
     key = recalibrator.fit_key() if shared is not None else None
     base = shared.get(key) if key is not None else None
     row: dict[str, Any] = {"n_te": test_set.n, "fit_shared_with": None}

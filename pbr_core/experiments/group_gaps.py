@@ -32,11 +32,11 @@ from pbr_core.experiments._protocol import (
     check_predictions,
     ece_inputs,
     iter_folds,
-    make_recalibrator,
     split_indices,
 )
 from pbr_core.groups import Bucket, group_keys
 from pbr_core.predictions import Predictions
+from pbr_core.recalibrators import get_recalibrator
 
 STRATEGIES = ("uncalibrated", "one for everyone", "one per group")
 GROUP_GAP_COLUMNS = ("fold", "group", "strategy", "n_fit", "n_te", "n_bins", "ece", "fallback")
@@ -89,7 +89,7 @@ def recalibration_by_group(preds: Predictions, method: str, by: Sequence[str] | 
         nonlocal done
         if cancel is not None and cancel():
             raise Cancelled(table(), done, total)
-        fitted = make_recalibrator(method, params).fit(data) if data is not None else None
+        fitted = get_recalibrator(method, **dict(params or {})).fit(data) if data is not None else None
         done += 1
         if progress is not None:
             progress(done, total, message)

@@ -96,7 +96,7 @@ def fit_and_test(preds: Predictions, recalibrator: Any, n_re: int, *, fold: int 
     preds : Predictions
         Full probability (or logit) vectors and labels.
     recalibrator : Recalibrator
-        An unfitted recalibrator (e.g. ``make_recalibrator("pbr", {"alpha": 0.5})`` or a ``PBRCV``).
+        An unfitted recalibrator (e.g. ``get_recalibrator("pbr", alpha=0.5)`` or a ``PBRCV``).
     n_re : int
         Recalibration set size; the test set is the other rows (or the last ``n_te`` of the fold's
         permutation).
@@ -119,10 +119,11 @@ def fit_and_test(preds: Predictions, recalibrator: Any, n_re: int, *, fold: int 
     Examples
     --------
     >>> import numpy as np, pbr_core
-    >>> from pbr_core.experiments import fit_and_test, make_recalibrator
+    >>> from pbr_core.experiments import fit_and_test
+    >>> from pbr_core.recalibrators import get_recalibrator
     >>> d = np.load("sample_data/cifar10_resnet110.npz")
     >>> preds = pbr_core.Predictions.from_arrays(d["logits"][:600].astype(float), d["labels"][:600])
-    >>> h = fit_and_test(preds, make_recalibrator("temperature"), n_re=200)
+    >>> h = fit_and_test(preds, get_recalibrator("temperature"), n_re=200)
     >>> h.test_set.n, h.after["ece"] < h.before["ece"], h.bounds
     (400, True, {})
     """

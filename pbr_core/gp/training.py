@@ -62,6 +62,7 @@ import math
 import time
 import warnings
 from dataclasses import asdict, replace
+from typing import Mapping
 
 import numpy as np
 import torch
@@ -206,7 +207,8 @@ def _optimise(model: GPRecalibrationModel, data: FitData, settings: TrainSetting
 
 
 def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings | None = None,
-           progress: ProgressCallback | None = None, check: TrainCheck | None = None) -> list[FitReport]:
+           progress: ProgressCallback | None = None, check: TrainCheck | None = None,
+           start: Mapping[str, torch.Tensor] | None = None) -> list[FitReport]:
     """Minimise ``data.spec`` over all parameters of ``model`` in place (GP_SPEC section 3).
 
     Parameters
@@ -219,6 +221,13 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
         Called every ``CHUNK`` iterations (the dashboard's progress bar, the CLI's tqdm).
     check : TrainCheck, optional
         The final training-set check; recommended (the recalibrators always pass one).
+    start : mapping of parameter name to tensor, optional
+        Continue from these parameters (a fit of the same model at a smaller alpha: continuation
+        along an alpha grid, :meth:`pbr_core.recalibrators.gp.PBR.fit_continued`) instead of from the
+        prior. Such a start is already what the escape from the prior does (a fit at a smaller alpha
+        continued at the real one), so neither the Adam warm-up (it only has to leave the prior's
+        basin) nor the restarts from smaller alpha run; the training-check recovery still refits
+        from the prior, i.e. ``model``'s parameters when called. Unbatched models only.
 
     Returns
     -------
@@ -239,7 +248,12 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
     notes: list[str] = []
     if batched and optimizer == "lbfgs":
         optimizer = "adam"
+    if start is not None and batched:
+        raise ValueError("fit_gp(start=...) continues one GP; a batched model always starts at its prior.")
     init = snapshot(model)
+    if start is not None:
+        restore(model, start)
+        settings = replace(settings, warmup_iter=0, escape_prior=False)
     iterations, converged, reasons, restarts, evaluations = _optimise(model, data, settings, optimizer, progress, notes)
     index_of = [tuple(int(i) for i in np.unravel_index(j, tuple(model.batch_shape))) if batched else () for j in range(b)]
     reasons = list(reasons)

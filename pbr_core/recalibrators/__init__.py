@@ -111,7 +111,7 @@ def method_class(name: str) -> type[Recalibrator]:
         ensure_registered()
     cls = REGISTRY.get(name) if isinstance(name, str) else None
     if cls is None:
-        raise ValueError(f"Unknown recalibration method {name!r}; available: {available_methods()}.")
+        raise ValueError(f"Unknown recalibration method {name!r}. Available methods: {', '.join(available_methods())}.")
     return cls
 
 
@@ -144,13 +144,25 @@ def gp_method(objective: str, mean_approx: bool) -> str:
 
 
 def get_recalibrator(name: str, **params: Any) -> Recalibrator:
-    """A new, unfitted recalibrator by method name, e.g. ``get_recalibrator("temperature")``.
+    """A new, unfitted recalibrator by method name, e.g. ``get_recalibrator("temperature")``: the
+    package's one factory (the CLI, the protocols, the dashboard and the scripts all call it).
 
-    Raises ``ValueError`` for an unknown name or parameter (the message lists the valid ones).
+    The parameters are checked now, not at fit time, so that a long protocol fails before its first
+    fit. Raises ``ValueError`` naming the problem: an unknown method (listing the registered ones),
+    an unknown parameter (listing the valid ones), or a bad parameter value (the class's declared
+    constraints, prefixed with the method's name).
     """
     cls = method_class(name)
     valid = cls._param_names()
     unknown = sorted(set(params) - set(valid))
     if unknown:
         raise ValueError(f"Invalid parameter(s) {unknown} for {name!r} ({cls.__name__}); valid parameters: {valid}.")
-    return cls(**params)
+    try:
+        recalibrator = cls(**params)
+    except TypeError as exc:
+        raise ValueError(f"Invalid parameters {params!r} for method {name!r}: {exc}") from exc
+    try:
+        recalibrator._validate_params()
+    except ValueError as exc:
+        raise ValueError(f"Method {name!r}: {exc}") from exc
+    return recalibrator

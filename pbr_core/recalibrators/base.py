@@ -200,6 +200,11 @@ class Recalibrator:
             )
         return self._predict_proba(preds)
 
+    def n_fits(self) -> int:
+        """How many model fits one :meth:`fit` runs (1; ``PBRCV``: one per alpha and inner fold, then
+        the final one): what the front ends count when they say how much work a run is."""
+        return 1
+
     def fit_key(self) -> Hashable | None:
         """What determines this recalibrator's fitted state, or None when it cannot share a fit.
 

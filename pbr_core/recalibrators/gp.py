@@ -251,7 +251,7 @@ class _GPRecalibrator(Recalibrator):
             prior_info = {"kind": "split", "n_prior": int(prior_rows.size), "n_bound": int(bound_rows.size)}
             self.bound_rows_ = bound_rows
         else:
-            model, report = self._fit_model(z, y, kind, dev, progress)
+            model, report = self._fit_model(z, y, kind, dev, progress, start=getattr(self, "_start_model", None))
             prior_info = {"kind": "same_rows", "n_prior": int(n), "n_bound": int(n)}
             self.__dict__.pop("bound_rows_", None)
         prior_info["validity"] = BOUND_VALIDITY[prior_info["kind"]]
@@ -259,15 +259,19 @@ class _GPRecalibrator(Recalibrator):
         self.input_kind_ = kind
         self.kl_ = float(report.kl)
         self.fit_report_ = {**report.to_dict(), "prior": prior_info}
+        start_alpha = getattr(self, "_start_alpha", None)
+        if start_alpha is not None:
+            self.fit_report_["continued_from_alpha"] = start_alpha
         self.bounds_ = {**fit_bounds(prior_info["n_bound"], max(self.kl_, 0.0)), "n_rows": int(n),
                         "prior": prior_info["kind"], "validity": prior_info["validity"]}
 
     def _fit_model(self, z: np.ndarray, y: np.ndarray, kind: str, dev: torch.device,
-                   progress: ProgressCallback | None,
-                   prior: GPRecalibrationModel | None = None) -> tuple[GPRecalibrationModel, Any]:
+                   progress: ProgressCallback | None, prior: GPRecalibrationModel | None = None,
+                   start: GPRecalibrationModel | None = None) -> tuple[GPRecalibrationModel, Any]:
         """One GP fit on (z, y). With ``prior``: its inducing points and kernel hyperparameters are
         copied and held fixed, q(v) starts at N(0, I), and only q is fitted (the KL is then to a
-        prior that did not see these rows)."""
+        prior that did not see these rows). With ``start`` (a fitted GP of the same shape): the
+        optimiser starts from its parameters (:meth:`fit_continued`)."""
         n, k = z.shape
         if prior is None:
             zu = torch.as_tensor(initial_inducing_points(kernel_inputs(z, kind), int(self.n_inducing),
@@ -289,8 +293,12 @@ class _GPRecalibrator(Recalibrator):
         data = FitData(z=torch.as_tensor(z, dtype=DTYPE, device=dev), labels=torch.as_tensor(y, device=dev),
                        spec=spec, eps=eps)
         settings, check = self._train_settings()
+        params = None
+        if start is not None:
+            params = {name: p.detach().to(dev) for name, p in start.named_parameters()}
+            model.jitter = max(model.jitter, start.jitter)  # the start's K_uu needed that much
         try:
-            report = fit_gp(model, data, settings, progress=progress, check=check)[0]
+            report = fit_gp(model, data, settings, progress=progress, check=check, start=params)[0]
         finally:
             for p in frozen:
                 p.requires_grad_(True)
@@ -340,6 +348,57 @@ class _GPRecalibrator(Recalibrator):
         if hasattr(other, "bound_rows_"):
             self.bound_rows_ = other.bound_rows_
         return self
+
+    def fit_continued(self, start: Recalibrator, X: Predictions | np.ndarray, y: np.ndarray | None = None,
+                      input_type: _base.InputType = "auto") -> "_GPRecalibrator":
+        """Fit starting from ``start``'s fitted GP instead of from the prior (continuation).
+
+        Meant for a grid of alpha values on the same rows (:func:`pbr_core.alpha_selection.select_alpha`,
+        :func:`pbr_core.experiments.kl_vs_ece_gap`): fitted in ascending order, each fit starts at
+        the solution for the previous, smaller alpha. That start is what the escape from the prior
+        (:mod:`pbr_core.gp.training`) builds by hand, a fit at a smaller alpha continued at the real
+        one, so the fit runs L-BFGS from it directly: no Adam warm-up, no restarts from smaller
+        alpha. The objective, the Monte Carlo draws and the training-set check are those of
+        :meth:`fit`; only the starting point differs, so the fit may end at another local optimum
+        than a fit from the prior (benchmarks/RESULTS_fast_pbr.md compares the two on every alpha
+        of the paper's grid). ``fit_report_["continued_from_alpha"]`` records the start's alpha.
+
+        Parameters
+        ----------
+        start : fitted GP recalibrator
+            Of the same family and shape: the same variational family, number of inducing points,
+            number of classes and kind of input (logits, probabilities), and no prior split.
+        X, y, input_type
+            As in :meth:`fit`.
+
+        Raises
+        ------
+        ValueError
+            When ``start`` cannot be continued (not fitted, or another shape), or this
+            recalibrator has ``prior_split > 0`` (its fits start from a prior chosen on other rows).
+        """
+        self._validate_params()
+        preds = _base.as_predictions(X, y, input_type)
+        if not isinstance(start, _GPRecalibrator) or not start.is_fitted:
+            raise ValueError(f"fit_continued needs a fitted GP recalibrator to start from, but got "
+                             f"{'an unfitted ' if isinstance(start, _GPRecalibrator) else ''}{type(start).__name__}.")
+        if float(getattr(self, "prior_split", 0.0) or 0.0) > 0:
+            raise ValueError("fit_continued cannot start a fit with prior_split > 0: its posterior starts at a "
+                             "prior chosen on other rows; use fit().")
+        differences = [f"{what} {theirs!r} vs {ours!r}" for what, theirs, ours in (
+            ("classes", start.n_classes_, preds.n_classes),
+            ("GP input", start.input_kind_, self._input_kind(preds)),
+            ("variational family", start.variational, self.variational),
+            ("inducing points", start.model_.variational_strategy.inducing_points.shape[0], int(self.n_inducing)),
+        ) if theirs != ours]
+        if differences:
+            raise ValueError("fit_continued needs a start of the same shape as this fit, but they differ in "
+                             + "; ".join(differences) + ".")
+        self._start_model, self._start_alpha = start.model_, float(start.alpha)
+        try:
+            return self.fit(preds)
+        finally:
+            del self._start_model, self._start_alpha
 
     # ------------------------------------------------------------------ predict
     def _model_for_prediction(self) -> GPRecalibrationModel:

@@ -19,7 +19,7 @@ import numpy as np
 
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import _state
-from pbr_core.recalibrators._params import NON_NEGATIVE_INT, Constraint, one_of
+from pbr_core.recalibrators._params import BOOLEAN, NON_NEGATIVE_INT, Constraint, one_of
 from pbr_core.recalibrators._state import StateError
 from pbr_core.recalibrators.base import InputType, Recalibrator, register
 from pbr_core.recalibrators.gp import _ALPHA, _OBJECTIVE, PBR, _GPRecalibrator
@@ -80,6 +80,11 @@ class PBRCV(_GPRecalibrator):
     batched : bool or "auto"
         Fit the (alpha, fold) grid in one batched model (needs ``optimizer="adam"``); "auto"
         batches on CUDA with Adam (see :mod:`pbr_core.alpha_selection`).
+    warm_start : bool, default True
+        Fit each fold's alphas in ascending order, each from the previous alpha's solution
+        (continuation along the grid: 1.4-1.8x less CPU time measured, see :mod:`pbr_core.alpha_selection`);
+        False fits every (alpha, fold) from the prior. The final fit on all rows always starts at
+        the prior: ``best_estimator_`` is ``PBR(alpha=alpha_).fit(X)``.
 
     Attributes
     ----------
@@ -122,7 +127,7 @@ class PBRCV(_GPRecalibrator):
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
         "alphas": _GRID, "cv": _FOLDS, "scoring": one_of(("ece", "brier", "nll")), "objective": _OBJECTIVE,
         **_GPRecalibrator._gp_constraints, "cv_seed": NON_NEGATIVE_INT,
-        "binary_ece": one_of(("positive", "top_label")), "batched": _BATCHED}
+        "binary_ece": one_of(("positive", "top_label")), "batched": _BATCHED, "warm_start": BOOLEAN}
 
     #: ``cv_progress(done, total, message)``, see the class docstring (not saved).
     cv_progress: Callable[[int, int, str], None] | None = None
@@ -132,7 +137,8 @@ class PBRCV(_GPRecalibrator):
                  variational: str = "mean_field", optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int = 100,
                  n_predict_samples: int = 100, device: str = "auto", random_state: int = 0, cv_seed: int = 0,
                  binary_ece: Literal["positive", "top_label"] = "top_label",
-                 batched: bool | Literal["auto"] = "auto", prior_split: float = 0.0, prob_input: str = "wenger"):
+                 batched: bool | Literal["auto"] = "auto", prior_split: float = 0.0, prob_input: str = "wenger",
+                 warm_start: bool = True):
         self.alphas = alphas
         self.cv = cv
         self.scoring = scoring
@@ -151,6 +157,7 @@ class PBRCV(_GPRecalibrator):
         self.batched = batched
         self.prior_split = prior_split
         self.prob_input = prob_input
+        self.warm_start = warm_start
 
     @classmethod
     def _test_params(cls) -> dict[str, Any]:
@@ -173,6 +180,12 @@ class PBRCV(_GPRecalibrator):
                 if name not in ("alpha", "objective", "prior_split")}
 
     # ------------------------------------------------------------------ fit
+    def n_fits(self) -> int:
+        """One PBR fit per alpha of the grid and inner fold, and the final fit at the chosen alpha."""
+        from pbr_core.alpha_selection import PAPER_ALPHA_GRID
+
+        return len(PAPER_ALPHA_GRID if self.alphas is None else self.alphas) * int(self.cv) + 1
+
     def _fit(self, preds: Predictions) -> None:
         from pbr_core.alpha_selection import PAPER_ALPHA_GRID, select_alpha
 
@@ -190,7 +203,8 @@ class PBRCV(_GPRecalibrator):
         try:
             sel = select_alpha(preds, grid=grid, objective=self.objective, n_splits=int(self.cv), metric=self.scoring,
                                seed=int(self.cv_seed), progress=progress, batched=self.batched,
-                               binary_ece=self.binary_ece, **self._pbr_params())
+                               binary_ece=self.binary_ece, warm_start=bool(self.warm_start),
+                               **self._pbr_params())
             self.alpha_ = float(sel.best_alpha)
             self.selection_ = sel
             self.cv_results_ = {c: sel.summary[c].to_numpy(dtype=np.float64) for c in CV_RESULT_COLUMNS}

@@ -1,6 +1,9 @@
 """Prediction logs beyond memory: the calibration diagnostics in one streamed pass, on one machine
 by default or on a Dask cluster, sampling for fits, and applying a recalibrator batch by batch.
 
+Calibration by group (:func:`compute_group_statistics`) counts the groups in a pass over the group
+columns, then measures them in one pass with mergeable per-group sums.
+
 Nothing here holds all rows: a dataset (:func:`open_dataset`: a Parquet / CSV file, a folder, a
 glob or an fsspec URL) is read as record batches, validated by the loader's own code, and reduced
 to :class:`CalibrationStatistics`, whose partial results merge by addition. Dask is imported only
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 from pbr_core.stream._apply import RowSample, apply_to_dataset, sample_dataset
 from pbr_core.stream._fit import fit_platt, fit_temperature
+from pbr_core.stream._groups import GroupsConfig, GroupStatistics, compute_group_statistics
 from pbr_core.stream._report import evaluate_dataset
 from pbr_core.stream._run import compute_statistics, count_rows, scan_dataset, stats_config, unit_statistics
 from pbr_core.stream._server import ServerPathError, data_root, resolve_server_path
@@ -28,12 +32,15 @@ from pbr_core.stream._stats import CalibrationStatistics, StatsConfig, poisson_w
 __all__ = [
     "CalibrationStatistics",
     "Dataset",
+    "GroupStatistics",
+    "GroupsConfig",
     "Layout",
     "RowSample",
     "ServerPathError",
     "StatsConfig",
     "Unit",
     "apply_to_dataset",
+    "compute_group_statistics",
     "compute_statistics",
     "count_rows",
     "data_root",

@@ -74,12 +74,17 @@ def _run_guarded(fn, what: str):
         raise CLIError(f"{what}: {exc.strerror or exc}", EXIT_BAD_INPUT) from exc
 
 
-def evaluate_stream(args: argparse.Namespace) -> dict[str, Any]:
-    """``evaluate`` on a dataset in one pass (this process, or Dask with --scheduler / --local-cluster)."""
-    from pbr_core.cli import EXIT_USAGE, CLIError
-    from pbr_core.stream import compute_statistics, evaluate_dataset
+def evaluate_stream(args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
+    """``evaluate`` on a dataset in one pass (this process, or Dask with --scheduler / --local-cluster).
 
-    for option, given in (("--by", args.by), ("--map-scores", args.map_scores), ("--libraries", args.libraries)):
+    Returns the evaluation table and, with ``--by``, the :class:`~pbr_core.groups.GroupReport`
+    (the groups are counted in a pass over their columns, then measured in the same pass as the rest).
+    """
+    from pbr_core.cli import EXIT_BAD_INPUT, EXIT_USAGE, CLIError
+    from pbr_core.predictions import PredictionsError
+    from pbr_core.stream import compute_group_statistics, compute_statistics, evaluate_dataset, stats_config
+
+    for option, given in (("--map-scores", args.map_scores), ("--libraries", args.libraries)):
         if given:
             raise CLIError(f"{option} needs every row in memory and is not available on a streamed dataset; "
                            "run it on one file (without --stream), or on a sample of the rows", EXIT_USAGE)
@@ -88,13 +93,32 @@ def evaluate_stream(args: argparse.Namespace) -> dict[str, Any]:
     if args.n_bins is not None:
         curve = sorted(set(curve) | {args.n_bins})
     bar = _Bar(args.quiet, "evaluate")
+    report = None
     try:
-        stats = _run_guarded(lambda: compute_statistics(
-            ds, curve_bins=curve, n_boot=args.n_boot, seed=args.seed, progress=bar,
-            scheduler=args.scheduler, local_cluster=args.local_cluster), str(args.file))
+        if args.by:
+            config = _run_guarded(lambda: stats_config(ds, curve_bins=curve, n_boot=args.n_boot, seed=args.seed),
+                                  str(args.file))
+
+            def progress(what: str, done: int, total: int | None) -> None:
+                bar.bar.set_description(what, refresh=False)
+                bar(done, total)
+
+            try:
+                groups, stats = _run_guarded(lambda: compute_group_statistics(
+                    ds, args.by, every=args.every, n_boot=args.n_boot, seed=args.seed, overall=config,
+                    progress=progress, scheduler=args.scheduler, local_cluster=args.local_cluster), str(args.file))
+            except PredictionsError:
+                raise
+            except ValueError as exc:  # the grouping itself: an unknown column, too many groups
+                raise CLIError(f"{ds.spec}: {exc}", EXIT_BAD_INPUT) from exc
+            report = groups.report()
+        else:
+            stats = _run_guarded(lambda: compute_statistics(
+                ds, curve_bins=curve, n_boot=args.n_boot, seed=args.seed, progress=bar,
+                scheduler=args.scheduler, local_cluster=args.local_cluster), str(args.file))
     finally:
         bar.close()
-    return evaluate_dataset(ds, stats, args.n_bins, args.lipschitz, args.eps, curve=args.curve)
+    return evaluate_dataset(ds, stats, args.n_bins, args.lipschitz, args.eps, curve=args.curve), report
 
 
 def fit_sample(args: argparse.Namespace):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+import contextlib
+from typing import Any, Callable, Iterator, Sequence
 
 from pbr_core.stream._source import Dataset, Unit
 from pbr_core.stream._stats import CalibrationStatistics, StatsConfig
@@ -24,8 +25,55 @@ def _unit_task(dataset: Dataset, unit: Unit, config: StatsConfig) -> Calibration
     return unit_statistics(dataset, unit, config)
 
 
-def _merge_pair(a: CalibrationStatistics, b: CalibrationStatistics) -> CalibrationStatistics:
+def _merge_pair(a, b):
     return a.merge(b)
+
+
+@contextlib.contextmanager
+def dask_client(scheduler: str | None, local_cluster: int | None, client=None) -> Iterator[Any]:
+    """``client``, or a client of the scheduler at ``scheduler``, or of a ``distributed.LocalCluster``
+    of ``local_cluster`` workers started for the block (closed after it, with the cluster)."""
+    distributed = _distributed()
+    own_cluster = None
+    owns_client = client is None
+    if client is None:
+        if scheduler is not None:
+            client = distributed.Client(scheduler)
+        else:
+            own_cluster = distributed.LocalCluster(n_workers=int(local_cluster), threads_per_worker=1,
+                                                   processes=True, dashboard_address=None)
+            client = distributed.Client(own_cluster)
+    try:
+        yield client
+    finally:
+        if owns_client:
+            client.close()
+        if own_cluster is not None:
+            own_cluster.close()
+
+
+def map_merge(client, dataset: Dataset, units: Sequence[Unit], task: Callable, args: tuple = (),
+              progress: Callable | None = None, total: int | None = None):
+    """``task(dataset, unit, *args)`` for every unit as one Dask task each, the results (objects with
+    a ``merge`` method) merged on the workers by a binary tree over the units in order; the merged
+    result is returned. ``units`` must not be empty."""
+    distributed = _distributed()
+    n = len(units)
+    futures = client.map(task, [dataset] * n, list(units), *[[a] * n for a in args], pure=False)
+    rows = {f.key: (u.n_rows or 0) for f, u in zip(futures, units)}
+    level = list(futures)
+    while len(level) > 1:
+        level = [client.submit(_merge_pair, level[i], level[i + 1], pure=False) if i + 1 < len(level)
+                 else level[i] for i in range(0, len(level), 2)]
+    done = 0
+    for future in distributed.as_completed(futures):
+        if future.status == "error":
+            future.result()  # re-raises the task's PredictionsError here, with its message
+        done += rows[future.key]
+        if progress is not None:
+            progress(done, total)
+    del futures
+    return level[0].result()
 
 
 def run_on_dask(dataset: Dataset, units: Sequence[Unit], config: StatsConfig, *, scheduler: str | None,
@@ -39,37 +87,8 @@ def run_on_dask(dataset: Dataset, units: Sequence[Unit], config: StatsConfig, *,
     statistics travel to the client, and the floating-point additions happen in the same order
     however the tasks were scheduled (the result does not depend on which task finished first).
     """
-    distributed = _distributed()
     dataset.layout()  # detect once here: every task then reads only the columns it needs
-    own_cluster = None
-    owns_client = client is None
-    if client is None:
-        if scheduler is not None:
-            client = distributed.Client(scheduler)
-        else:
-            own_cluster = distributed.LocalCluster(n_workers=int(local_cluster), threads_per_worker=1,
-                                                   processes=True, dashboard_address=None)
-            client = distributed.Client(own_cluster)
-    try:
+    with dask_client(scheduler, local_cluster, client) as c:
         if not units:
             return CalibrationStatistics.empty(config)
-        futures = client.map(_unit_task, [dataset] * len(units), list(units), [config] * len(units), pure=False)
-        rows = {f.key: (u.n_rows or 0) for f, u in zip(futures, units)}
-        level = list(futures)
-        while len(level) > 1:
-            level = [client.submit(_merge_pair, level[i], level[i + 1], pure=False) if i + 1 < len(level)
-                     else level[i] for i in range(0, len(level), 2)]
-        done = 0
-        for future in distributed.as_completed(futures):
-            if future.status == "error":
-                future.result()  # re-raises the task's PredictionsError here, with its message
-            done += rows[future.key]
-            if progress is not None:
-                progress(done, total)
-        del futures
-        return level[0].result()
-    finally:
-        if owns_client:
-            client.close()
-        if own_cluster is not None:
-            own_cluster.close()
+        return map_merge(c, dataset, units, _unit_task, (config,), progress, total)

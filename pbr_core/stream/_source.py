@@ -200,8 +200,11 @@ class Dataset:
                 return _layout_of(preds, self.options)
         raise PredictionsError(f"{self.spec}: the dataset has no data rows ({len(self.files)} file(s)).")
 
-    def predictions(self, unit: Unit) -> Iterator[tuple[int, Predictions]]:
+    def predictions(self, unit: Unit, groups: Sequence[str] = ()) -> Iterator[tuple[int, Predictions]]:
         """(first row in the file, validated Predictions) for every batch of ``unit``.
+
+        ``groups``: other columns read as well and kept in ``Predictions.metadata`` (for calibration
+        by group); by default only the label and score columns are read.
 
         A problem in a batch raises :class:`~pbr_core.predictions.PredictionsError` naming the
         file, the row group (Parquet) and the row, counted in the file (data rows from 1).
@@ -211,8 +214,9 @@ class Dataset:
         from pbr_core.loading._tables import _arrow_frame, _from_table
 
         lay = self.layout()
-        opts = _batch_options(self.options, lay)
-        for start, rb in self.raw_batches(unit, lay.read_columns):
+        groups = tuple(g for g in dict.fromkeys(groups) if g not in lay.read_columns)
+        opts = _batch_options(self.options, lay, groups)
+        for start, rb in self.raw_batches(unit, (*lay.read_columns, *groups)):
             if rb.num_rows == 0:
                 continue
             src = _Source(unit.path)
@@ -240,11 +244,11 @@ def _where(message: str, unit: Unit, start: int) -> str:
     return re.sub(r"\brow (\d+) \(data row, header excluded\)", row, message)
 
 
-def _batch_options(opts: _Options, lay: Layout) -> _Options:
+def _batch_options(opts: _Options, lay: Layout, groups: tuple[str, ...] = ()) -> _Options:
     if lay.kind == "top_label":  # conf / predicted / label (or correct) found by name again, nothing else read
-        choice = ColumnChoice(label=lay.label)
+        choice = ColumnChoice(label=lay.label, groups=groups)
     else:
-        choice = ColumnChoice(label=lay.label, scores=lay.scores)
+        choice = ColumnChoice(label=lay.label, scores=lay.scores, groups=groups)
     return replace(opts, columns=choice, input_type=lay.input_type)
 
 

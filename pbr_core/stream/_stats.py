@@ -163,17 +163,7 @@ class CalibrationStatistics:
         B = cfg.n_bins
         rng = np.random.default_rng(np.random.SeedSequence([cfg.seed & 0xFFFFFFFF, *map(int, key)]))
         half = rng.integers(0, 2, size=conf.shape[0], dtype=np.intp)
-        keys = _m.bin_index(conf, B) + B * half
-        self.halves += np.bincount(keys, weights=gap, minlength=2 * B)
-        order = np.argsort(keys, kind="stable")
-        k_sorted, g_sorted = keys[order], gap[order]
-        starts = np.flatnonzero(np.r_[True, k_sorted[1:] != k_sorted[:-1]])
-        used = k_sorted[starts]
-        step = max(1, _BOOT_BLOCK // max(conf.shape[0], 1))
-        for r0 in range(0, cfg.n_boot, step):
-            m = min(step, cfg.n_boot - r0)
-            w = poisson_weights(rng, (m, conf.shape[0]))
-            self.boot[r0:r0 + m, used] += np.add.reduceat(w * g_sorted, starts, axis=1)
+        add_split_bootstrap(self.halves, self.boot, _m.bin_index(conf, B) + B * half, gap, rng)
 
     def merge(self, other: "CalibrationStatistics") -> "CalibrationStatistics":
         """The statistics of both sets of rows (in place; returns self)."""
@@ -249,17 +239,7 @@ class CalibrationStatistics:
         """The table of :func:`pbr_core.metrics.reliability_diagram` (same columns, Wilson intervals)."""
         level = _m._check_level(level)
         count, s_conf, s_out, _ = self.bin_sums(n_bins)
-        B = count.size
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean_conf = s_conf / count
-            acc = s_out / count
-        lo, hi = _m._wilson(s_out, count, level)
-        edges = _m.bin_boundaries(B)
-        return pd.DataFrame({
-            "bin": np.arange(1, B + 1), "lower": np.concatenate([[0.0], edges[:-1]]), "upper": edges,
-            "count": count.astype(np.int64), "mean_confidence": mean_conf, "accuracy": acc,
-            "gap": acc - mean_conf, "weight": count / self.n, "ci_low": lo, "ci_high": hi,
-        })
+        return reliability_table(count, s_conf, s_out, self.n, level)
 
     @property
     def accuracy(self) -> float:
@@ -322,6 +302,39 @@ class CalibrationStatistics:
             "accuracy": self.accuracy, "classwise_ece": self.classwise_ece(), "n": self.n,
             "n_bins": self.config.n_bins, "n_boot": self.config.n_boot,
         }
+
+
+def add_split_bootstrap(halves: np.ndarray, boot: np.ndarray, keys: np.ndarray, gap: np.ndarray,
+                        rng: np.random.Generator) -> None:
+    """Add a batch to the split interval's sums: ``halves[k]`` += the gaps of the rows of key k (a bin
+    of one half), ``boot[r, k]`` += the same sums weighted by Poisson(1) draws of replicate r."""
+    halves += np.bincount(keys, weights=gap, minlength=halves.size)
+    order = np.argsort(keys, kind="stable")
+    k_sorted, g_sorted = keys[order], gap[order]
+    starts = np.flatnonzero(np.r_[True, k_sorted[1:] != k_sorted[:-1]])
+    used = k_sorted[starts]
+    n_boot = boot.shape[0]
+    step = max(1, _BOOT_BLOCK // max(gap.shape[0], 1))
+    for r0 in range(0, n_boot, step):
+        m = min(step, n_boot - r0)
+        w = poisson_weights(rng, (m, gap.shape[0]))
+        boot[r0:r0 + m, used] += np.add.reduceat(w * g_sorted, starts, axis=1)
+
+
+def reliability_table(count: np.ndarray, s_conf: np.ndarray, s_out: np.ndarray, n: int, level: float) -> pd.DataFrame:
+    """The :func:`pbr_core.metrics.reliability_diagram` table from per-bin count, sum of confidence and
+    sum of outcome of B uniform bins (``n``: the rows the weights are shares of)."""
+    B = count.size
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_conf = s_conf / count
+        acc = s_out / count
+    lo, hi = _m._wilson(s_out, count, level)
+    edges = _m.bin_boundaries(B)
+    return pd.DataFrame({
+        "bin": np.arange(1, B + 1), "lower": np.concatenate([[0.0], edges[:-1]]), "upper": edges,
+        "count": count.astype(np.int64), "mean_confidence": mean_conf, "accuracy": acc,
+        "gap": acc - mean_conf, "weight": count / n, "ci_low": lo, "ci_high": hi,
+    })
 
 
 def _describe_bins(bins: tuple[int, ...]) -> str:

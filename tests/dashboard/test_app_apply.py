@@ -214,9 +214,9 @@ def test_pbr_for_download_with_few_iterations(at):
 def test_a_saved_pbr_file_is_described_in_words(at, tmp_path):
     """The issue: "Parameters: alpha = 0.5, objective = 'pbr', mean_approx = False". Now the settings
     that differ from the method's defaults, in the page's words."""
-    from pbr_core.experiments import make_recalibrator
+    from pbr_core.recalibrators import get_recalibrator
 
-    rec = make_recalibrator("pbr", {"alpha": 0.25, "max_iter": 5, "n_mc": 10, "mean_approx": True})
+    rec = get_recalibrator("pbr", alpha=0.25, max_iter=5, n_mc=10, mean_approx=True)
     path = rec.fit(_loaded(at).subset(np.arange(100))).save(tmp_path / "pbr.json")
     at.file_uploader(key="apply_upload").upload("pbr.json", path.read_bytes(), "application/json").run()
     assert not at.exception

@@ -25,6 +25,10 @@ def test_counts_the_cross_validation_fits_and_grows_with_size(fresh) -> None:
     assert one.seconds == pytest.approx(fit_estimate.model_seconds(1000, 10) + 1e-6 * 10_000 * 10)
     auto = fit_estimate.estimate(1000, 10_000, 10, auto_alpha=True, n_alphas=8, n_folds=5)
     assert auto.fits == 8 * 5 + 1 and auto.seconds > 20 * one.seconds
+    # per fold: one fit from the prior, seven continued along the grid at a share of its cost
+    cv_fit = fit_estimate.model_seconds(800, 10)
+    assert auto.seconds == pytest.approx(one.seconds + 5 * cv_fit * (1 + 7 * fit_estimate.WARM_FIT_SHARE)
+                                         + 5 * 8 * 1e-6 * 200 * 10)
     big = fit_estimate.estimate(5000, 10_000, 100, auto_alpha=False, n_alphas=8, n_folds=5)
     assert big.seconds > 10 * one.seconds and big.long
     assert one.worst > one.seconds

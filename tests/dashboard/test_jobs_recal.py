@@ -245,9 +245,10 @@ def test_run_compare_stopped_keeps_finished_folds(cifar10):
     assert list(result.table["fold"]) == [0, 0, 1, 1]
     # fold 1 (index 0) finished before the stop, so its diagrams are there, taken from its own fits
     assert set(result.diagrams) == {"uncalibrated", "temperature"}
-    from pbr_core.experiments import fit_and_test, make_recalibrator
+    from pbr_core.experiments import fit_and_test
+    from pbr_core.recalibrators import get_recalibrator
 
-    h = fit_and_test(preds, make_recalibrator("temperature"), 300, fold=0, seed=0)
+    h = fit_and_test(preds, get_recalibrator("temperature"), 300, fold=0, seed=0)
     test_set, probs = h.test_set, h.test_probs
     expected = runs.reliability_table(probs, test_set.labels, preds.kind, "positive")
     pd.testing.assert_frame_equal(result.diagrams["temperature"], expected)
@@ -277,6 +278,8 @@ def test_fits_per_fold_counts_a_shared_fit_once():
     assert s.fits_per_fold() == (4, 2)  # pbr_app reuses pbr's fit; gp_app has no gp to share with
     assert runs.compare_settings(["gp", "gp_app", "pbr_total", "pbr_total_app"], 300, 5, 0).fits_per_fold() == (2, 2)
     assert runs.compare_settings(["uncalibrated", "isotonic"], 300, 5, 0).fits_per_fold() == (2, 0)
+    # alpha by inner cross-validation: one fit per alpha of the paper's grid (8) and inner fold (5), then the final fit
+    assert runs.compare_settings(["temperature", "pbr_cv"], 300, 5, 0).fits_per_fold() == (1 + 8 * 5 + 1, 8 * 5 + 1)
 
 
 def test_at_prior_note_only_for_fits_at_the_prior():

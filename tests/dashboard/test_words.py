@@ -106,13 +106,13 @@ def test_settings_and_parameters_in_words():
     p = runs.PBRSettings(alpha=None, alpha_grid=(0.1, 1.0), cv_folds=3).describe()
     assert p["α (weight of the KL term)"] == ("chosen by 3-fold cross-validation on the recalibration rows "
                                               "(score: ECE) from 0.1, 1")
-    from pbr_core.experiments import make_recalibrator
+    from pbr_core.recalibrators import get_recalibrator
 
-    pbr = make_recalibrator("pbr", {"alpha": 0.25, "max_iter": 30, "mean_approx": True})
+    pbr = get_recalibrator("pbr", alpha=0.25, max_iter=30, mean_approx=True)
     words = texts.recalibrator_settings(pbr)
     assert words == ("α = 0.25, prediction: softmax of the posterior mean (app.), max optimiser iterations = 30; "
                      "the other settings are the method's defaults")
-    assert texts.recalibrator_settings(make_recalibrator("temperature", None)) == "the method's defaults"
+    assert texts.recalibrator_settings(get_recalibrator("temperature")) == "the method's defaults"
     for text in (str(d), str(p), words):
         for internal in ("mean_approx", "objective =", "max_iter", "n_re values", "'pbr'"):
             assert internal not in text

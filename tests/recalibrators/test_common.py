@@ -150,7 +150,7 @@ def test_registry_factory_and_params(method: str) -> None:
 
 
 def test_unknown_method_is_a_clear_error() -> None:
-    with pytest.raises(ValueError, match="Unknown recalibration method 'nope'; available"):
+    with pytest.raises(ValueError, match="Unknown recalibration method 'nope'. Available methods:"):
         get_recalibrator("nope")
 
 

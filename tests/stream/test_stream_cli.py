@@ -71,8 +71,8 @@ def test_dataset_errors_and_options_that_need_rows(capsys, cifar10_frame, tmp_pa
     part.to_parquet(files[1], index=False)
     code, _, err = run(capsys, "evaluate", tmp_path / "logs", "--quiet")
     assert code == EXIT_BAD_INPUT and "part1.parquet" in err and "row 2501 of the file" in err
-    code, _, err = run(capsys, "evaluate", tmp_path / "logs", "--by", "segment")
-    assert code == EXIT_USAGE and "--by needs every row in memory" in err
+    code, _, err = run(capsys, "evaluate", tmp_path / "logs", "--libraries")
+    assert code == EXIT_USAGE and "--libraries needs every row in memory" in err
     code, _, err = run(capsys, "evaluate", tmp_path / "logs", "--scheduler", "tcp://x:1", "--local-cluster", "2")
     assert code == EXIT_USAGE and "not both" in err
 

@@ -1,0 +1,483 @@
+"""Calibration by group on a dataset beyond memory: :func:`pbr_core.groups.calibration_by_group`'s
+table from streamed, mergeable per-group sums.
+
+What a group's row of the table needs is a sum over its rows, once its B = floor(n_g^(1/3)) is
+known: n, the sums of confidence and outcome (rate, mean predicted), of the Brier terms and of
+Spiegelhalter's numerator and variance terms, and per bin of its B the count and the sums of
+confidence, outcome and gap (ECE, MCE, the reliability diagram). The ECE interval is the split
+interval of :meth:`CalibrationStatistics.ece_interval` (random halves, Poisson bootstrap) at the
+group's B. B depends on the group's final n, so the run makes two passes:
+
+1. **Counting** reads only the group columns (and the labels when grouping by the true class):
+   the groups and their n, hence each B, and the refusal of a column with too many values
+   (:data:`pbr_core.groups.MAX_GROUPS`) before the expensive pass. Whether a text column holds
+   dates is decided first on its first 200 values, as a whole-file read decides.
+2. **Measuring** reads the predictions once, validated as every streamed pass validates them, and
+   adds each batch to :class:`GroupStatistics` (and, when asked, to the overall
+   :class:`CalibrationStatistics` in the same pass). Partial statistics of different units add up,
+   so a Dask cluster runs one task per unit and merges them.
+
+Memory: per group (4 + 2 n_boot) B_g + 5 numbers; with 1000 groups and 1000 bootstrap replicates
+under 100 MB, much less for large datasets (fewer replicates, :func:`pbr_core.metrics.default_n_boot`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pbr_core import metrics as _m
+from pbr_core.bounds import optimal_n_bins
+from pbr_core.groups import (MAX_GROUPS, MIN_ROWS, GroupReport, by_names, check_group_count, class_keys,
+                             column_keys, group_report, is_date_column, join_keys, largest_gap,
+                             spiegelhalter_from_sums)
+from pbr_core.metrics import default_n_boot
+from pbr_core.predictions import Predictions, PredictionsError
+from pbr_core.stream._source import Dataset, Unit
+from pbr_core.stream._stats import CalibrationStatistics, StatsConfig, add_split_bootstrap, reliability_table
+
+__all__ = ["GroupStatistics", "GroupsConfig", "compute_group_statistics"]
+
+TRUE_CLASS = "true class"
+#: Mixed into the seed of a batch's group draws, so that they are not the overall statistics' draws.
+_SEED_TAG = 0x67726F75
+
+#: progress(what, rows_done, rows_total_or_None); ``what`` says which pass ("counting the groups",
+#: "measuring each group").
+GroupProgress = Callable[[str, int, "int | None"], None]
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """How a batch's rows become group names, fixed for the whole dataset before the first pass."""
+
+    by: tuple[str, ...]
+    every: str | None
+    dates: tuple[bool, ...]      # per column of `by`: its values are dates bucketed by `every`
+    as_float: tuple[bool, ...]   # per column: whole numbers with missing values somewhere, shown as a
+    #                              whole-file read shows them (25.0), whatever this batch holds
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The columns to read (the true class comes from the labels)."""
+        return tuple(n for n in self.by if n != TRUE_CLASS)
+
+    def keys(self, frame: pd.DataFrame | None, preds: Predictions | None, unit: Unit, start: int) -> np.ndarray:
+        """The group of every row of a batch (``frame``: its group columns; ``preds``: its predictions)."""
+        parts = []
+        for name, is_date, as_float in zip(self.by, self.dates, self.as_float):
+            if name == TRUE_CLASS:
+                parts.append(class_keys(preds))
+                continue
+            col = frame[name]
+            if as_float and pd.api.types.is_integer_dtype(col.dtype):
+                col = col.astype(np.float64)
+            try:
+                parts.append(column_keys(col, self.every, is_date))
+            except ValueError as exc:  # a value that is not a date: name the file and its row
+                msg = re.sub(r"at row (\d+)", lambda m: f"at row {start + int(m.group(1)) + 1} of the file",
+                             str(exc))
+                group = f"row group {unit.row_group + 1}, " if unit.row_group is not None else ""
+                raise PredictionsError(f"{unit.path}: {group}column {name!r}: {msg}") from None
+        return join_keys(parts)
+
+
+@dataclass(frozen=True)
+class GroupsConfig:
+    """What the group statistics are kept for; two statistics merge only with equal configs."""
+
+    kind: str                       # "multiclass" | "binary" | "top_label"
+    target: str                     # "positive" (p(y=1) of binary data) | "top_label"
+    spec: KeySpec
+    groups: tuple[str, ...]         # group names, sorted
+    counts: tuple[int, ...]         # rows per group, from the counting pass
+    n_boot: int
+    seed: int = 0
+
+    @property
+    def n_bins(self) -> np.ndarray:
+        """B = floor(n_g^(1/3)) of every group."""
+        return np.array([optimal_n_bins(n) for n in self.counts], dtype=np.intp)
+
+
+@dataclass
+class GroupStatistics:
+    """Per-group sums of a set of rows; build with :meth:`empty`, feed batches with :meth:`update`,
+    combine with :meth:`merge`, read with :meth:`report`."""
+
+    config: GroupsConfig
+    offsets: np.ndarray = field(repr=False)      # (G,) first bin of each group in `bins`
+    n: np.ndarray = field(repr=False)            # (G,) rows
+    sums: np.ndarray = field(repr=False)         # (5, G) conf, outcome, Brier, Spiegelhalter numerator, variance
+    bins: np.ndarray = field(repr=False)         # (4, T) count, sum conf, sum outcome, sum gap; T = sum B_g
+    halves: np.ndarray = field(repr=False)       # (2T,) per group: gap sums of half 0 (B_g), then half 1
+    boot: np.ndarray = field(repr=False)         # (n_boot, 2T) the same, Poisson-weighted per replicate
+
+    @classmethod
+    def empty(cls, config: GroupsConfig) -> "GroupStatistics":
+        nb = config.n_bins
+        G, T = nb.size, int(nb.sum())
+        offsets = np.concatenate([[0], np.cumsum(nb)[:-1]]).astype(np.intp)
+        return cls(config=config, offsets=offsets, n=np.zeros(G, dtype=np.int64), sums=np.zeros((5, G)),
+                   bins=np.zeros((4, T)), halves=np.zeros(2 * T), boot=np.zeros((config.n_boot, 2 * T)))
+
+    def update(self, preds: Predictions, codes: np.ndarray, key: tuple[int, ...]) -> "GroupStatistics":
+        """Add a validated batch whose row i belongs to group ``codes[i]`` (an index into
+        ``config.groups``). ``key`` seeds the batch's random halves and bootstrap weights."""
+        cfg = self.config
+        if preds.kind == "top_label":
+            conf, out = preds.confidence, preds.correct
+        elif preds.kind == "binary" and cfg.target == "positive":
+            conf, labels = _m.ece_inputs(preds.probs, preds.labels, "positive")
+            out = labels.astype(np.float64)
+        else:
+            conf, out = preds.confidence, preds.correct
+        conf = np.asarray(conf, dtype=np.float64)
+        out = np.asarray(out, dtype=np.float64)
+        G, T = self.n.size, self.bins.shape[1]
+        nb = cfg.n_bins
+        B_row = nb[codes]
+        bin_ = np.empty(codes.size, dtype=np.intp)
+        for B in np.unique(B_row):  # a few distinct B values: the same bins as metrics.bin_index
+            rows = B_row == B
+            bin_[rows] = _m.bin_index(conf[rows], int(B))
+        gap = conf - out
+        flat = self.offsets[codes] + bin_
+        self.bins[0] += np.bincount(flat, minlength=T)
+        for i, w in enumerate((conf, out, gap), start=1):
+            self.bins[i] += np.bincount(flat, weights=w, minlength=T)
+        if preds.probs is not None:  # full vectors: the multiclass Brier score, as metrics.brier_score
+            p2, y = preds.probs, preds.labels
+            brier = (p2**2).sum(axis=1) - 2.0 * p2[np.arange(p2.shape[0]), y] + 1.0
+        else:
+            brier = gap**2
+        one_minus = 1 - 2 * conf
+        terms = (conf, out, brier, (out - conf) * one_minus, one_minus**2 * conf * (1 - conf))
+        self.n += np.bincount(codes, minlength=G)
+        for i, w in enumerate(terms):
+            self.sums[i] += np.bincount(codes, weights=w, minlength=G)
+        rng = np.random.default_rng(np.random.SeedSequence([cfg.seed & 0xFFFFFFFF, *map(int, key), _SEED_TAG]))
+        half = rng.integers(0, 2, size=codes.size, dtype=np.intp)
+        add_split_bootstrap(self.halves, self.boot, 2 * self.offsets[codes] + bin_ + B_row * half, gap, rng)
+        return self
+
+    def merge(self, other: "GroupStatistics") -> "GroupStatistics":
+        """The statistics of both sets of rows (in place; returns self)."""
+        if other.config != self.config:
+            raise ValueError("Cannot merge group statistics kept for other groups or settings.")
+        self.n += other.n
+        self.sums += other.sums
+        self.bins += other.bins
+        self.halves += other.halves
+        self.boot += other.boot
+        return self
+
+    def report(self, level: float = 0.95, min_rows: int = MIN_ROWS) -> GroupReport:
+        """The :class:`~pbr_core.groups.GroupReport` of :func:`pbr_core.groups.calibration_by_group`:
+        every number but the intervals equal to the in-memory one on the same rows (up to the order
+        of float additions); the ECE intervals are the streamed split interval (Poisson bootstrap)
+        and the largest gap's interval the percentiles of the gap over the same replicates."""
+        level = _m._check_level(level)
+        cfg = self.config
+        if not np.array_equal(self.n, np.asarray(cfg.counts, dtype=np.int64)):
+            g = int(np.flatnonzero(self.n != np.asarray(cfg.counts))[0])
+            raise PredictionsError(f"group {cfg.groups[g]!r} had {cfg.counts[g]:,} rows when the groups were counted "
+                                   f"and {int(self.n[g]):,} when they were measured: the dataset changed while it "
+                                   "was read. Run again when it no longer changes.")
+        N = int(self.n.sum())
+        nb = cfg.n_bins
+        rows, diagrams = [], {}
+        for g, name in enumerate(cfg.groups):
+            n, B, o = int(self.n[g]), int(nb[g]), int(self.offsets[g])
+            count, s_conf, s_out, s_gap = self.bins[:, o:o + B]
+            a, b = 2 * o, 2 * o + B
+            lo, hi = _m._split_interval(self.halves[a:b], self.halves[b:b + B], self.boot[:, a:b],
+                                        self.boot[:, b:b + B], n, level)
+            nz = count > 0
+            z, p = spiegelhalter_from_sums(float(self.sums[3, g]), float(self.sums[4, g]))
+            rows.append({"group": name, "n": n, "share": n / N, "rate": float(self.sums[1, g] / n),
+                         "mean_predicted": float(self.sums[0, g] / n), "n_bins": B,
+                         "ece": _m._ece_from_sums(s_gap, n),
+                         "ece_low": lo, "ece_high": hi,
+                         "mce": float(np.max(np.abs(s_conf[nz] - s_out[nz]) / count[nz])),
+                         "brier": float(self.sums[2, g] / n), "z": z, "p_value": p, "too_small": n < min_rows})
+            diagrams[name] = reliability_table(count, s_conf, s_out, n, level)
+        report = group_report(rows, diagrams, list(cfg.spec.by), cfg.target, level, cfg.spec.every)
+        report.interval = f"split interval, Poisson bootstrap ({cfg.n_boot} replicates)"
+        index = {name: g for g, name in enumerate(cfg.groups)}
+
+        def ece_replicates(name: str) -> np.ndarray:
+            g = index[name]
+            o, B = int(self.offsets[g]), int(nb[g])
+            return np.abs(self.boot[:, 2 * o:2 * o + B] + self.boot[:, 2 * o + B:2 * o + 2 * B]).sum(axis=1) / self.n[g]
+
+        report.largest_gap = largest_gap(report.table, level, cfg.seed,
+                                         lambda w, bw, b, bb, rng: ece_replicates(w) - ece_replicates(b))
+        return report
+
+
+# ---------------------------------------------------------------------------------------- counting
+@dataclass
+class _Counts:
+    """Rows per group name of some units, and the dtype kinds each group column showed."""
+
+    cap: int = MAX_GROUPS
+    counts: dict[str, int] = field(default_factory=dict)
+    kinds: dict[str, set] = field(default_factory=dict)
+    more: bool = False   # counting stopped: more groups than the cap (the counts are then cut)
+
+    def merge(self, other: "_Counts") -> "_Counts":
+        for k, v in other.counts.items():
+            self.counts[k] = self.counts.get(k, 0) + v
+        for c, kinds in other.kinds.items():
+            self.kinds.setdefault(c, set()).update(kinds)
+        self.more |= other.more
+        self._cut()
+        return self
+
+    def _cut(self) -> None:
+        # Beyond the cap only "too many" matters: units with a few hundred values each must not
+        # pile up millions of names (time stamps spread over a long log) before the refusal.
+        if len(self.counts) > self.cap:
+            self.more = True
+            self.counts = dict(list(self.counts.items())[:self.cap + 1])
+
+
+def _frames(dataset: Dataset, unit: Unit, spec: KeySpec):
+    """(first row, group columns as a DataFrame, Predictions or None) for every batch of ``unit``:
+    the raw group columns only, unless the true class is wanted (then the validated predictions)."""
+    if TRUE_CLASS in spec.by:
+        for start, preds in dataset.predictions(unit, spec.columns):
+            yield start, preds.metadata, preds
+        return
+    import pyarrow as pa
+
+    from pbr_core.loading._tables import _arrow_frame
+
+    for start, rb in dataset.raw_batches(unit, spec.columns):
+        if rb.num_rows:
+            yield start, _arrow_frame(pa.Table.from_batches([rb]), csv=unit.fmt != "parquet"), None
+
+
+def unit_group_counts(dataset: Dataset, unit: Unit, spec: KeySpec, max_groups: int = MAX_GROUPS,
+                      on_rows: Callable[[int], None] | None = None) -> _Counts:
+    """Rows per group of one unit (stops once it holds more than ``max_groups`` groups)."""
+    out = _Counts(cap=max_groups)
+    for start, frame, preds in _frames(dataset, unit, spec):
+        for c in spec.columns:
+            out.kinds.setdefault(c, set()).add(frame[c].dtype.kind)
+        keys = spec.keys(frame, preds, unit, start)
+        for k, v in pd.Series(keys, dtype=object).value_counts(sort=False).items():
+            out.counts[k] = out.counts.get(k, 0) + int(v)
+        if on_rows is not None:
+            on_rows(len(keys))
+        if len(out.counts) > max_groups:
+            out._cut()
+            break
+    return out
+
+
+def _key_spec(dataset: Dataset, names: list[str], every: str | None) -> KeySpec:
+    """Which columns ``every`` buckets as dates, decided on each column's first 200 values that are
+    not missing, in file order (what a whole-file read looks at)."""
+    named = [n for n in names if n != TRUE_CLASS]
+    dates = dict.fromkeys(named, False)
+    if every is not None and named:
+        import pyarrow as pa
+
+        from pbr_core.loading._tables import _arrow_frame
+
+        seen: dict[str, list[pd.Series]] = {n: [] for n in named}
+        head: dict[str, pd.Series] = {}
+        for unit in dataset.units():
+            for _, rb in dataset.raw_batches(unit, named):
+                frame = _arrow_frame(pa.Table.from_batches([rb]), csv=unit.fmt != "parquet")
+                for n in named:
+                    if n not in head:
+                        seen[n].append(frame[n].dropna())
+                        if sum(len(s) for s in seen[n]) >= 200:
+                            head[n] = pd.concat(seen[n], ignore_index=True)
+                if len(head) == len(named):
+                    break
+            if len(head) == len(named):
+                break
+        for n in named:
+            col = head.get(n)
+            if col is None:
+                col = pd.concat(seen[n], ignore_index=True) if seen[n] else pd.Series([], dtype=object)
+            dates[n] = bool(is_date_column(col))
+    return KeySpec(by=tuple(names), every=every, dates=tuple(dates.get(n, False) for n in names),
+                   as_float=(False,) * len(names))
+
+
+def _check_columns(dataset: Dataset, names: list[str]) -> None:
+    lay = dataset.layout()
+    have = [c for c, role in lay.column_roles if role in ("group", "metadata")]
+    for name in names:
+        if name == TRUE_CLASS:
+            if not lay.has_class_ids:
+                raise ValueError("these records have no classes (confidence and correctness only).")
+        elif name not in have:
+            raise ValueError(f"no column {name!r} to group by; the dataset's other columns are {have or 'none'} "
+                             "(or 'true class').")
+
+
+# ---------------------------------------------------------------------------------------- measuring
+@dataclass
+class _Partial:
+    """The group statistics of some units and, when asked, their overall statistics."""
+
+    groups: GroupStatistics
+    overall: CalibrationStatistics | None
+
+    def merge(self, other: "_Partial") -> "_Partial":
+        self.groups.merge(other.groups)
+        if self.overall is not None:
+            self.overall.merge(other.overall)
+        return self
+
+
+def unit_group_statistics(dataset: Dataset, unit: Unit, config: GroupsConfig, overall: StatsConfig | None = None,
+                          on_rows: Callable[[int], None] | None = None) -> _Partial:
+    """The group statistics (and overall statistics) of one unit: the function each Dask task runs."""
+    part = _Partial(GroupStatistics.empty(config), CalibrationStatistics.empty(overall) if overall else None)
+    index = pd.Index(config.groups)
+    for start, preds in dataset.predictions(unit, config.spec.columns):
+        keys = config.spec.keys(preds.metadata, preds, unit, start)
+        codes = index.get_indexer(keys)
+        if (codes < 0).any():
+            new = keys[int(np.flatnonzero(codes < 0)[0])]
+            raise PredictionsError(f"{unit.path}: group {new!r} was not there when the groups were counted: the "
+                                   "dataset changed while it was read. Run again when it no longer changes.")
+        part.groups.update(preds, codes, (unit.file_index, start))
+        if part.overall is not None:
+            part.overall.update(preds, (unit.file_index, start))
+        if on_rows is not None:
+            on_rows(preds.n)
+    return part
+
+
+def compute_group_statistics(
+    dataset: Dataset,
+    by: Sequence[str] | str,
+    *,
+    every: str | None = None,
+    target: str = "positive",
+    n_boot: int | None = None,
+    seed: int = 0,
+    max_groups: int = MAX_GROUPS,
+    overall: StatsConfig | None = None,
+    progress: GroupProgress | None = None,
+    scheduler: str | None = None,
+    local_cluster: int | None = None,
+    client=None,
+) -> tuple[GroupStatistics, CalibrationStatistics | None]:
+    """Calibration by group of every row of ``dataset``, in a counting pass over the group columns
+    and one streamed pass over the predictions (see the module docstring).
+
+    Parameters
+    ----------
+    dataset : Dataset
+        From :func:`pbr_core.stream.open_dataset`.
+    by : str or list of one or two str
+        Columns of the dataset other than the label and scores, or "true class".
+    every : {"day", "week", "month"}, optional
+        Bucket a date column (calibration over time), as in memory.
+    target : {"positive", "top_label"}
+        Binary data: calibration of p(y=1) (default) or of the top label. Other data: top label.
+    n_boot : int, optional
+        Poisson bootstrap replicates of each group's interval; default
+        :func:`pbr_core.metrics.default_n_boot` of the dataset's rows (1000 up to 200,000 rows).
+    seed : int
+        Seeds every batch's random halves and weights (with the batch's file and first row).
+    max_groups : int
+        More groups are refused (a ``ValueError`` in plain words) after the counting pass, which stops early.
+    overall : StatsConfig, optional
+        Also compute the overall :class:`CalibrationStatistics` in the measuring pass (the numbers
+        of :func:`pbr_core.stream.compute_statistics` with this config).
+    progress : callable(what, rows_done, rows_total_or_None), optional
+    scheduler, local_cluster, client
+        Run both passes on Dask, one task per unit, as :func:`pbr_core.stream.compute_statistics`.
+
+    Returns
+    -------
+    (GroupStatistics, CalibrationStatistics or None)
+        Read the groups with :meth:`GroupStatistics.report`.
+
+    Raises
+    ------
+    ValueError
+        An unknown column, too many groups, grouping records without classes by the true class.
+    PredictionsError
+        A bad file or row, named with the file, row group and row (also a value that is not a date).
+
+    Examples
+    --------
+    >>> import pbr_core.stream as ps
+    >>> ds = ps.open_dataset("sample_data/adult_gradient_boosting.csv.gz", group_columns="sex")
+    >>> groups, _ = ps.compute_group_statistics(ds, "sex", n_boot=50)
+    >>> groups.report().table["group"].tolist()
+    ['Male', 'Female']
+    """
+    names = by_names(by)
+    _m.check_binary_target(target, "target")
+    lay = dataset.layout()
+    _check_columns(dataset, names)
+    spec = _key_spec(dataset, names, every)
+    units = dataset.units()
+    use_dask = scheduler is not None or local_cluster is not None or client is not None
+
+    def run(what: str, task: Callable, args: tuple, total: int | None, c=None):
+        report = (lambda done, tot: progress(what, done, tot)) if progress is not None else None
+        if c is not None:
+            from pbr_core.stream._dask import map_merge
+
+            return map_merge(c, dataset, units, task, args, report, total)
+        done = [0]
+
+        def on_rows(k: int) -> None:
+            done[0] += k
+            if report is not None:
+                report(done[0], total)
+
+        result = None
+        for unit in units:
+            part = task(dataset, unit, *args, on_rows=on_rows)
+            result = part if result is None else result.merge(part)
+            if getattr(result, "more", False):  # too many groups already: no need to read on
+                break
+        return result
+
+    def passes(c=None):
+        nonlocal spec
+        counted = run("counting the groups", unit_group_counts, (spec, max_groups), dataset.num_rows(), c)
+        mixed = tuple(bool({"i", "u"} & counted.kinds.get(n, set()) and "f" in counted.kinds.get(n, set()))
+                      for n in names)
+        if any(mixed) and not counted.more:  # whole numbers with missing values in some batches only
+            spec = replace(spec, as_float=mixed)
+            counted = run("counting the groups", unit_group_counts, (spec, max_groups), dataset.num_rows(), c)
+        check_group_count(len(counted.counts), names, every, max_groups, more=counted.more)
+        if not counted.counts:
+            raise PredictionsError(f"{dataset.spec}: the dataset has no data rows.")
+        groups = tuple(sorted(counted.counts))
+        counts = tuple(counted.counts[g] for g in groups)
+        total = int(sum(counts))
+        config = GroupsConfig(kind=lay.kind, target="positive" if lay.kind == "binary" and target == "positive"
+                              else "top_label", spec=spec, groups=groups, counts=counts,
+                              n_boot=default_n_boot(total) if n_boot is None else _m._check_n_bins(n_boot, "n_boot"),
+                              seed=int(seed))
+        part = run("measuring each group", unit_group_statistics, (config, overall), total, c)
+        return part.groups, part.overall
+
+    if not units:
+        raise PredictionsError(f"{dataset.spec}: the dataset has no data rows.")
+    if not use_dask:
+        return passes()
+    from pbr_core.stream._dask import dask_client
+
+    with dask_client(scheduler, local_cluster, client) as c:
+        return passes(c)

@@ -1,0 +1,170 @@
+"""Continuation along the alpha grid: a fit that starts from another fit's solution (warm start).
+
+``fit_gp(start=...)`` and ``PBR.fit_continued`` (pbr_core.gp.training, pbr_core.recalibrators.gp),
+and their use by the alpha selection (``select_alpha(warm_start=True)``, PBRCV) and the KL-gap
+protocol. Small real CIFAR-10 fits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from pbr_core.alpha_selection import kfold_indices, select_alpha
+from pbr_core.experiments import KL_GAP_COLUMNS, kl_vs_ece_gap
+from pbr_core.experiments._protocol import continuation_order
+from pbr_core.predictions import Predictions
+from pbr_core.recalibrators import PBRCV
+from pbr_core.recalibrators.gp import PBR
+
+#: Long enough for the L-BFGS phase (100 Adam warm-up steps come first in a fit from the prior).
+SETTINGS = {"max_iter": 200, "n_mc": 10, "n_predict_samples": 20}
+
+
+@pytest.fixture(scope="module")
+def rows(cifar10_logits):
+    z, y = cifar10_logits
+    return z[:120], y[:120]
+
+
+def test_continuation_order_is_ascending_and_stable() -> None:
+    assert continuation_order([0.5, 0.0, 1.0, 0.5, 0.1]) == [1, 4, 0, 3, 2]
+    assert continuation_order([]) == []
+
+
+def test_continuing_a_fit_at_its_own_alpha_never_ends_higher(rows) -> None:
+    """From the cold fit's own solution, L-BFGS (monotone) can only stay or go lower: the continued
+    fit's objective <= the cold fit's, with no Adam warm-up and few iterations."""
+    z, y = rows
+    cold = PBR(alpha=0.5, **SETTINGS).fit(z, y)
+    warm = PBR(alpha=0.5, **SETTINGS).fit_continued(cold, z, y)
+    assert warm.fit_report_["objective"] <= cold.fit_report_["objective"] + 1e-12
+    assert warm.fit_report_["continued_from_alpha"] == 0.5 and "continued_from_alpha" not in cold.fit_report_
+    assert warm.fit_report_["iterations"] < 30 < cold.fit_report_["iterations"]
+    assert warm.fit_report_["train_check"]["passed"]
+
+
+def test_a_continued_fit_starts_at_the_start_and_goes_down(rows) -> None:
+    """fit_gp(start=...): the objective of the new alpha at the start's parameters is an upper
+    bound of the continued fit's (evaluated on the same fixed draws, recomputed here)."""
+    from pbr_core.gp.objectives import draw_mc_noise
+    from pbr_core.gp.problem import FitData
+
+    z, y = rows
+    start = PBR(alpha=0.1, **SETTINGS).fit(z, y)
+    warm = PBR(alpha=1.0, **SETTINGS).fit_continued(start, z, y)
+    rec = PBR(alpha=1.0, **SETTINGS)
+    data = FitData(z=torch.as_tensor(z, dtype=torch.float64), labels=torch.as_tensor(y), spec=rec._spec(),
+                   eps=draw_mc_noise(len(y), SETTINGS["n_mc"], z.shape[1], 0, dtype=torch.float64))
+    with torch.no_grad():
+        at_start = float(data.terms(start.model_).total)
+        at_end = float(data.terms(warm.model_).total)
+    assert at_end == pytest.approx(warm.fit_report_["objective"], rel=1e-9)
+    assert at_end <= at_start
+    # the start itself is untouched
+    assert start.fit_report_["objective"] == pytest.approx(float(_objective(start, z, y)), rel=1e-9)
+
+
+def _objective(rec: PBR, z: np.ndarray, y: np.ndarray) -> float:
+    from pbr_core.gp.objectives import draw_mc_noise
+    from pbr_core.gp.problem import FitData
+
+    data = FitData(z=torch.as_tensor(z, dtype=torch.float64), labels=torch.as_tensor(y), spec=rec._spec(),
+                   eps=draw_mc_noise(len(y), int(rec.n_mc), z.shape[1], int(rec.random_state), dtype=torch.float64))
+    with torch.no_grad():
+        return float(data.terms(rec.model_).total)
+
+
+def test_fit_continued_refuses_what_it_cannot_continue(rows) -> None:
+    z, y = rows
+    start = PBR(alpha=0.5, **SETTINGS).fit(z, y)
+    for start_, rec, words in [
+        (PBR(alpha=0.5), PBR(alpha=1.0), "needs a fitted GP recalibrator"),
+        (object(), PBR(alpha=1.0), "needs a fitted GP recalibrator to start from, but got object"),
+        (start, PBR(alpha=1.0, n_inducing=5), "inducing points 10 vs 5"),
+        (start, PBR(alpha=1.0, variational="cholesky"), "variational family 'mean_field' vs 'cholesky'"),
+        (start, PBR(alpha=1.0, prior_split=0.3), "prior_split > 0"),
+    ]:
+        with pytest.raises(ValueError, match=words):
+            rec.fit_continued(start_, z, y)
+        assert not rec.is_fitted
+    p3 = np.exp(z[:, :3]) / np.exp(z[:, :3]).sum(1, keepdims=True)
+    with pytest.raises(ValueError, match="classes 10 vs 3"):
+        PBR(alpha=1.0).fit_continued(start, Predictions.from_arrays(np.log(p3), y % 3, input_type="logits"))
+
+
+def test_batched_fit_cannot_start_warm() -> None:
+    from pbr_core.gp.training import fit_gp
+
+    class Batched:
+        batch_shape = torch.Size([2])
+
+    with pytest.raises(ValueError, match="batched model always starts at its prior"):
+        fit_gp(Batched(), None, start={})  # type: ignore[arg-type]
+
+
+def test_warm_selection_chooses_as_cold_with_fewer_iterations(cifar10_logits) -> None:
+    """On 300 rows of a real file (150 per fit; on fewer, the held-out ECE is noise): the same chosen
+    alpha with well under half the iterations, the grid's order kept in the scores, the first alpha
+    of each fold fitted from the prior (bit for bit as cold), the others continued."""
+    z, y = cifar10_logits[0][:300], cifar10_logits[1][:300]
+    kw = dict(grid=(0.5, 0.0, 1.0), n_splits=2, labels=y, **SETTINGS)
+    cold = select_alpha(z, warm_start=False, **kw)
+    warm = select_alpha(z, **kw)   # warm_start=True is the default
+    assert warm.warm_start and not cold.warm_start
+    assert warm.best_alpha == cold.best_alpha == 0.5
+    for sel in (cold, warm):
+        assert sel.scores.alpha.tolist() == [0.5, 0.0, 1.0] * 2 and sel.scores.fold.tolist() == [0] * 3 + [1] * 3
+    assert warm.scores.warm_start.tolist() == [True, False, True] * 2 and not cold.scores.warm_start.any()
+    first = warm.scores.alpha == 0.0
+    np.testing.assert_array_equal(warm.scores[first][["objective", "kl", "score"]],
+                                  cold.scores[first][["objective", "kl", "score"]])
+    assert warm.scores.iterations.sum() < 0.6 * cold.scores.iterations.sum()
+    # the selection's fits are the continuation done by hand
+    tr, _ = kfold_indices(len(y), 2, 0)[1]
+    by_hand = PBR(alpha=0.5, **SETTINGS).fit_continued(PBR(alpha=0.0, **SETTINGS).fit(z[tr], y[tr]), z[tr], y[tr])
+    row = warm.scores[(warm.scores.alpha == 0.5) & (warm.scores.fold == 1)].iloc[0]
+    assert row["kl"] == by_hand.kl_ and row["objective"] == by_hand.fit_report_["objective"]
+
+
+def test_pbr_cv_warm_start_parameter(rows) -> None:
+    z, y = rows
+    kw = dict(alphas=[0.1, 1.0], cv=2, max_iter=30, n_mc=5, n_predict_samples=5)
+    warm, cold = PBRCV(**kw).fit(z, y), PBRCV(warm_start=False, **kw).fit(z, y)
+    assert warm.selection_.warm_start and not cold.selection_.warm_start
+    assert warm.selection_.scores.warm_start.tolist() == [False, True] * 2
+    # the final fit is a plain fit from the prior either way
+    best = PBR(alpha=warm.alpha_, **{k: v for k, v in kw.items() if k not in ("alphas", "cv")}).fit(z, y)
+    assert warm.best_estimator_.to_dict() == best.to_dict() and "continued_from_alpha" not in warm.fit_report_
+    with pytest.raises(ValueError, match="warm_start"):
+        PBRCV(warm_start="yes").fit(z, y)
+    with pytest.raises(ValueError, match="warm_start"):
+        select_alpha(z, labels=y, warm_start="yes")
+
+
+def test_kl_gap_protocol_continues_along_the_grid(cifar10_logits) -> None:
+    z, y = cifar10_logits
+    preds = Predictions.from_arrays(z[:400], y[:400], input_type="logits")
+    kw = dict(alphas=(1.0, 0.0, 0.5), objective="pbr", n_re=150, n_folds=1, seed=0, device="cpu", **SETTINGS)
+    seen = []
+    warm = kl_vs_ece_gap(preds, progress=lambda d, t, m: seen.append(m), warm_start=True, **kw)
+    assert list(warm.table.columns) == list(KL_GAP_COLUMNS) and warm.table.alpha.tolist() == [1.0, 0.0, 0.5]
+    assert warm.table.error.isna().all()
+    # fitted in ascending alpha, the table in the order of `alphas`
+    assert [m.split(",")[0] for m in seen] == ["pbr alpha=0", "pbr alpha=0.5", "pbr alpha=1"]
+    # alpha = 0 from the prior, .5 continued from it: the same fits by hand
+    from pbr_core.experiments import split_indices
+
+    re_idx, _ = split_indices(preds.n, 150, fold=0, seed=0, n_te=150)
+    fit = preds.subset(re_idx)
+    params = {k: v for k, v in kw.items() if k in ("device", *SETTINGS)}
+    first = PBR(alpha=0.0, **params).fit(fit)
+    assert warm.table.kl.iloc[1] == first.kl_
+    assert warm.table.kl.iloc[2] == PBR(alpha=0.5, **params).fit_continued(first, fit).kl_
+    # the default is the paper's protocol: every fit from the prior
+    cold = kl_vs_ece_gap(preds, **kw)
+    assert cold.table.kl.iloc[1] == first.kl_
+    assert cold.table.kl.iloc[2] == PBR(alpha=0.5, **params).fit(fit).kl_
+    with pytest.raises(ValueError, match="warm_start"):
+        kl_vs_ece_gap(preds, warm_start=None, **kw)
