@@ -341,3 +341,13 @@ def timed_fit(recalibrator: Any, fit_set: Predictions, on_error: OnError, what: 
 
 def iter_folds(n_folds: int) -> Iterable[int]:
     return range(check_int("n_folds", n_folds, 1))
+
+
+def check_folds(folds: Sequence[int]) -> list[int]:
+    """Explicit fold indices (a protocol's ``folds``): non-empty, integers >= 0, no repeats."""
+    values = [check_int("folds", f, 0) for f in np.atleast_1d(np.asarray(folds, dtype=object)).tolist()]
+    if not values:
+        raise ValueError("Expected at least one fold index in `folds`, but got none.")
+    if len(set(values)) != len(values):
+        raise ValueError(f"Fold indices are listed more than once in `folds`: {values}.")
+    return values

@@ -27,6 +27,7 @@ from pbr_core.experiments._protocol import (
     OnError,
     ProgressCallback,
     Runner,
+    check_folds,
     check_int,
     check_predictions,
     ece_inputs,
@@ -122,6 +123,7 @@ def kl_vs_ece_gap(
     eps: float = 0.05,
     binary_ece: BinaryECE = DEFAULT_BINARY_ECE,
     on_error: OnError = "raise",
+    folds: Sequence[int] | None = None,
     **pbr_params: Any,
 ) -> KLGapResult:
     """Fit PBR for each alpha on each fold and relate its KL to the ECE generalisation gap (Section 6.1).
@@ -151,6 +153,10 @@ def kl_vs_ece_gap(
         Confidence parameter of the Corollary 1 bound in the ``bound`` column.
     binary_ece, on_error
         As in :func:`compare`.
+    folds : sequence of int or None
+        Which folds to run (indices; ``n_folds`` is then ignored). None: folds 0 .. n_folds-1.
+        A fold's split depends only on (n, seed, fold), so a long study can be run in pieces (one
+        (fold, alpha) at a time, resumed later) and its rows equal those of one full run.
     **pbr_params
         Further constructor parameters of the method (e.g. ``n_inducing=10``, ``device="cpu"``).
 
@@ -182,7 +188,7 @@ def kl_vs_ece_gap(
             f"2 * n_re <= n, but n_re={n_re} and the predictions have n={preds.n} rows."
         )
     n_bins = optimal_n_bins(n_re)
-    folds = list(iter_folds(n_folds))
+    folds = list(iter_folds(n_folds)) if folds is None else check_folds(folds)
     runner = Runner(total=len(folds) * len(alphas), columns=KL_GAP_COLUMNS, progress=progress, cancel=cancel)
     for fold in folds:
         re_idx, te_idx = split_indices(preds.n, n_re, fold=fold, seed=seed, n_te=n_re)
