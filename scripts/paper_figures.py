@@ -22,7 +22,7 @@ the rows that are already there):
   their p-values, scipy.stats through :class:`~pbr_core.experiments.KLGapResult`, per model, next
   to the paper's statement) and ``n_re_summary.md`` (mean ± std over folds).
 
-Every row records the seed of the splits, the commit (``git describe --always --dirty``), the CPU
+Every row records the seed of the splits, the commit (short hash, "-dirty" if pbr_core/ or scripts/ had uncommitted changes), the CPU
 seconds of its call (``time.process_time``; torch runs on ``--threads`` threads, default 1) and
 when it finished. Failed fits are kept with their error (``on_error="warn"``) and not retried
 unless ``--retry-failed`` is given.
@@ -101,10 +101,18 @@ N_RE_KEY = ("model", "method", "fold", "n_re", "n_te", "seed")
 
 # ---------------------------------------------------------------------------- bookkeeping
 def git_commit() -> str:
-    """The checkout's ``git describe --always --dirty`` ("unknown" outside a git checkout)."""
+    """The checkout's commit, with "-dirty" when the code (pbr_core/, scripts/) has uncommitted changes.
+
+    Only the code counts: a results run goes on while its CSVs and the documents change in the
+    same checkout. "unknown" outside a git checkout.
+    """
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True,
+                              timeout=30).stdout.strip()
+
     try:
-        return subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True,
-                              text=True, check=True, timeout=30).stdout.strip() or "unknown"
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", "pbr_core", "scripts")
+        return git("rev-parse", "--short", "HEAD") + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
