@@ -172,7 +172,7 @@ def test_plots_write_figures_and_summaries_from_the_csvs(script, double, c10, tm
     for model in ("m1", "m2"):
         script.run_kl_gap("cifar100", [model], [0, 1], [0.0, 0.5, 1.0], n_re=200, seed=0, objective=double,
                           device="cpu", out=tmp_path, load=load, log=lambda m: None)
-    script.run_n_re("kitti", ["m1"], [0, 1], [20, 200], ["uncalibrated", "temperature"], alpha=0.5, seed=0,
+    script.run_n_re("kitti", ["m1"], [0, 1], [100, 300], ["uncalibrated", "temperature"], alpha=0.5, seed=0,
                     device="cpu", out=tmp_path, load=load, log=lambda m: None)
     written = script.main(["--experiment", "plots", "--out", str(tmp_path)])
     names = {p.name for p in written}
@@ -184,4 +184,4 @@ def test_plots_write_figures_and_summaries_from_the_csvs(script, double, c10, tm
     summary = pd.read_csv(tmp_path / "kl_gap_summary.csv")
     assert len(summary) == 4 and set(summary["alpha_zero"]) == {"included", "excluded"}
     md = (tmp_path / "n_re_summary.md").read_text(encoding="utf-8")
-    assert "| n_re | uncalibrated | temperature |" in md and "| 200 |" in md
+    assert "| n_re | uncalibrated | temperature |" in md and "| 300 |" in md
