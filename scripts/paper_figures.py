@@ -379,6 +379,8 @@ def kl_gap_figure(table: pd.DataFrame, stats: pd.DataFrame, path: Path, title: s
             ax.scatter(np.clip(h["kl"], 1e-3, None), h["gap"], s=22, color=cmap(i), edgecolor="#333333",
                        linewidth=0.4, label=f"α = {a:g}")
         ax.set_xscale("log")
+        # Under two decades matplotlib labels the minor ticks too, and they overlap.
+        ax.xaxis.set_minor_formatter(plt.NullFormatter())
         s = st.loc[model]
         ax.set_title(f"{model}\nr = {s.pearson_r:+.2f} (p {_p(s.pearson_p)}), "
                      f"τ = {s.kendall_tau:+.2f} (p {_p(s.kendall_p)})", fontsize=9)
