@@ -27,6 +27,9 @@ seconds of its call (``time.process_time``; torch runs on ``--threads`` threads,
 when it finished. Failed fits are kept with their error (``on_error="warn"``) and not retried
 unless ``--retry-failed`` is given.
 
+Run one process per CSV at a time: each process rewrites its CSV from its own copy of the rows
+(atomically, so a killed run never leaves a broken file), so two at once lose each other's rows.
+
 Data: :mod:`reproduce_paper`'s models: KITTI XGBoost, random forest, 1-layer network
 (``sample_data/kitti_*``) and the CIFAR-100 test logits of DenseNet-121, ResNet-110, ResNet-50,
 WRN-26-10 (``/work/shared/data/predictions/aigen_c100_*.npz``; not the paper's networks).
