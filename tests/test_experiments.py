@@ -566,6 +566,19 @@ def test_kl_vs_ece_gap_validation_and_cancel(c10, doubles):
     assert partial.pearson_r == pytest.approx(stats.pearsonr(info.value.partial.kl, info.value.partial.gap)[0])
 
 
+def test_kl_vs_ece_gap_runs_chosen_folds_with_the_rows_of_a_full_run(c10, doubles):
+    alphas = (0.0, 1.0)
+    full = kl_vs_ece_gap(c10, alphas=alphas, objective="test_double_kl", n_re=200, n_folds=3, seed=SEED).table
+    with pytest.warns(RuntimeWarning, match="at least 3 fits"):
+        part = kl_vs_ece_gap(c10, alphas=alphas, objective="test_double_kl", n_re=200, folds=[2], seed=SEED).table
+    assert list(part["fold"]) == [2, 2]
+    pd.testing.assert_frame_equal(part.drop(columns="fit_seconds"),
+                                  full[full.fold == 2].drop(columns="fit_seconds").reset_index(drop=True))
+    for bad, match in (([], "at least one fold"), ([1, 1], "more than once"), ([-1], "at least 0")):
+        with pytest.raises(ValueError, match=match):
+            kl_vs_ece_gap(c10, alphas=alphas, objective="test_double_kl", n_re=200, folds=bad)
+
+
 # ---------------------------------------------------------------------------- n_re sweep
 def test_n_re_sweep_keeps_the_test_set_fixed(c100):
     values = (50, 200, 600)
@@ -585,6 +598,14 @@ def test_n_re_sweep_keeps_the_test_set_fixed(c100):
     assert s.groupby(["n_re", "metric"])["best"].any().all()
 
 
+def test_n_re_sweep_runs_chosen_folds_with_the_rows_of_a_full_run(c100):
+    full = n_re_sweep(c100, ["uncalibrated", "temperature"], n_re_values=(50, 300), n_folds=2, seed=SEED)
+    part = n_re_sweep(c100, ["temperature"], n_re_values=(300,), n_te=c100.n - 300, folds=[1], seed=SEED)
+    want = full[(full.fold == 1) & (full.n_re == 300) & (full.method == "temperature")].reset_index(drop=True)
+    cols = ["method", "fold", "n_re", "n_te", "n_bins", "ece", "accuracy", "nll", "brier"]
+    pd.testing.assert_frame_equal(part[cols], want[cols])
+
+
 def test_n_re_sweep_validation(c10, doubles):
     with pytest.raises(ValueError, match="at least the number of rows"):
         n_re_sweep(c10, ["test_double_record_a"], n_re_values=(c10.n, 2 * c10.n), n_folds=1)
@@ -592,3 +613,11 @@ def test_n_re_sweep_validation(c10, doubles):
         n_re_sweep(c10, ["test_double_record_a"], n_re_values=(10,), n_te=c10.n, n_folds=1)
     t = n_re_sweep(c10, ["test_double_record_a"], n_re_values=(10, 100), n_te=5000, n_folds=1)
     assert (t["n_te"] == 5000).all() and list(t["n_re"]) == [10, 100]
+
+
+def test_fold_label_names_explicit_folds_by_their_index() -> None:
+    from pbr_core.experiments._protocol import fold_label
+
+    assert fold_label(1, [0, 1, 2]) == "fold 2/3"  # the usual run: as before
+    assert fold_label(8, [8]) == "fold 9 (1 of 1 in this run)"  # not "fold 9/1"
+    assert fold_label(8, [6, 8]) == "fold 9 (2 of 2 in this run)"

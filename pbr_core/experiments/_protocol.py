@@ -306,3 +306,21 @@ def continuation_order(alphas: Sequence[float]) -> list[int]:
 
 def iter_folds(n_folds: int) -> Iterable[int]:
     return range(check_int("n_folds", n_folds, 1))
+
+
+def check_folds(folds: Sequence[int]) -> list[int]:
+    """Explicit fold indices (a protocol's ``folds``): non-empty, integers >= 0, no repeats."""
+    values = [check_int("folds", f, 0) for f in np.atleast_1d(np.asarray(folds, dtype=object)).tolist()]
+    if not values:
+        raise ValueError("Expected at least one fold index in `folds`, but got none.")
+    if len(set(values)) != len(values):
+        raise ValueError(f"Fold indices are listed more than once in `folds`: {values}.")
+    return values
+
+
+def fold_label(fold: int, folds: Sequence[int]) -> str:
+    """How progress names fold index ``fold`` of a run over ``folds``: "fold 2/10" for the usual
+    folds 0 .. n-1, "fold 9 (2 of 3 in this run)" for explicit ones (counted from 1, as people do)."""
+    if list(folds) == list(range(len(folds))):
+        return f"fold {fold + 1}/{len(folds)}"
+    return f"fold {fold + 1} ({list(folds).index(fold) + 1} of {len(folds)} in this run)"

@@ -24,6 +24,8 @@ from pbr_core.experiments._protocol import (
     OnError,
     ProgressCallback,
     Runner,
+    check_folds,
+    fold_label,
     check_methods,
     check_predictions,
     fold_permutation,
@@ -54,6 +56,7 @@ def n_re_sweep(
     n_te: int | None = None,
     binary_ece: BinaryECE = DEFAULT_BINARY_ECE,
     on_error: OnError = "raise",
+    folds: Sequence[int] | None = None,
 ) -> pd.DataFrame:
     """Test ECE (and accuracy, NLL, Brier) of each method for each recalibration set size (Figure 3).
 
@@ -78,6 +81,10 @@ def n_re_sweep(
     binary_ece, on_error
         As in :func:`compare`. Tiny recalibration sets can make some methods fail; ``on_error="warn"``
         keeps the rest of the sweep.
+    folds : sequence of int or None
+        Which folds to run (indices; ``n_folds`` is then ignored). None: folds 0 .. n_folds-1.
+        With ``n_te`` given, a fold's rows do not depend on which other folds or n_re values are
+        run, so a long sweep can be run in pieces and resumed.
 
     Returns
     -------
@@ -115,7 +122,7 @@ def n_re_sweep(
         warnings.warn(f"The fixed test set has only n_te={n_te} rows (B = floor(n_te^(1/3)) bins): its ECE is "
                       "noisy. Drop the largest n_re values or pass a larger n_te.", UserWarning, stacklevel=2)
 
-    folds = list(iter_folds(n_folds))
+    folds = list(iter_folds(n_folds)) if folds is None else check_folds(folds)
     runner = Runner(total=len(folds) * len(kept) * len(methods), columns=COMPARE_COLUMNS,
                     progress=progress, cancel=cancel)
     for fold in folds:
@@ -126,7 +133,7 @@ def n_re_sweep(
             shared: SharedFits = {}  # gp / gp_app etc. share one fit per recalibration set
             for method in methods:
                 runner.check_cancel()
-                what = f"{method}, n_re={n_re}, fold {fold + 1}/{len(folds)}"
+                what = f"{method}, n_re={n_re}, {fold_label(fold, folds)}"
                 row = {"method": method, "fold": fold, "n_re": n_re}
                 with runner.fitting():
                     row.update(fit_and_evaluate(method, method_params.get(method), fit_set, test_set,
