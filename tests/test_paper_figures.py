@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.util
 import math
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -14,8 +13,9 @@ import pytest
 from scipy import stats
 
 from pbr_core.experiments import kl_vs_ece_gap, n_re_sweep
-from pbr_core.predictions import Predictions, softmax
-from pbr_core.recalibrators.base import REGISTRY, Recalibrator
+from pbr_core.predictions import Predictions
+from pbr_core.recalibrators.base import REGISTRY
+from recal_doubles import KLDouble
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,27 +28,14 @@ def script():
     return module
 
 
-class KLTemperatureDouble(Recalibrator):
-    """TEST DOUBLE for PBR: temperature 1 + alpha and a made-up KL, so no GP fit is needed."""
+class KLTemperatureDouble(KLDouble):
+    """TEST DOUBLE for PBR (see recal_doubles.KLDouble) with the GP methods' ``device`` parameter,
+    which the script passes."""
 
     method = "test_double_figs_kl"
-    uses = "scores"
 
     def __init__(self, alpha: float = 0.5, device: str = "cpu") -> None:
         self.alpha, self.device = alpha, device
-
-    def _fit(self, preds: Predictions) -> None:
-        self.temperature_ = 1.0 + self.alpha
-        self.kl_ = 10.0 * (1.0 - self.alpha) + float(preds.confidence.mean())
-
-    def _predict_proba(self, preds: Predictions) -> np.ndarray:
-        return softmax(preds.scores / self.temperature_)
-
-    def _get_state(self) -> dict[str, Any]:
-        return {"temperature_": self.temperature_, "kl_": self.kl_}
-
-    def _set_state(self, state: dict[str, Any]) -> None:
-        self.temperature_, self.kl_ = state["temperature_"], state["kl_"]
 
 
 @pytest.fixture
