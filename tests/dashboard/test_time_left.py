@@ -54,8 +54,11 @@ class Timeline:
                     report(10 * (i + 1), rec.max_iter, 0.3)
                 timeline.sample()
             clock.advance(check_s)              # the final training-set check
-            rec.model_, rec.input_kind_, rec.kl_ = None, "logits", 0.5
-            rec.fit_report_ = {"iterations": 10 * (i + 1), "converged": True}
+            # A stand-in model with the shape `fit_continued` checks (alpha selection continues fits).
+            points = types.SimpleNamespace(inducing_points=np.zeros((int(rec.n_inducing), 1)))
+            rec.model_ = types.SimpleNamespace(variational_strategy=points)
+            rec.input_kind_, rec.kl_ = "logits", 0.5
+            rec.fit_report_ = {"iterations": 10 * (i + 1), "converged": True, "objective": 0.3}
             rec.bounds_ = {"n": preds.n}
 
         def fake_predict(rec, preds):
