@@ -871,4 +871,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the copy of this module that the rest of the package imports (pbr_core.cli), not this
+    # __main__ one: the subcommands in pbr_core.stream raise pbr_core.cli.CLIError, which main()
+    # here would not recognise as its own class and would show as a traceback.
+    from pbr_core.cli import main as _package_main
+
+    sys.exit(_package_main())

@@ -275,6 +275,15 @@ def test_python_dash_m_subprocess(c10_files) -> None:
     assert proc.returncode == EXIT_BAD_INPUT and "Traceback" not in proc.stderr
 
 
+def test_python_dash_m_streamed_errors_are_messages(tmp_path) -> None:
+    """The streamed subcommands raise pbr_core.cli.CLIError; under `python -m pbr_core.cli` (module
+    __main__) they were shown as a traceback."""
+    proc = subprocess.run([sys.executable, "-m", "pbr_core.cli", "evaluate", str(tmp_path)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == EXIT_BAD_INPUT, proc.stderr
+    assert "Traceback" not in proc.stderr and "no file found" in proc.stderr
+
+
 def test_apply_to_unlabelled_new_data(capsys, c10_files, tmp_path) -> None:
     """Shipping a recalibrator: the new data has no labels; apply still works and writes no label column."""
     fit, test = c10_files
