@@ -38,7 +38,8 @@ from pbr_core.groups import (MAX_GROUPS, MIN_ROWS, GroupReport, by_names, check_
 from pbr_core.metrics import default_n_boot
 from pbr_core.predictions import Predictions, PredictionsError
 from pbr_core.stream._source import Dataset, Unit
-from pbr_core.stream._stats import CalibrationStatistics, StatsConfig, add_split_bootstrap, reliability_table
+from pbr_core.stream._stats import (CalibrationStatistics, StatsConfig, add_split_bootstrap, confidence_outcome,
+                                    reliability_table)
 
 __all__ = ["GroupStatistics", "GroupsConfig", "compute_group_statistics"]
 
@@ -129,13 +130,7 @@ class GroupStatistics:
         """Add a validated batch whose row i belongs to group ``codes[i]`` (an index into
         ``config.groups``). ``key`` seeds the batch's random halves and bootstrap weights."""
         cfg = self.config
-        if preds.kind == "top_label":
-            conf, out = preds.confidence, preds.correct
-        elif preds.kind == "binary" and cfg.target == "positive":
-            conf, labels = _m.ece_inputs(preds.probs, preds.labels, "positive")
-            out = labels.astype(np.float64)
-        else:
-            conf, out = preds.confidence, preds.correct
+        conf, out = confidence_outcome(preds, cfg.target)
         conf = np.asarray(conf, dtype=np.float64)
         out = np.asarray(out, dtype=np.float64)
         G, T = self.n.size, self.bins.shape[1]

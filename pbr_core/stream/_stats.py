@@ -33,7 +33,7 @@ import pandas as pd
 from pbr_core import metrics as _m
 from pbr_core.predictions import Predictions
 
-__all__ = ["CalibrationStatistics", "StatsConfig", "poisson_weights"]
+__all__ = ["CalibrationStatistics", "StatsConfig", "confidence_outcome", "poisson_weights"]
 
 #: Poisson(1) CDF P(X <= k), k = 0..11, times 2^32 rounded down: thresholds on uniform uint32.
 _POISSON_T = np.floor(np.cumsum(np.exp(-1.0) / np.cumprod(np.r_[1.0, np.arange(1, 12)])) * 2.0**32)
@@ -51,6 +51,15 @@ def poisson_weights(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndar
     for t in _POISSON_T:
         w += u >= t
     return w
+
+
+def confidence_outcome(preds: Predictions, target: str) -> tuple[np.ndarray, np.ndarray]:
+    """The (confidence, outcome) pairs the ECE of a batch bins: p(y = 1) and y on binary data with
+    ``target == "positive"``, else the top-label confidence and whether it was correct."""
+    if preds.kind == "binary" and target == "positive":
+        conf, labels = _m.ece_inputs(preds.probs, preds.labels, "positive")
+        return conf, labels.astype(np.float64)
+    return preds.confidence, preds.correct
 
 
 @dataclass(frozen=True)
@@ -117,15 +126,9 @@ class CalibrationStatistics:
         cfg = self.config
         if preds.kind != cfg.kind:
             raise ValueError(f"Expected a batch of kind {cfg.kind!r}, but got {preds.kind!r}.")
-        if preds.kind == "top_label":
-            conf, out = preds.confidence, preds.correct
-        elif preds.kind == "binary" and cfg.target == "positive":
-            conf, labels = _m.ece_inputs(preds.probs, preds.labels, "positive")
-            out = labels.astype(np.float64)
-        else:
-            if preds.probs.shape[1] != cfg.n_classes and preds.kind == "multiclass":
-                raise ValueError(f"Expected {cfg.n_classes} classes, but a batch has {preds.probs.shape[1]}.")
-            conf, out = preds.confidence, preds.correct
+        if preds.kind == "multiclass" and preds.probs.shape[1] != cfg.n_classes:
+            raise ValueError(f"Expected {cfg.n_classes} classes, but a batch has {preds.probs.shape[1]}.")
+        conf, out = confidence_outcome(preds, cfg.target)
         rows = conf.shape[0]
         gap = conf - out
         cell = _m.assign_bins(conf, self.edges)
