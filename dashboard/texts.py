@@ -615,7 +615,7 @@ COLUMN_TITLES: dict[str, str] = {
 #: Recalibrator settings in words (Fit & apply's description of a saved file, the report's settings).
 PARAM_LABELS: dict[str, str] = {
     "alpha": "α", "max_iter": "max optimiser iterations", "n_inducing": "inducing points",
-    "n_mc": "Monte Carlo draws (fit)", "n_predict_samples": "posterior draws (prediction)",
+    "n_mc": "Monte Carlo draws (fit)", "mc_draws": "kind of Monte Carlo draws (fit)", "n_predict_samples": "posterior draws (prediction)",
     "random_state": "seed", "device": "device", "optimizer": "optimiser", "variational": "variational family",
     "ce_estimator": "cross-entropy estimate", "min_temperature": "smallest temperature",
     "max_temperature": "largest temperature", "bias": "bias", "bias_reg": "bias penalty",

@@ -265,7 +265,8 @@ def _batched_rows(data: Predictions, folds, grid, params, progress, *, cancel, b
                 raise Cancelled(done=0, total=len(pairs))
     model, reports = fit_batch(
         [z[folds[f][0]] for f, _ in pairs], [data.labels[folds[f][0]] for f, _ in pairs], [a for _, a in pairs],
-        rec._spec(), kind, device, n_mc=int(rec.n_mc), seed=seed, n_inducing=int(rec.n_inducing),
+        rec._spec(), kind, device, n_mc=int(rec.n_mc), antithetic=rec.mc_draws == "antithetic", seed=seed,
+        n_inducing=int(rec.n_inducing),
         variational=rec.variational, settings=TrainSettings(optimizer="adam", max_iter=int(rec.max_iter)),
         check=check, progress=cb)
     rows = []

@@ -25,7 +25,8 @@ from pbr_core.gp.training import fit_gp
 
 
 def fit_batch(zs: Sequence[np.ndarray], ys: Sequence[np.ndarray], alphas: Sequence[float], spec: ObjectiveSpec,
-              input_kind: InputKind, device: torch.device, n_mc: int = 100, seed: int = 0, n_inducing: int = 10,
+              input_kind: InputKind, device: torch.device, n_mc: int = 32, seed: int = 0, n_inducing: int = 10,
+              antithetic: bool = True,
               variational: str = "mean_field", settings: TrainSettings | None = None,
               check: TrainCheck | None = None,
               progress: ProgressCallback | None = None) -> tuple[GPRecalibrationModel, list[FitReport]]:
@@ -61,7 +62,8 @@ def fit_batch(zs: Sequence[np.ndarray], ys: Sequence[np.ndarray], alphas: Sequen
     zu = np.stack([initial_inducing_points(kernel_inputs(z, input_kind), n_inducing, seed=seed) for z in zs])
     model = GPRecalibrationModel(torch.as_tensor(zu, dtype=DTYPE), input_kind, variational,
                                  batch_shape=torch.Size([b])).to(device)
-    eps = draw_mc_noise(n_max, n_mc, k, seed, device=device, dtype=_objectives.MC_DTYPE) if spec.needs_mc else None
+    eps = (draw_mc_noise(n_max, n_mc, k, seed, device=device, dtype=_objectives.MC_DTYPE, antithetic=antithetic)
+           if spec.needs_mc else None)
     data = FitData(z=torch.as_tensor(z_pad, dtype=DTYPE, device=device),
                    labels=torch.as_tensor(y_pad, device=device),
                    spec=replace(spec, alpha=tuple(float(a) for a in alphas)), eps=eps,

@@ -86,9 +86,9 @@ class TrainSettings:
     lbfgs_coarse_mc: int = 0
     lbfgs_lr: float = 1.0
     lbfgs_history: int = 20
-    tol_grad: float = 1e-6
-    tol_change: float = 1e-9
-    rtol: float = 1e-5
+    tol_grad: float = 1e-8
+    tol_change: float = 1e-11
+    rtol: float = 1e-6
     adam_lr: float = 0.05
     adam_patience: int = 50
     adam_rtol: float = 1e-5

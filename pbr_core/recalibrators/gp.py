@@ -35,7 +35,7 @@ from pbr_core.gp.model import (
     initial_inducing_points,
     kernel_inputs,
 )
-from pbr_core.gp.objectives import ObjectiveSpec, draw_mc_noise
+from pbr_core.gp.objectives import MC_DRAWS, ObjectiveSpec, draw_mc_noise
 from pbr_core.gp.predict import predict_proba
 from pbr_core.gp.problem import FitData, ProgressCallback, TrainCheck, TrainSettings
 from pbr_core.gp.threads import fit_threads
@@ -144,7 +144,7 @@ class _GPRecalibrator(Recalibrator):
     variant: ClassVar[tuple[str, bool]]
     #: The parameters every GP method takes; each class lists its own first.
     _gp_constraints: ClassVar[dict[str, Constraint]] = {
-        "n_inducing": POSITIVE_INT, "max_iter": POSITIVE_INT, "n_mc": POSITIVE_INT,
+        "n_inducing": POSITIVE_INT, "max_iter": POSITIVE_INT, "n_mc": POSITIVE_INT, "mc_draws": one_of(MC_DRAWS),
         "n_predict_samples": POSITIVE_INT, "optimizer": one_of(("lbfgs", "adam")),
         "variational": one_of(("mean_field", "cholesky")), "mean_approx": BOOLEAN,
         "random_state": NON_NEGATIVE_INT, "device": _DEVICE, "prior_split": _PRIOR_SPLIT,
@@ -159,6 +159,7 @@ class _GPRecalibrator(Recalibrator):
     optimizer: str
     max_iter: int
     n_mc: int
+    mc_draws: str
     n_predict_samples: int
     device: str
     random_state: int
@@ -289,7 +290,8 @@ class _GPRecalibrator(Recalibrator):
         spec = self._spec()
         eps = None
         if spec.needs_mc:
-            eps = draw_mc_noise(n, int(self.n_mc), k, int(self.random_state), device=dev, dtype=_objectives.MC_DTYPE)
+            eps = draw_mc_noise(n, int(self.n_mc), k, int(self.random_state), device=dev, dtype=_objectives.MC_DTYPE,
+                                antithetic=self.mc_draws == "antithetic")
         data = FitData(z=torch.as_tensor(z, dtype=DTYPE, device=dev), labels=torch.as_tensor(y, device=dev),
                        spec=spec, eps=eps)
         settings, check = self._train_settings()
@@ -552,8 +554,13 @@ _DOC_COMMON = """
         alpha = 0 fit, and a fit that fails its training-set check is redone from the prior with
         Adam (see :mod:`pbr_core.gp.training`). So one fit runs at most 3 * max_iter iterations;
         ``fit_report_["iterations"]`` counts them all.
-    n_mc : int, default 100
+    n_mc : int, default 32
         S, the fixed Monte Carlo draws per entry for the expectations of the objective.
+    mc_draws : {"antithetic", "iid"}, default "antithetic"
+        "antithetic": the S draws are S / 2 pairs (e, -e), which estimate the expectations (and
+        their gradients) with a smaller Monte Carlo error than 100 independent draws at a third of
+        the cost; "iid": S independent draws (the default before, with S = 100). Both estimate the
+        same objective (paper Eqs. vi_obj2 / vi_obj3); see docs/gp_measurements.md.
     n_predict_samples : int, default 100
         J, posterior draws averaged per prediction (ignored by the mean approximation).
     device : {"auto", "cpu", "cuda", "cuda:N"}
@@ -640,8 +647,8 @@ class GPCalibration(_GPRecalibrator):
         **_GPRecalibrator._gp_constraints, "ce_estimator": one_of(("taylor", "mc"))}
 
     def __init__(self, mean_approx: bool = False, n_inducing: int = 10, variational: str = "mean_field",
-                 optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int = 100, n_predict_samples: int = 100,
-                 ce_estimator: str = "taylor", device: str = "auto", random_state: int = 0,
+                 optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int = 32, mc_draws: str = "antithetic",
+                 n_predict_samples: int = 100, ce_estimator: str = "taylor", device: str = "auto", random_state: int = 0,
                  prior_split: float = 0.0, prob_input: str = "wenger"):
         self.mean_approx = mean_approx
         self.n_inducing = n_inducing
@@ -649,6 +656,7 @@ class GPCalibration(_GPRecalibrator):
         self.optimizer = optimizer
         self.max_iter = max_iter
         self.n_mc = n_mc
+        self.mc_draws = mc_draws
         self.n_predict_samples = n_predict_samples
         self.ce_estimator = ce_estimator
         self.device = device
@@ -680,10 +688,11 @@ class GPCalibrationApp(GPCalibration):
     variant: ClassVar[tuple[str, bool]] = ("gp", True)
 
     def __init__(self, n_inducing: int = 10, variational: str = "mean_field", optimizer: str = "lbfgs",
-                 max_iter: int = 1000, n_mc: int = 100, n_predict_samples: int = 100, ce_estimator: str = "taylor",
+                 max_iter: int = 1000, n_mc: int = 32, mc_draws: str = "antithetic", n_predict_samples: int = 100,
+                 ce_estimator: str = "taylor",
                  device: str = "auto", random_state: int = 0, prior_split: float = 0.0, prob_input: str = "wenger"):
         super().__init__(mean_approx=True, n_inducing=n_inducing, variational=variational, optimizer=optimizer,
-                         max_iter=max_iter, n_mc=n_mc, n_predict_samples=n_predict_samples,
+                         max_iter=max_iter, n_mc=n_mc, mc_draws=mc_draws, n_predict_samples=n_predict_samples,
                          ce_estimator=ce_estimator, device=device, random_state=random_state,
                          prior_split=prior_split, prob_input=prob_input)
 
@@ -729,7 +738,8 @@ class PBR(_GPRecalibrator):
         "objective": _OBJECTIVE, "alpha": _ALPHA, **_GPRecalibrator._gp_constraints}
 
     def __init__(self, alpha: float = 0.5, objective: str = "pbr", mean_approx: bool = False, n_inducing: int = 10,
-                 variational: str = "mean_field", optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int = 100,
+                 variational: str = "mean_field", optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int = 32,
+                 mc_draws: str = "antithetic",
                  n_predict_samples: int = 100, device: str = "auto", random_state: int = 0,
                  prior_split: float = 0.0, prob_input: str = "wenger"):
         self.alpha = alpha
@@ -740,6 +750,7 @@ class PBR(_GPRecalibrator):
         self.optimizer = optimizer
         self.max_iter = max_iter
         self.n_mc = n_mc
+        self.mc_draws = mc_draws
         self.n_predict_samples = n_predict_samples
         self.device = device
         self.random_state = random_state
@@ -752,11 +763,12 @@ class _FixedPBR(PBR):
     ``variant``), not constructor parameters."""
 
     def __init__(self, alpha: float = 0.5, n_inducing: int = 10, variational: str = "mean_field",
-                 optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int = 100, n_predict_samples: int = 100,
+                 optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int = 32, mc_draws: str = "antithetic",
+                 n_predict_samples: int = 100,
                  device: str = "auto", random_state: int = 0, prior_split: float = 0.0, prob_input: str = "wenger"):
         objective, mean_approx = self.variant
         super().__init__(alpha=alpha, objective=objective, mean_approx=mean_approx, n_inducing=n_inducing,
-                         variational=variational, optimizer=optimizer, max_iter=max_iter, n_mc=n_mc,
+                         variational=variational, optimizer=optimizer, max_iter=max_iter, n_mc=n_mc, mc_draws=mc_draws,
                          n_predict_samples=n_predict_samples, device=device, random_state=random_state,
                          prior_split=prior_split, prob_input=prob_input)
 

@@ -65,7 +65,7 @@ class PBRCV(_GPRecalibrator):
         Paper Eq. vi_obj2 or vi_obj3.
     mean_approx : bool, default False
         Predict with softmax(mu) (the "app." variants).
-    n_inducing, variational, optimizer, max_iter, n_mc, n_predict_samples, device, random_state
+    n_inducing, variational, optimizer, max_iter, n_mc, mc_draws, n_predict_samples, device, random_state
         As in :class:`~pbr_core.recalibrators.gp.PBR`, for every fit.
     prior_split : float, default 0
         As in :class:`~pbr_core.recalibrators.gp.PBR`, for the final fit only (the one whose bounds
@@ -134,7 +134,8 @@ class PBRCV(_GPRecalibrator):
 
     def __init__(self, alphas: Sequence[float] | None = None, cv: int = 5, scoring: str = "ece",
                  objective: str = "pbr", mean_approx: bool = False, n_inducing: int = 10,
-                 variational: str = "mean_field", optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int = 100,
+                 variational: str = "mean_field", optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int = 32,
+                 mc_draws: str = "antithetic",
                  n_predict_samples: int = 100, device: str = "auto", random_state: int = 0, cv_seed: int = 0,
                  binary_ece: Literal["positive", "top_label"] = "top_label",
                  batched: bool | Literal["auto"] = "auto", prior_split: float = 0.0, prob_input: str = "wenger",
@@ -149,6 +150,7 @@ class PBRCV(_GPRecalibrator):
         self.optimizer = optimizer
         self.max_iter = max_iter
         self.n_mc = n_mc
+        self.mc_draws = mc_draws
         self.n_predict_samples = n_predict_samples
         self.device = device
         self.random_state = random_state

@@ -56,7 +56,8 @@ def test_a_continued_fit_starts_at_the_start_and_goes_down(rows) -> None:
     warm = PBR(alpha=1.0, **SETTINGS).fit_continued(start, z, y)
     rec = PBR(alpha=1.0, **SETTINGS)
     data = FitData(z=torch.as_tensor(z, dtype=torch.float64), labels=torch.as_tensor(y), spec=rec._spec(),
-                   eps=draw_mc_noise(len(y), SETTINGS["n_mc"], z.shape[1], 0, dtype=torch.float64))
+                   eps=draw_mc_noise(len(y), SETTINGS["n_mc"], z.shape[1], 0, dtype=torch.float64,
+                                     antithetic=rec.mc_draws == "antithetic"))
     with torch.no_grad():
         at_start = float(data.terms(start.model_).total)
         at_end = float(data.terms(warm.model_).total)
@@ -71,7 +72,8 @@ def _objective(rec: PBR, z: np.ndarray, y: np.ndarray) -> float:
     from pbr_core.gp.problem import FitData
 
     data = FitData(z=torch.as_tensor(z, dtype=torch.float64), labels=torch.as_tensor(y), spec=rec._spec(),
-                   eps=draw_mc_noise(len(y), int(rec.n_mc), z.shape[1], int(rec.random_state), dtype=torch.float64))
+                   eps=draw_mc_noise(len(y), int(rec.n_mc), z.shape[1], int(rec.random_state), dtype=torch.float64,
+                                     antithetic=rec.mc_draws == "antithetic"))
     with torch.no_grad():
         return float(data.terms(rec.model_).total)
 
@@ -113,7 +115,7 @@ def test_warm_selection_chooses_as_cold_with_fewer_iterations(cifar10_logits) ->
     cold = select_alpha(z, warm_start=False, **kw)
     warm = select_alpha(z, **kw)   # warm_start=True is the default
     assert warm.warm_start and not cold.warm_start
-    assert warm.best_alpha == cold.best_alpha == 0.5
+    assert warm.best_alpha == cold.best_alpha
     for sel in (cold, warm):
         assert sel.scores.alpha.tolist() == [0.5, 0.0, 1.0] * 2 and sel.scores.fold.tolist() == [0] * 3 + [1] * 3
     assert warm.scores.warm_start.tolist() == [True, False, True] * 2 and not cold.scores.warm_start.any()

@@ -146,6 +146,43 @@ def test_a_batch_of_alphas_is_one_per_gp_of_the_spec() -> None:
 def test_mc_draws_have_the_prefix_property() -> None:
     """The draws of the first n rows do not depend on how many rows follow (batch padding)."""
     assert torch.equal(draw_mc_noise(10, 7, 3, seed=5), draw_mc_noise(25, 7, 3, seed=5)[:10])
+    assert torch.equal(draw_mc_noise(10, 7, 3, seed=5, antithetic=True),
+                       draw_mc_noise(25, 7, 3, seed=5, antithetic=True)[:10])
+
+
+def test_antithetic_draws_are_interleaved_pairs() -> None:
+    """(e_1, -e_1, e_2, -e_2, ...): every even prefix is antithetic (the warm-up uses a prefix); an odd S
+    ends with one unpaired draw; the e's are the generator's first S/2 normals of each row."""
+    a = draw_mc_noise(6, 8, 3, seed=2, antithetic=True)
+    assert a.shape == (6, 8, 3)
+    torch.testing.assert_close(a[:, 1::2], -a[:, 0::2], rtol=0, atol=0)
+    assert torch.equal(a[:, 0::2], draw_mc_noise(6, 4, 3, seed=2))
+    odd = draw_mc_noise(6, 7, 3, seed=2, antithetic=True)
+    assert torch.equal(odd, a[:, :7])
+    # a linear function of the draws is estimated exactly: the mean of each row's draws is 0
+    assert float(draw_mc_noise(50, 10, 4, seed=0, antithetic=True).mean(1).abs().max()) < 1e-15
+
+
+def test_antithetic_draws_estimate_the_pbr_objective_better_than_three_times_as_many_iid(cifar10_logits) -> None:
+    """The reason S = 32 antithetic draws replaced S = 100 independent ones as the default: across 6
+    seeds, at a PBR fit's marginals on 500 real CIFAR-10 rows, the Monte Carlo Brier estimate spreads
+    less (here 9.2e-5 vs 1.8e-4; 2-40x on the fitted CIFAR fits of docs/gp_measurements.md)."""
+    from pbr_core.recalibrators.gp import PBR
+
+    z, y = cifar10_logits
+    z, y = z[:500], y[:500]
+    rec = PBR(alpha=0.5, max_iter=60, device="cpu").fit(z, y)
+    with torch.no_grad():
+        mu, var = rec.model_.marginals(torch.as_tensor(z, dtype=torch.float64))
+    labels = torch.as_tensor(y)
+
+    def spread(s: int, antithetic: bool) -> float:
+        est = [float(mc_terms_reference(mu, var, labels, draw_mc_noise(500, s, 10, seed, antithetic=antithetic),
+                                        ce=False, brier=True)[1].mean()) for seed in range(1, 7)]
+        return float(np.std(est, ddof=1))
+
+    anti, iid = spread(32, True), spread(100, False)
+    assert anti < 0.75 * iid, (anti, iid)
 
 
 # ---------------------------------------------------------------------- Wenger's Taylor expansion
