@@ -22,6 +22,8 @@ FIT_BASE_S = 1.9
 FIT_PER_ENTRY_S = 2.1e-4
 #: Seconds per predicted entry (row x class) with J = 100 draws.
 PREDICT_PER_ENTRY_S = 1.0e-6
+#: Starting the worker processes of a parallel alpha selection (spawn, import torch and pbr_core).
+WORKER_START_S = 3.0
 #: A fit that ends at the prior is redone (pbr_core.gp.training): up to this factor longer.
 WORST_FACTOR = 3.0
 #: Alpha selection continues each fold's fits along the grid (pbr_core.alpha_selection, warm
@@ -83,17 +85,21 @@ def _words(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def estimate(n_re: int, n_total: int, k: int, auto_alpha: bool, n_alphas: int, n_folds: int) -> Estimate:
+def estimate(n_re: int, n_total: int, k: int, auto_alpha: bool, n_alphas: int, n_folds: int,
+             n_jobs: int = 1) -> Estimate:
     """Seconds for the PBR page's run: (with automatic alpha) ``n_alphas * n_folds`` CV fits on
     (k-1)/k of the rows, each scored on its fold (per fold one from the prior, the others continued
-    at ``WARM_FIT_SHARE`` of its cost), then the final fit; then predictions on every row."""
+    at ``WARM_FIT_SHARE`` of its cost), the folds ``n_jobs`` at a time in worker processes (each
+    paying ``WORKER_START_S``), then the final fit; then predictions on every row."""
     scale, measured = _scale()
     fits, seconds = 1, model_seconds(n_re, k)
     if auto_alpha:
         n_cv = n_re * (n_folds - 1) / n_folds
         fits += n_alphas * n_folds
         per_fold = model_seconds(n_cv, k) * (1 + (n_alphas - 1) * WARM_FIT_SHARE)
-        seconds += n_folds * (per_fold + n_alphas * PREDICT_PER_ENTRY_S * (n_re / n_folds) * k)
+        rounds = n_folds if n_jobs <= 1 else -(-n_folds // n_jobs)  # folds in waves of n_jobs
+        seconds += rounds * (per_fold + n_alphas * PREDICT_PER_ENTRY_S * (n_re / n_folds) * k)
+        seconds += WORKER_START_S if n_jobs > 1 else 0.0
     seconds *= scale
     predict = PREDICT_PER_ENTRY_S * float(n_total) * k * scale
     return Estimate(fits=fits, seconds=seconds + predict, worst=seconds * WORST_FACTOR + predict,

@@ -15,6 +15,7 @@ about a second, wherever the run is.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Literal, Mapping, Protocol, Sequence, TypedDict
@@ -209,6 +210,7 @@ class PBRSettings:
     max_iter: int | None = None
     binary_ece: BinaryECE = DEFAULT_BINARY_ECE
     prior_split: float = 0.0             # > 0: share of the n_re rows that choose the prior (bounds valid as stated)
+    n_jobs: int = 1                      # automatic alpha: folds fitted at once, in worker processes
 
     @property
     def method(self) -> str:
@@ -299,6 +301,18 @@ class PBRResult(Downloads):
         return ended_at_prior(self.fit_report)
 
 
+def selection_jobs(n_folds: int) -> int:
+    """Worker processes for the PBR page's alpha selection: one per fold, at most one per CPU core
+    this server may use (``PBR_CALIB_JOBS=n`` caps it; 1 fits in the job's own thread)."""
+    from pbr_core.parallel import available_cores
+
+    cap = available_cores()
+    env = os.environ.get("PBR_CALIB_JOBS", "").strip()
+    if env.isdigit() and int(env) >= 1:
+        cap = int(env)
+    return max(1, min(int(n_folds), cap))
+
+
 def _pbr_recalibrator(s: PBRSettings, n_fit: int, reporter: Reporter) -> tuple[Any, int]:
     """The page's recalibrator: ``s.method`` at ``s.alpha``, or with automatic alpha a
     :class:`~pbr_core.recalibrators.PBRCV` whose k-fold selection inside the recalibration rows
@@ -314,7 +328,7 @@ def _pbr_recalibrator(s: PBRSettings, n_fit: int, reporter: Reporter) -> tuple[A
     from pbr_core.recalibrators import PBRCV
 
     rec = PBRCV(alphas=list(s.alpha_grid), cv=s.cv_folds, scoring=s.cv_score, objective=s.objective,
-                mean_approx=s.mean_approx, cv_seed=s.seed, binary_ece=s.binary_ece, **params)
+                mean_approx=s.mean_approx, cv_seed=s.seed, binary_ece=s.binary_ece, n_jobs=s.n_jobs, **params)
     steps = len(s.alpha_grid) * s.cv_folds + 1   # fits: the CV grid, then the final one
     # The CV fits run fold by fold, in ascending alpha, each continuing from the previous one
     # (alpha_selection._sequential_rows); a fit costs about its rows times a rate measured per

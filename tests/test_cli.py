@@ -121,7 +121,8 @@ def test_fit_with_params(capsys, c10_files, tmp_path) -> None:
 
 
 def test_fit_with_alpha_selected_by_cross_validation(capsys, c10_files, tmp_path) -> None:
-    """--select-alpha runs select_alpha on FILE with the method's parameters, prints the grid, fits with the winner."""
+    """--select-alpha runs select_alpha on FILE with the method's parameters, prints the grid, fits with the winner
+    (its folds here in two worker processes, --jobs 2: the same scores as select_alpha in this process)."""
     import pandas as pd
 
     from pbr_core.alpha_selection import select_alpha
@@ -132,7 +133,7 @@ def test_fit_with_alpha_selected_by_cross_validation(capsys, c10_files, tmp_path
     np.savez(small, logits=d["logits"][:300], labels=d["labels"][:300])
     model, scores = tmp_path / "pbr.json", tmp_path / "scores.csv"
     code, out, err = run(capsys, "fit", small, "--method", "pbr_total_app", "--select-alpha", "--alpha-grid", "0,1",
-                         "--alpha-folds", "2", "--alpha-metric", "brier", "--alpha-scores", scores,
+                         "--alpha-folds", "2", "--alpha-metric", "brier", "--alpha-scores", scores, "--jobs", "2",
                          "--param", "max_iter=30", "--param", "n_mc=10", "--out", model, "--quiet")
     assert code == EXIT_OK, err
     assert "DeprecationWarning" not in err and "torch.jit" not in err
@@ -194,6 +195,8 @@ def test_fit_says_when_it_ended_at_the_prior(capsys, c10_files, tmp_path, monkey
     (["fit", "{fit}", "--method", "pbr", "--select-alpha", "--alpha-scores", "{tmp}/s.txt", "--out", "{tmp}/m.json"],
      "ending in .csv"),
     (["evaluate", "{fit}", "--eps", "1.5"], "(0, 1)"),
+    (["fit", "{fit}", "--method", "pbr", "--select-alpha", "--jobs", "0", "--out", "{tmp}/m.json"], "-1 (every core)"),
+    (["fit", "{fit}", "--method", "pbr", "--jobs", "2", "--out", "{tmp}/m.json"], "--jobs needs --select-alpha"),
 ])
 def test_usage_errors_exit_2(capsys, c10_files, tmp_path, argv, message) -> None:
     argv = [a.format(fit=c10_files[0], tmp=tmp_path) for a in argv]

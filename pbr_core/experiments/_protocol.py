@@ -16,6 +16,7 @@ many folds are run, the folds are statistically independent, and ``seed=1, fold=
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import math
 import time
@@ -231,6 +232,7 @@ class Runner:
     progress: ProgressCallback | None = None
     cancel: CancelCallback | None = None
     rows: list[dict[str, Any]] = field(default_factory=list)
+    keys: list[Any] = field(default_factory=list)   # sort keys of the rows added by put()
 
     @property
     def done(self) -> int:
@@ -253,6 +255,15 @@ class Runner:
 
     def add(self, row: dict[str, Any], message: str) -> None:
         self.rows.append(row)
+        if self.progress is not None:
+            self.progress(self.done, self.total, message)
+
+    def put(self, key: Any, row: dict[str, Any], message: str) -> None:
+        """Add a row under a sort key: the table keeps the keys' order whatever order rows arrive in
+        (folds fitted in worker processes finish in any order)."""
+        pos = bisect.bisect(self.keys, key)
+        self.keys.insert(pos, key)
+        self.rows.insert(pos, row)
         if self.progress is not None:
             self.progress(self.done, self.total, message)
 

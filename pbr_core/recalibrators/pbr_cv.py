@@ -38,6 +38,8 @@ def _is_grid(value: Any) -> bool:
 _GRID = Constraint(_is_grid, "a non-empty list of finite numbers >= 0, or None (the paper's grid)")
 _FOLDS = Constraint(lambda v: NON_NEGATIVE_INT.test(v) and v >= 2, "an integer of at least 2")
 _BATCHED = Constraint(lambda v: isinstance(v, (bool, np.bool_)) or v == "auto", "True, False or 'auto'")
+_N_JOBS = Constraint(lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, bool) and (v >= 1 or v == -1),
+                     "an integer >= 1, or -1 for every core")
 
 #: Columns of ``cv_results_`` (one entry per alpha): what :class:`~pbr_core.alpha_selection.AlphaSelection`
 #: summarises over the folds.
@@ -85,6 +87,9 @@ class PBRCV(_GPRecalibrator):
         (continuation along the grid: 1.4-1.8x less CPU time measured, see :mod:`pbr_core.alpha_selection`);
         False fits every (alpha, fold) from the prior. The final fit on all rows always starts at
         the prior: ``best_estimator_`` is ``PBR(alpha=alpha_).fit(X)``.
+    n_jobs : int, default 1
+        Folds of the selection fitted at the same time, each in a worker process
+        (:mod:`pbr_core.parallel`; -1: one per available core); the same numbers as with 1.
 
     Attributes
     ----------
@@ -127,7 +132,8 @@ class PBRCV(_GPRecalibrator):
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
         "alphas": _GRID, "cv": _FOLDS, "scoring": one_of(("ece", "brier", "nll")), "objective": _OBJECTIVE,
         **_GPRecalibrator._gp_constraints, "cv_seed": NON_NEGATIVE_INT,
-        "binary_ece": one_of(("positive", "top_label")), "batched": _BATCHED, "warm_start": BOOLEAN}
+        "binary_ece": one_of(("positive", "top_label")), "batched": _BATCHED, "warm_start": BOOLEAN,
+        "n_jobs": _N_JOBS}
 
     #: ``cv_progress(done, total, message)``, see the class docstring (not saved).
     cv_progress: Callable[[int, int, str], None] | None = None
@@ -139,7 +145,7 @@ class PBRCV(_GPRecalibrator):
                  n_predict_samples: int = 100, device: str = "auto", random_state: int = 0, cv_seed: int = 0,
                  binary_ece: Literal["positive", "top_label"] = "top_label",
                  batched: bool | Literal["auto"] = "auto", prior_split: float = 0.0, prob_input: str = "wenger",
-                 warm_start: bool = True):
+                 warm_start: bool = True, n_jobs: int = 1):
         self.alphas = alphas
         self.cv = cv
         self.scoring = scoring
@@ -160,6 +166,7 @@ class PBRCV(_GPRecalibrator):
         self.prior_split = prior_split
         self.prob_input = prob_input
         self.warm_start = warm_start
+        self.n_jobs = n_jobs
 
     @classmethod
     def _test_params(cls) -> dict[str, Any]:
@@ -206,7 +213,7 @@ class PBRCV(_GPRecalibrator):
             sel = select_alpha(preds, grid=grid, objective=self.objective, n_splits=int(self.cv), metric=self.scoring,
                                seed=int(self.cv_seed), progress=progress, batched=self.batched,
                                binary_ece=self.binary_ece, warm_start=bool(self.warm_start),
-                               **self._pbr_params())
+                               n_jobs=int(self.n_jobs), **self._pbr_params())
             self.alpha_ = float(sel.best_alpha)
             self.selection_ = sel
             self.cv_results_ = {c: sel.summary[c].to_numpy(dtype=np.float64) for c in CV_RESULT_COLUMNS}

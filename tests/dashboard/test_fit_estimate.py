@@ -35,6 +35,23 @@ def test_counts_the_cross_validation_fits_and_grows_with_size(fresh) -> None:
     assert "1 fit " in one.sentence() and "41 fits" in auto.sentence() and " min " in auto.sentence()
 
 
+def test_folds_in_worker_processes_shorten_the_estimate(fresh, monkeypatch) -> None:
+    """Alpha selection's folds run n_jobs at a time (pbr_core.parallel): the CV part takes
+    ceil(folds / n_jobs) rounds of a fold's cost, plus the workers' start."""
+    from dashboard import runs
+
+    one = fit_estimate.estimate(1000, 10_000, 10, auto_alpha=True, n_alphas=8, n_folds=5)
+    two = fit_estimate.estimate(1000, 10_000, 10, auto_alpha=True, n_alphas=8, n_folds=5, n_jobs=2)
+    fold = fit_estimate.model_seconds(800, 10) * (1 + 7 * fit_estimate.WARM_FIT_SHARE) + 8 * 1e-6 * 200 * 10
+    assert one.seconds - two.seconds == pytest.approx(2 * fold - fit_estimate.WORKER_START_S)
+    assert two.fits == one.fits == 41
+    monkeypatch.setattr("pbr_core.parallel.available_cores", lambda: 8)
+    monkeypatch.delenv("PBR_CALIB_JOBS", raising=False)
+    assert runs.selection_jobs(5) == 5 and runs.selection_jobs(10) == 8
+    monkeypatch.setenv("PBR_CALIB_JOBS", "1")
+    assert runs.selection_jobs(5) == 1
+
+
 def test_a_measured_fit_rescales_the_estimate(fresh) -> None:
     before = fit_estimate.estimate(1000, 10_000, 100, auto_alpha=False, n_alphas=8, n_folds=5)
     fit_estimate.record(1000, 100, 2 * fit_estimate.model_seconds(1000, 100))  # this machine: twice as slow

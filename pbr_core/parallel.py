@@ -1,0 +1,127 @@
+"""Independent chains of fits on several CPU cores: :func:`run_chains`.
+
+A GP fit runs on one torch thread (:mod:`pbr_core.gp.threads`: measured faster than torch's
+default), so a protocol that fits folds one after the other uses one core of a laptop's 4-16.
+The folds of an alpha selection or of the KL-gap protocol are independent chains (within a fold
+the fits may continue from each other, across folds they share nothing), so they can run in
+worker processes, one chain per task, ``n_jobs`` at a time. Each fit is seeded by its own
+parameters, so the rows are the same numbers whatever ``n_jobs`` is (``tests/test_parallel.py``).
+
+Workers are started with the ``spawn`` method (safe from threads, e.g. a dashboard job, and on
+every OS); each imports ``pbr_core`` and torch once (1-2 CPU s), so parallel runs pay off for
+protocols of more than a few fits. The items a chain emits (its finished rows) reach the caller
+as they finish, so progress is reported per fit and a stop (``cancel``) keeps every finished row:
+the workers are terminated at once, mid-fit.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import numbers
+import os
+import queue as _queue
+import traceback
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Callable, Sequence
+
+from pbr_core.cancel import Cancelled, checkpoint
+
+__all__ = ["available_cores", "check_n_jobs", "run_chains"]
+
+#: Seconds between two looks at the cancel callable while waiting for workers.
+POLL_S = 0.2
+
+_WORKER_QUEUE: Any = None
+
+
+def available_cores() -> int:
+    """CPU cores this process may use (the affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
+def check_n_jobs(n_jobs: Any) -> int:
+    """``n_jobs`` as a number of worker processes: an int >= 1, or -1 for every available core."""
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):
+        raise ValueError(f"Expected argument `n_jobs` to be a whole number >= 1, or -1 for every core, but got "
+                         f"{n_jobs!r}.")
+    n = int(n_jobs)
+    if n == -1:
+        return available_cores()
+    if n < 1:
+        raise ValueError(f"Expected argument `n_jobs` to be a whole number >= 1, or -1 for every core, but got {n}.")
+    return n
+
+
+def _init_worker(q: Any) -> None:
+    global _WORKER_QUEUE
+    _WORKER_QUEUE = q
+
+
+def _run_in_worker(chain_fn: Callable[..., None], index: int, args: tuple) -> None:
+    q = _WORKER_QUEUE
+    try:
+        chain_fn(*args, emit=lambda item: q.put((index, "item", item)))
+    except BaseException as exc:  # noqa: BLE001 - handed to the parent, which raises it
+        try:
+            q.put((index, "error", exc))
+        except Exception:  # an exception that does not pickle: its text instead
+            q.put((index, "error", RuntimeError(f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")))
+        return
+    q.put((index, "done", None))
+
+
+def run_chains(chain_fn: Callable[..., None], chains: Sequence[tuple], n_jobs: int,
+               on_item: Callable[[int, Any], None], cancel: Callable[[], bool] | None = None) -> None:
+    """Call ``chain_fn(*chains[i], emit=...)`` for every i, ``n_jobs`` chains at a time.
+
+    ``chain_fn`` (a module-level function: it is pickled to the workers) calls ``emit(item)`` for
+    each finished item (e.g. a row); ``on_item(i, item)`` is then called in this process, in the
+    order the items arrive. With ``n_jobs == 1`` (or one chain) everything runs here, in order.
+
+    Raises :class:`~pbr_core.cancel.Cancelled` (bare; the caller adds its partial table) when
+    ``cancel()`` returns True, or a stop installed with :func:`~pbr_core.cancel.cancel_when` is asked
+    for, after terminating the workers; the first exception of a chain, as
+    raised there; RuntimeError when a worker process died (e.g. killed for memory).
+    """
+    n_jobs = min(int(n_jobs), len(chains))
+    if n_jobs <= 1:
+        for i, args in enumerate(chains):
+            chain_fn(*args, emit=lambda item, i=i: on_item(i, item))
+        return
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    pool = ProcessPoolExecutor(max_workers=n_jobs, mp_context=ctx, initializer=_init_worker, initargs=(q,))
+    finished = False
+    try:
+        futures = [pool.submit(_run_in_worker, chain_fn, i, tuple(args)) for i, args in enumerate(chains)]
+        remaining = set(range(len(chains)))
+        while remaining:
+            checkpoint()  # a stop installed around the caller (pbr_core.cancel.cancel_when)
+            if cancel is not None and cancel():
+                raise Cancelled()
+            try:
+                index, kind, payload = q.get(timeout=POLL_S)
+            except _queue.Empty:
+                for f in futures:
+                    if f.done() and isinstance(f.exception(), BrokenProcessPool):
+                        raise RuntimeError("A worker process stopped unexpectedly (out of memory?); run with "
+                                           "n_jobs=1 to fit in this process.") from f.exception()
+                continue
+            if kind == "item":
+                on_item(index, payload)
+            elif kind == "done":
+                remaining.discard(index)
+            else:
+                raise payload
+        finished = True
+    finally:
+        if not finished:
+            # Stop now: running fits are killed, queued chains never start.
+            for p in list(getattr(pool, "_processes", {}).values()):
+                p.terminate()
+        pool.shutdown(wait=finished, cancel_futures=True)
+        q.close()
