@@ -3,11 +3,11 @@
 A GP fit's length cannot be known in advance (the optimiser stops on tolerance; a fit that ends at
 the prior is redone from smaller alpha at 2-5x its time), so the page gives a range, not a
 promise. The model: one fit costs about ``FIT_BASE_S + FIT_PER_ENTRY_S * n * K`` seconds on one CPU
-core (the Monte Carlo work is n * K * S entries per evaluation, S = 100, and the number of
+core (the Monte Carlo work is n * K * S entries per evaluation, S = 32, and the number of
 evaluations hardly depends on n or K), plus ``PREDICT_PER_ENTRY_S * n_predicted * K`` for the
 J = 100 draws of the predictions. The constants are this project's measurements
-(benchmarks/RESULTS_fast_pbr.md: n_re = 1000, K = 10: ~4 s; K = 100: ~23 s, one thread, a
-2-core machine under load). Once a fit has run in this server process, its measured time
+(benchmarks/RESULTS_fast_pbr.md, round 3: n_re = 1000, K = 10: 1.5-2.5 s; K = 100: 15-20 s over
+the paper's alphas, one thread, a 2-core machine). Once a fit has run in this server process, its measured time
 rescales the model (``record``), so the estimate follows the machine it runs on.
 """
 
@@ -17,9 +17,9 @@ import threading
 from dataclasses import dataclass
 
 #: Seconds of one fit that do not grow with n * K (optimiser bookkeeping, kernel algebra).
-FIT_BASE_S = 1.9
-#: Seconds per score entry (row x class) of one fit with S = 100 draws, about 150-200 evaluations.
-FIT_PER_ENTRY_S = 2.1e-4
+FIT_BASE_S = 0.6
+#: Seconds per score entry (row x class) of one fit with S = 32 antithetic draws, 150-500 evaluations.
+FIT_PER_ENTRY_S = 1.8e-4
 #: Seconds per predicted entry (row x class) with J = 100 draws.
 PREDICT_PER_ENTRY_S = 1.0e-6
 #: Starting the worker processes of a parallel alpha selection (spawn, import torch and pbr_core).
