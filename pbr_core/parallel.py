@@ -9,7 +9,9 @@ parameters, so the rows are the same numbers whatever ``n_jobs`` is (``tests/tes
 
 Workers are started with the ``spawn`` method (safe from threads, e.g. a dashboard job, and on
 every OS); each imports ``pbr_core`` and torch once (1-2 CPU s), so parallel runs pay off for
-protocols of more than a few fits. The items a chain emits (its finished rows) reach the caller
+protocols of more than a few fits. As with any ``spawn`` multiprocessing, each worker imports the
+script that started it: in a script, call with ``n_jobs > 1`` under ``if __name__ == "__main__":``
+(otherwise the workers stop with a message saying so). The items a chain emits (its finished rows) reach the caller
 as they finish, so progress is reported per fit and a stop (``cancel``) keeps every finished row:
 the workers are terminated at once, mid-fit.
 """
@@ -33,6 +35,11 @@ __all__ = ["available_cores", "check_n_jobs", "run_chains"]
 POLL_S = 0.2
 
 _WORKER_QUEUE: Any = None
+
+SCRIPT_GUARD_SHORT = "each worker imports the script that started it"
+SCRIPT_GUARD = ("pbr_core n_jobs > 1 was called again inside one of its own worker processes: "
+                + SCRIPT_GUARD_SHORT + " (Python's 'spawn' start method), so a call at the top level of a script "
+                "runs again in every worker. Put the call under `if __name__ == '__main__':`, or use n_jobs=1.")
 
 
 def available_cores() -> int:
@@ -88,6 +95,10 @@ def run_chains(chain_fn: Callable[..., None], chains: Sequence[tuple], n_jobs: i
     raised there; RuntimeError when a worker process died (e.g. killed for memory).
     """
     n_jobs = min(int(n_jobs), len(chains))
+    if n_jobs > 1 and getattr(mp.current_process(), "_inheriting", False):  # multiprocessing's own test
+        # A worker re-running the caller's script: the spawn start method imports the main module in
+        # every worker, and a call that is not under `if __name__ == "__main__":` runs again there.
+        raise RuntimeError(SCRIPT_GUARD)
     if n_jobs <= 1:
         for i, args in enumerate(chains):
             chain_fn(*args, emit=lambda item, i=i: on_item(i, item))
@@ -108,8 +119,10 @@ def run_chains(chain_fn: Callable[..., None], chains: Sequence[tuple], n_jobs: i
             except _queue.Empty:
                 for f in futures:
                     if f.done() and isinstance(f.exception(), BrokenProcessPool):
-                        raise RuntimeError("A worker process stopped unexpectedly (out of memory?); run with "
-                                           "n_jobs=1 to fit in this process.") from f.exception()
+                        raise RuntimeError("A worker process stopped unexpectedly: out of memory, or a script "
+                                           "whose call with n_jobs > 1 is not under `if __name__ == "
+                                           "'__main__':` (" + SCRIPT_GUARD_SHORT + "); run with n_jobs=1 to fit "
+                                           "in this process.") from f.exception()
                 continue
             if kind == "item":
                 on_item(index, payload)

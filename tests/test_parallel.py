@@ -7,6 +7,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -115,3 +116,23 @@ def test_n_jobs_is_checked() -> None:
 
     with pytest.raises(ValueError, match="n_jobs"):
         get_recalibrator("pbr_cv", n_jobs=0)
+
+
+def test_a_script_without_a_main_guard_gets_told_why(tmp_path) -> None:
+    """Spawned workers import the script that started them: a top-level call with n_jobs > 1 would
+    run again in every worker. It stops with a message naming the fix, not a bare BrokenProcessPool."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "no_guard.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from pbr_core.parallel import run_chains\n"
+        "from tests.test_parallel import _chain_ok\n"
+        "run_chains(_chain_ok, [(1,), (2,)], 2, lambda i, item: None)\n")
+    root = str(Path(__file__).resolve().parents[1])
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": root}, cwd=root)
+    assert done.returncode != 0
+    assert "Put the call under `if __name__ == '__main__':`" in done.stderr
+    assert "is not under `if __name__ == '__main__':`" in done.stderr  # the parent's own message
