@@ -136,3 +136,18 @@ def test_a_script_without_a_main_guard_gets_told_why(tmp_path) -> None:
     assert done.returncode != 0
     assert "Put the call under `if __name__ == '__main__':`" in done.stderr
     assert "is not under `if __name__ == '__main__':`" in done.stderr  # the parent's own message
+
+
+def test_a_stop_installed_around_pbrcv_reaches_its_workers(preds) -> None:
+    """The dashboard's Stop: a cancel_when around the job (not a cancel= argument) stops a PBRCV
+    whose folds run in worker processes, and terminates them."""
+    from pbr_core.cancel import cancel_when
+    from pbr_core.recalibrators import get_recalibrator
+
+    seen = []
+    rec = get_recalibrator("pbr_cv", alphas=[0.1, 0.5, 1.0], cv=4, n_jobs=2, **QUICK)
+    rec.cv_progress = lambda done, total, message: seen.append(done)
+    with pytest.raises(Cancelled), cancel_when(lambda: len(seen) >= 1):
+        rec.fit(preds.subset(np.arange(400)))
+    assert 1 <= len(seen) < 12 and not hasattr(rec, "alpha_")
+    assert _no_workers_left()
