@@ -19,6 +19,7 @@ import pandas as pd
 from scipy import stats
 
 from pbr_core.bounds import fit_bounds, optimal_n_bins
+from pbr_core.cancel import checkpoint
 from pbr_core.experiments._protocol import (
     PAPER_ALPHAS,
     BinaryECE,
@@ -38,7 +39,6 @@ from pbr_core.experiments._protocol import (
     split_indices,
     timed_fit,
 )
-from pbr_core.cancel import checkpoint
 from pbr_core.metrics import ece
 from pbr_core.parallel import check_n_jobs, run_chains
 from pbr_core.predictions import Predictions
@@ -177,7 +177,8 @@ def kl_vs_ece_gap(
         Folds fitted at the same time, each in a worker process (:mod:`pbr_core.parallel`; -1: one
         per available core). The rows are the same numbers as with 1 (each fit is seeded by its
         own parameters); only ``fit_seconds`` differs. Worth it from a few folds of GP fits on: a
-        worker pays 1-2 CPU s to import torch.
+        worker pays 1-2 CPU s to import torch. With ``on_error="warn"`` the warnings of fits in
+        workers are not shown here; their rows carry the error (column ``error``).
     **pbr_params
         Further constructor parameters of the method (e.g. ``n_inducing=10``, ``device="cpu"``).
 
