@@ -118,11 +118,14 @@ def run_chains(chain_fn: Callable[..., None], chains: Sequence[tuple], n_jobs: i
                 index, kind, payload = q.get(timeout=POLL_S)
             except _queue.Empty:
                 for f in futures:
-                    if f.done() and isinstance(f.exception(), BrokenProcessPool):
+                    exc = f.exception() if f.done() else None
+                    if isinstance(exc, BrokenProcessPool):
                         raise RuntimeError("A worker process stopped unexpectedly: out of memory, or a script "
                                            "whose call with n_jobs > 1 is not under `if __name__ == "
                                            "'__main__':` (" + SCRIPT_GUARD_SHORT + "); run with n_jobs=1 to fit "
-                                           "in this process.") from f.exception()
+                                           "in this process.") from exc
+                    if exc is not None:  # e.g. a chain's arguments that cannot be sent to a worker
+                        raise exc
                 continue
             if kind == "item":
                 on_item(index, payload)

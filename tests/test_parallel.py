@@ -151,3 +151,9 @@ def test_a_stop_installed_around_pbrcv_reaches_its_workers(preds) -> None:
         rec.fit(preds.subset(np.arange(400)))
     assert 1 <= len(seen) < 12 and not hasattr(rec, "alpha_")
     assert _no_workers_left()
+
+
+def test_arguments_that_cannot_reach_a_worker_raise_instead_of_waiting() -> None:
+    with pytest.raises(Exception, match="pickle|lambda"):
+        run_chains(_chain_ok, [(lambda: 1,), (2,)], 2, lambda i, item: None)
+    assert _no_workers_left()
