@@ -301,9 +301,10 @@ class PBRResult(Downloads):
         return ended_at_prior(self.fit_report)
 
 
-def selection_jobs(n_folds: int) -> int:
-    """Worker processes for the PBR page's alpha selection: one per fold, at most one per CPU core
-    this server may use (``PBR_CALIB_JOBS=n`` caps it; 1 fits in the job's own thread)."""
+def fold_jobs(n_folds: int) -> int:
+    """Worker processes for a job's folds (the PBR page's alpha selection, the Compare page's
+    protocol with GP methods): one per fold, at most one per CPU core this server may use
+    (``PBR_CALIB_JOBS=n`` caps it; 1 fits in the job's own thread)."""
     from pbr_core.parallel import available_cores
 
     cap = available_cores()
@@ -411,6 +412,7 @@ class CompareSettings:
     diagrams: bool = True                # keep each method's reliability table on fold 1's test set
     binary_ece: BinaryECE = DEFAULT_BINARY_ECE
     params: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()   # hashable method_params
+    n_jobs: int = 1                      # folds fitted at once, in worker processes
 
     def method_params(self) -> dict[str, dict[str, Any]]:
         return {m: dict(p) for m, p in self.params}
@@ -471,11 +473,11 @@ def recalibrator_params(method: str, alpha: float | None = None, max_iter: int |
 
 def compare_settings(methods: Sequence[str], n_re: int, n_folds: int, seed: int, *, n_te: int | None = None,
                      diagrams: bool = True, binary_ece: BinaryECE = DEFAULT_BINARY_ECE, alpha: float = 0.5,
-                     max_iter: int | None = None) -> CompareSettings:
+                     max_iter: int | None = None, n_jobs: int = 1) -> CompareSettings:
     """Settings with the GP methods' parameters filled in (alpha, and max_iter where accepted)."""
     return CompareSettings(methods=tuple(methods), n_re=int(n_re), n_folds=int(n_folds), seed=int(seed),
                            n_te=None if n_te is None else int(n_te), diagrams=diagrams, binary_ece=binary_ece,
-                           params=gp_params(methods, alpha, max_iter))
+                           params=gp_params(methods, alpha, max_iter), n_jobs=int(n_jobs))
 
 
 def run_compare(preds: Predictions, s: CompareSettings, reporter: Reporter, *, data_name: str = "",
@@ -499,7 +501,7 @@ def run_compare(preds: Predictions, s: CompareSettings, reporter: Reporter, *, d
             result.table = compare(preds, list(s.methods), n_re=s.n_re, n_folds=s.n_folds, seed=s.seed,
                                    n_te=s.n_te, method_params=s.method_params() or None, progress=progress,
                                    cancel=reporter.cancelled, binary_ece=s.binary_ece, on_error="warn",
-                                   on_predictions=keep_diagram if s.diagrams else None)
+                                   on_predictions=keep_diagram if s.diagrams else None, n_jobs=s.n_jobs)
     except Cancelled as exc:
         result.table, result.stopped = exc.partial, True
     return result

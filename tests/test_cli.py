@@ -309,7 +309,7 @@ def test_compare_prints_summary_and_writes_the_fold_table(capsys, tmp_path) -> N
     data = SAMPLE / "cifar10_resnet110.npz"
     out_file = tmp_path / "table.csv"
     code, out, _ = run(capsys, "compare", data, "--methods", "uncalibrated,temperature", "--n-re", "500",
-                       "--folds", "2", "--quiet", "--out", out_file)
+                       "--folds", "2", "--quiet", "--out", out_file, "--jobs", "2")  # folds in two processes
     assert code == EXIT_OK and "temperature" in out and "±" in out
     import pandas as pd
 

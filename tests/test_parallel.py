@@ -157,3 +157,26 @@ def test_arguments_that_cannot_reach_a_worker_raise_instead_of_waiting() -> None
     with pytest.raises(Exception, match="pickle|lambda"):
         run_chains(_chain_ok, [(lambda: 1,), (2,)], 2, lambda i, item: None)
     assert _no_workers_left()
+
+
+def test_compare_in_two_processes_gives_the_same_table_and_predictions(preds) -> None:
+    """Table 1's protocol: the same rows in the same (fold, method) order; on_predictions runs here
+    with the probabilities the workers send back (fits shared within a fold stay shared)."""
+    from pbr_core.experiments import compare
+
+    kw = dict(methods=["uncalibrated", "temperature", "pbr", "pbr_app"], n_re=150, n_folds=3,
+              method_params={m: QUICK for m in ("pbr", "pbr_app")})
+    got: dict[int, dict] = {1: {}, 2: {}}
+
+    def keep(jobs):
+        return lambda fold, method, test, probs: got[jobs].__setitem__((fold, method), (test.n, probs))
+
+    one = compare(preds, on_predictions=keep(1), **kw)
+    two = compare(preds, on_predictions=keep(2), n_jobs=2, **kw)
+    cols = ["method", "fold", "n_re", "n_te", "ece", "accuracy", "nll", "brier", "kl", "at_prior", "fit_shared_with"]
+    assert one[cols].equals(two[cols])
+    assert (two["fit_shared_with"] == "pbr").sum() == 3  # pbr_app reused pbr's fit in every fold
+    assert got[1].keys() == got[2].keys() and len(got[2]) == 12
+    for key, (n_te, probs) in got[1].items():
+        assert got[2][key][0] == n_te
+        np.testing.assert_array_equal(got[2][key][1], probs)

@@ -6,6 +6,8 @@ Both runs are background jobs (dashboard.jobs): the page shows their progress, c
 
 from __future__ import annotations
 
+import dataclasses
+
 import streamlit as st
 
 from dashboard import figures_recal as FR
@@ -78,6 +80,8 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.CompareSettings | Non
     settings = runs.compare_settings(chosen, int(n_re), int(n_folds), int(seed), n_te=n_te, diagrams=diagrams,
                                      binary_ece=binary_ece, alpha=float(alpha), max_iter=max_iter)
     fits, n_gp = settings.fits_per_fold()  # a method and its "app." variant share one fit
+    if n_gp:  # GP fits take seconds each: their folds go to worker processes (which take seconds to start)
+        settings = dataclasses.replace(settings, n_jobs=runs.fold_jobs(int(n_folds)))
     st.caption(f"{int(n_folds) * fits} fits in all" + (f", of which {int(n_folds) * n_gp} GP fits "
                                                       f"(on {runs.device_label()})" if n_gp else "") +
                f"; each fold fits on {int(n_re):,} rows and tests on " +

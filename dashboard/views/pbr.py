@@ -82,7 +82,7 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings:
     d[2].markdown(f"Fit on **{n_re:,}** rows, test on **{preds.n - n_re:,}** rows.")
     if runs.is_gp(method):  # a GP fit: its time is worth saying before it starts
         est = fit_estimate.estimate(n_re, preds.n, preds.n_classes, uses_alpha and alpha is None, len(grid), cv_folds,
-                                    n_jobs=runs.selection_jobs(cv_folds))
+                                    n_jobs=runs.fold_jobs(cv_folds))
         if est.long:
             st.info(est.sentence(), icon=":material/hourglass_top:")
         else:
@@ -114,7 +114,7 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings:
     return runs.PBRSettings(objective=objective, mean_approx=bool(mean_approx), alpha=alpha, alpha_grid=grid,
                             cv_folds=cv_folds, cv_score=cv_score, n_re=n_re, seed=seed, eps=eps, lipschitz=lip,
                             max_iter=max_iter, binary_ece=state.recal_binary_ece(preds), prior_split=prior_split,
-                            n_jobs=runs.selection_jobs(cv_folds) if uses_alpha and alpha is None else 1)
+                            n_jobs=runs.fold_jobs(cv_folds) if uses_alpha and alpha is None else 1)
 
 
 def _start(loaded: state.Loaded, s: runs.PBRSettings) -> None:

@@ -7,7 +7,6 @@ accuracy, NLL, Brier), repeat over ``n_folds`` random splits, report mean and st
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any, Callable, Mapping, Sequence
 
@@ -15,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from pbr_core.bounds import optimal_n_bins
+from pbr_core.cancel import checkpoint
 from pbr_core.experiments._protocol import (
     BinaryECE,
     DEFAULT_BINARY_ECE,
@@ -33,6 +33,7 @@ from pbr_core.experiments._protocol import (
     split_indices,
     timed_fit,
 )
+from pbr_core.parallel import check_n_jobs, run_chains
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import get_recalibrator
 
@@ -120,6 +121,7 @@ def compare(
     on_error: OnError = "raise",
     share_fits: bool = True,
     on_predictions: Callable[[int, str, Predictions, np.ndarray], None] | None = None,
+    n_jobs: int = 1,
 ) -> pd.DataFrame:
     """Fit every method on the same random recalibration/test splits and evaluate on the test sets.
 
@@ -171,6 +173,11 @@ def compare(
         Receives each method's recalibrated test probabilities of each fold as soon as they are
         computed (``test_set`` is the fold's raw test Predictions). The table keeps only metrics;
         use this to keep what you need, e.g. fold 0's reliability diagrams, without refitting.
+    n_jobs : int, default 1
+        Folds fitted at the same time, each in a worker process (:mod:`pbr_core.parallel`; -1: one
+        per available core); the same rows as with 1 (only the timing columns differ), in the same
+        order. ``on_predictions`` still runs in this process (the workers send the probabilities).
+        Worth it for GP methods on several folds (a worker pays 1-2 CPU s to import torch).
 
     Returns
     -------
@@ -203,22 +210,43 @@ def compare(
     _check_n_re(n_re, preds.n)
     split_indices(preds.n, n_re, fold=0, seed=seed, n_te=n_te)  # checks n_te before any fit
     folds = list(iter_folds(n_folds))
+    n_jobs = check_n_jobs(n_jobs)
     runner = Runner(total=len(folds) * len(methods), columns=COMPARE_COLUMNS, progress=progress, cancel=cancel)
-    for fold in folds:
-        re_idx, te_idx = split_indices(preds.n, n_re, fold=fold, seed=seed, n_te=n_te)
-        fit_set, test_set = preds.subset(re_idx), preds.subset(te_idx)
-        shared: SharedFits | None = {} if share_fits else None
-        for method in methods:
-            runner.check_cancel()
-            what = f"{method}, fold {fold + 1}/{len(folds)}"
-            row = {"method": method, "fold": fold, "n_re": int(n_re)}
-            with runner.fitting():
-                row.update(fit_and_evaluate(method, method_params.get(method), fit_set, test_set,
-                                            binary_ece=binary_ece, on_error=on_error, what=what, shared=shared,
-                                            on_predictions=None if on_predictions is None else
-                                            functools.partial(on_predictions, fold, method)))
-            runner.add(row, what)
+    chains = [(preds, list(methods), method_params, fold, len(folds), n_re, n_te, seed, binary_ece, on_error,
+               share_fits, on_predictions is not None) for fold in folds]
+
+    def on_item(pos: int, item: tuple) -> None:
+        i, row, what, probs = item
+        if on_predictions is not None and probs is not None:  # None: the fit failed (on_error="warn")
+            # The worker sent the test probabilities; the callable runs here (it need not pickle).
+            _, te_idx = split_indices(preds.n, n_re, fold=folds[pos], seed=seed, n_te=n_te)
+            on_predictions(folds[pos], methods[i], preds.subset(te_idx), probs)
+        runner.put((pos, i), row, what)
+
+    # Rows keep (fold, method) order, however the folds' fits interleave or finish.
+    with runner.fitting():
+        run_chains(_fold_chain, chains, n_jobs, on_item, cancel=cancel)
     return runner.table()
+
+
+def _fold_chain(preds: Predictions, methods: list[str], method_params: dict, fold: int, n_folds: int, n_re: int,
+                n_te: int | None, seed: int, binary_ece: BinaryECE, on_error: OnError, share_fits: bool,
+                keep_probs: bool, *, emit: Callable[[tuple], None]) -> None:
+    """One fold of :func:`compare`: every method fitted on its recalibration set and evaluated on its
+    test set; ``emit((method index, row, message, test probabilities or None))`` after each.
+    Module level, so that :func:`pbr_core.parallel.run_chains` can run it in a worker process."""
+    re_idx, te_idx = split_indices(preds.n, n_re, fold=fold, seed=seed, n_te=n_te)
+    fit_set, test_set = preds.subset(re_idx), preds.subset(te_idx)
+    shared: SharedFits | None = {} if share_fits else None
+    for i, method in enumerate(methods):
+        checkpoint()  # a stop asked for between two fits (in this process; workers are terminated)
+        what = f"{method}, fold {fold + 1}/{n_folds}"
+        kept: list[np.ndarray] = []
+        row = {"method": method, "fold": fold, "n_re": int(n_re)}
+        row.update(fit_and_evaluate(method, method_params.get(method), fit_set, test_set,
+                                    binary_ece=binary_ece, on_error=on_error, what=what, shared=shared,
+                                    on_predictions=(lambda _test, probs: kept.append(probs)) if keep_probs else None))
+        emit((i, row, what, kept[0] if kept else None))
 
 
 def _check_n_re(n_re: Any, n: int) -> int:

@@ -474,6 +474,7 @@ def test_compare_and_sweep_say_where_a_fit_ended_at_its_prior(at, monkeypatch):
     import pbr_core.gp.training as training
 
     monkeypatch.setattr(training, "PRIOR_SHIFT", 1e9)
+    monkeypatch.setenv("PBR_CALIB_JOBS", "1")  # the patch lives in this process: no worker processes
     at.switch_page(COMPARE).run()
     at.multiselect(key="cmp_methods").set_value(["uncalibrated", "isotonic", "pbr"]).run()
     at.number_input(key="cmp_n_re").set_value(50).run()

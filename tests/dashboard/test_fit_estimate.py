@@ -47,9 +47,9 @@ def test_folds_in_worker_processes_shorten_the_estimate(fresh, monkeypatch) -> N
     assert two.fits == one.fits == 41
     monkeypatch.setattr("pbr_core.parallel.available_cores", lambda: 8)
     monkeypatch.delenv("PBR_CALIB_JOBS", raising=False)
-    assert runs.selection_jobs(5) == 5 and runs.selection_jobs(10) == 8
+    assert runs.fold_jobs(5) == 5 and runs.fold_jobs(10) == 8
     monkeypatch.setenv("PBR_CALIB_JOBS", "1")
-    assert runs.selection_jobs(5) == 1
+    assert runs.fold_jobs(5) == 1
 
 
 def test_a_measured_fit_rescales_the_estimate(fresh) -> None:
