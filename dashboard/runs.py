@@ -569,6 +569,7 @@ class GenSettings:
     eps: float = 0.05
     max_iter: int | None = None
     binary_ece: BinaryECE = DEFAULT_BINARY_ECE
+    n_jobs: int = 1                      # folds fitted at once, in worker processes
 
     def describe(self) -> dict[str, Any]:
         """Settings as the report lists them, in the page's words."""
@@ -606,7 +607,7 @@ def run_generalization(preds: Predictions, s: GenSettings, reporter: Reporter, *
                 res = kl_vs_ece_gap(preds, alphas=list(s.alphas), objective=s.objective, n_re=s.n_re,
                                     n_folds=s.n_folds, seed=s.seed, progress=_progress(reporter, False),
                                     cancel=reporter.cancelled, eps=s.eps, binary_ece=s.binary_ece,
-                                    on_error="warn", **extra)
+                                    on_error="warn", n_jobs=s.n_jobs, **extra)
             stopped = False
         except Cancelled as exc:
             res, stopped = KLGapResult.from_table(exc.partial, objective=s.objective, eps=s.eps), True

@@ -62,7 +62,8 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.GenSettings | None:
         st.info(f"n_re = {n_re:,} needs 2 × n_re ≤ n = {preds.n:,} rows.")
         return None
     return runs.GenSettings(objective=objective, alphas=tuple(sorted(alphas)), n_re=n_re, n_folds=n_folds, seed=seed,
-                            eps=eps, max_iter=max_iter, binary_ece=state.recal_binary_ece(preds))
+                            eps=eps, max_iter=max_iter, binary_ece=state.recal_binary_ece(preds),
+                            n_jobs=runs.fold_jobs(n_folds))
 
 
 def _start(loaded: state.Loaded, s: runs.GenSettings) -> None:
