@@ -433,19 +433,10 @@ def part_cv_select(repeats: int, cli: bool) -> list[str]:
     c, w = res["cold"][0], res["warm"][0]
     cli_row = ""
     if cli:
-        import resource
-
         cmd = [sys.executable, "-m", "pbr_core.cli", "fit", str(data_path("c10")), "--sample", "1000", "--method",
                "pbr", "--select-alpha", "--out", "/tmp/bench_cv_pbr.json", "--quiet"]
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-        wall = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if done.returncode != 0:
-            raise RuntimeError(done.stderr[-2000:])
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        chosen = re.search(r"chosen alpha = (\S+)", done.stdout)
+        wall, cpu, stdout = _timed_children(cmd)
+        chosen = re.search(r"chosen alpha = (\S+)", stdout)
         cli_row = (f"| the CLI command itself (warm, the default; imports and loading included) | | {cpu:.1f} | | "
                    f"{chosen.group(1) if chosen else '?'} | wall {wall:.1f} s |")
         print(cli_row, flush=True)
