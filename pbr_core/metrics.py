@@ -539,11 +539,12 @@ def _split_statistics(a: np.ndarray, b: np.ndarray, n: int) -> tuple[np.ndarray,
 
 
 def _split_interval(a: np.ndarray, b: np.ndarray, boot_a: np.ndarray, boot_b: np.ndarray, n: int,
-                    level: float) -> tuple[float, float]:
-    """[split - z sd(split*), plug-in + z sd(plug-in*)] cut to [0, 1]; ``boot_*`` are (n_boot, B) sums."""
+                    level: float, boot_n: np.ndarray | None = None) -> tuple[float, float]:
+    """[split - z sd(split*), plug-in + z sd(plug-in*)] cut to [0, 1]; ``boot_*`` are (n_boot, B) sums;
+    ``boot_n`` (n_boot,): each replicate's number of rows where it is not n (Poisson bootstrap)."""
     z = NormalDist().inv_cdf(0.5 + level / 2)  # stdlib: importing scipy.stats costs seconds
     ece_hat, split = _split_statistics(a, b, n)
-    ece_reps, split_reps = _split_statistics(boot_a, boot_b, n)
+    ece_reps, split_reps = _split_statistics(boot_a, boot_b, n if boot_n is None else np.maximum(boot_n, 1.0))
     lo = split - z * split_reps.std()
     hi = ece_hat + z * ece_reps.std()
     return float(max(0.0, lo)), float(min(1.0, hi))

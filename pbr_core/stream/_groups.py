@@ -117,6 +117,7 @@ class GroupStatistics:
     bins: np.ndarray = field(repr=False)         # (4, T) count, sum conf, sum outcome, sum gap; T = sum B_g
     halves: np.ndarray = field(repr=False)       # (2T,) per group: gap sums of half 0 (B_g), then half 1
     boot: np.ndarray = field(repr=False)         # (n_boot, 2T) the same, Poisson-weighted per replicate
+    boot_n: np.ndarray | None = field(default=None, repr=False)  # (n_boot, 2T) each replicate's weights (rows)
 
     @classmethod
     def empty(cls, config: GroupsConfig) -> "GroupStatistics":
@@ -124,7 +125,8 @@ class GroupStatistics:
         G, T = nb.size, int(nb.sum())
         offsets = np.concatenate([[0], np.cumsum(nb)[:-1]]).astype(np.intp)
         return cls(config=config, offsets=offsets, n=np.zeros(G, dtype=np.int64), sums=np.zeros((5, G)),
-                   bins=np.zeros((4, T)), halves=np.zeros(2 * T), boot=np.zeros((config.n_boot, 2 * T)))
+                   bins=np.zeros((4, T)), halves=np.zeros(2 * T), boot=np.zeros((config.n_boot, 2 * T)),
+                   boot_n=np.zeros((config.n_boot, 2 * T)))
 
     def update(self, preds: Predictions, codes: np.ndarray, key: tuple[int, ...]) -> "GroupStatistics":
         """Add a validated batch whose row i belongs to group ``codes[i]`` (an index into
@@ -157,7 +159,8 @@ class GroupStatistics:
             self.sums[i] += np.bincount(codes, weights=w, minlength=G)
         rng = np.random.default_rng(np.random.SeedSequence([cfg.seed & 0xFFFFFFFF, *map(int, key), _SEED_TAG]))
         half = rng.integers(0, 2, size=codes.size, dtype=np.intp)
-        add_split_bootstrap(self.halves, self.boot, 2 * self.offsets[codes] + bin_ + B_row * half, gap, rng)
+        add_split_bootstrap(self.halves, self.boot, 2 * self.offsets[codes] + bin_ + B_row * half, gap, rng,
+                            self.boot_n)
         return self
 
     def merge(self, other: "GroupStatistics") -> "GroupStatistics":
@@ -169,6 +172,7 @@ class GroupStatistics:
         self.bins += other.bins
         self.halves += other.halves
         self.boot += other.boot
+        self.boot_n = None if self.boot_n is None or other.boot_n is None else self.boot_n + other.boot_n
         return self
 
     def report(self, level: float = 0.95, min_rows: int = MIN_ROWS) -> GroupReport:
@@ -185,13 +189,21 @@ class GroupStatistics:
                                    "was read. Run again when it no longer changes.")
         N = int(self.n.sum())
         nb = cfg.n_bins
+
+        def replicate_rows(g: int) -> np.ndarray | None:
+            """Each bootstrap replicate's rows of group g (its total Poisson weight), >= 1."""
+            if self.boot_n is None:
+                return None
+            o, B = int(self.offsets[g]), int(nb[g])
+            return np.maximum(self.boot_n[:, 2 * o:2 * o + 2 * B].sum(axis=1), 1.0)
+
         rows, diagrams = [], {}
         for g, name in enumerate(cfg.groups):
             n, B, o = int(self.n[g]), int(nb[g]), int(self.offsets[g])
             count, s_conf, s_out, s_gap = self.bins[:, o:o + B]
             a, b = 2 * o, 2 * o + B
             lo, hi = _m._split_interval(self.halves[a:b], self.halves[b:b + B], self.boot[:, a:b],
-                                        self.boot[:, b:b + B], n, level)
+                                        self.boot[:, b:b + B], n, level, boot_n=replicate_rows(g))
             nz = count > 0
             z, p = spiegelhalter_from_sums(float(self.sums[3, g]), float(self.sums[4, g]))
             rows.append({"group": name, "n": n, "share": n / N, "rate": float(self.sums[1, g] / n),
@@ -208,7 +220,9 @@ class GroupStatistics:
         def ece_replicates(name: str) -> np.ndarray:
             g = index[name]
             o, B = int(self.offsets[g]), int(nb[g])
-            return np.abs(self.boot[:, 2 * o:2 * o + B] + self.boot[:, 2 * o + B:2 * o + 2 * B]).sum(axis=1) / self.n[g]
+            rows_r = replicate_rows(g)
+            return (np.abs(self.boot[:, 2 * o:2 * o + B] + self.boot[:, 2 * o + B:2 * o + 2 * B]).sum(axis=1)
+                    / (self.n[g] if rows_r is None else rows_r))
 
         report.largest_gap = largest_gap(report.table, level, cfg.seed,
                                          lambda w, bw, b, bb, rng: ece_replicates(w) - ece_replicates(b))

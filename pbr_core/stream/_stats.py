@@ -104,6 +104,9 @@ class CalibrationStatistics:
     classwise: np.ndarray | None = field(default=None, repr=False)   # (K * B,)
     halves: np.ndarray | None = field(default=None, repr=False)      # (2 * B,)
     boot: np.ndarray | None = field(default=None, repr=False)        # (n_boot, 2 * B)
+    # (n_boot, 2 * B): each replicate's total Poisson weight per key (its "rows"); None in statistics
+    # saved before it was kept (their replicates are divided by n).
+    boot_n: np.ndarray | None = field(default=None, repr=False)
     n_batches: int = 0
 
     @classmethod
@@ -115,7 +118,7 @@ class CalibrationStatistics:
         return cls(
             config=config, edges=edges, cells=np.zeros((4, edges.size)),
             classwise=np.zeros(config.n_classes * B) if config.has_vector else None,
-            halves=np.zeros(2 * B), boot=np.zeros((config.n_boot, 2 * B)),
+            halves=np.zeros(2 * B), boot=np.zeros((config.n_boot, 2 * B)), boot_n=np.zeros((config.n_boot, 2 * B)),
         )
 
     # ------------------------------------------------------------------ accumulate
@@ -166,7 +169,7 @@ class CalibrationStatistics:
         B = cfg.n_bins
         rng = np.random.default_rng(np.random.SeedSequence([cfg.seed & 0xFFFFFFFF, *map(int, key)]))
         half = rng.integers(0, 2, size=conf.shape[0], dtype=np.intp)
-        add_split_bootstrap(self.halves, self.boot, _m.bin_index(conf, B) + B * half, gap, rng)
+        add_split_bootstrap(self.halves, self.boot, _m.bin_index(conf, B) + B * half, gap, rng, self.boot_n)
 
     def merge(self, other: "CalibrationStatistics") -> "CalibrationStatistics":
         """The statistics of both sets of rows (in place; returns self)."""
@@ -181,6 +184,7 @@ class CalibrationStatistics:
             self.classwise += other.classwise
         self.halves += other.halves
         self.boot += other.boot
+        self.boot_n = None if self.boot_n is None or other.boot_n is None else self.boot_n + other.boot_n
         self.n_batches += other.n_batches
         return self
 
@@ -284,7 +288,8 @@ class CalibrationStatistics:
           independent Poisson(1) count instead of drawing n rows with replacement (the
           multinomial counts of the ordinary bootstrap are, for large n, independent Poisson(1);
           Hanley & MacGibbon 2006, Chamandy et al. 2012 "Estimating uncertainty for massive
-          data streams"). Replicates then do not hold exactly n rows; the sums are divided by n.
+          data streams"). Replicates then do not hold exactly n rows; each replicate's sums are
+          divided by its own total weight (its number of rows), as the ordinary bootstrap's by n.
 
         Both are the same distribution as the in-memory interval up to O(1/n) terms; a coverage
         test on data with known CE_B (tests/stream) and the comparison in
@@ -294,7 +299,9 @@ class CalibrationStatistics:
         level = _m._check_level(level)
         self._check()
         B = self.config.n_bins
-        return _m._split_interval(self.halves[:B], self.halves[B:], self.boot[:, :B], self.boot[:, B:], self.n, level)
+        boot_n = None if self.boot_n is None else self.boot_n.sum(axis=1)
+        return _m._split_interval(self.halves[:B], self.halves[B:], self.boot[:, :B], self.boot[:, B:], self.n, level,
+                                  boot_n=boot_n)
 
     def summary(self, level: float = 0.95) -> dict[str, float | int | str | None]:
         """ECE, its interval, MCE, Brier, NLL, accuracy, classwise ECE, n and B, as one dict."""
@@ -308,9 +315,10 @@ class CalibrationStatistics:
 
 
 def add_split_bootstrap(halves: np.ndarray, boot: np.ndarray, keys: np.ndarray, gap: np.ndarray,
-                        rng: np.random.Generator) -> None:
+                        rng: np.random.Generator, boot_n: np.ndarray | None = None) -> None:
     """Add a batch to the split interval's sums: ``halves[k]`` += the gaps of the rows of key k (a bin
-    of one half), ``boot[r, k]`` += the same sums weighted by Poisson(1) draws of replicate r."""
+    of one half), ``boot[r, k]`` += the same sums weighted by Poisson(1) draws of replicate r, and
+    ``boot_n[r, k]`` += those weights themselves (the replicate's rows of key k)."""
     halves += np.bincount(keys, weights=gap, minlength=halves.size)
     order = np.argsort(keys, kind="stable")
     k_sorted, g_sorted = keys[order], gap[order]
@@ -322,6 +330,8 @@ def add_split_bootstrap(halves: np.ndarray, boot: np.ndarray, keys: np.ndarray, 
         m = min(step, n_boot - r0)
         w = poisson_weights(rng, (m, gap.shape[0]))
         boot[r0:r0 + m, used] += np.add.reduceat(w * g_sorted, starts, axis=1)
+        if boot_n is not None:
+            boot_n[r0:r0 + m, used] += np.add.reduceat(w, starts, axis=1, dtype=np.float64)
 
 
 def reliability_table(count: np.ndarray, s_conf: np.ndarray, s_out: np.ndarray, n: int, level: float) -> pd.DataFrame:
