@@ -196,7 +196,7 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
         if batched:
             rows = _batched_rows(data, folds, grid, params, progress, cancel=cancel, binary_ece=binary_ece)
         else:
-            rows = _sequential_rows(data, folds, grid, params, progress, cancel=cancel, binary_ece=binary_ece,
+            rows = _sequential_rows(data, folds, grid, params, progress, binary_ece=binary_ece,
                                     warm_start=bool(warm_start) and not template.prior_split, n_jobs=n_jobs)
     scores = pd.DataFrame(rows)
     scores["score"] = scores[metric]
@@ -213,7 +213,7 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
                           wall_time_s=time.perf_counter() - t0, warm_start=bool(scores["warm_start"].any()))
 
 
-def _sequential_rows(data: Predictions, folds, grid, params, progress, *, cancel, binary_ece,
+def _sequential_rows(data: Predictions, folds, grid, params, progress, *, binary_ece,
                      warm_start: bool, n_jobs: int = 1) -> list[dict]:
     rows: dict[tuple[int, int], dict] = {}
     total = len(grid) * len(folds)
@@ -227,7 +227,7 @@ def _sequential_rows(data: Predictions, folds, grid, params, progress, *, cancel
 
     try:
         run_chains(_fold_chain, [(data, tr, va, f, len(folds), grid, order, params, binary_ece, warm_start)
-                                 for f, (tr, va) in enumerate(folds)], n_jobs, on_item, cancel=cancel)
+                                 for f, (tr, va) in enumerate(folds)], n_jobs, on_item)
     except Cancelled:  # stopped between or inside fits: say how far the selection got
         raise Cancelled(done=len(rows), total=total) from None
     return [rows[key] for key in sorted(rows)]

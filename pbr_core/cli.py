@@ -225,12 +225,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _jobs(text: str) -> int:
+    from pbr_core.parallel import N_JOBS_WORDS, is_n_jobs
+
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer or -1 (every core), got {text!r}") from None
-    if value < 1 and value != -1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer or -1 (every core), got {text!r}")
+        value = None
+    if value is None or not is_n_jobs(value):
+        raise argparse.ArgumentTypeError(f"expected {N_JOBS_WORDS}, got {text!r}")
     return value
 
 

@@ -27,9 +27,9 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Sequence
 
-from pbr_core.cancel import Cancelled, checkpoint
+from pbr_core.cancel import checkpoint
 
-__all__ = ["available_cores", "check_n_jobs", "run_chains"]
+__all__ = ["N_JOBS_WORDS", "available_cores", "check_n_jobs", "is_n_jobs", "run_chains"]
 
 #: Seconds between two looks at the cancel callable while waiting for workers.
 POLL_S = 0.2
@@ -50,17 +50,21 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+#: What ``n_jobs`` may be, in words (the library's, the CLI's and the estimators' messages).
+N_JOBS_WORDS = "a whole number >= 1, or -1 (every core)"
+
+
+def is_n_jobs(value: Any) -> bool:
+    """Whether ``value`` is a valid ``n_jobs``: an int >= 1, or -1."""
+    return (not isinstance(value, bool) and isinstance(value, numbers.Integral)
+            and (int(value) >= 1 or int(value) == -1))
+
+
 def check_n_jobs(n_jobs: Any) -> int:
     """``n_jobs`` as a number of worker processes: an int >= 1, or -1 for every available core."""
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):
-        raise ValueError(f"Expected argument `n_jobs` to be a whole number >= 1, or -1 for every core, but got "
-                         f"{n_jobs!r}.")
-    n = int(n_jobs)
-    if n == -1:
-        return available_cores()
-    if n < 1:
-        raise ValueError(f"Expected argument `n_jobs` to be a whole number >= 1, or -1 for every core, but got {n}.")
-    return n
+    if not is_n_jobs(n_jobs):
+        raise ValueError(f"Expected argument `n_jobs` to be {N_JOBS_WORDS}, but got {n_jobs!r}.")
+    return available_cores() if int(n_jobs) == -1 else int(n_jobs)
 
 
 def _init_worker(q: Any) -> None:
@@ -82,16 +86,16 @@ def _run_in_worker(chain_fn: Callable[..., None], index: int, args: tuple) -> No
 
 
 def run_chains(chain_fn: Callable[..., None], chains: Sequence[tuple], n_jobs: int,
-               on_item: Callable[[int, Any], None], cancel: Callable[[], bool] | None = None) -> None:
+               on_item: Callable[[int, Any], None]) -> None:
     """Call ``chain_fn(*chains[i], emit=...)`` for every i, ``n_jobs`` chains at a time.
 
     ``chain_fn`` (a module-level function: it is pickled to the workers) calls ``emit(item)`` for
     each finished item (e.g. a row); ``on_item(i, item)`` is then called in this process, in the
     order the items arrive. With ``n_jobs == 1`` (or one chain) everything runs here, in order.
 
-    Raises :class:`~pbr_core.cancel.Cancelled` (bare; the caller adds its partial table) when
-    ``cancel()`` returns True, or a stop installed with :func:`~pbr_core.cancel.cancel_when` is asked
-    for, after terminating the workers; the first exception of a chain, as
+    Raises :class:`~pbr_core.cancel.Cancelled` (bare; the caller adds its partial table) when a stop
+    installed with :func:`~pbr_core.cancel.cancel_when` is asked for (checked between fits here, or
+    every 0.2 s while workers run, which are then terminated); the first exception of a chain, as
     raised there; RuntimeError when a worker process died (e.g. killed for memory).
     """
     n_jobs = min(int(n_jobs), len(chains))
@@ -112,8 +116,6 @@ def run_chains(chain_fn: Callable[..., None], chains: Sequence[tuple], n_jobs: i
         remaining = set(range(len(chains)))
         while remaining:
             checkpoint()  # a stop installed around the caller (pbr_core.cancel.cancel_when)
-            if cancel is not None and cancel():
-                raise Cancelled()
             try:
                 index, kind, payload = q.get(timeout=POLL_S)
             except _queue.Empty:

@@ -215,17 +215,21 @@ def compare(
     chains = [(preds, list(methods), method_params, fold, len(folds), n_re, n_te, seed, binary_ece, on_error,
                share_fits, on_predictions is not None) for fold in folds]
 
+    test_sets: dict[int, Predictions] = {}   # each fold's test rows, made once for on_predictions
+
     def on_item(pos: int, item: tuple) -> None:
         i, row, what, probs = item
         if on_predictions is not None and probs is not None:  # None: the fit failed (on_error="warn")
             # The worker sent the test probabilities; the callable runs here (it need not pickle).
-            _, te_idx = split_indices(preds.n, n_re, fold=folds[pos], seed=seed, n_te=n_te)
-            on_predictions(folds[pos], methods[i], preds.subset(te_idx), probs)
+            if pos not in test_sets:
+                _, te_idx = split_indices(preds.n, n_re, fold=folds[pos], seed=seed, n_te=n_te)
+                test_sets[pos] = preds.subset(te_idx)
+            on_predictions(folds[pos], methods[i], test_sets[pos], probs)
         runner.put((pos, i), row, what)
 
     # Rows keep (fold, method) order, however the folds' fits interleave or finish.
     with runner.fitting():
-        run_chains(_fold_chain, chains, n_jobs, on_item, cancel=cancel)
+        run_chains(_fold_chain, chains, n_jobs, on_item)
     return runner.table()
 
 

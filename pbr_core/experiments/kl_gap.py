@@ -220,8 +220,7 @@ def kl_vs_ece_gap(
                binary_ece, on_error, warm_start) for fold in folds]
     # Rows keep (fold, position in `alphas`) order, however the folds' fits interleave or finish.
     with runner.fitting():
-        run_chains(_fold_chain, chains, n_jobs, lambda pos, item: runner.put((pos, item[0]), item[1], item[2]),
-                   cancel=cancel)
+        run_chains(_fold_chain, chains, n_jobs, lambda pos, item: runner.put((pos, item[0]), item[1], item[2]))
     return KLGapResult.from_table(runner.table(), objective=objective, eps=eps)
 
 

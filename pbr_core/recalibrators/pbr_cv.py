@@ -19,6 +19,7 @@ import numpy as np
 
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import _state
+from pbr_core.parallel import N_JOBS_WORDS, is_n_jobs
 from pbr_core.recalibrators._params import BOOLEAN, NON_NEGATIVE_INT, Constraint, one_of
 from pbr_core.recalibrators._state import StateError
 from pbr_core.recalibrators.base import InputType, Recalibrator, register
@@ -38,8 +39,7 @@ def _is_grid(value: Any) -> bool:
 _GRID = Constraint(_is_grid, "a non-empty list of finite numbers >= 0, or None (the paper's grid)")
 _FOLDS = Constraint(lambda v: NON_NEGATIVE_INT.test(v) and v >= 2, "an integer of at least 2")
 _BATCHED = Constraint(lambda v: isinstance(v, (bool, np.bool_)) or v == "auto", "True, False or 'auto'")
-_N_JOBS = Constraint(lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, bool) and (v >= 1 or v == -1),
-                     "an integer >= 1, or -1 for every core")
+_N_JOBS = Constraint(is_n_jobs, N_JOBS_WORDS)
 
 #: Columns of ``cv_results_`` (one entry per alpha): what :class:`~pbr_core.alpha_selection.AlphaSelection`
 #: summarises over the folds.
