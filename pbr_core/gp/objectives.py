@@ -39,12 +39,13 @@ CEEstimator = Literal["none", "taylor", "mc"]
 SOFTMAX_MIN_CLASSES = 32
 
 #: dtype of the fixed draws of the fits (pbr_core.recalibrators.gp, pbr_core.gp.batch), hence of the
-#: Monte Carlo work (see :class:`_MCExpectations`); read at fit time. float64 (GP_SPEC section 1) by
-#: default: float32 is ~1.5-2x faster per evaluation but missed the quality bar of
-#: benchmarks/RESULTS_fast_pbr.md once (CIFAR-100 DenseNet-121, alpha = .1: its parameters 1.65e-4
-#: worse on the float64 objective, where the bar is 1e-4; it stopped 20 iterations earlier), so it
-#: is opt-in: ``pbr_core.gp.objectives.MC_DTYPE = torch.float32``.
-MC_DTYPE = torch.float64
+#: Monte Carlo work (see :class:`_MCExpectations`); read at fit time. float32 by default: the
+#: (N, S, K) passes are 1.4-2x cheaper than in float64 while mu, var, every per-row result, the sums
+#: over rows, the gradients, K_uu, its Cholesky and the KL stay float64 (GP_SPEC section 1). Measured
+#: against float64 fits on the quality grid of benchmarks/RESULTS_fast_pbr.md (with the L-BFGS stop
+#: rule of stop 19; under the looser earlier rule one float32 fit stopped 20 iterations early and
+#: missed the bar). ``pbr_core.gp.objectives.MC_DTYPE = torch.float64`` gives float64 draws.
+MC_DTYPE = torch.float32
 #: The kinds of fixed Monte Carlo draws a GP recalibrator can fit with (``mc_draws``; see
 #: :func:`draw_mc_noise`).
 MC_DRAWS = ("antithetic", "iid")

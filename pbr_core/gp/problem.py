@@ -85,7 +85,7 @@ class TrainSettings:
     warmup_mc: int = 10
     lbfgs_coarse_mc: int = 0
     lbfgs_lr: float = 1.0
-    lbfgs_history: int = 20
+    lbfgs_history: int = 100
     tol_grad: float = 1e-8
     tol_change: float = 1e-11
     rtol: float = 1e-6

@@ -92,7 +92,7 @@ BOUND_VALIDITY = {
 #: rtol 1e-5); GP calibration's objective (Wenger's Taylor cross entropy, no draws) was not shown to
 #: need it, and took 2.6x the iterations under it at K = 10 (420 against 160; 2.43 against 1.49
 #: CPU s) for a 4.4e-4 lower objective (benchmarks/RESULTS_fast_pbr.md, round 3).
-GP_CALIBRATION_STOP = {"rtol": 1e-5, "tol_change": 1e-9, "tol_grad": 1e-6}
+GP_CALIBRATION_STOP = {"rtol": 1e-5, "tol_change": 1e-9, "tol_grad": 1e-6, "lbfgs_history": 20}
 
 #: Largest share of the rows ``prior_split`` may set aside for choosing the prior.
 MAX_PRIOR_SPLIT = 0.9

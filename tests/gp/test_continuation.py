@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+import pbr_core.gp.objectives as objectives
 from pbr_core.alpha_selection import kfold_indices, select_alpha
 from pbr_core.experiments import KL_GAP_COLUMNS, kl_vs_ece_gap
 from pbr_core.experiments._protocol import continuation_order
@@ -56,7 +57,7 @@ def test_a_continued_fit_starts_at_the_start_and_goes_down(rows) -> None:
     warm = PBR(alpha=1.0, **SETTINGS).fit_continued(start, z, y)
     rec = PBR(alpha=1.0, **SETTINGS)
     data = FitData(z=torch.as_tensor(z, dtype=torch.float64), labels=torch.as_tensor(y), spec=rec._spec(),
-                   eps=draw_mc_noise(len(y), SETTINGS["n_mc"], z.shape[1], 0, dtype=torch.float64,
+                   eps=draw_mc_noise(len(y), SETTINGS["n_mc"], z.shape[1], 0, dtype=objectives.MC_DTYPE,
                                      antithetic=rec.mc_draws == "antithetic"))
     with torch.no_grad():
         at_start = float(data.terms(start.model_).total)
@@ -72,7 +73,7 @@ def _objective(rec: PBR, z: np.ndarray, y: np.ndarray) -> float:
     from pbr_core.gp.problem import FitData
 
     data = FitData(z=torch.as_tensor(z, dtype=torch.float64), labels=torch.as_tensor(y), spec=rec._spec(),
-                   eps=draw_mc_noise(len(y), int(rec.n_mc), z.shape[1], int(rec.random_state), dtype=torch.float64,
+                   eps=draw_mc_noise(len(y), int(rec.n_mc), z.shape[1], int(rec.random_state), dtype=objectives.MC_DTYPE,
                                      antithetic=rec.mc_draws == "antithetic"))
     with torch.no_grad():
         return float(data.terms(rec.model_).total)
