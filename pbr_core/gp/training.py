@@ -12,7 +12,10 @@ Optimisers
   (:class:`~pbr_core.gp.optimizers.LBFGS`, ``torch.optim.LBFGS``'s algorithm) on all parameters,
   run in chunks of ``CHUNK`` iterations so that progress is reported and a known-good snapshot is
   kept. Stops when torch's tolerances fire (|Delta f| <= tol_change, max |grad| <= tol_grad) or
-  when a chunk improves the objective by less than ``rtol * max(1, |f|)``.
+  when a chunk improves the objective by less than ``rtol * max(1, |f|)``. The curvature history
+  (``lbfgs_history``, 100) is longer than the model's parameter vector (3M + 3 = 33 at M = 10):
+  the slow end of a fit is inducing points drifting together along directions of near-zero
+  curvature, which a history of 20 pairs forgot (benchmarks/RESULTS_fast_pbr.md, round 4).
   Why the warm-up: from the prior, L-BFGS's long first steps collapse the outputscale (g = 0, the
   uncalibrated map) and it stays in that basin although better optima exist; Adam's
   per-parameter steps leave it, and L-BFGS then converges in fewer evaluations than Adam alone.

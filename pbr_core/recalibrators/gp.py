@@ -91,7 +91,9 @@ BOUND_VALIDITY = {
 #: Monte Carlo Brier term is flat near its optimum (fits stopped 1-1.6e-4 above the reference with
 #: rtol 1e-5); GP calibration's objective (Wenger's Taylor cross entropy, no draws) was not shown to
 #: need it, and took 2.6x the iterations under it at K = 10 (420 against 160; 2.43 against 1.49
-#: CPU s) for a 4.4e-4 lower objective (benchmarks/RESULTS_fast_pbr.md, round 3).
+#: CPU s) for a 4.4e-4 lower objective (benchmarks/RESULTS_fast_pbr.md, round 3). It keeps the
+#: L-BFGS history of 20 too (PBR's went to 100 in round 4), so its fits are those of the
+#: reproduction tables.
 GP_CALIBRATION_STOP = {"rtol": 1e-5, "tol_change": 1e-9, "tol_grad": 1e-6, "lbfgs_history": 20}
 
 #: Largest share of the rows ``prior_split`` may set aside for choosing the prior.
