@@ -6,7 +6,7 @@ promise. The model: one fit costs about ``FIT_BASE_S + FIT_PER_ENTRY_S * n * K``
 core (the Monte Carlo work is n * K * S entries per evaluation, S = 32, and the number of
 evaluations hardly depends on n or K), plus ``PREDICT_PER_ENTRY_S * n_predicted * K`` for the
 J = 100 draws of the predictions. The constants are this project's measurements
-(benchmarks/RESULTS_fast_pbr.md, round 3: n_re = 1000, K = 10: 1.5-2.5 s; K = 100: 15-20 s over
+(benchmarks/RESULTS_fast_pbr.md, round 4: n_re = 1000, K = 10: 1.5-2 s; K = 100: 9-17 s over
 the paper's alphas, one thread, a 2-core machine). Once a fit has run in this server process, its measured time
 rescales the model (``record``), so the estimate follows the machine it runs on.
 """
@@ -17,9 +17,10 @@ import threading
 from dataclasses import dataclass
 
 #: Seconds of one fit that do not grow with n * K (optimiser bookkeeping, kernel algebra).
-FIT_BASE_S = 0.6
-#: Seconds per score entry (row x class) of one fit with S = 32 antithetic draws, 150-500 evaluations.
-FIT_PER_ENTRY_S = 1.8e-4
+FIT_BASE_S = 0.8
+#: Seconds per score entry (row x class) of one fit with S = 32 antithetic float32 draws,
+#: 150-500 evaluations (round 4: 1.5-2 CPU s at n * K = 10^4, 12.5-14 at 10^5).
+FIT_PER_ENTRY_S = 1.2e-4
 #: Seconds per predicted entry (row x class) with J = 100 draws.
 PREDICT_PER_ENTRY_S = 1.0e-6
 #: Starting the worker processes of a parallel alpha selection (spawn, import torch and pbr_core).
