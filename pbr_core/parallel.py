@@ -13,7 +13,9 @@ protocols of more than a few fits. As with any ``spawn`` multiprocessing, each w
 script that started it: in a script, call with ``n_jobs > 1`` under ``if __name__ == "__main__":``
 (otherwise the workers stop with a message saying so). The items a chain emits (its finished rows) reach the caller
 as they finish, so progress is reported per fit and a stop (``cancel``) keeps every finished row:
-the workers are terminated at once, mid-fit.
+the workers are terminated at once, mid-fit. Warnings raised in a worker (a fit that ended at the
+prior, a failed fit kept as a NaN row) are re-issued in the caller as they arrive, so the caller's
+warning filters, ``pytest.warns`` and the dashboard see them as with ``n_jobs=1``.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from __future__ import annotations
 import multiprocessing as mp
 import numbers
 import os
+import importlib
 import queue as _queue
 import traceback
+import warnings
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Sequence
@@ -72,10 +76,31 @@ def _init_worker(q: Any) -> None:
     _WORKER_QUEUE = q
 
 
+def _warning_category(module: str, name: str) -> type[Warning]:
+    """The warning class a worker named (by module and qualified name), or UserWarning."""
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in name.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError):
+        return UserWarning
+    return obj if isinstance(obj, type) and issubclass(obj, Warning) else UserWarning
+
+
 def _run_in_worker(chain_fn: Callable[..., None], index: int, args: tuple) -> None:
     q = _WORKER_QUEUE
+
+    def forward(message, category, filename, lineno, file=None, line=None):
+        # Plain strings and ints only: the queue pickles in a feeder thread, where a warning
+        # object that does not pickle would be lost without a word.
+        q.put((index, "warning", (str(message), category.__module__, category.__qualname__, str(filename),
+                                  int(lineno))))
+
     try:
-        chain_fn(*args, emit=lambda item: q.put((index, "item", item)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")  # every warning goes to the caller, whose filters decide
+            warnings.showwarning = forward
+            chain_fn(*args, emit=lambda item: q.put((index, "item", item)))
     except BaseException as exc:  # noqa: BLE001 - handed to the parent, which raises it
         try:
             q.put((index, "error", exc))
@@ -109,6 +134,7 @@ def run_chains(chain_fn: Callable[..., None], chains: Sequence[tuple], n_jobs: i
         return
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
+    registry: dict = {}  # "default"/"once" filters show a repeated worker warning once, as in one process
     pool = ProcessPoolExecutor(max_workers=n_jobs, mp_context=ctx, initializer=_init_worker, initargs=(q,))
     finished = False
     try:
@@ -131,6 +157,10 @@ def run_chains(chain_fn: Callable[..., None], chains: Sequence[tuple], n_jobs: i
                 continue
             if kind == "item":
                 on_item(index, payload)
+            elif kind == "warning":
+                text, module, name, filename, lineno = payload
+                warnings.warn_explicit(text, _warning_category(module, name), filename, lineno,
+                                       registry=registry)
             elif kind == "done":
                 remaining.discard(index)
             else:

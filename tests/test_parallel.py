@@ -91,6 +91,26 @@ def _chain_dies(x: int, *, emit) -> None:
     time.sleep(0.5)
 
 
+def _chain_warns(x: int, *, emit) -> None:
+    import warnings
+
+    warnings.warn(f"chain {x}: a fit ended at the prior", RuntimeWarning)
+    emit(x)
+
+
+def test_warnings_in_workers_reach_the_caller() -> None:
+    """A worker's warnings are re-issued in the calling process (its filters, pytest.warns and the
+    dashboard's capture see them), with their category, as with n_jobs=1."""
+    for n_jobs in (1, 2):
+        got: list[int] = []
+        with pytest.warns(RuntimeWarning) as record:
+            run_chains(_chain_warns, [(1,), (2,)], n_jobs, lambda i, item: got.append(item))
+        assert sorted(got) == [1, 2]
+        texts = sorted(str(w.message) for w in record if w.category is RuntimeWarning)
+        assert texts == ["chain 1: a fit ended at the prior", "chain 2: a fit ended at the prior"], n_jobs
+    assert _no_workers_left()
+
+
 def test_run_chains_delivers_every_item_and_raises_a_chains_error() -> None:
     got: list[tuple[int, tuple[int, int]]] = []
     run_chains(_chain_ok, [(10,), (20,), (30,)], 2, lambda i, item: got.append((i, item)))

@@ -177,8 +177,7 @@ def kl_vs_ece_gap(
         Folds fitted at the same time, each in a worker process (:mod:`pbr_core.parallel`; -1: one
         per available core). The rows are the same numbers as with 1 (each fit is seeded by its
         own parameters); only ``fit_seconds`` differs. Worth it from a few folds of GP fits on: a
-        worker pays 1-2 CPU s to import torch. With ``on_error="warn"`` the warnings of fits in
-        workers are not shown here; their rows carry the error (column ``error``).
+        worker pays 1-2 CPU s to import torch. Warnings of fits in workers are re-issued here.
     **pbr_params
         Further constructor parameters of the method (e.g. ``n_inducing=10``, ``device="cpu"``).
 
