@@ -20,10 +20,10 @@ warning filters, ``pytest.warns`` and the dashboard see them as with ``n_jobs=1`
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing as mp
 import numbers
 import os
-import importlib
 import queue as _queue
 import traceback
 import warnings

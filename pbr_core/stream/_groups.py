@@ -117,7 +117,7 @@ class GroupStatistics:
     bins: np.ndarray = field(repr=False)         # (4, T) count, sum conf, sum outcome, sum gap; T = sum B_g
     halves: np.ndarray = field(repr=False)       # (2T,) per group: gap sums of half 0 (B_g), then half 1
     boot: np.ndarray = field(repr=False)         # (n_boot, 2T) the same, Poisson-weighted per replicate
-    boot_n: np.ndarray | None = field(default=None, repr=False)  # (n_boot, 2T) each replicate's weights (rows)
+    boot_n: np.ndarray | None = field(default=None, repr=False)  # (n_boot, G) each replicate's rows per group
 
     @classmethod
     def empty(cls, config: GroupsConfig) -> "GroupStatistics":
@@ -126,7 +126,7 @@ class GroupStatistics:
         offsets = np.concatenate([[0], np.cumsum(nb)[:-1]]).astype(np.intp)
         return cls(config=config, offsets=offsets, n=np.zeros(G, dtype=np.int64), sums=np.zeros((5, G)),
                    bins=np.zeros((4, T)), halves=np.zeros(2 * T), boot=np.zeros((config.n_boot, 2 * T)),
-                   boot_n=np.zeros((config.n_boot, 2 * T)))
+                   boot_n=np.zeros((config.n_boot, G)))
 
     def update(self, preds: Predictions, codes: np.ndarray, key: tuple[int, ...]) -> "GroupStatistics":
         """Add a validated batch whose row i belongs to group ``codes[i]`` (an index into
@@ -160,7 +160,7 @@ class GroupStatistics:
         rng = np.random.default_rng(np.random.SeedSequence([cfg.seed & 0xFFFFFFFF, *map(int, key), _SEED_TAG]))
         half = rng.integers(0, 2, size=codes.size, dtype=np.intp)
         add_split_bootstrap(self.halves, self.boot, 2 * self.offsets[codes] + bin_ + B_row * half, gap, rng,
-                            self.boot_n)
+                            self.boot_n, np.repeat(np.arange(G), 2 * nb))
         return self
 
     def merge(self, other: "GroupStatistics") -> "GroupStatistics":
@@ -192,10 +192,7 @@ class GroupStatistics:
 
         def replicate_rows(g: int) -> np.ndarray | None:
             """Each bootstrap replicate's rows of group g (its total Poisson weight), >= 1."""
-            if self.boot_n is None:
-                return None
-            o, B = int(self.offsets[g]), int(nb[g])
-            return np.maximum(self.boot_n[:, 2 * o:2 * o + 2 * B].sum(axis=1), 1.0)
+            return None if self.boot_n is None else np.maximum(self.boot_n[:, g], 1.0)
 
         rows, diagrams = [], {}
         for g, name in enumerate(cfg.groups):

@@ -104,8 +104,8 @@ class CalibrationStatistics:
     classwise: np.ndarray | None = field(default=None, repr=False)   # (K * B,)
     halves: np.ndarray | None = field(default=None, repr=False)      # (2 * B,)
     boot: np.ndarray | None = field(default=None, repr=False)        # (n_boot, 2 * B)
-    # (n_boot, 2 * B): each replicate's total Poisson weight per key (its "rows"); None in statistics
-    # saved before it was kept (their replicates are divided by n).
+    # (n_boot, 1): each replicate's total Poisson weight (its "rows"); None in statistics made before
+    # it was kept (their replicates are divided by n).
     boot_n: np.ndarray | None = field(default=None, repr=False)
     n_batches: int = 0
 
@@ -118,7 +118,7 @@ class CalibrationStatistics:
         return cls(
             config=config, edges=edges, cells=np.zeros((4, edges.size)),
             classwise=np.zeros(config.n_classes * B) if config.has_vector else None,
-            halves=np.zeros(2 * B), boot=np.zeros((config.n_boot, 2 * B)), boot_n=np.zeros((config.n_boot, 2 * B)),
+            halves=np.zeros(2 * B), boot=np.zeros((config.n_boot, 2 * B)), boot_n=np.zeros((config.n_boot, 1)),
         )
 
     # ------------------------------------------------------------------ accumulate
@@ -299,9 +299,8 @@ class CalibrationStatistics:
         level = _m._check_level(level)
         self._check()
         B = self.config.n_bins
-        boot_n = None if self.boot_n is None else self.boot_n.sum(axis=1)
         return _m._split_interval(self.halves[:B], self.halves[B:], self.boot[:, :B], self.boot[:, B:], self.n, level,
-                                  boot_n=boot_n)
+                                  boot_n=None if self.boot_n is None else self.boot_n[:, 0])
 
     def summary(self, level: float = 0.95) -> dict[str, float | int | str | None]:
         """ECE, its interval, MCE, Brier, NLL, accuracy, classwise ECE, n and B, as one dict."""
@@ -315,15 +314,21 @@ class CalibrationStatistics:
 
 
 def add_split_bootstrap(halves: np.ndarray, boot: np.ndarray, keys: np.ndarray, gap: np.ndarray,
-                        rng: np.random.Generator, boot_n: np.ndarray | None = None) -> None:
+                        rng: np.random.Generator, boot_n: np.ndarray | None = None,
+                        key_group: np.ndarray | None = None) -> None:
     """Add a batch to the split interval's sums: ``halves[k]`` += the gaps of the rows of key k (a bin
     of one half), ``boot[r, k]`` += the same sums weighted by Poisson(1) draws of replicate r, and
-    ``boot_n[r, k]`` += those weights themselves (the replicate's rows of key k)."""
+    ``boot_n[r, g]`` += those weights themselves over the keys of group g (replicate r's rows of the
+    group; ``key_group[k]``, non-decreasing in k, is key k's group; None: one group)."""
     halves += np.bincount(keys, weights=gap, minlength=halves.size)
     order = np.argsort(keys, kind="stable")
     k_sorted, g_sorted = keys[order], gap[order]
     starts = np.flatnonzero(np.r_[True, k_sorted[1:] != k_sorted[:-1]])
     used = k_sorted[starts]
+    if boot_n is not None:  # the groups' runs in the sorted keys (contiguous: key_group is non-decreasing)
+        grp = np.zeros(k_sorted.size, dtype=np.intp) if key_group is None else key_group[k_sorted]
+        g_starts = np.flatnonzero(np.r_[True, grp[1:] != grp[:-1]])
+        g_used = grp[g_starts]
     n_boot = boot.shape[0]
     step = max(1, _BOOT_BLOCK // max(gap.shape[0], 1))
     for r0 in range(0, n_boot, step):
@@ -331,7 +336,7 @@ def add_split_bootstrap(halves: np.ndarray, boot: np.ndarray, keys: np.ndarray, 
         w = poisson_weights(rng, (m, gap.shape[0]))
         boot[r0:r0 + m, used] += np.add.reduceat(w * g_sorted, starts, axis=1)
         if boot_n is not None:
-            boot_n[r0:r0 + m, used] += np.add.reduceat(w, starts, axis=1, dtype=np.float64)
+            boot_n[r0:r0 + m, g_used] += np.add.reduceat(w, g_starts, axis=1, dtype=np.float64)
 
 
 def reliability_table(count: np.ndarray, s_conf: np.ndarray, s_out: np.ndarray, n: int, level: float) -> pd.DataFrame:
