@@ -123,7 +123,9 @@ class FitReport:
     the fit did not move from its prior and the recalibrated predictions are (nearly) the
     uncalibrated ones; decided once, on the final model, by :func:`pbr_core.gp.training.fit_gp`,
     and read by the CLI, the dashboard and the experiments
-    (:func:`pbr_core.experiments.ended_at_prior`).
+    (:func:`pbr_core.experiments.ended_at_prior`). ``continued``: the result is a continuation of
+    the given start (``fit_gp(start=...)``); False for a fit from the prior, including one redone
+    from the prior after a continuation failed its training check (its ``warnings`` say so).
     """
 
     iterations: int
@@ -142,6 +144,7 @@ class FitReport:
     train_check: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     ended_at_prior: bool = False
+    continued: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)

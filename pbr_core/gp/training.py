@@ -229,8 +229,11 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
         along an alpha grid, :meth:`pbr_core.recalibrators.gp.PBR.fit_continued`) instead of from the
         prior. Such a start is already what the escape from the prior does (a fit at a smaller alpha
         continued at the real one), so neither the Adam warm-up (it only has to leave the prior's
-        basin) nor the restarts from smaller alpha run; the training-check recovery still refits
-        from the prior, i.e. ``model``'s parameters when called. Unbatched models only.
+        basin) nor the restarts from smaller alpha run. A continued fit that fails the training
+        check is abandoned and redone from the prior (``model``'s parameters when called) exactly as
+        the same call without ``start`` would fit it, so continuing never fails where a fit from the
+        prior would not; its report then has ``continued=False`` and a warning naming the failed
+        continuation. Unbatched models only.
 
     Returns
     -------
@@ -254,7 +257,8 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
     if start is not None and batched:
         raise ValueError("fit_gp(start=...) continues one GP; a batched model always starts at its prior.")
     init = snapshot(model)
-    if start is not None:
+    given, continued = settings, start is not None
+    if continued:
         restore(model, start)
         settings = replace(settings, warmup_iter=0, escape_prior=False)
     iterations, converged, reasons, restarts, evaluations = _optimise(model, data, settings, optimizer, progress, notes)
@@ -287,6 +291,9 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
             single = model.member(idx) if batched else model
             z, y = _member_arrays(data, idx)
             result = training_check(single, z, y, check, settings)
+            if not result["passed"] and continued:
+                return _refit_from_prior(model, data, given, progress, check, init, result, notes,
+                                         iterations, evaluations, restarts, t0)
             if not result["passed"]:
                 # Recovery: redo this GP from the prior with Adam, then check again.
                 notes.append(f"GP {j}: training {check.metric} {result['recalibrated']:.5g} worse than the "
@@ -323,11 +330,31 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
             iterations=int(iterations), evaluations=int(evaluations), objective=vals["objective"], ce=vals["ce"],
             brier=vals["brier"], kl=vals["kl"], wall_time_s=wall, device=device, optimizer=optimizer,
             converged=bool(converged[j]), stop_reason=reasons[j], jitter=model.jitter, restarts=int(restarts),
-            train_check=checks[j], warnings=own, ended_at_prior=bool(ended[j]),
+            train_check=checks[j], warnings=own, ended_at_prior=bool(ended[j]), continued=continued,
         ))
     for w in notes:
         warnings.warn(w, RuntimeWarning, stacklevel=2)
     return reports
+
+
+def _refit_from_prior(model: GPRecalibrationModel, data: FitData, settings: TrainSettings,
+                      progress: ProgressCallback | None, check: TrainCheck, init: Mapping[str, torch.Tensor],
+                      failed: dict, notes: list[str], iterations: int, evaluations: int, restarts: int,
+                      t0: float) -> list[FitReport]:
+    """A continued fit (``fit_gp(start=...)``) failed its training check: the same fit from the
+    prior ``init``, as ``fit_gp`` without a start does it (warm-up, restarts from smaller alpha, the
+    Adam recovery); the report counts the abandoned continuation's iterations and says why."""
+    for w in notes:
+        warnings.warn(w, RuntimeWarning, stacklevel=3)
+    why = (f"the fit continued from another fit's solution failed the training check (training "
+           f"{check.metric} {failed['recalibrated']:.5g}, uncalibrated {failed['uncalibrated']:.5g}); "
+           f"refitted from the prior.")
+    warnings.warn(why, RuntimeWarning, stacklevel=3)
+    restore(model, init)
+    reports = fit_gp(model, data, settings, progress=progress, check=check)
+    return [replace(r, iterations=r.iterations + int(iterations), evaluations=r.evaluations + int(evaluations),
+                    restarts=r.restarts + int(restarts) + 1, wall_time_s=time.perf_counter() - t0,
+                    warnings=[*notes, why, *r.warnings]) for r in reports]
 
 
 def prior_shift(model: GPRecalibrationModel, z: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:

@@ -275,7 +275,9 @@ class _GPRecalibrator(Recalibrator):
         self.fit_report_ = {**report.to_dict(), "prior": prior_info}
         start_alpha = getattr(self, "_start_alpha", None)
         if start_alpha is not None:
-            self.fit_report_["continued_from_alpha"] = start_alpha
+            # A continuation that failed its training check was redone from the prior (fit_gp).
+            key = "continued_from_alpha" if report.continued else "continuation_abandoned_from_alpha"
+            self.fit_report_[key] = start_alpha
         self.bounds_ = {**fit_bounds(prior_info["n_bound"], max(self.kl_, 0.0)), "n_rows": int(n),
                         "prior": prior_info["kind"], "validity": prior_info["validity"]}
 
@@ -376,7 +378,10 @@ class _GPRecalibrator(Recalibrator):
         alpha. The objective, the Monte Carlo draws and the training-set check are those of
         :meth:`fit`; only the starting point differs, so the fit may end at another local optimum
         than a fit from the prior (benchmarks/RESULTS_fast_pbr.md compares the two on every alpha
-        of the paper's grid). ``fit_report_["continued_from_alpha"]`` records the start's alpha.
+        of the paper's grid). ``fit_report_["continued_from_alpha"]`` records the start's alpha. A
+        continued fit that fails the training-set check is redone from the prior, exactly as
+        :meth:`fit` would do it, so a continuation never fails where a fit from the prior would not;
+        the report then holds ``continuation_abandoned_from_alpha`` instead, and a warning says why.
 
         Parameters
         ----------

@@ -106,11 +106,12 @@ def test_predictions_on_the_fitted_rows_do_not_reuse_the_fits_draws(small):
     prediction on the fitted rows WAS that flattering one (the same seed, S = J)."""
     z, y = small
     rec = PBR(alpha=0.0, **QUICK).fit(z, y)
+    dev = rec.model_.variational_strategy.inducing_points.device   # the GPU where device="auto" found one
     with torch.no_grad():
-        mu, var = rec.model_.marginals(torch.as_tensor(z, dtype=torch.float64))
-        eps = draw_mc_noise(300, QUICK["n_mc"], 10, rec.random_state,  # the fit's own draws
+        mu, var = rec.model_.marginals(torch.as_tensor(z, dtype=torch.float64, device=dev))
+        eps = draw_mc_noise(300, QUICK["n_mc"], 10, rec.random_state, device=dev,  # the fit's own draws
                             antithetic=rec.mc_draws == "antithetic")
-        fits_own = torch.softmax(mu.unsqueeze(1) + var.sqrt().unsqueeze(1) * eps, dim=-1).mean(1).numpy()
+        fits_own = torch.softmax(mu.unsqueeze(1) + var.sqrt().unsqueeze(1) * eps, dim=-1).mean(1).cpu().numpy()
     probs = rec.predict_proba(z)
     assert np.abs(probs - fits_own).max() > 1e-3
     # still deterministic, from a stream derived from random_state

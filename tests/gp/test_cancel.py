@@ -220,7 +220,7 @@ def test_predictions_in_draw_blocks_equal_one_block(data, monkeypatch) -> None:
     import pbr_core.gp.predict as predict
 
     z, y = data
-    rec = PBR(alpha=0.5, max_iter=20, n_mc=10, n_predict_samples=30).fit(z[:100], y[:100])
+    rec = PBR(alpha=0.5, max_iter=20, n_mc=10, n_predict_samples=30, device="cpu").fit(z[:100], y[:100])
     whole = predict.predict_proba(rec.model_, z, False, 30, seed=2)
     monkeypatch.setattr(predict, "DRAW_BLOCK", 30 * 10 * 7)        # blocks of 7 rows
     checks = []

@@ -104,8 +104,9 @@ def test_app_variants_predict_softmax_of_the_latent_mean(small) -> None:
         rec = cls(**QUICK).fit(small.z, small.y)
         assert rec.mean_approx is True
         with torch.no_grad():
-            mu, _ = rec.model_.marginals(torch.as_tensor(small.z_te))
-        np.testing.assert_allclose(rec.predict_proba(small.z_te), torch.softmax(mu, -1).numpy(), rtol=1e-12)
+            dev = rec.model_.variational_strategy.inducing_points.device
+            mu, _ = rec.model_.marginals(torch.as_tensor(small.z_te, device=dev))
+        np.testing.assert_allclose(rec.predict_proba(small.z_te), torch.softmax(mu, -1).cpu().numpy(), rtol=1e-12)
     assert PBRTotalApp().objective == "pbr_total" and PBRApp().objective == "pbr"
 
 
