@@ -570,6 +570,7 @@ class GenSettings:
     max_iter: int | None = None
     binary_ece: BinaryECE = DEFAULT_BINARY_ECE
     n_jobs: int = 1                      # folds fitted at once, in worker processes
+    batched: bool = False                # every fit in one batch on the GPU (Adam; kl_vs_ece_gap(batched=True))
 
     def describe(self) -> dict[str, Any]:
         """Settings as the report lists them, in the page's words."""
@@ -578,6 +579,8 @@ class GenSettings:
                                "Folds": self.n_folds, "Split seed": self.seed, "ε (failure probability)": f"{self.eps:g}"}
         if self.max_iter:
             out["Max optimiser iterations"] = self.max_iter
+        if self.batched:
+            out["Fitting"] = "all fits together on the GPU (Adam optimiser)"
         return out
 
 
@@ -596,7 +599,7 @@ def run_generalization(preds: Predictions, s: GenSettings, reporter: Reporter, *
     """pbr_core.experiments.kl_vs_ece_gap (paper Section 6.1, Figure 2)."""
     import warnings
 
-    extra = method_params(s.objective, max_iter=s.max_iter)
+    extra = method_params(s.objective, max_iter=s.max_iter, optimizer="adam" if s.batched else None)
     reporter.plan([((f"α={a:g}",), 1.0) for _ in range(s.n_folds) for a in s.alphas])
     reporter.progress(0, len(s.alphas) * s.n_folds)
     with warnings.catch_warnings():
@@ -607,7 +610,8 @@ def run_generalization(preds: Predictions, s: GenSettings, reporter: Reporter, *
                 res = kl_vs_ece_gap(preds, alphas=list(s.alphas), objective=s.objective, n_re=s.n_re,
                                     n_folds=s.n_folds, seed=s.seed, progress=_progress(reporter, False),
                                     cancel=reporter.cancelled, eps=s.eps, binary_ece=s.binary_ece,
-                                    on_error="warn", n_jobs=s.n_jobs, **extra)
+                                    on_error="warn", n_jobs=1 if s.batched else s.n_jobs, batched=s.batched,
+                                    **extra)
             stopped = False
         except Cancelled as exc:
             res, stopped = KLGapResult.from_table(exc.partial, objective=s.objective, eps=s.eps), True

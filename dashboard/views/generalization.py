@@ -16,6 +16,7 @@ K_FOLDS = "gen_n_folds"
 K_SEED = "gen_seed"
 K_EPS = "gen_eps"
 K_MAX_ITER = "gen_max_iter"
+K_BATCHED = "gen_batched"
 K_FOR = "gen_for"
 
 
@@ -47,12 +48,15 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.GenSettings | None:
     eps = float(d[3].number_input("ε (failure probability)", min_value=0.001, max_value=0.5, value=0.05, step=0.01,
                                   format="%.3f", key=K_EPS, persist_state="session", disabled=running,
                                   help=texts.EPS_RECAL_HELP))
-    max_iter = None
+    max_iter, batched = None, False
     if runs.method_params(objective, max_iter=1):
         with st.expander("GP fit settings"):
             max_iter = int(st.number_input("Max optimiser iterations (0 = default)", min_value=0, value=0, step=50,
                                            key=K_MAX_ITER, persist_state="session", disabled=running,
                                            help=texts.MAX_ITER_HELP)) or None
+            if runs.device_label() != "CPU":
+                batched = st.checkbox("Fit all α × folds together on the GPU", key=K_BATCHED, persist_state="session",
+                                      disabled=running, help=texts.GEN_BATCHED_HELP)
     st.caption(f"{len(alphas) * n_folds} GP fits on {runs.device_label()} ({len(alphas)} α values × {n_folds} folds); "
                f"the paper uses 8 × 10 with n_re = 1000.")
     if not alphas:
@@ -63,7 +67,7 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.GenSettings | None:
         return None
     return runs.GenSettings(objective=objective, alphas=tuple(sorted(alphas)), n_re=n_re, n_folds=n_folds, seed=seed,
                             eps=eps, max_iter=max_iter, binary_ece=state.recal_binary_ece(preds),
-                            n_jobs=runs.fold_jobs(n_folds))
+                            n_jobs=runs.fold_jobs(n_folds), batched=bool(batched))
 
 
 def _start(loaded: state.Loaded, s: runs.GenSettings) -> None:

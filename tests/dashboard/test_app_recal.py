@@ -333,6 +333,31 @@ def test_generalization_two_alphas_two_folds(at):
     assert _downloads(at) == ["Results table (CSV, every fit)", "Session report (HTML)"]
 
 
+def test_generalization_on_a_gpu_can_fit_everything_as_one_batch(at, monkeypatch, cifar10):
+    """The batch option shows where a GPU does (faked here: the batched fit itself runs on this
+    CPU, the same arithmetic) and nowhere else; checked, the study is one batched Adam fit."""
+    at.switch_page(GEN).run()
+    _small_gp_settings(at, "gen")
+    assert not [c for c in at.checkbox if c.key == "gen_batched"]          # a CPU: no such option
+    monkeypatch.setattr(runs, "device_label", lambda: "GPU: NVIDIA H200")
+    at.run()
+    at.multiselect(key="gen_alphas").set_value([0.1, 1.0]).run()
+    at.number_input(key="gen_n_folds").set_value(2).run()
+    at.number_input(key="gen_n_re").set_value(150).run()
+    at.checkbox(key="gen_batched").check().run()
+    at.button(key="gen_run").click().run()
+    job = _finish(at, "generalization")
+    res = job.result.result
+    assert job.result.settings.batched and job.result.settings.describe()["Fitting"].startswith("all fits together")
+    assert len(res.table) == 4 and res.table.error.isna().all()
+    # the Adam fits the library makes with batched=True (the page passed optimizer="adam")
+    from pbr_core.experiments import kl_vs_ece_gap
+
+    again = kl_vs_ece_gap(pbr_core.Predictions.from_arrays(*cifar10, input_type="logits"), alphas=[0.1, 1.0],
+                          n_re=150, n_folds=2, batched=True, optimizer="adam", max_iter=20)
+    np.testing.assert_allclose(res.table.kl, again.table.kl, rtol=1e-9)
+
+
 def test_top_label_only_data_explains_why_not(at):
     at.selectbox(key="data_sample").set_value("cifar10_resnet110_toplabel.csv").run()
     for page in (PBR, COMPARE, GEN, APPLY):
