@@ -7,8 +7,12 @@ core (the Monte Carlo work is n * K * S entries per evaluation, S = 32, and the 
 evaluations hardly depends on n or K), plus ``PREDICT_PER_ENTRY_S * n_predicted * K`` for the
 J = 100 draws of the predictions. The constants are this project's measurements
 (benchmarks/RESULTS_fast_pbr.md, round 4: n_re = 1000, K = 10: 1.5-2 s; K = 100: 9-17 s over
-the paper's alphas, one thread, a 2-core machine). Once a fit has run in this server process, its measured time
-rescales the model (``record``), so the estimate follows the machine it runs on.
+the paper's alphas, one thread, a 2-core machine). On a GPU a fit is bound by kernel launches, not
+by n * K: ``GPU_FIT_BASE_S + GPU_FIT_PER_ENTRY_S * min(n K, GPU_FULL_ENTRIES)`` plus
+``GPU_FIT_PER_ENTRY_BEYOND_S`` per entry beyond (one H200, benchmarks/RESULTS_gp.md: 1.4 s at
+n K = 2000, 1.6 s at 10^4, 3.9 s at 10^5, 4.3 s at 5 x 10^5). Once a fit has run in this server
+process, its measured time rescales the model (``record``), so the estimate follows the machine it
+runs on.
 """
 
 from __future__ import annotations
@@ -23,6 +27,14 @@ FIT_BASE_S = 0.8
 FIT_PER_ENTRY_S = 1.2e-4
 #: Seconds per predicted entry (row x class) with J = 100 draws.
 PREDICT_PER_ENTRY_S = 1.0e-6
+#: The same on a GPU (one H200: below the entries where the GPU is saturated, each evaluation costs
+#: about the same launches, ~10-15 ms, whatever n * K).
+GPU_FIT_BASE_S = 1.3
+GPU_FIT_PER_ENTRY_S = 2.6e-5
+GPU_FULL_ENTRIES = 1e5
+GPU_FIT_PER_ENTRY_BEYOND_S = 1.0e-6
+#: J = 100 draws on a GPU (the H200: 8 x 10^6 predicted entries in 1.9 s).
+GPU_PREDICT_PER_ENTRY_S = 2.5e-7
 #: Starting the worker processes of a parallel alpha selection (spawn, import torch and pbr_core).
 WORKER_START_S = 3.0
 #: A fit that ends at the prior is redone (pbr_core.gp.training): up to this factor longer.
@@ -37,16 +49,21 @@ _LOCK = threading.Lock()
 _OBSERVED: list[float] = []   # measured / modelled seconds of the fits run in this process
 
 
-def model_seconds(n: int, k: int) -> float:
-    """The model's seconds for one fit on ``n`` rows with ``k`` classes (before rescaling)."""
-    return FIT_BASE_S + FIT_PER_ENTRY_S * float(n) * float(k)
+def model_seconds(n: int, k: int, gpu: bool = False) -> float:
+    """The model's seconds for one fit on ``n`` rows with ``k`` classes (before rescaling), on
+    one CPU core or (``gpu``) on a GPU."""
+    entries = float(n) * float(k)
+    if gpu:
+        return (GPU_FIT_BASE_S + GPU_FIT_PER_ENTRY_S * min(entries, GPU_FULL_ENTRIES)
+                + GPU_FIT_PER_ENTRY_BEYOND_S * max(0.0, entries - GPU_FULL_ENTRIES))
+    return FIT_BASE_S + FIT_PER_ENTRY_S * entries
 
 
-def record(n: int, k: int, seconds: float) -> None:
+def record(n: int, k: int, seconds: float, gpu: bool = False) -> None:
     """Remember a finished fit's measured seconds (rescales later estimates in this process)."""
     if seconds > 0 and n > 0 and k > 0:
         with _LOCK:
-            _OBSERVED.append(seconds / model_seconds(n, k))
+            _OBSERVED.append(seconds / model_seconds(n, k, gpu))
             del _OBSERVED[:-20]
 
 
@@ -64,12 +81,14 @@ class Estimate:
     seconds: float      # the typical total
     worst: float        # when fits end at the prior and are redone
     measured_here: bool  # rescaled by fits that ran in this server process
+    gpu: bool = False
 
     def sentence(self) -> str:
         """One line for the page."""
         what = "1 fit" if self.fits == 1 else f"{self.fits} fits"
+        measured_on = "one H200 GPU" if self.gpu else "a 2-core CPU"
         basis = ("from the fits already run on this server" if self.measured_here
-                 else "from measurements on a 2-core CPU; it adapts after the first fit here")
+                 else f"from measurements on {measured_on}; it adapts after the first fit here")
         return (f"Estimated time: about {_words(self.seconds)} for {what} "
                 f"(up to {_words(self.worst)} if fits end at the prior and are redone; {basis}).")
 
@@ -87,21 +106,23 @@ def _words(seconds: float) -> str:
 
 
 def estimate(n_re: int, n_total: int, k: int, auto_alpha: bool, n_alphas: int, n_folds: int,
-             n_jobs: int = 1) -> Estimate:
+             n_jobs: int = 1, gpu: bool = False) -> Estimate:
     """Seconds for the PBR page's run: (with automatic alpha) ``n_alphas * n_folds`` CV fits on
     (k-1)/k of the rows, each scored on its fold (per fold one from the prior, the others continued
     at ``WARM_FIT_SHARE`` of its cost), the folds ``n_jobs`` at a time in worker processes (each
-    paying ``WORKER_START_S``), then the final fit; then predictions on every row."""
+    paying ``WORKER_START_S``), then the final fit; then predictions on every row. ``gpu``: the
+    fits run on a GPU (the GPU model above)."""
     scale, measured = _scale()
-    fits, seconds = 1, model_seconds(n_re, k)
+    per_entry = GPU_PREDICT_PER_ENTRY_S if gpu else PREDICT_PER_ENTRY_S
+    fits, seconds = 1, model_seconds(n_re, k, gpu)
     if auto_alpha:
         n_cv = n_re * (n_folds - 1) / n_folds
         fits += n_alphas * n_folds
-        per_fold = model_seconds(n_cv, k) * (1 + (n_alphas - 1) * WARM_FIT_SHARE)
+        per_fold = model_seconds(n_cv, k, gpu) * (1 + (n_alphas - 1) * WARM_FIT_SHARE)
         rounds = n_folds if n_jobs <= 1 else -(-n_folds // n_jobs)  # folds in waves of n_jobs
-        seconds += rounds * (per_fold + n_alphas * PREDICT_PER_ENTRY_S * (n_re / n_folds) * k)
+        seconds += rounds * (per_fold + n_alphas * per_entry * (n_re / n_folds) * k)
         seconds += WORKER_START_S if n_jobs > 1 else 0.0
     seconds *= scale
-    predict = PREDICT_PER_ENTRY_S * float(n_total) * k * scale
+    predict = per_entry * float(n_total) * k * scale
     return Estimate(fits=fits, seconds=seconds + predict, worst=seconds * WORST_FACTOR + predict,
-                    measured_here=measured)
+                    measured_here=measured, gpu=gpu)

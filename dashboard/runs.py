@@ -386,7 +386,8 @@ def run_pbr(preds: Predictions, s: PBRSettings, reporter: Reporter, *, data_name
     if report.get("wall_time_s"):  # the next run's estimate on the PBR page follows this machine
         from dashboard import fit_estimate
 
-        fit_estimate.record(h.fit_set.n, preds.n_classes, float(report["wall_time_s"]))
+        fit_estimate.record(h.fit_set.n, preds.n_classes, float(report["wall_time_s"]),
+                            gpu=str(report.get("device", "cpu")).startswith("cuda"))
     reporter.progress(steps, steps, "Done")
     kind, test_set = preds.kind, h.test_set
     return PBRResult(

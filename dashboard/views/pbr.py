@@ -82,7 +82,7 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings:
     d[2].markdown(f"Fit on **{n_re:,}** rows, test on **{preds.n - n_re:,}** rows.")
     if runs.is_gp(method):  # a GP fit: its time is worth saying before it starts
         est = fit_estimate.estimate(n_re, preds.n, preds.n_classes, uses_alpha and alpha is None, len(grid), cv_folds,
-                                    n_jobs=runs.fold_jobs(cv_folds))
+                                    n_jobs=runs.fold_jobs(cv_folds), gpu=runs.device_label() != "CPU")
         if est.long:
             st.info(est.sentence(), icon=":material/hourglass_top:")
         else:
