@@ -7,7 +7,9 @@
 #   1. CPU vs CUDA agreement of the same fits (bench_gp.py --parts consistency)
 #   2. the paper's protocol on one CIFAR-100 model: 10 splits x 8 alpha, n_re = 1000, batched,
 #      plus one split's 8 fits alone (bench_gp.py --parts protocol)
-#   3. the single-fit grid n_re x K on CUDA (bench_gp.py --parts grid)
+#   3. the library's KL-gap study, kl_vs_ece_gap, as a user runs it: Adam (batched on CUDA) for the
+#      10 folds, the default L-BFGS for one fold (bench_gp.py --parts klgap)
+#   3b. the single-fit grid n_re x K on CUDA (bench_gp.py --parts grid)
 #   4. float32 vs float64 Monte Carlo draws on the GPU (bench_gp.py --parts precision): the fast-PBR
 #      quality bar (benchmarks/RESULTS_fast_pbr.md) on CUDA, whose default draws are float32 too
 #   5. the GP test suite with CUDA visible (device="auto" picks the GPU), every failure listed (no -x),
@@ -17,7 +19,8 @@
 #      protocol, 80 PBR fits as one batch, on each CIFAR-100 model: the four aigen_c100_*.npz from
 #      ../shared/data/predictions copied into .gpu_data/ (git-ignored; carry it to the device)
 # The limits of steps 1-5 add up to 570 s: one device-tool call (600 s at most). On an H200 (2026-11-27)
-# steps 1-4 took 39 + 38 + 67 + 32 s. At most 7 files land in $OUT (the device tool returns 8).
+# consistency, protocol, grid and precision took 39 + 38 + 67 + 32 s (klgap is new since). At most
+# 8 files land in $OUT (the device tool returns 8).
 # DEVICE=cpu runs the same steps on the CPU where they can run there (a check of this script on a
 # machine without a GPU; consistency then only says "skipped"), with PROTOCOL_SPLITS=1 to keep it short.
 # bench_gp.py rewrites its sections of benchmarks/RESULTS_gp.md; the updated file and every log are
@@ -35,7 +38,7 @@ PY
 step() {  # step NAME SECONDS COMMAND...
     local name=$1 limit=$2; shift 2
     local t0=$SECONDS
-    timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+    timeout -k 10 "$limit" "$@" >"$OUT/$name.log" 2>&1
     echo "$name: exit $? in $((SECONDS - t0)) s" | tee -a "$OUT/steps.txt"
     cp benchmarks/RESULTS_gp.md "$OUT/RESULTS_gp.md"
 }
@@ -49,8 +52,9 @@ DEVICE=${DEVICE:-cuda}
 SPLITS=${PROTOCOL_SPLITS:-10}
 step consistency 70 python3 benchmarks/bench_gp.py --device "$DEVICE" --parts consistency
 step protocol 80 python3 benchmarks/bench_gp.py --device "$DEVICE" --parts protocol --protocol-splits "$SPLITS"
+step klgap 80 python3 benchmarks/bench_gp.py --device "$DEVICE" --parts klgap --protocol-splits "$SPLITS"
 step grid 90 python3 benchmarks/bench_gp.py --device "$DEVICE" --parts grid --time-limit 30
 step precision 50 python3 benchmarks/bench_gp.py --device "$DEVICE" --parts precision
 XDIST=$(python3 -c "import xdist" 2>/dev/null && echo "-n 4")
-step tests_gp 280 python3 -m pytest -q -rfE --tb=short $XDIST tests/gp -p no:cacheprovider
+step tests_gp 200 python3 -m pytest -q -rfE --tb=short $XDIST tests/gp -p no:cacheprovider
 tail -n 3 "$OUT"/*.log

@@ -10,6 +10,7 @@ function of that KL, so the two should correlate (Pearson's r and Kendall's tau)
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -19,7 +20,7 @@ import pandas as pd
 from scipy import stats
 
 from pbr_core.bounds import fit_bounds, optimal_n_bins
-from pbr_core.cancel import checkpoint
+from pbr_core.cancel import Cancelled, checkpoint
 from pbr_core.experiments._protocol import (
     PAPER_ALPHAS,
     BinaryECE,
@@ -31,7 +32,6 @@ from pbr_core.experiments._protocol import (
     check_folds,
     fold_label,
     check_int,
-    guarded,
     check_predictions,
     continuation_order,
     ece_inputs,
@@ -70,6 +70,8 @@ class KLGapResult:
         The registry name of the method fitted ("pbr", "pbr_total", ...).
     eps : float
         Confidence parameter of the Corollary 1 bound.
+    batched : bool
+        Whether the fits were made as one batch (``kl_vs_ece_gap(batched=...)``).
     """
 
     table: pd.DataFrame
@@ -81,15 +83,17 @@ class KLGapResult:
     n_bins: int
     objective: str
     eps: float = 0.05
+    batched: bool = False
 
     @classmethod
-    def from_table(cls, table: pd.DataFrame, objective: str = "pbr", eps: float = 0.05) -> "KLGapResult":
+    def from_table(cls, table: pd.DataFrame, objective: str = "pbr", eps: float = 0.05,
+                   batched: bool = False) -> "KLGapResult":
         """Correlations of a (possibly partial, e.g. cancelled) table; rows with NaN KL or gap are left out."""
         ok = table.dropna(subset=["kl", "gap"])
         r, rp, tau, tp = _correlations(ok["kl"].to_numpy(float), ok["gap"].to_numpy(float))
         n_re = int(table["n_re"].iloc[0]) if len(table) else 0
         return cls(table=table, pearson_r=r, pearson_p=rp, kendall_tau=tau, kendall_p=tp, n_re=n_re,
-                   n_bins=optimal_n_bins(n_re) if n_re else 0, objective=objective, eps=eps)
+                   n_bins=optimal_n_bins(n_re) if n_re else 0, objective=objective, eps=eps, batched=bool(batched))
 
     def correlations(self) -> pd.DataFrame:
         """The two correlations as a small table: rows pearson / kendall, columns statistic, p_value, n."""
@@ -185,8 +189,12 @@ def kl_vs_ece_gap(
         the same Adam fits as one after another (element-wise Adam; equal up to float rounding), in
         far fewer launches: on one H200 the paper's 80 fits of a CIFAR-100 network took 15.8 s
         batched against ~151 s one after another (benchmarks/RESULTS_gp.md). Needs
-        ``optimizer="adam"`` and a PBR-family GP method, not ``warm_start`` or ``n_jobs`` > 1; the
-        batch fits or fails as a whole, and ``fit_seconds`` is its time shared equally. "auto":
+        ``optimizer="adam"`` and a PBR-family GP method, not ``warm_start`` or ``n_jobs`` > 1;
+        ``fit_seconds`` is the batch's time shared equally. Where one GP of the batch needs more
+        jitter, every GP gets it (those rows then differ slightly from the fits alone). When the
+        batch fails (a GP fails its training check even after the recovery, say), a warning says
+        so and the fits are made one after another instead, each with ``on_error`` as usual: a
+        batch never fails a study that the fits alone would finish. "auto":
         batched when the fits are Adam on a GPU (``device`` resolving to CUDA), else one after
         another (on a CPU batching does not pay). With the default L-BFGS, never batched.
     **pbr_params
@@ -227,9 +235,8 @@ def kl_vs_ece_gap(
     runner = Runner(total=len(folds) * len(alphas), columns=KL_GAP_COLUMNS, progress=progress, cancel=cancel)
     if _use_batch(batched, objective, alphas, pbr_params, warm_start, n_jobs):
         with runner.fitting():
-            _batched_rows(preds, objective, alphas, pbr_params, folds, seed, n_re, n_bins, eps, binary_ece,
-                          on_error, runner)
-        return KLGapResult.from_table(runner.table(), objective=objective, eps=eps)
+            if _batched_rows(preds, objective, alphas, pbr_params, folds, seed, n_re, n_bins, eps, binary_ece, runner):
+                return KLGapResult.from_table(runner.table(), objective=objective, eps=eps, batched=True)
     order = continuation_order(alphas) if warm_start else list(range(len(alphas)))
     chains = [(preds, objective, alphas, order, pbr_params, fold, fold_label(fold, folds), seed, n_re, n_bins, eps,
                binary_ece, on_error, warm_start) for fold in folds]
@@ -242,6 +249,8 @@ def kl_vs_ece_gap(
 def _use_batch(batched: bool | str, objective: str, alphas: list[float], params: dict[str, Any], warm_start: bool,
                n_jobs: int) -> bool:
     """Whether :func:`kl_vs_ece_gap` fits as one batch; a ValueError names what ``batched=True`` lacks."""
+    if isinstance(batched, np.bool_):
+        batched = bool(batched)
     if not (isinstance(batched, bool) or (isinstance(batched, str) and batched == "auto")):
         raise ValueError(f"Expected argument `batched` to be True, False or 'auto', but got {batched!r}.")
     if batched is False:
@@ -266,13 +275,14 @@ def _use_batch(batched: bool | str, objective: str, alphas: list[float], params:
 
 
 def _batched_rows(preds: Predictions, objective: str, alphas: list[float], params: dict[str, Any], folds: list[int],
-                  seed: int, n_re: int, n_bins: int, eps: float, binary_ece: BinaryECE, on_error: OnError,
-                  runner: Runner) -> None:
+                  seed: int, n_re: int, n_bins: int, eps: float, binary_ece: BinaryECE, runner: Runner) -> bool:
     """Every (fold, alpha) of :func:`kl_vs_ece_gap` in one batched fit; the rows as ``_fit_one``
-    makes them (each fit predicts with its recalibrator's own rule and prediction draws)."""
+    makes them (each fit predicts with its recalibrator's own rule and prediction draws). False
+    (with a warning, no row added) when the batched fit failed: the caller fits one by one."""
     from pbr_core.gp.batch import fit_batch
     from pbr_core.gp.device import resolve_device
     from pbr_core.gp.predict import predict_proba
+    from pbr_core.gp.threads import fit_threads
     from pbr_core.recalibrators.gp import prediction_seed
 
     rec = get_recalibrator(objective, alpha=alphas[0], **params)
@@ -288,31 +298,38 @@ def _batched_rows(preds: Predictions, objective: str, alphas: list[float], param
             runner.progress(0, runner.total, f"batched fit of {len(pairs)} GPs, iteration {it}")
 
     what = f"{objective}, batched fit of {len(pairs)} GPs ({len(alphas)} alpha x {len(folds)} folds)"
-    fitted, seconds, error = guarded(lambda: fit_batch(
-        [z[splits[j][0]] for j, _ in pairs], [preds.labels[splits[j][0]] for j, _ in pairs],
-        [alphas[i] for _, i in pairs], rec._spec(), kind, device, n_mc=int(rec.n_mc),
-        antithetic=rec.mc_draws == "antithetic", seed=int(rec.random_state), n_inducing=int(rec.n_inducing),
-        variational=rec.variational, settings=settings, check=check, progress=on_iteration), on_error, f"{what} failed")
+    start = time.perf_counter()
+    try:
+        with fit_threads():  # the library's thread policy, as in PBR.fit
+            model, reports = fit_batch(
+                [z[splits[j][0]] for j, _ in pairs], [preds.labels[splits[j][0]] for j, _ in pairs],
+                [alphas[i] for _, i in pairs], rec._spec(), kind, device, n_mc=int(rec.n_mc),
+                antithetic=rec.mc_draws == "antithetic", seed=int(rec.random_state), n_inducing=int(rec.n_inducing),
+                variational=rec.variational, settings=settings, check=check, progress=on_iteration)
+    except Cancelled:
+        raise
+    except Exception as exc:  # noqa: BLE001 - said, then the fits one by one (each with on_error)
+        warnings.warn(f"The {what} failed ({type(exc).__name__}: {exc}); fitting them one after another instead.",
+                      RuntimeWarning, stacklevel=3)
+        return False
+    seconds = (time.perf_counter() - start) / len(pairs)
     for p, (j, i) in enumerate(pairs):
         re_idx, te_idx = splits[j]
-        row: dict[str, Any] = {"alpha": alphas[i], "fold": folds[j], "n_re": int(n_re), "n_bins": n_bins,
-                               "kl": math.nan, "ece_re": math.nan, "ece_te": math.nan, "gap": math.nan,
-                               "bound": math.nan, "fit_seconds": seconds / len(pairs), "error": error}
-        if fitted is not None:
-            model, reports = fitted
-            member = model.member((p,))
+        member = model.member((p,))
 
-            def ece_on(rows: np.ndarray) -> float:
-                probs = predict_proba(member, z[rows], bool(rec.mean_approx), int(rec.n_predict_samples),
-                                      prediction_seed(int(rec.random_state)), device=device)
-                part = preds.subset(rows)
-                return ece(*ece_inputs(probs, part.labels, part.kind, binary_ece), n_bins=n_bins)
+        def ece_on(rows: np.ndarray) -> float:
+            probs = predict_proba(member, z[rows], bool(rec.mean_approx), int(rec.n_predict_samples),
+                                  prediction_seed(int(rec.random_state)), device=device)
+            part = preds.subset(rows)
+            return ece(*ece_inputs(probs, part.labels, part.kind, binary_ece), n_bins=n_bins)
 
-            ece_re, ece_te = ece_on(re_idx), ece_on(te_idx)
-            kl = float(reports[p].kl)
-            row.update(kl=kl, ece_re=ece_re, ece_te=ece_te, gap=abs(ece_te - ece_re),
-                       bound=fit_bounds(len(re_idx), kl, eps=eps)["corollary1"])
+        ece_re, ece_te = ece_on(re_idx), ece_on(te_idx)
+        kl = float(reports[p].kl)
+        row = {"alpha": alphas[i], "fold": folds[j], "n_re": int(n_re), "n_bins": n_bins, "kl": kl, "ece_re": ece_re,
+               "ece_te": ece_te, "gap": abs(ece_te - ece_re), "bound": fit_bounds(len(re_idx), kl, eps=eps)["corollary1"],
+               "fit_seconds": seconds, "error": None}
         runner.put((j, i), row, f"{objective} alpha={alphas[i]:g}, {fold_label(folds[j], folds)}")
+    return True
 
 
 def _fold_chain(preds: Predictions, objective: str, alphas: list[float], order: list[int], pbr_params: dict[str, Any],

@@ -211,7 +211,7 @@ def _optimise(model: GPRecalibrationModel, data: FitData, settings: TrainSetting
 
 def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings | None = None,
            progress: ProgressCallback | None = None, check: TrainCheck | None = None,
-           start: Mapping[str, torch.Tensor] | None = None) -> list[FitReport]:
+           start: Mapping[str, torch.Tensor] | None = None, start_jitter: float | None = None) -> list[FitReport]:
     """Minimise ``data.spec`` over all parameters of ``model`` in place (GP_SPEC section 3).
 
     Parameters
@@ -229,11 +229,15 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
         along an alpha grid, :meth:`pbr_core.recalibrators.gp.PBR.fit_continued`) instead of from the
         prior. Such a start is already what the escape from the prior does (a fit at a smaller alpha
         continued at the real one), so neither the Adam warm-up (it only has to leave the prior's
-        basin) nor the restarts from smaller alpha run. A continued fit that fails the training
-        check is abandoned and redone from the prior (``model``'s parameters when called) exactly as
-        the same call without ``start`` would fit it, so continuing never fails where a fit from the
-        prior would not; its report then has ``continued=False`` and a warning naming the failed
-        continuation. Unbatched models only.
+        basin) nor the restarts from smaller alpha run. A continued fit that fails (its training
+        check, or a RuntimeError of the optimiser) is abandoned and redone from the prior
+        (``model``'s parameters and jitter when called) exactly as the same call without ``start``
+        would fit it, so continuing never fails where a fit from the prior would not; its report
+        then has ``continued=False`` and a warning naming the failed continuation. Unbatched
+        models only.
+    start_jitter : float, optional
+        The jitter the start's K_uu needed: the continued fit uses at least that much (a fit
+        redone from the prior goes back to ``model``'s own).
 
     Returns
     -------
@@ -247,17 +251,51 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
         never returned silently.
     """
     settings = settings or TrainSettings()
+    if start is None:
+        return _fit_gp(model, data, settings, progress, check, None, time.perf_counter())
+    if len(model.batch_shape) > 0:
+        raise ValueError("fit_gp(start=...) continues one GP; a batched model always starts at its prior.")
     t0 = time.perf_counter()
+    init, cold_jitter = snapshot(model), model.jitter
+    if start_jitter is not None:
+        model.jitter = max(model.jitter, float(start_jitter))
+    try:
+        return _fit_gp(model, data, settings, progress, check, start, t0)
+    except _ContinuationFailed as failed:
+        why, notes, done = failed.why, failed.notes, failed.done
+    except RuntimeError as exc:
+        why, notes, done = f"the fit continued from another fit's solution failed ({exc}); refitted from the prior.", [], (0, 0, 0)
+    for w in notes:
+        warnings.warn(w, RuntimeWarning, stacklevel=2)
+    warnings.warn(why, RuntimeWarning, stacklevel=2)
+    restore(model, init)
+    model.jitter = cold_jitter
+    reports = _fit_gp(model, data, settings, progress, check, None, time.perf_counter())
+    iterations, evaluations, restarts = done
+    return [replace(r, iterations=r.iterations + iterations, evaluations=r.evaluations + evaluations,
+                    restarts=r.restarts + restarts + 1, wall_time_s=time.perf_counter() - t0,
+                    warnings=[*notes, why, *r.warnings]) for r in reports]
+
+
+class _ContinuationFailed(Exception):
+    """A continued fit failed its training check (``_fit_gp``): ``fit_gp`` redoes it from the prior."""
+
+    def __init__(self, why: str, notes: list[str], done: tuple[int, int, int]):
+        super().__init__(why)
+        self.why, self.notes, self.done = why, notes, done
+
+
+def _fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings, progress: ProgressCallback | None,
+            check: TrainCheck | None, start: Mapping[str, torch.Tensor] | None, t0: float) -> list[FitReport]:
+    """The body of :func:`fit_gp`: one fit from ``model``'s parameters or (``start``) continued."""
     b = batch_size(model)
     batched = len(model.batch_shape) > 0
     optimizer: Optimizer = settings.optimizer
     notes: list[str] = []
     if batched and optimizer == "lbfgs":
         optimizer = "adam"
-    if start is not None and batched:
-        raise ValueError("fit_gp(start=...) continues one GP; a batched model always starts at its prior.")
     init = snapshot(model)
-    given, continued = settings, start is not None
+    continued = start is not None
     if continued:
         restore(model, start)
         settings = replace(settings, warmup_iter=0, escape_prior=False)
@@ -292,8 +330,10 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
             z, y = _member_arrays(data, idx)
             result = training_check(single, z, y, check, settings)
             if not result["passed"] and continued:
-                return _refit_from_prior(model, data, given, progress, check, init, result, notes,
-                                         iterations, evaluations, restarts, t0)
+                raise _ContinuationFailed(
+                    f"the fit continued from another fit's solution failed the training check (training "
+                    f"{check.metric} {result['recalibrated']:.5g}, uncalibrated {result['uncalibrated']:.5g}); "
+                    f"refitted from the prior.", notes, (int(iterations), int(evaluations), int(restarts)))
             if not result["passed"]:
                 # Recovery: redo this GP from the prior with Adam, then check again.
                 notes.append(f"GP {j}: training {check.metric} {result['recalibrated']:.5g} worse than the "
@@ -335,26 +375,6 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
     for w in notes:
         warnings.warn(w, RuntimeWarning, stacklevel=2)
     return reports
-
-
-def _refit_from_prior(model: GPRecalibrationModel, data: FitData, settings: TrainSettings,
-                      progress: ProgressCallback | None, check: TrainCheck, init: Mapping[str, torch.Tensor],
-                      failed: dict, notes: list[str], iterations: int, evaluations: int, restarts: int,
-                      t0: float) -> list[FitReport]:
-    """A continued fit (``fit_gp(start=...)``) failed its training check: the same fit from the
-    prior ``init``, as ``fit_gp`` without a start does it (warm-up, restarts from smaller alpha, the
-    Adam recovery); the report counts the abandoned continuation's iterations and says why."""
-    for w in notes:
-        warnings.warn(w, RuntimeWarning, stacklevel=3)
-    why = (f"the fit continued from another fit's solution failed the training check (training "
-           f"{check.metric} {failed['recalibrated']:.5g}, uncalibrated {failed['uncalibrated']:.5g}); "
-           f"refitted from the prior.")
-    warnings.warn(why, RuntimeWarning, stacklevel=3)
-    restore(model, init)
-    reports = fit_gp(model, data, settings, progress=progress, check=check)
-    return [replace(r, iterations=r.iterations + int(iterations), evaluations=r.evaluations + int(evaluations),
-                    restarts=r.restarts + int(restarts) + 1, wall_time_s=time.perf_counter() - t0,
-                    warnings=[*notes, why, *r.warnings]) for r in reports]
 
 
 def prior_shift(model: GPRecalibrationModel, z: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:

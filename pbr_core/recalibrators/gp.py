@@ -313,9 +313,9 @@ class _GPRecalibrator(Recalibrator):
         params = None
         if start is not None:
             params = {name: p.detach().to(dev) for name, p in start.named_parameters()}
-            model.jitter = max(model.jitter, start.jitter)  # the start's K_uu needed that much
         try:
-            report = fit_gp(model, data, settings, progress=progress, check=check, start=params)[0]
+            report = fit_gp(model, data, settings, progress=progress, check=check, start=params,
+                            start_jitter=None if start is None else start.jitter)[0]  # the start's K_uu needed that
         finally:
             for p in frozen:
                 p.requires_grad_(True)
@@ -570,8 +570,9 @@ _DOC_COMMON = """
         Iteration budget of the optimiser, warm-up included. Two recoveries get a fresh budget of
         the same size each: a fit that ends at the prior (the identity map) is redone from an
         alpha = 0 fit, and a fit that fails its training-set check is redone from the prior with
-        Adam (see :mod:`pbr_core.gp.training`). So one fit runs at most 3 * max_iter iterations;
-        ``fit_report_["iterations"]`` counts them all.
+        Adam (see :mod:`pbr_core.gp.training`). So one fit runs at most 3 * max_iter iterations,
+        4 * max_iter for a continued fit (:meth:`fit_continued`) that fails and is redone from the
+        prior; ``fit_report_["iterations"]`` counts them all.
     n_mc : int, default 32
         S, the fixed Monte Carlo draws per entry for the expectations of the objective.
     mc_draws : {"antithetic", "iid"}, default "antithetic"

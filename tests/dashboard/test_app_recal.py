@@ -345,10 +345,16 @@ def test_generalization_on_a_gpu_can_fit_everything_as_one_batch(at, monkeypatch
     at.number_input(key="gen_n_folds").set_value(2).run()
     at.number_input(key="gen_n_re").set_value(150).run()
     at.checkbox(key="gen_batched").check().run()
+    import pbr_core.experiments.kl_gap as kl_gap
+
+    batches = []
+    real = kl_gap._batched_rows
+    monkeypatch.setattr(kl_gap, "_batched_rows", lambda *a, **k: batches.append(1) or real(*a, **k))
     at.button(key="gen_run").click().run()
     job = _finish(at, "generalization")
     res = job.result.result
     assert job.result.settings.batched and job.result.settings.describe()["Fitting"].startswith("all fits together")
+    assert batches == [1] and res.batched     # one batched fit, not 4 fits one by one
     assert len(res.table) == 4 and res.table.error.isna().all()
     # the Adam fits the library makes with batched=True (the page passed optimizer="adam")
     from pbr_core.experiments import kl_vs_ece_gap

@@ -112,7 +112,7 @@ def test_batched_fit_cannot_start_warm() -> None:
         fit_gp(Batched(), None, start={})  # type: ignore[arg-type]
 
 
-def test_warm_selection_chooses_as_cold_with_fewer_iterations(cifar10_logits) -> None:
+def test_warm_selection_agrees_with_cold_where_the_scores_differ_with_fewer_iterations(cifar10_logits) -> None:
     """On 300 rows of a real file (150 per fit; on fewer, the held-out ECE is noise): the same
     verdict where the scores differ (alpha = 0 scores 0.069, the others 0.022-0.024; on an H200
     0.047 and 0.021-0.022), a choice
@@ -245,3 +245,51 @@ def test_a_selection_survives_a_failed_continuation(rows, monkeypatch) -> None:
     row = (sel.scores.fold == 0) & (sel.scores.alpha == 1.0)
     np.testing.assert_array_equal(sel.scores[row][["kl", "score"]], cold.scores[row][["kl", "score"]])
     np.testing.assert_array_equal(sel.scores[~row][["kl", "score"]], plain.scores[~row][["kl", "score"]])
+
+
+def test_a_failed_continuation_is_redone_with_the_cold_jitter(rows, monkeypatch) -> None:
+    """The continued fit takes the start's jitter (its K_uu needed it); the fit redone from the prior
+    goes back to the cold fit's own, so it is that fit exactly."""
+    import pbr_core.gp.training as training
+
+    z, y = rows
+    start = PBR(alpha=0.1, **SETTINGS).fit(z, y)
+    start.model_.jitter = 100 * start.model_.jitter
+    cold = PBR(alpha=1.0, **SETTINGS).fit(z, y)
+    seen = []
+    real = training._fit_gp
+    monkeypatch.setattr(training, "_fit_gp", lambda model, *a: seen.append(model.jitter) or real(model, *a))
+    _fail_check_on_call(monkeypatch, 1)
+    with pytest.warns(RuntimeWarning, match="refitted from the prior"):
+        warm = PBR(alpha=1.0, **SETTINGS).fit_continued(start, z, y)
+    assert seen == [start.model_.jitter, cold.model_.jitter]          # continued, then redone cold
+    assert warm.model_.jitter == cold.model_.jitter and warm.kl_ == cold.kl_
+    np.testing.assert_array_equal(warm.predict_proba(z), cold.predict_proba(z))
+
+
+def test_a_continuation_that_raises_is_redone_from_the_prior(rows, monkeypatch) -> None:
+    """Not only a failed check: an optimiser's RuntimeError in the continued fit (divergence, K_uu
+    never positive definite) falls back to the fit from the prior too; a Stop is not caught."""
+    import pbr_core.gp.training as training
+    from pbr_core.cancel import Cancelled
+
+    z, y = rows
+    start = PBR(alpha=0.1, **SETTINGS).fit(z, y)
+    cold = PBR(alpha=1.0, **SETTINGS).fit(z, y)
+    real = training._optimise
+    calls = []
+
+    def optimise(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("GP fit diverged and could not be recovered: planted")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(training, "_optimise", optimise)
+    with pytest.warns(RuntimeWarning, match="failed \\(GP fit diverged and could not be recovered: planted\\)"):
+        warm = PBR(alpha=1.0, **SETTINGS).fit_continued(start, z, y)
+    assert "continuation_abandoned_from_alpha" in warm.fit_report_ and warm.kl_ == cold.kl_
+    calls.clear()
+    monkeypatch.setattr(training, "_optimise", lambda *a, **k: (_ for _ in ()).throw(Cancelled()))
+    with pytest.raises(Cancelled):
+        PBR(alpha=1.0, **SETTINGS).fit_continued(start, z, y)

@@ -4,8 +4,6 @@ the CPU checks the numbers and the plumbing."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 import torch
@@ -44,6 +42,7 @@ def test_batched_rows_equal_the_fits_one_by_one(preds, one_by_one) -> None:
     assert any(m.startswith("batched fit of 4 GPs, iteration") and d == 0 for d, _, m in seen)
     assert [d for d, _, m in seen if not m.startswith("batched")] == [1, 2, 3, 4] and seen[-1][1] == 4
     assert bat.pearson_r == pytest.approx(one_by_one.pearson_r, abs=1e-6)
+    assert bat.batched and not one_by_one.batched
 
 
 def test_auto_batches_adam_fits_on_a_gpu_only(preds, one_by_one, monkeypatch) -> None:
@@ -73,23 +72,45 @@ def test_auto_batches_adam_fits_on_a_gpu_only(preds, one_by_one, monkeypatch) ->
 def test_batched_true_says_what_it_needs(preds, kwargs, needs) -> None:
     with pytest.raises(ValueError, match=f"batched=True\\) needs .*{needs}"):
         kl_vs_ece_gap(preds, batched=True, alphas=(0.5,), n_re=100, n_folds=1, **kwargs)
-    with pytest.raises(ValueError, match="`batched` to be True, False or 'auto'"):
-        kl_vs_ece_gap(preds, batched="yes", alphas=(0.5,), n_re=100, n_folds=1)
+    for bad in ("yes", 1, None):
+        with pytest.raises(ValueError, match="`batched` to be True, False or 'auto'"):
+            kl_vs_ece_gap(preds, batched=bad, alphas=(0.5,), n_re=100, n_folds=1)
 
 
-def test_a_failed_batch_is_every_row_failed(preds, monkeypatch) -> None:
+def test_batched_probabilities_binary_and_chosen_folds(cifar10_logits) -> None:
+    """Probability inputs (the GP on Wenger's input), a binary task with the ECE of p(y=1), and
+    ``folds=`` in any order: the batch's rows are the fits one by one."""
+    from pbr_core.predictions import softmax
+
+    z, y = cifar10_logits
+    p_cat = softmax(z[:400])[:, 3]                               # "is it a cat?"
+    binary = Predictions.from_arrays(np.column_stack([1 - p_cat, p_cat]), (y[:400] == 3).astype(int),
+                                     input_type="probabilities")
+    kw = dict(alphas=(0.5, 0.5, 0.1), n_re=100, folds=[2, 0], seed=1, binary_ece="positive", **ADAM)
+    bat, seq = (kl_vs_ece_gap(binary, batched=b, **kw) for b in (np.bool_(True), False))
+    assert bat.batched and bat.table[["alpha", "fold"]].equals(seq.table[["alpha", "fold"]])
+    assert bat.table.fold.tolist() == [2, 2, 2, 0, 0, 0]
+    for col in ("kl", "ece_re", "ece_te"):
+        np.testing.assert_allclose(bat.table[col], seq.table[col], rtol=1e-6, atol=1e-9, err_msg=col)
+
+
+def test_a_failed_batch_falls_back_to_the_fits_one_by_one(preds, one_by_one, monkeypatch) -> None:
+    """A batch that fails (one GP failing its training check even after the recovery fails the
+    whole fit_batch) must not fail a study that the fits alone would finish: a warning, then the
+    fits one after another, with on_error as usual."""
     import pbr_core.gp.batch as batch
 
     def broken(*args, **kwargs):
         raise RuntimeError("GP fit diverged: planted")
 
     monkeypatch.setattr(batch, "fit_batch", broken)
-    with pytest.warns(RuntimeWarning, match="batched fit of 4 GPs .* failed .*planted"):
-        res = kl_vs_ece_gap(preds, batched=True, on_error="warn", **STUDY, **ADAM)
-    assert len(res.table) == 4 and res.table.error.str.contains("planted").all()
-    assert res.table.kl.isna().all() and math.isnan(res.pearson_r)
-    with pytest.raises(RuntimeError, match="batched fit of 4 GPs .* failed: RuntimeError: GP fit diverged"):
-        kl_vs_ece_gap(preds, batched=True, **STUDY, **ADAM)
+    for on_error in ("raise", "warn"):
+        with pytest.warns(RuntimeWarning, match="batched fit of 4 GPs .* failed \\(RuntimeError: GP fit diverged: "
+                                                "planted\\); fitting them one after another instead"):
+            res = kl_vs_ece_gap(preds, batched=True, on_error=on_error, **STUDY, **ADAM)
+        assert not res.batched and res.table.error.isna().all()
+        cols = ["alpha", "fold", "kl", "ece_re", "ece_te", "bound"]
+        np.testing.assert_array_equal(res.table[cols], one_by_one.table[cols])
 
 
 def test_a_batched_study_stops(preds) -> None:
