@@ -260,20 +260,10 @@ def _fold_chain(data: Predictions, tr: np.ndarray, va: np.ndarray, f: int, n_fol
 
 
 def _batched_rows(data: Predictions, folds, grid, params, progress, *, cancel, binary_ece) -> list[dict]:
-    from pbr_core.gp.batch import fit_batch
-    from pbr_core.gp.device import resolve_device
-    from pbr_core.gp.predict import predict_proba
-    from pbr_core.gp.problem import TrainCheck, TrainSettings
-    from pbr_core.recalibrators.gp import PBR, prediction_seed
+    from pbr_core.recalibrators.gp import PBR
 
     rec = PBR(alpha=grid[0], **params)
-    z = np.asarray(data.scores, dtype=np.float64)
-    kind = rec._input_kind(data)
     pairs = [(f, alpha) for f in range(len(folds)) for alpha in grid]
-    seed = int(rec.random_state)
-    device = resolve_device(rec.device)
-    # Predictions (and the training-set check) use draws independent of the fit's (see prediction_seed).
-    check = TrainCheck(rec._check_metric(), bool(rec.mean_approx), int(rec.n_predict_samples), prediction_seed(seed))
     if cancel is not None and cancel():
         raise Cancelled(done=0, total=len(pairs))
     cb = None
@@ -283,17 +273,12 @@ def _batched_rows(data: Predictions, folds, grid, params, progress, *, cancel, b
                 progress(it, max_it, f"batched fit of {len(pairs)} GPs, iteration {it}")
             if cancel is not None and cancel():
                 raise Cancelled(done=0, total=len(pairs))
-    model, reports = fit_batch(
-        [z[folds[f][0]] for f, _ in pairs], [data.labels[folds[f][0]] for f, _ in pairs], [a for _, a in pairs],
-        rec._spec(), kind, device, n_mc=int(rec.n_mc), antithetic=rec.mc_draws == "antithetic", seed=seed,
-        n_inducing=int(rec.n_inducing),
-        variational=rec.variational, settings=TrainSettings(optimizer="adam", max_iter=int(rec.max_iter)),
-        check=check, progress=cb)
+    # Predictions (and the training-set check) use draws independent of the fit's (see prediction_seed).
+    model, reports, device = rec._fit_batch(data, [folds[f][0] for f, _ in pairs], [a for _, a in pairs], progress=cb)
     rows = []
     for i, ((f, alpha), rep) in enumerate(zip(pairs, reports)):
         tr, va = folds[f]
-        probs = predict_proba(model.member(i), z[va], bool(rec.mean_approx), int(rec.n_predict_samples),
-                              prediction_seed(seed), device=device)
+        probs = rec._predict_member(model, i, np.asarray(data.scores, dtype=np.float64)[va], device)
         rows.append({"alpha": alpha, "fold": f, "n_train": len(tr), "n_val": len(va),
                      **_score_all(probs, data.labels[va], binary_ece), "kl": rep.kl, "objective": rep.objective,
                      "iterations": rep.iterations,

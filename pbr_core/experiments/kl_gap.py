@@ -279,16 +279,7 @@ def _batched_rows(preds: Predictions, objective: str, alphas: list[float], param
     """Every (fold, alpha) of :func:`kl_vs_ece_gap` in one batched fit; the rows as ``_fit_one``
     makes them (each fit predicts with its recalibrator's own rule and prediction draws). False
     (with a warning, no row added) when the batched fit failed: the caller fits one by one."""
-    from pbr_core.gp.batch import fit_batch
-    from pbr_core.gp.device import resolve_device
-    from pbr_core.gp.predict import predict_proba
-    from pbr_core.gp.threads import fit_threads
-    from pbr_core.recalibrators.gp import prediction_seed
-
     rec = get_recalibrator(objective, alpha=alphas[0], **params)
-    z = np.asarray(preds.scores, dtype=np.float64)
-    kind, device = rec._input_kind(preds), resolve_device(rec.device)
-    settings, check = rec._train_settings()
     splits = [split_indices(preds.n, n_re, fold=fold, seed=seed, n_te=n_re) for fold in folds]
     pairs = [(j, i) for j in range(len(folds)) for i in range(len(alphas))]
     runner.check_cancel()
@@ -300,12 +291,8 @@ def _batched_rows(preds: Predictions, objective: str, alphas: list[float], param
     what = f"{objective}, batched fit of {len(pairs)} GPs ({len(alphas)} alpha x {len(folds)} folds)"
     start = time.perf_counter()
     try:
-        with fit_threads():  # the library's thread policy, as in PBR.fit
-            model, reports = fit_batch(
-                [z[splits[j][0]] for j, _ in pairs], [preds.labels[splits[j][0]] for j, _ in pairs],
-                [alphas[i] for _, i in pairs], rec._spec(), kind, device, n_mc=int(rec.n_mc),
-                antithetic=rec.mc_draws == "antithetic", seed=int(rec.random_state), n_inducing=int(rec.n_inducing),
-                variational=rec.variational, settings=settings, check=check, progress=on_iteration)
+        model, reports, device = rec._fit_batch(preds, [splits[j][0] for j, _ in pairs], [alphas[i] for _, i in pairs],
+                                                progress=on_iteration)
     except Cancelled:
         raise
     except Exception as exc:  # noqa: BLE001 - said, then the fits one by one (each with on_error)
@@ -315,12 +302,10 @@ def _batched_rows(preds: Predictions, objective: str, alphas: list[float], param
     seconds = (time.perf_counter() - start) / len(pairs)
     for p, (j, i) in enumerate(pairs):
         re_idx, te_idx = splits[j]
-        member = model.member((p,))
 
         def ece_on(rows: np.ndarray) -> float:
-            probs = predict_proba(member, z[rows], bool(rec.mean_approx), int(rec.n_predict_samples),
-                                  prediction_seed(int(rec.random_state)), device=device)
             part = preds.subset(rows)
+            probs = rec._predict_member(model, p, part.scores, device)
             return ece(*ece_inputs(probs, part.labels, part.kind, binary_ece), n_bins=n_bins)
 
         ece_re, ece_te = ece_on(re_idx), ece_on(te_idx)

@@ -366,6 +366,30 @@ class _GPRecalibrator(Recalibrator):
             self.bound_rows_ = other.bound_rows_
         return self
 
+    def _fit_batch(self, data: Predictions, row_sets: list[np.ndarray], alphas: list[float],
+                   progress: ProgressCallback | None = None) -> tuple[Any, list[Any], torch.device]:
+        """This recalibrator's fit of ``data``'s rows ``row_sets[i]`` at ``alphas[i]`` for every i, all
+        in one batched GP (:func:`pbr_core.gp.batch.fit_batch`: its settings, draws, seed and
+        training-set check; a batched fit is Adam): (batched model, reports, device). The batched
+        paths of alpha selection and the KL-gap study; :meth:`_predict_member` predicts with it."""
+        from pbr_core.gp.batch import fit_batch
+
+        z = np.asarray(data.scores, dtype=np.float64)
+        device = resolve_device(self.device)
+        settings, check = self._train_settings()
+        with fit_threads():  # the library's thread policy, as in fit
+            model, reports = fit_batch(
+                [z[rows] for rows in row_sets], [data.labels[rows] for rows in row_sets], list(alphas), self._spec(),
+                self._input_kind(data), device, n_mc=int(self.n_mc), antithetic=self.mc_draws == "antithetic",
+                seed=int(self.random_state), n_inducing=int(self.n_inducing), variational=self.variational,
+                settings=replace(settings, optimizer="adam"), check=check, progress=progress)
+        return model, reports, device
+
+    def _predict_member(self, model: Any, index: int, scores: np.ndarray, device: torch.device) -> np.ndarray:
+        """Probabilities of GP ``index`` of a :meth:`_fit_batch` model, as :meth:`predict_proba` gives them."""
+        return predict_proba(model.member(index), np.asarray(scores, dtype=np.float64), bool(self.mean_approx),
+                             int(self.n_predict_samples), prediction_seed(int(self.random_state)), device=device)
+
     def fit_continued(self, start: Recalibrator, X: Predictions | np.ndarray, y: np.ndarray | None = None,
                       input_type: _base.InputType = "auto") -> "_GPRecalibrator":
         """Fit starting from ``start``'s fitted GP instead of from the prior (continuation).
