@@ -15,7 +15,7 @@ from typing import Callable, Literal
 import numpy as np
 import torch
 
-from pbr_core.gp.model import GPRecalibrationModel
+from pbr_core.gp.model import GPRecalibrationModel, MarginalGrid
 from pbr_core.gp.objectives import ObjectiveSpec, ObjectiveTerms, evaluate_objective
 
 Optimizer = Literal["lbfgs", "adam"]
@@ -24,6 +24,12 @@ Optimizer = Literal["lbfgs", "adam"]
 #: iterations. Front ends never see it: the GP recalibrators pass it on as ``(done, total, message)``,
 #: the package's one progress signature (:mod:`pbr_core.progress`).
 ProgressCallback = Callable[[int, int, float], None]
+
+
+#: Fits on a CPU interpolate the marginals between grid nodes (:class:`~pbr_core.gp.model.MarginalGrid`,
+#: exact to ~1e-9; benchmarks/RESULTS_fast_pbr.md, round 5); False computes them at every input.
+#: On a GPU the marginals are computed at every input (launch-bound there; the grid is not measured).
+INTERPOLATE_MARGINALS = True
 
 
 @dataclass
@@ -40,6 +46,19 @@ class FitData:
     spec: ObjectiveSpec
     eps: torch.Tensor | None = None
     weights: torch.Tensor | None = None
+    #: Interpolation grids of ``z`` (:class:`~pbr_core.gp.model.MarginalGrid`), by "GP input is p";
+    #: shared by the copies :meth:`with_mc_draws` and :meth:`with_alpha` make (the same ``z``).
+    _grids: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def _grid(self, model: GPRecalibrationModel) -> MarginalGrid | None:
+        """The interpolation grid of ``z`` for ``model``'s input space (built once; None where the
+        marginals are computed at every input: ``INTERPOLATE_MARGINALS`` off, or not on a CPU)."""
+        if not INTERPOLATE_MARGINALS or self.z.is_cuda:
+            return None
+        key = model.input_kind == "probs"
+        if self._grids.get(key) is None:
+            self._grids[key] = model.grid_for(self.z)
+        return self._grids[key]
 
     def with_mc_draws(self, n_draws: int) -> "FitData":
         """The same problem with only the first ``n_draws`` of the fixed draws (a cheaper objective)."""
@@ -66,7 +85,7 @@ class FitData:
         return FitData(z=self.z[index][keep], labels=self.labels[index][keep], spec=spec, eps=eps, weights=None)
 
     def terms(self, model: GPRecalibrationModel) -> ObjectiveTerms:
-        mu, var = model.marginals(self.z)
+        mu, var = model.marginals(self.z, self._grid(model))
         return evaluate_objective(mu, var, self.labels, model.kl_divergence(), self.spec, self.eps, self.weights)
 
     def objective(self, model: GPRecalibrationModel) -> Callable[[], torch.Tensor]:

@@ -114,10 +114,10 @@ def test_stop_inside_the_training_check_prediction(data, monkeypatch) -> None:
     monkeypatch.setattr("pbr_core.gp.predict.prediction_batch_size", lambda *a, **k: 50)   # 4 batches
     original = training.GPRecalibrationModel.marginals
 
-    def marginals(model, x):
+    def marginals(model, x, grid=None):
         if not model.training:            # prediction (eval mode), not the fit
             batches.append(x.shape[0])
-        return original(model, x)
+        return original(model, x, grid)
 
     monkeypatch.setattr(training.GPRecalibrationModel, "marginals", marginals)
     with cancel_when(lambda: len(batches) >= 2), pytest.raises(Cancelled):
