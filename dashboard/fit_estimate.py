@@ -6,8 +6,8 @@ promise. The model: one fit costs about ``FIT_BASE_S + FIT_PER_ENTRY_S * n * K``
 core (the Monte Carlo work is n * K * S entries per evaluation, S = 32, and the number of
 evaluations hardly depends on n or K), plus ``PREDICT_PER_ENTRY_S * n_predicted * K`` for the
 J = 100 draws of the predictions. The constants are this project's measurements
-(benchmarks/RESULTS_fast_pbr.md, round 4: n_re = 1000, K = 10: 1.5-2 s; K = 100: 9-17 s over
-the paper's alphas, one thread, a 2-core machine). On a GPU a fit is bound by kernel launches, not
+(benchmarks/RESULTS_fast_pbr.md, round 5: n_re = 1000, alpha = .5, K = 10: 0.9 s; K = 100: 8.9 s;
+5-14 s over the paper's alphas; one thread, a 2-core machine). On a GPU a fit is bound by kernel launches, not
 by n * K: ``GPU_FIT_BASE_S + GPU_FIT_PER_ENTRY_S * min(n K, GPU_FULL_ENTRIES)`` plus
 ``GPU_FIT_PER_ENTRY_BEYOND_S`` per entry beyond (one H200, benchmarks/RESULTS_gp.md: 1.4 s at
 n K = 2000, 1.6 s at 10^4, 3.9 s at 10^5, 4.3 s at 5 x 10^5). Once a fit has run in this server
@@ -21,10 +21,10 @@ import threading
 from dataclasses import dataclass
 
 #: Seconds of one fit that do not grow with n * K (optimiser bookkeeping, kernel algebra).
-FIT_BASE_S = 0.8
-#: Seconds per score entry (row x class) of one fit with S = 32 antithetic float32 draws,
-#: 150-500 evaluations (round 4: 1.5-2 CPU s at n * K = 10^4, 12.5-14 at 10^5).
-FIT_PER_ENTRY_S = 1.2e-4
+FIT_BASE_S = 0.2
+#: Seconds per score entry (row x class) of one fit with S = 32 antithetic float32 draws and
+#: interpolated marginals, 150-500 evaluations (round 5: 0.9 CPU s at n * K = 10^4, 8.9 at 10^5).
+FIT_PER_ENTRY_S = 8.7e-5
 #: Seconds per predicted entry (row x class) with J = 100 draws.
 PREDICT_PER_ENTRY_S = 1.0e-6
 #: The same on a GPU (one H200: below the entries where the GPU is saturated, each evaluation costs
