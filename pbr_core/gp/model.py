@@ -188,6 +188,9 @@ GRID_NODES_PER_LENGTHSCALE = 128
 GRID_MAX_FRACTION = 0.25
 #: Below this many inputs per GP the marginals at every input cost well under a millisecond: no grid.
 GRID_MIN_INPUTS = 4096
+#: Above this many inputs in all (batch x N x K) no grid: its sparse weights take ~104 bytes per input
+#: (W and W^T, int32 indices; 440 MB here), and the marginals at every input need almost no memory.
+GRID_MAX_INPUTS = 2**22
 #: Node counts are multiples of this. The interpolation weights (a function of the node count, ~50
 #: ms to build at N*K = 10^5) are kept while the nodes are between what the lengthscale needs and
 #: twice that, so they are rebuilt only a few times in a fit.
@@ -238,9 +241,10 @@ class MarginalGrid:
     def node_count(self, ls: torch.Tensor) -> int:
         """Nodes needed for lengthscale(s) ``ls`` (R per lengthscale over the widest member), or 0
         when the grid would not pay (fewer than ``GRID_MIN_INPUTS`` inputs, more nodes than
-        ``GRID_MAX_FRACTION`` of them) or cannot be built (all inputs equal, non-finite inputs)."""
+        ``GRID_MAX_FRACTION`` of them), would take too much memory (more than ``GRID_MAX_INPUTS``
+        inputs) or cannot be built (all inputs equal, non-finite inputs)."""
         span = float(self.span.max()) if self.usable else 0.0
-        if not span > 0 or self.x.shape[-2] < GRID_MIN_INPUTS:
+        if not span > 0 or self.x.shape[-2] < GRID_MIN_INPUTS or self.x[..., 0].numel() > GRID_MAX_INPUTS:
             return 0
         ratio = float((self.span / ls.detach().reshape(self.span.shape)).max())
         if not math.isfinite(ratio):
@@ -266,13 +270,14 @@ class MarginalGrid:
             t = (u - idx).clamp_(0.0, 1.0)
             t2, t3 = t * t, t * t * t
             basis = torch.stack([2.0 * t3 - 3.0 * t2 + 1.0, -2.0 * t3 + 3.0 * t2, t3 - 2.0 * t2 + t, t3 - t2], dim=-1)
-            idx = idx.long()
+            # int32 indices: ~25 % faster products than int64, and less memory (inputs <= GRID_MAX_INPUTS)
+            idx = idx.to(torch.int32)
             lead = idx.shape[:-1]
             count = int(np.prod(lead, dtype=np.int64))
-            first = idx + (torch.arange(count, device=idx.device) * (2 * nodes)).reshape(*lead, 1)
+            first = idx + (torch.arange(count, device=idx.device, dtype=torch.int32) * (2 * nodes)).reshape(*lead, 1)
             cols = torch.stack([first, first + 1, first + nodes, first + nodes + 1], dim=-1).reshape(-1)
             rows = cols.numel() // 4
-            crow = torch.arange(0, 4 * rows + 1, 4, device=idx.device)
+            crow = torch.arange(0, 4 * rows + 1, 4, device=idx.device, dtype=torch.int32)
             with warnings.catch_warnings():  # "sparse CSR support is in beta": the product is what we use
                 warnings.simplefilter("ignore", UserWarning)
                 w = torch.sparse_csr_tensor(crow, cols, basis.reshape(-1), (rows, count * 2 * nodes),

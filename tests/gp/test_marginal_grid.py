@@ -108,6 +108,8 @@ def test_the_grid_is_not_used_where_it_would_not_pay() -> None:
     assert grid.node_count(m.scaled_rbf.base_kernel.lengthscale) == 0
     with torch.no_grad():
         assert all(torch.equal(a, b) for a, b in zip(m.marginals(z), m.marginals(z, grid)))
+    many = _scores("logits", n=2**16 + 1, k=64, seed=3)  # beyond GRID_MAX_INPUTS = 2^22 scores: memory
+    assert _model(few, "logits", lengthscale=30.0).grid_for(many).node_count(torch.tensor(30.0, dtype=F64)) == 0
     flat = torch.zeros(2000, 4, dtype=F64)
     assert m.grid_for(flat).node_count(m.scaled_rbf.base_kernel.lengthscale) == 0
     m_log = _model(torch.log_softmax(z, -1), "log_probs", lengthscale=3.0)
