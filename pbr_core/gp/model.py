@@ -213,11 +213,15 @@ class MarginalGrid:
     function of the whitened GP's reproducing-kernel space with norm ||g|| has
     |g^(4)| <= ||g|| s sqrt(105) / l^4 (s^2 the outputscale); mu - x has norm ||m||, and each of the
     M squares in var is bounded by Leibniz's rule (70 s^2 / l^4). With R = 128 the error is below
-    1e-10 ||m|| s in mu and 1e-9 s^2 |1 - s_m^2| summed over m in var; tests pin the interpolated
-    marginals and their gradients against the exact ones. It is used only while G is at most
+    1e-10 ||m|| s in mu and 1e-9 s^2 |1 - s_m^2| summed over m in var (mean-field; for the Cholesky
+    family the sum becomes ||C||_F^2 + M); tests pin the interpolated marginals to 1e-9 and their
+    gradients to 1e-7 relative against the exact ones. It is used only while G is at most
     ``GRID_MAX_FRACTION`` of the inputs. For a fixed G the objective is a smooth deterministic
     function of the parameters; G changes (in steps of ``GRID_NODE_STEP`` nodes) only as the
-    lengthscale moves, by amounts far below L-BFGS's tolerances.
+    lengthscale moves, which moves the objective by ~1e-12-1e-11 (measured), of the order of
+    L-BFGS's ``tol_change`` and harmless in the measured fits. A batch of GPs shares one G (the
+    largest any member needs; no grid if one member's inputs rule it out), so a batched fit equals
+    each fit alone to the interpolation's round-off (~1e-12), not bit for bit.
 
     Only training uses it (:class:`pbr_core.gp.problem.FitData`); predictions, the training check
     and the "ended at the prior" test compute the marginals at every input.
@@ -228,13 +232,16 @@ class MarginalGrid:
         The GP's inputs (p for "probs", the scores otherwise), fixed for the fit.
     """
 
-    def __init__(self, x: torch.Tensor):
+    def __init__(self, x: torch.Tensor, source: torch.Tensor | None = None):
         self.x = x
+        #: The scores the grid was built for (:meth:`GPRecalibrationModel.marginals` checks it).
+        self.source = x if source is None else source
         flat = x[..., 0]
         self.lo = flat.amin(-1, keepdim=True)  # (*b, 1)
         self.span = flat.amax(-1, keepdim=True) - self.lo
-        # Non-finite inputs (log p = -inf where p = 0) have no interval: no grid, exact marginals.
-        self.usable = bool(torch.isfinite(self.span).all())
+        # Non-finite inputs (log p = -inf where p = 0) have no interval, and a member whose inputs
+        # are all equal has none either: no grid, exact marginals. float64 only (as the model).
+        self.usable = bool(torch.isfinite(self.span).all() and (self.span > 0).all()) and x.dtype == torch.float64
         self._nodes = 0
         self._cache: tuple[torch.Tensor, torch.Tensor] | None = None
 
@@ -254,15 +261,18 @@ class MarginalGrid:
             nodes = self._nodes  # enough nodes, and not too many: keep the weights
         else:  # a quarter more than needed, so that a shrinking lengthscale does not rebuild at once
             nodes = int(math.ceil(1.25 * need / GRID_NODE_STEP)) * GRID_NODE_STEP
-        return nodes if nodes <= GRID_MAX_FRACTION * self.x.shape[-2] else 0
+        if nodes > GRID_MAX_FRACTION * self.x.shape[-2] or not bool((self.span / (nodes - 1) > 0).all()):
+            return 0  # too many nodes to pay, or a spacing that underflows to 0
+        return nodes
 
     def weights(self, nodes: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The interpolation as a sparse matrix W (B * NK, B * 2G) and its transpose (CSR), for
         ``nodes`` nodes: row j of W holds the four cubic Hermite basis weights of input j, on the
         values and the h-scaled derivatives at the two nodes around it (columns f_i, f_i+1, then
         h f'_i, h f'_i+1 in the second half of its member's 2G columns)."""
-        if nodes < 2 or not self.usable:
-            raise ValueError(f"A grid needs finite inputs and at least 2 nodes (got {nodes}): use node_count().")
+        if nodes < 2 or not self.usable or not bool((self.span / (nodes - 1) > 0).all()):
+            raise ValueError(f"A grid needs finite, not all equal inputs and at least 2 nodes (got {nodes}): "
+                             "use node_count().")
         if self._nodes != nodes or self._cache is None:
             h = self.span / (nodes - 1)
             u = (self.x[..., 0] - self.lo) / h
@@ -277,6 +287,9 @@ class MarginalGrid:
             first = idx + (torch.arange(count, device=idx.device, dtype=torch.int32) * (2 * nodes)).reshape(*lead, 1)
             cols = torch.stack([first, first + 1, first + nodes, first + nodes + 1], dim=-1).reshape(-1)
             rows = cols.numel() // 4
+            if cols.numel() and (int(cols.min()) < 0 or int(cols.max()) >= count * 2 * nodes):
+                # Never hand a malformed matrix to the unchecked constructor below (memory safety).
+                raise ValueError("MarginalGrid: an input fell outside the grid; use the exact marginals.")
             crow = torch.arange(0, 4 * rows + 1, 4, device=idx.device, dtype=torch.int32)
             with warnings.catch_warnings():  # "sparse CSR support is in beta": the product is what we use
                 warnings.simplefilter("ignore", UserWarning)
@@ -598,6 +611,8 @@ class GPRecalibrationModel(gpytorch.models.ApproximateGP):
         NotPositiveDefiniteError
             When K_uu + jitter I has no Cholesky factor (the caller retries with more jitter).
         """
+        if grid is not None and grid.source is not z:
+            raise ValueError("`grid` was built for other scores: pass the grid of these very scores (grid_for(z)).")
         if self.input_kind != "probs":
             return self._identity_mean_marginals(z, grid)
         x = torch.exp(z)
@@ -609,7 +624,7 @@ class GPRecalibrationModel(gpytorch.models.ApproximateGP):
     def grid_for(self, z: torch.Tensor) -> MarginalGrid:
         """The :class:`MarginalGrid` of the scores ``z`` (*batch_shape, N, K), for :meth:`marginals`."""
         x = kernel_inputs(z, self.input_kind)
-        return MarginalGrid(x.reshape(*x.shape[:-2], x.shape[-2] * x.shape[-1], 1))
+        return MarginalGrid(x.reshape(*x.shape[:-2], x.shape[-2] * x.shape[-1], 1), source=z)
 
     def _identity_mean_marginals(self, z: torch.Tensor,
                                  grid: MarginalGrid | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -643,6 +658,8 @@ class GPRecalibrationModel(gpytorch.models.ApproximateGP):
         ls = self.scaled_rbf.base_kernel.lengthscale
         log_scale = self.scaled_rbf.outputscale.log()
         nodes = grid.node_count(ls) if grid is not None else 0
+        if nodes and grid.x.shape != x.shape:
+            raise ValueError(f"This MarginalGrid is for inputs of shape {tuple(grid.x.shape[:-1])}, not {tuple(x.shape[:-1])}.")
         if nodes:
             mu, var = self._grid_marginals(grid, nodes, zu, ls, log_scale, chol_inv, mean, cov, kdiag)
             return mu.reshape(*lead, n, k), var.clamp_min(1e-12).reshape(*lead, n, k)

@@ -25,7 +25,8 @@ Optimisers
   issue 15 once and made some fits slower (docs/gp_measurements.md).
 * ``"adam"``: a vectorised Adam written here (not ``torch.optim.Adam``) because every GP of a batch
   gets its own step size, best-so-far snapshot and stopping rule. The update is element-wise, so
-  a batch of GPs fitted together follows exactly the same path as each GP fitted alone (a test
+  a batch of GPs fitted together follows the same path as each GP fitted alone (exactly, or to
+  ~1e-12 where the interpolated marginals of a batch use other nodes than the fit alone; a test
   pins this). Batched models are therefore always fitted with Adam: one L-BFGS line search over
   the SUM of independent objectives couples the fits (a shared step length and curvature
   history), so a batched L-BFGS fit is not the fit alone and one hard fit can stall the others.

@@ -117,7 +117,7 @@ def test_the_grid_is_not_used_where_it_would_not_pay() -> None:
     with_zero[0, 0] = -torch.inf  # p = 0: log p = -inf
     grid = m_log.grid_for(with_zero)
     assert grid.node_count(m_log.scaled_rbf.base_kernel.lengthscale) == 0
-    with pytest.raises(ValueError, match="finite inputs"):
+    with pytest.raises(ValueError, match="finite, not all equal inputs"):
         grid.weights(128)
 
 
@@ -168,3 +168,29 @@ def test_a_fit_with_the_grid_reaches_the_exact_fits_objective(cifar10_logits, mo
         monkeypatch.setattr(problem_module, "INTERPOLATE_MARGINALS", on)
         reports.append(PBR(alpha=0.5, device="cpu").fit(preds).fit_report_)
     assert abs(reports[0]["objective"] - reports[1]["objective"]) <= 1e-5 * reports[1]["objective"]
+
+
+def test_degenerate_members_and_spacings_fall_back_to_the_exact_marginals() -> None:
+    """A batch member whose scores are all equal (a split of uniform predictions), or a spacing that
+    underflows to 0, would put NaN into the grid's indices: no grid then (the review of this change
+    crashed the process with both), and ``weights`` refuses."""
+    z = torch.stack([_scores("logits", n=500, k=10), torch.zeros(500, 10, dtype=F64)])
+    m = _model(z, "logits", batch=(2,), lengthscale=10.0)
+    grid = m.grid_for(z)
+    assert not grid.usable and grid.node_count(m.scaled_rbf.base_kernel.lengthscale) == 0
+    with pytest.raises(ValueError, match="not all equal"):
+        grid.weights(512)
+    with torch.no_grad():
+        assert all(torch.equal(a, b) for a, b in zip(m.marginals(z), m.marginals(z, grid)))
+    tiny = torch.zeros(8192, 1, dtype=F64)
+    tiny[0, 0] = 5e-324  # span > 0, but span / (nodes - 1) == 0.0
+    assert MarginalGrid(tiny).node_count(torch.tensor(1.0, dtype=F64)) == 0
+
+
+def test_a_grid_serves_only_the_scores_it_was_built_for() -> None:
+    z = _scores("logits")
+    m = _model(z, "logits", lengthscale=3.0)
+    with pytest.raises(ValueError, match="other scores"):
+        m.marginals(z.clone(), m.grid_for(z))
+    z32 = z.float()  # float32 scores: no grid (the model works in float64), the exact path as before
+    assert m.grid_for(z32).node_count(m.scaled_rbf.base_kernel.lengthscale) == 0
