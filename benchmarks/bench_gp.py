@@ -332,11 +332,11 @@ def part_consistency(device: torch.device) -> list[str]:
         for dev in ("cpu", str(device)):
             _sync(device)
             t0 = time.perf_counter()
-            problem.INTERPOLATE_MARGINALS = False  # the same arithmetic on both devices
+            interpolate, problem.INTERPOLATE_MARGINALS = problem.INTERPOLATE_MARGINALS, False  # same arithmetic
             try:
                 rec = PBR(alpha=0.5, device=dev, **kw).fit(fit)
             finally:
-                problem.INTERPOLATE_MARGINALS = True
+                problem.INTERPOLATE_MARGINALS = interpolate
             _sync(device)
             took = time.perf_counter() - t0
             mean_p = predict_proba(rec.model_, z_te, mean_approx=True)

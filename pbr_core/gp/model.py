@@ -206,8 +206,8 @@ class MarginalGrid:
     lengthscale l: linear combinations of the M functions k(u_m, x) and of their pairwise products.
     So they are computed exactly, with their x-derivatives, at G evenly spaced nodes spanning the
     inputs (``GRID_NODES_PER_LENGTHSCALE`` = R nodes per lengthscale) and interpolated at every
-    input by cubic Hermite polynomials on the nodes' intervals: two small (M, G) passes and one
-    gather per evaluation, whatever N*K.
+    input by cubic Hermite polynomials on the nodes' intervals: small (M, G) passes and one sparse
+    product (its transpose backward) per evaluation, whatever N*K.
 
     Error: cubic Hermite interpolation errs by at most h^4 / 384 max |f^(4)| (h = l / R). Every
     function of the whitened GP's reproducing-kernel space with norm ||g|| has
@@ -250,8 +250,7 @@ class MarginalGrid:
         when the grid would not pay (fewer than ``GRID_MIN_INPUTS`` inputs, more nodes than
         ``GRID_MAX_FRACTION`` of them), would take too much memory (more than ``GRID_MAX_INPUTS``
         inputs) or cannot be built (all inputs equal, non-finite inputs)."""
-        span = float(self.span.max()) if self.usable else 0.0
-        if not span > 0 or self.x.shape[-2] < GRID_MIN_INPUTS or self.x[..., 0].numel() > GRID_MAX_INPUTS:
+        if not self.usable or self.x.shape[-2] < GRID_MIN_INPUTS or self.x[..., 0].numel() > GRID_MAX_INPUTS:
             return 0
         ratio = float((self.span / ls.detach().reshape(self.span.shape)).max())
         if not math.isfinite(ratio):
@@ -270,10 +269,10 @@ class MarginalGrid:
         ``nodes`` nodes: row j of W holds the four cubic Hermite basis weights of input j, on the
         values and the h-scaled derivatives at the two nodes around it (columns f_i, f_i+1, then
         h f'_i, h f'_i+1 in the second half of its member's 2G columns)."""
-        if nodes < 2 or not self.usable or not bool((self.span / (nodes - 1) > 0).all()):
-            raise ValueError(f"A grid needs finite, not all equal inputs and at least 2 nodes (got {nodes}): "
-                             "use node_count().")
         if self._nodes != nodes or self._cache is None:
+            if nodes < 2 or not self.usable or not bool((self.span / (nodes - 1) > 0).all()):
+                raise ValueError(f"A grid needs finite, not all equal inputs and at least 2 nodes (got {nodes}): "
+                                 "use node_count().")
             h = self.span / (nodes - 1)
             u = (self.x[..., 0] - self.lo) / h
             idx = u.floor().clamp_(0, nodes - 2)
@@ -658,8 +657,6 @@ class GPRecalibrationModel(gpytorch.models.ApproximateGP):
         ls = self.scaled_rbf.base_kernel.lengthscale
         log_scale = self.scaled_rbf.outputscale.log()
         nodes = grid.node_count(ls) if grid is not None else 0
-        if nodes and grid.x.shape != x.shape:
-            raise ValueError(f"This MarginalGrid is for inputs of shape {tuple(grid.x.shape[:-1])}, not {tuple(x.shape[:-1])}.")
         if nodes:
             mu, var = self._grid_marginals(grid, nodes, zu, ls, log_scale, chol_inv, mean, cov, kdiag)
             return mu.reshape(*lead, n, k), var.clamp_min(1e-12).reshape(*lead, n, k)
@@ -694,7 +691,7 @@ class GPRecalibrationModel(gpytorch.models.ApproximateGP):
                         kdiag: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """mu and var (before clamping), (*b, NK), at ``grid``'s inputs by cubic Hermite interpolation
         between ``nodes`` nodes (:class:`MarginalGrid`), with autograd (everything of size NK is one
-        gather and one product).
+        sparse product, forward and backward).
 
         At the nodes x_g, with D = (u - x_g) / l, K = K_uf, A = L^-1 K and A' = L^-1 dK/dx (dK/dx = K * D / l):
         mu - x = m^T A, d(mu - x)/dx = m^T A'; var = k(x, x) + jitter + (s^2 - 1)^T A^2 and
