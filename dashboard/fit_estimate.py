@@ -3,8 +3,8 @@
 A GP fit's length cannot be known in advance (the optimiser stops on tolerance; a fit that ends at
 the prior is redone from smaller alpha at 2-5x its time), so the page gives a range, not a
 promise. The model: one fit costs about ``FIT_BASE_S + FIT_PER_ENTRY_S * n * K`` seconds on one CPU
-core (the Monte Carlo work is n * K * S entries per evaluation, S = 32, and the number of
-evaluations hardly depends on n or K), plus ``PREDICT_PER_ENTRY_S * n_predicted * K`` for the
+core (the Monte Carlo work is n * K * S entries per evaluation, S = 32 below 50 classes and 16 from
+50 on, and the number of evaluations hardly depends on n or K), plus ``PREDICT_PER_ENTRY_S * n_predicted * K`` for the
 J = 100 draws of the predictions. The constants are this project's measurements
 (benchmarks/RESULTS_fast_pbr.md, round 5: n_re = 1000, alpha = .5, K = 10: 0.9 s; K = 100: 8.9 s;
 5-14 s over the paper's alphas; one thread, a 2-core machine). On a GPU a fit is bound by kernel launches, not
@@ -20,11 +20,18 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from pbr_core.gp.objectives import auto_mc_draws
+
 #: Seconds of one fit that do not grow with n * K (optimiser bookkeeping, kernel algebra).
 FIT_BASE_S = 0.2
 #: Seconds per score entry (row x class) of one fit with S = 32 antithetic float32 draws and
 #: interpolated marginals, 150-500 evaluations (round 5: 0.9 CPU s at n * K = 10^4, 8.9 at 10^5).
 FIT_PER_ENTRY_S = 8.7e-5
+#: Share of a CPU evaluation that does not grow with the draws S (marginals, autograd, optimiser):
+#: one evaluation at n K = 10^5 took 13.3 / 20.0 / 30.1 ms with S = 8 / 16 / 32 (round 6,
+#: benchmarks/RESULTS_fast_pbr.md), i.e. ~7.7 ms + 0.7 ms per draw. Fits with n_mc = "auto" use
+#: S = 16 from 50 classes on (pbr_core.gp.objectives.auto_mc_draws).
+FIXED_EVAL_SHARE = 0.26
 #: Seconds per predicted entry (row x class) with J = 100 draws.
 PREDICT_PER_ENTRY_S = 1.0e-6
 #: The same on a GPU (one H200: below the entries where the GPU is saturated, each evaluation costs
@@ -49,14 +56,16 @@ _LOCK = threading.Lock()
 _OBSERVED: list[float] = []   # measured / modelled seconds of the fits run in this process
 
 
-def model_seconds(n: int, k: int, gpu: bool = False) -> float:
+def model_seconds(n: int, k: int, gpu: bool = False, draws: int | None = None) -> float:
     """The model's seconds for one fit on ``n`` rows with ``k`` classes (before rescaling), on
-    one CPU core or (``gpu``) on a GPU."""
+    one CPU core or (``gpu``) on a GPU. ``draws``: the fit's S (default: what ``n_mc="auto"``
+    uses for ``k`` classes); the CPU model scales the draws' share of an evaluation by S / 32."""
     entries = float(n) * float(k)
     if gpu:
         return (GPU_FIT_BASE_S + GPU_FIT_PER_ENTRY_S * min(entries, GPU_FULL_ENTRIES)
                 + GPU_FIT_PER_ENTRY_BEYOND_S * max(0.0, entries - GPU_FULL_ENTRIES))
-    return FIT_BASE_S + FIT_PER_ENTRY_S * entries
+    s = auto_mc_draws(k) if draws is None else int(draws)
+    return FIT_BASE_S + FIT_PER_ENTRY_S * entries * (FIXED_EVAL_SHARE + (1.0 - FIXED_EVAL_SHARE) * s / 32.0)
 
 
 def record(n: int, k: int, seconds: float, gpu: bool = False) -> None:

@@ -636,6 +636,8 @@ def param_value(name: str, value: object) -> str:
     if name == "mean_approx":
         return ("softmax of the posterior mean (app.)" if value else
                 "average over posterior draws (the paper's Algorithm 1)")
+    if name == "n_mc" and value == "auto":
+        return "automatic (32 below 50 classes, 16 from 50 on)"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):

@@ -36,7 +36,7 @@ from pbr_core.gp.model import (
     initial_inducing_points,
     kernel_inputs,
 )
-from pbr_core.gp.objectives import MC_DRAWS, ObjectiveSpec, draw_mc_noise
+from pbr_core.gp.objectives import MC_DRAWS, ObjectiveSpec, auto_mc_draws, draw_mc_noise
 from pbr_core.gp.predict import predict_proba
 from pbr_core.gp.problem import FitData, ProgressCallback, TrainCheck, TrainSettings
 from pbr_core.gp.threads import fit_threads
@@ -137,6 +137,8 @@ def prior_split_rows(n: int, prior_split: float, random_state: int) -> tuple[np.
 
 _DEVICE = Constraint(_is_device, "'auto', 'cpu', 'cuda' or 'cuda:N'")
 _OBJECTIVE = one_of(("pbr", "pbr_total"))
+_N_MC = Constraint(lambda v: (isinstance(v, str) and v == "auto") or POSITIVE_INT.test(v),
+                   "an integer larger than 0 or 'auto'")
 _ALPHA = FINITE_NON_NEGATIVE
 _PRIOR_SPLIT = Constraint(
     lambda v: (not isinstance(v, (bool, np.bool_)) and isinstance(v, (int, float, np.integer, np.floating))
@@ -155,7 +157,7 @@ class _GPRecalibrator(Recalibrator):
     variant: ClassVar[tuple[str, bool]]
     #: The parameters every GP method takes; each class lists its own first.
     _gp_constraints: ClassVar[dict[str, Constraint]] = {
-        "n_inducing": POSITIVE_INT, "max_iter": POSITIVE_INT, "n_mc": POSITIVE_INT, "mc_draws": one_of(MC_DRAWS),
+        "n_inducing": POSITIVE_INT, "max_iter": POSITIVE_INT, "n_mc": _N_MC, "mc_draws": one_of(MC_DRAWS),
         "n_predict_samples": POSITIVE_INT, "optimizer": one_of(("lbfgs", "adam")),
         "variational": one_of(("mean_field", "cholesky")), "mean_approx": BOOLEAN,
         "random_state": NON_NEGATIVE_INT, "device": _DEVICE, "prior_split": _PRIOR_SPLIT,
@@ -169,7 +171,7 @@ class _GPRecalibrator(Recalibrator):
     variational: str
     optimizer: str
     max_iter: int
-    n_mc: int
+    n_mc: int | str
     mc_draws: str
     n_predict_samples: int
     device: str
@@ -188,6 +190,11 @@ class _GPRecalibrator(Recalibrator):
         if self.objective == "pbr":
             return ObjectiveSpec.pbr(self.alpha)
         return ObjectiveSpec.pbr_total(self.alpha)
+
+    def mc_draw_count(self, n_classes: int) -> int:
+        """S, the fixed Monte Carlo draws per entry a fit on ``n_classes`` classes uses: ``n_mc``, or
+        for "auto" :func:`pbr_core.gp.objectives.auto_mc_draws` (32 below 50 classes, 16 from there on)."""
+        return auto_mc_draws(n_classes) if self.n_mc == "auto" else int(self.n_mc)
 
     def _check_metric(self) -> Literal["nll", "brier", "nll+brier"]:
         return {"gp": "nll", "pbr": "brier", "pbr_total": "nll+brier"}[self.objective]
@@ -273,6 +280,8 @@ class _GPRecalibrator(Recalibrator):
         self.input_kind_ = kind
         self.kl_ = float(report.kl)
         self.fit_report_ = {**report.to_dict(), "prior": prior_info}
+        if self._spec().needs_mc:
+            self.fit_report_["n_mc"] = self.mc_draw_count(z.shape[1])  # the S of "auto"
         start_alpha = getattr(self, "_start_alpha", None)
         if start_alpha is not None:
             # A continuation that failed its training check was redone from the prior (fit_gp).
@@ -305,7 +314,7 @@ class _GPRecalibrator(Recalibrator):
         spec = self._spec()
         eps = None
         if spec.needs_mc:
-            eps = draw_mc_noise(n, int(self.n_mc), k, int(self.random_state), device=dev, dtype=_objectives.MC_DTYPE,
+            eps = draw_mc_noise(n, self.mc_draw_count(k), k, int(self.random_state), device=dev, dtype=_objectives.MC_DTYPE,
                                 antithetic=self.mc_draws == "antithetic")
         data = FitData(z=torch.as_tensor(z, dtype=DTYPE, device=dev), labels=torch.as_tensor(y, device=dev),
                        spec=spec, eps=eps)
@@ -380,7 +389,7 @@ class _GPRecalibrator(Recalibrator):
         with fit_threads():  # the library's thread policy, as in fit
             model, reports = fit_batch(
                 [z[rows] for rows in row_sets], [data.labels[rows] for rows in row_sets], list(alphas), self._spec(),
-                self._input_kind(data), device, n_mc=int(self.n_mc), antithetic=self.mc_draws == "antithetic",
+                self._input_kind(data), device, n_mc=self.mc_draw_count(z.shape[1]), antithetic=self.mc_draws == "antithetic",
                 seed=int(self.random_state), n_inducing=int(self.n_inducing), variational=self.variational,
                 settings=replace(settings, optimizer="adam"), check=check, progress=progress)
         return model, reports, device
@@ -597,8 +606,10 @@ _DOC_COMMON = """
         Adam (see :mod:`pbr_core.gp.training`). So one fit runs at most 3 * max_iter iterations,
         4 * max_iter for a continued fit (:meth:`fit_continued`) that fails and is redone from the
         prior; ``fit_report_["iterations"]`` counts them all.
-    n_mc : int, default 32
-        S, the fixed Monte Carlo draws per entry for the expectations of the objective.
+    n_mc : int or "auto", default "auto"
+        S, the fixed Monte Carlo draws per entry for the expectations of the objective; "auto": 32
+        below 50 classes, 16 from 50 classes on (:func:`pbr_core.gp.objectives.auto_mc_draws` says
+        why). ``fit_report_["n_mc"]`` is the S a fit used.
     mc_draws : {"antithetic", "iid"}, default "antithetic"
         "antithetic": the S draws are S / 2 pairs (e, -e), which estimate the expectations (and
         their gradients) with a smaller Monte Carlo error than 100 independent draws at a third of
@@ -690,7 +701,7 @@ class GPCalibration(_GPRecalibrator):
         **_GPRecalibrator._gp_constraints, "ce_estimator": one_of(("taylor", "mc"))}
 
     def __init__(self, mean_approx: bool = False, n_inducing: int = 10, variational: str = "mean_field",
-                 optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int = 32, mc_draws: str = "antithetic",
+                 optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int | str = "auto", mc_draws: str = "antithetic",
                  n_predict_samples: int = 100, ce_estimator: str = "taylor", device: str = "auto", random_state: int = 0,
                  prior_split: float = 0.0, prob_input: str = "wenger"):
         self.mean_approx = mean_approx
@@ -731,7 +742,7 @@ class GPCalibrationApp(GPCalibration):
     variant: ClassVar[tuple[str, bool]] = ("gp", True)
 
     def __init__(self, n_inducing: int = 10, variational: str = "mean_field", optimizer: str = "lbfgs",
-                 max_iter: int = 1000, n_mc: int = 32, mc_draws: str = "antithetic", n_predict_samples: int = 100,
+                 max_iter: int = 1000, n_mc: int | str = "auto", mc_draws: str = "antithetic", n_predict_samples: int = 100,
                  ce_estimator: str = "taylor",
                  device: str = "auto", random_state: int = 0, prior_split: float = 0.0, prob_input: str = "wenger"):
         super().__init__(mean_approx=True, n_inducing=n_inducing, variational=variational, optimizer=optimizer,
@@ -781,7 +792,7 @@ class PBR(_GPRecalibrator):
         "objective": _OBJECTIVE, "alpha": _ALPHA, **_GPRecalibrator._gp_constraints}
 
     def __init__(self, alpha: float = 0.5, objective: str = "pbr", mean_approx: bool = False, n_inducing: int = 10,
-                 variational: str = "mean_field", optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int = 32,
+                 variational: str = "mean_field", optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int | str = "auto",
                  mc_draws: str = "antithetic",
                  n_predict_samples: int = 100, device: str = "auto", random_state: int = 0,
                  prior_split: float = 0.0, prob_input: str = "wenger"):
@@ -806,7 +817,7 @@ class _FixedPBR(PBR):
     ``variant``), not constructor parameters."""
 
     def __init__(self, alpha: float = 0.5, n_inducing: int = 10, variational: str = "mean_field",
-                 optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int = 32, mc_draws: str = "antithetic",
+                 optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int | str = "auto", mc_draws: str = "antithetic",
                  n_predict_samples: int = 100,
                  device: str = "auto", random_state: int = 0, prior_split: float = 0.0, prob_input: str = "wenger"):
         objective, mean_approx = self.variant

@@ -140,7 +140,7 @@ class PBRCV(_GPRecalibrator):
 
     def __init__(self, alphas: Sequence[float] | None = None, cv: int = 5, scoring: str = "ece",
                  objective: str = "pbr", mean_approx: bool = False, n_inducing: int = 10,
-                 variational: str = "mean_field", optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int = 32,
+                 variational: str = "mean_field", optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int | str = "auto",
                  mc_draws: str = "antithetic",
                  n_predict_samples: int = 100, device: str = "auto", random_state: int = 0, cv_seed: int = 0,
                  binary_ece: Literal["positive", "top_label"] = "top_label",

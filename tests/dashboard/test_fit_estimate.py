@@ -29,7 +29,7 @@ def test_counts_the_cross_validation_fits_and_grows_with_size(fresh) -> None:
     cv_fit = fit_estimate.model_seconds(800, 10)
     assert auto.seconds == pytest.approx(one.seconds + 5 * cv_fit * (1 + 7 * fit_estimate.WARM_FIT_SHARE)
                                          + 5 * 8 * 1e-6 * 200 * 10)
-    big = fit_estimate.estimate(10_000, 20_000, 100, auto_alpha=False, n_alphas=8, n_folds=5)
+    big = fit_estimate.estimate(20_000, 40_000, 100, auto_alpha=False, n_alphas=8, n_folds=5)
     assert big.seconds > 10 * one.seconds and big.long
     assert one.worst > one.seconds
     assert "1 fit " in one.sentence() and "41 fits" in auto.sentence()
@@ -77,11 +77,18 @@ def test_the_pbr_page_shows_the_estimate_before_the_run(fresh) -> None:
     assert len(shown) == 1 and "for 41 fits" in shown[0]  # 8 alpha values x 5 folds, then the final fit
 
 
+#: Round 6's single PBR fit at n_re = 1000, K = 100 with n_mc = "auto" (S = 16), CPU s of one thread
+#: (benchmarks/RESULTS_fast_pbr.md, round 6, paired timing).
+ROUND6_K100 = 5.2
+
+
 def test_on_a_cpu_the_estimate_is_the_measured_fits() -> None:
-    """The CPU model reproduces round 5's measured single PBR fits (benchmarks/RESULTS_fast_pbr.md,
-    timing-ee7bdc5: n_re = 1000, one thread; K = 10: 0.93 s, K = 100: 8.90 s) within 25 %."""
-    for n, k, measured in ((1000, 10, 0.93), (1000, 100, 8.90)):
-        assert fit_estimate.model_seconds(n, k) == pytest.approx(measured, rel=0.25), (n, k)
+    """The CPU model reproduces the measured single PBR fits (benchmarks/RESULTS_fast_pbr.md,
+    n_re = 1000, one thread) within 25 %: round 5 with S = 32 draws (timing-ee7bdc5; K = 10: 0.93 s,
+    K = 100: 8.90 s), round 6 with n_mc = "auto" (S = 16 at K = 100; ROUND6_K100)."""
+    for n, k, draws, measured in ((1000, 10, 32, 0.93), (1000, 100, 32, 8.90), (1000, 10, None, 0.93),
+                                  (1000, 100, None, ROUND6_K100)):
+        assert fit_estimate.model_seconds(n, k, draws=draws) == pytest.approx(measured, rel=0.25), (n, k, draws)
 
 
 def test_on_a_gpu_the_estimate_is_the_h200_s_launch_bound_curve(fresh) -> None:
@@ -90,10 +97,25 @@ def test_on_a_gpu_the_estimate_is_the_h200_s_launch_bound_curve(fresh) -> None:
     where the CPU model is 2x off at K = 100; a GPU fit rescales the GPU model, not the CPU one."""
     for n, k, measured in ((1000, 10, 1.6), (1000, 100, 3.9), (5000, 100, 4.3), (1000, 2, 1.4)):
         assert fit_estimate.model_seconds(n, k, gpu=True) == pytest.approx(measured, rel=0.25), (n, k)
-    assert fit_estimate.model_seconds(1000, 100) > 2 * 3.9
+    assert fit_estimate.model_seconds(1000, 100, draws=32) > 2 * 3.9  # the H200 fit had S = 32 draws
     gpu = fit_estimate.estimate(1000, 10_000, 100, auto_alpha=False, n_alphas=8, n_folds=5, gpu=True)
     assert gpu.gpu and "one H200 GPU" in gpu.sentence()
     assert gpu.seconds == pytest.approx(fit_estimate.model_seconds(1000, 100, gpu=True) + 2.5e-7 * 10_000 * 100)
     fit_estimate.record(1000, 100, 3.9, gpu=True)      # the H200's own measurement: scale ~1
     again = fit_estimate.estimate(1000, 10_000, 100, auto_alpha=False, n_alphas=8, n_folds=5, gpu=True)
     assert again.measured_here and again.seconds == pytest.approx(gpu.seconds, rel=0.05)
+
+
+def test_the_cpu_model_follows_the_draws_of_n_mc_auto(fresh) -> None:
+    """From 50 classes on a fit uses 16 draws, not 32 (pbr_core.gp.objectives.auto_mc_draws): the
+    draws' share of each evaluation halves, the rest does not."""
+    share = fit_estimate.FIXED_EVAL_SHARE
+    for k, draws in ((10, 32), (100, 16)):
+        seconds = fit_estimate.model_seconds(1000, k)
+        assert seconds == pytest.approx(fit_estimate.model_seconds(1000, k, draws=draws))
+        assert seconds == pytest.approx(fit_estimate.FIT_BASE_S + fit_estimate.FIT_PER_ENTRY_S * 1000 * k
+                                        * (share + (1 - share) * draws / 32))
+    assert fit_estimate.model_seconds(1000, 100) < fit_estimate.model_seconds(1000, 100, draws=32)
+    from dashboard import texts
+    assert texts.param_value("n_mc", "auto") == "automatic (32 below 50 classes, 16 from 50 on)"
+    assert texts.param_value("n_mc", 20) == "20"

@@ -55,6 +55,31 @@ def test_bad_parameters_are_named(bad, match, small) -> None:
         PBR(**bad).fit(small.z, small.y)
 
 
+def test_n_mc_auto_is_32_draws_below_50_classes_and_16_from_50_on(cifar10_logits, cifar100_logits, tmp_path) -> None:
+    from pbr_core.gp.objectives import auto_mc_draws
+
+    assert [auto_mc_draws(k) for k in (2, 10, 49, 50, 100, 1000)] == [32, 32, 32, 16, 16, 16]
+    assert PBR().n_mc == "auto" and PBRTotal().n_mc == "auto"
+    for (z, y), k, s in ((cifar10_logits, 10, 32), (cifar100_logits, 100, 16)):
+        fit = dict(max_iter=8, n_predict_samples=5)
+        auto = PBR(**fit).fit(z[:60], y[:60])
+        assert auto.fit_report_["n_mc"] == s == auto.mc_draw_count(k)
+        # "auto" is that S exactly: the same draws, the same fit, bit for bit
+        fixed = PBR(n_mc=s, **fit).fit(z[:60], y[:60])
+        assert fixed.fit_report_["objective"] == auto.fit_report_["objective"]
+        np.testing.assert_array_equal(fixed.predict_proba(z[60:90]), auto.predict_proba(z[60:90]))
+        loaded = load_recalibrator(auto.save(tmp_path / f"auto{k}.json"))
+        assert loaded.n_mc == "auto" and loaded.fit_report_["n_mc"] == s
+    assert PBR(n_mc=7, max_iter=3, n_predict_samples=5).fit(z[:60], y[:60]).fit_report_["n_mc"] == 7
+    assert "n_mc" not in GPCalibration(max_iter=3).fit(z[:60], y[:60]).fit_report_  # no Monte Carlo there
+
+
+@pytest.mark.parametrize("bad", ["automatic", 0, -3, True])
+def test_n_mc_must_be_a_positive_integer_or_auto(bad, small) -> None:
+    with pytest.raises(ValueError, match=r"Expected argument `n_mc` to be an integer larger than 0 or 'auto'"):
+        PBR(n_mc=bad).fit(small.z, small.y)
+
+
 # ---------------------------------------------------------------------- determinism and state
 def test_same_seed_same_result_other_seed_other_draws(small) -> None:
     a = PBRTotal(**QUICK).fit(small.z, small.y)
