@@ -591,7 +591,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     report = getattr(rec, "fit_report_", None)
     if report:  # the GP family: what the optimiser did, KL and the paper's bounds for this fit
         b = rec.bounds_
-        print(f"KL = {rec.kl_:.4g}; {report['iterations']} iterations on {report['device']}, "
+        draws = f" with {report['n_mc']} Monte Carlo draws per entry" if "n_mc" in report else ""
+        print(f"KL = {rec.kl_:.4g}; {report['iterations']} iterations on {report['device']}{draws}, "
               f"{'converged' if report['converged'] else 'NOT converged'} ({report['stop_reason']})")
         print(f"Corollary 1 (E_rho ECE generalisation gap) <= {b['corollary1']:.4f}; Corollary 2 "
               f"(E_rho |TCE - ECE|) <= {b['corollary2']:.4f} (n = {b['n']}, B = {b['n_bins']}, eps = {b['eps']:g}, "

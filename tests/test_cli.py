@@ -146,7 +146,7 @@ def test_fit_with_alpha_selected_by_cross_validation(capsys, c10_files, tmp_path
     np.testing.assert_allclose(written["score"], expected.scores["score"], rtol=1e-12)
     np.testing.assert_allclose(written["brier"], written["score"], rtol=0)
     rec = load_recalibrator(model)
-    assert f"KL = {rec.kl_:.4g}; {rec.fit_report_['iterations']} iterations on cpu" in out
+    assert f"KL = {rec.kl_:.4g}; {rec.fit_report_['iterations']} iterations on cpu with 10 Monte Carlo draws per entry" in out
     assert f"Corollary 1 (E_rho ECE generalisation gap) <= {rec.bounds_['corollary1']:.4f}" in out
     assert "bounds: approximate: prior fitted on the same rows" in out and "not bounds on the one saved" in out
     assert "cross entropy, which is unbounded" in out  # PBR total: what the bound does not cover
