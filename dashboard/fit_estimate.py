@@ -6,8 +6,9 @@ promise. The model: one fit costs about ``FIT_BASE_S + FIT_PER_ENTRY_S * n * K``
 core (the Monte Carlo work is n * K * S entries per evaluation, S = 32 below 50 classes and 16 from
 50 on, and the number of evaluations hardly depends on n or K), plus ``PREDICT_PER_ENTRY_S * n_predicted * K`` for the
 J = 100 draws of the predictions. The constants are this project's measurements
-(benchmarks/RESULTS_fast_pbr.md, round 5: n_re = 1000, alpha = .5, K = 10: 0.9 s; K = 100: 8.9 s;
-5-14 s over the paper's alphas; one thread, a 2-core machine). On a GPU a fit is bound by kernel launches, not
+(benchmarks/RESULTS_fast_pbr.md, round 5 with S = 32: n_re = 1000, alpha = .5, K = 10: 0.9 s;
+K = 100: 8.9 s, 5-14 s over the paper's alphas; round 6 with S = 16 at K = 100: 6.0 s; one thread,
+a 2-core machine). On a GPU a fit is bound by kernel launches, not
 by n * K: ``GPU_FIT_BASE_S + GPU_FIT_PER_ENTRY_S * min(n K, GPU_FULL_ENTRIES)`` plus
 ``GPU_FIT_PER_ENTRY_BEYOND_S`` per entry beyond (one H200, benchmarks/RESULTS_gp.md: 1.4 s at
 n K = 2000, 1.6 s at 10^4, 3.9 s at 10^5, 4.3 s at 5 x 10^5). Once a fit has run in this server
