@@ -33,9 +33,13 @@ from pbr_core.cancel import checkpoint
 
 CEEstimator = Literal["none", "taylor", "mc"]
 
-#: From this many classes on, :class:`_MCExpectations` uses torch's fused softmax (faster on long
-#: rows; measured per entry on a CPU core: K = 100 float32 1.0 ns fused vs 1.1 ns written out,
-#: K = 10 23 ns vs 3.5 ns).
+#: From this many classes on, :class:`_MCExpectations` uses torch's fused softmax when only the
+#: Brier term is wanted (faster on long rows; measured per entry on a CPU core: K = 100 float32
+#: 1.0 ns fused vs 1.1 ns written out, K = 10 23 ns vs 3.5 ns). With the cross entropy the passes
+#: are written out at every K: they give log sum exp for free, which the fused softmax would need a
+#: second exp pass (torch.logsumexp) for. CE + Brier at K = 100, n = 1000, S = 16, forward +
+#: backward: 18.1 against 20.4 ms at a fitted PBR total's marginals, 17.9 against 26.5 ms on random
+#: ones (benchmarks/RESULTS_fast_pbr.md, round 6).
 SOFTMAX_MIN_CLASSES = 32
 
 #: dtype of the fixed draws of the fits (pbr_core.recalibrators.gp, pbr_core.gp.batch), hence of the
@@ -222,13 +226,14 @@ class _MCExpectations(torch.autograd.Function):
             f = torch.addcmul(m_r, s_r, e)  # (..., r, S, K)
             if want_ce:
                 f_y = f.gather(-1, lab_s)  # (..., r, S, 1)
-            if k >= SOFTMAX_MIN_CLASSES:
+            if k >= SOFTMAX_MIN_CLASSES and not want_ce:
                 p = torch.softmax(f, dim=-1)  # one fused, vectorised pass (max, exp, sum, divide)
-                # -log p_y = logsumexp(f) - f_y: exact where p_y underflows
-                ce_s = torch.logsumexp(f, dim=-1, keepdim=True) - f_y if want_ce else None
+                ce_s = None
             else:
                 # Few classes: torch's fused softmax is slow on short rows (~20 ns per entry at
-                # K = 10 against ~4 ns for these passes), so the passes are written out.
+                # K = 10 against ~4 ns for these passes), so the passes are written out; with the
+                # cross entropy at any K too, because they give -log p_y = log sum exp(f - top) -
+                # (f_y - top) (exact where p_y underflows) without a second exp pass.
                 top = f.amax(-1, keepdim=True)
                 p = f.sub_(top).exp_()
                 tot = p.sum(-1, keepdim=True)
