@@ -260,9 +260,16 @@ class MarginalGrid:
             nodes = self._nodes  # enough nodes, and not too many: keep the weights
         else:  # a quarter more than needed, so that a shrinking lengthscale does not rebuild at once
             nodes = int(math.ceil(1.25 * need / GRID_NODE_STEP)) * GRID_NODE_STEP
-        if nodes > GRID_MAX_FRACTION * self.x.shape[-2] or not bool((self.span / (nodes - 1) > 0).all()):
-            return 0  # too many nodes to pay, or a spacing that underflows to 0
+        if nodes > GRID_MAX_FRACTION * self.x.shape[-2]:
+            return 0  # too many nodes to pay
+        if nodes != self._nodes and not self._buildable(nodes):
+            return 0  # a spacing that underflows to 0 (kept nodes passed this when their weights were built)
         return nodes
+
+    def _buildable(self, nodes: int) -> bool:
+        """Whether weights for ``nodes`` nodes can be built: finite, not all equal inputs, at least two
+        nodes and a node spacing that does not underflow to 0."""
+        return nodes >= 2 and self.usable and bool((self.span / (nodes - 1) > 0).all())
 
     def weights(self, nodes: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The interpolation as a sparse matrix W (B * NK, B * 2G) and its transpose (CSR), for
@@ -270,7 +277,7 @@ class MarginalGrid:
         values and the h-scaled derivatives at the two nodes around it (columns f_i, f_i+1, then
         h f'_i, h f'_i+1 in the second half of its member's 2G columns)."""
         if self._nodes != nodes or self._cache is None:
-            if nodes < 2 or not self.usable or not bool((self.span / (nodes - 1) > 0).all()):
+            if not self._buildable(nodes):
                 raise ValueError(f"A grid needs finite, not all equal inputs and at least 2 nodes (got {nodes}): "
                                  "use node_count().")
             h = self.span / (nodes - 1)
