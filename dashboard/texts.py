@@ -637,7 +637,10 @@ def param_value(name: str, value: object) -> str:
         return ("softmax of the posterior mean (app.)" if value else
                 "average over posterior draws (the paper's Algorithm 1)")
     if name == "n_mc" and value == "auto":
-        return "automatic (32 below 50 classes, 16 from 50 on)"
+        from pbr_core.gp.objectives import MANY_CLASSES, MC_DRAWS_FEW_CLASSES, MC_DRAWS_MANY_CLASSES
+
+        return (f"automatic ({MC_DRAWS_FEW_CLASSES} below {MANY_CLASSES} classes, "
+                f"{MC_DRAWS_MANY_CLASSES} from {MANY_CLASSES} on)")
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
