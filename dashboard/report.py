@@ -146,9 +146,11 @@ def pbr_section(result: runs.PBRResult) -> ReportSection:
     settings["Computed"] = _stamp(result)
     fr = result.fit_report
     if fr:
+        from pbr_core.recalibrators.gp import mc_description
+
         settings["Fit"] = (f"{fr.get('iterations', '?')} iterations, {fr.get('wall_time_s', float('nan')):.1f} s "
                            f"on {fr.get('device', '?')}"
-                           + (f", {fr['n_mc']} Monte Carlo draws per entry" if "n_mc" in fr else ""))
+                           + (f", {mc_description(fr)}" if mc_description(fr) else ""))
     paragraphs = [f"{texts.method_label(s.method)} fitted on {s.n_re:,} rows, evaluated on the other "
                   f"{result.n_te:,} rows (test part)."]
     note = texts.at_prior_note(result.at_prior, result.alpha, s.n_re)

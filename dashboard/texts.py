@@ -621,7 +621,8 @@ COLUMN_TITLES: dict[str, str] = {
 #: Recalibrator settings in words (Fit & apply's description of a saved file, the report's settings).
 PARAM_LABELS: dict[str, str] = {
     "alpha": "α", "max_iter": "max optimiser iterations", "n_inducing": "inducing points",
-    "n_mc": "Monte Carlo draws (fit)", "mc_draws": "kind of Monte Carlo draws (fit)", "n_predict_samples": "posterior draws (prediction)",
+    "n_mc": "Monte Carlo draws (fit)", "mc_draws": "kind of Monte Carlo draws (fit)",
+    "mc_classes": "classes drawn per row (fit)", "n_predict_samples": "posterior draws (prediction)",
     "random_state": "seed", "device": "device", "optimizer": "optimiser", "variational": "variational family",
     "ce_estimator": "cross-entropy estimate", "min_temperature": "smallest temperature",
     "max_temperature": "largest temperature", "bias": "bias", "bias_reg": "bias penalty",
@@ -641,6 +642,12 @@ def param_value(name: str, value: object) -> str:
 
         return (f"automatic ({MC_DRAWS_FEW_CLASSES} below {MANY_CLASSES} classes, "
                 f"{MC_DRAWS_MANY_CLASSES} from {MANY_CLASSES} on)")
+    if name == "mc_classes" and value in ("auto", "all"):
+        from pbr_core.gp.objectives import MANY_CLASSES, MC_EXACT_CLASSES
+
+        return ("all" if value == "all" else
+                f"automatic (all below {MANY_CLASSES} classes; from {MANY_CLASSES} on the {MC_EXACT_CLASSES} or more "
+                "largest scores and the label, the other classes through their expectation)")
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):

@@ -591,7 +591,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
     report = getattr(rec, "fit_report_", None)
     if report:  # the GP family: what the optimiser did, KL and the paper's bounds for this fit
         b = rec.bounds_
-        draws = f" with {report['n_mc']} Monte Carlo draws per entry" if "n_mc" in report else ""
+        from pbr_core.recalibrators.gp import mc_description
+
+        draws = mc_description(report)
+        draws = f" with {draws}" if draws else ""
         print(f"KL = {rec.kl_:.4g}; {report['iterations']} iterations on {report['device']}{draws}, "
               f"{'converged' if report['converged'] else 'NOT converged'} ({report['stop_reason']})")
         print(f"Corollary 1 (E_rho ECE generalisation gap) <= {b['corollary1']:.4f}; Corollary 2 "

@@ -19,14 +19,14 @@ import torch
 from pbr_core.gp.device import DTYPE
 from pbr_core.gp import objectives as _objectives
 from pbr_core.gp.model import GPRecalibrationModel, InputKind, initial_inducing_points, kernel_inputs
-from pbr_core.gp.objectives import ObjectiveSpec, draw_mc_noise
+from pbr_core.gp.objectives import ObjectiveSpec, draw_mc_noise, split_classes
 from pbr_core.gp.problem import FitData, FitReport, ProgressCallback, TrainCheck, TrainSettings
 from pbr_core.gp.training import fit_gp
 
 
 def fit_batch(zs: Sequence[np.ndarray], ys: Sequence[np.ndarray], alphas: Sequence[float], spec: ObjectiveSpec,
               input_kind: InputKind, device: torch.device, n_mc: int = 32, seed: int = 0, n_inducing: int = 10,
-              antithetic: bool = True,
+              antithetic: bool = True, mc_classes: int | None = None,
               variational: str = "mean_field", settings: TrainSettings | None = None,
               check: TrainCheck | None = None,
               progress: ProgressCallback | None = None) -> tuple[GPRecalibrationModel, list[FitReport]]:
@@ -40,6 +40,9 @@ def fit_batch(zs: Sequence[np.ndarray], ys: Sequence[np.ndarray], alphas: Sequen
         KL weight of each fit (they replace ``spec.alpha``).
     spec : ObjectiveSpec
         The objective family (PBR or PBR total).
+    mc_classes : int, optional
+        T: each row draws only its T largest scores and its label, the tail enters through its
+        moments (:class:`~pbr_core.gp.objectives.ClassSplit`); None draws every class.
 
     Returns
     -------
@@ -68,6 +71,8 @@ def fit_batch(zs: Sequence[np.ndarray], ys: Sequence[np.ndarray], alphas: Sequen
                    labels=torch.as_tensor(y_pad, device=device),
                    spec=replace(spec, alpha=tuple(float(a) for a in alphas)), eps=eps,
                    weights=torch.as_tensor(w, dtype=DTYPE, device=device))
+    if eps is not None and mc_classes is not None and mc_classes < k:
+        data = replace(data, split=split_classes(data.z, data.labels, eps, mc_classes))
     settings = settings or TrainSettings(optimizer="adam")
     reports = fit_gp(model, data, settings, progress=progress, check=check)
     return model, reports

@@ -23,7 +23,7 @@ Carlo, as GP_SPEC section 2 says), i.e. by the Taylor error, which vanishes as v
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -74,6 +74,48 @@ def auto_mc_draws(n_classes: int) -> int:
     16 draws save nothing measurable and moved one fit of the paper's alpha grid to the prior.
     """
     return MC_DRAWS_FEW_CLASSES if int(n_classes) < MANY_CLASSES else MC_DRAWS_MANY_CLASSES
+
+
+#: ``mc_classes="auto"`` (the default of every GP recalibrator) from ``MANY_CLASSES`` classes on:
+#: each row draws its ``MC_EXACT_CLASSES`` (or more, see :func:`auto_mc_classes`) largest scores and
+#: its label; the tail enters the softmax through its moments (:class:`ClassSplit`).
+MC_EXACT_CLASSES = 16
+#: The largest mean over rows of sum_tail softmax(z)_k^2 (uncalibrated) that ``auto_mc_classes``
+#: accepts for a split: the tail's Monte Carlo variance, hence the split's error, scales with it.
+MC_TAIL_SQUARES = 2.5e-4
+#: A fit with a :class:`ClassSplit` whose :func:`tail_error` at the end exceeds this share of its
+#: objective continues on every class (:func:`pbr_core.gp.training.fit_gp`): the split then moved
+#: the objective by more than ~1e-5 relative, a tenth of the quality bar of issue 15.
+MC_TAIL_TOLERANCE = 5e-5
+#: Rows of z that :func:`auto_mc_classes` looks at (a seeded subsample beyond).
+MC_TAIL_ROWS = 20_000
+
+
+def auto_mc_classes(z: np.ndarray) -> int | None:
+    """T, the classes of each row drawn by a fit with ``mc_classes="auto"`` on scores ``z`` (N, K),
+    or None (every class) below ``MANY_CLASSES`` classes or when no smaller T keeps the tail light.
+
+    T is the smallest of 16, 24, 32, 48, 64, 96, ... (below K) whose tail (the K - T smallest
+    uncalibrated probabilities of a row) has a mean sum of squares of at most ``MC_TAIL_SQUARES``:
+    the error of the split is of the order of the tail's variance, sum_tail p_k^2 (e^var - 1)
+    (docs/gp_measurements.md).
+    """
+    z = np.asarray(z, dtype=np.float64)
+    n, k = z.shape
+    if k < MANY_CLASSES:
+        return None
+    if n > MC_TAIL_ROWS:
+        z = z[np.random.default_rng(0).choice(n, MC_TAIL_ROWS, replace=False)]
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    sq = -np.sort(-(p * p), axis=1)  # squares, largest first (p_k^2 is in the order of p_k)
+    tail_sq = sq.sum(axis=1, keepdims=True) - np.cumsum(sq, axis=1)  # [:, t - 1]: sum beyond the top t
+    t = MC_EXACT_CLASSES
+    while t < k:
+        if float(tail_sq[:, t - 1].mean()) <= MC_TAIL_SQUARES:
+            return t
+        t = t + t // 2 if (t & (t - 1)) == 0 else 4 * t // 3  # 16, 24, 32, 48, 64, 96, ...
+    return None
 
 
 #: Numbers per block of :func:`draw_mc_noise` (4e6 normals: ~0.1 s on a CPU core).
@@ -201,8 +243,9 @@ class _MCExpectations(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, mu, sd, labels, eps, want_ce: bool, want_brier: bool, chunk_rows: int):
+    def forward(ctx, mu, sd, labels, eps, want_ce: bool, want_brier: bool, chunk_rows: int, tail_c=None, tail_d=None):
         *lead, n, k = mu.shape
+        tail = tail_c is not None
         s = eps.shape[-2]
         # The draws' dtype is the compute dtype: float32 draws make the (N, S, K) work float32
         # (softmax and its passes ~3x cheaper on a CPU); the (N, K) results stay in mu's dtype.
@@ -213,6 +256,10 @@ class _MCExpectations(torch.autograd.Function):
         d_ce_sd = torch.empty_like(mu) if want_ce else None
         d_b_mu = torch.empty_like(mu) if want_brier else None
         d_b_sd = torch.empty_like(mu) if want_brier else None
+        if tail:  # d/dc and d/dd of the per-row results (see the class docstring)
+            d_ce_c = mu.new_empty(*lead, n) if want_ce else None
+            d_b_c = mu.new_empty(*lead, n) if want_brier else None
+            d_b_d = mu.new_empty(*lead, n) if want_brier else None
         for a in range(0, n, chunk_rows):
             checkpoint()  # one evaluation takes seconds at n ~ 10^4, K = 100: stop between row chunks
             rows = slice(a, min(a + chunk_rows, n))
@@ -226,9 +273,18 @@ class _MCExpectations(torch.autograd.Function):
             f = torch.addcmul(m_r, s_r, e)  # (..., r, S, K)
             if want_ce:
                 f_y = f.gather(-1, lab_s)  # (..., r, S, 1)
-            if k >= SOFTMAX_MIN_CLASSES and not want_ce:
+            if k >= SOFTMAX_MIN_CLASSES and not want_ce and not tail:
                 p = torch.softmax(f, dim=-1)  # one fused, vectorised pass (max, exp, sum, divide)
                 ce_s = None
+            elif tail:
+                # The exact classes' exp(f - top) plus the tail's E[sum exp f] = c: Z = e^top * tot.
+                top = f.amax(-1, keepdim=True)
+                p = f.sub_(top).exp_()
+                scale = torch.exp(-top.to(mu.dtype))  # (..., r, S, 1) in mu's dtype: e^-top can be large
+                tot64 = p.sum(-1, keepdim=True).to(mu.dtype) + tail_c[..., rows].unsqueeze(-1).unsqueeze(-1) * scale
+                p = p.div_(tot64.to(cd))
+                inv_z = scale / tot64  # 1 / Z
+                ce_s = tot64.log().to(cd) - (f_y - top) if want_ce else None
             else:
                 # Few classes: torch's fused softmax is slow on short rows (~20 ns per entry at
                 # K = 10 against ~4 ns for these passes), so the passes are written out; with the
@@ -242,27 +298,37 @@ class _MCExpectations(torch.autograd.Function):
             onehot = torch.zeros_like(mu[..., rows, :]).scatter_(-1, lab, 1.0)  # (..., r, K)
             e_y = e.gather(-1, lab_s)  # (..., r, S, 1)
             if want_ce:
+                if tail:
+                    d_ce_c[..., rows] = inv_z.mean((-2, -1))
                 out_ce[..., rows] = ce_s.mean((-2, -1)).to(mu.dtype)
                 d_ce_mu[..., rows, :] = p.mean(-2).to(mu.dtype) - onehot
                 d_ce_sd[..., rows, :] = (p * e).mean(-2).to(mu.dtype) - onehot * e_y.mean((-2, -1)).to(mu.dtype).unsqueeze(-1)
             if want_brier:
                 p_y = p.gather(-1, lab_s)  # (..., r, S, 1)
                 q = torch.linalg.vecdot(p, p).unsqueeze(-1)  # sum_k p_k^2
+                if tail:  # + E[sum over the tail of exp(2 f)] / Z^2
+                    tail_sq = tail_d[..., rows].unsqueeze(-1).unsqueeze(-1) * inv_z.square()
+                    q = q + tail_sq.to(cd)
+                    d_b_d[..., rows] = inv_z.square().mean((-2, -1))
+                    d_b_c[..., rows] = 2.0 * (inv_z * (p_y.to(mu.dtype) - q.to(mu.dtype))).mean((-2, -1))
                 # ||e_y - p||^2 = (1 - p_y)^2 + q - p_y^2: no cancellation of 1 - 2 p_y + q when p_y ~ 1
                 out_b[..., rows] = ((1.0 - p_y).square() + (q - p_y.square())).mean((-2, -1)).to(mu.dtype)
                 t = (p + (p_y - q)).mul_(p)  # p (p + p_y - q)
                 d_b_mu[..., rows, :] = 2.0 * (t.mean(-2).to(mu.dtype) - onehot * p_y.mean((-2, -1)).to(mu.dtype).unsqueeze(-1))
                 d_b_sd[..., rows, :] = 2.0 * (t.mul_(e).mean(-2).to(mu.dtype)
                                               - onehot * (p_y * e_y).mean((-2, -1)).to(mu.dtype).unsqueeze(-1))
-        ctx.save_for_backward(*(t for t in (d_ce_mu, d_ce_sd, d_b_mu, d_b_sd) if t is not None))
-        ctx.flags = (want_ce, want_brier)
+        parts = (d_ce_mu, d_ce_sd, d_b_mu, d_b_sd)
+        if tail:
+            parts = parts + (d_ce_c, d_b_c, d_b_d)
+        ctx.save_for_backward(*(t for t in parts if t is not None))
+        ctx.flags = (want_ce, want_brier, tail)
         return (out_ce if want_ce else mu.new_zeros(()), out_b if want_brier else mu.new_zeros(()))
 
     @staticmethod
     def backward(ctx, g_ce, g_b):
-        want_ce, want_brier = ctx.flags
+        want_ce, want_brier, tail = ctx.flags
         saved = list(ctx.saved_tensors)
-        grad_mu = grad_sd = None
+        grad_mu = grad_sd = grad_c = grad_d = None
         if want_ce:
             d_mu, d_sd = saved.pop(0), saved.pop(0)
             grad_mu = g_ce.unsqueeze(-1) * d_mu
@@ -272,7 +338,14 @@ class _MCExpectations(torch.autograd.Function):
             gm, gs = g_b.unsqueeze(-1) * d_mu, g_b.unsqueeze(-1) * d_sd
             grad_mu = gm if grad_mu is None else grad_mu + gm
             grad_sd = gs if grad_sd is None else grad_sd + gs
-        return grad_mu, grad_sd, None, None, None, None, None
+        if tail:
+            if want_ce:
+                grad_c = g_ce * saved.pop(0)
+            if want_brier:
+                gc = g_b * saved.pop(0)
+                grad_c = gc if grad_c is None else grad_c + gc
+                grad_d = g_b * saved.pop(0)
+        return grad_mu, grad_sd, None, None, None, None, None, grad_c, grad_d
 
 
 def chunk_rows_for(mu: torch.Tensor, n_samples: int, max_elements: int | None = None) -> int:
@@ -286,9 +359,124 @@ def chunk_rows_for(mu: torch.Tensor, n_samples: int, max_elements: int | None = 
     return int(max(1, min(mu.shape[-2], max_elements // per_row)))
 
 
+@dataclass
+class ClassSplit:
+    """Which classes of each row a fit's Monte Carlo terms draw, and which form its tail.
+
+    The ``exact`` classes of a row (its T largest scores, and its label) are drawn with the fixed
+    draws as before; the other K - T (the tail) enter the normaliser of the softmax through their
+    expectations, E[sum exp f_k] = sum exp(mu_k + var_k / 2) (and, for the Brier score's sum of
+    squares, E[sum exp 2 f_k] = sum exp(2 mu_k + 2 var_k)), see :func:`mc_expectations`.
+
+    Attributes (all fixed for a fit, on the draws' device)
+    ----------
+    exact : LongTensor (*batch, N, T)
+        The drawn classes of each row, the label among them.
+    label_pos : LongTensor (*batch, N)
+        Where the label is in ``exact``.
+    tail : BoolTensor (*batch, N, K)
+        True for the tail classes.
+    eps : Tensor (*batch, N, S, T)
+        The fixed draws of the exact classes (gathered from the fit's (N, S, K) draws).
+    """
+
+    exact: torch.Tensor
+    label_pos: torch.Tensor
+    tail: torch.Tensor
+    eps: torch.Tensor
+
+    def tail_weight(self, dtype: torch.dtype) -> torch.Tensor:
+        """1 on the tail classes, 0 on the drawn ones, in ``dtype`` (made once per dtype)."""
+        cache = self.__dict__.setdefault("_weights", {})
+        if dtype not in cache:
+            cache[dtype] = self.tail.to(dtype)
+        return cache[dtype]
+
+    @property
+    def n_exact(self) -> int:
+        return int(self.exact.shape[-1])
+
+    def with_mc_draws(self, n_draws: int) -> "ClassSplit":
+        """The same split with only the first ``n_draws`` draws."""
+        return replace(self, eps=self.eps[..., :n_draws, :].contiguous())
+
+    def rows(self, index: tuple[int, ...], keep) -> "ClassSplit":
+        """The split of batch entry ``index``'s rows ``keep`` (unbatched)."""
+        eps = self.eps[index] if self.eps.dim() == self.exact.dim() + 1 else self.eps
+        return ClassSplit(exact=self.exact[index][keep], label_pos=self.label_pos[index][keep],
+                          tail=self.tail[index][keep], eps=eps[keep])
+
+
+class _TailMoments(torch.autograd.Function):
+    """c = sum_tail exp(mu - shift + var / 2) and d = sum_tail exp(2 (mu - shift + var)) per row,
+    the tail's E[sum exp f] and E[sum exp 2 f] (f ~ N(mu, var)) in units of exp(shift), with their
+    gradients in one pass each (``shift`` is a constant; ``weight`` is 1 on the tail, 0 elsewhere)."""
+
+    @staticmethod
+    def forward(ctx, mu, var, shift, weight, want_d: bool):
+        rest = mu - shift
+        e1 = torch.addcmul(rest, var, torch.full((), 0.5, dtype=mu.dtype, device=mu.device)).exp_().mul_(weight)
+        e2 = rest.add_(var).mul_(2.0).exp_().mul_(weight) if want_d else None
+        ctx.save_for_backward(*(t for t in (e1, e2) if t is not None))
+        c = e1.sum(-1)
+        return c, (e2.sum(-1) if want_d else torch.zeros_like(c))
+
+    @staticmethod
+    def backward(ctx, g_c, g_d):
+        saved = ctx.saved_tensors
+        e1 = saved[0]
+        grad_mu = g_c.unsqueeze(-1) * e1
+        grad_var = 0.5 * grad_mu
+        if len(saved) > 1:
+            t = (2.0 * g_d).unsqueeze(-1) * saved[1]
+            grad_mu = grad_mu + t
+            grad_var = grad_var + t
+        return grad_mu, grad_var, None, None, None
+
+
+def tail_error(mu: torch.Tensor, var: torch.Tensor, split: ClassSplit,
+               weights: torch.Tensor | None = None) -> torch.Tensor:
+    """The order of the error of a :class:`ClassSplit`'s expectations, per GP of the batch: the mean
+    over rows of Var(Z_tail) / E[Z]^2, with Z = sum_k exp f_k and f ~ N(mu, var).
+
+    Where the tail's sum is replaced by its expectation, the first-order error vanishes (the tail's
+    draws are independent of the drawn classes' and the expectation is exact), so what remains is
+    of second order in the tail's fluctuation: measured on CIFAR-100 fits, the Brier and cross-entropy
+    terms moved by 0.3-0.4 times this value (docs/gp_measurements.md).
+    """
+    with torch.no_grad():
+        shift = mu.amax(-1, keepdim=True)
+        rest = mu - shift
+        ez = torch.exp(rest + 0.5 * var).sum(-1)
+        var_tail = (torch.exp(2.0 * rest + var) * torch.expm1(var) * split.tail_weight(mu.dtype)).sum(-1)
+        ratio = var_tail / ez.square()
+        if weights is None:
+            return ratio.mean(-1)
+        return (ratio * weights).sum(-1) / weights.sum(-1)
+
+
+def split_classes(z: torch.Tensor, labels: torch.Tensor, eps: torch.Tensor, n_exact: int) -> ClassSplit:
+    """The :class:`ClassSplit` of scores ``z`` (*batch, N, K): each row's ``n_exact`` largest scores
+    (the last of them replaced by the label where the label is not among them) are drawn with
+    ``eps`` (*batch, N, S, K) or (N, S, K); the rest is the tail."""
+    *lead, n, k = z.shape
+    t = int(min(max(int(n_exact), 2), k))
+    exact = torch.topk(z, t, dim=-1, sorted=True).indices
+    lab = labels.unsqueeze(-1)
+    has = (exact == lab).any(-1, keepdim=True)
+    exact = torch.cat([exact[..., :-1], torch.where(has, exact[..., -1:], lab)], dim=-1)
+    label_pos = (exact == lab).to(torch.int64).argmax(-1)
+    tail = torch.ones(z.shape, dtype=torch.bool, device=z.device).scatter_(-1, exact, False)
+    s = eps.shape[-2]
+    e = eps if eps.dim() == z.dim() + 1 else eps.expand(*lead, *eps.shape)
+    picked = e.gather(-1, exact.unsqueeze(-2).expand(*lead, n, s, t))
+    return ClassSplit(exact=exact, label_pos=label_pos, tail=tail, eps=picked.contiguous())
+
+
 def mc_expectations(mu: torch.Tensor, var: torch.Tensor, labels: torch.Tensor, eps: torch.Tensor,
                     ce: bool = True, brier: bool = True,
-                    max_chunk_elements: int | None = None) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+                    max_chunk_elements: int | None = None,
+                    split: ClassSplit | None = None) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """Per-sample Monte Carlo E_q CE_n and E_q Brier_n, each (..., N), with fixed draws.
 
     Parameters
@@ -300,15 +488,29 @@ def mc_expectations(mu: torch.Tensor, var: torch.Tensor, labels: torch.Tensor, e
     ce, brier : bool
         Which expectations to compute.
     """
+    if split is not None:
+        return _split_expectations(mu, var, split, ce, brier, max_chunk_elements)
     sd = var.sqrt()
     rows = chunk_rows_for(mu, eps.shape[-2], max_chunk_elements)
     out_ce, out_b = _MCExpectations.apply(mu, sd, labels, eps, ce, brier, rows)
     return (out_ce if ce else None), (out_b if brier else None)
 
 
+def _split_expectations(mu: torch.Tensor, var: torch.Tensor, split: ClassSplit, ce: bool, brier: bool,
+                        max_chunk_elements: int | None) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """:func:`mc_expectations` with the draws on ``split``'s exact classes and the tail's moments."""
+    mu_x, var_x = mu.gather(-1, split.exact), var.gather(-1, split.exact)
+    # One shift per row for the drawn scores and the tail's moments (the results do not depend on it).
+    shift = mu_x.detach().amax(-1, keepdim=True)
+    c, d = _TailMoments.apply(mu, var, shift, split.tail_weight(mu.dtype), brier)
+    rows = chunk_rows_for(mu_x, split.eps.shape[-2], max_chunk_elements)
+    out_ce, out_b = _MCExpectations.apply(mu_x - shift, var_x.sqrt(), split.label_pos, split.eps, ce, brier, rows, c, d)
+    return (out_ce if ce else None), (out_b if brier else None)
+
+
 def evaluate_objective(mu: torch.Tensor, var: torch.Tensor, labels: torch.Tensor, kl: torch.Tensor,
                        spec: ObjectiveSpec, eps: torch.Tensor | None = None,
-                       weights: torch.Tensor | None = None) -> ObjectiveTerms:
+                       weights: torch.Tensor | None = None, split: ClassSplit | None = None) -> ObjectiveTerms:
     """The objective of ``spec`` from the marginals (GP_SPEC section 2).
 
     Parameters
@@ -324,6 +526,9 @@ def evaluate_objective(mu: torch.Tensor, var: torch.Tensor, labels: torch.Tensor
         The fixed standard-normal draws (S per entry); required when ``spec.needs_mc``.
     weights : Tensor of shape (*batch, N), optional
         0/1 row weights (padding of unequal folds in a batch of GPs); n = weights.sum(-1).
+    split : ClassSplit, optional
+        Draw only each row's exact classes and take the tail through its moments
+        (:func:`mc_expectations`); ``eps`` is then unused.
     """
     if spec.needs_mc and eps is None:
         raise ValueError("This objective uses Monte Carlo: pass the fixed draws `eps`.")
@@ -338,7 +543,7 @@ def evaluate_objective(mu: torch.Tensor, var: torch.Tensor, labels: torch.Tensor
     ce_value = brier_value = None
     ce_mc, brier_n = (None, None)
     if spec.needs_mc:
-        ce_mc, brier_n = mc_expectations(mu, var, labels, eps, ce=spec.ce == "mc", brier=spec.brier)
+        ce_mc, brier_n = mc_expectations(mu, var, labels, eps, ce=spec.ce == "mc", brier=spec.brier, split=split)
     if spec.ce == "taylor":
         ce_value = wmean(-expected_log_softmax_taylor(mu, var, labels))
     elif spec.ce == "mc":

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from pbr_core.gp.model import GPRecalibrationModel, MarginalGrid
-from pbr_core.gp.objectives import ObjectiveSpec, ObjectiveTerms, evaluate_objective
+from pbr_core.gp.objectives import ClassSplit, ObjectiveSpec, ObjectiveTerms, evaluate_objective, split_classes, tail_error
 
 Optimizer = Literal["lbfgs", "adam"]
 
@@ -46,6 +46,9 @@ class FitData:
     spec: ObjectiveSpec
     eps: torch.Tensor | None = None
     weights: torch.Tensor | None = None
+    #: Draw only some classes of each row, the tail through its moments (:class:`ClassSplit`); None:
+    #: every class is drawn. ``terms(model, exact=True)`` evaluates the objective on all classes.
+    split: ClassSplit | None = None
     #: Interpolation grids of ``z`` (:class:`~pbr_core.gp.model.MarginalGrid`), by "GP input is p";
     #: shared by the copies :meth:`with_mc_draws` and :meth:`with_alpha` make (the same ``z``).
     _grids: dict = field(default_factory=dict, repr=False, compare=False)
@@ -64,7 +67,21 @@ class FitData:
         """The same problem with only the first ``n_draws`` of the fixed draws (a cheaper objective)."""
         if self.eps is None or n_draws >= self.eps.shape[-2]:
             return self
-        return replace(self, eps=self.eps[..., :n_draws, :].contiguous())
+        split = None if self.split is None else self.split.with_mc_draws(n_draws)
+        return replace(self, eps=self.eps[..., :n_draws, :].contiguous(), split=split)
+
+    def refined(self) -> "FitData":
+        """The same problem drawing twice as many classes per row (every class from K / 2 on)."""
+        if self.split is None:
+            return self
+        t = 2 * self.split.n_exact
+        if t >= self.z.shape[-1]:
+            return self.exact()
+        return replace(self, split=split_classes(self.z, self.labels, self.eps, t))
+
+    def exact(self) -> "FitData":
+        """The same problem with every class drawn (no :class:`ClassSplit`)."""
+        return self if self.split is None else replace(self, split=None)
 
     def with_alpha(self, alpha: float) -> "FitData":
         """The same (unbatched) problem with KL weight ``alpha``."""
@@ -82,11 +99,24 @@ class FitData:
         spec = self.spec
         if isinstance(spec.alpha, tuple):
             spec = replace(spec, alpha=spec.alpha[int(np.ravel_multi_index(index, tuple(self.z.shape[:-2])))])
-        return FitData(z=self.z[index][keep], labels=self.labels[index][keep], spec=spec, eps=eps, weights=None)
+        split = None if self.split is None else self.split.rows(index, keep)
+        return FitData(z=self.z[index][keep], labels=self.labels[index][keep], spec=spec, eps=eps, weights=None,
+                       split=split)
 
-    def terms(self, model: GPRecalibrationModel) -> ObjectiveTerms:
+    def terms(self, model: GPRecalibrationModel, exact: bool = False) -> ObjectiveTerms:
+        """The objective and its parts at ``model``'s parameters (``exact``: every class drawn,
+        even where the problem has a :class:`ClassSplit`)."""
         mu, var = model.marginals(self.z, self._grid(model))
-        return evaluate_objective(mu, var, self.labels, model.kl_divergence(), self.spec, self.eps, self.weights)
+        return evaluate_objective(mu, var, self.labels, model.kl_divergence(), self.spec, self.eps, self.weights,
+                                  split=None if exact else self.split)
+
+    def tail_error(self, model: GPRecalibrationModel) -> torch.Tensor | None:
+        """:func:`~pbr_core.gp.objectives.tail_error` at ``model``'s parameters, per GP (None without a split)."""
+        if self.split is None:
+            return None
+        with torch.no_grad():
+            mu, var = model.marginals(self.z, self._grid(model))
+        return tail_error(mu, var, self.split, self.weights)
 
     def objective(self, model: GPRecalibrationModel) -> Callable[[], torch.Tensor]:
         """The closure an optimiser minimises: the objective of ``model``'s current parameters,
@@ -164,6 +194,11 @@ class FitReport:
     warnings: list[str] = field(default_factory=list)
     ended_at_prior: bool = False
     continued: bool = False
+    #: T, the classes of each row the fit drew (:class:`~pbr_core.gp.objectives.ClassSplit`); None: all.
+    mc_classes: int | None = None
+    #: With ``mc_classes``: the split's error estimate at the end (:func:`~pbr_core.gp.objectives.tail_error`)
+    #: relative to the objective; the fit finished on every class where it exceeded ``MC_TAIL_TOLERANCE``.
+    mc_tail_error: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -72,6 +72,7 @@ import numpy as np
 import torch
 
 from pbr_core.gp.model import GPRecalibrationModel, NotPositiveDefiniteError
+from pbr_core.gp.objectives import MC_TAIL_TOLERANCE
 from pbr_core.gp.optimizers import (
     ADAM_BACKOFF,
     CHUNK,
@@ -320,8 +321,23 @@ def _fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings,
             model.set_member(idx, single)
         converged[j], reasons[j] = bool(escaped[0][0]), escaped[1]
         restarts += 1
+    tail = _tail_errors(model, data)
+    while tail is not None and max(tail) > MC_TAIL_TOLERANCE:
+        # The split's error is not negligible at this fit's parameters (a heavy tail, large
+        # variances): continue from here drawing twice as many classes (or all), each time with a
+        # budget of its own, until it is. Not a warning: the result is as accurate as asked; the
+        # stop reason and the report's mc_classes say what was done.
+        finer = data.refined()
+        drawn = "every class" if finer.split is None else f"{finer.split.n_exact} classes per row"
+        it3, conv3, reasons3, r3, e3 = _optimise(model, finer, replace(settings, warmup_iter=0), optimizer,
+                                                 progress, notes)
+        iterations, evaluations, restarts = iterations + it3, evaluations + e3, restarts + r3
+        converged = np.asarray(conv3, dtype=bool).copy()
+        reasons = [f"{r} (continued drawing {drawn})" for r in reasons3]
+        data = finer
+        tail = _tail_errors(model, data)
     with torch.no_grad():
-        terms = data.terms(model)
+        terms = data.terms(model, exact=True)
     if not bool(torch.isfinite(terms.total).all()):
         raise RuntimeError(f"GP fit ended with a non-finite objective {terms.total.tolist()}; refusing to return it.")
     checks: list[dict] = [{} for _ in range(b)]
@@ -357,7 +373,8 @@ def _fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings,
                 converged[j], reasons[j] = bool(conv2[0]), "refit with Adam after a failed training check: " + reasons2[0]
             checks[j] = result
         with torch.no_grad():
-            terms = data.terms(model)
+            terms = data.terms(model, exact=True)
+        tail = _tail_errors(model, data)
     ended = _at_prior_members(model, data)
     wall = time.perf_counter() - t0
     device = str(model.variational_strategy.inducing_points.device)
@@ -372,10 +389,23 @@ def _fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings,
             brier=vals["brier"], kl=vals["kl"], wall_time_s=wall, device=device, optimizer=optimizer,
             converged=bool(converged[j]), stop_reason=reasons[j], jitter=model.jitter, restarts=int(restarts),
             train_check=checks[j], warnings=own, ended_at_prior=bool(ended[j]), continued=continued,
+            mc_classes=None if data.split is None else data.split.n_exact,
+            mc_tail_error=None if tail is None else tail[j],
         ))
     for w in notes:
         warnings.warn(w, RuntimeWarning, stacklevel=2)
     return reports
+
+
+def _tail_errors(model: GPRecalibrationModel, data: FitData) -> list[float] | None:
+    """Per GP (flat batch order), the :class:`~pbr_core.gp.objectives.ClassSplit`'s error estimate
+    relative to the objective, or None for a fit that draws every class."""
+    err = data.tail_error(model)
+    if err is None:
+        return None
+    with torch.no_grad():
+        total = data.terms(model).total
+    return (err / total.abs().clamp_min(1e-12)).reshape(-1).tolist()
 
 
 def prior_shift(model: GPRecalibrationModel, z: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:

@@ -36,7 +36,7 @@ from pbr_core.gp.model import (
     initial_inducing_points,
     kernel_inputs,
 )
-from pbr_core.gp.objectives import MC_DRAWS, ObjectiveSpec, auto_mc_draws, draw_mc_noise
+from pbr_core.gp.objectives import MC_DRAWS, ObjectiveSpec, auto_mc_classes, auto_mc_draws, draw_mc_noise, split_classes
 from pbr_core.gp.predict import predict_proba
 from pbr_core.gp.problem import FitData, ProgressCallback, TrainCheck, TrainSettings
 from pbr_core.gp.threads import fit_threads
@@ -139,12 +139,27 @@ _DEVICE = Constraint(_is_device, "'auto', 'cpu', 'cuda' or 'cuda:N'")
 _OBJECTIVE = one_of(("pbr", "pbr_total"))
 _N_MC = Constraint(lambda v: (isinstance(v, str) and v == "auto") or POSITIVE_INT.test(v),
                    "an integer larger than 0 or 'auto'")
+_MC_CLASSES = Constraint(lambda v: (isinstance(v, str) and v in ("auto", "all"))
+                         or (POSITIVE_INT.test(v) and int(v) >= 2),
+                         "an integer of at least 2, 'auto' or 'all'")
 _ALPHA = FINITE_NON_NEGATIVE
 _PRIOR_SPLIT = Constraint(
     lambda v: (not isinstance(v, (bool, np.bool_)) and isinstance(v, (int, float, np.integer, np.floating))
                and math.isfinite(v) and (v == 0 or 0 < v <= MAX_PRIOR_SPLIT)),
     f"0 (prior fitted on the same rows) or a share in (0, {MAX_PRIOR_SPLIT:g}] of the rows set aside to choose "
     "the prior")
+
+
+def mc_description(report: dict) -> str:
+    """The Monte Carlo work of a GP fit in words, from its ``fit_report_`` ("" for a fit without
+    Monte Carlo): the draws per entry and, where the fit drew only some classes of each row, which."""
+    if "n_mc" not in report:
+        return ""
+    text = f"{report['n_mc']} Monte Carlo draws per entry"
+    if report.get("mc_classes"):
+        text += (f" of each row's {report['mc_classes']} largest scores and its label (the other classes "
+                 "through their expectation)")
+    return text
 
 
 class _GPRecalibrator(Recalibrator):
@@ -158,6 +173,7 @@ class _GPRecalibrator(Recalibrator):
     #: The parameters every GP method takes; each class lists its own first.
     _gp_constraints: ClassVar[dict[str, Constraint]] = {
         "n_inducing": POSITIVE_INT, "max_iter": POSITIVE_INT, "n_mc": _N_MC, "mc_draws": one_of(MC_DRAWS),
+        "mc_classes": _MC_CLASSES,
         "n_predict_samples": POSITIVE_INT, "optimizer": one_of(("lbfgs", "adam")),
         "variational": one_of(("mean_field", "cholesky")), "mean_approx": BOOLEAN,
         "random_state": NON_NEGATIVE_INT, "device": _DEVICE, "prior_split": _PRIOR_SPLIT,
@@ -173,6 +189,7 @@ class _GPRecalibrator(Recalibrator):
     max_iter: int
     n_mc: int | str
     mc_draws: str
+    mc_classes: int | str
     n_predict_samples: int
     device: str
     random_state: int
@@ -195,6 +212,16 @@ class _GPRecalibrator(Recalibrator):
         """S, the fixed Monte Carlo draws per entry a fit on ``n_classes`` classes uses: ``n_mc``, or
         for "auto" :func:`pbr_core.gp.objectives.auto_mc_draws` (32 below 50 classes, 16 from there on)."""
         return auto_mc_draws(n_classes) if self.n_mc == "auto" else int(self.n_mc)
+
+    def mc_class_count(self, z: np.ndarray) -> int | None:
+        """T, the classes of each row a fit on scores ``z`` (N, K) draws (the others enter through
+        their moments, :class:`pbr_core.gp.objectives.ClassSplit`), or None when it draws every class:
+        ``mc_classes``, or for "auto" :func:`pbr_core.gp.objectives.auto_mc_classes`."""
+        if self.mc_classes == "all":
+            return None
+        k = int(np.shape(z)[-1])
+        t = auto_mc_classes(z) if self.mc_classes == "auto" else int(self.mc_classes)
+        return None if t is None or t >= k else int(t)
 
     def _check_metric(self) -> Literal["nll", "brier", "nll+brier"]:
         return {"gp": "nll", "pbr": "brier", "pbr_total": "nll+brier"}[self.objective]
@@ -318,6 +345,9 @@ class _GPRecalibrator(Recalibrator):
                                 antithetic=self.mc_draws == "antithetic")
         data = FitData(z=torch.as_tensor(z, dtype=DTYPE, device=dev), labels=torch.as_tensor(y, device=dev),
                        spec=spec, eps=eps)
+        n_exact = self.mc_class_count(z) if eps is not None else None
+        if n_exact is not None:
+            data = replace(data, split=split_classes(data.z, data.labels, eps, n_exact))
         settings, check = self._train_settings()
         params = None
         if start is not None:
@@ -390,7 +420,7 @@ class _GPRecalibrator(Recalibrator):
             model, reports = fit_batch(
                 [z[rows] for rows in row_sets], [data.labels[rows] for rows in row_sets], list(alphas), self._spec(),
                 self._input_kind(data), device, n_mc=self.mc_draw_count(z.shape[1]), antithetic=self.mc_draws == "antithetic",
-                seed=int(self.random_state), n_inducing=int(self.n_inducing), variational=self.variational,
+                mc_classes=self.mc_class_count(z), seed=int(self.random_state), n_inducing=int(self.n_inducing), variational=self.variational,
                 settings=replace(settings, optimizer="adam"), check=check, progress=progress)
         return model, reports, device
 
@@ -615,6 +645,17 @@ _DOC_COMMON = """
         their gradients) with a smaller Monte Carlo error than 100 independent draws at a third of
         the cost; "iid": S independent draws (the default before, with S = 100). Both estimate the
         same objective (paper Eqs. vi_obj2 / vi_obj3); see docs/gp_measurements.md.
+    mc_classes : int, "auto" or "all", default "auto"
+        T, the classes of each row whose scores are drawn: the T largest scores of the row and its
+        label; the other classes enter the softmax's normaliser through their expectation
+        (E sum exp f_k, exactly; :class:`pbr_core.gp.objectives.ClassSplit`), which removes most of
+        the Monte Carlo work with many classes. "auto": every class below 50 classes; from 50 on,
+        16 or more, as the uncalibrated probabilities' tail requires
+        (:func:`pbr_core.gp.objectives.auto_mc_classes`). At the end of a fit the split's error is
+        estimated (Var of the tail's sum / E[Z]^2); where it exceeds 5e-5 of the objective, the fit
+        continues drawing twice as many classes (or all) until it does not. The reported objective
+        is always the one on every class. ``fit_report_["mc_classes"]`` is the T the fit ended with
+        (None: every class). "all": every class always (the estimator before 2026-11-27).
     n_predict_samples : int, default 100
         J, posterior draws averaged per prediction (ignored by the mean approximation).
     device : {"auto", "cpu", "cuda", "cuda:N"}
@@ -703,7 +744,7 @@ class GPCalibration(_GPRecalibrator):
     def __init__(self, mean_approx: bool = False, n_inducing: int = 10, variational: str = "mean_field",
                  optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int | str = "auto", mc_draws: str = "antithetic",
                  n_predict_samples: int = 100, ce_estimator: str = "taylor", device: str = "auto", random_state: int = 0,
-                 prior_split: float = 0.0, prob_input: str = "wenger"):
+                 prior_split: float = 0.0, prob_input: str = "wenger", mc_classes: int | str = "auto"):
         self.mean_approx = mean_approx
         self.n_inducing = n_inducing
         self.variational = variational
@@ -711,6 +752,7 @@ class GPCalibration(_GPRecalibrator):
         self.max_iter = max_iter
         self.n_mc = n_mc
         self.mc_draws = mc_draws
+        self.mc_classes = mc_classes
         self.n_predict_samples = n_predict_samples
         self.ce_estimator = ce_estimator
         self.device = device
@@ -744,11 +786,12 @@ class GPCalibrationApp(GPCalibration):
     def __init__(self, n_inducing: int = 10, variational: str = "mean_field", optimizer: str = "lbfgs",
                  max_iter: int = 1000, n_mc: int | str = "auto", mc_draws: str = "antithetic", n_predict_samples: int = 100,
                  ce_estimator: str = "taylor",
-                 device: str = "auto", random_state: int = 0, prior_split: float = 0.0, prob_input: str = "wenger"):
+                 device: str = "auto", random_state: int = 0, prior_split: float = 0.0, prob_input: str = "wenger",
+                 mc_classes: int | str = "auto"):
         super().__init__(mean_approx=True, n_inducing=n_inducing, variational=variational, optimizer=optimizer,
                          max_iter=max_iter, n_mc=n_mc, mc_draws=mc_draws, n_predict_samples=n_predict_samples,
                          ce_estimator=ce_estimator, device=device, random_state=random_state,
-                         prior_split=prior_split, prob_input=prob_input)
+                         prior_split=prior_split, prob_input=prob_input, mc_classes=mc_classes)
 
 
 @register
@@ -795,7 +838,7 @@ class PBR(_GPRecalibrator):
                  variational: str = "mean_field", optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int | str = "auto",
                  mc_draws: str = "antithetic",
                  n_predict_samples: int = 100, device: str = "auto", random_state: int = 0,
-                 prior_split: float = 0.0, prob_input: str = "wenger"):
+                 prior_split: float = 0.0, prob_input: str = "wenger", mc_classes: int | str = "auto"):
         self.alpha = alpha
         self.objective = objective
         self.mean_approx = mean_approx
@@ -805,6 +848,7 @@ class PBR(_GPRecalibrator):
         self.max_iter = max_iter
         self.n_mc = n_mc
         self.mc_draws = mc_draws
+        self.mc_classes = mc_classes
         self.n_predict_samples = n_predict_samples
         self.device = device
         self.random_state = random_state
@@ -819,12 +863,13 @@ class _FixedPBR(PBR):
     def __init__(self, alpha: float = 0.5, n_inducing: int = 10, variational: str = "mean_field",
                  optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int | str = "auto", mc_draws: str = "antithetic",
                  n_predict_samples: int = 100,
-                 device: str = "auto", random_state: int = 0, prior_split: float = 0.0, prob_input: str = "wenger"):
+                 device: str = "auto", random_state: int = 0, prior_split: float = 0.0, prob_input: str = "wenger",
+                 mc_classes: int | str = "auto"):
         objective, mean_approx = self.variant
         super().__init__(alpha=alpha, objective=objective, mean_approx=mean_approx, n_inducing=n_inducing,
                          variational=variational, optimizer=optimizer, max_iter=max_iter, n_mc=n_mc, mc_draws=mc_draws,
                          n_predict_samples=n_predict_samples, device=device, random_state=random_state,
-                         prior_split=prior_split, prob_input=prob_input)
+                         prior_split=prior_split, prob_input=prob_input, mc_classes=mc_classes)
 
 
 _VARIANT_DOC = """

@@ -67,7 +67,7 @@ class PBRCV(_GPRecalibrator):
         Paper Eq. vi_obj2 or vi_obj3.
     mean_approx : bool, default False
         Predict with softmax(mu) (the "app." variants).
-    n_inducing, variational, optimizer, max_iter, n_mc, mc_draws, n_predict_samples, device, random_state
+    n_inducing, variational, optimizer, max_iter, n_mc, mc_draws, mc_classes, n_predict_samples, device, random_state
         As in :class:`~pbr_core.recalibrators.gp.PBR`, for every fit.
     prior_split : float, default 0
         As in :class:`~pbr_core.recalibrators.gp.PBR`, for the final fit only (the one whose bounds
@@ -145,7 +145,7 @@ class PBRCV(_GPRecalibrator):
                  n_predict_samples: int = 100, device: str = "auto", random_state: int = 0, cv_seed: int = 0,
                  binary_ece: Literal["positive", "top_label"] = "top_label",
                  batched: bool | Literal["auto"] = "auto", prior_split: float = 0.0, prob_input: str = "wenger",
-                 warm_start: bool = True, n_jobs: int = 1):
+                 warm_start: bool = True, n_jobs: int = 1, mc_classes: int | str = "auto"):
         self.alphas = alphas
         self.cv = cv
         self.scoring = scoring
@@ -157,6 +157,7 @@ class PBRCV(_GPRecalibrator):
         self.max_iter = max_iter
         self.n_mc = n_mc
         self.mc_draws = mc_draws
+        self.mc_classes = mc_classes
         self.n_predict_samples = n_predict_samples
         self.device = device
         self.random_state = random_state
