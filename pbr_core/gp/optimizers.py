@@ -223,7 +223,10 @@ def run_lbfgs(model: GPRecalibrationModel, objective: Closure, settings: TrainSe
     good = snapshot(model)
     done = 0
     try:
-        prev, _ = opt.evaluate(closure)
+        # The objective and gradient here are where the first step starts: it does not evaluate
+        # them a second time (the same values; one evaluation less per run).
+        prev, grad = opt.evaluate(closure)
+        opt.loss, opt.flat_grad = prev, grad
     except (NotPositiveDefiniteError, DivergenceError):
         restore(model, good)
         counters["iterations"] = start_iter
