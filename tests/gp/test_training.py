@@ -175,6 +175,34 @@ def test_batched_adam_fit_equals_each_fit_alone(cifar10_logits) -> None:
             torch.testing.assert_close(p, q, rtol=1e-7, atol=1e-9, msg=name)
 
 
+def test_adam_s_list_wide_update_of_one_gp_is_the_general_update_bit_for_bit(cifar10_logits, monkeypatch) -> None:
+    """One GP's Adam steps run as a few torch._foreach_* operations (optimizers._adam_update_one);
+    the general per-parameter path (used for batches and for non-finite gradients) gives the very
+    same parameters: a warm-up plus an Adam fit, compared exactly."""
+    from pbr_core.gp import optimizers
+
+    results = []
+    for fast in (True, False):
+        if not fast:
+            monkeypatch.setattr(optimizers, "_adam_update_one", lambda *args: False)
+        m, d = _problem(cifar10_logits, n=80, s=16)
+        report = fit_gp(m, d, TrainSettings(optimizer="adam", max_iter=80))[0]
+        results.append((report.objective, [p.detach().clone() for p in m.parameters()]))
+    assert results[0][0] == results[1][0]
+    for a, b in zip(results[0][1], results[1][1]):
+        assert torch.equal(a, b)
+
+
+def test_adam_s_list_wide_update_leaves_non_finite_gradients_to_the_general_path() -> None:
+    from pbr_core.gp import optimizers
+
+    p = torch.nn.Parameter(torch.ones(3, dtype=F64))
+    p.grad = torch.tensor([1.0, float("nan"), 2.0], dtype=F64)
+    m1, m2 = [torch.zeros(3, dtype=F64)], [torch.zeros(3, dtype=F64)]
+    assert not optimizers._adam_update_one([p], m1, m2, 0.05, 0.001, 0.9, 0.999, 1e-8)
+    assert torch.equal(p.detach(), torch.ones(3, dtype=F64)) and not bool(m1[0].any())  # nothing changed
+
+
 def _cifar100_slice_fit(cifar100_logits, seed: int, alpha: float, escape: bool):
     """PBR on a 20-class slice of the CIFAR-100 DenseNet (n_re = 300), S = 100, default optimiser."""
     from gp_testdata import class_subset, split
