@@ -7,8 +7,8 @@ core (the Monte Carlo work is n * K * S entries per evaluation, S = 32 below 50 
 50 on, and the number of evaluations hardly depends on n or K), plus ``PREDICT_PER_ENTRY_S * n_predicted * K`` for the
 J = 100 draws of the predictions. The constants are this project's measurements
 (benchmarks/RESULTS_fast_pbr.md, round 5 with S = 32: n_re = 1000, alpha = .5, K = 10: 0.9 s;
-K = 100: 8.9 s, 5-14 s over the paper's alphas; round 6 with S = 16 at K = 100: 6.0 s; one thread,
-a 2-core machine). On a GPU a fit is bound by kernel launches, not
+K = 100: 8.9 s, 5-14 s over the paper's alphas; round 6 with S = 16 at K = 100: 6.0 s; round 7,
+each row drawing only its largest classes from 50 classes on: 4.7 s; one thread, a 2-core machine). On a GPU a fit is bound by kernel launches, not
 by n * K: ``GPU_FIT_BASE_S + GPU_FIT_PER_ENTRY_S * min(n K, GPU_FULL_ENTRIES)`` plus
 ``GPU_FIT_PER_ENTRY_BEYOND_S`` per entry beyond (one H200, benchmarks/RESULTS_gp.md: 1.4 s at
 n K = 2000, 1.6 s at 10^4, 3.9 s at 10^5, 4.3 s at 5 x 10^5). Once a fit has run in this server
@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from pbr_core.gp.objectives import auto_mc_draws
+from pbr_core.gp.objectives import MANY_CLASSES, auto_mc_draws
 
 #: Seconds of one fit that do not grow with n * K (optimiser bookkeeping, kernel algebra).
 FIT_BASE_S = 0.2
@@ -33,6 +33,11 @@ FIT_PER_ENTRY_S = 8.7e-5
 #: benchmarks/RESULTS_fast_pbr.md), i.e. ~7.7 ms + 0.7 ms per draw. Fits with n_mc = "auto" use
 #: S = 16 from 50 classes on (pbr_core.gp.objectives.auto_mc_draws).
 FIXED_EVAL_SHARE = 0.26
+#: Share of a CPU fit's per-entry seconds left when each row draws only its largest classes
+#: (``mc_classes="auto"`` from 50 classes on, pbr_core.gp.objectives.ClassSplit): eight paired fits
+#: of the four CIFAR-100 networks at K = 100 took 5.44 instead of 7.21 CPU s on average (round 7,
+#: benchmarks/RESULTS_fast_pbr.md), some of them continuing with more classes at the end.
+SPLIT_FIT_SHARE = 0.75
 #: Seconds per predicted entry (row x class) with J = 100 draws.
 PREDICT_PER_ENTRY_S = 1.0e-6
 #: The same on a GPU (one H200: below the entries where the GPU is saturated, each evaluation costs
@@ -57,16 +62,20 @@ _LOCK = threading.Lock()
 _OBSERVED: list[float] = []   # measured / modelled seconds of the fits run in this process
 
 
-def model_seconds(n: int, k: int, gpu: bool = False, draws: int | None = None) -> float:
+def model_seconds(n: int, k: int, gpu: bool = False, draws: int | None = None, split: bool | None = None) -> float:
     """The model's seconds for one fit on ``n`` rows with ``k`` classes (before rescaling), on
     one CPU core or (``gpu``) on a GPU. ``draws``: the fit's S (default: what ``n_mc="auto"``
-    uses for ``k`` classes); the CPU model scales the draws' share of an evaluation by S / 32."""
+    uses for ``k`` classes); the CPU model scales the draws' share of an evaluation by S / 32.
+    ``split``: whether each row draws only its largest classes (default: what ``mc_classes="auto"``
+    does, from 50 classes on); the CPU model then takes ``SPLIT_FIT_SHARE`` of the per-entry seconds."""
     entries = float(n) * float(k)
     if gpu:
         return (GPU_FIT_BASE_S + GPU_FIT_PER_ENTRY_S * min(entries, GPU_FULL_ENTRIES)
                 + GPU_FIT_PER_ENTRY_BEYOND_S * max(0.0, entries - GPU_FULL_ENTRIES))
     s = auto_mc_draws(k) if draws is None else int(draws)
-    return FIT_BASE_S + FIT_PER_ENTRY_S * entries * (FIXED_EVAL_SHARE + (1.0 - FIXED_EVAL_SHARE) * s / 32.0)
+    split = k >= MANY_CLASSES if split is None else bool(split)
+    per_entry = FIT_PER_ENTRY_S * (SPLIT_FIT_SHARE if split else 1.0)
+    return FIT_BASE_S + per_entry * entries * (FIXED_EVAL_SHARE + (1.0 - FIXED_EVAL_SHARE) * s / 32.0)
 
 
 def record(n: int, k: int, seconds: float, gpu: bool = False) -> None:

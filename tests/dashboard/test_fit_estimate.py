@@ -80,6 +80,9 @@ def test_the_pbr_page_shows_the_estimate_before_the_run(fresh) -> None:
 #: Round 6's single PBR fit at n_re = 1000, K = 100 with n_mc = "auto" (S = 16), CPU s of one thread
 #: (benchmarks/RESULTS_fast_pbr.md, round 6, paired timing).
 ROUND6_K100 = 6.00
+#: Round 7's (each row draws its largest classes; mc_classes = "auto"), the same fit, paired with
+#: round 6's code (benchmarks/RESULTS_fast_pbr.md, round 7, paired timing).
+ROUND7_K100 = 4.72
 
 
 def test_on_a_cpu_the_estimate_is_the_measured_fits() -> None:
@@ -88,7 +91,10 @@ def test_on_a_cpu_the_estimate_is_the_measured_fits() -> None:
     K = 100: 8.90 s), round 6 with n_mc = "auto" (S = 16 at K = 100; ROUND6_K100)."""
     for n, k, draws, measured in ((1000, 10, 32, 0.93), (1000, 100, 32, 8.90), (1000, 10, None, 0.93),
                                   (1000, 100, None, ROUND6_K100)):
-        assert fit_estimate.model_seconds(n, k, draws=draws) == pytest.approx(measured, rel=0.25), (n, k, draws)
+        assert fit_estimate.model_seconds(n, k, draws=draws, split=False) == pytest.approx(measured, rel=0.25), (n, k)
+    # round 7: each row draws only its largest classes from 50 classes on (mc_classes="auto")
+    assert fit_estimate.model_seconds(1000, 100) == pytest.approx(ROUND7_K100, rel=0.25)
+    assert fit_estimate.model_seconds(1000, 10) == fit_estimate.model_seconds(1000, 10, split=False)
 
 
 def test_on_a_gpu_the_estimate_is_the_h200_s_launch_bound_curve(fresh) -> None:
@@ -97,7 +103,7 @@ def test_on_a_gpu_the_estimate_is_the_h200_s_launch_bound_curve(fresh) -> None:
     where the CPU model is 2x off at K = 100; a GPU fit rescales the GPU model, not the CPU one."""
     for n, k, measured in ((1000, 10, 1.6), (1000, 100, 3.9), (5000, 100, 4.3), (1000, 2, 1.4)):
         assert fit_estimate.model_seconds(n, k, gpu=True) == pytest.approx(measured, rel=0.25), (n, k)
-    assert fit_estimate.model_seconds(1000, 100, draws=32) > 2 * 3.9  # the H200 fit had S = 32 draws
+    assert fit_estimate.model_seconds(1000, 100, draws=32, split=False) > 2 * 3.9  # the H200 fit: S = 32, every class
     gpu = fit_estimate.estimate(1000, 10_000, 100, auto_alpha=False, n_alphas=8, n_folds=5, gpu=True)
     assert gpu.gpu and "one H200 GPU" in gpu.sentence()
     assert gpu.seconds == pytest.approx(fit_estimate.model_seconds(1000, 100, gpu=True) + 2.5e-7 * 10_000 * 100)
@@ -111,11 +117,13 @@ def test_the_cpu_model_follows_the_draws_of_n_mc_auto(fresh) -> None:
     draws' share of each evaluation halves, the rest does not."""
     share = fit_estimate.FIXED_EVAL_SHARE
     for k, draws in ((10, 32), (100, 16)):
-        seconds = fit_estimate.model_seconds(1000, k)
-        assert seconds == pytest.approx(fit_estimate.model_seconds(1000, k, draws=draws))
+        seconds = fit_estimate.model_seconds(1000, k, split=False)
+        assert seconds == pytest.approx(fit_estimate.model_seconds(1000, k, draws=draws, split=False))
         assert seconds == pytest.approx(fit_estimate.FIT_BASE_S + fit_estimate.FIT_PER_ENTRY_S * 1000 * k
                                         * (share + (1 - share) * draws / 32))
     assert fit_estimate.model_seconds(1000, 100) < fit_estimate.model_seconds(1000, 100, draws=32)
     from dashboard import texts
     assert texts.param_value("n_mc", "auto") == "automatic (32 below 50 classes, 16 from 50 on)"
     assert texts.param_value("n_mc", 20) == "20"
+    assert texts.param_value("mc_classes", "all") == "all" and texts.param_value("mc_classes", 24) == "24"
+    assert texts.param_value("mc_classes", "auto").startswith("automatic (all below 50 classes; from 50 on the 16 ")
