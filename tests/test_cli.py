@@ -423,3 +423,20 @@ def test_fit_sample_of_a_numpy_file(capsys, tmp_path) -> None:
     rows = np.sort(np.random.default_rng(4).choice(preds.n, size=300, replace=False))
     expected = TemperatureScaling().fit(preds.subset(rows))
     assert load_recalibrator(out).temperature_ == pytest.approx(expected.temperature_, rel=1e-12)
+
+
+def test_fit_says_which_classes_a_k_100_fit_drew(capsys, tmp_path) -> None:
+    """From 50 classes on a PBR fit draws each row's largest classes (mc_classes="auto"): the fit's
+    summary line says so, with the T the fit ended with."""
+    d = np.load(Path(__file__).resolve().parents[1] / "sample_data" / "cifar100_densenet121.npz")
+    small = tmp_path / "c100.npz"
+    np.savez(small, logits=d["logits"][:120], labels=d["labels"][:120])
+    model = tmp_path / "pbr.json"
+    code, out, err = run(capsys, "fit", small, "--method", "pbr", "--param", "max_iter=20",
+                         "--param", "n_predict_samples=5", "--out", model, "--quiet")
+    assert code == EXIT_OK, err
+    rec = load_recalibrator(model)
+    t = rec.fit_report_["mc_classes"]
+    drew = (f" of each row's {t} largest scores and its label (the other classes through their expectation)"
+            if t else "")
+    assert f"iterations on cpu with 16 Monte Carlo draws per entry{drew}," in out

@@ -276,3 +276,13 @@ def test_a_batch_continues_with_more_classes_when_one_gp_needs_it(cifar100_logit
                            settings=TrainSettings(optimizer="adam", max_iter=5, escape_prior=False))
     assert [r.mc_classes for r in reports] == [None, None]
     assert all(r.stop_reason.endswith("(continued drawing every class)") for r in reports)
+
+
+def test_the_draws_are_described_in_words() -> None:
+    from pbr_core.recalibrators.gp import mc_description
+
+    assert mc_description({}) == ""  # GP calibration: no Monte Carlo
+    assert mc_description({"n_mc": 32, "mc_classes": None}) == "32 Monte Carlo draws per entry"
+    assert mc_description({"n_mc": 16, "mc_classes": 16}) == (
+        "16 Monte Carlo draws per entry of each row's 16 largest scores and its label (the other classes "
+        "through their expectation)")
