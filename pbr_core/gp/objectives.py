@@ -88,7 +88,7 @@ MC_TAIL_SQUARES = 2.5e-4
 #: the objective by more than ~1e-5 relative, a tenth of the quality bar of issue 15.
 MC_TAIL_TOLERANCE = 5e-5
 #: Rows of z that :func:`auto_mc_classes` looks at (a seeded subsample beyond).
-MC_TAIL_ROWS = 20_000
+MC_TAIL_ROWS = 5_000
 
 
 def auto_mc_classes(z: np.ndarray) -> int | None:
