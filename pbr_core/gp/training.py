@@ -405,7 +405,9 @@ def _tail_errors(model: GPRecalibrationModel, data: FitData) -> list[float] | No
         return None
     with torch.no_grad():
         total = data.terms(model).total
-    return (err / total.abs().clamp_min(1e-12)).reshape(-1).tolist()
+    rel = err / total.abs().clamp_min(1e-12)
+    # An estimate that overflowed (NaN or inf) counts as too large: the fit then draws more classes.
+    return torch.where(torch.isfinite(rel), rel, torch.full_like(rel, math.inf)).reshape(-1).tolist()
 
 
 def prior_shift(model: GPRecalibrationModel, z: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:

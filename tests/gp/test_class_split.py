@@ -286,3 +286,23 @@ def test_the_draws_are_described_in_words() -> None:
     assert mc_description({"n_mc": 16, "mc_classes": 16}) == (
         "16 Monte Carlo draws per entry of each row's 16 largest scores and its label (the other classes "
         "through their expectation)")
+
+
+def test_where_the_tail_s_moments_overflow_the_evaluation_draws_every_class() -> None:
+    """At a trial point with huge variances exp(2 mu + 2 var) overflows; the split's terms would be
+    inf or NaN where the exact estimator is finite, so such an evaluation draws every class."""
+    z, mu, var, y = _inputs(n=20, k=40)
+    eps = draw_mc_noise(20, 6, 40, seed=0)
+    split = split_classes(z, y, eps, 8)
+    huge = var.clone()
+    huge[3, split.tail[3].nonzero()[0, 0]] = 400.0  # one tail entry: exp(800) overflows
+    m, v = mu.clone().requires_grad_(), huge.clone().requires_grad_()
+    a = mc_expectations(m, v, y, eps, split=split)
+    b = mc_expectations(mu, huge, y, eps)
+    for x, r in zip(a, b):
+        assert bool(torch.isfinite(x).all())
+        torch.testing.assert_close(x.detach(), r)
+    (a[0].sum() + a[1].sum()).backward()
+    assert bool(torch.isfinite(m.grad).all() and torch.isfinite(v.grad).all())
+    # at ordinary variances the split is used (its terms differ from the exact ones)
+    assert not torch.equal(mc_expectations(mu, var, y, eps, split=split)[1], mc_expectations(mu, var, y, eps)[1])
