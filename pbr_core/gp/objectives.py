@@ -495,7 +495,7 @@ def mc_expectations(mu: torch.Tensor, var: torch.Tensor, labels: torch.Tensor, e
             return out
         # The tail's moments overflowed (exp(2 mu + 2 var) at a line search's trial point with huge
         # variances, far from any fit, where the exact estimator stays finite): this evaluation
-        # draws every class. Measured: 4 of the 320 fits of the paper's protocol met such a point,
+        # draws every class. Measured: at least 4 of the 320 fits of the paper's protocol met such a point,
         # which L-BFGS had to treat as a divergence (restart with a halved step, a warning).
     sd = var.sqrt()
     rows = chunk_rows_for(mu, eps.shape[-2], max_chunk_elements)
