@@ -197,7 +197,8 @@ class FitReport:
     #: T, the classes of each row the fit drew (:class:`~pbr_core.gp.objectives.ClassSplit`); None: all.
     mc_classes: int | None = None
     #: With ``mc_classes``: the split's error estimate at the end (:func:`~pbr_core.gp.objectives.tail_error`)
-    #: relative to the objective; the fit finished on every class where it exceeded ``MC_TAIL_TOLERANCE``.
+    #: relative to the objective; where it exceeded ``MC_TAIL_TOLERANCE`` the fit continued drawing twice
+    #: as many classes (or all), so it is within that tolerance unless the fit ended drawing every class.
     mc_tail_error: float | None = None
 
     def to_dict(self) -> dict:

@@ -321,21 +321,10 @@ def _fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings,
             model.set_member(idx, single)
         converged[j], reasons[j] = bool(escaped[0][0]), escaped[1]
         restarts += 1
-    tail = _tail_errors(model, data)
-    while tail is not None and max(tail) > MC_TAIL_TOLERANCE:
-        # The split's error is not negligible at this fit's parameters (a heavy tail, large
-        # variances): continue from here drawing twice as many classes (or all), each time with a
-        # budget of its own, until it is. Not a warning: the result is as accurate as asked; the
-        # stop reason and the report's mc_classes say what was done.
-        finer = data.refined()
-        drawn = "every class" if finer.split is None else f"{finer.split.n_exact} classes per row"
-        it3, conv3, reasons3, r3, e3 = _optimise(model, finer, replace(settings, warmup_iter=0), optimizer,
-                                                 progress, notes)
-        iterations, evaluations, restarts = iterations + it3, evaluations + e3, restarts + r3
-        converged = np.asarray(conv3, dtype=bool).copy()
-        reasons = [f"{r} (continued drawing {drawn})" for r in reasons3]
-        data = finer
-        tail = _tail_errors(model, data)
+    counts = [iterations, evaluations, restarts]
+    data, tail, converged, reasons = _refine_split(model, data, settings, optimizer, progress, notes, counts,
+                                                   converged, reasons)
+    iterations, evaluations, restarts = counts
     with torch.no_grad():
         terms = data.terms(model, exact=True)
     if not bool(torch.isfinite(terms.total).all()):
@@ -372,9 +361,14 @@ def _fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings,
                 iterations, evaluations, restarts = iterations + it2, evaluations + e2, restarts + 1 + r2
                 converged[j], reasons[j] = bool(conv2[0]), "refit with Adam after a failed training check: " + reasons2[0]
             checks[j] = result
+        if any(r.startswith("refit with Adam") for r in reasons):
+            # A GP refitted after its failed check: its split may now need more classes too.
+            counts = [iterations, evaluations, restarts]
+            data, tail, converged, reasons = _refine_split(model, data, settings, optimizer, progress, notes, counts,
+                                                           converged, reasons)
+            iterations, evaluations, restarts = counts
         with torch.no_grad():
             terms = data.terms(model, exact=True)
-        tail = _tail_errors(model, data)
     ended = _at_prior_members(model, data)
     wall = time.perf_counter() - t0
     device = str(model.variational_strategy.inducing_points.device)
@@ -395,6 +389,29 @@ def _fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings,
     for w in notes:
         warnings.warn(w, RuntimeWarning, stacklevel=2)
     return reports
+
+
+def _refine_split(model: GPRecalibrationModel, data: FitData, settings: TrainSettings, optimizer: Optimizer,
+                  progress: ProgressCallback | None, notes: list[str], counts: list[int], converged: np.ndarray,
+                  reasons: list[str]) -> tuple[FitData, list[float] | None, np.ndarray, list[str]]:
+    """Where a :class:`~pbr_core.gp.objectives.ClassSplit`'s error at the fitted parameters is not
+    negligible (more than ``MC_TAIL_TOLERANCE`` of the objective: a heavy tail, large variances),
+    continue the fit from there drawing twice as many classes (or all), each time with a budget of
+    its own, until it is. Not a warning: the result is then as accurate as asked; the stop reason
+    and the report's ``mc_classes`` say what was done. ``counts`` (iterations, evaluations,
+    restarts) is updated in place. Returns (the problem the fit ended on, its error estimates per
+    GP or None, converged, reasons)."""
+    tail = _tail_errors(model, data)
+    while tail is not None and max(tail) > MC_TAIL_TOLERANCE:
+        finer = data.refined()
+        drawn = "every class" if finer.split is None else f"{finer.split.n_exact} classes per row"
+        it, conv, why, r, e = _optimise(model, finer, replace(settings, warmup_iter=0), optimizer, progress, notes)
+        counts[0], counts[1], counts[2] = counts[0] + it, counts[1] + e, counts[2] + r
+        converged = np.asarray(conv, dtype=bool).copy()
+        reasons = [f"{x} (continued drawing {drawn})" for x in why]
+        data = finer
+        tail = _tail_errors(model, data)
+    return data, tail, converged, reasons
 
 
 def _tail_errors(model: GPRecalibrationModel, data: FitData) -> list[float] | None:
