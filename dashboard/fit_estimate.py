@@ -8,7 +8,8 @@ core (the Monte Carlo work is n * K * S entries per evaluation, S = 32 below 50 
 J = 100 draws of the predictions. The constants are this project's measurements
 (benchmarks/RESULTS_fast_pbr.md, round 5 with S = 32: n_re = 1000, alpha = .5, K = 10: 0.9 s;
 K = 100: 8.9 s, 5-14 s over the paper's alphas; round 6 with S = 16 at K = 100: 6.0 s; round 7,
-each row drawing only its largest classes from 50 classes on: 4.7 s; one thread, a 2-core machine). On a GPU a fit is bound by kernel launches, not
+each row drawing only its largest classes from 50 classes on: 3.3 s for that fit, 4.0 s on average
+over eight fits; one thread, a 2-core machine). On a GPU a fit is bound by kernel launches, not
 by n * K: ``GPU_FIT_BASE_S + GPU_FIT_PER_ENTRY_S * min(n K, GPU_FULL_ENTRIES)`` plus
 ``GPU_FIT_PER_ENTRY_BEYOND_S`` per entry beyond (one H200, benchmarks/RESULTS_gp.md: 1.4 s at
 n K = 2000, 1.6 s at 10^4, 3.9 s at 10^5, 4.3 s at 5 x 10^5). Once a fit has run in this server
@@ -35,9 +36,10 @@ FIT_PER_ENTRY_S = 8.7e-5
 FIXED_EVAL_SHARE = 0.26
 #: Share of a CPU fit's per-entry seconds left when each row draws only its largest classes
 #: (``mc_classes="auto"`` from 50 classes on, pbr_core.gp.objectives.ClassSplit): eight paired fits
-#: of the four CIFAR-100 networks at K = 100 took 5.44 instead of 7.21 CPU s on average (round 7,
-#: benchmarks/RESULTS_fast_pbr.md), some of them continuing with more classes at the end.
-SPLIT_FIT_SHARE = 0.75
+#: of the four CIFAR-100 networks at K = 100 took 4.00 instead of 5.39 CPU s on average (round 7,
+#: benchmarks/RESULTS_fast_pbr.md), some of them continuing with more classes at the end: the model
+#: gives 4.04 s there.
+SPLIT_FIT_SHARE = 0.70
 #: Seconds per predicted entry (row x class) with J = 100 draws.
 PREDICT_PER_ENTRY_S = 1.0e-6
 #: The same on a GPU (one H200: below the entries where the GPU is saturated, each evaluation costs

@@ -80,9 +80,11 @@ def test_the_pbr_page_shows_the_estimate_before_the_run(fresh) -> None:
 #: Round 6's single PBR fit at n_re = 1000, K = 100 with n_mc = "auto" (S = 16), CPU s of one thread
 #: (benchmarks/RESULTS_fast_pbr.md, round 6, paired timing).
 ROUND6_K100 = 6.00
-#: Round 7's (each row draws its largest classes; mc_classes = "auto"), the same fit, paired with
-#: round 6's code (benchmarks/RESULTS_fast_pbr.md, round 7, paired timing).
-ROUND7_K100 = 4.72
+#: Round 7's (each row draws its largest classes; mc_classes = "auto"): the same fit, paired with
+#: round 6's code, and the mean of eight fits (four networks x alpha .5, 1) (benchmarks/RESULTS_fast_pbr.md,
+#: round 7).
+ROUND7_K100 = 3.31
+ROUND7_K100_MEAN = 4.00
 
 
 def test_on_a_cpu_the_estimate_is_the_measured_fits() -> None:
@@ -94,6 +96,7 @@ def test_on_a_cpu_the_estimate_is_the_measured_fits() -> None:
         assert fit_estimate.model_seconds(n, k, draws=draws, split=False) == pytest.approx(measured, rel=0.25), (n, k)
     # round 7: each row draws only its largest classes from 50 classes on (mc_classes="auto")
     assert fit_estimate.model_seconds(1000, 100) == pytest.approx(ROUND7_K100, rel=0.25)
+    assert fit_estimate.model_seconds(1000, 100) == pytest.approx(ROUND7_K100_MEAN, rel=0.05)
     assert fit_estimate.model_seconds(1000, 10) == fit_estimate.model_seconds(1000, 10, split=False)
 
 
