@@ -19,7 +19,7 @@ import torch
 from pbr_core.gp.device import DTYPE
 from pbr_core.gp import objectives as _objectives
 from pbr_core.gp.model import GPRecalibrationModel, InputKind, initial_inducing_points, kernel_inputs
-from pbr_core.gp.objectives import ObjectiveSpec, draw_mc_noise, split_classes
+from pbr_core.gp.objectives import ObjectiveSpec, draw_mc_noise
 from pbr_core.gp.problem import FitData, FitReport, ProgressCallback, TrainCheck, TrainSettings
 from pbr_core.gp.training import fit_gp
 
@@ -71,8 +71,7 @@ def fit_batch(zs: Sequence[np.ndarray], ys: Sequence[np.ndarray], alphas: Sequen
                    labels=torch.as_tensor(y_pad, device=device),
                    spec=replace(spec, alpha=tuple(float(a) for a in alphas)), eps=eps,
                    weights=torch.as_tensor(w, dtype=DTYPE, device=device))
-    if eps is not None and mc_classes is not None and mc_classes < k:
-        data = replace(data, split=split_classes(data.z, data.labels, eps, mc_classes))
+    data = data.with_split(mc_classes)
     settings = settings or TrainSettings(optimizer="adam")
     reports = fit_gp(model, data, settings, progress=progress, check=check)
     return model, reports

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from pbr_core.cancel import checkpoint
+from pbr_core.predictions import softmax
 
 CEEstimator = Literal["none", "taylor", "mc"]
 
@@ -107,8 +108,7 @@ def auto_mc_classes(z: np.ndarray) -> int | None:
         return None
     if n > MC_TAIL_ROWS:
         z = z[np.random.default_rng(0).choice(n, MC_TAIL_ROWS, replace=False)]
-    p = np.exp(z - z.max(axis=1, keepdims=True))
-    p /= p.sum(axis=1, keepdims=True)
+    p = softmax(z)
     sq = -np.sort(-(p * p), axis=1)  # squares, largest first (p_k^2 is in the order of p_k)
     tail_sq = sq.sum(axis=1, keepdims=True) - np.cumsum(sq, axis=1)  # [:, t - 1]: sum beyond the top t
     t = MC_EXACT_CLASSES

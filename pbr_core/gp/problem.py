@@ -70,14 +70,16 @@ class FitData:
         split = None if self.split is None else self.split.with_mc_draws(n_draws)
         return replace(self, eps=self.eps[..., :n_draws, :].contiguous(), split=split)
 
+    def with_split(self, n_exact: int | None) -> "FitData":
+        """The same problem drawing only each row's ``n_exact`` largest scores and its label
+        (:class:`ClassSplit`); every class for None, for ``n_exact`` >= K, or without draws."""
+        if n_exact is None or self.eps is None or n_exact >= self.z.shape[-1]:
+            return self.exact()
+        return replace(self, split=split_classes(self.z, self.labels, self.eps, n_exact))
+
     def refined(self) -> "FitData":
         """The same problem drawing twice as many classes per row (every class from K / 2 on)."""
-        if self.split is None:
-            return self
-        t = 2 * self.split.n_exact
-        if t >= self.z.shape[-1]:
-            return self.exact()
-        return replace(self, split=split_classes(self.z, self.labels, self.eps, t))
+        return self if self.split is None else self.with_split(2 * self.split.n_exact)
 
     def exact(self) -> "FitData":
         """The same problem with every class drawn (no :class:`ClassSplit`)."""
@@ -111,12 +113,15 @@ class FitData:
                                   split=None if exact else self.split)
 
     def tail_error(self, model: GPRecalibrationModel) -> torch.Tensor | None:
-        """:func:`~pbr_core.gp.objectives.tail_error` at ``model``'s parameters, per GP (None without a split)."""
+        """:func:`~pbr_core.gp.objectives.tail_error` at ``model``'s parameters relative to the
+        objective (of this split), per GP; None without a split. One computation of the marginals."""
         if self.split is None:
             return None
         with torch.no_grad():
             mu, var = model.marginals(self.z, self._grid(model))
-        return tail_error(mu, var, self.split, self.weights)
+            total = evaluate_objective(mu, var, self.labels, model.kl_divergence(), self.spec, self.eps, self.weights,
+                                       split=self.split).total
+            return tail_error(mu, var, self.split, self.weights) / total.abs().clamp_min(1e-12)
 
     def objective(self, model: GPRecalibrationModel) -> Callable[[], torch.Tensor]:
         """The closure an optimiser minimises: the objective of ``model``'s current parameters,

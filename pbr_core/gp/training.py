@@ -330,6 +330,7 @@ def _fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings,
     if not bool(torch.isfinite(terms.total).all()):
         raise RuntimeError(f"GP fit ended with a non-finite objective {terms.total.tolist()}; refusing to return it.")
     checks: list[dict] = [{} for _ in range(b)]
+    refitted = False  # a GP was refitted after a failed training check
     if check is not None:
         for j, idx in enumerate(index_of):
             single = model.member(idx) if batched else model
@@ -360,9 +361,9 @@ def _fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings,
                     model.set_member(idx, single)
                 iterations, evaluations, restarts = iterations + it2, evaluations + e2, restarts + 1 + r2
                 converged[j], reasons[j] = bool(conv2[0]), "refit with Adam after a failed training check: " + reasons2[0]
+                refitted = True
             checks[j] = result
-        if any(r.startswith("refit with Adam") for r in reasons):
-            # A GP refitted after its failed check: its split may now need more classes too.
+        if refitted:  # a GP refitted after its failed check: its split may now need more classes too
             counts = [iterations, evaluations, restarts]
             data, tail, converged, reasons = _refine_split(model, data, settings, optimizer, progress, notes, counts,
                                                            converged, reasons)
@@ -417,12 +418,9 @@ def _refine_split(model: GPRecalibrationModel, data: FitData, settings: TrainSet
 def _tail_errors(model: GPRecalibrationModel, data: FitData) -> list[float] | None:
     """Per GP (flat batch order), the :class:`~pbr_core.gp.objectives.ClassSplit`'s error estimate
     relative to the objective, or None for a fit that draws every class."""
-    err = data.tail_error(model)
-    if err is None:
+    rel = data.tail_error(model)
+    if rel is None:
         return None
-    with torch.no_grad():
-        total = data.terms(model).total
-    rel = err / total.abs().clamp_min(1e-12)
     # An estimate that overflowed (NaN or inf) counts as too large: the fit then draws more classes.
     return torch.where(torch.isfinite(rel), rel, torch.full_like(rel, math.inf)).reshape(-1).tolist()
 

@@ -36,7 +36,7 @@ from pbr_core.gp.model import (
     initial_inducing_points,
     kernel_inputs,
 )
-from pbr_core.gp.objectives import MC_DRAWS, ObjectiveSpec, auto_mc_classes, auto_mc_draws, draw_mc_noise, split_classes
+from pbr_core.gp.objectives import MC_DRAWS, ObjectiveSpec, auto_mc_classes, auto_mc_draws, draw_mc_noise
 from pbr_core.gp.predict import predict_proba
 from pbr_core.gp.problem import FitData, ProgressCallback, TrainCheck, TrainSettings
 from pbr_core.gp.threads import fit_threads
@@ -345,9 +345,8 @@ class _GPRecalibrator(Recalibrator):
                                 antithetic=self.mc_draws == "antithetic")
         data = FitData(z=torch.as_tensor(z, dtype=DTYPE, device=dev), labels=torch.as_tensor(y, device=dev),
                        spec=spec, eps=eps)
-        n_exact = self.mc_class_count(z) if eps is not None else None
-        if n_exact is not None:
-            data = replace(data, split=split_classes(data.z, data.labels, eps, n_exact))
+        if eps is not None:
+            data = data.with_split(self.mc_class_count(z))
         settings, check = self._train_settings()
         params = None
         if start is not None:
