@@ -12,6 +12,7 @@ from dashboard import figures_recal as FR
 from dashboard import fit_estimate, jobs, recal_ui, runs, state, tables, texts
 from pbr_core.experiments import PAPER_ALPHAS
 from pbr_core.recalibrators import gp_method
+from pbr_core.recalibrators.gp import mc_description
 
 K_OBJECTIVE = "pbr_objective"
 K_APPROX = "pbr_mean_approx"
@@ -142,6 +143,9 @@ def _cards(r: runs.PBRResult) -> None:
     extra = [f"device: **{fr.get('device', runs.device_label())}**"]
     if r.alpha is not None:
         extra.append(f"α = **{r.alpha:g}**" + (" (chosen by cross-validation)" if r.settings.alpha is None else ""))
+    draws = mc_description(fr)
+    if draws:
+        extra.append(draws)
     if fr.get("stop_reason"):
         extra.append(f"stopped: {texts.fit_words(fr['stop_reason'])}" +
                      ("" if fr.get("converged", True) else " (not converged)"))

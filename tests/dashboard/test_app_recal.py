@@ -265,6 +265,17 @@ def test_pbr_tiny_fit_shows_kl_bounds_and_downloads(at):
     at.run()
     notes = [i.value for i in at.info if "ended at the prior" in i.value]
     assert len(notes) == 1 and "With α = 0.5 and n_re = 150 rows" in notes[0]
+    # The caption says how the expectation was estimated: this fit drew every class of each row; a
+    # fit with many classes draws only each row's largest scores (pbr_core.gp.objectives.ClassSplit).
+    caption = next(c.value for c in at.caption if c.value.startswith("device:"))
+    assert f"{r.fit_report['n_mc']} Monte Carlo draws per entry ·" in caption and "largest scores" not in caption
+    split = dataclasses.replace(r, fit_report={**r.fit_report, "n_mc": 16, "mc_classes": 24})
+    shown = jobs.start_job("pbr", "split", lambda ctx: split, heavy=False, lock=None)
+    assert shown.join(5)
+    at.session_state["recal_jobs"]["pbr"] = shown
+    at.run()
+    caption = next(c.value for c in at.caption if c.value.startswith("device:"))
+    assert "16 Monte Carlo draws per entry of each row's 24 largest scores and its label" in caption
     _no_internal_names(_page_text(at), "the PBR page")
     _no_internal_names(_html_text(report.build_report([report.pbr_section(ended)], data_name="d")), "the PBR report")
 

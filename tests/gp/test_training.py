@@ -264,6 +264,35 @@ def test_the_prior_is_kept_when_no_restart_does_better() -> None:
         assert torch.equal(p, q), name
 
 
+def test_the_alpha_zero_restart_fit_has_a_budget_of_its_own(cifar10_logits, monkeypatch) -> None:
+    """The restarts of a fit that ended at the prior run at alpha/2, alpha/4 and 0; the alpha = 0
+    fit from the prior stops after ``ZERO_RUNG_MAX_ITER`` iterations (without a KL term it crept on
+    for hundreds of iterations that the continuation then undid), the others keep half of
+    ``max_iter``. Forced: with PRIOR_SHIFT raised, every fit counts as "at the prior"."""
+    import pbr_core.gp.training as training
+
+    monkeypatch.setattr(training, "PRIOR_SHIFT", 1e9)
+    monkeypatch.setattr(training, "ZERO_RUNG_MAX_ITER", 25)  # 5 warm-up steps + 2 L-BFGS chunks
+    calls = []
+    real = training._optimise
+
+    def spy(model, data, settings, optimizer, progress, notes):
+        out = real(model, data, settings, optimizer, progress, notes)
+        calls.append((float(data.spec.alpha), settings.max_iter, settings.warmup_iter, out[0]))
+        return out
+
+    monkeypatch.setattr(training, "_optimise", spy)
+    model, data = _problem(cifar10_logits, spec=ObjectiveSpec.pbr(0.8))
+    report = fit_gp(model, data, TrainSettings(max_iter=400, warmup_iter=5), check=TrainCheck("brier"))[0]
+    assert [c[0] for c in calls] == [0.8, 0.4, 0.2, 0.0]  # the fit, then each restart from the prior
+    first, half, quarter, zero = calls
+    assert half[1] == 200 and half[2] == 5 and half[3] > 25  # max_iter // 2, with the warm-up
+    assert quarter[1] == min(200, 400 - half[3]) and quarter[3] > 25
+    assert zero[1] == 25 and zero[2] == 5 and zero[3] <= 25
+    assert "restarts from smaller alpha did not do better" in report.stop_reason
+    assert report.iterations == sum(c[3] for c in calls)
+
+
 def test_a_gp_of_a_batch_that_ends_at_the_prior_is_redone_as_it_would_be_alone(cifar10_logits, monkeypatch) -> None:
     """Batched Adam rarely collapses (it stops on patience first), so the collapse test is forced:
     with the threshold raised every GP counts as "at the prior" and is redone from smaller alphas.
