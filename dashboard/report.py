@@ -156,6 +156,8 @@ def pbr_section(result: runs.PBRResult) -> ReportSection:
     note = texts.at_prior_note(result.at_prior, result.alpha, s.n_re)
     if note:
         paragraphs.append(note)
+    # What the page shows under the fit's cards: the optimiser's warnings, failed fits of the α grid.
+    paragraphs += ["Warning: " + texts.fit_words(w) for w in (fr or {}).get("warnings") or []]
     shown: list[tuple[str, pd.DataFrame | Styler]] = [("Test metrics before and after", tables.pbr_metrics_frame(result))]
     if result.bounds:
         eps = s.eps

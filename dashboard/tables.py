@@ -249,12 +249,19 @@ def pbr_metrics_frame(result: runs.PBRResult | runs.ApplyResult) -> pd.DataFrame
                         index=[metric_title(k) for k in rows])
 
 
+#: The column of :func:`alpha_scores_frame` that counts an alpha's failed fits (shown only when one failed).
+ALPHA_FAILED = "folds whose fit failed"
+
+
 def alpha_scores_frame(summary: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Display form of ``AlphaSelection.summary``: α, mean ± std of the held-out score, mean KL."""
+    """Display form of ``AlphaSelection.summary``: α, mean ± std of the held-out score, mean KL, and
+    (only when a fit failed) the folds whose fit failed."""
     out = pd.DataFrame({"α": summary["alpha"], f"held-out {metric} (mean)": summary["mean"],
                         "std": summary.get("std")})
     if "kl_mean" in summary:
         out["KL (mean)"] = summary["kl_mean"]
+    if "failed" in summary and (summary["failed"] > 0).any():
+        out[ALPHA_FAILED] = summary["failed"].astype(int)
     return out
 
 

@@ -34,7 +34,8 @@ rows (same chosen alpha), 1.8x at K = 100. The rows of ``scores`` keep the grid'
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Sequence
 
 import numpy as np
@@ -68,13 +69,17 @@ class AlphaSelection:
     scores : pandas.DataFrame
         One row per (alpha, fold): ``alpha``, ``fold``, ``n_train``, ``n_val``, ``score`` (the
         selection metric), ``ece``, ``brier``, ``nll`` (all on the held-out fold), ``kl``,
-        ``objective`` (the fit's final training objective), ``iterations``, ``converged``, ``warm_start`` (the fit continued from the fold's previous alpha).
+        ``objective`` (the fit's final training objective), ``iterations``, ``converged``, ``warm_start`` (the fit continued from the fold's previous alpha),
+        ``error`` (None, or why the fit failed: its metrics are then NaN).
     summary : pandas.DataFrame
-        One row per alpha: ``mean`` and ``std`` of the score over folds (and of ece / brier / nll, kl).
+        One row per alpha: ``mean`` and ``std`` of the score over folds (and of ece / brier / nll, kl),
+        ``failed`` (folds whose fit failed; such an alpha's means are NaN and it cannot be chosen).
     metric, objective, n_splits, seed, batched, wall_time_s
         How the selection was run.
     warm_start : bool
         Whether the fits of each fold were continued along the grid (see the module docstring).
+    notes : list of str
+        One sentence per failed fit (also issued as a ``RuntimeWarning``).
     """
 
     best_alpha: float
@@ -87,6 +92,7 @@ class AlphaSelection:
     batched: bool
     wall_time_s: float
     warm_start: bool = False
+    notes: list[str] = field(default_factory=list)
 
 
 def kfold_indices(n: int, n_splits: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -156,6 +162,12 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
     -------
     AlphaSelection
 
+    A fit that fails (its optimisation diverged even after the training code's recoveries, or any
+    other error) does not end the selection: its row's metrics are NaN and ``error`` says why, a
+    ``RuntimeWarning`` names it, a warm-started fold fits its next alpha from the prior, and its
+    alpha cannot be chosen (its mean over the folds would rest on fewer rows). Only when every
+    alpha has a failed fold is ``RuntimeError`` raised.
+
     Examples
     --------
     >>> import numpy as np
@@ -199,18 +211,33 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
             rows = _sequential_rows(data, folds, grid, params, progress, binary_ece=binary_ece,
                                     warm_start=bool(warm_start) and not template.prior_split, n_jobs=n_jobs)
     scores = pd.DataFrame(rows)
+    if "error" not in scores:
+        scores["error"] = None
     scores["score"] = scores[metric]
     scores = scores[["alpha", "fold", "n_train", "n_val", "score", "ece", "brier", "nll", "kl", "objective",
-                     "iterations", "converged", "warm_start"]]
+                     "iterations", "converged", "warm_start", "error"]]
+    failed = scores["error"].notna()
+    # The training code's own failures (RuntimeError) say what happened in words; other errors keep their type.
+    notes = [f"The PBR fit for alpha = {r.alpha:g} on fold {r.fold + 1} of {n_splits} failed "
+             f"({r.error.removeprefix('RuntimeError: ')}); alpha = {r.alpha:g} is left out of the selection."
+             for r in scores[failed].itertuples()]
+    for note in notes:
+        warnings.warn(note, RuntimeWarning, stacklevel=2)
     summary = scores.groupby("alpha")[["score", "ece", "brier", "nll", "kl"]].agg(["mean", "std"])
     summary.columns = [f"{a}_{b}" if a != "score" else b for a, b in summary.columns]
+    summary["failed"] = failed.groupby(scores["alpha"]).sum().astype(int)
+    summary.loc[summary["failed"] > 0, [c for c in summary.columns if c != "failed"]] = np.nan
     summary = summary.reset_index()
+    eligible = summary[summary["failed"] == 0]
+    if eligible.empty:
+        raise RuntimeError(f"Every alpha of the grid had a failed fit, so none can be chosen. {notes[0]}")
     # Lowest mean score; ties (to 1e-12) go to the larger alpha.
-    best = summary.sort_values(["mean", "alpha"], ascending=[True, False], kind="stable")
+    best = eligible.sort_values(["mean", "alpha"], ascending=[True, False], kind="stable")
     best_alpha = float(best[best["mean"] <= best["mean"].iloc[0] + 1e-12]["alpha"].max())
     return AlphaSelection(best_alpha=best_alpha, scores=scores, summary=summary, metric=metric,
                           objective=objective, n_splits=n_splits, seed=seed, batched=bool(batched),
-                          wall_time_s=time.perf_counter() - t0, warm_start=bool(scores["warm_start"].any()))
+                          wall_time_s=time.perf_counter() - t0, warm_start=bool(scores["warm_start"].any()),
+                          notes=notes)
 
 
 def _sequential_rows(data: Predictions, folds, grid, params, progress, *, binary_ece,
@@ -246,17 +273,27 @@ def _fold_chain(data: Predictions, tr: np.ndarray, va: np.ndarray, f: int, n_fol
     for i in order:
         alpha = grid[i]
         checkpoint()
+        where = {"alpha": alpha, "fold": f, "n_train": len(tr), "n_val": len(va)}
+        message = f"alpha={alpha:g}, fold {f + 1}/{n_folds}"
         rec = PBR(alpha=alpha, **params)
-        rec = rec.fit(fit_part) if previous is None else rec.fit_continued(previous, fit_part)
-        probs = rec.predict_proba(val_part)
+        try:
+            rec = rec.fit(fit_part) if previous is None else rec.fit_continued(previous, fit_part)
+            probs = rec.predict_proba(val_part)
+        except Cancelled:
+            raise
+        except Exception as exc:  # noqa: BLE001 - recorded in the row; select_alpha warns and skips this alpha
+            previous = None  # the fold's next alpha starts from the prior
+            emit((i, {**where, **dict.fromkeys(("ece", "brier", "nll", "kl", "objective", "iterations"), np.nan),
+                      "converged": False, "warm_start": False, "error": f"{type(exc).__name__}: {exc}"},
+                  message + " failed"))
+            continue
         if warm_start:
             previous = rec
         report = rec.fit_report_
-        emit((i, {"alpha": alpha, "fold": f, "n_train": len(tr), "n_val": len(va),
-                  **_score_all(probs, val_part.labels, binary_ece), "kl": rec.kl_,
+        emit((i, {**where, **_score_all(probs, val_part.labels, binary_ece), "kl": rec.kl_,
                   "objective": report["objective"], "iterations": report["iterations"],
-                  "converged": report["converged"], "warm_start": "continued_from_alpha" in report},
-              f"alpha={alpha:g}, fold {f + 1}/{n_folds}"))
+                  "converged": report["converged"], "warm_start": "continued_from_alpha" in report,
+                  "error": None}, message))
 
 
 def _batched_rows(data: Predictions, folds, grid, params, progress, *, cancel, binary_ece) -> list[dict]:

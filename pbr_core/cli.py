@@ -660,6 +660,8 @@ def _select_alpha(rec, preds, args: argparse.Namespace):
             raise CLIError(f"cannot write {args.alpha_scores}: {exc.strerror or exc}", EXIT_USAGE) from exc
     table = sel.summary[["alpha", "mean", "std", "kl_mean"]].rename(
         columns={"mean": f"{args.alpha_metric} mean", "std": f"{args.alpha_metric} std", "kl_mean": "KL mean"})
+    if sel.notes:  # the fits that failed (each also a warning): their alpha has no mean
+        table["failed folds"] = sel.summary["failed"]
     table.insert(0, "", ["<-" if a == sel.best_alpha else "" for a in table["alpha"]])
     metric = args.alpha_metric
     if metric == "ece" and preds.kind == "binary":

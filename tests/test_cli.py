@@ -154,6 +154,36 @@ def test_fit_with_alpha_selected_by_cross_validation(capsys, c10_files, tmp_path
     assert (rec.max_iter, rec.n_mc, rec.objective, rec.mean_approx) == (30, 10, "pbr_total", True)
 
 
+def test_fit_with_alpha_selection_survives_a_failed_fit(capsys, c10_files, tmp_path, monkeypatch) -> None:
+    """One (alpha, fold) fit of --select-alpha fails: the command still fits with the best of the
+    others, its table marks the failed folds and the warning says which fit failed and why."""
+    from pbr_core.recalibrators.gp import PBR
+
+    fit, _ = c10_files
+    small = tmp_path / "small.npz"
+    d = np.load(fit)
+    np.savez(small, logits=d["logits"][:200], labels=d["labels"][:200])
+    real_fit = PBR.fit
+
+    def failing(self, *a, **k):
+        if self.alpha == 0.0 and a[0].n == 100:  # alpha 0 on both folds
+            raise RuntimeError("GP fit diverged: test double")
+        return real_fit(self, *a, **k)
+
+    monkeypatch.setattr(PBR, "fit", failing)
+    model = tmp_path / "pbr.json"
+    code, out, err = run(capsys, "fit", small, "--method", "pbr", "--select-alpha", "--alpha-grid", "0,1",
+                         "--alpha-folds", "2", "--param", "max_iter=20", "--param", "n_mc=8", "--out", model,
+                         "--quiet")
+    assert code == EXIT_OK, err
+    assert "chosen alpha = 1" in out and "failed folds" in out
+    rows = {r[-5]: r for r in (line.split() for line in out.splitlines()) if r[:1] in (["<-"], ["0"], ["1"])
+            and len(r) >= 5}
+    assert rows["0"][1:] == ["NaN", "NaN", "NaN", "2"] and rows["1"][0] == "<-" and rows["1"][-1] == "0"
+    assert "The PBR fit for alpha = 0 on fold 1 of 2 failed (GP fit diverged: test double)" in err
+    assert load_recalibrator(model).alpha == 1.0
+
+
 def test_fit_says_when_it_ended_at_the_prior(capsys, c10_files, tmp_path, monkeypatch) -> None:
     """The note follows the fit's own record (forced here as in tests/gp/test_training.py), not KL < 1e-3."""
     import pbr_core.gp.training as training

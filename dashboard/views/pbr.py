@@ -205,9 +205,15 @@ def _results(loaded: state.Loaded, r: runs.PBRResult) -> None:
                                                         score_name=CV_SCORES.get(r.settings.cv_score, "score")),
                               key="pbr_alpha_chart", config={"displaylogo": False})
             frame = tables.alpha_scores_frame(r.alpha_scores, CV_SCORES.get(r.settings.cv_score, "score"))
-            a[1].dataframe(frame, hide_index=True, column_config={
-                c: st.column_config.NumberColumn(format="%.4g" if c == "KL (mean)" else "%.4f")
-                for c in frame.columns if c != "α"})
+            if tables.ALPHA_FAILED in frame:  # "–" where a failed fit left no mean (not "None")
+                formats = {c: "{:.4g}" if c == "KL (mean)" else "{:.4f}" for c in frame.columns
+                           if c not in ("α", tables.ALPHA_FAILED)}
+                shown = frame.style.format({"α": "{:g}", **formats}, na_rep="–")
+                a[1].dataframe(shown, hide_index=True)
+            else:
+                a[1].dataframe(frame, hide_index=True, column_config={
+                    c: st.column_config.NumberColumn(format="%.4g" if c == "KL (mean)" else "%.4f")
+                    for c in frame.columns if c != "α"})
             st.caption(texts.ALPHA_SCORES_HELP)
     _bounds(r)
     st.subheader("Downloads")

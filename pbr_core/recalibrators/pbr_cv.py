@@ -44,7 +44,7 @@ _N_JOBS = Constraint(is_n_jobs, N_JOBS_WORDS)
 #: Columns of ``cv_results_`` (one entry per alpha): what :class:`~pbr_core.alpha_selection.AlphaSelection`
 #: summarises over the folds.
 CV_RESULT_COLUMNS = ("alpha", "mean", "std", "ece_mean", "ece_std", "brier_mean", "brier_std", "nll_mean", "nll_std",
-                     "kl_mean", "kl_std")
+                     "kl_mean", "kl_std", "failed")
 
 
 @register
@@ -97,7 +97,9 @@ class PBRCV(_GPRecalibrator):
         The chosen alpha.
     cv_results_ : dict of numpy arrays
         One entry per alpha (sorted): ``alpha``, ``mean`` and ``std`` of the held-out score over
-        the folds, and mean / std of ``ece``, ``brier``, ``nll`` and ``kl``.
+        the folds, mean / std of ``ece``, ``brier``, ``nll`` and ``kl``, and ``failed``: the folds
+        whose fit failed (that alpha's means are then NaN and it is not chosen; ``fit_report_``'s
+        warnings say which fits failed and why).
     selection_ : AlphaSelection
         The whole selection, every (alpha, fold) fit's scores included (after ``fit`` only: not saved).
     best_estimator_ : PBR
@@ -217,7 +219,8 @@ class PBRCV(_GPRecalibrator):
                                n_jobs=int(self.n_jobs), **self._pbr_params())
             self.alpha_ = float(sel.best_alpha)
             self.selection_ = sel
-            self.cv_results_ = {c: sel.summary[c].to_numpy(dtype=np.float64) for c in CV_RESULT_COLUMNS}
+            self.cv_results_ = {c: sel.summary[c].to_numpy(dtype=np.int64 if c == "failed" else np.float64)
+                                for c in CV_RESULT_COLUMNS}
             if callback is not None:
                 callback(steps, steps + 1, f"alpha={self.alpha_:g} chosen")
             best = self._estimator(self.alpha_).fit(preds)
@@ -225,6 +228,8 @@ class PBRCV(_GPRecalibrator):
             for name in ("alpha_", "cv_results_", "selection_"):
                 self.__dict__.pop(name, None)
             raise
+        if sel.notes:  # failed (alpha, fold) fits: said where the final fit's report is read (CLI, pages)
+            best.fit_report_["warnings"] = list(best.fit_report_.get("warnings") or []) + sel.notes
         self.best_estimator_ = best
         self.model_, self.input_kind_, self.kl_ = best.model_, best.input_kind_, best.kl_
         self.fit_report_, self.bounds_ = best.fit_report_, best.bounds_

@@ -328,6 +328,43 @@ def test_pbr_automatic_alpha_shows_the_grid_scores(at):
     assert any("chosen by cross-validation" in c.value for c in at.caption)
 
 
+def test_pbr_automatic_alpha_survives_a_failed_fit_and_says_so(at, monkeypatch):
+    """One fit of the alpha grid fails: the run still ends with the best of the other alphas, the
+    table counts the failed folds and the page says which fit failed and why."""
+    from pbr_core.recalibrators.gp import PBR as PBRClass
+
+    real_fit = PBRClass.fit
+
+    def failing(self, *a, **k):
+        if self.alpha == 1.0 and a[0].n == 60 and not getattr(PBRClass, "_failed_once", False):
+            PBRClass._failed_once = True
+            raise RuntimeError("GP fit diverged: test double")
+        return real_fit(self, *a, **k)
+
+    monkeypatch.setattr(PBRClass, "fit", failing)
+    monkeypatch.setattr(PBRClass, "_failed_once", False, raising=False)
+    monkeypatch.setattr(runs, "fold_jobs", lambda folds: 1)  # the folds in this process, where the double is
+    at.switch_page(PBR).run()
+    at.segmented_control(key="pbr_alpha_mode").set_value("auto").run()
+    at.multiselect(key="pbr_alpha_grid").set_value([0.1, 1.0]).run()
+    at.number_input(key="pbr_cv_folds").set_value(2).run()
+    at.number_input(key="pbr_n_re").set_value(120).run()
+    _small_gp_settings(at, "pbr")
+    at.button(key="pbr_run").click().run()
+    job = _finish(at, "pbr")
+    assert not at.exception and job.error is None
+    assert job.result.alpha == 0.1
+    shown = _shown(at.dataframe[0])
+    assert list(shown["α"]) == ["0.1", "1"] and list(shown["folds whose fit failed"]) == ["0", "1"]
+    assert shown.iloc[1, 1] == "–" and shown.iloc[0, 1] == f"{job.result.alpha_scores['mean'][0]:.4f}"
+    said = "α = 1 on fold 1 of 2 failed (GP fit diverged: test double); α = 1 is left out of the selection"
+    assert any(said in c.value for c in at.caption)
+    _no_internal_names(_page_text(at), "the PBR page")
+    doc = _html_text(report.build_report([report.pbr_section(job.result)], data_name="d"))
+    assert said in doc and "–" in doc  # the report says it too; the failed α's mean is "–"
+    _no_internal_names(doc, "the PBR report")
+
+
 def test_generalization_two_alphas_two_folds(at):
     at.switch_page(GEN).run()
     assert not at.exception

@@ -63,3 +63,28 @@ def test_compare_runs_pbr_cv_per_fold(cifar10_logits) -> None:
         assert row["kl"] == rec.kl_
         assert row["ece"] == pbr_core.ece(rec.predict_proba(preds.subset(te_idx)), y[:300][te_idx],
                                           n_bins=int(row["n_bins"]))
+
+
+def test_pbr_cv_says_which_fits_failed_and_chooses_among_the_others(data, monkeypatch) -> None:
+    """A failed (alpha, fold) fit: ``cv_results_['failed']`` counts it, that alpha is not chosen, and
+    the final fit's report carries the reason (what the CLI and the PBR page show)."""
+    from pbr_core.recalibrators.gp import PBR
+
+    z, y = data
+    real_fit = PBR.fit
+
+    def fit(self, *a, **k):  # alpha 1 fails on its first fold only
+        if self.alpha == 1.0 and not getattr(self, "_tried", False) and a[0].n == 60:
+            type(self)._tried = True
+            raise RuntimeError("GP fit diverged: test double")
+        return real_fit(self, *a, **k)
+
+    monkeypatch.setattr(PBR, "fit", fit)
+    monkeypatch.setattr(PBR, "_tried", False, raising=False)
+    rec = PBRCV(alphas=[0.1, 1.0], cv=2, **QUICK)
+    with pytest.warns(RuntimeWarning, match="alpha = 1 on fold 1 of 2 failed"):
+        rec.fit(z, y)
+    assert rec.cv_results_["failed"].tolist() == [0, 1] and np.isnan(rec.cv_results_["mean"][1])
+    assert rec.alpha_ == 0.1 and rec.best_estimator_.alpha == 0.1
+    assert any("alpha = 1 on fold 1 of 2 failed (GP fit diverged: test double)" in w
+               for w in rec.fit_report_["warnings"])
