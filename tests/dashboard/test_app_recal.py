@@ -309,7 +309,8 @@ def test_pbr_prior_split_gives_bounds_valid_as_stated_on_the_other_rows(at):
     _no_internal_names(_html_text(report.build_report([sec], data_name="d")), "the PBR report with a prior split")
 
 
-def test_pbr_automatic_alpha_shows_the_grid_scores(at):
+def _run_automatic_alpha(at):
+    """The PBR page with alpha chosen by 2-fold CV over (0.1, 1) on 120 rows, small fits; the finished job."""
     at.switch_page(PBR).run()
     at.segmented_control(key="pbr_alpha_mode").set_value("auto").run()
     assert not at.exception
@@ -318,7 +319,11 @@ def test_pbr_automatic_alpha_shows_the_grid_scores(at):
     at.number_input(key="pbr_n_re").set_value(120).run()
     _small_gp_settings(at, "pbr")
     at.button(key="pbr_run").click().run()
-    job = _finish(at, "pbr")
+    return _finish(at, "pbr")
+
+
+def test_pbr_automatic_alpha_shows_the_grid_scores(at):
+    job = _run_automatic_alpha(at)
     r = job.result
     assert r.alpha in (0.1, 1.0) and list(r.alpha_scores["alpha"]) == [0.1, 1.0]
     assert job.total == 2 * 2 + 1  # the CV fits, then the final fit
@@ -344,14 +349,7 @@ def test_pbr_automatic_alpha_survives_a_failed_fit_and_says_so(at, monkeypatch):
     monkeypatch.setattr(PBRClass, "fit", failing)
     monkeypatch.setattr(PBRClass, "_failed_once", False, raising=False)
     monkeypatch.setattr(runs, "fold_jobs", lambda folds: 1)  # the folds in this process, where the double is
-    at.switch_page(PBR).run()
-    at.segmented_control(key="pbr_alpha_mode").set_value("auto").run()
-    at.multiselect(key="pbr_alpha_grid").set_value([0.1, 1.0]).run()
-    at.number_input(key="pbr_cv_folds").set_value(2).run()
-    at.number_input(key="pbr_n_re").set_value(120).run()
-    _small_gp_settings(at, "pbr")
-    at.button(key="pbr_run").click().run()
-    job = _finish(at, "pbr")
+    job = _run_automatic_alpha(at)
     assert not at.exception and job.error is None
     assert job.result.alpha == 0.1
     shown = _shown(at.dataframe[0])
