@@ -794,6 +794,7 @@ GROUPS_STREAM_NOT_MEASURED = (
     "Not measured: on a dataset on the server, press *Measure the groups* on the Groups page first (it reads "
     "every row again)."
 )
+GROUPS_STREAM_STOPPED = "Stopped: the groups were not measured. Press *Measure the groups* to read the dataset again."
 GROUPS_STREAM_BUTTON_HELP = "Reads the {n:,} rows of the dataset again: once to count the groups, once to measure them."
 
 

@@ -21,6 +21,8 @@ TRUE_CLASS = "true class"
 NONE = state.GROUPS_NONE
 K_MEASURE = "groups_measure"
 K_MEASURED = "groups_measured_for"   # the server dataset whose groups the user asked to measure
+K_STOP = "groups_stop"
+K_STOPPED = "groups_stopped_for"     # the server dataset whose measuring pass the user stopped
 logger = logging.getLogger(__name__)
 EVERY = {"": "as they are", "day": "by day", "week": "by week", "month": "by month"}
 
@@ -61,10 +63,22 @@ def _controls(loaded: state.Loaded) -> tuple[tuple[str, ...], str] | None:
                                     "deployment shows.")
         if loaded.stream is not None:
             st.form_submit_button("Measure the groups", key=K_MEASURE, icon=":material/groups:",
-                                  on_click=lambda: st.session_state.__setitem__(K_MEASURED, loaded.key),
+                                  on_click=_measure_requested, args=(loaded.key,),
                                   help=texts.GROUPS_STREAM_BUTTON_HELP.format(n=loaded.stream.n_total))
     by = (first,) if second in (NONE, first) else (first, second)
     return by, every
+
+
+def _measure_requested(key: str) -> None:
+    st.session_state[K_MEASURED] = key
+    st.session_state.pop(K_STOPPED, None)
+
+
+def _stop_requested(key: str) -> None:
+    """Stop's callback. Its click made Streamlit interrupt the run that was reading the dataset (at the
+    next progress update, i.e. the next record batch); this run then shows the prompt, not the pass."""
+    st.session_state.pop(K_MEASURED, None)
+    st.session_state[K_STOPPED] = key
 
 
 def render() -> None:
@@ -78,6 +92,8 @@ def render() -> None:
         return
     by, every = chosen
     if loaded.stream is not None and st.session_state.get(K_MEASURED) != loaded.key:
+        if st.session_state.get(K_STOPPED) == loaded.key:
+            st.info(texts.GROUPS_STREAM_STOPPED, icon=":material/stop_circle:")
         st.caption(texts.GROUPS_STREAM_PROMPT.format(n=loaded.stream.n_total))
         return
     view = state.metric_view(loaded)
@@ -126,6 +142,10 @@ def _measure(loaded: state.Loaded, view: state.MetricView, by: tuple[str, ...], 
     if loaded.stream is None:
         with st.spinner("Measuring each group …"):
             return compute.group_report(loaded, view, by, every)
+    stop = st.empty()
+    if compute.group_report(loaded, view, by, every, cached_only=True) is None:  # a pass to make: it can be stopped
+        stop.button("Stop", key=K_STOP, icon=":material/stop_circle:", on_click=_stop_requested, args=(loaded.key,),
+                    help="Stops reading the dataset; nothing measured so far is kept.")
     bar = st.progress(0.0, text="Reading the dataset …")
     words = {"counting the groups": "Counting the groups", "measuring each group": "Measuring each group"}
 
@@ -137,6 +157,7 @@ def _measure(loaded: state.Loaded, view: state.MetricView, by: tuple[str, ...], 
         return compute.group_report(loaded, view, by, every, progress=progress)
     finally:
         bar.empty()
+        stop.empty()
 
 
 render()

@@ -45,6 +45,15 @@ def data_root(tmp_path_factory) -> Path:
     for i, rows in enumerate(np.array_split(np.arange(preds.n), 3)):
         pq.write_table(pa.Table.from_pandas(df.iloc[rows], preserve_index=False), root / "logs" / f"p{i}.parquet",
                        row_group_size=1000)
+    # A binary log of 3 million rows (p(y=1), label, segment) whose group pass takes seconds: to stop it.
+    (root / "big").mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(3):
+        p = rng.uniform(0.01, 0.99, 1_000_000)
+        seg = pa.DictionaryArray.from_arrays(rng.integers(0, 20, p.size).astype(np.int32),
+                                             pa.array([f"s{g:02d}" for g in range(20)])).cast(pa.string())
+        table = pa.table({"p_yes": p, "label": (rng.uniform(size=p.size) < p).astype(np.int8), "segment": seg})
+        pq.write_table(table, root / "big" / f"part-{i}.parquet", row_group_size=100_000)
     (base / "secret").mkdir()
     df.iloc[:100].to_csv(base / "secret" / "s.csv", index=False)
     (root / "escape").symlink_to(base / "secret", target_is_directory=True)
@@ -152,4 +161,33 @@ def test_a_server_dataset_streams_and_outside_paths_are_refused(page, server_url
     gap = calibration_by_group(whole, "true class").largest_gap
     main.get_by_text(f"{gap['worst']} has an ECE {gap['gap']:.4f} higher than {gap['best']}").first.wait_for(
         timeout=TIMEOUT_MS)
+    assert "Traceback" not in main.inner_text()
+
+
+def test_the_groups_pass_over_a_server_dataset_can_be_stopped(page, server_url):
+    """Measure the groups of 3 million rows, press Stop while the dataset is read: the pass ends within
+    seconds and the page says it stopped (no result, no traceback); Measure the groups works again."""
+    page.goto(server_url, wait_until="domcontentloaded")
+    page.get_by_text("Bundled samples").wait_for(timeout=TIMEOUT_MS)
+    _wait_idle(page)
+    page.get_by_text("Dataset on the server (files over the upload limit)").click()
+    _read(page, "big/*.parquet")
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    sidebar.get_by_text("dataset on the server").first.wait_for(timeout=TIMEOUT_MS)
+    assert "3,000,000" in sidebar.inner_text()
+    _nav(page, "Groups", "Groups")
+    main = page.locator('[data-testid="stMain"]')
+    page.get_by_role("button", name="Measure the groups").click()
+    stop = page.get_by_role("button", name="Stop")
+    stop.wait_for(timeout=TIMEOUT_MS)
+    main.get_by_text("rows", exact=False).first.wait_for(timeout=TIMEOUT_MS)  # the pass has started
+    page.wait_for_timeout(500)
+    clicked = time.monotonic()
+    stop.click()
+    main.get_by_text("Stopped: the groups were not measured").wait_for(timeout=10_000)
+    _wait_idle(page)
+    stopped_after = time.monotonic() - clicked
+    assert stopped_after < 10, stopped_after
+    assert "of all 3,000,000 rows of the dataset" not in main.inner_text()
+    assert page.get_by_role("button", name="Stop").count() == 0
     assert "Traceback" not in main.inner_text()

@@ -64,6 +64,7 @@ def test_groups_of_a_server_dataset_are_measured_on_every_row(at):
     # Nothing is read before the user asks: each grouping is a pass over every row.
     assert not at.dataframe and any("Measure the groups" in c.value for c in at.caption)
     _measure(at, by="race")
+    assert "groups_stop" not in [b.key for b in at.button]  # Stop is shown only while the pass runs (browser test)
     table = at.dataframe[0].value
     report = calibration_by_group(pbr_core.load_predictions(at.whole, group_columns="race"), "race")
     assert table["Group"].tolist() == report.table["group"].tolist()
