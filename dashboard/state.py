@@ -56,6 +56,7 @@ _SAMPLE_SUFFIXES = tuple(ACCEPTED_SUFFIXES)
 _K_LOADED = "pbr_loaded"
 _K_ERROR = "pbr_load_error"
 _K_PENDING = "pbr_pending_load"
+_K_READ_STOPPED = "pbr_read_stopped"   # the dataset on the server whose reading the user stopped
 _K_BINARY_TARGET = "pbr_binary_target"
 
 # Bundled files get a readable name from their file name: "<dataset>_<model>[_toplabel]";
@@ -340,6 +341,11 @@ def current_or_prompt() -> Loaded | None:
     return loaded
 
 
+def read_stopped() -> str | None:
+    """The path of the dataset on the server whose reading the user stopped (until the next read)."""
+    return st.session_state.get(_K_READ_STOPPED)
+
+
 def last_error() -> dict | None:
     """{"file_name", "message", "columns", "options"} of the last failed load, until the next
     successful one (``columns``: the failed file's columns, for the Data page's column choices)."""
@@ -536,6 +542,13 @@ def load_server(path: str, options: LoadOptions = LoadOptions()) -> str | None:
     shown = path.strip() or "(empty path)"
     if root is None:
         return _set_error(shown, "no data folder is configured on this server (PBR_CALIB_DATA_ROOT).")
+    st.session_state.pop(_K_READ_STOPPED, None)
+    stop = st.empty()
+    # Its click makes Streamlit interrupt this run at the next progress update (the next record batch);
+    # the load request was taken already, so the next run does not read again.
+    stop.button("Stop reading", key="data_read_stop", icon=":material/stop_circle:",
+                on_click=lambda: st.session_state.__setitem__(_K_READ_STOPPED, shown),
+                help="Stops reading the dataset; the data loaded before stays in use.")
     bar = st.progress(0.0, text=f"Reading {shown} …")
 
     def progress(done: int, total: int | None) -> None:
@@ -563,6 +576,7 @@ def load_server(path: str, options: LoadOptions = LoadOptions()) -> str | None:
         return _set_error(shown, f"it could not be read ({type(exc).__name__}).", None, options)
     finally:
         bar.empty()
+        stop.empty()
     # The sample's notes first say what it is; the loader's notes about the columns follow.
     sample = _replace(sample, notes=(*sample.notes, *lay.notes), column_roles=lay.column_roles)
     info = StreamInfo(stats=stats, n_total=int(stats["top"].n), n_files=len(files), sample_n=sample.n, path=shown,

@@ -178,10 +178,15 @@ def _server_source(cur: state.Loaded | None) -> None:
     root = state.server_root()
     if root is None:
         return
-    opened = bool(st.session_state.get(K_SERVER_OPEN)) or (cur is not None and cur.origin == "server")
+    opened = (bool(st.session_state.get(K_SERVER_OPEN)) or (cur is not None and cur.origin == "server")
+              or state.read_stopped() is not None)
     with st.expander("Dataset on the server (files over the upload limit)", expanded=opened):
         st.markdown(texts.SERVER_DATA_INTRO)
         st.caption(f"Data folder: `{root.name}/` (set by the operator; nothing outside it can be opened).")
+        stopped = state.read_stopped()
+        if stopped:
+            st.info(f"Stopped reading {stopped}: nothing of it was kept; the data loaded before stays in use.",
+                    icon=":material/stop_circle:")
         with st.form("data_server_form", border=False):
             c = st.columns([4, 1], vertical_alignment="bottom")
             c[0].text_input("Path inside the data folder", key=K_SERVER_PATH, placeholder="logs/*.parquet")

@@ -249,7 +249,11 @@ class PBRCV(_GPRecalibrator):
 
     # ------------------------------------------------------------------ state
     def _get_state(self) -> dict[str, Any]:
-        return {**super()._get_state(), "alpha": self.alpha_, "cv_results": dict(self.cv_results_)}
+        # An alpha whose fit failed on a fold has no means (NaN): saved as null, so that the file is
+        # strict JSON.
+        results = {c: v if c == "failed" or np.all(np.isfinite(v)) else [float(x) if np.isfinite(x) else None for x in v]
+                   for c, v in self.cv_results_.items()}
+        return {**super()._get_state(), "alpha": self.alpha_, "cv_results": results}
 
     def _set_state(self, state: dict[str, Any]) -> None:
         super()._set_state(state)
@@ -257,14 +261,30 @@ class PBRCV(_GPRecalibrator):
         results = fields.fields("cv_results")
         alphas = results.array("alpha", (None,), low=0.0, min_size=1)
         table = {"alpha": alphas}
-        for name in CV_RESULT_COLUMNS[1:]:
+        failed = np.zeros(alphas.size, dtype=np.int64)  # files saved before failed fits were kept: none
+        if isinstance(results.group, dict) and "failed" in results.group:
+            counts = results.array("failed", (None,), low=0.0)
+            _state.same_length(alphas, counts, results.path("alpha"), results.path("failed"))
+            if np.any(counts != np.round(counts)):
+                raise StateError(f"{results.path('failed')} must hold whole numbers of folds")
+            failed = counts.astype(np.int64)
+        for name in CV_RESULT_COLUMNS[1:-1]:
+            raw = results.get(name)
+            missing = np.array([v is None for v in raw], dtype=bool) if isinstance(raw, list) else np.zeros(0, bool)
+            if missing.any():  # null: an alpha with a failed fit, which has no means
+                if missing.size != alphas.size or np.any(missing & (failed == 0)):
+                    raise StateError(f"{results.path(name)} may be null only for an alpha with failed folds")
+                raw = [0.0 if v is None else v for v in raw]
             # Scores and spreads are >= 0; a mean KL at the prior can be -1e-12 (rounding).
-            table[name] = results.array(name, (None,), low=None if name == "kl_mean" else 0.0)
+            table[name] = _state.array(raw, results.path(name), (None,), low=None if name == "kl_mean" else 0.0)
             _state.same_length(alphas, table[name], results.path("alpha"), results.path(name))
+            if missing.any():
+                table[name][missing] = np.nan
+        table["failed"] = failed
         alpha = fields.number("alpha", low=0.0)
-        if alpha not in set(alphas.tolist()):
-            raise StateError(f"{fields.path('alpha')} must be one of the alphas tried ({results.path('alpha')}), "
-                             f"but the file holds {_state.shown(alpha)}")
+        if alpha not in set(alphas[failed == 0].tolist()):
+            raise StateError(f"{fields.path('alpha')} must be one of the alphas tried ({results.path('alpha')}) "
+                             f"without a failed fit, but the file holds {_state.shown(alpha)}")
         self.alpha_, self.cv_results_ = alpha, table
         best = self._estimator(alpha)
         best.n_classes_, best.input_type_ = self.n_classes_, self.input_type_

@@ -164,30 +164,43 @@ def test_a_server_dataset_streams_and_outside_paths_are_refused(page, server_url
     assert "Traceback" not in main.inner_text()
 
 
-def test_the_groups_pass_over_a_server_dataset_can_be_stopped(page, server_url):
-    """Measure the groups of 3 million rows, press Stop while the dataset is read: the pass ends within
-    seconds and the page says it stopped (no result, no traceback); Measure the groups works again."""
+def _stop_within(page, button: str, said: str, seconds: float = 10) -> float:
+    """Click ``button`` once the long pass shows its progress; the seconds until ``said`` is shown."""
+    stop = page.get_by_role("button", name=button)
+    stop.wait_for(timeout=TIMEOUT_MS)
+    page.get_by_text(" rows", exact=False).first.wait_for(timeout=TIMEOUT_MS)  # the pass reports progress
+    page.wait_for_timeout(300)
+    clicked = time.monotonic()
+    stop.click()
+    page.get_by_text(said).first.wait_for(timeout=int(seconds * 1000))
+    _wait_idle(page)
+    took = time.monotonic() - clicked
+    assert took < seconds, took
+    assert page.get_by_role("button", name=button).count() == 0
+    return took
+
+
+def test_reading_and_the_groups_pass_of_a_server_dataset_can_be_stopped(page, server_url):
+    """3 million rows on the server. Stop while the Data page reads them: the reading ends within
+    seconds, the data loaded before (the default sample) stays. Stop while the Groups page reads them
+    again for the groups: the pass ends, the page says it stopped (no result, no traceback)."""
     page.goto(server_url, wait_until="domcontentloaded")
     page.get_by_text("Bundled samples").wait_for(timeout=TIMEOUT_MS)
     _wait_idle(page)
-    page.get_by_text("Dataset on the server (files over the upload limit)").click()
-    _read(page, "big/*.parquet")
     sidebar = page.locator('[data-testid="stSidebar"]')
+    before = sidebar.inner_text()
+    page.get_by_text("Dataset on the server (files over the upload limit)").click()
+    box = page.get_by_label("Path inside the data folder")
+    box.fill("big/*.parquet")
+    page.get_by_role("button", name="Read").click()
+    _stop_within(page, "Stop reading", "Stopped reading big/*.parquet")
+    assert sidebar.inner_text() == before and "3,000,000" not in before
+    _read(page, "big/*.parquet")
     sidebar.get_by_text("dataset on the server").first.wait_for(timeout=TIMEOUT_MS)
     assert "3,000,000" in sidebar.inner_text()
     _nav(page, "Groups", "Groups")
     main = page.locator('[data-testid="stMain"]')
     page.get_by_role("button", name="Measure the groups").click()
-    stop = page.get_by_role("button", name="Stop")
-    stop.wait_for(timeout=TIMEOUT_MS)
-    main.get_by_text("rows", exact=False).first.wait_for(timeout=TIMEOUT_MS)  # the pass has started
-    page.wait_for_timeout(500)
-    clicked = time.monotonic()
-    stop.click()
-    main.get_by_text("Stopped: the groups were not measured").wait_for(timeout=10_000)
-    _wait_idle(page)
-    stopped_after = time.monotonic() - clicked
-    assert stopped_after < 10, stopped_after
+    _stop_within(page, "Stop", "Stopped: the groups were not measured")
     assert "of all 3,000,000 rows of the dataset" not in main.inner_text()
-    assert page.get_by_role("button", name="Stop").count() == 0
     assert "Traceback" not in main.inner_text()

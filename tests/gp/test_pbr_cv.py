@@ -65,7 +65,7 @@ def test_compare_runs_pbr_cv_per_fold(cifar10_logits) -> None:
                                           n_bins=int(row["n_bins"]))
 
 
-def test_pbr_cv_says_which_fits_failed_and_chooses_among_the_others(data, monkeypatch) -> None:
+def test_pbr_cv_says_which_fits_failed_and_chooses_among_the_others(data, monkeypatch, tmp_path) -> None:
     """A failed (alpha, fold) fit: ``cv_results_['failed']`` counts it, that alpha is not chosen, and
     the final fit's report carries the reason (what the CLI and the PBR page show)."""
     from pbr_core.recalibrators.gp import PBR
@@ -88,3 +88,35 @@ def test_pbr_cv_says_which_fits_failed_and_chooses_among_the_others(data, monkey
     assert rec.alpha_ == 0.1 and rec.best_estimator_.alpha == 0.1
     assert any("alpha = 1 on fold 1 of 2 failed (GP fit diverged: test double)" in w
                for w in rec.fit_report_["warnings"])
+    # Saved as strict JSON (the failed alpha's means as null) and loaded back exactly.
+    import json
+
+    from pbr_core.recalibrators import RecalibratorFileError, load_recalibrator
+
+    doc = rec.to_dict()
+    text = json.dumps(doc, allow_nan=False)
+    assert doc["state"]["cv_results"]["mean"][1] is None
+    loaded = load_recalibrator(rec.save(tmp_path / "cv.json"))
+    assert loaded.to_dict() == doc and json.loads(text) == doc
+    assert np.isnan(loaded.cv_results_["mean"][1]) and loaded.cv_results_["failed"].tolist() == [0, 1]
+    np.testing.assert_array_equal(loaded.predict_proba(z), rec.predict_proba(z))
+    # A null mean where no fit failed, or the chosen alpha among the failed ones, is refused.
+    bad = json.loads(text)
+    bad["state"]["cv_results"]["failed"]["__ndarray__"] = [0, 0]
+    with pytest.raises(RecalibratorFileError, match="may be null only for an alpha with failed folds"):
+        PBRCV.from_dict(bad)
+    bad = json.loads(text)
+    bad["state"]["alpha"] = 1.0
+    with pytest.raises(RecalibratorFileError, match="without a failed fit"):
+        PBRCV.from_dict(bad)
+
+
+def test_a_pbr_cv_file_saved_before_failed_fits_were_counted_loads(data) -> None:
+    """Files written before ``cv_results_['failed']`` existed have no such column: none failed."""
+    z, y = data
+    rec = PBRCV(alphas=[0.1, 1.0], cv=2, **QUICK).fit(z, y)
+    doc = rec.to_dict()
+    del doc["state"]["cv_results"]["failed"]
+    loaded = PBRCV.from_dict(doc)
+    assert loaded.cv_results_["failed"].tolist() == [0, 0] and loaded.alpha_ == rec.alpha_
+    np.testing.assert_array_equal(loaded.predict_proba(z), rec.predict_proba(z))
