@@ -1,6 +1,8 @@
-"""A recalibrator test double shared by the protocol tests (tests/test_experiments.py) and the paper
-figures' script tests (tests/test_paper_figures.py). Registered only for the duration of a test
-(monkeypatch), so it never leaks into the shared recalibrator suite that walks REGISTRY."""
+"""Recalibrator test doubles. ``KLDouble``: shared by the protocol tests (tests/test_experiments.py)
+and the paper figures' script tests (tests/test_paper_figures.py); registered only for the duration
+of a test (monkeypatch), so it never leaks into the shared recalibrator suite that walks REGISTRY.
+``failing_pbr_fits``: PBR fits that fail, for the alpha selection's tests (library, PBRCV, CLI, PBR
+page)."""
 
 from __future__ import annotations
 
@@ -40,3 +42,29 @@ class KLDouble(Recalibrator):
 
     def _set_state(self, state: dict[str, Any]) -> None:
         self.temperature_, self.kl_ = state["temperature_"], state["kl_"]
+
+
+#: What a PBR fit made to fail by :func:`failing_pbr_fits` raises.
+FIT_FAILURE = "GP fit diverged: test double"
+
+
+def failing_pbr_fits(monkeypatch, fails) -> list[tuple[float, int, bool]]:
+    """TEST DOUBLE for a PBR fit that fails: every ``PBR.fit`` (from the prior, or continued:
+    ``fit_continued`` calls ``fit``) raises ``RuntimeError(FIT_FAILURE)`` where
+    ``fails(alpha, n_rows, nth)`` says so (``nth``: 1 for the first fit at this alpha, 2 for the
+    next, ...). In-process only: not in worker processes (``n_jobs`` > 1). Returns the log of
+    (alpha, rows, continued) of every fit."""
+    from pbr_core.recalibrators.gp import PBR
+
+    log: list[tuple[float, int, bool]] = []
+    real_fit = PBR.fit
+
+    def fit(self, X, *args, **kwargs):
+        alpha, n = float(self.alpha), X.n if isinstance(X, Predictions) else len(X)
+        log.append((alpha, n, hasattr(self, "_start_model")))
+        if fails(alpha, n, sum(a == alpha for a, _, _ in log)):
+            raise RuntimeError(FIT_FAILURE)
+        return real_fit(self, X, *args, **kwargs)
+
+    monkeypatch.setattr(PBR, "fit", fit)
+    return log

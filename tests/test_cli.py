@@ -157,20 +157,13 @@ def test_fit_with_alpha_selected_by_cross_validation(capsys, c10_files, tmp_path
 def test_fit_with_alpha_selection_survives_a_failed_fit(capsys, c10_files, tmp_path, monkeypatch) -> None:
     """One (alpha, fold) fit of --select-alpha fails: the command still fits with the best of the
     others, its table marks the failed folds and the warning says which fit failed and why."""
-    from pbr_core.recalibrators.gp import PBR
+    from recal_doubles import failing_pbr_fits
 
     fit, _ = c10_files
     small = tmp_path / "small.npz"
     d = np.load(fit)
     np.savez(small, logits=d["logits"][:200], labels=d["labels"][:200])
-    real_fit = PBR.fit
-
-    def failing(self, *a, **k):
-        if self.alpha == 0.0 and a[0].n == 100:  # alpha 0 on both folds
-            raise RuntimeError("GP fit diverged: test double")
-        return real_fit(self, *a, **k)
-
-    monkeypatch.setattr(PBR, "fit", failing)
+    failing_pbr_fits(monkeypatch, lambda alpha, n, nth: alpha == 0.0 and n == 100)  # alpha 0 on both folds
     model = tmp_path / "pbr.json"
     code, out, err = run(capsys, "fit", small, "--method", "pbr", "--select-alpha", "--alpha-grid", "0,1",
                          "--alpha-folds", "2", "--param", "max_iter=20", "--param", "n_mc=8", "--out", model,

@@ -336,18 +336,9 @@ def test_pbr_automatic_alpha_shows_the_grid_scores(at):
 def test_pbr_automatic_alpha_survives_a_failed_fit_and_says_so(at, monkeypatch):
     """One fit of the alpha grid fails: the run still ends with the best of the other alphas, the
     table counts the failed folds and the page says which fit failed and why."""
-    from pbr_core.recalibrators.gp import PBR as PBRClass
+    from recal_doubles import failing_pbr_fits
 
-    real_fit = PBRClass.fit
-
-    def failing(self, *a, **k):
-        if self.alpha == 1.0 and a[0].n == 60 and not getattr(PBRClass, "_failed_once", False):
-            PBRClass._failed_once = True
-            raise RuntimeError("GP fit diverged: test double")
-        return real_fit(self, *a, **k)
-
-    monkeypatch.setattr(PBRClass, "fit", failing)
-    monkeypatch.setattr(PBRClass, "_failed_once", False, raising=False)
+    failing_pbr_fits(monkeypatch, lambda alpha, n, nth: alpha == 1.0 and n == 60 and nth == 1)  # fold 0's
     monkeypatch.setattr(runs, "fold_jobs", lambda folds: 1)  # the folds in this process, where the double is
     job = _run_automatic_alpha(at)
     assert not at.exception and job.error is None

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from pbr_core.alpha_selection import PAPER_ALPHA_GRID, kfold_indices, select_alpha
+from recal_doubles import FIT_FAILURE, failing_pbr_fits
 
 QUICK = {"max_iter": 60, "n_mc": 10, "n_predict_samples": 20}
 
@@ -104,36 +105,18 @@ def test_binary_ece_convention_and_cancel(data, cifar10_logits) -> None:
     assert len(checks) == 3
 
 
-def _failing_fits(monkeypatch, fails) -> list:
-    """PBR fits (from the prior or continued: ``fit_continued`` calls ``fit``) raise RuntimeError where
-    ``fails(alpha, call)`` says so; returns the log of (alpha, continued) of every fit."""
-    from pbr_core.recalibrators.gp import PBR
-
-    log: list = []
-    real_fit = PBR.fit
-
-    def fit(self, *a, **k):
-        log.append((self.alpha, hasattr(self, "_start_model")))
-        if fails(self.alpha, len(log)):
-            raise RuntimeError("GP fit diverged: test double")
-        return real_fit(self, *a, **k)
-
-    monkeypatch.setattr(PBR, "fit", fit)
-    return log
-
-
 def test_a_failed_fit_leaves_its_alpha_out_instead_of_ending_the_selection(data, monkeypatch) -> None:
     """One (alpha, fold) fit that fails (e.g. diverged even after the training code's recoveries)
     must not throw away the other fits: its row is NaN with the reason, a warning names it, its
     alpha is not chosen, and the fold's next alpha starts from the prior."""
     z, y = data
-    # alpha .1 fails on fold 1 (the 2nd fit of the run: fold 0 fits .01 then .1 in ascending order)
-    log = _failing_fits(monkeypatch, lambda alpha, call: alpha == 0.1 and call == 2)
+    log = failing_pbr_fits(monkeypatch, lambda alpha, n, nth: alpha == 0.1 and nth == 1)  # on fold 0 only
     with pytest.warns(RuntimeWarning, match=r"alpha = 0.1 on fold 1 of 2 failed \(GP fit diverged: test double\)"):
         sel = select_alpha(z, (0.01, 0.1, 1.0), n_splits=2, labels=y, **QUICK)
-    assert log == [(0.01, False), (0.1, True), (1.0, False), (0.01, False), (0.1, True), (1.0, True)]
+    assert [(a, c) for a, _, c in log] == [(0.01, False), (0.1, True), (1.0, False), (0.01, False), (0.1, True),
+                                          (1.0, True)]
     bad = sel.scores[(sel.scores.alpha == 0.1) & (sel.scores.fold == 0)].iloc[0]
-    assert bad["error"] == "RuntimeError: GP fit diverged: test double"
+    assert bad["error"] == f"RuntimeError: {FIT_FAILURE}"
     assert np.isnan(bad[["score", "ece", "brier", "nll", "kl", "objective"]].astype(float)).all()
     assert not bad["converged"] and not bad["warm_start"]
     assert sel.scores.drop(bad.name)["error"].isna().all() and np.isfinite(sel.scores.drop(bad.name).score).all()
@@ -149,6 +132,7 @@ def test_a_failed_fit_leaves_its_alpha_out_instead_of_ending_the_selection(data,
 
 def test_the_selection_fails_only_when_every_alpha_has_a_failed_fit(data, monkeypatch) -> None:
     z, y = data
-    _failing_fits(monkeypatch, lambda alpha, call: call in (1, 4))  # fold 0's alpha .01, fold 1's alpha 1
+    # fold 0's alpha .01 and fold 1's alpha 1
+    failing_pbr_fits(monkeypatch, lambda alpha, n, nth: (alpha, nth) in ((0.01, 1), (1.0, 2)))
     with pytest.warns(RuntimeWarning), pytest.raises(RuntimeError, match="Every alpha of the grid had a failed fit"):
         select_alpha(z, (0.01, 1.0), n_splits=2, labels=y, **QUICK)

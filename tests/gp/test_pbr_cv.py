@@ -10,6 +10,7 @@ import pbr_core
 from pbr_core.alpha_selection import select_alpha
 from pbr_core.experiments import compare, split_indices
 from pbr_core.recalibrators import PBRCV, get_recalibrator
+from recal_doubles import failing_pbr_fits
 
 QUICK = {"max_iter": 20, "n_mc": 8, "n_predict_samples": 8}
 
@@ -68,19 +69,8 @@ def test_compare_runs_pbr_cv_per_fold(cifar10_logits) -> None:
 def test_pbr_cv_says_which_fits_failed_and_chooses_among_the_others(data, monkeypatch, tmp_path) -> None:
     """A failed (alpha, fold) fit: ``cv_results_['failed']`` counts it, that alpha is not chosen, and
     the final fit's report carries the reason (what the CLI and the PBR page show)."""
-    from pbr_core.recalibrators.gp import PBR
-
     z, y = data
-    real_fit = PBR.fit
-
-    def fit(self, *a, **k):  # alpha 1 fails on its first fold only
-        if self.alpha == 1.0 and not getattr(self, "_tried", False) and a[0].n == 60:
-            type(self)._tried = True
-            raise RuntimeError("GP fit diverged: test double")
-        return real_fit(self, *a, **k)
-
-    monkeypatch.setattr(PBR, "fit", fit)
-    monkeypatch.setattr(PBR, "_tried", False, raising=False)
+    failing_pbr_fits(monkeypatch, lambda alpha, n, nth: alpha == 1.0 and n == 60 and nth == 1)  # fold 0's
     rec = PBRCV(alphas=[0.1, 1.0], cv=2, **QUICK)
     with pytest.warns(RuntimeWarning, match="alpha = 1 on fold 1 of 2 failed"):
         rec.fit(z, y)
