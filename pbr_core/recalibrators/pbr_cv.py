@@ -262,7 +262,7 @@ class PBRCV(_GPRecalibrator):
         alphas = results.array("alpha", (None,), low=0.0, min_size=1)
         table = {"alpha": alphas}
         failed = np.zeros(alphas.size, dtype=np.int64)  # files saved before failed fits were kept: none
-        if isinstance(results.group, dict) and "failed" in results.group:
+        if "failed" in results.group:  # Fields checked the group is a mapping
             counts = results.array("failed", (None,), low=0.0)
             _state.same_length(alphas, counts, results.path("alpha"), results.path("failed"))
             if np.any(counts != np.round(counts)):
