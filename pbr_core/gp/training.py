@@ -47,7 +47,9 @@ Robustness (every failure is either recovered or raised, never returned)
   exist. A fit from the prior at a smaller alpha does not collapse where the real one does, so a
   collapsed fit is redone from fits at alpha/2, alpha/4 and 0 in turn (one ``max_iter`` budget
   for all; the alpha = 0 fit at most ``ZERO_RUNG_MAX_ITER``), each continued at the real alpha,
-  and the first that ends lower by more than the convergence tolerance is kept; otherwise (e.g. a well-calibrated model, where every start ends
+  and the first that ends lower by more than the convergence tolerance is kept. A rung whose fit
+  left the prior but whose continuation went back to it ends the restarts (the later rungs' did
+  too, wherever measured). Otherwise (e.g. a well-calibrated model, where every start ends
   at the prior) the first fit stays, bit for bit. The report's ``stop_reason`` says what
   happened. A GP of a batch is redone alone, the same way.
 * Final check on the training data: the recalibrated prediction must not be worse than the input
@@ -460,8 +462,8 @@ def _escape_prior(model: GPRecalibrationModel, data: FitData, settings: TrainSet
                   notes: list[str]) -> tuple[int, int, tuple[np.ndarray, str] | None]:
     """Redo a fit that ended at the prior (see the module docstring): for a = alpha/2, alpha/4, 0,
     fit from the prior at a (at a = 0 for at most ``ZERO_RUNG_MAX_ITER`` iterations); if that fit is away from the prior, continue it at the real alpha and
-    keep the result when its objective is lower by more than the convergence tolerance. One
-    ``max_iter`` budget covers all of it. Returns (iterations, evaluations, None or (converged,
+    keep the result when its objective is lower by more than the convergence tolerance; stop when
+    that continuation went back to the prior. One ``max_iter`` budget covers all of it. Returns (iterations, evaluations, None or (converged,
     stop reason) of the kept restart); the model holds the kept parameters."""
     alpha = float(data.spec.alpha)
     rungs = [a for a in dict.fromkeys((alpha / 2, alpha / 4, 0.0)) if a < alpha]
@@ -503,6 +505,11 @@ def _escape_prior(model: GPRecalibrationModel, data: FitData, settings: TrainSet
             return used, evaluations, (conv, f"{reasons[0]} (restarted: the first fit ended at the prior, "
                                              f"objective {first_value:.6g}; from an alpha = {a:g} fit it reached "
                                              f"{value:.6g})")
+        if at_prior(model, data.z):
+            # This rung's fit left the prior and its continuation at alpha went back to it: the
+            # later rungs' fits start farther from the prior, and in every ladder measured their
+            # continuations went back too (docs/gp_measurements.md), so the restarts stop here.
+            break
     restore(model, first)
     model.jitter = jitter
     return used, evaluations, None

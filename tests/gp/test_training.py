@@ -293,6 +293,45 @@ def test_the_alpha_zero_restart_fit_has_a_budget_of_its_own(cifar10_logits, monk
     assert report.iterations == sum(c[3] for c in calls)
 
 
+@pytest.mark.parametrize("continuation_returns", [True, False])
+def test_the_restarts_stop_at_a_continuation_that_goes_back_to_the_prior(cifar10_logits, monkeypatch,
+                                                                          continuation_returns) -> None:
+    """A rung whose fit left the prior but whose continuation at alpha went back to it ends the
+    restarts (in every ladder measured, the later rungs' continuations went back too); a
+    continuation that ends elsewhere, no lower, lets the next rung try. Forced: the first fit
+    counts as at the prior, every rung's fit as away from it, and each continuation is put back
+    at the first fit's parameters (no lower), counting as at the prior or not."""
+    import pbr_core.gp.training as training
+
+    calls, first = [], {}
+    real = training._optimise
+
+    def spy(model, data, settings, optimizer, progress, notes):
+        out = real(model, data, settings, optimizer, progress, notes)
+        phase = "first" if not calls else ("continuation" if settings.warmup_iter == 0 else "rung")
+        calls.append((float(data.spec.alpha), phase))
+        if phase == "first":
+            first.update(training.snapshot(model))
+        elif phase == "continuation":
+            training.restore(model, first)
+        return out
+
+    ends = iter([[True]])  # the first fit's verdict; the final report's is the real rule's
+    real_members = training._at_prior_members
+    monkeypatch.setattr(training, "_optimise", spy)
+    monkeypatch.setattr(training, "_at_prior_members", lambda model, data: next(ends, None) or real_members(model, data))
+    monkeypatch.setattr(training, "at_prior", lambda model, z: calls[-1][1] == "continuation" and continuation_returns)
+    model, data = _problem(cifar10_logits, spec=ObjectiveSpec.pbr(0.8))
+    report = fit_gp(model, data, TrainSettings(max_iter=400, warmup_iter=5), check=TrainCheck("brier"))[0]
+    if continuation_returns:
+        assert calls == [(0.8, "first"), (0.4, "rung"), (0.8, "continuation")]
+    else:
+        assert [a for a, _ in calls] == [0.8, 0.4, 0.8, 0.2, 0.8, 0.0, 0.8]
+    assert "restarts from smaller alpha did not do better" in report.stop_reason
+    for name, p in model.named_parameters():  # the first fit stays
+        assert torch.equal(p.detach(), first[name]), name
+
+
 def test_a_gp_of_a_batch_that_ends_at_the_prior_is_redone_as_it_would_be_alone(cifar10_logits, monkeypatch) -> None:
     """Batched Adam rarely collapses (it stops on patience first), so the collapse test is forced:
     with the threshold raised every GP counts as "at the prior" and is redone from smaller alphas.
