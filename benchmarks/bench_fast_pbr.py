@@ -34,6 +34,10 @@ Parts
   (new - today) / |today| (bar: <= 1e-4), and the test ECE (bar: new <= today + 0.002).
   Today's fits are cached under ``--cache`` (keyed by commit, data, alpha, objective), so a
   second run re-fits only the new code.
+* ``seeds``: the quality bar's cells against the fits' own spread: today's and the new fit with
+  ``random_state`` 0 .. ``--seeds`` - 1 (other draws and inducing points, the same rows), each on
+  today's reference objective and on fresh draws, with its test ECE; per cell the means (min-max)
+  over the seeds and whether seed 0, and the means, are inside the bar.
 
 Writes its tables into benchmarks/RESULTS_fast_pbr.md between ``<!-- begin/end PART -->`` markers.
 
@@ -44,6 +48,7 @@ Examples
     python benchmarks/bench_fast_pbr.py --parts timing --repeats 2
     python benchmarks/bench_fast_pbr.py --parts quality --alphas 0,0.5,1 --models c10,densenet121
     python benchmarks/bench_fast_pbr.py --parts quality          # the full grid (an hour here)
+    python benchmarks/bench_fast_pbr.py --parts seeds --models wrn26-10,resnet50 --alphas 0,0.01
 """
 
 from __future__ import annotations
@@ -110,7 +115,8 @@ def worker(task: dict) -> dict:
     def make():
         if task["method"] == "gp":
             return GPCalibration(device="cpu")
-        return PBR(alpha=task["alpha"], objective=task["method"], device="cpu")
+        return PBR(alpha=task["alpha"], objective=task["method"], device="cpu",
+                   random_state=int(task.get("random_state", 0)))
 
     if task["kind"] == "fit":
         # A small fit first: the first torch optimiser of a process imports torch._dynamo (~1.5 CPU s
@@ -533,10 +539,70 @@ def part_quality(ref_root: Path, commit: str, cache: Path, models: list[str], al
     return rows
 
 
+def part_seeds(ref_root: Path, commit: str, cache: Path, models: list[str], alphas: list[float], method: str,
+               seeds: int) -> list[str]:
+    """The quality bar's cells against the fits' own spread: today's fit and the new one with
+    ``random_state`` = 0 .. seeds - 1 (other Monte Carlo draws and inducing points; the rows stay
+    those of seed 0), each evaluated on today's reference objective (S = 100, seed 0) and on fresh
+    draws, with its test ECE. Today's fits are cached like the quality part's; the two trees' fits
+    run two at a time (one per core)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rows = ["| data | alpha | random_state | today: ref. objective | new: ref. objective | today: fresh draws | "
+            "new: fresh draws | today: test ECE | new: test ECE | today it. | new it. |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    summary = ["| data | alpha | fresh draws: today mean (min-max) | new mean (min-max) | new - today, relative | "
+               "test ECE: today mean (min-max) | new mean (min-max) | new - today | seed 0 in the bar? | "
+               "means in the bar? |", "|---|---|---|---|---|---|---|---|---|---|"]
+
+    def fit_pair(name: str, alpha: float, seed: int) -> tuple[dict, Path, dict, Path]:
+        key = f"{commit}_{name}_{method}_{alpha:g}" + (f"_rs{seed}" if seed else "")
+        ref_params, ref_meta = cache / f"{key}.npz", cache / f"{key}.json"
+        new_params = cache / f"new_{name}_{method}_{alpha:g}_rs{seed}.npz"
+        with ThreadPoolExecutor(2) as pool:
+            new = pool.submit(run_worker, {**fit_task(ROOT, name, method, alpha, new_params, None), "random_state": seed})
+            if not ref_meta.exists():
+                meta = run_worker({**fit_task(ref_root, name, method, alpha, ref_params, 1), "random_state": seed})
+                ref_meta.write_text(json.dumps(meta))
+            return json.loads(ref_meta.read_text()), ref_params, new.result(), new_params
+
+    for name in models:
+        for alpha in alphas:
+            fits = [fit_pair(name, alpha, seed) for seed in range(seeds)]
+            ev = run_worker({"kind": "eval", "root": str(ref_root), "data": str(data_path(name)), "seed": 0,
+                             "n_re": 1000, "method": method, "alpha": alpha,
+                             "params": [str(p) for a, pa, b, pb in fits for p in (pa, pb)]})
+            vals, fresh = ev["values"], ev["fresh"]
+            for seed, (a, _, b, _) in enumerate(fits):
+                row = (f"| {DATASETS[name][1]} | {alpha:g} | {seed} | {vals[2 * seed]:.6f} | {vals[2 * seed + 1]:.6f} | "
+                       f"{fresh[2 * seed]:.6f} | {fresh[2 * seed + 1]:.6f} | {a['ece_after']:.4f} | {b['ece_after']:.4f} | "
+                       f"{a['iterations']} | {b['iterations']} |")
+                print(row, flush=True)
+                rows.append(row)
+            fa, fb = fresh[0::2], fresh[1::2]
+            ea, eb = [f[0]["ece_after"] for f in fits], [f[2]["ece_after"] for f in fits]
+            mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+            rel_mean = (mean(fb) - mean(fa)) / abs(mean(fa))
+            seed0 = (vals[1] - vals[0]) / abs(vals[0]) <= 1e-4 and eb[0] - ea[0] <= 0.002
+            means = rel_mean <= 1e-4 and mean(eb) - mean(ea) <= 0.002
+            summary.append(
+                f"| {DATASETS[name][1]} | {alpha:g} | {mean(fa):.6f} ({min(fa):.6f}-{max(fa):.6f}) | "
+                f"{mean(fb):.6f} ({min(fb):.6f}-{max(fb):.6f}) | {rel_mean:+.2e} | {mean(ea):.4f} ({min(ea):.4f}-{max(ea):.4f}) | "
+                f"{mean(eb):.4f} ({min(eb):.4f}-{max(eb):.4f}) | {mean(eb) - mean(ea):+.4f} | {'yes' if seed0 else 'no'} | "
+                f"{'yes' if means else 'no'} |")
+            print(summary[-1], flush=True)
+    return summary + ["", *rows, "", f"{method}, n_re = 1000 (the rows of seed 0), test = the other 9000 rows; each fit "
+                      f"with random_state 0..{seeds - 1} in both trees. 'ref. objective': today's objective (float64, "
+                      f"S = 100, seed 0: the draws today's random_state = 0 fit was optimised on); 'fresh draws': "
+                      f"S = {FRESH_S} independent draws (seed {FRESH_SEED}), favouring no fit. 'seed 0 in the bar': "
+                      "the quality part's verdict (reference objective <= +1e-4 relative and test ECE <= +0.002); "
+                      "'means in the bar': the same two bars on the means over the seeds (fresh draws)."]
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
-    ap.add_argument("--parts", default="timing", help="comma-separated: timing, threads, page, cv-select, cv-protocol, jobs, quality")
+    ap.add_argument("--parts", default="timing", help="comma-separated: timing, threads, page, cv-select, cv-protocol, jobs, quality, seeds")
     ap.add_argument("--ref-commit", default="faf24b2")
     ap.add_argument("--ref-root", type=Path, default=Path("/tmp/pbr_fast_ref"))
     ap.add_argument("--cache", type=Path, default=Path("/tmp/pbr_fast_cache"))
@@ -545,6 +611,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--models", default=",".join(DATASETS))
     ap.add_argument("--alphas", default=",".join(f"{a:g}" for a in PAPER_GRID))
     ap.add_argument("--objective", default="pbr", help="quality part: pbr or pbr_total")
+    ap.add_argument("--seeds", type=int, default=5, help="seeds part: random_state 0 .. seeds - 1")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--cv-folds", type=int, default=1, help="cv part: folds of the KL-gap protocol to time")
     ap.add_argument("--cv-model", default="densenet121", help="cv part: the CIFAR-100 network of the KL-gap protocol")
@@ -583,6 +650,10 @@ def main(argv: list[str] | None = None) -> None:
         elif part == "jobs":
             body = part_jobs(args.cv_folds, args.cv_model)
             title = f"Folds in worker processes, n_jobs = 1 vs 2 ({where})"
+        elif part == "seeds":
+            body = part_seeds(args.ref_root, args.ref_commit, args.cache, args.models.split(","),
+                              [float(a) for a in args.alphas.split(",")], args.objective, args.seeds)
+            title = f"Quality bar against the fits' own spread over random_state, {args.objective} ({where})"
         elif part == "quality":
             body = part_quality(args.ref_root, args.ref_commit, args.cache, args.models.split(","),
                                 [float(a) for a in args.alphas.split(",")], args.objective, args.ref_only,
@@ -591,7 +662,8 @@ def main(argv: list[str] | None = None) -> None:
         else:
             raise SystemExit(f"unknown part {part!r}")
         if not args.no_write and not args.ref_only:
-            key = f"{part}-{args.objective}-{args.models.replace(',', '-')}" if part == "quality" else part
+            key = (f"{part}-{args.objective}-{args.models.replace(',', '-')}" if part in ("quality", "seeds")
+                   else part)
             if part == "timing" and args.ref_commit != "faf24b2":
                 key = f"timing-{args.ref_commit}"
             if part == "quality" and args.mc_dtype:
