@@ -80,23 +80,24 @@ def test_the_pbr_page_shows_the_estimate_before_the_run(fresh) -> None:
 #: Round 6's single PBR fit at n_re = 1000, K = 100 with n_mc = "auto" (S = 16), CPU s of one thread
 #: (benchmarks/RESULTS_fast_pbr.md, round 6, paired timing).
 ROUND6_K100 = 6.00
-#: Round 7's (each row draws its largest classes; mc_classes = "auto"): the same fit, paired with
-#: round 6's code, and the mean of eight fits (four networks x alpha .5, 1) (benchmarks/RESULTS_fast_pbr.md,
-#: round 7).
-ROUND7_K100 = 3.31
-ROUND7_K100_MEAN = 4.00
+#: CPU s of one thread, n_re = 1000, over the paper's 8 alphas (benchmarks/RESULTS_fast_pbr.md): the
+#: median, the fastest and the slowest fit. K = 10: the four CIFAR-10 networks (32 fits, round 9);
+#: K = 100: the four CIFAR-100 networks (the quality grid, 32 fits, round 7); K = 2: the KITTI
+#: network of sample_data (8 fits, round 9).
+OVER_THE_ALPHAS = {10: (2.80, 0.73, 10.12), 100: (5.00, 2.90, 8.00), 2: (3.13, 0.92, 5.55)}
 
 
 def test_on_a_cpu_the_estimate_is_the_measured_fits() -> None:
-    """The CPU model reproduces the measured single PBR fits (benchmarks/RESULTS_fast_pbr.md,
-    n_re = 1000, one thread) within 25 %: round 5 with S = 32 draws (timing-ee7bdc5; K = 10: 0.93 s,
-    K = 100: 8.90 s), round 6 with n_mc = "auto" (S = 16 at K = 100; ROUND6_K100)."""
-    for n, k, draws, measured in ((1000, 10, 32, 0.93), (1000, 100, 32, 8.90), (1000, 10, None, 0.93),
-                                  (1000, 100, None, ROUND6_K100)):
-        assert fit_estimate.model_seconds(n, k, draws=draws, split=False) == pytest.approx(measured, rel=0.25), (n, k)
-    # round 7: each row draws only its largest classes from 50 classes on (mc_classes="auto")
-    assert fit_estimate.model_seconds(1000, 100) == pytest.approx(ROUND7_K100, rel=0.25)
-    assert fit_estimate.model_seconds(1000, 100) == pytest.approx(ROUND7_K100_MEAN, rel=0.05)
+    """The CPU model's "about" is the median fit over the paper's alphas (within 25 %; 40 % for the
+    binary KITTI network, whose fits the model, fitted on CIFAR, underestimates), its "up to" covers
+    the slowest, and its per-entry part still reproduces the single fits at alpha .5 of rounds 5 and
+    6 (K = 100 with S = 32: 8.90 s; S = 16: ROUND6_K100) within 25 %."""
+    for k, (median, fastest, slowest) in OVER_THE_ALPHAS.items():
+        model = fit_estimate.model_seconds(1000, k)
+        assert model == pytest.approx(median, rel=0.4 if k == 2 else 0.25), k
+        assert fastest < model < slowest <= fit_estimate.WORST_FACTOR * model, k
+    for k, draws, measured in ((100, 32, 8.90), (100, None, ROUND6_K100)):
+        assert fit_estimate.model_seconds(1000, k, draws=draws, split=False) == pytest.approx(measured, rel=0.25), k
     assert fit_estimate.model_seconds(1000, 10) == fit_estimate.model_seconds(1000, 10, split=False)
 
 
