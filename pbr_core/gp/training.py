@@ -461,10 +461,11 @@ def _escape_prior(model: GPRecalibrationModel, data: FitData, settings: TrainSet
                   init: dict[str, torch.Tensor], progress: ProgressCallback | None, offset: int,
                   notes: list[str]) -> tuple[int, int, tuple[np.ndarray, str] | None]:
     """Redo a fit that ended at the prior (see the module docstring): for a = alpha/2, alpha/4, 0,
-    fit from the prior at a (at a = 0 for at most ``ZERO_RUNG_MAX_ITER`` iterations); if that fit is away from the prior, continue it at the real alpha and
-    keep the result when its objective is lower by more than the convergence tolerance; stop when
-    that continuation went back to the prior. One ``max_iter`` budget covers all of it. Returns (iterations, evaluations, None or (converged,
-    stop reason) of the kept restart); the model holds the kept parameters."""
+    fit from the prior at a (at a = 0 for at most ``ZERO_RUNG_MAX_ITER`` iterations); if that fit
+    is away from the prior, continue it at the real alpha and keep the result when its objective
+    is lower by more than the convergence tolerance; stop when that continuation went back to the
+    prior. One ``max_iter`` budget covers all of it. Returns (iterations, evaluations, None or
+    (converged, stop reason) of the kept restart); the model holds the kept parameters."""
     alpha = float(data.spec.alpha)
     rungs = [a for a in dict.fromkeys((alpha / 2, alpha / 4, 0.0)) if a < alpha]
     with torch.no_grad():
