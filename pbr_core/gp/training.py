@@ -418,10 +418,21 @@ def _refine_split(model: GPRecalibrationModel, data: FitData, settings: TrainSet
         it, conv, why, r, e = _optimise(model, finer, replace(settings, warmup_iter=0), optimizer, progress, notes)
         counts[0], counts[1], counts[2] = counts[0] + it, counts[1] + e, counts[2] + r
         converged = np.asarray(conv, dtype=bool).copy()
-        reasons = [f"{x} (continued drawing {drawn})" for x in why]
+        reasons = [f"{x}{_restart_note(old)} (continued drawing {drawn})" for x, old in zip(why, reasons)]
         data = finer
         tail = _tail_errors(model, data)
     return data, tail, converged, reasons
+
+
+def _restart_note(reason: str) -> str:
+    """What a stop reason says of the restarts from the prior (" (restarted: ...)" or " (ended at
+    the prior; ...)"), or "": kept when the fit then continues with more classes, whose own stop
+    reason replaces the rest."""
+    for lead in (" (restarted: ", " (ended at the prior; "):
+        i = reason.find(lead)
+        if i >= 0:
+            return reason[i:reason.index(")", i) + 1]
+    return ""
 
 
 def _tail_errors(model: GPRecalibrationModel, data: FitData) -> list[float] | None:

@@ -212,6 +212,30 @@ def test_the_reported_objective_is_on_every_class(cifar100_logits) -> None:
     assert value == pytest.approx(rec.fit_report_["objective"], rel=1e-12)
 
 
+def test_a_restarted_fit_that_continues_with_more_classes_still_says_it_was_restarted(cifar100_logits,
+                                                                                      monkeypatch) -> None:
+    """The continuation with more classes gives the stop reason its own ending, but what the
+    restarts from the prior did stays in it (it was lost before). Forced: the first fit counts as
+    at the prior, the restarts report a rescue, and a tolerance nothing meets makes the fit go on."""
+    from pbr_core.gp import training
+    from pbr_core.recalibrators.gp import PBR
+
+    note = " (restarted: the first fit ended at the prior, objective 0.4; from an alpha = 0.25 fit it reached 0.3)"
+    z, y = cifar100_logits
+    monkeypatch.setattr(training, "MC_TAIL_TOLERANCE", 0.0)
+    ends = iter([[True]])
+    real = training._at_prior_members
+    monkeypatch.setattr(training, "_at_prior_members", lambda model, data: next(ends, None) or real(model, data))
+    monkeypatch.setattr(training, "_escape_prior", lambda *args: (0, 0, (np.array([True]), "tolerance" + note)))
+    rep = PBR(max_iter=10, n_predict_samples=5, device="cpu", mc_classes=20).fit(z[:80], y[:80]).fit_report_
+    assert note + " (continued drawing every class)" in rep["stop_reason"]
+    assert rep["stop_reason"].count("(restarted:") == 1 and rep["restarts"] == 1
+    assert training._restart_note("tolerance (ended at the prior; restarts from smaller alpha did not do better) "
+                                  "(continued drawing 40 classes per row)") == \
+        " (ended at the prior; restarts from smaller alpha did not do better)"
+    assert training._restart_note("tolerance (continued drawing 40 classes per row)") == ""
+
+
 def test_a_split_too_coarse_at_the_fit_continues_with_more_classes(cifar100_logits, monkeypatch) -> None:
     """Where the error estimate at the end exceeds MC_TAIL_TOLERANCE, the fit continues with twice
     as many classes drawn until it does not (here: a tolerance nothing meets, so up to every class)."""
