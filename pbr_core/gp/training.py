@@ -101,6 +101,11 @@ PRIOR_SHIFT = 0.01
 #: in docs/gp_measurements.md ("Why a fit that ends at the prior is redone from smaller alpha").
 ZERO_RUNG_MAX_ITER = 200
 
+#: How a stop reason says what the restarts from the prior did (kept by :func:`_restart_note` when
+#: the fit then continues with more classes drawn): a restart kept, or none that did better.
+RESTARTED = " (restarted: "
+NOT_RESTARTED = " (ended at the prior; restarts from smaller alpha did not do better)"
+
 #: Floor of the true-class probability in the training check's NLL: the smallest positive float64
 #: (at most 708 nats per row), as the check has always used, not :func:`pbr_core.metrics.nll`'s
 #: default (machine epsilon, at most 36 nats). With the default, rows with p_y < 2.2e-16 (an
@@ -324,7 +329,7 @@ def _fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings,
         it2, e2, escaped = _escape_prior(single, sub, settings, optimizer, start, progress, iterations, notes)
         iterations, evaluations = iterations + it2, evaluations + e2
         if escaped is None:
-            reasons[j] += " (ended at the prior; restarts from smaller alpha did not do better)"
+            reasons[j] += NOT_RESTARTED
             continue
         if batched:
             model.set_member(idx, single)
@@ -425,14 +430,13 @@ def _refine_split(model: GPRecalibrationModel, data: FitData, settings: TrainSet
 
 
 def _restart_note(reason: str) -> str:
-    """What a stop reason says of the restarts from the prior (" (restarted: ...)" or " (ended at
-    the prior; ...)"), or "": kept when the fit then continues with more classes, whose own stop
+    """What a stop reason says of the restarts from the prior (``RESTARTED`` ... ")" or
+    ``NOT_RESTARTED``), or "": kept when the fit then continues with more classes, whose own stop
     reason replaces the rest."""
-    for lead in (" (restarted: ", " (ended at the prior; "):
-        i = reason.find(lead)
-        if i >= 0:
-            return reason[i:reason.index(")", i) + 1]
-    return ""
+    if NOT_RESTARTED in reason:
+        return NOT_RESTARTED
+    i = reason.find(RESTARTED)
+    return "" if i < 0 else reason[i:reason.index(")", i) + 1]
 
 
 def _tail_errors(model: GPRecalibrationModel, data: FitData) -> list[float] | None:
@@ -514,7 +518,7 @@ def _escape_prior(model: GPRecalibrationModel, data: FitData, settings: TrainSet
             notes.append(f"The fit ended at the prior; a restart from an alpha = {a:g} fit failed ({exc}).")
             continue
         if np.isfinite(value) and value < first_value - margin:
-            return used, evaluations, (conv, f"{reasons[0]} (restarted: the first fit ended at the prior, "
+            return used, evaluations, (conv, f"{reasons[0]}{RESTARTED}the first fit ended at the prior, "
                                              f"objective {first_value:.6g}; from an alpha = {a:g} fit it reached "
                                              f"{value:.6g})")
         if at_prior(model, data.z):

@@ -220,7 +220,8 @@ def test_a_restarted_fit_that_continues_with_more_classes_still_says_it_was_rest
     from pbr_core.gp import training
     from pbr_core.recalibrators.gp import PBR
 
-    note = " (restarted: the first fit ended at the prior, objective 0.4; from an alpha = 0.25 fit it reached 0.3)"
+    note = training.RESTARTED + "the first fit ended at the prior, objective 0.4; from an alpha = 0.25 fit it reached 0.3)"
+    assert note.startswith(" (restarted: ")
     z, y = cifar100_logits
     monkeypatch.setattr(training, "MC_TAIL_TOLERANCE", 0.0)
     ends = iter([[True]])
