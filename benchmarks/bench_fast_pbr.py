@@ -58,6 +58,7 @@ import json
 import os
 import platform
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -492,6 +493,18 @@ def part_cv_protocol(folds: int, model: str, cache: Path | None) -> list[str]:
     return out
 
 
+def reference_fit(ref_root: Path, commit: str, cache: Path, name: str, method: str, alpha: float,
+                  seed: int = 0) -> tuple[dict, Path]:
+    """Today's fit (one thread, ``random_state`` = ``seed``): its worker result and parameter file,
+    from ``cache`` when an earlier run (of the quality or the seeds part) made it."""
+    key = f"{commit}_{name}_{method}_{alpha:g}" + (f"_rs{seed}" if seed else "")
+    params, meta = cache / f"{key}.npz", cache / f"{key}.json"
+    if not meta.exists():
+        meta.write_text(json.dumps(run_worker({**fit_task(ref_root, name, method, alpha, params, 1),
+                                               "random_state": seed})))
+    return json.loads(meta.read_text()), params
+
+
 def part_quality(ref_root: Path, commit: str, cache: Path, models: list[str], alphas: list[float],
                  method: str, ref_only: bool = False, mc_dtype: str | None = None) -> list[str]:
     rows = ["| data | alpha | today: ref. objective | new: ref. objective | relative diff. | bar 1e-4 | "
@@ -501,12 +514,7 @@ def part_quality(ref_root: Path, commit: str, cache: Path, models: list[str], al
     worst_rel, worst_ece, worst_fresh, n_fail, cpu_ref, cpu_new = -1e9, -1e9, -1e9, 0, 0.0, 0.0
     for name in models:
         for alpha in alphas:
-            key = f"{commit}_{name}_{method}_{alpha:g}"
-            ref_params, ref_meta = cache / f"{key}.npz", cache / f"{key}.json"
-            if not ref_meta.exists():
-                meta = run_worker(fit_task(ref_root, name, method, alpha, ref_params, 1))
-                ref_meta.write_text(json.dumps(meta))
-            a = json.loads(ref_meta.read_text())
+            a, ref_params = reference_fit(ref_root, commit, cache, name, method, alpha)
             if ref_only:
                 print(f"today's fit cached: {name} alpha={alpha:g} CPU {a['cpu']:.1f} s", flush=True)
                 continue
@@ -556,15 +564,11 @@ def part_seeds(ref_root: Path, commit: str, cache: Path, models: list[str], alph
                "means in the bar? |", "|---|---|---|---|---|---|---|---|---|---|"]
 
     def fit_pair(name: str, alpha: float, seed: int) -> tuple[dict, Path, dict, Path]:
-        key = f"{commit}_{name}_{method}_{alpha:g}" + (f"_rs{seed}" if seed else "")
-        ref_params, ref_meta = cache / f"{key}.npz", cache / f"{key}.json"
         new_params = cache / f"new_{name}_{method}_{alpha:g}_rs{seed}.npz"
         with ThreadPoolExecutor(2) as pool:
             new = pool.submit(run_worker, {**fit_task(ROOT, name, method, alpha, new_params, None), "random_state": seed})
-            if not ref_meta.exists():
-                meta = run_worker({**fit_task(ref_root, name, method, alpha, ref_params, 1), "random_state": seed})
-                ref_meta.write_text(json.dumps(meta))
-            return json.loads(ref_meta.read_text()), ref_params, new.result(), new_params
+            a, ref_params = reference_fit(ref_root, commit, cache, name, method, alpha, seed)
+            return a, ref_params, new.result(), new_params
 
     for name in models:
         for alpha in alphas:
@@ -581,14 +585,14 @@ def part_seeds(ref_root: Path, commit: str, cache: Path, models: list[str], alph
                 rows.append(row)
             fa, fb = fresh[0::2], fresh[1::2]
             ea, eb = [f[0]["ece_after"] for f in fits], [f[2]["ece_after"] for f in fits]
-            mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
-            rel_mean = (mean(fb) - mean(fa)) / abs(mean(fa))
+            mfa, mfb, mea, meb = (statistics.fmean(x) for x in (fa, fb, ea, eb))
+            rel_mean = (mfb - mfa) / abs(mfa)
             seed0 = (vals[1] - vals[0]) / abs(vals[0]) <= 1e-4 and eb[0] - ea[0] <= 0.002
-            means = rel_mean <= 1e-4 and mean(eb) - mean(ea) <= 0.002
+            means = rel_mean <= 1e-4 and meb - mea <= 0.002
             summary.append(
-                f"| {DATASETS[name][1]} | {alpha:g} | {mean(fa):.6f} ({min(fa):.6f}-{max(fa):.6f}) | "
-                f"{mean(fb):.6f} ({min(fb):.6f}-{max(fb):.6f}) | {rel_mean:+.2e} | {mean(ea):.4f} ({min(ea):.4f}-{max(ea):.4f}) | "
-                f"{mean(eb):.4f} ({min(eb):.4f}-{max(eb):.4f}) | {mean(eb) - mean(ea):+.4f} | {'yes' if seed0 else 'no'} | "
+                f"| {DATASETS[name][1]} | {alpha:g} | {mfa:.6f} ({min(fa):.6f}-{max(fa):.6f}) | "
+                f"{mfb:.6f} ({min(fb):.6f}-{max(fb):.6f}) | {rel_mean:+.2e} | {mea:.4f} ({min(ea):.4f}-{max(ea):.4f}) | "
+                f"{meb:.4f} ({min(eb):.4f}-{max(eb):.4f}) | {meb - mea:+.4f} | {'yes' if seed0 else 'no'} | "
                 f"{'yes' if means else 'no'} |")
             print(summary[-1], flush=True)
     return summary + ["", *rows, "", f"{method}, n_re = 1000 (the rows of seed 0), test = the other 9000 rows; each fit "
