@@ -62,11 +62,11 @@ GPU_PREDICT_PER_ENTRY_S = 2.5e-7
 WORKER_START_S = 3.0
 #: How much longer than the model a fit can take: the optimiser stops on tolerance, so a fit at alpha
 #: near 0 (next to no KL term: long plateaus) runs hundreds of iterations more, and a fit that ends
-#: at the prior is redone from smaller alpha (pbr_core.gp.training). Measured (one thread, n_re = 1000, the
-#: paper's alphas; benchmarks/RESULTS_fast_pbr.md, rounds 7 and 9): K = 10, 0.73-10.1 CPU s, up to
-#: 3.8x the model's 2.67 s; K = 2 (KITTI), 0.92-5.55 s, up to 2.8x its 1.97 s; K = 100, 2.9-8.0 s,
-#: up to 1.4x its 5.64 s, and restarted fits of the stability runs 1.3-2.5x the median fit. The page
-#: says "up to" this.
+#: at the prior is redone from smaller alpha (pbr_core.gp.training). Measured (one thread,
+#: n_re = 1000, the paper's alphas; benchmarks/RESULTS_fast_pbr.md, rounds 7 and 9): K = 10,
+#: 0.73-10.1 CPU s, up to 3.8x the model's 2.67 s; K = 2 (KITTI), 0.92-5.55 s, up to 2.8x its
+#: 1.97 s; K = 100, 2.9-8.0 s, up to 1.4x its 5.64 s, and restarted fits of the stability runs
+#: 1.3-2.5x the median fit. The page says "up to" this.
 WORST_FACTOR = 4.0
 #: Alpha selection continues each fold's fits along the grid (pbr_core.alpha_selection, warm
 #: starts): after the fold's first fit from the prior, each costs about this share of a fit from

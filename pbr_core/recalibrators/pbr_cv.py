@@ -268,7 +268,7 @@ class PBRCV(_GPRecalibrator):
             if np.any(counts != np.round(counts)):
                 raise StateError(f"{results.path('failed')} must hold whole numbers of folds")
             failed = counts.astype(np.int64)
-        for name in CV_RESULT_COLUMNS[1:-1]:
+        for name in (c for c in CV_RESULT_COLUMNS if c not in ("alpha", "failed")):  # the means and spreads
             raw = results.get(name)
             missing = np.array([v is None for v in raw], dtype=bool) if isinstance(raw, list) else np.zeros(0, bool)
             if missing.any():  # null: an alpha with a failed fit, which has no means
