@@ -28,8 +28,8 @@ Parts
   its workers' results kept in ``--cv-cache``). For every
   (alpha, fold) the table compares the training objectives (warm - cold) and the scores.
 * ``quality``: the issue's bar, for every alpha of ``--alphas`` (default the paper's grid) on the
-  CIFAR-10 file and the four CIFAR-100 networks (n_re = 1000 random rows, seed 0; the other 9000
-  rows are the test set): both fits' parameters evaluated on today's reference objective (today's
+  CIFAR-10 files (the four networks, and the same four trained with focal loss) and the four
+  CIFAR-100 networks (n_re = 1000 random rows, seed 0; the other 9000 rows are the test set): both fits' parameters evaluated on today's reference objective (today's
   code, float64 draws, S = 100, seed = random_state = 0), relative difference
   (new - today) / |today| (bar: <= 1e-4), and the test ECE (bar: new <= today + 0.002).
   Today's fits are cached under ``--cache`` (keyed by commit, data, alpha, objective), so a
@@ -37,7 +37,9 @@ Parts
 * ``seeds``: the quality bar's cells against the fits' own spread: today's and the new fit with
   ``random_state`` 0 .. ``--seeds`` - 1 (other draws and inducing points, the same rows), each on
   today's reference objective and on fresh draws, with its test ECE; per cell the means (min-max)
-  over the seeds and whether seed 0, and the means, are inside the bar.
+  over the seeds and whether seed 0, and the means, are inside the bar. ``--ref-train`` replaces
+  settings of today's optimiser (e.g. ``rtol=1e-6,tol_change=1e-11,tol_grad=1e-8``, a tighter
+  stopping rule): the new fits against today's model and objective taken closer to its optimum.
 
 Writes its tables into benchmarks/RESULTS_fast_pbr.md between ``<!-- begin/end PART -->`` markers.
 
@@ -47,8 +49,10 @@ Examples
 
     python benchmarks/bench_fast_pbr.py --parts timing --repeats 2
     python benchmarks/bench_fast_pbr.py --parts quality --alphas 0,0.5,1 --models c10,densenet121
-    python benchmarks/bench_fast_pbr.py --parts quality          # the full grid (an hour here)
+    python benchmarks/bench_fast_pbr.py --parts quality          # the full grid (two hours of CPU here)
     python benchmarks/bench_fast_pbr.py --parts seeds --models wrn26-10,resnet50 --alphas 0,0.01
+    python benchmarks/bench_fast_pbr.py --parts seeds --models resnet50 --alphas 0,0.01 \
+        --ref-train rtol=1e-6,tol_change=1e-11,tol_grad=1e-8
 """
 
 from __future__ import annotations
@@ -70,6 +74,14 @@ SHARED = ROOT.parent / "shared" / "data" / "predictions"
 PAPER_GRID = (0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 DATASETS = {  # name -> (file, description)
     "c10": ("sample_data/cifar10_resnet110.npz", "CIFAR-10 ResNet-110 (sample_data)"),
+    "c10-densenet121": ("aigen_c10_densenet121.npz", "CIFAR-10 DenseNet-121"),
+    "c10-resnet50": ("aigen_c10_resnet50.npz", "CIFAR-10 ResNet-50"),
+    "c10-wrn26-10": ("aigen_c10_wrn26-10.npz", "CIFAR-10 WRN-26-10"),
+    # the same four CIFAR-10 architectures trained with focal loss (../shared/data/SOURCES.md)
+    "focal-densenet121": ("aigen_focal_c10_densenet121.npz", "CIFAR-10 DenseNet-121, focal loss"),
+    "focal-resnet110": ("aigen_focal_c10_resnet110.npz", "CIFAR-10 ResNet-110, focal loss"),
+    "focal-resnet50": ("aigen_focal_c10_resnet50.npz", "CIFAR-10 ResNet-50, focal loss"),
+    "focal-wrn26-10": ("aigen_focal_c10_wrn26-10.npz", "CIFAR-10 WRN-26-10, focal loss"),
     "densenet121": ("aigen_c100_densenet121.npz", "CIFAR-100 DenseNet-121"),
     "resnet110": ("aigen_c100_resnet110.npz", "CIFAR-100 ResNet-110"),
     "resnet50": ("aigen_c100_resnet50.npz", "CIFAR-100 ResNet-50"),
@@ -120,6 +132,18 @@ def worker(task: dict) -> dict:
                    random_state=int(task.get("random_state", 0)))
 
     if task["kind"] == "fit":
+        def with_settings(rec):
+            """``task["train_settings"]`` (e.g. a tighter stopping rule) replaced in the fit's TrainSettings."""
+            if task.get("train_settings"):
+                from dataclasses import replace
+                own = rec._train_settings
+
+                def patched():
+                    settings, check = own()
+                    return replace(settings, **task["train_settings"]), check
+                rec._train_settings = patched
+            return rec
+
         # A small fit first: the first torch optimiser of a process imports torch._dynamo (~1.5 CPU s
         # here, once per process, in both trees), which is not the cost of a fit.
         small = Predictions.from_arrays(z[tr[:50]], y[tr[:50]], input_type="logits")
@@ -131,7 +155,7 @@ def worker(task: dict) -> dict:
         # pays it in its first L-BFGS phase, the new code never (its own L-BFGS). Paid here, so that
         # the table compares fits, not a one-time import (the import is reported apart: --parts import).
         torch.optim.LBFGS([torch.nn.Parameter(torch.zeros(1))])
-        rec = make()
+        rec = with_settings(make())
         c0, t0 = time.process_time(), time.perf_counter()
         rec.fit(fit)
         cpu, wall = time.process_time() - c0, time.perf_counter() - t0
@@ -494,14 +518,16 @@ def part_cv_protocol(folds: int, model: str, cache: Path | None) -> list[str]:
 
 
 def reference_fit(ref_root: Path, commit: str, cache: Path, name: str, method: str, alpha: float,
-                  seed: int = 0) -> tuple[dict, Path]:
-    """Today's fit (one thread, ``random_state`` = ``seed``): its worker result and parameter file,
-    from ``cache`` when an earlier run (of the quality or the seeds part) made it."""
+                  seed: int = 0, settings: dict[str, float] | None = None) -> tuple[dict, Path]:
+    """Today's fit (one thread, ``random_state`` = ``seed``, today's optimiser settings with
+    ``settings`` replaced): its worker result and parameter file, from ``cache`` when an earlier run
+    (of the quality or the seeds part) made it."""
     key = f"{commit}_{name}_{method}_{alpha:g}" + (f"_rs{seed}" if seed else "")
+    key += "".join(f"_{k}{v:g}" for k, v in sorted((settings or {}).items()))
     params, meta = cache / f"{key}.npz", cache / f"{key}.json"
     if not meta.exists():
         meta.write_text(json.dumps(run_worker({**fit_task(ref_root, name, method, alpha, params, 1),
-                                               "random_state": seed})))
+                                               "random_state": seed, "train_settings": settings})))
     return json.loads(meta.read_text()), params
 
 
@@ -548,12 +574,14 @@ def part_quality(ref_root: Path, commit: str, cache: Path, models: list[str], al
 
 
 def part_seeds(ref_root: Path, commit: str, cache: Path, models: list[str], alphas: list[float], method: str,
-               seeds: int) -> list[str]:
+               seeds: int, ref_settings: dict[str, float] | None = None) -> list[str]:
     """The quality bar's cells against the fits' own spread: today's fit and the new one with
     ``random_state`` = 0 .. seeds - 1 (other Monte Carlo draws and inducing points; the rows stay
     those of seed 0), each evaluated on today's reference objective (S = 100, seed 0) and on fresh
     draws, with its test ECE. Today's fits are cached like the quality part's; the two trees' fits
-    run two at a time (one per core)."""
+    run two at a time (one per core). ``ref_settings`` (``--ref-train``) replaces settings of today's
+    optimiser, e.g. a tighter stopping rule: "today" is then today's model and objective taken
+    closer to its optimum."""
     from concurrent.futures import ThreadPoolExecutor
 
     rows = ["| data | alpha | random_state | today: ref. objective | new: ref. objective | today: fresh draws | "
@@ -567,7 +595,7 @@ def part_seeds(ref_root: Path, commit: str, cache: Path, models: list[str], alph
         new_params = cache / f"new_{name}_{method}_{alpha:g}_rs{seed}.npz"
         with ThreadPoolExecutor(2) as pool:
             new = pool.submit(run_worker, {**fit_task(ROOT, name, method, alpha, new_params, None), "random_state": seed})
-            a, ref_params = reference_fit(ref_root, commit, cache, name, method, alpha, seed)
+            a, ref_params = reference_fit(ref_root, commit, cache, name, method, alpha, seed, ref_settings)
             return a, ref_params, new.result(), new_params
 
     for name in models:
@@ -600,7 +628,8 @@ def part_seeds(ref_root: Path, commit: str, cache: Path, models: list[str], alph
                       f"S = 100, seed 0: the draws today's random_state = 0 fit was optimised on); 'fresh draws': "
                       f"S = {FRESH_S} independent draws (seed {FRESH_SEED}), favouring no fit. 'seed 0 in the bar': "
                       "the quality part's verdict (reference objective <= +1e-4 relative and test ECE <= +0.002); "
-                      "'means in the bar': the same two bars on the means over the seeds (fresh draws)."]
+                      "'means in the bar': the same two bars on the means over the seeds (fresh draws)."
+                      + (f" Today's fits with its optimiser settings {ref_settings} (--ref-train)." if ref_settings else "")]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -616,6 +645,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--alphas", default=",".join(f"{a:g}" for a in PAPER_GRID))
     ap.add_argument("--objective", default="pbr", help="quality part: pbr or pbr_total")
     ap.add_argument("--seeds", type=int, default=5, help="seeds part: random_state 0 .. seeds - 1")
+    ap.add_argument("--ref-train", default=None,
+                    help="seeds part: today's optimiser settings to replace, e.g. rtol=1e-6,tol_change=1e-11,tol_grad=1e-8")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--cv-folds", type=int, default=1, help="cv part: folds of the KL-gap protocol to time")
     ap.add_argument("--cv-model", default="densenet121", help="cv part: the CIFAR-100 network of the KL-gap protocol")
@@ -655,9 +686,13 @@ def main(argv: list[str] | None = None) -> None:
             body = part_jobs(args.cv_folds, args.cv_model)
             title = f"Folds in worker processes, n_jobs = 1 vs 2 ({where})"
         elif part == "seeds":
+            ref_settings = ({k: float(v) for k, v in (kv.split("=") for kv in args.ref_train.split(","))}
+                            if args.ref_train else None)
             body = part_seeds(args.ref_root, args.ref_commit, args.cache, args.models.split(","),
-                              [float(a) for a in args.alphas.split(",")], args.objective, args.seeds)
+                              [float(a) for a in args.alphas.split(",")], args.objective, args.seeds, ref_settings)
             title = f"Quality bar against the fits' own spread over random_state, {args.objective} ({where})"
+            if ref_settings:
+                title += f", today's fits with {args.ref_train}"
         elif part == "quality":
             body = part_quality(args.ref_root, args.ref_commit, args.cache, args.models.split(","),
                                 [float(a) for a in args.alphas.split(",")], args.objective, args.ref_only,
@@ -668,6 +703,8 @@ def main(argv: list[str] | None = None) -> None:
         if not args.no_write and not args.ref_only:
             key = (f"{part}-{args.objective}-{args.models.replace(',', '-')}" if part in ("quality", "seeds")
                    else part)
+            if part == "seeds" and args.ref_train:
+                key += "-ref-train"
             if part == "timing" and args.ref_commit != "faf24b2":
                 key = f"timing-{args.ref_commit}"
             if part == "quality" and args.mc_dtype:
