@@ -156,6 +156,10 @@ def pbr_section(result: runs.PBRResult) -> ReportSection:
     note = texts.at_prior_note(result.at_prior, result.alpha, s.n_re)
     if note:
         paragraphs.append(note)
+    worse = texts.worse_on_test_note(result.before["ece"], result.after["ece"], result.ece_re, result.alpha, s.n_re,
+                                     result.n_te, result.at_prior)
+    if worse:
+        paragraphs.append(worse)
     # What the page shows under the fit's cards: the optimiser's warnings, failed fits of the α grid.
     paragraphs += ["Warning: " + texts.fit_words(w) for w in (fr or {}).get("warnings") or []]
     shown: list[tuple[str, pd.DataFrame | Styler]] = [("Test metrics before and after", tables.pbr_metrics_frame(result))]

@@ -135,7 +135,7 @@ def _cards(r: runs.PBRResult) -> None:
     c[1].metric("Test ECE before", f"{r.before['ece']:.4f}", help="The uncalibrated model on the same test rows.")
     c[2].metric("Accuracy after", f"{r.after['accuracy']:.2%}",
                 delta=f"{100 * (r.after['accuracy'] - r.before['accuracy']):+.2f} pt", help=texts.ACCURACY_HELP)
-    c[3].metric("KL(ρ‖π)", f"{r.kl:.4g}", help=texts.KL_HELP)
+    c[3].metric("KL(ρ‖π)", texts.kl_card(r.kl), help=texts.KL_HELP)
     fr = r.fit_report
     iters = fr.get("iterations")
     c[4].metric("Iterations", "–" if iters is None else f"{iters:,}", help=texts.FIT_INFO_HELP)
@@ -155,6 +155,10 @@ def _cards(r: runs.PBRResult) -> None:
     note = texts.at_prior_note(r.at_prior, r.alpha, r.settings.n_re)
     if note:
         st.info(note, icon=":material/info:")
+    worse = texts.worse_on_test_note(r.before["ece"], r.after["ece"], r.ece_re, r.alpha, r.settings.n_re, r.n_te,
+                                     r.at_prior)
+    if worse:
+        st.warning(worse, icon=":material/warning:")
 
 
 def _bounds(r: runs.PBRResult) -> None:

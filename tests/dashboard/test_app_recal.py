@@ -265,6 +265,20 @@ def test_pbr_tiny_fit_shows_kl_bounds_and_downloads(at):
     at.run()
     notes = [i.value for i in at.info if "ended at the prior" in i.value]
     assert len(notes) == 1 and "With α = 0.5 and n_re = 150 rows" in notes[0]
+    assert not any("worse calibrated than no recalibration" in w.value for w in at.warning)  # its own note says it
+    # A fit at alpha = 0 whose test ECE rose above the uncalibrated one: the page and the report say so.
+    worse = dataclasses.replace(r, alpha=0.0, after={**r.after, "ece": r.before["ece"] + 0.02}, kl=15_710.3,
+                                fit_report={**r.fit_report, "ended_at_prior": False})
+    shown_worse = jobs.start_job("pbr", "worse", lambda ctx: worse, heavy=False, lock=None)
+    assert shown_worse.join(5)
+    at.session_state["recal_jobs"]["pbr"] = shown_worse
+    at.run()
+    expected = texts.worse_on_test_note(r.before["ece"], r.before["ece"] + 0.02, r.ece_re, 0.0, 150, r.n_te, False)
+    assert "With α = 0 the KL term hardly holds the fit back" in expected
+    assert [w.value for w in at.warning if "worse calibrated" in w.value] == [expected]
+    assert _metric(at, "KL") == "15,710"  # such fits have large KLs: whole numbers fit the card, 1.571e+04 did not
+    assert "worse calibrated than no recalibration" in _html_text(report.build_report([report.pbr_section(worse)],
+                                                                                       data_name="d"))
     # The caption says how the expectation was estimated: this fit drew every class of each row; a
     # fit with many classes draws only each row's largest scores (pbr_core.gp.objectives.ClassSplit).
     caption = next(c.value for c in at.caption if c.value.startswith("device:"))
