@@ -156,8 +156,7 @@ def pbr_section(result: runs.PBRResult) -> ReportSection:
     note = texts.at_prior_note(result.at_prior, result.alpha, s.n_re)
     if note:
         paragraphs.append(note)
-    worse = texts.worse_on_test_note(result.before["ece"], result.after["ece"], result.ece_re, result.alpha, s.n_re,
-                                     result.n_te, result.at_prior)
+    worse = tables.pbr_worse_on_test_note(result)
     if worse:
         paragraphs.append(worse)
     # What the page shows under the fit's cards: the optimiser's warnings, failed fits of the α grid.

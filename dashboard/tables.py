@@ -329,6 +329,13 @@ def compare_at_prior_notes(result: runs.CompareResult) -> list[str]:
             for (m,), f in folds.items()]
 
 
+def pbr_worse_on_test_note(result: runs.PBRResult) -> str | None:
+    """The PBR page's (and its report's) note on a fit worse calibrated on the test rows than no
+    recalibration (:func:`dashboard.texts.worse_on_test_note`), or None."""
+    return texts.worse_on_test_note(result.before["ece"], result.after["ece"], result.ece_re, result.alpha,
+                                    result.settings.n_re, result.n_te, result.at_prior)
+
+
 def sweep_at_prior_notes(result: runs.SweepResult) -> list[str]:
     """One note per method whose fit ended at its prior at some n_re of the sweep."""
     multiclass = result.kind == "multiclass"

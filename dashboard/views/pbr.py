@@ -155,8 +155,7 @@ def _cards(r: runs.PBRResult) -> None:
     note = texts.at_prior_note(r.at_prior, r.alpha, r.settings.n_re)
     if note:
         st.info(note, icon=":material/info:")
-    worse = texts.worse_on_test_note(r.before["ece"], r.after["ece"], r.ece_re, r.alpha, r.settings.n_re, r.n_te,
-                                     r.at_prior)
+    worse = tables.pbr_worse_on_test_note(r)
     if worse:
         st.warning(worse, icon=":material/warning:")
 
