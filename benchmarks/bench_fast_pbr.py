@@ -29,7 +29,8 @@ Parts
   (alpha, fold) the table compares the training objectives (warm - cold) and the scores.
 * ``quality``: the issue's bar, for every alpha of ``--alphas`` (default the paper's grid) on the
   CIFAR-10 files (the four networks, and the same four trained with focal loss) and the four
-  CIFAR-100 networks (n_re = 1000 random rows, seed 0; the other 9000 rows are the test set): both fits' parameters evaluated on today's reference objective (today's
+  CIFAR-100 networks (n_re = 1000 random rows, seed 0; the other 9000 rows are the test set):
+  both fits' parameters evaluated on today's reference objective (today's
   code, float64 draws, S = 100, seed = random_state = 0), relative difference
   (new - today) / |today| (bar: <= 1e-4), and the test ECE (bar: new <= today + 0.002).
   Today's fits are cached under ``--cache`` (keyed by commit, data, alpha, objective), so a
