@@ -101,8 +101,8 @@ PRIOR_SHIFT = 0.01
 #: in docs/gp_measurements.md ("Why a fit that ends at the prior is redone from smaller alpha").
 ZERO_RUNG_MAX_ITER = 200
 
-#: How a stop reason says what the restarts from the prior did (kept by :func:`_restart_note` when
-#: the fit then continues with more classes drawn): a restart kept, or none that did better.
+#: How a stop reason says what the restarts from the prior did (kept when the fit then continues with
+#: more classes drawn, :func:`_refine_split`): a restart kept, or none that did better.
 RESTARTED = " (restarted: "
 NOT_RESTARTED = " (ended at the prior; restarts from smaller alpha did not do better)"
 
@@ -318,6 +318,7 @@ def _fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings,
     iterations, converged, reasons, restarts, evaluations = _optimise(model, data, settings, optimizer, progress, notes)
     index_of = [tuple(int(i) for i in np.unravel_index(j, tuple(model.batch_shape))) if batched else () for j in range(b)]
     reasons = list(reasons)
+    restart_notes = [""] * b  # per GP, what the restarts from the prior did (RESTARTED ... or NOT_RESTARTED)
     collapsed = _at_prior_members(model, data) if settings.escape_prior else [False] * b
     for j, idx in enumerate(index_of):
         if not collapsed[j]:
@@ -330,14 +331,16 @@ def _fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings,
         iterations, evaluations = iterations + it2, evaluations + e2
         if escaped is None:
             reasons[j] += NOT_RESTARTED
+            restart_notes[j] = NOT_RESTARTED
             continue
         if batched:
             model.set_member(idx, single)
-        converged[j], reasons[j] = bool(escaped[0][0]), escaped[1]
+        conv, why, restart_notes[j] = escaped
+        converged[j], reasons[j] = bool(conv[0]), why + restart_notes[j]
         restarts += 1
     counts = [iterations, evaluations, restarts]
     data, tail, converged, reasons = _refine_split(model, data, settings, optimizer, progress, notes, counts,
-                                                   converged, reasons)
+                                                   converged, reasons, restart_notes)
     iterations, evaluations, restarts = counts
     with torch.no_grad():
         terms = data.terms(model, exact=True)
@@ -375,12 +378,13 @@ def _fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings,
                     model.set_member(idx, single)
                 iterations, evaluations, restarts = iterations + it2, evaluations + e2, restarts + 1 + r2
                 converged[j], reasons[j] = bool(conv2[0]), "refit with Adam after a failed training check: " + reasons2[0]
+                restart_notes[j] = ""  # the refit from the prior replaced what the restarts did
                 refitted = True
             checks[j] = result
         if refitted:  # a GP refitted after its failed check: its split may now need more classes too
             counts = [iterations, evaluations, restarts]
             data, tail, converged, reasons = _refine_split(model, data, settings, optimizer, progress, notes, counts,
-                                                           converged, reasons)
+                                                           converged, reasons, restart_notes)
             iterations, evaluations, restarts = counts
         with torch.no_grad():
             terms = data.terms(model, exact=True)
@@ -408,12 +412,14 @@ def _fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings,
 
 def _refine_split(model: GPRecalibrationModel, data: FitData, settings: TrainSettings, optimizer: Optimizer,
                   progress: ProgressCallback | None, notes: list[str], counts: list[int], converged: np.ndarray,
-                  reasons: list[str]) -> tuple[FitData, list[float] | None, np.ndarray, list[str]]:
+                  reasons: list[str], restart_notes: list[str],
+                  ) -> tuple[FitData, list[float] | None, np.ndarray, list[str]]:
     """Where a :class:`~pbr_core.gp.objectives.ClassSplit`'s error at the fitted parameters is not
     negligible (more than ``MC_TAIL_TOLERANCE`` of the objective: a heavy tail, large variances),
     continue the fit from there drawing twice as many classes (or all), each time with a budget of
     its own, until it is. Not a warning: the result is then as accurate as asked; the stop reason
-    and the report's ``mc_classes`` say what was done. ``counts`` (iterations, evaluations,
+    (the continuation's, with each GP's ``restart_notes`` kept) and the report's ``mc_classes`` say
+    what was done. ``counts`` (iterations, evaluations,
     restarts) is updated in place. Returns (the problem the fit ended on, its error estimates per
     GP or None, converged, reasons)."""
     tail = _tail_errors(model, data)
@@ -423,20 +429,10 @@ def _refine_split(model: GPRecalibrationModel, data: FitData, settings: TrainSet
         it, conv, why, r, e = _optimise(model, finer, replace(settings, warmup_iter=0), optimizer, progress, notes)
         counts[0], counts[1], counts[2] = counts[0] + it, counts[1] + e, counts[2] + r
         converged = np.asarray(conv, dtype=bool).copy()
-        reasons = [f"{x}{_restart_note(old)} (continued drawing {drawn})" for x, old in zip(why, reasons)]
+        reasons = [f"{x}{note} (continued drawing {drawn})" for x, note in zip(why, restart_notes)]
         data = finer
         tail = _tail_errors(model, data)
     return data, tail, converged, reasons
-
-
-def _restart_note(reason: str) -> str:
-    """What a stop reason says of the restarts from the prior (``RESTARTED`` ... ")" or
-    ``NOT_RESTARTED``), or "": kept when the fit then continues with more classes, whose own stop
-    reason replaces the rest."""
-    if NOT_RESTARTED in reason:
-        return NOT_RESTARTED
-    i = reason.find(RESTARTED)
-    return "" if i < 0 else reason[i:reason.index(")", i) + 1]
 
 
 def _tail_errors(model: GPRecalibrationModel, data: FitData) -> list[float] | None:
@@ -480,7 +476,8 @@ def _escape_prior(model: GPRecalibrationModel, data: FitData, settings: TrainSet
     is away from the prior, continue it at the real alpha and keep the result when its objective
     is lower by more than the convergence tolerance; stop when that continuation went back to the
     prior. One ``max_iter`` budget covers all of it. Returns (iterations, evaluations, None or
-    (converged, stop reason) of the kept restart); the model holds the kept parameters."""
+    (converged, stop reason, the restart's note: ``RESTARTED`` ... ")") of the kept restart); the
+    model holds the kept parameters."""
     alpha = float(data.spec.alpha)
     rungs = [a for a in dict.fromkeys((alpha / 2, alpha / 4, 0.0)) if a < alpha]
     with torch.no_grad():
@@ -518,9 +515,9 @@ def _escape_prior(model: GPRecalibrationModel, data: FitData, settings: TrainSet
             notes.append(f"The fit ended at the prior; a restart from an alpha = {a:g} fit failed ({exc}).")
             continue
         if np.isfinite(value) and value < first_value - margin:
-            return used, evaluations, (conv, f"{reasons[0]}{RESTARTED}the first fit ended at the prior, "
-                                             f"objective {first_value:.6g}; from an alpha = {a:g} fit it reached "
-                                             f"{value:.6g})")
+            return used, evaluations, (conv, reasons[0], f"{RESTARTED}the first fit ended at the prior, objective "
+                                                         f"{first_value:.6g}; from an alpha = {a:g} fit it "
+                                                         f"reached {value:.6g})")
         if at_prior(model, data.z):
             # This rung's fit left the prior and its continuation at alpha went back to it: the
             # later rungs' fits start farther from the prior, and in every ladder measured their

@@ -227,14 +227,21 @@ def test_a_restarted_fit_that_continues_with_more_classes_still_says_it_was_rest
     ends = iter([[True]])
     real = training._at_prior_members
     monkeypatch.setattr(training, "_at_prior_members", lambda model, data: next(ends, None) or real(model, data))
-    monkeypatch.setattr(training, "_escape_prior", lambda *args: (0, 0, (np.array([True]), "tolerance" + note)))
+    monkeypatch.setattr(training, "_escape_prior", lambda *args: (0, 0, (np.array([True]), "tolerance", note)))
     rep = PBR(max_iter=10, n_predict_samples=5, device="cpu", mc_classes=20).fit(z[:80], y[:80]).fit_report_
     assert note + " (continued drawing every class)" in rep["stop_reason"]
     assert rep["stop_reason"].count("(restarted:") == 1 and rep["restarts"] == 1
-    assert training._restart_note("tolerance (ended at the prior; restarts from smaller alpha did not do better) "
-                                  "(continued drawing 40 classes per row)") == \
-        " (ended at the prior; restarts from smaller alpha did not do better)"
-    assert training._restart_note("tolerance (continued drawing 40 classes per row)") == ""
+    # Restarts that did not do better: that stays in the stop reason through the continuation too.
+    ends = iter([[True]])
+    monkeypatch.setattr(training, "_escape_prior", lambda *args: (0, 0, None))
+    rep = PBR(max_iter=10, n_predict_samples=5, device="cpu", mc_classes=20).fit(z[:80], y[:80]).fit_report_
+    assert rep["stop_reason"].endswith(training.NOT_RESTARTED + " (continued drawing every class)")
+    assert rep["stop_reason"].count("(ended at the prior") == 1 and rep["restarts"] == 0
+    # A fit that never ended at the prior says nothing of restarts.
+    ends = iter([[False]])
+    rep = PBR(max_iter=10, n_predict_samples=5, device="cpu", mc_classes=20).fit(z[:80], y[:80]).fit_report_
+    assert rep["stop_reason"].endswith(" (continued drawing every class)")
+    assert "restart" not in rep["stop_reason"] and "ended at the prior" not in rep["stop_reason"]
 
 
 def test_a_split_too_coarse_at_the_fit_continues_with_more_classes(cifar100_logits, monkeypatch) -> None:
