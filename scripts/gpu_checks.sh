@@ -13,14 +13,15 @@
 #   4. float32 vs float64 Monte Carlo draws on the GPU (bench_gp.py --parts precision): the fast-PBR
 #      quality bar (benchmarks/RESULTS_fast_pbr.md) on CUDA, whose default draws are float32 too
 #   5. the GP test suite with CUDA visible (device="auto" picks the GPU), every failure listed (no -x),
-#      in 4 processes where pytest-xdist is installed (the device image has it): one process took
-#      over 250 s for the 164 tests on an H200 (2026-11-27)
+#      in 8 processes where pytest-xdist is installed (the device image has it, and 16 cores): on an
+#      H200 (2026-11-28) 237 tests took 213 s in 8 processes, the slowest (the stability test fit by
+#      fit) 141 s alone; 4 processes had not finished in 200 s
 #   6. (only with `stability` as first argument, a second call) the stability test of the paper's
 #      protocol, 80 PBR fits as one batch, on each CIFAR-100 model: the four aigen_c100_*.npz from
 #      ../shared/data/predictions copied into .gpu_data/ (git-ignored; carry it to the device)
-# The limits of steps 1-5 add up to 570 s: one device-tool call (600 s at most). On an H200 (2026-11-27)
-# consistency, protocol, grid and precision took 39 + 38 + 67 + 32 s (klgap is new since). At most
-# 8 files land in $OUT (the device tool returns 8).
+# The limits of steps 1-5 add up to 560 s: one device-tool call (600 s at most). On an H200 (2026-11-28)
+# consistency, protocol, klgap, grid and precision took 26 + 31 + 48 + 41 + 32 s. At most 8 files
+# land in $OUT (the device tool returns 8).
 # DEVICE=cpu runs the same steps on the CPU where they can run there (a check of this script on a
 # machine without a GPU; consistency then only says "skipped"), with PROTOCOL_SPLITS=1 to keep it short.
 # bench_gp.py rewrites its sections of benchmarks/RESULTS_gp.md; the updated file and every log are
@@ -50,11 +51,11 @@ if [ "${1:-}" = stability ]; then
 fi
 DEVICE=${DEVICE:-cuda}
 SPLITS=${PROTOCOL_SPLITS:-10}
-step consistency 70 python3 benchmarks/bench_gp.py --device "$DEVICE" --parts consistency
-step protocol 80 python3 benchmarks/bench_gp.py --device "$DEVICE" --parts protocol --protocol-splits "$SPLITS"
-step klgap 80 python3 benchmarks/bench_gp.py --device "$DEVICE" --parts klgap --protocol-splits "$SPLITS"
-step grid 90 python3 benchmarks/bench_gp.py --device "$DEVICE" --parts grid --time-limit 30
+step consistency 45 python3 benchmarks/bench_gp.py --device "$DEVICE" --parts consistency
+step protocol 55 python3 benchmarks/bench_gp.py --device "$DEVICE" --parts protocol --protocol-splits "$SPLITS"
+step klgap 75 python3 benchmarks/bench_gp.py --device "$DEVICE" --parts klgap --protocol-splits "$SPLITS"
+step grid 65 python3 benchmarks/bench_gp.py --device "$DEVICE" --parts grid --time-limit 30
 step precision 50 python3 benchmarks/bench_gp.py --device "$DEVICE" --parts precision
-XDIST=$(python3 -c "import xdist" 2>/dev/null && echo "-n 4")
-step tests_gp 200 python3 -m pytest -q -rfE --tb=short $XDIST tests/gp -p no:cacheprovider
+XDIST=$(python3 -c "import xdist" 2>/dev/null && echo "-n 8")
+step tests_gp 270 python3 -m pytest -q -rfE --tb=short $XDIST tests/gp -p no:cacheprovider
 tail -n 3 "$OUT"/*.log
