@@ -14,7 +14,8 @@ the paper's alphas (K = 10 2.8 s, round 9; K = 100 5.0 s, round 7); one thread, 
 On a GPU a fit is bound by kernel launches, not by n * K:
 ``GPU_FIT_BASE_S + GPU_FIT_PER_ENTRY_S * min(n K, GPU_FULL_ENTRIES)`` plus
 ``GPU_FIT_PER_ENTRY_BEYOND_S`` per entry beyond (one H200, benchmarks/RESULTS_gp.md: 1.4 s at
-n K = 2000, 1.6 s at 10^4, 3.9 s at 10^5, 4.3 s at 5 x 10^5). Once a fit has run in this server
+n K = 2000, 1.6 s at 10^4, 3.9 s at 10^5, 4.3 s at 5 x 10^5; the second run, 2026-11-28, on the
+round-10 code: 1.2, 1.1, 4.4 and 3.3 s, so the constants stay). Once a fit has run in this server
 process, its measured time rescales the model (``record``), so the estimate follows the machine it
 runs on.
 """
