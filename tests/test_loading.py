@@ -208,11 +208,31 @@ def test_binary_class_names_header_is_positive():
     assert any("'cat' is class 1" in n for n in preds.notes)
 
 
-def test_binary_class_names_sorted_order_is_noted():
-    preds = load_predictions(csv_bytes("score,label\n0.9,spam\n0.2,ham\n"), format="csv")
-    assert preds.class_names == ("ham", "spam")
+@pytest.mark.parametrize("header", ["p_churn", "prob_Churn", "churn_prob", "Churn probability", "P(churn)",
+                                    "p(y=churn)", "CHURN"])
+def test_binary_class_names_a_score_header_that_names_a_class_makes_it_class_1(header):
+    # 'churn' sorts before 'stay': reading p_churn as p(stay) inverted every metric (found on a file
+    # in the wild: accuracy .363 instead of .637).
+    preds = load_predictions(csv_bytes(f"{header},label\n0.9,churn\n0.2,stay\n0.3,stay\n"), format="csv")
+    assert preds.class_names == ("stay", "churn")
+    np.testing.assert_array_equal(preds.labels, [1, 0, 0])
+    np.testing.assert_allclose(preds.p_positive, [0.9, 0.2, 0.3])
+    assert preds.accuracy == 1.0
+    assert any("'churn' is class 1" in n and header in n for n in preds.notes)
+
+
+@pytest.mark.parametrize("no, yes", [("no", "yes"), ("N", "Y"), ("negative", "positive"), ("fail", "pass"),
+                                     ("neg", "pos"), ("incorrect", "correct")])
+def test_binary_class_names_of_a_yes_no_pair_need_no_header(no, yes):
+    preds = load_predictions(csv_bytes(f"score,label\n0.9,{yes}\n0.2,{no}\n"), format="csv")
+    assert preds.class_names == (no, yes)
     np.testing.assert_array_equal(preds.labels, [1, 0])
-    assert any("sorted order" in n and "'ham' -> 0" in n for n in preds.notes)
+    assert any(f"{yes!r} is class 1" in n and f"p({yes})" in n for n in preds.notes)
+
+
+def test_binary_class_names_that_the_header_does_not_name_are_an_error_not_a_guess():
+    message = error_of(csv_bytes("prob,target\n0.9,stay\n0.2,churn\n"))
+    must_contain(message, "'prob'", "'churn'", "'stay'", "which class", "'p_stay'", "0/1")
 
 
 @pytest.mark.parametrize("labels, count", [(["a", "b", "c"], "3 distinct"), (["a", "a", "a"], "1 distinct")])
@@ -320,10 +340,29 @@ def test_blank_lines_at_the_end_are_ignored():
     assert preds.n == 2
 
 
-def test_saved_pandas_index_is_dropped_with_a_warning():
+@pytest.mark.parametrize("index", [[0, 1, 2], [2, 0, 1], [1, 2, 3], [17, 4, 9]])
+def test_saved_pandas_index_is_dropped_with_a_warning(index):
+    # to_csv() after df.sample() or of a filtered frame writes an index that is not 0..n-1
+    rows = "".join(f"{i},{a},{1 - a},{y}\n" for i, a, y in zip(index, (0.5, 0.4, 0.9), (0, 1, 0)))
     with pytest.warns(UserWarning, match="row index"):
-        preds = load_predictions(csv_bytes(",a,b,label\n0,0.5,0.5,0\n1,0.4,0.6,1\n"), format="csv")
+        preds = load_predictions(csv_bytes(",a,b,label\n" + rows), format="csv")
     assert preds.class_names == ("a", "b") and any("row index" in n for n in preds.notes)
+    np.testing.assert_allclose(preds.probs[:, 0], [0.5, 0.4, 0.9])
+
+
+def test_spreadsheet_trailing_empty_columns_are_dropped_with_a_note():
+    # Excel's CSV export: a separator (or several) after the last column on every line
+    text = csv_bytes("p,label,,\r\n0.3,0,,\r\n0.8,1,,\r\n")
+    preds = load_predictions(text, format="csv")
+    np.testing.assert_allclose(preds.p_positive, [0.3, 0.8])
+    assert any("Dropped 2 empty column(s) without a header" in n for n in preds.notes)
+
+
+def test_an_unnamed_column_with_data_can_be_ignored_by_its_positional_name():
+    text = csv_bytes("a,,label\n0.5,x,0\n0.4,y,1\n")
+    must_contain(error_of(text), "column 2 has no header", "ignore_columns='Unnamed: 1'")
+    preds = load_predictions(text, format="csv", ignore_columns="Unnamed: 1")
+    np.testing.assert_allclose(preds.p_positive, [0.5, 0.4])
 
 
 def test_other_separators_bom_and_latin1():

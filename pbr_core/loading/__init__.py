@@ -10,9 +10,11 @@ CSV / TSV (``.csv``, ``.tsv``, also gzip-compressed ``.csv.gz`` / ``.tsv.gz``) a
     :func:`pbr_core.predictions.detect_input_type`, or forced with ``input_type=``). Labels are
     integers 0..K-1 (position of the class column) or class names equal to the headers.
 
-    * Binary: a single score column is p(y=1); labels are 0/1 or exactly two class names (the
-      column's header names the positive class when it is one of them, else the names are
-      mapped in sorted order; the choice is recorded in ``Predictions.notes``).
+    * Binary: a single score column is p(y=1); labels are 0/1 or exactly two class names. Class 1
+      is the class the column's header names (``churn``, ``p_churn``, ``churn_prob``, ``P(churn)``,
+      in any case), else the "yes" of a pair such as no/yes, false/true or negative/positive;
+      with other names the file does not say which class the score is for, which is an error
+      (a guess would invert every metric). The choice is recorded in ``Predictions.notes``.
     * Top-label only: a ``confidence`` (or ``conf`` / ``max_prob``) column, a ``predicted``
       (or ``prediction`` / ``pred`` / ``predicted_label``) column and a label column. Enough for
       ECE and reliability diagrams, not for recalibration.

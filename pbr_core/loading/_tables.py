@@ -416,7 +416,9 @@ def _codes(names: np.ndarray, classes: Sequence[str], column: str, src: _Source,
 
 
 def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]) -> Predictions:
-    columns = [str(c).strip() for c in df.columns]
+    # Empty headers get pandas' positional names first ("Unnamed: 2"): a spreadsheet export's
+    # trailing empty columns have several, and ignore_columns= can then name one.
+    columns = [str(c).strip() or f"Unnamed: {i}" for i, c in enumerate(df.columns)]
     dup = duplicates(columns)
     if dup:
         raise src.error(f"duplicate column header(s) {_names(dup)}: every column needs its own name.")
@@ -435,18 +437,7 @@ def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]
         df = df.iloc[:n_keep]
     if len(df) == 0:
         raise src.error(f"the file is empty: a header ({_names(columns)}) but no data rows.")
-
-    for c in [c for c in columns if _is_unnamed(c)]:
-        values = df[c]
-        if pd.api.types.is_integer_dtype(values.dtype) and np.array_equal(values.to_numpy(), np.arange(len(df))):
-            df = df.drop(columns=c)
-            notes.append("Dropped an unnamed column holding 0, 1, 2, ... (a saved row index).")
-            warnings.warn(f"{src.name}: dropped an unnamed column holding the row index 0..n-1.", stacklevel=4)
-        else:
-            raise src.error(
-                f"column {columns.index(c) + 1} has no header; every column needs one (a class name, the label, "
-                "or a name for what it holds)."
-            )
+    df = _drop_unnamed(df, columns, src, opts, notes)
     columns = list(df.columns)
     roles = _table_roles(df, columns, src, opts)
     notes.extend(roles.notes())
@@ -461,6 +452,40 @@ def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]
     kept = roles.kept()
     return replace(preds, metadata=df[kept].reset_index(drop=True) if kept else None,
                    column_roles=roles.table(columns))
+
+
+def _drop_unnamed(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Options, notes: list[str]) -> pd.DataFrame:
+    """Columns without a header: empty ones (a spreadsheet export's trailing separators) and a first
+    column of distinct whole numbers (a saved row index: ``to_csv()``, also after a shuffle or
+    counted from 1) are dropped, with a note; one the user asked to ignore is left to the roles;
+    any other is an error (its values have no name to be read by)."""
+    ignored = set(opts.columns.ignore)
+    drop, blank = [], 0
+    for c in [c for c in columns if _is_unnamed(c) and c not in ignored]:
+        values = df[c]
+        if values.isna().all():
+            drop.append(c)
+            blank += 1
+        elif c == columns[0] and _is_row_index(values):
+            drop.append(c)
+            notes.append("Dropped an unnamed first column of distinct whole numbers (a saved row index).")
+            warnings.warn(f"{src.name}: dropped an unnamed first column holding a row index.", stacklevel=5)
+        else:
+            raise src.error(
+                f"column {columns.index(c) + 1} has no header; every column needs one (a class name, the label, "
+                f"or a name for what it holds), or leave it out (ignore_columns={c!r})."
+            )
+    if blank:
+        notes.append(f"Dropped {blank} empty column(s) without a header (e.g. the trailing separators of a "
+                     "spreadsheet export).")
+    return df.drop(columns=drop) if drop else df
+
+
+def _is_row_index(values: pd.Series) -> bool:
+    """Distinct whole numbers with no missing cell: what a saved pandas index looks like."""
+    if not pd.api.types.is_integer_dtype(values.dtype) or values.isna().any():
+        return False
+    return bool(values.is_unique)
 
 
 def _table_roles(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Options) -> Roles:
@@ -623,23 +648,58 @@ def _unlabelled_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Optio
     )
 
 
+#: Two label names whose meaning fixes which is class 1 (compared case-insensitively): (class 0, class 1).
+BINARY_NAME_PAIRS = (("no", "yes"), ("n", "y"), ("false", "true"), ("f", "t"), ("negative", "positive"),
+                     ("neg", "pos"), ("incorrect", "correct"), ("wrong", "right"), ("fail", "pass"))
+#: Endings that mark a column as the probability of the class it names (``churn_prob``).
+SCORE_SUFFIXES = ("_probability", "_proba", "_prob", "_score", "_pred", "_p", " probability", " prob")
+
+
+def _named_class(header: str, names: Sequence[str]) -> str | None:
+    """The one class of ``names`` that a score column's header names: the header itself, or without a
+    known prefix (``p_churn``, ``prob_default``) or ending (``churn_prob``), or as ``p(churn)``, all
+    compared case-insensitively; None where it names none (or, ambiguously, both)."""
+    h = header.strip().lower()
+    forms = {h}
+    forms.update(h[len(x):] for x in SCORE_PREFIXES if h.startswith(x) and len(h) > len(x))
+    forms.update(h[:-len(x)] for x in SCORE_SUFFIXES if h.endswith(x) and len(h) > len(x))
+    m = re.fullmatch(r"p(?:rob)?\s*\(\s*(?:y\s*=\s*)?(.+?)\s*\)", h)
+    if m:
+        forms.add(m.group(1))
+    hits = [n for n in names if str(n).strip().lower() in forms]
+    return hits[0] if len(hits) == 1 else None
+
+
 def _binary_names(y: np.ndarray, header: str, label: str, src: _Source, notes: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Class 1 of binary data whose labels are two class names: the class the score column's header
+    names, else the "yes" of a pair such as no/yes or negative/positive; otherwise the file does not
+    say which class the score is the probability of, and guessing (e.g. by sorted order) would
+    invert every metric half the time, so it is an error that says how to tell."""
     names = sorted(pd.unique(y).tolist())  # hashing in C: fine for millions of rows
     if len(names) != 2:
         raise src.error(
             f"one score column means binary data, so the labels must be 0/1 or exactly two class names, "
             f"but column {label!r} holds {len(names)} distinct name(s): {_names(names, 6)}."
         )
-    if header in names:
-        negative, positive = [n for n in names if n != header][0], header
-        notes.append(f"Binary labels: {positive!r} is class 1 (the score column's header), {negative!r} is class 0.")
-    else:
-        negative, positive = names
-        notes.append(
-            f"Binary labels mapped in sorted order: {negative!r} -> 0, {positive!r} -> 1; the score column "
-            f"{header!r} is read as p({positive})."
-        )
-    return (y == positive).astype(np.int64), [negative, positive]
+    named = header if header in names else _named_class(header, names)
+    if named is not None:
+        negative, positive = [n for n in names if n != named][0], named
+        how = "the score column's header" if header == named else f"named by the score column {header!r}"
+        notes.append(f"Binary labels: {positive!r} is class 1 ({how}), {negative!r} is class 0.")
+        return (y == positive).astype(np.int64), [negative, positive]
+    lower = {str(n).strip().lower(): n for n in names}
+    for no, yes in BINARY_NAME_PAIRS:
+        if set(lower) == {no, yes}:
+            negative, positive = lower[no], lower[yes]
+            notes.append(f"Binary labels: {positive!r} is class 1 and {negative!r} class 0; the score column "
+                         f"{header!r} is read as p({positive}).")
+            return (y == positive).astype(np.int64), [negative, positive]
+    a, b = names
+    raise src.error(
+        f"one score column ({header!r}) and two class names in column {label!r} ({a!r}, {b!r}): the file does "
+        f"not say which class {header!r} is the probability of. Name the score column after that class "
+        f"(e.g. {b!r} or 'p_{b}'), or write the labels as 0/1 with 1 for that class."
+    )
 
 
 def _labels_by_integer_header(y: np.ndarray, headers: list[str], label: str, src: _Source, notes: list[str]) -> np.ndarray:
