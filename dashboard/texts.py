@@ -153,6 +153,8 @@ _PAGE_WORDS = (
     (r"\(ignore_columns=\)", "(*Columns to ignore* there)"),
     (r"Override with input_type='probabilities'\.",
      "To read them as probabilities, set *The score columns hold* under **Columns and reading options**."),
+    (r"load the columns as logits \(input_type='logits'\) if that is what they are\.",
+     "if they are logits, set *The score columns hold* to logits under **Columns and reading options**."),
     (r"pass format= or a file name ending in", "use a file name ending in"),
 )
 

@@ -22,6 +22,10 @@ InputType = Literal["auto", "probabilities", "logits"]
 #: "not summing to one" (float32 softmax outputs routinely drift by ~1e-6).
 DEFAULT_SUM_TOLERANCE = 1e-3
 
+#: Probabilities this little outside [0, 1] are float rounding (1.0000001 or -1e-12 written to a
+#: text file): they are clipped to [0, 1], with a note, instead of refused or read as logits.
+UNIT_SLACK = 1e-6
+
 
 class PredictionsError(ValueError):
     """Raised for any invalid prediction input; the message names the problem and where it is."""
@@ -46,6 +50,27 @@ def _first_bad_row(mask: np.ndarray) -> int:
     """Index of the first row where ``mask`` (n,) or (n, K) is True."""
     rows = mask if mask.ndim == 1 else mask.any(axis=1)
     return int(np.flatnonzero(rows)[0])
+
+
+def _clip_rounding(s: np.ndarray, own: bool, notes: list[str]) -> np.ndarray:
+    """``s`` with values within ``UNIT_SLACK`` outside [0, 1] clipped to it (a copy unless ``own``),
+    noted; unchanged (the same array) when no value is outside [0, 1] or any is further out (the
+    caller's range check then names it)."""
+    low, high = s < 0, s > 1
+    if not (low.any() or high.any()) or np.any(s < -UNIT_SLACK) or np.any(s > 1 + UNIT_SLACK):
+        return s
+    count = int(low.sum() + high.sum())
+    notes.append(f"Clipped {count:,} probabilit{'y' if count == 1 else 'ies'} within {UNIT_SLACK:g} outside "
+                 f"[0, 1] (float rounding, e.g. {s[low | high][0]:.10g}) to [0, 1].")
+    return np.clip(s, 0.0, 1.0, out=s if own else None)
+
+
+def _percent_rows(s: np.ndarray, tolerance: float) -> bool:
+    """Whether non-negative scores sum to 100 in every row (within rounding): probabilities in percent."""
+    if s.ndim != 2 or np.any(s < 0) or np.any(s > 100):
+        return False
+    slack = max(100.0 * tolerance, 0.01 * s.shape[1])  # percentages rounded to 2 decimals
+    return bool(np.all(np.abs(s.sum(axis=1) - 100.0) <= slack))
 
 
 def looks_like_probabilities(values: np.ndarray, tolerance: float = DEFAULT_SUM_TOLERANCE) -> bool:
@@ -285,10 +310,13 @@ class Predictions:
                     f"{source}: a single score column is read as p(y=1); binary logits are not supported "
                     "in one column: give two logit columns or probabilities."
                 )
+            s = _clip_rounding(s, own, notes)
             if np.any(s < 0) or np.any(s > 1):
                 r = _first_bad_row((s < 0) | (s > 1))
+                percent = " (percentages? divide them by 100)" if np.all((s >= 0) & (s <= 100)) else ""
                 raise PredictionsError(
-                    f"{source}: single-column binary input must be p(y=1) in [0, 1], but row {r} holds {s[r]:g}."
+                    f"{source}: single-column binary input must be p(y=1) in [0, 1], but row {r} holds "
+                    f"{s[r]:.10g}{percent}."
                 )
             bad_lab = (y != 0) & (y != 1)
             if bad_lab.any():
@@ -318,8 +346,8 @@ class Predictions:
         chosen = input_type
         if input_type == "auto":
             chosen = detect_input_type(s, tolerance)
-            if chosen == "logits" and not (np.any(s < 0) or np.any(s > 1)):
-                # All in [0, 1] but rows off: far likelier broken probabilities than logits, so the
+            if chosen == "logits" and not (np.any(s < -UNIT_SLACK) or np.any(s > 1 + UNIT_SLACK)):
+                # All in [0, 1] (up to float rounding) but rows off: far likelier broken probabilities than logits, so the
                 # sum check below reports it (or renormalises when asked) instead of a silent softmax.
                 chosen = "probabilities"
             elif (chosen == "logits" and np.all((s >= -tolerance) & (s <= 1 + tolerance))
@@ -327,6 +355,12 @@ class Predictions:
                 # Rows sum to 1 and nothing is further than rounding noise from [0, 1]: these are
                 # probabilities with a defect, which the range checks below name, not logits.
                 chosen = "probabilities"
+            if chosen == "logits" and _percent_rows(s, tolerance):
+                raise PredictionsError(
+                    f"{source}: the scores look like percentages: every row sums to 100 (row 0: "
+                    f"{s[0].sum():.6g}). Divide them by 100 to load them as probabilities, or load the columns "
+                    "as logits (input_type='logits') if that is what they are."
+                )
             if chosen == "logits":
                 notes.append(f"Read the {K} score columns as logits because some values lie outside [0, 1]. "
                              "Override with input_type='probabilities'.")
@@ -337,15 +371,17 @@ class Predictions:
             return cls._build(softmax(logits), logits, y, "binary" if K == 2 else "multiclass", "logits", names,
                               notes, source)
 
+        clipped = _clip_rounding(s, own, notes)
+        own, s = own or clipped is not s, clipped
         if np.any(s < 0):
             r = _first_bad_row(s < 0)
             raise PredictionsError(
-                f"{source}: negative probability {s[r][s[r] < 0][0]:g} at row {r}. Tiny negative values "
+                f"{source}: negative probability {s[r][s[r] < 0][0]:.10g} at row {r}. Tiny negative values "
                 "usually come from rounding: clip them at 0 before saving, or load the columns as logits."
             )
         if np.any(s > 1):
             r = _first_bad_row(s > 1)
-            raise PredictionsError(f"{source}: probability above 1 ({s[r].max():g}) at row {r}.")
+            raise PredictionsError(f"{source}: probability above 1 ({s[r].max():.10g}) at row {r}.")
         sums = s.sum(axis=1)
         off = np.abs(sums - 1.0) > tolerance
         if off.any():

@@ -34,6 +34,7 @@ from typing import Literal, Sequence
 import numpy as np
 import pandas as pd
 
+from pbr_core.predictions import UNIT_SLACK
 from pbr_core.loading._source import (
     CONFIDENCE_COLUMN_NAMES,
     LABEL_COLUMN_NAMES,
@@ -288,7 +289,8 @@ def _numeric_profiles(names: Sequence[str], v: np.ndarray, integer_typed: bool) 
     finite = np.isfinite(v)
     with np.errstate(invalid="ignore"):
         whole = np.all((v == np.round(v)) | ~finite, axis=0) & finite.any(axis=0)
-        unit = np.all(((v >= 0) & (v <= 1)) | ~finite, axis=0)
+        # (within float rounding of [0, 1]: the loader clips such probabilities, UNIT_SLACK)
+        unit = np.all(((v >= -UNIT_SLACK) & (v <= 1 + UNIT_SLACK)) | ~finite, axis=0)
     missing = np.isnan(v).any(axis=0)
     return [Profile(name, "number", values=v[:, j], integer_typed=integer_typed, whole=bool(whole[j]),
                     unit=bool(unit[j]), missing=bool(missing[j])) for j, name in enumerate(names)]
