@@ -399,6 +399,12 @@ def _format_table(rows: dict[str, Any]) -> str:
     return "\n".join(f"{k:<{width}}  {fmt(v)}" for k, v in rows.items())
 
 
+def _notes_text(notes) -> str:
+    """The loader's notes (``Predictions.notes``: which column was read as what, which class is 1,
+    what was dropped or renormalised), as ``evaluate`` prints them under its table."""
+    return "\n".join(["how the file was read:", *(f"  {n}" for n in notes)]) if notes else ""
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     if len(args.by) > 2:
         raise CLIError("--by: one or two columns", EXIT_USAGE)
@@ -419,17 +425,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 table["groups"] = _groups_json(report)
             print(json.dumps(table, indent=2))
         else:
-            print(_format_table({k: v for k, v in table.items() if k != "ece_curve"}))
+            print(_format_table({k: v for k, v in table.items() if k not in ("ece_curve", "notes")}))
             if "ece_curve" in table:
                 print("ece curve  " + ", ".join(f"B={b}: {v:.4g}" for b, v in table["ece_curve"].items()))
+            print(_notes_text(table.get("notes", ())))
             if report is not None:
                 print()
                 print(group_text(report))
         return EXIT_OK
     preds = _mapped(args) if args.map_scores else _load(args.file, args)
     table = evaluation_table(preds, args.n_bins, args.lipschitz, args.eps)
-    if args.map_scores:
-        table["notes"] = list(preds.notes)
+    table["notes"] = list(preds.notes)  # how the file was read: which column is what, which class is 1
     report = None
     if args.by:
         from pbr_core.groups import calibration_by_group
@@ -452,7 +458,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             table["libraries"] = json.loads(conventions.to_json(orient="records", double_precision=15))
         print(json.dumps(table, indent=2))
         return EXIT_OK
-    print(_format_table(table))
+    print(_format_table({k: v for k, v in table.items() if k != "notes"}))
+    print(_notes_text(table["notes"]))
     if conventions is not None:
         print()
         print("the same predictions, measured the ways other estimators and libraries do by default:")

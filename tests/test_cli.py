@@ -463,3 +463,25 @@ def test_fit_says_which_classes_a_k_100_fit_drew(capsys, tmp_path) -> None:
     drew = (f" of each row's {t} largest scores and its label (the other classes through their expectation)"
             if t else "")
     assert f"iterations on cpu with 16 Monte Carlo draws per entry{drew}," in out
+
+
+def test_evaluate_says_how_the_file_was_read(capsys, tmp_path) -> None:
+    """The loader's notes (which column is what, which class is 1) are printed under the table, in the
+    JSON and on a streamed file: a p_churn column read as p(stay) inverted every metric of a file
+    in the wild, and the note saying so was never shown."""
+    rng = np.random.default_rng(0)
+    p = rng.beta(2, 2, 300)
+    y = rng.random(300) < p
+    path = tmp_path / "churn.csv"
+    path.write_text("p_churn,label\n" + "".join(f"{a},{'churn' if b else 'stay'}\n" for a, b in zip(p, y)))
+    code, out, _ = run(capsys, "evaluate", path)
+    assert code == EXIT_OK
+    head, notes = out.split("how the file was read:\n")
+    lines = dict(line.split(None, 1) for line in head.strip().splitlines())
+    assert float(lines["accuracy"]) == pytest.approx(np.mean((p > 0.5) == y))
+    assert float(lines["ece"]) == pytest.approx(pbr_core.ece(p, y.astype(int)), rel=1e-5)
+    assert "'churn' is class 1" in notes and "'p_churn'" in notes
+    code, out, _ = run(capsys, "evaluate", path, "--format", "json")
+    assert any("'churn' is class 1" in n for n in json.loads(out)["notes"])
+    code, out, _ = run(capsys, "evaluate", path, "--stream", "--quiet")
+    assert code == EXIT_OK and "'churn' is class 1" in out.split("how the file was read:\n")[1]

@@ -118,7 +118,9 @@ def evaluate_stream(args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
                 scheduler=args.scheduler, local_cluster=args.local_cluster), str(args.file))
     finally:
         bar.close()
-    return evaluate_dataset(ds, stats, args.n_bins, args.lipschitz, args.eps, curve=args.curve), report
+    table = evaluate_dataset(ds, stats, args.n_bins, args.lipschitz, args.eps, curve=args.curve)
+    table["notes"] = list(ds.layout().notes)  # how the first batch was read (the same for every batch)
+    return table, report
 
 
 def fit_sample(args: argparse.Namespace):
