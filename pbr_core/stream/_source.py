@@ -151,19 +151,27 @@ class Dataset:
             return
         import pyarrow.csv as pacsv
 
+        dialect = self._csv_dialect(unit)
         start = 0
         try:
             with self._open(unit.path) as raw:
                 stream = raw
-                if unit.path.lower().endswith(".gz"):
+                if dialect.compression == "gzip" or unit.path.lower().endswith(".gz"):
                     import gzip
 
                     stream = gzip.open(raw)
+                # The loader's reading of the header (separator, encoding, decimal comma), and its
+                # names: stripped, an empty one named by its position as in memory ("Unnamed: 2").
+                names = [c or f"Unnamed: {i}" for i, c in enumerate(dialect.columns)]
+                convert = {"decimal_point": dialect.decimal}
+                if cols:
+                    convert["include_columns"] = cols
                 reader = pacsv.open_csv(
                     stream,
-                    read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK),
-                    parse_options=pacsv.ParseOptions(delimiter="\t" if unit.fmt == "tsv" else ","),
-                    convert_options=pacsv.ConvertOptions(include_columns=cols) if cols else None,
+                    read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK, column_names=names, skip_rows=1,
+                                                   encoding="latin-1" if dialect.encoding != "utf-8" else "utf8"),
+                    parse_options=pacsv.ParseOptions(delimiter=dialect.sep),
+                    convert_options=pacsv.ConvertOptions(**convert),
                 )
                 for rb in reader:
                     if rb.num_rows:
@@ -178,6 +186,31 @@ class Dataset:
                 return
             raise PredictionsError(f"{unit.path}: could not read the CSV file near data row {start + 1}: "
                                    f"{_first_line(exc)}") from exc
+
+    def _csv_dialect(self, unit: Unit):
+        """How the in-memory loader reads this CSV file's header (``_csv_header``: separator, encoding,
+        decimal comma, compression, the column names), so that a streamed file is read as the same
+        file loaded whole."""
+        from pbr_core.loading._source import _SNIFF_BYTES
+        from pbr_core.loading._tables import _csv_header
+
+        dataset = self
+
+        class _Head:  # the part of the loader's _Source that _csv_header uses
+            name = unit.path
+
+            def open(self):
+                return dataset._open(unit.path)
+
+            def head(self, n: int = _SNIFF_BYTES) -> bytes:
+                with dataset._open(unit.path) as f:
+                    return f.read(n)
+
+            def error(self, message: str) -> PredictionsError:
+                return PredictionsError(f"{unit.path}: {message}")
+
+        src = _Head()
+        return _csv_header(src, "tsv" if unit.fmt == "tsv" else "csv", src.head())
 
     def layout(self) -> Layout:
         """The layout and column roles, detected by the loader on the first non-empty batch."""
@@ -196,7 +229,8 @@ class Dataset:
 
                 df = _arrow_frame(pa.Table.from_batches([rb]), csv=unit.fmt != "parquet")
                 src = _Source(f"{unit.path} (first batch, used to detect the columns)")
-                preds = _from_table(df, src, self.options, [])
+                header_notes = list(self._csv_dialect(unit).notes) if unit.fmt != "parquet" else []
+                preds = _from_table(df, src, self.options, header_notes)
                 return _layout_of(preds, self.options)
         raise PredictionsError(f"{self.spec}: the dataset has no data rows ({len(self.files)} file(s)).")
 

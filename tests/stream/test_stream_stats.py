@@ -136,3 +136,45 @@ def test_one_scan_gives_both_binary_targets_and_a_sample(kitti_csv_parts, toplab
     top = open_dataset(toplabel_parts)
     _, rows = scan_dataset(top, {}, sample_size=300, seed=2)
     assert rows.kind == "top_label" and rows.n == 300
+
+
+def _dialects() -> dict[str, tuple[bytes, str]]:
+    """The same 3-class predictions written the ways spreadsheets and locales write CSV files."""
+    rng = np.random.default_rng(5)
+    p = np.round(rng.dirichlet(np.ones(3), size=400), 6)
+    p[:, 2] = np.round(1.0 - p[:, 0] - p[:, 1], 6)
+    y = np.array([rng.choice(3, p=r / r.sum()) for r in np.clip(p, 0, None)])
+    names = ["cat", "dog", "bird"]
+    df = pd.DataFrame(p, columns=names).assign(label=[names[i] for i in y])
+    latin = df.rename(columns={"bird": "oiseau_é"}).assign(label=lambda d: d.label.replace("bird", "oiseau_é"))
+    return {
+        "semicolons and decimal commas": (df.to_csv(sep=";", decimal=",", index=False).encode(), "csv"),
+        "a BOM and spaces around the headers": (
+            ("\ufeff" + df.rename(columns=lambda c: f" {c.upper() if c == 'label' else c} ").to_csv(index=False))
+            .encode(), "csv"),
+        "tabs in a .csv": (df.to_csv(sep="\t", index=False).encode(), "csv"),
+        "Latin-1": (latin.to_csv(index=False).encode("latin-1"), "csv"),
+        "a spreadsheet's trailing empty columns": (
+            "".join(line + ",,\r\n" for line in df.to_csv(index=False).splitlines()).encode(), "csv"),
+        "gzip": (__import__("gzip").compress(df.to_csv(index=False).encode()), "csv.gz"),
+    }
+
+
+@pytest.mark.parametrize("dialect", list(_dialects()))
+def test_a_streamed_csv_is_read_as_the_same_file_in_memory(dialect, tmp_path) -> None:
+    """Streaming read every CSV with commas, UTF-8 and decimal points, so files that load whole failed
+    streamed (or, Latin-1, raised a raw UnicodeDecodeError); now both read the header the same way."""
+    import warnings
+
+    data, ext = _dialects()[dialect]
+    path = tmp_path / f"preds.{ext}"
+    path.write_bytes(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "read the file as Latin-1"
+        preds = pbr_core.load_predictions(path)
+        ds = open_dataset(str(path), batch_rows=150)
+        stats = compute_statistics(ds, n_boot=20)
+    assert preds.n == 400 and preds.kind == "multiclass"
+    assert list(ds.layout().class_names) == list(preds.class_names)
+    assert ds.layout().notes == preds.notes  # the same reading, said the same way
+    _check_equal(stats, preds)
