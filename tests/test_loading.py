@@ -804,3 +804,21 @@ def test_save_predictions_writes_extra_columns_after_the_label():
         save_predictions(probs, [0, 1, 1], extra_columns={"row_id": [1, 2]})
     with pytest.raises(PredictionsError, match="clashes"):
         save_predictions(probs, [0, 1, 1], class_names=["cat", "dog"], extra_columns={"cat": [1, 2, 3]})
+
+
+def test_a_decimal_comma_is_found_beyond_a_first_row_of_whole_numbers():
+    text = csv_bytes("a;b;c;label\n1;0;0;0\n0,25;0,5;0,25;1\n0,1;0,1;0,8;2\n")
+    preds = load_predictions(text, format="csv")
+    np.testing.assert_allclose(preds.probs, [[1, 0, 0], [0.25, 0.5, 0.25], [0.1, 0.1, 0.8]])
+    assert any("decimal comma" in n for n in preds.notes)
+
+
+def test_quoted_decimal_commas_in_a_comma_separated_file_are_named():
+    message = error_of(csv_bytes('p,label\n"0,41",0\n"0,21",1\n"0,8",1\n'))
+    must_contain(message, "no score columns", "'p'", "decimal comma", "semicolons")
+
+
+def test_rows_off_one_name_the_columns_read_as_scores():
+    # a feature in [0, 1] next to a binary p is read as a second class score: the sum error says so
+    message = error_of(csv_bytes("p,age_scaled,label\n0.3,0.2,0\n0.9,0.7,1\n"))
+    must_contain(message, "sum to 0.5", "The score columns are 'p', 'age_scaled'", "score_columns=")

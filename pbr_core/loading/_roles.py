@@ -229,6 +229,7 @@ class Profile:
     unit: bool = False                    # every value in [0, 1]
     missing: bool = False                 # some cells empty
     bad_cells: int = 0                    # non-numeric cells in a mostly numeric column
+    decimal_comma: bool = False           # text that reads as numbers written with a decimal comma
 
     @property
     def flag(self) -> bool:
@@ -259,7 +260,8 @@ def profile(series: pd.Series, name: str) -> Profile:
             return Profile(name, "bool")
         if texts.str.match(_DATE_RE).mean() > 0.9:
             return Profile(name, "date")
-        return Profile(name, "text")
+        comma = texts.str.strip().str.fullmatch(r"-?\d*,\d+(?:e-?\d+)?", case=False).mean() > 0.9
+        return Profile(name, "text", decimal_comma=bool(comma))
     values = series.astype(object)
     coerced = pd.to_numeric(values, errors="coerce")
     prof = _numeric_profiles([name], coerced.to_numpy(dtype=np.float64, na_value=np.nan)[:, None],
@@ -339,7 +341,10 @@ def detect_scores(df: pd.DataFrame, names: Sequence[str], src: _Source, roles: R
     candidates: list[Profile] = []
     flags: list[Profile] = []
     for p in profiles:
-        if p.kind != "number":
+        if p.decimal_comma:
+            _keep(roles, p, "text: numbers with a decimal comma (0,25) in a comma-separated file? Save it with "
+                            "decimal points, or with semicolons between the columns")
+        elif p.kind != "number":
             _keep(roles, p, {"text": "text", "date": "dates", "bool": "true/false values"}[p.kind])
         elif metadata_by_name(p.name):
             _keep(roles, p, f"{metadata_by_name(p.name)}, by its name")

@@ -85,9 +85,9 @@ def _csv_header(src: _Source, fmt: FileFormat, head: bytes) -> _CsvHeader:
     columns = [h.strip() for h in next(csv.reader([header_line], delimiter=sep), [])]
     decimal = "."
     if sep == ";":  # spreadsheet exports in many European locales: "0,25;0,75;1"
-        lines = head.split(b"\n")
-        first_row = lines[1].decode(encoding, errors="replace") if len(lines) > 2 else ""
-        cells = [c.strip().strip('"') for c in first_row.split(";")]
+        # Up to 50 data rows of the head (the first may hold only whole numbers: "1;0;0;0").
+        rows = [line.decode(encoding, errors="replace") for line in head.split(b"\n")[1:51]]
+        cells = [c.strip().strip('"') for row in rows[:-1] for c in row.split(";")]
         if any(re.fullmatch(r"-?\d*,\d+(e-?\d+)?", c, flags=re.I) for c in cells):
             decimal = ","
             notes.append("Numbers are written with a decimal comma (0,25): read them as such.")
@@ -804,6 +804,8 @@ def _validated(build: Callable[[], Predictions], row: Callable[[int], str], colu
                 message,
             )
         if "ask to renormalise" in message:
+            if columns is not None:  # a column read as a score that is not one (a feature in [0, 1]) shows here
+                message += f" The score columns are {_names(list(columns))}; name the right ones (score_columns=)."
             message += (" To divide each row by its sum: renormalize=True; if the columns are logits: "
                         "input_type='logits'.")
         raise PredictionsError(message) from None
