@@ -822,3 +822,17 @@ def test_rows_off_one_name_the_columns_read_as_scores():
     # a feature in [0, 1] next to a binary p is read as a second class score: the sum error says so
     message = error_of(csv_bytes("p,age_scaled,label\n0.3,0.2,0\n0.9,0.7,1\n"))
     must_contain(message, "sum to 0.5", "The score columns are 'p', 'age_scaled'", "score_columns=")
+
+
+@pytest.mark.parametrize("header", ["verbalized_confidence", "Model_Confidence", "p_correct"])
+def test_confidence_correct_records_under_other_common_confidence_names(header):
+    preds = load_predictions(csv_bytes(f"{header},correct\n0.9,1\n0.6,0\n0.7,true\n"), format="csv")
+    assert preds.kind == "top_label"
+    np.testing.assert_allclose(preds.confidence, [0.9, 0.6, 0.7])
+    np.testing.assert_array_equal(preds.correct, [True, False, True])
+
+
+def test_a_correct_column_without_a_named_confidence_says_so():
+    # it used to say "no label column", which is not what is missing
+    message = error_of(csv_bytes("certainty,correct\n0.9,1\n0.6,0\n"))
+    must_contain(message, "'correct'", "no column is named as its confidence", "rename", "'certainty'")

@@ -23,7 +23,8 @@ FileFormat = Literal["csv", "tsv", "parquet", "npz", "npy"]
 LABEL_COLUMN_NAMES = ("label", "labels", "y", "y_true", "target", "true_label", "class", "true_class", "true_labels",
                       "ground_truth", "groundtruth", "truth", "actual", "y_test", "gold", "gold_label", "outcome")
 #: Header names of the confidence column of a top-label-only table.
-CONFIDENCE_COLUMN_NAMES = ("confidence", "conf", "max_prob")
+CONFIDENCE_COLUMN_NAMES = ("confidence", "conf", "max_prob", "confidence_score", "model_confidence",
+                           "verbalized_confidence", "stated_confidence", "p_correct", "prob_correct")
 #: Header names of the predicted-label column of a top-label-only table.
 PREDICTED_COLUMN_NAMES = ("predicted", "prediction", "pred", "predicted_label")
 #: Header names of the column that says whether a top-label prediction was right (0/1, true/false),

@@ -502,6 +502,11 @@ def _table_roles(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Opti
     if roles.label is None:
         roles.label = find_by_name(rest, LABEL_COLUMN_NAMES, "label column", src, option="label_column=")
         if roles.label is None and opts.require_labels and not (conf and correct and not pred):
+            if correct and not conf and not pred:  # (confidence, correct) records whose confidence has another name
+                raise src.error(
+                    f"column {correct!r} says whether each answer was right, but no column is named as its "
+                    f"confidence ({', '.join(CONFIDENCE_COLUMN_NAMES)}; any case): rename the confidence column "
+                    f"to 'confidence'. The columns are {_names(columns)}.")
             raise _no_label(columns, src)
         rest = [c for c in rest if c != roles.label]
     if choice.scores is not None:
