@@ -46,6 +46,13 @@ def log_probs(probs: np.ndarray) -> np.ndarray:
     return np.log(np.clip(np.asarray(probs, dtype=np.float64), np.finfo(np.float64).tiny, None))
 
 
+def real_class_names(names: Sequence[str]) -> tuple[str, ...] | None:
+    """``names`` as a tuple when they are real class names, None when they are only the positions
+    "0".."K-1" (what arrays without names get) or empty."""
+    names = tuple(str(n) for n in names)
+    return names if names and names != tuple(str(k) for k in range(len(names))) else None
+
+
 def _first_bad_row(mask: np.ndarray) -> int:
     """Index of the first row where ``mask`` (n,) or (n, K) is True."""
     rows = mask if mask.ndim == 1 else mask.any(axis=1)
@@ -201,6 +208,24 @@ class Predictions:
         if self.probs is None:
             return self.confidence, self.correct
         return self.probs, self.labels
+
+    @property
+    def named_classes(self) -> bool:
+        """Whether ``class_names`` are real names (a file's headers or label names), not the
+        positions "0".."K-1" that arrays without names get."""
+        return real_class_names(self.class_names) is not None
+
+    def in_class_order(self, names: Sequence[str]) -> "Predictions":
+        """The same predictions with their classes (columns, labels, predicted class) in the order of
+        ``names``, a reordering of ``class_names``."""
+        if sorted(names) != sorted(self.class_names) or self.probs is None:
+            raise PredictionsError(f"{self.source}: cannot put the classes {list(self.class_names)} in the order "
+                                   f"{list(names)}.")
+        perm = np.array([self.class_names.index(n) for n in names])
+        inv = np.empty_like(perm)
+        inv[perm] = np.arange(perm.size)
+        return replace(self, probs=self.probs[:, perm], logits=None if self.logits is None else self.logits[:, perm],
+                       labels=inv[self.labels], predicted=inv[self.predicted], class_names=tuple(names))
 
     def subset(self, index: np.ndarray | Sequence[int]) -> "Predictions":
         """A new Predictions with only the rows in ``index`` (integer positions or boolean mask)."""

@@ -8,7 +8,10 @@ probabilities (shape (n, K), or (n,) for binary p(y=1)); ``y`` is required with 
 from the value otherwise.
 
 Saved files are JSON (never pickle): ``{"format": "pbr-calib-recalibrator", "format_version": 1,
-"method": ..., "params": {...}, "state": {...}, "n_classes": K, "input_type": ...}``. Arrays in
+"method": ..., "params": {...}, "state": {...}, "n_classes": K, "input_type": ...,
+"class_names": [...] or null}`` (the classes' names where the fit data had them, so that
+predictions whose class columns come in another order are matched by name; files written before
+this field are matched by position). Arrays in
 ``state`` are stored as ``{"__ndarray__": nested lists, "dtype": "float64", "shape": [...]}``;
 Python's float repr round-trips float64 exactly, so a loaded recalibrator predicts identically.
 
@@ -26,7 +29,7 @@ from typing import Any, ClassVar, Hashable, Literal
 
 import numpy as np
 
-from pbr_core.predictions import InputType, Predictions, PredictionsError
+from pbr_core.predictions import InputType, Predictions, PredictionsError, real_class_names
 # The progress protocol lives in pbr_core.progress; these names stay importable from here.
 from pbr_core.progress import report_progress, track  # noqa: F401
 from pbr_core.recalibrators import _state
@@ -181,9 +184,10 @@ class Recalibrator:
             self._fit(preds)
         except BaseException:
             # A failed fit (or refit) must not leave an object that looks fitted with half-set state.
-            for name in ("n_classes_", "input_type_"):
+            for name in ("n_classes_", "input_type_", "class_names_"):
                 self.__dict__.pop(name, None)
             raise
+        self.class_names_ = real_class_names(preds.class_names)  # None: matched by position only
         return self
 
     def predict_proba(self, X: Predictions | np.ndarray, input_type: InputType = "auto") -> np.ndarray:
@@ -198,7 +202,18 @@ class Recalibrator:
             raise ValueError(
                 f"Expected predictions with {self.n_classes_} classes (as in fit), but got {preds.n_classes}."
             )
-        return self._predict_proba(preds)
+        names = getattr(self, "class_names_", None)
+        if names is None or not preds.named_classes or tuple(preds.class_names) == names:
+            return self._predict_proba(preds)
+        # Classes are matched by name where both sides have names: a file whose class columns come
+        # in another order gets each class's own parameters (by position it got another class's).
+        if sorted(preds.class_names) != sorted(names):
+            raise ValueError(
+                f"These predictions name the classes {list(preds.class_names)}, but the recalibrator was fitted "
+                f"on {list(names)}: apply it to predictions of the same classes."
+            )
+        probs = self._predict_proba(preds.in_class_order(names))
+        return probs[:, [names.index(c) for c in preds.class_names]]  # back in the input's class order
 
     def n_fits(self) -> int:
         """How many model fits one :meth:`fit` runs (1; ``PBRCV``: one per alpha and inner fold, then
@@ -257,6 +272,7 @@ class Recalibrator:
             "params": _encode(self.get_params()),
             "n_classes": self.n_classes_,
             "input_type": self.input_type_,
+            "class_names": None if getattr(self, "class_names_", None) is None else list(self.class_names_),
             "state": _encode(self._get_state()),
         }
 
@@ -324,6 +340,14 @@ class Recalibrator:
             raise StateError(f"its parameters are invalid: {str(exc).rstrip('.')}") from None
         obj.n_classes_ = _state.whole_number(_state.field(data, "n_classes", "the file"), "n_classes", low=2)
         obj.input_type_ = _state.choice(_state.field(data, "input_type", "the file"), "input_type", SAVED_INPUT_TYPES)
+        names = data.get("class_names")  # absent from files written before class names were saved
+        if names is not None:
+            if (not isinstance(names, list) or len(names) != obj.n_classes_ or not all(isinstance(n, str) for n in names)
+                    or len(set(names)) != len(names)):
+                raise StateError(f"\"class_names\" must be {obj.n_classes_} distinct names, but the file holds "
+                                 f"{_state.shown(names)}")
+            names = tuple(names)
+        obj.class_names_ = names
         state = _state.mapping(_state.field(data, "state", "the file"), "state")
         obj._set_state(_decode(state, "state"))
         return obj

@@ -397,6 +397,7 @@ class _GPRecalibrator(Recalibrator):
         if not result["passed"]:
             return self.fit(preds)
         self.n_classes_, self.input_type_ = other.n_classes_, other.input_type_
+        self.class_names_ = getattr(other, "class_names_", None)
         self.model_, self.input_kind_, self.kl_ = other.model_, other.input_kind_, other.kl_
         self.fit_report_ = {**other.fit_report_, "train_check": result, "fit_shared_with": other.method}
         self.bounds_ = dict(other.bounds_)

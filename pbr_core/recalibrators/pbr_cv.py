@@ -288,6 +288,7 @@ class PBRCV(_GPRecalibrator):
         self.alpha_, self.cv_results_ = alpha, table
         best = self._estimator(alpha)
         best.n_classes_, best.input_type_ = self.n_classes_, self.input_type_
+        best.class_names_ = getattr(self, "class_names_", None)
         best.model_, best.input_kind_, best.kl_ = self.model_, self.input_kind_, self.kl_
         best.fit_report_, best.bounds_ = self.fit_report_, self.bounds_
         self.best_estimator_ = best

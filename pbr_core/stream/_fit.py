@@ -8,7 +8,7 @@ from typing import Callable
 import numpy as np
 from scipy.special import softmax
 
-from pbr_core.predictions import PredictionsError
+from pbr_core.predictions import PredictionsError, real_class_names
 from pbr_core.stream._source import Dataset
 
 __all__ = ["fit_platt", "fit_temperature"]
@@ -89,6 +89,7 @@ def fit_temperature(dataset: Dataset, *, min_temperature: float = 1e-3, max_temp
             break
     rec.n_classes_ = lay.n_classes
     rec.input_type_ = lay.input_type
+    rec.class_names_ = real_class_names(lay.class_names)
     rec.temperature_ = float(1.0 / beta)
     rec.fit_passes_ = passes
     return rec
@@ -381,6 +382,7 @@ def fit_platt(dataset: Dataset, *, targets: str = "auto", max_iter: int = 100, t
                       RuntimeWarning, stacklevel=2)
     rec.n_classes_ = lay.n_classes
     rec.input_type_ = lay.input_type
+    rec.class_names_ = real_class_names(lay.class_names)
     rec.maps_ = [{"slope": float(m.theta[0]), "intercept": float(m.theta[1]), "targets": m.targets} for m in maps]
     rec.fit_passes_ = passes
     return rec

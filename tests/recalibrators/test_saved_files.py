@@ -164,6 +164,8 @@ def test_a_missing_format_version_is_named(tmp_path, temperature_doc):
     ({"params": [1, 2]}, "params must be a group of named fields, but the file holds a list of 2 items"),
     ({"state": {"temperature": True}}, "state.temperature must be a number, but the file holds true"),
     ({"state": {}}, 'state has no "temperature" field'),
+    ({"class_names": ["a", "b"]}, '"class_names" must be 10 distinct names'),
+    ({"class_names": "abc"}, '"class_names" must be 10 distinct names'),
 ])
 def test_the_envelope_is_checked(tmp_path, temperature_doc, change, fragment):
     _refused(tmp_path, {**temperature_doc, **change}, fragment)
@@ -298,3 +300,45 @@ def test_a_gp_fitted_on_a_gpu_still_loads_on_a_cpu_machine(tmp_path, gp_doc):
     doc = {**gp_doc, "params": {**gp_doc["params"], "device": "cuda"}}
     assert _load(tmp_path, doc).device == "cuda"
     _refused(tmp_path, {**gp_doc, "params": {**gp_doc["params"], "device": "tpu"}}, "Expected argument `device`")
+
+
+# ---------------------------------------------------------------------- classes matched by name
+def _named(z, y, names):
+    from pbr_core.predictions import Predictions
+
+    return Predictions.from_arrays(z, y, input_type="logits", class_names=names)
+
+
+def test_a_file_whose_class_columns_come_in_another_order_gets_each_class_its_own_parameters(tmp_path):
+    """A vector-scaling fit saved and applied to the same predictions with the class columns in
+    another order gave each class another class's scale (ECE .0195 became .0468 on a file in the
+    wild): the saved file now names the classes, and prediction matches them by name."""
+    rng = np.random.default_rng(3)
+    z = rng.normal(0, 2, size=(300, 3)) * np.array([3.0, 1.0, 0.5])
+    y = np.array([rng.choice(3, p=np.exp(r) / np.exp(r).sum()) for r in z / 2])
+    names = ("zebra", "apple", "mango")
+    rec = VectorScaling().fit(_named(z, y, names))
+    path = rec.save(tmp_path / "vs.json")
+    assert json.loads(path.read_text())["class_names"] == list(names)
+    loaded = load_recalibrator(path)
+    assert loaded.class_names_ == names
+    order = [2, 0, 1]  # mango, zebra, apple
+    inv = np.argsort(order)
+    same = loaded.predict_proba(_named(z, y, names))
+    moved = loaded.predict_proba(_named(z[:, order], inv[y], tuple(names[i] for i in order)))
+    np.testing.assert_allclose(moved, same[:, order], rtol=0, atol=1e-12)
+    # by position (what it did) the classes' probabilities differ
+    assert np.abs(loaded.predict_proba(z[:, order], input_type="logits") - same[:, order]).max() > 0.05
+    with pytest.raises(ValueError, match=r"name the classes \['zebra', 'apple', 'pear'\].*fitted on"):
+        loaded.predict_proba(_named(z, y, ("zebra", "apple", "pear")))
+
+
+def test_files_without_class_names_and_unnamed_data_are_matched_by_position(tmp_path, logits_labels):
+    X, y = logits_labels
+    rec = TemperatureScaling().fit(X, y)  # arrays: classes "0".."K-1", no names to save
+    doc = rec.to_dict()
+    assert doc["class_names"] is None
+    old = {k: v for k, v in doc.items() if k != "class_names"}  # a file from before the field
+    loaded = _load(tmp_path, old)
+    assert loaded.class_names_ is None
+    np.testing.assert_allclose(loaded.predict_proba(X), rec.predict_proba(X))
