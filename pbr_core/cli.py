@@ -312,6 +312,7 @@ _CLI_WORDS = (
     ("(ignore_columns=)", "(--ignore-columns)"), ("label_column=", "--label-column"),
     ("renormalize=True", "--renormalize"), ("input_type='logits'", "--input-type logits"),
     ("input_type='probabilities'", "--input-type probabilities"),
+    ("`n_re`", "--n-re"), ("n_re=", "--n-re "), ("`n_te`", "--n-te"), ("n_te=", "--n-te "),
 )
 
 
@@ -402,7 +403,7 @@ def _format_table(rows: dict[str, Any]) -> str:
 def _notes_text(notes) -> str:
     """The loader's notes (``Predictions.notes``: which column was read as what, which class is 1,
     what was dropped or renormalised), as ``evaluate`` prints them under its table."""
-    return "\n".join(["how the file was read:", *(f"  {n}" for n in notes)]) if notes else ""
+    return "\n".join(["how the file was read:", *(f"  {cli_words(n)}" for n in notes)]) if notes else ""
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -804,7 +805,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         except RuntimeError as exc:  # a fit failed (without --keep-going)
             raise CLIError(str(exc), EXIT_FIT_FAILED) from exc
         except ValueError as exc:  # unknown method or parameter, n_re >= n
-            raise CLIError(str(exc), EXIT_USAGE) from exc
+            raise CLIError(cli_words(str(exc)), EXIT_USAGE) from exc
     if args.out is not None:
         table.to_csv(args.out, index=False)
     tests = _paired(table, pairs, args.paired_metric)
@@ -864,7 +865,8 @@ def _paired_text(tests, metric: str) -> str:
         if r.n_folds < 2:
             lines.append(f"  {r.a} vs {r.b}: fewer than 2 folds with both values, no test")
             continue
-        verdict = f"{r.better} better (both p < 0.05)" if r.better else "no difference shown at the 5% level"
+        verdict = (f"{r.better} better (both p < 0.05)" if r.better
+                   else "no difference shown at the 5% level (that needs the t-test and Wilcoxon both below 0.05)")
         lines.append(f"  {r.a} - {r.b}: {r.mean_diff:+.4f} [{r.ci_low:+.4f}, {r.ci_high:+.4f}]; t p = {r.t_p:.3g}, "
                      f"Wilcoxon p = {r.wilcoxon_p:.3g}, corrected t p = {r.corrected_t_p:.3g}; "
                      f"A better on {r.a_better_folds}/{r.n_folds} folds: {verdict}")

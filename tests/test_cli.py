@@ -363,7 +363,7 @@ def test_compare_with_a_fixed_test_set_size(capsys, tmp_path) -> None:
                        n_te=3000)
     np.testing.assert_allclose(table["ece"].to_numpy(), expected["ece"].to_numpy(), rtol=0, atol=1e-12)
     code, _, err = run(capsys, "compare", data, "--n-re", "500", "--n-te", "9600", "--quiet")
-    assert code == EXIT_USAGE and "n_te=9600" in err
+    assert code == EXIT_USAGE and "--n-te 9600" in err
 
 
 def test_compare_prints_paired_tests_and_the_binary_ece_choice(capsys, tmp_path) -> None:
