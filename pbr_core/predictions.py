@@ -382,7 +382,7 @@ class Predictions:
                 chosen = "probabilities"
             if chosen == "logits" and _percent_rows(s, tolerance):
                 raise PredictionsError(
-                    f"{source}: the scores look like percentages: every row sums to 100 (row 0: "
+                    f"{source}: the scores look like percentages: every row sums to 100 (the first row to "
                     f"{s[0].sum():.6g}). Divide them by 100 to load them as probabilities, or load the columns "
                     "as logits (input_type='logits') if that is what they are."
                 )
