@@ -210,6 +210,9 @@ class _Options:
     tolerance: float
     max_rows: int | None
     require_labels: bool = True
+    #: (class 0, class 1) of binary data whose labels are class names, when already known (a later
+    #: batch of a streamed dataset, which may hold only one of the two names).
+    binary_names: tuple[str, str] | None = None
 
     @property
     def label_column(self) -> str | None:

@@ -579,7 +579,7 @@ def _full_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Options, no
     if len(score_cols) == 1:
         class_names = None
         if kind == "names":
-            y, class_names = _binary_names(y, score_cols[0], label, src, notes)
+            y, class_names = _binary_names(y, score_cols[0], label, src, notes, opts.binary_names)
         scores = scores[:, 0]
     else:
         if kind == "names":
@@ -675,12 +675,20 @@ def _named_class(header: str, names: Sequence[str]) -> str | None:
     return hits[0] if len(hits) == 1 else None
 
 
-def _binary_names(y: np.ndarray, header: str, label: str, src: _Source, notes: list[str]) -> tuple[np.ndarray, list[str]]:
+def _binary_names(y: np.ndarray, header: str, label: str, src: _Source, notes: list[str],
+                  known: tuple[str, str] | None = None) -> tuple[np.ndarray, list[str]]:
     """Class 1 of binary data whose labels are two class names: the class the score column's header
     names, else the "yes" of a pair such as no/yes or negative/positive; otherwise the file does not
     say which class the score is the probability of, and guessing (e.g. by sorted order) would
-    invert every metric half the time, so it is an error that says how to tell."""
+    invert every metric half the time, so it is an error that says how to tell. ``known``: the
+    (class 0, class 1) already decided (a later batch of a stream: it may hold one name only)."""
     names = sorted(pd.unique(y).tolist())  # hashing in C: fine for millions of rows
+    if known is not None:
+        other = [n for n in names if n not in known]
+        if other:
+            raise src.error(f"column {label!r} holds {_cell(other[0])}, but the classes are {known[0]!r} and "
+                            f"{known[1]!r} (as decided on the first rows).")
+        return (y == known[1]).astype(np.int64), list(known)
     if len(names) != 2:
         raise src.error(
             f"one score column means binary data, so the labels must be 0/1 or exactly two class names, "

@@ -30,7 +30,7 @@ from typing import Iterator, Sequence
 
 from pbr_core.loading._roles import ColumnChoice, column_list
 from pbr_core.loading._source import _Options, _Source
-from pbr_core.predictions import DEFAULT_SUM_TOLERANCE, InputType, Predictions, PredictionsError
+from pbr_core.predictions import DEFAULT_SUM_TOLERANCE, InputType, Predictions, PredictionsError, real_class_names
 
 __all__ = ["Dataset", "Layout", "Unit", "open_dataset"]
 
@@ -283,7 +283,10 @@ def _batch_options(opts: _Options, lay: Layout, groups: tuple[str, ...] = ()) ->
         choice = ColumnChoice(label=lay.label, groups=groups)
     else:
         choice = ColumnChoice(label=lay.label, scores=lay.scores, groups=groups)
-    return replace(opts, columns=choice, input_type=lay.input_type)
+    # Binary labels given as names: every batch maps them as the first did (a batch may hold only one).
+    names = tuple(lay.class_names) if lay.kind == "binary" and len(lay.class_names) == 2 else None
+    return replace(opts, columns=choice, input_type=lay.input_type,
+                   binary_names=names if names is not None and real_class_names(names) else None)
 
 
 def _layout_of(preds: Predictions, opts: _Options) -> Layout:

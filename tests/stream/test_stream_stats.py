@@ -178,3 +178,24 @@ def test_a_streamed_csv_is_read_as_the_same_file_in_memory(dialect, tmp_path) ->
     assert list(ds.layout().class_names) == list(preds.class_names)
     assert ds.layout().notes == preds.notes  # the same reading, said the same way
     _check_equal(stats, preds)
+
+
+def test_binary_name_labels_in_a_batch_that_holds_only_one_of_the_two(tmp_path) -> None:
+    """A day of logs without a single positive: its batch names one class only. Every batch maps the
+    names as the first did (it used to stop: "the labels must be ... exactly two class names")."""
+    rng = np.random.default_rng(0)
+    p = rng.random(600)
+    y = rng.random(600) < p
+    y[300:] = False
+    df = pd.DataFrame({"p_churn": p, "label": np.where(y, "churn", "stay")})
+    path = tmp_path / "logs.parquet"
+    df.to_parquet(path, row_group_size=100)
+    ds = open_dataset(str(path), batch_rows=100)
+    stats = compute_statistics(ds, n_boot=20)
+    preds = pbr_core.load_predictions(path)
+    assert preds.class_names == ("stay", "churn") and tuple(ds.layout().class_names) == ("stay", "churn")
+    _check_equal(stats, preds)
+    df.loc[450, "label"] = "churned"  # a third name in a later batch is still an error naming it
+    df.to_parquet(path, row_group_size=100)
+    with pytest.raises(pbr_core.PredictionsError, match=r"'churned'.*'stay' and 'churn'"):
+        compute_statistics(open_dataset(str(path), batch_rows=100), n_boot=20)
