@@ -134,7 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the pass on this Dask scheduler (tcp://host:8786); needs pbr-calib[scale]")
     g.add_argument("--local-cluster", type=_positive_int, default=None, metavar="N",
                    help="run the pass on a Dask LocalCluster with N worker processes; needs pbr-calib[scale]")
-    g.add_argument("--curve", action="store_true", help="also report the ECE for every B = 1..200 (the ECE curve)")
+    g.add_argument("--curve", action="store_true",
+                   help="also report the ECE for every B = 1..200 (the ECE curve); on one file too")
     g.add_argument("--n-boot", type=_positive_int, default=None, metavar="R",
                    help="bootstrap replicates of the streamed interval (default: as in memory, about 2e8 / n)")
     g.add_argument("--seed", type=int, default=0, help="seed of the streamed interval's random split and weights")
@@ -313,6 +314,7 @@ _CLI_WORDS = (
     ("renormalize=True", "--renormalize"), ("input_type='logits'", "--input-type logits"),
     ("input_type='probabilities'", "--input-type probabilities"),
     ("`n_re`", "--n-re"), ("n_re=", "--n-re "), ("`n_te`", "--n-te"), ("n_te=", "--n-te "),
+    ("every='day'", "--every day"), ("every='week'", "--every week"), ("every='month'", "--every month"),
 )
 
 
@@ -400,6 +402,10 @@ def _format_table(rows: dict[str, Any]) -> str:
     return "\n".join(f"{k:<{width}}  {fmt(v)}" for k, v in rows.items())
 
 
+def _curve_text(table: dict[str, Any]) -> str:
+    return "ece curve  " + ", ".join(f"B={b}: {v:.4g}" for b, v in table["ece_curve"].items())
+
+
 def _notes_text(notes) -> str:
     """The loader's notes (``Predictions.notes``: which column was read as what, which class is 1,
     what was dropped or renormalised), as ``evaluate`` prints them under its table."""
@@ -428,7 +434,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         else:
             print(_format_table({k: v for k, v in table.items() if k not in ("ece_curve", "notes")}))
             if "ece_curve" in table:
-                print("ece curve  " + ", ".join(f"B={b}: {v:.4g}" for b, v in table["ece_curve"].items()))
+                print(_curve_text(table))
             print(_notes_text(table.get("notes", ())))
             if report is not None:
                 print()
@@ -436,6 +442,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return EXIT_OK
     preds = _mapped(args) if args.map_scores else _load(args.file, args)
     table = evaluation_table(preds, args.n_bins, args.lipschitz, args.eps)
+    if args.curve:  # the ECE for every B = 1..200 (and --n-bins), as on a streamed dataset
+        import pbr_core
+
+        bins = sorted(set(range(1, 201)) | ({args.n_bins} if args.n_bins else set()))
+        probs, labels = pbr_core.metrics.ece_inputs(*preds.metric_inputs(), "positive")
+        table["ece_curve"] = {int(b): float(v) for b, v in zip(bins, pbr_core.ece_curve(probs, labels, bins))}
     table["notes"] = list(preds.notes)  # how the file was read: which column is what, which class is 1
     report = None
     if args.by:
@@ -444,7 +456,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         try:
             report = calibration_by_group(preds, args.by, every=args.every)
         except ValueError as exc:
-            raise CLIError(f"{preds.source}: {exc}", EXIT_BAD_INPUT) from exc
+            raise CLIError(f"{preds.source}: {cli_words(str(exc))}", EXIT_BAD_INPUT) from exc
     conventions = None
     if args.libraries:
         from pbr_core.estimators import library_conventions
@@ -459,7 +471,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             table["libraries"] = json.loads(conventions.to_json(orient="records", double_precision=15))
         print(json.dumps(table, indent=2))
         return EXIT_OK
-    print(_format_table({k: v for k, v in table.items() if k != "notes"}))
+    print(_format_table({k: v for k, v in table.items() if k not in ("notes", "ece_curve")}))
+    if "ece_curve" in table:
+        print(_curve_text(table))
     print(_notes_text(table["notes"]))
     if conventions is not None:
         print()

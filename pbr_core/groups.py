@@ -19,6 +19,7 @@ with Holm's method (family-wise error, valid whatever the dependence between gro
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal, Sequence
 
@@ -80,19 +81,70 @@ def bucket_dates(values: pd.Series | np.ndarray, every: Bucket = "week") -> pd.S
     """Dates (or text that parses as dates) as the start of their day, week (Monday) or month, as text
     ``YYYY-MM-DD``, for calibration over time. Values that are not dates are an error naming the first."""
     s = pd.Series(values)
+    if every not in ("day", "week", "month"):
+        raise ValueError(f"Expected argument `every` to be 'day', 'week' or 'month', but got {every!r}")
     if pd.api.types.is_datetime64_any_dtype(s.dtype) and not isinstance(s.dtype, pd.ArrowDtype):
         parsed = s
     else:  # text, or Arrow dates / timestamps (the loader keeps date columns as Arrow dates)
-        parsed = pd.to_datetime(s.astype(object).where(s.notna(), None), errors="coerce", format="mixed")
+        objects = s.astype(object).where(s.notna(), None)
+        text = not (isinstance(s.dtype, pd.ArrowDtype) or pd.api.types.is_datetime64_any_dtype(s.dtype))
+        if text:  # dates as written: a UTC offset is dropped (the day is the one written, not UTC's)
+            objects = objects.map(lambda v: _OFFSET_RE.sub("", v.strip()) if isinstance(v, str) else v)
+        parsed = _parse_dates(objects, text)
     bad = parsed.isna() & s.notna()
     if bad.any():
         r = int(np.flatnonzero(bad.to_numpy())[0])
         raise ValueError(f"value {str(s.iloc[r])!r} at row {r} is not a date.")
-    if every not in ("day", "week", "month"):
-        raise ValueError(f"Expected argument `every` to be 'day', 'week' or 'month', but got {every!r}")
+    suffix = ""
+    tz = getattr(parsed.dt, "tz", None)
+    if tz is not None:  # the wall-clock date in the column's own time zone; a UTC column says so
+        suffix = " (UTC)" if str(tz) in ("UTC", "utc", "+00:00") else ""
+        parsed = parsed.dt.tz_localize(None)
     freq = {"day": "D", "week": "W-SUN", "month": "M"}[every]
     starts = parsed.dt.to_period(freq).dt.start_time
-    return starts.dt.strftime("%Y-%m-%d").where(parsed.notna(), other="(no date)")
+    return (starts.dt.strftime("%Y-%m-%d") + suffix).where(parsed.notna(), other="(no date)")
+
+
+#: A UTC offset or zone letter at the end of a written date-time ("...T21:00:00-05:00", "...Z").
+_OFFSET_RE = re.compile(r"(?<=\d)\s*(?:Z|UTC|GMT|[+-]\d{2}:?\d{2})$", re.IGNORECASE)
+_SLASH_DATE_RE = re.compile(r"^(\d{1,2})[/.](\d{1,2})[/.]\d{2,4}\b")
+
+
+def _parse_dates(objects: pd.Series, text: bool) -> pd.Series:
+    """Dates of a column (NaT where a value is not one). Written text: ISO dates (2024-03-10) as
+    ISO, the others (12/03/2024) day-first where the column shows it (dateutil's day-first would
+    also read 2024-03-10 as 3 October)."""
+    if not text:
+        return pd.to_datetime(objects, errors="coerce", format="mixed")
+    iso = objects.map(lambda v: isinstance(v, str) and bool(_ISO_DATE_RE.match(v))).to_numpy(dtype=bool)
+    parsed = pd.Series(pd.NaT, index=objects.index, dtype="datetime64[ns]")
+    if iso.any():
+        parsed[iso] = pd.to_datetime(objects[iso], errors="coerce", format="ISO8601")
+    if (~iso).any():
+        rest = objects[~iso]
+        parsed[~iso] = pd.to_datetime(rest, errors="coerce", format="mixed", dayfirst=_day_first(rest))
+    return parsed
+
+
+_ISO_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+
+
+def _day_first(values: pd.Series) -> bool:
+    """Whether dates written as a/b/yyyy are day-first: some first number above 12 (16/03/2024).
+    Both orders in one column (16/03/2024 and 03/16/2024) are an error, not a guess per value."""
+    firsts, seconds = [], []
+    for v in values.dropna().head(10_000):
+        if not isinstance(v, str):
+            continue
+        m = _SLASH_DATE_RE.match(v.strip())
+        if m:
+            firsts.append(int(m.group(1)))
+            seconds.append(int(m.group(2)))
+    day_first = any(a > 12 for a in firsts)
+    if day_first and any(b > 12 for b in seconds):
+        raise ValueError("the dates are written both day-first (e.g. 16/03/2024) and month-first (03/16/2024); "
+                         "write them one way, e.g. as 2024-03-16.")
+    return day_first
 
 
 @dataclass
@@ -124,7 +176,7 @@ def _inputs(preds: Predictions, target: Target) -> tuple[np.ndarray, np.ndarray,
 def group_keys(preds: Predictions, by: Sequence[str] | str, every: Bucket | None = None) -> tuple[np.ndarray, list[str]]:
     """The group of every row (text; two columns joined with ' × ') and the column names used."""
     names = by_names(by)
-    parts = []
+    parts, dates = [], []
     for name in names:
         if name == "true class":
             parts.append(class_keys(preds))
@@ -134,8 +186,20 @@ def group_keys(preds: Predictions, by: Sequence[str] | str, every: Bucket | None
             raise ValueError(f"no column {name!r} to group by; the file's other columns are {have or 'none'} "
                              "(or 'true class').")
         col = preds.metadata[name]
-        parts.append(column_keys(col, every, every is not None and is_date_column(col)))
+        dated = every is not None and is_date_column(col)
+        dates.append(dated)
+        parts.append(column_keys(col, every, dated))
+    check_every(every, names, dates)
     return join_keys(parts), names
+
+
+def check_every(every: Bucket | None, names: Sequence[str], dates: Sequence[bool]) -> None:
+    """``every`` buckets dates: an error when none of the columns grouped by holds dates (it would be
+    ignored without a word)."""
+    if every is not None and not any(dates):
+        shown = ", ".join(repr(n) for n in names)
+        raise ValueError(f"every={every!r} groups dates by {every}, but {shown} hold{'s' if len(names) == 1 else ''} "
+                         "no dates.")
 
 
 def by_names(by: Sequence[str] | str) -> list[str]:

@@ -248,3 +248,32 @@ def test_dates_as_the_loader_keeps_them_are_bucketed_in_time_order(adult):
         report = G.calibration_by_group(preds, column, every="month", n_boot=20)
         groups = report.table["group"].tolist()
         assert groups == sorted(groups) and groups[0] == "2025-01-01" and report.table["n"].sum() == adult.n
+
+
+def test_dates_are_bucketed_as_written_not_in_utc():
+    """2024-01-31T20:00:00-05:00 is in January where it was written; it used to go to February's bucket
+    (its UTC day). A zone-aware column buckets its own wall-clock date; a UTC one says UTC."""
+    written = pd.Series(["2024-01-15T21:00:00-05:00", "2024-01-15T22:00:00-05:00", "2024-01-16T08:00:00-05:00",
+                         "2024-01-31T20:00:00-05:00", None])
+    assert G.bucket_dates(written, "day").tolist() == ["2024-01-15", "2024-01-15", "2024-01-16", "2024-01-31",
+                                                       "(no date)"]
+    assert set(G.bucket_dates(written, "month")[:4]) == {"2024-01-01"}
+    new_york = pd.Series(pd.to_datetime(["2024-01-31 23:00", "2024-03-10 01:30", "2024-03-10 03:30"]))
+    new_york = new_york.dt.tz_localize("America/New_York")  # across the DST change
+    assert G.bucket_dates(new_york, "day").tolist() == ["2024-01-31", "2024-03-10", "2024-03-10"]
+    utc = pd.Series(pd.to_datetime(["2024-01-31 23:00"])).dt.tz_localize("UTC")
+    assert G.bucket_dates(utc, "month").tolist() == ["2024-01-01 (UTC)"]
+
+
+def test_day_first_dates_are_read_day_first_and_both_orders_are_an_error():
+    # 16/03/2024 shows the column is day-first, so 12/03/2024 is 12 March (it was read as 3 December);
+    # ISO dates beside them stay ISO (dateutil's day-first would read 2024-03-10 as 3 October)
+    days = pd.Series(["12/03/2024", "16/03/2024", "2024-03-10", "09.03.2024"])
+    assert G.bucket_dates(days, "day").tolist() == ["2024-03-12", "2024-03-16", "2024-03-10", "2024-03-09"]
+    with pytest.raises(ValueError, match="both day-first .* and month-first"):
+        G.bucket_dates(pd.Series(["16/03/2024", "03/17/2024"]), "day")
+
+
+def test_every_on_columns_without_dates_is_an_error_not_ignored(adult):
+    with pytest.raises(ValueError, match=r"every='week' groups dates by week, but 'sex' holds no dates"):
+        G.calibration_by_group(adult, "sex", every="week")

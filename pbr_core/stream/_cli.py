@@ -80,7 +80,7 @@ def evaluate_stream(args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
     Returns the evaluation table and, with ``--by``, the :class:`~pbr_core.groups.GroupReport`
     (the groups are counted in a pass over their columns, then measured in the same pass as the rest).
     """
-    from pbr_core.cli import EXIT_BAD_INPUT, EXIT_USAGE, CLIError
+    from pbr_core.cli import EXIT_BAD_INPUT, EXIT_USAGE, CLIError, cli_words
     from pbr_core.predictions import PredictionsError
     from pbr_core.stream import compute_group_statistics, compute_statistics, evaluate_dataset, stats_config
 
@@ -110,7 +110,7 @@ def evaluate_stream(args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
             except PredictionsError:
                 raise
             except ValueError as exc:  # the grouping itself: an unknown column, too many groups
-                raise CLIError(f"{ds.spec}: {exc}", EXIT_BAD_INPUT) from exc
+                raise CLIError(f"{ds.spec}: {cli_words(str(exc))}", EXIT_BAD_INPUT) from exc
             report = groups.report()
         else:
             stats = _run_guarded(lambda: compute_statistics(

@@ -33,7 +33,7 @@ import pandas as pd
 from pbr_core import metrics as _m
 from pbr_core.bounds import optimal_n_bins
 from pbr_core.groups import (MAX_GROUPS, MIN_ROWS, GroupReport, by_names, check_group_count, class_keys,
-                             column_keys, group_report, is_date_column, join_keys, largest_gap,
+                             check_every, column_keys, group_report, is_date_column, join_keys, largest_gap,
                              spiegelhalter_from_sums)
 from pbr_core.metrics import default_n_boot
 from pbr_core.predictions import Predictions, PredictionsError
@@ -316,6 +316,7 @@ def _key_spec(dataset: Dataset, names: list[str], every: str | None) -> KeySpec:
             if col is None:
                 col = pd.concat(seen[n], ignore_index=True) if seen[n] else pd.Series([], dtype=object)
             dates[n] = bool(is_date_column(col))
+    check_every(every, names, [dates.get(n, False) for n in names])
     return KeySpec(by=tuple(names), every=every, dates=tuple(dates.get(n, False) for n in names),
                    as_float=(False,) * len(names))
 

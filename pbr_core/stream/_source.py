@@ -30,6 +30,7 @@ from typing import Iterator, Sequence
 
 from pbr_core.loading._roles import ColumnChoice, column_list
 from pbr_core.loading._source import _Options, _Source
+from pbr_core.loading._tables import PANDAS_NA_VALUES
 from pbr_core.predictions import DEFAULT_SUM_TOLERANCE, InputType, Predictions, PredictionsError, real_class_names
 
 __all__ = ["Dataset", "Layout", "Unit", "open_dataset"]
@@ -163,7 +164,9 @@ class Dataset:
                 # The loader's reading of the header (separator, encoding, decimal comma), and its
                 # names: stripped, an empty one named by its position as in memory ("Unnamed: 2").
                 names = [c or f"Unnamed: {i}" for i, c in enumerate(dialect.columns)]
-                convert = {"decimal_point": dialect.decimal}
+                # Missing cells as the in-memory reader sees them (empty text is missing, not "").
+                convert = {"decimal_point": dialect.decimal, "null_values": list(PANDAS_NA_VALUES),
+                           "strings_can_be_null": True}
                 if cols:
                     convert["include_columns"] = cols
                 reader = pacsv.open_csv(

@@ -95,3 +95,28 @@ def test_fit_on_a_sample_then_apply_to_the_dataset(capsys, cifar10_parts, cifar1
                                rtol=0, atol=1e-12)
     code, _, err = run(capsys, "apply", model, cifar10_parts, "--out", out_dir)
     assert code == EXIT_USAGE and "not empty" in err
+
+
+def test_missing_text_and_the_curve_are_the_same_streamed_and_in_memory(capsys, tmp_path) -> None:
+    """Empty text cells are the group '(missing)' in both (the streamed CSV reader made them a group ''),
+    and --curve reports the ECE curve for one file in memory too (it was silently left out)."""
+    rng = np.random.default_rng(1)
+    n = 400
+    p = rng.random(n)
+    seg = rng.choice(["a", "b", ""], size=n)
+    path = tmp_path / "seg.csv"
+    path.write_text("p,label,seg\n" + "".join(f"{a},{int(rng.random() < a)},{s}\n" for a, s in zip(p, seg)))
+    tables = {}
+    for mode in ("--stream", None):
+        code, out, _ = run(capsys, "evaluate", path, "--by", "seg", "--curve", "--format", "json",
+                           *([mode] if mode else []))
+        assert code == EXIT_OK
+        tables[mode] = json.loads(out)
+    streamed, whole = tables["--stream"], tables[None]
+    groups = {m: {r["group"]: r["n"] for r in t["groups"]["rows"]} for m, t in tables.items()}
+    assert groups["--stream"] == groups[None] and groups[None]["(missing)"] == int((seg == "").sum())
+    assert len(whole["ece_curve"]) == 200 and whole["ece_curve"].keys() == streamed["ece_curve"].keys()
+    preds = pbr_core.load_predictions(path)
+    expected = pbr_core.ece_curve(preds.p_positive, preds.labels, range(1, 201))
+    np.testing.assert_allclose([whole["ece_curve"][str(b)] for b in range(1, 201)], expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose([streamed["ece_curve"][str(b)] for b in range(1, 201)], expected, rtol=0, atol=1e-12)
