@@ -238,8 +238,14 @@ def is_date_column(col: pd.Series) -> bool:
 
 
 def _looks_like_dates(col: pd.Series) -> bool:
-    sample = col.dropna().astype(str).head(200)
-    return len(sample) > 0 and pd.to_datetime(sample, errors="coerce", format="mixed").notna().mean() > 0.9
+    sample = col.dropna().astype(str).head(200).astype(object)
+    if len(sample) == 0:
+        return False
+    try:  # as bucket_dates reads them: offsets dropped (mixed offsets would stop pandas), ISO apart
+        parsed = _parse_dates(sample.map(lambda v: _OFFSET_RE.sub("", v.strip())), text=True)
+    except ValueError:  # both day orders: dates, which bucket_dates then refuses in words
+        return True
+    return bool(parsed.notna().mean() > 0.9)
 
 
 def check_group_count(n_groups: int, names: Sequence[str], every: Bucket | None = None,

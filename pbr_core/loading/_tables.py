@@ -197,9 +197,15 @@ def _read_csv_typed(src: _Source, sep: str, compression: str | None, encoding: s
         reader = pacsv.open_csv(stream, **_arrow_csv_options(sep, encoding, STREAM_BLOCK_BYTES))
         if compression is None and src.size() <= STREAM_BLOCK_BYTES:
             # The first block is the whole file: its types are inference's, and it is read already.
-            return _arrow_frame(reader.read_all(), csv=True)
-        schema = reader.schema
+            table = reader.read_all()
+            if not offset_text_types(table.schema):
+                return _arrow_frame(table, csv=True)
+            schema = table.schema
+            del table
+        else:
+            schema = reader.schema
         del reader  # and the first block it holds
+    schema = _with_types(schema, offset_text_types(schema))
     with _arrow_input(src, compression) as stream:
         table = pacsv.read_csv(stream, **_arrow_csv_options(sep, encoding, STREAM_BLOCK_BYTES, column_types=schema))
     return _arrow_frame(table, csv=True)
@@ -222,7 +228,28 @@ def _read_csv_whole(src: _Source, sep: str, compression: str | None, encoding: s
 
     with _arrow_input(src, compression) as stream:
         table = pacsv.read_csv(stream, **_arrow_csv_options(sep, encoding))
+    text = offset_text_types(table.schema)
+    if text:
+        del table
+        with _arrow_input(src, compression) as stream:
+            table = pacsv.read_csv(stream, **_arrow_csv_options(sep, encoding, column_types=text))
     return _arrow_frame(table, csv=True)
+
+
+def offset_text_types(schema) -> dict:
+    """{column: string} for the columns Arrow read as time stamps with a zone: the text had UTC offsets
+    (2024-01-31T20:00:00-05:00), which Arrow turns into UTC time stamps, so that grouping by date would
+    count the UTC day, not the day as written. Read as text instead (grouping parses it as written)."""
+    import pyarrow as pa
+
+    return {f.name: pa.string() for f in schema if pa.types.is_timestamp(f.type) and f.type.tz is not None}
+
+
+def _with_types(schema, types: dict):
+    for name, t in types.items():
+        i = schema.get_field_index(name)
+        schema = schema.set(i, schema.field(i).with_type(t))
+    return schema
 
 
 def _arrow_input(src: _Source, compression: str | None):

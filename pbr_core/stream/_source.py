@@ -30,7 +30,7 @@ from typing import Iterator, Sequence
 
 from pbr_core.loading._roles import ColumnChoice, column_list
 from pbr_core.loading._source import _Options, _Source
-from pbr_core.loading._tables import PANDAS_NA_VALUES
+from pbr_core.loading._tables import PANDAS_NA_VALUES, offset_text_types
 from pbr_core.predictions import DEFAULT_SUM_TOLERANCE, InputType, Predictions, PredictionsError, real_class_names
 
 __all__ = ["Dataset", "Layout", "Unit", "open_dataset"]
@@ -154,32 +154,41 @@ class Dataset:
 
         dialect = self._csv_dialect(unit)
         start = 0
+        text_types: dict = {}  # columns of time stamps with UTC offsets, read as text (as in memory)
         try:
-            with self._open(unit.path) as raw:
-                stream = raw
-                if dialect.compression == "gzip" or unit.path.lower().endswith(".gz"):
-                    import gzip
+            for _ in range(2):
+                with self._open(unit.path) as raw:
+                    stream = raw
+                    if dialect.compression == "gzip" or unit.path.lower().endswith(".gz"):
+                        import gzip
 
-                    stream = gzip.open(raw)
-                # The loader's reading of the header (separator, encoding, decimal comma), and its
-                # names: stripped, an empty one named by its position as in memory ("Unnamed: 2").
-                names = [c or f"Unnamed: {i}" for i, c in enumerate(dialect.columns)]
-                # Missing cells as the in-memory reader sees them (empty text is missing, not "").
-                convert = {"decimal_point": dialect.decimal, "null_values": list(PANDAS_NA_VALUES),
-                           "strings_can_be_null": True}
-                if cols:
-                    convert["include_columns"] = cols
-                reader = pacsv.open_csv(
-                    stream,
-                    read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK, column_names=names, skip_rows=1,
-                                                   encoding="latin-1" if dialect.encoding != "utf-8" else "utf8"),
-                    parse_options=pacsv.ParseOptions(delimiter=dialect.sep),
-                    convert_options=pacsv.ConvertOptions(**convert),
-                )
-                for rb in reader:
-                    if rb.num_rows:
-                        yield start, rb
-                    start += rb.num_rows
+                        stream = gzip.open(raw)
+                    # The loader's reading of the header (separator, encoding, decimal comma), and its
+                    # names: stripped, an empty one named by its position as in memory ("Unnamed: 2").
+                    names = [c or f"Unnamed: {i}" for i, c in enumerate(dialect.columns)]
+                    # Missing cells as the in-memory reader sees them (empty text is missing, not "").
+                    convert = {"decimal_point": dialect.decimal, "null_values": list(PANDAS_NA_VALUES),
+                               "strings_can_be_null": True}
+                    if cols:
+                        convert["include_columns"] = cols
+                    if text_types:
+                        convert["column_types"] = text_types
+                    reader = pacsv.open_csv(
+                        stream,
+                        read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK, column_names=names, skip_rows=1,
+                                                       encoding="latin-1" if dialect.encoding != "utf-8" else "utf8"),
+                        parse_options=pacsv.ParseOptions(delimiter=dialect.sep),
+                        convert_options=pacsv.ConvertOptions(**convert),
+                    )
+                    if not text_types:
+                        text_types = offset_text_types(reader.schema)
+                        if text_types:
+                            continue  # open again with those columns read as text
+                    for rb in reader:
+                        if rb.num_rows:
+                            yield start, rb
+                        start += rb.num_rows
+                    return
         except PredictionsError:
             raise
         except StopIteration:

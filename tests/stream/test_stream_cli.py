@@ -120,3 +120,20 @@ def test_missing_text_and_the_curve_are_the_same_streamed_and_in_memory(capsys, 
     expected = pbr_core.ece_curve(preds.p_positive, preds.labels, range(1, 201))
     np.testing.assert_allclose([whole["ece_curve"][str(b)] for b in range(1, 201)], expected, rtol=0, atol=1e-12)
     np.testing.assert_allclose([streamed["ece_curve"][str(b)] for b in range(1, 201)], expected, rtol=0, atol=1e-12)
+
+
+def test_dates_with_utc_offsets_in_a_csv_count_as_written(capsys, tmp_path) -> None:
+    """Arrow reads 2024-01-31T20:00:00-05:00 as a UTC time stamp (February 1st); the loader and the
+    streamed reader keep such a column as the text written, so --every counts the day written."""
+    path = tmp_path / "tz.csv"
+    path.write_text("p,label,ts\n0.2,0,2024-01-15T21:00:00-05:00\n0.7,1,2024-01-15T22:00:00-05:00\n"
+                    "0.4,0,2024-01-16T08:00:00-05:00\n0.9,1,2024-01-31T20:00:00-05:00\n0.3,0,2024-03-10T23:30:00-04:00\n")
+    preds = pbr_core.load_predictions(path)
+    assert preds.metadata["ts"].tolist()[0] == "2024-01-15T21:00:00-05:00"  # as written
+    for mode in ("--stream", None):
+        for every, expected in (("day", {"2024-01-15": 2, "2024-01-16": 1, "2024-01-31": 1, "2024-03-10": 1}),
+                                ("month", {"2024-01-01": 4, "2024-03-01": 1})):
+            code, out, _ = run(capsys, "evaluate", path, "--by", "ts", "--every", every, "--format", "json",
+                               *([mode] if mode else []))
+            assert code == EXIT_OK
+            assert {r["group"]: r["n"] for r in json.loads(out)["groups"]["rows"]} == expected
