@@ -402,14 +402,16 @@ def _format_table(rows: dict[str, Any]) -> str:
     return "\n".join(f"{k:<{width}}  {fmt(v)}" for k, v in rows.items())
 
 
-def _curve_text(table: dict[str, Any]) -> str:
-    return "ece curve  " + ", ".join(f"B={b}: {v:.4g}" for b, v in table["ece_curve"].items())
-
-
-def _notes_text(notes) -> str:
-    """The loader's notes (``Predictions.notes``: which column was read as what, which class is 1,
-    what was dropped or renormalised), as ``evaluate`` prints them under its table."""
-    return "\n".join(["how the file was read:", *(f"  {cli_words(n)}" for n in notes)]) if notes else ""
+def _evaluation_text(table: dict[str, Any]) -> str:
+    """``evaluate``'s table as the terminal shows it (in memory and streamed): the metrics, the ECE
+    curve where asked, then the loader's notes (which column was read as what, which class is 1,
+    what was dropped or renormalised)."""
+    lines = [_format_table({k: v for k, v in table.items() if k not in ("ece_curve", "notes")})]
+    if "ece_curve" in table:
+        lines.append("ece curve  " + ", ".join(f"B={b}: {v:.4g}" for b, v in table["ece_curve"].items()))
+    notes = table.get("notes", ())
+    lines += ["how the file was read:", *(f"  {cli_words(n)}" for n in notes)] if notes else [""]
+    return "\n".join(lines)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -432,10 +434,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 table["groups"] = _groups_json(report)
             print(json.dumps(table, indent=2))
         else:
-            print(_format_table({k: v for k, v in table.items() if k not in ("ece_curve", "notes")}))
-            if "ece_curve" in table:
-                print(_curve_text(table))
-            print(_notes_text(table.get("notes", ())))
+            print(_evaluation_text(table))
             if report is not None:
                 print()
                 print(group_text(report))
@@ -471,10 +470,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             table["libraries"] = json.loads(conventions.to_json(orient="records", double_precision=15))
         print(json.dumps(table, indent=2))
         return EXIT_OK
-    print(_format_table({k: v for k, v in table.items() if k not in ("notes", "ece_curve")}))
-    if "ece_curve" in table:
-        print(_curve_text(table))
-    print(_notes_text(table["notes"]))
+    print(_evaluation_text(table))
     if conventions is not None:
         print()
         print("the same predictions, measured the ways other estimators and libraries do by default:")

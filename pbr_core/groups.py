@@ -86,11 +86,8 @@ def bucket_dates(values: pd.Series | np.ndarray, every: Bucket = "week") -> pd.S
     if pd.api.types.is_datetime64_any_dtype(s.dtype) and not isinstance(s.dtype, pd.ArrowDtype):
         parsed = s
     else:  # text, or Arrow dates / timestamps (the loader keeps date columns as Arrow dates)
-        objects = s.astype(object).where(s.notna(), None)
         text = not (isinstance(s.dtype, pd.ArrowDtype) or pd.api.types.is_datetime64_any_dtype(s.dtype))
-        if text:  # dates as written: a UTC offset is dropped (the day is the one written, not UTC's)
-            objects = objects.map(lambda v: _OFFSET_RE.sub("", v.strip()) if isinstance(v, str) else v)
-        parsed = _parse_dates(objects, text)
+        parsed = _parse_dates(s.astype(object).where(s.notna(), None), text)
     bad = parsed.isna() & s.notna()
     if bad.any():
         r = int(np.flatnonzero(bad.to_numpy())[0])
@@ -111,11 +108,13 @@ _SLASH_DATE_RE = re.compile(r"^(\d{1,2})[/.](\d{1,2})[/.]\d{2,4}\b")
 
 
 def _parse_dates(objects: pd.Series, text: bool) -> pd.Series:
-    """Dates of a column (NaT where a value is not one). Written text: ISO dates (2024-03-10) as
-    ISO, the others (12/03/2024) day-first where the column shows it (dateutil's day-first would
-    also read 2024-03-10 as 3 October)."""
+    """Dates of a column (NaT where a value is not one). Written text is read as written: a UTC
+    offset is dropped (the day is the one written, not UTC's), ISO dates (2024-03-10) as ISO, the
+    others (12/03/2024) day-first where the column shows it (dateutil's day-first would also read
+    2024-03-10 as 3 October)."""
     if not text:
         return pd.to_datetime(objects, errors="coerce", format="mixed")
+    objects = objects.map(lambda v: _OFFSET_RE.sub("", v.strip()) if isinstance(v, str) else v)
     iso = objects.map(lambda v: isinstance(v, str) and bool(_ISO_DATE_RE.match(v))).to_numpy(dtype=bool)
     parsed = pd.Series(pd.NaT, index=objects.index, dtype="datetime64[ns]")
     if iso.any():
@@ -242,7 +241,7 @@ def _looks_like_dates(col: pd.Series) -> bool:
     if len(sample) == 0:
         return False
     try:  # as bucket_dates reads them: offsets dropped (mixed offsets would stop pandas), ISO apart
-        parsed = _parse_dates(sample.map(lambda v: _OFFSET_RE.sub("", v.strip())), text=True)
+        parsed = _parse_dates(sample, text=True)
     except ValueError:  # both day orders: dates, which bucket_dates then refuses in words
         return True
     return bool(parsed.notna().mean() > 0.9)

@@ -63,6 +63,8 @@ METADATA_NAMES = {"row_number": "an identifier", "row_index": "an identifier", "
 #: picked (the loader's own sum check, with the user's tolerance, comes later).
 _BLOCK_TOLERANCE = 1e-3
 _TEXT_SAMPLE = 2000
+#: A number written with a decimal comma ("0,25", "-1,5e-3").
+DECIMAL_COMMA_NUMBER = r"-?\d*,\d+(?:e-?\d+)?"
 _DATE_RE = re.compile(r"^\s*(\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4})([ T]\d{1,2}:\d{2}.*)?\s*$")
 _TRUE_FALSE = frozenset({"true", "false", "yes", "no", "t", "f"})
 
@@ -260,7 +262,7 @@ def profile(series: pd.Series, name: str) -> Profile:
             return Profile(name, "bool")
         if texts.str.match(_DATE_RE).mean() > 0.9:
             return Profile(name, "date")
-        comma = texts.str.strip().str.fullmatch(r"-?\d*,\d+(?:e-?\d+)?", case=False).mean() > 0.9
+        comma = texts.str.strip().str.fullmatch(DECIMAL_COMMA_NUMBER, case=False).mean() > 0.9
         return Profile(name, "text", decimal_comma=bool(comma))
     values = series.astype(object)
     coerced = pd.to_numeric(values, errors="coerce")

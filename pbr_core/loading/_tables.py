@@ -30,7 +30,8 @@ from pbr_core.loading._source import (
     _Source,
     _too_many_rows,
 )
-from pbr_core.loading._roles import Roles, detect_scores, duplicates, find_by_name, named_roles, profile
+from pbr_core.loading._roles import (DECIMAL_COMMA_NUMBER, Roles, detect_scores, duplicates, find_by_name,
+                                     named_roles, profile)
 from pbr_core.predictions import Predictions, PredictionsError
 
 
@@ -88,7 +89,7 @@ def _csv_header(src: _Source, fmt: FileFormat, head: bytes) -> _CsvHeader:
         # Up to 50 data rows of the head (the first may hold only whole numbers: "1;0;0;0").
         rows = [line.decode(encoding, errors="replace") for line in head.split(b"\n")[1:51]]
         cells = [c.strip().strip('"') for row in rows[:-1] for c in row.split(";")]
-        if any(re.fullmatch(r"-?\d*,\d+(e-?\d+)?", c, flags=re.I) for c in cells):
+        if any(re.fullmatch(DECIMAL_COMMA_NUMBER, c, flags=re.I) for c in cells):
             decimal = ","
             notes.append("Numbers are written with a decimal comma (0,25): read them as such.")
     return _CsvHeader(columns, sep, encoding, compression, tuple(notes), decimal)

@@ -93,6 +93,8 @@ class Dataset:
     storage_options: dict = field(default_factory=dict)
     batch_rows: int = BATCH_ROWS
     _layout: Layout | None = None
+    #: How each CSV file's header reads (``_csv_dialect``), sniffed once per file, not per pass.
+    _dialects: dict = field(default_factory=dict, repr=False, compare=False)
 
     # ------------------------------------------------------------------ files
     def _fs(self):
@@ -202,7 +204,9 @@ class Dataset:
     def _csv_dialect(self, unit: Unit):
         """How the in-memory loader reads this CSV file's header (``_csv_header``: separator, encoding,
         decimal comma, compression, the column names), so that a streamed file is read as the same
-        file loaded whole."""
+        file loaded whole. Read once per file."""
+        if unit.path in self._dialects:
+            return self._dialects[unit.path]
         from pbr_core.loading._source import _SNIFF_BYTES
         from pbr_core.loading._tables import _csv_header
 
@@ -222,7 +226,8 @@ class Dataset:
                 return PredictionsError(f"{unit.path}: {message}")
 
         src = _Head()
-        return _csv_header(src, "tsv" if unit.fmt == "tsv" else "csv", src.head())
+        self._dialects[unit.path] = _csv_header(src, "tsv" if unit.fmt == "tsv" else "csv", src.head())
+        return self._dialects[unit.path]
 
     def layout(self) -> Layout:
         """The layout and column roles, detected by the loader on the first non-empty batch."""
@@ -296,9 +301,8 @@ def _batch_options(opts: _Options, lay: Layout, groups: tuple[str, ...] = ()) ->
     else:
         choice = ColumnChoice(label=lay.label, scores=lay.scores, groups=groups)
     # Binary labels given as names: every batch maps them as the first did (a batch may hold only one).
-    names = tuple(lay.class_names) if lay.kind == "binary" and len(lay.class_names) == 2 else None
     return replace(opts, columns=choice, input_type=lay.input_type,
-                   binary_names=names if names is not None and real_class_names(names) else None)
+                   binary_names=real_class_names(lay.class_names) if lay.kind == "binary" else None)
 
 
 def _layout_of(preds: Predictions, opts: _Options) -> Layout:
