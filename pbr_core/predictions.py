@@ -133,6 +133,9 @@ class Predictions:
     column_roles : tuple of (column, role)
         What the loader used every column of the file as: "label", "score", "confidence",
         "predicted", "group", "metadata" or "ignored", in file order (empty for arrays).
+    labels_as_names : bool
+        True when the file wrote each label as its class's name (``cat``, ``yes``) rather than a
+        number: :func:`~pbr_core.loading.save_predictions` then writes the labels back as names.
     """
 
     labels: np.ndarray
@@ -153,6 +156,7 @@ class Predictions:
     has_class_ids: bool = True
     metadata: "pd.DataFrame | None" = field(default=None, repr=False, compare=False)
     column_roles: tuple[tuple[str, str], ...] = ()
+    labels_as_names: bool = False
 
     # ------------------------------------------------------------------ basic facts
     @property
@@ -246,6 +250,7 @@ class Predictions:
             has_class_ids=self.has_class_ids,
             metadata=None if self.metadata is None else self.metadata.iloc[idx].reset_index(drop=True),
             column_roles=self.column_roles,
+            labels_as_names=self.labels_as_names,
         )
 
     def with_probs(self, probs: np.ndarray, source: str | None = None) -> "Predictions":
@@ -254,7 +259,7 @@ class Predictions:
             probs, self.labels if self.has_labels else None, input_type="probabilities", class_names=self.class_names,
             source=source or self.source,
         )
-        return replace(out, metadata=self.metadata, column_roles=self.column_roles)
+        return replace(out, metadata=self.metadata, column_roles=self.column_roles, labels_as_names=self.labels_as_names)
 
     # ------------------------------------------------------------------ construction
     @classmethod

@@ -22,6 +22,7 @@
 #   5. the single-fit grid n_re x K on CUDA (bench_gp.py --parts grid)
 #   6. float32 vs float64 Monte Carlo draws on the GPU (bench_gp.py --parts precision): the fast-PBR
 #      quality bar (benchmarks/RESULTS_fast_pbr.md) on CUDA, whose default draws are float32 too
+# `stability`: step 3 alone, under STABILITY_LIMIT seconds (540 by default).
 # `tests`: the GP test suite with CUDA visible (device="auto" picks the GPU), every failure listed
 # (no -x), in 8 processes where pytest-xdist is installed (the device image has it, and 16 cores):
 # on an H200 (2026-11-28) its 237 tests took 213 s in 8 processes, the slowest (the stability test
@@ -53,6 +54,12 @@ if [ "${1:-}" = tests ]; then
     XDIST=$(python3 -c "import xdist" 2>/dev/null && echo "-n 8")
     step tests_gp 560 python3 -m pytest -q -rfE --tb=short $XDIST tests/gp -p no:cacheprovider
     tail -n 15 "$OUT/tests_gp.log"
+    exit 0
+fi
+if [ "${1:-}" = stability ]; then   # the stability step alone, with most of one call's 600 s
+    PBR_SLOW=1 PBR_SHARED_PREDICTIONS=$(pwd)/.gpu_data step stability "${STABILITY_LIMIT:-540}" \
+        python3 -m pytest -v -rA --tb=short tests/gp/test_stability.py -k paper_protocol -p no:cacheprovider
+    tail -n 15 "$OUT/stability.log"
     exit 0
 fi
 DEVICE=${DEVICE:-cuda}

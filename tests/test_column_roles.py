@@ -346,3 +346,55 @@ def test_pred_prefixed_scores_with_class_name_labels(cifar10):
     preds = load_predictions(_csv(df), format="csv")
     assert preds.class_names == tuple(names)
     np.testing.assert_array_equal(preds.labels, cifar10.labels[:200])
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_apply_writes_class_name_labels_back_as_names(cifar10, kitti, tmp_path, binary):
+    """A file whose labels are class names gets them back as names from `apply`, not as 0..K-1, and
+    the written file reads back to the same classes and labels."""
+    if binary:  # one score column named after class 1, labels yes/no
+        rows = np.random.default_rng(0).permutation(kitti.n)[:300]
+        df = pd.DataFrame({"p_churn": kitti.probs[rows, 1], "churn": np.where(kitti.labels[rows] == 1, "yes", "no")})
+        names = ["no", "yes"]
+        expected = df["churn"].tolist()
+    else:
+        names = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+        df = pd.DataFrame(cifar10.probs[:300], columns=[f"pred_{c}" for c in names])
+        df["label"] = expected = [names[k] for k in cifar10.labels[:300]]
+    src = tmp_path / "named.csv"
+    df.to_csv(src, index=False)
+    model, out = tmp_path / "ts.json", tmp_path / "calibrated.csv"
+    assert cli_main(["fit", str(src), "--method", "temperature", "--out", str(model)]) == 0
+    assert cli_main(["apply", str(model), str(src), "--out", str(out)]) == 0
+    written = pd.read_csv(out)
+    assert written.columns.tolist() == [*names, "label"]
+    assert written["label"].tolist() == expected
+    back, before = load_predictions(out), load_predictions(src)
+    assert back.class_names == tuple(names) and back.labels_as_names
+    np.testing.assert_array_equal(back.labels, before.labels)
+    # numeric labels stay numbers
+    assert not load_predictions(_csv(_export(cifar10).iloc[:50])).labels_as_names
+
+
+@pytest.mark.parametrize("score,label", [("p_churn", "churn"), ("default_prob", "default"), ("P(fraud)", "fraud"),
+                                         ("Churn_Score", "churn")])
+def test_a_label_named_by_its_score_column(kitti, score, label):
+    """A binary export whose label has no usual name but whose score column is named after it
+    (p_churn next to churn) is read with that column as the label, and says so."""
+    rows = np.random.default_rng(1).permutation(kitti.n)[:300]
+    df = pd.DataFrame({"id": np.arange(300), score: kitti.probs[rows, 1], label: kitti.labels[rows],
+                       "region": np.where(rows % 2, "north", "south")})
+    preds = load_predictions(_csv(df), format="csv")
+    assert dict(preds.column_roles) == {"id": "metadata", score: "score", label: "label", "region": "metadata"}
+    np.testing.assert_array_equal(preds.labels, kitti.labels[rows])
+    assert any(f"the score column {score!r} is named after" in n for n in preds.notes)
+
+
+def test_a_column_named_by_a_score_but_not_an_outcome_is_not_the_label(kitti):
+    """'age' next to 'age_score' holds ages, not two outcomes: still no label column (an error that
+    asks for one; without labels required the ages stay metadata)."""
+    df = pd.DataFrame({"age_score": kitti.probs[:200, 1], "age": np.arange(20, 220)})
+    with pytest.raises(PredictionsError, match="no label column"):
+        load_predictions(_csv(df), format="csv")
+    unlabelled = load_predictions(_csv(df), format="csv", require_labels=False)
+    assert not unlabelled.has_labels and unlabelled.metadata.columns.tolist() == ["age"]

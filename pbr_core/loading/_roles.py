@@ -88,7 +88,8 @@ def column_list(value: str | Sequence[str] | None, what: str) -> tuple[str, ...]
 # ------------------------------------------------------------------------------ the decision
 @dataclass
 class Roles:
-    """Which column plays which part; ``reasons`` says why a column was kept as metadata."""
+    """Which column plays which part; ``reasons`` says why a column was kept as metadata (or, for a
+    label column found by something other than its name, why it is the label)."""
 
     label: str | None = None
     scores: list[str] = field(default_factory=list)
@@ -129,7 +130,8 @@ class Roles:
         """One plain line per role: what each column was used as, and why where it was decided."""
         out = []
         if self.label is not None:
-            out.append(f"Label column: {self.label!r}.")
+            why = self.reasons.get(self.label)
+            out.append(f"Label column: {self.label!r}{f' ({why})' if why else ''}.")
         if self.top_label and self.correct is not None:
             out.append(f"Top-label columns: confidence {self.confidence!r}, whether it was right {self.correct!r}.")
         elif self.top_label:

@@ -529,6 +529,10 @@ def _table_roles(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Opti
         correct = find_by_name(rest, CORRECT_COLUMN_NAMES, "correct column", src)
     if roles.label is None:
         roles.label = find_by_name(rest, LABEL_COLUMN_NAMES, "label column", src, option="label_column=")
+        named = _label_named_by_a_score(df, rest) if roles.label is None else None
+        if named is not None:
+            roles.label = named[0]
+            roles.reasons[named[0]] = f"the outcome that the score column {named[1]!r} is named after"
         if roles.label is None and opts.require_labels and not (conf and correct and not pred):
             if correct and not conf and not pred:  # (confidence, correct) records whose confidence has another name
                 raise src.error(
@@ -619,13 +623,14 @@ def _full_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Options, no
             y = _labels_by_integer_header(y, class_names, label, src, notes)
         if stripped is not None and class_names == stripped:
             notes.append(f"Class names: the score columns' headers without their common prefix ({_names(stripped, 6)}).")
-    return _validated(
+    preds = _validated(
         lambda: Predictions.from_arrays(
             scores, y, input_type=opts.input_type, class_names=class_names, renormalize=opts.renormalize,
             tolerance=opts.tolerance, source=src.name, notes=notes, copy=False,
         ),
         _table_row, score_cols,
     )
+    return replace(preds, labels_as_names=True) if kind == "names" else preds
 
 
 #: Prefixes that mark score columns (``p_cat``, ``prob_0``, ``logit_A``); stripped for the class names.
@@ -688,10 +693,9 @@ BINARY_NAME_PAIRS = (("no", "yes"), ("n", "y"), ("false", "true"), ("f", "t"), (
 SCORE_SUFFIXES = ("_probability", "_proba", "_prob", "_score", "_pred", "_p", " probability", " prob")
 
 
-def _named_class(header: str, names: Sequence[str]) -> str | None:
-    """The one class of ``names`` that a score column's header names: the header itself, or without a
-    known prefix (``p_churn``, ``prob_default``) or ending (``churn_prob``), or as ``p(churn)``, all
-    compared case-insensitively; None where it names none (or, ambiguously, both)."""
+def _named_forms(header: str) -> set[str]:
+    """What a score column's header may name, lower case: the header itself, and without a known
+    prefix (``p_churn``, ``prob_default``) or ending (``churn_prob``), or inside ``p(churn)``."""
     h = header.strip().lower()
     forms = {h}
     forms.update(h[len(x):] for x in SCORE_PREFIXES if h.startswith(x) and len(h) > len(x))
@@ -699,8 +703,30 @@ def _named_class(header: str, names: Sequence[str]) -> str | None:
     m = re.fullmatch(r"p(?:rob)?\s*\(\s*(?:y\s*=\s*)?(.+?)\s*\)", h)
     if m:
         forms.add(m.group(1))
+    return forms
+
+
+def _named_class(header: str, names: Sequence[str]) -> str | None:
+    """The one class of ``names`` that a score column's header names (:func:`_named_forms`, compared
+    case-insensitively); None where it names none (or, ambiguously, both)."""
+    forms = _named_forms(header)
     hits = [n for n in names if str(n).strip().lower() in forms]
     return hits[0] if len(hits) == 1 else None
+
+
+def _label_named_by_a_score(df: pd.DataFrame, columns: Sequence[str]) -> tuple[str, str] | None:
+    """(label, score column) where exactly one column of at most two distinct values is named by
+    another column's header as what it is the probability of (``churn`` and ``p_churn``,
+    ``default`` and ``default_prob``): the label column of a binary file whose label has no usual
+    name. One pass over the headers."""
+    lower = {c.strip().lower(): c for c in columns}
+    found = {}
+    for s in columns:
+        for form in _named_forms(s) - {s.strip().lower()}:
+            if form in lower and lower[form] != s:
+                found.setdefault(lower[form], s)
+    found = {c: s for c, s in found.items() if df[c].nunique(dropna=True) <= 2}
+    return next(iter(found.items())) if len(found) == 1 else None
 
 
 def _binary_names(y: np.ndarray, header: str, label: str, src: _Source, notes: list[str],

@@ -54,7 +54,8 @@ def save_predictions(
         ``input_type="probabilities"``), or a Predictions value (its probabilities; a top-label-only
         value is written as ``confidence``, ``predicted``, ``label``).
     labels : array of shape (n,), optional
-        Integer labels; defaults to ``preds_or_probs.labels`` for a Predictions value.
+        Integer labels; defaults to ``preds_or_probs.labels`` for a Predictions value (written as
+        class names where the file it was loaded from wrote them so: ``Predictions.labels_as_names``).
     path_or_buffer : str, path-like or binary file object, optional
         Where to write; None returns the bytes (e.g. for a download button).
     format : {"csv", "parquet"}, optional
@@ -113,7 +114,9 @@ def save_predictions(
         _check_writable_names(names)
         df = pd.DataFrame(preds.probs, columns=names)
         if preds.has_labels:
-            df["label"] = preds.labels.astype(np.int64)
+            # Labels the file wrote as class names are written back as those names, not as numbers.
+            df["label"] = (np.asarray(names, dtype=object)[preds.labels] if preds.labels_as_names
+                           else preds.labels.astype(np.int64))
 
     if preds.metadata is not None:  # ids, groups, dates... stay next to the rows they belong to
         for name in preds.metadata.columns:
