@@ -219,6 +219,15 @@ class Predictions:
         positions "0".."K-1" that arrays without names get."""
         return real_class_names(self.class_names) is not None
 
+    def only_label(self) -> str | None:
+        """The class every row's true label is, when all are the same class (a filtered export, a
+        slice of one outcome) and there are at least two rows; else None (also without labels or
+        class ids)."""
+        if not self.has_labels or not self.has_class_ids or self.n < 2 or np.any(self.labels != self.labels[0]):
+            return None
+        k = int(self.labels[0])
+        return str(self.class_names[k]) if 0 <= k < len(self.class_names) else str(k)
+
     def in_class_order(self, names: Sequence[str]) -> "Predictions":
         """The same predictions with their classes (columns, labels, predicted class) in the order of
         ``names``, a reordering of ``class_names``."""

@@ -271,6 +271,12 @@ def _error_box(cur: state.Loaded | None) -> None:
     st.error(body.strip(), icon=":material/error:")
 
 
+#: The Data page's warning on a file whose rows all have the same true label.
+ONE_CLASS_WARNING = ("Every row's true label is the same class (**{name}**). Calibration is then measured against "
+                     "that one outcome only, and a recalibrator fitted on these rows learns to predict only that "
+                     "class. If the file should hold all outcomes, check how it was exported (a filter?).")
+
+
 def _summary(cur: state.Loaded) -> None:
     p = cur.preds
     st.subheader(f"Loaded: {cur.name}")
@@ -290,8 +296,12 @@ def _summary(cur: state.Loaded) -> None:
     scores = ("logits (turned into probabilities with a softmax)" if p.input_type == "logits"
               else "probabilities")
     st.markdown(f"The score columns were read as **{scores}**.")
-    if p.notes:
-        st.info("**What the loader decided**\n\n" + "\n".join(f"* {texts.for_the_page(n)}" for n in p.notes),
+    only = p.only_label() if cur.stream is None else None
+    notes = [n for n in p.notes if only is None or not n.startswith("Every row's true label")]
+    if only is not None:  # a filtered export, most likely: shown as a warning, not among the notes
+        st.warning(ONE_CLASS_WARNING.format(name=only), icon=":material/warning:")
+    if notes:
+        st.info("**What the loader decided**\n\n" + "\n".join(f"* {texts.for_the_page(n)}" for n in notes),
                 icon=":material/info:")
     if p.column_roles:
         with st.expander(f"Every column and what it was used as ({len(p.column_roles)} columns)",

@@ -50,6 +50,7 @@ holds :func:`load_predictions`, which picks the reader.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import Sequence
 
 import numpy as np
@@ -187,10 +188,21 @@ def load_predictions(
                         else "the file is empty (only blank lines).")
     with _as_input_error(src, fmt):
         if fmt in ("csv", "tsv"):
-            return _load_csv(src, fmt, head, opts)
-        if fmt == "parquet":
-            return _load_parquet(src, head, opts)
-        return _load_numpy(src, fmt, head, opts)
+            preds = _load_csv(src, fmt, head, opts)
+        elif fmt == "parquet":
+            preds = _load_parquet(src, head, opts)
+        else:
+            preds = _load_numpy(src, fmt, head, opts)
+    only = preds.only_label()
+    if only is not None:
+        preds = dataclasses.replace(preds, notes=(*preds.notes, ONE_CLASS_NOTE.format(name=only)))
+    return preds
+
+
+#: The note on a file whose rows all have the same true label.
+ONE_CLASS_NOTE = ("Every row's true label is the same class ({name!r}): calibration is measured against that one "
+                  "outcome only, and a recalibrator fitted on these rows learns to predict only that class. Check "
+                  "that the file is not a filtered export.")
 
 
 def _head_and_format(src: _Source, format: str | None) -> tuple[bytes, FileFormat]:

@@ -143,3 +143,24 @@ def test_scores_that_are_not_probabilities_are_mapped_and_the_rest_audited(at):
     assert not at.exception
     ece = pbr_core.ece(ref.preds.p_positive, ref.preds.labels)
     assert any(m.value == f"{ece:.4f}" for m in at.metric if m.label == "ECE")
+
+
+def test_a_file_of_one_outcome_gets_a_warning(at, export):
+    """Every label the same class (a filtered export): the page warns once, the numbers still load."""
+    one = export[export["correct_answer"] == 3].rename(columns={"correct_answer": "label"})
+    _upload(at, "only_cats.csv", one)
+    assert not at.error
+    warnings = [w.value for w in at.warning if "same class" in w.value]
+    assert len(warnings) == 1 and "**3**" in warnings[0]
+    assert not any("same class" in i.value for i in at.info)
+    _upload(at, "all.csv", export.rename(columns={"correct_answer": "label"}))
+    assert not any("same class" in w.value for w in at.warning)
+
+
+def test_the_loader_notes_a_file_of_one_outcome(export):
+    one = export[export["correct_answer"] == 3].rename(columns={"correct_answer": "label"})
+    preds = pbr_core.load_predictions(one.to_csv(index=False).encode(), format="csv")
+    assert preds.only_label() == "3" and any("same class ('3')" in n for n in preds.notes)
+    both = pbr_core.load_predictions(export.rename(columns={"correct_answer": "label"}).to_csv(index=False).encode(),
+                                     format="csv")
+    assert both.only_label() is None and not any("same class" in n for n in both.notes)
