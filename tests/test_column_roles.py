@@ -398,3 +398,49 @@ def test_a_column_named_by_a_score_but_not_an_outcome_is_not_the_label(kitti):
         load_predictions(_csv(df), format="csv")
     unlabelled = load_predictions(_csv(df), format="csv", require_labels=False)
     assert not unlabelled.has_labels and unlabelled.metadata.columns.tolist() == ["age"]
+
+
+def _pipeline_output(kitti, n: int = 400, multiclass: bool = False) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """A text classifier's output as such pipelines write it: the predicted class and a `score` that is
+    the confidence in that class (not p(y=1)), next to the true label. Real KITTI probabilities."""
+    rows = np.random.default_rng(2).permutation(kitti.n)[:n]
+    p1, y = kitti.probs[rows, 1], kitti.labels[rows]
+    pred = (p1 >= 0.5).astype(int)
+    conf = np.where(pred == 1, p1, 1 - p1)
+    names = np.array(["NEGATIVE", "POSITIVE"])
+    df = pd.DataFrame({"text": [f"review {i}" for i in range(n)], "prediction": names[pred], "score": conf,
+                       "label": names[y]})
+    return df, conf, (pred == y).astype(float)
+
+
+def test_a_pipelines_prediction_and_score_are_read_as_top_label(kitti):
+    """Reading `score` as p(POSITIVE) would be silently wrong (its values are all >= 0.5): the file is
+    read as (confidence, predicted, label) and its ECE is the top-label ECE of the real confidences."""
+    df, conf, correct = _pipeline_output(kitti)
+    preds = load_predictions(_csv(df), format="csv")
+    assert preds.kind == "top_label"
+    assert dict(preds.column_roles) == {"text": "metadata", "prediction": "predicted", "score": "confidence",
+                                        "label": "label"}
+    assert any("predicted class varies, which p(y=1) cannot do" in n for n in preds.notes)
+    assert pbr_core.ece(*preds.metric_inputs()) == pytest.approx(pbr_core.ece(conf, correct), abs=1e-12)
+
+
+def test_a_binary_probability_with_its_argmax_prediction_stays_binary(kitti):
+    """p(y=1) next to the class it predicts (argmax): a binary file as before, the prediction is metadata."""
+    rows = np.random.default_rng(3).permutation(kitti.n)[:400]
+    df = pd.DataFrame({"prediction": (kitti.probs[rows, 1] >= 0.5).astype(int), "p": kitti.probs[rows, 1],
+                       "label": kitti.labels[rows]})
+    preds = load_predictions(_csv(df), format="csv")
+    assert preds.kind == "binary" and dict(preds.column_roles)["p"] == "score"
+    np.testing.assert_allclose(preds.p_positive, kitti.probs[rows, 1], rtol=0, atol=0)
+
+
+def test_one_score_column_with_many_classes_is_the_predicted_class_confidence(cifar10):
+    rows = np.arange(500)
+    names = np.array([f"c{k}" for k in range(10)])
+    df = pd.DataFrame({"prediction": names[cifar10.predicted[rows]], "score": cifar10.confidence[rows],
+                       "label": names[cifar10.labels[rows]]})
+    preds = load_predictions(_csv(df), format="csv")
+    assert preds.kind == "top_label" and any("cannot hold the probabilities of 10 classes" in n for n in preds.notes)
+    assert pbr_core.ece(*preds.metric_inputs()) == pytest.approx(
+        pbr_core.ece(cifar10.confidence[rows], cifar10.correct[rows]), abs=1e-12)

@@ -135,7 +135,9 @@ class Roles:
         if self.top_label and self.correct is not None:
             out.append(f"Top-label columns: confidence {self.confidence!r}, whether it was right {self.correct!r}.")
         elif self.top_label:
-            out.append(f"Top-label columns: confidence {self.confidence!r}, predicted class {self.predicted!r}.")
+            why = self.reasons.get(self.confidence)
+            out.append(f"Top-label columns: confidence {self.confidence!r}{f' ({why})' if why else ''}, "
+                       f"predicted class {self.predicted!r}.")
         if self.scores:
             out.append(f"Score columns ({len(self.scores)}): {_short(self.scores)}.")
         if self.groups:

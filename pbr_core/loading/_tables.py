@@ -547,6 +547,12 @@ def _table_roles(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Opti
         return roles
     layout_columns = (conf, pred, correct)
     detect_scores(df, [c for c in rest if c not in layout_columns], src, roles, opts.renormalize)
+    if conf is None and pred is not None and roles.label is not None and len(roles.scores) == 1:
+        why = _confidence_of_predicted(df[roles.scores[0]], df[pred], df[roles.label])
+        if why:  # e.g. a text classifier's (prediction, score) output: a top-label file
+            conf = roles.scores[0]
+            roles.scores = []
+            roles.reasons[conf] = why
     if conf is not None and len(roles.scores) < 2 and (
             (pred is not None and roles.label is not None) or (correct is not None and pred is None)):
         # A top-label file: confidence with the predicted class (and the label), or with whether the
@@ -575,6 +581,25 @@ def _table_roles(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Opti
     order = {c: i for i, c in enumerate(columns)}
     roles.metadata.sort(key=order.__getitem__)
     return roles
+
+
+def _confidence_of_predicted(score: pd.Series, predicted: pd.Series, label: pd.Series) -> str | None:
+    """Why the one score column of a file with a predicted-class column is the confidence in that
+    predicted class (the (prediction, score) output of a text classification pipeline), not p(y=1);
+    None where it may be p(y=1). Either the classes are more than two (one column cannot be the
+    probability vector), or every value is at least 0.5 while the predicted class varies (p(y=1)
+    >= 0.5 on every row with an argmax prediction would always predict class 1)."""
+    values = pd.to_numeric(score, errors="coerce")
+    if values.isna().any():
+        return None
+    n_pred, n_label = predicted.nunique(dropna=True), label.nunique(dropna=True)
+    if max(n_pred, n_label) > 2:
+        return (f"the confidence in the predicted class {predicted.name!r}: one score column cannot hold the "
+                f"probabilities of {max(n_pred, n_label)} classes")
+    if n_pred == 2 and bool((values >= 0.5).all()):
+        return (f"the confidence in the predicted class {predicted.name!r}: every value is at least 0.5 while the "
+                "predicted class varies, which p(y=1) cannot do")
+    return None
 
 
 def _keep_named(roles: Roles, series: pd.Series, column: str, why: str) -> None:

@@ -137,3 +137,26 @@ def test_dates_with_utc_offsets_in_a_csv_count_as_written(capsys, tmp_path) -> N
                                *([mode] if mode else []))
             assert code == EXIT_OK
             assert {r["group"]: r["n"] for r in json.loads(out)["groups"]["rows"]} == expected
+
+
+def test_a_pipelines_prediction_and_score_stream_as_top_label(capsys, tmp_path) -> None:
+    """(prediction, score = confidence in it, label) with class names: read as top-label in memory
+    and streamed, with the same ECE (not as p(POSITIVE), which would be silently wrong)."""
+    rng = np.random.default_rng(4)
+    n = 600
+    p1 = rng.random(n)
+    names = np.array(["NEGATIVE", "POSITIVE"])
+    pred = (p1 >= 0.5).astype(int)
+    y = (rng.random(n) < p1).astype(int)
+    conf = np.where(pred == 1, p1, 1 - p1)
+    path = tmp_path / "pipeline.csv"
+    pd.DataFrame({"prediction": names[pred], "score": conf, "label": names[y]}).to_csv(path, index=False)
+    tables = {}
+    for mode in ("--stream", None):
+        code, out, _ = run(capsys, "evaluate", path, "--format", "json", *([mode] if mode else []))
+        assert code == EXIT_OK
+        tables[mode] = json.loads(out)
+    expected = pbr_core.ece(conf, (pred == y).astype(float))
+    assert tables[None]["kind"] == tables["--stream"]["kind"] == "top_label"
+    assert tables[None]["ece"] == pytest.approx(expected, abs=1e-12)
+    assert tables["--stream"]["ece"] == pytest.approx(expected, abs=1e-12)
