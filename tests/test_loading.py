@@ -413,7 +413,7 @@ def test_missing_file_and_directory(tmp_path):
     must_contain(error_of(tmp_path / "d.csv"), "not a file")
 
 
-@pytest.mark.parametrize("name", ["preds.xlsx", "preds", "preds.json.gz"])
+@pytest.mark.parametrize("name", ["preds.xlsx", "preds", "preds.xml.gz"])
 def test_unsupported_suffix_names_it_and_the_accepted_ones(name, tmp_path):
     path = tmp_path / name
     path.write_bytes(b"a,b,label\n0.5,0.5,1\n")

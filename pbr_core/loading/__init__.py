@@ -1,4 +1,4 @@
-"""Reading prediction files (CSV, TSV, Parquet, NPZ, NPY) into a validated :class:`Predictions`.
+"""Reading prediction files (CSV, TSV, Parquet, JSON, JSON Lines, NPZ, NPY) into a validated :class:`Predictions`.
 
 Accepted formats
 ----------------
@@ -19,7 +19,15 @@ CSV / TSV (``.csv``, ``.tsv``, also gzip-compressed ``.csv.gz`` / ``.tsv.gz``) a
       (or ``prediction`` / ``pred`` / ``predicted_label``) column and a label column. Enough for
       ECE and reliability diagrams, not for recalibration.
 
+    * Scores as a vector in one cell (a Parquet list column, ``[0.1, 0.7, 0.2]`` in a CSV cell, a
+      JSON array): one column of K numbers per row, named like scores (``probs``, ``logits``...)
+      or holding probability vectors, is read as the scores of classes 0..K-1.
+
     A leading unnamed column holding 0..n-1 (a pandas index written by ``to_csv()``) is dropped.
+JSON (``.json``) and JSON Lines (``.jsonl``, ``.ndjson``), also gzip-compressed
+    Records read as the rows of a table, with the same columns as above: an array of objects, one
+    object per line, an object of equal-length column arrays, or an object holding one array of
+    objects (``{"samples": [...]}``). Nested objects become ``parent.child`` columns.
 NPZ (``.npz``)
     Arrays ``logits`` or ``probs`` / ``probabilities`` / ``scores`` of shape (n, K) (or (n,) for
     binary p(y=1)), ``labels`` or ``y`` of shape (n,) (or the array named by ``label_column``),
@@ -58,6 +66,7 @@ import numpy as np
 from pbr_core.loading import _source
 from pbr_core.loading._roles import ColumnChoice, column_list
 from pbr_core.loading._numpy import _load_numpy
+from pbr_core.loading._json import _load_json, read_json_frame
 from pbr_core.loading._source import (
     ACCEPTED_SUFFIXES,
     CONFIDENCE_COLUMN_NAMES,
@@ -116,8 +125,10 @@ def load_predictions(
     source : str, path-like, bytes or binary file object
         A path, or the raw bytes of a file (an upload), or an object with ``read()`` (e.g.
         Streamlit's ``UploadedFile``, whose ``name`` is used for the format and the messages).
-    format : {"csv", "tsv", "csv.gz", "tsv.gz", "parquet", "npz", "npy"}, optional
-        Overrides the file name's suffix. Bytes with neither a format nor a name are sniffed.
+    format : {"csv", "tsv", "csv.gz", "tsv.gz", "parquet", "json", "jsonl", "npz", "npy"}, optional
+        Overrides the file name's suffix. Bytes with neither a format nor a name are sniffed. JSON:
+        an array of records, one record per line (JSON Lines, ``.jsonl``), or an object of
+        equal-length columns; nested objects become ``parent.child`` columns.
     label_column : str, optional
         Header of the label column of a table, when it is not one of :data:`LABEL_COLUMN_NAMES`
         (for an NPZ archive: the name of the labels array).
@@ -191,6 +202,8 @@ def load_predictions(
             preds = _load_csv(src, fmt, head, opts)
         elif fmt == "parquet":
             preds = _load_parquet(src, head, opts)
+        elif fmt in ("json", "jsonl"):
+            preds = _load_json(src, fmt, head, opts)
         else:
             preds = _load_numpy(src, fmt, head, opts)
     only = preds.only_label()
@@ -245,6 +258,8 @@ def read_columns(source: Source, *, format: str | None = None, name: str | None 
             import pyarrow.parquet as pq
 
             return [c for c in pq.ParquetFile(src.reader_arg()).schema_arrow.names if not _is_unnamed(c)]
+        if fmt in ("json", "jsonl"):
+            return [str(c) for c in read_json_frame(src, fmt, head).columns]
         if fmt == "npz" and head.startswith(b"PK"):
             with np.load(src.reader_arg(), allow_pickle=False) as npz:
                 return list(npz.files)
@@ -277,6 +292,8 @@ def read_table(source: Source, *, format: str | None = None, name: str | None = 
             import pyarrow.parquet as pq
 
             df = pq.ParquetFile(src.reader_arg()).read().to_pandas()
+        elif fmt in ("json", "jsonl"):
+            df = read_json_frame(src, fmt, head)
         else:
             raise src.error(f"a {fmt.upper()} file holds arrays, not a table of named columns.")
     df.columns = [str(c).strip() for c in df.columns]

@@ -17,7 +17,7 @@ from typing import IO, Literal, Union
 from pbr_core.predictions import InputType, PredictionsError
 
 Source = Union[str, os.PathLike[str], bytes, bytearray, memoryview, IO[bytes]]
-FileFormat = Literal["csv", "tsv", "parquet", "npz", "npy"]
+FileFormat = Literal["csv", "tsv", "parquet", "json", "jsonl", "npz", "npy"]
 
 #: Header names (compared case-insensitively) that mark the true-label column of a table.
 LABEL_COLUMN_NAMES = ("label", "labels", "y", "y_true", "target", "true_label", "class", "true_class", "true_labels",
@@ -36,7 +36,8 @@ NPZ_LABEL_KEYS = ("labels", "y")
 # suffix or format hint -> format; compression of CSV/TSV is read from the bytes themselves.
 _FORMATS: dict[str, FileFormat] = {
     "csv": "csv", "csv.gz": "csv", "tsv": "tsv", "tsv.gz": "tsv",
-    "parquet": "parquet", "pq": "parquet", "npz": "npz", "npy": "npy",
+    "parquet": "parquet", "pq": "parquet", "json": "json", "json.gz": "json", "jsonl": "jsonl", "jsonl.gz": "jsonl",
+    "ndjson": "jsonl", "ndjson.gz": "jsonl", "npz": "npz", "npy": "npy",
 }
 ACCEPTED_SUFFIXES = tuple("." + s for s in _FORMATS)
 
@@ -169,6 +170,8 @@ def _resolve_format(src: _Source, format: str | None, head: bytes) -> FileFormat
     for prefix, fmt in sniffed.items():
         if head.startswith(prefix):
             return fmt  # type: ignore[return-value]
+    if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"["):  # no CSV header starts with a brace
+        return "json"
     if _looks_like_text(head):
         return "csv"
     raise src.error(

@@ -32,6 +32,7 @@ from pbr_core.loading._source import (
 )
 from pbr_core.loading._roles import (DECIMAL_COMMA_NUMBER, Roles, detect_scores, duplicates, find_by_name,
                                      named_roles, profile)
+from pbr_core.loading._vectors import collapse_roles, expand_score_vectors
 from pbr_core.predictions import Predictions, PredictionsError
 
 
@@ -465,6 +466,9 @@ def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]
         df = df.iloc[:n_keep]
     if len(df) == 0:
         raise src.error(f"the file is empty: a header ({_names(columns)}) but no data rows.")
+    df, choice, expanded = expand_score_vectors(df, opts.columns, src, notes)
+    if expanded:  # a column of score vectors, now one column per class
+        opts, columns = replace(opts, columns=choice), list(df.columns)
     df = _drop_unnamed(df, columns, src, opts, notes)
     columns = list(df.columns)
     roles = _table_roles(df, columns, src, opts)
@@ -479,7 +483,7 @@ def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]
         preds = _full_table(df, roles, src, opts, notes)
     kept = roles.kept()
     return replace(preds, metadata=df[kept].reset_index(drop=True) if kept else None,
-                   column_roles=roles.table(columns))
+                   column_roles=collapse_roles(roles.table(columns), expanded))
 
 
 def _drop_unnamed(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Options, notes: list[str]) -> pd.DataFrame:

@@ -164,3 +164,21 @@ def test_the_loader_notes_a_file_of_one_outcome(export):
     both = pbr_core.load_predictions(export.rename(columns={"correct_answer": "label"}).to_csv(index=False).encode(),
                                      format="csv")
     assert both.only_label() is None and not any("same class" in n for n in both.notes)
+
+
+def test_a_json_lines_upload_with_a_score_vector_loads(at, export):
+    """JSON Lines records with the probabilities as one array per record, as an evaluation harness writes
+    them: the page reads one score column per class and the ECE equals the CSV's."""
+    import json
+
+    probs = export[[f"p_{k}" for k in range(10)]].to_numpy()
+    lines = "\n".join(json.dumps({"meta": {"segment": s}, "probs": [float(x) for x in p], "label": int(y)})
+                      for s, p, y in zip(export["segment"], probs, export["correct_answer"]))
+    at.file_uploader(key="data_upload").upload("run.jsonl", lines.encode(), "application/json").run()
+    assert not at.exception and not at.error
+    preds = at.session_state["pbr_loaded"].preds
+    assert preds.n_classes == 10 and preds.metadata.columns.tolist() == ["meta.segment"]
+    assert "10 numbers per row" in _page_text(at)
+    at.switch_page("views/reliability.py").run()
+    ece = pbr_core.ece(probs, export["correct_answer"].to_numpy())
+    assert any(m.value == f"{ece:.4f}" for m in at.metric if m.label == "ECE")

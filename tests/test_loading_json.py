@@ -1,0 +1,159 @@
+"""JSON / JSON Lines files and score vectors in one cell, as LLM harnesses, web services and
+DataFrames with list columns write them. The records are real: the bundled LLM answers (confidence,
+correct, model, dataset) and CIFAR-10 ResNet-110 predictions; every number is pinned against the
+same predictions loaded from the bundled CSV / NPZ."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import pbr_core
+from pbr_core import PredictionsError, load_predictions
+from pbr_core.cli import main as cli_main
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_data"
+
+
+@pytest.fixture(scope="module")
+def llm() -> pd.DataFrame:
+    return pd.read_csv(SAMPLES / "llm_qa_confidence_correct.csv.gz").iloc[:2000]
+
+
+@pytest.fixture(scope="module")
+def cifar10():
+    return load_predictions(SAMPLES / "cifar10_resnet110.npz").subset(np.arange(600))
+
+
+def _records(df: pd.DataFrame) -> list[dict]:
+    return json.loads(df.to_json(orient="records"))
+
+
+def test_the_shapes_of_json_files_all_read_the_same(llm, tmp_path):
+    expected = load_predictions(llm.to_csv(index=False).encode(), format="csv")
+    recs = _records(llm)
+    files = {
+        "lines.jsonl": "\n".join(json.dumps(r) for r in recs) + "\n\n",
+        "array.json": json.dumps(recs),
+        "columns.json": json.dumps({c: v for c, v in zip(llm.columns, (llm[c].tolist() for c in llm.columns))}),
+        "harness.json": json.dumps({"config": {"model": "several"}, "samples": recs}),
+        "lines_named.json": "\n".join(json.dumps(r) for r in recs),  # JSON Lines under a .json name
+        "lines.ndjson": "\n".join(json.dumps(r) for r in recs),
+    }
+    for name, text in files.items():
+        path = tmp_path / name
+        path.write_text(text)
+        preds = load_predictions(path)
+        assert preds.kind == expected.kind and preds.n == expected.n, name
+        np.testing.assert_array_equal(preds.confidence, expected.confidence)
+        np.testing.assert_array_equal(preds.correct, expected.correct)
+        assert preds.metadata.columns.tolist() == expected.metadata.columns.tolist(), name
+    gz = tmp_path / "lines.jsonl.gz"
+    gz.write_bytes(gzip.compress(files["lines.jsonl"].encode()))
+    assert pbr_core.ece(*load_predictions(gz).metric_inputs()) == pytest.approx(
+        pbr_core.ece(*expected.metric_inputs()), abs=1e-15)
+    # bytes without a name (an upload) are recognised as JSON by their first character
+    assert load_predictions(files["array.json"].encode()).n == expected.n
+
+
+def test_nested_fields_become_columns_to_group_by(llm, tmp_path, capsys):
+    recs = [{"doc": {"dataset": r["dataset"], "id": i}, "confidence": r["confidence"], "correct": r["correct"],
+             "model": r["model"]} for i, r in enumerate(_records(llm))]
+    path = tmp_path / "samples.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in recs))
+    preds = load_predictions(path)
+    assert {"doc.dataset", "doc.id", "model"} <= set(preds.metadata.columns)
+    assert cli_main(["evaluate", str(path), "--by", "doc.dataset", "--format", "json"]) == 0
+    table = json.loads(capsys.readouterr().out)
+    by = {r["group"]: r["n"] for r in table["groups"]["rows"]}
+    assert by == llm["dataset"].value_counts().to_dict()
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"confidence": 0.9, "correct": 1}\n{"confidence": 0.8, correct: 0}\n', "line 2, column"),
+    ('[{"confidence": 0.9, "correct": 1}, [0.8, 0]]', "record 2 is a list"),
+    ('{"a": [{"x": 1}], "b": [{"y": 2}]}', "several arrays of records"),
+    ('[]', "no records"),
+    ('3.5', "single float"),
+    ('[{"confidence": 0.9, "correct": 1', "not valid JSON"),
+])
+def test_broken_json_is_a_message_that_names_the_problem(text, message, tmp_path):
+    path = tmp_path / ("bad.jsonl" if text.count("\n") > 1 else "bad.json")
+    path.write_text(text)
+    with pytest.raises(PredictionsError, match=message):
+        load_predictions(path)
+
+
+def test_a_score_vector_per_cell_reads_as_one_column_per_class(cifar10, tmp_path):
+    """Parquet list columns, JSON arrays and CSV cells written from a DataFrame with a list column."""
+    frame = pd.DataFrame({"id": np.arange(cifar10.n), "probs": list(cifar10.probs), "label": cifar10.labels})
+    frame.to_parquet(tmp_path / "v.parquet")
+    frame.to_csv(tmp_path / "v.csv", index=False)  # numpy's repr: "[2.55e-04 1.88e-04 ...]" over lines
+    (tmp_path / "v.jsonl").write_text("\n".join(  # as a harness writes them: json.dumps, full precision
+        json.dumps({"logits": [float(x) for x in z], "label": int(y), "segment": "ab"[i % 2]})
+        for i, (z, y) in enumerate(zip(cifar10.logits, cifar10.labels))))
+    for name, atol in (("v.parquet", 1e-15), ("v.csv", 1e-7), ("v.jsonl", 1e-12)):
+        preds = load_predictions(tmp_path / name)
+        assert preds.n_classes == 10 and preds.class_names == tuple(str(k) for k in range(10)), name
+        np.testing.assert_allclose(preds.probs, cifar10.probs, rtol=0, atol=atol)
+        np.testing.assert_array_equal(preds.labels, cifar10.labels)
+        roles = dict(preds.column_roles)
+        assert roles.get("probs", roles.get("logits")) == "score" and roles["label"] == "label", name
+        assert any("numbers per row: read as the scores of classes 0..9" in n for n in preds.notes)
+    assert load_predictions(tmp_path / "v.jsonl").input_type == "logits"
+
+
+def test_a_streamed_folder_reads_the_vector_column_like_the_file(cifar10, tmp_path, capsys):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    half = cifar10.n // 2
+    for i, rows in enumerate((slice(0, half), slice(half, None))):
+        pd.DataFrame({"probs": list(cifar10.probs[rows]), "label": cifar10.labels[rows]}).to_parquet(
+            folder / f"part{i}.parquet")
+    assert cli_main(["evaluate", str(folder), "--format", "json"]) == 0
+    streamed = json.loads(capsys.readouterr().out)
+    assert streamed["n"] == cifar10.n and streamed["ece"] == pytest.approx(
+        pbr_core.ece(cifar10.probs, cifar10.labels), abs=1e-12)
+
+
+def test_vectors_that_are_not_scores_stay_metadata(cifar10):
+    """An embedding next to the score columns is not read as scores; two score vectors are an error
+    that asks which one, and naming it settles it."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(cifar10.probs, columns=[f"c{k}" for k in range(10)])
+    df["embedding"] = list(rng.normal(size=(cifar10.n, 8)))
+    df["label"] = cifar10.labels
+    preds = load_predictions(df.to_parquet())
+    assert preds.n_classes == 10 and dict(preds.column_roles)["embedding"] == "metadata"
+    both = pd.DataFrame({"probs": list(cifar10.probs), "logits": list(cifar10.logits), "label": cifar10.labels})
+    with pytest.raises(PredictionsError, match="'probs', 'logits' each hold a vector"):
+        load_predictions(both.to_parquet())
+    chosen = load_predictions(both.to_parquet(), score_columns="logits")
+    assert chosen.input_type == "logits" and dict(chosen.column_roles)["probs"] == "metadata"
+    np.testing.assert_allclose(chosen.probs, cifar10.probs, rtol=0, atol=1e-12)
+
+
+def test_ragged_vectors_name_the_row():
+    df = pd.DataFrame({"probs": [[0.5, 0.5], [0.2, 0.3, 0.5], [0.1, 0.9]], "label": [0, 1, 1]})
+    with pytest.raises(PredictionsError, match=r"holds 2 scores per row, but row 2 .* holds 3"):
+        load_predictions(df.to_parquet())
+
+
+def test_jsonl_in_a_folder_says_how_to_stream_it(tmp_path):
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text('{"confidence": 0.9, "correct": 1}\n')
+    with pytest.raises(PredictionsError, match="convert them to Parquet"):
+        pbr_core.stream.open_dataset(str(folder / "*.jsonl"))
+
+
+def test_a_csv_under_a_json_name_says_so(tmp_path):
+    path = tmp_path / "preds.json"
+    path.write_text("a,b,label\n0.5,0.5,1\n")
+    with pytest.raises(PredictionsError, match="another format .* under a .json name"):
+        load_predictions(path)
