@@ -421,7 +421,7 @@ def test_a_pipelines_prediction_and_score_are_read_as_top_label(kitti):
     assert preds.kind == "top_label"
     assert dict(preds.column_roles) == {"text": "metadata", "prediction": "predicted", "score": "confidence",
                                         "label": "label"}
-    assert any("predicted class varies, which p(y=1) cannot do" in n for n in preds.notes)
+    assert any("both predicted classes span the same values" in n for n in preds.notes)
     assert pbr_core.ece(*preds.metric_inputs()) == pytest.approx(pbr_core.ece(conf, correct), abs=1e-12)
 
 
@@ -444,3 +444,27 @@ def test_one_score_column_with_many_classes_is_the_predicted_class_confidence(ci
     assert preds.kind == "top_label" and any("cannot hold the probabilities of 10 classes" in n for n in preds.notes)
     assert pbr_core.ece(*preds.metric_inputs()) == pytest.approx(
         pbr_core.ece(cifar10.confidence[rows], cifar10.correct[rows]), abs=1e-12)
+
+
+def test_the_models_own_outputs_are_never_taken_for_the_label(kitti):
+    """y_pred next to y_pred_proba, pred next to pred_prob: the model's decisions, not the truth; no
+    label column (an error when labels are required, unlabelled data otherwise)."""
+    rows = np.random.default_rng(5).permutation(kitti.n)[:200]
+    p1 = kitti.probs[rows, 1]
+    for decision, score in (("y_pred", "y_pred_proba"), ("pred", "pred_prob"), ("yhat", "yhat_score")):
+        df = pd.DataFrame({decision: (p1 >= 0.5).astype(int), score: p1})
+        with pytest.raises(PredictionsError, match="no label column"):
+            load_predictions(_csv(df), format="csv")
+        assert not load_predictions(_csv(df), format="csv", require_labels=False).has_labels
+
+
+def test_a_probability_with_a_stricter_threshold_or_a_rounded_prediction_stays_binary(kitti):
+    """Every p(y=1) >= 0.5 with a 0.7 threshold: the predicted classes are separated by the score, so
+    it is p(y=1), not a confidence; a float 'prediction' (a rounded score) is metadata."""
+    rows = np.random.default_rng(6).permutation(kitti.n)[:300]
+    p1 = 0.5 + 0.5 * kitti.probs[rows, 1]
+    y = kitti.labels[rows]
+    for pred in ((p1 > 0.7).astype(int), np.round(p1, 3)):
+        preds = load_predictions(_csv(pd.DataFrame({"label": y, "score": p1, "prediction": pred})), format="csv")
+        assert preds.kind == "binary"
+        np.testing.assert_allclose(preds.p_positive, p1, rtol=0, atol=1e-15)

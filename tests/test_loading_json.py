@@ -157,3 +157,45 @@ def test_a_csv_under_a_json_name_says_so(tmp_path):
     path.write_text("a,b,label\n0.5,0.5,1\n")
     with pytest.raises(PredictionsError, match="another format .* under a .json name"):
         load_predictions(path)
+
+
+def test_a_column_object_with_a_constant_field_and_nested_score_objects(tmp_path):
+    """{"label": [...], "score": [...], "model": "x"}: the constant fills its column; scores written as a
+    JSON object per record ({"probs": {"cat": .., "dog": ..}}) are named by their fields."""
+    path = tmp_path / "cols.json"
+    path.write_text(json.dumps({"label": [0, 1, 1, 0], "score": [0.2, 0.9, 0.6, 0.4], "model": "m-7b"}))
+    preds = load_predictions(path)
+    assert preds.kind == "binary" and preds.metadata["model"].tolist() == ["m-7b"] * 4
+    recs = [{"probs": {"cat": p, "dog": 1 - p}, "label": lab} for p, lab in ((0.8, "cat"), (0.3, "dog"), (0.6, "dog"))]
+    nested = tmp_path / "nested.jsonl"
+    nested.write_text("\n".join(json.dumps(r) for r in recs))
+    preds = load_predictions(nested)
+    assert preds.class_names == ("cat", "dog") and preds.labels.tolist() == [0, 1, 1]
+    np.testing.assert_allclose(preds.probs[:, 0], [0.8, 0.3, 0.6])
+
+
+def test_lists_that_are_not_the_scores_change_nothing(tmp_path):
+    """Regressions found in review: tags, token ids, embeddings with a missing cell, intervals, a
+    parenthesised note, the top-2 predicted classes: all metadata next to the real score column,
+    whose numbers stay those of the file."""
+    rng = np.random.default_rng(0)
+    n = 200
+    p = rng.uniform(size=n)
+    y = (rng.uniform(size=n) < p).astype(int)
+    frames = {
+        "note": pd.DataFrame({"label": y, "p_1": p, "note": ["(none)"] * n}).to_csv(index=False).encode(),
+        "tags_csv": pd.DataFrame({"label": y, "p_1": p, "tags": [str(["a", "b"])] * n}).to_csv(index=False).encode(),
+        "score_ci": pd.DataFrame({"label": y, "score": p, "score_ci": ["[0.2, 0.4]"] * n}).to_csv(index=False).encode(),
+        "ragged_ids": pd.DataFrame({"label": y, "p_1": p, "ids": [list(range(i % 4 + 1)) for i in range(n)]}).to_parquet(),
+        "emb_null": pd.DataFrame({"label": y, "p_1": p, "emb": [[0.1, 0.2, 0.3]] * (n - 1) + [None]}).to_parquet(),
+        "tokens_json": json.dumps([{"label": int(a), "score": float(b), "tokens": list(range(i % 5 + 1))}
+                                   for i, (a, b) in enumerate(zip(y, p))]).encode(),
+        "top2_json": json.dumps([{"label": int(a), "p_1": float(b), "predicted_top2": [1, 0]}
+                                 for a, b in zip(y, p)]).encode(),
+    }
+    for name, data in frames.items():
+        preds = load_predictions(data, name=f"{name}.{'parquet' if data[:4] == b'PAR1' else 'json' if data[:1] == b'[' else 'csv'}")
+        assert preds.kind == "binary", name
+        np.testing.assert_allclose(preds.p_positive, p, rtol=0, atol=1e-15, err_msg=name)
+        np.testing.assert_array_equal(preds.labels, y)
+        assert [r for _, r in preds.column_roles].count("metadata") == 1, name

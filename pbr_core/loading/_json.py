@@ -5,8 +5,8 @@ columns; a list of numbers stays one cell, which :mod:`pbr_core.loading._vectors
 scores of the classes):
 
 * JSON Lines (``.jsonl``, ``.ndjson``): one object per line; blank lines are skipped.
-* JSON (``.json``): an array of objects; an object of equal-length arrays (one per column); or an
-  object with exactly one array of objects (``{"samples": [...]}``, the rest is the file's header).
+* JSON (``.json``): an array of objects; an object of equal-length arrays (one per column; a
+  single value fills its column); or an object with exactly one array of objects (``{"samples": [...]}``, the rest is the file's header).
   A ``.json`` file that holds one object per line is read as JSON Lines.
 
 Both may be gzip-compressed (``.json.gz``, ``.jsonl.gz``).
@@ -61,8 +61,9 @@ def _records(value, src: _Source) -> list | dict:
         tables = [k for k, v in lists.items() if v and all(isinstance(r, dict) for r in v)]
         if len(tables) == 1:
             return lists[tables[0]]  # {"samples": [{...}, ...], "config": ...}
-        if not tables and lists and len(lists) == len(value) and len({len(v) for v in lists.values()}) == 1:
-            return value  # {"column": [...], ...}
+        scalars = all(not isinstance(v, (list, dict)) for k, v in value.items() if k not in lists)
+        if not tables and lists and scalars and len({len(v) for v in lists.values()}) == 1:
+            return value  # {"column": [...], ..., "model": "x"}: a scalar field fills its column
         what = (f"several arrays of records ({', '.join(repr(t) for t in tables[:5])})" if tables
                 else "no array of records")
         raise src.error(f"the JSON object holds {what}; expected an array of records ([{{...}}, ...]), one "
@@ -86,7 +87,7 @@ def read_json_frame(src: _Source, fmt: FileFormat, head: bytes, max_rows: int | 
                         " A JSON file starts with { or [: is it another format (e.g. CSV) under a .json name?")
                 raise src.error(f"not valid JSON: {_where(exc)}.{hint}") from None
             rows = _lines(text, src)  # one object per line under a .json name
-    n = len(next(iter(rows.values()))) if isinstance(rows, dict) else len(rows)
+    n = len(next(v for v in rows.values() if isinstance(v, list))) if isinstance(rows, dict) else len(rows)
     if n == 0:
         raise src.error("the file holds no records (no data rows).")
     if max_rows is not None and n > max_rows:

@@ -199,6 +199,10 @@ class ColumnChoice:
     scores: tuple[str, ...] | None = None
     groups: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
+    #: A top-label layout already decided (the later batches of a streamed dataset): the confidence
+    #: and predicted-class columns, used as they are instead of being found again.
+    confidence: str | None = None
+    predicted: str | None = None
 
     @property
     def named_any(self) -> bool:

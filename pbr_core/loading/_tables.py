@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import os
 import re
 import warnings
 from dataclasses import dataclass, replace
@@ -527,13 +528,16 @@ def _table_roles(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Opti
     assigned = {roles.label, *roles.scores, *roles.groups, *roles.ignored}
     rest = [c for c in columns if c not in assigned]
     conf = pred = correct = None
-    if choice.scores is None:
+    if choice.confidence is not None:  # a later batch of a stream: the first batch decided the layout
+        conf, pred = choice.confidence, choice.predicted
+    elif choice.scores is None:
         conf = find_by_name(rest, CONFIDENCE_COLUMN_NAMES, "confidence column", src)
         pred = find_by_name(rest, PREDICTED_COLUMN_NAMES, "predicted-class column", src)
         correct = find_by_name(rest, CORRECT_COLUMN_NAMES, "correct column", src)
     if roles.label is None:
         roles.label = find_by_name(rest, LABEL_COLUMN_NAMES, "label column", src, option="label_column=")
-        named = _label_named_by_a_score(df, rest) if roles.label is None else None
+        named = (_label_named_by_a_score(df, [c for c in rest if c not in (conf, pred, correct)])
+                 if roles.label is None else None)
         if named is not None:
             roles.label = named[0]
             roles.reasons[named[0]] = f"the outcome that the score column {named[1]!r} is named after"
@@ -551,7 +555,8 @@ def _table_roles(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Opti
         return roles
     layout_columns = (conf, pred, correct)
     detect_scores(df, [c for c in rest if c not in layout_columns], src, roles, opts.renormalize)
-    if conf is None and pred is not None and roles.label is not None and len(roles.scores) == 1:
+    if (conf is None and pred is not None and roles.label is not None and len(roles.scores) == 1
+            and choice.scores is None):
         why = _confidence_of_predicted(df[roles.scores[0]], df[pred], df[roles.label])
         if why:  # e.g. a text classifier's (prediction, score) output: a top-label file
             conf = roles.scores[0]
@@ -594,16 +599,28 @@ def _confidence_of_predicted(score: pd.Series, predicted: pd.Series, label: pd.S
     probability vector), or every value is at least 0.5 while the predicted class varies (p(y=1)
     >= 0.5 on every row with an argmax prediction would always predict class 1)."""
     values = pd.to_numeric(score, errors="coerce")
-    if values.isna().any():
+    if values.isna().any() or not _class_values(predicted):  # a float "prediction" is a rounded score: metadata
         return None
     n_pred, n_label = predicted.nunique(dropna=True), label.nunique(dropna=True)
     if max(n_pred, n_label) > 2:
         return (f"the confidence in the predicted class {predicted.name!r}: one score column cannot hold the "
                 f"probabilities of {max(n_pred, n_label)} classes")
     if n_pred == 2 and bool((values >= 0.5).all()):
-        return (f"the confidence in the predicted class {predicted.name!r}: every value is at least 0.5 while the "
-                "predicted class varies, which p(y=1) cannot do")
+        # p(y=1) with any threshold separates the two predicted classes by the score; a confidence in
+        # the predicted class does not (both classes' rows range over [0.5, 1]).
+        a, b = (values[(predicted == v).to_numpy()] for v in predicted.dropna().unique())
+        if min(a.max(), b.max()) > max(a.min(), b.min()):
+            return (f"the confidence in the predicted class {predicted.name!r}: every value is at least 0.5 and "
+                    "both predicted classes span the same values, which p(y=1) with a threshold cannot do")
     return None
+
+
+def _class_values(values: pd.Series) -> bool:
+    """Text, true/false or whole numbers: values that can name a class."""
+    v = values.dropna()
+    if not pd.api.types.is_numeric_dtype(v.dtype) or pd.api.types.is_bool_dtype(v.dtype):
+        return True
+    return bool(np.all(np.asarray(v, dtype=np.float64) == np.round(np.asarray(v, dtype=np.float64))))
 
 
 def _keep_named(roles: Roles, series: pd.Series, column: str, why: str) -> None:
@@ -668,6 +685,12 @@ SCORE_PREFIXES = ("probability_", "probabilities_", "pred_prob_", "pred_proba_",
 
 
 def _strip_prefix(headers: Sequence[str]) -> list[str] | None:
+    common = os.path.commonprefix(list(headers))
+    if "." in common:  # a JSON object of scores, flattened: probs.cat, probs.dog -> cat, dog
+        cut = common.rindex(".") + 1
+        names = [h[cut:] for h in headers]
+        if all(names) and len(set(names)) == len(names):
+            return _strip_prefix(names) or names
     for prefix in SCORE_PREFIXES:
         if all(h.lower().startswith(prefix) and len(h) > len(prefix) for h in headers):
             names = [h[len(prefix):] for h in headers]
@@ -743,12 +766,16 @@ def _named_class(header: str, names: Sequence[str]) -> str | None:
     return hits[0] if len(hits) == 1 else None
 
 
+#: Words in a column's name that mark the model's own output (a decision, a prediction), never the truth.
+_DECISION_WORDS = ("pred", "hat", "decision", "guess", "score", "prob", "conf", "correct")
+
+
 def _label_named_by_a_score(df: pd.DataFrame, columns: Sequence[str]) -> tuple[str, str] | None:
     """(label, score column) where exactly one column of at most two distinct values is named by
     another column's header as what it is the probability of (``churn`` and ``p_churn``,
     ``default`` and ``default_prob``): the label column of a binary file whose label has no usual
     name. One pass over the headers."""
-    lower = {c.strip().lower(): c for c in columns}
+    lower = {c.strip().lower(): c for c in columns if not any(w in c.lower() for w in _DECISION_WORDS)}
     found = {}
     for s in columns:
         for form in _named_forms(s) - {s.strip().lower()}:

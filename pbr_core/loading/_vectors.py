@@ -3,13 +3,15 @@ records and CSV files written from a DataFrame with a list column hold them.
 
 :func:`expand_score_vectors` replaces such a column by one column per class (named ``0``..``K-1``,
 so the labels index them), when the column is the scores: named as the score columns, or named like
-scores (``probs``, ``logits``, ``scores``...), or holding probability vectors (values in [0, 1],
-each summing to 1). Other vector columns (embeddings, token ids) are left as they are: metadata.
+scores (``probs``, ``logits``, ``scores``...), or, in a file with no other float column, holding
+probability vectors (values in [0, 1], each summing to 1). Other vector columns (embeddings, token
+ids, tags, intervals) are left as they are: metadata.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
@@ -17,85 +19,114 @@ import pandas as pd
 
 from pbr_core.loading._source import ColumnChoice, _Source
 
-#: Words in a column's name that say it holds the scores (compared in lower case).
-SCORE_WORDS = ("prob", "logit", "score", "softmax", "pred", "output")
-_BRACKETED = re.compile(r"^\s*[\[(].*[\])]\s*$", re.S)
+#: Names of a score-vector column (compared in lower case, on the last part of the name, so that
+#: ``class_probs`` and the JSON field ``output.logits`` count, ``score_ci`` and ``top2_pred`` do not).
+SCORE_VECTOR_NAMES = ("probs", "prob", "probabilities", "probability", "proba", "pred_proba", "predict_proba",
+                      "logits", "logit", "scores", "score", "softmax")
+_BRACKETED = re.compile(r"^\s*\[.*\]\s*$", re.S)
 _SPLIT = re.compile(r"[,;\s]+")
 _SAMPLE = 50
 
 
-def _kind(values: pd.Series) -> str | None:
-    """'array' (lists / arrays in the cells), 'text' ("[0.1, 0.9]" strings) or None, from the first values."""
-    sample = values.dropna().iloc[:_SAMPLE].tolist()
-    if not sample:
+def _cell_vector(cell, kind: str) -> np.ndarray | None:
+    """One cell as a 1-D float array, or None where it is not a list of numbers."""
+    try:
+        if kind == "text":
+            inner = cell.strip()[1:-1].strip()
+            row = np.asarray([float(x) for x in _SPLIT.split(inner) if x] if inner else [], dtype=np.float64)
+        else:
+            row = np.asarray(cell, dtype=np.float64)
+    except (TypeError, ValueError, AttributeError):
         return None
-    if all(isinstance(v, (list, tuple, np.ndarray)) for v in sample):
+    return row if row.ndim == 1 else None
+
+
+def _kind(values: pd.Series) -> str | None:
+    """'array' (lists / arrays in the cells) or 'text' ("[...]" strings) from the first cells, else None."""
+    sample = values.iloc[:_SAMPLE].tolist()
+    if sample and all(isinstance(v, (list, tuple, np.ndarray)) for v in sample):
         return "array"
-    if all(isinstance(v, str) and _BRACKETED.match(v) for v in sample):
+    if sample and all(isinstance(v, str) and _BRACKETED.match(v) for v in sample):
         return "text"
     return None
 
 
-def _parse_text(cell: str) -> list[float]:
-    inner = cell.strip()[1:-1].strip()
-    return [float(x) for x in _SPLIT.split(inner) if x] if inner else []
+def _uniform(values: pd.Series, kind: str) -> bool:
+    """Whether the first cells are all lists of the same number (>= 2) of numbers."""
+    rows = [_cell_vector(v, kind) for v in values.iloc[:_SAMPLE].tolist()]
+    return not any(r is None for r in rows) and len({r.size for r in rows}) == 1 and rows[0].size >= 2
 
 
 def _matrix(values: pd.Series, kind: str, column: str, src: _Source) -> np.ndarray:
+    """The whole column as an (n, K) matrix; a row that is not K numbers is an error naming it."""
     from pbr_core.loading._tables import _table_row
 
-    rows = []
-    width = None
-    for i, cell in enumerate(values.tolist()):
-        if cell is None or (isinstance(cell, float) and np.isnan(cell)):
-            raise src.error(f"column {column!r} holds a vector of scores per row, but {_table_row(i)} has none.")
-        try:
-            row = np.asarray(_parse_text(cell) if kind == "text" else cell, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise src.error(f"column {column!r} holds a vector of scores per row, but {_table_row(i)} holds "
-                            f"{str(cell)[:60]!r}, which is not a list of numbers.") from None
-        if row.ndim != 1:
-            raise src.error(f"column {column!r} at {_table_row(i)} holds a nested list; expected one number per class.")
-        if width is None:
-            width = row.size
-        elif row.size != width:
-            raise src.error(f"column {column!r} holds {width} scores per row, but {_table_row(i)} holds {row.size}: "
-                            "every row needs one score per class.")
-        rows.append(row)
-    return np.vstack(rows)
+    cells = values.tolist()
+    first = _cell_vector(cells[0], kind)
+    if first is None or first.size < 2:
+        raise src.error(f"column {column!r} is named as the scores, but its first row holds {str(cells[0])[:60]!r}, "
+                        "not a list of one number per class.")
+    m = np.empty((len(cells), first.size), dtype=np.float64)
+    for i, cell in enumerate(cells):
+        row = None if cell is None or (isinstance(cell, float) and np.isnan(cell)) else _cell_vector(cell, kind)
+        if row is None:
+            raise src.error(f"column {column!r} holds a vector of {first.size} scores per row, but {_table_row(i)} "
+                            f"holds {str(cell)[:60]!r}.")
+        if row.size != first.size:
+            raise src.error(f"column {column!r} holds {first.size} scores per row, but {_table_row(i)} holds "
+                            f"{row.size}: every row needs one score per class.")
+        m[i] = row
+    return m
 
 
-def _looks_like_scores(column: str, m: np.ndarray) -> bool:
-    if any(w in column.lower() for w in SCORE_WORDS):
-        return True
-    head = m[:_SAMPLE]
+def _named_like_scores(column: str) -> bool:
+    return re.split(r"[._\s-]+", column.strip().lower())[-1] in SCORE_VECTOR_NAMES or \
+        column.strip().lower() in SCORE_VECTOR_NAMES
+
+
+def _probability_vectors(values: pd.Series, kind: str) -> bool:
+    head = np.vstack([_cell_vector(v, kind) for v in values.iloc[:_SAMPLE].tolist()])
     return bool(np.all((head >= 0) & (head <= 1)) and np.allclose(head.sum(axis=1), 1.0, atol=1e-4))
+
+
+def _other_scores(df: pd.DataFrame, column: str, choice: ColumnChoice) -> bool:
+    """Whether other columns could be the scores: float columns besides the label and ``column``."""
+    return any(c != column and c != choice.label and pd.api.types.is_float_dtype(df[c].dtype)
+               for c in df.columns)
 
 
 def expand_score_vectors(df: pd.DataFrame, choice: ColumnChoice, src: _Source,
                          notes: list[str]) -> tuple[pd.DataFrame, ColumnChoice, dict[str, list[str]]]:
     """The frame with a score-vector column replaced by one column per class, the column choice
-    with that column's name replaced by the new ones, and {vector column: its new columns}."""
+    with that column's name replaced by the new ones, and {vector column: its new columns}.
+
+    A column of lists is expanded when it is named as the score column or named like scores
+    (:data:`SCORE_VECTOR_NAMES`), or when its first cells are probability vectors and no other
+    column of the file holds floats. Other columns are decided on their first cells only; the
+    chosen column is converted whole (a row of it that is not K numbers is an error naming it)."""
     named = set(choice.scores or ())
-    found: dict[str, np.ndarray] = {}
+    found: dict[str, str] = {}
     for c in df.columns:
         dtype = df[c].dtype
-        if not (pd.api.types.is_object_dtype(dtype) or isinstance(dtype, pd.StringDtype)) or c == choice.label or c in choice.ignore or c in choice.groups:
+        if not (pd.api.types.is_object_dtype(dtype) or isinstance(dtype, pd.StringDtype)) or c == choice.label \
+                or c in choice.ignore or c in choice.groups:
             continue
         if choice.scores is not None and c not in named:
             continue
         kind = _kind(df[c])
         if kind is None:
             continue
-        m = _matrix(df[c], kind, c, src)
-        if m.shape[1] >= 2 and (c in named or _looks_like_scores(c, m)):
-            found[c] = m
+        if c in named or _named_like_scores(c):  # the scores: a row that is not K numbers is an error
+            found[c] = kind
+        elif _uniform(df[c], kind) and not _other_scores(df, c, choice) and _probability_vectors(df[c], kind):
+            found[c] = kind
     if not found:
         return df, choice, {}
     if len(found) > 1:
         raise src.error(f"columns {', '.join(repr(c) for c in found)} each hold a vector of scores per row; say "
                         "which holds the scores (score_columns=).")
-    column, m = next(iter(found.items()))
+    column, kind = next(iter(found.items()))
+    m = _matrix(df[column], kind, column, src)
     k = m.shape[1]
     names = [str(i) for i in range(k)]
     if set(names) & set(map(str, df.columns)):
@@ -107,7 +138,7 @@ def expand_score_vectors(df: pd.DataFrame, choice: ColumnChoice, src: _Source,
         scores: list[str] = []
         for c in choice.scores:
             scores.extend(names if c == column else [c])
-        choice = ColumnChoice(label=choice.label, scores=tuple(scores), groups=choice.groups, ignore=choice.ignore)
+        choice = replace(choice, scores=tuple(scores))
     notes.append(f"Column {column!r} holds {k} numbers per row: read as the scores of classes 0..{k - 1}, in that order.")
     return out, choice, {column: names}
 

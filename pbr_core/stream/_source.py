@@ -300,8 +300,10 @@ def _where(message: str, unit: Unit, start: int) -> str:
 
 
 def _batch_options(opts: _Options, lay: Layout, groups: tuple[str, ...] = ()) -> _Options:
-    if lay.kind == "top_label":  # conf / predicted / label (or correct) found by name again, nothing else read
-        choice = ColumnChoice(label=lay.label, groups=groups)
+    if lay.kind == "top_label":  # the first batch's confidence / predicted columns; (confidence, correct) by name
+        roles = dict((r, c) for c, r in lay.column_roles)
+        choice = ColumnChoice(label=lay.label, groups=groups, confidence=roles.get("confidence") if "predicted" in roles
+                              else None, predicted=roles.get("predicted"))
     else:
         choice = ColumnChoice(label=lay.label, scores=lay.scores, groups=groups)
     # Binary labels given as names: every batch maps them as the first did (a batch may hold only one).

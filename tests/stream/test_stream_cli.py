@@ -160,3 +160,27 @@ def test_a_pipelines_prediction_and_score_stream_as_top_label(capsys, tmp_path) 
     assert tables[None]["kind"] == tables["--stream"]["kind"] == "top_label"
     assert tables[None]["ece"] == pytest.approx(expected, abs=1e-12)
     assert tables["--stream"]["ece"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_a_top_label_layout_decided_on_the_first_batch_holds_for_every_batch(tmp_path) -> None:
+    """(prediction, score) read as top-label on the first batch: a later batch whose rows all predict
+    one class is read the same way (it was re-decided per batch and came back binary)."""
+    import pbr_core.stream as ps
+
+    rng = np.random.default_rng(1)
+    n = 400
+    conf = rng.uniform(0.5, 1, n)
+    pred = np.where(np.arange(n) < 200, rng.integers(0, 2, n), 1)
+    lab = np.where(rng.uniform(size=n) < conf, pred, 1 - pred)
+    names = np.array(["NEGATIVE", "POSITIVE"])
+    path = tmp_path / "pipeline.parquet"
+    pd.DataFrame({"label": names[lab], "prediction": names[pred], "score": conf}).to_parquet(path, row_group_size=200)
+    ds = ps.open_dataset(str(path), batch_rows=200)
+    assert ds.layout().kind == "top_label"
+    kinds = [p.kind for u in ds.units() for _, p in ds.predictions(u)]
+    assert kinds == ["top_label", "top_label"]
+    stats = ps.compute_statistics(ds)
+    whole = pbr_core.load_predictions(path)
+    assert stats.n == n and whole.kind == "top_label"
+    assert stats.accuracy == pytest.approx(float((pred == lab).mean()), abs=1e-12)
+    assert stats.ece() == pytest.approx(pbr_core.ece(*whole.metric_inputs()), abs=1e-12)
