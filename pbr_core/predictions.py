@@ -76,7 +76,9 @@ def _percent_rows(s: np.ndarray, tolerance: float) -> bool:
     """Whether non-negative scores sum to 100 in every row (within rounding): probabilities in percent."""
     if s.ndim != 2 or np.any(s < 0) or np.any(s > 100):
         return False
-    slack = max(100.0 * tolerance, 0.01 * s.shape[1])  # percentages rounded to 2 decimals
+    # Rounding each of K percentages to whole numbers moves a row's sum by up to 0.5 K (capped: rows of
+    # many non-negative logits do not sum to 100 +- 5 by chance).
+    slack = max(100.0 * tolerance, min(0.5 * s.shape[1], 5.0))
     return bool(np.all(np.abs(s.sum(axis=1) - 100.0) <= slack))
 
 

@@ -468,3 +468,91 @@ def test_a_probability_with_a_stricter_threshold_or_a_rounded_prediction_stays_b
         preds = load_predictions(_csv(pd.DataFrame({"label": y, "score": p1, "prediction": pred})), format="csv")
         assert preds.kind == "binary"
         np.testing.assert_allclose(preds.p_positive, p1, rtol=0, atol=1e-15)
+
+
+# ---------------------------------------------------------------------------- exports found by an audit
+def _truth_ece(probs: np.ndarray, labels: np.ndarray) -> float:
+    return float(pbr_core.ece(probs, labels))
+
+
+@pytest.mark.parametrize("header", ["class_{}", "p{}", "Class {}", "score_class_{}", "prob_class_{}"])
+def test_numbered_class_columns_in_sorted_text_order_match_labels_by_number(header):
+    """class_0, class_1, class_10, class_11, class_2...: a pivot or sorted() export; integer labels
+    name the class number, not the column's position (matched by position: ECE .41 instead of .03)."""
+    cifar100 = load_predictions(SAMPLES / "cifar100_densenet121.npz").subset(np.arange(800))
+    keep = np.arange(12)
+    rows = np.flatnonzero(np.isin(cifar100.labels, keep))
+    probs = cifar100.probs[rows][:, keep]
+    probs /= probs.sum(axis=1, keepdims=True)
+    labels = cifar100.labels[rows]
+    cols = [header.format(k) for k in keep]
+    df = pd.DataFrame(probs, columns=cols)[sorted(cols)]
+    df["label"] = labels
+    preds = load_predictions(_csv(df), format="csv")
+    assert preds.kind == "multiclass" and any("matched to the headers' numbers" in n for n in preds.notes)
+    assert _truth_ece(preds.probs, preds.labels) == pytest.approx(_truth_ece(probs, labels), abs=1e-12)
+    in_order = df[[*cols, "label"]]  # the same columns in numeric order: by position, as always
+    assert _truth_ece(*load_predictions(_csv(in_order), format="csv").metric_inputs()) == pytest.approx(
+        _truth_ece(probs, labels), abs=1e-12)
+
+
+def test_percentages_rounded_to_one_decimal_or_whole_numbers_are_named_as_percentages(cifar10):
+    names = ["airplane", "automobile", "bird"]
+    probs = cifar10.probs[:300, :3] / cifar10.probs[:300, :3].sum(axis=1, keepdims=True)
+    for decimals in (1, 0):
+        df = pd.DataFrame(np.round(probs * 100, decimals), columns=names)
+        df["label"] = [names[k] for k in np.argmax(probs, axis=1)]
+        if decimals == 0:  # whole percentages: integer columns, read as floats by naming the scores
+            with pytest.raises(PredictionsError, match="look like percentages"):
+                load_predictions(_csv(df), format="csv", score_columns=names)
+        else:
+            with pytest.raises(PredictionsError, match="look like percentages"):
+                load_predictions(_csv(df), format="csv")
+
+
+@pytest.mark.parametrize("pred_name", ["pred_label", "predicted_class", "pred_class", "y_pred", "model_label",
+                                       "output_label"])
+def test_a_pipelines_top1_with_other_names_for_the_predicted_class(kitti, pred_name):
+    df, conf, correct = _pipeline_output(kitti)
+    preds = load_predictions(_csv(df.rename(columns={"prediction": pred_name})), format="csv")
+    assert preds.kind == "top_label" and dict(preds.column_roles)[pred_name] == "predicted"
+    assert pbr_core.ece(*preds.metric_inputs()) == pytest.approx(pbr_core.ece(conf, correct), abs=1e-12)
+
+
+def test_xgboost_style_pred_columns(kitti):
+    """label, pred (the probability): pred is the score; with pred_label (0/1) next to it, still."""
+    rows = np.random.default_rng(7).permutation(kitti.n)[:300]
+    p1, y = kitti.probs[rows, 1], kitti.labels[rows]
+    truth = _truth_ece(np.column_stack([1 - p1, p1]), y)
+    for df in (pd.DataFrame({"label": y.astype(float), "pred": p1}),
+               pd.DataFrame({"label": y, "pred": p1, "pred_label": (p1 >= 0.5).astype(int)}),
+               pd.DataFrame({"y": y, "y_pred": p1, "region": np.where(rows % 2, "n", "s")})):
+        preds = load_predictions(_csv(df), format="csv")
+        assert preds.kind == "binary" and _truth_ece(preds.probs, preds.labels) == pytest.approx(truth, abs=1e-12)
+
+
+def test_one_score_column_named_after_class_0(kitti):
+    rows = np.random.default_rng(8).permutation(kitti.n)[:300]
+    p1, y = kitti.probs[rows, 1], kitti.labels[rows]
+    for name in ("prob_0", "p_0", "p(y=0)"):
+        preds = load_predictions(_csv(pd.DataFrame({name: 1 - p1, "label": y})), format="csv")
+        np.testing.assert_allclose(preds.p_positive, p1, rtol=0, atol=1e-12)
+        assert any("named after class 0" in n for n in preds.notes)
+    assert load_predictions(_csv(pd.DataFrame({"prob_1": p1, "label": y})), format="csv").p_positive[0] == p1[0]
+
+
+def test_r_caret_predictions_and_log_probabilities(cifar10):
+    names = ["airplane", "automobile", "bird"]
+    probs = cifar10.probs[:300, :3] / cifar10.probs[:300, :3].sum(axis=1, keepdims=True)
+    labels = np.argmax(probs, axis=1)
+    caret = pd.DataFrame(probs, columns=names)
+    caret.insert(0, "pred", [names[k] for k in labels])
+    caret.insert(1, "obs", [names[k] for k in labels])
+    caret["rowIndex"] = np.arange(1, 301)
+    preds = load_predictions(_csv(caret), format="csv")
+    assert dict(preds.column_roles)["obs"] == "label" and preds.class_names == tuple(names)
+    logp = pd.DataFrame(np.log(probs), columns=[f"logprob_{c}" for c in names])
+    logp["label"] = [names[k] for k in labels]
+    preds = load_predictions(_csv(logp), format="csv")
+    assert preds.class_names == tuple(names) and preds.input_type == "logits"
+    np.testing.assert_allclose(preds.probs, probs, rtol=0, atol=1e-12)

@@ -512,8 +512,9 @@ def test_npz_keys_and_class_names():
 def test_npz_errors():
     z = np.zeros((3, 2))
     must_contain(error_of(npz_bytes(logit=z, labels=np.arange(3) % 2), name="a.npz"), "missing", "'labels', 'logit'")
-    must_contain(error_of(npz_bytes(logits=z, target=np.arange(3) % 2), name="a.npz"), "labels (labels or y)", "'target'")
-    assert load_predictions(npz_bytes(logits=z, target=np.arange(3) % 2), name="a.npz", label_column="Target").n == 3
+    must_contain(error_of(npz_bytes(logits=z, truth=np.arange(3) % 2), name="a.npz"), "labels (labels or y or", "'truth'")
+    assert load_predictions(npz_bytes(logits=z, truth=np.arange(3) % 2), name="a.npz", label_column="Truth").n == 3
+    assert load_predictions(npz_bytes(logits=z, target=np.arange(3) % 2), name="a.npz").n == 3  # a known name
     must_contain(error_of(npz_bytes(logits=z, labels=np.arange(3) % 2), name="a.npz", label_column="gold"), "'gold'")
     must_contain(error_of(npz_bytes(logits=z, labels=np.array([0, 1])), name="a.npz"), "mismatched lengths", "3 rows", "2 labels")
     must_contain(error_of(npz_bytes(logits=z, labels=np.array([0, 1, 5])), name="a.npz"),

@@ -199,3 +199,43 @@ def test_lists_that_are_not_the_scores_change_nothing(tmp_path):
         np.testing.assert_allclose(preds.p_positive, p, rtol=0, atol=1e-15, err_msg=name)
         np.testing.assert_array_equal(preds.labels, y)
         assert [r for _, r in preds.column_roles].count("metadata") == 1, name
+
+
+def test_every_pandas_orient_and_npz_names(cifar10, tmp_path):
+    df = pd.DataFrame(cifar10.probs, columns=[f"c{k}" for k in range(10)]).assign(label=cifar10.labels)
+    for orient in ("columns", "index", "split", "records", "table"):
+        path = tmp_path / f"{orient}.json"
+        df.to_json(path, orient=orient, double_precision=15)
+        preds = load_predictions(path)
+        np.testing.assert_allclose(preds.probs, cifar10.probs, rtol=0, atol=1e-12, err_msg=orient)
+        np.testing.assert_array_equal(preds.labels, cifar10.labels)
+    for scores, labels in (("outputs", "targets"), ("y_pred", "y_true"), ("preds", "labels")):
+        path = tmp_path / f"{scores}.npz"
+        np.savez(path, **{scores: cifar10.probs, labels: cifar10.labels})
+        np.testing.assert_allclose(load_predictions(path).probs, cifar10.probs, rtol=0, atol=1e-15)
+    ids = tmp_path / "ids.npz"  # integer 'preds' are predicted classes, not scores
+    np.savez(ids, preds=cifar10.predicted, labels=cifar10.labels)
+    with pytest.raises(PredictionsError, match="missing array"):
+        load_predictions(ids)
+
+
+def test_a_pipelines_scores_for_every_class_and_spark_vectors(kitti_path=SAMPLES / "kitti_random_forest.csv"):
+    """[{label, score}, ...] per record (a text-classification pipeline asked for every class, sorted
+    by score) and Spark ML vectors ({type, size, indices, values} structs in Parquet)."""
+    kitti = load_predictions(kitti_path)
+    rows = np.random.default_rng(9).permutation(kitti.n)[:300]
+    p1, y = kitti.probs[rows, 1], kitti.labels[rows]
+    names = np.array(["NEGATIVE", "POSITIVE"])
+    recs = [{"text": f"r{i}", "scores": sorted([{"label": "NEGATIVE", "score": float(1 - p)},
+                                                {"label": "POSITIVE", "score": float(p)}], key=lambda d: -d["score"]),
+             "label": str(names[t])} for i, (p, t) in enumerate(zip(p1, y))]
+    preds = load_predictions("\n".join(json.dumps(r) for r in recs).encode(), name="hf.jsonl")
+    assert preds.class_names == ("NEGATIVE", "POSITIVE")
+    np.testing.assert_allclose(preds.p_positive, p1, rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(preds.labels, y)
+    dense = [{"type": 1, "size": None, "indices": None, "values": [float(1 - p), float(p)]} for p in p1]
+    sparse = [{"type": 0, "size": 2, "indices": [1], "values": [float(p)]} if p == 1 else d for p, d in zip(p1, dense)]
+    for cells in (dense, sparse):
+        frame = pd.DataFrame({"label": y.astype(float), "probability": cells, "prediction": (p1 >= 0.5).astype(float)})
+        preds = load_predictions(frame.to_parquet())
+        np.testing.assert_allclose(preds.p_positive, p1, rtol=0, atol=1e-15)

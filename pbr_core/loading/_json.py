@@ -6,7 +6,8 @@ scores of the classes):
 
 * JSON Lines (``.jsonl``, ``.ndjson``): one object per line; blank lines are skipped.
 * JSON (``.json``): an array of objects; an object of equal-length arrays (one per column; a
-  single value fills its column); or an object with exactly one array of objects (``{"samples": [...]}``, the rest is the file's header).
+  single value fills its column); pandas' ``to_json`` in any orient (``columns``, the default,
+  ``index``, ``split``, ``records``, ``table``); or an object with exactly one array of objects (``{"samples": [...]}``, the rest is the file's header).
   A ``.json`` file that holds one object per line is read as JSON Lines.
 
 Both may be gzip-compressed (``.json.gz``, ``.jsonl.gz``).
@@ -57,6 +58,13 @@ def _records(value, src: _Source) -> list | dict:
     if isinstance(value, list):
         return value
     if isinstance(value, dict):
+        if isinstance(value.get("columns"), list) and isinstance(value.get("data"), list):
+            return {"__split__": value}  # pandas' to_json(orient="split")
+        if value and all(isinstance(v, dict) for v in value.values()):
+            # pandas' to_json() default (orient="columns": {column: {row: value}}) or orient="index"
+            # ({row: {column: value}}, its outer keys the row labels 0, 1, 2...)
+            rows_outside = all(str(k).lstrip("-").isdigit() for k in value)
+            return {"__frame__": pd.DataFrame.from_dict(value, orient="index" if rows_outside else "columns")}
         lists = {k: v for k, v in value.items() if isinstance(v, list)}
         tables = [k for k, v in lists.items() if v and all(isinstance(r, dict) for r in v)]
         if len(tables) == 1:
@@ -87,6 +95,16 @@ def read_json_frame(src: _Source, fmt: FileFormat, head: bytes, max_rows: int | 
                         " A JSON file starts with { or [: is it another format (e.g. CSV) under a .json name?")
                 raise src.error(f"not valid JSON: {_where(exc)}.{hint}") from None
             rows = _lines(text, src)  # one object per line under a .json name
+    if isinstance(rows, dict) and "__split__" in rows:
+        split = rows["__split__"]
+        rows = {"__frame__": pd.DataFrame(split["data"], columns=split["columns"])}
+    if isinstance(rows, dict) and "__frame__" in rows:
+        frame = rows["__frame__"]
+        if len(frame) == 0:
+            raise src.error("the file holds no records (no data rows).")
+        if max_rows is not None and len(frame) > max_rows:
+            raise _too_many_rows(src, len(frame), max_rows)
+        return frame.reset_index(drop=True)
     n = len(next(v for v in rows.values() if isinstance(v, list))) if isinstance(rows, dict) else len(rows)
     if n == 0:
         raise src.error("the file holds no records (no data rows).")

@@ -12,6 +12,7 @@ import pandas as pd
 
 from pbr_core.loading._source import (
     NPZ_LABEL_KEYS,
+    NPZ_FLOAT_SCORE_KEYS,
     NPZ_SCORE_KEYS,
     FileFormat,
     _describe,
@@ -80,7 +81,9 @@ def _load_npz(src: _Source, opts: _Options, notes: list[str]) -> Predictions:
             raise src.error(f"an NPZ archive holds its scores in one array: name one, not {len(choice.scores)}.")
         prefer = {"logits": ("logits",), "probabilities": ("probs", "probabilities", "scores")}.get(opts.input_type, ())
         score_keys = ([present[choice.scores[0].lower()]] if choice.scores is not None else
-                      [present[k] for k in (*prefer, *NPZ_SCORE_KEYS) if k in present])
+                      [present[k] for k in (*prefer, *NPZ_SCORE_KEYS) if k in present]
+                      or [present[k] for k in NPZ_FLOAT_SCORE_KEYS
+                          if k in present and npz[present[k]].dtype.kind == "f"])
         wanted = (opts.label_column.lower(),) if opts.label_column is not None else NPZ_LABEL_KEYS
         label_keys = [present[k] for k in wanted if k in present]
         if not score_keys or (not label_keys and opts.require_labels):

@@ -56,6 +56,9 @@ METADATA_NAME_WORDS: dict[str, str] = {
 #: Whole names that are metadata whatever their last word.
 METADATA_NAMES = {"row_number": "an identifier", "row_index": "an identifier", "sample": "an identifier",
                   "set": "a data split",
+                  # per-record scores of an evaluation harness (lm-evaluation-harness: acc, acc_norm)
+                  **dict.fromkeys(("acc", "acc_norm", "exact_match", "em", "f1", "bleu", "rouge", "rouge_l",
+                                   "rougel", "bleurt", "pass", "pass_at_1"), "a per-record evaluation metric"),
                   # A unit of time alone names a time; as the last word it need not ("hours_per_week").
                   **dict.fromkeys(("year", "month", "week", "day", "hour", "minute", "epoch"), "a date or time")}
 

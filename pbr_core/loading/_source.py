@@ -21,17 +21,22 @@ FileFormat = Literal["csv", "tsv", "parquet", "json", "jsonl", "npz", "npy"]
 
 #: Header names (compared case-insensitively) that mark the true-label column of a table.
 LABEL_COLUMN_NAMES = ("label", "labels", "y", "y_true", "target", "true_label", "class", "true_class", "true_labels",
-                      "ground_truth", "groundtruth", "truth", "actual", "y_test", "gold", "gold_label", "outcome")
+                      "ground_truth", "groundtruth", "truth", "actual", "y_test", "gold", "gold_label", "outcome",
+                      "obs")  # obs: R caret's savePredictions
 #: Header names of the confidence column of a top-label-only table.
 CONFIDENCE_COLUMN_NAMES = ("confidence", "conf", "max_prob", "confidence_score", "model_confidence",
                            "verbalized_confidence", "stated_confidence", "p_correct", "prob_correct")
 #: Header names of the predicted-label column of a top-label-only table.
-PREDICTED_COLUMN_NAMES = ("predicted", "prediction", "pred", "predicted_label")
+PREDICTED_COLUMN_NAMES = ("predicted", "prediction", "pred", "predicted_label", "pred_label", "predicted_class",
+                          "pred_class", "y_pred", "model_label", "output_label", "predicted_labels")
 #: Header names of the column that says whether a top-label prediction was right (0/1, true/false),
 #: for (confidence, correct) records such as LLM evaluations.
 CORRECT_COLUMN_NAMES = ("correct", "is_correct", "correctness")
 NPZ_SCORE_KEYS = ("logits", "probs", "probabilities", "scores")
-NPZ_LABEL_KEYS = ("labels", "y")
+#: More names of the scores array, taken only when the array holds floats of shape (n, K) or (n,)
+#: (a ``preds`` array of class ids is not scores).
+NPZ_FLOAT_SCORE_KEYS = ("outputs", "y_prob", "y_proba", "proba", "y_score", "y_pred", "preds", "predictions")
+NPZ_LABEL_KEYS = ("labels", "y", "targets", "target", "y_true", "label", "gt", "ground_truth")
 
 # suffix or format hint -> format; compression of CSV/TSV is read from the bytes themselves.
 _FORMATS: dict[str, FileFormat] = {

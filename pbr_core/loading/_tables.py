@@ -532,7 +532,17 @@ def _table_roles(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Opti
         conf, pred = choice.confidence, choice.predicted
     elif choice.scores is None:
         conf = find_by_name(rest, CONFIDENCE_COLUMN_NAMES, "confidence column", src)
-        pred = find_by_name(rest, PREDICTED_COLUMN_NAMES, "predicted-class column", src)
+        # By name; but a 'pred' / 'y_pred' of non-whole numbers with no other float column is the score
+        # itself (XGBoost's label, pred), not a predicted class.
+        named_pred = [c for c in rest if c.strip().lower() in PREDICTED_COLUMN_NAMES]
+        scores_by_name = [c for c in named_pred if not _class_values(df[c])]
+        if scores_by_name and not any(pd.api.types.is_float_dtype(df[c].dtype) for c in rest
+                                      if c not in named_pred and c != roles.label
+                                      and c.strip().lower() not in LABEL_COLUMN_NAMES):
+            rest_pred = [c for c in rest if c not in scores_by_name]
+        else:
+            rest_pred = rest
+        pred = find_by_name(rest_pred, PREDICTED_COLUMN_NAMES, "predicted-class column", src)
         correct = find_by_name(rest, CORRECT_COLUMN_NAMES, "correct column", src)
     if roles.label is None:
         roles.label = find_by_name(rest, LABEL_COLUMN_NAMES, "label column", src, option="label_column=")
@@ -659,6 +669,10 @@ def _full_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Options, no
         if kind == "names":
             y, class_names = _binary_names(y, score_cols[0], label, src, notes, opts.binary_names)
         scores = scores[:, 0]
+        if kind != "names" and opts.input_type != "logits" and _named_class(score_cols[0], ["0", "1"]) == "0":
+            scores = 1.0 - scores  # prob_0, p(y=0): the probability of class 0
+            notes.append(f"The score column {score_cols[0]!r} is named after class 0: read as p(y=0), so "
+                         f"p(y=1) = 1 - {score_cols[0]}.")
     else:
         if kind == "names":
             names = stripped if stripped is not None and not set(y.tolist()) & set(score_cols) else score_cols
@@ -681,7 +695,8 @@ def _full_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Options, no
 
 #: Prefixes that mark score columns (``p_cat``, ``prob_0``, ``logit_A``); stripped for the class names.
 SCORE_PREFIXES = ("probability_", "probabilities_", "pred_prob_", "pred_proba_", "proba_", "probs_", "prob_",
-                  "y_pred_", "yhat_", "pred_", "p_", "scores_", "score_", "logits_", "logit_")
+                  "y_pred_", "yhat_", "pred_", "p_", "scores_", "score_", "logits_", "logit_", "logprobs_",
+                  "logprob_", "log_probs_", "log_prob_", "logp_")
 
 
 def _strip_prefix(headers: Sequence[str]) -> list[str] | None:
@@ -825,15 +840,37 @@ def _binary_names(y: np.ndarray, header: str, label: str, src: _Source, notes: l
     )
 
 
-def _labels_by_integer_header(y: np.ndarray, headers: list[str], label: str, src: _Source, notes: list[str]) -> np.ndarray:
-    """Integer labels index the score columns, unless the headers are themselves integers in
-    another order (e.g. 1..K): then a label names its column, as a spreadsheet user means it."""
+def _header_numbers(headers: Sequence[str]) -> tuple[list[int], bool] | None:
+    """(the class number each header holds, whether they are bare numbers): ``3``, ``3.0``, or one
+    text around a number shared by every header (``class_3``, ``p3``, ``Class 3``, ``scores.class_3``);
+    None otherwise."""
     try:
-        as_ints = [int(h) for h in headers]
+        values = [float(h) for h in headers]
+        if all(v == round(v) for v in values):
+            return [int(v) for v in values], True
+        return None
     except ValueError:
+        pass
+    parts = [re.fullmatch(r"(.*?)(\d+)(\D*)", h) for h in headers]
+    if any(m is None for m in parts) or len({(m.group(1), m.group(3)) for m in parts}) != 1:
+        return None
+    return [int(m.group(2)) for m in parts], False
+
+
+def _labels_by_integer_header(y: np.ndarray, headers: list[str], label: str, src: _Source, notes: list[str]) -> np.ndarray:
+    """Integer labels index the score columns, unless the headers are themselves class numbers in
+    another order: bare numbers other than 0..K-1 in order (e.g. 1..K, or 3, 7, 9), or numbered
+    names out of order (``class_0, class_1, class_10, class_11, class_2``: a sorted or pivoted
+    export) or not numbered 0..K-1 / 1..K in order. Then a label names its column by number."""
+    found = _header_numbers(headers)
+    if found is None:
         return y
-    if as_ints == list(range(len(headers))) or len(set(as_ints)) != len(as_ints):
+    as_ints, bare = found
+    k = len(headers)
+    if as_ints == list(range(k)) or len(set(as_ints)) != len(as_ints):
         return y
+    if not bare and as_ints == list(range(1, k + 1)):
+        return y  # class_1 .. class_K in order: by position, as always
     yf = np.asarray(y, dtype=np.float64)
     if not np.all(np.isfinite(yf) & (yf == np.round(yf))):
         return y  # from_arrays explains what is wrong with the labels
@@ -843,9 +880,11 @@ def _labels_by_integer_header(y: np.ndarray, headers: list[str], label: str, src
         r = int(np.flatnonzero(bad)[0])
         raise src.error(
             f"label {int(yf[r])} at {_table_row(r)} is not one of the class columns {_names(headers)} "
-            "(the headers are integers, so labels are matched to them by value)."
+            f"(the headers are {'integers' if bare else 'numbered'} in another order than 0..{k - 1}, so labels are "
+            "matched to the headers' numbers)."
         )
-    notes.append(f"The score column headers are integers ({_names(headers, 5)}): labels were matched to headers by value.")
+    notes.append(f"The score column headers are {'integers' if bare else 'numbered'} ({_names(headers, 5)}): labels "
+                 "were matched to the headers' numbers, not to the columns' positions.")
     return idx.astype(np.int64)
 
 

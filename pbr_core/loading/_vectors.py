@@ -28,9 +28,25 @@ _SPLIT = re.compile(r"[,;\s]+")
 _SAMPLE = 50
 
 
+def _spark_vector(cell: dict) -> list[float] | None:
+    """A Spark ML vector as Parquet stores it: {type: 1, values} (dense) or {type: 0, size, indices, values}."""
+    values = cell.get("values")
+    if values is None:
+        return None
+    if cell.get("type") == 0 and cell.get("size") is not None:  # sparse
+        dense = np.zeros(int(cell["size"]))
+        dense[np.asarray(cell.get("indices"), dtype=np.int64)] = np.asarray(values, dtype=np.float64)
+        return dense.tolist()
+    return list(values)
+
+
 def _cell_vector(cell, kind: str) -> np.ndarray | None:
     """One cell as a 1-D float array, or None where it is not a list of numbers."""
     try:
+        if kind == "spark":
+            cell = _spark_vector(cell)
+        elif kind in ("labelled", "labelled_sorted"):  # [{"label": "POSITIVE", "score": 0.9}, ...]
+            cell = [d["score"] for d in cell]
         if kind == "text":
             inner = cell.strip()[1:-1].strip()
             row = np.asarray([float(x) for x in _SPLIT.split(inner) if x] if inner else [], dtype=np.float64)
@@ -44,6 +60,11 @@ def _cell_vector(cell, kind: str) -> np.ndarray | None:
 def _kind(values: pd.Series) -> str | None:
     """'array' (lists / arrays in the cells) or 'text' ("[...]" strings) from the first cells, else None."""
     sample = values.iloc[:_SAMPLE].tolist()
+    if sample and all(isinstance(v, dict) and "values" in v for v in sample):
+        return "spark"
+    if sample and all(isinstance(v, (list, tuple, np.ndarray)) and len(v) and all(
+            isinstance(d, dict) and "label" in d and "score" in d for d in v) for v in sample):
+        return "labelled"
     if sample and all(isinstance(v, (list, tuple, np.ndarray)) for v in sample):
         return "array"
     if sample and all(isinstance(v, str) and _BRACKETED.match(v) for v in sample):
@@ -116,7 +137,7 @@ def expand_score_vectors(df: pd.DataFrame, choice: ColumnChoice, src: _Source,
         kind = _kind(df[c])
         if kind is None:
             continue
-        if c in named or _named_like_scores(c):  # the scores: a row that is not K numbers is an error
+        if c in named or _named_like_scores(c) or kind == "labelled":  # the scores: a bad row is an error
             found[c] = kind
         elif _uniform(df[c], kind) and not _other_scores(df, c, choice) and _probability_vectors(df[c], kind):
             found[c] = kind
@@ -126,21 +147,50 @@ def expand_score_vectors(df: pd.DataFrame, choice: ColumnChoice, src: _Source,
         raise src.error(f"columns {', '.join(repr(c) for c in found)} each hold a vector of scores per row; say "
                         "which holds the scores (score_columns=).")
     column, kind = next(iter(found.items()))
+    if kind == "labelled":
+        df, column, kind = _by_label(df, column, src)
     m = _matrix(df[column], kind, column, src)
     k = m.shape[1]
-    names = [str(i) for i in range(k)]
+    names = [str(i) for i in range(k)] if kind != "labelled_sorted" else [str(d["label"]) for d in df[column].iloc[0]]
     if set(names) & set(map(str, df.columns)):
         names = [f"{column}_{i}" for i in range(k)]
     at = list(df.columns).index(column)
     block = pd.DataFrame(m, columns=names, index=df.index)
     out = pd.concat([df.iloc[:, :at], block, df.iloc[:, at + 1:]], axis=1)
-    if choice.scores is not None:
-        scores: list[str] = []
-        for c in choice.scores:
-            scores.extend(names if c == column else [c])
-        choice = replace(choice, scores=tuple(scores))
-    notes.append(f"Column {column!r} holds {k} numbers per row: read as the scores of classes 0..{k - 1}, in that order.")
+    scores: list[str] = []
+    for c in choice.scores or (column,):  # the vector is the scores: other columns are not candidates
+        scores.extend(names if c == column else [c])
+    choice = replace(choice, scores=tuple(scores))
+    if kind == "labelled_sorted":
+        notes.append(f"Column {column!r} holds a score per class, each with its class's name: read as the scores "
+                     f"of the classes {', '.join(repr(x) for x in names[:6])}{'...' if k > 6 else ''}.")
+    else:
+        notes.append(f"Column {column!r} holds {k} numbers per row: read as the scores of classes 0..{k - 1}, in "
+                     "that order.")
     return out, choice, {column: names}
+
+
+def _by_label(df: pd.DataFrame, column: str, src: _Source) -> tuple[pd.DataFrame, str, str]:
+    """A column of [{label, score}, ...] lists (a text-classification pipeline with every class's
+    score, sorted by score) with each row's scores put in one class order, the first row's labels
+    sorted; a row with other labels is an error naming it."""
+    from pbr_core.loading._tables import _table_row
+
+    first = sorted(str(d["label"]) for d in df[column].iloc[0])
+    order = {name: i for i, name in enumerate(first)}
+    rows = []
+    for i, cell in enumerate(df[column].tolist()):
+        try:
+            scores = {str(d["label"]): d["score"] for d in cell}
+        except (TypeError, KeyError):
+            scores = None
+        if scores is None or set(scores) != set(order):
+            raise src.error(f"column {column!r} holds a score per class with its label ({', '.join(first[:6])}), but "
+                            f"{_table_row(i)} holds {str(cell)[:80]!r}.")
+        rows.append([{"label": name, "score": scores[name]} for name in first])
+    out = df.copy(deep=False)
+    out[column] = rows
+    return out, column, "labelled_sorted"
 
 
 def collapse_roles(table: Sequence[tuple[str, str]], expanded: dict[str, list[str]]) -> tuple[tuple[str, str], ...]:
