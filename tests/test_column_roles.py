@@ -502,12 +502,20 @@ def test_percentages_rounded_to_one_decimal_or_whole_numbers_are_named_as_percen
     for decimals in (1, 0):
         df = pd.DataFrame(np.round(probs * 100, decimals), columns=names)
         df["label"] = [names[k] for k in np.argmax(probs, axis=1)]
-        if decimals == 0:  # whole percentages: integer columns, read as floats by naming the scores
-            with pytest.raises(PredictionsError, match="look like percentages"):
-                load_predictions(_csv(df), format="csv", score_columns=names)
-        else:
-            with pytest.raises(PredictionsError, match="look like percentages"):
-                load_predictions(_csv(df), format="csv")
+        with pytest.raises(PredictionsError, match="look like percentages"):  # whole ones: integer columns
+            load_predictions(_csv(df), format="csv")
+        with pytest.raises(PredictionsError, match="look like percentages"):
+            load_predictions(_csv(df), format="csv", score_columns=names)
+
+
+def test_a_tab_separated_export_with_decimal_commas(cifar10):
+    names = ["airplane", "automobile", "bird"]
+    probs = cifar10.probs[:200, :3] / cifar10.probs[:200, :3].sum(axis=1, keepdims=True)
+    df = pd.DataFrame(probs, columns=names).assign(label=[names[k] for k in cifar10.labels[:200] % 3])
+    text = df.to_csv(index=False, sep="\t", decimal=",").encode()
+    for name in ("export.tsv", "export.csv"):
+        preds = load_predictions(text, name=name)
+        np.testing.assert_allclose(preds.probs, probs, rtol=0, atol=1e-15)
 
 
 @pytest.mark.parametrize("pred_name", ["pred_label", "predicted_class", "pred_class", "y_pred", "model_label",

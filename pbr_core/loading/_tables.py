@@ -87,10 +87,10 @@ def _csv_header(src: _Source, fmt: FileFormat, head: bytes) -> _CsvHeader:
                 break
     columns = [h.strip() for h in next(csv.reader([header_line], delimiter=sep), [])]
     decimal = "."
-    if sep == ";":  # spreadsheet exports in many European locales: "0,25;0,75;1"
+    if sep in (";", "\t"):  # spreadsheet exports in many European locales: "0,25;0,75;1" (or tab-separated)
         # Up to 50 data rows of the head (the first may hold only whole numbers: "1;0;0;0").
         rows = [line.decode(encoding, errors="replace") for line in head.split(b"\n")[1:51]]
-        cells = [c.strip().strip('"') for row in rows[:-1] for c in row.split(";")]
+        cells = [c.strip().strip('"') for row in rows[:-1] for c in row.split(sep)]
         if any(re.fullmatch(DECIMAL_COMMA_NUMBER, c, flags=re.I) for c in cells):
             decimal = ","
             notes.append("Numbers are written with a decimal comma (0,25): read them as such.")
@@ -596,7 +596,7 @@ def _table_roles(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Opti
                 _keep_named(roles, df[c], c, "a stored top-label column; recomputed from the score columns"
                             if roles.scores else "a top-label column without its partner")
         if not roles.scores:
-            raise _no_scores(roles, src)
+            raise _percent_columns(df, roles, src) or _no_scores(roles, src)
     order = {c: i for i, c in enumerate(columns)}
     roles.metadata.sort(key=order.__getitem__)
     return roles
@@ -647,6 +647,22 @@ def _no_label(columns: Sequence[str], src: _Source) -> PredictionsError:
         f"no label column: name it one of {', '.join(LABEL_COLUMN_NAMES)} (any case), or say which column "
         f"holds the true labels (label_column=). The columns are {_names(columns)}.{hint}"
     )
+
+
+def _percent_columns(df: pd.DataFrame, roles: Roles, src: _Source) -> PredictionsError | None:
+    """The error for scores written as whole percentages (kept as counts: whole numbers above 1),
+    when two or more such columns sum to 100 on every row; None otherwise."""
+    whole = [c for c in roles.metadata if roles.reasons.get(c, "").startswith("whole numbers outside")
+             and pd.api.types.is_numeric_dtype(df[c].dtype)]
+    if len(whole) < 2:
+        return None
+    v = df[whole].to_numpy(dtype=np.float64)
+    if np.isnan(v).any() or v.min() < 0 or v.max() > 100:
+        return None
+    if not np.all(np.abs(v.sum(axis=1) - 100) <= min(0.5 * len(whole), 5.0)):
+        return None
+    return src.error(f"the columns {_names(whole)} look like percentages (whole numbers that sum to 100 on every row). "
+                     "Divide them by 100 to load them as probabilities.")
 
 
 def _no_scores(roles: Roles, src: _Source) -> PredictionsError:
