@@ -52,7 +52,7 @@ def _cell_vector(cell, kind: str) -> np.ndarray | None:
             row = np.asarray([float(x) for x in _SPLIT.split(inner) if x] if inner else [], dtype=np.float64)
         else:
             row = np.asarray(cell, dtype=np.float64)
-    except (TypeError, ValueError, AttributeError):
+    except (TypeError, ValueError, AttributeError, IndexError, KeyError):
         return None
     return row if row.ndim == 1 else None
 
