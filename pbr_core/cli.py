@@ -12,7 +12,7 @@ Usage::
     pbr-calib compare FILE --methods uncalibrated,temperature,pbr [--n-re 1000] [--n-te N] [--folds 10] [--out TABLE.csv]
     pbr-calib methods [--format table|json]
 
-FILE is anything :func:`pbr_core.load_predictions` reads (CSV, TSV, Parquet, JSON, JSON Lines, NPZ, NPY), with a
+FILE is anything :func:`pbr_core.load_predictions` reads (CSV, TSV, Excel, Parquet, JSON, JSON Lines, NPZ, NPY), with a
 label column. A folder, a glob or a URL (or ``--stream``) is a dataset read in one streamed pass
 (:mod:`pbr_core.stream`): never all rows in memory. ``--param`` values are read as JSON when they parse (``n_bins=10``,
 ``bias=false``, ``targets="labels"``) and as text otherwise (``strategy=equal_mass``).
@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
             "its 95% interval (for the calibration error those B bins would show on unlimited data; the "
             "dashboard's Reliability page shows the same one), MCE, Brier score, NLL and the Theorem 1 "
             "bound on |TCE - ECE| (a worst-case guarantee, much wider).")
-    p.add_argument("file", help="prediction file (CSV, TSV, Parquet, JSON, JSON Lines, NPZ, NPY) with labels")
+    p.add_argument("file", help="prediction file (CSV, TSV, Excel, Parquet, JSON, JSON Lines, NPZ, NPY) with labels")
     p.add_argument("--n-bins", type=_positive_int, default=None, metavar="B",
                    help="also report the ECE and MCE with B bins (default: only B = floor(n^(1/3)))")
     p.add_argument("--lipschitz", type=_non_negative_float, default=1.0, metavar="L",

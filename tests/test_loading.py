@@ -413,7 +413,7 @@ def test_missing_file_and_directory(tmp_path):
     must_contain(error_of(tmp_path / "d.csv"), "not a file")
 
 
-@pytest.mark.parametrize("name", ["preds.xlsx", "preds", "preds.xml.gz"])
+@pytest.mark.parametrize("name", ["preds.xls", "preds", "preds.xml.gz"])
 def test_unsupported_suffix_names_it_and_the_accepted_ones(name, tmp_path):
     path = tmp_path / name
     path.write_bytes(b"a,b,label\n0.5,0.5,1\n")
@@ -425,7 +425,7 @@ def test_unsupported_suffix_names_it_and_the_accepted_ones(name, tmp_path):
 
 def test_bad_arguments():
     data = b"a,b,label\n0.5,0.5,1\n"
-    must_contain(error_of(data, format="xlsx"), "unknown format 'xlsx'")
+    must_contain(error_of(data, format="xls"), "unknown format 'xls'")
     must_contain(error_of(data, input_type="probs"), "input_type")
     must_contain(error_of(data, max_rows=0), "max_rows")
     with pytest.raises(PredictionsError, match="expected a path, bytes"):

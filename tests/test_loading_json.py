@@ -1,5 +1,5 @@
-"""JSON / JSON Lines files and score vectors in one cell, as LLM harnesses, web services and
-DataFrames with list columns write them. The records are real: the bundled LLM answers (confidence,
+"""JSON / JSON Lines files, Excel workbooks and score vectors in one cell, as LLM harnesses, web
+services, spreadsheets and DataFrames with list columns write them. The records are real: the bundled LLM answers (confidence,
 correct, model, dataset) and CIFAR-10 ResNet-110 predictions; every number is pinned against the
 same predictions loaded from the bundled CSV / NPZ."""
 
@@ -239,3 +239,44 @@ def test_a_pipelines_scores_for_every_class_and_spark_vectors(kitti_path=SAMPLES
         frame = pd.DataFrame({"label": y.astype(float), "probability": cells, "prediction": (p1 >= 0.5).astype(float)})
         preds = load_predictions(frame.to_parquet())
         np.testing.assert_allclose(preds.p_positive, p1, rtol=0, atol=1e-15)
+
+
+# ---------------------------------------------------------------------------- Excel workbooks
+def test_an_excel_workbook_reads_its_first_sheet_with_data(cifar10, tmp_path, capsys):
+    """A spreadsheet audit: an empty first sheet, the predictions (class-name labels, an id, a date),
+    a summary sheet. The numbers are those of the NPZ, and the note names the sheet read."""
+    names = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+    df = pd.DataFrame(cifar10.probs, columns=names)
+    df.insert(0, "id", np.arange(cifar10.n))
+    df["label"] = [names[k] for k in cifar10.labels]
+    df["scored_on"] = pd.date_range("2025-01-01", periods=cifar10.n, freq="h")
+    path = tmp_path / "audit.xlsx"
+    with pd.ExcelWriter(path) as book:
+        pd.DataFrame({"note": []}).to_excel(book, sheet_name="Cover", index=False)
+        df.to_excel(book, sheet_name="Predictions", index=False)
+        pd.DataFrame({"metric": ["ece"], "value": [0.03]}).to_excel(book, sheet_name="Summary", index=False)
+    preds = load_predictions(path)
+    assert preds.class_names == tuple(names) and dict(preds.column_roles)["scored_on"] == "metadata"
+    np.testing.assert_allclose(preds.probs, cifar10.probs, rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(preds.labels, cifar10.labels)
+    assert any("sheet 'Predictions'" in n and "'Cover', 'Summary'" in n for n in preds.notes)
+    assert pbr_core.loading.read_columns(path)[:2] == ["id", "airplane"]
+    assert cli_main(["evaluate", str(path), "--by", "scored_on", "--every", "day", "--format", "json"]) == 0
+    table = json.loads(capsys.readouterr().out)
+    assert table["ece"] == pytest.approx(pbr_core.ece(cifar10.probs, cifar10.labels), abs=1e-12)
+    assert sum(r["n"] for r in table["groups"]["rows"]) == cifar10.n
+
+
+def test_broken_and_old_workbooks_say_what_to_do(tmp_path):
+    fake = tmp_path / "book.xlsx"
+    fake.write_bytes(b"PK\x03\x04 not really a workbook")
+    with pytest.raises(PredictionsError, match="could not read the Excel workbook"):
+        load_predictions(fake)
+    old = tmp_path / "book.xls"
+    old.write_bytes(b"\xd0\xcf\x11\xe0 old")
+    with pytest.raises(PredictionsError, match=r"save it as \.xlsx or CSV"):
+        load_predictions(old)
+    empty = tmp_path / "empty.xlsx"
+    pd.DataFrame({"a": []}).to_excel(empty, index=False)
+    with pytest.raises(PredictionsError, match="hold no data rows"):
+        load_predictions(empty)

@@ -160,7 +160,7 @@ def _source_controls(cur: state.Loaded | None) -> None:
     with right:
         st.subheader("Your file")
         st.file_uploader(
-            "Upload predictions (CSV, TSV, CSV.GZ, Parquet, JSON, JSONL, NPZ, NPY)", type=state.UPLOAD_TYPES,
+            "Upload predictions (CSV, TSV, CSV.GZ, Excel, Parquet, JSON, JSONL, NPZ, NPY)", type=state.UPLOAD_TYPES,
             key=K_UPLOAD, on_change=_take_upload, help=texts.UPLOAD_HELP,
         )
         if _take_upload():  # a file the callback did not see (reruns merged by the browser)

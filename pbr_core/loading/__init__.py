@@ -1,4 +1,4 @@
-"""Reading prediction files (CSV, TSV, Parquet, JSON, JSON Lines, NPZ, NPY) into a validated :class:`Predictions`.
+"""Reading prediction files (CSV, TSV, Parquet, Excel, JSON, JSON Lines, NPZ, NPY) into a validated :class:`Predictions`.
 
 Accepted formats
 ----------------
@@ -24,6 +24,8 @@ CSV / TSV (``.csv``, ``.tsv``, also gzip-compressed ``.csv.gz`` / ``.tsv.gz``) a
       or holding probability vectors, is read as the scores of classes 0..K-1.
 
     A leading unnamed column holding 0..n-1 (a pandas index written by ``to_csv()``) is dropped.
+Excel (``.xlsx``)
+    The first worksheet with data, its first row the header; then as CSV above.
 JSON (``.json``) and JSON Lines (``.jsonl``, ``.ndjson``), also gzip-compressed
     Records read as the rows of a table, with the same columns as above: an array of objects, one
     object per line, an object of equal-length column arrays, or an object holding one array of
@@ -66,6 +68,7 @@ import numpy as np
 from pbr_core.loading import _source
 from pbr_core.loading._roles import ColumnChoice, column_list
 from pbr_core.loading._numpy import _load_numpy
+from pbr_core.loading._excel import _load_excel, read_excel_frame
 from pbr_core.loading._json import _load_json, read_json_frame
 from pbr_core.loading._source import (
     ACCEPTED_SUFFIXES,
@@ -125,7 +128,7 @@ def load_predictions(
     source : str, path-like, bytes or binary file object
         A path, or the raw bytes of a file (an upload), or an object with ``read()`` (e.g.
         Streamlit's ``UploadedFile``, whose ``name`` is used for the format and the messages).
-    format : {"csv", "tsv", "csv.gz", "tsv.gz", "parquet", "json", "jsonl", "npz", "npy"}, optional
+    format : {"csv", "tsv", "csv.gz", "tsv.gz", "parquet", "json", "jsonl", "xlsx", "npz", "npy"}, optional
         Overrides the file name's suffix. Bytes with neither a format nor a name are sniffed. JSON:
         an array of records, one record per line (JSON Lines, ``.jsonl``), or an object of
         equal-length columns; nested objects become ``parent.child`` columns.
@@ -204,6 +207,8 @@ def load_predictions(
             preds = _load_parquet(src, head, opts)
         elif fmt in ("json", "jsonl"):
             preds = _load_json(src, fmt, head, opts)
+        elif fmt == "xlsx":
+            preds = _load_excel(src, opts)
         else:
             preds = _load_numpy(src, fmt, head, opts)
     only = preds.only_label()
@@ -260,6 +265,8 @@ def read_columns(source: Source, *, format: str | None = None, name: str | None 
             return [c for c in pq.ParquetFile(src.reader_arg()).schema_arrow.names if not _is_unnamed(c)]
         if fmt in ("json", "jsonl"):
             return [str(c) for c in read_json_frame(src, fmt, head).columns]
+        if fmt == "xlsx":
+            return [str(c) for c in read_excel_frame(src)[0].columns]
         if fmt == "npz" and head.startswith(b"PK"):
             with np.load(src.reader_arg(), allow_pickle=False) as npz:
                 return list(npz.files)
@@ -294,6 +301,8 @@ def read_table(source: Source, *, format: str | None = None, name: str | None = 
             df = pq.ParquetFile(src.reader_arg()).read().to_pandas()
         elif fmt in ("json", "jsonl"):
             df = read_json_frame(src, fmt, head)
+        elif fmt == "xlsx":
+            df = read_excel_frame(src)[0]
         else:
             raise src.error(f"a {fmt.upper()} file holds arrays, not a table of named columns.")
     df.columns = [str(c).strip() for c in df.columns]

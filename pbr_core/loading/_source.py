@@ -17,7 +17,7 @@ from typing import IO, Literal, Union
 from pbr_core.predictions import InputType, PredictionsError
 
 Source = Union[str, os.PathLike[str], bytes, bytearray, memoryview, IO[bytes]]
-FileFormat = Literal["csv", "tsv", "parquet", "json", "jsonl", "npz", "npy"]
+FileFormat = Literal["csv", "tsv", "parquet", "json", "jsonl", "xlsx", "npz", "npy"]
 
 #: Header names (compared case-insensitively) that mark the true-label column of a table.
 LABEL_COLUMN_NAMES = ("label", "labels", "y", "y_true", "target", "true_label", "class", "true_class", "true_labels",
@@ -42,7 +42,7 @@ NPZ_LABEL_KEYS = ("labels", "y", "targets", "target", "y_true", "label", "gt", "
 _FORMATS: dict[str, FileFormat] = {
     "csv": "csv", "csv.gz": "csv", "tsv": "tsv", "tsv.gz": "tsv",
     "parquet": "parquet", "pq": "parquet", "json": "json", "json.gz": "json", "jsonl": "jsonl", "jsonl.gz": "jsonl",
-    "ndjson": "jsonl", "ndjson.gz": "jsonl", "npz": "npz", "npy": "npy",
+    "ndjson": "jsonl", "ndjson.gz": "jsonl", "xlsx": "xlsx", "xlsm": "xlsx", "npz": "npz", "npy": "npy",
 }
 ACCEPTED_SUFFIXES = tuple("." + s for s in _FORMATS)
 
@@ -166,9 +166,11 @@ def _resolve_format(src: _Source, format: str | None, head: bytes) -> FileFormat
         if fmt is not None:
             return fmt
         if src.path is not None or suffix:
+            old_excel = (" An old Excel .xls workbook: save it as .xlsx or CSV (File > Save As)."
+                         if suffix.lower() in (".xls", ".ods") else "")
             raise src.error(
                 f"unsupported file type {suffix or '(no suffix)'!r}; accepted: {accepted} "
-                "(or pass format='csv' etc.)."
+                f"(or pass format='csv' etc.).{old_excel}"
             )
     # Bytes with no hint: the first bytes usually say what they are.
     sniffed = {b"PAR1": "parquet", b"\x93NUMPY": "npy", b"PK\x03\x04": "npz", b"\x1f\x8b": "csv"}

@@ -38,9 +38,9 @@ __all__ = ["Dataset", "Layout", "Unit", "open_dataset"]
 #: Rows per record batch: 256k rows of a K = 10 file are ~20 MB of float64 scores.
 BATCH_ROWS = 1 << 18
 _CSV_BLOCK = 32 << 20
-JSON_SUFFIXES = (".json", ".jsonl", ".ndjson", ".json.gz", ".jsonl.gz", ".ndjson.gz")
-JSON_NOT_STREAMED = (" JSON and JSON Lines files are read whole, one file at a time (pbr-calib evaluate FILE.jsonl); "
-                     "to stream many, convert them to Parquet, e.g. with pandas: "
+JSON_SUFFIXES = (".json", ".jsonl", ".ndjson", ".json.gz", ".jsonl.gz", ".ndjson.gz", ".xlsx", ".xlsm")
+JSON_NOT_STREAMED = (" JSON, JSON Lines and Excel files are read whole, one file at a time (pbr-calib evaluate "
+                     "FILE.jsonl); to stream many, convert them to Parquet, e.g. with pandas: "
                      "pd.read_json(f, lines=True).to_parquet(...).")
 _SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".csv.gz": "csv", ".tsv.gz": "tsv"}
 
