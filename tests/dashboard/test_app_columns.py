@@ -182,3 +182,17 @@ def test_a_json_lines_upload_with_a_score_vector_loads(at, export):
     at.switch_page("views/reliability.py").run()
     ece = pbr_core.ece(probs, export["correct_answer"].to_numpy())
     assert any(m.value == f"{ece:.4f}" for m in at.metric if m.label == "ECE")
+
+
+def test_an_excel_upload_loads(at, export):
+    import io
+
+    buf = io.BytesIO()
+    export.rename(columns={"correct_answer": "label"}).to_excel(buf, index=False, sheet_name="preds")
+    at.file_uploader(key="data_upload").upload(
+        "audit.xlsx", buf.getvalue(), "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet").run()
+    assert not at.exception and not at.error
+    preds = at.session_state["pbr_loaded"].preds
+    probs = export[[f"p_{k}" for k in range(10)]].to_numpy()
+    np.testing.assert_allclose(preds.probs, probs, rtol=0, atol=1e-15)
+    assert "customer_id" in preds.metadata.columns
