@@ -121,11 +121,13 @@ def test_subset_keeps_metadata_aligned(cifar10):
 # ---------------------------------------------------------------------------- the other rules
 def test_a_stored_confidence_next_to_the_probabilities_is_not_a_class(cifar10):
     df = pd.DataFrame(cifar10.probs[:500], columns=[f"c{k}" for k in range(10)])
-    df["uncertainty"] = 1 - cifar10.probs[:500].max(axis=1)   # in [0, 1], but the rows sum to 1 without it
+    df["doubt"] = 1 - cifar10.probs[:500].max(axis=1)   # in [0, 1], but the rows sum to 1 without it
     df["label"] = cifar10.labels[:500]
     preds = load_predictions(_csv(df), format="csv")
-    assert preds.n_classes == 10 and dict(preds.column_roles)["uncertainty"] == "metadata"
+    assert preds.n_classes == 10 and dict(preds.column_roles)["doubt"] == "metadata"
     assert "rows sum to 1 without it" in " ".join(preds.notes)
+    named = load_predictions(_csv(df.rename(columns={"doubt": "uncertainty"})), format="csv")
+    assert dict(named.column_roles)["uncertainty"] == "metadata"  # by its name
 
 
 def test_logits_with_ids_and_text(cifar10):
@@ -421,7 +423,7 @@ def test_a_pipelines_prediction_and_score_are_read_as_top_label(kitti):
     assert preds.kind == "top_label"
     assert dict(preds.column_roles) == {"text": "metadata", "prediction": "predicted", "score": "confidence",
                                         "label": "label"}
-    assert any("both predicted classes span the same values" in n for n in preds.notes)
+    assert any("no threshold on it gives the predicted classes" in n for n in preds.notes)
     assert pbr_core.ece(*preds.metric_inputs()) == pytest.approx(pbr_core.ece(conf, correct), abs=1e-12)
 
 
@@ -564,3 +566,83 @@ def test_r_caret_predictions_and_log_probabilities(cifar10):
     preds = load_predictions(_csv(logp), format="csv")
     assert preds.class_names == tuple(names) and preds.input_type == "logits"
     np.testing.assert_allclose(preds.probs, probs, rtol=0, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------- regressions found in review
+def _binary(kitti, n=300, seed=11):
+    rows = np.random.default_rng(seed).permutation(kitti.n)[:n]
+    return kitti.probs[rows, 1], kitti.labels[rows]
+
+
+def test_heuristics_leave_ordinary_files_as_they_were(kitti, cifar10):
+    p1, y = _binary(kitti)
+    # a lone column named '0' (pd.DataFrame(model.predict(X))) is p(y=1), not p(y=0)
+    assert load_predictions(_csv(pd.DataFrame({"0": p1, "label": y})), format="csv").p_positive[0] == p1[0]
+    # decision words are whole words: 'hate' next to 'p_hate' is the label
+    preds = load_predictions(_csv(pd.DataFrame({"p_hate": p1, "hate": y})), format="csv")
+    assert dict(preds.column_roles)["hate"] == "label"
+    # a float y_pred next to a sample weight: y_pred is the score
+    preds = load_predictions(_csv(pd.DataFrame({"y_true": y, "y_pred": p1, "sample_weight": 0.5 + p1})), format="csv")
+    np.testing.assert_allclose(preds.p_positive, p1, rtol=0, atol=1e-15)
+    # two predicted-class columns beside full score columns are metadata, not an ambiguity
+    df = pd.DataFrame(cifar10.probs[:200], columns=[f"c{k}" for k in range(10)])
+    df["prediction"], df["pred_class"], df["label"] = cifar10.predicted[:200], cifar10.predicted[:200], cifar10.labels[:200]
+    assert load_predictions(_csv(df), format="csv").n_classes == 10
+    # class names that are also metric names or numbered codes
+    names = ["unacc", "acc", "good", "vgood"]
+    probs = cifar10.probs[:200, :4] / cifar10.probs[:200, :4].sum(axis=1, keepdims=True)
+    car = pd.DataFrame(probs, columns=names).assign(label=[names[k] for k in np.argmax(probs, axis=1)])
+    assert load_predictions(_csv(car), format="csv").class_names == tuple(names)
+    synsets = ["n01440764", "n02102040", "n02979186", "n03000684"]
+    by_position = pd.DataFrame(probs, columns=synsets).assign(label=np.argmax(probs, axis=1))
+    np.testing.assert_array_equal(load_predictions(_csv(by_position), format="csv").labels, np.argmax(probs, axis=1))
+    icd = ["E11.9", "E11.65", "E11.22", "I10"]
+    codes = pd.DataFrame(probs, columns=[f"prob_{c}" for c in icd]).assign(label=[icd[k] for k in np.argmax(probs, 1)])
+    assert load_predictions(_csv(codes), format="csv").class_names == tuple(icd)
+
+
+def test_pass_fail_binary_keeps_pass_as_class_1(kitti):
+    p1, y = _binary(kitti)
+    preds = load_predictions(_csv(pd.DataFrame({"p_pass": p1, "label": np.where(y == 1, "pass", "fail")})),
+                             format="csv")
+    assert preds.class_names == ("fail", "pass")
+    np.testing.assert_allclose(preds.p_positive, p1, rtol=0, atol=1e-15)
+
+
+def test_caret_obs_is_the_label_only_beside_pred(kitti):
+    p1, y = _binary(kitti)
+    caret = pd.DataFrame({"pred": np.where(p1 >= .5, "yes", "no"), "obs": np.where(y == 1, "yes", "no"),
+                          "no": 1 - p1, "yes": p1, "rowIndex": np.arange(1, 301)})
+    preds = load_predictions(_csv(caret), format="csv")
+    assert dict(preds.column_roles)["obs"] == "label"
+    np.testing.assert_array_equal(preds.labels, y)
+    other = pd.DataFrame({"obs": np.arange(300), "churn": y, "p_churn": p1})  # obs: an observation number
+    assert dict(load_predictions(_csv(other), format="csv").column_roles)["churn"] == "label"
+    both = pd.DataFrame({"obs": np.arange(300), "label": y, "p_1": p1})
+    assert dict(load_predictions(_csv(both), format="csv").column_roles)["label"] == "label"
+
+
+def test_top_label_or_binary_by_which_class_the_higher_scores_predict(kitti):
+    """0/1 predictions with every score >= 0.5: class 1 predicted for the higher scores is p(y=1) with
+    a threshold; class 0 for the higher ones, or the same scores for both, is a confidence."""
+    rng = np.random.default_rng(12)
+    n = 300
+    pred = rng.integers(0, 2, n)
+    y = np.where(rng.random(n) < 0.8, pred, 1 - pred)
+    high, low = rng.uniform(0.71, 1, n), rng.uniform(0.5, 0.7, n)
+    for scores, kind in ((np.where(pred == 1, high, low), "binary"), (np.where(pred == 0, high, low), "top_label"),
+                         (rng.uniform(0.5, 1, n), "top_label")):
+        df = pd.DataFrame({"label": y, "prediction": pred, "score": scores})
+        assert load_predictions(_csv(df), format="csv").kind == kind
+    one = pd.DataFrame({"label": y, "prediction": np.r_[0, np.ones(n - 1, int)], "score": rng.uniform(0.5, 1, n)})
+    one.loc[0, "score"] = 0.9  # the one class-0 row among the class-1 rows' scores
+    assert load_predictions(_csv(one), format="csv").kind == "top_label"
+
+
+def test_tab_separated_thousands_separators_are_not_decimal_commas(cifar10):
+    df = pd.DataFrame(cifar10.logits[:200, :3], columns=["logit_0", "logit_1", "logit_2"])
+    df["label"] = cifar10.labels[:200] % 3
+    df["n_chars"] = [f"{1000 + 37 * i:,}" for i in range(200)]  # 1,000 ... 8,363
+    preds = load_predictions(df.to_csv(index=False, sep="\t").encode(), name="logits.tsv")
+    assert preds.n_classes == 3 and dict(preds.column_roles)["n_chars"] == "metadata"
+    np.testing.assert_allclose(preds.logits, cifar10.logits[:200, :3], rtol=0, atol=1e-12)

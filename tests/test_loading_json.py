@@ -280,3 +280,39 @@ def test_broken_and_old_workbooks_say_what_to_do(tmp_path):
     pd.DataFrame({"a": []}).to_excel(empty, index=False)
     with pytest.raises(PredictionsError, match="hold no data rows"):
         load_predictions(empty)
+
+
+def test_float_vectors_named_as_outputs_are_decided_with_the_other_columns(tmp_path):
+    """predictions / outputs vectors with a per-record float (an uncertainty, a loss): the vectors are the
+    scores; a list of class ids (top-2) is not; tuples written by Python are vectors too."""
+    rng = np.random.default_rng(13)
+    n = 200
+    p1 = rng.uniform(size=n)
+    y = (rng.uniform(size=n) < p1).astype(int)
+    recs = [{"label": int(t), "predictions": [float(1 - p), float(p)], "uncertainty": float(rng.uniform())}
+            for t, p in zip(y, p1)]
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in recs))
+    np.testing.assert_allclose(load_predictions(path).p_positive, p1, rtol=0, atol=1e-15)
+    logits = rng.normal(size=(n, 3))
+    labels = rng.integers(0, 3, n)
+    path.write_text("\n".join(json.dumps({"label": int(t), "pred": [float(v) for v in z], "loss": 0.5})
+                              for t, z in zip(labels, logits)))
+    preds = load_predictions(path)
+    assert preds.input_type == "logits" and preds.n_classes == 3
+    csv_path = tmp_path / "tuples.csv"
+    pd.DataFrame({"probs": [str((float(1 - p), float(p))) for p in p1], "label": y}).to_csv(csv_path, index=False)
+    np.testing.assert_allclose(load_predictions(csv_path).p_positive, p1, rtol=0, atol=1e-15)
+
+
+def test_an_excel_report_with_a_title_row(tmp_path):
+    rng = np.random.default_rng(14)
+    p1 = rng.uniform(size=50)
+    y = (rng.uniform(size=50) < p1).astype(int)
+    path = tmp_path / "report.xlsx"
+    with pd.ExcelWriter(path) as book:
+        pd.DataFrame([["Model audit, March"]]).to_excel(book, index=False, header=False, startrow=0)
+        pd.DataFrame({"p_1": p1, "label": y}).to_excel(book, index=False, startrow=2)
+    preds = load_predictions(path)
+    np.testing.assert_allclose(preds.p_positive, p1, rtol=0, atol=1e-15)
+    assert any("the header is row 3 of the sheet" in n for n in preds.notes)

@@ -52,13 +52,17 @@ METADATA_NAME_WORDS: dict[str, str] = {
     **dict.fromkeys(("fold", "folds", "split", "partition", "seed", "subset"), "a data split"),
     **dict.fromkeys(("date", "time", "timestamp", "datetime", "ts", "at"), "a date or time"),
     **dict.fromkeys(("weight", "weights"), "a weight"),
+    # what a run logs per record next to its predictions
+    **dict.fromkeys(("loss", "losses", "entropy", "uncertainty", "latency", "duration", "elapsed", "runtime"),
+                    "a per-record measurement"),
 }
 #: Whole names that are metadata whatever their last word.
 METADATA_NAMES = {"row_number": "an identifier", "row_index": "an identifier", "sample": "an identifier",
                   "set": "a data split",
                   # per-record scores of an evaluation harness (lm-evaluation-harness: acc, acc_norm)
-                  **dict.fromkeys(("acc", "acc_norm", "exact_match", "em", "f1", "bleu", "rouge", "rouge_l",
-                                   "rougel", "bleurt", "pass", "pass_at_1"), "a per-record evaluation metric"),
+                  # ("acc" and "pass" are not among them: class names too, UCI car's unacc/acc/good/vgood)
+                  **dict.fromkeys(("acc_norm", "exact_match", "f1", "bleu", "rouge", "rouge_l", "rougel", "bleurt",
+                                   "pass_at_1"), "a per-record evaluation metric"),
                   # A unit of time alone names a time; as the last word it need not ("hours_per_week").
                   **dict.fromkeys(("year", "month", "week", "day", "hour", "minute", "epoch"), "a date or time")}
 

@@ -32,7 +32,7 @@ from pbr_core.loading._source import (
     _too_many_rows,
 )
 from pbr_core.loading._roles import (DECIMAL_COMMA_NUMBER, Roles, detect_scores, duplicates, find_by_name,
-                                     named_roles, profile)
+                                     metadata_by_name, name_words, named_roles, profile)
 from pbr_core.loading._vectors import collapse_roles, expand_score_vectors
 from pbr_core.predictions import Predictions, PredictionsError
 
@@ -91,7 +91,11 @@ def _csv_header(src: _Source, fmt: FileFormat, head: bytes) -> _CsvHeader:
         # Up to 50 data rows of the head (the first may hold only whole numbers: "1;0;0;0").
         rows = [line.decode(encoding, errors="replace") for line in head.split(b"\n")[1:51]]
         cells = [c.strip().strip('"') for row in rows[:-1] for c in row.split(sep)]
-        if any(re.fullmatch(DECIMAL_COMMA_NUMBER, c, flags=re.I) for c in cells):
+        comma = [c for c in cells if re.fullmatch(DECIMAL_COMMA_NUMBER, c, flags=re.I)]
+        if sep == "\t" and (any(re.fullmatch(r"-?\d*\.\d+(?:e-?\d+)?", c, flags=re.I) for c in cells)
+                            or all(re.fullmatch(r"-?\d{1,3}(?:,\d{3})+", c) for c in comma)):
+            comma = []  # decimal points elsewhere, or only thousands separators (3,209): not decimal commas
+        if comma:
             decimal = ","
             notes.append("Numbers are written with a decimal comma (0,25): read them as such.")
     return _CsvHeader(columns, sep, encoding, compression, tuple(notes), decimal)
@@ -536,16 +540,20 @@ def _table_roles(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Opti
         # itself (XGBoost's label, pred), not a predicted class.
         named_pred = [c for c in rest if c.strip().lower() in PREDICTED_COLUMN_NAMES]
         scores_by_name = [c for c in named_pred if not _class_values(df[c])]
-        if scores_by_name and not any(pd.api.types.is_float_dtype(df[c].dtype) for c in rest
-                                      if c not in named_pred and c != roles.label
+        if scores_by_name and not any(_unit_floats(df[c]) for c in rest
+                                      if c not in named_pred and c != roles.label and not metadata_by_name(c)
                                       and c.strip().lower() not in LABEL_COLUMN_NAMES):
-            rest_pred = [c for c in rest if c not in scores_by_name]
+            named_pred = [c for c in named_pred if c not in scores_by_name]
+        if len(named_pred) > 1 and conf is None:
+            pred = None  # several: in a table of class scores they are all kept as metadata
         else:
-            rest_pred = rest
-        pred = find_by_name(rest_pred, PREDICTED_COLUMN_NAMES, "predicted-class column", src)
+            pred = find_by_name(named_pred, PREDICTED_COLUMN_NAMES, "predicted-class column", src)
         correct = find_by_name(rest, CORRECT_COLUMN_NAMES, "correct column", src)
     if roles.label is None:
         roles.label = find_by_name(rest, LABEL_COLUMN_NAMES, "label column", src, option="label_column=")
+        if roles.label is None and pred is not None and pred.strip().lower() == "pred":
+            # R caret's savePredictions: pred (the predicted class) next to obs (the observed one)
+            roles.label = next((c for c in rest if c.strip().lower() == "obs"), None)
         named = (_label_named_by_a_score(df, [c for c in rest if c not in (conf, pred, correct)])
                  if roles.label is None else None)
         if named is not None:
@@ -616,18 +624,33 @@ def _confidence_of_predicted(score: pd.Series, predicted: pd.Series, label: pd.S
         return (f"the confidence in the predicted class {predicted.name!r}: one score column cannot hold the "
                 f"probabilities of {max(n_pred, n_label)} classes")
     if n_pred == 2 and bool((values >= 0.5).all()):
-        # p(y=1) with any threshold separates the two predicted classes by the score; a confidence in
-        # the predicted class does not (both classes' rows range over [0.5, 1]).
-        a, b = (values[(predicted == v).to_numpy()] for v in predicted.dropna().unique())
-        if min(a.max(), b.max()) > max(a.min(), b.min()):
-            return (f"the confidence in the predicted class {predicted.name!r}: every value is at least 0.5 and "
-                    "both predicted classes span the same values, which p(y=1) with a threshold cannot do")
+        # p(y=1) with a threshold puts every row of one predicted class below every row of the other;
+        # a confidence in the predicted class does not (both classes' rows range over [0.5, 1]).
+        classes = sorted(predicted.dropna().unique().tolist(), key=str)
+        a, b = (values[(predicted == v).to_numpy()] for v in classes)
+        if set(classes) == {0, 1}:  # class 1 known: p(y=1) puts its rows above class 0's
+            threshold = a.max() <= b.min()
+        else:  # class names: either could be class 1
+            threshold = a.max() <= b.min() or b.max() <= a.min()
+        if not threshold:
+            return (f"the confidence in the predicted class {predicted.name!r}: every value is at least 0.5 and no "
+                    "threshold on it gives the predicted classes, which p(y=1) would")
     return None
+
+
+def _unit_floats(values: pd.Series) -> bool:
+    """A float column inside [0, 1]: one that could hold probabilities."""
+    if not pd.api.types.is_float_dtype(values.dtype):
+        return False
+    v = values.to_numpy(dtype=np.float64)
+    return bool(np.nanmin(v) >= 0 and np.nanmax(v) <= 1) if np.isfinite(v).any() else False
 
 
 def _class_values(values: pd.Series) -> bool:
     """Text, true/false or whole numbers: values that can name a class."""
     v = values.dropna()
+    if len(v) and isinstance(v.iloc[0], (list, tuple, dict, np.ndarray)):
+        return False  # vectors in the cells
     if not pd.api.types.is_numeric_dtype(v.dtype) or pd.api.types.is_bool_dtype(v.dtype):
         return True
     return bool(np.all(np.asarray(v, dtype=np.float64) == np.round(np.asarray(v, dtype=np.float64))))
@@ -685,7 +708,7 @@ def _full_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Options, no
         if kind == "names":
             y, class_names = _binary_names(y, score_cols[0], label, src, notes, opts.binary_names)
         scores = scores[:, 0]
-        if kind != "names" and opts.input_type != "logits" and _named_class(score_cols[0], ["0", "1"]) == "0":
+        if kind != "names" and opts.input_type != "logits" and _names_class_0(score_cols[0]):
             scores = 1.0 - scores  # prob_0, p(y=0): the probability of class 0
             notes.append(f"The score column {score_cols[0]!r} is named after class 0: read as p(y=0), so "
                          f"p(y=1) = 1 - {score_cols[0]}.")
@@ -717,9 +740,10 @@ SCORE_PREFIXES = ("probability_", "probabilities_", "pred_prob_", "pred_proba_",
 
 def _strip_prefix(headers: Sequence[str]) -> list[str] | None:
     common = os.path.commonprefix(list(headers))
-    if "." in common:  # a JSON object of scores, flattened: probs.cat, probs.dog -> cat, dog
-        cut = common.rindex(".") + 1
-        names = [h[cut:] for h in headers]
+    parent = common[:common.rindex(".")] if "." in common else ""
+    if parent and re.fullmatch(r"[A-Za-z_][A-Za-z_.]*", parent):
+        # a JSON object of scores, flattened: probs.cat, probs.dog -> cat, dog ("prob_E11.9" is no such thing)
+        names = [h[len(parent) + 1:] for h in headers]
         if all(names) and len(set(names)) == len(names):
             return _strip_prefix(names) or names
     for prefix in SCORE_PREFIXES:
@@ -776,6 +800,15 @@ BINARY_NAME_PAIRS = (("no", "yes"), ("n", "y"), ("false", "true"), ("f", "t"), (
 SCORE_SUFFIXES = ("_probability", "_proba", "_prob", "_score", "_pred", "_p", " probability", " prob")
 
 
+def _names_class_0(header: str) -> bool:
+    """Whether a lone score column's header says it is the probability of class 0: ``p_0``,
+    ``prob_0``, ``proba_0``, ``probability_0``, ``p(y=0)``, ``p(0)`` (not a bare ``0``, which
+    ``pd.DataFrame(model.predict(X))`` writes for p(y=1), nor ``score_0``)."""
+    h = header.strip().lower()
+    return bool(re.fullmatch(r"(p|prob|probs|proba|probability|pred_proba|pred_prob|y_prob|y_proba)_0", h)
+                or re.fullmatch(r"p(?:rob)?\s*\(\s*(?:y\s*=\s*)?0\s*\)", h))
+
+
 def _named_forms(header: str) -> set[str]:
     """What a score column's header may name, lower case: the header itself, and without a known
     prefix (``p_churn``, ``prob_default``) or ending (``churn_prob``), or inside ``p(churn)``."""
@@ -798,7 +831,9 @@ def _named_class(header: str, names: Sequence[str]) -> str | None:
 
 
 #: Words in a column's name that mark the model's own output (a decision, a prediction), never the truth.
-_DECISION_WORDS = ("pred", "hat", "decision", "guess", "score", "prob", "conf", "correct")
+_DECISION_WORDS = frozenset(("pred", "preds", "prediction", "predictions", "predicted", "yhat", "hat", "decision",
+                             "guess", "score", "scores", "prob", "probs", "proba", "probability", "conf",
+                             "confidence", "correct"))
 
 
 def _label_named_by_a_score(df: pd.DataFrame, columns: Sequence[str]) -> tuple[str, str] | None:
@@ -806,7 +841,7 @@ def _label_named_by_a_score(df: pd.DataFrame, columns: Sequence[str]) -> tuple[s
     another column's header as what it is the probability of (``churn`` and ``p_churn``,
     ``default`` and ``default_prob``): the label column of a binary file whose label has no usual
     name. One pass over the headers."""
-    lower = {c.strip().lower(): c for c in columns if not any(w in c.lower() for w in _DECISION_WORDS)}
+    lower = {c.strip().lower(): c for c in columns if not set(name_words(c)) & _DECISION_WORDS}
     found = {}
     for s in columns:
         for form in _named_forms(s) - {s.strip().lower()}:
@@ -890,6 +925,8 @@ def _labels_by_integer_header(y: np.ndarray, headers: list[str], label: str, src
     yf = np.asarray(y, dtype=np.float64)
     if not np.all(np.isfinite(yf) & (yf == np.round(yf))):
         return y  # from_arrays explains what is wrong with the labels
+    if not bare and not set(np.unique(yf).astype(np.int64).tolist()) <= set(as_ints):
+        return y  # numbers that are not the labels' (ImageNet synsets n01440764...): by position
     idx = pd.Index(as_ints).get_indexer(yf.astype(np.int64))
     bad = idx < 0
     if bad.any():

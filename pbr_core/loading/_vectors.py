@@ -23,7 +23,10 @@ from pbr_core.loading._source import ColumnChoice, _Source
 #: ``class_probs`` and the JSON field ``output.logits`` count, ``score_ci`` and ``top2_pred`` do not).
 SCORE_VECTOR_NAMES = ("probs", "prob", "probabilities", "probability", "proba", "pred_proba", "predict_proba",
                       "logits", "logit", "scores", "score", "softmax")
-_BRACKETED = re.compile(r"^\s*\[.*\]\s*$", re.S)
+#: Words inside a column's name that make a column of float vectors a candidate for the scores
+#: (``predictions``, ``model_output``), decided then with the other columns like any score column.
+SCORE_WORDS = ("prob", "logit", "score", "softmax", "pred", "output")
+_BRACKETED = re.compile(r"^\s*(\[.*\]|\(.*\))\s*$", re.S)
 _SPLIT = re.compile(r"[,;\s]+")
 _SAMPLE = 50
 
@@ -73,9 +76,13 @@ def _kind(values: pd.Series) -> str | None:
 
 
 def _uniform(values: pd.Series, kind: str) -> bool:
-    """Whether the first cells are all lists of the same number (>= 2) of numbers."""
+    """Whether the first cells are all lists of the same number (>= 2) of numbers, not all whole
+    (class ids such as a top-2 prediction [3, 1] are not scores)."""
     rows = [_cell_vector(v, kind) for v in values.iloc[:_SAMPLE].tolist()]
-    return not any(r is None for r in rows) and len({r.size for r in rows}) == 1 and rows[0].size >= 2
+    if any(r is None for r in rows) or len({r.size for r in rows}) != 1 or rows[0].size < 2:
+        return False
+    head = np.vstack(rows)
+    return bool(np.isfinite(head).all() and np.any(head != np.round(head)))
 
 
 def _matrix(values: pd.Series, kind: str, column: str, src: _Source) -> np.ndarray:
@@ -111,9 +118,13 @@ def _probability_vectors(values: pd.Series, kind: str) -> bool:
 
 
 def _other_scores(df: pd.DataFrame, column: str, choice: ColumnChoice) -> bool:
-    """Whether other columns could be the scores: float columns besides the label and ``column``."""
+    """Whether other columns could be the scores: float columns besides ``column``, the label (by
+    the user's choice or its name) and columns whose names say they are metadata (a weight, a date)."""
+    from pbr_core.loading._roles import metadata_by_name
+    from pbr_core.loading._source import LABEL_COLUMN_NAMES
+
     return any(c != column and c != choice.label and pd.api.types.is_float_dtype(df[c].dtype)
-               for c in df.columns)
+               and c.strip().lower() not in LABEL_COLUMN_NAMES and not metadata_by_name(c) for c in df.columns)
 
 
 def expand_score_vectors(df: pd.DataFrame, choice: ColumnChoice, src: _Source,
@@ -121,12 +132,15 @@ def expand_score_vectors(df: pd.DataFrame, choice: ColumnChoice, src: _Source,
     """The frame with a score-vector column replaced by one column per class, the column choice
     with that column's name replaced by the new ones, and {vector column: its new columns}.
 
-    A column of lists is expanded when it is named as the score column or named like scores
-    (:data:`SCORE_VECTOR_NAMES`), or when its first cells are probability vectors and no other
-    column of the file holds floats. Other columns are decided on their first cells only; the
+    A column of lists is the scores when it is named as the score column or named like scores
+    (:data:`SCORE_VECTOR_NAMES`). A column of float vectors is expanded too, with the scores then
+    decided among all the columns, when it has a score word in its name
+    (:data:`SCORE_WORDS`: ``predictions``, ``model_output``) and holds probability vectors or is the
+    file's only float column, or holds probability vectors in a file with no other float column. Other columns are decided on their first cells only; the
     chosen column is converted whole (a row of it that is not K numbers is an error naming it)."""
     named = set(choice.scores or ())
     found: dict[str, str] = {}
+    candidates: set[str] = set()  # expanded, but the scores are still decided among all columns
     for c in df.columns:
         dtype = df[c].dtype
         if not (pd.api.types.is_object_dtype(dtype) or isinstance(dtype, pd.StringDtype)) or c == choice.label \
@@ -139,8 +153,10 @@ def expand_score_vectors(df: pd.DataFrame, choice: ColumnChoice, src: _Source,
             continue
         if c in named or _named_like_scores(c) or kind == "labelled":  # the scores: a bad row is an error
             found[c] = kind
-        elif _uniform(df[c], kind) and not _other_scores(df, c, choice) and _probability_vectors(df[c], kind):
+        elif _uniform(df[c], kind) and (_probability_vectors(df[c], kind) or not _other_scores(df, c, choice)) \
+                and (any(w in c.lower() for w in SCORE_WORDS) or not _other_scores(df, c, choice)):
             found[c] = kind
+            candidates.add(c)
     if not found:
         return df, choice, {}
     if len(found) > 1:
@@ -157,10 +173,11 @@ def expand_score_vectors(df: pd.DataFrame, choice: ColumnChoice, src: _Source,
     at = list(df.columns).index(column)
     block = pd.DataFrame(m, columns=names, index=df.index)
     out = pd.concat([df.iloc[:, :at], block, df.iloc[:, at + 1:]], axis=1)
-    scores: list[str] = []
-    for c in choice.scores or (column,):  # the vector is the scores: other columns are not candidates
-        scores.extend(names if c == column else [c])
-    choice = replace(choice, scores=tuple(scores))
+    if choice.scores is not None or column not in candidates:  # named as, or named like, the scores
+        scores: list[str] = []
+        for c in choice.scores or (column,):  # the vector is the scores: other columns are not candidates
+            scores.extend(names if c == column else [c])
+        choice = replace(choice, scores=tuple(scores))
     if kind == "labelled_sorted":
         notes.append(f"Column {column!r} holds a score per class, each with its class's name: read as the scores "
                      f"of the classes {', '.join(repr(x) for x in names[:6])}{'...' if k > 6 else ''}.")
