@@ -53,25 +53,26 @@ def _lines(text: str, src: _Source) -> list:
     return records
 
 
-def _records(value, src: _Source) -> list | dict:
-    """The rows of a parsed .json document: a list of records, or a dict of equal-length columns."""
+def _records(value, src: _Source) -> list | pd.DataFrame:
+    """The rows of a parsed .json document: a list of records, or the table itself where the
+    document is laid out by column (pandas' orients other than ``records``)."""
     if isinstance(value, list):
         return value
     if isinstance(value, dict):
         if isinstance(value.get("columns"), list) and isinstance(value.get("data"), list):
-            return {"__split__": value}  # pandas' to_json(orient="split")
+            return pd.DataFrame(value["data"], columns=value["columns"])  # pandas' to_json(orient="split")
         if value and all(isinstance(v, dict) for v in value.values()):
             # pandas' to_json() default (orient="columns": {column: {row: value}}) or orient="index"
             # ({row: {column: value}}, its outer keys the row labels 0, 1, 2...)
             rows_outside = all(str(k).lstrip("-").isdigit() for k in value)
-            return {"__frame__": pd.DataFrame.from_dict(value, orient="index" if rows_outside else "columns")}
+            return pd.DataFrame.from_dict(value, orient="index" if rows_outside else "columns").reset_index(drop=True)
         lists = {k: v for k, v in value.items() if isinstance(v, list)}
         tables = [k for k, v in lists.items() if v and all(isinstance(r, dict) for r in v)]
         if len(tables) == 1:
             return lists[tables[0]]  # {"samples": [{...}, ...], "config": ...}
         scalars = all(not isinstance(v, (list, dict)) for k, v in value.items() if k not in lists)
         if not tables and lists and scalars and len({len(v) for v in lists.values()}) == 1:
-            return value  # {"column": [...], ..., "model": "x"}: a scalar field fills its column
+            return pd.DataFrame(value)  # {"column": [...], ..., "model": "x"}: a scalar field fills its column
         what = (f"several arrays of records ({', '.join(repr(t) for t in tables[:5])})" if tables
                 else "no array of records")
         raise src.error(f"the JSON object holds {what}; expected an array of records ([{{...}}, ...]), one "
@@ -95,23 +96,12 @@ def read_json_frame(src: _Source, fmt: FileFormat, head: bytes, max_rows: int | 
                         " A JSON file starts with { or [: is it another format (e.g. CSV) under a .json name?")
                 raise src.error(f"not valid JSON: {_where(exc)}.{hint}") from None
             rows = _lines(text, src)  # one object per line under a .json name
-    if isinstance(rows, dict) and "__split__" in rows:
-        split = rows["__split__"]
-        rows = {"__frame__": pd.DataFrame(split["data"], columns=split["columns"])}
-    if isinstance(rows, dict) and "__frame__" in rows:
-        frame = rows["__frame__"]
-        if len(frame) == 0:
-            raise src.error("the file holds no records (no data rows).")
-        if max_rows is not None and len(frame) > max_rows:
-            raise _too_many_rows(src, len(frame), max_rows)
-        return frame.reset_index(drop=True)
-    n = len(next(v for v in rows.values() if isinstance(v, list))) if isinstance(rows, dict) else len(rows)
-    if n == 0:
+    if len(rows) == 0:
         raise src.error("the file holds no records (no data rows).")
-    if max_rows is not None and n > max_rows:
-        raise _too_many_rows(src, n, max_rows)
-    if isinstance(rows, dict):
-        return pd.DataFrame(rows)
+    if max_rows is not None and len(rows) > max_rows:
+        raise _too_many_rows(src, len(rows), max_rows)
+    if isinstance(rows, pd.DataFrame):
+        return rows
     bad = next((i for i, r in enumerate(rows) if not isinstance(r, dict)), None)
     if bad is not None:
         raise src.error(f"record {bad + 1} is a {type(rows[bad]).__name__}, not an object with named fields "

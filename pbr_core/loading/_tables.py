@@ -614,8 +614,8 @@ def _confidence_of_predicted(score: pd.Series, predicted: pd.Series, label: pd.S
     """Why the one score column of a file with a predicted-class column is the confidence in that
     predicted class (the (prediction, score) output of a text classification pipeline), not p(y=1);
     None where it may be p(y=1). Either the classes are more than two (one column cannot be the
-    probability vector), or every value is at least 0.5 while the predicted class varies (p(y=1)
-    >= 0.5 on every row with an argmax prediction would always predict class 1)."""
+    probability vector), or every value is at least 0.5 and no threshold on the score gives the
+    predicted classes (p(y=1) would put every class-1 row above every class-0 row)."""
     values = pd.to_numeric(score, errors="coerce")
     if values.isna().any() or not _class_values(predicted):  # a float "prediction" is a rounded score: metadata
         return None
@@ -653,7 +653,8 @@ def _class_values(values: pd.Series) -> bool:
         return False  # vectors in the cells
     if not pd.api.types.is_numeric_dtype(v.dtype) or pd.api.types.is_bool_dtype(v.dtype):
         return True
-    return bool(np.all(np.asarray(v, dtype=np.float64) == np.round(np.asarray(v, dtype=np.float64))))
+    numbers = np.asarray(v, dtype=np.float64)
+    return bool(np.all(numbers == np.round(numbers)))
 
 
 def _keep_named(roles: Roles, series: pd.Series, column: str, why: str) -> None:
@@ -800,13 +801,18 @@ BINARY_NAME_PAIRS = (("no", "yes"), ("n", "y"), ("false", "true"), ("f", "t"), (
 SCORE_SUFFIXES = ("_probability", "_proba", "_prob", "_score", "_pred", "_p", " probability", " prob")
 
 
+#: ``p(churn)``, ``prob(y = 1)``: the class a probability column names, inside the brackets (lower case).
+_P_OF = re.compile(r"p(?:rob)?\s*\(\s*(?:y\s*=\s*)?(.+?)\s*\)")
+
+
 def _names_class_0(header: str) -> bool:
     """Whether a lone score column's header says it is the probability of class 0: ``p_0``,
     ``prob_0``, ``proba_0``, ``probability_0``, ``p(y=0)``, ``p(0)`` (not a bare ``0``, which
     ``pd.DataFrame(model.predict(X))`` writes for p(y=1), nor ``score_0``)."""
     h = header.strip().lower()
+    inside = _P_OF.fullmatch(h)
     return bool(re.fullmatch(r"(p|prob|probs|proba|probability|pred_proba|pred_prob|y_prob|y_proba)_0", h)
-                or re.fullmatch(r"p(?:rob)?\s*\(\s*(?:y\s*=\s*)?0\s*\)", h))
+                or (inside and inside.group(1) == "0"))
 
 
 def _named_forms(header: str) -> set[str]:
@@ -816,7 +822,7 @@ def _named_forms(header: str) -> set[str]:
     forms = {h}
     forms.update(h[len(x):] for x in SCORE_PREFIXES if h.startswith(x) and len(h) > len(x))
     forms.update(h[:-len(x)] for x in SCORE_SUFFIXES if h.endswith(x) and len(h) > len(x))
-    m = re.fullmatch(r"p(?:rob)?\s*\(\s*(?:y\s*=\s*)?(.+?)\s*\)", h)
+    m = _P_OF.fullmatch(h)
     if m:
         forms.add(m.group(1))
     return forms

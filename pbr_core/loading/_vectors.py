@@ -17,7 +17,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from pbr_core.loading._source import ColumnChoice, _Source
+from pbr_core.loading._roles import metadata_by_name
+from pbr_core.loading._source import LABEL_COLUMN_NAMES, ColumnChoice, _Source
 
 #: Names of a score-vector column (compared in lower case, on the last part of the name, so that
 #: ``class_probs`` and the JSON field ``output.logits`` count, ``score_ci`` and ``top2_pred`` do not).
@@ -120,9 +121,6 @@ def _probability_vectors(values: pd.Series, kind: str) -> bool:
 def _other_scores(df: pd.DataFrame, column: str, choice: ColumnChoice) -> bool:
     """Whether other columns could be the scores: float columns besides ``column``, the label (by
     the user's choice or its name) and columns whose names say they are metadata (a weight, a date)."""
-    from pbr_core.loading._roles import metadata_by_name
-    from pbr_core.loading._source import LABEL_COLUMN_NAMES
-
     return any(c != column and c != choice.label and pd.api.types.is_float_dtype(df[c].dtype)
                and c.strip().lower() not in LABEL_COLUMN_NAMES and not metadata_by_name(c) for c in df.columns)
 
@@ -134,10 +132,11 @@ def expand_score_vectors(df: pd.DataFrame, choice: ColumnChoice, src: _Source,
 
     A column of lists is the scores when it is named as the score column or named like scores
     (:data:`SCORE_VECTOR_NAMES`). A column of float vectors is expanded too, with the scores then
-    decided among all the columns, when it has a score word in its name
-    (:data:`SCORE_WORDS`: ``predictions``, ``model_output``) and holds probability vectors or is the
-    file's only float column, or holds probability vectors in a file with no other float column. Other columns are decided on their first cells only; the
-    chosen column is converted whole (a row of it that is not K numbers is an error naming it)."""
+    decided among all the columns, when no other column could be the scores (no other float
+    column: :func:`_other_scores`), or when it has a score word in its name (:data:`SCORE_WORDS`:
+    ``predictions``, ``model_output``) and holds probability vectors. Columns are decided on their
+    first cells; the chosen column is converted whole (a row of it that is not K numbers is an
+    error naming it)."""
     named = set(choice.scores or ())
     found: dict[str, str] = {}
     candidates: set[str] = set()  # expanded, but the scores are still decided among all columns
@@ -153,8 +152,8 @@ def expand_score_vectors(df: pd.DataFrame, choice: ColumnChoice, src: _Source,
             continue
         if c in named or _named_like_scores(c) or kind == "labelled":  # the scores: a bad row is an error
             found[c] = kind
-        elif _uniform(df[c], kind) and (_probability_vectors(df[c], kind) or not _other_scores(df, c, choice)) \
-                and (any(w in c.lower() for w in SCORE_WORDS) or not _other_scores(df, c, choice)):
+        elif _uniform(df[c], kind) and (not _other_scores(df, c, choice) or (
+                any(w in c.lower() for w in SCORE_WORDS) and _probability_vectors(df[c], kind))):
             found[c] = kind
             candidates.add(c)
     if not found:

@@ -38,8 +38,8 @@ __all__ = ["Dataset", "Layout", "Unit", "open_dataset"]
 #: Rows per record batch: 256k rows of a K = 10 file are ~20 MB of float64 scores.
 BATCH_ROWS = 1 << 18
 _CSV_BLOCK = 32 << 20
-JSON_SUFFIXES = (".json", ".jsonl", ".ndjson", ".json.gz", ".jsonl.gz", ".ndjson.gz", ".xlsx", ".xlsm")
-JSON_NOT_STREAMED = (" JSON, JSON Lines and Excel files are read whole, one file at a time (pbr-calib evaluate "
+WHOLE_FILE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".json.gz", ".jsonl.gz", ".ndjson.gz", ".xlsx", ".xlsm")
+NOT_STREAMED = (" JSON, JSON Lines and Excel files are read whole, one file at a time (pbr-calib evaluate "
                      "FILE.jsonl); to stream many, convert them to Parquet, e.g. with pandas: "
                      "pd.read_json(f, lines=True).to_parquet(...).")
 _SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".csv.gz": "csv", ".tsv.gz": "tsv"}
@@ -404,10 +404,10 @@ def open_dataset(
     for s in specs:
         found = _expand(os.fspath(s), storage_options)
         if not found:
-            json_files = os.path.isdir(os.fspath(s)) and any(
-                n.lower().endswith(JSON_SUFFIXES) for n in os.listdir(os.fspath(s)))
+            whole_files = os.path.isdir(os.fspath(s)) and any(
+                n.lower().endswith(WHOLE_FILE_SUFFIXES) for n in os.listdir(os.fspath(s)))
             raise PredictionsError(f"{s}: no file found (a file, a folder of .parquet / .csv files, or a glob "
-                                   "such as 'logs/*.parquet')." + (JSON_NOT_STREAMED if json_files else ""))
+                                   "such as 'logs/*.parquet')." + (NOT_STREAMED if whole_files else ""))
         files.extend(found)
     shown = ", ".join(map(os.fspath, specs))
     formats = {f: _file_format(f) for f in files}
@@ -415,7 +415,7 @@ def open_dataset(
     if unknown:
         raise PredictionsError(f"{unknown[0]}: not a Parquet or CSV file (by its name); a dataset holds "
                                ".parquet / .pq or .csv / .tsv (optionally .gz) files."
-                               + (JSON_NOT_STREAMED if unknown[0].lower().endswith(JSON_SUFFIXES) else ""))
+                               + (NOT_STREAMED if unknown[0].lower().endswith(WHOLE_FILE_SUFFIXES) else ""))
     kinds = {"parquet" if v == "parquet" else "csv" for v in formats.values()}
     if len(kinds) > 1:
         raise PredictionsError(f"{shown}: the dataset mixes Parquet and CSV files; use one format.")
