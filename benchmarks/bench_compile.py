@@ -54,7 +54,7 @@ def chunk_body(m_r, s_r, e, lab):
 def measure(k: int, n: int, s: int, repeats: int) -> dict:
     import torch
 
-    from pbr_core.gp.objectives import _MCExpectations, chunk_rows_for
+    from pbr_core.gp.objectives import _MCExpectations, chunk_rows_for, kernel_draws
 
     g = torch.Generator().manual_seed(0)
     mu = torch.randn(n, k, dtype=torch.float64, generator=g) * 3
@@ -65,7 +65,7 @@ def measure(k: int, n: int, s: int, repeats: int) -> dict:
 
     def production():
         m, d = mu.clone().requires_grad_(), sd.clone().requires_grad_()
-        _, out_b = _MCExpectations.apply(m, d, lab, eps, False, True, rows)
+        _, out_b = _MCExpectations.apply(m, d, lab, kernel_draws(eps), False, True, rows)
         out_b.sum().backward()
         return out_b.detach(), m.grad, d.grad
 
