@@ -194,3 +194,67 @@ def test_a_grid_serves_only_the_scores_it_was_built_for() -> None:
         m.marginals(z.clone(), m.grid_for(z))
     z32 = z.float()  # float32 scores: no grid (the model works in float64), the exact path as before
     assert m.grid_for(z32).node_count(m.scaled_rbf.base_kernel.lengthscale) == 0
+
+
+@pytest.mark.parametrize("batch", [(), (3,)])
+@pytest.mark.parametrize("kind", ["logits", "probs"])
+def test_mean_field_grid_function_equals_autograd_through_the_same_operations(kind: str, batch: tuple) -> None:
+    """``_MeanFieldGridMarginals`` (analytic gradients, what mean-field fits use) against autograd
+    through ``_grid_marginals`` on the same inputs: values and the gradients of every input."""
+    z = _scores(kind, batch)
+    m = _model(z, kind, "mean_field", batch, lengthscale=None if kind == "probs" else 3.0)
+    grid = m.grid_for(z)
+    with torch.no_grad():
+        zu = m.variational_strategy.inducing_points.clone()
+        ls = m.scaled_rbf.base_kernel.lengthscale.clone()
+        log_scale = m.scaled_rbf.outputscale.log().clone()
+        chol = torch.linalg.cholesky(m.inducing_covariance(zu))
+        eye = torch.eye(chol.shape[-1], dtype=F64).expand_as(chol)
+        chol_inv = torch.linalg.solve_triangular(chol, eye, upper=False)
+        mean, s2 = (t.clone() for t in m._variational_terms())
+        kdiag = (m.scaled_rbf.outputscale.unsqueeze(-1) + m.white.noise + m.jitter).clone()
+    nodes = grid.node_count(ls)
+    assert nodes > 0
+    leaves = [t.clone().requires_grad_() for t in (zu, ls, log_scale, chol_inv, mean, s2, kdiag)]
+    mu_ref, var_ref = m._grid_marginals(grid, nodes, *leaves)
+    shape = z.shape
+    mu_ref, var_ref = mu_ref.reshape(shape), var_ref.clamp_min(model_module.VAR_FLOOR).reshape(shape)
+    g = torch.Generator().manual_seed(3)
+    w_mu, w_var = torch.randn(shape, generator=g, dtype=F64), torch.randn(shape, generator=g, dtype=F64)
+    grads_ref = torch.autograd.grad((mu_ref * w_mu).sum() + (var_ref * w_var).sum(), leaves)
+    leaves2 = [t.detach().clone().requires_grad_() for t in leaves]
+    w, wt = grid.weights(nodes)
+    xg, h = grid.node_inputs(nodes)
+    mu, var = model_module._MeanFieldGridMarginals.apply(*leaves2, xg, h, w, wt, grid.x, tuple(shape))
+    torch.testing.assert_close(mu, mu_ref, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(var, var_ref, rtol=1e-12, atol=1e-12)
+    grads = torch.autograd.grad((mu * w_mu).sum() + (var * w_var).sum(), leaves2)
+    for name, a, b in zip(("zu", "ls", "log_scale", "chol_inv", "mean", "s2", "kdiag"), grads, grads_ref):
+        assert a.shape == b.shape, name
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-10 * max(1.0, float(b.abs().max())), msg=name)
+
+
+def test_mean_field_grid_function_gives_no_gradient_through_a_clamped_variance() -> None:
+    """Where an interpolated variance falls below ``VAR_FLOOR`` it is clamped and (as ``clamp_min``)
+    passes no gradient: one inducing point, a variational variance of 0 and k(x, x) just below 1."""
+    z = _scores("logits")
+    m = _model(z, "logits", "mean_field", lengthscale=3.0)
+    grid = m.grid_for(z)
+    nodes = grid.node_count(m.scaled_rbf.base_kernel.lengthscale)
+    w, wt = grid.weights(nodes)
+    xg, h = grid.node_inputs(nodes)
+    zu = torch.tensor([[0.0]], dtype=F64)
+    ls = torch.tensor([[3.0]], dtype=F64)
+    log_scale = torch.tensor(0.0, dtype=F64)
+    chol_inv = torch.ones(1, 1, dtype=F64)
+    mean = torch.zeros(1, dtype=F64)
+    s2 = torch.zeros(1, dtype=F64)  # var = kdiag - k(x, u)^2 (k(u, u) = 1): below 0 near x = u = 0
+    kdiag = torch.full((1,), 1.0 - 1e-3, dtype=F64).requires_grad_()
+    _, var = model_module._MeanFieldGridMarginals.apply(zu, ls, log_scale, chol_inv, mean, s2, kdiag, xg, h, w, wt,
+                                                         grid.x, tuple(z.shape))
+    raw = m._grid_marginals(grid, nodes, zu, ls, log_scale, chol_inv, mean, s2, kdiag.detach())[1]
+    clamped = raw.reshape(z.shape) <= model_module.VAR_FLOOR
+    assert 0 < int(clamped.sum()) < clamped.numel() // 10  # some inputs clamped, most not
+    assert bool((var >= model_module.VAR_FLOOR).all())
+    (g,) = torch.autograd.grad(var.sum(), kdiag)
+    assert float(g) == pytest.approx(float((~clamped).sum()))
