@@ -388,10 +388,12 @@ def kernel_draws(eps: torch.Tensor) -> torch.Tensor:
 def chunk_rows_for(mu: torch.Tensor, n_samples: int, max_elements: int | None = None) -> int:
     """Rows per chunk so that one (batch, rows, S, K) temporary has about ``max_elements`` entries.
 
-    Default: 2^18 entries (2 MiB, cache-sized) on a CPU, 2^26 (512 MiB) on a GPU.
+    Default: 2^19 entries on a CPU (2 MiB per float32 temporary: the size of an L2 cache; with the
+    (S, K, N) layout of :class:`_MCExpectations` 2^18 was 15 % slower at K = 10, S = 32, n = 1000,
+    where it made two chunks of one evaluation), 2^26 (256 MiB in float32) on a GPU.
     """
     if max_elements is None:
-        max_elements = 2**26 if mu.is_cuda else 2**18
+        max_elements = 2**26 if mu.is_cuda else 2**19
     per_row = max(1, math.prod(mu.shape[:-2]) * n_samples * mu.shape[-1])
     return int(max(1, min(mu.shape[-2], max_elements // per_row)))
 
