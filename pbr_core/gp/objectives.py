@@ -42,12 +42,15 @@ CEEstimator = Literal["none", "taylor", "mc"]
 #: are written out at every K: they give log sum exp for free, which the fused softmax would need a
 #: second exp pass (torch.logsumexp) for. CE + Brier at K = 100, n = 1000, S = 16, forward +
 #: backward: 18.1 against 20.4 ms at a fitted PBR total's marginals, 17.9 against 26.5 ms on random
-#: ones (benchmarks/RESULTS_fast_pbr.md, round 6).
+#: ones (benchmarks/RESULTS_fast_pbr.md, round 6). Measured in the (N, S, K) layout of the draws; in
+#: today's (S, K, N) layout (:func:`kernel_draws`) the fused softmax over K and the written-out passes
+#: cost about the same from 32 classes on (1.13 / 1.22 ms at K = 32, S = 32; 2.12 / 1.92 ms at K = 100,
+#: S = 16; n = 1000, a loaded machine), so the threshold stays.
 SOFTMAX_MIN_CLASSES = 32
 
 #: dtype of the fixed draws of the fits (pbr_core.recalibrators.gp, pbr_core.gp.batch), hence of the
 #: Monte Carlo work (see :class:`_MCExpectations`); read at fit time. float32 by default: the
-#: (N, S, K) passes are 1.4-2x cheaper than in float64 while mu, var, every per-row result, the sums
+#: Monte Carlo passes are 1.4-2x cheaper than in float64 while mu, var, every per-row result, the sums
 #: over rows, the gradients, K_uu, its Cholesky and the KL stay float64 (GP_SPEC section 1). Measured
 #: against float64 fits on the quality grid of benchmarks/RESULTS_fast_pbr.md (with the L-BFGS stop
 #: rule of stop 19; under the looser earlier rule one float32 fit stopped 20 iterations early and
@@ -258,7 +261,7 @@ class _MCExpectations(torch.autograd.Function):
         tail = tail_c is not None
         # eps in the kernel's layout (..., S, K, N) (:func:`kernel_draws`): the rows innermost, so
         # that every pass, the sums over the K classes and the means over the S draws included, runs
-        # along N contiguous entries (2x faster at K = 10 than the (N, S, K) layout, whose sums over
+        # along N contiguous entries (1.4-1.5x faster at K = 10 than the (N, S, K) layout, whose sums over
         # a row's 10 classes are short strided reductions).
         s = eps.shape[-3]
         # The draws' dtype is the compute dtype: float32 draws make the (S, K, N) work float32

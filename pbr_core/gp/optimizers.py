@@ -86,8 +86,8 @@ def _two_loop(g: np.ndarray, dirs: list[np.ndarray], stps: list[np.ndarray], ro:
 
 class LBFGS:
     """``torch.optim.LBFGS`` with strong-Wolfe line search, iteration for iteration the same
-    arithmetic, without the ``torch.optim.Optimizer`` base class and with the objective carried
-    from one :meth:`step` to the next.
+    algorithm, without the ``torch.optim.Optimizer`` base class, with the objective carried from one
+    :meth:`step` to the next and the two-loop recursion on the host (:func:`_two_loop`).
 
     Why not ``torch.optim.LBFGS`` itself (measured, benchmarks/RESULTS_fast_pbr.md):
 
@@ -100,8 +100,9 @@ class LBFGS:
       ~12 evaluations of a chunk of 10 iterations were repeats.
 
     The state (directions, step, curvature pairs, H_diag) and every update, test and the line
-    search (torch's own ``_strong_wolfe``) are torch's, so a fit follows exactly the path it
-    followed with ``torch.optim.LBFGS`` (a test pins the parameters equal).
+    search (torch's own ``_strong_wolfe``) are torch's, so a fit follows the path it followed with
+    ``torch.optim.LBFGS`` to round-off (the host's arithmetic has no fused multiply-add: ~1e-11 in
+    the parameters after 80 iterations; a test pins them to 1e-9).
     """
 
     def __init__(self, params: list[torch.nn.Parameter], lr: float = 1.0, max_eval: int = CHUNK * 30,
@@ -164,17 +165,17 @@ class LBFGS:
         while n_iter < max_iter:
             n_iter += 1
             self.n_iter += 1
+            g_np = _host(flat_grad)
             if self.n_iter == 1:
                 d = flat_grad.neg()
-                d_np = _host(d)
+                d_np = -g_np
                 old_dirs, old_stps, ro, h_diag = [], [], [], 1.0
             else:
                 # The direction on the host in float64 NumPy: the parameter vector is tiny (3M + 3),
                 # and torch's two-loop recursion made ~5 operations per stored pair and loop (a
                 # tensor ``alpha`` synchronising each time): with a history of 100 pairs, ~1000 torch
-                # operations per iteration, a third of an L-BFGS iteration of PBR total at K = 10.
+                # operations per iteration, ~10 % of PBR total's L-BFGS time at K = 10 (py-spy).
                 # The same formulas in the same order (round-off aside: no fused multiply-add).
-                g_np = _host(flat_grad)
                 y = g_np - prev_np
                 s = d_np * float(t)
                 ys = float(y @ s)
@@ -189,7 +190,7 @@ class LBFGS:
                     h_diag = ys / float(y @ y)
                 d_np = _two_loop(g_np, old_dirs, old_stps, ro, h_diag)
                 d = torch.as_tensor(d_np, dtype=flat_grad.dtype, device=flat_grad.device)
-            prev_np = _host(flat_grad)
+            prev_np = g_np
             prev_loss = loss
             t = min(1.0, 1.0 / flat_grad.abs().sum()) * self.lr if self.n_iter == 1 else self.lr
             gtd = flat_grad.dot(d)
