@@ -138,6 +138,31 @@ def test_vectors_that_are_not_scores_stay_metadata(cifar10):
     np.testing.assert_allclose(chosen.probs, cifar10.probs, rtol=0, atol=1e-12)
 
 
+def test_an_embedding_alone_is_not_read_as_scores(cifar10, tmp_path, capsys):
+    """A file whose only vectors of numbers are named as features (an embedding, a hidden layer) has
+    no scores: it is refused with a message that says so, not read as K-class logits (a 64-number
+    embedding beside labels 0..9 was read as 64 classes); naming the column as the scores reads it,
+    and a column of plain name is still read as the scores."""
+    rng = np.random.default_rng(1)
+    for name in ("embedding", "text_embedding", "clipEmb", "hidden_state", "features"):
+        df = pd.DataFrame({"id": np.arange(cifar10.n), "label": cifar10.labels,
+                           name: list(rng.normal(size=(cifar10.n, 64)))})
+        with pytest.raises(PredictionsError, match=rf"column '{name}' holds 64 numbers per row, but its name .* says "
+                                                   r"they are a model's features"):
+            load_predictions(df.to_parquet())
+    path = tmp_path / "run.jsonl"
+    pd.DataFrame({"label": cifar10.labels, "embedding": [list(map(float, r)) for r in cifar10.logits]}).to_json(
+        path, orient="records", lines=True, double_precision=15)
+    with pytest.raises(PredictionsError, match="says they are a model's features"):
+        load_predictions(path)
+    assert cli_main(["evaluate", str(path)]) == 3
+    assert "(--score-columns)" in capsys.readouterr().err
+    named = load_predictions(path, score_columns="embedding")
+    np.testing.assert_allclose(named.probs, cifar10.probs, rtol=0, atol=1e-12)
+    plain = pd.DataFrame({"label": cifar10.labels, "out": list(cifar10.logits)})
+    np.testing.assert_allclose(load_predictions(plain.to_parquet()).probs, cifar10.probs, rtol=0, atol=1e-12)
+
+
 def test_ragged_vectors_name_the_row():
     df = pd.DataFrame({"probs": [[0.5, 0.5], [0.2, 0.3, 0.5], [0.1, 0.9]], "label": [0, 1, 1]})
     with pytest.raises(PredictionsError, match=r"holds 2 scores per row, but row 2 .* holds 3"):

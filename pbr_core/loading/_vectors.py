@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from pbr_core.loading._roles import metadata_by_name
+from pbr_core.loading._roles import metadata_by_name, name_words
 from pbr_core.loading._source import LABEL_COLUMN_NAMES, ColumnChoice, _Source
 
 #: Names of a score-vector column (compared in lower case, on the last part of the name, so that
@@ -27,6 +27,13 @@ SCORE_VECTOR_NAMES = ("probs", "prob", "probabilities", "probability", "proba", 
 #: Words inside a column's name that make a column of float vectors a candidate for the scores
 #: (``predictions``, ``model_output``), decided then with the other columns like any score column.
 SCORE_WORDS = ("prob", "logit", "score", "softmax", "pred", "output")
+#: Words in a column's name that say its vectors are a model's features, not its scores (an
+#: embedding, a hidden layer): such a column is never taken for the scores by guess, only when named
+#: as the scores (score_columns=). Read as scores, a 64-number embedding beside labels 0..9 became
+#: 64-class "logits", with no error.
+FEATURE_WORDS = frozenset({"embedding", "embeddings", "embed", "emb", "feature", "features", "feat", "feats",
+                           "hidden", "latent", "representation", "representations", "repr", "activation",
+                           "activations", "penultimate", "encoding", "encodings"})
 _BRACKETED = re.compile(r"^\s*(\[.*\]|\(.*\))\s*$", re.S)
 _SPLIT = re.compile(r"[,;\s]+")
 _SAMPLE = 50
@@ -113,6 +120,11 @@ def _named_like_scores(column: str) -> bool:
         column.strip().lower() in SCORE_VECTOR_NAMES
 
 
+def _named_like_features(column: str) -> str | None:
+    """The word of ``column``'s name that says it holds features (:data:`FEATURE_WORDS`), or None."""
+    return next((w for w in name_words(column) if w in FEATURE_WORDS), None)
+
+
 def _probability_vectors(values: pd.Series, kind: str) -> bool:
     head = np.vstack([_cell_vector(v, kind) for v in values.iloc[:_SAMPLE].tolist()])
     return bool(np.all((head >= 0) & (head <= 1)) and np.allclose(head.sum(axis=1), 1.0, atol=1e-4))
@@ -140,6 +152,7 @@ def expand_score_vectors(df: pd.DataFrame, choice: ColumnChoice, src: _Source,
     named = set(choice.scores or ())
     found: dict[str, str] = {}
     candidates: set[str] = set()  # expanded, but the scores are still decided among all columns
+    features: list[str] = []  # vectors named as features: never the scores by guess
     for c in df.columns:
         dtype = df[c].dtype
         if not (pd.api.types.is_object_dtype(dtype) or isinstance(dtype, pd.StringDtype)) or c == choice.label \
@@ -152,11 +165,22 @@ def expand_score_vectors(df: pd.DataFrame, choice: ColumnChoice, src: _Source,
             continue
         if c in named or _named_like_scores(c) or kind == "labelled":  # the scores: a bad row is an error
             found[c] = kind
+        elif _named_like_features(c) is not None:
+            features.append(c)
         elif _uniform(df[c], kind) and (not _other_scores(df, c, choice) or (
                 any(w in c.lower() for w in SCORE_WORDS) and _probability_vectors(df[c], kind))):
             found[c] = kind
             candidates.add(c)
     if not found:
+        alone = [c for c in features if not _other_scores(df, c, choice)]
+        if alone:  # the file's only vectors of numbers are named as features: no scores to read
+            c = alone[0]
+            size = _cell_vector(df[c].iloc[0], _kind(df[c])).size
+            raise src.error(
+                f"column {c!r} holds {size} numbers per row, but its name ({_named_like_features(c)!r}) says they "
+                "are a model's features (an embedding or a hidden layer), not its predictions; the file has no "
+                "other scores. A calibration check needs the model's predicted probabilities or logits, one per "
+                "class. If this column does hold them, name it as the score column (score_columns=).")
         return df, choice, {}
     if len(found) > 1:
         raise src.error(f"columns {', '.join(repr(c) for c in found)} each hold a vector of scores per row; say "
