@@ -163,6 +163,22 @@ def test_an_embedding_alone_is_not_read_as_scores(cifar10, tmp_path, capsys):
     np.testing.assert_allclose(load_predictions(plain.to_parquet()).probs, cifar10.probs, rtol=0, atol=1e-12)
 
 
+def test_a_plain_named_vector_with_far_more_numbers_than_classes_is_refused(cifar10):
+    """A vector column taken for the scores by guess (a plain name) is refused when the labels show
+    under half of its classes over enough rows (three per class): 64 numbers beside CIFAR-10's 10
+    classes; named as the scores it is read, and real scores of a plain name still load."""
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame({"label": cifar10.labels, "vec": list(rng.normal(size=(cifar10.n, 64)))})
+    with pytest.raises(PredictionsError, match=r"column 'vec' holds 64 numbers per row, read as the scores of 64 "
+                                               r"classes, but the labels show only 10 classes over 600 rows"):
+        load_predictions(df.to_parquet())
+    assert load_predictions(df.to_parquet(), score_columns="vec").n_classes == 64
+    few = df.iloc[:150]  # fewer than 3 rows per class: too few rows to tell
+    assert load_predictions(few.to_parquet()).n_classes == 64
+    plain = pd.DataFrame({"label": cifar10.labels, "vec": list(cifar10.logits)})
+    np.testing.assert_allclose(load_predictions(plain.to_parquet()).probs, cifar10.probs, rtol=0, atol=1e-12)
+
+
 def test_ragged_vectors_name_the_row():
     df = pd.DataFrame({"probs": [[0.5, 0.5], [0.2, 0.3, 0.5], [0.1, 0.9]], "label": [0, 1, 1]})
     with pytest.raises(PredictionsError, match=r"holds 2 scores per row, but row 2 .* holds 3"):

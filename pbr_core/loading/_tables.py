@@ -486,9 +486,30 @@ def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]
         preds = _top_label_table(df, roles, src, opts, notes)
     else:
         preds = _full_table(df, roles, src, opts, notes)
+        if expanded and choice.scores is None:  # the scores came from a vector column taken by guess
+            _check_guessed_vector(preds, next(iter(expanded)), src)
     kept = roles.kept()
     return replace(preds, metadata=df[kept].reset_index(drop=True) if kept else None,
                    column_roles=collapse_roles(roles.table(columns), expanded))
+
+
+#: A vector column taken for the scores by guess (no score word in its name) is refused when the
+#: labels show fewer than this share of its classes although the rows are enough to show most of them
+#: (at least ``GUESSED_VECTOR_ROWS_PER_CLASS`` per class): a 64-number vector beside labels 0..9 is not
+#: 64 classes' scores.
+GUESSED_VECTOR_MIN_CLASS_SHARE = 0.5
+GUESSED_VECTOR_ROWS_PER_CLASS = 3
+
+
+def _check_guessed_vector(preds: Predictions, column: str, src: _Source) -> None:
+    k, n = preds.n_classes, preds.n
+    seen = int(np.unique(preds.labels).size)
+    if n >= GUESSED_VECTOR_ROWS_PER_CLASS * k and seen < GUESSED_VECTOR_MIN_CLASS_SHARE * k:
+        raise src.error(
+            f"column {column!r} holds {k} numbers per row, read as the scores of {k} classes, but the labels show "
+            f"only {seen} classes over {n} rows: these numbers are probably not the model's scores (an embedding or "
+            f"other features?). A calibration check needs the predicted probabilities or logits, one per class. If "
+            "this column does hold them, name it as the score column (score_columns=).")
 
 
 def _drop_unnamed(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Options, notes: list[str]) -> pd.DataFrame:
