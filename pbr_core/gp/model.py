@@ -342,6 +342,36 @@ class _SparseProduct(torch.autograd.Function):
         return ctx.wt @ grad.contiguous(), None, None
 
 
+def _node_values(zu: torch.Tensor, ls: torch.Tensor, log_scale: torch.Tensor, chol_inv: torch.Tensor,
+                 mean: torch.Tensor, cov: torch.Tensor, kdiag: torch.Tensor, xg: torch.Tensor, h: torch.Tensor,
+                 mean_field: bool) -> tuple[torch.Tensor, ...]:
+    """mu - x and var with their x-derivatives (times the spacing ``h``) at the nodes ``xg`` of a
+    :class:`MarginalGrid`, as (*b, 2G, 2) ``values`` (columns mu - x and var; rows the G values, then
+    the G derivatives), and the intermediates D = (u - x_g) / l, K = K_ug, K' = K * D / l (= dK/dx),
+    A = L^-1 K, A' = L^-1 K' and A * A' that :class:`_MeanFieldGridMarginals` differentiates.
+
+    mu - x = m^T A, d(mu - x)/dx = m^T A'; var = k(x, x) + jitter + (s^2 - 1)^T A^2 and
+    dvar/dx = 2 (s^2 - 1)^T (A * A') (mean-field), or with C^T A in place of the squares (Cholesky).
+    """
+    d = (zu - xg.mT) / ls  # (*b, M, G)
+    kug = torch.addcmul(log_scale.reshape(*log_scale.shape, 1, 1), d, d, value=-0.5).exp()
+    kd = kug * d / ls
+    a = chol_inv @ kug
+    da = chol_inv @ kd
+    ada = a * da
+    m_row = mean.unsqueeze(-2)
+    res, dres = (m_row @ a).squeeze(-2), (m_row @ da).squeeze(-2)
+    if mean_field:
+        w_row = (cov - 1.0).unsqueeze(-2)
+        var, dvar = kdiag + (w_row @ (a * a)).squeeze(-2), 2.0 * (w_row @ ada).squeeze(-2)
+    else:
+        ca, cda = cov.mT @ a, cov.mT @ da
+        var = kdiag + (ca * ca - a * a).sum(-2)
+        dvar = 2.0 * (ca * cda - ada).sum(-2)
+    values = torch.stack([torch.cat([res, dres * h], -1), torch.cat([var, dvar * h], -1)], dim=-1)
+    return values, d, kug, kd, a, da, ada
+
+
 class _MeanFieldGridMarginals(torch.autograd.Function):
     """The interpolated marginals of :meth:`GPRecalibrationModel._grid_marginals` for the mean-field
     family, (B * NK, 2) columns mu - x and var, with analytic gradients.
@@ -364,17 +394,7 @@ class _MeanFieldGridMarginals(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, zu, ls, log_scale, chol_inv, mean, s2, kdiag, xg, h, w, wt, x, shape):
-        d = (zu - xg.mT) / ls  # (*b, M, G)
-        kug = torch.addcmul(log_scale.reshape(*log_scale.shape, 1, 1), d, d, value=-0.5).exp_()
-        kd = kug * d / ls
-        a = chol_inv @ kug
-        da = chol_inv @ kd
-        m_row = mean.unsqueeze(-2)
-        w_row = (s2 - 1.0).unsqueeze(-2)
-        ada = a * da
-        res, dres = (m_row @ a).squeeze(-2), (m_row @ da).squeeze(-2)
-        var, dvar = kdiag + (w_row @ (a * a)).squeeze(-2), 2.0 * (w_row @ ada).squeeze(-2)
-        values = torch.stack([torch.cat([res, dres * h], -1), torch.cat([var, dvar * h], -1)], dim=-1)
+        values, d, kug, kd, a, da, ada = _node_values(zu, ls, log_scale, chol_inv, mean, s2, kdiag, xg, h, True)
         out = w @ values.reshape(-1, 2)  # (B * NK, 2)
         var_all = out[:, 1]
         kept = var_all > VAR_FLOOR  # round-off below the white noise: clamped, no gradient
@@ -788,27 +808,11 @@ class GPRecalibrationModel(gpytorch.models.ApproximateGP):
         sparse product, forward and backward): the fits' path for the Cholesky family, and the
         reference that :class:`_MeanFieldGridMarginals` (the mean-field family's) is tested against.
 
-        At the nodes x_g, with D = (u - x_g) / l, K = K_uf, A = L^-1 K and A' = L^-1 dK/dx (dK/dx = K * D / l):
-        mu - x = m^T A, d(mu - x)/dx = m^T A'; var = k(x, x) + jitter + (s^2 - 1)^T A^2 and
-        dvar/dx = 2 (s^2 - 1)^T (A * A') (mean-field), or with C^T A in place of the squares (Cholesky).
+        The node values are :func:`_node_values`'s.
         """
         xg, h = grid.node_inputs(nodes)  # (*b, G, 1), (*b, 1)
         shape = grid.x.shape[:-1]
-        d = (zu / ls) - (xg / ls).mT  # (*b, M, G)
-        kug = torch.addcmul(log_scale.reshape(*log_scale.shape, 1, 1), d, d, value=-0.5).exp()
-        a = chol_inv @ kug
-        da = chol_inv @ (kug * d / ls)
-        m_row = mean.unsqueeze(-2)
-        res, dres = (m_row @ a).squeeze(-2), (m_row @ da).squeeze(-2)
-        if self.variational == "mean_field":
-            w = (cov - 1.0).unsqueeze(-2)
-            var, dvar = kdiag + (w @ (a * a)).squeeze(-2), 2.0 * (w @ (a * da)).squeeze(-2)
-        else:
-            ca, cda = cov.mT @ a, cov.mT @ da
-            var = kdiag + (ca * ca - a * a).sum(-2)
-            dvar = 2.0 * (ca * cda - a * da).sum(-2)
-        # Per member: columns f (G values) then h f' (G), one column for mu - x and one for var.
-        values = torch.stack([torch.cat([res, dres * h], -1), torch.cat([var, dvar * h], -1)], dim=-1)
+        values = _node_values(zu, ls, log_scale, chol_inv, mean, cov, kdiag, xg, h, self.variational == "mean_field")[0]
         w, wt = grid.weights(nodes)
         out = _SparseProduct.apply(values.reshape(-1, 2), w, wt)  # (B * NK, 2)
         return grid.x[..., 0] + out[:, 0].reshape(shape), out[:, 1].reshape(shape)
