@@ -161,6 +161,9 @@ def test_an_embedding_alone_is_not_read_as_scores(cifar10, tmp_path, capsys):
     np.testing.assert_allclose(named.probs, cifar10.probs, rtol=0, atol=1e-12)
     plain = pd.DataFrame({"label": cifar10.labels, "out": list(cifar10.logits)})
     np.testing.assert_allclose(load_predictions(plain.to_parquet()).probs, cifar10.probs, rtol=0, atol=1e-12)
+    tags = pd.DataFrame({"label": cifar10.labels, "features": [["cat", "small"]] * cifar10.n})  # not numbers
+    with pytest.raises(PredictionsError, match="no score columns"):
+        load_predictions(tags.to_parquet())
 
 
 def test_a_plain_named_vector_with_far_more_numbers_than_classes_is_refused(cifar10):

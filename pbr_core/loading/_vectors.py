@@ -3,9 +3,10 @@ records and CSV files written from a DataFrame with a list column hold them.
 
 :func:`expand_score_vectors` replaces such a column by one column per class (named ``0``..``K-1``,
 so the labels index them), when the column is the scores: named as the score columns, or named like
-scores (``probs``, ``logits``, ``scores``...), or, in a file with no other float column, holding
-probability vectors (values in [0, 1], each summing to 1). Other vector columns (embeddings, token
-ids, tags, intervals) are left as they are: metadata.
+scores (``probs``, ``logits``, ``scores``...), or float vectors in a file with no other float column,
+or probability vectors under a name with a score word (``predictions``). Float vectors named as
+features (``embedding``, ``hidden_state``) are never guessed to be the scores. Other vector columns
+(token ids, tags, intervals) are left as they are: metadata.
 """
 
 from __future__ import annotations
@@ -146,13 +147,15 @@ def expand_score_vectors(df: pd.DataFrame, choice: ColumnChoice, src: _Source,
     (:data:`SCORE_VECTOR_NAMES`). A column of float vectors is expanded too, with the scores then
     decided among all the columns, when no other column could be the scores (no other float
     column: :func:`_other_scores`), or when it has a score word in its name (:data:`SCORE_WORDS`:
-    ``predictions``, ``model_output``) and holds probability vectors. Columns are decided on their
+    ``predictions``, ``model_output``) and holds probability vectors; never when its name says it holds
+    features (:data:`FEATURE_WORDS`: a file whose only float vectors are such a column is an error
+    saying so). Columns are decided on their
     first cells; the chosen column is converted whole (a row of it that is not K numbers is an
     error naming it)."""
     named = set(choice.scores or ())
     found: dict[str, str] = {}
     candidates: set[str] = set()  # expanded, but the scores are still decided among all columns
-    features: list[str] = []  # vectors named as features: never the scores by guess
+    features: list[tuple[str, str, str]] = []  # float vectors named as features (column, kind, word): never guessed
     for c in df.columns:
         dtype = df[c].dtype
         if not (pd.api.types.is_object_dtype(dtype) or isinstance(dtype, pd.StringDtype)) or c == choice.label \
@@ -165,19 +168,21 @@ def expand_score_vectors(df: pd.DataFrame, choice: ColumnChoice, src: _Source,
             continue
         if c in named or _named_like_scores(c) or kind == "labelled":  # the scores: a bad row is an error
             found[c] = kind
-        elif _named_like_features(c) is not None:
-            features.append(c)
-        elif _uniform(df[c], kind) and (not _other_scores(df, c, choice) or (
-                any(w in c.lower() for w in SCORE_WORDS) and _probability_vectors(df[c], kind))):
-            found[c] = kind
-            candidates.add(c)
+        elif _uniform(df[c], kind):
+            word = _named_like_features(c)
+            if word is not None:
+                features.append((c, kind, word))
+            elif not _other_scores(df, c, choice) or (
+                    any(w in c.lower() for w in SCORE_WORDS) and _probability_vectors(df[c], kind)):
+                found[c] = kind
+                candidates.add(c)
     if not found:
-        alone = [c for c in features if not _other_scores(df, c, choice)]
+        alone = [f for f in features if not _other_scores(df, f[0], choice)]
         if alone:  # the file's only vectors of numbers are named as features: no scores to read
-            c = alone[0]
-            size = _cell_vector(df[c].iloc[0], _kind(df[c])).size
+            c, kind, word = alone[0]
+            size = _cell_vector(df[c].iloc[0], kind).size
             raise src.error(
-                f"column {c!r} holds {size} numbers per row, but its name ({_named_like_features(c)!r}) says they "
+                f"column {c!r} holds {size} numbers per row, but its name ({word!r}) says they "
                 "are a model's features (an embedding or a hidden layer), not its predictions; the file has no "
                 "other scores. A calibration check needs the model's predicted probabilities or logits, one per "
                 "class. If this column does hold them, name it as the score column (score_columns=).")
