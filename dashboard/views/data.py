@@ -16,7 +16,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import state, tables, texts
-from pbr_core.loading import template_csv
+from pbr_core.loading import ONE_CLASS_NOTE, template_csv
 
 K_SAMPLE = "data_sample"
 K_UPLOAD = "data_upload"
@@ -297,7 +297,7 @@ def _summary(cur: state.Loaded) -> None:
               else "probabilities")
     st.markdown(f"The score columns were read as **{scores}**.")
     only = p.only_label() if cur.stream is None else None
-    notes = [n for n in p.notes if only is None or not n.startswith("Every row's true label")]
+    notes = [n for n in p.notes if only is None or n != ONE_CLASS_NOTE.format(name=only)]
     if only is not None:  # a filtered export, most likely: shown as a warning, not among the notes
         st.warning(ONE_CLASS_WARNING.format(name=only), icon=":material/warning:")
     if notes:

@@ -389,7 +389,7 @@ def kernel_draws(eps: torch.Tensor) -> torch.Tensor:
 
 
 def chunk_rows_for(mu: torch.Tensor, n_samples: int, max_elements: int | None = None) -> int:
-    """Rows per chunk so that one (batch, rows, S, K) temporary has about ``max_elements`` entries.
+    """Rows per chunk so that one (batch, S, K, rows) temporary has about ``max_elements`` entries.
 
     Default: 2^19 entries on a CPU (2 MiB per float32 temporary: the size of an L2 cache; with the
     (S, K, N) layout of :class:`_MCExpectations` 2^18 was 15 % slower at K = 10, S = 32, n = 1000,

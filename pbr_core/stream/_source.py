@@ -40,8 +40,8 @@ BATCH_ROWS = 1 << 18
 _CSV_BLOCK = 32 << 20
 WHOLE_FILE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".json.gz", ".jsonl.gz", ".ndjson.gz", ".xlsx", ".xlsm")
 NOT_STREAMED = (" JSON, JSON Lines and Excel files are read whole, one file at a time (pbr-calib evaluate "
-                     "FILE.jsonl); to stream many, convert them to Parquet, e.g. with pandas: "
-                     "pd.read_json(f, lines=True).to_parquet(...).")
+                "FILE.jsonl); to stream many, convert them to Parquet, e.g. with pandas: "
+                "pd.read_json(f, lines=True).to_parquet(...).")
 _SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".csv.gz": "csv", ".tsv.gz": "tsv"}
 
 
