@@ -544,6 +544,9 @@ def test_npz_pickled_object_arrays_are_refused():
     buf = io.BytesIO()
     np.savez(buf, logits=np.array([[1, 2], [3, 4]], dtype=object), labels=np.array([0, 1]))
     must_contain(error_of(buf.getvalue(), name="o.npz"), "pickled object arrays are not accepted")
+    buf = io.BytesIO()  # a fallback name of the scores ('preds'), whose dtype decides whether it is scores
+    np.savez(buf, preds=np.array([{"p": 0.2}, {"p": 0.7}], dtype=object), labels=np.array([0, 1]))
+    must_contain(error_of(buf.getvalue(), name="o.npz"), "pickled object arrays are not accepted", "'preds'")
 
 
 def test_npy_layout_and_errors(tmp_path):

@@ -72,6 +72,13 @@ def _load_npz(src: _Source, opts: _Options, notes: list[str]) -> Predictions:
     if not hasattr(npz, "files"):
         raise src.error("this is not an NPZ archive.")
     with npz:
+        read: dict[str, np.ndarray] = {}
+
+        def array(key: str) -> np.ndarray:  # each member decompressed once, however often it is asked for
+            if key not in read:
+                read[key] = _npz_array(src, npz, key)
+            return read[key]
+
         present = {k.lower(): k for k in npz.files}
         choice = opts.columns
         for wanted in (*(choice.scores or ()), *choice.groups, *choice.ignore):
@@ -83,7 +90,7 @@ def _load_npz(src: _Source, opts: _Options, notes: list[str]) -> Predictions:
         score_keys = ([present[choice.scores[0].lower()]] if choice.scores is not None else
                       [present[k] for k in (*prefer, *NPZ_SCORE_KEYS) if k in present]
                       or [present[k] for k in NPZ_FLOAT_SCORE_KEYS
-                          if k in present and npz[present[k]].dtype.kind == "f"])
+                          if k in present and array(present[k]).dtype.kind == "f"])
         wanted = (opts.label_column.lower(),) if opts.label_column is not None else NPZ_LABEL_KEYS
         label_keys = [present[k] for k in wanted if k in present]
         if not score_keys or (not label_keys and opts.require_labels):
@@ -96,16 +103,16 @@ def _load_npz(src: _Source, opts: _Options, notes: list[str]) -> Predictions:
                 f"missing array(s): {'; '.join(missing)}. The archive holds: {_names(sorted(npz.files)) or 'nothing'}."
             )
         score_key, label_key = score_keys[0], (label_keys[0] if label_keys else None)
-        labels = _npz_array(src, npz, label_key) if label_key is not None else None
+        labels = array(label_key) if label_key is not None else None
         if opts.max_rows is not None and labels is not None and labels.ndim >= 1 and labels.shape[0] > opts.max_rows:
             raise _too_many_rows(src, labels.shape[0], opts.max_rows)
-        scores = _npz_array(src, npz, score_key)
+        scores = array(score_key)
         if opts.max_rows is not None and scores.ndim >= 1 and scores.shape[0] > opts.max_rows:
             raise _too_many_rows(src, scores.shape[0], opts.max_rows)
         class_names = None
         names_key = present.get("class_names")
         if names_key is not None:
-            arr = _npz_array(src, npz, names_key)
+            arr = array(names_key)
             if arr.dtype.kind == "S":
                 arr = np.char.decode(arr, "utf-8", errors="replace")
             if arr.ndim != 1:
@@ -117,7 +124,7 @@ def _load_npz(src: _Source, opts: _Options, notes: list[str]) -> Predictions:
         asked_ignored = {present[g.lower()] for g in choice.ignore}
         meta: dict[str, np.ndarray] = {}
         for k in [*groups, *(k for k in npz.files if k not in used and k not in groups and k not in asked_ignored)]:
-            arr = _npz_array(src, npz, k)
+            arr = array(k)
             if arr.ndim == 1 and arr.shape[0] == n_rows and arr.dtype.kind in "biufUSM":
                 meta[k] = np.char.decode(arr, "utf-8", errors="replace") if arr.dtype.kind == "S" else arr
             elif k in groups:
