@@ -392,6 +392,29 @@ def test_a_label_named_by_its_score_column(kitti, score, label):
     assert any(f"the score column {score!r} is named after" in n for n in preds.notes)
 
 
+@pytest.mark.parametrize("n", [30, 300])
+def test_the_score_named_after_the_label_decides_among_other_numeric_columns(kitti, n):
+    """p_fraud next to fraud, an amount and a rate: the header ties p_fraud to the label, so it is
+    the score of a binary file and the other numbers are metadata. Before, 300 rows were refused as
+    ambiguous, and 30 rows (too few for the values to decide) were silently read as three columns
+    of logits of a three-class model."""
+    rows = np.random.default_rng(3).permutation(kitti.n)[:n]
+    df = pd.DataFrame({"txn_id": np.arange(n), "p_fraud": kitti.probs[rows, 1], "fraud": kitti.labels[rows],
+                       "amount": np.round(np.random.default_rng(4).gamma(2.0, 40.0, n), 2),
+                       "rate": np.random.default_rng(5).uniform(0.01, 0.2, n)})
+    preds = load_predictions(_csv(df), format="csv")
+    assert dict(preds.column_roles) == {"txn_id": "metadata", "p_fraud": "score", "fraud": "label",
+                                        "amount": "metadata", "rate": "metadata"}
+    assert preds.n_classes == 2
+    np.testing.assert_allclose(preds.probs[:, 1], kitti.probs[rows, 1])
+    np.testing.assert_array_equal(preds.labels, kitti.labels[rows])
+    assert any("'p_fraud' is the probability of 'fraud', by its name" in note for note in preds.notes)
+    # a block of probabilities that sums to 1 is still read as the classes, named score or not
+    block = pd.DataFrame({"p_fraud": kitti.probs[rows, 1], "p_ok": kitti.probs[rows, 0], "fraud": kitti.labels[rows]})
+    roles = dict(load_predictions(_csv(block), format="csv").column_roles)
+    assert roles == {"p_fraud": "score", "p_ok": "score", "fraud": "label"}
+
+
 def test_a_column_named_by_a_score_but_not_an_outcome_is_not_the_label(kitti):
     """'age' next to 'age_score' holds ages, not two outcomes: still no label column (an error that
     asks for one; without labels required the ages stay metadata)."""

@@ -347,8 +347,11 @@ MANY_ROWS = 50
 
 
 def detect_scores(df: pd.DataFrame, names: Sequence[str], src: _Source, roles: Roles,
-                  renormalize: bool = False) -> None:
-    """Fill ``roles.scores`` and ``roles.metadata`` from the values of the unassigned columns ``names``."""
+                  renormalize: bool = False, named_score: str | None = None) -> None:
+    """Fill ``roles.scores`` and ``roles.metadata`` from the values of the unassigned columns ``names``.
+    ``named_score``: a column whose header names the label column as what it is the probability of
+    (``p_fraud`` next to ``fraud``); when it stays inside [0, 1] and the values alone do not make a
+    probability block, it is the score of a binary file and the other columns are metadata."""
     profiles = profile_columns(df, names)
     many = len(df) >= MANY_ROWS
     candidates: list[Profile] = []
@@ -373,8 +376,12 @@ def detect_scores(df: pd.DataFrame, names: Sequence[str], src: _Source, roles: R
         return
     unit = [p for p in candidates if p.unit]
     outside = [p for p in candidates if not p.unit]
+    named = next((p for p in unit if p.name == named_score), None)
     chosen: list[Profile]
-    if not outside:
+    if (named is not None and len(candidates) + len(flags) > 1
+            and not _sums_to_one(df, _in_order(profiles, unit + flags))):
+        chosen = [named]  # p_fraud next to fraud: an amount, a rate, a yes/no column are not its classes
+    elif not outside:
         extra = _one_too_many(df, candidates + flags)
         if len(candidates) + len(flags) == 1:
             chosen = candidates + flags
@@ -402,9 +409,11 @@ def detect_scores(df: pd.DataFrame, names: Sequence[str], src: _Source, roles: R
     else:
         chosen = candidates  # logits (some values outside [0, 1])
     chosen_names = {p.name for p in chosen}
+    by_name = named is not None and chosen == [named]
     for p in candidates + flags:
         if p.name not in chosen_names:
-            why = ("holds only 0 and 1 and is not part of the probability rows" if p.flag else
+            why = (f"not a score: {named_score!r} is the probability of {roles.label!r}, by its name" if by_name else
+                   "holds only 0 and 1 and is not part of the probability rows" if p.flag else
                    "in [0, 1], but the other columns' rows sum to 1 without it" if p.unit else
                    "outside [0, 1] while the other score columns are probabilities summing to 1")
             _keep(roles, p, why)

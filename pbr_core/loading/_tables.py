@@ -593,7 +593,8 @@ def _table_roles(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Opti
             _keep_named(roles, df[c], c, "not named as a score column")
         return roles
     layout_columns = (conf, pred, correct)
-    detect_scores(df, [c for c in rest if c not in layout_columns], src, roles, opts.renormalize)
+    detect_scores(df, [c for c in rest if c not in layout_columns], src, roles, opts.renormalize,
+                  _score_named_after(roles.label, [c for c in rest if c not in layout_columns]))
     if (conf is None and pred is not None and roles.label is not None and len(roles.scores) == 1
             and choice.scores is None):
         why = _confidence_of_predicted(df[roles.scores[0]], df[pred], df[roles.label])
@@ -847,6 +848,16 @@ def _named_forms(header: str) -> set[str]:
     if m:
         forms.add(m.group(1))
     return forms
+
+
+def _score_named_after(label: str | None, columns: Sequence[str]) -> str | None:
+    """The one column of ``columns`` whose header names ``label`` as what it is the probability of
+    (:func:`_named_forms`: ``p_fraud``, ``fraud_prob``, ``p(fraud)`` for the label ``fraud``), or None."""
+    if label is None:
+        return None
+    want = label.strip().lower()
+    hits = [c for c in columns if c.strip().lower() != want and want in _named_forms(c)]
+    return hits[0] if len(hits) == 1 else None
 
 
 def _named_class(header: str, names: Sequence[str]) -> str | None:
