@@ -155,6 +155,8 @@ _PAGE_WORDS = (
      "To read them as probabilities, set *The score columns hold* under **Columns and reading options**."),
     (r"load the columns as logits \(input_type='logits'\) if that is what they are\.",
      "if they are logits, set *The score columns hold* to logits under **Columns and reading options**."),
+    (r"load the columns as logits \(input_type='logits'\)\.",
+     "set *The score columns hold* to logits under **Columns and reading options**."),
     (r"pass format= or a file name ending in", "use a file name ending in"),
 )
 

@@ -53,6 +53,17 @@ def real_class_names(names: Sequence[str]) -> tuple[str, ...] | None:
     return names if names and names != tuple(str(k) for k in range(len(names))) else None
 
 
+def _label_hint(y: np.ndarray, k: int) -> str:
+    """What labels outside 0..k-1 most likely are, and how to fix them: 1..k (counted from 1) or
+    -1/+1 (a binary convention); "" when they are neither."""
+    values = np.unique(y)
+    if values.size and values.min() == 1 and values.max() == k:
+        return f" (the labels run 1..{k}: counted from 1? subtract 1, so that the first score column is class 0)"
+    if k == 2 and set(values.tolist()) <= {-1, 1}:
+        return " (labels -1/+1? write -1 as 0)"
+    return ""
+
+
 def _first_bad_row(mask: np.ndarray) -> int:
     """Index of the first row where ``mask`` (n,) or (n, K) is True."""
     rows = mask if mask.ndim == 1 else mask.any(axis=1)
@@ -292,7 +303,8 @@ class Predictions:
         Parameters
         ----------
         scores : array of shape (n, K) or (n,)
-            Probabilities or logits. A 1-D array (or one column) is binary p(y=1).
+            Probabilities or logits. A 1-D array (or one column) is binary: p(y=1), or with
+            ``input_type="logits"`` the log-odds of class 1 (read as the logits (0, s)).
         labels : array of shape (n,) or None
             Integer labels in 0..K-1 (binary: 0/1). None: the labels are unknown (``has_labels`` is
             False), which is enough to apply a fitted recalibrator, not to measure calibration.
@@ -345,26 +357,28 @@ class Predictions:
         y = _integer_labels(y, source)
         n = s.shape[0]
 
+        if s.ndim == 1 and input_type == "logits":
+            # The log-odds of class 1 (a logistic model's decision function, XGBoost's margin): the
+            # logits (0, s), whose softmax is (1 - sigmoid(s), sigmoid(s)); read as two logit columns.
+            s, own = np.column_stack([np.zeros_like(s), s]), True
+            notes.append("One score column read as the log-odds of class 1 (binary logits), as asked.")
         if s.ndim == 1:  # binary p(y=1)
-            if input_type == "logits":
-                raise PredictionsError(
-                    f"{source}: a single score column is read as p(y=1); binary logits are not supported "
-                    "in one column: give two logit columns or probabilities."
-                )
             s = _clip_rounding(s, own, notes)
             if np.any(s < 0) or np.any(s > 1):
                 r = _first_bad_row((s < 0) | (s > 1))
-                percent = " (percentages? divide them by 100)" if np.all((s >= 0) & (s <= 100)) else ""
+                hint = (" (percentages? divide them by 100)" if np.all((s >= 0) & (s <= 100)) else
+                        "; if the column holds the log-odds of class 1, load the columns as logits "
+                        "(input_type='logits')")
                 raise PredictionsError(
                     f"{source}: single-column binary input must be p(y=1) in [0, 1], but row {r} holds "
-                    f"{s[r]:.10g}{percent}."
+                    f"{s[r]:.10g}{hint}."
                 )
             bad_lab = (y != 0) & (y != 1)
             if bad_lab.any():
                 r = _first_bad_row(bad_lab)
                 raise PredictionsError(
                     f"{source}: one probability column means binary data, so labels must be 0 or 1, "
-                    f"but row {r} has label {y[r]}."
+                    f"but row {r} has label {y[r]}{_label_hint(y, 2)}."
                 )
             probs = np.column_stack([1.0 - s, s])
             names = tuple(class_names) if class_names is not None else ("0", "1")
@@ -378,7 +392,8 @@ class Predictions:
         if bad_lab.any():
             r = _first_bad_row(bad_lab)
             raise PredictionsError(
-                f"{source}: label {y[r]} at row {r} is outside the classes 0..{K - 1} (there are {K} score columns)."
+                f"{source}: label {y[r]} at row {r} is outside the classes 0..{K - 1} of the {K} score "
+                f"columns{_label_hint(y, K)}."
             )
         if class_names is not None and len(class_names) != K:
             raise PredictionsError(f"{source}: {len(class_names)} class names for {K} score columns.")
@@ -473,7 +488,8 @@ class Predictions:
         bad = (c < 0) | (c > 1)
         if bad.any():
             r = _first_bad_row(bad)
-            raise PredictionsError(f"{source}: confidence {c[r]:g} at row {r} is outside [0, 1].")
+            percent = " (percentages? divide them by 100)" if np.all((c >= 0) & (c <= 100)) else ""
+            raise PredictionsError(f"{source}: confidence {c[r]:g} at row {r} is outside [0, 1]{percent}.")
         notes = list(notes) + ["Top-label-only data: ECE and reliability diagrams work, recalibration needs full vectors."]
         return cls(labels=y, confidence=c, predicted=p, kind="top_label", input_type="probabilities",
                    probs=None, logits=None, class_names=tuple(class_names), notes=tuple(notes), source=source)

@@ -485,3 +485,29 @@ def test_evaluate_says_how_the_file_was_read(capsys, tmp_path) -> None:
     assert any("'churn' is class 1" in n for n in json.loads(out)["notes"])
     code, out, _ = run(capsys, "evaluate", path, "--stream", "--quiet")
     assert code == EXIT_OK and "'churn' is class 1" in out.split("how the file was read:\n")[1]
+
+
+def test_one_log_odds_column_with_input_type_logits(capsys, tmp_path) -> None:
+    """A CSV of a logistic model's log-odds (scikit-learn, real data) evaluates with --input-type
+    logits to the metrics of the model's own predict_proba, in memory and streamed; without it the
+    error says how to read the column."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    x, y = load_breast_cancer(return_X_y=True)
+    x = StandardScaler().fit_transform(x)
+    model = LogisticRegression(C=0.1, max_iter=1000).fit(x[::2], y[::2])
+    path = tmp_path / "margins.csv"
+    path.write_text("id,log_odds,label\n" + "".join(
+        f"{i},{float(m)!r},{t}\n" for i, (m, t) in enumerate(zip(model.decision_function(x[1::2]), y[1::2]))))
+    probs = model.predict_proba(x[1::2])
+    for extra in ((), ("--stream",)):
+        code, out, _ = run(capsys, "evaluate", path, "--input-type", "logits", "--format", "json", "--quiet", *extra)
+        assert code == EXIT_OK
+        table = json.loads(out)
+        assert (table["n"], table["K"], table["kind"]) == (len(probs), 2, "binary")
+        assert table["ece"] == pytest.approx(pbr_core.ece(probs, y[1::2]), abs=1e-12)
+        assert table["brier"] == pytest.approx(pbr_core.brier_score(probs, y[1::2]), abs=1e-12)
+    code, out, err = run(capsys, "evaluate", path)
+    assert code == EXIT_BAD_INPUT and "log-odds of class 1" in err and "--input-type logits" in err

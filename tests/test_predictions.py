@@ -100,8 +100,6 @@ def test_from_arrays_errors(scores, labels, parts):
 def test_forced_probabilities_errors():
     z = np.array([[1.2, -0.2], [0.5, 0.5]])
     assert "negative probability -0.2 at row 0" in message(z, [0, 1], input_type="probabilities")
-    with pytest.raises(PredictionsError, match="binary logits"):
-        Predictions.from_arrays(np.array([0.1, 0.9]), [0, 1], input_type="logits")
 
 
 def test_class_names_and_binary():
@@ -216,3 +214,32 @@ def test_percentages_are_an_error_not_logits(k):
     # one column of p(y=1) in percent: the range error says so
     with pytest.raises(PredictionsError, match=r"percentages\? divide them by 100"):
         Predictions.from_arrays(p[:, 0] * 100, (y > 0).astype(int))
+
+
+def test_one_log_odds_column_read_as_binary_logits():
+    """A logistic model's decision function (the log-odds of class 1) in one column, read with
+    input_type="logits", gives exactly the model's own predict_proba (scikit-learn, real data)."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    x, y = load_breast_cancer(return_X_y=True)
+    x = StandardScaler().fit_transform(x)
+    model = LogisticRegression(C=0.1, max_iter=1000).fit(x[::2], y[::2])
+    margin, reference = model.decision_function(x[1::2]), model.predict_proba(x[1::2])
+    p = Predictions.from_arrays(margin, y[1::2], input_type="logits")
+    assert p.kind == "binary" and p.input_type == "logits" and p.n_classes == 2
+    np.testing.assert_allclose(p.probs, reference, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(p.logits, np.column_stack([np.zeros_like(margin), margin]))
+    assert any("log-odds of class 1" in note for note in p.notes)
+    # Without input_type="logits" the column is refused with the way to read it.
+    text = message(margin, y[1::2])
+    assert "must be p(y=1) in [0, 1]" in text and "input_type='logits'" in text and "log-odds" in text
+
+
+def test_label_and_percentage_messages_say_what_the_values_likely_are():
+    assert "counted from 1? subtract 1" in message(P3, Y3 + 1)
+    assert "labels -1/+1? write -1 as 0" in message(np.array([0.2, 0.9, 0.6]), np.array([-1, 1, 1]))
+    assert "subtract" not in message(P3, np.array([0, 5, 1]))  # neither 1..K nor -1/+1: no guess
+    with pytest.raises(PredictionsError, match=r"percentages\? divide them by 100"):
+        Predictions.from_top_label(np.array([92.0, 55.0]), np.array([0, 1]), np.array([0, 0]))
