@@ -53,6 +53,23 @@ def real_class_names(names: Sequence[str]) -> tuple[str, ...] | None:
     return names if names and names != tuple(str(k) for k in range(len(names))) else None
 
 
+def _rounding_note(s: np.ndarray, sums: np.ndarray) -> str:
+    """A sentence when the rows are off only as far as rounding the values to a few decimals
+    explains (every value a multiple of 10^-d, every row within K * 0.5 * 10^-d of 1): the file's
+    probabilities were rounded when written, so renormalising removes just that; "" otherwise."""
+    k = s.shape[1]
+    for d in range(1, 7):
+        step = 10.0 ** -d
+        if np.all(np.abs(s / step - np.round(s / step)) <= 1e-6):
+            if np.all(np.abs(sums - 1.0) <= k * step / 2 + 1e-9):
+                return (f"Every value has at most {d} decimal{'s' if d > 1 else ''}, and no row is further from 1 "
+                        f"than rounding the {k} values to {d} decimal{'s' if d > 1 else ''} can make it "
+                        f"({k} x {step / 2:g} = {k * step / 2:g}): the probabilities were rounded when the file "
+                        "was written, and renormalising removes just that rounding. ")
+            return ""
+    return ""
+
+
 def _label_hint(y: np.ndarray, k: int) -> str:
     """What labels outside 0..k-1 most likely are, and how to fix them: 1..k (counted from 1) or
     -1/+1 (a binary convention); "" when they are neither."""
@@ -446,7 +463,7 @@ class Predictions:
                 raise PredictionsError(
                     f"{source}: probabilities in row {r} sum to {sums[r]:.6g}, not 1 "
                     f"({int(off.sum())} rows are off by more than {tolerance:g}). "
-                    "Fix the file, load the columns as logits, or ask to renormalise."
+                    + _rounding_note(s, sums) + "Fix the file, load the columns as logits, or ask to renormalise."
                 )
             if np.any(sums <= 0):
                 r = _first_bad_row(sums <= 0)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -243,3 +245,18 @@ def test_label_and_percentage_messages_say_what_the_values_likely_are():
     assert "subtract" not in message(P3, np.array([0, 5, 1]))  # neither 1..K nor -1/+1: no guess
     with pytest.raises(PredictionsError, match=r"percentages\? divide them by 100"):
         Predictions.from_top_label(np.array([92.0, 55.0]), np.array([0, 1]), np.array([0, 0]))
+
+
+def test_rows_off_by_rounding_are_recognised_in_the_message():
+    """Probabilities rounded to 2 or 3 decimals when written (real CIFAR-10 softmax outputs) are
+    named as rounded, so that renormalising is seen to remove just that; rows off for another
+    reason get no such sentence."""
+    d = np.load(Path(__file__).resolve().parents[1] / "sample_data" / "cifar10_resnet110.npz")
+    p, y = softmax(d["logits"][:500].astype(np.float64)), d["labels"][:500]
+    for decimals, bound in ((2, "10 x 0.005 = 0.05"), (3, "10 x 0.0005 = 0.005")):
+        text = message(np.round(p, decimals), y)
+        assert f"at most {decimals} decimals" in text and bound in text and "ask to renormalise" in text
+        fixed = Predictions.from_arrays(np.round(p, decimals), y, renormalize=True)
+        assert np.abs(fixed.probs - p).max() <= 10 * 0.5 * 10.0 ** -decimals
+    assert "decimal" not in message(p * 0.97, y)
+    assert "decimal" not in message(np.round(p * 0.9, 2), y)  # multiples of 0.01, but off by 0.1
