@@ -360,3 +360,31 @@ def test_an_excel_report_with_a_title_row(tmp_path):
     preds = load_predictions(path)
     np.testing.assert_allclose(preds.p_positive, p1, rtol=0, atol=1e-15)
     assert any("the header is row 3 of the sheet" in n for n in preds.notes)
+
+
+def test_verbalized_confidences_in_percent_under_another_name(llm, tmp_path, capsys):
+    """LLM records as a harness of elicited confidences writes them: 'Verbal confidence' as "87%"
+    strings, 'is_correct' as true/false. The word in the name makes it the confidence, the % sign
+    makes it a fraction of 1 (said in a note), and the ECE is that of the bundled records with the
+    confidences rounded to the same whole percent; in JSON Lines and in a streamed CSV alike."""
+    pct = np.round(llm["confidence"].to_numpy() * 100).astype(int)
+    df = pd.DataFrame({"model": llm["model"], "Verbal confidence": [f"{v}%" for v in pct],
+                       "is_correct": llm["correct"].astype(bool)})
+    reference = pbr_core.ece(pct / 100, llm["correct"].to_numpy().astype(int))
+    csv, jsonl = tmp_path / "elicited.csv", tmp_path / "elicited.jsonl"
+    df.to_csv(csv, index=False)
+    df.to_json(jsonl, orient="records", lines=True)
+    for path in (csv, jsonl):
+        preds = load_predictions(path)
+        assert dict(preds.column_roles) == {"model": "metadata", "Verbal confidence": "confidence",
+                                            "is_correct": "correct"}
+        np.testing.assert_allclose(preds.confidence, pct / 100)
+        assert any("written as percentages" in n and "fractions of 1" in n for n in preds.notes)
+        assert any("by the word in its name" in n for n in preds.notes)
+        assert pbr_core.ece(preds.confidence, preds.correct.astype(int)) == pytest.approx(reference, abs=1e-12)
+    assert cli_main(["evaluate", str(csv), "--stream", "--quiet", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ece"] == pytest.approx(reference, abs=1e-12)
+    # Percentages mixed with plain numbers say nothing sure about either: refused, naming the cell.
+    mixed = df.assign(**{"Verbal confidence": [f"{v}%" if i % 2 else f"{v / 100}" for i, v in enumerate(pct)]})
+    with pytest.raises(PredictionsError, match="non-numeric value"):
+        load_predictions(mixed.to_csv(index=False).encode(), format="csv")

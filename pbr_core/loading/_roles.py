@@ -140,7 +140,9 @@ class Roles:
             why = self.reasons.get(self.label)
             out.append(f"Label column: {self.label!r}{f' ({why})' if why else ''}.")
         if self.top_label and self.correct is not None:
-            out.append(f"Top-label columns: confidence {self.confidence!r}, whether it was right {self.correct!r}.")
+            why = self.reasons.get(self.confidence)
+            out.append(f"Top-label columns: confidence {self.confidence!r}{f' ({why})' if why else ''}, "
+                       f"whether it was right {self.correct!r}.")
         elif self.top_label:
             why = self.reasons.get(self.confidence)
             out.append(f"Top-label columns: confidence {self.confidence!r}{f' ({why})' if why else ''}, "

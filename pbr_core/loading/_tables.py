@@ -570,6 +570,10 @@ def _table_roles(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Opti
         else:
             pred = find_by_name(named_pred, PREDICTED_COLUMN_NAMES, "predicted-class column", src)
         correct = find_by_name(rest, CORRECT_COLUMN_NAMES, "correct column", src)
+        if conf is None and correct is not None and pred is None:
+            conf = _confidence_by_word(df, [c for c in rest if c != correct])
+            if conf is not None:
+                roles.reasons[conf] = "the confidence, by the word in its name"
     if roles.label is None:
         roles.label = find_by_name(rest, LABEL_COLUMN_NAMES, "label column", src, option="label_column=")
         if roles.label is None and pred is not None and pred.strip().lower() == "pred":
@@ -979,11 +983,55 @@ def _labels_by_integer_header(y: np.ndarray, headers: list[str], label: str, src
     return idx.astype(np.int64)
 
 
+#: A cell written as a percentage: "92%", "92.5 %", "-3%".
+_PERCENT_CELL = r"-?\d+(?:\.\d*)?\s*%"
+
+
+def _confidence_by_word(df: pd.DataFrame, columns: Sequence[str]) -> str | None:
+    """Beside a column that says whether each answer was right, the one column whose name holds the
+    word "confidence" (``verbal_confidence``, ``Confidence (elicited)``); of several such, the one
+    whose cells are numbers or percentages. None when there is not exactly one. (Its values are
+    checked when it is read, with a message naming the first cell that is not a number.)"""
+    hits = [c for c in columns if "confidence" in name_words(c)]
+    if len(hits) > 1:
+        hits = [c for c in hits if _is_plain_numeric(df[c].dtype) or _percent_cells(df[c]) is not None]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _percent_cells(series: pd.Series) -> np.ndarray | None:
+    """The column's values as fractions of 1 when every cell that is not empty is written as a
+    percentage ("92%" -> 0.92), else None (numbers, text, or percentages mixed with plain numbers)."""
+    if _is_plain_numeric(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
+        return None
+    text = series.astype(object).map(lambda v: v.decode("latin-1") if isinstance(v, bytes) else v)
+    present = text.notna().to_numpy()
+    if not present.any():
+        return None
+    cells = text[present].astype(str).str.strip()
+    if not cells.str.fullmatch(_PERCENT_CELL).all():
+        return None
+    out = np.full(len(series), np.nan)
+    out[present] = cells.str.rstrip("%").str.strip().astype(np.float64).to_numpy() / 100.0
+    return out
+
+
+def _confidence_values(df: pd.DataFrame, conf: str, src: _Source, notes: list[str]) -> np.ndarray:
+    """The confidence column as floats: numbers, or percentages written with a % sign (read as
+    fractions of 1, with a note: the sign says what they are)."""
+    percent = _percent_cells(df[conf])
+    if percent is None:
+        return _float_column(df[conf], conf, src)
+    first = df[conf].dropna().iloc[0]
+    notes.append(f"Column {conf!r} is written as percentages ({_cell(first)}): read as fractions of 1 "
+                 f"({percent[np.flatnonzero(~np.isnan(percent))[0]]:.4g}).")
+    return percent
+
+
 def _top_label_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Options, notes: list[str]) -> Predictions:
     conf, pred, label = roles.confidence, roles.predicted, roles.label
     if opts.input_type == "logits":
         raise src.error(f"top-label column {conf!r} holds a confidence in [0, 1]; it cannot be read as logits.")
-    c = _float_column(df[conf], conf, src)
+    c = _confidence_values(df, conf, src, notes)
     _check_finite(c[:, None], [conf], src)
     kind_p, p = _label_values(df[pred], pred, src)
     kind_y, y = _label_values(df[label], label, src)
@@ -1009,7 +1057,7 @@ def _confidence_correct_table(df: pd.DataFrame, roles: Roles, src: _Source, opts
     conf, correct = roles.confidence, roles.correct
     if opts.input_type == "logits":
         raise src.error(f"column {conf!r} holds a confidence in [0, 1]; it cannot be read as logits.")
-    c = _float_column(df[conf], conf, src)
+    c = _confidence_values(df, conf, src, notes)
     _check_finite(c[:, None], [conf], src)
     k = _yes_no(df[correct], correct, src)
     return _validated(lambda: Predictions.from_confidence_correct(c, k, source=src.name, notes=notes),
