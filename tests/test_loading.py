@@ -298,6 +298,8 @@ def test_top_label_with_integers_and_errors():
     (b"a,b,label\n0.5,0.5,0\n0.5,0.5,\n", ["missing value", "column 'label'", f"row 2 {ROW}"]),
     (b"a,b,label\n0.5,0.5,0\n0.5,0.5,2\n", ["label 2", f"row 2 {ROW}", "outside the classes 0..1"]),
     (b"a,b,label\n0.5,0.5,0\n0.5,0.5,-1\n", ["label -1", f"row 2 {ROW}"]),
+    (b"# exported by tool v2\n# model: churn\np_churn,churn\n0.2,0\n",
+     ["has 2 fields but the header has 1", "starts with a comment line", "delete the comment lines above the header"]),
     (b"a,b,label\n0.5,0.5,0.5\n", ["not a whole number", f"row 1 {ROW}"]),
     (b"a,b\n0.5,0.5\n", ["no label column", "'a', 'b'"]),
     (b"0.5,0.2,0.3,1\n0.1,0.1,0.8,2\n", ["no label column", "looks like data"]),

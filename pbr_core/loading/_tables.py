@@ -176,9 +176,13 @@ def _read_csv_frame(src: _Source, sep: str, compression: str | None, encoding: s
         m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
         if m:
             expected, line, saw = (int(g) for g in m.groups())
+            comment = ""
+            if compression is None and src.head(64).removeprefix(b"\xef\xbb\xbf").startswith(b"#"):
+                comment = (" The file starts with a comment line ('#'), read as the header: delete the comment "
+                           "lines above the header, so that the first line names the columns.")
             raise src.error(
                 f"{_table_row(line - 2)} has {saw} fields but the header has {expected} columns "
-                f"(line {line} of the file)."
+                f"(line {line} of the file).{comment}"
             ) from exc
         raise src.error(f"could not parse the file as CSV: {_first_line(exc)}") from exc
     except UnicodeDecodeError as exc:
