@@ -350,6 +350,24 @@ def test_pred_prefixed_scores_with_class_name_labels(cifar10):
     np.testing.assert_array_equal(preds.labels, cifar10.labels[:200])
 
 
+def test_class_name_labels_match_the_headers_ignoring_case(cifar10):
+    """Labels 'Cat' beside a column 'cat' (or P_CAT): the same class when case alone differs and
+    every label pairs with exactly one column (said in a note); headers equal but for case stay an
+    error, as a label could then be either."""
+    names = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+    for headers, label in ((names, str.capitalize), ([f"P_{c.upper()}" for c in names], str.lower)):
+        df = pd.DataFrame(cifar10.probs[:300], columns=headers)
+        df["label"] = [label(names[k]) for k in cifar10.labels[:300]]
+        preds = load_predictions(_csv(df), format="csv")
+        np.testing.assert_array_equal(preds.labels, cifar10.labels[:300])
+        assert any("ignoring case" in n for n in preds.notes)
+    headers = [*names[:9], "Cat"]  # 'cat' and 'Cat': a label 'CAT' could be either
+    df = pd.DataFrame(cifar10.probs[:300], columns=headers)
+    df["label"] = ["CAT" if k == 3 else headers[k] for k in cifar10.labels[:300]]
+    with pytest.raises(PredictionsError, match="'CAT' .* is not one of the classes"):
+        load_predictions(_csv(df), format="csv")
+
+
 @pytest.mark.parametrize("binary", [False, True])
 def test_apply_writes_class_name_labels_back_as_names(cifar10, kitti, tmp_path, binary):
     """A file whose labels are class names gets them back as names from `apply`, not as 0..K-1, and

@@ -453,6 +453,24 @@ def _codes(names: np.ndarray, classes: Sequence[str], column: str, src: _Source,
     return codes
 
 
+def _class_codes(y: np.ndarray, names: Sequence[str], label: str, src: _Source, notes: list[str]) -> np.ndarray:
+    """Class-name labels as indices of the score columns' ``names``: equal names, else equal
+    ignoring case when that pairs every label with exactly one column ('Cat' with 'cat', said in a
+    note); otherwise an error naming the first label that is not a class."""
+    codes = pd.Index(list(names)).get_indexer(y).astype(np.int64)
+    if (codes >= 0).all():
+        return codes
+    folded = [str(n).casefold() for n in names]
+    if len(set(folded)) == len(folded):
+        alt = pd.Index(folded).get_indexer(pd.Series(y, dtype=object).str.casefold()).astype(np.int64)
+        if (alt >= 0).all():
+            r = int(np.flatnonzero(codes < 0)[0])
+            notes.append(f"Labels matched to the score columns' class names ignoring case "
+                         f"({_cell(y[r])} is class {names[alt[r]]!r}).")
+            return alt
+    return _codes(y, names, label, src, "class-name labels must equal a score column's header.")
+
+
 def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]) -> Predictions:
     # Empty headers get pandas' positional names first ("Unnamed: 2"): a spreadsheet export's
     # trailing empty columns have several, and ignore_columns= can then name one.
@@ -746,7 +764,7 @@ def _full_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Options, no
     else:
         if kind == "names":
             names = stripped if stripped is not None and not set(y.tolist()) & set(score_cols) else score_cols
-            y = _codes(y, names, label, src, "class-name labels must equal a score column's header.")
+            y = _class_codes(y, names, label, src, notes)
             class_names = list(names)
         else:
             class_names = stripped or class_names
