@@ -335,7 +335,8 @@ def test_european_spreadsheet_exports_with_decimal_commas(cifar10):
     assert any("decimal comma" in n for n in preds.notes)
 
 
-@pytest.mark.parametrize("label_name", ["ground_truth", "actual", "outcome", "y_test", "truth"])
+@pytest.mark.parametrize("label_name", ["ground_truth", "actual", "outcome", "y_test", "truth", "gt", "gt_label",
+                                        "actual_label", "target_label", "y_actual"])
 def test_common_label_names(cifar10, label_name):
     df = _export(cifar10).iloc[:200].rename(columns={"label": label_name})
     assert dict(load_predictions(_csv(df), format="csv").column_roles)[label_name] == "label"

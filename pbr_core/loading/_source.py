@@ -21,7 +21,8 @@ FileFormat = Literal["csv", "tsv", "parquet", "json", "jsonl", "xlsx", "npz", "n
 
 #: Header names (compared case-insensitively) that mark the true-label column of a table.
 LABEL_COLUMN_NAMES = ("label", "labels", "y", "y_true", "target", "true_label", "class", "true_class", "true_labels",
-                      "ground_truth", "groundtruth", "truth", "actual", "y_test", "gold", "gold_label", "outcome")
+                      "ground_truth", "groundtruth", "truth", "actual", "y_test", "gold", "gold_label", "outcome",
+                      "gt", "gt_label", "actual_label", "target_label", "label_true", "true_y", "ytrue", "y_actual")
 #: Header names of the confidence column of a top-label-only table.
 CONFIDENCE_COLUMN_NAMES = ("confidence", "conf", "max_prob", "confidence_score", "model_confidence",
                            "verbalized_confidence", "stated_confidence", "p_correct", "prob_correct")
