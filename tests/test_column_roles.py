@@ -351,6 +351,34 @@ def test_pred_prefixed_scores_with_class_name_labels(cifar10):
     np.testing.assert_array_equal(preds.labels, cifar10.labels[:200])
 
 
+@pytest.mark.parametrize("prefix", ["logit_", ""])
+def test_a_statistic_beside_logit_columns_is_not_a_class(cifar10, prefix):
+    """Logits logit_0 .. logit_9 (or 0 .. 9) beside a per-row statistic named otherwise (a top-2
+    gap, a margin): the statistic is metadata, not an eleventh class. Before, 'conf_gap' made
+    eleven classes of logits, silently."""
+    z = np.log(np.clip(cifar10.probs[:300], 1e-300, None))  # real CIFAR-10 outputs as log-probabilities
+    top2 = np.sort(z, axis=1)[:, -2:]
+    df = pd.DataFrame(z, columns=[f"{prefix}{k}" for k in range(10)])
+    df["conf_gap"], df["margin"], df["label"] = top2[:, 1] - top2[:, 0], 2.0 * (top2[:, 1] - top2[:, 0]), cifar10.labels[:300]
+    preds = load_predictions(_csv(df), format="csv")
+    assert preds.n_classes == 10 and preds.input_type == "logits"
+    np.testing.assert_allclose(preds.probs, cifar10.probs[:300], atol=1e-12)
+    roles = dict(preds.column_roles)
+    assert roles["conf_gap"] == roles["margin"] == "metadata"
+    assert any("'conf_gap' (not named like the score columns" in n for n in preds.notes)
+    assert any("'margin' (a per-record measurement, by its name)" in n for n in preds.notes)
+
+
+def test_class_names_that_share_a_word_by_chance_stay_classes(cifar10):
+    """Two of ten class names sharing a first word ('brown bear', 'brown shark') are no family of
+    score columns: all ten stay classes."""
+    names = ["brown bear", "brown shark", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+    df = pd.DataFrame(np.log(np.clip(cifar10.probs[:300], 1e-300, None)), columns=names)
+    df["label"] = cifar10.labels[:300]
+    preds = load_predictions(_csv(df), format="csv")
+    assert preds.n_classes == 10 and preds.class_names == tuple(names)
+
+
 def test_class_name_labels_match_the_headers_ignoring_case(cifar10):
     """Labels 'Cat' beside a column 'cat' (or P_CAT): the same class when case alone differs and
     every label pairs with exactly one column (said in a note); headers equal but for case stay an

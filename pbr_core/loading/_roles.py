@@ -53,7 +53,8 @@ METADATA_NAME_WORDS: dict[str, str] = {
     **dict.fromkeys(("date", "time", "timestamp", "datetime", "ts", "at"), "a date or time"),
     **dict.fromkeys(("weight", "weights"), "a weight"),
     # what a run logs per record next to its predictions
-    **dict.fromkeys(("loss", "losses", "entropy", "uncertainty", "latency", "duration", "elapsed", "runtime"),
+    **dict.fromkeys(("loss", "losses", "entropy", "uncertainty", "latency", "duration", "elapsed", "runtime",
+                     "margin", "margins", "nll", "variance", "std", "temperature"),
                     "a per-record measurement"),
 }
 #: Whole names that are metadata whatever their last word.
@@ -380,6 +381,7 @@ def detect_scores(df: pd.DataFrame, names: Sequence[str], src: _Source, roles: R
     outside = [p for p in candidates if not p.unit]
     named = next((p for p in unit if p.name == named_score), None)
     chosen: list[Profile]
+    odd_name: list[Profile] | None = None  # the score columns, where others were left out for their names
     if (named is not None and len(candidates) + len(flags) > 1
             and not _sums_to_one(df, _in_order(profiles, unit + flags))):
         chosen = [named]  # p_fraud next to fraud: an amount, a rate, a yes/no column are not its classes
@@ -410,16 +412,45 @@ def detect_scores(df: pd.DataFrame, names: Sequence[str], src: _Source, roles: R
                          "them sums to 1 per row")
     else:
         chosen = candidates  # logits (some values outside [0, 1])
+        family = _name_family(candidates)
+        if family is not None and len(family) < len(candidates):
+            chosen = odd_name = family  # logit_0 .. logit_9, and a 'conf_gap' that is named otherwise
     chosen_names = {p.name for p in chosen}
     by_name = named is not None and chosen == [named]
     for p in candidates + flags:
         if p.name not in chosen_names:
             why = (f"not a score: {named_score!r} is the probability of {roles.label!r}, by its name" if by_name else
+                   f"not named like the score columns ({_short([q.name for q in chosen], 3)})" if odd_name else
                    "holds only 0 and 1 and is not part of the probability rows" if p.flag else
                    "in [0, 1], but the other columns' rows sum to 1 without it" if p.unit else
                    "outside [0, 1] while the other score columns are probabilities summing to 1")
             _keep(roles, p, why)
     roles.scores = [p.name for p in profiles if p.name in chosen_names]
+
+
+def _name_shape(name: str) -> str | None:
+    """What a class's score column's header looks like apart from the class: digits as '#'
+    (``logit_3`` -> ``logit_#``, ``7`` -> ``#``), else the part before the last separator
+    (``p_cat`` -> ``p_*``); None for a plain word (``margin``, ``cat``)."""
+    text = str(name).strip().lower()
+    if re.search(r"\d", text):
+        return re.sub(r"\d+", "#", text)
+    m = re.fullmatch(r"(.+[_\-. ])[^_\-. ]+", text)
+    return m.group(1) + "*" if m else None
+
+
+def _name_family(profiles: Sequence[Profile]) -> list[Profile] | None:
+    """The columns named alike (:func:`_name_shape`), when one shape is shared by at least two
+    columns and by more than half of all: the class scores of ``logit_0`` .. ``logit_9`` beside a
+    ``conf_gap``; None when no shape stands out (``cat``, ``dog``, ``bird``; or ImageNet's
+    thousand names, of which 'brown bear' and 'brown shark' share a shape by chance)."""
+    shapes: dict[str, list[Profile]] = {}
+    for p in profiles:
+        shape = _name_shape(p.name)
+        if shape is not None:
+            shapes.setdefault(shape, []).append(p)
+    family = max(shapes.values(), key=len, default=[])
+    return family if len(family) >= 2 and 2 * len(family) > len(profiles) else None
 
 
 def _one_too_many(df: pd.DataFrame, profiles: Sequence[Profile]) -> Profile | None:
