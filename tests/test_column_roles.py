@@ -353,9 +353,10 @@ def test_pred_prefixed_scores_with_class_name_labels(cifar10):
 
 @pytest.mark.parametrize("prefix", ["logit_", ""])
 def test_a_statistic_beside_logit_columns_is_not_a_class(cifar10, prefix):
-    """Logits logit_0 .. logit_9 (or 0 .. 9) beside a per-row statistic named otherwise (a top-2
-    gap, a margin): the statistic is metadata, not an eleventh class. Before, 'conf_gap' made
-    eleven classes of logits, silently."""
+    """Logits logit_0 .. logit_9 (or 0 .. 9) beside per-row statistics named otherwise (a top-2
+    gap, a margin): they are metadata, not more classes. Before, 'conf_gap' made eleven classes of
+    logits, silently. ('margin' alone is no metadata word: a binary model's score may be its
+    margin.)"""
     z = np.log(np.clip(cifar10.probs[:300], 1e-300, None))  # real CIFAR-10 outputs as log-probabilities
     top2 = np.sort(z, axis=1)[:, -2:]
     df = pd.DataFrame(z, columns=[f"{prefix}{k}" for k in range(10)])
@@ -365,8 +366,10 @@ def test_a_statistic_beside_logit_columns_is_not_a_class(cifar10, prefix):
     np.testing.assert_allclose(preds.probs, cifar10.probs[:300], atol=1e-12)
     roles = dict(preds.column_roles)
     assert roles["conf_gap"] == roles["margin"] == "metadata"
-    assert any("'conf_gap' (not named like the score columns" in n for n in preds.notes)
-    assert any("'margin' (a per-record measurement, by its name)" in n for n in preds.notes)
+    assert any("'conf_gap', 'margin' (not named like the score columns" in n for n in preds.notes)
+    df["nll"] = -np.log(cifar10.probs[np.arange(300), cifar10.labels[:300]])
+    assert any("'nll' (a per-record measurement, by its name)" in n
+               for n in load_predictions(_csv(df), format="csv").notes)
 
 
 def test_class_names_that_share_a_word_by_chance_stay_classes(cifar10):

@@ -54,7 +54,7 @@ METADATA_NAME_WORDS: dict[str, str] = {
     **dict.fromkeys(("weight", "weights"), "a weight"),
     # what a run logs per record next to its predictions
     **dict.fromkeys(("loss", "losses", "entropy", "uncertainty", "latency", "duration", "elapsed", "runtime",
-                     "margin", "margins", "nll", "variance", "std", "temperature"),
+                     "nll", "variance", "std", "temperature"),  # not "margin": a binary model's score may be one
                     "a per-record measurement"),
 }
 #: Whole names that are metadata whatever their last word.
