@@ -311,6 +311,30 @@ def test_an_excel_workbook_reads_its_first_sheet_with_data(cifar10, tmp_path, ca
     assert sum(r["n"] for r in table["groups"]["rows"]) == cifar10.n
 
 
+def test_a_workbook_whose_first_sheet_is_a_readme(cifar10, tmp_path):
+    """A README sheet (text) before the predictions: it holds none, so the next sheet is read, and
+    the note says both. Before, the README's one column gave 'no label column'. When no sheet holds
+    predictions, the error is the largest sheet's, naming it."""
+    path = tmp_path / "export.xlsx"
+    df = pd.DataFrame({"customer_id": np.arange(cifar10.n), "p_churn": cifar10.probs[:, 1],
+                       "churn": (cifar10.labels == 1).astype(int)})
+    with pd.ExcelWriter(path) as book:
+        pd.DataFrame({"About": ["Churn model predictions", "Exported 2026-11-01"]}).to_excel(
+            book, sheet_name="README", index=False)
+        df.to_excel(book, sheet_name="predictions", index=False)
+    preds = load_predictions(path)
+    np.testing.assert_allclose(preds.probs[:, 1], cifar10.probs[:, 1], rtol=0, atol=1e-15)
+    assert preds.notes[0] == ("Read the sheet 'predictions' of the workbook (the first that holds predictions; "
+                              "'README' before it holds none).")
+    assert pbr_core.loading.read_columns(path) == ["customer_id", "p_churn", "churn"]
+    with pd.ExcelWriter(path) as book:
+        pd.DataFrame({"About": ["Churn model predictions"]}).to_excel(book, sheet_name="README", index=False)
+        df.rename(columns={"churn": "flag", "p_churn": "risk"}).to_excel(book, sheet_name="data", index=False)
+    with pytest.raises(PredictionsError, match=r"no sheet of the workbook reads as predictions\. The sheet 'data' "
+                                               r"\(the largest\): no label column"):
+        load_predictions(path)
+
+
 def test_broken_and_old_workbooks_say_what_to_do(tmp_path):
     fake = tmp_path / "book.xlsx"
     fake.write_bytes(b"PK\x03\x04 not really a workbook")

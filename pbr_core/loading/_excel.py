@@ -1,7 +1,8 @@
 """Excel workbooks (``.xlsx``): the predictions of a spreadsheet audit.
 
-The first worksheet that holds data is read (the workbook's other sheets, e.g. a summary or a
-chart, are named in the notes); its first row is the header, as in a CSV file. Cells formatted as
+The first worksheet that reads as predictions is read (sheets of notes or a summary before it are
+passed over; all the workbook's other sheets are named in the notes); its first row is the header,
+as in a CSV file, or the first row below a title. Cells formatted as
 percentages hold fractions (0.87), so they are read as the probabilities they are. Formulas are
 read as the values Excel last computed (a workbook saved by another program may hold none: such
 cells are empty, which the loader reports by column).
@@ -9,13 +10,17 @@ cells are empty, which the loader reports by column).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+
 import pandas as pd
 
 from pbr_core.loading._source import _Options, _Source, _too_many_rows
 
 
-def read_excel_frame(src: _Source, max_rows: int | None = None) -> tuple[pd.DataFrame, list[str]]:
-    """The first non-empty worksheet as a DataFrame, and the notes on which sheet was read."""
+def _excel_sheets(src: _Source) -> list[tuple[str, pd.DataFrame, list[str]]]:
+    """Every worksheet that holds data, in the workbook's order: (name, table, notes), the table's
+    header found below a title where there is one."""
     try:
         import openpyxl  # noqa: F401  (pandas' engine for .xlsx)
     except ImportError:
@@ -29,23 +34,43 @@ def read_excel_frame(src: _Source, max_rows: int | None = None) -> tuple[pd.Data
     filled = [(name, df) for name, df in sheets.items() if not df.dropna(how="all").empty]
     if not filled:
         raise src.error(f"the workbook's {len(sheets)} sheet(s) hold no data rows.")
-    name, df = filled[0]
-    notes = []
-    skip = _title_rows(df)
-    if skip is not None:  # a report: a title (and blank rows) above the header
-        header = [str(v).strip() if pd.notna(v) else "" for v in df.iloc[skip]]
-        df = df.iloc[skip + 1:].reset_index(drop=True)
-        df.columns = header
-        df = df.infer_objects()
-        notes.append(f"The sheet starts with {skip + 1} row(s) above the header (a title?): the header is row "
-                     f"{skip + 2} of the sheet.")
-    if len(sheets) > 1:
-        others = ", ".join(repr(n) for n in sheets if n != name)
-        notes.append(f"Read the sheet {name!r} of the workbook (the first with data); the other sheet(s) {others} "
-                     "were not read.")
+    out = []
+    for name, df in filled:
+        notes = []
+        skip = _title_rows(df)
+        if skip is not None:  # a report: a title (and blank rows) above the header
+            header = [str(v).strip() if pd.notna(v) else "" for v in df.iloc[skip]]
+            df = df.iloc[skip + 1:].reset_index(drop=True)
+            df.columns = header
+            df = df.infer_objects()
+            notes.append(f"The sheet starts with {skip + 1} row(s) above the header (a title?): the header is row "
+                         f"{skip + 2} of the sheet.")
+        out.append((str(name), df, notes))
+    return out
+
+
+def _sheet_note(src: _Source, name: str, why: str, passed_over: Sequence[str] = ()) -> str | None:
+    """Which sheet was read and why, which were tried before it, and that the others were not read;
+    None for a one-sheet workbook."""
+    names = [str(n) for n in pd.ExcelFile(src.reader_arg(), engine="openpyxl").sheet_names]
+    if len(names) == 1:
+        return None
+    tried = f"; {', '.join(repr(n) for n in passed_over)} before it hold{'s' if len(passed_over) == 1 else ''} none" \
+        if passed_over else ""
+    rest = [n for n in names if n != name and n not in passed_over]
+    unread = f"; the other sheet(s) {', '.join(repr(n) for n in rest)} were not read" if rest else ""
+    return f"Read the sheet {name!r} of the workbook ({why}{tried}){unread}."
+
+
+def read_excel_frame(src: _Source, max_rows: int | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """The worksheet most likely to hold the predictions, the one with the most cells (the first of
+    equal ones), as a DataFrame, and the notes on which sheet was read."""
+    sheets = _excel_sheets(src)
+    name, df, notes = max(sheets, key=lambda sheet: sheet[1].size)
     if max_rows is not None and len(df) > max_rows:
         raise _too_many_rows(src, len(df), max_rows)
-    return df, notes
+    note = _sheet_note(src, name, "the largest")
+    return df, [*notes, *([note] if note else [])]
 
 
 def _title_rows(df: pd.DataFrame) -> int | None:
@@ -65,7 +90,26 @@ def _title_rows(df: pd.DataFrame) -> int | None:
 
 
 def _load_excel(src: _Source, opts: _Options):
+    """The first worksheet, in the workbook's order, that reads as predictions (a sheet of notes or a
+    summary before it is passed over, and named in the notes); when none does, the error of the
+    sheet with the most cells, which names that sheet."""
     from pbr_core.loading._tables import _from_table
+    from pbr_core.predictions import PredictionsError
 
-    df, notes = read_excel_frame(src, opts.max_rows)
-    return _from_table(df, src, opts, notes)
+    sheets = _excel_sheets(src)
+    errors: dict[str, PredictionsError] = {}
+    for name, df, notes in sheets:
+        if opts.max_rows is not None and len(df) > opts.max_rows:
+            raise _too_many_rows(src, len(df), opts.max_rows)
+        try:
+            preds = _from_table(df, src, opts, list(notes))
+        except PredictionsError as exc:
+            if len(sheets) == 1:
+                raise
+            errors[name] = exc
+            continue
+        note = _sheet_note(src, name, "the first that holds predictions", list(errors))
+        return replace(preds, notes=(note, *preds.notes)) if note else preds
+    name = max(sheets, key=lambda sheet: sheet[1].size)[0]
+    message = str(errors[name]).removeprefix(f"{src.name}: ")
+    raise src.error(f"no sheet of the workbook reads as predictions. The sheet {name!r} (the largest): {message}")
