@@ -164,6 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="temperature and Platt scaling only: fit on every row of FILE (a file, folder, glob or "
                         "URL) by streamed passes (one pass per Newton step), never holding the rows in memory")
     g = p.add_argument_group("alpha by cross-validation (PBR methods: pbr, pbr_total, pbr_app, pbr_total_app)")
+    g.add_argument("--alpha", type=_alpha, default=None, metavar="A",
+                   help="the alpha of a PBR method (the paper's grid runs from 0 to 1; the same as "
+                        "--param alpha=A)")
     g.add_argument("--select-alpha", action="store_true",
                    help="choose alpha by k-fold cross-validation inside FILE, then fit on all rows with it")
     g.add_argument("--alpha-grid", type=_alpha_grid, default=None, metavar="A,B,...",
@@ -261,6 +264,16 @@ def _probability(text: str) -> float:
     value = _non_negative_float(text)
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
+    return value
+
+
+def _alpha(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0 (the paper's grid: 0 to 1), got {text!r}")
     return value
 
 
@@ -549,6 +562,15 @@ def cmd_fit(args: argparse.Namespace) -> int:
     from pbr_core.recalibrators import get_recalibrator
 
     params = parse_params(args.param)
+    if args.alpha is not None:
+        from pbr_core.recalibrators import methods_taking  # only here: the GP family imports torch
+
+        if args.method not in methods_taking("alpha"):
+            raise CLIError(f"--alpha applies to the PBR methods ({', '.join(methods_taking('alpha'))}), "
+                           f"not to {args.method}", EXIT_USAGE)
+        if "alpha" in params or args.select_alpha:
+            raise CLIError("give alpha once: --alpha, --param alpha=... or --select-alpha", EXIT_USAGE)
+        params["alpha"] = args.alpha
     if args.prior_split is not None:
         if "prior_split" in params:
             raise CLIError("give the prior split once: --prior-split or --param prior_split=...", EXIT_USAGE)
@@ -627,7 +649,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
         if ended_at_prior(rec):  # the fit's own record; a fit at the prior can keep a KL of a few hundredths
             print("note: the fit ended at the prior: the recalibrator returns (nearly) the uncalibrated predictions; "
-                  "a smaller alpha (--param alpha=...) or more rows let it move away from the prior")
+                  "a smaller alpha (--alpha A) or more rows let it move away from the prior")
     print(f"saved to {args.out}")
     return EXIT_OK
 

@@ -193,7 +193,7 @@ def test_fit_says_when_it_ended_at_the_prior(capsys, c10_files, tmp_path, monkey
     monkeypatch.setattr(training, "PRIOR_SHIFT", 1e9)
     code, out, err = run(capsys, *argv)
     assert code == EXIT_OK, err
-    assert "note: the fit ended at the prior" in out and "a smaller alpha (--param alpha=...) or more rows" in out
+    assert "note: the fit ended at the prior" in out and "a smaller alpha (--alpha A) or more rows" in out
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -511,3 +511,21 @@ def test_one_log_odds_column_with_input_type_logits(capsys, tmp_path) -> None:
         assert table["brier"] == pytest.approx(pbr_core.brier_score(probs, y[1::2]), abs=1e-12)
     code, out, err = run(capsys, "evaluate", path)
     assert code == EXIT_BAD_INPUT and "log-odds of class 1" in err and "--input-type logits" in err
+
+
+def test_fit_alpha_option(capsys, c10_files, tmp_path) -> None:
+    """--alpha A is --param alpha=A for the PBR methods; elsewhere, twice, or with --select-alpha it
+    is a usage error that says so."""
+    fit, _ = c10_files
+    out = tmp_path / "pbr.json"
+    code, _, err = run(capsys, "fit", fit, "--method", "pbr_app", "--alpha", "0.25", "--param", "max_iter=5",
+                       "--out", out, "--quiet")
+    assert code == EXIT_OK, err
+    assert load_recalibrator(out).alpha == 0.25
+    for extra, message in ((["--method", "temperature"], "--alpha applies to the PBR methods"),
+                           (["--method", "pbr", "--param", "alpha=0.5"], "give alpha once"),
+                           (["--method", "pbr", "--select-alpha"], "give alpha once")):
+        code, _, err = run(capsys, "fit", fit, "--alpha", "0.25", *extra, "--out", out)
+        assert code == EXIT_USAGE and message in err
+    code, _, err = run(capsys, "fit", fit, "--method", "pbr", "--alpha", "-1", "--out", out)
+    assert code == EXIT_USAGE and "finite number >= 0" in err
