@@ -164,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="temperature and Platt scaling only: fit on every row of FILE (a file, folder, glob or "
                         "URL) by streamed passes (one pass per Newton step), never holding the rows in memory")
     g = p.add_argument_group("alpha by cross-validation (PBR methods: pbr, pbr_total, pbr_app, pbr_total_app)")
-    g.add_argument("--alpha", type=_alpha, default=None, metavar="A",
+    g.add_argument("--alpha", type=_non_negative_float, default=None, metavar="A",
                    help="the alpha of a PBR method (the paper's grid runs from 0 to 1; the same as "
                         "--param alpha=A)")
     g.add_argument("--select-alpha", action="store_true",
@@ -264,16 +264,6 @@ def _probability(text: str) -> float:
     value = _non_negative_float(text)
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
-    return value
-
-
-def _alpha(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"expected a finite number >= 0 (the paper's grid: 0 to 1), got {text!r}")
     return value
 
 
