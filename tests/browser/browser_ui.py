@@ -23,3 +23,18 @@ def nav(page, name: str, heading: str, timeout: int = TIMEOUT_MS) -> None:
     page.locator('[data-testid="stSidebarNav"]').get_by_text(name, exact=True).click()
     page.get_by_role("heading", name=heading, level=1).wait_for(timeout=timeout)
     wait_idle(page, timeout)
+
+
+def load_sample(page, app_url: str, option: str, sidebar: str, exact: bool = False) -> None:
+    """Open the app and load the bundled sample ``option`` from the Data page's sample box; wait
+    until the sidebar names it (``sidebar``). Every step waits up to ``TIMEOUT_MS``: the app's first
+    run on a fresh server, on a loaded machine, takes longer than Playwright's 30 s default."""
+    page.goto(app_url, wait_until="domcontentloaded")
+    page.get_by_text("Bundled samples").wait_for(timeout=TIMEOUT_MS)
+    wait_idle(page)
+    box = page.locator('[data-testid="stSelectbox"]').first
+    box.wait_for(state="visible", timeout=TIMEOUT_MS)
+    box.click(timeout=TIMEOUT_MS)
+    page.get_by_role("option", name=option, exact=exact).click(timeout=TIMEOUT_MS)
+    page.locator('[data-testid="stSidebar"]').get_by_text(sidebar).wait_for(timeout=TIMEOUT_MS)
+    wait_idle(page)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from browser_ui import nav, no_exception, wait_idle
+from browser_ui import load_sample, nav, no_exception, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -23,13 +23,7 @@ def _choose(page, box_label: str, option: str) -> None:
 
 
 def test_an_audit_by_group_on_the_adult_sample(page, app_url):
-    page.goto(app_url, wait_until="domcontentloaded")
-    page.get_by_text("Bundled samples").wait_for(timeout=TIMEOUT_MS)
-    wait_idle(page)
-    page.locator('[data-testid="stSelectbox"]').first.click()
-    page.get_by_role("option", name="UCI Adult income", exact=False).click()
-    page.locator('[data-testid="stSidebar"]').get_by_text("UCI Adult income").wait_for(timeout=TIMEOUT_MS)
-    wait_idle(page)
+    load_sample(page, app_url, "UCI Adult income", "UCI Adult income")
     main = page.locator('[data-testid="stMain"]')
     main.get_by_text("Every column and what it was used as").first.wait_for(timeout=TIMEOUT_MS)
     no_exception(page)

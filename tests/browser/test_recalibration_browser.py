@@ -13,7 +13,7 @@ import re
 
 import pandas as pd
 import pytest
-from browser_ui import nav, no_exception, wait_idle
+from browser_ui import load_sample, nav, no_exception, wait_idle
 
 from dashboard import runs
 
@@ -41,13 +41,7 @@ def _download(page, label: str, key: str | None = None) -> bytes:
 
 
 def _load_cifar10(page, app_url: str) -> None:
-    page.goto(app_url, wait_until="domcontentloaded")
-    page.get_by_text("Bundled samples").wait_for(timeout=TIMEOUT_MS)
-    wait_idle(page)
-    page.locator('[data-testid="stSelectbox"]').first.click()
-    page.get_by_role("option", name=SAMPLE).click()
-    page.locator('[data-testid="stSidebar"]').get_by_text("CIFAR-10 · ResNet-110").wait_for(timeout=TIMEOUT_MS)
-    wait_idle(page)
+    load_sample(page, app_url, SAMPLE, "CIFAR-10 · ResNet-110")
 
 
 def test_compare_temperature_and_download_the_table(page, app_url):
