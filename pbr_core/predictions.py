@@ -70,6 +70,11 @@ def _rounding_note(s: np.ndarray, sums: np.ndarray) -> str:
     return ""
 
 
+def _percent_hint(values: np.ndarray) -> str:
+    """A hint when values outside [0, 1] all lie in [0, 100]: percentages; "" otherwise."""
+    return " (percentages? divide them by 100)" if np.all((values >= 0) & (values <= 100)) else ""
+
+
 def _label_hint(y: np.ndarray, k: int) -> str:
     """What labels outside 0..k-1 most likely are, and how to fix them: 1..k (counted from 1) or
     -1/+1 (a binary convention); "" when they are neither."""
@@ -383,9 +388,8 @@ class Predictions:
             s = _clip_rounding(s, own, notes)
             if np.any(s < 0) or np.any(s > 1):
                 r = _first_bad_row((s < 0) | (s > 1))
-                hint = (" (percentages? divide them by 100)" if np.all((s >= 0) & (s <= 100)) else
-                        "; if the column holds the log-odds of class 1, load the columns as logits "
-                        "(input_type='logits')")
+                hint = _percent_hint(s) or ("; if the column holds the log-odds of class 1, load the columns as "
+                                            "logits (input_type='logits')")
                 raise PredictionsError(
                     f"{source}: single-column binary input must be p(y=1) in [0, 1], but row {r} holds "
                     f"{s[r]:.10g}{hint}."
@@ -505,8 +509,7 @@ class Predictions:
         bad = (c < 0) | (c > 1)
         if bad.any():
             r = _first_bad_row(bad)
-            percent = " (percentages? divide them by 100)" if np.all((c >= 0) & (c <= 100)) else ""
-            raise PredictionsError(f"{source}: confidence {c[r]:g} at row {r} is outside [0, 1]{percent}.")
+            raise PredictionsError(f"{source}: confidence {c[r]:g} at row {r} is outside [0, 1]{_percent_hint(c)}.")
         notes = list(notes) + ["Top-label-only data: ECE and reliability diagrams work, recalibration needs full vectors."]
         return cls(labels=y, confidence=c, predicted=p, kind="top_label", input_type="probabilities",
                    probs=None, logits=None, class_names=tuple(class_names), notes=tuple(notes), source=source)

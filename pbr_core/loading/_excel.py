@@ -18,9 +18,9 @@ import pandas as pd
 from pbr_core.loading._source import _Options, _Source, _too_many_rows
 
 
-def _excel_sheets(src: _Source) -> list[tuple[str, pd.DataFrame, list[str]]]:
-    """Every worksheet that holds data, in the workbook's order: (name, table, notes), the table's
-    header found below a title where there is one."""
+def _excel_sheets(src: _Source) -> tuple[list[str], list[tuple[str, pd.DataFrame, list[str]]]]:
+    """The names of all the workbook's sheets, and every worksheet that holds data, in the
+    workbook's order: (name, table, notes), the table's header found below a title where there is one."""
     try:
         import openpyxl  # noqa: F401  (pandas' engine for .xlsx)
     except ImportError:
@@ -46,13 +46,17 @@ def _excel_sheets(src: _Source) -> list[tuple[str, pd.DataFrame, list[str]]]:
             notes.append(f"The sheet starts with {skip + 1} row(s) above the header (a title?): the header is row "
                          f"{skip + 2} of the sheet.")
         out.append((str(name), df, notes))
-    return out
+    return [str(n) for n in sheets], out
 
 
-def _sheet_note(src: _Source, name: str, why: str, passed_over: Sequence[str] = ()) -> str | None:
-    """Which sheet was read and why, which were tried before it, and that the others were not read;
-    None for a one-sheet workbook."""
-    names = [str(n) for n in pd.ExcelFile(src.reader_arg(), engine="openpyxl").sheet_names]
+def _largest(sheets: Sequence[tuple[str, pd.DataFrame, list[str]]]) -> tuple[str, pd.DataFrame, list[str]]:
+    """The sheet most likely to hold the predictions: the one with the most cells (the first of equal ones)."""
+    return max(sheets, key=lambda sheet: sheet[1].size)
+
+
+def _sheet_note(names: Sequence[str], name: str, why: str, passed_over: Sequence[str] = ()) -> str | None:
+    """Which of the workbook's sheets ``names`` was read and why, which were tried before it, and
+    that the others were not read; None for a one-sheet workbook."""
     if len(names) == 1:
         return None
     tried = f"; {', '.join(repr(n) for n in passed_over)} before it hold{'s' if len(passed_over) == 1 else ''} none" \
@@ -63,13 +67,13 @@ def _sheet_note(src: _Source, name: str, why: str, passed_over: Sequence[str] = 
 
 
 def read_excel_frame(src: _Source, max_rows: int | None = None) -> tuple[pd.DataFrame, list[str]]:
-    """The worksheet most likely to hold the predictions, the one with the most cells (the first of
-    equal ones), as a DataFrame, and the notes on which sheet was read."""
-    sheets = _excel_sheets(src)
-    name, df, notes = max(sheets, key=lambda sheet: sheet[1].size)
+    """The worksheet most likely to hold the predictions (:func:`_largest`) as a DataFrame, and the
+    notes on which sheet was read."""
+    names, sheets = _excel_sheets(src)
+    name, df, notes = _largest(sheets)
     if max_rows is not None and len(df) > max_rows:
         raise _too_many_rows(src, len(df), max_rows)
-    note = _sheet_note(src, name, "the largest")
+    note = _sheet_note(names, name, "the largest")
     return df, [*notes, *([note] if note else [])]
 
 
@@ -96,7 +100,7 @@ def _load_excel(src: _Source, opts: _Options):
     from pbr_core.loading._tables import _from_table
     from pbr_core.predictions import PredictionsError
 
-    sheets = _excel_sheets(src)
+    names, sheets = _excel_sheets(src)
     errors: dict[str, PredictionsError] = {}
     for name, df, notes in sheets:
         if opts.max_rows is not None and len(df) > opts.max_rows:
@@ -108,8 +112,8 @@ def _load_excel(src: _Source, opts: _Options):
                 raise
             errors[name] = exc
             continue
-        note = _sheet_note(src, name, "the first that holds predictions", list(errors))
+        note = _sheet_note(names, name, "the first that holds predictions", list(errors))
         return replace(preds, notes=(note, *preds.notes)) if note else preds
-    name = max(sheets, key=lambda sheet: sheet[1].size)[0]
+    name = _largest(sheets)[0]
     message = str(errors[name]).removeprefix(f"{src.name}: ")
     raise src.error(f"no sheet of the workbook reads as predictions. The sheet {name!r} (the largest): {message}")

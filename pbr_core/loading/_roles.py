@@ -140,14 +140,11 @@ class Roles:
         if self.label is not None:
             why = self.reasons.get(self.label)
             out.append(f"Label column: {self.label!r}{f' ({why})' if why else ''}.")
-        if self.top_label and self.correct is not None:
+        if self.top_label:
             why = self.reasons.get(self.confidence)
-            out.append(f"Top-label columns: confidence {self.confidence!r}{f' ({why})' if why else ''}, "
-                       f"whether it was right {self.correct!r}.")
-        elif self.top_label:
-            why = self.reasons.get(self.confidence)
-            out.append(f"Top-label columns: confidence {self.confidence!r}{f' ({why})' if why else ''}, "
-                       f"predicted class {self.predicted!r}.")
+            other = (f"whether it was right {self.correct!r}" if self.correct is not None
+                     else f"predicted class {self.predicted!r}")
+            out.append(f"Top-label columns: confidence {self.confidence!r}{f' ({why})' if why else ''}, {other}.")
         if self.scores:
             out.append(f"Score columns ({len(self.scores)}): {_short(self.scores)}.")
         if self.groups:
@@ -381,10 +378,11 @@ def detect_scores(df: pd.DataFrame, names: Sequence[str], src: _Source, roles: R
     outside = [p for p in candidates if not p.unit]
     named = next((p for p in unit if p.name == named_score), None)
     chosen: list[Profile]
-    odd_name: list[Profile] | None = None  # the score columns, where others were left out for their names
+    left_out: str | None = None  # why the other columns are not scores, where their names decided it
     if (named is not None and len(candidates) + len(flags) > 1
             and not _sums_to_one(df, _in_order(profiles, unit + flags))):
         chosen = [named]  # p_fraud next to fraud: an amount, a rate, a yes/no column are not its classes
+        left_out = f"not a score: {named_score!r} is the probability of {roles.label!r}, by its name"
     elif not outside:
         extra = _one_too_many(df, candidates + flags)
         if len(candidates) + len(flags) == 1:
@@ -414,16 +412,14 @@ def detect_scores(df: pd.DataFrame, names: Sequence[str], src: _Source, roles: R
         chosen = candidates  # logits (some values outside [0, 1])
         family = _name_family(candidates)
         if family is not None and len(family) < len(candidates):
-            chosen = odd_name = family  # logit_0 .. logit_9, and a 'conf_gap' that is named otherwise
+            chosen = family  # logit_0 .. logit_9, and a 'conf_gap' that is named otherwise
+            left_out = f"not named like the score columns ({_short([q.name for q in family], 3)})"
     chosen_names = {p.name for p in chosen}
-    by_name = named is not None and chosen == [named]
     for p in candidates + flags:
         if p.name not in chosen_names:
-            why = (f"not a score: {named_score!r} is the probability of {roles.label!r}, by its name" if by_name else
-                   f"not named like the score columns ({_short([q.name for q in chosen], 3)})" if odd_name else
-                   "holds only 0 and 1 and is not part of the probability rows" if p.flag else
-                   "in [0, 1], but the other columns' rows sum to 1 without it" if p.unit else
-                   "outside [0, 1] while the other score columns are probabilities summing to 1")
+            why = left_out or ("holds only 0 and 1 and is not part of the probability rows" if p.flag else
+                               "in [0, 1], but the other columns' rows sum to 1 without it" if p.unit else
+                               "outside [0, 1] while the other score columns are probabilities summing to 1")
             _keep(roles, p, why)
     roles.scores = [p.name for p in profiles if p.name in chosen_names]
 

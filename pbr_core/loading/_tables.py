@@ -619,8 +619,8 @@ def _table_roles(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Opti
             _keep_named(roles, df[c], c, "not named as a score column")
         return roles
     layout_columns = (conf, pred, correct)
-    detect_scores(df, [c for c in rest if c not in layout_columns], src, roles, opts.renormalize,
-                  _score_named_after(roles.label, [c for c in rest if c not in layout_columns]))
+    undecided = [c for c in rest if c not in layout_columns]
+    detect_scores(df, undecided, src, roles, opts.renormalize, _score_named_after(roles.label, undecided))
     if (conf is None and pred is not None and roles.label is not None and len(roles.scores) == 1
             and choice.scores is None):
         why = _confidence_of_predicted(df[roles.scores[0]], df[pred], df[roles.label])
