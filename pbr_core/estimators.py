@@ -23,6 +23,7 @@ scores in [0, 1] with 0/1 outcomes (binary p(y=1), or (confidence, correct) reco
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Literal
 
 import numpy as np
@@ -308,13 +309,87 @@ def ece_netcal(conf: np.ndarray, out: np.ndarray, n_bins: int = 10) -> float:
     return _weighted_gap(*_by_index(c, out, idx, n_bins), conf.shape[0])
 
 
-def ece_torchmetrics(conf: np.ndarray, out: np.ndarray, n_bins: int = 15) -> float:
-    """torchmetrics ``calibration_error(n_bins=15, norm="l1")``: float32 confidences, bins [a, b),
-    and a confidence of exactly 1.0 in an extra bin of its own."""
-    c = conf.astype(np.float32)
-    edges = np.linspace(0, 1, n_bins + 1, dtype=np.float32)
-    idx = np.searchsorted(edges, c, side="right") - 1  # 1.0 -> n_bins: its own bin
-    return _weighted_gap(*_by_index(c.astype(np.float64), out, idx, n_bins + 1), conf.shape[0])
+def _torch_unit_linspace(steps: int, dtype: type[np.floating]) -> np.ndarray:
+    """``torch.linspace(0, 1, steps, dtype=dtype)`` bit for bit.
+
+    torch's kernel takes step = 1 / (steps - 1) rounded to ``dtype``, makes the first half of the
+    points ``step * k`` and the second half ``1 - step * (steps - 1 - k)``; its x86 builds with AVX2
+    or AVX-512 (what torch picks on any recent CPU) compile that to a fused multiply-add, one
+    rounding per point, which is what this does (checked against the installed torch in the tests
+    for every ``steps`` up to 300, float32 and float64). numpy's ``linspace`` rounds k / (steps - 1)
+    instead, which for float32 and 16 points moves six edges by one unit in the last place, among
+    them 0.2 and 0.4.
+    """
+    step = Fraction(float(dtype(1) / dtype(steps - 1)))
+    exact = [step * k if k < steps // 2 else 1 - step * (steps - 1 - k) for k in range(steps)]
+    # Fraction -> float64 rounds correctly. In float32 the exact values need at most 24 + log2(steps)
+    # + 1 bits, so float64 holds them exactly and the cast to float32 is the one rounding torch does.
+    return np.array([float(v) for v in exact], dtype=np.float64).astype(dtype)
+
+
+def ece_torchmetrics(probs: np.ndarray, labels: np.ndarray, n_bins: int = 15,
+                     dtype: type[np.floating] = np.float32) -> float:
+    """torchmetrics' ``binary_calibration_error`` / ``multiclass_calibration_error`` (``n_bins=15``,
+    ``norm="l1"``), emulated in numpy step by step, arithmetic and rounding included.
+
+    Parameters
+    ----------
+    probs : array
+        1-D: what ``binary_calibration_error`` takes, p(y=1) (or a top-label confidence) with 0/1
+        ``labels``. (n, K): what ``multiclass_calibration_error`` takes, with class indices.
+        Values in [0, 1] (torchmetrics would pass anything else through a sigmoid or softmax).
+    labels : array
+    n_bins : int
+    dtype : np.float32 or np.float64
+        The dtype of the tensor handed to torchmetrics: float32 (default) is what a model outputs
+        and what ``torch.tensor`` makes of Python floats; float64 is ``torch.from_numpy`` of a
+        float64 array.
+
+    Returns
+    -------
+    float
+        torchmetrics' value to a few units of 1e-9 (its final sum of the n_bins + 1 float32 terms is
+        taken in another order); pinned against torchmetrics in the tests.
+
+    Notes
+    -----
+    What torchmetrics 1.x does (``_binning_bucketize`` and ``_ce_compute``):
+
+    * the bin edges are ``torch.linspace(0, 1, n_bins + 1)`` in the confidences' dtype
+      (:func:`_torch_unit_linspace`): in float32, 0.2, 0.4 and 7/15 (as float32) lie just *below*
+      their edge and fall in the lower bin, the other multiples of 1/15 (0.6, 0.8, ...) in the
+      upper one;
+    * ``bucketize(right=True) - 1``: bins [a, b), and a confidence of exactly 1.0 gets index
+      n_bins, an extra bin of its own;
+    * per-bin counts, confidence sums and accuracy sums are ``scatter_add_`` in the confidences'
+      dtype, one row after another (``np.add.at`` adds in the same order: the sums agree bit for
+      bit); means, bin weights and the weighted sum are in that dtype too;
+    * multiclass: ``max`` and ``argmax`` (first maximum on ties) are taken in the tensor's dtype,
+      then confidences and accuracies become float32 (``.float()``) whatever that dtype was;
+      binary: p(y=1) and the label stay in the tensor's dtype.
+    """
+    if not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
+        raise ValueError(f"Expected argument `n_bins` to be an integer larger than 0, but got {n_bins}")
+    dtype = np.dtype(dtype).type
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"Expected argument `dtype` to be np.float32 or np.float64, but got {dtype}.")
+    p = np.asarray(probs).astype(dtype)
+    y = np.asarray(labels)
+    if p.ndim == 1:
+        conf, acc = p, y.astype(dtype)
+    else:
+        pred = p.argmax(axis=1)
+        conf = p[np.arange(p.shape[0]), pred].astype(np.float32)
+        acc = (pred == y).astype(np.float32)
+    ftype = conf.dtype.type
+    idx = np.searchsorted(_torch_unit_linspace(n_bins + 1, ftype), conf, side="right") - 1
+    count, conf_sum, acc_sum = (np.zeros(n_bins + 1, dtype=ftype) for _ in range(3))
+    np.add.at(count, idx, ftype(1))
+    np.add.at(conf_sum, idx, conf)
+    np.add.at(acc_sum, idx, acc)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        gap = np.abs(np.nan_to_num(acc_sum / count) - np.nan_to_num(conf_sum / count))
+    return float(np.sum(gap * (count / np.sum(count, dtype=ftype)), dtype=ftype))
 
 
 def sklearn_curve_ece(conf: np.ndarray, out: np.ndarray, n_bins: int = 5, weighted: bool = True) -> float:
@@ -342,7 +417,8 @@ CONVENTIONS: dict[str, Convention] = {
     "netcal": Convention("netcal ECE()", "", "10",
                          "10 bins [a, b) (last closed), values clipped to [eps, 1 - eps]; binary data: p(y=1)"),
     "torchmetrics": Convention("torchmetrics calibration_error()", "", "15",
-                               "15 bins [a, b), confidences in float32, a confidence of exactly 1.0 in a bin of its own"),
+                               "15 bins [a, b) on float32 edges (0.2, 0.4 and 7/15 fall in the bin below), sums in "
+                               "float32, a confidence of exactly 1.0 in a bin of its own"),
     "sklearn": Convention("scikit-learn calibration_curve(), weighted", "p(y=1)", "5",
                           "5 bins (a, b], empty bins dropped; it reports the curve, not an ECE: gaps weighted by rows"),
     "sklearn_unweighted": Convention("scikit-learn calibration_curve(), plain mean of the gaps", "p(y=1)", "5",
@@ -379,7 +455,8 @@ def library_conventions(probs: np.ndarray, labels: np.ndarray, binary_target: Bi
     p_pos = ece_inputs(p, y, "positive")[0] if binary else None
     ours = (p_pos, y) if binary and target == "positive" else (p, y)
     conf_ours, out_ours = confidence_and_outcome(*ours)
-    conf_lib, out_lib = confidence_and_outcome(*((p_pos, y) if binary else (p, y)))
+    lib_inputs = (p_pos, y) if binary else (p, y)
+    conf_lib, out_lib = confidence_and_outcome(*lib_inputs)
     ours_words = "p(y=1)" if binary and target == "positive" else "top-label confidence"
     libs_words = "p(y=1)" if binary else "top-label confidence"
     if p.ndim == 1 and one_dimensional == "confidence":
@@ -393,7 +470,7 @@ def library_conventions(probs: np.ndarray, labels: np.ndarray, binary_target: Bi
         "debiased": (_debiased_or_nan(conf_ours, out_ours), ours_words),
         "smooth": (smooth_ece(conf_ours, out_ours), ours_words),
         "netcal": (ece_netcal(conf_lib, out_lib), libs_words),
-        "torchmetrics": (ece_torchmetrics(conf_lib, out_lib), libs_words),
+        "torchmetrics": (ece_torchmetrics(*lib_inputs), libs_words),
     }
     if binary:  # scikit-learn's calibration_curve is for binary problems only
         values["sklearn"] = (sklearn_curve_ece(conf_lib, out_lib), libs_words)

@@ -161,9 +161,9 @@ def test_conventions_equal_the_libraries_multiclass(real, name):
     table = E.library_conventions(p, y).set_index("key")["ece"]
     assert table["paper"] == pytest.approx(pbr_core.ece(p, y), abs=1e-15)
     assert table["netcal"] == pytest.approx(netcal.ECE(bins=10).measure(p, y), abs=1e-12)
-    ref = float(tm.multiclass_calibration_error(torch.tensor(p), torch.tensor(y), num_classes=p.shape[1],
-                                                n_bins=15, norm="l1"))
-    assert table["torchmetrics"] == pytest.approx(ref, abs=2e-6)  # torchmetrics sums in float32
+    ref = float(tm.multiclass_calibration_error(torch.tensor(p, dtype=torch.float32), torch.tensor(y),
+                                                num_classes=p.shape[1], n_bins=15, norm="l1"))
+    assert table["torchmetrics"] == pytest.approx(ref, abs=1e-8)
     relplot = pytest.importorskip("relplot")
     assert table["smooth"] == pytest.approx(relplot.smECE(*relplot.multiclass_logits_to_confidences(p, y, probs=True)),
                                             abs=1e-12)
@@ -182,8 +182,9 @@ def test_conventions_equal_the_libraries_binary(real):
     assert (table["measures"] == "p(y=1)").all()
     assert ece["paper"] == pytest.approx(pbr_core.ece(p[:, 1], y), abs=1e-15)
     assert ece["netcal"] == pytest.approx(netcal.ECE(bins=10).measure(p, y), abs=1e-12)
-    ref = float(tm.binary_calibration_error(torch.tensor(p[:, 1]), torch.tensor(y), n_bins=15, norm="l1"))
-    assert ece["torchmetrics"] == pytest.approx(ref, abs=2e-6)
+    ref = float(tm.binary_calibration_error(torch.tensor(p[:, 1], dtype=torch.float32), torch.tensor(y), n_bins=15,
+                                            norm="l1"))
+    assert ece["torchmetrics"] == pytest.approx(ref, abs=1e-8)
     prob_true, prob_pred = calibration_curve(y, p[:, 1], n_bins=5)
     assert ece["sklearn_unweighted"] == pytest.approx(np.mean(np.abs(prob_true - prob_pred)), abs=1e-12)
     counts = np.bincount(np.searchsorted(np.linspace(0, 1, 6)[1:-1], p[:, 1]), minlength=5)
@@ -203,8 +204,82 @@ def test_the_value_one_is_where_torchmetrics_and_the_paper_differ():
     tm = pytest.importorskip("torchmetrics.functional.classification")
     import torch
 
-    ref = float(tm.binary_calibration_error(torch.tensor(conf), torch.tensor(out.astype(int)), n_bins=2))
-    assert E.ece_torchmetrics(conf, out, 2) == pytest.approx(ref, abs=1e-7)
+    ref = float(tm.binary_calibration_error(torch.tensor(conf, dtype=torch.float32), torch.tensor(out.astype(int)),
+                                            n_bins=2))
+    assert E.ece_torchmetrics(conf, out, 2) == pytest.approx(ref, abs=1e-8)
+
+
+# torchmetrics itself, bit for bit where it can be: its float32 bin edges put values that lie on a
+# bin edge (probabilities rounded to 0.2, 0.4, ...) in other bins than numpy's edges would, and it
+# sums in float32; an emulation that differs in either was off by up to 3.2e-3 on such data.
+ROUNDINGS = {"1/15": lambda p: np.round(p * 15) / 15, "1/10": lambda p: np.round(p * 10) / 10,
+             "1/5": lambda p: np.round(p * 5) / 5, "2 decimals": lambda p: np.round(p, 2)}
+
+
+def _torchmetrics(p, y, dtype):
+    tm = pytest.importorskip("torchmetrics.functional.classification")
+    import torch
+
+    tensor = torch.tensor(p, dtype=torch.float32 if dtype is np.float32 else torch.float64)
+    if p.ndim == 1:
+        return float(tm.binary_calibration_error(tensor, torch.tensor(y).long(), n_bins=15, norm="l1"))
+    return float(tm.multiclass_calibration_error(tensor, torch.tensor(y).long(), num_classes=p.shape[1], n_bins=15,
+                                                 norm="l1"))
+
+
+def test_bin_edges_are_torch_linspace_bit_for_bit():
+    torch = pytest.importorskip("torch")
+    for steps in range(2, 301):
+        for dtype, tdtype in ((np.float32, torch.float32), (np.float64, torch.float64)):
+            ref = torch.linspace(0, 1, steps, dtype=tdtype).numpy()
+            assert np.array_equal(E._torch_unit_linspace(steps, dtype), ref), (steps, dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rounding", list(ROUNDINGS))
+@pytest.mark.parametrize("name", ["kitti", "cifar10", "cifar100", "llm"])
+def test_torchmetrics_row_equals_torchmetrics_on_rounded_real_probabilities(real, name, rounding, dtype):
+    if name == "llm":  # (confidence, correct) records: what binary_calibration_error takes
+        preds = pbr_core.load_predictions(SAMPLES / "llm_qa_confidence_correct.csv.gz")
+        p, y = preds.metric_inputs()
+    else:
+        p, y = real[name]
+        p = p[:, 1] if p.shape[1] == 2 else p  # binary: p(y=1), torchmetrics' binary default
+    q = ROUNDINGS[rounding](p)
+    assert E.ece_torchmetrics(q, y, dtype=dtype) == pytest.approx(_torchmetrics(q, y, dtype), abs=1e-7)
+    if dtype is np.float32:  # the panel's row: float32 tensors
+        assert E.library_conventions(q, y).set_index("key").loc["torchmetrics", "ece"] == pytest.approx(
+            _torchmetrics(q, y, dtype), abs=1e-7)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_torchmetrics_row_on_exact_ties_at_one_and_zero(dtype):
+    rng = np.random.default_rng(5)
+    # Binary: a third of the rows exactly 0, a third exactly 1, the rest on edges k/15.
+    p = rng.choice(np.r_[0.0, 1.0, np.arange(1, 15) / 15], size=3000, p=np.r_[1 / 3, 1 / 3, np.full(14, 1 / 42)])
+    y = (rng.uniform(size=p.size) < np.clip(p, 0.05, 0.95)).astype(np.int64)
+    assert E.ece_torchmetrics(p, y, dtype=dtype) == pytest.approx(_torchmetrics(p, y, dtype), abs=1e-7)
+    # Multiclass: one-hot rows (confidence exactly 1.0), exact two-way ties (the first maximum is the
+    # prediction) and a tie that exists only in float32 (0.35 and 0.35 + 1e-11 are one float32).
+    rows = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.5, 0.5, 0.0], [0.0, 0.4, 0.4 + 0.2],
+                     [0.3, 0.35, 0.35 + 1e-11], [0.2, 0.4, 0.4]])
+    P = rows[rng.integers(0, rows.shape[0], 2000)]
+    Y = rng.integers(0, 3, 2000)
+    assert E.ece_torchmetrics(P, Y, dtype=dtype) == pytest.approx(_torchmetrics(P, Y, dtype), abs=1e-7)
+
+
+def test_which_values_on_an_edge_torchmetrics_puts_in_the_bin_below():
+    """The panel's words: of the values k/15 (as float32), 0.2, 0.4 and 7/15 fall in the bin below."""
+    torch = pytest.importorskip("torch")
+    assert "0.2, 0.4 and 7/15 fall in the bin below" in E.CONVENTIONS["torchmetrics"].difference
+    k = np.arange(1, 15)
+    values = (k / 15).astype(np.float32)
+    idx = torch.bucketize(torch.tensor(values), torch.linspace(0, 1, 16), right=True).numpy() - 1
+    assert set(k[idx == k - 1]) == {3, 6, 7}
+    assert set(k[idx == k]) == set(k) - {3, 6, 7}
+    # and so does the emulation
+    own = E._torch_unit_linspace(16, np.float32)
+    assert np.array_equal(np.searchsorted(own, values, side="right") - 1, idx)
 
 
 # --------------------------------------------------------------------------- teaching on known truth
