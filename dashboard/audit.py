@@ -54,7 +54,7 @@ def reliability_section(loaded: state.Loaded, view: state.MetricView, choices: A
                                      binary_positive=view.binary_positive,
                                      title=f"Reliability diagram · B = {B} · ECE {s['ece']:.4f}")
     shown: list[tuple[str, object]] = [
-        (f"Calibration metrics at B = {B}", tables.metric_cards_frame(s, view.top_label_only)),
+        (f"Calibration metrics at B = {B}", tables.metric_cards_frame(s)),
         ("Theorem 1's bound at the chosen B", tables.bound_at_b_frame(bound, s["ece"], choices.eps)),
     ]
     shown.append(("Other estimators, and the ECE other libraries would report: " + texts.ESTIMATORS_INTRO,

@@ -192,16 +192,18 @@ def group_gap_frames(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return wide.reset_index().rename(columns={"group": "Group"}), gap
 
 
-def metric_cards_frame(summary: dict, top_label_only: bool) -> pd.DataFrame:
-    """The Reliability page's metric cards as a table: value, and the ECE's 95% bootstrap interval."""
-    na = "n/a (the file holds only the top label)"
+def metric_cards_frame(summary: dict) -> pd.DataFrame:
+    """The Reliability page's metric cards as a table: value, and the ECE's 95% bootstrap interval.
+
+    The Brier score and NLL are those of what the ECE measures (``pbr_core.calibration_summary``: a
+    (confidence, correct) file's confidence against correctness too)."""
     rows = {
         "ECE": (f"{summary['ece']:.4f}", f"{summary['ece_ci_low']:.4f} – {summary['ece_ci_high']:.4f}"
                 if summary.get("ece_ci_low") is not None else
                 f"n/a at this B (streamed: at B = {summary.get('interval_bins')} only)"),
         "MCE": (f"{summary['mce']:.4f}", ""),
-        "Brier score": (na if top_label_only else f"{summary['brier']:.4f}", ""),
-        "NLL": (na if top_label_only else f"{summary['nll']:.4f}", ""),
+        "Brier score": (f"{summary['brier']:.4f}", ""),
+        "NLL": (f"{summary['nll']:.4f}", ""),
         "Accuracy": (f"{summary['accuracy']:.2%}", ""),
     }
     return pd.DataFrame(rows.values(), index=list(rows), columns=["value", "95% interval"])

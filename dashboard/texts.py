@@ -64,7 +64,34 @@ BRIER_HELP = (
 )
 NLL_HELP = "Negative log-likelihood: how surprised the model is by the true labels. Lower is better."
 ACCURACY_HELP = "Share of rows where the most probable class is the true class."
-TOP_LABEL_NA = "Needs the full probability vector of every row; this file holds only the top label."
+
+
+def brier_help(one_probability: str | None) -> str:
+    """The Brier card's help: of the probability vector, or (``one_probability``: "p(y=1)" or "the
+    confidence") of the one probability per row that the ECE measures."""
+    if one_probability is None:
+        return BRIER_HELP
+    return (f"Brier score of {one_probability}, the probability the ECE measures: the mean of (probability − "
+            "outcome)², the outcome being 1 or 0. Lower is better; it rewards both sharp and calibrated "
+            "predictions. (Summed over both classes it would be twice this.)")
+
+
+def nll_help(one_probability: str | None) -> str:
+    """The NLL card's help, like :func:`brier_help`."""
+    if one_probability is None:
+        return NLL_HELP
+    return (f"Negative log-likelihood of {one_probability} against the 0/1 outcome: the mean of −log of the "
+            "probability given to what happened. Lower is better.")
+
+
+def measured_probability(binary_positive: bool, top_label_only: bool) -> str | None:
+    """What one probability per row the Reliability page's ECE, Brier and NLL measure, in words; None
+    when they measure the whole probability vector."""
+    if binary_positive:
+        return "p(y=1)"
+    if top_label_only:
+        return "the confidence (against whether the prediction was right)"
+    return None
 
 HOW_TO_READ_RELIABILITY = """
 **How to read the diagram**

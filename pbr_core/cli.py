@@ -342,8 +342,9 @@ def evaluation_table(preds, n_bins: int | None = None, lipschitz: float = 1.0, e
     def ci(B: int) -> tuple[float, float]:
         return pbr_core.ece_bootstrap_ci(probs, labels, n_bins=B, n_boot=pbr_core.default_n_boot(preds.n))
 
-    # ``evaluate`` measures binary data on p(y=1) (paper, Appendix A).
-    probs, labels = pbr_core.metrics.ece_inputs(*preds.metric_inputs(), "positive")
+    # ``evaluate`` measures binary data as every page does (the app's one choice: p(y=1), Appendix A).
+    target = pbr_core.metrics.DEFAULT_BINARY_TARGET
+    probs, labels = pbr_core.metrics.ece_inputs(*preds.metric_inputs(), target)
     B_opt = pbr_core.optimal_n_bins(preds.n)
     row: dict[str, Any] = {
         "file": preds.source,
@@ -374,9 +375,9 @@ def evaluation_table(preds, n_bins: int | None = None, lipschitz: float = 1.0, e
         if interval:
             row["ece_at_n_bins_ci_low"], row["ece_at_n_bins_ci_high"] = ci(n_bins)
         row["mce_at_n_bins"] = pbr_core.mce(probs, labels, n_bins=n_bins)
-    full = preds.probs is not None
-    row["brier"] = pbr_core.brier_score(preds.probs, preds.labels) if full else None
-    row["nll"] = pbr_core.nll(preds.probs, preds.labels) if full else None
+    # The Brier score and NLL of what the ECE measures: p(y=1) of binary data, the confidence of a
+    # top-label file against correctness, the probability vector of multiclass data.
+    row.update(pbr_core.metrics.target_brier_nll(*preds.metric_inputs(), target))
     row["lipschitz"] = lipschitz
     row["eps"] = eps
     row["theorem1_bound"] = pbr_core.theorem1_bound(preds.n, B_opt, lipschitz=lipschitz, eps=eps)
@@ -448,7 +449,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         import pbr_core
 
         bins = sorted(set(range(1, 201)) | ({args.n_bins} if args.n_bins else set()))
-        probs, labels = pbr_core.metrics.ece_inputs(*preds.metric_inputs(), "positive")
+        probs, labels = pbr_core.metrics.ece_inputs(*preds.metric_inputs(), pbr_core.metrics.DEFAULT_BINARY_TARGET)
         table["ece_curve"] = {int(b): float(v) for b, v in zip(bins, pbr_core.ece_curve(probs, labels, bins))}
     table["notes"] = list(preds.notes)  # how the file was read: which column is what, which class is 1
     report = None

@@ -35,11 +35,14 @@ __all__ = [
     "bin_boundaries",
     "bin_index",
     "BINARY_TARGETS",
+    "BINARY_TARGET_WORDS",
     "BinaryTarget",
     "brier_score",
+    "brier_terms",
     "calibration_summary",
     "classwise_ece",
     "confidence_and_outcome",
+    "DEFAULT_BINARY_TARGET",
     "default_n_boot",
     "ece",
     "ece_inputs",
@@ -49,19 +52,33 @@ __all__ = [
     "mce",
     "NLL_EPS",
     "nll",
+    "nll_terms",
     "reliability_diagram",
+    "target_brier_nll",
 ]
 
 #: Elements per temporary array in chunked code paths (32 MB of float64).
 _CHUNK = 1 << 22
 
 #: What the ECE of binary data measures: "top_label", the confidence of the predicted class (Eq. 2,
-#: the paper's tables), or "positive", p(y=1) against y (the binary ECE of Appendix A). Which one a
-#: caller uses by default is its own choice (the experiment protocols: top label; the dashboard's
-#: sidebar and ``pbr-calib evaluate``: p(y=1)); how each choice turns into metric inputs is
-#: :func:`ece_inputs`, here only.
+#: the paper's tables), or "positive", p(y=1) against y (the binary ECE of Appendix A). How each
+#: choice turns into metric inputs is :func:`ece_inputs`, here only.
 BinaryTarget = Literal["positive", "top_label"]
 BINARY_TARGETS: tuple[str, ...] = ("positive", "top_label")
+
+#: The app's ECE on binary data, decided here once for every front end: the dashboard's sidebar and
+#: every page, the HTML report, ``pbr-calib evaluate / compare / fit --select-alpha`` and the
+#: experiment protocols' defaults (``pbr_core.experiments.DEFAULT_BINARY_ECE`` is this value). p(y=1)
+#: is what a binary model predicts and what its users read; the same binary file then shows the same
+#: test ECE on every page. The paper's tables use the top label: the reproduction scripts pass
+#: ``"top_label"`` explicitly, so their tables do not depend on this default.
+DEFAULT_BINARY_TARGET: BinaryTarget = "positive"
+
+#: How each choice is named wherever an ECE of binary data is shown (pages, report, command line).
+BINARY_TARGET_WORDS: dict[str, str] = {
+    "positive": "ECE of p(y=1) (the binary ECE of the paper's Appendix A)",
+    "top_label": "top-label ECE (confidence of the predicted class), as in the paper's tables",
+}
 
 
 # --------------------------------------------------------------------------- validation
@@ -784,6 +801,67 @@ def nll(probs: np.ndarray, labels: np.ndarray, *, eps: float = NLL_EPS) -> float
     return _nll(*_probs_labels(probs, labels), eps)
 
 
+def brier_terms(probs: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Per-row Brier terms of what the binned metrics measure on these inputs.
+
+    A 1-D ``probs`` is one probability per row against a 0/1 outcome: binary p(y=1) against y
+    (Appendix A), or a top-label confidence against whether the prediction was right (a
+    (confidence, correct) file): the term is (p - y)^2, whose mean is the Brier score of that
+    probability (scikit-learn's ``brier_score_loss``). An (n, K) ``probs`` gives the multiclass term
+    ||e_y - p||^2 of :func:`brier_score` (the Brier term of the paper's PBR objective). Mergeable:
+    streamed statistics add these terms batch by batch.
+    """
+    return _brier_terms(*_validated(probs, labels))
+
+
+def _brier_terms(p: np.ndarray, y: np.ndarray) -> np.ndarray:
+    if p.ndim == 1:
+        return (p - y) ** 2
+    return (p**2).sum(axis=1) - 2.0 * p[np.arange(p.shape[0]), y] + 1.0
+
+
+def nll_terms(probs: np.ndarray, labels: np.ndarray, *, eps: float = NLL_EPS) -> np.ndarray:
+    """Per-row negative log-likelihood of what the binned metrics measure (see :func:`brier_terms`).
+
+    1-D ``probs``: the Bernoulli NLL -log max(p, eps) where y = 1 and -log max(1 - p, eps) where
+    y = 0; (n, K): -log max(p_{n, y_n}, eps), the terms of :func:`nll`.
+    """
+    eps = _check_eps(eps)
+    return _nll_terms(*_validated(probs, labels), eps)
+
+
+def _nll_terms(p: np.ndarray, y: np.ndarray, eps: float = NLL_EPS) -> np.ndarray:
+    py = np.where(y == 1, p, 1.0 - p) if p.ndim == 1 else p[np.arange(p.shape[0]), y]
+    return -np.log(np.clip(py, eps, None))
+
+
+def target_brier_nll(probs: np.ndarray, labels: np.ndarray, target: BinaryTarget = DEFAULT_BINARY_TARGET, *,
+                     eps: float = NLL_EPS) -> dict[str, float]:
+    """Brier score and NLL of what the ECE measures, for the chosen :data:`BinaryTarget`.
+
+    The proper scores shown next to an ECE must score the same probability the ECE bins:
+
+    * binary data with ``target="positive"`` (a (n, 2) matrix, or a 1-D p(y=1)): p(y=1) against y,
+      Brier mean (p - y)^2 and the Bernoulli NLL. The multiclass Brier score of the same rows is
+      twice this Brier (it sums the squared errors of both classes); the NLL is the same number.
+    * a 1-D ``probs`` of top-label confidences with ``labels`` = 1[correct] (a (confidence, correct)
+      file): the confidence against correctness, in the same way.
+    * multiclass data, and binary data with ``target="top_label"`` (the paper's protocol): the
+      multiclass Brier score and NLL of the probability vector (:func:`brier_score`, :func:`nll`).
+
+    Returns ``{"brier": ..., "nll": ...}``.
+
+    Examples
+    --------
+    >>> p = np.array([[0.8, 0.2], [0.3, 0.7]])
+    >>> round(target_brier_nll(p, [0, 1])["brier"], 3), round(brier_score(p, [0, 1]), 3)
+    (0.065, 0.13)
+    """
+    check_binary_target(target, "target")
+    p, y = ece_inputs(probs, labels, target)
+    return {"brier": float(brier_terms(p, y).mean()), "nll": float(nll_terms(p, y, eps=eps).mean())}
+
+
 def calibration_summary(
     probs: np.ndarray,
     labels: np.ndarray,
@@ -807,10 +885,11 @@ def calibration_summary(
         B for ECE and MCE; None uses floor(n^(1/3)) (Theorem 1).
     top_label_only : bool
         The input is (confidence, correct) of top-label-only data. Then ``accuracy`` is
-        mean(correct), and ``brier``/``nll`` are those of the binary problem "confidence predicts
-        correctness" (Brier as [1 - c, c] vs one-hot, i.e. 2 (c - correct)^2 per row; NLL
-        -log c if correct else -log(1 - c)); they are not the multiclass Brier/NLL, which need
-        the full probability vector.
+        mean(correct).
+
+    ``brier`` and ``nll`` score what the ECE measures (:func:`brier_terms`, :func:`nll_terms`): a
+    1-D ``probs`` (binary p(y=1), or top-label confidences against correctness) gives mean (p - y)^2
+    and the Bernoulli NLL; an (n, K) matrix the multiclass Brier score and NLL.
     n_boot, level, seed, ci_method
         Passed to the interval of the ECE (``method`` of :func:`ece_bootstrap_ci`): an interval
         for the binned calibration error CE_B at these B bins.
@@ -847,8 +926,9 @@ def calibration_summary(
         "ci_level": level,
         "ci_method": ci_method,
         "mce": float(np.max(np.abs(sum_gap[nz]) / count[nz])),
-        "brier": _brier(p2, y),
-        "nll": _nll(p2, y),
+        # What the ECE measures: 1-D p against y (not the two-class sum of [1 - p, p]), or the vector.
+        "brier": float(_brier_terms(p, y).mean()),
+        "nll": float(_nll_terms(p, y).mean()),
         "accuracy": acc,
         "n": int(n),
         "n_bins": int(B),

@@ -77,7 +77,12 @@ def test_evaluate_table_binary_and_top_label(capsys) -> None:
     code, out, _ = run(capsys, "evaluate", SAMPLE / "cifar10_resnet110_toplabel.csv", "--lipschitz", "2", "--eps", "0.1")
     assert code == EXIT_OK
     lines = dict(line.split(None, 1) for line in out.strip().splitlines())
-    assert lines["kind"] == "top_label" and lines["brier"] == "n/a" and lines["K"] == "n/a"
+    assert lines["kind"] == "top_label" and lines["K"] == "n/a"
+    # (confidence, correct): the Brier score and NLL of the confidence against correctness (issue 35).
+    top = pbr_core.load_predictions(SAMPLE / "cifar10_resnet110_toplabel.csv")
+    scores = pbr_core.metrics.target_brier_nll(top.confidence, top.correct)
+    assert float(lines["brier"]) == pytest.approx(scores["brier"], rel=1e-5)
+    assert float(lines["nll"]) == pytest.approx(scores["nll"], rel=1e-5)
     assert float(lines["ece_ci_low"]) <= float(lines["ece"]) <= float(lines["ece_ci_high"])
     assert float(lines["theorem1_bound"]) == pytest.approx(pbr_core.theorem1_bound(10000, 21, lipschitz=2, eps=0.1), rel=1e-5)
     kitti = SAMPLE / "kitti_random_forest.csv"
@@ -508,7 +513,8 @@ def test_one_log_odds_column_with_input_type_logits(capsys, tmp_path) -> None:
         table = json.loads(out)
         assert (table["n"], table["K"], table["kind"]) == (len(probs), 2, "binary")
         assert table["ece"] == pytest.approx(pbr_core.ece(probs, y[1::2]), abs=1e-12)
-        assert table["brier"] == pytest.approx(pbr_core.brier_score(probs, y[1::2]), abs=1e-12)
+        # p(y=1) against y: half the two-class Brier score, as the ECE beside it measures p(y=1)
+        assert table["brier"] == pytest.approx(pbr_core.brier_score(probs, y[1::2]) / 2, abs=1e-12)
     code, out, err = run(capsys, "evaluate", path)
     assert code == EXIT_BAD_INPUT and "log-odds of class 1" in err and "--input-type logits" in err
 

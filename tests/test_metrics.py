@@ -451,10 +451,59 @@ def test_calibration_summary_top_label_only_is_the_binary_problem_of_correctness
     s = pbr_core.calibration_summary(conf, correct, top_label_only=True, n_boot=50)
     full = pbr_core.calibration_summary(p, y, n_boot=50)
     assert s["ece"] == full["ece"] and s["mce"] == full["mce"] and s["accuracy"] == full["accuracy"]
-    assert s["brier"] == pytest.approx(brier_score_loss(correct, conf, scale_by_half=False), abs=1e-12)
+    # The Brier score of the confidence against correctness (one squared error per row, not the
+    # two-class sum of [1 - c, c]): what the ECE beside it measures.
+    assert s["brier"] == pytest.approx(brier_score_loss(correct, conf), abs=1e-12)
     assert s["nll"] == pytest.approx(log_loss(correct, conf), rel=1e-10)  # both floor p at machine eps
     with pytest.raises(ValueError, match="1-D confidences"):
         pbr_core.calibration_summary(p, y, top_label_only=True)
+
+
+def test_calibration_summary_of_binary_p_positive_scores_p_against_y(real):
+    """A binary p(y=1): the Brier score and NLL of p(y=1), as scikit-learn computes them (issue 35:
+    the two-class sum, twice this, was shown next to an ECE of p(y=1))."""
+    from sklearn.metrics import brier_score_loss, log_loss
+
+    p1, y = real["cifar10_cat_binary"]
+    s = pbr_core.calibration_summary(p1, y, n_boot=50)
+    assert s["brier"] == pytest.approx(brier_score_loss(y, p1), abs=1e-12)
+    assert s["brier"] == pytest.approx(pbr_core.brier_score(p1, y) / 2, abs=1e-12)
+    assert s["nll"] == pytest.approx(log_loss(y, p1), rel=1e-10)
+
+
+def test_target_brier_nll_scores_what_the_ece_measures(real):
+    """target_brier_nll against scikit-learn: p(y=1) of binary data, confidence against correctness,
+    and the multiclass scores of a probability vector (binary data under the paper's top label too)."""
+    from sklearn.metrics import brier_score_loss, log_loss
+
+    from pbr_core.metrics import DEFAULT_BINARY_TARGET, brier_terms, nll_terms, target_brier_nll
+
+    p1, y = real["cifar10_cat_binary"]
+    two = np.column_stack([1.0 - p1, p1])
+    for probs in (two, p1):
+        got = target_brier_nll(probs, y, "positive")
+        assert got["brier"] == pytest.approx(brier_score_loss(y, p1), abs=1e-12)
+        assert got["nll"] == pytest.approx(log_loss(y, p1), rel=1e-10)
+    assert target_brier_nll(two, y) == target_brier_nll(two, y, DEFAULT_BINARY_TARGET)
+    paper = target_brier_nll(two, y, "top_label")
+    assert paper["brier"] == pytest.approx(pbr_core.brier_score(two, y), abs=1e-15)
+    assert paper["nll"] == pytest.approx(pbr_core.nll(two, y), abs=1e-15)
+    p, labels = real["cifar10"]
+    for target in ("positive", "top_label"):  # multiclass: the vector whatever the binary choice
+        got = target_brier_nll(p, labels, target)
+        assert got["brier"] == pytest.approx(pbr_core.brier_score(p, labels), abs=1e-14)
+        assert got["nll"] == pytest.approx(log_loss(labels, p, labels=range(10)), rel=1e-10)
+    conf, correct = p.max(axis=1), (p.argmax(axis=1) == labels).astype(int)
+    got = target_brier_nll(conf, correct, "top_label")
+    assert got["brier"] == pytest.approx(brier_score_loss(correct, conf), abs=1e-12)
+    assert got["nll"] == pytest.approx(log_loss(correct, conf), rel=1e-10)
+    # Per-row terms: a literal loop.
+    loop_b = [(c - o) ** 2 for c, o in zip(conf[:50], correct[:50])]
+    loop_n = [-math.log(c if o else 1 - c) for c, o in zip(conf[:50], correct[:50])]
+    assert brier_terms(conf[:50], correct[:50]) == pytest.approx(loop_b, abs=1e-15)
+    assert nll_terms(conf[:50], correct[:50]) == pytest.approx(loop_n, rel=1e-12)
+    with pytest.raises(ValueError, match="`target`"):
+        target_brier_nll(two, y, "p1")
 
 
 def test_nll_floors_zero_probabilities_like_scikit_learn_and_a_literal_loop():

@@ -44,11 +44,10 @@ def _metric_cards(loaded: state.Loaded, view: state.MetricView, n_bins: int) -> 
     else:
         c[0].caption(texts.ece_interval_caption(s["ece_ci_low"], s["ece_ci_high"]))
     c[1].metric("MCE", f"{s['mce']:.4f}", help=texts.MCE_HELP)
-    # Brier and NLL need p of the true class, which a top-label-only file does not have.
-    c[2].metric("Brier score", "n/a" if top_label_only else f"{s['brier']:.4f}",
-                help=texts.TOP_LABEL_NA if top_label_only else texts.BRIER_HELP)
-    c[3].metric("NLL", "n/a" if top_label_only else f"{s['nll']:.4f}",
-                help=texts.TOP_LABEL_NA if top_label_only else texts.NLL_HELP)
+    # Brier and NLL of what the ECE measures: p(y=1), a confidence against correctness, or the vector.
+    one = texts.measured_probability(view.binary_positive, top_label_only)
+    c[2].metric("Brier score", f"{s['brier']:.4f}", help=texts.brier_help(one))
+    c[3].metric("NLL", f"{s['nll']:.4f}", help=texts.nll_help(one))
     c[4].metric("Accuracy", f"{s['accuracy']:.2%}", help=texts.ACCURACY_HELP)
     st.caption(texts.RELIABILITY_RANGE_MEANING)
 

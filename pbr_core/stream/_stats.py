@@ -13,7 +13,7 @@ different batches (or Dask partitions) added. What is kept (nothing grows with t
   bins of B gives exactly the bins of :func:`pbr_core.metrics.bin_index` (the same float edges and
   comparisons), so ECE, MCE and reliability statistics equal the in-memory ones up to the order of
   float additions (~1e-15).
-* **Scalars.** n, number correct, sums of the Brier and NLL terms (full-vector layouts).
+* **Scalars.** n, number correct, sums of the Brier and NLL terms of what the ECE measures.
 * **Classwise ECE** at the evaluation B: per (class, bin) sums of p_k - 1[y = k].
 * **Interval of the ECE** at the evaluation B, without a second pass (see
   :meth:`CalibrationStatistics.ece_interval`): per (half, bin) gap sums of a random split and of
@@ -80,6 +80,14 @@ class StatsConfig:
     def has_vector(self) -> bool:
         return self.kind != "top_label"
 
+    @property
+    def measures_vector(self) -> bool:
+        """Whether the ECE measures the probability vector (multiclass data, binary data by its top
+        label), so that the Brier score and NLL are the multiclass ones; else one probability per
+        row (p(y=1), or a top-label confidence) is scored against its 0/1 outcome
+        (:func:`pbr_core.metrics.target_brier_nll`)."""
+        return self.has_vector and not (self.kind == "binary" and self.target == "positive")
+
 
 def _cell_edges(bins: Iterable[int]) -> np.ndarray:
     return np.unique(np.concatenate([_m.bin_boundaries(int(B)) for B in bins]))
@@ -142,13 +150,15 @@ class CalibrationStatistics:
         self.cells[3] += np.bincount(cell, weights=gap, minlength=F)
         self.n += rows
         self.n_correct += int(np.count_nonzero(preds.predicted == preds.labels))
-        if cfg.has_vector:
+        if cfg.measures_vector:
             p2, y = preds.probs, preds.labels
-            r = np.arange(rows)
-            py = p2[r, y]
-            self.brier_sum += float(((p2**2).sum(axis=1) - 2.0 * py + 1.0).sum())
-            self.nll_sum += float(-np.log(np.clip(py, _m.NLL_EPS, None)).sum())
-            self._add_classwise(p2, y)
+            self.brier_sum += float(_m._brier_terms(p2, y).sum())
+            self.nll_sum += float(_m._nll_terms(p2, y).sum())
+        else:  # what the ECE bins: p(y=1) against y, or a confidence against correctness
+            self.brier_sum += float(_m._brier_terms(conf, out).sum())
+            self.nll_sum += float(_m._nll_terms(conf, out).sum())
+        if cfg.has_vector:
+            self._add_classwise(preds.probs, preds.labels)
         self._add_bootstrap(conf, gap, key)
         self.n_batches += 1
         return self
@@ -254,16 +264,18 @@ class CalibrationStatistics:
         return self.n_correct / self.n
 
     @property
-    def brier(self) -> float | None:
-        """Multiclass Brier score (:func:`pbr_core.metrics.brier_score`); None for top-label-only data."""
+    def brier(self) -> float:
+        """Brier score of what the ECE measures (:func:`pbr_core.metrics.target_brier_nll`): p(y=1)
+        or a top-label confidence against its outcome, or the multiclass Brier score of the vector
+        (:attr:`StatsConfig.measures_vector`)."""
         self._check()
-        return self.brier_sum / self.n if self.config.has_vector else None
+        return self.brier_sum / self.n
 
     @property
-    def nll(self) -> float | None:
-        """NLL with the default floor (:func:`pbr_core.metrics.nll`); None for top-label-only data."""
+    def nll(self) -> float:
+        """NLL of what the ECE measures, with the default floor (:func:`pbr_core.metrics.target_brier_nll`)."""
         self._check()
-        return self.nll_sum / self.n if self.config.has_vector else None
+        return self.nll_sum / self.n
 
     def classwise_ece(self, reduce: bool = True) -> float | np.ndarray | None:
         """:func:`pbr_core.metrics.classwise_ece` at ``config.n_bins``; None for top-label-only data."""

@@ -243,16 +243,21 @@ def test_top_label_only_and_binary_samples_work_on_every_page(at, sample):
     at.switch_page(RELIABILITY).run()
     assert not at.exception
     if kind == "top_label":
-        assert _metric(at, "Brier") == "n/a" and _metric(at, "NLL") == "n/a"
         conf, correct = _loaded(at).preds.metric_inputs()
         b = pbr_core.optimal_n_bins(len(conf))
         assert _metric(at, "ECE") == f"{pbr_core.ece(conf, correct, b):.4f}"
+        # Brier and NLL of the confidence against correctness (issue 35: they were "n/a").
+        scores = pbr_core.metrics.target_brier_nll(conf, correct)
+        assert _metric(at, "Brier") == f"{scores['brier']:.4f}" and _metric(at, "NLL") == f"{scores['nll']:.4f}"
     if kind == "binary":
         p = _loaded(at).preds
         b = pbr_core.optimal_n_bins(p.n)
         assert _metric(at, "ECE") == f"{pbr_core.ece(p.p_positive, p.labels, b):.4f}"  # default: p(y=1)
+        # The Brier score of p(y=1), not the two-class sum (issue 35).
+        assert _metric(at, "Brier") == f"{np.mean((p.p_positive - p.labels) ** 2):.4f}"
         at.sidebar.radio(key="pbr_binary_target").set_value("top_label").run()
         assert _metric(at, "ECE") == f"{pbr_core.ece(p.probs, p.labels, b):.4f}"
+        assert _metric(at, "Brier") == f"{pbr_core.brier_score(p.probs, p.labels):.4f}"
     at.switch_page(BINS).run()
     assert not at.exception
 

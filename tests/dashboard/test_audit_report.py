@@ -138,11 +138,13 @@ def test_binary_audit_uses_the_p_positive_words_and_has_no_classwise_part():
     assert f"B = {pbr_core.optimal_n_bins(view.n)} bins of equal width, the paper's choice" in text
 
 
-def test_top_label_only_audit_says_what_cannot_be_computed():
+def test_top_label_only_audit_scores_the_confidence_against_correctness():
     loaded = _loaded("cifar10_resnet110_toplabel.csv")
     view = state.metric_view(loaded)
     text = _parse(recal_ui.session_report(loaded, view, audit.AuditChoices.defaults(view.n), {}))
-    assert "Brier score n/a (the file holds only the top label)" in text and "Kind top-label" in text
+    scores = pbr_core.metrics.target_brier_nll(*loaded.preds.metric_inputs())
+    assert f"Brier score {scores['brier']:.4f}" in text and f"NLL {scores['nll']:.4f}" in text
+    assert "n/a" not in text and "Kind top-label" in text
 
 
 def test_the_session_report_puts_the_audit_before_the_recalibration_results(cifar10_audit):

@@ -39,12 +39,17 @@ def _check_equal(stats, preds) -> None:
     assert list(got.columns) == list(mem.columns)
     pd.testing.assert_frame_equal(got, mem, check_exact=False, rtol=0, atol=TOL)
     assert stats.accuracy == preds.accuracy
+    # The Brier score and NLL of what the ECE measures: p(y=1) of binary data, the confidence of a
+    # top-label file against correctness, the probability vector of multiclass data.
+    scores = metrics.target_brier_nll(probs, labels)
+    assert stats.brier == pytest.approx(scores["brier"], abs=TOL)
+    assert stats.nll == pytest.approx(scores["nll"], abs=TOL)
     if preds.probs is not None:
-        assert stats.brier == pytest.approx(metrics.brier_score(preds.probs, preds.labels), abs=TOL)
-        assert stats.nll == pytest.approx(metrics.nll(preds.probs, preds.labels), abs=TOL)
         assert stats.classwise_ece() == pytest.approx(metrics.classwise_ece(preds.probs, preds.labels, n_bins=B), abs=TOL)
     else:
-        assert stats.brier is None and stats.nll is None and stats.classwise_ece() is None
+        assert stats.classwise_ece() is None
+    if preds.kind == "multiclass":
+        assert stats.brier == pytest.approx(metrics.brier_score(preds.probs, preds.labels), abs=TOL)
 
 
 def test_multiclass_parquet_folder_equals_in_memory(cifar10_parts) -> None:
@@ -131,7 +136,9 @@ def test_one_scan_gives_both_binary_targets_and_a_sample(kitti_csv_parts, toplab
     B = base.n_bins
     assert stats["pos"].ece() == pytest.approx(pbr_core.ece(preds.probs[:, 1], preds.labels, n_bins=B), abs=TOL)
     assert stats["top"].ece() == pytest.approx(pbr_core.ece(preds.probs, preds.labels, n_bins=B), abs=TOL)
-    assert stats["top"].brier == pytest.approx(stats["pos"].brier, abs=TOL)
+    # Binary by its top label: the vector's (two-class) Brier score, twice that of p(y=1).
+    assert stats["top"].brier == pytest.approx(metrics.brier_score(preds.probs, preds.labels), abs=TOL)
+    assert stats["pos"].brier == pytest.approx(stats["top"].brier / 2, abs=TOL)
     assert sample.n == 500 and sample.kind == "binary"
     top = open_dataset(toplabel_parts)
     _, rows = scan_dataset(top, {}, sample_size=300, seed=2)
