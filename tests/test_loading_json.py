@@ -327,9 +327,12 @@ def test_a_workbook_whose_first_sheet_is_a_readme(cifar10, tmp_path):
     assert preds.notes[0] == ("Read the sheet 'predictions' of the workbook (the first that holds predictions; "
                               "'README' before it holds none).")
     assert pbr_core.loading.read_columns(path) == ["customer_id", "p_churn", "churn"]
+    # (a 0/1 column that the scores do not predict is no label by its values: no sheet reads)
+    unrelated = np.random.default_rng(0).integers(0, 2, cifar10.n)
     with pd.ExcelWriter(path) as book:
         pd.DataFrame({"About": ["Churn model predictions"]}).to_excel(book, sheet_name="README", index=False)
-        df.rename(columns={"churn": "flag", "p_churn": "risk"}).to_excel(book, sheet_name="data", index=False)
+        df.assign(churn=unrelated).rename(columns={"churn": "flag", "p_churn": "risk"}).to_excel(
+            book, sheet_name="data", index=False)
     with pytest.raises(PredictionsError, match=r"no sheet of the workbook reads as predictions\. The sheet 'data' "
                                                r"\(the largest\): no label column"):
         load_predictions(path)

@@ -33,6 +33,7 @@ from pbr_core.loading._source import (
 )
 from pbr_core.loading._roles import (DECIMAL_COMMA_NUMBER, Roles, detect_scores, duplicates, find_by_name,
                                      metadata_by_name, name_words, named_roles, profile)
+from pbr_core.loading._outcome import label_by_values
 from pbr_core.loading._vectors import collapse_roles, expand_score_vectors
 from pbr_core.predictions import Predictions, PredictionsError
 
@@ -606,6 +607,10 @@ def _table_roles(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Opti
         if named is not None:
             roles.label = named[0]
             roles.reasons[named[0]] = f"the outcome that the score column {named[1]!r} is named after"
+        if roles.label is None and opts.require_labels and conf is None and correct is None:
+            by_values = label_by_values(df, [c for c in rest if c != pred], src, opts.renormalize)
+            if by_values is not None:  # won, two_year_recid, diagnosis: an outcome by its values
+                roles.label, roles.reasons[by_values[0]] = by_values
         if roles.label is None and opts.require_labels and not (conf and correct and not pred):
             if correct and not conf and not pred:  # (confidence, correct) records whose confidence has another name
                 raise src.error(
@@ -716,8 +721,9 @@ def _no_label(columns: Sequence[str], src: _Source) -> PredictionsError:
     if columns and all(_is_number(c) for c in columns):
         hint = " The first line looks like data: add a header line (class names, then 'label')."
     return src.error(
-        f"no label column: name it one of {', '.join(LABEL_COLUMN_NAMES)} (any case), or say which column "
-        f"holds the true labels (label_column=). The columns are {_names(columns)}.{hint}"
+        f"no label column: no column is named like one ({', '.join(LABEL_COLUMN_NAMES[:8])}, ...; any case), and "
+        "none is the label by its values (0/1 beside one score column; class names or 0..K-1 beside K score "
+        f"columns). Say which column holds the true labels (label_column=). The columns are {_names(columns)}.{hint}"
     )
 
 
