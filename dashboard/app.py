@@ -22,7 +22,7 @@ if str(_ROOT) not in sys.path:
 import streamlit as st  # noqa: E402
 from streamlit.navigation.page import StreamlitPage  # noqa: E402
 
-from dashboard import memory, sessions, state  # noqa: E402
+from dashboard import memory, sessions, state, texts  # noqa: E402
 
 #: (section, page file relative to this file, title, icon, url path)
 PAGES: list[tuple[str, str, str, str, str]] = [
@@ -72,8 +72,8 @@ def _sidebar() -> None:
             st.radio(
                 "Measure calibration of", list(state.BINARY_TARGET_LABELS),
                 format_func=state.BINARY_TARGET_LABELS.get, key=state.BINARY_TARGET_KEY,
-                help="Binary data: calibrate p(y=1) itself (the paper's binary setting, Appendix A) "
-                     "or the confidence of whichever class is predicted (top-label).",
+                index=list(state.BINARY_TARGET_LABELS).index(state.DEFAULT_BINARY_TARGET),
+                help=texts.BINARY_TARGET_HELP,
             )
 
 

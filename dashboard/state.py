@@ -437,8 +437,13 @@ class AuditChoices:
 
 
 # --------------------------------------------------------------------------- what the metrics see
+#: The sidebar's default: decided in pbr_core, for the library, the CLI and the app at once (p(y=1)).
+DEFAULT_BINARY_TARGET: BinaryTarget = pbr_core.metrics.DEFAULT_BINARY_TARGET
+
+
 def binary_target() -> BinaryTarget:
-    return st.session_state.get(_K_BINARY_TARGET, "positive")
+    """The app's one choice of ECE on binary data (the sidebar), for every page and the report."""
+    return st.session_state.get(_K_BINARY_TARGET, DEFAULT_BINARY_TARGET)
 
 
 BINARY_TARGET_KEY = _K_BINARY_TARGET
@@ -477,7 +482,8 @@ def classes_label(preds: Predictions) -> str:
 
 
 def recal_binary_ece(preds: Predictions) -> BinaryTarget:
-    """What the recalibration pages score on binary data: the sidebar's choice (p(y=1) by default)."""
+    """What the recalibration pages (PBR, Compare and its sweep and group gaps, Generalization, Fit &
+    apply) score on binary data: the sidebar's one choice, as the calibration pages measure it."""
     return binary_target() if preds.kind == "binary" else "top_label"
 
 

@@ -522,18 +522,19 @@ PAIRED_PICK_HELP = "Choose two methods of this comparison to test against each o
 
 
 def binary_ece_caption(binary_ece: str) -> str:
-    """What the ECE of a protocol page means on binary data (the paper's tables: top label)."""
+    """Which ECE a recalibration page measures on binary data: the app's one choice (the sidebar)."""
     if binary_ece == "positive":
-        return ("ECE of p(y=1) (the paper's binary ECE, Appendix A), not the top-label ECE of the paper's "
-                "tables.")
-    return "Top-label ECE (confidence of the predicted class), as in the paper's tables, KITTI included."
+        return ("ECE of p(y=1) (the paper's binary ECE, Appendix A), with the Brier score and NLL of p(y=1), "
+                "as on every page; the sidebar's “Measure calibration of” changes it for the whole app. "
+                "(The paper's tables use the top-label ECE.)")
+    return ("Top-label ECE (confidence of the predicted class), as in the paper's tables, KITTI included; the "
+            "sidebar's “Measure calibration of” changes it for the whole app.")
 
 
-BINARY_ECE_CHOICES = {"top_label": "Top label (the paper's tables)", "positive": "p(y=1) (Appendix A)"}
-BINARY_ECE_HELP = (
-    "Binary data: which ECE the comparison reports. The paper's tables (Table 1 and the KITTI table) use "
-    "the top-label ECE, like Wenger et al.; the ECE of p(y=1) is the binary ECE of the paper's Appendix A. "
-    "Both are fine; they differ when the model's p(y=1) is miscalibrated differently above and below 0.5."
+BINARY_TARGET_HELP = (
+    "Binary data: calibrate p(y=1) itself (the paper's binary setting, Appendix A) or the confidence of "
+    "whichever class is predicted (top-label). One choice for the whole app: every page, the recalibration "
+    "pages' test ECE and the report measure what is chosen here."
 )
 
 GRID_CAPTION = (

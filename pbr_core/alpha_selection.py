@@ -143,9 +143,10 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
         Checked before each fit and within it (every optimiser evaluation and prediction batch, see
         :mod:`pbr_core.cancel`); when it returns True, :class:`~pbr_core.experiments.Cancelled` is
         raised within about a second and nothing is selected.
-    binary_ece : {"top_label", "positive"} (keyword only)
-        For binary data, the top-label ECE (default, as in :func:`~pbr_core.experiments.compare`
-        and the paper's tables) or the ECE of p(y=1) (paper Appendix A). Multiclass: always top-label.
+    binary_ece : {"positive", "top_label"} (keyword only)
+        For binary data, the ECE of p(y=1) (paper Appendix A; the default, as in
+        :func:`~pbr_core.experiments.compare`: the app's one choice) or the top-label ECE (the paper's
+        tables). Multiclass: always top-label.
     warm_start : bool, default True (keyword only)
         Sequential fits: within a fold, fit the grid in ascending alpha, each fit starting from the
         previous one's solution (see the module docstring); False fits every (alpha, fold) from the

@@ -206,9 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the splits (default 0)")
     p.add_argument("--param", action="append", default=[], metavar="METHOD.KEY=VALUE",
                    help="a parameter of one method, e.g. pbr.alpha=0.5 (repeatable; values are JSON, else text)")
-    p.add_argument("--binary-ece", choices=["top_label", "positive"], default="top_label",
-                   help="binary data: ECE of the top label (default, as in the paper's tables) or of p(y=1) "
-                        "(paper Appendix A)")
+    p.add_argument("--binary-ece", choices=["positive", "top_label"], default=None,
+                   help="binary data: ECE of p(y=1) (default: paper Appendix A, as evaluate and the dashboard "
+                        "measure it) or of the top label (as in the paper's tables)")
     p.add_argument("--pairs", default=None, metavar="A:B,...",
                    help="pairs of methods to test against each other over the folds, e.g. pbr:gp,pbr:temperature "
                         "(default: each method against uncalibrated and against the best mean)")
@@ -803,7 +803,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from pbr_core import PredictionsError
-    from pbr_core.experiments import BINARY_ECE_WORDS, compare, summarize, summary_table, tqdm_progress
+    from pbr_core.experiments import (BINARY_ECE_WORDS, DEFAULT_BINARY_ECE, compare, summarize, summary_table,
+                                      tqdm_progress)
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     method_params: dict[str, dict[str, Any]] = {}
@@ -816,12 +817,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.out is not None:
         _check_output(args.out, (".csv",))
     preds = _load(args.file, args)
+    binary_ece = args.binary_ece or DEFAULT_BINARY_ECE
     with tqdm(total=args.folds * len(methods), unit="fit", file=sys.stderr, disable=args.quiet, leave=False) as bar:
         try:
             with _fit_progress(args.quiet):  # an inner bar for slow (GP) fits
                 table = compare(preds, methods, n_re=args.n_re, n_folds=args.folds, seed=args.seed,
                                 n_te=args.n_te, method_params=method_params or None, progress=tqdm_progress(bar),
-                                binary_ece=args.binary_ece, on_error="warn" if args.keep_going else "raise",
+                                binary_ece=binary_ece, on_error="warn" if args.keep_going else "raise",
                                 n_jobs=args.jobs)
         except PredictionsError as exc:  # top-label-only data
             raise CLIError(f"{preds.source}: {exc}", EXIT_BAD_INPUT) from exc
@@ -844,7 +846,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(f"{preds.n} rows, K = {preds.n_classes}: n_re = {args.n_re}, n_te = {n_te}, "
           f"{args.folds} folds, seed {args.seed}; mean ± std over folds")
     if preds.kind == "binary":
-        print(f"ECE: {BINARY_ECE_WORDS[args.binary_ece]} (--binary-ece)")
+        print(f"ECE: {BINARY_ECE_WORDS[binary_ece]} (--binary-ece); Brier and NLL of the same probability")
     print(summary_table(table).to_string())
     print()
     print(_paired_text(tests, args.paired_metric))

@@ -383,7 +383,7 @@ def test_compare_prints_paired_tests_and_the_binary_ece_choice(capsys, tmp_path)
     code, out, _ = run(capsys, "compare", data, "--methods", "uncalibrated,platt,beta", "--n-re", "500",
                        "--folds", "3", "--quiet", "--out", out_file, "--pairs", "beta:platt")
     assert code == EXIT_OK
-    assert "top-label ECE" in out  # binary data: the ECE definition is named (the paper's, by default)
+    assert "ECE of p(y=1)" in out  # binary data: the ECE definition is named (the app's p(y=1), by default)
     table = pd.read_csv(out_file)
     expected = paired_tests(table, "ece", [("beta", "platt")]).iloc[0]
     line = next(x for x in out.splitlines() if x.strip().startswith("beta - platt"))
@@ -393,8 +393,8 @@ def test_compare_prints_paired_tests_and_the_binary_ece_choice(capsys, tmp_path)
     code, _, err = run(capsys, "compare", data, "--methods", "uncalibrated,platt", "--pairs", "platt:gp", "--quiet")
     assert code == EXIT_USAGE and "gp" in err and "--methods" in err
     code, out, _ = run(capsys, "compare", data, "--methods", "uncalibrated,platt", "--n-re", "500", "--folds", "2",
-                       "--quiet", "--binary-ece", "positive")
-    assert code == EXIT_OK and "ECE of p(y=1)" in out
+                       "--quiet", "--binary-ece", "top_label")
+    assert code == EXIT_OK and "top-label ECE" in out and "paper's tables" in out
     code, out, _ = run(capsys, "compare", data, "--methods", "uncalibrated,platt,beta", "--n-re", "500",
                        "--folds", "3", "--quiet", "--pairs", "beta:platt", "--format", "json")
     doc = json.loads(out)
@@ -402,7 +402,9 @@ def test_compare_prints_paired_tests_and_the_binary_ece_choice(capsys, tmp_path)
     assert {r["method"] for r in doc["summary"]} == {"uncalibrated", "platt", "beta"}
 
 
-def test_compare_defaults_to_the_top_label_ece_on_binary_data(capsys, tmp_path) -> None:
+def test_compare_defaults_to_the_apps_binary_ece_the_same_as_evaluate(capsys, tmp_path) -> None:
+    """One binary ECE (issue 33): compare measures p(y=1) as evaluate and the dashboard do, unless
+    --binary-ece top_label asks for the paper's tables' ECE."""
     import pandas as pd
 
     from pbr_core.experiments import compare
@@ -414,6 +416,11 @@ def test_compare_defaults_to_the_top_label_ece_on_binary_data(capsys, tmp_path) 
     assert run(capsys, "compare", data, "--methods", "uncalibrated", "--n-re", "500", "--folds", "2", "--quiet",
                "--out", out_file)[0] == EXIT_OK
     preds = pbr_core.load_predictions(data)
+    pos = compare(preds, ["uncalibrated"], n_re=500, n_folds=2, binary_ece="positive")
+    np.testing.assert_allclose(pd.read_csv(out_file)["ece"], pos["ece"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(pd.read_csv(out_file)["brier"], pos["brier"], rtol=0, atol=1e-12)
+    assert run(capsys, "compare", data, "--methods", "uncalibrated", "--n-re", "500", "--folds", "2", "--quiet",
+               "--out", out_file, "--binary-ece", "top_label")[0] == EXIT_OK
     top = compare(preds, ["uncalibrated"], n_re=500, n_folds=2, binary_ece="top_label")
     np.testing.assert_allclose(pd.read_csv(out_file)["ece"], top["ece"], rtol=0, atol=1e-12)
 

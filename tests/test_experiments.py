@@ -333,12 +333,24 @@ def test_binary_methods_and_binary_ece(binary):
     assert table["error"].isna().all() and table["ece"].notna().all()
     _, te = split_indices(binary.n, 500, fold=0, seed=SEED)
     row = table[(table.method == "uncalibrated") & (table.fold == 0)].iloc[0]
-    # Binary data: by default the top-label ECE, as in the paper's tables (KITTI, after Wenger et al.).
-    assert row["ece"] == pytest.approx(pbr_core.ece(binary.probs[te], binary.labels[te]), abs=1e-12)
-    pos = compare(binary, ["uncalibrated"], n_re=500, n_folds=1, seed=SEED, binary_ece="positive")
-    assert pos["ece"].iloc[0] == pytest.approx(pbr_core.ece(binary.p_positive[te], binary.labels[te]), abs=1e-12)
-    assert pos["ece"].iloc[0] != pytest.approx(row["ece"], abs=1e-6)  # the two definitions differ here
-    metrics = evaluation_metrics(binary.probs[te], binary.labels[te], "binary")
+    # Binary data: by default the app's one binary ECE, of p(y=1) (Appendix A), with the Brier score
+    # and NLL of p(y=1) against y (scikit-learn's brier_score_loss / log_loss).
+    from sklearn.metrics import brier_score_loss, log_loss
+
+    from pbr_core.experiments import DEFAULT_BINARY_ECE
+
+    assert DEFAULT_BINARY_ECE == pbr_core.metrics.DEFAULT_BINARY_TARGET == "positive"
+    p1, y = binary.p_positive[te], binary.labels[te]
+    assert row["ece"] == pytest.approx(pbr_core.ece(p1, y), abs=1e-12)
+    assert row["brier"] == pytest.approx(brier_score_loss(y, p1), abs=1e-12)
+    assert row["nll"] == pytest.approx(log_loss(y, p1), rel=1e-10)
+    # The paper's tables (KITTI, after Wenger et al.): the top-label ECE and the two-class Brier score.
+    top = compare(binary, ["uncalibrated"], n_re=500, n_folds=1, seed=SEED, binary_ece="top_label")
+    assert top["ece"].iloc[0] == pytest.approx(pbr_core.ece(binary.probs[te], y), abs=1e-12)
+    assert top["ece"].iloc[0] != pytest.approx(row["ece"], abs=1e-6)  # the two definitions differ here
+    assert top["brier"].iloc[0] == pbr_core.brier_score(binary.probs[te], y)  # bit for bit, as before
+    assert top["nll"].iloc[0] == pbr_core.nll(binary.probs[te], y)
+    metrics = evaluation_metrics(binary.probs[te], y, "binary")
     assert metrics["ece"] == pytest.approx(row["ece"], abs=1e-12)
 
 

@@ -140,6 +140,30 @@ def test_n_re_run_resumes_keeps_the_test_set_fixed_and_equals_one_protocol_run(s
     assert (table[table.method == "uncalibrated"].groupby("fold")["ece"].nunique() == 1).all()
 
 
+def test_binary_figures_keep_the_papers_top_label_ece(script, double, tmp_path):
+    """The library's binary ECE is the app's p(y=1) (pbr_core.metrics.DEFAULT_BINARY_TARGET); the
+    script passes the paper's top label explicitly, so its KITTI figures do not change."""
+    from pbr_core import load_predictions
+    from pbr_core.metrics import DEFAULT_BINARY_TARGET
+
+    assert DEFAULT_BINARY_TARGET == "positive"
+    kitti = load_predictions(ROOT / "sample_data" / "kitti_xgboost.csv").subset(np.arange(0, 9090, 9))
+    load = lambda dataset, model: kitti  # noqa: E731
+    path = script.run_kl_gap("kitti", ["m"], [0], [0.5], n_re=300, seed=0, objective=double, device="cpu",
+                             out=tmp_path, load=load, log=lambda m: None)
+    row = pd.read_csv(path).iloc[0]
+    top = kl_vs_ece_gap(kitti, alphas=(0.5,), objective=double, n_re=300, n_folds=1, binary_ece="top_label")
+    pos = kl_vs_ece_gap(kitti, alphas=(0.5,), objective=double, n_re=300, n_folds=1)
+    assert row["ece_te"] == pytest.approx(top.table["ece_te"].iloc[0], abs=1e-12)
+    assert top.table["ece_te"].iloc[0] != pos.table["ece_te"].iloc[0]
+    path = script.run_n_re("kitti", ["m"], [0], [100, 300], ["uncalibrated"], alpha=0.5, seed=0, device="cpu",
+                           out=tmp_path, load=load, log=lambda m: None)
+    table = pd.read_csv(path)
+    paper = n_re_sweep(kitti, ["uncalibrated"], n_re_values=(100, 300), n_folds=1, binary_ece="top_label")
+    assert np.allclose(table["ece"], paper["ece"], rtol=0, atol=1e-12)
+    assert np.allclose(table["brier"], paper["brier"], rtol=0, atol=1e-12)  # the paper's two-class Brier
+
+
 def test_a_failed_fit_is_kept_and_retried_only_on_request(script, c10, tmp_path):
     store = script.ResultStore(tmp_path / "x.csv", ["model", "fold", "error"], ("model", "fold"))
     store.add({"model": "m", "fold": 0, "error": "RuntimeError: made up"})

@@ -29,7 +29,7 @@ import pandas as pd
 
 from pbr_core.bounds import optimal_n_bins
 from pbr_core.cancel import CancelCallback, Cancelled, cancel_when
-from pbr_core.metrics import BinaryTarget, accuracy, brier_score, ece, nll
+from pbr_core.metrics import BINARY_TARGET_WORDS, DEFAULT_BINARY_TARGET, BinaryTarget, accuracy, ece, target_brier_nll
 from pbr_core.metrics import ece_inputs as _ece_inputs
 from pbr_core.predictions import Predictions, PredictionsError
 from pbr_core.progress import Progress, tqdm_progress
@@ -62,13 +62,15 @@ BinaryECE = BinaryTarget
 #: also ``pbr_core.alpha_selection.PAPER_ALPHA_GRID``).
 PAPER_ALPHAS: tuple[float, ...] = (0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 
-#: The protocols' ECE on binary data unless asked otherwise: the top-label ECE, as in the paper's
-#: tables (Table `table:kitti`, following Wenger et al.); "positive" is the ECE of p(y=1) (Appendix A).
-DEFAULT_BINARY_ECE: BinaryECE = "top_label"
+#: The protocols' ECE on binary data unless asked otherwise: the app's one choice,
+#: :data:`pbr_core.metrics.DEFAULT_BINARY_TARGET` (p(y=1), Appendix A), so that a protocol, a page and
+#: ``pbr-calib`` show the same test ECE for the same file. The paper's tables (Table `table:kitti`,
+#: following Wenger et al.) use the top label: pass ``binary_ece="top_label"`` to reproduce them, as
+#: the scripts in ``scripts/`` do.
+DEFAULT_BINARY_ECE: BinaryECE = DEFAULT_BINARY_TARGET
 
 #: How each choice is named wherever a protocol's ECE is shown (CLI, dashboard, report).
-BINARY_ECE_WORDS = {"top_label": "top-label ECE (confidence of the predicted class), as in the paper's tables",
-                    "positive": "ECE of p(y=1) (the paper's Appendix A binary ECE)"}
+BINARY_ECE_WORDS = BINARY_TARGET_WORDS
 
 
 # ---------------------------------------------------------------------------- splits
@@ -169,17 +171,22 @@ def evaluation_metrics(probs: np.ndarray, labels: np.ndarray, kind: str,
     """ECE with B = floor(n_te^(1/3)) (paper Section 6), accuracy, NLL and Brier of one evaluation set.
 
     ``kind`` is ``Predictions.kind`` ("binary" or "multiclass"); for binary data ``binary_ece``
-    picks the ECE of the top label ("top_label", the default: the paper's tables, KITTI included,
-    report it, as Wenger et al. do) or of p(y=1) ("positive", the binary ECE of paper Appendix A).
+    picks the ECE of p(y=1) ("positive", the default: :data:`DEFAULT_BINARY_ECE`, the binary ECE of
+    paper Appendix A) or of the top label ("top_label": the paper's tables, KITTI included, report
+    it, as Wenger et al. do). The NLL and Brier score are those of what the ECE measures
+    (:func:`pbr_core.metrics.target_brier_nll`): of p(y=1) against y with "positive" (the Brier
+    score is then half the two-class sum), the multiclass ones of the vector otherwise (the paper's).
     Returns ``{"n_bins", "ece", "accuracy", "nll", "brier"}``.
     """
     n_bins = optimal_n_bins(labels.shape[0])
+    target = binary_ece if kind == "binary" else "top_label"
+    scores = target_brier_nll(probs, labels, target)
     return {
         "n_bins": n_bins,
         "ece": ece(*ece_inputs(probs, labels, kind, binary_ece), n_bins=n_bins),
         "accuracy": accuracy(probs, labels),
-        "nll": nll(probs, labels),
-        "brier": brier_score(probs, labels),
+        "nll": scores["nll"],
+        "brier": scores["brier"],
     }
 
 

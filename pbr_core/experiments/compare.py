@@ -159,9 +159,11 @@ def compare(
         Test rows per fold: None (default) uses all ``n - n_re`` other rows; a number uses that
         many (the last ``n_te`` of the fold's permutation, see :func:`split_indices`), e.g. the
         paper's KITTI protocol (n_re = 1000, n_te = 8000 of 9090 rows).
-    binary_ece : {"top_label", "positive"}
-        For binary data, the top-label ECE (default: what the paper's tables report, KITTI
-        included) or the ECE of p(y=1) (paper Appendix A). Multiclass data: always top-label.
+    binary_ece : {"positive", "top_label"}
+        For binary data, the ECE of p(y=1) (paper Appendix A; the default, :data:`DEFAULT_BINARY_ECE`,
+        the app's one choice) or the top-label ECE (what the paper's tables report, KITTI included:
+        pass "top_label" to reproduce them). Multiclass data: always top-label. The NLL and Brier
+        columns score what the ECE measures (see :func:`evaluation_metrics`).
     on_error : {"raise", "warn"}
         A failing fit raises (default), or gives a warning, NaN metrics and a message in ``error``.
     share_fits : bool, default True

@@ -16,6 +16,7 @@ import numpy as np
 
 from pbr_core.bounds import BOUND_EPS, BOUND_LIPSCHITZ, fit_bounds, optimal_n_bins
 from pbr_core.experiments._protocol import (
+    DEFAULT_BINARY_ECE,
     BinaryECE,
     check_predictions,
     ece_inputs,
@@ -83,7 +84,7 @@ class HeldOutFit:
 
 
 def fit_and_test(preds: Predictions, recalibrator: Any, n_re: int, *, fold: int = 0, seed: int = 0,
-                 n_te: int | None = None, binary_ece: BinaryECE = "top_label", eps: float = BOUND_EPS,
+                 n_te: int | None = None, binary_ece: BinaryECE = DEFAULT_BINARY_ECE, eps: float = BOUND_EPS,
                  lipschitz: float = BOUND_LIPSCHITZ, on_stage: Callable[[Stage], None] | None = None) -> HeldOutFit:
     """Fit ``recalibrator`` on the ``n_re`` recalibration rows of one fold and test it on the rest.
 
@@ -102,9 +103,9 @@ def fit_and_test(preds: Predictions, recalibrator: Any, n_re: int, *, fold: int 
         permutation).
     fold, seed, n_te
         Which split (see :func:`~pbr_core.experiments.split_indices`).
-    binary_ece : {"top_label", "positive"}
-        Binary data: the ECE of the top label (the paper's tables; the protocols' default) or of
-        p(y=1) (paper Appendix A).
+    binary_ece : {"positive", "top_label"}
+        Binary data: the ECE of p(y=1) (paper Appendix A; the default, :data:`DEFAULT_BINARY_ECE`)
+        or of the top label (the paper's tables).
     eps, lipschitz : float
         The bounds' failure probability and Lipschitz constant L.
     on_stage : callable, optional

@@ -17,10 +17,11 @@ from typing import Any, Callable, ClassVar, Literal, Sequence
 
 import numpy as np
 
+from pbr_core.metrics import DEFAULT_BINARY_TARGET
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import _state
 from pbr_core.parallel import N_JOBS_WORDS, is_n_jobs
-from pbr_core.recalibrators._params import BOOLEAN, NON_NEGATIVE_INT, Constraint, one_of
+from pbr_core.recalibrators._params import BOOLEAN, MAX_FOLDS, MAX_GRID, NON_NEGATIVE_INT, Constraint, int_range, one_of
 from pbr_core.recalibrators._state import StateError
 from pbr_core.recalibrators.base import InputType, Recalibrator, register
 from pbr_core.recalibrators.gp import _ALPHA, _OBJECTIVE, PBR, _GPRecalibrator
@@ -31,13 +32,14 @@ __all__ = ["PBRCV"]
 def _is_grid(value: Any) -> bool:
     if value is None:
         return True
-    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, np.ndarray)) or len(value) == 0:
+    if (isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, np.ndarray))
+            or not 0 < len(value) <= MAX_GRID):
         return False
     return all(_ALPHA.test(v) for v in value)
 
 
-_GRID = Constraint(_is_grid, "a non-empty list of finite numbers >= 0, or None (the paper's grid)")
-_FOLDS = Constraint(lambda v: NON_NEGATIVE_INT.test(v) and v >= 2, "an integer of at least 2")
+_GRID = Constraint(_is_grid, f"a non-empty list of at most {MAX_GRID} finite numbers >= 0, or None (the paper's grid)")
+_FOLDS = int_range(2, MAX_FOLDS)
 _BATCHED = Constraint(lambda v: isinstance(v, (bool, np.bool_)) or v == "auto", "True, False or 'auto'")
 _N_JOBS = Constraint(is_n_jobs, N_JOBS_WORDS)
 
@@ -76,9 +78,10 @@ class PBRCV(_GPRecalibrator):
         As in :class:`~pbr_core.recalibrators.gp.PBR` (the GP on probability inputs), for every fit.
     cv_seed : int, default 0
         Seeds the fold assignment.
-    binary_ece : {"top_label", "positive"}
-        Binary data: the ECE of the top label (the paper's tables; the default, as in
-        :func:`~pbr_core.alpha_selection.select_alpha`) or of p(y=1) (paper Appendix A).
+    binary_ece : {"positive", "top_label"}
+        Binary data: the ECE of p(y=1) (paper Appendix A; the default, the app's one choice
+        :data:`pbr_core.metrics.DEFAULT_BINARY_TARGET`, as in :func:`~pbr_core.alpha_selection.select_alpha`)
+        or of the top label (the paper's tables).
     batched : bool or "auto"
         Fit the (alpha, fold) grid in one batched model (needs ``optimizer="adam"``); "auto"
         batches on CUDA with Adam (see :mod:`pbr_core.alpha_selection`).
@@ -145,7 +148,7 @@ class PBRCV(_GPRecalibrator):
                  variational: str = "mean_field", optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int | str = "auto",
                  mc_draws: str = "antithetic",
                  n_predict_samples: int = 100, device: str = "auto", random_state: int = 0, cv_seed: int = 0,
-                 binary_ece: Literal["positive", "top_label"] = "top_label",
+                 binary_ece: Literal["positive", "top_label"] = DEFAULT_BINARY_TARGET,
                  batched: bool | Literal["auto"] = "auto", prior_split: float = 0.0, prob_input: str = "wenger",
                  warm_start: bool = True, n_jobs: int = 1, mc_classes: int | str = "auto"):
         self.alphas = alphas

@@ -424,13 +424,15 @@ def test_top_label_only_data_explains_why_not(at):
         assert not at.button  # nothing to run
 
 
-def test_binary_data_compare_uses_the_papers_top_label_ece_and_says_so(at):
+def test_binary_data_compare_uses_the_apps_one_binary_ece_and_says_so(at):
+    """Issue 33: Compare has no ECE control of its own; it measures what the sidebar chose for the whole
+    app (p(y=1) by default, as the Reliability, PBR, Generalization and Fit & apply pages) and says which."""
     at.selectbox(key="data_sample").set_value("kitti_xgboost.csv").run()
     at.switch_page(COMPARE).run()
     assert not at.exception
     options = at.multiselect(key="cmp_methods").options
     assert "Platt scaling" in options and "Beta calibration" in options  # no "(one-vs-all)" on binary data
-    assert at.segmented_control(key="cmp_binary_ece").value == "top_label"  # the paper's tables' ECE
+    assert not [c for c in at.segmented_control if c.key == "cmp_binary_ece"]  # no second default
     at.multiselect(key="cmp_methods").set_value(["uncalibrated", "platt", "beta"]).run()
     at.number_input(key="cmp_n_re").set_value(1000).run()
     at.number_input(key="cmp_n_folds").set_value(2).run()
@@ -438,19 +440,25 @@ def test_binary_data_compare_uses_the_papers_top_label_ece_and_says_so(at):
     job = _finish(at, "compare")
     preds = at.session_state["pbr_loaded"].preds
     expected = pbr_core.experiments.compare(preds, ["uncalibrated", "platt", "beta"], n_re=1000, n_folds=2,
+                                            binary_ece="positive")
+    pd.testing.assert_series_equal(job.result.table["ece"], expected["ece"])
+    pd.testing.assert_series_equal(job.result.table["brier"], expected["brier"])  # the Brier score of p(y=1)
+    assert any("ECE of p(y=1)" in c.value for c in at.caption)
+    assert "Predicted probability p(y=1)" in at.get("plotly_chart")[0].proto.spec  # binary axis wording
+    # The Reliability page measures the same p(y=1) on the same rows (fold 1's raw test rows).
+    _, te = pbr_core.experiments.split_indices(preds.n, 1000, fold=0, seed=0)
+    b = pbr_core.optimal_n_bins(te.size)
+    assert expected["ece"].iloc[0] == pytest.approx(pbr_core.ece(preds.p_positive[te], preds.labels[te], b), abs=1e-15)
+    # The sidebar's one choice changes it for every page, Compare included, named as such.
+    at.sidebar.radio(key="pbr_binary_target").set_value("top_label").run()
+    at.switch_page(COMPARE).run()
+    at.button(key="cmp_run").click().run()
+    job = _finish(at, "compare")
+    expected = pbr_core.experiments.compare(preds, ["uncalibrated", "platt", "beta"], n_re=1000, n_folds=2,
                                             binary_ece="top_label")
     pd.testing.assert_series_equal(job.result.table["ece"], expected["ece"])
     assert any("Top-label ECE" in c.value and "paper's tables" in c.value for c in at.caption)
     assert "Confidence (probability of the predicted class)" in at.get("plotly_chart")[0].proto.spec
-    # p(y=1) on request, named as such
-    at.segmented_control(key="cmp_binary_ece").set_value("positive").run()
-    at.button(key="cmp_run").click().run()
-    job = _finish(at, "compare")
-    expected = pbr_core.experiments.compare(preds, ["uncalibrated", "platt", "beta"], n_re=1000, n_folds=2,
-                                            binary_ece="positive")
-    pd.testing.assert_series_equal(job.result.table["ece"], expected["ece"])
-    assert any("ECE of p(y=1)" in c.value for c in at.caption)
-    assert "Predicted probability p(y=1)" in at.get("plotly_chart")[0].proto.spec  # binary axis wording
 
 
 def test_compare_page_shows_paired_tests_and_a_chosen_pair(at):

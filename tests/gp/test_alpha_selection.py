@@ -82,8 +82,8 @@ def test_binary_ece_convention_and_cancel(data, cifar10_logits) -> None:
     logits = np.column_stack([np.log1p(-pz), np.log(pz)])
     yb = (yb == 3).astype(int)
     kw = dict(grid=(0.5,), n_splits=2, labels=yb, **QUICK)
-    pos = select_alpha(logits, binary_ece="positive", **kw)
-    top = select_alpha(logits, **kw)  # the default: top-label, as in the paper's tables
+    pos = select_alpha(logits, **kw)  # the default: p(y=1), the app's one binary ECE
+    top = select_alpha(logits, binary_ece="top_label", **kw)  # the paper's tables
     # the same fits; only the ECE convention of the score differs: p(y=1) vs the top label
     np.testing.assert_array_equal(pos.scores.kl, top.scores.kl)
     assert not np.allclose(pos.scores.ece, top.scores.ece)
