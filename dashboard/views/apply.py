@@ -13,7 +13,7 @@ import streamlit as st
 
 from dashboard import figures_recal as FR
 from dashboard import jobs, recal_ui, runs, state, texts
-from pbr_core.recalibrators import Recalibrator, RecalibratorFileError, available_methods
+from pbr_core.recalibrators import MAX_ITERATIONS, Recalibrator, RecalibratorFileError, available_methods
 
 #: Unexpected failures (bugs) are logged here with their traceback; the page shows a plain message.
 logger = logging.getLogger("dashboard.views.apply")
@@ -49,8 +49,8 @@ def _ship_controls(loaded: state.Loaded, running: bool) -> runs.ShipSettings:
     if runs.method_params(method, max_iter=1):
         with st.expander("GP fit settings"):
             max_iter = int(st.number_input("Max optimiser iterations (0 = the library's default)", min_value=0,
-                                           value=0, step=50, key=K_MAX_ITER, persist_state="session",
-                                           disabled=running, help=texts.MAX_ITER_HELP)) or None
+                                           max_value=MAX_ITERATIONS, value=0, step=50, key=K_MAX_ITER,
+                                           persist_state="session", disabled=running, help=texts.MAX_ITER_HELP)) or None
     settings = runs.ShipSettings(method=method, alpha=alpha, holdout=holdout, seed=seed, max_iter=max_iter,
                                  binary_ece=state.recal_binary_ece(preds))
     n_fit, n_held = settings.split(preds.n)

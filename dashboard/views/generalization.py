@@ -7,7 +7,7 @@ import streamlit as st
 from dashboard import figures_recal as FR
 from dashboard import jobs, recal_ui, runs, state, tables, texts
 from pbr_core.experiments import PAPER_ALPHAS
-from pbr_core.recalibrators import methods_taking
+from pbr_core.recalibrators import MAX_ITERATIONS, methods_taking
 
 K_OBJECTIVE = "gen_objective"
 K_ALPHAS = "gen_alphas"
@@ -51,9 +51,9 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.GenSettings | None:
     max_iter, batched = None, False
     if runs.method_params(objective, max_iter=1):
         with st.expander("GP fit settings"):
-            max_iter = int(st.number_input("Max optimiser iterations (0 = default)", min_value=0, value=0, step=50,
-                                           key=K_MAX_ITER, persist_state="session", disabled=running,
-                                           help=texts.MAX_ITER_HELP)) or None
+            max_iter = int(st.number_input("Max optimiser iterations (0 = default)", min_value=0,
+                                           max_value=MAX_ITERATIONS, value=0, step=50, key=K_MAX_ITER,
+                                           persist_state="session", disabled=running, help=texts.MAX_ITER_HELP)) or None
             if runs.device_label() != "CPU":
                 batched = st.checkbox("Fit all α × folds together on the GPU", key=K_BATCHED, persist_state="session",
                                       disabled=running, help=texts.GEN_BATCHED_HELP)

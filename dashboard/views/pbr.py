@@ -11,7 +11,7 @@ import streamlit as st
 from dashboard import figures_recal as FR
 from dashboard import fit_estimate, jobs, recal_ui, runs, state, tables, texts
 from pbr_core.experiments import PAPER_ALPHAS
-from pbr_core.recalibrators import gp_method
+from pbr_core.recalibrators import MAX_ITERATIONS, gp_method
 from pbr_core.recalibrators.gp import mc_description
 
 K_OBJECTIVE = "pbr_objective"
@@ -97,9 +97,9 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings:
                                       key=K_L, persist_state="session", disabled=running, help=texts.L_RECAL_HELP))
         max_iter = None
         if runs.method_params(method, max_iter=1):
-            max_iter = int(e[2].number_input("Max optimiser iterations (0 = default)", min_value=0, value=0, step=50,
-                                             key=K_MAX_ITER, persist_state="session", disabled=running,
-                                             help=texts.MAX_ITER_HELP)) or None
+            max_iter = int(e[2].number_input("Max optimiser iterations (0 = default)", min_value=0,
+                                             max_value=MAX_ITERATIONS, value=0, step=50, key=K_MAX_ITER,
+                                             persist_state="session", disabled=running, help=texts.MAX_ITER_HELP)) or None
         p = st.columns([2, 1], gap="medium", vertical_alignment="bottom")
         split_on = p[0].toggle("Bounds valid as stated: choose the prior on separate rows", key=K_PRIOR_SPLIT,
                                persist_state="session", disabled=running, help=texts.PRIOR_SPLIT_HELP)

@@ -37,6 +37,7 @@ from pbr_core.recalibrators.base import (
     register,
     report_progress,
 )
+from pbr_core.recalibrators._params import MAX_ITERATIONS, MAX_PREDICT_SAMPLES
 from pbr_core.recalibrators.identity import Identity
 from pbr_core.recalibrators.temperature import TemperatureScaling
 from pbr_core.recalibrators.scaling import MatrixScaling, VectorScaling
@@ -55,6 +56,8 @@ __all__ = [
     "HistogramBinning",
     "Identity",
     "IsotonicCalibration",
+    "MAX_ITERATIONS",
+    "MAX_PREDICT_SAMPLES",
     "MatrixScaling",
     "NotFittedError",
     "PBR",

@@ -182,10 +182,19 @@ def _number_words(low: float | None, low_open: bool, high: float | None, finite:
 
 
 def whole_number(value: Any, where: str, *, low: int = 0) -> int:
-    """An integer >= ``low`` (a JSON number without a fraction; 3.0 counts as 3)."""
+    """An integer >= ``low``, written as one (``10``; pbr-calib writes counts so).
+
+    ``10.0`` is refused although it equals 10: a count written with a decimal point was not written
+    by pbr-calib, and accepting it would make the file mean something its writer did not write.
+    """
+    if isinstance(value, np.ndarray) and value.shape == () and value.dtype.kind in "iu":
+        value = value.item()
     v = number(value, where, low=low)
     if v != int(v):
         raise StateError(f"{where} must be a whole number, but the file holds {shown(value)}")
+    if not isinstance(value, (int, np.integer)):
+        raise StateError(f"{where} must be a whole number written without a decimal point ({int(v)}, as pbr-calib "
+                         f"writes it), but the file holds {shown(value)}")
     return int(v)
 
 
@@ -243,6 +252,49 @@ def same_length(a: np.ndarray, b: np.ndarray, where_a: str, where_b: str, *, off
         more = f" + {offset}" if offset else ""
         raise StateError(f"{where_b} must have {a.shape[0] + offset} entries (the length of {where_a}{more}), "
                          f"but has {b.shape[0]}")
+
+
+def no_extra_fields(given: Any, kept: Any, where: str) -> None:
+    """StateError naming the first field of ``given`` (a file's state, as read) that ``kept`` lacks.
+
+    ``kept`` is the same state as the loaded recalibrator writes it back (encoded), so a field that
+    no check read, and that the recalibrator would drop on saving, is refused instead of passed
+    over: a file holds what pbr-calib writes and nothing else. Both are walked together through
+    groups and lists; the numbers of an array are not walked (their count is checked on decoding).
+    """
+    if isinstance(given, Mapping) and isinstance(kept, Mapping):
+        extra = [name for name in given if name not in kept]
+        if extra:
+            raise StateError(f"{where} holds a field named {shown(str(extra[0]))[9:]}, which a saved recalibrator of "
+                             f"this kind does not have (its fields: {', '.join(map(str, kept))})")
+        for name, value in given.items():
+            if name != "__ndarray__":
+                no_extra_fields(value, kept[name], f"{where}.{name}")
+    elif isinstance(given, list) and isinstance(kept, list):
+        for i, (a, b) in enumerate(zip(given, kept)):
+            no_extra_fields(a, b, f"{where}[{i}]")
+
+
+#: Longest text a record of a saved fit (a GP's ``fit_report``) may hold: its warnings are sentences
+#: of at most a few hundred characters; the record is shown on pages and in reports.
+MAX_RECORD_TEXT = 2_000
+
+
+def record(value: Any, where: str, depth: int = 0) -> None:
+    """A record of a fit (shown, never used to predict): JSON numbers, true/false, null, texts of at
+    most :data:`MAX_RECORD_TEXT` characters, and lists and groups of those, at most 3 levels deep."""
+    if isinstance(value, str):
+        if len(value) > MAX_RECORD_TEXT:
+            raise StateError(f"{where} must be a text of at most {MAX_RECORD_TEXT:,} characters, but holds "
+                             f"{len(value):,}")
+    elif isinstance(value, Mapping) or isinstance(value, list):
+        if depth >= 3:
+            raise StateError(f"{where} nests deeper than a record of a fit does")
+        items = value.items() if isinstance(value, Mapping) else enumerate(value)
+        for key, item in items:
+            record(item, f"{where}.{key}" if isinstance(value, Mapping) else f"{where}[{key}]", depth + 1)
+    elif value is not None and not isinstance(value, (bool, int, float)):
+        raise StateError(f"{where} must hold numbers, texts, true/false or null, but holds {shown(value)}")
 
 
 class Fields:

@@ -9,7 +9,7 @@ from the value otherwise.
 
 Saved files are JSON (never pickle): ``{"format": "pbr-calib-recalibrator", "format_version": 1,
 "method": ..., "params": {...}, "state": {...}, "n_classes": K, "input_type": ...,
-"class_names": [...] or null}`` (the classes' names where the fit data had them, so that
+"class_names": [...] or null}``, no other field (the classes' names where the fit data had them, so that
 predictions whose class columns come in another order are matched by name; files written before
 this field are matched by position). Arrays in
 ``state`` are stored as ``{"__ndarray__": nested lists, "dtype": "float64", "shape": [...]}``;
@@ -17,7 +17,11 @@ Python's float repr round-trips float64 exactly, so a loaded recalibrator predic
 
 A file is untrusted input. Loading checks every field (each family's ``_set_state`` checks its
 own state with the checkers of :mod:`pbr_core.recalibrators._state`) and refuses a damaged file
-with one error type, :class:`RecalibratorFileError`, whose message starts with the file name.
+with one error type, :class:`RecalibratorFileError`, whose message starts with the file name. The
+parameters are checked against the same ``_parameter_constraints`` as a fit, whose sizes have
+upper bounds (:mod:`pbr_core.recalibrators._params`), so a file cannot demand unbounded work; a
+field pbr-calib does not write (at the top or anywhere in the state but the records of a fit) is
+refused, and counts are whole numbers written as such.
 """
 
 from __future__ import annotations
@@ -88,6 +92,9 @@ class RecalibratorFileError(ValueError):
 
 #: The ``input_type`` values of a fitted recalibrator ("auto" is resolved by ``fit``).
 SAVED_INPUT_TYPES = ("probabilities", "logits")
+
+#: The fields of a saved file (``to_dict``); a file holding any other is refused.
+FILE_FIELDS = ("format", "format_version", "method", "params", "n_classes", "input_type", "class_names", "state")
 
 
 def as_predictions(X: Predictions | np.ndarray, y: np.ndarray | None = None,
@@ -328,14 +335,23 @@ class Recalibrator:
     @classmethod
     def _from_fields(cls, data: dict[str, Any]) -> "Recalibrator":
         """Build and check the recalibrator of a file whose format, version and method are right."""
+        extra = [name for name in data if name not in FILE_FIELDS]
+        if extra:
+            raise StateError(f"the file holds a field named {_state.shown(str(extra[0]))[9:]}, which a recalibrator "
+                             f"file does not have (its fields: {', '.join(FILE_FIELDS)})")
         params = _state.mapping(_state.field(data, "params", "the file"), "params")
         valid = cls._param_names()
         unknown = sorted(set(params) - set(valid))
         if unknown:
             raise StateError(f"params holds {unknown}, which {cls.__name__} does not take (it takes {valid})")
+        values = _decode(params, "params")
+        for name, constraint in cls._parameter_constraints.items():  # the fit's checks, sizes bounded
+            if name in values and not constraint.test(values[name]):
+                raise StateError(f"params.{name} must be {constraint.words}, but the file holds "
+                                 f"{_state.shown(values[name])}")
         try:
-            obj = cls(**_decode(params, "params"))
-            obj._validate_saved_params()
+            obj = cls(**values)
+            obj._validate_saved_params()  # what involves several parameters
         except (TypeError, ValueError) as exc:
             raise StateError(f"its parameters are invalid: {str(exc).rstrip('.')}") from None
         obj.n_classes_ = _state.whole_number(_state.field(data, "n_classes", "the file"), "n_classes", low=2)
@@ -350,6 +366,7 @@ class Recalibrator:
         obj.class_names_ = names
         state = _state.mapping(_state.field(data, "state", "the file"), "state")
         obj._set_state(_decode(state, "state"))
+        _state.no_extra_fields(state, _encode(obj._get_state()), "state")
         return obj
 
     @classmethod

@@ -48,10 +48,15 @@ from pbr_core.recalibrators import base as _base
 from pbr_core.recalibrators._params import (
     BOOLEAN,
     FINITE_NON_NEGATIVE,
+    MAX_INDUCING_POINTS,
+    MAX_ITERATIONS,
+    MAX_MC_CLASSES,
+    MAX_MC_DRAWS,
+    MAX_PREDICT_SAMPLES,
     NON_NEGATIVE_INT,
-    POSITIVE_INT,
     Constraint,
     check_params,
+    int_range,
     one_of,
 )
 from pbr_core.recalibrators._state import StateError
@@ -137,11 +142,12 @@ def prior_split_rows(n: int, prior_split: float, random_state: int) -> tuple[np.
 
 _DEVICE = Constraint(_is_device, "'auto', 'cpu', 'cuda' or 'cuda:N'")
 _OBJECTIVE = one_of(("pbr", "pbr_total"))
-_N_MC = Constraint(lambda v: (isinstance(v, str) and v == "auto") or POSITIVE_INT.test(v),
-                   "an integer larger than 0 or 'auto'")
-_MC_CLASSES = Constraint(lambda v: (isinstance(v, str) and v in ("auto", "all"))
-                         or (POSITIVE_INT.test(v) and int(v) >= 2),
-                         "an integer of at least 2, 'auto' or 'all'")
+_MC_DRAW_COUNT = int_range(1, MAX_MC_DRAWS)
+_N_MC = Constraint(lambda v: (isinstance(v, str) and v == "auto") or _MC_DRAW_COUNT.test(v),
+                   f"{_MC_DRAW_COUNT.words} or 'auto'")
+_MC_CLASS_COUNT = int_range(2, MAX_MC_CLASSES)
+_MC_CLASSES = Constraint(lambda v: (isinstance(v, str) and v in ("auto", "all")) or _MC_CLASS_COUNT.test(v),
+                         f"{_MC_CLASS_COUNT.words}, 'auto' or 'all'")
 _ALPHA = FINITE_NON_NEGATIVE
 _PRIOR_SPLIT = Constraint(
     lambda v: (not isinstance(v, (bool, np.bool_)) and isinstance(v, (int, float, np.integer, np.floating))
@@ -172,9 +178,9 @@ class _GPRecalibrator(Recalibrator):
     variant: ClassVar[tuple[str, bool]]
     #: The parameters every GP method takes; each class lists its own first.
     _gp_constraints: ClassVar[dict[str, Constraint]] = {
-        "n_inducing": POSITIVE_INT, "max_iter": POSITIVE_INT, "n_mc": _N_MC, "mc_draws": one_of(MC_DRAWS),
-        "mc_classes": _MC_CLASSES,
-        "n_predict_samples": POSITIVE_INT, "optimizer": one_of(("lbfgs", "adam")),
+        "n_inducing": int_range(1, MAX_INDUCING_POINTS), "max_iter": int_range(1, MAX_ITERATIONS), "n_mc": _N_MC,
+        "mc_draws": one_of(MC_DRAWS), "mc_classes": _MC_CLASSES,
+        "n_predict_samples": int_range(1, MAX_PREDICT_SAMPLES), "optimizer": one_of(("lbfgs", "adam")),
         "variational": one_of(("mean_field", "cholesky")), "mean_approx": BOOLEAN,
         "random_state": NON_NEGATIVE_INT, "device": _DEVICE, "prior_split": _PRIOR_SPLIT,
         "prob_input": one_of(PROB_INPUT_KINDS)}
@@ -523,7 +529,8 @@ class _GPRecalibrator(Recalibrator):
 
     def _get_state(self) -> dict[str, Any]:
         report = {k: v for k, v in self.fit_report_.items() if k not in _VOLATILE_REPORT_KEYS}
-        return {"gp": self.gp_parameters(), "input_kind": self.input_kind_, "jitter": float(self.model_.jitter),
+        return {"gp": _positive_scales(self.gp_parameters()), "input_kind": self.input_kind_,
+                "jitter": float(self.model_.jitter),
                 "kl": self.kl_, "fit_report": report, "bounds": dict(self.bounds_)}
 
     @classmethod
@@ -544,7 +551,7 @@ class _GPRecalibrator(Recalibrator):
             raise StateError(f'state.input_kind is "{kind}", but a GP fitted on {self.input_type_} ({where}) '
                              f'acts on "{expected}"')
         jitter = fields.number("jitter", low=0.0, low_open=True)
-        self.model_ = _load_gp(fields.fields("gp"), kind, self.variational, jitter)
+        self.model_ = _load_gp(fields.fields("gp"), kind, self.variational, jitter, int(self.n_inducing))
         self.input_kind_ = kind
         self.kl_ = fields.number("kl")
         if self.kl_ < -1e-6:  # a fit left at the prior can report -1e-12 (rounding)
@@ -575,11 +582,36 @@ _HYPERPARAMETERS = {
 }
 
 
-def _load_gp(gp: _state.Fields, kind: str, variational: str, jitter: float) -> GPRecalibrationModel:
-    """The GP model of a saved state, every parameter checked: names, shapes (M inducing points,
-    the variational family), finite values, positive hyperparameters, and a K_uu that has a
-    Cholesky factor (otherwise every prediction would fail)."""
-    zu = gp.array("variational_strategy.inducing_points", (None, 1), min_size=1)
+#: The variational scales of q(v): the mean-field standard deviations s, and the Cholesky factor C,
+#: whose diagonal is read. q depends only on s^2 and on C C^T, so a fit may end with a negative s
+#: or a negative diagonal of C (the optimiser is unconstrained); saved files hold them positive
+#: (:func:`_positive_scales`) and a file with one at or below 0 is refused (issue 34).
+_STDDEV = "variational_strategy._variational_distribution._variational_stddev"
+_CHOLESKY = "variational_strategy._variational_distribution.chol_variational_covar"
+
+
+def _positive_scales(params: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``params`` (of :meth:`_GPRecalibrator.gp_parameters`) with |s| for the mean-field scales and
+    the Cholesky factor's columns flipped to a positive diagonal: the same q(v), exactly (only s^2
+    and C C^T enter the model, and a sign flip is exact in floating point)."""
+    out = dict(params)
+    if _STDDEV in out:
+        out[_STDDEV] = np.abs(out[_STDDEV])
+    if _CHOLESKY in out:
+        c = out[_CHOLESKY]
+        out[_CHOLESKY] = c * np.where(np.diagonal(c, axis1=-2, axis2=-1) < 0, -1.0, 1.0)[..., None, :]
+    return out
+
+
+def _load_gp(gp: _state.Fields, kind: str, variational: str, jitter: float, n_inducing: int) -> GPRecalibrationModel:
+    """The GP model of a saved state, every parameter checked: names, shapes (``n_inducing``
+    inducing points, the variational family), finite values, positive hyperparameters and
+    variational scales, and a K_uu that has a Cholesky factor (otherwise every prediction would fail).
+
+    The number of inducing points is checked against ``params.n_inducing`` (itself bounded) before
+    the M x M covariance is built, so a file cannot demand an arbitrarily large K_uu."""
+    zu = gp.array("variational_strategy.inducing_points", (n_inducing, 1), min_size=1,
+                  shape_note=f"(params.n_inducing is {n_inducing})")
     m = zu.shape[0]
     model = GPRecalibrationModel(torch.as_tensor(zu, dtype=DTYPE), kind, variational, jitter=jitter)
     own = dict(model.named_parameters())
@@ -591,6 +623,11 @@ def _load_gp(gp: _state.Fields, kind: str, variational: str, jitter: float) -> G
         for name, p in own.items():
             note = f"(for {m} inducing points, {variational} family)" if name.startswith("variational_strategy.") else ""
             value = gp.array(name, tuple(p.shape), shape_note=note)
+            scales = np.diagonal(value, axis1=-2, axis2=-1) if name == _CHOLESKY else value if name == _STDDEV else None
+            if scales is not None and np.any(scales <= 0):
+                what = "standard deviations" if name == _STDDEV else "Cholesky factor's diagonal"
+                raise StateError(f"{gp.path(name)} must hold numbers above 0 (the variational {what}, which "
+                                 f"pbr-calib saves positive), but holds {_state.shown(scales[scales <= 0][0])}")
             p.copy_(torch.as_tensor(value, dtype=DTYPE))
         for name, (label, get) in _HYPERPARAMETERS.items():
             v = get(model).detach().cpu().numpy().ravel()
@@ -607,9 +644,17 @@ def _load_gp(gp: _state.Fields, kind: str, variational: str, jitter: float) -> G
     return model
 
 
+#: Longest ``fit_report.device`` a saved file may hold ("cpu", "cuda:0"; pages print it).
+MAX_DEVICE_TEXT = 64
+
+
 def _check_fit_report(report: _state.Fields) -> dict[str, Any]:
     """The fit report of a saved GP: a record, but pages and the CLI print some of its fields."""
     g = report.group
+    _state.record(dict(g), report.where)
+    if isinstance(g.get("device"), str) and len(g["device"]) > MAX_DEVICE_TEXT:
+        raise StateError(f"{report.path('device')} must name a device in at most {MAX_DEVICE_TEXT} characters "
+                         f"(such as \"cpu\" or \"cuda:0\"), but holds {len(g['device']):,}")
     if "iterations" in g:
         report.whole_number("iterations")
     if "converged" in g and not isinstance(g["converged"], bool):

@@ -10,7 +10,7 @@ from pbr_core.bounds import optimal_n_bins
 from pbr_core.metrics import assign_bins, bin_boundaries
 from pbr_core.recalibrators import _state
 from pbr_core.recalibrators._binary import BinaryRecalibrator
-from pbr_core.recalibrators._params import POSITIVE_INT, Constraint, one_of, or_none
+from pbr_core.recalibrators._params import MAX_BINS, Constraint, int_range, one_of, or_none
 from pbr_core.recalibrators.base import register
 
 STRATEGIES = ("uniform", "equal_mass")
@@ -81,7 +81,7 @@ class HistogramBinning(BinaryRecalibrator):
     method: ClassVar[str] = "histogram_binning"
     label: ClassVar[str] = "Histogram binning"
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
-        "n_bins": or_none(POSITIVE_INT), "strategy": one_of(STRATEGIES, words=f"one of {STRATEGIES}")}
+        "n_bins": or_none(int_range(1, MAX_BINS)), "strategy": one_of(STRATEGIES, words=f"one of {STRATEGIES}")}
 
     def __init__(self, n_bins: int | None = None, strategy: Literal["uniform", "equal_mass"] = "uniform") -> None:
         self.n_bins = n_bins

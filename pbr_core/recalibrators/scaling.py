@@ -25,7 +25,14 @@ from scipy.special import log_softmax, softmax
 from pbr_core.cancel import checkpoint
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import _state
-from pbr_core.recalibrators._params import BOOLEAN, FINITE_NON_NEGATIVE, POSITIVE_INT, POSITIVE_NUMBER, Constraint
+from pbr_core.recalibrators._params import (
+    BOOLEAN,
+    FINITE_NON_NEGATIVE,
+    MAX_ITERATIONS,
+    POSITIVE_NUMBER,
+    Constraint,
+    int_range,
+)
 from pbr_core.recalibrators.base import Recalibrator, register
 from pbr_core.recalibrators.temperature import TemperatureScaling, warn_if_hard_zeros
 
@@ -84,7 +91,8 @@ class _AffineScaling(Recalibrator):
 
     uses: ClassVar[str] = "scores"
     #: The optimiser's settings, shared by both scaling methods (after their own parameters).
-    _optimizer_constraints: ClassVar[dict[str, Constraint]] = {"max_iter": POSITIVE_INT, "tol": POSITIVE_NUMBER}
+    _optimizer_constraints: ClassVar[dict[str, Constraint]] = {
+        "max_iter": int_range(1, MAX_ITERATIONS), "tol": POSITIVE_NUMBER}
 
     def _scores(self, preds: Predictions) -> np.ndarray:
         if self.is_fitted and preds.input_type != self.input_type_:

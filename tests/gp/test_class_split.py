@@ -267,7 +267,7 @@ def test_mc_classes_must_be_an_integer_of_two_or_more_auto_or_all(bad, cifar10_l
     from pbr_core.recalibrators.gp import PBR
 
     z, y = cifar10_logits
-    with pytest.raises(ValueError, match=r"`mc_classes` to be an integer of at least 2, 'auto' or 'all'"):
+    with pytest.raises(ValueError, match=r"`mc_classes` to be an integer from 2 to 1000000, 'auto' or 'all'"):
         PBR(mc_classes=bad).fit(z[:50], y[:50])
 
 

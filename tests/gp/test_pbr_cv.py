@@ -42,7 +42,7 @@ def test_pbr_cv_is_select_alpha_then_a_pbr_fit_with_the_winner(data) -> None:
 
 def test_pbr_cv_parameters_are_checked_before_the_data(data) -> None:
     z, y = data
-    for bad, words in [({"cv": 1}, "`cv` to be an integer of at least 2"),
+    for bad, words in [({"cv": 1}, "`cv` to be an integer from 2 to 100"),
                        ({"alphas": []}, "`alphas` to be a non-empty list"),
                        ({"alphas": [0.1, -1.0]}, "`alphas` to be a non-empty list"),
                        ({"scoring": "auc"}, "`scoring` to be 'ece', 'brier' or 'nll'"),

@@ -76,7 +76,7 @@ def test_n_mc_auto_is_32_draws_below_50_classes_and_16_from_50_on(cifar10_logits
 
 @pytest.mark.parametrize("bad", ["automatic", 0, -3, True])
 def test_n_mc_must_be_a_positive_integer_or_auto(bad, small) -> None:
-    with pytest.raises(ValueError, match=r"Expected argument `n_mc` to be an integer larger than 0 or 'auto'"):
+    with pytest.raises(ValueError, match=r"Expected argument `n_mc` to be an integer from 1 to 10000 or 'auto'"):
         PBR(n_mc=bad).fit(small.z, small.y)
 
 

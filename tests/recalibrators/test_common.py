@@ -315,6 +315,66 @@ def test_every_damaged_field_is_refused(method: str, kind: str, fitted, tmp_path
     assert load_recalibrator(path).to_dict() == doc
 
 
+def _groups(tree: object, keys: tuple = ()) -> list[tuple]:
+    """The key path of every group (JSON object) in a saved state, array encodings included."""
+    if isinstance(tree, dict):
+        return [keys] + [p for k, v in tree.items() if k != "__ndarray__" for p in _groups(v, (*keys, k))]
+    if isinstance(tree, list):
+        return [p for i, v in enumerate(tree) for p in _groups(v, (*keys, i))]
+    return []
+
+
+@pytest.mark.parametrize("method,kind", methods_x("multiclass"))
+def test_every_extra_field_is_refused(method: str, kind: str, fitted, tmp_path) -> None:
+    """A field pbr-calib does not write, at the top of the file or in any group of its state (an
+    array's encoding included; records of the fit excepted), is refused and named, not passed over
+    (issue 34)."""
+    doc = fitted(method, kind).to_dict()
+    path = tmp_path / "extra_field.json"
+    cases = [(doc | {"comment": "hi"}, ("the file holds a field named \"comment\"",))]
+    for keys in _groups(doc["state"]):
+        group = _get(doc["state"], keys)
+        where = "state" + "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in keys)
+        if where.startswith(_RECORD_FIELDS):
+            continue  # a record's fields differ between versions; it is type-checked (test_saved_files.py)
+        # the group and the field are named (the GP's own parameter check words it its own way)
+        cases.append(({**doc, "state": _replace(doc["state"], keys, {**group, "extra": 1})}, (f"{where} ", "extra")))
+    for bad_doc, fragments in cases:
+        path.write_text(json.dumps(bad_doc))
+        with pytest.raises(RecalibratorFileError) as info:
+            load_recalibrator(path)
+        assert str(info.value).startswith(f"{path}: Damaged '{method}' recalibrator file: "), str(info.value)
+        assert all(f in str(info.value) for f in fragments), (fragments, str(info.value))
+    assert len(cases) >= (1 if method == "uncalibrated" else 2)
+
+
+#: Parameters without an upper bound, and why none is needed: none sets an amount of work.
+NOT_A_SIZE = {
+    "random_state": "a seed", "cv_seed": "a seed",
+    "n_jobs": "worker processes, at most one per fit to run (parallel.run_chains takes the smaller)",
+    "alpha": "a weight of the KL term", "bias_reg": "a penalty weight", "off_diagonal_reg": "a penalty weight",
+    "tol": "a tolerance", "n_prime": "a prior's strength",
+    "bin_range_factor": "BBQ tries at most n / 5 bin counts whatever it is",
+    "min_temperature": "a bound of the search", "max_temperature": "a bound of the search",
+}
+
+
+@pytest.mark.parametrize("method", methods())
+def test_every_size_like_parameter_has_an_upper_bound(method: str, fitted, tmp_path) -> None:
+    """Every parameter that takes a number declares an upper bound (or is listed in NOT_A_SIZE
+    with the reason), and a saved file over the bound is refused on load (issue 34: a file with
+    n_predict_samples = 10**8 took 63 s and 15.7 GB to predict one row)."""
+    cls = REGISTRY[method]
+    doc = fitted(method, "multiclass").to_dict()
+    for name, constraint in cls._parameter_constraints.items():
+        if name in NOT_A_SIZE or not any(constraint.test(v) for v in (1, 2, 5, 100)):
+            continue
+        assert not constraint.test(10**12), f"{method}.{name} accepts 10**12: declare its upper bound"
+        if name in doc["params"]:
+            with pytest.raises(RecalibratorFileError, match=f"params.{name} must be .*, but the file holds 1000000000000"):
+                Recalibrator.from_dict({**doc, "params": {**doc["params"], name: 10**12}})
+
+
 def _get(tree: object, keys: tuple) -> object:
     for k in keys:
         tree = tree[k]

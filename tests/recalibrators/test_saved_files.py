@@ -157,6 +157,9 @@ def test_a_missing_format_version_is_named(tmp_path, temperature_doc):
     ({"n_classes": 1}, "n_classes must be a finite number of at least 2, but the file holds 1"),
     ({"n_classes": 10.5}, "n_classes must be a whole number, but the file holds 10.5"),
     ({"n_classes": "10"}, 'n_classes must be a number, but the file holds the text "10"'),
+    ({"n_classes": 10.0}, "n_classes must be a whole number written without a decimal point (10, as pbr-calib "
+                          "writes it), but the file holds 10.0"),
+    ({"note": "hi"}, 'the file holds a field named "note", which a recalibrator file does not have'),
     ({"input_type": "auto"}, 'input_type must be one of "probabilities", "logits", but the file holds the text "auto"'),
     ({"params": {"min_temperature": -1.0}}, "its parameters are invalid: Expected 0 < `min_temperature`"),
     ({"params": {"min_temperature": "small"}}, "its parameters are invalid: Expected 0 < `min_temperature`"),
@@ -299,7 +302,8 @@ def test_a_gp_fitted_on_a_gpu_still_loads_on_a_cpu_machine(tmp_path, gp_doc):
         pytest.skip("needs a machine without CUDA")
     doc = {**gp_doc, "params": {**gp_doc["params"], "device": "cuda"}}
     assert _load(tmp_path, doc).device == "cuda"
-    _refused(tmp_path, {**gp_doc, "params": {**gp_doc["params"], "device": "tpu"}}, "Expected argument `device`")
+    _refused(tmp_path, {**gp_doc, "params": {**gp_doc["params"], "device": "tpu"}},
+             "params.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', but the file holds the text \"tpu\"")
 
 
 # ---------------------------------------------------------------------- classes matched by name
@@ -342,3 +346,103 @@ def test_files_without_class_names_and_unnamed_data_are_matched_by_position(tmp_
     loaded = _load(tmp_path, old)
     assert loaded.class_names_ is None
     np.testing.assert_allclose(loaded.predict_proba(X), rec.predict_proba(X))
+
+
+# ---------------------------------------------------------------------- work a file may demand (issue 34)
+def test_a_gp_file_demanding_1e8_prediction_draws_is_refused_before_any_work(tmp_path, gp_doc):
+    """The issue's file: n_predict_samples = 10**8 took 63 s and 15.7 GB to predict ONE row."""
+    from pbr_core.recalibrators._params import MAX_PREDICT_SAMPLES
+
+    doc = {**gp_doc, "params": {**gp_doc["params"], "n_predict_samples": 10**8}}
+    _refused(tmp_path, doc, f"params.n_predict_samples must be an integer from 1 to {MAX_PREDICT_SAMPLES}, but the "
+                            "file holds 100000000.")
+    at_bound = _load(tmp_path, {**gp_doc, "params": {**gp_doc["params"], "n_predict_samples": MAX_PREDICT_SAMPLES}})
+    assert at_bound.n_predict_samples == MAX_PREDICT_SAMPLES
+
+
+@pytest.mark.parametrize("name,value,fragment", [
+    ("n_inducing", 10**6, "params.n_inducing must be an integer from 1 to 1000, but the file holds 1000000"),
+    ("max_iter", 10**9, "params.max_iter must be an integer from 1 to 100000"),
+    ("n_mc", 10**7, "params.n_mc must be an integer from 1 to 10000 or 'auto'"),
+    ("mc_classes", 10**9, "params.mc_classes must be an integer from 2 to 1000000, 'auto' or 'all'"),
+    ("n_predict_samples", 1e3, "params.n_predict_samples must be an integer from 1 to 10000, but the file holds 1000.0"),
+])
+def test_size_parameters_of_a_gp_file_are_bounded(tmp_path, gp_doc, name, value, fragment):
+    _refused(tmp_path, {**gp_doc, "params": {**gp_doc["params"], name: value}}, fragment)
+
+
+def test_histogram_bins_and_scaling_iterations_are_bounded(tmp_path, binary, logits_labels):
+    doc = HistogramBinning(n_bins=5).fit(*binary).to_dict()
+    _refused(tmp_path, {**doc, "params": {**doc["params"], "n_bins": 10**9}}, "params.n_bins must be an integer from 1 to 10000 or None")
+    doc = VectorScaling().fit(*logits_labels).to_dict()
+    _refused(tmp_path, {**doc, "params": {**doc["params"], "max_iter": 10**9}}, "params.max_iter must be an integer from 1 to 100000")
+
+
+def test_inducing_points_must_be_as_many_as_params_n_inducing(tmp_path, gp_doc):
+    """K_uu is M x M: M comes from params.n_inducing (bounded), never from the array's length alone."""
+    zu = gp_doc["state"]["gp"][INDUCING]
+    grown = {**zu, "__ndarray__": zu["__ndarray__"] + [[9.0]], "shape": [len(zu["__ndarray__"]) + 1, 1]}
+    doc = {**gp_doc, "state": {**gp_doc["state"], "gp": {**gp_doc["state"]["gp"], INDUCING: grown}}}
+    _refused(tmp_path, doc, f"state.gp.{INDUCING} must have shape (10, 1) (params.n_inducing is 10), but has shape (11, 1)")
+
+
+STDDEV = "variational_strategy._variational_distribution._variational_stddev"
+CHOLESKY = "variational_strategy._variational_distribution.chol_variational_covar"
+
+
+@pytest.mark.parametrize("bad", [-0.5, 0.0])
+def test_a_variational_standard_deviation_at_or_below_zero_is_refused(tmp_path, gp_doc, bad):
+    s = list(gp_doc["state"]["gp"][STDDEV]["__ndarray__"])
+    s[3] = bad
+    _refused(tmp_path, _with_gp(gp_doc, **{STDDEV: s}),
+             f"state.gp.{STDDEV} must hold numbers above 0 (the variational standard deviations, which pbr-calib "
+             f"saves positive), but holds {bad!r}")
+
+
+def test_a_fit_whose_scales_came_out_negative_saves_them_positive_and_predicts_the_same(tmp_path, small_multiclass):
+    """q depends on s^2 (mean field) and C C^T (Cholesky) only: an unconstrained optimiser may end with a
+    negative s or diagonal of C. The saved file holds them positive, and predicts bit for bit the same."""
+    import torch
+
+    from pbr_core.recalibrators.gp import PBR
+
+    X, y = small_multiclass
+    for variational, name in (("mean_field", STDDEV), ("cholesky", CHOLESKY)):
+        rec = PBR(max_iter=5, n_mc=5, n_predict_samples=5, random_state=0, variational=variational).fit(X[:200], y[:200])
+        dist = rec.model_.variational_strategy._variational_distribution
+        with torch.no_grad():
+            if variational == "mean_field":
+                dist._variational_stddev[:4].neg_()
+            else:
+                dist.chol_variational_covar[:, 1].neg_()  # column 1: its diagonal entry turns negative
+        before = rec.predict_proba(X[200:260])
+        saved = rec.to_dict()["state"]["gp"][name]["__ndarray__"]
+        diagonal = np.diagonal(np.asarray(saved)) if variational == "cholesky" else np.asarray(saved)
+        assert (diagonal > 0).all()
+        loaded = load_recalibrator(rec.save(tmp_path / f"{variational}.json"))
+        np.testing.assert_array_equal(loaded.predict_proba(X[200:260]), before)
+        if variational == "cholesky":
+            c = np.asarray(saved)
+            c[2, 2] = -c[2, 2]
+            doc = _with_gp(rec.to_dict(), **{CHOLESKY: c.tolist()})
+            _refused(tmp_path, doc, f"state.gp.{CHOLESKY} must hold numbers above 0 (the variational Cholesky "
+                                    "factor's diagonal")
+
+
+@pytest.mark.parametrize("change,fragment", [
+    ({"device": "x" * 65}, "state.fit_report.device must name a device in at most 64 characters"),
+    ({"stop_reason": "y" * 2001}, "state.fit_report.stop_reason must be a text of at most 2,000 characters, but holds 2,001"),
+    ({"warnings": ["z" * 5000]}, "state.fit_report.warnings[0] must be a text of at most 2,000 characters"),
+    ({"prior": {"a": {"b": {"c": 1}}}}, "state.fit_report.prior.a.b nests deeper than a record of a fit does"),
+    ({"iterations": 60.0}, "state.fit_report.iterations must be a whole number written without a decimal point"),
+])
+def test_the_fit_report_is_a_record_of_bounded_texts(tmp_path, gp_doc, change, fragment):
+    report = {**gp_doc["state"]["fit_report"], **change}
+    _refused(tmp_path, {**gp_doc, "state": {**gp_doc["state"], "fit_report": report}}, fragment)
+
+
+def test_markup_in_the_fit_report_is_the_pages_business_not_damage(tmp_path, gp_doc):
+    """A device name with markdown loads (it is text); the dashboard shows it as text (tests/dashboard)."""
+    report = {**gp_doc["state"]["fit_report"], "device": "![x](http://127.0.0.1:9/x.png)"}
+    assert _load(tmp_path, {**gp_doc, "state": {**gp_doc["state"], "fit_report": report}}).fit_report_["device"] \
+        == "![x](http://127.0.0.1:9/x.png)"
