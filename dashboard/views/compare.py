@@ -23,7 +23,6 @@ K_N_TE = "cmp_n_te"
 K_ALPHA = "cmp_alpha"
 K_DIAGRAMS = "cmp_diagrams"
 K_MAX_ITER = "cmp_max_iter"
-K_BINARY_ECE = "cmp_binary_ece"
 K_PAIRED_METRIC = "cmp_paired_metric"
 K_PAIR_A = "cmp_pair_a"
 K_PAIR_B = "cmp_pair_b"
@@ -71,7 +70,10 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.CompareSettings | Non
             max_iter = int(st.number_input("Max optimiser iterations (0 = the library's default)", min_value=0,
                                            max_value=MAX_ITERATIONS, value=0, step=50, key=K_MAX_ITER,
                                            persist_state="session", disabled=running, help=texts.MAX_ITER_HELP)) or None
-    binary_ece = _binary_ece_control(preds, running)
+    # Binary data: the app's one ECE (the sidebar's choice), as on every other page; the page says which.
+    binary_ece = state.recal_binary_ece(preds)
+    if preds.kind == "binary":
+        st.caption(texts.binary_ece_caption(binary_ece))
     n_te = int(st.number_input("Test rows per fold (0 = every row not used to fit)", min_value=0,
                                max_value=max(1, preds.n - 2), step=500, key=K_N_TE, persist_state="session",
                                disabled=running, help=texts.N_TE_HELP)) or None
@@ -94,22 +96,6 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.CompareSettings | Non
                  f"but the file has {preds.n:,}. Lower one of them (0 test rows = all the others).")
         return None
     return settings
-
-
-def _binary_ece_control(preds, running: bool) -> str:
-    """Binary data: which ECE the protocol reports; top label by default, as in the paper's tables.
-    (The sidebar's choice is for the audit pages; the protocol follows the paper unless told.)"""
-    if preds.kind != "binary":
-        return "top_label"
-    if st.session_state.get(K_BINARY_ECE) not in texts.BINARY_ECE_CHOICES:
-        st.session_state[K_BINARY_ECE] = "top_label"
-    return st.segmented_control("ECE on binary data", list(texts.BINARY_ECE_CHOICES), required=True,
-                                format_func=texts.BINARY_ECE_CHOICES.get, key=K_BINARY_ECE,
-                                persist_state="session", disabled=running, help=texts.BINARY_ECE_HELP)
-
-
-def _binary_ece_of_page(preds) -> str:
-    return st.session_state.get(K_BINARY_ECE, "top_label") if preds.kind == "binary" else "top_label"
 
 
 def _paired(table, multiclass: bool) -> None:
@@ -215,7 +201,7 @@ def _sweep(loaded: state.Loaded, methods: list[str], running: bool) -> None:
                f"{len(chosen) * len(methods) * int(n_folds)} fits.")
     if go:
         s = runs.SweepSettings(methods=tuple(methods), n_re_values=tuple(sorted(chosen)), n_folds=int(n_folds),
-                               seed=int(st.session_state.get(K_SEED, 0)), binary_ece=_binary_ece_of_page(preds),
+                               seed=int(st.session_state.get(K_SEED, 0)), binary_ece=state.recal_binary_ece(preds),
                                params=runs.gp_params(methods, float(st.session_state.get(K_ALPHA, 0.5)),
                                                      int(st.session_state.get(K_MAX_ITER) or 0) or None))
         name, key = loaded.name, loaded.key
@@ -279,7 +265,7 @@ def _group_gaps(loaded: state.Loaded, running: bool) -> None:
                f"{int(st.session_state.get(K_SEED, 0))}. Each fold fits one recalibrator for everyone and one per group.")
     if go:
         s = runs.GroupGapSettings(method=method, by=(by,), n_re=n_re, n_folds=n_folds,
-                                  seed=int(st.session_state.get(K_SEED, 0)), binary_ece=_binary_ece_of_page(preds),
+                                  seed=int(st.session_state.get(K_SEED, 0)), binary_ece=state.recal_binary_ece(preds),
                                   params=tuple(sorted(runs.recalibrator_params(
                                       method, float(st.session_state.get(K_ALPHA, 0.5)),
                                       int(st.session_state.get(K_MAX_ITER) or 0) or None).items())))

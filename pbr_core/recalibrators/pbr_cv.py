@@ -17,6 +17,7 @@ from typing import Any, Callable, ClassVar, Literal, Sequence
 
 import numpy as np
 
+from pbr_core.metrics import DEFAULT_BINARY_TARGET
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import _state
 from pbr_core.parallel import N_JOBS_WORDS, is_n_jobs
@@ -77,9 +78,10 @@ class PBRCV(_GPRecalibrator):
         As in :class:`~pbr_core.recalibrators.gp.PBR` (the GP on probability inputs), for every fit.
     cv_seed : int, default 0
         Seeds the fold assignment.
-    binary_ece : {"top_label", "positive"}
-        Binary data: the ECE of the top label (the paper's tables; the default, as in
-        :func:`~pbr_core.alpha_selection.select_alpha`) or of p(y=1) (paper Appendix A).
+    binary_ece : {"positive", "top_label"}
+        Binary data: the ECE of p(y=1) (paper Appendix A; the default, the app's one choice
+        :data:`pbr_core.metrics.DEFAULT_BINARY_TARGET`, as in :func:`~pbr_core.alpha_selection.select_alpha`)
+        or of the top label (the paper's tables).
     batched : bool or "auto"
         Fit the (alpha, fold) grid in one batched model (needs ``optimizer="adam"``); "auto"
         batches on CUDA with Adam (see :mod:`pbr_core.alpha_selection`).
@@ -146,7 +148,7 @@ class PBRCV(_GPRecalibrator):
                  variational: str = "mean_field", optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int | str = "auto",
                  mc_draws: str = "antithetic",
                  n_predict_samples: int = 100, device: str = "auto", random_state: int = 0, cv_seed: int = 0,
-                 binary_ece: Literal["positive", "top_label"] = "top_label",
+                 binary_ece: Literal["positive", "top_label"] = DEFAULT_BINARY_TARGET,
                  batched: bool | Literal["auto"] = "auto", prior_split: float = 0.0, prob_input: str = "wenger",
                  warm_start: bool = True, n_jobs: int = 1, mc_classes: int | str = "auto"):
         self.alphas = alphas
