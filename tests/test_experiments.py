@@ -590,7 +590,7 @@ def test_n_re_sweep_runs_chosen_folds_with_the_rows_of_a_full_run(c100):
 
 
 def test_n_re_sweep_validation(c10, doubles):
-    with pytest.raises(ValueError, match="at least the number of rows"):
+    with pytest.raises(ValueError, match="fewer than 144 of the n=10000 rows to test on"):
         n_re_sweep(c10, ["test_double_record_a"], n_re_values=(c10.n, 2 * c10.n), n_folds=1)
     with pytest.raises(ValueError, match="n_te"):
         n_re_sweep(c10, ["test_double_record_a"], n_re_values=(10,), n_te=c10.n, n_folds=1)
@@ -604,3 +604,51 @@ def test_fold_label_names_explicit_folds_by_their_index() -> None:
     assert fold_label(1, [0, 1, 2]) == "fold 2/3"  # the usual run: as before
     assert fold_label(8, [8]) == "fold 9 (1 of 1 in this run)"  # not "fold 9/1"
     assert fold_label(8, [6, 8]) == "fold 9 (2 of 2 in this run)"
+
+
+# ---------------------------------------------------------------------------- the smallest test set
+def test_min_test_rows_is_where_theorem1_first_says_something():
+    """MIN_TEST_ROWS (144) is the smallest n_te at which Theorem 1's bound on |TCE - ECE| at
+    B = floor(n_te^(1/3)), L = 1, eps = 0.05 falls below 1 (the ECE's whole range), and it stays below
+    for every larger n_te (checked up to 10^6)."""
+    from pbr_core.bounds import BOUND_EPS, BOUND_LIPSCHITZ
+    from pbr_core.experiments import MIN_TEST_ROWS, small_test_set_problem
+
+    n = np.arange(2, 1_000_001)
+    B = np.floor(np.cbrt(n) + 1e-9).astype(int)
+    B -= B**3 > n  # exact floor of the cube root, as optimal_n_bins
+    assert all(B[k - 2] == optimal_n_bins(int(k)) for k in (7, 8, 26, 27, 143, 144, 999, 1000, 10**6))
+    bound = pbr_core.theorem1_bound(n, B, lipschitz=BOUND_LIPSCHITZ, eps=BOUND_EPS)
+    says_nothing = n[bound >= 1]
+    assert says_nothing.max() + 1 == MIN_TEST_ROWS == 144
+    assert small_test_set_problem(144) is None and small_test_set_problem(10**6) is None
+    one = small_test_set_problem(1)
+    assert "1 row is too small to say anything" in one and "7.432" in one and "At least 144 test rows" in one
+    assert "1.001" in small_test_set_problem(143)
+
+
+def test_default_n_re_is_the_papers_1000_only_on_a_large_enough_file():
+    from pbr_core.experiments import default_n_re, max_n_re
+
+    assert [default_n_re(n) for n in (504, 1999, 2000, 9090, 10**6)] == [252, 999, 1000, 1000, 1000]
+    assert max_n_re(504) == 360 and max_n_re(100) < 2
+
+
+def test_protocols_warn_on_a_test_set_too_small_to_say_anything(c10, doubles):
+    """The library warns and goes on (the front ends refuse); a large file's numbers are unchanged."""
+    small = c10.subset(np.arange(504))
+    with pytest.warns(UserWarning, match="1 row is too small to say anything"):
+        compare(small, ["test_double_record_a"], n_re=503, n_folds=1)
+    with pytest.warns(UserWarning, match="100 rows is too small"):
+        fit_and_test(small, get_recalibrator("temperature"), 404)
+    with pytest.warns(UserWarning, match="100 rows is too small"):
+        kl_vs_ece_gap(small, alphas=(0.5,), objective="test_double_kl", n_re=100, n_folds=1)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a test set of 252 rows: no warning
+        compare(small, ["test_double_record_a"], n_re=252, n_folds=1)
+    # The sweep's fixed test set leaves out the n_re values that would leave fewer than 144 test rows.
+    with pytest.warns(UserWarning, match=r"Skipping n_re values \[500\]"):
+        t = n_re_sweep(small, ["test_double_record_a"], n_re_values=(10, 250, 500), n_folds=1)
+    assert (t["n_te"] == 254).all() and sorted(set(t["n_re"])) == [10, 250]

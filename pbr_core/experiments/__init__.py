@@ -11,6 +11,8 @@ and Appendices F-G:
 * :func:`n_re_sweep` - test ECE against the recalibration set size (Figure 3).
 * :func:`split_indices` - one fold's split.
 * :func:`fit_and_test` - one recalibrator fitted on one fold and tested on the rest, with the bounds of the fit.
+* :data:`MIN_TEST_ROWS`, :func:`small_test_set_problem`, :func:`default_n_re` - the smallest test set
+  whose ECE says anything (144 rows, from Theorem 1) and the split a front end proposes.
 * :func:`evaluation_metrics`, :func:`ece_inputs` - the test metrics every protocol reports (ECE with
   B = floor(n^(1/3)), accuracy, NLL, Brier), for your own loops.
 
@@ -31,15 +33,22 @@ from __future__ import annotations
 from pbr_core.experiments._protocol import (
     BINARY_ECE_WORDS,
     DEFAULT_BINARY_ECE,
+    MIN_TEST_ROWS,
     PAPER_ALPHAS,
+    PAPER_N_RE,
     CancelCallback,
     Cancelled,
     ProgressCallback,
+    SmallTestSetError,
     available_methods,
+    check_test_rows,
+    default_n_re,
     ece_inputs,
     ended_at_prior,
     evaluation_metrics,
     fold_permutation,
+    max_n_re,
+    small_test_set_problem,
     split_indices,
     tqdm_progress,
 )
@@ -57,9 +66,12 @@ __all__ = [
     "HIGHER_IS_BETTER",
     "KL_GAP_COLUMNS",
     "LOWER_IS_BETTER",
+    "MIN_TEST_ROWS",
     "PAIRED_COLUMNS",
     "PAPER_ALPHAS",
+    "PAPER_N_RE",
     "PAPER_N_RE_VALUES",
+    "SmallTestSetError",
     "CancelCallback",
     "Cancelled",
     "HeldOutFit",
@@ -68,7 +80,9 @@ __all__ = [
     "TEST_NAMES",
     "available_methods",
     "best_mask",
+    "check_test_rows",
     "compare",
+    "default_n_re",
     "default_pairs",
     "ece_inputs",
     "ended_at_prior",
@@ -77,9 +91,11 @@ __all__ = [
     "fit_and_test",
     "fold_permutation",
     "kl_vs_ece_gap",
+    "max_n_re",
     "n_re_sweep",
     "paired_test",
     "paired_tests",
+    "small_test_set_problem",
     "split_indices",
     "summarize",
     "summary_table",

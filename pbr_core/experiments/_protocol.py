@@ -36,6 +36,14 @@ from pbr_core.progress import Progress, tqdm_progress
 from pbr_core.recalibrators import available_methods, get_recalibrator
 
 __all__ = [
+    "MIN_TEST_ROWS",
+    "PAPER_N_RE",
+    "SmallTestSetError",
+    "check_test_rows",
+    "default_n_re",
+    "max_n_re",
+    "small_test_set_problem",
+    "warn_small_test_set",
     "Cancelled",
     "ProgressCallback",
     "CancelCallback",
@@ -61,6 +69,82 @@ BinaryECE = BinaryTarget
 #: The paper's alpha grid (Section 6.2, Appendix F): the one copy (``pbr_core.experiments.PAPER_ALPHAS``,
 #: also ``pbr_core.alpha_selection.PAPER_ALPHA_GRID``).
 PAPER_ALPHAS: tuple[float, ...] = (0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
+
+#: The paper's recalibration set size (Section 6, Appendix F): what a front end proposes when the file
+#: is large enough (:func:`default_n_re`).
+PAPER_N_RE = 1000
+
+#: The smallest test set whose ECE says anything about the true calibration error: 144 rows.
+#:
+#: Why. Every protocol measures the test ECE with B = floor(n_te^(1/3)) bins (Theorem 1's rate), and
+#: Theorem 1 bounds how far that ECE can be from the true calibration error:
+#: |TCE - ECE| <= (1 + L)/B + 2 sqrt(2 (B log 2 + log(1/eps)) / n_te) (lambda optimised), with the
+#: app's L = 1 and eps = 0.05 (:data:`pbr_core.bounds.BOUND_LIPSCHITZ`, :data:`~pbr_core.bounds.BOUND_EPS`).
+#: An ECE lies in [0, 1], so a bound of 1 or more says nothing: whatever the test ECE, the true
+#: calibration error may be anything from 0 to 1. The bound falls below 1 first at n_te = 144 (B = 5:
+#: 0.9991; 1.0012 at 143) and stays below for every larger n_te (it decreases from there on; tested).
+#: A test set of 1 row (B = 1) has a bound of 7.4: its "Test ECE 0.0000, accuracy 100 %" is noise.
+#: The criterion is the paper's own guarantee, not a rule of thumb, and it is lenient: at 144 rows the
+#: ECE is still only known to within ±1. The front ends (every dashboard page, ``pbr-calib``, the
+#: report) refuse a smaller test set with :func:`small_test_set_problem`'s sentence; the library functions
+#: warn and go on (a study of tiny sets on purpose stays possible).
+MIN_TEST_ROWS = 144
+
+
+def default_n_re(n: int) -> int:
+    """The recalibration set size a front end proposes for a file of ``n`` rows.
+
+    The paper's n_re = 1000 (:data:`PAPER_N_RE`) when the file has at least 2000 rows, so that at
+    least as many rows are left to test on as were fitted on (as in the paper's data: 1000 of 9090
+    KITTI rows, of 10,000 CIFAR-100 rows); below that half the rows (``n // 2``), which leaves the
+    other half, the larger part, to test on. A 504-row file gets 252 and 252 (before: 503 and 1).
+    """
+    return max(1, min(PAPER_N_RE, int(n) // 2))
+
+
+def max_n_re(n: int) -> int:
+    """The largest n_re that leaves :data:`MIN_TEST_ROWS` rows to test on (below 2: the file is too small)."""
+    return int(n) - MIN_TEST_ROWS
+
+
+def small_test_set_problem(n_te: int) -> str | None:
+    """Why a test set of ``n_te`` rows is too small to say anything, in one sentence; None when it is
+    large enough (:data:`MIN_TEST_ROWS`). Front ends add what to do in their own words (which control
+    or option to change)."""
+    from pbr_core.bounds import BOUND_EPS, BOUND_LIPSCHITZ, theorem1_bound
+
+    n_te = int(n_te)
+    if n_te >= MIN_TEST_ROWS:
+        return None
+    if n_te < 1:
+        return f"No row is left to test on; at least {MIN_TEST_ROWS} test rows are needed."
+    B = optimal_n_bins(n_te)
+    bound = theorem1_bound(n_te, B, lipschitz=BOUND_LIPSCHITZ, eps=BOUND_EPS)
+    rows = "1 row" if n_te == 1 else f"{n_te:,} rows"
+    return (f"A test set of {rows} is too small to say anything: its ECE with B = {B} bin{'s' if B > 1 else ''} "
+            f"can be off from the true calibration error by up to {bound:.3f} (Theorem 1, 95 %), no less than "
+            f"the ECE's whole range from 0 to 1, so even a test ECE of 0.0000 or an accuracy of 100 % there "
+            f"means nothing. At least {MIN_TEST_ROWS} test rows are needed.")
+
+
+def warn_small_test_set(n_te: int, stacklevel: int = 3) -> None:
+    """The library's warning for a test set below :data:`MIN_TEST_ROWS` (front ends refuse instead)."""
+    problem = small_test_set_problem(n_te)
+    if problem is not None:
+        warnings.warn(problem, UserWarning, stacklevel=stacklevel)
+
+
+class SmallTestSetError(ValueError):
+    """A front end's refusal of a test set below :data:`MIN_TEST_ROWS` (its message says why and what to do)."""
+
+
+def check_test_rows(n_te: int, what_to_do: str = "") -> None:
+    """Raise :class:`SmallTestSetError` with :func:`small_test_set_problem`'s sentence (and ``what_to_do``)
+    when ``n_te`` is below :data:`MIN_TEST_ROWS`."""
+    problem = small_test_set_problem(n_te)
+    if problem is not None:
+        raise SmallTestSetError(f"{problem} {what_to_do}".strip())
+
 
 #: The protocols' ECE on binary data unless asked otherwise: the app's one choice,
 #: :data:`pbr_core.metrics.DEFAULT_BINARY_TARGET` (p(y=1), Appendix A), so that a protocol, a page and

@@ -32,6 +32,7 @@ from pbr_core.experiments._protocol import (
     kl_of,
     split_indices,
     timed_fit,
+    warn_small_test_set,
 )
 from pbr_core.parallel import check_n_jobs, run_chains
 from pbr_core.predictions import Predictions
@@ -140,7 +141,9 @@ def compare(
         ``"temperature"``, ``"gp"``, ``"pbr"``, ``"pbr_total"``. Binary methods (Platt, isotonic,
         beta, BBQ) run one-vs-all on multiclass data, as in Wenger et al.
     n_re : int
-        Recalibration set size (paper: 1000). Must be smaller than the number of rows.
+        Recalibration set size (paper: 1000). Must be smaller than the number of rows; a test set
+        of fewer than :data:`MIN_TEST_ROWS` rows gives a warning (its ECE says nothing; the dashboard
+        and ``pbr-calib compare`` refuse it). :func:`default_n_re` is the front ends' proposal.
     n_folds : int
         Number of random splits (paper: 10). Fold f's split is the same for every method and depends
         only on ``(n, n_re, seed, f)`` (see :func:`split_indices`).
@@ -210,7 +213,8 @@ def compare(
     methods = check_methods(methods, method_params)
     method_params = dict(method_params or {})
     _check_n_re(n_re, preds.n)
-    split_indices(preds.n, n_re, fold=0, seed=seed, n_te=n_te)  # checks n_te before any fit
+    _, te_idx = split_indices(preds.n, n_re, fold=0, seed=seed, n_te=n_te)  # checks n_te before any fit
+    warn_small_test_set(te_idx.size)  # the front ends refuse it (MIN_TEST_ROWS)
     folds = list(iter_folds(n_folds))
     n_jobs = check_n_jobs(n_jobs)
     runner = Runner(total=len(folds) * len(methods), columns=COMPARE_COLUMNS, progress=progress, cancel=cancel)

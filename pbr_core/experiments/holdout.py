@@ -23,6 +23,7 @@ from pbr_core.experiments._protocol import (
     evaluation_metrics,
     kl_of,
     split_indices,
+    warn_small_test_set,
 )
 from pbr_core.metrics import ece
 from pbr_core.predictions import Predictions
@@ -130,6 +131,7 @@ def fit_and_test(preds: Predictions, recalibrator: Any, n_re: int, *, fold: int 
     """
     preds = check_predictions(preds)
     re_idx, te_idx = split_indices(preds.n, n_re, fold=fold, seed=seed, n_te=n_te)
+    warn_small_test_set(te_idx.size)  # the PBR page refuses it (MIN_TEST_ROWS)
     fit_set, test_set = preds.subset(re_idx), preds.subset(te_idx)
     if on_stage is not None:
         on_stage("fit")

@@ -39,6 +39,7 @@ from pbr_core.experiments._protocol import (
     kl_of,
     split_indices,
     timed_fit,
+    warn_small_test_set,
 )
 from pbr_core.metrics import ece
 from pbr_core.parallel import check_n_jobs, run_chains
@@ -229,6 +230,7 @@ def kl_vs_ece_gap(
         )
     if not isinstance(warm_start, (bool, np.bool_)):
         raise ValueError(f"Expected argument `warm_start` to be True or False, but got {warm_start!r}.")
+    warn_small_test_set(n_re)  # the test subset has n_re rows; the Generalization page refuses it
     n_bins = optimal_n_bins(n_re)
     folds = list(iter_folds(n_folds)) if folds is None else check_folds(folds)
     n_jobs = check_n_jobs(n_jobs)

@@ -6,7 +6,9 @@ nested (the first n_re rows of the fold's permutation; the test set is its last 
 curve shows the effect of n_re alone: the ECE estimator's own bias depends on n_te through
 B = floor(n_te^(1/3)) (Theorem 1), so letting n_te = n - n_re shrink as n_re grows would mix a
 change of the yardstick into the curve. By default n_te = n - (largest usable n_re), so at that
-n_re the split is exactly :func:`compare`'s split of the same fold and seed.
+n_re the split is exactly :func:`compare`'s split of the same fold and seed; an n_re is usable when it
+leaves at least :data:`~pbr_core.experiments.MIN_TEST_ROWS` rows to test on (a smaller test set's ECE
+says nothing; the larger values are skipped with a warning).
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ from pbr_core.experiments._protocol import (
     check_methods,
     check_predictions,
     fold_permutation,
+    MIN_TEST_ROWS,
     iter_folds,
+    small_test_set_problem,
 )
 from pbr_core.experiments.compare import COMPARE_COLUMNS, SharedFits, fit_and_evaluate
 from pbr_core.predictions import Predictions
@@ -39,8 +43,9 @@ __all__ = ["PAPER_N_RE_VALUES", "SMALL_TEST_SET_WARNING", "n_re_sweep"]
 #: The paper's recalibration set sizes (Section 6.2, Figure 3).
 PAPER_N_RE_VALUES = (10, 50, 100, 250, 500, 1000, 3000, 5000)
 
-#: Below this many test rows the sweep warns that test ECEs are noisy (B = floor(n_te^(1/3)) <= 4).
-SMALL_TEST_SET_WARNING = 125
+#: Below this many test rows the sweep warns that its test ECE says nothing (the protocols'
+#: :data:`~pbr_core.experiments.MIN_TEST_ROWS`; 125, B <= 4, before it existed).
+SMALL_TEST_SET_WARNING = MIN_TEST_ROWS
 
 
 def n_re_sweep(
@@ -77,7 +82,8 @@ def n_re_sweep(
     method_params : mapping of method name -> dict, optional
         Constructor parameters per method.
     n_te : int or None
-        Size of the fixed test set. None: n minus the largest usable n_re.
+        Size of the fixed test set. None: n minus the largest usable n_re, an n_re being usable when
+        it leaves at least :data:`~pbr_core.experiments.MIN_TEST_ROWS` rows (144) to test on.
     binary_ece, on_error
         As in :func:`compare`. Tiny recalibration sets can make some methods fail; ``on_error="warn"``
         keeps the rest of the sweep.
@@ -104,9 +110,10 @@ def n_re_sweep(
     if not values:
         raise ValueError("Expected at least one value in `n_re_values`, but got none.")
     if n_te is None:
-        usable = [v for v in values if v < n]
+        usable = [v for v in values if v <= n - MIN_TEST_ROWS]
         if not usable:
-            raise ValueError(f"Every n_re in {values} is at least the number of rows n={n}: no test set would remain.")
+            raise ValueError(f"Every n_re in {values} leaves fewer than {MIN_TEST_ROWS} of the n={n} rows to test on. "
+                             + (small_test_set_problem(n - min(values)) or ""))
         n_te = n - max(usable)
     elif isinstance(n_te, bool) or not isinstance(n_te, (int, np.integer)) or not 1 <= n_te < n:
         raise ValueError(f"Expected argument `n_te` to be an integer in [1, {n - 1}], but got {n_te!r}.")
@@ -119,8 +126,8 @@ def n_re_sweep(
         warnings.warn(f"Skipping n_re values {skipped}: with n={n} rows they leave no room for the "
                       f"test set of n_te={n_te} rows.", UserWarning, stacklevel=2)
     if n_te < SMALL_TEST_SET_WARNING:
-        warnings.warn(f"The fixed test set has only n_te={n_te} rows (B = floor(n_te^(1/3)) bins): its ECE is "
-                      "noisy. Drop the largest n_re values or pass a larger n_te.", UserWarning, stacklevel=2)
+        warnings.warn(f"{small_test_set_problem(n_te)} Drop the largest n_re values or pass a larger n_te.",
+                      UserWarning, stacklevel=2)
 
     folds = list(iter_folds(n_folds)) if folds is None else check_folds(folds)
     runner = Runner(total=len(folds) * len(kept) * len(methods), columns=COMPARE_COLUMNS,
