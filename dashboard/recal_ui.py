@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import state, texts
+from pbr_core.loading.writing import csv_text
 
 if TYPE_CHECKING:
     from dashboard import jobs, report, runs
@@ -171,7 +172,8 @@ def _section_for(kind: str, r: runs.JobResult) -> report.ReportSection:
 
 
 def csv_button(label: str, table: pd.DataFrame, file_name: str, key: str, help: str | None = None) -> None:
-    st.download_button(label, data=table.to_csv(index=False).encode(), file_name=file_name, mime="text/csv",
+    # Formula-like text cells neutralised (pbr_core.loading.writing): the file is opened in spreadsheets.
+    st.download_button(label, data=csv_text(table).encode(), file_name=file_name, mime="text/csv",
                        key=key, icon=":material/table_view:", on_click="ignore", help=help)
 
 

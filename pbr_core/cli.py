@@ -94,6 +94,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--renormalize", action="store_true",
                        help="divide probability rows that do not sum to 1 by their sum instead of failing")
 
+    def raw_csv_option(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+        p.add_argument("--raw-csv", action="store_true",
+                       help="write CSV text cells exactly as they are, for programs that read the file; by default "
+                            "a text cell starting with =, +, -, @, a tab or a carriage return (and not a number) gets "
+                            "a leading apostrophe, so that a spreadsheet shows it as text instead of running it as a "
+                            "formula (OWASP's advice against CSV injection)")
+
     def add(name: str, help: str, description: str) -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help, description=description, epilog=_EPILOG,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -176,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--alpha-folds", type=_positive_int, default=5, metavar="K", help="number of folds (default 5)")
     g.add_argument("--alpha-scores", type=Path, default=None, metavar="SCORES.csv",
                    help="also write every (alpha, fold) fit's held-out scores (CSV)")
+    raw_csv_option(g)
     g.add_argument("--jobs", type=_jobs, default=1, metavar="N",
                    help="folds fitted at the same time, each in its own process (default 1; -1: one per CPU core); "
                         "the same result, sooner on a machine with free cores")
@@ -190,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output file: .csv or .parquet; for a dataset a new folder of Parquet files (the original "
                         "columns plus calibrated_<class>, written batch by batch)")
     p.add_argument("--quiet", action="store_true", help="no progress bar (datasets)")
+    raw_csv_option(p)
     loading_options(p)
 
     p = add("compare", "cross-validated comparison of recalibrators (paper Section 6.2)",
@@ -219,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="folds fitted at the same time, each in its own process (default 1; -1: one per CPU core); "
                         "the same table, sooner for GP methods on a machine with free cores")
     p.add_argument("--out", type=Path, default=None, metavar="TABLE.csv", help="also write the per-fold table (CSV)")
+    raw_csv_option(p)
     p.add_argument("--format", choices=["table", "json"], default="table", help="output format (default table)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     loading_options(p)
@@ -670,6 +680,7 @@ def _select_alpha(rec, preds, args: argparse.Namespace):
     on all of it; prints the grid's scores."""
     from tqdm import tqdm
 
+    from pbr_core.loading.writing import csv_text
     from pbr_core.recalibrators import PBR, PBRCV
 
     # The variants (pbr_total, pbr_app, ...) fix objective and mean_approx outside get_params().
@@ -686,7 +697,7 @@ def _select_alpha(rec, preds, args: argparse.Namespace):
     sel = cv.selection_
     if args.alpha_scores is not None:
         try:
-            sel.scores.to_csv(args.alpha_scores, index=False)
+            args.alpha_scores.write_text(csv_text(sel.scores, spreadsheet_safe=not args.raw_csv), encoding="utf-8")
         except OSError as exc:
             raise CLIError(f"cannot write {args.alpha_scores}: {exc.strerror or exc}", EXIT_USAGE) from exc
     table = sel.summary[["alpha", "mean", "std", "kl_mean"]].rename(
@@ -742,7 +753,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         raise CLIError(f"{preds.source}: {exc}", EXIT_BAD_INPUT) from exc
     calibrated = preds.with_probs(probs, source=str(args.out))
     try:
-        save_predictions(calibrated, path_or_buffer=args.out)
+        save_predictions(calibrated, path_or_buffer=args.out, spreadsheet_safe=not args.raw_csv)
     except OSError as exc:
         raise CLIError(f"cannot write {args.out}: {exc.strerror or exc}", EXIT_USAGE) from exc
     if preds.has_labels:
@@ -805,6 +816,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from pbr_core import PredictionsError
     from pbr_core.experiments import (BINARY_ECE_WORDS, DEFAULT_BINARY_ECE, compare, summarize, summary_table,
                                       tqdm_progress)
+    from pbr_core.loading.writing import csv_text
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     method_params: dict[str, dict[str, Any]] = {}
@@ -832,7 +844,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         except ValueError as exc:  # unknown method or parameter, n_re >= n
             raise CLIError(cli_words(str(exc)), EXIT_USAGE) from exc
     if args.out is not None:
-        table.to_csv(args.out, index=False)
+        try:
+            args.out.write_text(csv_text(table, spreadsheet_safe=not args.raw_csv), encoding="utf-8")
+        except OSError as exc:
+            raise CLIError(f"cannot write {args.out}: {exc.strerror or exc}", EXIT_USAGE) from exc
     tests = _paired(table, pairs, args.paired_metric)
     if args.format == "json":
         summary = summarize(table).to_json(orient="records", indent=2)

@@ -12,6 +12,7 @@ import streamlit as st
 from dashboard import compute, recal_ui, state, tables, texts
 from dashboard import figures_recal as FR
 from pbr_core.groups import MIN_ROWS
+from pbr_core.loading.writing import csv_text
 
 K_BY = state.K_GROUPS_BY
 K_BY2 = state.K_GROUPS_BY2
@@ -130,7 +131,7 @@ def render() -> None:
     st.caption(texts.GROUPS_OVERLAY_CAPTION)
     c = st.columns(2)
     with c[0]:
-        st.download_button("Groups table (CSV)", data=report.table.to_csv(index=False).encode(),
+        st.download_button("Groups table (CSV)", data=csv_text(report.table).encode(),
                            file_name="calibration_by_group.csv", mime="text/csv", key="groups_dl",
                            icon=":material/table_view:", on_click="ignore")
     with c[1]:

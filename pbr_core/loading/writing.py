@@ -1,12 +1,25 @@
 """Writing: :func:`save_predictions` (probabilities, or a top-label-only value, as a CSV or Parquet
-file that :func:`~pbr_core.loading.load_predictions` reads back) and :func:`template_csv` (a small
-example file for users to copy).
+file that :func:`~pbr_core.loading.load_predictions` reads back), :func:`template_csv` (a small
+example file for users to copy) and :func:`csv_text`, the one way the project writes a table as CSV.
+
+CSV files are opened in spreadsheets, which run a cell that starts with ``=``, ``+``, ``-`` or ``@``
+(or a tab or carriage return) as a formula: a metadata cell ``=HYPERLINK("http://evil/", "x")``
+in a user's file became a live link in the downloaded predictions ("CSV injection"). Every CSV the
+project writes therefore neutralises such text cells as OWASP advises, with a leading apostrophe
+(``'=HYPERLINK(...)``), which a spreadsheet shows as the text itself (:func:`spreadsheet_safe`).
+Only text is touched: numeric columns are written as they are (``-0.5`` stays a number), and a
+text cell that is a plain number (``-1``, ``+0.5``, ``1e-3``: class names of a binary file) is
+not a formula and stays too. ``spreadsheet_safe=False`` (the CLI's ``--raw-csv``) writes the
+cells unchanged, for programs that read the file; a neutralised file read back by pbr-calib keeps
+the apostrophes. A text cell holding a carriage return is quoted in either case (the rows then end
+in CRLF): bare, it would start a new row in a spreadsheet, and its rest a cell of its own.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import re
 from pathlib import Path
 from typing import IO, Literal, Mapping, Sequence
 
@@ -17,7 +30,76 @@ from pbr_core.loading._source import CONFIDENCE_COLUMN_NAMES, LABEL_COLUMN_NAMES
 from pbr_core.loading._tables import _is_unnamed, _names
 from pbr_core.predictions import Predictions, PredictionsError
 
-__all__ = ["save_predictions", "template_csv"]
+__all__ = ["FORMULA_STARTS", "csv_text", "save_predictions", "spreadsheet_safe", "template_csv"]
+
+#: First characters that make a spreadsheet read a cell as a formula (OWASP, "CSV Injection").
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+#: A text that is a plain decimal number: a spreadsheet reads it as that number, never as a formula.
+_PLAIN_NUMBER = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
+
+
+def _safe_text(value: object) -> object:
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS) and not re.fullmatch(_PLAIN_NUMBER, value):
+        return "'" + value
+    return value
+
+
+def spreadsheet_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``df`` whose text cells and headers that a spreadsheet would run as a formula start
+    with an apostrophe (OWASP's advice for CSV injection; see the module docstring).
+
+    Text cells are those of columns of text (object, string or category dtype) that hold a Python
+    string; numbers, also in a column of mixed types, are left as they are.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"id": ["=1+1", "-1", "a-b"], "p": [-0.5, 0.25, 1.0]})
+    >>> spreadsheet_safe(df)["id"].tolist(), spreadsheet_safe(df)["p"].tolist()
+    (["'=1+1", '-1', 'a-b'], [-0.5, 0.25, 1.0])
+    """
+    out = df.copy()
+    for i in range(out.shape[1]):
+        col = out.iloc[:, i]
+        if col.dtype != object and not isinstance(col.dtype, (pd.StringDtype, pd.CategoricalDtype)):
+            continue
+        col = col.astype(object)
+        try:
+            first = col.str[:1]  # vectorised; NaN for the cells that are not text
+        except AttributeError:  # a column of objects none of which is text (pandas refuses .str)
+            continue
+        risky = first.isin(FORMULA_STARTS).to_numpy(dtype=bool)
+        if risky.any():
+            col = col.copy()
+            col[risky] = [_safe_text(v) for v in col[risky]]  # only the cells that start so
+            out.isetitem(i, col)
+    out.columns = [_safe_text(c) for c in out.columns]
+    return out
+
+
+def csv_text(df: pd.DataFrame, *, spreadsheet_safe: bool = True) -> str:
+    """``df`` as CSV text (no index, "\\n" line ends; "\\r\\n" when a cell holds a carriage return), its formula-like text cells neutralised unless
+    ``spreadsheet_safe=False`` (:func:`spreadsheet_safe`). Every CSV the project writes goes through
+    here: downloads on the dashboard, the CLI's ``--out`` files, :func:`save_predictions`."""
+    table = _spreadsheet_safe(df) if spreadsheet_safe else df
+    # Python's CSV writer quotes a cell holding the line terminator, but not a lone carriage return:
+    # written bare, a spreadsheet (and pandas) starts a new row there, and what follows becomes a cell
+    # of its own, a formula or not ("a\r=HYPERLINK(...)"). With such a cell the rows end in "\r\n"
+    # (as RFC 4180 writes them), which makes the writer quote every cell holding "\r" or "\n".
+    crlf = any(_holds_cr(table.iloc[:, i]) for i in range(table.shape[1])) or any(
+        isinstance(c, str) and "\r" in c for c in table.columns)
+    return table.to_csv(index=False, lineterminator="\r\n" if crlf else "\n")
+
+
+def _holds_cr(col: pd.Series) -> bool:
+    if col.dtype != object and not isinstance(col.dtype, (pd.StringDtype, pd.CategoricalDtype)):
+        return False
+    try:
+        return bool(col.astype(object).str.contains("\r", regex=False).fillna(False).any())
+    except AttributeError:  # no text in the column
+        return False
+
+
+_spreadsheet_safe = spreadsheet_safe  # csv_text's keyword shadows the function's name
 
 
 def _check_writable_names(names: Sequence[str]) -> None:
@@ -42,6 +124,7 @@ def save_predictions(
     format: Literal["csv", "parquet"] | None = None,
     class_names: Sequence[str] | None = None,
     extra_columns: Mapping[str, np.ndarray | Sequence] | None = None,
+    spreadsheet_safe: bool = True,
 ) -> bytes | None:
     """Write (e.g. recalibrated) probabilities as one column per class plus ``label``.
 
@@ -66,6 +149,11 @@ def save_predictions(
         More columns written after the scores, the label and the metadata columns of a Predictions
         value (``Predictions.metadata``: ids, groups, dates... are always written back), in order (e.g. an id, or which rows a
         recalibrator was fitted on). Their names must not clash with the other headers.
+    spreadsheet_safe : bool, default True
+        CSV only: text cells and headers that a spreadsheet would run as a formula (starting with
+        ``=``, ``+``, ``-``, ``@``, a tab or a carriage return, and not a plain number) are written
+        with a leading apostrophe (:func:`spreadsheet_safe`); False writes every cell as it is.
+        Numeric columns are never changed.
 
     Returns
     -------
@@ -134,7 +222,7 @@ def save_predictions(
 
     buf = io.BytesIO()
     if format == "csv":
-        buf.write(df.to_csv(index=False, lineterminator="\n").encode("utf-8"))
+        buf.write(csv_text(df, spreadsheet_safe=spreadsheet_safe).encode("utf-8"))
     else:
         df.to_parquet(buf, index=False)
     data = buf.getvalue()
