@@ -958,6 +958,10 @@ MAP_SCORES_INTRO = (
     "probabilities**: a monotone map from score to probability is fitted on a random share of the rows, and "
     "every page then measures the **other** rows, which the map has not seen."
 )
+MAP_SCORE_HELP = (
+    "The column of the model's scores (a risk decile, a margin, a credit score). An identifier (a person or "
+    "row number) is refused: a map from it would fit row numbers, not the model."
+)
 MAP_SCORES_HINT = (
     "If a column holds scores on another scale than probabilities (a risk decile, a margin), open *My scores "
     "are not probabilities* under the reading options: the page can map them to probabilities on part of the "

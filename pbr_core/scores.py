@@ -11,7 +11,7 @@ fit it are left out and counted in the notes.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, Sequence
 
 import numpy as np
 import pandas as pd
@@ -20,7 +20,7 @@ from pbr_core.predictions import Predictions, PredictionsError
 
 Method = Literal["isotonic", "logistic"]
 
-__all__ = ["MappedScores", "map_scores"]
+__all__ = ["MappedScores", "identifier_reason", "map_scores", "suggest_map_columns"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,70 @@ def _binary_labels(values: pd.Series, column: str, positive: str | None, source:
     return (values.astype(str) == positive).to_numpy().astype(np.int64), positive
 
 
+#: Words in a column's name that say it holds a model's score (``decile_score``, ``risk``, ``credit_rating``).
+_SCORE_WORDS = frozenset(("score", "scores", "risk", "decile", "margin", "rating", "prob", "proba", "probability",
+                          "logit", "logits", "odds", "confidence", "propensity", "pred", "prediction"))
+
+
+def identifier_reason(values: pd.Series | None, name: str) -> str | None:
+    """Why a column is an identifier, never a score to map, or None.
+
+    Its name says identifier (``person_id``, ``image_index``: the loader's own rule,
+    :func:`pbr_core.loading._roles.metadata_by_name`) and its values are whole numbers, or its values
+    are distinct consecutive whole numbers whatever its name (a row number). A score named ``risk_index``
+    with fractional values is not one; a credit score (whole numbers, repeated) is not one.
+    ``values`` None: by the name alone.
+    """
+    from pbr_core.loading._roles import metadata_by_name
+
+    if values is None:
+        return "an identifier, by its name" if metadata_by_name(name) == "an identifier" else None
+    numbers = pd.to_numeric(values, errors="coerce")
+    if numbers.isna().any():
+        return None  # text: map_scores says the scores must be numbers
+    v = numbers.to_numpy(dtype=np.float64)
+    if v.size == 0 or not np.all(v == np.round(v)):
+        return None
+    if metadata_by_name(name) == "an identifier":
+        return "an identifier, by its name"
+    if v.size >= 3 and np.unique(v).size == v.size and v.max() - v.min() == v.size - 1:
+        return f"an identifier: a different whole number on every row, {v.min():.0f} to {v.max():.0f} (a row number)"
+    return None
+
+
+def suggest_map_columns(frame: pd.DataFrame, about: Sequence[str] = ()) -> tuple[str | None, str | None]:
+    """(score column, outcome column) to offer for :func:`map_scores` on ``frame``; None where none fits.
+
+    The outcome: the column named like a label (:data:`pbr_core.loading.LABEL_COLUMN_NAMES`), else the
+    one column of exactly two values (0/1 first). The score: the first column of ``about`` (the
+    columns a loader error was about, in its order) that can be a score, those named like one
+    (:data:`_SCORE_WORDS`) first; else the first column named like one; else the first that can: numbers with more than two values, not the outcome
+    and not an identifier (:func:`identifier_reason`).
+    """
+    from pbr_core.loading import LABEL_COLUMN_NAMES
+
+    columns = [str(c) for c in frame.columns]
+    outcome = next((c for c in columns if c.strip().lower() in LABEL_COLUMN_NAMES), None)
+    if outcome is None:
+        two = [c for c in columns if frame[c].nunique(dropna=True) == 2 and frame[c].notna().all()]
+        zero_one = [c for c in two if set(pd.to_numeric(frame[c], errors="coerce").tolist()) == {0, 1}]
+        outcome = (zero_one or two or [None])[0] if len(zero_one) == 1 or len(two) == 1 else None
+
+    def can_score(c: str) -> bool:
+        values = frame[c]
+        numbers = pd.to_numeric(values, errors="coerce")
+        return (c != outcome and bool(numbers.notna().all()) and numbers.nunique() > 2
+                and not pd.api.types.is_bool_dtype(values.dtype) and identifier_reason(values, c) is None)
+
+    from pbr_core.loading._roles import name_words
+
+    named = [c for c in columns if set(name_words(c)) & _SCORE_WORDS]
+    about = [c for c in about if c in columns]
+    ordered = [c for c in about if c in named] + about + named + columns
+    score = next((c for c in ordered if can_score(c)), None)
+    return score, outcome
+
+
 def map_scores(frame: pd.DataFrame, score_column: str, label_column: str, *, share: float = 0.3,
                method: Method = "isotonic", seed: int = 0, positive: str | None = None,
                source: str = "data") -> MappedScores:
@@ -75,6 +139,12 @@ def map_scores(frame: pd.DataFrame, score_column: str, label_column: str, *, sha
     Returns
     -------
     MappedScores
+
+    Raises
+    ------
+    PredictionsError
+        A column that is not there, a score column that is an identifier (:func:`identifier_reason`)
+        or not numbers, an outcome of other than two values, too few rows.
     """
     from scipy.stats import spearmanr
     from sklearn.isotonic import IsotonicRegression
@@ -87,6 +157,14 @@ def map_scores(frame: pd.DataFrame, score_column: str, label_column: str, *, sha
         raise ValueError(f"Expected argument `share` to be between 0 and 1, but got {share!r}.")
     if method not in ("isotonic", "logistic"):
         raise ValueError(f"Expected argument `method` to be 'isotonic' or 'logistic', but got {method!r}.")
+    why = identifier_reason(frame[score_column], str(score_column))
+    if why is not None:
+        raise PredictionsError(f"{source}: {score_column!r} is {why}, not a score: a map from it to p({label_column}) "
+                               "would fit row numbers. Choose the column that holds the model's scores (a risk "
+                               "decile, a margin, a credit score).")
+    if score_column == label_column:
+        raise PredictionsError(f"{source}: the score and the outcome are the same column ({score_column!r}); choose "
+                               "the column of scores and the column of outcomes.")
     scores = pd.to_numeric(frame[score_column], errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(scores)
     if bad.any():

@@ -85,3 +85,43 @@ def test_cli_evaluate_map_scores(scorecard, tmp_path, capsys):
     assert out["n"] == m.preds.n and out["ece"] == pytest.approx(pbr_core.ece(m.preds.p_positive, m.preds.labels))
     assert any("holds scores, not probabilities" in n for n in out["notes"])
     assert main(["evaluate", str(path), "--map-scores", "risk_decile"]) == 2   # needs the label column
+
+
+# ---------------------------------------------------------------- identifiers are never scores to map
+def test_an_identifier_is_refused_as_the_score(scorecard):
+    """person_id (by its name) and a row number (distinct consecutive whole numbers, whatever its name)
+    are refused with a message; a credit score of whole numbers and a 'risk_index' of fractions are not."""
+    from pbr_core.scores import identifier_reason
+
+    t = scorecard.assign(person_id=np.arange(1, len(scorecard) + 1), n=np.arange(len(scorecard))[::-1],
+                         credit=np.round(300 + 550 * scorecard["risk_decile"] / 10).astype(int),
+                         risk_index=scorecard["margin"])
+    with pytest.raises(PredictionsError, match=r"'person_id' is an identifier, by its name, not a score: a map "
+                                               r"from it to p\(label\) would fit row numbers"):
+        map_scores(t, "person_id", "label")
+    with pytest.raises(PredictionsError, match=r"'n' is an identifier: a different whole number on every row, 0 to "):
+        map_scores(t, "n", "label")
+    with pytest.raises(PredictionsError, match="the score and the outcome are the same column"):
+        map_scores(t, "label", "label")
+    assert identifier_reason(t["credit"], "credit") is None and identifier_reason(t["risk_index"], "risk_index") is None
+    assert map_scores(t, "credit", "label").preds.n == map_scores(t, "risk_index", "label").preds.n
+
+
+def test_the_columns_offered_for_the_map_are_the_score_and_the_outcome(scorecard):
+    """A recidivism-style export (person_id, race, sex, age, decile_score, two_year_recid): the loader
+    names every column in its error; the score offered is decile_score, never the id, the outcome
+    the one 0/1 column."""
+    from pbr_core.scores import suggest_map_columns
+
+    t = scorecard.rename(columns={"label": "two_year_recid", "risk_decile": "decile_score"})
+    t.insert(0, "person_id", np.arange(1, len(t) + 1))
+    t = t[["person_id", "race", "sex", "age", "decile_score", "two_year_recid"]]
+    with pytest.raises(PredictionsError) as err:
+        pbr_core.load_predictions(t.to_csv(index=False).encode(), format="csv")
+    message = str(err.value)
+    assert "no label column and no score columns" in message and "'person_id': an identifier" in message
+    about = [c for c in t.columns if f"'{c}'" in message]
+    assert about[0] == "person_id"
+    assert suggest_map_columns(t, about) == ("decile_score", "two_year_recid")
+    assert suggest_map_columns(t) == ("decile_score", "two_year_recid")
+    assert suggest_map_columns(t[["person_id", "two_year_recid"]]) == (None, "two_year_recid")

@@ -13,6 +13,8 @@ the new upload vanished with the old widget.
 
 from __future__ import annotations
 
+import re
+
 import streamlit as st
 
 from dashboard import state, tables, texts
@@ -32,6 +34,7 @@ K_MAP_SCORE = "data_map_score"
 K_MAP_LABEL = "data_map_label"
 K_MAP_SHARE = "data_map_share"
 K_MAP_METHOD = "data_map_method"
+K_MAP_FOR = "data_map_for"            # which file the map's column choices describe
 MAP_METHODS = {"isotonic": "Isotonic regression (steps; suits few distinct scores)",
                "logistic": "Logistic curve (smooth; suits margins)"}
 K_SEEN_UPLOAD = "data_seen_upload"    # file_id of the last upload handed to the loader
@@ -225,17 +228,50 @@ def _reading_options(cur: state.Loaded | None) -> None:
             st.form_submit_button("Read the file again with these choices", on_click=_on_apply, type="primary",
                                   icon=":material/refresh:", key="data_apply")
     if columns:
-        _map_scores_form(columns)
+        _map_scores_form(target, cur)
 
 
-def _map_scores_form(columns: list[str]) -> None:
+def _map_defaults(target: tuple[str, list[str], state.LoadOptions], cur: state.Loaded | None) -> dict[str, str]:
+    """The map's score and outcome columns to start from: the map in use; else, for a file that failed,
+    the column its error was about (never an identifier: pbr_core.scores.suggest_map_columns) and its
+    outcome; for the loaded file, its label and a kept numeric column."""
+    from pbr_core import PredictionsError
+    from pbr_core.loading import read_table
+    from pbr_core.scores import identifier_reason, suggest_map_columns
+
+    key, columns, opts = target
+    if opts.map_scores_column in columns and opts.label_column in columns:
+        return {K_MAP_SCORE: opts.map_scores_column, K_MAP_LABEL: opts.label_column}
+    score = outcome = None
+    if key.startswith("failed:"):
+        err, f = state.last_error() or {}, st.session_state.get(K_UPLOAD)
+        about = [c for c in re.findall(r"'([^']+)'", err.get("message", "")) if c in columns]
+        try:
+            score, outcome = suggest_map_columns(read_table(f.getvalue(), name=f.name), about)
+        except PredictionsError:  # not a table (NPZ): the error's first column that is not an id by name
+            score = next((c for c in about if not identifier_reason(None, c)), None)
+    elif cur is not None:
+        p = cur.preds
+        outcome = next((c for c, role in p.column_roles if role == "label"), None)
+        if p.metadata is not None:
+            score, _ = suggest_map_columns(p.metadata.drop(columns=[outcome], errors="ignore"))
+        score = score or next((c for c, role in p.column_roles if role in ("score", "confidence")), None)
+    fallback = [c for c in columns if not identifier_reason(None, c)] or columns
+    return {K_MAP_SCORE: score if score in columns else fallback[0],
+            K_MAP_LABEL: outcome if outcome in columns else columns[-1]}
+
+
+def _map_scores_form(target: tuple[str, list[str], state.LoadOptions], cur: state.Loaded | None) -> None:
+    columns = target[1]
+    state.reset_for_data(K_MAP_FOR, target[0], lambda: _map_defaults(target, cur),
+                         also=st.session_state.get(K_MAP_SCORE) not in columns
+                         or st.session_state.get(K_MAP_LABEL) not in columns)
     with st.expander("My scores are not probabilities (a risk decile, a margin, a credit score)"):
         st.markdown(texts.MAP_SCORES_INTRO)
         with st.form("data_map_form", border=False):
             c = st.columns(2, gap="medium")
-            c[0].selectbox("Score column", columns, key=K_MAP_SCORE)
-            c[1].selectbox("Outcome column (two values: what the score predicts)", columns, key=K_MAP_LABEL,
-                           index=len(columns) - 1)
+            c[0].selectbox("Score column", columns, key=K_MAP_SCORE, help=texts.MAP_SCORE_HELP)
+            c[1].selectbox("Outcome column (two values: what the score predicts)", columns, key=K_MAP_LABEL)
             c = st.columns(2, gap="medium")
             c[0].slider("Rows used to fit the map", 10, 50, 30, 5, key=K_MAP_SHARE, format="%d%%",
                         help="Drawn at random; the other rows are audited. More rows for the map: a steadier map, "

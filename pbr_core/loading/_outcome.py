@@ -55,8 +55,10 @@ def label_by_values(df: pd.DataFrame, columns: Sequence[str], src: _Source, reno
     except PredictionsError:
         return None  # the score columns themselves are unclear: nothing to match a label against
     scores = trial.scores
-    if not scores:
-        return None
+    if not scores or all(p.flag for p in profile_columns(df, scores)):
+        # Nothing holds probabilities or logits (a lone 0/1 column is the outcome more likely than a
+        # score): that, not the label's name, is what the user must fix.
+        raise _no_scores(trial, src)
     classlike = [p.name for p in profile_columns(df, [c for c in columns if c not in scores])
                  if (p.kind in ("text", "bool") or (p.kind == "number" and p.whole and not p.missing))
                  and not metadata_by_name(p.name) and not set(name_words(p.name)) & _DECISION_WORDS]
@@ -171,3 +173,12 @@ def _class_codes(series: pd.Series, headers: list[str]) -> tuple[np.ndarray | No
             if (codes >= 0).all():
                 return codes.astype(np.int64), f"every value the name of a score column ({_short(names, 4)})"
     return None, ""
+
+
+def _no_scores(trial: Roles, src: _Source) -> PredictionsError:
+    kept = "; ".join(f"{c!r}: {trial.reasons.get(c, 'metadata')}" for c in trial.metadata[:8])
+    return src.error(
+        "no label column and no score columns: no column is named like a label, and no column holds "
+        "probabilities or logits" + (f" (kept as metadata: {kept})" if kept else "")
+        + ". A prediction file needs the model's probabilities or logits, one column per class (or p(y=1)), and "
+        "the true labels (label_column=).")
