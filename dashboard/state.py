@@ -92,6 +92,7 @@ class LoadOptions:
     renormalize: bool = False
     max_rows: int | None = None
     score_columns: tuple[str, ...] = ()      # empty: detect
+    percent: bool = False                    # the scores are percentages (0-100): divided by 100
     group_columns: tuple[str, ...] = ()
     ignore_columns: tuple[str, ...] = ()
     #: A column of scores that are not probabilities: mapped to p(label) on ``map_share`` of the rows
@@ -104,13 +105,13 @@ class LoadOptions:
         return dict(label_column=self.label_column or None, input_type=self.input_type,
                     renormalize=self.renormalize, max_rows=self.max_rows or None,
                     score_columns=list(self.score_columns) or None, group_columns=list(self.group_columns),
-                    ignore_columns=list(self.ignore_columns))
+                    ignore_columns=list(self.ignore_columns), percent=self.percent)
 
     def tag(self) -> str:
         cols = "|".join(",".join(c) for c in (self.score_columns, self.group_columns, self.ignore_columns))
         mapping = f";map={self.map_scores_column}:{self.map_share:g}:{self.map_method}" if self.map_scores_column else ""
         return (f"lc={self.label_column or ''};it={self.input_type};rn={int(self.renormalize)};"
-                f"mr={self.max_rows or 0};cols={cols}{mapping}")
+                f"mr={self.max_rows or 0};cols={cols}{mapping}" + (";pc=1" if self.percent else ""))
 
     @property
     def names_columns(self) -> bool:

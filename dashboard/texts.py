@@ -162,6 +162,10 @@ RENORMALISE_HELP = (
     "Off: rows whose probabilities do not sum to 1 are an error that names the row. On: each row is divided "
     "by its sum (only do this if you know why the rows are off)."
 )
+PERCENT_HELP = (
+    "On: the score columns (or the confidence) are written as percentages, 31.1 for 0.311; they are "
+    "divided by 100, and the summary says so. Never done on its own: numbers up to 100 may as well be logits."
+)
 ROW_LIMIT_HELP = (
     "Refuse files with more rows than this, with a message, instead of reading them (the check comes "
     "before the data is parsed). Useful on a shared server; to analyse a huge file, upload a random "
@@ -185,6 +189,11 @@ _PAGE_WORDS = (
     (r"load the columns as logits \(input_type='logits'\)\.",
      "set *The score columns hold* to logits under **Columns and reading options**."),
     (r"pass format= or a file name ending in", "use a file name ending in"),
+    (r"read the scores as percentages \(percent=True\), or divide them by 100",
+     "tick *Scores are percentages* under **Columns and reading options**"),
+    (r"Read them as percentages \(percent=True\)", "Tick *Scores are percentages* under **Columns and reading options**"),
+    (r"\(percent=True with input_type='logits'\)", "(*Scores are percentages* with *The score columns hold* logits)"),
+    (r"Read them without the percentages option\.", "Untick *Scores are percentages*."),
 )
 
 

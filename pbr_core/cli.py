@@ -93,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--ignore-columns", default=None, metavar="A,B,...", help="columns to leave out")
         p.add_argument("--renormalize", action="store_true",
                        help="divide probability rows that do not sum to 1 by their sum instead of failing")
+        p.add_argument("--percent", action="store_true",
+                       help="the scores (or the confidence) are percentages, 0 to 100 ('31.1' for 0.311): "
+                            "divide them by 100")
 
     def raw_csv_option(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
         p.add_argument("--raw-csv", action="store_true",
@@ -313,7 +316,7 @@ def _load(path: str, args: argparse.Namespace, require_labels: bool = True):
         return load_predictions(path, input_type=args.input_type, label_column=args.label_column,
                                 score_columns=args.score_columns, group_columns=args.group_columns,
                                 ignore_columns=args.ignore_columns, renormalize=args.renormalize,
-                                require_labels=require_labels)
+                                percent=args.percent, require_labels=require_labels)
     except PredictionsError as exc:
         raise CLIError(cli_words(str(exc)), EXIT_BAD_INPUT) from exc
     except OSError as exc:
@@ -324,7 +327,7 @@ def _load(path: str, args: argparse.Namespace, require_labels: bool = True):
 _CLI_WORDS = (
     ("(label_column=)", "(--label-column)"), ("(score_columns=)", "(--score-columns)"),
     ("(ignore_columns=)", "(--ignore-columns)"), ("label_column=", "--label-column"),
-    ("renormalize=True", "--renormalize"), ("input_type='logits'", "--input-type logits"),
+    ("renormalize=True", "--renormalize"), ("input_type='logits'", "--input-type logits"), ("percent=True", "--percent"),
     ("input_type='probabilities'", "--input-type probabilities"),
     ("`n_re`", "--n-re"), ("n_re=", "--n-re "), ("`n_te`", "--n-te"), ("n_te=", "--n-te "),
     ("every='day'", "--every day"), ("every='week'", "--every week"), ("every='month'", "--every month"),

@@ -105,6 +105,26 @@ def _clip_rounding(s: np.ndarray, own: bool, notes: list[str]) -> np.ndarray:
     return np.clip(s, 0.0, 1.0, out=s if own else None)
 
 
+def _check_unit_range(s: np.ndarray, source: str, decided: bool, tolerance: float) -> None:
+    """A ``PredictionsError`` naming the first cell of the probability matrix ``s`` below 0 (else the
+    first above 1), by row and column, with how many cells are outside [0, 1]; nothing when all are
+    inside. ``decided``: the loader chose "probabilities" itself, from rows that sum to 1."""
+    for outside, what in ((s < 0, "negative probability {:.10g}"), (s > 1, "probability above 1 ({:.10g})")):
+        if not outside.any():
+            continue
+        r = _first_bad_row(outside)
+        c = int(np.flatnonzero(outside[r])[0])
+        count = int(np.count_nonzero((s < 0) | (s > 1)))
+        why = " Every row sums to 1, so the columns hold probabilities, not logits." if decided else ""
+        fix = ("Values this close to 0 usually come from rounding: clip them at 0 before saving, or "
+               if 0 > s[r, c] >= -tolerance else "Fix the file, or ")
+        raise PredictionsError(
+            f"{source}: {what.format(s[r, c])} at row {r}, column {c} "
+            f"({count:,} value{' is' if count == 1 else 's are'} outside [0, 1]).{why} {fix}"
+            "load the columns as logits (input_type='logits') if that is what they are."
+        )
+
+
 def _percent_rows(s: np.ndarray, tolerance: float) -> bool:
     """Whether non-negative scores sum to 100 in every row (within rounding): probabilities in percent."""
     if s.ndim != 2 or np.any(s < 0) or np.any(s > 100):
@@ -132,6 +152,23 @@ def looks_like_probabilities(values: np.ndarray, tolerance: float = DEFAULT_SUM_
 def detect_input_type(values: np.ndarray, tolerance: float = DEFAULT_SUM_TOLERANCE) -> Literal["probabilities", "logits"]:
     """Decide by inspection whether a score matrix holds probabilities or logits."""
     return "probabilities" if looks_like_probabilities(values, tolerance) else "logits"
+
+
+def rows_sum_to_one(values: np.ndarray, tolerance: float = DEFAULT_SUM_TOLERANCE) -> bool:
+    """True when a score matrix of two or more columns has every row summing to 1 within ``tolerance``.
+
+    Such a matrix holds probabilities even if some entries lie outside [0, 1] (a corrupted cell:
+    an error to name, not a reason to read the columns as logits). Logits do not sum to 1 row after
+    row: they are free up to a constant per row, so a row's sum is whatever the network left there
+    (the CIFAR logits in ``sample_data`` are centred, every row of 10,000 summing to 0 within 2e-4),
+    or 0 when centred on purpose; log-probabilities sum to less than 0. Only a deliberate shift of
+    every row by its own amount would make logits pass, so a file of real logits is not taken for
+    probabilities.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim != 2 or v.shape[1] < 2:
+        return False
+    return bool(np.all(np.abs(v.sum(axis=1) - 1.0) <= tolerance))
 
 
 @dataclass(frozen=True)
@@ -427,10 +464,10 @@ class Predictions:
                 # All in [0, 1] (up to float rounding) but rows off: far likelier broken probabilities than logits, so the
                 # sum check below reports it (or renormalises when asked) instead of a silent softmax.
                 chosen = "probabilities"
-            elif (chosen == "logits" and np.all((s >= -tolerance) & (s <= 1 + tolerance))
-                  and np.all(np.abs(s.sum(axis=1) - 1.0) <= tolerance)):
-                # Rows sum to 1 and nothing is further than rounding noise from [0, 1]: these are
-                # probabilities with a defect, which the range checks below name, not logits.
+            elif chosen == "logits" and rows_sum_to_one(s, tolerance):
+                # Every row sums to 1: probabilities with a corrupted entry (negative, or above 1),
+                # which the range checks below name by row and column, never logits (they do not sum
+                # to 1 row after row: see rows_sum_to_one).
                 chosen = "probabilities"
             if chosen == "logits" and _percent_rows(s, tolerance):
                 raise PredictionsError(
@@ -450,15 +487,7 @@ class Predictions:
 
         clipped = _clip_rounding(s, own, notes)
         own, s = own or clipped is not s, clipped
-        if np.any(s < 0):
-            r = _first_bad_row(s < 0)
-            raise PredictionsError(
-                f"{source}: negative probability {s[r][s[r] < 0][0]:.10g} at row {r}. Tiny negative values "
-                "usually come from rounding: clip them at 0 before saving, or load the columns as logits."
-            )
-        if np.any(s > 1):
-            r = _first_bad_row(s > 1)
-            raise PredictionsError(f"{source}: probability above 1 ({s[r].max():.10g}) at row {r}.")
+        _check_unit_range(s, source, input_type == "auto", tolerance)
         sums = s.sum(axis=1)
         off = np.abs(sums - 1.0) > tolerance
         if off.any():

@@ -86,7 +86,10 @@ def test_all_zero_rows_cannot_be_renormalised():
     (P3, [0, np.nan, 1], ["non-finite label at row 1"]),
     (P3, ["a", "b", "c"], ["not numeric"]),
     (P3, [0, 1e30, 1], ["far outside"]),
-    (np.array([[1.2, -0.2], [0.5, 0.5]]), [0, 1], []),  # logits: fine
+    (np.array([[1.2, -0.7], [0.5, 0.4]]), [0, 1], []),  # logits: fine
+    # every row sums to 1: probabilities with two corrupted cells, not logits
+    (np.array([[1.2, -0.2], [0.5, 0.5]]), [0, 1], ["negative probability -0.2 at row 0, column 1",
+                                                   "2 values are outside [0, 1]", "Every row sums to 1"]),
     (np.array([[0.5], [0.7]]), [0, 2], ["labels must be 0 or 1", "row 1"]),
     (np.array([0.5, 1.7]), [0, 1], ["p(y=1) in [0, 1]", "row 1"]),
 ])

@@ -298,7 +298,9 @@ def _error_box(cur: state.Loaded | None) -> None:
     hints = []
     if "renormalis" in msg or "sum to" in msg:
         hints.append(texts.RENORMALISE_HINT)
-    if "label column" in msg.lower() or "score columns" in msg.lower():
+    # (the page's name of the logits control, "The score columns hold", is not about choosing columns)
+    about_columns = msg.lower().replace("*the score columns hold*", "")
+    if "label column" in about_columns or "score columns" in about_columns:
         hints.append(texts.COLUMNS_HINT)
     if "no score columns" in msg or "p(y=1) in [0, 1]" in msg or "ambiguous" in msg:
         hints.append(texts.MAP_SCORES_HINT)

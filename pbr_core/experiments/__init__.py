@@ -7,7 +7,8 @@ and Appendices F-G:
 * :func:`summarize`, :func:`summary_table`, :func:`best_mask` - mean ± std over folds, best per column.
 * :func:`paired_tests` - does A differ from B beyond fold-to-fold noise: paired t-test, Wilcoxon
   signed-rank and corrected resampled t-test over folds, mean difference with its interval.
-* :func:`kl_vs_ece_gap` - KL against the ECE generalisation gap over alpha (Section 6.1, Figure 2).
+* :func:`kl_vs_ece_gap` - KL against the ECE generalisation gap over alpha (Section 6.1, Figure 2);
+  :func:`fold_kendall` - whether the two go together: Kendall's tau within each fold, tested across folds.
 * :func:`n_re_sweep` - test ECE against the recalibration set size (Figure 3).
 * :func:`split_indices` - one fold's split.
 * :func:`fit_and_test` - one recalibrator fitted on one fold and tested on the rest, with the bounds of the fit.
@@ -54,7 +55,7 @@ from pbr_core.experiments._protocol import (
 )
 from pbr_core.experiments.compare import COMPARE_COLUMNS, compare, fit_and_evaluate
 from pbr_core.experiments.holdout import HeldOutFit, fit_and_test
-from pbr_core.experiments.kl_gap import KL_GAP_COLUMNS, KLGapResult, kl_vs_ece_gap
+from pbr_core.experiments.kl_gap import KL_GAP_COLUMNS, FoldKendall, KLGapResult, fold_kendall, kl_vs_ece_gap
 from pbr_core.experiments.paired import PAIRED_COLUMNS, TEST_NAMES, default_pairs, paired_test, paired_tests
 from pbr_core.experiments.summary import HIGHER_IS_BETTER, LOWER_IS_BETTER, best_mask, summarize, summary_table
 from pbr_core.experiments.sweep import PAPER_N_RE_VALUES, n_re_sweep
@@ -74,6 +75,7 @@ __all__ = [
     "SmallTestSetError",
     "CancelCallback",
     "Cancelled",
+    "FoldKendall",
     "HeldOutFit",
     "KLGapResult",
     "ProgressCallback",
@@ -89,6 +91,7 @@ __all__ = [
     "evaluation_metrics",
     "fit_and_evaluate",
     "fit_and_test",
+    "fold_kendall",
     "fold_permutation",
     "kl_vs_ece_gap",
     "max_n_re",

@@ -119,6 +119,7 @@ def load_predictions(
     tolerance: float = DEFAULT_SUM_TOLERANCE,
     max_rows: int | None = None,
     name: str | None = None,
+    percent: bool = False,
     require_labels: bool = True,
 ) -> Predictions:
     """Read a prediction file into a validated :class:`Predictions`.
@@ -151,6 +152,11 @@ def load_predictions(
         of raising.
     tolerance : float
         How far a probability row's sum may be from 1.
+    percent : bool
+        The score columns (or the confidence column) hold percentages, 0 to 100 ("31.1" for 0.311):
+        divided by 100, with a note. Never decided by the loader itself (numbers in [0, 100] may be
+        logits); values outside [0, 100], or all inside [0, 1] (fractions already), are an error.
+        Tables only (CSV, TSV, Excel, Parquet, JSON); not with ``input_type="logits"``.
     max_rows : int, optional
         Refuse files with more rows than this (checked before the data is parsed where the format
         allows). None: no limit.
@@ -182,6 +188,9 @@ def load_predictions(
     src = _resolve_source(source, name)
     if input_type not in ("auto", "probabilities", "logits"):
         raise src.error(f"input_type must be 'auto', 'probabilities' or 'logits', but got {input_type!r}.")
+    if percent and input_type == "logits":
+        raise src.error("percentages are probabilities written out of 100: they cannot be read as logits "
+                        "(percent=True with input_type='logits').")
     if max_rows is not None and (isinstance(max_rows, bool) or not isinstance(max_rows, (int, np.integer)) or max_rows < 1):
         raise src.error(f"max_rows must be a positive integer or None, but got {max_rows!r}.")
     if label_column is not None and not str(label_column).strip():
@@ -195,7 +204,8 @@ def load_predictions(
         )
     except TypeError as exc:
         raise src.error(str(exc)) from None
-    opts = _Options(columns, input_type, renormalize, float(tolerance), max_rows, bool(require_labels))
+    opts = _Options(columns, input_type, renormalize, float(tolerance), max_rows, bool(require_labels),
+                    percent=bool(percent))
     head, fmt = _head_and_format(src, format)
     if not head.strip():
         raise src.error("the file is empty (no header and no data rows)." if not head
@@ -210,6 +220,9 @@ def load_predictions(
         elif fmt == "xlsx":
             preds = _load_excel(src, opts)
         else:
+            if percent:
+                raise src.error("the percentages option reads the columns of a table; an NPZ / NPY file holds "
+                                "arrays: save them divided by 100.")
             preds = _load_numpy(src, fmt, head, opts)
     only = preds.only_label()
     if only is not None:

@@ -21,7 +21,7 @@ from pbr_core.loading._source import (
     _too_many_rows,
 )
 from pbr_core.loading._tables import _first_line, _names, _validated
-from pbr_core.predictions import Predictions, PredictionsError, looks_like_probabilities
+from pbr_core.predictions import Predictions, PredictionsError, rows_sum_to_one
 
 
 # ---------------------------------------------------------------------------------- NPZ / NPY
@@ -142,9 +142,10 @@ def _load_npz(src: _Source, opts: _Options, notes: list[str]) -> Predictions:
         notes.append(f"Ignored other arrays in the archive: {_names(ignored)}.")
     input_type = opts.input_type
     if (input_type == "auto" and score_key.lower() == "logits" and np.issubdtype(scores.dtype, np.number)
-            and scores.ndim == 2 and not looks_like_probabilities(scores, opts.tolerance)):
-        # The archive says "logits": trust it when the values do not look like probabilities
-        # (inspection alone would call e.g. small logits in [0, 1] broken probabilities).
+            and scores.ndim == 2 and not rows_sum_to_one(scores, opts.tolerance)):
+        # The archive says "logits": trust it unless every row sums to 1 (inspection alone would call
+        # e.g. small logits in [0, 1] broken probabilities; rows that all sum to 1 are probabilities,
+        # mislabelled, and a cell outside [0, 1] among them is an error naming it).
         input_type = "logits"
         notes.append(f"Read array {score_key!r} as logits, as its name says.")
     preds = _validated(

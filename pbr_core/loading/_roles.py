@@ -332,8 +332,8 @@ def _row_sums(df: pd.DataFrame, profiles: Sequence[Profile]) -> np.ndarray:
     return total
 
 
-def _sums_to_one(df: pd.DataFrame, profiles: Sequence[Profile]) -> bool:
-    if len(profiles) < 2 or not all(p.unit and p.kind == "number" for p in profiles):
+def _sums_to_one(df: pd.DataFrame, profiles: Sequence[Profile], unit_only: bool = True) -> bool:
+    if len(profiles) < 2 or not all((p.unit or not unit_only) and p.kind == "number" for p in profiles):
         return False
     total = _row_sums(df, profiles)
     ok = np.abs(total - 1.0) <= _BLOCK_TOLERANCE
@@ -403,6 +403,8 @@ def detect_scores(df: pd.DataFrame, names: Sequence[str], src: _Source, roles: R
             chosen = candidates + flags  # probabilities that do not sum to 1: the sum check says so
     elif unit and _sums_to_one(df, unit):
         chosen = unit  # a probability block, plus numbers outside [0, 1] that cannot belong to it
+    elif (block := _corrupted_block(df, profiles, unit + flags, outside)) is not None:
+        chosen = block  # probabilities with a cell outside [0, 1]: the loader names it
     elif unit and many:
         raise _ambiguous(src, candidates,
                          f"{_short([p.name for p in unit])} stay inside [0, 1] (probabilities?) while "
@@ -460,6 +462,30 @@ def _one_too_many(df: pd.DataFrame, profiles: Sequence[Profile]) -> Profile | No
         ok = np.all(np.abs(total[:, None] - values - 1.0) <= _BLOCK_TOLERANCE, axis=0)
         fits += [p for p, good in zip(part, ok) if good]
     return fits[0] if len(fits) == 1 else None
+
+
+#: Up to this many columns outside [0, 1] are each tried as the one corrupted column of a probability
+#: block (each try sums the block once).
+_CORRUPTED_TRIES = 8
+
+
+def _corrupted_block(df: pd.DataFrame, profiles: Sequence[Profile], inside: Sequence[Profile],
+                     outside: Sequence[Profile]) -> list[Profile] | None:
+    """The columns of a probability block with corrupted cells: ``inside`` (columns in [0, 1]) with
+    all of ``outside``, or with one of them, when every row sums to 1; None when no such block.
+
+    Rows that sum to 1 make probabilities even where a cell is negative or above 1 (the loader then
+    refuses the file naming that cell, instead of reading the columns as logits or calling them
+    ambiguous); logits do not sum to 1 row after row (:func:`pbr_core.predictions.rows_sum_to_one`).
+    """
+    tries = [list(outside)]
+    if 1 < len(outside) <= _CORRUPTED_TRIES:
+        tries += [[o] for o in outside]
+    for extra in tries:
+        block = _in_order(profiles, [*inside, *extra])
+        if _sums_to_one(df, block, unit_only=False) and not np.all(np.isnan(_row_sums(df, block))):
+            return block
+    return None
 
 
 def _in_order(profiles: Sequence[Profile], chosen: Sequence[Profile]) -> list[Profile]:

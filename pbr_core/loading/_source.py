@@ -227,6 +227,8 @@ class _Options:
     #: (class 0, class 1) of binary data whose labels are class names, when already known (a later
     #: batch of a streamed dataset, which may hold only one of the two names).
     binary_names: tuple[str, str] | None = None
+    #: The scores (or the confidence) are percentages: divided by 100 (:mod:`pbr_core.loading._percent`).
+    percent: bool = False
 
     @property
     def label_column(self) -> str | None:

@@ -34,6 +34,7 @@ from pbr_core.loading._source import (
 from pbr_core.loading._roles import (DECIMAL_COMMA_NUMBER, Roles, detect_scores, duplicates, find_by_name,
                                      metadata_by_name, name_words, named_roles, profile)
 from pbr_core.loading._outcome import label_by_values
+from pbr_core.loading._percent import from_percent, percent_columns
 from pbr_core.loading._vectors import collapse_roles, expand_score_vectors
 from pbr_core.predictions import Predictions, PredictionsError
 
@@ -625,7 +626,14 @@ def _table_roles(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Opti
         return roles
     layout_columns = (conf, pred, correct)
     undecided = [c for c in rest if c not in layout_columns]
-    detect_scores(df, undecided, src, roles, opts.renormalize, _score_named_after(roles.label, undecided))
+    block = percent_columns(df, [c for c in undecided if not metadata_by_name(c)], several=True) if opts.percent else []
+    if block:  # asked to read percentages: the columns that sum to 100 on every row are the classes
+        roles.scores = block
+        for c in undecided:
+            if c not in block:
+                _keep_named(roles, df[c], c, "not a score: the percentages of the classes sum to 100 without it")
+    else:
+        detect_scores(df, undecided, src, roles, opts.renormalize, _score_named_after(roles.label, undecided))
     if (conf is None and pred is not None and roles.label is not None and len(roles.scores) == 1
             and choice.scores is None):
         why = _confidence_of_predicted(df[roles.scores[0]], df[pred], df[roles.label])
@@ -656,6 +664,8 @@ def _table_roles(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Opti
             if c is not None:
                 _keep_named(roles, df[c], c, "a stored top-label column; recomputed from the score columns"
                             if roles.scores else "a top-label column without its partner")
+        if not roles.scores and opts.percent:  # whole-number percentages were kept as counts
+            _take_percent_scores(df, roles)
         if not roles.scores:
             raise _percent_columns(df, roles, src) or _no_scores(roles, src)
     order = {c: i for i, c in enumerate(columns)}
@@ -727,6 +737,18 @@ def _no_label(columns: Sequence[str], src: _Source) -> PredictionsError:
     )
 
 
+def _take_percent_scores(df: pd.DataFrame, roles: Roles) -> None:
+    """Asked to read percentages: the whole-number columns in [0, 100] kept as counts become the
+    scores (one column, or several summing to 100 on every row)."""
+    whole = [c for c in roles.metadata if roles.reasons.get(c, "").startswith("whole numbers outside")]
+    taken = percent_columns(df, whole)
+    roles.scores = taken
+    roles.metadata = [c for c in roles.metadata if c not in taken]
+    for c in taken:
+        roles.reasons.pop(c, None)
+        roles.kinds.pop(c, None)
+
+
 def _percent_columns(df: pd.DataFrame, roles: Roles, src: _Source) -> PredictionsError | None:
     """The error for scores written as whole percentages (kept as counts: whole numbers above 1),
     when two or more such columns sum to 100 on every row; None otherwise."""
@@ -740,7 +762,7 @@ def _percent_columns(df: pd.DataFrame, roles: Roles, src: _Source) -> Prediction
     if not np.all(np.abs(v.sum(axis=1) - 100) <= min(0.5 * len(whole), 5.0)):
         return None
     return src.error(f"the columns {_names(whole)} look like percentages (whole numbers that sum to 100 on every row). "
-                     "Divide them by 100 to load them as probabilities.")
+                     "Read them as percentages (percent=True) to load them as probabilities.")
 
 
 def _no_scores(roles: Roles, src: _Source) -> PredictionsError:
@@ -755,6 +777,8 @@ def _no_scores(roles: Roles, src: _Source) -> PredictionsError:
 def _full_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Options, notes: list[str]) -> Predictions:
     score_cols, label = roles.scores, roles.label
     scores = _score_block(df, score_cols, src)
+    if opts.percent:
+        scores = from_percent(scores, score_cols, src, notes)
     stripped = _strip_prefix(score_cols) if len(score_cols) > 1 else None
     kind, y = _label_values(df[label], label, src, classes=[*score_cols, *(stripped or [])])
     class_names: list[str] | None = list(score_cols)
@@ -837,6 +861,8 @@ def _unlabelled_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Optio
     """A table of class scores without labels (require_labels=False)."""
     columns = roles.scores
     scores = _score_block(df, columns, src)
+    if opts.percent:
+        scores = from_percent(scores, columns, src, notes)
     notes.append("No label column: the predictions can be recalibrated, but calibration cannot be measured.")
     return _validated(
         lambda: Predictions.from_arrays(
@@ -1043,12 +1069,15 @@ def _percent_cells(series: pd.Series) -> np.ndarray | None:
     return out
 
 
-def _confidence_values(df: pd.DataFrame, conf: str, src: _Source, notes: list[str]) -> np.ndarray:
-    """The confidence column as floats: numbers, or percentages written with a % sign (read as
-    fractions of 1, with a note: the sign says what they are)."""
+def _confidence_values(df: pd.DataFrame, conf: str, src: _Source, notes: list[str],
+                       as_percent: bool = False) -> np.ndarray:
+    """The confidence column as floats: numbers (divided by 100 when ``as_percent``: the user said
+    they are percentages), or percentages written with a % sign (read as fractions of 1, with a
+    note: the sign says what they are)."""
     percent = _percent_cells(df[conf])
     if percent is None:
-        return _float_column(df[conf], conf, src)
+        values = _float_column(df[conf], conf, src)
+        return from_percent(values, [conf], src, notes, "confidence") if as_percent else values
     first = df[conf].dropna().iloc[0]
     notes.append(f"Column {conf!r} is written as percentages ({_cell(first)}): read as fractions of 1 "
                  f"({percent[np.flatnonzero(~np.isnan(percent))[0]]:.4g}).")
@@ -1059,7 +1088,7 @@ def _top_label_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Option
     conf, pred, label = roles.confidence, roles.predicted, roles.label
     if opts.input_type == "logits":
         raise src.error(f"top-label column {conf!r} holds a confidence in [0, 1]; it cannot be read as logits.")
-    c = _confidence_values(df, conf, src, notes)
+    c = _confidence_values(df, conf, src, notes, opts.percent)
     _check_finite(c[:, None], [conf], src)
     kind_p, p = _label_values(df[pred], pred, src)
     kind_y, y = _label_values(df[label], label, src)
@@ -1085,7 +1114,7 @@ def _confidence_correct_table(df: pd.DataFrame, roles: Roles, src: _Source, opts
     conf, correct = roles.confidence, roles.correct
     if opts.input_type == "logits":
         raise src.error(f"column {conf!r} holds a confidence in [0, 1]; it cannot be read as logits.")
-    c = _confidence_values(df, conf, src, notes)
+    c = _confidence_values(df, conf, src, notes, opts.percent)
     _check_finite(c[:, None], [conf], src)
     k = _yes_no(df[correct], correct, src)
     return _validated(lambda: Predictions.from_confidence_correct(c, k, source=src.name, notes=notes),

@@ -376,6 +376,7 @@ def open_dataset(
     input_type: InputType = "auto",
     renormalize: bool = False,
     tolerance: float = DEFAULT_SUM_TOLERANCE,
+    percent: bool = False,
     storage_options: dict | None = None,
     batch_rows: int = BATCH_ROWS,
 ) -> Dataset:
@@ -429,7 +430,7 @@ def open_dataset(
         )
     except TypeError as exc:
         raise PredictionsError(f"{shown}: {exc}") from None
-    opts = _Options(choice, input_type, bool(renormalize), float(tolerance), None, True)
+    opts = _Options(choice, input_type, bool(renormalize), float(tolerance), None, True, percent=bool(percent))
     ds = Dataset(shown, files, fmt, [], opts, storage_options, int(batch_rows))
     ds.columns = _check_schemas(ds)
     return ds

@@ -1,0 +1,75 @@
+"""Scores written as percentages ("31.1" for 0.311), read as probabilities when the user says so
+(``load_predictions(..., percent=True)``, ``--percent``, the Data page's "scores are percentages").
+
+Only on request: a column of numbers in [0, 100] may as well be logits or a count, so the loader
+never divides by 100 on its own (it says "percentages?" in its error instead). What is divided is
+said in a note, with the first value before and after.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from pbr_core.loading._roles import _name_shape
+from pbr_core.loading._source import _Source
+
+#: The note on scores read as percentages.
+PERCENT_NOTE = ("Read {what} as percentages, as asked: divided by 100 ({before:.6g} -> {after:.6g} in the first "
+                "row).")
+
+
+def from_percent(values: np.ndarray, columns: Sequence[str], src: _Source, notes: list[str],
+                 kind: str = "score") -> np.ndarray:
+    """``values`` / 100 (in place when it is float64), after checking that they are percentages: all
+    within [0, 100] and not all within [0, 1] (fractions already: dividing would make every row sum to
+    1/100). ``columns`` (``kind`` columns: "score", "confidence") names them in messages; the note
+    goes to ``notes``."""
+    v = np.asarray(values, dtype=np.float64)
+    what = f"the {kind} column{'s' if len(columns) > 1 else ''} {', '.join(repr(c) for c in list(columns)[:4])}" \
+        + (f" and {len(columns) - 4} more" if len(columns) > 4 else "")
+    finite = np.isfinite(v)
+    if finite.any():
+        outside = finite & ((v < 0) | (v > 100))
+        if outside.any():
+            r = int(np.flatnonzero(outside.any(axis=1) if v.ndim == 2 else outside)[0])
+            value = (v[r][outside[r]][0] if v.ndim == 2 else v[r])
+            raise src.error(f"{what} hold {value:.10g} at row {r + 1} (data row, header excluded): percentages lie between 0 and 100 "
+                            "(asked to read the scores as percentages).")
+        if np.nanmax(v) <= 1:
+            raise src.error(f"every value of {what} lies between 0 and 1: these are fractions already, not "
+                            "percentages. Read them without the percentages option.")
+    first = float(v.flat[0]) if v.size else 0.0
+    v = np.divide(v, 100.0, out=v if v is values and v.flags.writeable else None)
+    notes.append(PERCENT_NOTE.format(what=what, before=first, after=first / 100))
+    return v
+
+
+def percent_columns(df: pd.DataFrame, candidates: Sequence[str], several: bool = False) -> list[str]:
+    """The numeric columns among ``candidates`` that are scores in percent: every value within
+    [0, 100], no empty cell, and, for more than one column, all of them summing to 100 on every
+    row (within the rounding of each to a whole number); failing that, the columns named alike
+    (``p_0`` .. ``p_9`` beside a ``region``) when they do. [] when none are; with ``several``, also
+    [] for a single column (a block of classes is asked for)."""
+    cols = [c for c in candidates if pd.api.types.is_numeric_dtype(df[c].dtype)
+            and not pd.api.types.is_bool_dtype(df[c].dtype)]
+    if _is_percent_block(df, cols, several):
+        return cols
+    shapes: dict[str, list[str]] = {}
+    for c in cols:
+        shape = _name_shape(c)
+        if shape is not None:
+            shapes.setdefault(shape, []).append(c)
+    family = max(shapes.values(), key=len, default=[])
+    return family if len(family) >= 2 and _is_percent_block(df, family, True) else []
+
+
+def _is_percent_block(df: pd.DataFrame, cols: Sequence[str], several: bool) -> bool:
+    if not cols or (several and len(cols) < 2):
+        return False
+    v = df[list(cols)].to_numpy(dtype=np.float64)
+    if np.isnan(v).any() or v.min() < 0 or v.max() > 100 or v.max() <= 1:
+        return False
+    return len(cols) == 1 or bool(np.all(np.abs(v.sum(axis=1) - 100) <= min(0.5 * len(cols), 5.0)))

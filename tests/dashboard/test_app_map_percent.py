@@ -1,0 +1,76 @@
+"""The Data page with exports a new user brings: scores that are not probabilities (the map starts
+from the column the error was about, never an identifier, which is refused), percentages without a
+% sign (a reading option), an outcome named after what it is (found by its values, said in the notes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import pbr_core
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _upload(at, name: str, df: pd.DataFrame) -> None:
+    at.file_uploader(key="data_upload").upload(name, df.to_csv(index=False).encode(), "text/csv").run()
+    assert not at.exception, at.exception
+
+
+def _infos(at) -> str:
+    return "\n".join(str(i.value) for i in at.info)
+
+
+@pytest.fixture(scope="module")
+def recidivism() -> pd.DataFrame:
+    """A risk score export: an id, demographic columns, a decile score 1..10 and the 0/1 outcome (real UCI
+    Adult model outputs turned into deciles)."""
+    from pbr_core.loading import read_table
+
+    t = read_table(ROOT / "sample_data" / "adult_gradient_boosting.csv.gz")
+    t["decile_score"] = pd.qcut(t.pop("p_gt50k").to_numpy(), 10, labels=False) + 1
+    t.insert(0, "person_id", np.arange(1, len(t) + 1))
+    return t.rename(columns={"label": "two_year_recid"})[["person_id", "race", "sex", "decile_score",
+                                                           "two_year_recid"]]
+
+
+def test_the_map_starts_from_the_score_and_refuses_an_identifier(at, recidivism):
+    _upload(at, "compas.csv", recidivism)
+    assert at.error and "no score columns" in at.error[0].value
+    assert at.selectbox(key="data_map_score").value == "decile_score"
+    assert at.selectbox(key="data_map_label").value == "two_year_recid"
+    at.selectbox(key="data_map_score").set_value("person_id")
+    at.button(key="data_map").click().run()
+    assert at.error and "'person_id' is an identifier, by its name, not a score" in at.error[0].value
+    assert "pbr_loaded" not in at.session_state or "mapped" not in at.session_state["pbr_loaded"].name
+    at.selectbox(key="data_map_score").set_value("decile_score")
+    at.button(key="data_map").click().run()
+    assert not at.exception and not at.error
+    assert "decile_score mapped to probabilities" in at.session_state["pbr_loaded"].name
+
+
+def test_percentages_are_a_reading_option(at):
+    kitti = pd.read_csv(ROOT / "sample_data" / "kitti_random_forest.csv")
+    _upload(at, "forecasts.csv", kitti.assign(p_positive=kitti["p_positive"] * 100))
+    message = at.error[0].value
+    assert "tick *Scores are percentages* under **Columns and reading options**" in message
+    assert "divide them by 100" not in message and "percent=True" not in message
+    at.checkbox(key="data_percent").check()
+    at.button(key="data_apply").click().run()
+    assert not at.exception and not at.error
+    preds = at.session_state["pbr_loaded"].preds
+    np.testing.assert_allclose(preds.p_positive, kitti["p_positive"].to_numpy(), rtol=0, atol=1e-12)
+    assert "as percentages, as asked: divided by 100" in _infos(at)
+
+
+def test_an_outcome_named_won_is_found_and_said(at):
+    kitti = pd.read_csv(ROOT / "sample_data" / "kitti_random_forest.csv")
+    _upload(at, "forecasts.csv", kitti.rename(columns={"label": "won", "p_positive": "p_dem"}))
+    assert not at.error
+    assert "Label column: 'won' (not named as a label, taken for its values" in _infos(at)
+    at.switch_page("views/reliability.py").run()
+    ece = pbr_core.ece(kitti["p_positive"].to_numpy(), kitti["label"].to_numpy())
+    assert any(m.value == f"{ece:.4f}" for m in at.metric if m.label == "ECE")
