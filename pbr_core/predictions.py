@@ -72,7 +72,8 @@ def _rounding_note(s: np.ndarray, sums: np.ndarray) -> str:
 
 def _percent_hint(values: np.ndarray) -> str:
     """A hint when values outside [0, 1] all lie in [0, 100]: percentages; "" otherwise."""
-    return " (percentages? divide them by 100)" if np.all((values >= 0) & (values <= 100)) else ""
+    return (" (percentages? divide them by 100, or load the file with percent=True)"
+            if np.all((values >= 0) & (values <= 100)) else "")
 
 
 def _label_hint(y: np.ndarray, k: int) -> str:
@@ -472,7 +473,7 @@ class Predictions:
             if chosen == "logits" and _percent_rows(s, tolerance):
                 raise PredictionsError(
                     f"{source}: the scores look like percentages: every row sums to 100 (the first row to "
-                    f"{s[0].sum():.6g}). Divide them by 100 to load them as probabilities, or load the columns "
+                    f"{s[0].sum():.6g}). Divide them by 100 (or load the file with percent=True) to load them as probabilities, or load the columns "
                     "as logits (input_type='logits') if that is what they are."
                 )
             if chosen == "logits":

@@ -33,8 +33,8 @@ def kitti_percent(kitti) -> pd.DataFrame:
 
 
 def test_binary_percentages_read_as_asked_give_the_fractions_numbers(kitti, kitti_percent):
-    with pytest.raises(PredictionsError, match=r"holds 13 \(percentages\? read the scores as percentages "
-                                               r"\(percent=True\), or divide them by 100\)"):
+    with pytest.raises(PredictionsError, match=r"holds 13 \(percentages\? divide them by 100, or load the file "
+                                               r"with percent=True\)"):
         load_predictions(_csv(kitti_percent), format="csv")
     preds = load_predictions(_csv(kitti_percent), format="csv", percent=True)
     np.testing.assert_allclose(preds.p_positive, kitti["p_positive"].to_numpy(), rtol=0, atol=1e-12)
@@ -86,7 +86,7 @@ def test_the_command_line_and_the_stream_read_percentages_too(kitti, kitti_perce
     path = tmp_path / "forecasts.csv"
     kitti_percent.to_csv(path, index=False)
     assert cli_main(["evaluate", str(path), "--format", "json"]) != 0
-    assert "(--percent)" in capsys.readouterr().err
+    assert "load the file with --percent" in capsys.readouterr().err
     assert cli_main(["evaluate", str(path), "--percent", "--format", "json"]) == 0
     expected = pbr_core.ece(kitti["p_positive"].to_numpy(), kitti["label"].to_numpy())
     assert json.loads(capsys.readouterr().out)["ece"] == pytest.approx(expected, abs=1e-12)

@@ -28,6 +28,7 @@ K_GROUPS = "data_group_columns"
 K_IGNORE = "data_ignore_columns"
 K_INPUT = "data_input_type"
 K_RENORM = "data_renormalize"
+K_PERCENT = "data_percent"
 K_MAXROWS = "data_max_rows"
 K_OPTIONS_FOR = "data_options_for"    # which file the option widgets currently describe
 K_MAP_SCORE = "data_map_score"
@@ -77,6 +78,7 @@ def _sync_widgets(target: tuple[str, list[str], state.LoadOptions] | None) -> li
         K_IGNORE: [c for c in opts.ignore_columns if c in columns],
         K_INPUT: opts.input_type,
         K_RENORM: opts.renormalize,
+        K_PERCENT: opts.percent,
         K_MAXROWS: int(opts.max_rows or 0),
     }, also=K_LABEL not in st.session_state)
     return columns
@@ -89,6 +91,7 @@ def _options() -> state.LoadOptions:
         label_column=None if label in (None, DETECT) else label,
         input_type=ss.get(K_INPUT, "auto"),
         renormalize=bool(ss.get(K_RENORM, False)),
+        percent=bool(ss.get(K_PERCENT, False)),
         max_rows=int(ss.get(K_MAXROWS) or 0) or None,
         score_columns=tuple(ss.get(K_SCORES) or ()),
         group_columns=tuple(ss.get(K_GROUPS) or ()),
@@ -223,7 +226,7 @@ def _reading_options(cur: state.Loaded | None) -> None:
             c[1].number_input("Row limit (0 = no limit)", min_value=0, step=100_000, key=K_MAXROWS,
                               help=texts.ROW_LIMIT_HELP)
             with c[2]:
-                st.write("")
+                st.checkbox("Scores are percentages (0 to 100)", key=K_PERCENT, help=texts.PERCENT_HELP)
                 st.checkbox("Renormalise rows that do not sum to 1", key=K_RENORM, help=texts.RENORMALISE_HELP)
             st.form_submit_button("Read the file again with these choices", on_click=_on_apply, type="primary",
                                   icon=":material/refresh:", key="data_apply")
