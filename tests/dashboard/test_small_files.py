@@ -1,0 +1,120 @@
+"""A small real file on the recalibration pages (issue 35): defaults that leave a test set worth
+measuring, and a test set too small to say anything refused with why and what to do, on every page.
+
+The file: 504 random rows of the bundled KITTI random-forest predictions (a real binary model), the
+size of the audit's election forecasts. Before, the PBR page proposed n_re = 503 and tested on 1 row
+("Test ECE 0.0000, accuracy 100 %"), Compare ran 10 folds of 1 test row each.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard import runs
+from pbr_core.experiments import MIN_TEST_ROWS, SmallTestSetError
+
+ROOT = Path(__file__).resolve().parents[2]
+PBR, COMPARE, GEN, APPLY = "views/pbr.py", "views/compare.py", "views/generalization.py", "views/apply.py"
+N = 504
+
+
+def small_kitti_csv(n: int = N, seed: int = 0) -> bytes:
+    """``n`` random rows (seeded) of sample_data/kitti_random_forest.csv, as CSV bytes."""
+    frame = pd.read_csv(ROOT / "sample_data" / "kitti_random_forest.csv")
+    rows = np.sort(np.random.default_rng(seed).choice(len(frame), size=n, replace=False))
+    return frame.iloc[rows].to_csv(index=False).encode()
+
+
+@pytest.fixture
+def at() -> AppTest:
+    app = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=60)
+    app.run()
+    app.file_uploader(key="data_upload").upload("forecasts_504.csv", small_kitti_csv(), "text/csv").run()
+    assert not app.exception, app.exception
+    assert app.session_state["pbr_loaded"].preds.n == N
+    return app
+
+
+def _errors(at: AppTest) -> list[str]:
+    return [e.value for e in at.error]
+
+
+def test_pbr_page_proposes_half_and_refuses_a_one_row_test_part(at):
+    at.switch_page(PBR).run()
+    assert not at.exception
+    assert at.number_input(key="pbr_n_re").value == 252  # not 503: half the rows, 252 left to test on
+    assert not _errors(at) and not at.button(key="pbr_run").disabled
+    at.number_input(key="pbr_n_re").set_value(503).run()
+    (error,) = _errors(at)
+    assert "A test set of 1 row is too small to say anything" in error  # why
+    assert "Lower n_re to at most 360, so that at least 144 rows are left to test on." in error  # what to do
+    assert at.button(key="pbr_run").disabled
+    at.number_input(key="pbr_n_re").set_value(360).run()  # 144 test rows: allowed
+    assert not _errors(at) and not at.button(key="pbr_run").disabled
+
+
+def test_compare_page_proposes_half_and_refuses_tiny_folds(at):
+    at.switch_page(COMPARE).run()
+    assert not at.exception
+    assert at.number_input(key="cmp_n_re").value == 252
+    assert not _errors(at) and not at.button(key="cmp_run").disabled
+    at.number_input(key="cmp_n_re").set_value(503).run()
+    (error,) = _errors(at)
+    assert "A test set of 1 row is too small" in error and "Lower n_re to at most 360" in error
+    assert at.button(key="cmp_run").disabled
+    at.number_input(key="cmp_n_re").set_value(252).run()
+    at.number_input(key="cmp_n_te").set_value(100).run()  # the page's own test size, too small
+    (error,) = _errors(at)
+    assert "A test set of 100 rows is too small" in error and "“Test rows per fold” to at least 144" in error
+    assert at.button(key="cmp_run").disabled
+    # The n_re sweep offers only the sizes that leave 144 rows to test on (not 500 of 504).
+    assert at.multiselect(key="sweep_n_re_values").options == ["10", "50", "100", "250"]
+
+
+def test_generalization_page_refuses_a_test_subset_below_144_rows(at):
+    at.switch_page(GEN).run()
+    assert not at.exception
+    assert at.number_input(key="gen_n_re").value == 252 and not _errors(at)
+    at.number_input(key="gen_n_re").set_value(100).run()
+    (error,) = _errors(at)
+    assert "A test set of 100 rows is too small" in error and "Raise n_re to at least 144" in error
+    assert at.button(key="gen_run").disabled
+
+
+def test_fit_and_apply_holds_out_enough_rows_to_check_the_fit(at):
+    at.switch_page(APPLY).run()
+    assert not at.exception
+    assert at.slider(key="ship_holdout").value == 30  # 20 % would be 101 rows; 30 % is 151
+    assert not _errors(at) and not at.button(key="ship_run").disabled
+    at.slider(key="ship_holdout").set_value(20).run()
+    (error,) = _errors(at)
+    assert "A test set of 101 rows is too small" in error and "Hold out at least 30 % (144 of the 504 rows)" in error
+    assert at.button(key="ship_run").disabled
+    at.slider(key="ship_holdout").set_value(0).run()  # fit on every row: allowed, said to be in-sample
+    assert not _errors(at) and not at.button(key="ship_run").disabled
+
+
+def test_runs_refuse_a_small_test_set_started_without_the_page(kitti_small):
+    """A run started by a script cannot report a meaningless result either."""
+    with pytest.raises(SmallTestSetError, match="1 row is too small.*Lower n_re to at most 360"):
+        runs.run_compare(kitti_small, runs.compare_settings(["uncalibrated"], 503, 2, 0), runs.NullReporter())
+    with pytest.raises(SmallTestSetError, match="100 rows is too small"):
+        runs.run_generalization(kitti_small, runs.GenSettings(n_re=100, n_folds=1), runs.NullReporter())
+    with pytest.raises(SmallTestSetError, match="101 rows is too small"):
+        runs.run_ship(kitti_small, runs.ShipSettings(holdout=0.2), runs.NullReporter())
+    assert runs.default_holdout_percent(N) == 30 == runs.min_holdout_percent(N)
+    assert runs.default_holdout_percent(10_000) == 20 and runs.default_holdout_percent(200) == 0
+    ok = runs.run_compare(kitti_small, runs.compare_settings(["uncalibrated"], 252, 2, 0), runs.NullReporter())
+    assert (ok.table["n_te"] == 252).all() and (ok.table["n_te"] >= MIN_TEST_ROWS).all()
+
+
+@pytest.fixture(scope="module")
+def kitti_small():
+    import pbr_core
+
+    return pbr_core.load_predictions(small_kitti_csv(), format="csv")
