@@ -10,6 +10,7 @@ to ``PAGES``; sections become headings in the sidebar menu. (Not ``pages/``: see
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -22,7 +23,9 @@ if str(_ROOT) not in sys.path:
 import streamlit as st  # noqa: E402
 from streamlit.navigation.page import StreamlitPage  # noqa: E402
 
-from dashboard import memory, sessions, state, texts  # noqa: E402
+from dashboard import memory, serving, sessions, state, texts  # noqa: E402
+
+logger = logging.getLogger("dashboard.app")
 
 #: (section, page file relative to this file, title, icon, url path)
 PAGES: list[tuple[str, str, str, str, str]] = [
@@ -77,8 +80,29 @@ def _sidebar() -> None:
             )
 
 
+def _refuse_unsafe_serving() -> None:
+    """Stop the run, with a message, when the safety settings did not take effect (started without
+    the project's config file) or the request names a host the dashboard is not served under (DNS
+    rebinding): dashboard/serving.py says why."""
+    from streamlit import config
+
+    unsafe = serving.unsafe_settings()
+    if unsafe:
+        logger.error("pbr-calib refuses to serve: settings left at Streamlit's default: %s (start it with the "
+                     "project's .streamlit/config.toml; README, Serving)", ", ".join(unsafe))
+        st.error(texts.serving_unsafe(unsafe), icon=":material/gpp_bad:")
+        st.stop()
+    headers = st.context.headers
+    if not serving.host_allowed(headers, config.get_option("server.address")):
+        host = headers.get("Host", "")
+        logger.warning("refused a request for host %r (not a name this dashboard is served under)", host)
+        st.error(texts.HOST_REFUSED.format(host=texts.md(host)), icon=":material/gpp_bad:")
+        st.stop()
+
+
 def main() -> None:
     st.set_page_config(page_title="pbr-calib", page_icon=":material/straighten:", layout="wide")
+    _refuse_unsafe_serving()
     memory.configure()  # once per process
     sessions.track()    # this session's data is released when its tab is gone (see sessions.py)
     state.process_pending()

@@ -14,7 +14,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 __all__ = ["free_port", "start", "stop", "process_children", "process_tree", "ROOT"]
 
@@ -30,10 +30,14 @@ def free_port() -> int:
 
 
 def start(log: Path, *, app: Path | None = None, env: Mapping[str, str] | None = None,
-          timeout: float = 120.0) -> tuple[subprocess.Popen, str]:
+          timeout: float = 120.0, cwd: Path | None = None,
+          flags: Sequence[str] = ("--browser.gatherUsageStats", "false")) -> tuple[subprocess.Popen, str]:
     """``streamlit run`` the dashboard (or ``app``, from its own folder) on a free port.
 
     Output goes to ``log``. Extra environment variables in ``env`` are added to this process's.
+    ``cwd`` is the folder it is started from (default: the repository root, or ``app``'s folder);
+    ``flags`` are more command-line options (``()``: only the port and headless mode, so that the
+    settings come from the config files alone).
     Returns (process, base URL) once ``/_stcore/health`` answers 200.
 
     Raises
@@ -43,12 +47,12 @@ def start(log: Path, *, app: Path | None = None, env: Mapping[str, str] | None =
         last 3,000 characters of its log.
     """
     port = free_port()
-    script, cwd = (ROOT / "dashboard" / "app.py", ROOT) if app is None else (app, app.parent)
+    script, folder = (ROOT / "dashboard" / "app.py", ROOT) if app is None else (app, app.parent)
     with open(log, "wb") as fh:
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
-             "--server.port", str(port), "--browser.gatherUsageStats", "false"],
-            cwd=cwd, stdout=fh, stderr=subprocess.STDOUT,
+             "--server.port", str(port), *flags],
+            cwd=folder if cwd is None else cwd, stdout=fh, stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
         )
     url = f"http://127.0.0.1:{port}"

@@ -186,6 +186,16 @@ def reliability_table(probs: np.ndarray, labels: np.ndarray, kind: str, binary_e
     return pbr_core.reliability_diagram(p, y, n_bins=n_bins or pbr_core.optimal_n_bins(labels.shape[0]))
 
 
+def refuse_small_test_set(n_te: int, n: int) -> None:
+    """Raise ``pbr_core.experiments.SmallTestSetError`` (why, and what to do) for a test set of fewer
+    than ``MIN_TEST_ROWS`` rows of a file of ``n`` rows. The pages refuse such settings before a run
+    starts; this keeps a run started otherwise (a script, a test) from reporting a meaningless result."""
+    from dashboard.texts import fewer_fit_rows_todo
+    from pbr_core.experiments import MIN_TEST_ROWS, check_test_rows, max_n_re
+
+    check_test_rows(n_te, fewer_fit_rows_todo(n, max_n_re(n), MIN_TEST_ROWS))
+
+
 @contextlib.contextmanager
 def watched(reporter: Reporter) -> Iterator[None]:
     """Within the block the library reports its loops to ``reporter.fit_progress`` (``report_progress``)
@@ -365,6 +375,7 @@ def run_pbr(preds: Predictions, s: PBRSettings, reporter: Reporter, *, data_name
     """
     start = time.perf_counter()
     n_fit = split_indices(preds.n, s.n_re, fold=0, seed=s.seed)[0].shape[0]
+    refuse_small_test_set(preds.n - n_fit, preds.n)
     recalibrator, steps = _pbr_recalibrator(s, n_fit, reporter)
     auto = steps > 1
 
@@ -485,6 +496,7 @@ def run_compare(preds: Predictions, s: CompareSettings, reporter: Reporter, *, d
                 data_key: str = "") -> CompareResult:
     """pbr_core.experiments.compare; with ``s.diagrams``, each method's reliability table on fold 1's
     test set is taken from that fold's own predictions (no extra fit)."""
+    refuse_small_test_set(preds.n - s.n_re if s.n_te is None else s.n_te, preds.n)
     planned = s.n_folds * len(s.methods)
     result = CompareResult(settings=s, data_name=data_name, data_key=data_key, table=pd.DataFrame(),
                            diagrams={}, planned=planned, kind=preds.kind)
@@ -600,6 +612,7 @@ def run_generalization(preds: Predictions, s: GenSettings, reporter: Reporter, *
     """pbr_core.experiments.kl_vs_ece_gap (paper Section 6.1, Figure 2)."""
     import warnings
 
+    refuse_small_test_set(s.n_re, preds.n)  # the gap's test subset has n_re rows
     extra = method_params(s.objective, max_iter=s.max_iter, optimizer="adam" if s.batched else None)
     reporter.plan([((f"α={a:g}",), 1.0) for _ in range(s.n_folds) for a in s.alphas])
     reporter.progress(0, len(s.alphas) * s.n_folds)
@@ -646,6 +659,29 @@ class ShipSettings:
             out["Settings"] = _params(self.params())
         out["Held out"] = f"{self.holdout:.0%} (split seed {self.seed})" if self.holdout > 0 else "nothing"
         return out
+
+
+#: The Fit & apply page's holdout slider: its step and largest value, in percent.
+HOLDOUT_STEP, HOLDOUT_MAX = 5, 50
+
+
+def min_holdout_percent(n: int) -> int | None:
+    """The smallest share held out (a multiple of :data:`HOLDOUT_STEP` %, at most :data:`HOLDOUT_MAX` %)
+    whose rows reach ``pbr_core.experiments.MIN_TEST_ROWS`` in a file of ``n`` rows; None when none does."""
+    from pbr_core.experiments import MIN_TEST_ROWS
+
+    for percent in range(HOLDOUT_STEP, HOLDOUT_MAX + 1, HOLDOUT_STEP):
+        if ShipSettings(holdout=percent / 100).split(n)[1] >= MIN_TEST_ROWS:
+            return percent
+    return None
+
+
+def default_holdout_percent(n: int) -> int:
+    """The Fit & apply page's default share held out: 20 %, or the smallest share that holds out
+    ``MIN_TEST_ROWS`` rows when 20 % does not (30 % of a 504-row file: 151 rows), or 0 % (fit on every
+    row, measured on them, said so) when no share up to 50 % does."""
+    least = min_holdout_percent(n)
+    return 0 if least is None else max(20, least)
 
 
 @dataclass
@@ -726,6 +762,8 @@ def run_ship(preds: Predictions, s: ShipSettings, reporter: Reporter, *, data_na
     (or, with nothing held out, on the rows it was fitted on)."""
     start = time.perf_counter()
     n_fit, n_held = s.split(preds.n)
+    if n_held:  # nothing held out: measured on the fitted rows, which the page says
+        refuse_small_test_set(n_held, preds.n)
     if n_held:
         re_idx, te_idx = split_indices(preds.n, n_fit, fold=0, seed=s.seed)
         fit_set, eval_set = preds.subset(re_idx), preds.subset(te_idx)
@@ -754,6 +792,7 @@ def run_apply(preds: Predictions, recalibrator: Recalibrator, source: str, repor
               binary_ece: BinaryECE = DEFAULT_BINARY_ECE, data_name: str = "", data_key: str = "") -> ApplyResult:
     """Apply a saved (fitted) recalibrator to every row of the loaded file and measure it there."""
     start = time.perf_counter()
+    refuse_small_test_set(preds.n, preds.n)
     reporter.progress(0, 1)
     reporter.step(f"Applying {_label(recalibrator.method)} to {preds.n:,} rows")
     notes: list[str] = []
@@ -808,6 +847,7 @@ def run_group_gaps(preds: Predictions, s: GroupGapSettings, reporter: Reporter, 
     from pbr_core.experiments.group_gaps import recalibration_by_group
     from pbr_core.groups import group_keys
 
+    refuse_small_test_set(preds.n - s.n_re, preds.n)
     groups = len(set(group_keys(preds, s.by)[0].tolist()))
     planned = s.n_folds * (1 + groups)
     reporter.progress(0, planned)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import os
 import re
 import threading
 from dataclasses import dataclass, field, replace
@@ -525,6 +526,21 @@ def server_root() -> Path | None:
     return data_root(configured) if configured else None
 
 
+def within_data_root(message: str) -> str:
+    """``message`` with the data folder's absolute path taken out: the files of a dataset on the
+    server are named relative to it, as the user typed them and as the page names them elsewhere
+    (an error said ``/srv/prediction-logs/2025/bad.csv``; the server's folders are not the user's
+    business). The folder itself, where a message names it alone, is "the data folder"."""
+    root = server_root()
+    if root is None:
+        return message
+    raw = os.environ.get("PBR_CALIB_DATA_ROOT", "").strip()
+    for prefix in dict.fromkeys([str(root), *([raw.rstrip("/\\")] if raw and os.path.isabs(raw) else [])]):
+        if len(prefix) > 1:  # never "/" itself: that would touch every path
+            message = message.replace(prefix + os.sep, "").replace(prefix, "the data folder")
+    return message
+
+
 def _server_key(files: list[str], options: LoadOptions) -> str:
     h = hashlib.blake2b(digest_size=16)
     for f in files:
@@ -577,7 +593,7 @@ def load_server(path: str, options: LoadOptions = LoadOptions()) -> str | None:
         stats, sample = scan_dataset(ds, configs, sample_size=server_sample_rows(), progress=progress)
         key = _server_key(files, options)
     except (ServerPathError, PredictionsError) as exc:
-        return _set_error(shown, str(exc), None, options)
+        return _set_error(shown, within_data_root(str(exc)), None, options)
     except Exception as exc:  # noqa: BLE001 - a bad dataset must never crash the app
         logger.exception("reading the server dataset %s failed", shown)
         return _set_error(shown, f"it could not be read ({type(exc).__name__}).", None, options)

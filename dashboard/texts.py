@@ -6,10 +6,51 @@ generalisation bounds, reuse the L and eps texts). Written for someone who has n
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+from typing import TYPE_CHECKING, Iterable
 
 if TYPE_CHECKING:
     from pbr_core.recalibrators import Recalibrator
+
+# ---------------------------------------------------------------------- user-provided text
+#: ASCII punctuation: CommonMark lets a backslash make any of these a literal character.
+_MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+_LINE_BREAKS = re.compile(r"[\r\n\t\v\f\x85\u2028\u2029]+")
+
+
+def md(value: object) -> str:
+    r"""A user-provided string (a file, column, class or group name, a path, a value from a saved file)
+    as literal text inside the Markdown of a Streamlit element (``st.markdown``, captions, alerts,
+    titles, widget labels and help, metric labels, tab and expander labels).
+
+    Every ASCII punctuation character gets a backslash, which CommonMark reads as that character
+    and nothing more, so ``![x](http://host/x.png)`` is shown as typed and never fetched, and no
+    name can make a link, an emphasis, a heading, HTML, a colour directive or LaTeX. Line breaks are
+    shown as spaces (a name is one line).
+
+    Examples
+    --------
+    >>> print(md("![x](http://127.0.0.1:9/x.png)"))
+    \!\[x\]\(http\:\/\/127\.0\.0\.1\:9\/x\.png\)
+    >>> print(md("p_cat"))
+    p\_cat
+    """
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", _LINE_BREAKS.sub(" ", str(value)))
+
+
+def md_list(values: "Iterable[object]", sep: str = ", ") -> str:
+    """Several user-provided strings as literal Markdown text, joined with ``sep``."""
+    return sep.join(md(v) for v in values)
+
+
+def plot_text(value: object) -> str:
+    """A user-provided string as literal text in a plotly title, axis title, legend or hover label.
+
+    Plotly reads a subset of HTML in those (``<b>``, ``<a href>``, ``<br>``, entities); ``&``, ``<``
+    and ``>`` are written as entities, which it shows as the characters themselves."""
+    text = _LINE_BREAKS.sub(" ", str(value))
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
 
 N_BINS_HELP = (
     "The confidences are split into B equal-width bins, (0, 1/B], (1/B, 2/B], …, ((B-1)/B, 1]. "
@@ -987,3 +1028,29 @@ SERVER_DATA_INTRO = (
     "row; PBR, Compare and Fit & apply use a random sample."
 )
 
+
+# ---------------------------------------------------------------------- serving (dashboard/serving.py)
+#: What Streamlit's default of each setting of dashboard.serving.SAFE_SETTINGS would do here.
+SERVING_DEFAULTS = {
+    "server.address": "answer on every network interface of the server (the dashboard has no login)",
+    "client.showErrorDetails": "show error details (tracebacks, server paths) in the browser",
+    "browser.gatherUsageStats": "send usage statistics to Streamlit",
+}
+SERVING_UNSAFE = (
+    "This dashboard was started without its safety settings, so it does not open. Its settings file "
+    "(`.streamlit/config.toml`, also beside `dashboard/app.py`) was not read, and Streamlit's defaults would:\n\n"
+    "{problems}\n\nStart it from the project's folder (`streamlit run dashboard/app.py`), or give each setting "
+    "on the command line (for instance `--server.address localhost --client.showErrorDetails none "
+    "--browser.gatherUsageStats false`). The README's *Serving* section says how to serve a team."
+)
+HOST_REFUSED = (
+    "This dashboard does not answer to the address *{host}*. Open it under the name it is served under "
+    "(for instance http://localhost:8501). To serve it under another name, the operator lists the name in "
+    "`PBR_CALIB_ALLOWED_HOSTS` (README, *Serving*)."
+)
+
+
+
+def serving_unsafe(keys: "Iterable[str]") -> str:
+    """Why the app refuses to open: the settings left at Streamlit's default and what each would do."""
+    return SERVING_UNSAFE.format(problems="\n".join(f"- `{k}`: {SERVING_DEFAULTS[k]}" for k in keys))

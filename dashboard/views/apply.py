@@ -13,6 +13,7 @@ import streamlit as st
 
 from dashboard import figures_recal as FR
 from dashboard import jobs, recal_ui, runs, state, texts
+from pbr_core.experiments import MIN_TEST_ROWS, small_test_set_problem
 from pbr_core.recalibrators import MAX_ITERATIONS, Recalibrator, RecalibratorFileError, available_methods
 
 #: Unexpected failures (bugs) are logged here with their traceback; the page shows a plain message.
@@ -23,22 +24,25 @@ K_ALPHA = "ship_alpha"
 K_HOLDOUT = "ship_holdout"
 K_SEED = "ship_seed"
 K_MAX_ITER = "ship_max_iter"
+K_FOR = "ship_for"               # which data the holdout's default belongs to
 K_UPLOAD = "apply_upload"
 K_PARSED = "apply_parsed"        # (digest, recalibrator or None, error or None) of the last upload
 K_TRIAL = "apply_trial"          # ((digest, data key), error or None): a one-row trial prediction
 
 
-def _ship_controls(loaded: state.Loaded, running: bool) -> runs.ShipSettings:
+def _ship_controls(loaded: state.Loaded, running: bool) -> runs.ShipSettings | None:
     preds = loaded.preds
     multiclass = preds.kind == "multiclass"
+    # 20 % held out, or more on a small file so that the check has a test set worth measuring.
+    state.reset_for_data(K_FOR, loaded.key, {K_HOLDOUT: runs.default_holdout_percent(preds.n)})
     methods = [m for m in available_methods() if m != "uncalibrated"]
     if st.session_state.get(K_METHOD) not in methods:
         st.session_state[K_METHOD] = "temperature" if "temperature" in methods else methods[0]
     c = st.columns([2, 1.4, 1, 1.6], gap="medium", vertical_alignment="bottom")
     method = c[0].selectbox("Method", methods, key=K_METHOD, persist_state="session", disabled=running,
                             format_func=lambda m: texts.method_label(m, multiclass), help=texts.SHIP_METHOD_HELP)
-    holdout = c[1].slider("Hold out to check it", 0, 50, 20, 5, key=K_HOLDOUT, persist_state="session",
-                          disabled=running, format="%d%%", help=texts.SHIP_HOLDOUT_HELP) / 100
+    holdout = c[1].slider("Hold out to check it", 0, runs.HOLDOUT_MAX, step=runs.HOLDOUT_STEP, key=K_HOLDOUT,
+                          persist_state="session", disabled=running, format="%d%%", help=texts.SHIP_HOLDOUT_HELP) / 100
     seed = int(c[2].number_input("Split seed", min_value=0, value=0, key=K_SEED, persist_state="session",
                                  disabled=running or holdout == 0, help=texts.SEED_HELP))
     alpha = None
@@ -57,6 +61,11 @@ def _ship_controls(loaded: state.Loaded, running: bool) -> runs.ShipSettings:
     where = f" on {runs.device_label()}" if runs.is_gp(method) else ""
     st.caption(f"Fits on **{n_fit:,}** rows{where} and checks on the **{n_held:,}** held-out rows."
                if n_held else f"Fits on all **{n_fit:,}** rows{where}. " + texts.SHIP_IN_SAMPLE)
+    problem = small_test_set_problem(n_held) if n_held else None
+    if problem:  # a check on too few held-out rows says nothing: refused, with what to do
+        todo = texts.holdout_todo(preds.n, MIN_TEST_ROWS, runs.min_holdout_percent(preds.n))
+        st.error(f"{problem} {todo}", icon=":material/block:")
+        return None
     return settings
 
 
@@ -120,6 +129,9 @@ def _apply_controls(loaded: state.Loaded, running: bool) -> tuple[Recalibrator, 
     problem = _trial(rec, loaded)
     if problem:
         st.error(f"{name} cannot be applied to {loaded.name}: {problem}", icon=":material/error:")
+        return None
+    if preds.n < MIN_TEST_ROWS:  # its ECE before / after would say nothing
+        st.error(texts.apply_too_small(loaded.name, preds.n, MIN_TEST_ROWS), icon=":material/block:")
         return None
     return rec, name
 

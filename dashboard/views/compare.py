@@ -12,7 +12,8 @@ import streamlit as st
 
 from dashboard import figures_recal as FR
 from dashboard import jobs, recal_ui, runs, state, tables, texts
-from pbr_core.experiments import PAPER_N_RE_VALUES
+from pbr_core.experiments import (MIN_TEST_ROWS, PAPER_N_RE, PAPER_N_RE_VALUES, default_n_re, max_n_re,
+                                  small_test_set_problem)
 from pbr_core.recalibrators import MAX_ITERATIONS, available_methods
 
 K_METHODS = "cmp_methods"
@@ -34,10 +35,15 @@ K_FOR = "cmp_for"
 DEFAULT_METHODS = ("uncalibrated", "temperature", "isotonic", "pbr")
 
 
+def _sweep_values(n: int) -> list[int]:
+    """The paper's n_re values that leave at least MIN_TEST_ROWS rows to test on (the sweep's fixed test set)."""
+    return [v for v in PAPER_N_RE_VALUES if v <= max_n_re(n)]
+
+
 def _defaults(n: int) -> dict[str, object]:
-    values = [v for v in PAPER_N_RE_VALUES if v < n]
-    return {K_N_RE: min(1000, n - 1), K_N_TE: 0,
-            K_SWEEP_VALUES: [v for v in values if v <= 1000] or values[:1] or [max(2, n // 2)]}
+    # The paper's n_re = 1000 only on a file of 2,000 rows or more, else half: a test set worth measuring.
+    return {K_N_RE: default_n_re(n), K_N_TE: 0,
+            K_SWEEP_VALUES: [v for v in _sweep_values(n) if v <= PAPER_N_RE]}
 
 
 def _reset_for_new_data(loaded: state.Loaded) -> None:
@@ -94,6 +100,12 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.CompareSettings | Non
     if n_te is not None and int(n_re) + n_te > preds.n:
         st.error(f"{int(n_re):,} recalibration rows and {n_te:,} test rows need {int(n_re) + n_te:,} rows, "
                  f"but the file has {preds.n:,}. Lower one of them (0 test rows = all the others).")
+        return None
+    problem = small_test_set_problem(preds.n - int(n_re) if n_te is None else n_te)
+    if problem:  # folds of a test set too small to say anything: refused, with what to do
+        todo = (texts.more_test_rows_todo(MIN_TEST_ROWS) if n_te is not None and int(n_re) <= max_n_re(preds.n)
+                else texts.fewer_fit_rows_todo(preds.n, max_n_re(preds.n), MIN_TEST_ROWS))
+        st.error(f"{problem} {todo}", icon=":material/block:")
         return None
     return settings
 
@@ -186,7 +198,11 @@ def _sweep(loaded: state.Loaded, methods: list[str], running: bool) -> None:
     st.subheader("How much recalibration data is needed? (n_re sweep)")
     st.markdown(texts.SWEEP_INTRO)
     preds = loaded.preds
-    values = [v for v in PAPER_N_RE_VALUES if v < preds.n]
+    values = _sweep_values(preds.n)
+    if not values:  # even the smallest n_re leaves fewer than MIN_TEST_ROWS rows to test on
+        st.info(f"{small_test_set_problem(preds.n - PAPER_N_RE_VALUES[0])} "
+                f"{texts.fewer_fit_rows_todo(preds.n, max_n_re(preds.n), MIN_TEST_ROWS)}", icon=":material/block:")
+        return
     c = st.columns([3, 1, 1], gap="medium", vertical_alignment="bottom")
     chosen = c[0].multiselect("n_re values", values, key=K_SWEEP_VALUES, persist_state="session",
                               disabled=running or not values, help=texts.N_RE_VALUES_HELP)

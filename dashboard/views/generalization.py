@@ -6,7 +6,7 @@ import streamlit as st
 
 from dashboard import figures_recal as FR
 from dashboard import jobs, recal_ui, runs, state, tables, texts
-from pbr_core.experiments import PAPER_ALPHAS
+from pbr_core.experiments import MIN_TEST_ROWS, PAPER_ALPHAS, PAPER_N_RE, small_test_set_problem
 from pbr_core.recalibrators import MAX_ITERATIONS, methods_taking
 
 K_OBJECTIVE = "gen_objective"
@@ -21,7 +21,8 @@ K_FOR = "gen_for"
 
 
 def _reset_for_new_data(loaded: state.Loaded) -> None:
-    state.reset_for_data(K_FOR, loaded.key, {K_N_RE: max(2, min(1000, loaded.preds.n // 2))})
+    # The paper's 1000 when 2,000 rows allow it, else half the rows; at least MIN_TEST_ROWS (the test subset).
+    state.reset_for_data(K_FOR, loaded.key, {K_N_RE: max(2, min(PAPER_N_RE, loaded.preds.n // 2))})
 
 
 def _default_folds() -> int:
@@ -64,6 +65,10 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.GenSettings | None:
         return None
     if 2 * n_re > preds.n:
         st.info(f"n_re = {n_re:,} needs 2 × n_re ≤ n = {preds.n:,} rows.")
+        return None
+    problem = small_test_set_problem(n_re)  # the gap's test subset has n_re rows
+    if problem:
+        st.error(f"{problem} {texts.gen_too_small_todo(preds.n, MIN_TEST_ROWS)}", icon=":material/block:")
         return None
     return runs.GenSettings(objective=objective, alphas=tuple(sorted(alphas)), n_re=n_re, n_folds=n_folds, seed=seed,
                             eps=eps, max_iter=max_iter, binary_ece=state.recal_binary_ece(preds),

@@ -101,7 +101,8 @@ def render() -> None:
     try:
         report = _measure(loaded, view, by, every)
     except ValueError as exc:  # the grouping (too many groups, not a date) or a bad row of a server dataset
-        st.error(f"Cannot group by {' and '.join(by)}: {texts.groups_problem(str(exc))}", icon=":material/error:")
+        st.error(f"Cannot group by {' and '.join(by)}: {texts.groups_problem(state.within_data_root(str(exc)))}",
+                 icon=":material/error:")
         return
     except Exception:  # noqa: BLE001 - a file gone or unreadable on the server: never a traceback on the page
         logger.exception("calibration by group of %s failed", loaded.file_name)

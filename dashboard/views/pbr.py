@@ -10,7 +10,7 @@ import streamlit as st
 
 from dashboard import figures_recal as FR
 from dashboard import fit_estimate, jobs, recal_ui, runs, state, tables, texts
-from pbr_core.experiments import PAPER_ALPHAS
+from pbr_core.experiments import MIN_TEST_ROWS, PAPER_ALPHAS, default_n_re, max_n_re, small_test_set_problem
 from pbr_core.recalibrators import MAX_ITERATIONS, gp_method
 from pbr_core.recalibrators.gp import mc_description
 
@@ -35,10 +35,11 @@ CV_SCORES = texts.CV_SCORE_LABELS
 
 
 def _reset_for_new_data(loaded: state.Loaded) -> None:
-    state.reset_for_data(K_FOR, loaded.key, {K_N_RE: min(1000, loaded.preds.n - 1)})
+    # The paper's 1000 only on a file of 2,000 rows or more, else half: a test part worth measuring.
+    state.reset_for_data(K_FOR, loaded.key, {K_N_RE: default_n_re(loaded.preds.n)})
 
 
-def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings:
+def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings | None:
     preds = loaded.preds
     c = st.columns([2, 1.5, 1], gap="medium")
     objective = c[0].radio("Objective", list(texts.OBJECTIVE_LABELS), format_func=texts.OBJECTIVE_LABELS.get,
@@ -81,6 +82,10 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings:
     seed = int(d[1].number_input("Split seed", min_value=0, value=0, key=K_SEED, persist_state="session",
                                  disabled=running, help=texts.SEED_HELP))
     d[2].markdown(f"Fit on **{n_re:,}** rows, test on **{preds.n - n_re:,}** rows.")
+    problem = small_test_set_problem(preds.n - n_re)
+    if problem:  # a test part too small to say anything: refused, with what to do
+        st.error(f"{problem} {texts.fewer_fit_rows_todo(preds.n, max_n_re(preds.n), MIN_TEST_ROWS)}",
+                 icon=":material/block:")
     if runs.is_gp(method):  # a GP fit: its time is worth saying before it starts
         est = fit_estimate.estimate(n_re, preds.n, preds.n_classes, uses_alpha and alpha is None, len(grid), cv_folds,
                                     n_jobs=runs.fold_jobs(cv_folds), gpu=runs.device_label() != "CPU")
@@ -112,6 +117,8 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings:
             n_prior = int(round(prior_split * n_re))
             st.caption(f"The prior is chosen on {n_prior:,} of the {n_re:,} recalibration rows; the posterior and "
                        f"the bounds use the other {n_re - n_prior:,}.")
+    if problem:
+        return None
     return runs.PBRSettings(objective=objective, mean_approx=bool(mean_approx), alpha=alpha, alpha_grid=grid,
                             cv_folds=cv_folds, cv_score=cv_score, n_re=n_re, seed=seed, eps=eps, lipschitz=lip,
                             max_iter=max_iter, binary_ece=state.recal_binary_ece(preds), prior_split=prior_split,
