@@ -6,7 +6,8 @@ and Appendices F-G:
 * :func:`compare` - cross-validated comparison of recalibrators (Table 1): one row per (method, fold).
 * :func:`summarize`, :func:`summary_table`, :func:`best_mask` - mean ± std over folds, best per column.
 * :func:`paired_tests` - does A differ from B beyond fold-to-fold noise: paired t-test, Wilcoxon
-  signed-rank and corrected resampled t-test over folds, mean difference with its interval.
+  signed-rank and corrected resampled t-test over folds, mean difference with its interval;
+  :func:`shown_best` - the best method only when the folds show it (:data:`MIN_PAIRED_FOLDS` = 6).
 * :func:`kl_vs_ece_gap` - KL against the ECE generalisation gap over alpha (Section 6.1, Figure 2);
   :func:`fold_kendall` - whether the two go together: Kendall's tau within each fold, tested across folds.
 * :func:`n_re_sweep` - test ECE against the recalibration set size (Figure 3).
@@ -56,7 +57,8 @@ from pbr_core.experiments._protocol import (
 from pbr_core.experiments.compare import COMPARE_COLUMNS, compare, fit_and_evaluate
 from pbr_core.experiments.holdout import HeldOutFit, fit_and_test
 from pbr_core.experiments.kl_gap import KL_GAP_COLUMNS, FoldKendall, KLGapResult, fold_kendall, kl_vs_ece_gap
-from pbr_core.experiments.paired import PAIRED_COLUMNS, TEST_NAMES, default_pairs, paired_test, paired_tests
+from pbr_core.experiments.paired import (MIN_PAIRED_FOLDS, PAIRED_COLUMNS, TEST_NAMES, default_pairs, min_paired_folds,
+                                        paired_test, paired_tests, shown_best, too_few_folds)
 from pbr_core.experiments.summary import HIGHER_IS_BETTER, LOWER_IS_BETTER, best_mask, summarize, summary_table
 from pbr_core.experiments.sweep import PAPER_N_RE_VALUES, n_re_sweep
 
@@ -67,6 +69,7 @@ __all__ = [
     "HIGHER_IS_BETTER",
     "KL_GAP_COLUMNS",
     "LOWER_IS_BETTER",
+    "MIN_PAIRED_FOLDS",
     "MIN_TEST_ROWS",
     "PAIRED_COLUMNS",
     "PAPER_ALPHAS",
@@ -95,12 +98,15 @@ __all__ = [
     "fold_permutation",
     "kl_vs_ece_gap",
     "max_n_re",
+    "min_paired_folds",
     "n_re_sweep",
     "paired_test",
     "paired_tests",
+    "shown_best",
     "small_test_set_problem",
     "split_indices",
     "summarize",
     "summary_table",
+    "too_few_folds",
     "tqdm_progress",
 ]
