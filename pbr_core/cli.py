@@ -122,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["table", "json"], default="table", help="output format (default table)")
     p.add_argument("--by", action="append", default=[], metavar="COLUMN",
                    help="also measure calibration per group of this column (repeat once for pairs of columns; "
-                        "'true class' groups by the label); the column is kept as a group column")
+                        "'predicted class' groups by the class the model predicted, 'each class' measures "
+                        "every class against the rest); the column is kept as a group column")
     p.add_argument("--every", choices=["day", "week", "month"], default=None,
                    help="with --by on a date column: group the dates by day, week or month")
     p.add_argument("--map-scores", default=None, metavar="COLUMN",
@@ -436,7 +437,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise CLIError("--by: one or two columns", EXIT_USAGE)
     if args.every and not args.by:
         raise CLIError("--every needs --by (a date column)", EXIT_USAGE)
-    wanted = [c for c in args.by if c != "true class"]
+    from pbr_core.groups import EACH_CLASS, PREDICTED_CLASS
+
+    wanted = [c for c in args.by if c not in (PREDICTED_CLASS, EACH_CLASS, "true class")]
     if wanted:  # a column to group by is never read as a score
         named = [c.strip() for c in (args.group_columns or "").split(",") if c.strip()]
         args.group_columns = ",".join(dict.fromkeys([*named, *wanted]))
@@ -516,26 +519,31 @@ def _mapped(args: argparse.Namespace):
 
 
 def _groups_json(report) -> dict[str, Any]:
+    from pbr_core.groups import gap_statement, group_statements
+
     return {"by": report.by, "test": report.test, "interval": report.interval, "largest_gap": report.largest_gap,
+            "statements": {"largest_gap": gap_statement(report), "groups": group_statements(report)},
             "rows": json.loads(report.table.to_json(orient="records", double_precision=15))}
 
 
 def group_text(report) -> str:
     """The per-group table as text, with the test, the small groups and the largest gap."""
+    from pbr_core.groups import gap_statement, group_statements
+    from pbr_core.significance import format_p
+
     t = report.table
-    shown = t[["group", "n", "rate", "mean_predicted", "ece", "ece_low", "ece_high", "mce", "brier",
-                          "p_holm"]].copy()
+    shown = t[["group", "n", "rate", "mean_predicted", "ece", "ece_low", "ece_high", "ece_corrected", "mce",
+               "brier"]].copy()
     rate = "frequency of y=1" if report.target == "positive" else "accuracy"
-    shown.columns = ["group", "n", rate, "mean predicted", "ECE", "ECE low", "ECE high", "MCE", "Brier",
-                        "p (Holm)"]
+    shown.columns = ["group", "n", rate, "mean predicted", "ECE", "ECE low", "ECE high", "ECE corrected", "MCE",
+                     "Brier"]
+    shown["p (Holm)"] = [format_p(p) for p in t["p_holm"]]
     shown.insert(1, "", ["(too few rows)" if small else "" for small in t["too_small"]])
     lines = [f"calibration by {' × '.join(report.by)} ({'p(y=1)' if report.target == 'positive' else 'top label'}; "
-             f"ECE with B = floor(n_group^(1/3)), {report.level:.0%} {report.interval}; test: {report.test})",
-             shown.to_string(index=False, float_format=lambda v: f"{v:.4g}")]
-    g = report.largest_gap
-    if g:
-        lines.append(f"largest gap: ECE({g['worst']}) - ECE({g['best']}) = {g['gap']:.4f} "
-                     f"({report.level:.0%} interval {g['low']:.4f} to {g['high']:.4f})")
+             f"ECE with B = floor(n_group^(1/3)), {report.level:.0%} {report.interval}; ECE corrected: with the "
+             f"part noise adds removed; test: {report.test})",
+             shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"),
+             "largest gap: " + gap_statement(report), "each group:", *(f"  {s}" for s in group_statements(report))]
     return "\n".join(lines)
 
 

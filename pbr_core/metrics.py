@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Iterable, Literal, Sequence
 
@@ -555,38 +556,70 @@ def _split_statistics(a: np.ndarray, b: np.ndarray, n: int) -> tuple[np.ndarray,
     return plug_in, split
 
 
-def _split_interval(a: np.ndarray, b: np.ndarray, boot_a: np.ndarray, boot_b: np.ndarray, n: int,
-                    level: float, boot_n: np.ndarray | None = None) -> tuple[float, float]:
-    """[split - z sd(split*), plug-in + z sd(plug-in*)] cut to [0, 1]; ``boot_*`` are (n_boot, B) sums;
-    ``boot_n`` (n_boot,): each replicate's number of rows where it is not n (Poisson bootstrap)."""
-    z = NormalDist().inv_cdf(0.5 + level / 2)  # stdlib: importing scipy.stats costs seconds
+@dataclass(frozen=True)
+class SplitEstimates:
+    """The two estimates of CE_B that bracket it (see :func:`ece_bootstrap_ci`) and their bootstrap
+    standard deviations: ``ece`` (plug-in, biased upward) and ``split`` (whose mean is at most CE_B,
+    and exactly 0 for a calibrated model of any size: a bias-corrected estimate)."""
+
+    ece: float
+    split: float
+    sd_ece: float
+    sd_split: float
+
+    def interval(self, level: float) -> tuple[float, float]:
+        """[split - z sd(split*), plug-in + z sd(plug-in*)] cut to [0, 1]."""
+        z = NormalDist().inv_cdf(0.5 + level / 2)  # stdlib: importing scipy.stats costs seconds
+        return float(max(0.0, self.split - z * self.sd_split)), float(min(1.0, self.ece + z * self.sd_ece))
+
+
+def split_estimates_from_sums(a: np.ndarray, b: np.ndarray, boot_a: np.ndarray, boot_b: np.ndarray, n: int,
+                              boot_n: np.ndarray | None = None) -> SplitEstimates:
+    """:class:`SplitEstimates` from the per-bin gap sums of the two halves; ``boot_*`` are (n_boot, B)
+    sums; ``boot_n`` (n_boot,): each replicate's number of rows where it is not n (Poisson bootstrap)."""
     ece_hat, split = _split_statistics(a, b, n)
     ece_reps, split_reps = _split_statistics(boot_a, boot_b, n if boot_n is None else np.maximum(boot_n, 1.0))
-    lo = split - z * split_reps.std()
-    hi = ece_hat + z * ece_reps.std()
-    return float(max(0.0, lo)), float(min(1.0, hi))
+    return SplitEstimates(float(ece_hat), float(split), float(ece_reps.std()), float(split_reps.std()))
 
 
-def _interval(idx: np.ndarray, gap: np.ndarray, n_bins: int, n_boot: int, level: float, seed: int | None,
-              method: str) -> tuple[float, float]:
+def _split_interval(a: np.ndarray, b: np.ndarray, boot_a: np.ndarray, boot_b: np.ndarray, n: int,
+                    level: float, boot_n: np.ndarray | None = None) -> tuple[float, float]:
+    """The interval of :func:`ece_bootstrap_ci` from sums (see :func:`split_estimates_from_sums`)."""
+    return split_estimates_from_sums(a, b, boot_a, boot_b, n, boot_n).interval(level)
+
+
+def _split_sums(idx: np.ndarray, gap: np.ndarray, n_bins: int, n_boot: int, seed: int | None) -> SplitEstimates:
     rng = np.random.default_rng(seed)
-    if method == "percentile":
-        reps = _bootstrap_eces(idx, gap, n_bins, n_boot, rng)
-        lo, hi = np.quantile(reps, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
-        return float(lo), float(hi)
     keys = idx + n_bins * _random_halves(idx.shape[0], rng)
     sums = np.bincount(keys, weights=gap, minlength=2 * n_bins)
     reps = _bootstrap_bin_sums(keys, gap, 2 * n_bins, n_boot, rng)
-    return _split_interval(sums[:n_bins], sums[n_bins:], reps[:, :n_bins], reps[:, n_bins:], idx.shape[0], level)
+    return split_estimates_from_sums(sums[:n_bins], sums[n_bins:], reps[:, :n_bins], reps[:, n_bins:], idx.shape[0])
 
 
-IntervalMethod = Literal["split", "percentile"]
-_METHODS = ("split", "percentile")
+def split_estimates(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = None, n_boot: int = 1000,
+                    seed: int | None = 0) -> SplitEstimates:
+    """The plug-in ECE, the split (bias-corrected) estimate and their bootstrap standard deviations, as
+    :func:`ece_bootstrap_ci` computes them (same seed, same numbers: its interval is
+    ``split_estimates(...).interval(level)``)."""
+    n_boot = _check_n_boot(n_boot)
+    conf, out = confidence_and_outcome(probs, labels)
+    B = _resolve_n_bins(n_bins, conf.shape[0])
+    return _split_sums(bin_index(conf, B), conf - out, B, n_boot, seed)
+
+
+IntervalMethod = Literal["split"]
+#: Why the percentile bootstrap interval is no longer offered (the message of its error).
+PERCENTILE_REMOVED = (
+    "the percentile bootstrap interval was removed: it is centred on the ECE's upward bias, which resampling "
+    "makes larger, so it can exclude both the true binned error and the ECE itself (a calibrated model at "
+    "n = 10^6: [0.00249, 0.00374], 0 % coverage). Use the default method='split'.")
 
 
 def _check_method(method: str) -> str:
-    if method not in _METHODS:
-        raise ValueError(f"Expected argument `method` to be one of {', '.join(map(repr, _METHODS))}, but got {method!r}.")
+    if method == "percentile":
+        raise ValueError(PERCENTILE_REMOVED)
+    if method != "split":
+        raise ValueError(f"Expected argument `method` to be 'split', but got {method!r}.")
     return method
 
 
@@ -639,10 +672,10 @@ def ece_bootstrap_ci(
     the plug-in ECE and reaches further below it than above when sparse bins inflate the ECE.
     The simulation in benchmarks/bench_interval.py (RESULTS_interval.md) measures the coverage.
 
-    ``method="percentile"`` (the former default): the (1 - level)/2 and (1 + level)/2 quantiles
-    of the bootstrap ECEs. It describes the sampling variability of the ECE, but it is centred on a
-    biased value that resampling makes more biased, so it can exclude both CE_B and the ECE itself
-    (0% coverage of a calibrated model's CE_B = 0 in the benchmark).
+    The percentile bootstrap (the quantiles of the bootstrap ECEs, the former default) is no longer
+    offered: it is centred on a biased value that resampling makes more biased, so it can exclude
+    both CE_B and the ECE itself (0% coverage of a calibrated model's CE_B = 0 in the benchmark);
+    ``method="percentile"`` raises a ``ValueError`` that says so.
 
     Cost O(n * n_boot) in vectorised chunks of bounded memory: a few seconds per 1e8 draws
     (n * n_boot) on one core, so pass a smaller ``n_boot`` for tens of millions of rows
@@ -660,7 +693,7 @@ def ece_bootstrap_ci(
         Confidence level in (0, 1).
     seed : int or None
         Seeds the random split and the resamples (same seed, same interval).
-    method : {"split", "percentile"}
+    method : {"split"}
 
     Returns
     -------
@@ -685,7 +718,7 @@ def ece_bootstrap_ci(
     method = _check_method(method)
     conf, out = confidence_and_outcome(probs, labels)
     B = _resolve_n_bins(n_bins, conf.shape[0])
-    return _interval(bin_index(conf, B), conf - out, B, n_boot, level, seed, method)
+    return _split_sums(bin_index(conf, B), conf - out, B, n_boot, seed).interval(level)
 
 
 def _wilson(successes: np.ndarray, count: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
@@ -708,6 +741,7 @@ def reliability_diagram(
     n_bins: int | None = None,
     level: float = 0.95,
     interval: Literal["wilson"] = "wilson",
+    band_level: float = 0.9,
 ) -> pd.DataFrame:
     """Per-bin statistics of a reliability diagram (bins of paper Eq. 2).
 
@@ -715,7 +749,10 @@ def reliability_diagram(
     ``accuracy`` (binary input: frequency of y = 1), ``gap`` (accuracy - mean confidence),
     ``weight`` (count / n), ``ci_low``, ``ci_high``: a Wilson score interval at ``level`` for the
     bin's accuracy (it stays inside [0, 1] and behaves at 0 or n successes, unlike the normal
-    approximation). Empty bins have count 0 and NaN statistics (scikit-learn's
+    approximation), and ``band_low``, ``band_high``: the **consistency band** at ``band_level``,
+    where the bin's observed frequency falls at least that often if the model is calibrated
+    (:func:`pbr_core.significance.consistency_band`; Broecker & Smith 2007): a bar outside its band
+    is a gap larger than chance. Empty bins have count 0 and NaN statistics (scikit-learn's
     ``calibration_curve`` drops them instead).
     """
     if interval != "wilson":
@@ -724,22 +761,36 @@ def reliability_diagram(
     conf, out = confidence_and_outcome(probs, labels)
     B = _resolve_n_bins(n_bins, conf.shape[0])
     count, sum_conf, sum_out = _bin_sums(conf, out, B)
+    return reliability_table(count, sum_conf, sum_out, conf.shape[0], level, _check_level(band_level))
+
+
+def reliability_table(count: np.ndarray, sum_conf: np.ndarray, sum_out: np.ndarray, n: int, level: float,
+                      band_level: float = 0.9) -> pd.DataFrame:
+    """The :func:`reliability_diagram` table from the per-bin count, sum of confidence and sum of
+    outcome of B uniform bins (``n``: the rows the weights are shares of); streamed statistics build
+    it from their sums, so a file in memory and a stream give the same table."""
+    from pbr_core.significance import consistency_band
+
+    B = count.size
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_conf = sum_conf / count
         acc = sum_out / count
     lo, hi = _wilson(sum_out, count, level)
+    band_lo, band_hi = consistency_band(count, sum_conf, band_level)
     edges = bin_boundaries(B)
     return pd.DataFrame({
         "bin": np.arange(1, B + 1),
         "lower": np.concatenate([[0.0], edges[:-1]]),
         "upper": edges,
-        "count": count.astype(np.int64),
+        "count": np.asarray(count).astype(np.int64),
         "mean_confidence": mean_conf,
         "accuracy": acc,
         "gap": acc - mean_conf,
-        "weight": count / conf.shape[0],
+        "weight": count / n,
         "ci_low": lo,
         "ci_high": hi,
+        "band_low": band_lo,
+        "band_high": band_hi,
     })
 
 
@@ -916,7 +967,7 @@ def calibration_summary(
     count = np.bincount(idx, minlength=B)
     sum_gap = np.bincount(idx, weights=gap, minlength=B)
     nz = count > 0
-    lo, hi = _interval(idx, gap, B, n_boot, level, seed, ci_method)
+    lo, hi = _split_sums(idx, gap, B, n_boot, seed).interval(level)
     p2 = _as_matrix(p)
     acc = float(out.mean()) if top_label_only else _accuracy(p2, y)
     return {

@@ -74,7 +74,9 @@ def test_each_group_is_measured_like_the_whole_file_on_its_rows(adult):
         assert row.n == rows.n and row.n_bins == B
         assert row.ece == pytest.approx(pbr_core.ece(rows.p_positive, rows.labels, B), abs=1e-15)
         assert row.mce == pytest.approx(pbr_core.mce(rows.p_positive, rows.labels, B), abs=1e-15)
-        assert row.brier == pytest.approx(pbr_core.brier_score(rows.probs, rows.labels), abs=1e-15)
+        # The Brier score of what is measured, p(y=1): half the two-class sum
+        assert row.brier == pytest.approx(np.mean((rows.p_positive - rows.labels) ** 2), abs=1e-15)
+        assert row.brier == pytest.approx(pbr_core.brier_score(rows.probs, rows.labels) / 2, abs=1e-15)
         assert row.rate == pytest.approx(rows.labels.mean())
         lo, hi = pbr_core.ece_bootstrap_ci(rows.p_positive, rows.labels, n_bins=B, n_boot=200)
         assert (row.ece_low, row.ece_high) == pytest.approx((lo, hi))
@@ -87,11 +89,13 @@ def test_small_groups_are_flagged_not_hidden(adult):
     assert len(report.table) == 5 and report.table["n"].sum() == adult.n
     flagged = set(report.small)
     assert flagged == set(report.table.loc[report.table["n"] < G.MIN_ROWS, "group"])
+    report = G.calibration_by_group(adult, "race", n_boot=100, min_rows=150)
     gap = report.largest_gap
-    assert gap["worst"] not in flagged and gap["best"] not in flagged
-    by = report.table.set_index("group")["ece"]
-    assert gap["gap"] == pytest.approx(by[gap["worst"]] - by[gap["best"]])
-    assert gap["low"] < gap["high"]
+    assert "Other" in report.small and gap["worst"] not in report.small and gap["best"] not in report.small
+    by = report.table.set_index("group")
+    assert gap["gap"] == pytest.approx(by.loc[gap["worst"], "ece_corrected"] - by.loc[gap["best"], "ece_corrected"])
+    assert gap["measured_gap"] == pytest.approx(by.loc[gap["worst"], "ece"] - by.loc[gap["best"], "ece"])
+    assert gap["low"] < gap["gap"] < gap["high"] and gap["pairs"] == 6
 
 
 def test_two_columns_and_the_true_class(adult, llm):
@@ -102,12 +106,18 @@ def test_two_columns_and_the_true_class(adult, llm):
     assert mistral["n"] == rows.sum()
     assert mistral["ece"] == pytest.approx(pbr_core.ece(llm.confidence[rows], llm.correct[rows]), abs=1e-15)
     assert mistral["p_holm"] < 1e-6  # a 7B chat model is far from calibrated on MMLU
-    by_class = G.calibration_by_group(adult, "true class", target="top_label", n_boot=50)
-    assert set(by_class.table["group"]) == {"0", "1"} and by_class.target == "top_label"
+    by_class = G.calibration_by_group(adult, "predicted class", n_boot=50)
+    assert set(by_class.table["group"]) == {"0", "1"} and by_class.target == "positive"
+    predicted_1 = adult.p_positive > 0.5
+    assert by_class.table.set_index("group").loc["1", "n"] == predicted_1.sum()
     with pytest.raises(ValueError, match="no column 'zip'"):
         G.calibration_by_group(adult, "zip")
     with pytest.raises(ValueError, match="no classes"):
-        G.calibration_by_group(llm, "true class")
+        G.calibration_by_group(llm, "predicted class")
+    with pytest.raises(ValueError, match="grouping by the true class is not offered"):
+        G.calibration_by_group(adult, "true class")
+    with pytest.raises(ValueError, match="three or more classes"):
+        G.calibration_by_group(adult, "each class")
 
 
 def test_a_column_with_a_value_per_row_is_refused(adult):

@@ -71,16 +71,13 @@ def slow_interval(conf, out, B: int, n_boot: int, level: float, seed: int, metho
         return plug_in, split
 
     reps = [statistics_of(draws[r]) for r in range(n_boot)]
-    if method == "percentile":
-        lo, hi = np.quantile([r[0] for r in reps], [(1 - level) / 2, (1 + level) / 2])
-        return float(lo), float(hi)
     plug_in, split = statistics_of(range(n))
     z = statistics.NormalDist().inv_cdf(0.5 + level / 2)
     return (max(0.0, split - z * statistics.pstdev([r[1] for r in reps])),
             min(1.0, plug_in + z * statistics.pstdev([r[0] for r in reps])))
 
 
-@pytest.mark.parametrize("method", ["split", "percentile"])
+@pytest.mark.parametrize("method", ["split"])
 @pytest.mark.parametrize("B, seed, level", [(1, 0, 0.95), (4, 3, 0.95), (9, 7, 0.8), (30, 11, 0.99)])
 def test_interval_equals_a_slow_literal_implementation(method, B, seed, level):
     rng = np.random.default_rng(100 + seed)
@@ -136,21 +133,20 @@ def _coverage(f, truth: float, n: int, reps: int, method: str, seed: int) -> tup
 
 def test_coverage_of_the_binned_calibration_error():
     # n = 2000 rows, B = floor(n^(1/3)) = 12 bins, most of them thinly filled: the plug-in ECE of a
-    # calibrated model is mostly noise (about 0.03 against CE_B = 0). The percentile interval sits
-    # above the ECE's own biased value and never contains 0; the split interval covers CE_B at
+    # calibrated model is mostly noise (about 0.03 against CE_B = 0). The split interval covers CE_B at
     # least about 95% of the time and still excludes 0 for most data sets of a clearly miscalibrated model.
+    # (The percentile interval, removed, sat above the ECE's own biased value and never contained 0:
+    # benchmarks/RESULTS_interval.md.)
     # Fixed seeds; with 150 repetitions a true coverage of 95% falls below 0.9 with probability < 0.3%.
     n, reps = 2000, 150
     ce = _over_confident_ce()
     assert 0.04 < ce < 0.05
-    cal_pct, _, width_pct = _coverage(lambda c: c, 0.0, n, reps, "percentile", seed=1)
     cal_split, _, width_split = _coverage(lambda c: c, 0.0, n, reps, "split", seed=1)
     over_split, over_positive, _ = _coverage(lambda c: c**1.3, ce, n, reps, "split", seed=2)
-    assert cal_pct <= 0.05, cal_pct
     assert cal_split >= 0.93, cal_split
     assert over_split >= 0.9, over_split
     assert over_positive >= 0.5, over_positive  # informative: 0.66 here (the halves often disagree at n = 2000)
-    assert width_split < 2.5 * width_pct, (width_split, width_pct)
+    assert width_split < 0.06, width_split
 
 
 def test_interval_always_contains_the_ece_and_is_seeded(real):
@@ -161,11 +157,14 @@ def test_interval_always_contains_the_ece_and_is_seeded(real):
     assert pbr_core.ece_bootstrap_ci(p, y, n_boot=50) == pbr_core.ece_bootstrap_ci(p, y, n_boot=50)
 
 
-def test_unknown_method_is_named():
-    with pytest.raises(ValueError, match=r"`method` to be one of 'split', 'percentile', but got 'bca'"):
+def test_unknown_method_is_named_and_the_percentile_interval_is_refused_with_its_reason():
+    with pytest.raises(ValueError, match=r"`method` to be 'split', but got 'bca'"):
         pbr_core.ece_bootstrap_ci(np.array([0.2, 0.7]), np.array([0, 1]), method="bca")
-    with pytest.raises(ValueError, match="`method` to be one of"):
+    with pytest.raises(ValueError, match="`method` to be 'split'"):
         pbr_core.calibration_summary(np.array([0.2, 0.7]), np.array([0, 1]), ci_method="basic")
+    with pytest.raises(ValueError, match="percentile bootstrap interval was removed: .* can exclude both the true "
+                                         "binned error and the ECE itself"):
+        pbr_core.ece_bootstrap_ci(np.array([0.2, 0.7]), np.array([0, 1]), method="percentile")
 
 
 def test_default_n_boot_shrinks_only_for_large_files():

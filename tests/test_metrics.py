@@ -436,8 +436,6 @@ def test_calibration_summary_matches_the_individual_metrics(real):
     assert s["mce"] == pytest.approx(pbr_core.mce(p, y), abs=1e-15)
     assert (s["ece_ci_low"], s["ece_ci_high"]) == pbr_core.ece_bootstrap_ci(p, y, n_boot=100)
     assert s["ci_method"] == "split" and s["ece_ci_low"] <= s["ece"] <= s["ece_ci_high"]
-    old = pbr_core.calibration_summary(p, y, n_boot=100, ci_method="percentile")
-    assert (old["ece_ci_low"], old["ece_ci_high"]) == pbr_core.ece_bootstrap_ci(p, y, n_boot=100, method="percentile")
     assert s["brier"] == pytest.approx(pbr_core.brier_score(p, y), abs=1e-14)
     assert s["nll"] == pbr_core.nll(p, y)
     assert s["accuracy"] == pbr_core.accuracy(p, y)

@@ -2,13 +2,17 @@
 table from streamed, mergeable per-group sums.
 
 What a group's row of the table needs is a sum over its rows, once its B = floor(n_g^(1/3)) is
-known: n, the sums of confidence and outcome (rate, mean predicted), of the Brier terms and of
-Spiegelhalter's numerator and variance terms, and per bin of its B the count and the sums of
-confidence, outcome and gap (ECE, MCE, the reliability diagram). The ECE interval is the split
-interval of :meth:`CalibrationStatistics.ece_interval` (random halves, Poisson bootstrap) at the
-group's B. B depends on the group's final n, so the run makes two passes:
+known: n, the sums of confidence and outcome (rate, mean predicted), of the Brier terms and of the
+test of calibration (:data:`pbr_core.significance.SUM_NAMES`), and per bin of its B the count and
+the sums of confidence, outcome and gap (ECE, MCE, the reliability diagram). The ECE interval and
+the bias-corrected estimate come from the split sums of :meth:`CalibrationStatistics.ece_interval`
+(random halves, Poisson bootstrap) at the group's B. The exact (Monte Carlo) test of a group that
+carries little information needs its rows: the groups that may need it
+(:func:`pbr_core.groups.exact_eligible`, at most 5 million rows in all) keep their (p, y) pairs, so
+that the p-values equal those of the whole file in memory. B depends on the group's final n, so the
+run makes two passes:
 
-1. **Counting** reads only the group columns (and the labels when grouping by the true class):
+1. **Counting** reads only the group columns (and the scores when grouping by the predicted class):
    the groups and their n, hence each B, and the refusal of a column with too many values
    (:data:`pbr_core.groups.MAX_GROUPS`) before the expensive pass. Whether a text column holds
    dates is decided first on its first 200 values, as a whole-file read decides.
@@ -17,8 +21,11 @@ group's B. B depends on the group's final n, so the run makes two passes:
    :class:`CalibrationStatistics` in the same pass). Partial statistics of different units add up,
    so a Dask cluster runs one task per unit and merges them.
 
-Memory: per group (4 + 2 n_boot) B_g + 5 numbers; with 1000 groups and 1000 bootstrap replicates
-under 100 MB, much less for large datasets (fewer replicates, :func:`pbr_core.metrics.default_n_boot`).
+Each class against the rest ("each class") counts every row once per class.
+
+Memory: per group (4 + 2 n_boot) B_g + 12 numbers, plus the kept rows of small groups (16 bytes a
+row, at most 80 MB); with 1000 groups and 1000 bootstrap replicates under 200 MB, much less for
+large datasets (fewer replicates, :func:`pbr_core.metrics.default_n_boot`).
 """
 
 from __future__ import annotations
@@ -32,9 +39,11 @@ import pandas as pd
 
 from pbr_core import metrics as _m
 from pbr_core.bounds import optimal_n_bins
-from pbr_core.groups import (MAX_GROUPS, MIN_ROWS, GroupReport, by_names, check_group_count, class_keys,
-                             check_every, column_keys, group_report, is_date_column, join_keys, largest_gap,
-                             spiegelhalter_from_sums)
+from pbr_core import significance as _sig
+from pbr_core.groups import (EACH_CLASS, MAX_GROUPS, MIN_ROWS, PREDICTED_CLASS, GroupReport, brier_terms, by_names,
+                             check_every, check_group_count, check_not_outcome, class_keys, column_keys,
+                             exact_eligible, group_report, group_tests, is_date_column, join_keys, largest_gap,
+                             test_columns)
 from pbr_core.metrics import default_n_boot
 from pbr_core.predictions import Predictions, PredictionsError
 from pbr_core.stream._source import Dataset, Unit
@@ -43,7 +52,8 @@ from pbr_core.stream._stats import (CalibrationStatistics, StatsConfig, add_spli
 
 __all__ = ["GroupStatistics", "GroupsConfig", "compute_group_statistics"]
 
-TRUE_CLASS = "true class"
+#: The one key of every row when each class is measured against the rest (the counting pass only counts rows).
+_ALL_ROWS = "(all rows)"
 #: Mixed into the seed of a batch's group draws, so that they are not the overall statistics' draws.
 _SEED_TAG = 0x67726F75
 
@@ -64,16 +74,18 @@ class KeySpec:
 
     @property
     def columns(self) -> tuple[str, ...]:
-        """The columns to read (the true class comes from the labels)."""
-        return tuple(n for n in self.by if n != TRUE_CLASS)
+        """The columns to read (the predicted class comes from the scores)."""
+        return tuple(n for n in self.by if n not in (PREDICTED_CLASS, EACH_CLASS))
 
     def keys(self, frame: pd.DataFrame | None, preds: Predictions | None, unit: Unit, start: int) -> np.ndarray:
         """The group of every row of a batch (``frame``: its group columns; ``preds``: its predictions)."""
         parts = []
         for name, is_date, as_float in zip(self.by, self.dates, self.as_float):
-            if name == TRUE_CLASS:
+            if name == PREDICTED_CLASS:
                 parts.append(class_keys(preds))
                 continue
+            if name == EACH_CLASS:
+                return np.full(preds.n, _ALL_ROWS, dtype=object)
             col = frame[name]
             if as_float and pd.api.types.is_integer_dtype(col.dtype):
                 col = col.astype(np.float64)
@@ -104,6 +116,11 @@ class GroupsConfig:
         """B = floor(n_g^(1/3)) of every group."""
         return np.array([optimal_n_bins(n) for n in self.counts], dtype=np.intp)
 
+    @property
+    def exact(self) -> np.ndarray:
+        """The groups whose rows are kept for the exact test (:func:`pbr_core.groups.exact_eligible`)."""
+        return exact_eligible(self.counts)
+
 
 @dataclass
 class GroupStatistics:
@@ -113,28 +130,44 @@ class GroupStatistics:
     config: GroupsConfig
     offsets: np.ndarray = field(repr=False)      # (G,) first bin of each group in `bins`
     n: np.ndarray = field(repr=False)            # (G,) rows
-    sums: np.ndarray = field(repr=False)         # (5, G) conf, outcome, Brier, Spiegelhalter numerator, variance
+    sums: np.ndarray = field(repr=False)         # (3, G) conf, outcome, Brier
+    tests: np.ndarray = field(repr=False)        # (N_SUMS, G) the sums of the test of calibration
     bins: np.ndarray = field(repr=False)         # (4, T) count, sum conf, sum outcome, sum gap; T = sum B_g
     halves: np.ndarray = field(repr=False)       # (2T,) per group: gap sums of half 0 (B_g), then half 1
     boot: np.ndarray = field(repr=False)         # (n_boot, 2T) the same, Poisson-weighted per replicate
     boot_n: np.ndarray | None = field(default=None, repr=False)  # (n_boot, G) each replicate's rows per group
+    #: (p, y) blocks of the groups that may get the exact test (:func:`pbr_core.groups.exact_eligible`)
+    kept: dict[int, list[np.ndarray]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def empty(cls, config: GroupsConfig) -> "GroupStatistics":
         nb = config.n_bins
         G, T = nb.size, int(nb.sum())
         offsets = np.concatenate([[0], np.cumsum(nb)[:-1]]).astype(np.intp)
-        return cls(config=config, offsets=offsets, n=np.zeros(G, dtype=np.int64), sums=np.zeros((5, G)),
-                   bins=np.zeros((4, T)), halves=np.zeros(2 * T), boot=np.zeros((config.n_boot, 2 * T)),
-                   boot_n=np.zeros((config.n_boot, G)))
+        return cls(config=config, offsets=offsets, n=np.zeros(G, dtype=np.int64), sums=np.zeros((3, G)),
+                   tests=np.zeros((_sig.N_SUMS, G)), bins=np.zeros((4, T)), halves=np.zeros(2 * T),
+                   boot=np.zeros((config.n_boot, 2 * T)), boot_n=np.zeros((config.n_boot, G)))
 
     def update(self, preds: Predictions, codes: np.ndarray, key: tuple[int, ...]) -> "GroupStatistics":
         """Add a validated batch whose row i belongs to group ``codes[i]`` (an index into
-        ``config.groups``). ``key`` seeds the batch's random halves and bootstrap weights."""
+        ``config.groups``). ``key`` seeds the batch's random halves and bootstrap weights. Measuring
+        each class against the rest, every row counts once for every class (``codes`` unused)."""
         cfg = self.config
+        if cfg.spec.by == (EACH_CLASS,):
+            for k in range(len(cfg.groups)):
+                p = np.asarray(preds.probs[:, k], dtype=np.float64)
+                y = (preds.labels == k).astype(np.float64)
+                self._add(p, y, (p - y) ** 2, np.full(preds.n, k, dtype=np.intp), (*key, k))
+            return self
         conf, out = confidence_outcome(preds, cfg.target)
         conf = np.asarray(conf, dtype=np.float64)
         out = np.asarray(out, dtype=np.float64)
+        self._add(conf, out, brier_terms(preds, cfg.target), codes, key)
+        return self
+
+    def _add(self, conf: np.ndarray, out: np.ndarray, brier: np.ndarray, codes: np.ndarray,
+             key: tuple[int, ...]) -> None:
+        cfg = self.config
         G, T = self.n.size, self.bins.shape[1]
         nb = cfg.n_bins
         B_row = nb[codes]
@@ -147,21 +180,17 @@ class GroupStatistics:
         self.bins[0] += np.bincount(flat, minlength=T)
         for i, w in enumerate((conf, out, gap), start=1):
             self.bins[i] += np.bincount(flat, weights=w, minlength=T)
-        if preds.probs is not None:  # full vectors: the multiclass Brier score, as metrics.brier_score
-            p2, y = preds.probs, preds.labels
-            brier = (p2**2).sum(axis=1) - 2.0 * p2[np.arange(p2.shape[0]), y] + 1.0
-        else:
-            brier = gap**2
-        one_minus = 1 - 2 * conf
-        terms = (conf, out, brier, (out - conf) * one_minus, one_minus**2 * conf * (1 - conf))
         self.n += np.bincount(codes, minlength=G)
-        for i, w in enumerate(terms):
+        for i, w in enumerate((conf, out, brier)):
             self.sums[i] += np.bincount(codes, weights=w, minlength=G)
+        self.tests += _sig.test_sums_by(codes, G, conf, out)
+        for g in np.flatnonzero(cfg.exact & (np.bincount(codes, minlength=G) > 0)):
+            rows = codes == g
+            self.kept.setdefault(int(g), []).append(np.stack([conf[rows], out[rows]]))
         rng = np.random.default_rng(np.random.SeedSequence([cfg.seed & 0xFFFFFFFF, *map(int, key), _SEED_TAG]))
         half = rng.integers(0, 2, size=codes.size, dtype=np.intp)
         add_split_bootstrap(self.halves, self.boot, 2 * self.offsets[codes] + bin_ + B_row * half, gap, rng,
                             self.boot_n, np.repeat(np.arange(G), 2 * nb))
-        return self
 
     def merge(self, other: "GroupStatistics") -> "GroupStatistics":
         """The statistics of both sets of rows (in place; returns self)."""
@@ -169,6 +198,9 @@ class GroupStatistics:
             raise ValueError("Cannot merge group statistics kept for other groups or settings.")
         self.n += other.n
         self.sums += other.sums
+        self.tests += other.tests
+        for g, blocks in other.kept.items():
+            self.kept.setdefault(g, []).extend(blocks)
         self.bins += other.bins
         self.halves += other.halves
         self.boot += other.boot
@@ -187,42 +219,42 @@ class GroupStatistics:
             raise PredictionsError(f"group {cfg.groups[g]!r} had {cfg.counts[g]:,} rows when the groups were counted "
                                    f"and {int(self.n[g]):,} when they were measured: the dataset changed while it "
                                    "was read. Run again when it no longer changes.")
-        N = int(self.n.sum())
+        # Each class against the rest: every group holds every row.
+        N = int(self.n.max()) if cfg.spec.by == (EACH_CLASS,) else int(self.n.sum())
         nb = cfg.n_bins
 
         def replicate_rows(g: int) -> np.ndarray | None:
             """Each bootstrap replicate's rows of group g (its total Poisson weight), >= 1."""
             return None if self.boot_n is None else np.maximum(self.boot_n[:, g], 1.0)
 
-        rows, diagrams = [], {}
+        def kept_rows(g: int) -> tuple[np.ndarray, np.ndarray] | None:
+            if not cfg.exact[g]:
+                return None
+            both = np.concatenate(self.kept.get(g, [np.zeros((2, 0))]), axis=1)
+            return both[0], both[1]
+
+        tests = group_tests(self.tests, list(cfg.groups), kept_rows, level, cfg.seed)
+        rows, diagrams, corrected = [], {}, {}
         for g, name in enumerate(cfg.groups):
             n, B, o = int(self.n[g]), int(nb[g]), int(self.offsets[g])
             count, s_conf, s_out, s_gap = self.bins[:, o:o + B]
             a, b = 2 * o, 2 * o + B
-            lo, hi = _m._split_interval(self.halves[a:b], self.halves[b:b + B], self.boot[:, a:b],
-                                        self.boot[:, b:b + B], n, level, boot_n=replicate_rows(g))
+            est = _m.split_estimates_from_sums(self.halves[a:b], self.halves[b:b + B], self.boot[:, a:b],
+                                               self.boot[:, b:b + B], n, boot_n=replicate_rows(g))
+            lo, hi = est.interval(level)
+            corrected[name] = (est.split, est.sd_split)
             nz = count > 0
-            z, p = spiegelhalter_from_sums(float(self.sums[3, g]), float(self.sums[4, g]))
             rows.append({"group": name, "n": n, "share": n / N, "rate": float(self.sums[1, g] / n),
                          "mean_predicted": float(self.sums[0, g] / n), "n_bins": B,
-                         "ece": _m._ece_from_sums(s_gap, n),
-                         "ece_low": lo, "ece_high": hi,
+                         "ece": _m._ece_from_sums(s_gap, n), "ece_low": lo, "ece_high": hi,
+                         "ece_corrected": est.split,
                          "mce": float(np.max(np.abs(s_conf[nz] - s_out[nz]) / count[nz])),
-                         "brier": float(self.sums[2, g] / n), "z": z, "p_value": p, "too_small": n < min_rows})
+                         "brier": float(self.sums[2, g] / n), **test_columns(tests[g]), "too_small": n < min_rows})
             diagrams[name] = reliability_table(count, s_conf, s_out, n, level)
-        report = group_report(rows, diagrams, list(cfg.spec.by), cfg.target, level, cfg.spec.every)
+        target = "top_label" if cfg.spec.by == (EACH_CLASS,) else cfg.target
+        report = group_report(rows, diagrams, list(cfg.spec.by), target, level, cfg.spec.every)
         report.interval = f"split interval, Poisson bootstrap ({cfg.n_boot} replicates)"
-        index = {name: g for g, name in enumerate(cfg.groups)}
-
-        def ece_replicates(name: str) -> np.ndarray:
-            g = index[name]
-            o, B = int(self.offsets[g]), int(nb[g])
-            rows_r = replicate_rows(g)
-            return (np.abs(self.boot[:, 2 * o:2 * o + B] + self.boot[:, 2 * o + B:2 * o + 2 * B]).sum(axis=1)
-                    / (self.n[g] if rows_r is None else rows_r))
-
-        report.largest_gap = largest_gap(report.table, level, cfg.seed,
-                                         lambda w, bw, b, bb, rng: ece_replicates(w) - ece_replicates(b))
+        report.largest_gap = largest_gap(report.table, level, corrected)
         return report
 
 
@@ -255,8 +287,9 @@ class _Counts:
 
 def _frames(dataset: Dataset, unit: Unit, spec: KeySpec):
     """(first row, group columns as a DataFrame, Predictions or None) for every batch of ``unit``:
-    the raw group columns only, unless the true class is wanted (then the validated predictions)."""
-    if TRUE_CLASS in spec.by:
+    the raw group columns only, unless the predicted class is wanted or the rows are counted for each
+    class against the rest (then the validated predictions)."""
+    if PREDICTED_CLASS in spec.by or EACH_CLASS in spec.by:
         for start, preds in dataset.predictions(unit, spec.columns):
             yield start, preds.metadata, preds
         return
@@ -290,7 +323,7 @@ def unit_group_counts(dataset: Dataset, unit: Unit, spec: KeySpec, max_groups: i
 def _key_spec(dataset: Dataset, names: list[str], every: str | None) -> KeySpec:
     """Which columns ``every`` buckets as dates, decided on each column's first 200 values that are
     not missing, in file order (what a whole-file read looks at)."""
-    named = [n for n in names if n != TRUE_CLASS]
+    named = [n for n in names if n not in (PREDICTED_CLASS, EACH_CLASS)]
     dates = dict.fromkeys(named, False)
     if every is not None and named:
         import pyarrow as pa
@@ -325,12 +358,20 @@ def _check_columns(dataset: Dataset, names: list[str]) -> None:
     lay = dataset.layout()
     have = [c for c, role in lay.column_roles if role in ("group", "metadata")]
     for name in names:
-        if name == TRUE_CLASS:
+        if name == PREDICTED_CLASS:
             if not lay.has_class_ids:
                 raise ValueError("these records have no classes (confidence and correctness only).")
+        elif name == EACH_CLASS:
+            if len(names) > 1:
+                raise ValueError(f"{EACH_CLASS!r} (one class against the rest, over all rows) cannot be combined "
+                                 "with another column.")
+            if lay.kind != "multiclass" or lay.n_classes < 3:
+                raise ValueError(f"{EACH_CLASS!r} needs full probability vectors of three or more classes (on "
+                                 "binary data the one calibration is that of p(y=1)).")
         elif name not in have:
+            check_not_outcome(name)
             raise ValueError(f"no column {name!r} to group by; the dataset's other columns are {have or 'none'} "
-                             "(or 'true class').")
+                             f"(or {PREDICTED_CLASS!r}, or {EACH_CLASS!r} alone).")
 
 
 # ---------------------------------------------------------------------------------------- measuring
@@ -354,6 +395,13 @@ def unit_group_statistics(dataset: Dataset, unit: Unit, config: GroupsConfig, ov
     part = _Partial(GroupStatistics.empty(config), CalibrationStatistics.empty(overall) if overall else None)
     index = pd.Index(config.groups)
     for start, preds in dataset.predictions(unit, config.spec.columns):
+        if config.spec.by == (EACH_CLASS,):  # every row belongs to every class's "group"
+            part.groups.update(preds, np.zeros(preds.n, dtype=np.intp), (unit.file_index, start))
+            if part.overall is not None:
+                part.overall.update(preds, (unit.file_index, start))
+            if on_rows is not None:
+                on_rows(preds.n)
+            continue
         keys = config.spec.keys(preds.metadata, preds, unit, start)
         codes = index.get_indexer(keys)
         if (codes < 0).any():
@@ -473,6 +521,9 @@ def compute_group_statistics(
         groups = tuple(sorted(counted.counts))
         counts = tuple(counted.counts[g] for g in groups)
         total = int(sum(counts))
+        if names == [EACH_CLASS]:  # every class over all rows, in class order
+            groups = tuple(lay.class_names) if lay.class_names else tuple(map(str, range(lay.n_classes)))
+            counts = (total,) * len(groups)
         config = GroupsConfig(kind=lay.kind, target="positive" if lay.kind == "binary" and target == "positive"
                               else "top_label", spec=spec, groups=groups, counts=counts,
                               n_boot=default_n_boot(total) if n_boot is None else _m._check_n_bins(n_boot, "n_boot"),

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from pbr_core import metrics as _m
+from pbr_core import significance as _sig
 from pbr_core.predictions import Predictions
 
 __all__ = ["CalibrationStatistics", "StatsConfig", "confidence_outcome", "poisson_weights"]
@@ -116,6 +117,9 @@ class CalibrationStatistics:
     # it was kept (their replicates are divided by n).
     boot_n: np.ndarray | None = field(default=None, repr=False)
     n_batches: int = 0
+    #: The sums of the test of calibration (:data:`pbr_core.significance.SUM_NAMES`); None in
+    #: statistics made before they were kept.
+    tests: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
     def empty(cls, config: StatsConfig) -> "CalibrationStatistics":
@@ -127,6 +131,7 @@ class CalibrationStatistics:
             config=config, edges=edges, cells=np.zeros((4, edges.size)),
             classwise=np.zeros(config.n_classes * B) if config.has_vector else None,
             halves=np.zeros(2 * B), boot=np.zeros((config.n_boot, 2 * B)), boot_n=np.zeros((config.n_boot, 1)),
+            tests=np.zeros(_sig.N_SUMS),
         )
 
     # ------------------------------------------------------------------ accumulate
@@ -150,6 +155,8 @@ class CalibrationStatistics:
         self.cells[3] += np.bincount(cell, weights=gap, minlength=F)
         self.n += rows
         self.n_correct += int(np.count_nonzero(preds.predicted == preds.labels))
+        if self.tests is not None:
+            self.tests += _sig.test_sums(conf, out)
         if cfg.measures_vector:
             p2, y = preds.probs, preds.labels
             self.brier_sum += float(_m._brier_terms(p2, y).sum())
@@ -195,6 +202,7 @@ class CalibrationStatistics:
         self.halves += other.halves
         self.boot += other.boot
         self.boot_n = None if self.boot_n is None or other.boot_n is None else self.boot_n + other.boot_n
+        self.tests = None if self.tests is None or other.tests is None else self.tests + other.tests
         self.n_batches += other.n_batches
         return self
 
@@ -314,6 +322,13 @@ class CalibrationStatistics:
         return _m._split_interval(self.halves[:B], self.halves[B:], self.boot[:, :B], self.boot[:, B:], self.n, level,
                                   boot_n=None if self.boot_n is None else self.boot_n[:, 0])
 
+    def calibration_test(self, alpha: float = 0.05) -> "_sig.CalibrationTest | None":
+        """The test of calibration of all rows (:func:`pbr_core.significance.calibration_test_from_sums`:
+        analytic; a dataset whose rows carry little information says so in ``method``); None for
+        statistics made before its sums were kept."""
+        self._check()
+        return None if self.tests is None else _sig.calibration_test_from_sums(self.tests, 1, alpha)
+
     def summary(self, level: float = 0.95) -> dict[str, float | int | str | None]:
         """ECE, its interval, MCE, Brier, NLL, accuracy, classwise ECE, n and B, as one dict."""
         lo, hi = self.ece_interval(level)
@@ -352,19 +367,8 @@ def add_split_bootstrap(halves: np.ndarray, boot: np.ndarray, keys: np.ndarray, 
 
 
 def reliability_table(count: np.ndarray, s_conf: np.ndarray, s_out: np.ndarray, n: int, level: float) -> pd.DataFrame:
-    """The :func:`pbr_core.metrics.reliability_diagram` table from per-bin count, sum of confidence and
-    sum of outcome of B uniform bins (``n``: the rows the weights are shares of)."""
-    B = count.size
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean_conf = s_conf / count
-        acc = s_out / count
-    lo, hi = _m._wilson(s_out, count, level)
-    edges = _m.bin_boundaries(B)
-    return pd.DataFrame({
-        "bin": np.arange(1, B + 1), "lower": np.concatenate([[0.0], edges[:-1]]), "upper": edges,
-        "count": count.astype(np.int64), "mean_confidence": mean_conf, "accuracy": acc,
-        "gap": acc - mean_conf, "weight": count / n, "ci_low": lo, "ci_high": hi,
-    })
+    """The :func:`pbr_core.metrics.reliability_diagram` table from per-bin sums (the same function)."""
+    return _m.reliability_table(count, s_conf, s_out, n, level)
 
 
 def _describe_bins(bins: tuple[int, ...]) -> str:

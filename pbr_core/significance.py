@@ -1,0 +1,384 @@
+"""Is the miscalibration larger than chance? Tests of calibration, their power, and consistency bands.
+
+Every sentence a page writes about calibration ("miscalibrated beyond chance", "no evidence of
+miscalibration", "this bin's gap is larger than chance") rests on this module. A claim must hold at
+every sample size, so each tool here is either exact or used only where its approximation has been
+measured to hold (benchmarks/bench_claims.py, RESULTS_claims.md; the tests in tests/test_significance.py
+draw outcomes from known probabilities and count how often a claim is made).
+
+The test of calibration
+-----------------------
+H0: P(Y = 1 | p) = p for every row (p: p(y=1) of binary data, or the top-label confidence with Y the
+correctness). Two statistics, both sums over rows:
+
+* **Cox's recalibration test** (Cox 1958, "Two further applications of a model for binary
+  regression"): the score test of a = 0, b = 1 in logit P(Y = 1) = a + b logit(p), i.e. of
+  calibration in the large (the mean outcome against the mean prediction) and of the calibration
+  slope (over- or under-confidence) together, 2 degrees of freedom. With x = logit(p) and
+  w = p(1 - p): U = sum (y - p) (1, x), I = sum w (1, x; x, x^2), statistic U' I^-1 U ~ chi^2(2).
+  It detects a plain shift (outcomes uniformly 8 points more frequent than predicted), which
+* **Spiegelhalter's z** (1986) misses near p = 1/2, because it weights each row by (1 - 2p):
+  z = sum (y - p)(1 - 2p) / sqrt(sum (1 - 2p)^2 w). It is kept for what it sees best
+  (miscalibration of the Brier score's reliability term).
+
+The test's statistic is the smaller of the two p-values; one p-value per set of rows:
+
+* **analytic**: min(1, 2 min(p_Cox, p_Spiegelhalter)) (Bonferroni over the two; valid whatever their
+  dependence) from the asymptotic distributions. Measured on real probability distributions, these
+  hold in the tails only when the rows carry enough information: below V = sum p(1 - p) of about
+  100 ("effective rows"), the chance of p < 0.001 under H0 was up to 37 times too high (10 rows of
+  CIFAR-10 confidences, where nearly every p is above 0.99).
+* **Monte Carlo** (exact at any n): outcomes are drawn from the rows' own probabilities R times
+  (the model's world if it were calibrated) and the p-value is the share of draws whose statistic
+  is at least as extreme (Besag & Clifford 1991's sequential version: drawing stops once 20 draws
+  were as extreme; the p-value is then 20 / draws). Valid exactly, conditionally on the
+  probabilities, whatever their distribution. Used whenever V < :data:`EXACT_BELOW_V` (and the rows
+  are at most :data:`EXACT_MAX_ROWS`, the rows a stream keeps per group for it).
+
+What "no evidence" means: :func:`detectable_shift` is the uniform shift delta (outcomes delta more
+or less frequent than predicted, every row) that the test detects at least 80 % of the time at the
+level used (a conservative figure, measured). A page then says "no evidence of miscalibration at this
+sample size: a shift of X would be detected at least 80 % of the time", never "calibrated".
+
+Consistency bands
+-----------------
+:func:`consistency_band` gives, per bin of a reliability diagram, where the bin's observed
+frequency would fall at least ``level`` of the time if the model were calibrated (Broecker & Smith
+2007, "Increasing the reliability of reliability diagrams"): the quantiles of Binomial(n_b, mean
+p of the bin) / n_b. The outcomes of a calibrated bin are a Poisson-binomial sum, which is more
+concentrated than the binomial of the same mean (Hoeffding 1956), so the band covers at least
+``level``; bins are narrow (width 1/B), so it is nearly exact. Two sums per bin: mergeable.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+import numpy as np
+
+__all__ = ["CalibrationTest", "EXACT_BELOW_V", "EXACT_MAX_ROWS", "N_SUMS", "calibration_test",
+           "calibration_test_from_sums", "consistency_band", "detectable_shift", "needs_exact", "test_sums",
+           "test_sums_by"]
+
+#: Below this many effective rows V = sum p(1 - p), p-values come from Monte Carlo draws (exact):
+#: the asymptotic tails were measured up to 3.4x too light at V ~ 23 and within 1.0-1.3x from V ~ 65
+#: on (benchmarks/RESULTS_claims.md).
+EXACT_BELOW_V = 100.0
+#: At most this many rows per set for the Monte Carlo test (a stream keeps the rows of groups up to
+#: this size to test them as the whole file in memory would). A larger set with V below
+#: EXACT_BELOW_V (a million rows of p ~ 0.99999) is tested analytically and flagged ``approximate``.
+EXACT_MAX_ROWS = 50_000
+#: Probabilities are clipped to [EPS, 1 - EPS] for logit(p) (an event of probability 0 that
+#: happens then gives an enormous statistic, as it should).
+EPS = 1e-12
+#: Sequential Monte Carlo: stop after this many draws as extreme as the data (Besag & Clifford 1991).
+_H = 20
+#: The sums kept per set of rows, in order (all add up over batches and partitions).
+SUM_NAMES = ("n", "x", "resid", "resid_x", "w", "w_x", "w_xx", "sp_num", "sp_var", "p")
+N_SUMS = len(SUM_NAMES)
+
+
+def _terms(p: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """(N_SUMS, rows): each row's contribution to every sum of :data:`SUM_NAMES`."""
+    p = np.asarray(p, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    pc = np.clip(p, EPS, 1 - EPS)
+    x = np.log(pc) - np.log1p(-pc)
+    w = p * (1 - p)
+    r = y - p
+    s = 1 - 2 * p
+    return np.stack([np.ones_like(p), x, r, r * x, w, w * x, w * x * x, r * s, s * s * w, p])
+
+
+def test_sums(p: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The sums (:data:`SUM_NAMES`) of probabilities ``p`` of 0/1 outcomes ``y``, shape (N_SUMS,)."""
+    return _terms(p, y).sum(axis=1)
+
+
+def test_sums_by(codes: np.ndarray, n_groups: int, p: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The sums of every group at once: (N_SUMS, n_groups), rows of group ``codes[i]``."""
+    t = _terms(p, y)
+    return np.stack([np.bincount(codes, weights=row, minlength=n_groups) for row in t])
+
+
+@dataclass(frozen=True)
+class CalibrationTest:
+    """One test of calibration of a set of rows (see the module docstring)."""
+
+    n: int
+    effective_n: float          # V = sum p(1 - p)
+    p_value: float              # the one p-value (NaN: nothing to test)
+    method: str                 # "analytic" | "Monte Carlo, R draws" | "analytic (approximate: ...)"
+    z: float                    # Spiegelhalter's z
+    p_spiegelhalter: float
+    chi2_cox: float
+    p_cox: float
+    #: The uniform shift in the outcome rate detected 80 % of the time at the level used (NaN if none).
+    detectable_shift: float
+    level: float                # the significance level the detectable shift is computed at
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _cox(s: np.ndarray) -> tuple[float, float, np.ndarray | None, int]:
+    """(chi2, p, pseudo-inverse of I, rank) of Cox's score test from the sums."""
+    from scipy.stats import chi2
+
+    n, sx, r, rx, w, wx, wxx = s[:7]
+    info = np.array([[w, wx], [wx, wxx]])
+    U = np.array([r, rx])
+    if not np.all(np.isfinite(info)) or w <= 0:
+        return float("nan"), float("nan"), None, 0
+    inv, rank = _pinv(info)
+    stat = float(U @ inv @ U)
+    return stat, float(chi2.sf(stat, rank)), inv, rank
+
+
+def _pinv(info: np.ndarray) -> tuple[np.ndarray, int]:
+    """Pseudo-inverse and rank of the 2x2 information (rank 1 when every row has the same p: x is then
+    constant and only calibration in the large can be tested)."""
+    vals, vecs = np.linalg.eigh(info)
+    keep = vals > vals.max() * 1e-10
+    inv = (vecs[:, keep] / vals[keep]) @ vecs[:, keep].T
+    return inv, int(keep.sum())
+
+
+def _spiegelhalter(s: np.ndarray) -> tuple[float, float]:
+    from scipy.special import ndtr
+
+    num, var = s[7], s[8]
+    if var <= 0:
+        return float("nan"), float("nan")
+    z = float(num / np.sqrt(var))
+    return z, float(2 * ndtr(-abs(z)))
+
+
+def _combined(p1: float, p2: float) -> float:
+    ps = [p for p in (p1, p2) if np.isfinite(p)]
+    return min(1.0, len(ps) * min(ps)) if ps else float("nan")
+
+
+def detectable_shift(sums: np.ndarray, level: float = 0.05, power: float = 0.8) -> float:
+    """The uniform shift delta of the outcome rate (every row's P(Y = 1) = p + delta, towards 1/2 from
+    the rows' mean p) that the test detects with probability at least ``power`` at significance
+    ``level`` (already divided by the number of tests it is corrected for).
+
+    Computed for the test's calibration-in-the-large part alone, with its variance under the shift:
+    sum (y - p) has mean n delta and variance V(delta) = sum (p + delta)(1 - p - delta), and is
+    compared with z sqrt(V) (two-sided at ``level``). That part is a 1-degree-of-freedom test while
+    the test combines two statistics, yet measured on real probability distributions (CIFAR-10
+    confidences, LLM confidences, UCI Adult p(y=1); 135 to 2000 rows) the whole test detected this
+    shift 93-100 % of the time at power = 0.8: the figure is conservative (the shift Cox's
+    noncentral chi^2 gives was detected only 51-80 % of the time where rows carry little information).
+    """
+    from scipy.special import ndtri
+
+    n, V, sp = float(sums[0]), float(sums[4]), float(sums[9])
+    if n <= 0 or V <= 0:
+        return float("nan")
+    z = float(ndtri(1 - level / 2))
+    sign = -1.0 if sp / n > 0.5 else 1.0
+    lo, hi = 0.0, 1.0
+    for _ in range(60):  # bisection: the power grows with delta
+        d = (lo + hi) / 2
+        v1 = max(V + sign * d * (n - 2 * sp) - n * d * d, 1e-300)
+        got = 1 - float(_ndtr((z * np.sqrt(V) - n * d) / np.sqrt(v1)))
+        lo, hi = (d, hi) if got < power else (lo, d)
+    return hi if hi < 1.0 else float("nan")
+
+
+def _ndtr(x: float) -> float:
+    from scipy.special import ndtr
+
+    return float(ndtr(x))
+
+
+def needs_exact(n: int, effective_n: float) -> bool:
+    """Whether a set of rows is tested by Monte Carlo draws: too little information for the
+    asymptotic tails (V < EXACT_BELOW_V) and few enough rows to draw (n <= EXACT_MAX_ROWS)."""
+    return effective_n < EXACT_BELOW_V and n <= EXACT_MAX_ROWS
+
+
+def calibration_test_from_sums(sums: np.ndarray, n_tests: int = 1, alpha: float = 0.05) -> CalibrationTest:
+    """The analytic test from :func:`test_sums` (see the module docstring). ``n_tests``: how many sets
+    the p-values will be corrected over (Holm); the detectable shift is computed at alpha / (2 n_tests),
+    the level the first step of Holm's method gives a set's combined test."""
+    sums = np.asarray(sums, dtype=np.float64)
+    n, V = int(round(sums[0])), float(sums[4])
+    chi, p_cox, _, _ = _cox(sums)
+    z, p_sp = _spiegelhalter(sums)
+    level = alpha / (2 * max(int(n_tests), 1))
+    method = "analytic"
+    if V < EXACT_BELOW_V and n > 0:
+        method = (f"analytic (approximate: the rows carry little information, sum p(1 - p) = {V:.3g}, and are "
+                  f"too many to draw)")
+    return CalibrationTest(n=n, effective_n=V, p_value=_combined(p_cox, p_sp), method=method, z=z,
+                           p_spiegelhalter=p_sp, chi2_cox=chi, p_cox=p_cox,
+                           detectable_shift=detectable_shift(sums, level) if n > 0 else float("nan"), level=level)
+
+
+def monte_carlo_draws(n_tests: int, alpha: float, n_rows: int) -> int:
+    """Most draws of the Monte Carlo test: enough to resolve p-values 20 times below the first Holm
+    threshold alpha / n_tests (at least 1999), at most 99,999, and at most 4e8 / rows row-draws."""
+    want = int(np.ceil(20 * max(int(n_tests), 1) / alpha)) - 1
+    return int(max(1999, min(99_999, want, 4e8 // max(n_rows, 1))))
+
+
+def calibration_test(p: np.ndarray, y: np.ndarray, *, n_tests: int = 1, alpha: float = 0.05, seed: int = 0,
+                     name: str = "") -> CalibrationTest:
+    """Test of calibration of probabilities ``p`` of 0/1 outcomes ``y``: analytic when the rows carry
+    enough information, Monte Carlo (exact) otherwise (:func:`needs_exact`).
+
+    ``seed`` and ``name`` (a group's name) seed the draws: the same rows give the same p-value in any
+    process and on a stream. ``n_tests``: see :func:`calibration_test_from_sums`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(0.2, 0.8, 2000); y = (rng.uniform(size=2000) < p + 0.08).astype(int)
+    >>> calibration_test(p, y).p_value < 0.001       # a plain shift of 8 points: found
+    True
+    """
+    p = np.asarray(p, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    sums = test_sums(p, y)
+    analytic = calibration_test_from_sums(sums, n_tests, alpha)
+    if p.size == 0 or not needs_exact(p.size, float(sums[4])):
+        return analytic
+    r_max = monte_carlo_draws(n_tests, alpha, p.size)
+    rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(str(name).encode("utf-8"))])
+    p_mc, draws = _monte_carlo_p(p, analytic.p_value, r_max, rng)
+    return CalibrationTest(**{**analytic.as_dict(), "p_value": p_mc, "method": f"Monte Carlo, {draws:,} draws"})
+
+
+def _statistic(p: np.ndarray, Y: np.ndarray, x: np.ndarray, inv: np.ndarray | None, rank: int,
+               sp_var: float) -> np.ndarray:
+    """The combined p-value (the test's statistic) of each row of outcomes ``Y`` (draws, rows)."""
+    from scipy.special import chdtrc, ndtr
+
+    D = Y - p
+    r, rx = D.sum(axis=1), D @ x
+    ps = []
+    if inv is not None:
+        stat = inv[0, 0] * r * r + 2 * inv[0, 1] * r * rx + inv[1, 1] * rx * rx
+        ps.append(chdtrc(rank, stat))
+    if sp_var > 0:
+        ps.append(2 * ndtr(-np.abs(D @ (1 - 2 * p)) / np.sqrt(sp_var)))
+    if not ps:
+        return np.full(Y.shape[0], np.nan)
+    return np.minimum(1.0, len(ps) * np.minimum.reduce(ps))
+
+
+def _monte_carlo_p(p: np.ndarray, observed: float, r_max: int, rng: np.random.Generator) -> tuple[float, int]:
+    """(p-value, draws): the share of draws of outcomes from ``p`` whose statistic is at most the
+    observed one, sequential (Besag & Clifford 1991)."""
+    if not np.isfinite(observed):
+        return float("nan"), 0
+    sums = test_sums(p, p)  # the information does not depend on the outcomes
+    _, _, inv, rank = _cox(sums)
+    pc = np.clip(p, EPS, 1 - EPS)
+    x = np.log(pc) - np.log1p(-pc)
+    tol = observed * (1 + 1e-9)  # ties (discrete outcomes) count as extreme: the conservative side
+    block = int(max(1, min(r_max, 4_000_000 // max(p.size, 1))))
+    extreme = draws = 0
+    while draws < r_max:
+        m = min(block, r_max - draws)
+        Y = (rng.random((m, p.size)) < p).astype(np.float64)
+        t = _statistic(p, Y, x, inv, rank, float(sums[8]))
+        hits = np.flatnonzero(t <= tol)
+        if extreme + hits.size >= _H:  # stop at the H-th extreme draw: p = H / draws so far
+            draws += int(hits[_H - extreme - 1]) + 1
+            return _H / draws, draws
+        extreme += hits.size
+        draws += m
+    return (extreme + 1) / (draws + 1), draws
+
+
+def consistency_band(count: np.ndarray, sum_p: np.ndarray, level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
+    """Per bin, the frequencies between which a calibrated bin's observed frequency falls at least
+    ``level`` of the time: the (1 -/+ level)/2 quantiles of Binomial(count, mean p) / count (see the
+    module docstring). Empty bins give NaN.
+
+    The quantile is the smallest k with P(K <= k) >= q, from scipy.special's binomial functions
+    (importing scipy.stats would cost a fresh dashboard seconds)."""
+    count = np.asarray(count, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.clip(np.asarray(sum_p, dtype=np.float64) / count, 0.0, 1.0)
+    lo = _binom_ppf((1 - level) / 2, count, mean)
+    hi = _binom_ppf((1 + level) / 2, count, mean)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lo, hi = lo / count, hi / count
+    empty = ~(count > 0)
+    lo[empty] = hi[empty] = np.nan
+    return lo, hi
+
+
+def _binom_ppf(q: float, n: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Smallest k in 0..n with P(Binomial(n, p) <= k) >= q, elementwise."""
+    from scipy.special import bdtr, bdtrik
+
+    n = np.maximum(np.asarray(n, dtype=np.float64), 0)
+    p = np.nan_to_num(np.asarray(p, dtype=np.float64), nan=0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        k = np.ceil(np.nan_to_num(bdtrik(q, n, p), nan=0.0))
+    n_int = n.astype(np.int64)
+    k = np.clip(k, 0, n).astype(np.int64)
+    for _ in range(3):  # the continuous inverse can be off by one either way: settle on the definition
+        down = (k > 0) & (bdtr(np.maximum(k - 1, 0), n_int, p) >= q)
+        k = np.where(down, k - 1, k)
+        up = (k < n_int) & (bdtr(k, n_int, p) < q)
+        k = np.where(up, k + 1, k)
+    k = np.where(p <= 0, 0, k)
+    return np.where(p >= 1, n_int, k).astype(np.float64)
+
+
+def holm_level_count(p_values: Sequence[float]) -> int:
+    """How many finite p-values Holm's correction runs over."""
+    return int(np.isfinite(np.asarray(p_values, dtype=np.float64)).sum())
+
+
+# ------------------------------------------------------------------------------------ the sentences
+def format_p(p: float) -> str:
+    """A p-value as every front end writes it: two significant digits in plain notation, below 0.0001
+    as "< 0.0001" (Monte Carlo and asymptotic p-values are not precise beyond that), NaN as "n/a"."""
+    if p is None or not np.isfinite(p):
+        return "n/a"
+    if p < 1e-4:
+        return "< 0.0001"
+    # Two significant digits, cut (not rounded) so that the text sits on the same side of a level
+    # such as 0.05 as the number: 0.0499 is "0.049", never "0.050".
+    digits = 2 if p >= 0.1 else int(np.floor(-np.log10(p))) + 2
+    return f"{np.floor(p * 10**digits * (1 + 1e-12)) / 10**digits:.{digits}f}"
+
+
+def p_words(p: float) -> str:
+    """'p = 0.031' or 'p < 0.0001'."""
+    text = format_p(p)
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
+
+
+def shift_words(delta: float) -> str:
+    """A shift of the outcome rate in points (percentage points), e.g. '3.1 points'."""
+    if not np.isfinite(delta):
+        return "a shift of any size"
+    pts = 100 * delta
+    return f"{pts:.2g} points" if pts < 1 else f"{pts:.1f} points"
+
+
+def verdict(test: CalibrationTest, p_corrected: float | None = None, alpha: float = 0.05) -> str:
+    """What a test supports, in one sentence (``p_corrected``: the p-value after correction for the
+    other sets tested, when there are others). Never "calibrated": a test that finds nothing says
+    how large a miscalibration it would have found."""
+    p = test.p_value if p_corrected is None else p_corrected
+    after = "" if p_corrected is None else " after correcting for the other groups"
+    if not np.isfinite(p):
+        return "not tested (no row has a probability strictly between 0 and 1)."
+    if p < alpha:
+        return f"miscalibrated beyond chance ({p_words(p)}{after})."
+    return (f"no evidence of miscalibration at this sample size ({p_words(p)}{after}); a shift of "
+            f"{shift_words(test.detectable_shift)} between the predicted probabilities and the observed "
+            f"frequency would be detected at least 80 % of the time, smaller ones could go unnoticed.")
