@@ -18,9 +18,11 @@ the rows that are already there):
   further, and alpha by inner cross-validation would cost 24 more GP fits per PBR fit. CSV
   ``n_re_<dataset>.csv``, one row per (model, fold, n_re, method).
 * ``plots``: reads the CSVs (nothing is fitted) and writes the figures (PNG, matplotlib with the
-  Agg backend) and the summaries: ``kl_gap_summary.{md,csv}`` (Pearson's r and Kendall's tau with
-  their p-values, scipy.stats through :class:`~pbr_core.experiments.KLGapResult`, per model, next
-  to the paper's statement) and ``n_re_summary.md`` (mean ± std over folds).
+  Agg backend) and the summaries: ``kl_gap_summary.{md,csv}`` (per model, next to the paper's
+  statement: Kendall's tau of KL against the gap within each fold, tested across the folds by a
+  Wilcoxon signed-rank test and a sign test, :func:`~pbr_core.experiments.fold_kendall`; not one
+  correlation over all fits, whose p-values are too small because a fold's fits share its rows)
+  and ``n_re_summary.md`` (mean ± std over folds).
 
 Every row records the seed of the splits, the commit (short hash, "-dirty" if pbr_core/ or scripts/ had uncommitted changes), the CPU
 seconds of its call (``time.process_time``; torch runs on ``--threads`` threads, default 1) and
@@ -69,7 +71,7 @@ from pbr_core.experiments import (  # noqa: E402
     KL_GAP_COLUMNS,
     PAPER_ALPHAS,
     PAPER_N_RE_VALUES,
-    KLGapResult,
+    fold_kendall,
     kl_vs_ece_gap,
     n_re_sweep,
 )
@@ -267,51 +269,74 @@ def run_n_re(dataset: str, models: Sequence[str], folds: Sequence[int], n_re_val
 
 
 # ---------------------------------------------------------------------------- statistics
-def kl_gap_statistics(table: pd.DataFrame, exclude_alpha_zero: bool = False) -> pd.DataFrame:
-    """Pearson's r and Kendall's tau (with p-values) of KL against the ECE gap, per (dataset, model).
+#: Columns of :func:`kl_gap_statistics`.
+STAT_COLUMNS = ["dataset", "model", "fits", "folds", "mean_tau", "folds_positive", "folds_negative", "wilcoxon_p",
+                "sign_p", "verdict"]
 
-    Failed fits (NaN KL or gap) are left out; ``exclude_alpha_zero`` leaves out the alpha = 0 fits
-    too (no KL term: their KL is one to two orders of magnitude above the others', so they can carry
-    Pearson's r on their own). Columns: dataset, model, fits, folds, pearson_r, pearson_p,
-    kendall_tau, kendall_p.
+
+def kl_gap_statistics(table: pd.DataFrame, exclude_alpha_zero: bool = False) -> pd.DataFrame:
+    """Kendall's tau of KL against the ECE gap within each fold, tested across folds, per (dataset, model).
+
+    :func:`pbr_core.experiments.fold_kendall`. Not one correlation over all (fold, alpha) fits:
+    the fits of a fold share its rows, so a pooled test counts 80 fits where the folds give 10
+    independent answers, and its p-values are too small. Failed fits (NaN KL or gap) are left out;
+    ``exclude_alpha_zero`` leaves out the alpha = 0 fits too (no KL term: their KL is one to two
+    orders of magnitude above the others'). Columns :data:`STAT_COLUMNS`: ``fits`` (fits used),
+    ``folds`` (folds with a tau), the mean tau, the folds with tau > 0 and < 0, the two-sided
+    Wilcoxon signed-rank and sign-test p-values of the folds' taus, and ``verdict``
+    (:attr:`FoldKendall.verdict <pbr_core.experiments.FoldKendall.verdict>`).
     """
     rows = []
     for (dataset, model), g in table.groupby(["dataset", "model"], sort=False):
         if exclude_alpha_zero:
             g = g[g["alpha"] > 0]
         ok = g.dropna(subset=["kl", "gap"])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # too few fits: NaN, shown as such
-            res = KLGapResult.from_table(g.reset_index(drop=True))
-        rows.append({"dataset": dataset, "model": model, "fits": int(len(ok)), "folds": int(ok["fold"].nunique()),
-                     "pearson_r": res.pearson_r, "pearson_p": res.pearson_p,
-                     "kendall_tau": res.kendall_tau, "kendall_p": res.kendall_p})
-    return pd.DataFrame(rows, columns=["dataset", "model", "fits", "folds", "pearson_r", "pearson_p",
-                                       "kendall_tau", "kendall_p"])
+        res = fold_kendall(g)
+        rows.append({"dataset": dataset, "model": model, "fits": int(len(ok)), "folds": res.folds,
+                     "mean_tau": res.mean_tau, "folds_positive": res.folds_positive,
+                     "folds_negative": res.folds_negative, "wilcoxon_p": res.wilcoxon_p, "sign_p": res.sign_p,
+                     "verdict": res.verdict})
+    return pd.DataFrame(rows, columns=STAT_COLUMNS)
 
 
 def _p(p: float) -> str:
     return "-" if not np.isfinite(p) else (f"{p:.1e}" if p < 1e-3 else f"{p:.3f}")
 
 
-def _verdict(r: float, p: float) -> str:
-    if not np.isfinite(p):
-        return "-"
-    if p >= 0.05:
-        return "none shown (p >= 0.05)"
-    return "positive" if r > 0 else "negative"
+def verdict_words(verdict: str, folds_positive: int, folds_negative: int, folds: int) -> str:
+    """What a verdict of :func:`kl_gap_statistics` says in the summary table.
+
+    "positive in 9 of 10 folds" names how many folds carry it; "none shown" is not "no
+    relation": the folds' taus are not consistently on one side of 0 (or too few folds to tell).
+    """
+    if verdict == "positive":
+        return f"positive in {folds_positive} of {folds} folds"
+    if verdict == "negative":
+        return f"negative in {folds_negative} of {folds} folds"
+    if verdict == "none shown":
+        return "none shown"
+    return "-"
+
+
+def _fold_cells(r: Any) -> list[str]:
+    if not r.folds:
+        return ["-", "-", "-", "-", "-"]
+    return [f"{r.mean_tau:+.3f}", f"{r.folds_positive} / {r.folds_negative}", _p(r.wilcoxon_p), _p(r.sign_p),
+            verdict_words(r.verdict, r.folds_positive, r.folds_negative, r.folds)]
 
 
 def kl_gap_summary_markdown(stats_all: pd.DataFrame, stats_no0: pd.DataFrame) -> str:
-    lines = ["| data | model | fits (folds) | Pearson r (p) | Kendall tau (p) | verdict | without alpha = 0: "
-             "Pearson r (p) | Kendall tau (p) | paper |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| data | model | fits (folds) | mean tau within folds | folds tau > 0 / < 0 | Wilcoxon p | sign p | "
+             "verdict | without alpha = 0: mean tau | folds > 0 / < 0 | Wilcoxon p | sign p | verdict | paper |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     no0 = stats_no0.set_index(["dataset", "model"])
     for r in stats_all.itertuples():
-        o = no0.loc[(r.dataset, r.model)] if (r.dataset, r.model) in no0.index else None
-        cells = [r.dataset, r.model, f"{r.fits} ({r.folds})", f"{r.pearson_r:+.3f} ({_p(r.pearson_p)})",
-                 f"{r.kendall_tau:+.3f} ({_p(r.kendall_p)})", _verdict(r.kendall_tau, r.kendall_p)]
-        cells += ([f"{o.pearson_r:+.3f} ({_p(o.pearson_p)})", f"{o.kendall_tau:+.3f} ({_p(o.kendall_p)})"]
-                  if o is not None else ["-", "-"])
+        cells = [r.dataset, r.model, f"{r.fits} ({r.folds})", *_fold_cells(r)]
+        if (r.dataset, r.model) in no0.index:
+            o = no0.loc[(r.dataset, r.model)]
+            cells += _fold_cells(o)
+        else:
+            cells += ["-"] * 5
         cells.append(PAPER_STATEMENT.get(r.dataset, "-"))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -388,8 +413,8 @@ def kl_gap_figure(table: pd.DataFrame, stats: pd.DataFrame, path: Path, title: s
         # Under two decades matplotlib labels the minor ticks too, and they overlap.
         ax.xaxis.set_minor_formatter(plt.NullFormatter())
         s = st.loc[model]
-        ax.set_title(f"{model}\nr = {s.pearson_r:+.2f} (p {_p(s.pearson_p)}), "
-                     f"τ = {s.kendall_tau:+.2f} (p {_p(s.kendall_p)})", fontsize=9)
+        ax.set_title(f"{model}\nτ within folds: mean {s.mean_tau:+.2f}, > 0 in {s.folds_positive} of {s.folds}\n"
+                     f"across folds: Wilcoxon p {_p(s.wilcoxon_p)}, sign p {_p(s.sign_p)}", fontsize=9)
         ax.set_xlabel("KL(ρ‖π) (log scale; below 1e-3 drawn at 1e-3)", fontsize=8)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("ECE gap |ECE(test) − ECE(recal.)|")
@@ -443,9 +468,13 @@ def make_plots(out: Path, datasets: Iterable[str] = DATASETS, figures: bool = Tr
             lambda a: pd.concat([a, s_no0.assign(alpha_zero="excluded")], ignore_index=True)
         ).to_csv(out / "kl_gap_summary.csv", index=False)
         md = ["# KL vs ECE gap: correlations per model", "",
-              "Generated by `python scripts/paper_figures.py --experiment plots` from `kl_gap_*.csv`. "
-              "Pearson: `scipy.stats.pearsonr`; Kendall: `scipy.stats.kendalltau` (tau-b); two-sided p. "
-              "Verdict from Kendall's tau at p < 0.05.", "",
+              "Generated by `python scripts/paper_figures.py --experiment plots` from `kl_gap_*.csv` "
+              "(`pbr_core.experiments.fold_kendall`). Within each fold, Kendall's tau-b "
+              "(`scipy.stats.kendalltau`) of KL against the ECE gap over the fold's alphas; across the folds, "
+              "two-sided exact Wilcoxon signed-rank and sign tests of those taus against 0. Verdict: positive "
+              "or negative when both p < 0.05 (and the mean and the majority of folds agree), else none "
+              "shown. Not one correlation over all (fold, alpha) fits: the fits of a fold share its rows, "
+              "so such a test counts each fold's noise 8 times and its p-values are too small.", "",
               kl_gap_summary_markdown(s_all, s_no0), "",
               "Means per alpha (failed fits left out):", "", kl_gap_alpha_means(kl), ""]
         (out / "kl_gap_summary.md").write_text("\n".join(md), encoding="utf-8")
