@@ -21,7 +21,9 @@ correctness). Two statistics, both sums over rows:
   z = sum (y - p)(1 - 2p) / sqrt(sum (1 - 2p)^2 w). It is kept for what it sees best
   (miscalibration of the Brier score's reliability term).
 
-The test's statistic is the smaller of the two p-values; one p-value per set of rows:
+An outcome the model gave probability exactly 0 (y = 1 at p = 0) settles it: p-value 0, whatever
+the rest. Otherwise the test's statistic is the smaller of the two p-values; one p-value per set of
+rows:
 
 * **analytic**: min(1, 2 min(p_Cox, p_Spiegelhalter)) (Bonferroni over the two; valid whatever their
   dependence) from the asymptotic distributions. Measured on real probability distributions, these
@@ -73,10 +75,12 @@ EXACT_MAX_ROWS = 50_000
 #: Probabilities are clipped to [EPS, 1 - EPS] for logit(p) (an event of probability 0 that
 #: happens then gives an enormous statistic, as it should).
 EPS = 1e-12
+#: How the test reads when an outcome had probability 0 (its p-value is then 0: certain).
+IMPOSSIBLE = "certain: {k:,} outcome(s) happened that the model gave probability 0"
 #: Sequential Monte Carlo: stop after this many draws as extreme as the data (Besag & Clifford 1991).
 _H = 20
 #: The sums kept per set of rows, in order (all add up over batches and partitions).
-SUM_NAMES = ("n", "x", "resid", "resid_x", "w", "w_x", "w_xx", "sp_num", "sp_var", "p")
+SUM_NAMES = ("n", "x", "resid", "resid_x", "w", "w_x", "w_xx", "sp_num", "sp_var", "p", "impossible")
 N_SUMS = len(SUM_NAMES)
 
 
@@ -89,7 +93,11 @@ def _terms(p: np.ndarray, y: np.ndarray) -> np.ndarray:
     w = p * (1 - p)
     r = y - p
     s = 1 - 2 * p
-    return np.stack([np.ones_like(p), x, r, r * x, w, w * x, w * x * x, r * s, s * s * w, p])
+    # An outcome the model gave probability exactly 0 (y = 1 at p = 0, y = 0 at p = 1): impossible if
+    # the model were calibrated, whatever the other rows say.
+    impossible = ((p <= 0) & (y > 0)) | ((p >= 1) & (y < 1))
+    return np.stack([np.ones_like(p), x, r, r * x, w, w * x, w * x * x, r * s, s * s * w, p,
+                     impossible.astype(np.float64)])
 
 
 def test_sums(p: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -212,6 +220,11 @@ def calibration_test_from_sums(sums: np.ndarray, n_tests: int = 1, alpha: float 
     z, p_sp = _spiegelhalter(sums)
     level = alpha / (2 * max(int(n_tests), 1))
     method = "analytic"
+    impossible = int(round(sums[10]))
+    if impossible:
+        return CalibrationTest(n=n, effective_n=V, p_value=0.0, method=IMPOSSIBLE.format(k=impossible), z=z,
+                               p_spiegelhalter=p_sp, chi2_cox=chi, p_cox=p_cox,
+                               detectable_shift=detectable_shift(sums, level), level=level)
     if V < EXACT_BELOW_V and n > 0:
         method = (f"analytic (approximate: the rows carry little information, sum p(1 - p) = {V:.3g}, and are "
                   f"too many to draw)")
@@ -247,7 +260,7 @@ def calibration_test(p: np.ndarray, y: np.ndarray, *, n_tests: int = 1, alpha: f
     y = np.asarray(y, dtype=np.float64)
     sums = test_sums(p, y)
     analytic = calibration_test_from_sums(sums, n_tests, alpha)
-    if p.size == 0 or not needs_exact(p.size, float(sums[4])):
+    if p.size == 0 or sums[10] > 0 or not needs_exact(p.size, float(sums[4])):
         return analytic
     r_max = monte_carlo_draws(n_tests, alpha, p.size)
     rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(str(name).encode("utf-8"))])
@@ -375,6 +388,8 @@ def verdict(test: CalibrationTest, p_corrected: float | None = None, alpha: floa
     how large a miscalibration it would have found."""
     p = test.p_value if p_corrected is None else p_corrected
     after = "" if p_corrected is None else " after correcting for the other groups"
+    if test.method.startswith("certain"):
+        return f"miscalibrated for certain: {test.method.split(': ', 1)[1]}."
     if not np.isfinite(p):
         return "not tested (no row has a probability strictly between 0 and 1)."
     if p < alpha:
