@@ -44,6 +44,16 @@ Tables (CSV, TSV, Parquet): ``row 17 (data row, header excluded)``, i.e. counted
 line under the header (a spreadsheet shows the same row as row 18, its row 1 being the header).
 Arrays (NPZ, NPY): ``row 16 (0-based array index)``, i.e. ``array[16]``. Every message says which.
 
+Read limits
+-----------
+Every read is bounded before anything is parsed (:mod:`pbr_core.loading._limits`): the content once
+decompressed (1 GiB), the memory the read is estimated to take (2 GiB) and the longest text cell
+(1 MiB), from what the file declares (a gzip trailer, the members of a ZIP, a Parquet footer, an NPY
+header) or a counting pass that stops at the limit. A file over a limit raises
+:class:`ReadLimitError` saying how large it really is; CSV / TSV and Parquet files can then be read
+streamed (:mod:`pbr_core.stream`). ``limits=`` or the environment variables
+``PBR_CALIB_MAX_READ_BYTES``, ``PBR_CALIB_MAX_READ_MEMORY``, ``PBR_CALIB_MAX_CELL_BYTES`` change them.
+
 Safety
 ------
 Nothing is ever unpickled (``allow_pickle=False`` everywhere); object arrays are refused. Every
@@ -66,6 +76,7 @@ from typing import Sequence
 import numpy as np
 
 from pbr_core.loading import _source
+from pbr_core.loading._limits import ReadLimitError, ReadLimits, default_limits
 from pbr_core.loading._roles import ColumnChoice, column_list
 from pbr_core.loading._numpy import _load_numpy
 from pbr_core.loading._excel import _load_excel, read_excel_frame
@@ -88,6 +99,9 @@ from pbr_core.predictions import DEFAULT_SUM_TOLERANCE, InputType, Predictions, 
 
 __all__ = [
     "ACCEPTED_SUFFIXES",
+    "ReadLimitError",
+    "ReadLimits",
+    "default_limits",
     "read_columns",
     "read_table",
     "CONFIDENCE_COLUMN_NAMES",
@@ -121,6 +135,7 @@ def load_predictions(
     name: str | None = None,
     percent: bool = False,
     require_labels: bool = True,
+    limits: ReadLimits | None = None,
 ) -> Predictions:
     """Read a prediction file into a validated :class:`Predictions`.
 
@@ -167,6 +182,11 @@ def load_predictions(
         (every column a class score) or an NPZ without a labels array loads with
         ``has_labels=False``, e.g. to apply a fitted recalibrator to new, unlabelled predictions.
         NPY files always carry the label in their last column.
+    limits : ReadLimits, optional
+        Bounds on the read: the decompressed content, the memory the read will take, the longest
+        text cell (see "Read limits" in the module docstring). Default: :func:`default_limits`
+        (1 GiB, 2 GiB and 1 MiB, or the environment variables that override them);
+        ``ReadLimits.none()`` for no bound.
 
     Returns
     -------
@@ -177,6 +197,9 @@ def load_predictions(
     PredictionsError
         For every problem with the input; the message starts with the file name and says what is
         wrong and where (column, row; see the module docstring for how rows are numbered).
+    ReadLimitError
+        (a ``PredictionsError``) For a file over ``limits``; says how large the file really is and
+        whether it can be read streamed (:mod:`pbr_core.stream`) instead.
 
     Examples
     --------
@@ -204,7 +227,8 @@ def load_predictions(
         )
     except TypeError as exc:
         raise src.error(str(exc)) from None
-    opts = _Options(columns, input_type, renormalize, float(tolerance), max_rows, bool(require_labels),
+    limits = _limits_or_default(src, limits)
+    opts = _Options(columns, input_type, renormalize, float(tolerance), max_rows, bool(require_labels), limits=limits,
                     percent=bool(percent))
     head, fmt = _head_and_format(src, format)
     if not head.strip():
@@ -250,17 +274,38 @@ def _as_input_error(src: _Source, fmt: str, doing: str = "read the file as"):
     """Malformed input never escapes as another exception type: it becomes the loader's own error."""
     try:
         yield
-    except (PredictionsError, MemoryError):
+    except PredictionsError as exc:
+        _with_columns(exc, src)
+        raise
+    except MemoryError:
         raise
     except Exception as exc:  # noqa: BLE001 - a broken file is the caller's input
-        raise src.error(f"could not {doing} {fmt.upper()}: {type(exc).__name__}: {exc}") from exc
+        raise _with_columns(src.error(f"could not {doing} {fmt.upper()}: {type(exc).__name__}: {exc}"), src) from exc
 
 
-def read_columns(source: Source, *, format: str | None = None, name: str | None = None) -> list[str]:
+def _with_columns(exc: PredictionsError, src: _Source) -> PredictionsError:
+    """``exc`` with ``exc.columns``: the file's column (or array) names when the reader got as far as
+    reading them, else None; a front end offers them to name the roles without reading the file again."""
+    if getattr(exc, "columns", None) is None:
+        exc.columns = src.seen.get("columns")
+    return exc
+
+
+def _limits_or_default(src: _Source, limits: ReadLimits | None) -> ReadLimits:
+    if limits is None:
+        return default_limits()
+    if not isinstance(limits, ReadLimits):
+        raise src.error(f"limits must be a ReadLimits, but got {type(limits).__name__}.")
+    return limits
+
+
+def read_columns(source: Source, *, format: str | None = None, name: str | None = None,
+                 limits: ReadLimits | None = None) -> list[str]:
     """The column names of a table (the header of a CSV / TSV, the schema of a Parquet file), or
     the array names of an NPZ archive; an NPY file has none. Reads only the header, so it is cheap
     for big files: a front end uses it to offer the file's columns for the column roles of
-    :func:`load_predictions`.
+    :func:`load_predictions`. (JSON and Excel files have no header to read alone: they are read
+    whole, within ``limits``, as by :func:`load_predictions`.)
 
     Raises
     ------
@@ -269,6 +314,7 @@ def read_columns(source: Source, *, format: str | None = None, name: str | None 
     """
     src = _resolve_source(source, name)
     head, fmt = _head_and_format(src, format)
+    limits = _limits_or_default(src, limits)
     with _as_input_error(src, fmt, "read the columns of the"):
         if fmt in ("csv", "tsv"):
             return [c for c in _csv_header(src, fmt, head).columns if c]
@@ -277,19 +323,21 @@ def read_columns(source: Source, *, format: str | None = None, name: str | None 
 
             return [c for c in pq.ParquetFile(src.reader_arg()).schema_arrow.names if not _is_unnamed(c)]
         if fmt in ("json", "jsonl"):
-            return [str(c) for c in read_json_frame(src, fmt, head).columns]
+            return [str(c) for c in read_json_frame(src, fmt, head, limits=limits).columns]
         if fmt == "xlsx":
-            return [str(c) for c in read_excel_frame(src)[0].columns]
+            return [str(c) for c in read_excel_frame(src, limits=limits)[0].columns]
         if fmt == "npz" and head.startswith(b"PK"):
             with np.load(src.reader_arg(), allow_pickle=False) as npz:
                 return list(npz.files)
         return []
 
 
-def read_table(source: Source, *, format: str | None = None, name: str | None = None) -> "pd.DataFrame":
+def read_table(source: Source, *, format: str | None = None, name: str | None = None,
+               limits: ReadLimits | None = None) -> "pd.DataFrame":
     """A CSV / TSV / Parquet file as a DataFrame, read exactly as :func:`load_predictions` reads it
-    (encoding, separator, decimal comma, a saved row index dropped), without deciding any column's
-    role: for tables that are not predictions yet, e.g. scores to map with :func:`pbr_core.scores.map_scores`.
+    (encoding, separator, decimal comma, a saved row index dropped, the same ``limits``), without
+    deciding any column's role: for tables that are not predictions yet, e.g. scores to map with
+    :func:`pbr_core.scores.map_scores`.
 
     Raises
     ------
@@ -298,26 +346,27 @@ def read_table(source: Source, *, format: str | None = None, name: str | None = 
     """
     import pandas as pd
 
-    from pbr_core.loading._tables import _read_csv_frame
+    from pbr_core.loading._tables import _check_cells, _read_csv_frame, check_csv_size, read_parquet_table
 
     src = _resolve_source(source, name)
     head, fmt = _head_and_format(src, format)
+    limits = _limits_or_default(src, limits)
     with _as_input_error(src, fmt):
         if fmt in ("csv", "tsv"):
             header = _csv_header(src, fmt, head)
+            check_csv_size(src, header, limits)
             df = _read_csv_frame(src, header.sep, header.compression, header.encoding, header.decimal)
             if len(df.columns) == len(header.columns):
                 df.columns = header.columns
         elif fmt == "parquet":
-            import pyarrow.parquet as pq
-
-            df = pq.ParquetFile(src.reader_arg()).read().to_pandas()
+            df = read_parquet_table(src, limits).to_pandas()
         elif fmt in ("json", "jsonl"):
-            df = read_json_frame(src, fmt, head)
+            df = read_json_frame(src, fmt, head, limits=limits)
         elif fmt == "xlsx":
-            df = read_excel_frame(src)[0]
+            df = read_excel_frame(src, limits=limits)[0]
         else:
             raise src.error(f"a {fmt.upper()} file holds arrays, not a table of named columns.")
+        _check_cells(df, src, limits.max_cell_bytes)
     df.columns = [str(c).strip() for c in df.columns]
     for c in [c for c in df.columns if _is_unnamed(c)]:
         values = df[c]

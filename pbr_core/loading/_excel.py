@@ -15,10 +15,56 @@ from dataclasses import replace
 
 import pandas as pd
 
+from pbr_core.loading._limits import ReadLimits, format_bytes, limit_error, longest_text_run
 from pbr_core.loading._source import _Options, _Source, _too_many_rows
 
 
-def _excel_sheets(src: _Source) -> tuple[list[str], list[tuple[str, pd.DataFrame, list[str]]]]:
+#: A workbook's sheets (their XML, as the ZIP declares it) take about this many times their size in
+#: memory once read into tables (openpyxl's cells, then pandas' lists of Python objects): 22 MB of
+#: sheet XML (40,000 rows x 13 columns) took 58 MB.
+XLSX_SHEET_FACTOR = 4
+#: The shared strings take more: each text is parsed, kept by openpyxl and copied into the table (one
+#: 200 MB shared string took 1.9 GB; benchmarks/RESULTS_bombs.md).
+XLSX_SHARED_STRINGS_FACTOR = 10
+
+
+def check_workbook(src: _Source, limits: ReadLimits) -> None:
+    """Refuse a workbook before it is opened when its parts, as the ZIP declares them (Python's
+    zipfile never decompresses a member past its declared size), are over ``limits``: the sum of
+    all parts against ``max_bytes``, any text in the sheets and shared strings longer than
+    ``max_cell_bytes`` (one pass over the parts larger than that: the message then names the cell's
+    problem, not only its memory), and their size against ``max_memory``."""
+    import zipfile
+
+    try:
+        with src.open() as raw, zipfile.ZipFile(raw) as z:
+            parts = z.infolist()
+            declared = sum(p.file_size for p in parts)
+            if limits.max_bytes is not None and declared > limits.max_bytes:
+                raise limit_error(src.name, kind="bytes", size=declared, limit=limits.max_bytes,
+                                  what=f"the workbook, once decompressed (as its {len(parts)} parts declare),")
+            sheets = [p for p in parts if p.filename.startswith("xl/") and p.filename.endswith(".xml")
+                      and ("worksheets/" in p.filename or "sharedStrings" in p.filename)]
+            if limits.max_cell_bytes is not None:
+                for part in sheets:
+                    if part.file_size > limits.max_cell_bytes:
+                        with z.open(part) as f:
+                            longest = longest_text_run(f)
+                        if longest > limits.max_cell_bytes:
+                            raise limit_error(src.name, kind="cell", size=longest, limit=limits.max_cell_bytes,
+                                              what=f"a cell of the workbook ({part.filename})")
+            estimate = sum(p.file_size * (XLSX_SHARED_STRINGS_FACTOR if "sharedStrings" in p.filename
+                                          else XLSX_SHEET_FACTOR) for p in sheets)
+            if limits.max_memory is not None and estimate > limits.max_memory:
+                raise limit_error(src.name, kind="memory", size=estimate, limit=limits.max_memory,
+                                  what=f"its sheets hold {format_bytes(sum(p.file_size for p in sheets))} of XML; "
+                                       "reading them")
+    except zipfile.BadZipFile:
+        return  # not a workbook: openpyxl names the problem
+
+
+def _excel_sheets(src: _Source, limits: ReadLimits | None = None
+                  ) -> tuple[list[str], list[tuple[str, pd.DataFrame, list[str]]]]:
     """The names of all the workbook's sheets, and every worksheet that holds data, in the
     workbook's order: (name, table, notes), the table's header found below a title where there is one."""
     try:
@@ -26,6 +72,7 @@ def _excel_sheets(src: _Source) -> tuple[list[str], list[tuple[str, pd.DataFrame
     except ImportError:
         raise src.error("reading Excel workbooks needs the openpyxl package (pip install openpyxl); or save the "
                         "sheet as CSV.") from None
+    check_workbook(src, limits or ReadLimits.none())
     try:
         sheets = pd.read_excel(src.reader_arg(), sheet_name=None, engine="openpyxl")
     except Exception as exc:  # noqa: BLE001 - a damaged workbook is the caller's input
@@ -66,10 +113,11 @@ def _sheet_note(names: Sequence[str], name: str, why: str, passed_over: Sequence
     return f"Read the sheet {name!r} of the workbook ({why}{tried}){unread}."
 
 
-def read_excel_frame(src: _Source, max_rows: int | None = None) -> tuple[pd.DataFrame, list[str]]:
+def read_excel_frame(src: _Source, max_rows: int | None = None,
+                     limits: ReadLimits | None = None) -> tuple[pd.DataFrame, list[str]]:
     """The worksheet most likely to hold the predictions (:func:`_largest`) as a DataFrame, and the
-    notes on which sheet was read."""
-    names, sheets = _excel_sheets(src)
+    notes on which sheet was read; within ``limits``."""
+    names, sheets = _excel_sheets(src, limits)
     name, df, notes = _largest(sheets)
     if max_rows is not None and len(df) > max_rows:
         raise _too_many_rows(src, len(df), max_rows)
@@ -100,7 +148,8 @@ def _load_excel(src: _Source, opts: _Options):
     from pbr_core.loading._tables import _from_table
     from pbr_core.predictions import PredictionsError
 
-    names, sheets = _excel_sheets(src)
+    names, sheets = _excel_sheets(src, opts.limits)
+    src.seen["columns"] = [str(c) for c in _largest(sheets)[1].columns]  # what read_columns lists
     errors: dict[str, PredictionsError] = {}
     for name, df, notes in sheets:
         if opts.max_rows is not None and len(df) > opts.max_rows:

@@ -10,6 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from pbr_core.loading._limits import ReadLimits, format_bytes, limit_error, table_memory
 from pbr_core.loading._source import (
     NPZ_LABEL_KEYS,
     NPZ_FLOAT_SCORE_KEYS,
@@ -64,13 +65,73 @@ def _npz_array(src: _Source, npz, key: str) -> np.ndarray:
     return arr
 
 
+def _npy_header(f) -> tuple[tuple[int, ...], np.dtype, int] | None:
+    """(shape, dtype, header bytes) of the NPY array that ``f`` starts with; None when it is no NPY
+    header (the reader then names the problem)."""
+    try:
+        version = np.lib.format.read_magic(f)
+        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, _, dtype = read(f)
+        return tuple(int(d) for d in shape), np.dtype(dtype), int(f.tell())
+    except Exception:  # noqa: BLE001 - not an NPY header: the reader's own message follows
+        return None
+
+
+def _array_memory(shapes: list[tuple[int, ...]], stored: int) -> int:
+    """Estimated memory of reading arrays of ``shapes`` (``stored`` bytes as they are) into
+    Predictions: the arrays, and per row of the largest the predictions' own (n, K) float64 blocks
+    (probabilities, and logits when the scores are logits) and per-row columns (:func:`table_memory`)."""
+    rows = max((s[0] for s in shapes if len(s) >= 1), default=0)
+    k = max((s[1] for s in shapes if len(s) == 2), default=2)
+    return table_memory(rows, k, stored)
+
+
+def check_npz(src: _Source, limits: ReadLimits) -> None:
+    """Refuse an NPZ archive before any array is read when its members are over ``limits``: their
+    declared sizes (Python's zipfile never decompresses a member past it) against ``max_bytes``, the
+    arrays their NPY headers declare against ``max_memory``; a member whose header declares more
+    data than the member holds is damaged (numpy would allocate the declared array first)."""
+    import zipfile
+
+    try:
+        with src.open() as raw, zipfile.ZipFile(raw) as z:
+            members = [m for m in z.infolist() if not m.is_dir()]
+            declared = sum(m.file_size for m in members)
+            if limits.max_bytes is not None and declared > limits.max_bytes:
+                raise limit_error(src.name, kind="bytes", size=declared, limit=limits.max_bytes,
+                                  what=f"the archive's arrays, once decompressed (as its {len(members)} member(s) "
+                                       "declare),")
+            shapes = []
+            for m in members:
+                with z.open(m) as f:
+                    header = _npy_header(f)
+                if header is None:
+                    continue
+                shape, dtype, header_bytes = header
+                data = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+                if not dtype.hasobject and header_bytes + data != m.file_size:
+                    raise src.error(f"array {m.filename.removesuffix('.npy')!r} is damaged: its header declares shape "
+                                    f"{shape} ({format_bytes(data)} of {dtype}), but the member holds "
+                                    f"{format_bytes(max(m.file_size - header_bytes, 0))}.")
+                shapes.append(shape)
+    except zipfile.BadZipFile:
+        return  # numpy names the problem
+    estimate = _array_memory(shapes, declared)
+    if limits.max_memory is not None and estimate > limits.max_memory:
+        raise limit_error(src.name, kind="memory", size=estimate, limit=limits.max_memory,
+                          rows=max((s[0] for s in shapes if s), default=None),
+                          what=f"its arrays of {format_bytes(declared)}; reading them")
+
+
 def _load_npz(src: _Source, opts: _Options, notes: list[str]) -> Predictions:
+    check_npz(src, opts.limits)
     try:
         npz = np.load(src.reader_arg(), allow_pickle=False)
     except Exception as exc:
         raise _numpy_error(src, exc, "the NPZ archive") from exc
     if not hasattr(npz, "files"):
         raise src.error("this is not an NPZ archive.")
+    src.seen["columns"] = list(npz.files)
     with npz:
         read: dict[str, np.ndarray] = {}
 
@@ -161,10 +222,44 @@ def _load_npz(src: _Source, opts: _Options, notes: list[str]) -> Predictions:
     return replace(preds, metadata=pd.DataFrame(meta) if meta else None, column_roles=tuple(roles))
 
 
+def check_npy(src: _Source, limits: ReadLimits) -> tuple[int, ...]:
+    """The shape an NPY file's header declares, once checked: the data must be all there (a file
+    cut short is refused by name, not read), and within ``limits`` (``max_bytes`` for the data,
+    ``max_memory`` for the estimate of :func:`_array_memory`)."""
+    with src.open() as f:
+        header = _npy_header(f)
+    if header is None:
+        try:  # numpy's own message says what is wrong with the header
+            np.load(src.reader_arg() if src.path is None else str(src.path), mmap_mode="r", allow_pickle=False)
+        except Exception as exc:
+            raise _numpy_error(src, exc, "the NPY array") from exc
+        raise src.error("could not read the NPY array's header.")
+    shape, dtype, header_bytes = header
+    data = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+    if dtype.hasobject:
+        raise src.error("pickled object arrays are not accepted.")
+    held = src.size() - header_bytes
+    if held < data:
+        raise src.error(f"the file is truncated: its header declares an array of shape {shape} "
+                        f"({format_bytes(data)} of {dtype}), but only {format_bytes(max(held, 0))} follow.")
+    if limits.max_bytes is not None and data > limits.max_bytes:
+        raise limit_error(src.name, kind="bytes", size=data, limit=limits.max_bytes, what="its array")
+    estimate = _array_memory([shape], data)
+    if limits.max_memory is not None and estimate > limits.max_memory:
+        raise limit_error(src.name, kind="memory", size=estimate, limit=limits.max_memory,
+                          rows=shape[0] if shape else None, what=f"its array of shape {shape}; reading it")
+    return shape
+
+
 def _load_npy(src: _Source, opts: _Options, notes: list[str]) -> Predictions:
-    try:  # a path is memory-mapped, so max_rows is checked before anything is read
-        arr = (np.load(src.path, mmap_mode="r", allow_pickle=False) if src.path is not None
-               else np.load(src.reader_arg(), allow_pickle=False))
+    shape = check_npy(src, opts.limits)
+    if opts.max_rows is not None and len(shape) >= 1 and shape[0] > opts.max_rows:
+        raise _too_many_rows(src, shape[0], opts.max_rows)
+    # Read into memory, never memory-mapped: a file cut short while mapped (a copy still being
+    # written) ends the process with SIGBUS ("Bus error") at the first touch of the missing pages;
+    # read, it is a short read that numpy reports, and the loader names.
+    try:
+        arr = np.load(src.reader_arg() if src.path is None else str(src.path), allow_pickle=False)
     except Exception as exc:
         raise _numpy_error(src, exc, "the NPY array") from exc
     if arr.dtype.hasobject:
@@ -176,15 +271,14 @@ def _load_npy(src: _Source, opts: _Options, notes: list[str]) -> Predictions:
             f"expected a 2-D array of shape (n, K + 1): K score columns, then the integer label in the last "
             f"column; but got shape {arr.shape}."
         )
-    if opts.max_rows is not None and arr.shape[0] > opts.max_rows:
-        raise _too_many_rows(src, arr.shape[0], opts.max_rows)
-    scores = np.asarray(arr[:, :-1])
-    labels = np.asarray(arr[:, -1])
-    notes.append(f"NPY array of shape {arr.shape}: the last column is the label, the other {arr.shape[1] - 1} are scores.")
+    scores = np.ascontiguousarray(arr[:, :-1])
+    labels = np.ascontiguousarray(arr[:, -1])
+    del arr
+    notes.append(f"NPY array of shape {shape}: the last column is the label, the other {shape[1] - 1} are scores.")
     return _validated(
         lambda: Predictions.from_arrays(
             scores, labels, input_type=opts.input_type, renormalize=opts.renormalize,
-            tolerance=opts.tolerance, source=src.name, notes=notes, copy=False,  # read-only when memory-mapped
+            tolerance=opts.tolerance, source=src.name, notes=notes, copy=False,  # arrays read just now
         ),
         _array_row, None,
     )

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import io
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal, Union
 
+from pbr_core.loading._limits import ReadLimits
 from pbr_core.predictions import InputType, PredictionsError
 
 Source = Union[str, os.PathLike[str], bytes, bytearray, memoryview, IO[bytes]]
@@ -70,6 +71,9 @@ class _Source:
     path: Path | None = None
     data: bytes | None = None
     file_name: str | None = None  # whose suffix gives the format; None for anonymous bytes
+    #: What a reader learnt on the way, for the caller of a read that failed: "columns" (the
+    #: file's column or array names, once read), so that they need not be read a second time.
+    seen: dict = field(default_factory=dict, compare=False, repr=False)
 
     def open(self) -> IO[bytes]:
         return open(self.path, "rb") if self.path is not None else io.BytesIO(self.data)
@@ -79,6 +83,14 @@ class _Source:
 
     def head(self, n: int = _SNIFF_BYTES) -> bytes:
         with self.open() as f:
+            return f.read(n)
+
+    def tail(self, n: int) -> bytes:
+        """The last ``n`` bytes (fewer for a shorter file)."""
+        if self.path is None:
+            return self.data[-n:]
+        with self.open() as f:
+            f.seek(max(self.size() - n, 0))
             return f.read(n)
 
     def reader_arg(self) -> str | IO[bytes]:
@@ -229,6 +241,9 @@ class _Options:
     binary_names: tuple[str, str] | None = None
     #: The scores (or the confidence) are percentages: divided by 100 (:mod:`pbr_core.loading._percent`).
     percent: bool = False
+    #: Bounds on the read (:mod:`pbr_core.loading._limits`); none for the batches of a streamed
+    #: dataset, whose size the stream bounds.
+    limits: ReadLimits = ReadLimits.none()
 
     @property
     def label_column(self) -> str | None:

@@ -31,6 +31,8 @@ from pbr_core.loading._source import (
     _Source,
     _too_many_rows,
 )
+from pbr_core.loading._limits import (ReadLimits, format_bytes, gzip_declared_size, limit_error, scan_text,
+                                      table_memory)
 from pbr_core.loading._roles import (DECIMAL_COMMA_NUMBER, Roles, detect_scores, duplicates, find_by_name,
                                      metadata_by_name, name_words, named_roles, profile)
 from pbr_core.loading._outcome import label_by_values
@@ -109,35 +111,62 @@ def _load_csv(src: _Source, fmt: FileFormat, head: bytes, opts: _Options) -> Pre
     if header.encoding != "utf-8":
         warnings.warn(f"{src.name}: the header is not UTF-8; read the file as Latin-1.", stacklevel=3)
     raw_header = header.columns
+    src.seen["columns"] = [c for c in raw_header if c]
     dup = duplicates(raw_header)
     if dup:
         raise src.error(f"duplicate column header(s) {_names(dup)}: every column needs its own name.")
-
-    if opts.max_rows is not None:
-        # Each data row takes at least one byte per column (separators and newline), so small
-        # files need no counting pass.
-        if header.compression is not None or src.size() // max(len(raw_header), 1) > opts.max_rows:
-            n = _count_data_rows(src, header.compression)
-            if n > opts.max_rows:
-                raise _too_many_rows(src, n, opts.max_rows)
-
+    check_csv_size(src, header, opts.limits, opts.max_rows)
     df = _read_csv_frame(src, header.sep, header.compression, header.encoding, header.decimal)
     if len(df.columns) == len(raw_header):
         df.columns = raw_header
     return _from_table(df, src, opts, notes)
 
 
-def _count_data_rows(src: _Source, compression: str | None) -> int:
-    """Lines after the header, trailing blank lines excluded; C-speed counting in 4 MiB chunks."""
-    newlines, last = 0, b""
+def check_csv_size(src: _Source, header: _CsvHeader, limits: ReadLimits, max_rows: int | None = None) -> None:
+    """Refuse a CSV / TSV file before it is parsed when its text (after decompression), its rows or a
+    cell is over ``limits`` (or it has more than ``max_rows`` rows): a :class:`ReadLimitError`.
+
+    A gzip file whose trailer declares more than ``max_bytes`` is refused at once; otherwise one
+    counting pass (:func:`scan_text`) reads the text in 4 MiB chunks and stops as soon as it passes
+    ``max_bytes``. An uncompressed file small enough that even one row per byte would fit every
+    limit needs no pass.
+    """
+    compressed = header.compression is not None
+    n_columns = max(len(header.columns), 1)
+    size = src.size()
+    if compressed and limits.max_bytes is not None:
+        declared = gzip_declared_size(src.tail(4))
+        if declared is not None and declared > limits.max_bytes:
+            raise limit_error(src.name, kind="bytes", size=declared, limit=limits.max_bytes, streamable=True,
+                              what=f"the text, once decompressed (as the gzip file declares; {format_bytes(size)} "
+                                   "compressed),")
+    if not compressed and _fits_without_counting(size, n_columns, limits) and (
+            max_rows is None or size // n_columns <= max_rows):
+        return  # each data row takes at least one byte per column (separators and newline)
     with src.open() as raw:
-        f = gzip.open(raw) if compression == "gzip" else raw
-        while chunk := f.read(1 << 22):
-            newlines += chunk.count(b"\n")
-            last = chunk
-    trailing_blank = last[len(last.rstrip()):].count(b"\n")
-    lines = newlines - trailing_blank + (1 if last.strip() else 0)
-    return max(lines - 1, 0)
+        scan = scan_text(gzip.open(raw) if compressed else raw, src.name, limits.max_bytes, streamable=True,
+                         compressed=compressed)
+    if max_rows is not None and scan.data_rows > max_rows:
+        raise _too_many_rows(src, scan.data_rows, max_rows)
+    if limits.max_cell_bytes is not None and scan.longest_line > limits.max_cell_bytes * n_columns:
+        # A line of C cells longer than C times the limit holds at least one cell over it.
+        raise limit_error(src.name, kind="cell", size=scan.longest_line, limit=limits.max_cell_bytes,
+                          what=f"line {scan.longest_at:,} of the file ({n_columns} column{'s' if n_columns > 1 else ''})",
+                          streamable=True)
+    estimate = table_memory(scan.data_rows, n_columns, scan.n_bytes)
+    if limits.max_memory is not None and estimate > limits.max_memory:
+        grown = (f"its {format_bytes(size)} expand to {format_bytes(scan.n_bytes)} of text; "
+                 if compressed else f"its {format_bytes(size)} of text hold {scan.data_rows:,} rows; ")
+        raise limit_error(src.name, kind="memory", size=estimate, limit=limits.max_memory, rows=scan.data_rows,
+                          what=grown + "reading them", streamable=True)
+
+
+def _fits_without_counting(size: int, n_columns: int, limits: ReadLimits) -> bool:
+    """Whether an uncompressed text file of ``size`` bytes is within every limit whatever it holds
+    (at most one row per byte, no cell longer than the file)."""
+    return ((limits.max_bytes is None or size <= limits.max_bytes)
+            and (limits.max_memory is None or table_memory(size, n_columns, size) <= limits.max_memory)
+            and (limits.max_cell_bytes is None or size <= limits.max_cell_bytes * n_columns))
 
 
 #: pandas' default missing-value markers (listed in the documentation of ``pandas.read_csv``), which
@@ -325,16 +354,10 @@ def _arrow_frame(table, csv: bool = False) -> pd.DataFrame:
 
 # ------------------------------------------------------------------------------------ Parquet
 def _load_parquet(src: _Source, head: bytes, opts: _Options) -> Predictions:
-    import pyarrow.parquet as pq
-
     if not head.startswith(b"PAR1"):
         raise src.error(f"this is not a Parquet file: it looks like {_describe(head) or 'something else'}.")
     try:
-        pf = pq.ParquetFile(src.reader_arg())
-        n = pf.metadata.num_rows
-        if opts.max_rows is not None and n > opts.max_rows:
-            raise _too_many_rows(src, n, opts.max_rows)
-        df = _arrow_frame(pf.read())
+        df = _arrow_frame(read_parquet_table(src, opts.limits, opts.max_rows))
     except PredictionsError:
         raise
     except Exception as exc:
@@ -342,7 +365,100 @@ def _load_parquet(src: _Source, head: bytes, opts: _Options) -> Predictions:
     return _from_table(df, src, opts, [])
 
 
+def _is_text_type(t) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
+
+
+def read_parquet_table(src: _Source, limits: ReadLimits, max_rows: int | None = None):
+    """The whole Parquet file as an Arrow table, within ``limits``.
+
+    Before reading: the rows and columns the footer declares give the memory estimate
+    (:func:`table_memory`), and the uncompressed sizes of the column chunks the decompressed size. Text
+    columns are read dictionary-encoded (each distinct value once, as the file stores it), so that a
+    short value list that decodes into gigabytes (one long text repeated on every row), or one cell
+    over the cell limit, is refused before it is decoded.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(src.reader_arg())
+    meta, schema = pf.metadata, pf.schema_arrow
+    src.seen["columns"] = [c for c in schema.names if not _is_unnamed(c)]
+    n = meta.num_rows
+    if max_rows is not None and n > max_rows:
+        raise _too_many_rows(src, n, max_rows)
+    stored = sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups))
+    if limits.max_bytes is not None and stored > limits.max_bytes:
+        raise limit_error(src.name, kind="bytes", size=stored, limit=limits.max_bytes, rows=n, streamable=True,
+                          what="its content, once decompressed,")
+    text = [f.name for f in schema if _is_text_type(f.type)]
+    text_set = set(text)
+    text_bytes = sum(meta.row_group(g).column(j).total_uncompressed_size for g in range(meta.num_row_groups)
+                     for j in range(meta.num_columns) if meta.row_group(g).column(j).path_in_schema in text_set)
+    _check_table_memory(src, limits, n, len(schema), text_bytes, f"its {n:,} rows of {len(schema)} columns")
+    if not text or (limits.max_memory is None and limits.max_cell_bytes is None):
+        return pf.read()
+    table = pq.ParquetFile(src.reader_arg(), read_dictionary=text).read()
+    decoded = 0
+    for name in text:
+        i = table.schema.get_field_index(name)
+        column = table.column(i)
+        for chunk in column.chunks:
+            lengths = pc.binary_length(chunk.dictionary)
+            if len(lengths) and limits.max_cell_bytes is not None:
+                j = int(pc.index(lengths, pc.max(lengths)).as_py())
+                if lengths[j].as_py() > limits.max_cell_bytes:
+                    hits = np.flatnonzero(chunk.indices.to_numpy(zero_copy_only=False) == j)
+                    where = f" at {_table_row(int(hits[0]))}" if hits.size else ""
+                    raise limit_error(src.name, kind="cell", size=lengths[j].as_py(), limit=limits.max_cell_bytes,
+                                      what=f"column {name!r}{where}")
+            if len(chunk.indices):
+                decoded += int(pc.sum(pc.take(lengths, chunk.indices)).as_py() or 0)
+    _check_table_memory(src, limits, n, len(schema), decoded,
+                        f"its {n:,} rows of {len(schema)} columns, with {format_bytes(decoded)} of text")
+    for name in text:  # decoded, as a plain read gives them
+        i = table.schema.get_field_index(name)
+        value_type = schema.field(name).type
+        table = table.set_column(i, schema.field(name), pc.cast(table.column(i), value_type))
+    return table
+
+
+def _check_table_memory(src: _Source, limits: ReadLimits, rows: int, columns: int, text_bytes: int, what: str) -> None:
+    estimate = table_memory(rows, columns, text_bytes)
+    if limits.max_memory is not None and estimate > limits.max_memory:
+        raise limit_error(src.name, kind="memory", size=estimate, limit=limits.max_memory, rows=rows,
+                          what=f"{what}; reading them", streamable=True)
+
+
 # ------------------------------------------------------------------------------ table -> values
+def _check_cells(df: pd.DataFrame, src: _Source, limit: int | None) -> None:
+    """No text cell longer than ``limit`` characters goes further (a page showing one fails, and
+    grouping by it copies it again and again): a :class:`ReadLimitError` naming the column and row."""
+    if limit is None:
+        return
+    for column in df.columns:
+        series = df[column]
+        dtype = series.dtype
+        if (_is_plain_numeric(dtype) or pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_datetime64_any_dtype(dtype)
+                or (isinstance(dtype, pd.ArrowDtype) and not pd.api.types.is_string_dtype(dtype))):
+            continue
+        text_dtype = isinstance(dtype, (pd.StringDtype, pd.ArrowDtype))  # Arrow-backed: lengths at C speed
+        lengths = series.str.len() if text_dtype else series.map(_text_length)
+        longest = lengths.max()
+        if pd.notna(longest) and longest > limit:
+            r = int(np.asarray(lengths.to_numpy(dtype=np.float64, na_value=0.0)).argmax())
+            raise limit_error(src.name, kind="cell", size=int(longest), limit=limit,
+                              what=f"column {column!r} at {_table_row(r)}")
+
+
+def _text_length(value: object) -> int:
+    """Characters of a text cell (bytes of a byte string); 0 for numbers, lists, missing cells."""
+    return len(value) if isinstance(value, (str, bytes)) else 0
+
+
 def _table_row(i: int) -> str:
     return f"row {i + 1} (data row, header excluded)"
 
@@ -481,8 +597,10 @@ def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]
     if dup:
         raise src.error(f"duplicate column header(s) {_names(dup)}: every column needs its own name.")
     df.columns = columns  # in place: a renamed copy would keep the reader's columns alive as well
+    src.seen.setdefault("columns", [c for c in columns if not _is_unnamed(c)])
     if df.shape[1] == 0:
         raise src.error("the file is empty (no columns).")
+    _check_cells(df, src, opts.limits.max_cell_bytes)
 
     # Blank lines at the end are harmless; inside the data they are an error (row numbers must
     # keep matching the file, so they are not silently skipped).
