@@ -227,6 +227,7 @@ def compare_section(result: runs.CompareResult) -> ReportSection:
         if len(paired):
             paragraphs += [texts.PAIRED_INTRO, texts.PAIRED_HELP.replace("**", "").replace("*", "")]
             shown.append(("Paired tests over folds (test ECE)", paired))
+        paragraphs.append(tables.best_note(result.table))  # what is green, or why nothing is
         shown.append(("Every fold", tables.fold_styler(result.table, multiclass)))
     return ReportSection(title="Comparison of recalibrators", paragraphs=paragraphs, settings=settings,
                          tables=shown, figures=FR.compare_figures(result, binary_positive, multiclass))

@@ -281,6 +281,10 @@ def compare_tables(table: pd.DataFrame, multiclass: bool) -> tuple[pd.DataFrame,
     labels = {m: texts.method_label(m, multiclass) for m in table["method"].unique()}
     text = summary_table(summ)
     counts = at_prior_counts(ok)
+    # "Best" is a claim: only where the paired tests show it (pbr_core.experiments.shown_best), never
+    # the lowest mean alone; the summary's (and its CSV's) best flag says the same as the green cells.
+    shown = shown_bests(ok)
+    summ["best"] = [shown.get(metric) == method for method, metric in zip(summ["method"], summ["metric"])]
     if counts:
         text["at_prior"] = [counts.get(m, "–") for m in text.index]
     return summ, summary_styler(text, best_mask(summ), labels=labels)
@@ -289,18 +293,48 @@ def compare_tables(table: pd.DataFrame, multiclass: bool) -> tuple[pd.DataFrame,
 _METRIC_WORDS = {"ece": "ECE", "accuracy": "accuracy", "nll": "NLL", "brier": "Brier score"}
 
 
+def shown_bests(table: pd.DataFrame) -> dict[str, str]:
+    """metric -> the method the folds show best in it (``pbr_core.experiments.shown_best``), for the
+    summary's highlighted metrics that have one."""
+    from dashboard.figures_recal import HIGHLIGHTED
+    from pbr_core.experiments import shown_best
+
+    out = {}
+    for metric in HIGHLIGHTED:
+        if metric in table and table[metric].notna().any():
+            best = shown_best(table, metric)
+            if best is not None:
+                out[metric] = best
+    return out
+
+
+def best_note(table: pd.DataFrame) -> str:
+    """The summary's caption about its green cells: what they mean, why there are none (too few
+    folds: ``pbr_core.experiments.too_few_folds``; differences within the noise)."""
+    from pbr_core.experiments import too_few_folds
+
+    ok = table[table["error"].isna()] if "error" in table else table
+    few = too_few_folds(int(ok["fold"].nunique()))
+    if few:
+        return few
+    return texts.BEST_SHOWN if shown_bests(ok) else texts.NO_BEST_SHOWN
+
+
 def paired_frame(table: pd.DataFrame, multiclass: bool, metric: str = "ece",
                  pairs: Sequence[tuple[str, str]] | None = None) -> pd.DataFrame:
     """Paired tests over folds (``pbr_core.experiments.paired_tests``) in the page's words.
 
     Default pairs: each method against the uncalibrated one and against the best mean. Failed
-    fits are left out (a method's failed folds are not paired). Empty with fewer than 2 folds.
+    fits are left out (a method's failed folds are not paired). Empty with fewer than
+    ``pbr_core.experiments.MIN_PAIRED_FOLDS`` folds (6), where no difference could be shown.
     """
     from pbr_core.experiments import paired_tests
 
     ok = table[table["error"].isna()] if "error" in table else table
-    if ok.empty or ok["fold"].nunique() < 2:
+    if ok.empty or ok["fold"].nunique() < MIN_PAIRED_FOLDS:  # no difference could be shown: not run
         return pd.DataFrame()
+    from pbr_core.experiments import MIN_PAIRED_FOLDS
+
     tests = paired_tests(ok, metric, pairs)
     label = {m: texts.method_label(m, multiclass) for m in ok["method"].unique()}
 

@@ -341,7 +341,9 @@ N_TE_HELP = (
 )
 N_RE_HELP = (
     "How many rows are used to fit the recalibrator (the recalibration set, n_re). The rest is the "
-    "test part on which everything is evaluated. The paper uses n_re = 1000."
+    "test part on which everything is evaluated. The paper uses n_re = 1000; the default is 1000 when the "
+    "file has at least 2,000 rows, else half of them, so that enough rows are left to test on (at least "
+    "144: below that the test ECE says nothing)."
 )
 SEED_HELP = "Which random split into recalibration and test rows. The same seed gives the same split on every page."
 MAX_ITER_HELP = "Upper limit on the optimiser's iterations per fit (it usually stops earlier, on tolerance)."
@@ -360,6 +362,48 @@ KL_HELP = (
     "paper's bounds: the smaller, the more the recalibration-set ECE can be trusted on new data."
 )
 FIT_INFO_HELP = "What the optimiser did: iterations, wall time and the device it ran on."
+
+
+def fewer_fit_rows_todo(n: int, top: int, min_rows: int, control: str = "n_re") -> str:
+    """What to do when n_re leaves fewer than ``min_rows`` test rows: lower ``control`` to ``top``
+    (``pbr_core.experiments.max_n_re``), or, when no n_re can, load a larger file."""
+    if top < 2:
+        return (f"This file has {n:,} rows: too few to fit a recalibrator on some of them and test it on at least "
+                f"{min_rows:,} others. Load a file with at least {min_rows + 2:,} rows.")
+    return f"Lower {control} to at most {top:,}, so that at least {min_rows:,} rows are left to test on."
+
+
+def more_test_rows_todo(min_rows: int) -> str:
+    """What to do when the Compare page's own number of test rows per fold is below ``min_rows``."""
+    return f"Set “Test rows per fold” to at least {min_rows:,}, or to 0 to test on every row not used to fit."
+
+
+def gen_too_small_todo(n: int, min_rows: int) -> str:
+    """What to do when the Generalization page's n_re (= its test subset) is below ``min_rows``."""
+    if n < 2 * min_rows:
+        return (f"The study needs two disjoint sets of at least {min_rows:,} rows each ({2 * min_rows:,} rows); "
+                f"this file has {n:,}. Load a larger file.")
+    return (f"Raise n_re to at least {min_rows:,}: the gap is measured on a test subset of n_re rows "
+            f"(at most {n // 2:,} here, as 2·n_re ≤ n).")
+
+
+def holdout_todo(n: int, min_rows: int, min_percent: int | None) -> str:
+    """What to do when the Fit & apply page holds out fewer than ``min_rows`` rows: hold out at least
+    ``min_percent`` % (None: no share up to 50 % is enough), or nothing."""
+    fit_all = "or 0 % to fit on every row (it is then measured on the rows it was fitted on)."
+    if min_percent is None:
+        return (f"This file has {n:,} rows, too few to hold out {min_rows:,} and still fit on the rest: set the "
+                f"share held out to 0 % to fit on every row (it is then measured on the rows it was fitted on).")
+    return f"Hold out at least {min_percent} % ({min_rows:,} of the {n:,} rows) to check it, {fit_all}"
+
+
+def apply_too_small(name: str, n: int, min_rows: int) -> str:
+    """The Fit & apply page's refusal to measure a saved recalibrator on a file of fewer than ``min_rows`` rows."""
+    return (f"Checking a recalibrator needs at least {min_rows:,} labelled rows (below that the ECE says nothing: "
+            f"it can be off by more than its whole range from 0 to 1, Theorem 1); {name} has {n:,}. Check it on a "
+            "larger file of the same model's predictions; `pbr-calib apply` recalibrates any file without "
+            "measuring it.")
+
 
 
 def kl_card(kl: float) -> str:
@@ -551,7 +595,20 @@ DIAGRAMS_HELP = (
 COMPARE_ALPHA_HELP = "α of the PBR methods in this comparison (the PBR page can choose it automatically)."
 SUMMARY_HELP = (
     "Mean ± standard deviation over folds of each test metric. ECE uses B = floor(n_te^(1/3)) bins. "
-    "Green: the best method in that column (lowest, or highest accuracy). KL exists only for GP methods."
+    "Green: the method with the best mean in that column (lowest, or highest accuracy) when the paired "
+    "tests show it better than every other method; no green when they do not. KL exists only for GP methods."
+)
+BEST_SHOWN = (
+    "Green: the best mean in its column, shown better than every other method by the paired tests below "
+    "(t-test and Wilcoxon p < 0.05 over the folds)."
+)
+NO_BEST_SHOWN = (
+    "No cell is green: in no column is the best mean better than every other method's beyond the "
+    "fold-to-fold noise (the paired tests below). The lowest mean alone is not a better method."
+)
+SUMMARY_CSV_HELP = (
+    "One row per (method, metric): mean, std, number of folds, and *best*: True only where the paired tests "
+    "show the method better than every other one (as the green cells)."
 )
 PAIRED_INTRO = (
     "A smaller mean is not yet a better method: the folds differ from each other, and a difference "
@@ -626,7 +683,7 @@ GEN_BOUND_CAPTION = (
 ALPHAS_HELP = "The KL weights to try (the paper's grid). Each α is fitted once per fold."
 GEN_N_RE_HELP = (
     "Size of the recalibration set and of the disjoint test subset (the gap compares equal sizes, as "
-    "Corollary 1 assumes). Needs 2·n_re ≤ n."
+    "Corollary 1 assumes). Needs 2·n_re ≤ n, and at least 144 rows (below that a test ECE says nothing)."
 )
 EPS_RECAL_HELP = "ε: the bounds hold with probability at least 1 − ε over the draw of the recalibration set."
 PEARSON_HELP = "Pearson's r between KL and ECE gap over all fits: +1 a perfect rising line, 0 no linear relation."
@@ -692,8 +749,9 @@ SHIP_METHOD_HELP = (
     "settings and the α set here; the PBR page offers their other settings and chooses α by cross-validation."
 )
 SHIP_HOLDOUT_HELP = (
-    "Share of the rows kept out of the fit and used to check it. 0 %: fit on every row (the most data "
-    "for the recalibrator you ship), but then the check below is measured on the rows it was fitted on."
+    "Share of the rows kept out of the fit and used to check it: at least 144 rows (below that the check's "
+    "ECE says nothing). 0 %: fit on every row (the most data for the recalibrator you ship), but then the "
+    "check below is measured on the rows it was fitted on."
 )
 SHIP_IN_SAMPLE = (
     "Nothing is held out, so the numbers are measured on the rows the recalibrator was fitted on and "

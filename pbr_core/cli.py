@@ -212,9 +212,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="prediction file with labels")
     p.add_argument("--methods", default="uncalibrated,temperature", metavar="A,B,...",
                    help="comma-separated method names (`pbr-calib methods` lists them; default uncalibrated,temperature)")
-    p.add_argument("--n-re", type=_positive_int, default=1000, help="recalibration set size (default 1000)")
+    p.add_argument("--n-re", type=_positive_int, default=None,
+                   help="recalibration set size (default: the paper's 1000 on a file of 2,000 rows or more, else "
+                        "half the rows); at least 144 rows must be left to test on")
     p.add_argument("--n-te", type=_positive_int, default=None,
-                   help="test rows per split (default: all rows not used for recalibration)")
+                   help="test rows per split (default: all rows not used for recalibration; at least 144)")
     p.add_argument("--folds", type=_positive_int, default=10, help="number of random splits (default 10)")
     p.add_argument("--seed", type=int, default=0, help="seed of the splits (default 0)")
     p.add_argument("--param", action="append", default=[], metavar="METHOD.KEY=VALUE",
@@ -767,11 +769,17 @@ def cmd_apply(args: argparse.Namespace) -> int:
         save_predictions(calibrated, path_or_buffer=args.out, spreadsheet_safe=not args.raw_csv)
     except OSError as exc:
         raise CLIError(f"cannot write {args.out}: {exc.strerror or exc}", EXIT_USAGE) from exc
-    if preds.has_labels:
+    from pbr_core.experiments import small_test_set_problem
+
+    too_few = small_test_set_problem(preds.n) if preds.has_labels else None
+    if too_few:  # an ECE before / after on so few rows says nothing: not printed, and why
+        print(f"applied {rec.method} to {preds.n} rows of {preds.source}; ECE not measured: {too_few}")
+    elif preds.has_labels:
         before = evaluation_table(preds, interval=False)["ece"]
         after = evaluation_table(calibrated, interval=False)["ece"]
+        what = f"{_binary_ece_words()}, " if preds.kind == "binary" else ""
         print(f"applied {rec.method} to {preds.n} rows of {preds.source}: ECE {before:.4f} -> {after:.4f} "
-              f"(B = {pbr_core.optimal_n_bins(preds.n)})")
+              f"({what}B = {pbr_core.optimal_n_bins(preds.n)})")
     else:
         print(f"applied {rec.method} to {preds.n} unlabelled rows of {preds.source} (no labels: ECE not measured)")
     print(f"wrote {args.out}")
@@ -825,8 +833,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from pbr_core import PredictionsError
-    from pbr_core.experiments import (BINARY_ECE_WORDS, DEFAULT_BINARY_ECE, compare, summarize, summary_table,
-                                      tqdm_progress)
+    from pbr_core.experiments import (BINARY_ECE_WORDS, DEFAULT_BINARY_ECE, compare, default_n_re, summarize,
+                                      summary_table, tqdm_progress)
     from pbr_core.loading.writing import csv_text
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -841,6 +849,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         _check_output(args.out, (".csv",))
     preds = _load(args.file, args)
     binary_ece = args.binary_ece or DEFAULT_BINARY_ECE
+    if args.n_re is None:  # the paper's 1000 only on a file large enough to leave as many rows to test on
+        args.n_re = default_n_re(preds.n)
+    _refuse_small_test_set(preds, args.n_re, args.n_te)
     with tqdm(total=args.folds * len(methods), unit="fit", file=sys.stderr, disable=args.quiet, leave=False) as bar:
         try:
             with _fit_progress(args.quiet):  # an inner bar for slow (GP) fits
@@ -861,7 +872,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise CLIError(f"cannot write {args.out}: {exc.strerror or exc}", EXIT_USAGE) from exc
     tests = _paired(table, pairs, args.paired_metric)
     if args.format == "json":
-        summary = summarize(table).to_json(orient="records", indent=2)
+        summary = _shown_summary(table, summarize(table)).to_json(orient="records", indent=2)
         if args.pairs is None:  # the summary list stays the default JSON document
             print(summary)
         else:  # asked for pairs: one document with both
@@ -874,9 +885,61 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if preds.kind == "binary":
         print(f"ECE: {BINARY_ECE_WORDS[binary_ece]} (--binary-ece); Brier and NLL of the same probability")
     print(summary_table(table).to_string())
+    print(_best_text(table))
     print()
     print(_paired_text(tests, args.paired_metric))
     return EXIT_OK
+
+
+def _binary_ece_words() -> str:
+    """Which ECE a binary file's numbers are: the app's one choice (pbr_core.metrics.DEFAULT_BINARY_TARGET)."""
+    from pbr_core.metrics import BINARY_TARGET_WORDS, DEFAULT_BINARY_TARGET
+
+    return BINARY_TARGET_WORDS[DEFAULT_BINARY_TARGET]
+
+
+def _refuse_small_test_set(preds, n_re: int, n_te: int | None) -> None:
+    """``compare``'s refusal of a test set too small to say anything (pbr_core.experiments.MIN_TEST_ROWS):
+    why, and which option to change."""
+    from pbr_core.experiments import MIN_TEST_ROWS, max_n_re, small_test_set_problem
+
+    rows = preds.n - n_re if n_te is None else n_te
+    problem = small_test_set_problem(rows) if rows > 0 else None  # none left: the protocol's own message
+    if problem is None:
+        return
+    top = max_n_re(preds.n)
+    if top < 2:
+        todo = f"{preds.source} has {preds.n} rows: too few to fit on some and test on {MIN_TEST_ROWS} others."
+    elif n_te is not None and n_re <= top:
+        todo = f"Give --n-te {MIN_TEST_ROWS} or more (or leave it out to test on every row not used to fit)."
+    else:
+        todo = f"Give --n-re {top} or less, so that at least {MIN_TEST_ROWS} rows are left to test on."
+    raise CLIError(f"{preds.source}: {problem} {todo}", EXIT_USAGE)
+
+
+def _shown_summary(table, summary):
+    """``summarize(table)`` whose ``best`` flags only the methods the paired tests show better than every
+    other one (pbr_core.experiments.shown_best), as the dashboard's green cells: never the lowest mean alone."""
+    from pbr_core.experiments import shown_best
+
+    shown = {m: shown_best(table, m) for m in summary["metric"].unique() if m in ("ece", "accuracy", "nll", "brier")}
+    return summary.assign(best=[shown.get(metric) == method
+                                for method, metric in zip(summary["method"], summary["metric"])])
+
+
+def _best_text(table) -> str:
+    """One line under the summary: the method the folds show best in ECE, or why none is named."""
+    from pbr_core.experiments import shown_best, too_few_folds
+
+    ok = table[table["error"].isna()]
+    few = too_few_folds(int(ok["fold"].nunique()))
+    if few:
+        return few
+    best = shown_best(table)
+    if best is None:
+        return ("no method is shown best in ECE: the best mean is not better than every other method's beyond the "
+                "fold-to-fold noise (paired tests below)")
+    return f"best ECE: {best} (the paired tests show it better than every other method, both p < 0.05)"
 
 
 def _parse_pairs(text: str | None, methods: list[str]) -> list[tuple[str, str]] | None:
@@ -910,6 +973,11 @@ def _paired_text(tests, metric: str) -> str:
 
     if tests.empty:
         return "paired tests: none (one method only)"
+    from pbr_core.experiments import too_few_folds
+
+    few = too_few_folds(int(tests["n_folds"].max()))
+    if few:  # the tests could only say "no difference shown": not reported, and why
+        return f"paired tests: not run. {few}"
     lines = [f"paired tests over folds, {metric} (A - B; 95% t interval of the mean difference; p-values of the "
              f"{TEST_NAMES['t_p']}, the {TEST_NAMES['wilcoxon_p']} and the {TEST_NAMES['corrected_t_p']}):"]
     for r in tests.itertuples(index=False):

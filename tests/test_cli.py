@@ -381,7 +381,7 @@ def test_compare_prints_paired_tests_and_the_binary_ece_choice(capsys, tmp_path)
         pytest.skip("kitti_random_forest.csv is not bundled")
     out_file = tmp_path / "table.csv"
     code, out, _ = run(capsys, "compare", data, "--methods", "uncalibrated,platt,beta", "--n-re", "500",
-                       "--folds", "3", "--quiet", "--out", out_file, "--pairs", "beta:platt")
+                       "--folds", "6", "--quiet", "--out", out_file, "--pairs", "beta:platt")
     assert code == EXIT_OK
     assert "ECE of p(y=1)" in out  # binary data: the ECE definition is named (the app's p(y=1), by default)
     table = pd.read_csv(out_file)
@@ -389,16 +389,16 @@ def test_compare_prints_paired_tests_and_the_binary_ece_choice(capsys, tmp_path)
     line = next(x for x in out.splitlines() if x.strip().startswith("beta - platt"))
     assert f"{expected['mean_diff']:+.4f}" in line and f"t p = {expected['t_p']:.3g}" in line
     assert f"Wilcoxon p = {expected['wilcoxon_p']:.3g}" in line
-    assert "paired t-test" in out and "Wilcoxon signed-rank" in out and "2/2^3" in out
+    assert "paired t-test" in out and "Wilcoxon signed-rank" in out and "2/2^6" in out
     code, _, err = run(capsys, "compare", data, "--methods", "uncalibrated,platt", "--pairs", "platt:gp", "--quiet")
     assert code == EXIT_USAGE and "gp" in err and "--methods" in err
     code, out, _ = run(capsys, "compare", data, "--methods", "uncalibrated,platt", "--n-re", "500", "--folds", "2",
                        "--quiet", "--binary-ece", "top_label")
     assert code == EXIT_OK and "top-label ECE" in out and "paper's tables" in out
     code, out, _ = run(capsys, "compare", data, "--methods", "uncalibrated,platt,beta", "--n-re", "500",
-                       "--folds", "3", "--quiet", "--pairs", "beta:platt", "--format", "json")
+                       "--folds", "6", "--quiet", "--pairs", "beta:platt", "--format", "json")
     doc = json.loads(out)
-    assert code == EXIT_OK and doc["paired_tests"][0]["t_p"] == pytest.approx(expected["t_p"], rel=1e-9)
+    assert code == EXIT_OK and doc["paired_tests"][0]["t_p"] == pytest.approx(expected["t_p"], abs=1e-10)  # JSON: 10 decimals
     assert {r["method"] for r in doc["summary"]} == {"uncalibrated", "platt", "beta"}
 
 
@@ -542,3 +542,37 @@ def test_fit_alpha_option(capsys, c10_files, tmp_path) -> None:
         assert code == EXIT_USAGE and message in err
     code, _, err = run(capsys, "fit", fit, "--method", "pbr", "--alpha", "-1", "--out", out)
     assert code == EXIT_USAGE and "finite number >= 0" in err
+
+
+def test_compare_on_a_small_file_proposes_half_and_refuses_a_tiny_test_set(capsys, tmp_path) -> None:
+    """Issue 35: 504 rows (random rows of a real KITTI model): the default n_re is 252, not 1000 or 503;
+    a test set of fewer than 144 rows is refused with why and which option to change; with fewer than
+    6 folds no method is named best and no paired test is reported."""
+    import pandas as pd
+
+    frame = pd.read_csv(SAMPLE / "kitti_random_forest.csv")
+    rows = np.sort(np.random.default_rng(0).choice(len(frame), size=504, replace=False))
+    path = tmp_path / "small.csv"
+    frame.iloc[rows].to_csv(path, index=False)
+    code, out, _ = run(capsys, "compare", path, "--methods", "uncalibrated,platt", "--folds", "3", "--quiet")
+    assert code == EXIT_OK and "504 rows, K = 2: n_re = 252, n_te = 252, 3 folds" in out
+    assert "With 3 folds no difference between methods can be shown" in out and "paired tests: not run" in out
+    assert "Wilcoxon p =" not in out and "best ECE:" not in out
+    code, _, err = run(capsys, "compare", path, "--n-re", "503", "--quiet")
+    assert code == EXIT_USAGE and "A test set of 1 row is too small to say anything" in err
+    assert "Give --n-re 360 or less, so that at least 144 rows are left to test on." in err
+    code, _, err = run(capsys, "compare", path, "--n-te", "100", "--quiet")
+    assert code == EXIT_USAGE and "100 rows is too small" in err and "Give --n-te 144 or more" in err
+    # JSON: the best flag only where the folds show it (never with 3 folds).
+    code, out, _ = run(capsys, "compare", path, "--methods", "uncalibrated,platt", "--folds", "3", "--quiet",
+                       "--format", "json")
+    assert code == EXIT_OK and not any(r["best"] for r in json.loads(out))
+    # apply: the ECE of fewer than 144 rows is not measured, and the reason is given.
+    model = tmp_path / "platt.json"
+    assert run(capsys, "fit", path, "--method", "platt", "--out", model, "--quiet")[0] == EXIT_OK
+    tiny = tmp_path / "tiny.csv"
+    frame.iloc[rows[:100]].to_csv(tiny, index=False)
+    code, out, _ = run(capsys, "apply", model, tiny, "--out", tmp_path / "out.csv")
+    assert code == EXIT_OK and "ECE not measured: A test set of 100 rows is too small" in out
+    code, out, _ = run(capsys, "apply", model, path, "--out", tmp_path / "out.csv")
+    assert code == EXIT_OK and "ECE of p(y=1)" in out and "-> " in out

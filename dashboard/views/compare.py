@@ -13,7 +13,7 @@ import streamlit as st
 from dashboard import figures_recal as FR
 from dashboard import jobs, recal_ui, runs, state, tables, texts
 from pbr_core.experiments import (MIN_TEST_ROWS, PAPER_N_RE, PAPER_N_RE_VALUES, default_n_re, max_n_re,
-                                  small_test_set_problem)
+                                  small_test_set_problem, too_few_folds)
 from pbr_core.recalibrators import MAX_ITERATIONS, available_methods
 
 K_METHODS = "cmp_methods"
@@ -113,8 +113,9 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.CompareSettings | Non
 def _paired(table, multiclass: bool) -> None:
     """Paired tests over folds: the default pairs, and any pair the user picks."""
     st.markdown("**Is the difference real? Paired tests over folds**", help=texts.PAIRED_HELP)
-    if table[table["error"].isna()]["fold"].nunique() < 2:
-        st.info("Paired tests need at least 2 folds with results.")
+    few = too_few_folds(int(table[table["error"].isna()]["fold"].nunique()))
+    if few:  # the tests could only say "no difference shown": not run, and why
+        st.info(few, icon=":material/info:")
         return
     st.caption(texts.PAIRED_INTRO)
     metrics = {"ece": "Test ECE", "accuracy": "Accuracy", "nll": "NLL", "brier": "Brier score"}
@@ -166,7 +167,7 @@ def _results(loaded: state.Loaded, result: runs.CompareResult) -> None:
     st.caption(f"{table['fold'].nunique()} folds · {int(table['n_te'].iloc[0]):,} test rows per fold · ECE with "
                f"B = {int(table['n_bins'].iloc[0])} bins" +
                (f" · {texts.binary_ece_caption(result.settings.binary_ece)}" if result.kind == "binary" else ".") +
-               " Green = best mean in its column; whether it is better beyond chance: the paired tests below.")
+               " " + tables.best_note(table))
     for note in tables.compare_at_prior_notes(result):
         st.warning(note, icon=":material/do_not_disturb_on:")
     _paired(table, multiclass)
@@ -188,7 +189,7 @@ def _results(loaded: state.Loaded, result: runs.CompareResult) -> None:
                             "cmp_dl_table", help=texts.FOLDS_CSV_HELP)
     with c[1]:
         recal_ui.csv_button("Summary (CSV, mean and std)", summ, "compare_summary.csv", "cmp_dl_summary",
-                            help="One row per (method, metric): mean, std, number of folds, best flag.")
+                            help=texts.SUMMARY_CSV_HELP)
     with c[2]:
         recal_ui.report_button("cmp_dl_report")
 

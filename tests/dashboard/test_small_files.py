@@ -76,6 +76,38 @@ def test_compare_page_proposes_half_and_refuses_tiny_folds(at):
     assert at.multiselect(key="sweep_n_re_values").options == ["10", "50", "100", "250"]
 
 
+def _finish(at: AppTest, kind: str):
+    job = at.session_state["recal_jobs"][kind]
+    assert job.join(240), f"{kind} job still {job.status}"
+    at.run()
+    assert not at.exception and job.status == "done", (job.status, job.error)
+    return job
+
+
+def test_compare_names_no_best_method_the_folds_cannot_support(at):
+    """Issue 35: 3 folds cannot show any difference (Wilcoxon's smallest p is 2/2^3 = 0.25): no green
+    'best' cell, no paired tests, a sentence that says why. With 10 folds a method is green only
+    where the paired tests show it better than every other one (pbr_core.experiments.shown_best)."""
+    from pbr_core.experiments import shown_best, too_few_folds
+
+    at.switch_page(COMPARE).run()
+    at.multiselect(key="cmp_methods").set_value(["uncalibrated", "temperature", "platt"]).run()
+    at.number_input(key="cmp_n_folds").set_value(3).run()
+    at.button(key="cmp_run").click().run()
+    job = _finish(at, "compare")
+    assert (job.result.table["n_te"] == 252).all()
+    assert any(too_few_folds(3) in c.value for c in at.caption)  # under the summary
+    assert any(too_few_folds(3) in i.value for i in at.info)  # instead of the paired tests
+    assert not [d for d in at.dataframe if "p: Wilcoxon" in d.value.columns]
+    assert "#d8f0dc" not in str([d.proto for d in at.dataframe])
+    at.number_input(key="cmp_n_folds").set_value(10).run()
+    at.button(key="cmp_run").click().run()
+    job = _finish(at, "compare")
+    best = shown_best(job.result.table)
+    assert [d for d in at.dataframe if "p: Wilcoxon" in d.value.columns]
+    assert ("#d8f0dc" in str([d.proto for d in at.dataframe])) == (best is not None)
+
+
 def test_generalization_page_refuses_a_test_subset_below_144_rows(at):
     at.switch_page(GEN).run()
     assert not at.exception
