@@ -11,14 +11,14 @@ import plotly.graph_objects as go
 import pytest
 
 import pbr_core
-from dashboard import report, runs
+from dashboard import report, runs, texts
 
 
 @pytest.fixture(scope="module")
 def compare_result(cifar10) -> runs.CompareResult:
     logits, labels = cifar10
     preds = pbr_core.Predictions.from_arrays(logits[:2000], labels[:2000])
-    s = runs.compare_settings(["uncalibrated", "temperature"], 400, 2, 0)
+    s = runs.compare_settings(["uncalibrated", "temperature"], 400, 6, 0)  # 6 folds: paired tests can show a difference
     return runs.run_compare(preds, s, runs.NullReporter(), data_name="CIFAR-10 sample", data_key="k")
 
 
@@ -49,7 +49,7 @@ def test_empty_report_says_nothing_was_run():
 
 def test_compare_section_from_a_real_run(compare_result):
     sec = report.compare_section(compare_result)
-    assert sec.settings["Methods"] == "Uncalibrated, Temperature scaling" and sec.settings["Folds"] == 2
+    assert sec.settings["Methods"] == "Uncalibrated, Temperature scaling" and sec.settings["Folds"] == 6
     captions = [c for c, _ in sec.tables]
     assert captions == ["Test metrics, mean ± std over folds", "Paired tests over folds (test ECE)", "Every fold"]
     paired = sec.tables[1][1]
@@ -67,6 +67,29 @@ def test_compare_section_from_a_real_run(compare_result):
     ece = compare_result.table.groupby("method")["ece"].mean()
     assert f"{ece['temperature']:.4f}" in html
 
+    # Green only where the paired tests show the best mean better than every other method.
+    from pbr_core.experiments import shown_best
+
+    best = shown_best(compare_result.table)
+    assert (texts.BEST_SHOWN if best else texts.NO_BEST_SHOWN) in sec.paragraphs
+    styled._compute()
+    green = {(r, c) for (r, c), props in styled.ctx.items() if ("background-color", "#d8f0dc") in props}
+    assert (best is not None) == bool(green)
+
+
+def test_compare_section_with_too_few_folds_claims_no_best_and_runs_no_paired_test(compare_result):
+    """Issue 35: 2 folds cannot show any difference (the Wilcoxon test's smallest p is 2/2^2 = 0.5):
+    no green cell, no paired-test table, and a sentence that says why."""
+    from pbr_core.experiments import too_few_folds
+
+    two = runs.CompareResult(settings=compare_result.settings, data_name="d", data_key="k",
+                             table=compare_result.table[compare_result.table["fold"] < 2], diagrams={}, planned=4)
+    sec = report.compare_section(two)
+    assert [c for c, _ in sec.tables] == ["Test metrics, mean ± std over folds", "Every fold"]
+    assert too_few_folds(2) in sec.paragraphs and "2/2^2 = 0.5" in too_few_folds(2)
+    styled = sec.tables[0][1]
+    styled._compute()
+    assert not [k for k, props in styled.ctx.items() if ("background-color", "#d8f0dc") in props]
 
 def test_partial_results_are_labelled(compare_result):
     partial = runs.CompareResult(settings=compare_result.settings, data_name="d", data_key="k",
