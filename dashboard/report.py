@@ -270,8 +270,10 @@ def generalization_section(result: runs.GenResult) -> ReportSection:
     res = result.result
     s = result.settings
     settings = {**s.describe(), "Computed": _stamp(result)}
+    fk = res.across_folds
     paragraphs = _partial(result, len(res.table), len(s.alphas) * s.n_folds) + [
-        texts.GEN_INTRO, texts.correlation_reading(res.pearson_r, res.pearson_p, res.kendall_tau, res.kendall_p)]
+        texts.GEN_INTRO, texts.correlation_reading(fk.verdict, fk.mean_tau, fk.folds_positive, fk.folds_negative,
+                                                   fk.folds, fk.smallest_p)]
     figs, shown = [], []
     if len(res.table):
         figs.append((texts.KL_GAP_CAPTION, FR.kl_gap_figure(res.table, eps=s.eps)))

@@ -393,6 +393,16 @@ def per_alpha_frame(table: pd.DataFrame, eps: float) -> pd.DataFrame:
 
 
 def correlations_frame(res: KLGapResult) -> pd.DataFrame:
-    c = res.correlations()
-    c.index = ["Pearson r", "Kendall τ"]
-    return c
+    """The fold-by-fold test of KL against the gap (``res.across_folds``): Kendall's τ of each fold, then
+    the mean, the folds on each side of 0 and the two p-values over folds, in the page's words."""
+    fk = res.across_folds
+
+    def p(v: float) -> str:
+        return "–" if v != v else ("< 0.001" if v < 0.0005 else f"{v:.3f}")
+
+    rows = [(texts.FOLD_TAU_ROW.format(fold=int(f) + 1), "–" if t != t else f"{t:+.3f}") for f, t in fk.taus.items()]
+    rows += [(texts.FOLD_METRICS[0], "–" if not fk.folds else f"{fk.mean_tau:+.3f}"),
+             (texts.FOLD_METRICS[1], f"{fk.folds_positive} of {fk.folds}"),
+             (texts.FOLDS_NEGATIVE, f"{fk.folds_negative} of {fk.folds}"),
+             (texts.FOLD_METRICS[2], p(fk.wilcoxon_p)), (texts.FOLD_METRICS[3], p(fk.sign_p))]
+    return pd.DataFrame({"value": [v for _, v in rows]}, index=pd.Index([k for k, _ in rows], name=""))

@@ -686,10 +686,28 @@ GEN_N_RE_HELP = (
     "Corollary 1 assumes). Needs 2·n_re ≤ n, and at least 144 rows (below that a test ECE says nothing)."
 )
 EPS_RECAL_HELP = "ε: the bounds hold with probability at least 1 − ε over the draw of the recalibration set."
-PEARSON_HELP = "Pearson's r between KL and ECE gap over all fits: +1 a perfect rising line, 0 no linear relation."
-KENDALL_HELP = (
-    "Kendall's τ: the share of pairs of fits ordered the same way by KL and by gap, minus the share "
-    "ordered oppositely. Robust to outliers. The p-value is the chance of a τ this large with no relation."
+#: The Generalization page's four numbers on "does the KL go with the gap" (pbr_core.experiments.fold_kendall).
+FOLD_METRICS = ("Kendall τ within folds (mean)", "Folds with τ > 0", "p-value (Wilcoxon, over folds)",
+                "p-value (sign test, over folds)")
+FOLD_TAU_ROW = "Kendall τ, fold {fold}"
+FOLDS_NEGATIVE = "Folds with τ < 0"
+FOLD_TAU_HELP = (
+    "Kendall's τ within one fold: over that fold's fits (one per α, all on the same rows), the share of pairs "
+    "of fits ordered the same way by KL and by gap, minus the share ordered oppositely; +1 when a larger KL "
+    "always comes with a larger gap, 0 when the order is unrelated. Shown: the mean over the folds."
+)
+FOLDS_POSITIVE_HELP = (
+    "How many folds have τ above 0 (the rest are below 0, or exactly 0). If KL and gap were unrelated, each "
+    "fold would be as likely to fall on either side."
+)
+FOLD_WILCOXON_HELP = (
+    "Wilcoxon signed-rank test of the folds' τ against 0: how often τs this far to one side would come up by "
+    "chance if KL and gap were unrelated. The folds are the units, not the fits: the fits of one fold share "
+    "its rows and so its noise, and counting them one by one would make the p-value far too small."
+)
+FOLD_SIGN_HELP = (
+    "Sign test: the chance that this many folds, or more, fall on one side of 0 if each were a coin toss. "
+    "With F folds it cannot go below 2 / 2^F: 3 folds can never show a relation at 5%, 6 only when all agree."
 )
 KL_GAP_CAPTION = (
     "Left: one point per fit (α, fold), colour = α. Right: Corollary 1's bound for each fit (dotted, "
@@ -699,20 +717,27 @@ KL_GAP_CAPTION = (
 )
 
 
-def correlation_reading(r: float, p: float, tau: float, tp: float) -> str:
-    """One sentence on what the correlations say."""
-    import math
-
-    if any(math.isnan(v) for v in (r, tau)):
-        return "Not enough fits (or no variation in KL or gap) to compute correlations: use more α values or folds."
-    sign = "positive" if tau > 0 else "negative"
-    strength = "no clear" if abs(tau) < 0.1 else ("a weak" if abs(tau) < 0.3 else ("a moderate" if abs(tau) < 0.5 else "a strong"))
-    sig = "statistically significant at 5%" if tp < 0.05 else "not statistically significant at 5%"
-    verdict = ("as Corollary 1 predicts: a larger KL comes with a larger gap." if tau > 0 and tp < 0.05 else
-               "so these fits do not show the relation clearly (the gap is noisy; more folds or a larger n_re help).")
-    if strength == "no clear":
-        return f"There is no clear relation between KL and gap (τ = {tau:.2f}, {sig}); {verdict}"
-    return f"There is {strength} {sign} relation (τ = {tau:.2f}, {sig}), {verdict}"
+def correlation_reading(verdict: str, mean_tau: float, positive: int, negative: int, folds: int,
+                        smallest_p: float) -> str:
+    """What the fold-by-fold test of KL against the gap says (``pbr_core.experiments.FoldKendall``):
+    its verdict, how many folds carry it, and, when nothing is shown, why that is not "no relation"."""
+    if verdict == "undefined":
+        return ("No fold has enough fits to compare their order (at least 3 α values that did not fail, with "
+                "different KLs and gaps): choose more α values.")
+    if verdict == "positive":
+        return (f"A larger KL comes with a larger gap in {positive} of {folds} folds (mean τ = {mean_tau:+.2f}): "
+                "more than chance explains (both tests below 5%), as Corollary 1 predicts.")
+    if verdict == "negative":
+        return (f"A larger KL comes with a smaller gap in {negative} of {folds} folds (mean τ = {mean_tau:+.2f}): "
+                "more than chance explains (both tests below 5%), the opposite of what Corollary 1 suggests. "
+                "Look at the fits: at small α a fit can follow the noise of its rows.")
+    if smallest_p >= 0.05:
+        return (f"With {folds} folds no test can show a relation at 5% (the smallest possible p-value is "
+                f"{smallest_p:.2f}, when every fold agrees): use at least 6 folds, or 10 as the paper does.")
+    return (f"No relation shown: τ is above 0 in {positive} of {folds} folds and below in {negative} (mean τ = "
+            f"{mean_tau:+.2f}), which chance gives often when KL and gap are unrelated. That is not evidence of "
+            "no relation: the gap is noisy (the ECE's own estimation error is of its size); more folds or a "
+            "larger n_re help.")
 
 
 REPORT_HELP = (

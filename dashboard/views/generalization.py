@@ -97,13 +97,16 @@ def _results(loaded: state.Loaded, result: runs.GenResult) -> None:
     if len(failed):
         st.warning(f"{len(failed)} fits failed and are left out: " + "; ".join(
             f"α = {r.alpha:g} fold {r.fold + 1}: {r.error}" for r in failed.head(5).itertuples()))
+    # Fold by fold, not one correlation over every fit: a fold's fits share its rows (fold_kendall).
+    fk = res.across_folds
     c = st.columns(4)
-    c[0].metric("Pearson r", "–" if res.pearson_r != res.pearson_r else f"{res.pearson_r:.3f}", help=texts.PEARSON_HELP)
-    c[1].metric("p-value (Pearson)", _p(res.pearson_p), help=texts.PEARSON_HELP)
-    c[2].metric("Kendall τ", "–" if res.kendall_tau != res.kendall_tau else f"{res.kendall_tau:.3f}",
-                help=texts.KENDALL_HELP)
-    c[3].metric("p-value (Kendall)", _p(res.kendall_p), help=texts.KENDALL_HELP)
-    st.markdown(texts.correlation_reading(res.pearson_r, res.pearson_p, res.kendall_tau, res.kendall_p))
+    c[0].metric(texts.FOLD_METRICS[0], "–" if not fk.folds else f"{fk.mean_tau:+.3f}", help=texts.FOLD_TAU_HELP)
+    c[1].metric(texts.FOLD_METRICS[1], "–" if not fk.folds else f"{fk.folds_positive} of {fk.folds}",
+                help=texts.FOLDS_POSITIVE_HELP)
+    c[2].metric(texts.FOLD_METRICS[2], _p(fk.wilcoxon_p), help=texts.FOLD_WILCOXON_HELP)
+    c[3].metric(texts.FOLD_METRICS[3], _p(fk.sign_p), help=texts.FOLD_SIGN_HELP)
+    st.markdown(texts.correlation_reading(fk.verdict, fk.mean_tau, fk.folds_positive, fk.folds_negative, fk.folds,
+                                          fk.smallest_p))
     st.plotly_chart(FR.kl_gap_figure(res.table, eps=s.eps), key="gen_chart", config={"displaylogo": False})
     st.caption(texts.KL_GAP_CAPTION)
     st.markdown("**Per α, mean over folds**")

@@ -110,18 +110,31 @@ def test_sweep_and_generalization_sections_from_tables():
     from pbr_core.experiments import KLGapResult
 
     rng = np.random.default_rng(0)
-    kl = rng.uniform(1, 30, 8)
-    table = pd.DataFrame({"alpha": np.repeat([0.1, 1.0], 4), "fold": np.tile(range(4), 2), "n_re": 500,
+    kl = rng.uniform(1, 30, 18)  # 3 alphas x 6 folds, the gap rising with the KL in every fold
+    table = pd.DataFrame({"alpha": np.repeat([0.1, 0.5, 1.0], 6), "fold": np.tile(range(6), 3), "n_re": 500,
                           "n_bins": 7, "kl": kl, "ece_re": 0.02, "ece_te": 0.02 + kl / 1000, "gap": kl / 1000,
                           "bound": 0.5 + kl / 100, "fit_seconds": 1.0, "error": None})
     res = KLGapResult.from_table(table, objective="pbr")
-    gen = runs.GenResult(settings=runs.GenSettings(alphas=(0.1, 1.0), n_re=500, n_folds=4), data_name="d",
+    gen = runs.GenResult(settings=runs.GenSettings(alphas=(0.1, 0.5, 1.0), n_re=500, n_folds=6), data_name="d",
                          data_key="k", result=res)
     sec = report.generalization_section(gen)
     assert len(sec.figures) == 1
     assert sec.tables[0][0] == "Correlation between KL and ECE gap"
-    assert sec.tables[0][1].loc["Pearson r", "statistic"] == pytest.approx(1.0)
-    assert any("strong positive relation" in p for p in sec.paragraphs)
+    shown = sec.tables[0][1]["value"]
+    assert shown["Kendall τ, fold 1"] == "+1.000" and shown[texts.FOLD_METRICS[1]] == "6 of 6"
+    assert shown[texts.FOLD_METRICS[3]] == "0.031"  # 2 / 2^6: six folds all agreeing
+    assert any("A larger KL comes with a larger gap in 6 of 6 folds" in p for p in sec.paragraphs)
+
+
+def test_generalization_reading_follows_the_fold_test():
+    """The page's sentence from pbr_core.experiments.FoldKendall's verdict: never "no relation" for a
+    verdict of none shown, and with too few folds it says that no test could show one."""
+    assert "opposite of what Corollary 1" in texts.correlation_reading("negative", -0.4, 1, 9, 10, 2 / 1024)
+    none = texts.correlation_reading("none shown", 0.24, 7, 3, 10, 2 / 1024)
+    assert "No relation shown" in none and "7 of 10" in none and "not evidence of no relation" in none
+    few = texts.correlation_reading("none shown", 0.9, 3, 0, 3, 0.25)
+    assert "With 3 folds no test can show a relation" in few and "0.25" in few
+    assert "choose more α values" in texts.correlation_reading("undefined", float("nan"), 0, 0, 0, 1.0)
 
 
 def test_fit_and_apply_sections(cifar10, tmp_path):
