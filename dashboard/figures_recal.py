@@ -212,42 +212,68 @@ def n_re_sweep_figure(summary: pd.DataFrame, *, labels: Mapping[str, str] | None
 
 
 # --------------------------------------------------------------------------- KL vs ECE gap
-def kl_gap_figure(table: pd.DataFrame, *, eps: float = 0.05, height: int = 480) -> go.Figure:
+def kl_gap_figure(table: pd.DataFrame, *, eps: float = 0.05, height: int = 480,
+                  n_classes: int | None = None) -> go.Figure:
     """Left: ECE gap against KL, one point per (alpha, fold), coloured by alpha (paper Figure 2).
     Right: the same KL against Corollary 1's bound on the expected gap (log y), the gaps for scale.
 
     ``table`` is ``KLGapResult.table`` (columns alpha, fold, kl, gap, bound, ...); rows of failed
-    fits (NaN KL or gap) are left out.
+    fits (NaN KL or gap) are left out. With ``n_classes``, fits whose KL is extreme
+    (``pbr_core.experiments.extreme_kl``: above n_re·ln K, a posterior that drifted from its prior
+    at alpha = 0) are drawn as a separate ✕ trace and the KL axes are logarithmic, so that one such
+    fit (KL 1.6e8) does not squash every other point against the axis.
     """
     t = table.dropna(subset=["kl", "gap"])
+    extreme = np.zeros(len(t), dtype=bool)
+    if n_classes is not None and len(t):
+        from pbr_core.experiments import extreme_kl
+
+        extreme = extreme_kl(t["kl"], t["n_re"], n_classes)
+    log_kl = bool(extreme.any())
+    if log_kl:  # a log axis cannot place a KL of 0 (a fit at the prior): at 1e-12, the hover keeps the value
+        t = t.assign(kl_shown=t["kl"].clip(lower=1e-12))
+    else:
+        t = t.assign(kl_shown=t["kl"])
+    drifted, t = t[extreme], t[~extreme]
     # Wide spacing: the alpha colour bar sits between the panels, left of the right panel's axis.
     fig = make_subplots(rows=1, cols=2, column_widths=[0.58, 0.42], horizontal_spacing=0.18,
                         subplot_titles=("ECE gap against KL", f"Corollary 1 bound ({1 - eps:.0%}) against KL"))
     alphas = t["alpha"].to_numpy(float)
-    custom = np.column_stack([alphas, t["fold"].to_numpy() + 1, t["ece_re"], t["ece_te"], t["bound"]])
+    custom = np.column_stack([alphas, t["fold"].to_numpy() + 1, t["ece_re"], t["ece_te"], t["bound"], t["kl"]])
     cmin, cmax = (float(alphas.min()), float(alphas.max())) if alphas.size else (0.0, 1.0)
     fig.add_trace(go.Scatter(
-        name=TRACE_GAP_POINTS, x=t["kl"], y=t["gap"], mode="markers",
+        name=TRACE_GAP_POINTS, x=t["kl_shown"], y=t["gap"], mode="markers",
         marker=dict(size=10, color=alphas, colorscale="Viridis", cmin=cmin, cmax=cmax if cmax > cmin else cmin + 1,
                     line=dict(color="#333333", width=0.6),
                     colorbar=dict(title=dict(text="α"), x=0.49, xanchor="left", len=0.8, thickness=14)),
         customdata=custom,
-        hovertemplate=("α = %{customdata[0]:g}, fold %{customdata[1]}<br>KL %{x:.3g}<br>gap %{y:.4f} "
+        hovertemplate=("α = %{customdata[0]:g}, fold %{customdata[1]}<br>KL %{customdata[5]:.3g}<br>gap %{y:.4f} "
                        "(recal. ECE %{customdata[2]:.4f}, test ECE %{customdata[3]:.4f})"
                        "<br>Corollary 1 bound %{customdata[4]:.3f}<extra></extra>"),
     ), row=1, col=1)
+    if len(drifted):
+        fig.add_trace(go.Scatter(
+            name=texts.KL_GAP_EXTREME_TRACE, x=drifted["kl_shown"], y=drifted["gap"], mode="markers",
+            marker=dict(symbol="x", size=12, color="#c62828", line=dict(color="#7f0000", width=1)),
+            customdata=np.column_stack([drifted["alpha"], drifted["fold"].to_numpy() + 1, drifted["kl"]]),
+            hovertemplate=("α = %{customdata[0]:g}, fold %{customdata[1]}<br>KL %{customdata[2]:.3g} (extreme)"
+                           "<br>gap %{y:.4f}<extra></extra>"),
+        ), row=1, col=1)
     order = np.argsort(t["kl"].to_numpy(float))
     fig.add_trace(go.Scatter(
-        name=TRACE_BOUND_POINTS, x=t["kl"].to_numpy(float)[order], y=t["bound"].to_numpy(float)[order],
+        name=TRACE_BOUND_POINTS, x=t["kl_shown"].to_numpy(float)[order], y=t["bound"].to_numpy(float)[order],
         mode="lines+markers", line=dict(color=COLORS["minimising"], dash="dot", width=1.5),
         marker=dict(symbol="diamond-open", size=8), hovertemplate="KL %{x:.3g}<br>bound %{y:.3f}<extra></extra>",
     ), row=1, col=2)
     fig.add_trace(go.Scatter(
-        name="ECE gap (same fits)", x=t["kl"], y=t["gap"].clip(lower=1e-4), mode="markers",
+        name="ECE gap (same fits)", x=t["kl_shown"], y=t["gap"].clip(lower=1e-4), mode="markers",
         marker=dict(size=6, color=COLORS["accuracy"], opacity=0.7), hovertemplate="KL %{x:.3g}<br>gap %{y:.4f}<extra></extra>",
     ), row=1, col=2)
-    fig.update_xaxes(title_text="KL(ρ‖π) of the fitted posterior", row=1, col=1)
-    fig.update_xaxes(title_text="KL(ρ‖π)", row=1, col=2)
+    fig.update_xaxes(title_text="KL(ρ‖π) of the fitted posterior" + (" (log scale)" if log_kl else ""), row=1, col=1)
+    fig.update_xaxes(title_text="KL(ρ‖π)" + (" (log scale)" if log_kl else ""), row=1, col=2)
+    if log_kl:
+        fig.update_xaxes(type="log", row=1, col=1)
+        fig.update_xaxes(type="log", row=1, col=2)
     fig.update_yaxes(title_text="|ECE(test) − ECE(recalibration set)|", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(type="log", dtick=1, title_text="log scale", row=1, col=2)
     fig.add_hline(y=1.0, line=dict(color="#999999", width=1, dash="dash"), row=1, col=2,

@@ -159,6 +159,9 @@ def pbr_section(result: runs.PBRResult) -> ReportSection:
     worse = tables.pbr_worse_on_test_note(result)
     if worse:
         paragraphs.append(worse)
+    extreme = tables.pbr_extreme_kl_note(result)
+    if extreme:
+        paragraphs.append(extreme)
     # What the page shows under the fit's cards: the optimiser's warnings, failed fits of the α grid.
     paragraphs += ["Warning: " + texts.fit_words(w) for w in (fr or {}).get("warnings") or []]
     shown: list[tuple[str, pd.DataFrame | Styler]] = [("Test metrics before and after", tables.pbr_metrics_frame(result))]
@@ -223,11 +226,11 @@ def compare_section(result: runs.CompareResult) -> ReportSection:
         paragraphs += tables.compare_at_prior_notes(result)
         _, styled = tables.compare_tables(result.table, multiclass)
         shown.append(("Test metrics, mean ± std over folds", styled))
+        paragraphs.append(tables.best_note(result.table))  # what is green, or why nothing is
         paired = tables.paired_frame(result.table, multiclass)
         if len(paired):
             paragraphs += [texts.PAIRED_INTRO, texts.PAIRED_HELP.replace("**", "").replace("*", "")]
             shown.append(("Paired tests over folds (test ECE)", paired))
-        paragraphs.append(tables.best_note(result.table))  # what is green, or why nothing is
         shown.append(("Every fold", tables.fold_styler(result.table, multiclass)))
     return ReportSection(title="Comparison of recalibrators", paragraphs=paragraphs, settings=settings,
                          tables=shown, figures=FR.compare_figures(result, binary_positive, multiclass))
@@ -276,8 +279,12 @@ def generalization_section(result: runs.GenResult) -> ReportSection:
                                                    fk.folds, fk.smallest_p)]
     figs, shown = [], []
     if len(res.table):
-        figs.append((texts.KL_GAP_CAPTION, FR.kl_gap_figure(res.table, eps=s.eps)))
+        extreme = tables.extreme_kl_note(res.table, result.n_classes) if result.n_classes else None
+        if extreme:  # as on the page: said, marked on the chart (log KL), out of the KL and bound means
+            paragraphs.append(extreme)
+        figs.append((texts.KL_GAP_CAPTION, FR.kl_gap_figure(res.table, eps=s.eps, n_classes=result.n_classes)))
         shown.append(("Correlation between KL and ECE gap", tables.correlations_frame(res)))
+        shown.append(("Per α, mean over folds", tables.per_alpha_frame(res.table, s.eps, result.n_classes)))
         shown.append(("Every fit", tables.fold_styler(res.table)))
     return ReportSection(title=f"Generalization: KL against ECE gap ({texts.method_label(s.objective)})",
                          paragraphs=paragraphs, settings=settings, tables=shown, figures=figs)

@@ -605,6 +605,7 @@ class GenResult:
     result: KLGapResult
     created: float = field(default_factory=time.time)
     stopped: bool = False
+    n_classes: int | None = None         # K of the data: which KLs are extreme (pbr_core.experiments.extreme_kl)
 
 
 def run_generalization(preds: Predictions, s: GenSettings, reporter: Reporter, *, data_name: str = "",
@@ -629,7 +630,8 @@ def run_generalization(preds: Predictions, s: GenSettings, reporter: Reporter, *
             stopped = False
         except Cancelled as exc:
             res, stopped = KLGapResult.from_table(exc.partial, objective=s.objective, eps=s.eps), True
-    return GenResult(settings=s, data_name=data_name, data_key=data_key, result=res, stopped=stopped)
+    return GenResult(settings=s, data_name=data_name, data_key=data_key, result=res, stopped=stopped,
+                     n_classes=preds.n_classes)
 
 
 # --------------------------------------------------------------------------- Fit & apply page

@@ -278,19 +278,16 @@ def compare_tables(table: pd.DataFrame, multiclass: bool) -> tuple[pd.DataFrame,
     ok = table[table["error"].isna()] if "error" in table else table
     summ = summarize(ok, metrics=[m for m in ("ece", "accuracy", "nll", "brier", "kl", "fit_seconds")
                                   if m in ok and ok[m].notna().any()])
-    labels = {m: texts.method_label(m, multiclass) for m in table["method"].unique()}
-    text = summary_table(summ)
-    counts = at_prior_counts(ok)
     # "Best" is a claim: only where the paired tests show it (pbr_core.experiments.shown_best), never
     # the lowest mean alone; the summary's (and its CSV's) best flag says the same as the green cells.
     shown = shown_bests(ok)
     summ["best"] = [shown.get(metric) == method for method, metric in zip(summ["method"], summ["metric"])]
+    labels = {m: texts.method_label(m, multiclass) for m in table["method"].unique()}
+    text = summary_table(summ)
+    counts = at_prior_counts(ok)
     if counts:
         text["at_prior"] = [counts.get(m, "–") for m in text.index]
     return summ, summary_styler(text, best_mask(summ), labels=labels)
-
-
-_METRIC_WORDS = {"ece": "ECE", "accuracy": "accuracy", "nll": "NLL", "brier": "Brier score"}
 
 
 def shown_bests(table: pd.DataFrame) -> dict[str, str]:
@@ -320,6 +317,9 @@ def best_note(table: pd.DataFrame) -> str:
     return texts.BEST_SHOWN if shown_bests(ok) else texts.NO_BEST_SHOWN
 
 
+_METRIC_WORDS = {"ece": "ECE", "accuracy": "accuracy", "nll": "NLL", "brier": "Brier score"}
+
+
 def paired_frame(table: pd.DataFrame, multiclass: bool, metric: str = "ece",
                  pairs: Sequence[tuple[str, str]] | None = None) -> pd.DataFrame:
     """Paired tests over folds (``pbr_core.experiments.paired_tests``) in the page's words.
@@ -330,11 +330,11 @@ def paired_frame(table: pd.DataFrame, multiclass: bool, metric: str = "ece",
     """
     from pbr_core.experiments import paired_tests
 
+    from pbr_core.experiments import MIN_PAIRED_FOLDS
+
     ok = table[table["error"].isna()] if "error" in table else table
     if ok.empty or ok["fold"].nunique() < MIN_PAIRED_FOLDS:  # no difference could be shown: not run
         return pd.DataFrame()
-    from pbr_core.experiments import MIN_PAIRED_FOLDS
-
     tests = paired_tests(ok, metric, pairs)
     label = {m: texts.method_label(m, multiclass) for m in ok["method"].unique()}
 
@@ -372,6 +372,17 @@ def pbr_worse_on_test_note(result: runs.PBRResult) -> str | None:
                                     result.settings.n_re, result.n_te, result.at_prior)
 
 
+def pbr_extreme_kl_note(result: runs.PBRResult) -> str | None:
+    """The PBR page's (and its report's) note on a fit whose KL is extreme (above n_re·ln K nats,
+    ``pbr_core.experiments.extreme_kl``), or None."""
+    from pbr_core.experiments import extreme_kl, kl_limit
+
+    n_re, k = result.settings.n_re, result.preds.n_classes
+    if result.kl != result.kl or not extreme_kl(result.kl, n_re, k):
+        return None
+    return texts.extreme_kl_fit_note(result.kl, n_re, k, kl_limit(n_re, k), result.alpha)
+
+
 def sweep_at_prior_notes(result: runs.SweepResult) -> list[str]:
     """One note per method whose fit ended at its prior at some n_re of the sweep."""
     multiclass = result.kind == "multiclass"
@@ -383,13 +394,46 @@ def sweep_at_prior_notes(result: runs.SweepResult) -> list[str]:
             for m, where in per_method.items()]
 
 
-def per_alpha_frame(table: pd.DataFrame, eps: float) -> pd.DataFrame:
-    """A ``kl_vs_ece_gap`` table's means over folds per α (failed fits left out), in the page's words."""
+#: :func:`per_alpha_frame`'s column counting the fits left out of its KL and bound means.
+EXTREME_KL_COLUMN = "fits with an extreme KL (not in the KL and bound means)"
+
+
+def per_alpha_frame(table: pd.DataFrame, eps: float, n_classes: int | None = None) -> pd.DataFrame:
+    """A ``kl_vs_ece_gap`` table's means over folds per α (failed fits left out), in the page's words.
+
+    With ``n_classes``, fits whose KL is extreme (``pbr_core.experiments.extreme_kl``: above
+    n_re·ln K nats, a posterior that drifted from its prior) are left out of the mean KL and the mean
+    bound, which one of them would dominate (a mean KL of 54,320,410.98 from one fit of 1.6e8), and
+    counted in :data:`EXTREME_KL_COLUMN` (shown only when there is one); their ECEs and gap, numbers
+    between 0 and 1, stay in those means."""
     ok = table[table["error"].isna()]
     per_alpha = ok.groupby("alpha")[["kl", "ece_re", "ece_te", "gap", "bound"]].mean().reset_index()
+    extreme = None
+    if n_classes is not None and len(ok):
+        from pbr_core.experiments import extreme_kl
+
+        extreme = pd.Series(extreme_kl(ok["kl"], ok["n_re"], n_classes), index=ok.index)
+        kept = ok[~extreme].groupby("alpha")[["kl", "bound"]].mean()
+        per_alpha["kl"] = per_alpha["alpha"].map(kept["kl"])
+        per_alpha["bound"] = per_alpha["alpha"].map(kept["bound"])
     per_alpha.columns = ["α", "mean KL", "mean ECE (recal.)", "mean ECE (test subset)", "mean gap",
                          f"mean Corollary 1 bound ({1 - eps:.0%})"]
+    if extreme is not None and extreme.any():
+        per_alpha[EXTREME_KL_COLUMN] = per_alpha["α"].map(extreme.groupby(ok["alpha"]).sum()).astype(int)
     return per_alpha
+
+
+def extreme_kl_note(table: pd.DataFrame, n_classes: int) -> str | None:
+    """The Generalization page's (and its report's) note on the fits whose KL is extreme, or None."""
+    from pbr_core.experiments import extreme_kl, kl_limit
+
+    ok = table[table["error"].isna()]
+    hit = ok[extreme_kl(ok["kl"], ok["n_re"], n_classes)] if len(ok) else ok
+    if hit.empty:
+        return None
+    n_re = int(hit["n_re"].iloc[0])
+    return texts.extreme_kl_note(hit["kl"], [f"α = {a:g}, fold {int(f) + 1}" for a, f in zip(hit["alpha"], hit["fold"])],
+                                 n_re, n_classes, kl_limit(n_re, n_classes))
 
 
 def correlations_frame(res: KLGapResult) -> pd.DataFrame:

@@ -345,23 +345,6 @@ N_RE_HELP = (
     "file has at least 2,000 rows, else half of them, so that enough rows are left to test on (at least "
     "144: below that the test ECE says nothing)."
 )
-SEED_HELP = "Which random split into recalibration and test rows. The same seed gives the same split on every page."
-MAX_ITER_HELP = "Upper limit on the optimiser's iterations per fit (it usually stops earlier, on tolerance)."
-GEN_BATCHED_HELP = (
-    "Fit every α and fold at once, as one batch on the GPU, instead of one after another. Much faster "
-    "(the paper's 80 fits of a CIFAR-100 network: about 16 s on an H200 instead of about 2.5 minutes), "
-    "but with the Adam optimiser instead of the default L-BFGS, so the fits differ slightly from the "
-    "page's usual ones."
-)
-DEVICE_HELP = (
-    "GP fits run on a CUDA GPU when PyTorch sees one, else on the CPU. Only one GP fit runs at a time "
-    "on this server; a second one waits in line."
-)
-KL_HELP = (
-    "KL(ρ‖π): how far the fitted posterior moved from the prior. It is the data-dependent part of the "
-    "paper's bounds: the smaller, the more the recalibration-set ECE can be trusted on new data."
-)
-FIT_INFO_HELP = "What the optimiser did: iterations, wall time and the device it ran on."
 
 
 def fewer_fit_rows_todo(n: int, top: int, min_rows: int, control: str = "n_re") -> str:
@@ -404,6 +387,23 @@ def apply_too_small(name: str, n: int, min_rows: int) -> str:
             "larger file of the same model's predictions; `pbr-calib apply` recalibrates any file without "
             "measuring it.")
 
+SEED_HELP = "Which random split into recalibration and test rows. The same seed gives the same split on every page."
+MAX_ITER_HELP = "Upper limit on the optimiser's iterations per fit (it usually stops earlier, on tolerance)."
+GEN_BATCHED_HELP = (
+    "Fit every α and fold at once, as one batch on the GPU, instead of one after another. Much faster "
+    "(the paper's 80 fits of a CIFAR-100 network: about 16 s on an H200 instead of about 2.5 minutes), "
+    "but with the Adam optimiser instead of the default L-BFGS, so the fits differ slightly from the "
+    "page's usual ones."
+)
+DEVICE_HELP = (
+    "GP fits run on a CUDA GPU when PyTorch sees one, else on the CPU. Only one GP fit runs at a time "
+    "on this server; a second one waits in line."
+)
+KL_HELP = (
+    "KL(ρ‖π): how far the fitted posterior moved from the prior. It is the data-dependent part of the "
+    "paper's bounds: the smaller, the more the recalibration-set ECE can be trusted on new data."
+)
+FIT_INFO_HELP = "What the optimiser did: iterations, wall time and the device it ran on."
 
 
 def kl_card(kl: float) -> str:
@@ -411,6 +411,31 @@ def kl_card(kl: float) -> str:
     from 10^4 on whole numbers with thousands separators ("1,571,217", not "1.571e+06", which the
     card cut to "1.571e…": CIFAR-10 ResNet-110, alpha = 0, 100 rows)."""
     return f"{kl:,.0f}" if 1e4 <= abs(kl) < 1e7 else f"{kl:.4g}"
+
+
+def extreme_kl_note(kls: "Iterable[float]", where: "Iterable[str]", n_re: int, n_classes: int, limit: float) -> str:
+    """Why some fits' KL is extreme (``pbr_core.experiments.extreme_kl``: above n_re·ln K nats) and
+    what the page does with them; ``where`` names each fit ("α = 0, fold 2")."""
+    kls, where = list(kls), list(where)
+    fits = "; ".join(f"{w}: KL = {kl_card(k)}" for w, k in zip(where[:5], kls[:5])) + (" …" if len(kls) > 5 else "")
+    one = len(kls) == 1
+    return (f"{'One fit has' if one else f'{len(kls)} fits have'} an extreme KL ({fits}), above n_re·ln K = "
+            f"{n_re:,}·ln {max(n_classes, 2)} = {limit:,.0f} nats, more information than the labels of the "
+            f"{n_re:,} recalibration rows can carry. At α = 0 the objective has no KL term, so nothing holds the "
+            "posterior near its prior and the optimiser can move it arbitrarily far: such a KL measures that "
+            "drift, not what was learned, and its Corollary 1 bound says nothing. "
+            f"{'It is' if one else 'They are'} marked ✕ on the chart (KL on a log scale) and left out of the mean "
+            "KL and mean bound below; the ECE gap is measured as for any fit.")
+
+
+def extreme_kl_fit_note(kl: float, n_re: int, n_classes: int, limit: float, alpha: float | None) -> str:
+    """The PBR page's note on one fit whose KL is extreme (above n_re·ln K nats)."""
+    why = ("At α = 0 the objective has no KL term, so nothing holds the posterior near its prior"
+           if alpha == 0 else "The KL term's weight α was too small to hold the posterior near its prior")
+    return (f"Extreme KL: {kl_card(kl)} nats, above n_re·ln K = {n_re:,}·ln {max(n_classes, 2)} = {limit:,.0f}, "
+            f"more information than the labels of the recalibration rows can carry. {why}: the KL measures how "
+            "far the optimiser moved it, not what was learned, and the bounds below say nothing. A larger α "
+            "keeps the fit near the prior.")
 
 
 def at_prior_note(at_prior: bool | None, alpha: float | None, n_re: int) -> str | None:
@@ -709,6 +734,7 @@ FOLD_SIGN_HELP = (
     "Sign test: the chance that this many folds, or more, fall on one side of 0 if each were a coin toss. "
     "With F folds it cannot go below 2 / 2^F: 3 folds can never show a relation at 5%, 6 only when all agree."
 )
+KL_GAP_EXTREME_TRACE = "Extreme KL (drifted from the prior; left out of the means)"
 KL_GAP_CAPTION = (
     "Left: one point per fit (α, fold), colour = α. Right: Corollary 1's bound for each fit (dotted, "
     "log scale) against the measured gaps: the bound is valid but loose; what matters here is that "

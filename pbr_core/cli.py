@@ -659,8 +659,14 @@ def cmd_fit(args: argparse.Namespace) -> int:
         if getattr(rec, "objective", None) == "pbr_total":
             print("note: PBR total adds the cross entropy, which is unbounded; the bounds above cover the ECE of "
                   "the fitted posterior only, not the cross entropy or the accuracy on new data")
-        from pbr_core.experiments import ended_at_prior
+        from pbr_core.experiments import ended_at_prior, extreme_kl, kl_limit
 
+        if extreme_kl(rec.kl_, preds.n, preds.n_classes):  # above n ln K nats: drifted from the prior
+            print(f"note: extreme KL ({rec.kl_:.4g} nats, above n ln K = {kl_limit(preds.n, preds.n_classes):,.0f}, "
+                  "more than the labels can carry): with alpha = 0 (no KL term) nothing holds the posterior near its "
+                  "prior, so "
+                  "the KL measures how far it drifted and the bounds above say nothing; a larger alpha (--alpha A) "
+                  "keeps it near the prior")
         if ended_at_prior(rec):  # the fit's own record; a fit at the prior can keep a KL of a few hundredths
             print("note: the fit ended at the prior: the recalibrator returns (nearly) the uncalibrated predictions; "
                   "a smaller alpha (--alpha A) or more rows let it move away from the prior")

@@ -107,10 +107,14 @@ def _results(loaded: state.Loaded, result: runs.GenResult) -> None:
     c[3].metric(texts.FOLD_METRICS[3], _p(fk.sign_p), help=texts.FOLD_SIGN_HELP)
     st.markdown(texts.correlation_reading(fk.verdict, fk.mean_tau, fk.folds_positive, fk.folds_negative, fk.folds,
                                           fk.smallest_p))
-    st.plotly_chart(FR.kl_gap_figure(res.table, eps=s.eps), key="gen_chart", config={"displaylogo": False})
+    extreme = tables.extreme_kl_note(res.table, result.n_classes) if result.n_classes else None
+    if extreme:  # a fit that drifted from its prior (alpha = 0): said, marked on the chart, out of the means
+        st.warning(extreme, icon=":material/warning:")
+    st.plotly_chart(FR.kl_gap_figure(res.table, eps=s.eps, n_classes=result.n_classes), key="gen_chart",
+                    config={"displaylogo": False})
     st.caption(texts.KL_GAP_CAPTION)
     st.markdown("**Per α, mean over folds**")
-    st.dataframe(tables.per_alpha_frame(res.table, s.eps), hide_index=True)
+    st.dataframe(tables.per_alpha_frame(res.table, s.eps, result.n_classes), hide_index=True)
     st.caption(texts.GEN_BOUND_CAPTION)
     with st.expander("Every fit"):
         st.dataframe(tables.fold_styler(res.table), hide_index=True)

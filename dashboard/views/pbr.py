@@ -162,6 +162,9 @@ def _cards(r: runs.PBRResult) -> None:
     note = texts.at_prior_note(r.at_prior, r.alpha, r.settings.n_re)
     if note:
         st.info(note, icon=":material/info:")
+    extreme = tables.pbr_extreme_kl_note(r)
+    if extreme:  # a posterior that drifted from its prior (alpha = 0): its KL and bounds say nothing
+        st.warning(extreme, icon=":material/warning:")
     worse = tables.pbr_worse_on_test_note(r)
     if worse:
         st.warning(worse, icon=":material/warning:")

@@ -56,7 +56,8 @@ from pbr_core.experiments._protocol import (
 )
 from pbr_core.experiments.compare import COMPARE_COLUMNS, compare, fit_and_evaluate
 from pbr_core.experiments.holdout import HeldOutFit, fit_and_test
-from pbr_core.experiments.kl_gap import KL_GAP_COLUMNS, FoldKendall, KLGapResult, fold_kendall, kl_vs_ece_gap
+from pbr_core.experiments.kl_gap import (KL_GAP_COLUMNS, FoldKendall, KLGapResult, extreme_kl, fold_kendall, kl_limit,
+                                        kl_vs_ece_gap)
 from pbr_core.experiments.paired import (MIN_PAIRED_FOLDS, PAIRED_COLUMNS, TEST_NAMES, default_pairs, min_paired_folds,
                                         paired_test, paired_tests, shown_best, too_few_folds)
 from pbr_core.experiments.summary import HIGHER_IS_BETTER, LOWER_IS_BETTER, best_mask, summarize, summary_table
@@ -92,10 +93,12 @@ __all__ = [
     "ece_inputs",
     "ended_at_prior",
     "evaluation_metrics",
+    "extreme_kl",
     "fit_and_evaluate",
     "fit_and_test",
     "fold_kendall",
     "fold_permutation",
+    "kl_limit",
     "kl_vs_ece_gap",
     "max_n_re",
     "min_paired_folds",
