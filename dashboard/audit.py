@@ -20,12 +20,6 @@ from dashboard.state import AuditChoices  # noqa: F401 - also audit.AuditChoices
 CLASSWISE_ROWS = 100
 
 
-def _bullets(markdown: str) -> list[str]:
-    """The "* ..." items of a reading guide (texts.HOW_TO_READ_*), each joined onto one line."""
-    items = markdown.split("\n* ")[1:]
-    return [" ".join(line.strip() for line in item.strip().splitlines()) for item in items]
-
-
 def data_section(loaded: state.Loaded, view: state.MetricView) -> ReportSection:
     """The file, its size, its kind, what is measured and every decision the loader took."""
     p = loaded.preds
@@ -65,7 +59,7 @@ def reliability_section(loaded: state.Loaded, view: state.MetricView, choices: A
     if view.stats is not None:
         paragraphs.append(texts.server_sample_note(view.rows, view.n, "the other estimators"))
     return ReportSection(title="Calibration: the reliability diagram", paragraphs=paragraphs, tables=shown,
-                         figures=[("How to read it: " + " ".join(_bullets(texts.how_to_read(view.binary_positive))),
+                         figures=[(texts.how_to_read(view.binary_positive),
                                    fig)])
 
 
@@ -92,7 +86,7 @@ def bins_section(view: state.MetricView, choices: AuditChoices) -> ReportSection
     t = compute.theorem1_reading(view, curve, lip, eps)
     fig = compute.ece_vs_bins_chart(curve, bmax, t, title=f"ECE against the number of bins B (n = {n:,})")
     numbers = tables.theorem1_frame(t)
-    paragraphs = [p.strip().replace("\n", " ") for p in texts.WHY_CUBE_ROOT.strip().split("\n\n")]
+    paragraphs = [texts.WHY_CUBE_ROOT]
     if t.b_min > bmax:
         paragraphs.append(f"The bound-minimising B = {t.b_min} lies beyond the chart (largest B shown: {bmax}).")
     return ReportSection(title="Bins & bias: how far the ECE can be from the truth (Theorem 1)",

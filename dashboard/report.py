@@ -24,6 +24,7 @@ from pandas.io.formats.style import Styler
 
 from dashboard import tables, texts
 from dashboard import figures_recal as FR
+from dashboard.report_markdown import inline_html, markdown_html
 
 if TYPE_CHECKING:
     from dashboard import runs
@@ -37,13 +38,13 @@ class ReportSection:
     """One part of the report: a heading, paragraphs, settings, a bullet list, tables and figures, in that order."""
 
     title: str
-    paragraphs: list[str] = field(default_factory=list)       # plain text; **bold** is honoured
+    paragraphs: list[str] = field(default_factory=list)       # Markdown blocks (dashboard.report_markdown)
     settings: Mapping[str, Any] = field(default_factory=dict)
     settings_title: str = "Settings"
-    bullets: list[str] = field(default_factory=list)
+    bullets: list[str] = field(default_factory=list)          # Markdown, one line each
     bullets_title: str = ""
     tables: list[tuple[str, pd.DataFrame | Styler]] = field(default_factory=list)
-    figures: list[tuple[str, go.Figure]] = field(default_factory=list)   # (caption, figure)
+    figures: list[tuple[str, go.Figure]] = field(default_factory=list)   # (Markdown caption, figure)
 
 
 def _text(s: str) -> str:
@@ -112,16 +113,16 @@ def build_report(sections: Sequence[ReportSection], *, data_name: str,
             f'<li><a href="#s{i}">{_text(s.title)}</a></li>' for i, s in enumerate(sections)) + "</ul></nav>")
     for i, s in enumerate(sections):
         parts.append(f'<section id="s{i}"><h2>{_text(s.title)}</h2>')
-        parts.extend(f"<p>{_text(p)}</p>" for p in s.paragraphs)
+        parts.extend(markdown_html(p) for p in s.paragraphs)
         if s.settings:
             parts.append(f"<h3>{_text(s.settings_title)}</h3>" + _settings_table(s.settings))
         if s.bullets:
             parts.append((f"<h3>{_text(s.bullets_title)}</h3>" if s.bullets_title else "") + "<ul>" +
-                         "".join(f"<li>{_text(b)}</li>" for b in s.bullets) + "</ul>")
+                         "".join(f"<li>{inline_html(b)}</li>" for b in s.bullets) + "</ul>")
         for caption, table in s.tables:
-            parts.append(f"<h3>{_text(caption)}</h3>{_table_html(table)}")
+            parts.append(f"<h3>{inline_html(caption)}</h3>{_table_html(table)}")
         for caption, fig in s.figures:
-            parts.append(f"<figure>{_figure_html(fig)}<figcaption>{_text(caption)}</figcaption></figure>")
+            parts.append(f"<figure>{_figure_html(fig)}<figcaption>{markdown_html(caption)}</figcaption></figure>")
         parts.append("</section>")
     parts.append("</body></html>")
     return "\n".join(parts)
@@ -229,7 +230,7 @@ def compare_section(result: runs.CompareResult) -> ReportSection:
         paragraphs.append(tables.best_note(result.table))  # what is green, or why nothing is
         paired = tables.paired_frame(result.table, multiclass)
         if len(paired):
-            paragraphs += [texts.PAIRED_INTRO, texts.PAIRED_HELP.replace("**", "").replace("*", "")]
+            paragraphs += [texts.PAIRED_INTRO, texts.PAIRED_HELP]
             shown.append(("Paired tests over folds (test ECE)", paired))
         shown.append(("Every fold", tables.fold_styler(result.table, multiclass)))
     return ReportSection(title="Comparison of recalibrators", paragraphs=paragraphs, settings=settings,

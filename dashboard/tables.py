@@ -173,7 +173,7 @@ def groups_frame(report) -> pd.DataFrame:
     return pd.DataFrame({
         "Group": t["group"], "Rows": t["n"], rate: t["rate"], "Mean predicted": t["mean_predicted"],
         "ECE": t["ece"], "ECE 95 % from": t["ece_low"], "to": t["ece_high"], "MCE": t["mce"], "Brier": t["brier"],
-        "p (Holm)": t["p_holm"], "Too few rows": t["too_small"],
+        "p (Holm)": [texts.p_value(v) for v in t["p_holm"]], "Too few rows": t["too_small"],
     })
 
 
@@ -337,19 +337,28 @@ def paired_frame(table: pd.DataFrame, multiclass: bool, metric: str = "ece",
         return pd.DataFrame()
     tests = paired_tests(ok, metric, pairs)
     label = {m: texts.method_label(m, multiclass) for m in ok["method"].unique()}
-
-    def p(v: float) -> str:
-        return "–" if pd.isna(v) else f"{v:.3g}"
-
+    p = texts.p_value
+    t_test, wilcoxon, corrected = texts.PAIRED_P_COLUMNS
     return pd.DataFrame({
         "A": [label[a] for a in tests["a"]], "B": [label[b] for b in tests["b"]],
         f"mean {_METRIC_WORDS.get(metric, metric)} A − B": [f"{d:+.4f}" for d in tests["mean_diff"]],
         "95% interval": [f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in zip(tests["ci_low"], tests["ci_high"])],
-        "t-test p": [p(v) for v in tests["t_p"]], "Wilcoxon p": [p(v) for v in tests["wilcoxon_p"]],
-        "corrected t p": [p(v) for v in tests["corrected_t_p"]],
+        t_test: [p(v) for v in tests["t_p"]], wilcoxon: [p(v) for v in tests["wilcoxon_p"]],
+        corrected: [p(v) for v in tests["corrected_t_p"]],
         "A better on": [f"{k} of {n} folds" for k, n in zip(tests["a_better_folds"], tests["n_folds"])],
         "verdict": [f"{label[b]} better" if b else "no difference shown" for b in tests["better"]],
     })
+
+
+def paired_column_config() -> dict:
+    """The paired-test table's columns on a page: each p-value column says what it is, and the verdict
+    is wide enough for a method's whole name ("Temperature scaling better", not "Temperature sc…")."""
+    import streamlit as st
+
+    config = {name: st.column_config.TextColumn(help=f"{texts.P_VALUE_MEANING} Here: {what}.")
+              for name, what in texts.PAIRED_P_COLUMNS.items()}
+    config["verdict"] = st.column_config.TextColumn(width="large")
+    return config
 
 
 def _alpha_of(settings: runs.CompareSettings | runs.SweepSettings, method: str) -> float | None:

@@ -642,17 +642,42 @@ PAIRED_INTRO = (
     "if A and B were equally good."
 )
 PAIRED_HELP = (
-    "**Paired t-test** (p in the *t-test* column): assumes the fold differences are independent and "
+    "**Paired t-test** (column *p: t-test*): assumes the fold differences are independent and "
     "roughly normal; with about 10 folds normality cannot be checked, and one odd fold moves it. "
-    "**Wilcoxon signed-rank test**: assumes independent differences, symmetric about their median, no "
+    "**Wilcoxon signed-rank test** (column *p: Wilcoxon*): assumes independent differences, symmetric about their median, no "
     "normality; with F folds its smallest possible p is 2/2^F (0.002 for 10 folds, 0.0625 for 5). "
-    "**Corrected t-test** (Nadeau & Bengio, 2003): the folds are random splits of the same file, so their "
+    "**Corrected t-test** (column *p: t-test for overlapping folds*; Nadeau & Bengio, 2003): the folds are random splits of the same file, so their "
     "recalibration and test rows overlap and the two tests above come out too sure of themselves; "
     "the correction (variance factor 1/F + n_te/n_re instead of 1/F) allows for that, and is cautious. "
     "*Interval*: 95% t interval of the mean difference A − B. A method is called better only when "
     "the t-test and the Wilcoxon test both give p < 0.05."
 )
 PAIRED_PICK_HELP = "Choose two methods of this comparison to test against each other, fold by fold."
+#: The paired-test table's p-value columns (dashboard.tables.paired_frame) and what each one is.
+PAIRED_P_COLUMNS = {
+    "p: t-test": "the paired t-test over the folds",
+    "p: Wilcoxon": "the Wilcoxon signed-rank test over the folds (no normality assumed)",
+    "p: t-test for overlapping folds": "the t-test corrected for folds that share rows (Nadeau & Bengio): cautious",
+}
+P_VALUE_MEANING = (
+    "p-value: how often a difference at least this large would come up by chance if A and B were equally good. "
+    "Below 0.05: unlikely to be chance."
+)
+
+
+def p_value(p: float | None) -> str:
+    """A p-value as every page, table and report writes it: three decimals, "< 0.001" below 0.001, "–"
+    when there is none (not computed, or NaN). One format, so that 4.69e-7 and 0.00000135 never stand
+    side by side.
+
+    Examples
+    --------
+    >>> [p_value(v) for v in (0.04912, 0.0004, 4.69e-7, 1.0, float("nan"), None)]
+    ['0.049', '< 0.001', '< 0.001', '1.000', '–', '–']
+    """
+    if p is None or p != p:
+        return "–"
+    return "< 0.001" if p < 0.0005 else f"{p:.3f}"
 
 
 def binary_ece_caption(binary_ece: str) -> str:
@@ -661,8 +686,8 @@ def binary_ece_caption(binary_ece: str) -> str:
         return ("ECE of p(y=1) (the paper's binary ECE, Appendix A), with the Brier score and NLL of p(y=1), "
                 "as on every page; the sidebar's “Measure calibration of” changes it for the whole app. "
                 "(The paper's tables use the top-label ECE.)")
-    return ("Top-label ECE (confidence of the predicted class), as in the paper's tables, KITTI included; the "
-            "sidebar's “Measure calibration of” changes it for the whole app.")
+    return ("Top-label ECE (confidence of the predicted class), as in the paper's tables, which use it for "
+            "binary data too; the sidebar's “Measure calibration of” changes it for the whole app.")
 
 
 BINARY_TARGET_HELP = (
@@ -987,6 +1012,15 @@ def fit_words(text: str) -> str:
     "reached the limit of 20 iterations", "alpha" -> "α", "rtol=1e-05" -> "tolerance 1e-05"."""
     import re
 
+    # The restarts from the prior (pbr_core.gp.training.RESTARTED / NOT_RESTARTED) in words, without
+    # the objective's values, which say nothing to a reader of the page.
+    text = re.sub(r"\(restarted: the first fit ended at the prior, objective [^;]*; from an alpha = ([^ ]+) fit it "
+                  r"reached [^)]*\)",
+                  r"(fitted twice: the first fit left the probabilities as they were (it ended at the prior); "
+                  r"started again from a fit with α = \1, it found a better fit, which is the one used)", text)
+    text = text.replace("(ended at the prior; restarts from smaller alpha did not do better)",
+                        "(the fit left the probabilities as they were: it ended at the prior; starting again from "
+                        "fits with a smaller α did not do better)")
     text = re.sub(r"reached max_iter=(\d+)", r"reached the limit of \1 iterations", text)
     text = re.sub(r"\b(?:adam_)?rtol=", "tolerance ", text)
     text = re.sub(r"\balpha\b", "α", text)

@@ -135,9 +135,11 @@ def _paired(table, multiclass: bool) -> None:
     if a == b:
         st.info("Choose two different methods to compare them.")
     else:
-        st.dataframe(tables.paired_frame(table, multiclass, metric, [(a, b)]), hide_index=True, key="cmp_pair_table")
+        st.dataframe(tables.paired_frame(table, multiclass, metric, [(a, b)]), hide_index=True, key="cmp_pair_table",
+                     column_config=tables.paired_column_config())
     st.markdown("Each method against the uncalibrated model and against the best mean:")
-    st.dataframe(tables.paired_frame(table, multiclass, metric), hide_index=True, key="cmp_paired_table")
+    st.dataframe(tables.paired_frame(table, multiclass, metric), hide_index=True, key="cmp_paired_table",
+                 column_config=tables.paired_column_config())
 
 
 def _start_compare(loaded: state.Loaded, s: runs.CompareSettings) -> None:

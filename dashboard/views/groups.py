@@ -55,11 +55,13 @@ def _controls(loaded: state.Loaded) -> tuple[tuple[str, ...], str] | None:
     box = st.form("groups_form", border=False) if loaded.stream is not None else st.container()
     with box:
         c = st.columns([2, 2, 1.4], gap="medium")
-        first = c[0].selectbox("Group by", options, key=K_BY,
+        # (kept while other pages show: the report, downloadable from every page, groups by them)
+        first = c[0].selectbox("Group by", options, key=K_BY, persist_state="session",
                                help="A column of the file, or the true class of each row.")
         second = c[1].selectbox("…and by (optional)", [NONE, *[o for o in options if o != first]], key=K_BY2,
+                                persist_state="session",
                                 help="Two columns give every combination of their values.")
-        every = c[2].selectbox("Dates", list(EVERY), format_func=EVERY.get, key=K_EVERY,
+        every = c[2].selectbox("Dates", list(EVERY), format_func=EVERY.get, key=K_EVERY, persist_state="session",
                                help="For a date or time column: calibration over time, so that a drift after a "
                                     "deployment shows.")
         if loaded.stream is not None:
@@ -116,7 +118,7 @@ def render() -> None:
     st.dataframe(tables.groups_frame(report), hide_index=True, key="groups_table", column_config={
         c: st.column_config.NumberColumn(format="%.4f") for c in
         ("ECE", "ECE 95 % from", "to", "MCE", "Brier", "Mean predicted", "Frequency of y = 1", "Accuracy")}
-        | {"p (Holm)": st.column_config.NumberColumn(format="%.3g", help=texts.GROUPS_TEST_HELP)})
+        | {"p (Holm)": st.column_config.TextColumn(help=texts.GROUPS_TEST_HELP)})   # texts.p_value's format
     st.caption("Test: " + report.test + ". " + texts.GROUPS_TEST_HELP)
     if loaded.stream is not None:
         st.caption(texts.GROUPS_STREAM_NOTE)

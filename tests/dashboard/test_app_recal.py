@@ -475,12 +475,12 @@ def test_compare_page_shows_paired_tests_and_a_chosen_pair(at):
     table = job.result.table
     tests = pbr_core.experiments.paired_tests(table, "ece")
     def paired_frames() -> list[pd.DataFrame]:  # the chosen pair first, then the default pairs
-        return [d.value for d in at.dataframe if "Wilcoxon p" in d.value.columns]
+        return [d.value for d in at.dataframe if "p: Wilcoxon" in d.value.columns]
 
     shown = paired_frames()[1]
     assert list(shown["A"]) == [texts.method_label(m) for m in tests["a"]]
-    assert list(shown["t-test p"]) == [f"{v:.3g}" for v in tests["t_p"]]
-    assert list(shown["Wilcoxon p"]) == [f"{v:.3g}" for v in tests["wilcoxon_p"]]
+    assert list(shown["p: t-test"]) == [texts.p_value(v) for v in tests["t_p"]]
+    assert list(shown["p: Wilcoxon"]) == [texts.p_value(v) for v in tests["wilcoxon_p"]]
     at.selectbox(key="cmp_pair_a").set_value("beta").run()
     at.selectbox(key="cmp_pair_b").set_value("platt").run()
     one = pbr_core.experiments.paired_tests(table, "ece", [("beta", "platt")]).iloc[0]
