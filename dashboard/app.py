@@ -63,7 +63,9 @@ def _sidebar() -> None:
             f"n = **{n:,}** rows · K = **{state.classes_label(p)}**  \n"
             f"kind: **{state.kind_label(p)}** · {'logits' if p.input_type == 'logits' else 'probabilities'}"
         )
-        if loaded.stream is not None:
+        if loaded.stream is not None and loaded.origin == "upload":  # too large for memory: read in a stream
+            st.caption(texts.streamed_upload_caption(loaded.file_name, p.n))
+        elif loaded.stream is not None:
             st.caption(f"Dataset on the server: {loaded.stream.path} ({loaded.stream.n_files:,} file(s)); "
                        f"pages that need rows in memory use a random sample of {p.n:,} rows.")
         elif loaded.origin == "upload":

@@ -113,11 +113,17 @@ def subsample_sizes(n_total: int) -> list[int]:
     return [s for s in _SUBSAMPLE_STEPS if s < n_total] + [int(n_total)]
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
 def subsample_index(n_total: int, n: int, seed: int) -> np.ndarray:
     """A fixed random subset of ``n`` of ``n_total`` rows (sorted; the same for the same seed)."""
     if n >= n_total:
-        return np.arange(n_total)
+        return np.arange(n_total)  # not cached: as cheap to make as to unpickle, and n_total * 8 bytes
+    return _subsample_index(n_total, n, seed)
+
+
+#: Shared by every session: at most 128 MB of indices (10 million rows each take 80 MB), so that the
+#: teaching control on large files does not fill the server (st.cache_data's max_size counts pickled bytes).
+@st.cache_data(show_spinner=False, max_entries=16, max_size="128MB")
+def _subsample_index(n_total: int, n: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     return np.sort(rng.choice(n_total, size=n, replace=False))
 

@@ -18,7 +18,9 @@ thread-safe: it makes the session non-resumable and closes it on the event loop,
 down, drops it from the reconnect storage and removes its uploaded files), and its uploaded files
 are removed in any case. At the next sweep its state is emptied (the predictions, the uploaded
 file held by the uploader widget), whatever still refers to the session object, then garbage is
-collected and the memory handed back to the system (:func:`dashboard.memory.release_free_memory`).
+collected, the shared parse cache lets go of what no session holds any more
+(:mod:`dashboard.load_cache`) and the memory is handed back to the system
+(:func:`dashboard.memory.release_free_memory`).
 A ``weakref.finalize`` on the token tells the sweeper when a session's state has really been freed
 (also when Streamlit frees one on its own), and the sweeper logs it.
 
@@ -208,7 +210,20 @@ class Sweeper:
                 logger.warning("session sweep failed", exc_info=True)
 
 
-_SWEEPER = Sweeper()
+def release_unheld() -> None:
+    """After sessions were released: drop the shared parse cache's entries that no session holds any
+    more (:mod:`dashboard.load_cache`; an upload's predictions leave with its last session), then hand
+    the memory back to the system."""
+    import gc
+
+    from dashboard.load_cache import SHARED
+
+    gc.collect()  # a released session's state in reference cycles: its Loaded objects leave the cache's holders
+    SHARED.prune()
+    memory.release_free_memory()
+
+
+_SWEEPER = Sweeper(release=release_unheld)
 
 
 def track() -> None:

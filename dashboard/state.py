@@ -35,8 +35,9 @@ import streamlit as st
 
 import pbr_core
 from dashboard import memory, texts
+from dashboard.load_cache import SHARED
 from pbr_core import Predictions, PredictionsError
-from pbr_core.loading import ACCEPTED_SUFFIXES, read_columns
+from pbr_core.loading import ACCEPTED_SUFFIXES, ReadLimitError
 from pbr_core.metrics import BinaryTarget
 from pbr_core.predictions import InputType
 
@@ -218,9 +219,13 @@ def _read(digest: str, _source: bytes | str, file_name: str, tag: str, _options:
         if not _options.label_column:
             raise PredictionsError(f"{file_name}: choose the outcome column the scores are mapped to.")
         frame = read_table(_source, name=file_name)
-        return read_only(map_scores(frame, _options.map_scores_column, _options.label_column,
-                                   share=_options.map_share, method=_options.map_method,
-                                   source=file_name).preds)  # type: ignore[arg-type]
+        try:
+            return read_only(map_scores(frame, _options.map_scores_column, _options.label_column,
+                                       share=_options.map_share, method=_options.map_method,
+                                       source=file_name).preds)  # type: ignore[arg-type]
+        except PredictionsError as exc:
+            exc.columns = [str(c) for c in frame.columns]  # for the Data page's choices, without a second read
+            raise
     return read_only(pbr_core.load_predictions(_source, name=file_name, **_options.as_kwargs()))
 
 
@@ -228,7 +233,7 @@ def read_only(preds: Predictions) -> Predictions:
     """``preds`` with its arrays made read-only (in place; returns it).
 
     The loaded predictions are shared: one object per (file, options) serves every session (see
-    ``_read_cached``), so no code may change them in place; a write raises "assignment destination
+    :mod:`dashboard.load_cache`), so no code may change them in place; a write raises "assignment destination
     is read-only" instead of silently changing another person's data. (Predictions is frozen; its
     metadata frame is handed to each session as its own copy-on-write view, :func:`_session_copy`.)
     """
@@ -246,59 +251,59 @@ def _session_copy(preds: Predictions) -> Predictions:
     return replace(preds, metadata=preds.metadata.copy(deep=False))
 
 
-#: Parse once per (content, options), and share the result between sessions: a new session gets the
-#: parsed object itself, not an unpickled copy of it (st.cache_data's way; for the default sample,
-#: which every new session loads, that was 15 MB and ~10 ms of CPU per session). ``digest`` stands for
-#: ``_source`` and ``tag`` for ``_options``, which are not hashed (hashing a 500 MB upload on every call
-#: would cost more than the cache saves).
-_read_cached = st.cache_resource(show_spinner=False, max_entries=6)(_read)
-
-
-#: Uploads above this size are not cached: the cache (shared by every session, kept after they end)
-#: would keep each of them in memory after its session has ended; the bundled samples, which every
-#: new session loads, are what the cache is for.
-CACHE_MAX_BYTES = 16 * 2**20
-#: Sources from this size on are parsed one at a time: two big parses at once add up their
-#: temporary memory (about the size of the parsed table each) for no gain on a small server.
-SERIAL_LOAD_BYTES = 64 * 2**20
+#: Uploads from this size on are parsed one at a time: two big parses at once add up their temporary
+#: memory for no gain on a small server, and a file of a few MB can expand to the read limit
+#: (pbr_core.loading: 2 GiB of memory by default), so "big" is counted in compressed bytes.
+SERIAL_LOAD_BYTES = 1 * 2**20
 _big_load = threading.Lock()
 
 
 def _load(source: bytes | str, digest: str, file_name: str, origin: Literal["sample", "upload"],
           options: LoadOptions, name: str) -> str | None:
-    """Load and, on success, make it current. Returns the error message or None."""
+    """Load and, on success, make it current. Returns the error message or None.
+
+    Parsed once per (content, options) and shared between sessions through
+    :data:`dashboard.load_cache.SHARED` (a new session gets the parsed object itself, not an unpickled
+    copy; for the default sample, which every new session loads, that was 15 MB and ~10 ms of CPU per
+    session). An upload too large to read in memory is read in a stream instead when its format
+    allows (:func:`_stream_upload`), else refused with how large it really is.
+    """
+    key = f"{digest}|{options.tag()}"
     size = len(source) if isinstance(source, bytes) else 0
     try:
-        if size > CACHE_MAX_BYTES:
+        preds = SHARED.get(key)
+        if preds is None:
             with _big_load if size >= SERIAL_LOAD_BYTES else contextlib.nullcontext():
                 preds = _read(digest, source, file_name, options.tag(), options)
-        else:
-            preds = _session_copy(_read_cached(digest, source, file_name, options.tag(), options))
+            SHARED.put(key, preds, keep_unheld=origin == "sample")
+        preds = _session_copy(preds)
+    except ReadLimitError as exc:
+        if origin == "upload" and isinstance(source, bytes) and exc.streamable and exc.kind != "cell":
+            return _stream_upload(source, digest, file_name, options, exc)
+        return _set_error(file_name, texts.too_large(exc), exc.columns or [], options)
     except PredictionsError as exc:
-        return _set_error(file_name, str(exc), source, options)
+        return _set_error(file_name, str(exc), getattr(exc, "columns", None) or [], options)
     except Exception as exc:  # noqa: BLE001 - a bad file must never crash the app
         logger.exception("reading %s failed", file_name)
-        return _set_error(file_name, f"it could not be read ({type(exc).__name__}).", source, options)
+        return _set_error(file_name, f"it could not be read ({type(exc).__name__}).", [], options)
     if options.map_scores_column:
         name = f"{name} · {options.map_scores_column} mapped to probabilities"
-    st.session_state[_K_LOADED] = Loaded(preds=preds, name=name, file_name=file_name, origin=origin,
-                                         key=f"{digest}|{options.tag()}", options=options)
+    loaded = Loaded(preds=preds, name=name, file_name=file_name, origin=origin, key=key, options=options)
+    SHARED.hold(key, loaded)  # the shared entry lives as long as a session holds it (uploads)
+    st.session_state[_K_LOADED] = loaded
     st.session_state.pop(_K_ERROR, None)
     return None
 
 
-def _set_error(file_name: str, message: str, source: bytes | str | None = None,
+def _set_error(file_name: str, message: str, columns: list[str] | tuple[str, ...] = (),
                options: LoadOptions | None = None) -> str:
+    """Keep a failed load's message for the Data page, with the failed file's ``columns`` (which the
+    loader read before it failed: ``PredictionsError.columns``; never read a second time) for its
+    column choices."""
     # The loader starts its messages with the file name; the error box names the file already.
     if message.startswith(f"{file_name}: "):
         message = message[len(file_name) + 2:]
-    columns: list[str] = []
-    if source is not None:
-        try:  # the Data page offers the failed file's columns, to say which is which
-            columns = read_columns(source, name=file_name)
-        except PredictionsError:
-            pass
-    st.session_state[_K_ERROR] = {"file_name": file_name, "message": message, "columns": columns,
+    st.session_state[_K_ERROR] = {"file_name": file_name, "message": message, "columns": list(columns),
                                   "options": options or LoadOptions()}
     return message
 
@@ -384,7 +389,7 @@ def process_pending() -> None:
             load_sample(file_name, options)
         else:
             load_upload(data, file_name, options)
-    if kind == "upload" and len(data) > CACHE_MAX_BYTES:
+    if kind == "upload" and len(data) >= SERIAL_LOAD_BYTES:
         # The parser's temporaries are free now; hand back what the allocators keep of them.
         memory.release_free_memory()
 
@@ -593,10 +598,10 @@ def load_server(path: str, options: LoadOptions = LoadOptions()) -> str | None:
         stats, sample = scan_dataset(ds, configs, sample_size=server_sample_rows(), progress=progress)
         key = _server_key(files, options)
     except (ServerPathError, PredictionsError) as exc:
-        return _set_error(shown, within_data_root(str(exc)), None, options)
+        return _set_error(shown, within_data_root(str(exc)), [], options)
     except Exception as exc:  # noqa: BLE001 - a bad dataset must never crash the app
         logger.exception("reading the server dataset %s failed", shown)
-        return _set_error(shown, f"it could not be read ({type(exc).__name__}).", None, options)
+        return _set_error(shown, f"it could not be read ({type(exc).__name__}).", [], options)
     finally:
         bar.empty()
         stop.empty()
@@ -609,3 +614,122 @@ def load_server(path: str, options: LoadOptions = LoadOptions()) -> str | None:
     st.session_state.pop(_K_ERROR, None)
     return None
 
+
+# --------------------------------------------------------------------------- uploads read in a stream
+#: An upload too large to read in memory (pbr_core.loading's read limits) is read in a stream when
+#: it is a CSV / TSV (also gzip-compressed) or Parquet file of at most this many rows: the
+#: statistics of every row and a sample, as for a dataset on the server. More rows are refused
+#: (a stream costs ~5 s of a core per million rows: 50 million rows took 240 s on the test machine,
+#: benchmarks/RESULTS_bombs.md). ``PBR_CALIB_UPLOAD_STREAM_ROWS`` overrides it; 0 streams no upload.
+UPLOAD_STREAM_ROWS = 20_000_000
+
+
+def upload_stream_rows() -> int:
+    """The row limit of a streamed upload: ``$PBR_CALIB_UPLOAD_STREAM_ROWS`` when it is a whole number >= 0."""
+    import os
+
+    try:
+        value = int(os.environ.get("PBR_CALIB_UPLOAD_STREAM_ROWS", ""))
+    except ValueError:
+        return UPLOAD_STREAM_ROWS
+    return value if value >= 0 else UPLOAD_STREAM_ROWS
+
+
+class _TooManyRows(Exception):
+    """A streamed upload passed :func:`upload_stream_rows`."""
+
+
+def _stream_upload(data: bytes, digest: str, file_name: str, options: LoadOptions, why: ReadLimitError) -> str | None:
+    """Read an upload that is too large for memory in one streamed pass (as :func:`load_server` reads
+    a dataset): its bytes go to a temporary file (removed when the session lets go of the data), the
+    statistics of every row and a random sample are kept. Returns an error message or None."""
+    import os
+    import tempfile
+    import weakref
+    from dataclasses import replace as _replace
+
+    from pbr_core.stream import open_dataset, scan_dataset
+
+    limit = upload_stream_rows()
+    suffix = next((s for s in sorted(_STREAM_SUFFIXES, key=len, reverse=True) if file_name.lower().endswith(s)), None)
+    if suffix is None or limit == 0:  # the stream reads by the file name's ending (CSV bytes under another name)
+        return _set_error(file_name, texts.too_large(why), why.columns or [], options)
+    if why.rows is not None and why.rows > limit:  # counted already: not worth a pass
+        return _set_error(file_name, texts.too_many_rows_to_stream(why, why.rows, limit), why.columns or [], options)
+    fd, path = tempfile.mkstemp(prefix="pbr-calib-upload-", suffix=suffix)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    stop = st.empty()
+    stop.button("Stop reading", key="data_upload_stop", icon=":material/stop_circle:",
+                on_click=lambda: _set_error(file_name, texts.UPLOAD_READ_STOPPED, why.columns or [], options),
+                help="Stops reading the file; the data loaded before stays in use.")
+    bar = st.progress(0.0, text=texts.streaming_upload(file_name, why))
+
+    def progress(done: int, total: int | None) -> None:
+        if done > limit:
+            raise _TooManyRows(done, False)
+        bar.progress(min(1.0, done / total) if total else 0.0, text=texts.streaming_upload(file_name, why, done, total))
+
+    try:
+        kwargs = options.as_kwargs()
+        kwargs.pop("max_rows", None)
+        ds = open_dataset(path, **kwargs)
+        counted = ds.num_rows()  # Parquet: from the footer
+        if counted is not None and counted > limit:
+            raise _TooManyRows(counted, True)
+        stats, sample = scan_dataset(ds, _stream_configs(ds), sample_size=server_sample_rows(), progress=progress)
+        lay = ds.layout()
+    except _TooManyRows as exc:
+        os.unlink(path)
+        rows, exact = exc.args
+        return _set_error(file_name, texts.too_many_rows_to_stream(why, rows, limit, exact), why.columns or [], options)
+    except PredictionsError as exc:
+        os.unlink(path)
+        return _set_error(file_name, str(exc).replace(path, file_name), why.columns or [], options)
+    except Exception as exc:  # noqa: BLE001 - a bad file must never crash the app
+        os.unlink(path)
+        logger.exception("streaming the upload %s failed", file_name)
+        return _set_error(file_name, f"it could not be read ({type(exc).__name__}).", why.columns or [], options)
+    except BaseException:  # Stop reading (Streamlit interrupts the run): nothing is kept
+        os.unlink(path)
+        raise
+    finally:
+        bar.empty()
+        stop.empty()
+    sample = _replace(sample, notes=(*sample.notes, *lay.notes), column_roles=lay.column_roles)
+    info = StreamInfo(stats=stats, n_total=int(stats["top"].n), n_files=1, sample_n=sample.n, path=file_name,
+                      files=(path,))
+    loaded = Loaded(preds=read_only(sample), name=file_name, file_name=file_name, origin="upload",
+                    key=f"{digest}|stream|{options.tag()}", options=options, stream=info)
+    weakref.finalize(loaded, _remove, path)  # the Groups page reads the file again while the data is in use
+    st.session_state[_K_LOADED] = loaded
+    st.session_state.pop(_K_ERROR, None)
+    return None
+
+
+#: File endings the stream reads (pbr_core.stream), with the ending the temporary file keeps.
+_STREAM_SUFFIXES = (".csv", ".tsv", ".csv.gz", ".tsv.gz", ".parquet", ".pq")
+
+
+def _stream_configs(ds) -> dict:
+    """What a streamed pass measures: the top-label statistics, and p(y=1) for binary data, with the
+    per-bin sums for every B up to :data:`SERVER_CURVE_BINS` (and floor(n^(1/3)))."""
+    from dataclasses import replace as _replace
+
+    from pbr_core.stream import stats_config
+
+    base = stats_config(ds, curve_bins=range(1, SERVER_CURVE_BINS + 1))
+    base = _replace(base, curve_bins=tuple(range(1, max(SERVER_CURVE_BINS, base.n_bins) + 1)))
+    configs = {"top": _replace(base, target="top_label")}
+    if ds.layout().kind == "binary":
+        configs["pos"] = base
+    return configs
+
+
+def _remove(path: str) -> None:
+    import os
+
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

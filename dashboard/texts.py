@@ -76,10 +76,11 @@ RELIABILITY_RANGE_MEANING = (
 
 
 def server_sample_note(n_total: int, n_sample: int, what: str) -> str:
-    """Where a page of a server dataset works on its random sample instead of every row."""
+    """Where a page of a dataset read in a stream (on the server, or an upload too large for memory)
+    works on its random sample instead of every row."""
     if n_sample >= n_total:
-        return f"This dataset on the server has {n_total:,} rows: {what} uses all of them."
-    return (f"This dataset on the server has {n_total:,} rows, too many to hold in memory: {what} works on "
+        return f"This dataset has {n_total:,} rows: {what} uses all of them."
+    return (f"This dataset has {n_total:,} rows, too many to hold in memory: {what} works on "
             f"a uniform random sample of {n_sample:,} of them. The Reliability and Bins & bias numbers "
             "(ECE, MCE, Brier, NLL, accuracy, the diagram, the ECE curve) use every row.")
 
@@ -1197,3 +1198,46 @@ HOST_REFUSED = (
 def serving_unsafe(keys: "Iterable[str]") -> str:
     """Why the app refuses to open: the settings left at Streamlit's default and what each would do."""
     return SERVING_UNSAFE.format(problems="\n".join(f"- `{k}`: {SERVING_DEFAULTS[k]}" for k in keys))
+
+
+# --------------------------------------------------------------------------- files too large for memory
+#: After "Could not load FILE: " when the user pressed "Stop reading" while an upload was read in a stream.
+UPLOAD_READ_STOPPED = "you stopped reading it; nothing of it was kept."
+
+
+def too_large(exc) -> str:
+    """Why an upload over the server's read limits (pbr_core.loading.ReadLimitError) was not read, and
+    what to do, in a user's words (after "Could not load FILE: ")."""
+    if exc.kind == "cell":
+        return (f"{exc.finding}. Remove or shorten that column (in your spreadsheet program, say) and upload the "
+                "file again.")
+    if exc.streamable:  # a CSV or Parquet file that this server does not read in a stream either
+        return (f"{exc.finding}. This server does not read uploads that large, not even in a stream: upload a "
+                f"random sample of the rows, or {_ADMIN_ADVICE}")
+    return (f"{exc.finding}. Files that large are read only in a stream, which works for CSV and Parquet files: "
+            f"save the data as CSV or Parquet and upload that, or upload a random sample of the rows. (The server's "
+            "administrator sets these limits.)")
+
+
+_ADMIN_ADVICE = ("ask the server's administrator to put the file in the server's data folder (it is then read as a "
+                 "dataset on the server).")
+
+
+def too_many_rows_to_stream(exc, rows: int, limit: int, exact: bool = True) -> str:
+    """An upload too large for memory that also holds more rows than this server reads in a stream
+    (``exact``: ``rows`` is the file's count, else the count at which reading stopped)."""
+    return (f"it is too large to read in memory ({exc.finding}), and it holds {'' if exact else 'more than '}"
+            f"{rows if exact else limit:,} rows, more than the {limit:,} this server reads from an upload even in "
+            f"a stream. Upload a random sample of the rows, or {_ADMIN_ADVICE}")
+
+
+def streaming_upload(file_name: str, exc, done: int = 0, total: int | None = None) -> str:
+    """The progress bar's text while an upload too large for memory is read in a stream."""
+    rows = f"{done:,} of {total:,} rows" if total else f"{done:,} rows"
+    return f"Reading {file_name} in a stream (too large to hold in memory): {rows}"
+
+
+def streamed_upload_caption(file_name: str, n_sample: int) -> str:
+    """The sidebar's line under an upload read in a stream."""
+    return (f"Uploaded file: {file_name}, read in a stream (too large for memory); pages that need rows in "
+            f"memory use a random sample of {n_sample:,} rows.")
