@@ -311,3 +311,17 @@ def test_a_failed_load_carries_the_columns_it_read(tmp_path):
     with pytest.raises(ReadLimitError) as info:
         load_predictions(bombs.csv_gz_rows(tmp_path / "rows.csv.gz", 500_000), limits=SMALL)
     assert info.value.columns == ["p", "label"]  # the header was read before the limit refused the rows
+
+
+def test_a_streamed_dataset_refuses_a_cell_over_the_limit_in_its_batch(monkeypatch, tmp_path):
+    """The streamed path reads a bounded number of rows at a time, so only the cell limit applies to it:
+    a group value of 300 MB would fail the page that shows it."""
+    import pbr_core.stream as ps
+
+    monkeypatch.setenv(_limits.ENV_MAX_CELL, "2KB")
+    df = pd.DataFrame({"p": [0.5, 0.25, 0.75], "label": [1, 0, 1], "segment": ["a", "s" * 5000, "b"]})
+    df.to_parquet(tmp_path / "cells.parquet", index=False)
+    ds = ps.open_dataset(tmp_path / "cells.parquet", group_columns="segment")
+    with pytest.raises(ReadLimitError, match=r"cells.parquet \(first batch, used to detect the columns\): column "
+                                             r"'segment' at row 2 \(data row, header excluded\) holds 4.9 KB of text"):
+        list(ds.predictions(ds.units()[0], groups=["segment"]))

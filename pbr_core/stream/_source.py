@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 
+from pbr_core.loading._limits import ReadLimits, default_limits
 from pbr_core.loading._roles import ColumnChoice, column_list
 from pbr_core.loading._source import _Options, _Source
 from pbr_core.loading._tables import PANDAS_NA_VALUES, offset_text_types
@@ -430,7 +431,11 @@ def open_dataset(
         )
     except TypeError as exc:
         raise PredictionsError(f"{shown}: {exc}") from None
-    opts = _Options(choice, input_type, bool(renormalize), float(tolerance), None, True, percent=bool(percent))
+    # A batch holds a bounded number of rows, so only the cell limit applies (a page that shows a group
+    # value of 300 MB fails): the loader's own check, batch by batch.
+    cells = ReadLimits(max_bytes=None, max_memory=None, max_cell_bytes=default_limits().max_cell_bytes)
+    opts = _Options(choice, input_type, bool(renormalize), float(tolerance), None, True, percent=bool(percent),
+                    limits=cells)
     ds = Dataset(shown, files, fmt, [], opts, storage_options, int(batch_rows))
     ds.columns = _check_schemas(ds)
     return ds
