@@ -259,7 +259,8 @@ class Downloads:
     fit_rows: np.ndarray | None
 
     def calibrated_csv(self) -> bytes:
-        """The whole loaded file recalibrated by the recalibrator, as CSV (save_predictions).
+        """The whole loaded file recalibrated by the recalibrator, as CSV (save_predictions), under the
+        file's own column names and order (``headers_from``).
 
         When the fitted rows are known, a last column :data:`FIT_ROWS_COLUMN` says for every row
         whether the recalibrator was fitted on it (True) or not (False: the test part of the PBR
@@ -271,7 +272,9 @@ class Downloads:
             used = np.zeros(self.preds.n, dtype=bool)
             used[np.asarray(self.fit_rows, dtype=np.int64)] = True
             extra = {FIT_ROWS_COLUMN: used}
-        return save_predictions(self.preds.with_probs(probs, source="recalibrated"), extra_columns=extra)
+        # Under the user's column names (p_dem, won, not 0, 1, label), in the file's column order.
+        return save_predictions(self.preds.with_probs(probs, source="recalibrated"), extra_columns=extra,
+                                headers_from=self.preds)
 
     def recalibrator_json(self) -> bytes:
         import json

@@ -772,7 +772,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
         raise CLIError(f"{preds.source}: {exc}", EXIT_BAD_INPUT) from exc
     calibrated = preds.with_probs(probs, source=str(args.out))
     try:
-        save_predictions(calibrated, path_or_buffer=args.out, spreadsheet_safe=not args.raw_csv)
+        # The file's own column names and order (p_dem, won; not 0, 1, label).
+        save_predictions(calibrated, path_or_buffer=args.out, spreadsheet_safe=not args.raw_csv, headers_from=preds)
     except OSError as exc:
         raise CLIError(f"cannot write {args.out}: {exc.strerror or exc}", EXIT_USAGE) from exc
     from pbr_core.experiments import small_test_set_problem

@@ -117,6 +117,34 @@ def _check_writable_names(names: Sequence[str]) -> None:
         raise PredictionsError("save_predictions: these class names would be read back as a top-label-only file; rename them.")
 
 
+def _file_headers(df: pd.DataFrame, preds: Predictions, source: Predictions) -> pd.DataFrame:
+    """``df`` (class-name score columns, ``label``, metadata, extra columns) with the scores and the
+    label under the column names of the file ``source`` was read from, in that file's column order
+    (see :func:`save_predictions`' ``headers_from``)."""
+    names = [str(n) for n in preds.class_names]
+    scores, labels = source.columns_with_role("score"), source.columns_with_role("label")
+    rename: dict[str, str] = {}
+    if source.input_type == "probabilities" and scores:
+        if len(scores) == len(names):  # one column per class, in class order (the loader's order)
+            rename.update(zip(names, scores))
+        elif len(scores) == 1 and len(names) == 2:  # a binary file's one p(y=1) column
+            df = df.drop(columns=[names[0]])
+            rename[names[1]] = scores[0]
+    if labels and "label" in df.columns:
+        rename["label"] = labels[0]
+    taken = set(df.columns) - set(rename)
+    if any(new in taken for new in rename.values()):  # a file column of the same name: keep the defaults
+        return df
+    df = df.rename(columns=rename)
+    order: list[str] = []
+    for column, role in source.column_roles:
+        if column in df.columns:
+            order.append(column)
+        elif role == "score":  # scores written under the class names (read as logits): where the scores were
+            order += [n for n in names if n in df.columns]
+    return df[list(dict.fromkeys(order + list(df.columns)))]
+
+
 def save_predictions(
     preds_or_probs: Predictions | np.ndarray,
     labels: np.ndarray | Sequence[int] | None = None,
@@ -125,6 +153,7 @@ def save_predictions(
     class_names: Sequence[str] | None = None,
     extra_columns: Mapping[str, np.ndarray | Sequence] | None = None,
     spreadsheet_safe: bool = True,
+    headers_from: Predictions | None = None,
 ) -> bytes | None:
     """Write (e.g. recalibrated) probabilities as one column per class plus ``label``.
 
@@ -149,6 +178,14 @@ def save_predictions(
         More columns written after the scores, the label and the metadata columns of a Predictions
         value (``Predictions.metadata``: ids, groups, dates... are always written back), in order (e.g. an id, or which rows a
         recalibrator was fitted on). Their names must not clash with the other headers.
+    headers_from : Predictions, optional
+        The predictions as loaded from the user's file (e.g. before recalibration): the scores and
+        the label are written under that file's column names and in its column order (its
+        ``column_roles``), so a download keeps ``p_dem`` and ``won`` instead of ``0``, ``1`` and
+        ``label``. The score columns keep their names when they held probabilities, one per class or
+        the one p(y=1) column of a binary file (then only p(y=1) is written); scores read as logits
+        are now probabilities and are written under the class names as without this. The label
+        column keeps its name. Columns the file did not have (``extra_columns``) come last.
     spreadsheet_safe : bool, default True
         CSV only: text cells and headers that a spreadsheet would run as a formula (starting with
         ``=``, ``+``, ``-``, ``@``, a tab or a carriage return, and not a plain number) are written
@@ -219,6 +256,9 @@ def save_predictions(
         if str(name) in df.columns:
             raise PredictionsError(f"save_predictions: extra column {name!r} clashes with another column's name.")
         df[str(name)] = values
+
+    if headers_from is not None and preds.probs is not None:
+        df = _file_headers(df, preds, headers_from)
 
     buf = io.BytesIO()
     if format == "csv":

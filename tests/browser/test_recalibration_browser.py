@@ -94,9 +94,9 @@ def test_pbr_small_fit_and_download_predictions_and_recalibrator(page, app_url):
     assert "on average over the draws" in main or "Vacuous here" in main
     assert page.locator('[data-testid="stPlotlyChart"]').count() == 2
     preds = pd.read_csv(io.BytesIO(_download(page, "Calibrated predictions (CSV)")))
-    assert preds.shape == (10_000, 12) and "label" in preds.columns
+    assert preds.shape == (10_000, 12) and "labels" in preds.columns  # the NPZ's own name for them
     assert preds[runs.FIT_ROWS_COLUMN].sum() == 150  # the rows the recalibrator was fitted on are marked
-    probs = preds.drop(columns=["label", runs.FIT_ROWS_COLUMN]).to_numpy()
+    probs = preds.drop(columns=["labels", runs.FIT_ROWS_COLUMN]).to_numpy()
     assert ((probs >= 0) & (probs <= 1)).all() and abs(probs.sum(axis=1) - 1).max() < 1e-6
     saved = json.loads(_download(page, "Fitted recalibrator (JSON)"))
     assert saved["format"] == "pbr-calib-recalibrator" and saved["method"] == "pbr" and saved["n_classes"] == 10

@@ -243,7 +243,8 @@ def test_pbr_tiny_fit_shows_kl_bounds_and_downloads(at):
     assert _downloads(at) == ["Calibrated predictions (CSV)", "Fitted recalibrator (JSON)", "Session report (HTML)"]
     # The download contents (built when clicked) parse and have the right shape.
     csv = pd.read_csv(io.BytesIO(r.calibrated_csv()))
-    assert csv.shape == (10_000, 12) and list(csv.columns[-2:]) == ["label", runs.FIT_ROWS_COLUMN]
+    # The label under the file's own name (the NPZ's 'labels' array), then the fitted rows' mark.
+    assert csv.shape == (10_000, 12) and list(csv.columns[-2:]) == ["labels", runs.FIT_ROWS_COLUMN]
     # The fitted rows are marked: the 150 rows of the recalibration set, the rest is the test part.
     assert csv[runs.FIT_ROWS_COLUMN].sum() == 150
     from pbr_core.experiments import split_indices
