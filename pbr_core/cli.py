@@ -22,7 +22,10 @@ Exit codes (stable, for scripts):
 * 0 -- success;
 * 2 -- usage error: unknown subcommand, method or parameter, invalid parameter value, output path
   with an unsupported suffix or in a missing folder (argparse's own code for usage errors);
-* 3 -- bad input file: unreadable or invalid predictions (the loader's ``PredictionsError``), a
+* 3 -- bad input file: unreadable or invalid predictions (the loader's ``PredictionsError``, also a
+  file over the read limits, :class:`pbr_core.loading.ReadLimitError`), a path that is not a regular
+  file (a FIFO, a device such as /dev/zero, a folder given as the model) or that the system cannot
+  open (a name too long), a folder read as a dataset that holds far more than a dataset, a
   file that is not a valid recalibrator saved by pbr-calib (``RecalibratorFileError``: not JSON,
   another format version, a damaged field), predictions whose number of classes differs from the
   recalibrator's;
@@ -740,11 +743,43 @@ def _select_alpha(rec, preds, args: argparse.Namespace):
     return rec.set_params(alpha=cv.alpha_).fit(preds)
 
 
+def shown_path(path: str | Path) -> str:
+    """``path`` for a message: a long one (a 5,000-character argument) by its start and end."""
+    from pbr_core.loading._source import shorten
+
+    return shorten(str(path))
+
+
 def _check_output(path: Path, suffixes: tuple[str, ...]) -> None:
     if path.suffix.lower() not in suffixes:
-        raise CLIError(f"--out {path}: expected a file name ending in {' or '.join(suffixes)}", EXIT_USAGE)
-    if not path.parent.exists():
-        raise CLIError(f"--out {path}: the folder {path.parent} does not exist", EXIT_USAGE)
+        raise CLIError(f"--out {shown_path(path)}: expected a file name ending in {' or '.join(suffixes)}", EXIT_USAGE)
+    try:
+        folder = path.parent.exists()
+    except OSError as exc:  # a name too long for the file system
+        raise CLIError(f"--out {shown_path(path)}: {exc.strerror or exc}", EXIT_USAGE) from None
+    if not folder:
+        raise CLIError(f"--out {shown_path(path)}: the folder {shown_path(path.parent)} does not exist", EXIT_USAGE)
+
+
+def regular_file(path: str | Path, what: str = "file") -> Path:
+    """``path`` when it names a regular file; otherwise the project's error (exit code 3) saying what
+    it is. Only regular files are read: a FIFO waits forever for a writer, a device such as
+    /dev/zero never ends, a folder is not a file."""
+    import os
+    import stat
+
+    from pbr_core.loading._source import special_file_kind
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise CLIError(f"{shown_path(path)}: cannot read the {what}: no such file", EXIT_BAD_INPUT) from None
+    except OSError as exc:  # a name too long, a folder without permission...
+        raise CLIError(f"{shown_path(path)}: cannot read the {what}: {exc.strerror or exc}", EXIT_BAD_INPUT) from None
+    if not stat.S_ISREG(mode):
+        raise CLIError(f"{shown_path(path)}: {special_file_kind(mode)}, not a regular file; give the path of the "
+                       f"{what}", EXIT_BAD_INPUT)
+    return Path(path)
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
@@ -758,7 +793,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     if not streamed:
         _check_output(args.out, (".csv", ".parquet", ".pq"))
     try:
-        rec = load_recalibrator(args.model)
+        rec = load_recalibrator(regular_file(args.model, "recalibrator file"))
     except OSError as exc:
         raise CLIError(f"{args.model}: cannot read the file: {exc.strerror or exc}", EXIT_BAD_INPUT) from exc
     except RecalibratorFileError as exc:  # the message starts with the path and names the damaged field
@@ -1026,6 +1061,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CLIError as exc:
         print(f"pbr-calib: error: {exc}", file=sys.stderr)
         return exc.code
+    except OSError as exc:  # a path the checks above did not foresee: still a message, never a traceback
+        where = f"{shown_path(exc.filename)}: " if exc.filename else ""
+        print(f"pbr-calib: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("pbr-calib: interrupted", file=sys.stderr)
         return 130

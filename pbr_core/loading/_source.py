@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal, Union
@@ -115,15 +116,16 @@ def _resolve_source(source: Source, name: str | None) -> _Source:
                 "pass the file's contents as bytes (e.g. text.encode()) with format='csv'."
             )
         path = Path(source)
-        shown = name or path.name or str(path)
+        shown = shorten(name or path.name or str(path))
         try:
-            exists, is_file = path.exists(), path.is_file()
+            mode = path.stat().st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            raise PredictionsError(f"{shown}: file not found: {shorten(str(path))}") from None
         except OSError as exc:  # e.g. a name too long for the file system
-            raise PredictionsError(f"{shown}: cannot open {str(path)[:200]!r}: {exc.strerror or exc}") from exc
-        if not exists:
-            raise PredictionsError(f"{shown}: file not found: {path}")
-        if not is_file:
-            raise PredictionsError(f"{shown}: not a file: {path}")
+            raise PredictionsError(f"{shown}: cannot open {shorten(str(path))!r}: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(mode):
+            # Only regular files are read: a FIFO waits for a writer forever, /dev/zero never ends.
+            raise PredictionsError(f"{shown}: {special_file_kind(mode)}, not a file: {shorten(str(path))}")
         return _Source(shown, path=path, file_name=name or path.name)
     if isinstance(source, (bytes, bytearray, memoryview)):
         return _Source(name or "uploaded data", data=bytes(source), file_name=name)
@@ -143,6 +145,20 @@ def _resolve_source(source: Source, name: str | None) -> _Source:
     raise PredictionsError(
         f"{name or 'input'}: expected a path, bytes or a binary file object, but got {type(source).__name__}."
     )
+
+
+def shorten(text: str, keep: int = 120) -> str:
+    """A name or path for a message: a longer one (a 5,000-character argument) by its start and end."""
+    return text if len(text) <= keep else f"{text[:keep // 2]}...{text[-keep // 2:]} ({len(text):,} characters)"
+
+
+def special_file_kind(mode: int) -> str:
+    """What a file that is not a regular file is, in words (from its ``st_mode``)."""
+    for test, words in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+                        (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return words
+    return "a special file"
 
 
 def _suffix_format(file_name: str) -> tuple[str, FileFormat | None]:

@@ -17,7 +17,11 @@ __all__ = ["is_dataset", "evaluate_stream", "fit_all_rows", "fit_sample", "apply
 def is_dataset(spec: str) -> bool:
     """True for what only the streamed path reads: a folder, a glob, a URL."""
     s = str(spec)
-    return any(ch in s for ch in "*?[") or "://" in s or Path(s).is_dir()
+    try:
+        folder = Path(s).is_dir()
+    except OSError:  # a name too long for the file system: the loader names the problem
+        folder = False
+    return any(ch in s for ch in "*?[") or "://" in s or folder
 
 
 def _open(args: argparse.Namespace, require_labels: bool = True):

@@ -362,9 +362,45 @@ def _expand(spec: str, storage_options: dict) -> list[str]:
     if any(ch in spec for ch in "*?["):
         return sorted(f for f in _glob.glob(str(p), recursive=True) if os.path.isfile(f))
     if p.is_dir():
-        return sorted(str(f) for f in p.rglob("*") if f.is_file() and _file_format(f.name)
-                      and not any(part.startswith((".", "_")) for part in f.relative_to(p).parts))
+        return _dataset_folder(p, spec)
     return [str(p)] if p.is_file() else []
+
+
+#: A folder read as a dataset is walked up to this many entries (files and folders): a larger one is
+#: refused, not read (``pbr-calib evaluate /usr`` walked the whole system folder as a dataset).
+MAX_FOLDER_ENTRIES = 100_000
+#: A dataset's folder holds its files (and hidden or ``_``-prefixed ones such as ``_SUCCESS``, which are
+#: skipped); one with more than this many other files is not a dataset's folder, and is refused.
+MAX_OTHER_FILES = 1_000
+
+
+def _dataset_folder(folder: Path, spec: str) -> list[str]:
+    """The Parquet / CSV files under ``folder`` (hidden and ``_``-prefixed names skipped, symbolic
+    links to folders not followed), walked within :data:`MAX_FOLDER_ENTRIES` and
+    :data:`MAX_OTHER_FILES`."""
+    found, others, entries = [], [], 0
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+        entries += len(dirs) + len(files)
+        if entries > MAX_FOLDER_ENTRIES:
+            raise PredictionsError(
+                f"{spec}: this folder holds more than {MAX_FOLDER_ENTRIES:,} files and folders, far more than a "
+                "dataset's folder; name the dataset's files with a glob (e.g. 'logs/*.parquet') or give the folder "
+                "that holds only them.")
+        for name in sorted(files):
+            if name.startswith((".", "_")):
+                continue
+            path = os.path.join(root, name)
+            if not _file_format(name):
+                others.append(path)
+                if len(others) > MAX_OTHER_FILES:
+                    raise PredictionsError(
+                        f"{spec}: this folder holds more than {MAX_OTHER_FILES:,} files that are not .parquet / .csv "
+                        f"(e.g. {others[0]!r}): it does not look like a dataset's folder; name the dataset's files "
+                        "with a glob (e.g. 'logs/*.parquet') or give the folder that holds only them.")
+            elif os.path.isfile(path):
+                found.append(path)
+    return sorted(found)
 
 
 def open_dataset(
