@@ -154,6 +154,8 @@ def pbr_section(result: runs.PBRResult) -> ReportSection:
                            + (f", {mc_description(fr)}" if mc_description(fr) else ""))
     paragraphs = [f"{texts.method_label(s.method)} fitted on {s.n_re:,} rows, evaluated on the other "
                   f"{result.n_te:,} rows (test part)."]
+    if result.preds.kind == "binary":  # which ECE, as on the page
+        paragraphs.append("ECE: " + texts.binary_ece_caption(s.binary_ece))
     note = texts.at_prior_note(result.at_prior, result.alpha, s.n_re)
     if note:
         paragraphs.append(note)
@@ -202,6 +204,8 @@ def apply_section(result: runs.ApplyResult) -> ReportSection:
         settings = {"Recalibrator": result.origin, "Settings": texts.recalibrator_settings(result.recalibrator)}
     settings["Computed"] = _stamp(result)
     paragraphs = [f"{result.origin}; measured on {result.evaluated_on}."]
+    if result.preds.kind == "binary":  # which ECE, as on the page
+        paragraphs.append("ECE: " + texts.binary_ece_caption(result.binary_ece))
     if result.in_sample:
         paragraphs.append(texts.SHIP_IN_SAMPLE)
     note = texts.at_prior_note(result.at_prior, result.recalibrator.get_params().get("alpha"), result.n_fit)
@@ -279,6 +283,8 @@ def generalization_section(result: runs.GenResult) -> ReportSection:
         texts.GEN_INTRO, texts.correlation_reading(fk.verdict, fk.mean_tau, fk.folds_positive, fk.folds_negative,
                                                    fk.folds, fk.smallest_p)]
     figs, shown = [], []
+    if result.n_classes == 2:  # binary data: which ECE the gaps are of, as on the page
+        paragraphs.append("ECE: " + texts.binary_ece_caption(s.binary_ece))
     if len(res.table):
         extreme = tables.extreme_kl_note(res.table, result.n_classes) if result.n_classes else None
         if extreme:  # as on the page: said, marked on the chart (log KL), out of the KL and bound means

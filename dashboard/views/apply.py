@@ -184,6 +184,8 @@ def _result(loaded: state.Loaded, r: runs.ApplyResult, kind: str) -> None:
     if r.in_sample:
         st.warning(texts.SHIP_IN_SAMPLE, icon=":material/visibility:")
     _cards(r)
+    if r.preds.kind == "binary":  # which ECE the cards are: the app's one choice
+        st.caption(texts.binary_ece_caption(r.binary_ece))
     for note in r.notes:
         st.caption(f":material/warning: {texts.fit_words(note)}")
     prior = texts.at_prior_note(r.at_prior, r.recalibrator.get_params().get("alpha"), r.n_fit)

@@ -112,7 +112,8 @@ def _results(loaded: state.Loaded, result: runs.GenResult) -> None:
         st.warning(extreme, icon=":material/warning:")
     st.plotly_chart(FR.kl_gap_figure(res.table, eps=s.eps, n_classes=result.n_classes), key="gen_chart",
                     config={"displaylogo": False})
-    st.caption(texts.KL_GAP_CAPTION)
+    st.caption(texts.KL_GAP_CAPTION + (" " + texts.binary_ece_caption(s.binary_ece)
+                                       if result.n_classes == 2 else ""))
     st.markdown("**Per α, mean over folds**")
     st.dataframe(tables.per_alpha_frame(res.table, s.eps, result.n_classes), hide_index=True)
     st.caption(texts.GEN_BOUND_CAPTION)

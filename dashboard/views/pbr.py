@@ -210,7 +210,8 @@ def _results(loaded: state.Loaded, r: runs.PBRResult) -> None:
     c = st.columns(2, gap="medium")
     c[0].plotly_chart(before, key="pbr_before_chart", config={"displaylogo": False})
     c[1].plotly_chart(after, key="pbr_after_chart", config={"displaylogo": False})
-    st.caption(texts.RELIABILITY_PAIR_CAPTION)
+    st.caption(texts.RELIABILITY_PAIR_CAPTION + (" " + texts.binary_ece_caption(r.settings.binary_ece)
+                                                 if r.preds.kind == "binary" else ""))
     if r.alpha_scores is not None and len(r.alpha_scores):
         with st.expander(f"Automatic choice of α: α = {r.alpha:g}", expanded=True):
             a = st.columns([1.6, 1.4], gap="medium")

@@ -150,3 +150,25 @@ def kitti_small():
     import pbr_core
 
     return pbr_core.load_predictions(small_kitti_csv(), format="csv")
+
+
+def test_every_recalibration_result_says_which_binary_ece_it_is(kitti_small):
+    """Issue 33: the same binary file, the same test ECE and the same words on every page's report
+    section: the app's one choice, p(y=1) by default."""
+    from dashboard import report, texts
+    from pbr_core.experiments import compare, evaluation_metrics, split_indices
+
+    words = texts.binary_ece_caption("positive")
+    ship = runs.run_ship(kitti_small, runs.ShipSettings(method="platt", holdout=0.5), runs.NullReporter())
+    assert "ECE: " + words in report.apply_section(ship).paragraphs
+    cmp_ = runs.run_compare(kitti_small, runs.compare_settings(["uncalibrated"], 252, 1, 0), runs.NullReporter())
+    assert "ECE: " + words in report.compare_section(cmp_).paragraphs
+    # The uncalibrated test ECE of Compare's fold 1 is the ECE of p(y=1) on those rows, as the
+    # Reliability page measures it, and as evaluation_metrics (the PBR page's "before") gives it.
+    _, te = split_indices(kitti_small.n, 252, fold=0, seed=0)
+    import pbr_core
+
+    expected = pbr_core.ece(kitti_small.p_positive[te], kitti_small.labels[te])
+    assert cmp_.table["ece"].iloc[0] == pytest.approx(expected, abs=1e-15)
+    part = kitti_small.subset(te)
+    assert evaluation_metrics(part.probs, part.labels, "binary")["ece"] == pytest.approx(expected, abs=1e-15)
