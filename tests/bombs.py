@@ -49,6 +49,15 @@ def csv_gz_rows(path: Path, rows: int) -> Path:
     return path
 
 
+def csv_gz_wide_rows(path: Path, rows: int, classes: int = 10) -> Path:
+    """A ``.csv.gz`` of ``rows`` identical rows of ``classes`` probabilities 1/classes and the label 0."""
+    header = (",".join(f"p_{k}" for k in range(classes)) + ",label\n").encode()
+    row = (",".join([f"{1 / classes:g}"] * classes) + ",0\n").encode()
+    with open(path, "wb") as f:
+        _gzip_repeated(f, header, row, rows * len(row))
+    return path
+
+
 def jsonl_gz_rows(path: Path, rows: int) -> Path:
     """A ``.jsonl.gz`` of ``rows`` identical records ``{"p": 0.5, "label": 1}``."""
     with open(path, "wb") as f:
@@ -193,6 +202,7 @@ def truncated_npy(path: Path, rows: int, keep: float = 0.5) -> Path:
 
 BUILDERS = {
     "csv.gz rows": (csv_gz_rows, "data.csv.gz"),
+    "csv.gz wide rows": (csv_gz_wide_rows, "wide.csv.gz"),
     "jsonl.gz rows": (jsonl_gz_rows, "data.jsonl.gz"),
     "jsonl.gz no label": (jsonl_gz_no_label, "nolabel.jsonl.gz"),
     "npz rows": (npz_rows, "data.npz"),
