@@ -214,7 +214,7 @@ def test_a_parquet_file_with_one_huge_row_group(monkeypatch, tmp_path):
     with pytest.raises(ReadLimitError) as info:
         load_predictions(path, limits=SMALL)
     assert info.value.kind == "memory" and info.value.rows == 500_000 and info.value.streamable
-    assert "its 500,000 rows of 2 columns; reading them would take about 31 MB" in str(info.value)
+    assert "its 500,000 rows of 2 columns; reading them would take about 34 MB" in str(info.value)
 
 
 def test_parquet_text_repeated_on_every_row_is_measured_before_it_is_decoded(monkeypatch, tmp_path):

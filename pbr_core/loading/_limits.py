@@ -17,9 +17,10 @@ The limits (:class:`ReadLimits`; defaults below, each overridable by an environm
     members of an NPZ archive or an Excel workbook as they declare them, a Parquet file as Arrow holds it.
 ``max_memory`` (``PBR_CALIB_MAX_READ_MEMORY``, default 2 GiB)
     The memory the read is estimated to take (:func:`table_memory`): the parsed table and the
-    predictions built from it. A 300 MB CSV of 1.85 M rows x 14 columns is estimated at 0.8 GB
-    (measured: 0.81 GB, benchmarks/RESULTS_memory.md), a 256 MiB ``.csv.gz`` of 44.7 M short rows
-    at 3.1 GB (measured 3.2 GB, benchmarks/RESULTS_bombs.md).
+    predictions built from it. A 300 MB CSV of 1.85 M rows x 14 columns is estimated at 0.74 GiB
+    (measured: 0.51 GiB above the file's bytes, benchmarks/RESULTS_memory.md), a 256 MiB ``.csv.gz`` of
+    44.7 M short rows at 3.25 GiB (measured: 3.16 GiB, benchmarks/RESULTS_bombs.md). Every size in
+    these messages is in powers of 1024 (GB meaning GiB).
 ``max_cell_bytes`` (``PBR_CALIB_MAX_CELL_BYTES``, default 1 MiB)
     The longest text cell. Long enough for a vector of 20,000 class scores written in one cell,
     far beyond any id, group value or class name; a page that shows a 300 MB cell fails.
@@ -118,11 +119,12 @@ def table_memory(rows: int, columns: int, text_bytes: int = 0) -> int:
     kept as it is) into :class:`~pbr_core.predictions.Predictions`.
 
     Per row: 8 bytes a cell in the parsed table, as much again for the score block built from it (at
-    most every column), and 32 bytes for the confidence, predicted class, label and the binary
-    expansion of p(y=1). Checked against real reads in benchmarks/RESULTS_bombs.md (a CSV of two
-    columns and 44.7 M rows: 3.1 GB estimated, 3.2 GB measured).
+    most every column), and 40 bytes for the confidence, predicted class, label, the binary
+    expansion of p(y=1) and the parser's row bookkeeping. Checked against real reads in
+    benchmarks/RESULTS_bombs.md (a CSV of two columns and 44.7 M rows: 3.25 GiB estimated, 3.16 GiB
+    measured).
     """
-    return int(rows) * (16 * int(columns) + 32) + int(text_bytes)
+    return int(rows) * (16 * int(columns) + 40) + int(text_bytes)
 
 
 class ReadLimitError(PredictionsError):

@@ -57,7 +57,7 @@ def test_a_row_bomb_is_refused_with_its_real_size_and_the_data_before_stays(app,
     _upload(app, bombs.csv_gz_rows(tmp_path / "rows.csv.gz", 1_000_000))  # 6 MB of text in 8 KB
     text = _error(app)
     assert text.startswith("Could not load **rows.csv.gz**: it is too large to read in memory (its 8.6 KB expand to "
-                           "5.7 MB of text; reading them would take about 67 MB (1,000,000 data rows), more than the "
+                           "5.7 MB of text; reading them would take about 74 MB (1,000,000 data rows), more than the "
                            "limit of 32 MB of memory for one read), and it holds 1,000,000 rows, more than the "
                            "100,000 this server reads from an upload even in a stream.")
     assert "pbr_core" not in text and "PBR_CALIB" not in text  # no programmer's advice on the page
