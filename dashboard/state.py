@@ -677,7 +677,9 @@ def _stream_upload(data: bytes, digest: str, file_name: str, options: LoadOption
         counted = ds.num_rows()  # Parquet: from the footer
         if counted is not None and counted > limit:
             raise _TooManyRows(counted, True)
-        stats, sample = scan_dataset(ds, _stream_configs(ds), sample_size=server_sample_rows(), progress=progress)
+        # The rows the loader counted before it refused the file: no second counting pass for B and the resamples.
+        stats, sample = scan_dataset(ds, _stream_configs(ds, why.rows), sample_size=server_sample_rows(),
+                                     progress=progress)
         lay = ds.layout()
     except _TooManyRows as exc:
         os.unlink(path)
@@ -711,14 +713,15 @@ def _stream_upload(data: bytes, digest: str, file_name: str, options: LoadOption
 _STREAM_SUFFIXES = (".csv", ".tsv", ".csv.gz", ".tsv.gz", ".parquet", ".pq")
 
 
-def _stream_configs(ds) -> dict:
+def _stream_configs(ds, n_rows: int | None = None) -> dict:
     """What a streamed pass measures: the top-label statistics, and p(y=1) for binary data, with the
-    per-bin sums for every B up to :data:`SERVER_CURVE_BINS` (and floor(n^(1/3)))."""
+    per-bin sums for every B up to :data:`SERVER_CURVE_BINS` (and floor(n^(1/3))); ``n_rows``: the
+    dataset's rows when known (else a CSV dataset is counted in a pass of its own)."""
     from dataclasses import replace as _replace
 
     from pbr_core.stream import stats_config
 
-    base = stats_config(ds, curve_bins=range(1, SERVER_CURVE_BINS + 1))
+    base = stats_config(ds, curve_bins=range(1, SERVER_CURVE_BINS + 1), n_rows=n_rows)
     base = _replace(base, curve_bins=tuple(range(1, max(SERVER_CURVE_BINS, base.n_bins) + 1)))
     configs = {"top": _replace(base, target="top_label")}
     if ds.layout().kind == "binary":

@@ -191,10 +191,14 @@ class Dataset:
                         text_types = offset_text_types(reader.schema)
                         if text_types:
                             continue  # open again with those columns read as text
-                    for rb in reader:
-                        if rb.num_rows:
+                    for block in reader:
+                        # A 32 MB block of short rows holds millions of them: cut it into batches of at most
+                        # batch_rows, as a Parquet row group is, so that the work on a batch (bootstrap
+                        # weights: rows x resamples) stays bounded (a streamed 2-column CSV took 1.2 GB).
+                        for offset in range(0, block.num_rows, self.batch_rows):
+                            rb = block.slice(offset, self.batch_rows)
                             yield start, rb
-                        start += rb.num_rows
+                            start += rb.num_rows
                     return
         except PredictionsError:
             raise
