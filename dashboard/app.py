@@ -57,7 +57,7 @@ def _sidebar() -> None:
             st.info("Nothing loaded yet: choose a sample or upload a file on the Data page.")
             return
         p = loaded.preds
-        st.markdown(f"**{loaded.name}**")
+        st.markdown(f"**{texts.md(loaded.name)}**")
         n = loaded.stream.n_total if loaded.stream is not None else p.n
         st.markdown(
             f"n = **{n:,}** rows · K = **{state.classes_label(p)}**  \n"
@@ -66,12 +66,12 @@ def _sidebar() -> None:
         if loaded.stream is not None and loaded.origin == "upload":  # too large for memory: read in a stream
             st.caption(texts.streamed_upload_caption(loaded.file_name, p.n))
         elif loaded.stream is not None:
-            st.caption(f"Dataset on the server: {loaded.stream.path} ({loaded.stream.n_files:,} file(s)); "
+            st.caption(f"Dataset on the server: {texts.md(loaded.stream.path)} ({loaded.stream.n_files:,} file(s)); "
                        f"pages that need rows in memory use a random sample of {p.n:,} rows.")
         elif loaded.origin == "upload":
-            st.caption(f"Uploaded file: {loaded.file_name}")
+            st.caption(f"Uploaded file: {texts.md(loaded.file_name)}")
         else:
-            st.caption(f"Bundled sample: sample_data/{loaded.file_name}")
+            st.caption(f"Bundled sample: sample_data/{texts.md(loaded.file_name)}")
         if p.kind == "binary":
             # Lives in the frame (not a page) so the choice holds on every page.
             st.radio(

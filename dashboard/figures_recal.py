@@ -43,7 +43,9 @@ def method_colors(methods: list[str]) -> dict[str, str]:
 
 
 def _label(labels: Mapping[str, str] | None, key: str) -> str:
-    return (labels or {}).get(key, key)
+    """A method's label, or a group's name as it is (a name from the user's file), as plotly text:
+    its ``<``, ``>`` and ``&`` shown as the characters, never read as markup (texts.plot_text)."""
+    return texts.plot_text((labels or {}).get(key, key))
 
 
 def _rgba(hex_color: str, alpha: float) -> str:
@@ -326,7 +328,7 @@ def group_gap_figure(per_group: pd.DataFrame, height: int = 460) -> go.Figure:
     fig = go.Figure()
     for strategy, color in GROUP_GAP_COLORS.items():
         t = per_group[per_group["strategy"] == strategy]
-        fig.add_trace(go.Bar(name=strategy.capitalize(), x=t["group"], y=t["mean"],
+        fig.add_trace(go.Bar(name=strategy.capitalize(), x=[texts.plot_text(g) for g in t["group"]], y=t["mean"],
                              error_y=dict(type="data", array=t["std"].fillna(0).to_numpy(), thickness=1.2),
                              marker=dict(color=color),
                              hovertemplate="%{x}<br>test ECE %{y:.4f} (mean over folds)<extra>" + strategy + "</extra>"))

@@ -50,6 +50,7 @@ from typing import Any, Callable, Generic, Literal, Sequence, TypeVar
 
 import streamlit as st
 
+from dashboard import texts
 from dashboard.runs import JobResult, PlannedStep  # PlannedStep: (cost classes, size) of a step; see time_left
 from pbr_core.experiments import Cancelled
 
@@ -453,7 +454,8 @@ def waiting_message(job: Job, lock: FitLock) -> str:
     where = "in this browser session" if holder.session_id and holder.session_id == job.session_id else \
         "in another browser session"
     pct = f", {holder.fraction():.0%} done" if holder.total or holder.inner else ""
-    return (f"Another fit is running, waiting for it to finish: **{holder.label}** ({where}, "
+    # The label may name another session's file (an upload's name): shown as text (issue 34).
+    return (f"Another fit is running, waiting for it to finish: **{texts.md(holder.label)}** ({where}, "
             f"running for {_minutes(holder.elapsed())}{pct}). Only one GP fit runs at a time on this "
             "server so that fits do not fight over the GPU (or the CPU cores). Yours starts by itself "
             "when it ends; you can leave this page meanwhile.")
@@ -464,10 +466,10 @@ def progress_text(job: Job) -> str:
     parts = []
     if job.total > 1:
         parts.append(f"{job.done} of {job.total} fits done")
-    if job.message:
-        parts.append(job.message)
+    if job.message:  # the library's progress words: shown as text
+        parts.append(texts.md(job.message))
     elif job.last and job.total > 1:
-        parts.append(f"last finished: {job.last}")
+        parts.append(f"last finished: {texts.md(job.last)}")
     if job.iteration is not None:
         parts.append(f"optimiser iteration {job.iteration[0]:,} (budget {job.iteration[1]:,})")
     left = time_left(job)

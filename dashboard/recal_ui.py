@@ -79,16 +79,17 @@ def job_status(kind: str) -> jobs.Job | None:
         jobs.show_progress(kind)
     elif job.status == "failed":
         # The message only: the traceback is in the server's log (dashboard.jobs logs it), never on a page.
-        st.error(f"The run failed: {job.error}", icon=":material/error:")
+        st.error(f"The run failed: {texts.md_message(job.error)}", icon=":material/error:")
     elif job.status == "stopped" and job.result is None:
         said = job.message if job.message.startswith(("Cancelled", "Stopped:")) else ""
-        st.info(said or "Stopped before anything finished; nothing to show.", icon=":material/stop_circle:")
+        st.info(texts.md_message(said) if said else "Stopped before anything finished; nothing to show.",
+                icon=":material/stop_circle:")
     return job
 
 
 def stale_note(result: runs.JobResult, loaded: state.Loaded) -> None:
     if result.data_key and result.data_key != loaded.key:
-        st.warning(texts.STALE_RESULT.format(name=result.data_name), icon=":material/history:")
+        st.warning(texts.STALE_RESULT.format(name=texts.md(result.data_name)), icon=":material/history:")
 
 
 def partial_note(result: runs.JobResult, done: int, total: int) -> None:

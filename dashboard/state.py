@@ -384,7 +384,7 @@ def process_pending() -> None:
     if kind == "server":
         load_server(file_name, options)
         return
-    with st.spinner(f"Reading {file_name} …"):
+    with st.spinner(f"Reading {texts.md(file_name)} …"):
         if kind == "sample":
             load_sample(file_name, options)
         else:
@@ -577,11 +577,11 @@ def load_server(path: str, options: LoadOptions = LoadOptions()) -> str | None:
     stop.button("Stop reading", key="data_read_stop", icon=":material/stop_circle:",
                 on_click=lambda: st.session_state.__setitem__(_K_READ_STOPPED, shown),
                 help="Stops reading the dataset; the data loaded before stays in use.")
-    bar = st.progress(0.0, text=f"Reading {shown} …")
+    bar = st.progress(0.0, text=f"Reading {texts.md(shown)} …")
 
     def progress(done: int, total: int | None) -> None:
         frac = done / total if total else 0.0
-        bar.progress(min(1.0, frac), text=f"Reading {shown}: {done:,}" + (f" of {total:,} rows" if total else " rows"))
+        bar.progress(min(1.0, frac), text=f"Reading {texts.md(shown)}: {done:,}" + (f" of {total:,} rows" if total else " rows"))
 
     try:
         files = resolve_server_path(path, root)

@@ -13,9 +13,24 @@ if TYPE_CHECKING:
     from pbr_core.recalibrators import Recalibrator
 
 # ---------------------------------------------------------------------- user-provided text
-#: ASCII punctuation: CommonMark lets a backslash make any of these a literal character.
-_MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+#: Characters that make Markdown wherever they stand: code, emphasis, links and images ("[", with
+#: "!" and "(" inert without it), HTML and autolinks ("<"), GFM tables and strikethrough, LaTeX,
+#: entities, e-mail autolinks.
+_MD_ALWAYS = re.compile(r"([\\`*\[\]<|~$&@])")
+#: "_" makes emphasis only at a word's edge (CommonMark: never between two letters or digits).
+_MD_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")
+#: Markdown that needs the start of a line: headings, quotes, lists, thematic breaks, setext lines.
+_MD_LINE_START = re.compile(r"^(\s*)([-+=#>]|\d+[.)])")
+#: GFM autolinks of bare URLs ("http://", "www.") and shortcodes (":smile:", ":material/home:").
+_MD_AUTOLINK = re.compile(r"(?i)(?<![\w.])(www)\.|:(?=//)|:(?=[\w+\-/]+:)")
 _LINE_BREAKS = re.compile(r"[\r\n\t\v\f\x85\u2028\u2029]+")
+
+
+def _md_line(text: str) -> str:
+    text = _MD_ALWAYS.sub(r"\\\1", text)
+    text = _MD_UNDERSCORE.sub(r"\\_", text)
+    text = _MD_AUTOLINK.sub(lambda m: f"{m[1]}\\." if m[1] else "\\:", text)
+    return _MD_LINE_START.sub(lambda m: m[1] + (m[2][:-1] + "\\" + m[2][-1]), text, count=1)
 
 
 def md(value: object) -> str:
@@ -23,19 +38,40 @@ def md(value: object) -> str:
     as literal text inside the Markdown of a Streamlit element (``st.markdown``, captions, alerts,
     titles, widget labels and help, metric labels, tab and expander labels).
 
-    Every ASCII punctuation character gets a backslash, which CommonMark reads as that character
-    and nothing more, so ``![x](http://host/x.png)`` is shown as typed and never fetched, and no
-    name can make a link, an emphasis, a heading, HTML, a colour directive or LaTeX. Line breaks are
-    shown as spaces (a name is one line).
+    Every character that could start Markdown gets a backslash, which CommonMark reads as that
+    character and nothing more, so ``![x](http://host/x.png)`` is shown as typed and never fetched,
+    and no name makes a link, an image, HTML, emphasis, a heading, a list, a colour directive, LaTeX
+    or an emoji. Characters that make nothing on their own stay as they are, so a sentence keeps
+    its look in the source (``bad.json: row 2 (label)``; ``p_cat``: an underscore inside a word).
+    Line breaks are shown as spaces (a name is one line).
 
     Examples
     --------
     >>> print(md("![x](http://127.0.0.1:9/x.png)"))
-    \!\[x\]\(http\:\/\/127\.0\.0\.1\:9\/x\.png\)
-    >>> print(md("p_cat"))
-    p\_cat
+    !\[x\](http\://127.0.0.1:9/x.png)
+    >>> print(md("<img src=x onerror=alert(1)>"), md("cifar10_resnet110.npz"), md("_x_ *y* # z"))
+    \<img src=x onerror=alert(1)> cifar10_resnet110.npz \_x\_ \*y\* # z
     """
-    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", _LINE_BREAKS.sub(" ", str(value)))
+    return _md_line(_LINE_BREAKS.sub(" ", str(value)))
+
+
+def md_message(message: object, replacements: "Iterable[tuple[str, str]]" = ()) -> str:
+    """A plain-text message (the library's errors and notes quote file, column, class and group names)
+    as literal Markdown text, its line breaks kept; the only Markdown in the result is what
+    ``replacements`` put there: each ``(regex, markdown)`` pair replaces what the regex finds in the
+    plain text (page words for the library's Python advice, :func:`for_the_page`)."""
+    marks: list[str] = []
+
+    def stash(words: str) -> str:
+        marks.append(words)
+        return f"\ue000{len(marks) - 1}\ue001"  # private-use characters: no Markdown, never in a message
+
+    text = str(message)
+    for pattern, words in replacements:
+        text = re.sub(pattern, lambda _m, w=words: stash(w), text)
+    lines = re.split(r"\r\n?|\n", text)
+    escaped = "  \n".join(_md_line(_LINE_BREAKS.sub(" ", line)) for line in lines)
+    return re.sub("\ue000(\\d+)\ue001", lambda m: marks[int(m[1])], escaped)
 
 
 def md_list(values: "Iterable[object]", sep: str = ", ") -> str:
@@ -242,12 +278,9 @@ _PAGE_WORDS = (
 
 
 def for_the_page(message: str) -> str:
-    """A loader message with its Python advice replaced by the Data page control that does the same."""
-    import re
-
-    for pattern, words in _PAGE_WORDS:
-        message = re.sub(pattern, words, message)
-    return message
+    """A loader message as Markdown for the page: its Python advice replaced by the Data page control that
+    does the same, the rest (names from the file included) literal text (:func:`md_message`)."""
+    return md_message(message, _PAGE_WORDS)
 
 
 LIPSCHITZ_HELP = (
@@ -1009,8 +1042,9 @@ FOLDS_CSV_HELP = (
 
 
 def fit_words(text: str) -> str:
-    """The optimiser's stop reasons and notes (``fit_report_``) in page words: "reached max_iter=20" ->
-    "reached the limit of 20 iterations", "alpha" -> "α", "rtol=1e-05" -> "tolerance 1e-05"."""
+    """The optimiser's stop reasons and notes (``fit_report_``) in page words, as literal Markdown text:
+    "reached max_iter=20" -> "reached the limit of 20 iterations", "alpha" -> "α", "rtol=1e-05" ->
+    "tolerance 1e-05"."""
     import re
 
     # The restarts from the prior (pbr_core.gp.training.RESTARTED / NOT_RESTARTED) in words, without
@@ -1025,7 +1059,8 @@ def fit_words(text: str) -> str:
     text = re.sub(r"reached max_iter=(\d+)", r"reached the limit of \1 iterations", text)
     text = re.sub(r"\b(?:adam_)?rtol=", "tolerance ", text)
     text = re.sub(r"\balpha\b", "α", text)
-    return text.replace("torch L-BFGS: ", "L-BFGS: ")
+    # Markdown of literal text: the reasons and warnings of a saved file's fit report are the file's text.
+    return md_message(text.replace("torch L-BFGS: ", "L-BFGS: "))
 
 
 # --------------------------------------------------------------------------- Groups page
@@ -1069,12 +1104,13 @@ GROUPS_STREAM_BUTTON_HELP = "Reads the {n:,} rows of the dataset again: once to 
 
 
 def groups_problem(message: str) -> str:
-    """A library message about a grouping in the page's words (its choices, not Python arguments)."""
-    return (message.replace("or a date with every='day', 'week' or 'month'",
-                            "or a date column with *Dates* set to by day, week or month")
-            .replace("a wider bucket of dates (every='week' or 'month')",
-                     "wider periods of time (*Dates* by week or by month)")
-            .replace("(or 'true class')", "(or the true class)"))
+    """A library message about a grouping in the page's words (its choices, not Python arguments), as
+    Markdown whose names (columns, groups) are literal text."""
+    return md_message(message, [
+        (re.escape("or a date with every='day', 'week' or 'month'"),
+         "or a date column with *Dates* set to by day, week or month"),
+        (re.escape("a wider bucket of dates (every='week' or 'month')"), "wider periods of time (*Dates* by week or by month)"),
+        (re.escape("(or 'predicted class', or 'each class' alone)"), "(or the predicted class, or each class)")])
 
 
 GROUPS_OVERLAY_CAPTION = (

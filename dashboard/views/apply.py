@@ -103,7 +103,7 @@ def _describe(rec: Recalibrator) -> str:
     if getattr(rec, "kl_", None) is not None:
         extra = f" · KL = {rec.kl_:.4g}"
     if report_.get("device"):  # saved files leave the wall time out (it differs run to run)
-        extra += f" · fitted on {report_['device']}"
+        extra += f" · fitted on {texts.md(report_['device'])}"
         if report_.get("iterations") is not None:
             extra += f", {report_['iterations']} iterations" + ("" if report_.get("converged", True) else " (not converged)")
     return f"**{texts.method_label(rec.method)}** · {fitted}{extra}  \nSettings: {texts.recalibrator_settings(rec)}"
@@ -113,25 +113,26 @@ def _apply_controls(loaded: state.Loaded, running: bool) -> tuple[Recalibrator, 
     st.file_uploader("Recalibrator file (JSON, from this page, the PBR page or `pbr-calib fit`)", type=["json"],
                      key=K_UPLOAD, disabled=running, help=texts.APPLY_UPLOAD_HELP)
     rec, error, name = _parse_upload()
-    if error:
-        st.error(error, icon=":material/error:")
+    if error:  # the library's words, quoting the file's name and values: shown as text
+        st.error(texts.md_message(error), icon=":material/error:")
         return None
     if rec is None:
         return None
     st.markdown(_describe(rec))
     preds = loaded.preds
     if rec.n_classes_ != preds.n_classes:
-        st.error(f"{name} was fitted on predictions with {rec.n_classes_} classes, but {loaded.name} has "
+        st.error(f"{texts.md(name)} was fitted on predictions with {rec.n_classes_} classes, but {texts.md(loaded.name)} has "
                  f"{preds.n_classes}: it belongs to another model.", icon=":material/error:")
         return None
     if runs.is_gp(rec.method):
         runs.preload_gp()
     problem = _trial(rec, loaded)
     if problem:
-        st.error(f"{name} cannot be applied to {loaded.name}: {problem}", icon=":material/error:")
+        st.error(f"{texts.md(name)} cannot be applied to {texts.md(loaded.name)}: {texts.md_message(problem)}",
+                 icon=":material/error:")
         return None
     if preds.n < MIN_TEST_ROWS:  # its ECE before / after would say nothing
-        st.error(texts.apply_too_small(loaded.name, preds.n, MIN_TEST_ROWS), icon=":material/block:")
+        st.error(texts.apply_too_small(texts.md(loaded.name), preds.n, MIN_TEST_ROWS), icon=":material/block:")
         return None
     return rec, name
 
@@ -180,7 +181,7 @@ def _result(loaded: state.Loaded, r: runs.ApplyResult, kind: str) -> None:
     label = texts.method_label(r.method)
     st.subheader(f"Result: {label}")
     recal_ui.stale_note(r, loaded)
-    st.markdown(f"{r.origin}; measured on **{r.evaluated_on}** ({r.seconds:.1f} s).")
+    st.markdown(f"{texts.md(r.origin)}; measured on **{texts.md(r.evaluated_on)}** ({r.seconds:.1f} s).")
     if r.in_sample:
         st.warning(texts.SHIP_IN_SAMPLE, icon=":material/visibility:")
     _cards(r)
@@ -202,7 +203,7 @@ def _result(loaded: state.Loaded, r: runs.ApplyResult, kind: str) -> None:
                   "False for the held-out rows" if r.fit_rows is not None else "")
         recal_ui.lazy_button("Calibrated predictions (CSV)", r.calibrated_csv, f"{r.method}_calibrated.csv",
                              "text/csv", f"{kind}_dl_predictions",
-                             help=f"Every row of {r.data_name} recalibrated by the {label}: one probability "
+                             help=f"Every row of {texts.md(r.data_name)} recalibrated by the {label}: one probability "
                                   f"column per class, the label{marked} (reads back on the Data page).")
     if kind == "ship":
         with c[1]:

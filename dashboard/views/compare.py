@@ -161,7 +161,8 @@ def _results(loaded: state.Loaded, result: runs.CompareResult) -> None:
     failed = table[table["error"].notna()]
     if len(failed):
         st.warning("Some fits failed and are left out of the means: " + "; ".join(
-            f"{texts.method_label(r.method, multiclass)} fold {r.fold + 1}: {r.error}" for r in failed.itertuples()),
+            f"{texts.method_label(r.method, multiclass)} fold {r.fold + 1}: {texts.md(r.error)}"
+            for r in failed.itertuples()),
             icon=":material/warning:")
     summ, styled = tables.compare_tables(table, multiclass)
     st.markdown("**Test metrics, mean ± std over folds**", help=texts.SUMMARY_HELP)

@@ -191,7 +191,7 @@ def _server_source(cur: state.Loaded | None) -> None:
         st.caption(f"Data folder: `{root.name}/` (set by the operator; nothing outside it can be opened).")
         stopped = state.read_stopped()
         if stopped:
-            st.info(f"Stopped reading {stopped}: nothing of it was kept; the data loaded before stays in use.",
+            st.info(f"Stopped reading {texts.md(stopped)}: nothing of it was kept; the data loaded before stays in use.",
                     icon=":material/stop_circle:")
         with st.form("data_server_form", border=False):
             c = st.columns([4, 1], vertical_alignment="bottom")
@@ -297,18 +297,17 @@ def _error_box(cur: state.Loaded | None) -> None:
     err = state.last_error()
     if not err:
         return
-    msg = texts.for_the_page(err["message"])
+    raw = err["message"]  # the hints read the library's plain words; the page shows them as Markdown
+    msg = texts.for_the_page(raw)
     hints = []
-    if "renormalis" in msg or "sum to" in msg:
+    if "renormalis" in raw or "sum to" in raw:
         hints.append(texts.RENORMALISE_HINT)
-    # (the page's name of the logits control, "The score columns hold", is not about choosing columns)
-    about_columns = msg.lower().replace("*the score columns hold*", "")
-    if "label column" in about_columns or "score columns" in about_columns:
+    if any(w in raw.lower() for w in ("label column", "score columns", "label_column=", "score_columns=")):
         hints.append(texts.COLUMNS_HINT)
-    if "no score columns" in msg or "p(y=1) in [0, 1]" in msg or "ambiguous" in msg:
+    if "no score columns" in raw or "p(y=1) in [0, 1]" in raw or "ambiguous" in raw:
         hints.append(texts.MAP_SCORES_HINT)
-    kept = f"The data loaded before (**{cur.name}**) is still in use." if cur else ""
-    body = "\n\n".join([f"Could not load **{err['file_name']}**: {msg}", *hints, kept])
+    kept = f"The data loaded before (**{texts.md(cur.name)}**) is still in use." if cur else ""
+    body = "\n\n".join([f"Could not load **{texts.md(err['file_name'])}**: {msg}", *hints, kept])
     st.error(body.strip(), icon=":material/error:")
 
 
@@ -320,7 +319,7 @@ ONE_CLASS_WARNING = ("Every row's true label is the same class (**{name}**). Cal
 
 def _summary(cur: state.Loaded) -> None:
     p = cur.preds
-    st.subheader(f"Loaded: {cur.name}")
+    st.subheader(f"Loaded: {texts.md(cur.name)}")
     n, accuracy = p.n, p.accuracy
     if cur.stream is not None:  # every row of the dataset, from the streamed statistics
         n, accuracy = cur.stream.n_total, cur.stream.stats["top"].accuracy
@@ -340,7 +339,7 @@ def _summary(cur: state.Loaded) -> None:
     only = p.only_label() if cur.stream is None else None
     notes = [n for n in p.notes if only is None or n != ONE_CLASS_NOTE.format(name=only)]
     if only is not None:  # a filtered export, most likely: shown as a warning, not among the notes
-        st.warning(ONE_CLASS_WARNING.format(name=only), icon=":material/warning:")
+        st.warning(ONE_CLASS_WARNING.format(name=texts.md(only)), icon=":material/warning:")
     if notes:
         st.info("**What the loader decided**\n\n" + "\n".join(f"* {texts.for_the_page(n)}" for n in notes),
                 icon=":material/info:")

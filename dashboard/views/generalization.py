@@ -96,7 +96,7 @@ def _results(loaded: state.Loaded, result: runs.GenResult) -> None:
     failed = res.table[res.table["error"].notna()]
     if len(failed):
         st.warning(f"{len(failed)} fits failed and are left out: " + "; ".join(
-            f"α = {r.alpha:g} fold {r.fold + 1}: {r.error}" for r in failed.head(5).itertuples()))
+            f"α = {r.alpha:g} fold {r.fold + 1}: {texts.md(r.error)}" for r in failed.head(5).itertuples()))
     # Fold by fold, not one correlation over every fit: a fold's fits share its rows (fold_kendall).
     fk = res.across_folds
     c = st.columns(4)

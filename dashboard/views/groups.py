@@ -103,17 +103,18 @@ def render() -> None:
     try:
         report = _measure(loaded, view, by, every)
     except ValueError as exc:  # the grouping (too many groups, not a date) or a bad row of a server dataset
-        st.error(f"Cannot group by {' and '.join(by)}: {texts.groups_problem(state.within_data_root(str(exc)))}",
+        st.error(f"Cannot group by {texts.md_list(by, ' and ')}: "
+                 f"{texts.groups_problem(state.within_data_root(str(exc)))}",
                  icon=":material/error:")
         return
     except Exception:  # noqa: BLE001 - a file gone or unreadable on the server: never a traceback on the page
         logger.exception("calibration by group of %s failed", loaded.file_name)
-        st.error(f"Cannot group by {' and '.join(by)}: the data could not be read again. Read it again on the "
+        st.error(f"Cannot group by {texts.md_list(by, ' and ')}: the data could not be read again. Read it again on the "
                  "Data page; if this persists, the server's log has the details.", icon=":material/error:")
         return
     x_title, y_title = texts.axis_titles(view.binary_positive)
     rows = f" of all {loaded.stream.n_total:,} rows of the dataset" if loaded.stream is not None else ""
-    st.markdown(f"Measured on **{view.what}**{rows}, grouped by **{' × '.join(by)}**"
+    st.markdown(f"Measured on **{view.what}**{rows}, grouped by **{texts.md_list(by, ' × ')}**"
                 + (f" ({EVERY[every]})" if every else "") + f": {len(report.table)} groups.")
     st.dataframe(tables.groups_frame(report), hide_index=True, key="groups_table", column_config={
         c: st.column_config.NumberColumn(format="%.4f") for c in
@@ -123,7 +124,7 @@ def render() -> None:
     if loaded.stream is not None:
         st.caption(texts.GROUPS_STREAM_NOTE)
     if report.small:
-        st.warning(texts.GROUPS_SMALL_NOTE.format(m=MIN_ROWS) + " Here: " + ", ".join(report.small) + ".",
+        st.warning(texts.GROUPS_SMALL_NOTE.format(m=MIN_ROWS) + " Here: " + texts.md_list(report.small) + ".",
                    icon=":material/group_off:")
     st.markdown(texts.gap_sentence(report.largest_gap))
     if len(report.table) - len(report.small) > 12:

@@ -147,7 +147,7 @@ def _cards(r: runs.PBRResult) -> None:
     iters = fr.get("iterations")
     c[4].metric("Iterations", "–" if iters is None else f"{iters:,}", help=texts.FIT_INFO_HELP)
     c[5].metric("Fit time", f"{fr.get('wall_time_s', r.seconds):.1f} s", help=texts.FIT_INFO_HELP)
-    extra = [f"device: **{fr.get('device', runs.device_label())}**"]
+    extra = [f"device: **{texts.md(fr.get('device', runs.device_label()))}**"]
     if r.alpha is not None:
         extra.append(f"α = **{r.alpha:g}**" + (" (chosen by cross-validation)" if r.settings.alpha is None else ""))
     draws = mc_description(fr)
@@ -235,7 +235,7 @@ def _results(loaded: state.Loaded, r: runs.PBRResult) -> None:
     with c[0]:
         recal_ui.lazy_button("Calibrated predictions (CSV)", r.calibrated_csv, f"{r.settings.method}_calibrated.csv",
                              "text/csv", "pbr_dl_predictions",
-                             help=f"Every row of {r.data_name} recalibrated by the fitted {texts.method_label(r.settings.method)}: "
+                             help=f"Every row of {texts.md(r.data_name)} recalibrated by the fitted {texts.method_label(r.settings.method)}: "
                                   "one probability column per class, the label, and a last column "
                                   f"*{runs.FIT_ROWS_COLUMN}*: True for the {r.settings.n_re:,} recalibration rows "
                                   f"it was fitted on, False for the {r.n_te:,} rows of the test part. Score it only "

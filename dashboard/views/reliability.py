@@ -103,7 +103,7 @@ def render() -> None:
     view = state.metric_view(loaded)
     st.markdown(
         f"How well does the confidence match reality? Measured on **{view.what}** for "
-        f"**{loaded.name}** (n = {view.rows:,})."
+        f"**{texts.md(loaded.name)}** (n = {view.rows:,})."
     )
     if view.stats is not None:
         st.caption(texts.server_sample_note(view.rows, view.n, "the equal-mass bins, the smoothed curve and the "

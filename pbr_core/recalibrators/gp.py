@@ -18,7 +18,7 @@ its own registry name for tables, the CLI and saved files.
 from __future__ import annotations
 
 import math
-
+import re
 import warnings
 from dataclasses import replace
 from typing import Any, ClassVar, Literal
@@ -81,8 +81,8 @@ _VOLATILE_REPORT_KEYS = ("wall_time_s",)
 def _is_device(value: Any) -> bool:
     if not isinstance(value, (str, torch.device)):
         return False
-    name = str(value).lower()
-    return name in ("auto", "cpu", "cuda") or name.startswith("cuda:")
+    # "cuda:" and a number, nothing else: a saved file's device is shown on pages (issue 34)
+    return re.fullmatch(r"auto|cpu|cuda(:\d{1,4})?", str(value).lower()) is not None
 
 #: How a fit's Corollary 1-2 values are labelled, by where the prior came from (``prior_split``).
 #: Corollaries 1-2 need a prior chosen independently of the rows the bound is evaluated on.
