@@ -1123,7 +1123,7 @@ def gap_sentence(gap: dict) -> str:
     """The largest gap between two groups' ECE, with its interval, in one sentence."""
     if not gap:
         return "Fewer than two groups have enough rows to compare."
-    return (f"**Largest gap:** {gap['worst']} has an ECE {gap['gap']:.4f} higher than {gap['best']} "
+    return (f"**Largest gap:** {md(gap['worst'])} has an ECE {gap['gap']:.4f} higher than {md(gap['best'])} "
             f"(95 % bootstrap interval {gap['low']:.4f} to {gap['high']:.4f}"
             + ("; it includes 0, so the difference may be chance)." if gap["low"] <= 0 <= gap["high"] else ")."))
 
