@@ -564,8 +564,10 @@ class _GPRecalibrator(Recalibrator):
                 bounds.choice("prior", tuple(BOUND_VALIDITY))
             elif name == "validity":
                 bounds.choice("validity", tuple(BOUND_VALIDITY.values()))
-            else:
-                _state.number(value, bounds.path(name), finite=False)
+            elif name in ("n", "n_rows", "n_bins"):  # counts: the pages use n as the rows it was fitted on
+                bounds.whole_number(name)
+            else:  # finite: a fit's bounds are (an infinite "n" crashed int() on the Fit & apply page)
+                _state.number(value, bounds.path(name))
         self.bounds_ = dict(bounds.group)
         # Files saved before the prior split existed: their prior was fitted on the same rows.
         self.bounds_.setdefault("prior", "same_rows")

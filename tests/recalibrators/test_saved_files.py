@@ -446,3 +446,15 @@ def test_markup_in_the_fit_report_is_the_pages_business_not_damage(tmp_path, gp_
     report = {**gp_doc["state"]["fit_report"], "device": "![x](http://127.0.0.1:9/x.png)"}
     assert _load(tmp_path, {**gp_doc, "state": {**gp_doc["state"], "fit_report": report}}).fit_report_["device"] \
         == "![x](http://127.0.0.1:9/x.png)"
+
+
+@pytest.mark.parametrize("name,value,fragment", [
+    ("n", float("inf"), "state.bounds.n must be a finite number of at least 0, but the file holds infinity"),
+    ("n", 300.5, "state.bounds.n must be a whole number"),
+    ("corollary1", float("nan"), "state.bounds.corollary1 must be a finite number, but the file holds NaN"),
+    ("kl", float("-inf"), "state.bounds.kl must be a finite number"),
+])
+def test_the_bounds_record_holds_finite_numbers_and_whole_counts(tmp_path, gp_doc, name, value, fragment):
+    """The Fit & apply page reads bounds.n as the rows a saved GP was fitted on: int(inf) crashed it."""
+    doc = {**gp_doc, "state": {**gp_doc["state"], "bounds": {**gp_doc["state"]["bounds"], name: value}}}
+    _refused(tmp_path, doc, fragment)
