@@ -89,8 +89,8 @@ def test_an_npy_cut_short_before_it_is_read_names_what_is_missing(tmp_path):
     np.save(path, np.tile([[0.25, 0.75, 1.0]], (1000, 1)))
     path.write_bytes(path.read_bytes()[:-5000])
     line = _one_error_line(_run(["evaluate", path]))
-    assert line.endswith("cut.npy: the file is truncated: its header declares an array of shape (1000, 3) (23 KB of "
-                         "float64), but only 19 KB follow.")
+    assert line.endswith("cut.npy: the file is truncated: its header declares an array of shape (1000, 3) (23.4 KB of "
+                         "float64), but only 18.6 KB follow.")
 
 
 def test_a_5000_character_path_is_a_message_not_a_traceback(model, tmp_path):

@@ -74,11 +74,12 @@ def parse_size(text: str) -> int | None:
 
 
 def format_bytes(n: float) -> str:
-    """``1.5 GB``, ``300 MB``, ``12 KB`` (powers of 1024, as the limits are written)."""
+    """``1.02 GB``, ``286 MB``, ``4.3 KB``: three significant digits (so that a size just over a limit
+    does not read as the limit), in powers of 1024, as the limits are written."""
     for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
         if n >= size:
             value = n / size
-            return f"{value:.1f} {unit}" if value < 10 else f"{value:,.0f} {unit}"
+            return f"{value:,.0f} {unit}" if value >= 100 else f"{value:.3g} {unit}"
     return f"{int(n)} bytes"
 
 

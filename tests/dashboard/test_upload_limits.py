@@ -56,8 +56,8 @@ def test_a_row_bomb_is_refused_with_its_real_size_and_the_data_before_stays(app,
     before = app.session_state["pbr_loaded"].name
     _upload(app, bombs.csv_gz_rows(tmp_path / "rows.csv.gz", 1_000_000))  # 6 MB of text in 8 KB
     text = _error(app)
-    assert text.startswith("Could not load **rows.csv.gz**: it is too large to read in memory (its 8.6 KB expand to "
-                           "5.7 MB of text; reading them would take about 74 MB (1,000,000 data rows), more than the "
+    assert text.startswith("Could not load **rows.csv.gz**: it is too large to read in memory (its 8.58 KB expand to "
+                           "5.72 MB of text; reading them would take about 74.4 MB (1,000,000 data rows), more than the "
                            "limit of 32 MB of memory for one read), and it holds 1,000,000 rows, more than the "
                            "100,000 this server reads from an upload even in a stream.")
     assert "pbr_core" not in text and "PBR_CALIB" not in text  # no programmer's advice on the page
@@ -97,8 +97,8 @@ def test_a_csv_too_large_for_memory_is_read_in_a_stream(app, tmp_path):
 def test_one_huge_cell_is_refused_and_named(app, tmp_path):
     _upload(app, bombs.csv_gz_cell(tmp_path / "cell.csv.gz", 1 << 20))
     text = _error(app)
-    assert text.startswith("Could not load **cell.csv.gz**: line 2 of the file (3 columns) holds 1.0 MB of text, more "
-                           "than the limit of 2.0 KB for one cell. Remove or shorten that column")
+    assert text.startswith("Could not load **cell.csv.gz**: line 2 of the file (3 columns) holds 1 MB of text, more "
+                           "than the limit of 2 KB for one cell. Remove or shorten that column")
 
 
 @pytest.mark.parametrize("builder, name, words", [
