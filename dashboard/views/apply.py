@@ -15,6 +15,7 @@ from dashboard import figures_recal as FR
 from dashboard import jobs, recal_ui, runs, state, texts
 from pbr_core.experiments import MIN_TEST_ROWS, small_test_set_problem
 from pbr_core.recalibrators import MAX_ITERATIONS, Recalibrator, RecalibratorFileError, available_methods
+from pbr_core.recalibrators.base import MAX_FILE_BYTES
 
 #: Unexpected failures (bugs) are logged here with their traceback; the page shows a plain message.
 logger = logging.getLogger("dashboard.views.apply")
@@ -110,8 +111,10 @@ def _describe(rec: Recalibrator) -> str:
 
 
 def _apply_controls(loaded: state.Loaded, running: bool) -> tuple[Recalibrator, str] | None:
+    # The browser refuses a larger file before sending it; the library refuses it again, unparsed.
     st.file_uploader("Recalibrator file (JSON, from this page, the PBR page or `pbr-calib fit`)", type=["json"],
-                     key=K_UPLOAD, disabled=running, help=texts.APPLY_UPLOAD_HELP)
+                     key=K_UPLOAD, disabled=running, help=texts.APPLY_UPLOAD_HELP,
+                     max_upload_size=max(1, MAX_FILE_BYTES // 2**20))
     rec, error, name = _parse_upload()
     if error:  # the library's words, quoting the file's name and values: shown as text
         st.error(texts.md_message(error), icon=":material/error:")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import stat
 from pathlib import Path
 from typing import Any, ClassVar, Hashable, Literal
 
@@ -92,6 +93,11 @@ class RecalibratorFileError(ValueError):
 
 #: The ``input_type`` values of a fitted recalibrator ("auto" is resolved by ``fit``).
 SAVED_INPUT_TYPES = ("probabilities", "logits")
+
+#: The largest recalibrator file read (64 MiB): the files pbr-calib writes hold a few numbers per class
+#: (a GP with 1,000 inducing points and a Cholesky factor, or matrix scaling of 1,000 classes: ~20 MB).
+#: Parsing takes about twice the file's size in memory; a larger file is refused before it is read.
+MAX_FILE_BYTES = 64 * 2**20
 
 #: The fields of a saved file (``to_dict``); a file holding any other is refused.
 FILE_FIELDS = ("format", "format_version", "method", "params", "n_classes", "input_type", "class_names", "state")
@@ -374,9 +380,20 @@ class Recalibrator:
         """A recalibrator from a file written by :meth:`save`.
 
         Raises :class:`RecalibratorFileError` (message starting with ``path``) for a file that is
-        not a valid recalibrator, and ``OSError`` when the file cannot be read at all.
+        not a valid recalibrator (also one that is not a regular file, such as a FIFO or a device, or
+        one larger than :data:`MAX_FILE_BYTES`, refused before it is read), and ``OSError`` when the
+        file cannot be read at all.
         """
-        return cls.loads(Path(path).read_bytes(), source=str(path))
+        path = Path(path)
+        info = path.stat()  # OSError for a missing file, as documented
+        if not stat.S_ISREG(info.st_mode):  # a FIFO would block, /dev/zero never end
+            raise RecalibratorFileError(f"{path}: not a regular file; a recalibrator is a JSON file written by "
+                                        "pbr-calib.")
+        if info.st_size > MAX_FILE_BYTES:
+            raise _too_large(str(path))  # refused unread
+        with path.open("rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)  # never more, whatever the file grows to meanwhile
+        return cls.loads(data, source=str(path))
 
     @classmethod
     def loads(cls, text: str | bytes, source: str = "recalibrator") -> "Recalibrator":
@@ -386,6 +403,8 @@ class Recalibrator:
         ``source``: not JSON, not a pbr-calib recalibrator, another format version, an unknown
         method or damaged contents (the message names the field).
         """
+        if len(text) > MAX_FILE_BYTES:
+            raise _too_large(source)
         if isinstance(text, (bytes, bytearray)) and text.startswith(b"\xef\xbb\xbf"):
             text = text[3:]  # a UTF-8 byte-order mark, as some Windows editors write
         try:
@@ -450,6 +469,12 @@ class Recalibrator:
         :mod:`pbr_core.recalibrators._state` do that.
         """
         raise NotImplementedError
+
+
+def _too_large(source: str) -> RecalibratorFileError:
+    return RecalibratorFileError(
+        f"{source}: larger than {MAX_FILE_BYTES // 2**20} MiB; a recalibrator file written by pbr-calib holds a few "
+        "numbers per class and is far smaller, so this is not one (or it is damaged).")
 
 
 def _check_version(data: dict[str, Any]) -> None:

@@ -137,6 +137,17 @@ def test_a_saved_pbr_file_demanding_unbounded_work_is_refused_in_words(at):
     assert at.button(key="apply_run").disabled and "apply_trial" not in at.session_state  # nothing was predicted
 
 
+def test_an_upload_over_the_file_bound_is_refused_unparsed(at, monkeypatch):
+    from pbr_core.recalibrators import base
+
+    monkeypatch.setattr(base, "MAX_FILE_BYTES", 100)  # the bound scaled to a small file
+    at.run()  # the uploader is drawn with the scaled bound (its size limit is part of the widget)
+    at.file_uploader(key="apply_upload").upload("big.json", _temperature_doc(at), "application/json").run()
+    assert not at.exception
+    assert len(at.error) == 1 and at.error[0].value.startswith("big.json: larger than 0 MiB")
+    assert at.button(key="apply_run").disabled
+
+
 def test_an_unexpected_failure_reading_the_upload_is_logged_not_shown(at, monkeypatch, caplog):
     def broken(cls, text, source="recalibrator"):
         raise TypeError("internal detail /srv/pbr_core/secret.py")

@@ -458,3 +458,28 @@ def test_the_bounds_record_holds_finite_numbers_and_whole_counts(tmp_path, gp_do
     """The Fit & apply page reads bounds.n as the rows a saved GP was fitted on: int(inf) crashed it."""
     doc = {**gp_doc, "state": {**gp_doc["state"], "bounds": {**gp_doc["state"]["bounds"], name: value}}}
     _refused(tmp_path, doc, fragment)
+
+
+# ---------------------------------------------------------------------- files that are not files, or too large
+def test_a_fifo_a_device_or_a_folder_is_refused_without_reading(tmp_path):
+    """/dev/zero would be read forever and a FIFO would block the reader: both are refused on sight."""
+    import os
+
+    os.mkfifo(tmp_path / "fifo.json")
+    for path in ("/dev/zero", tmp_path / "fifo.json", tmp_path):
+        with pytest.raises(RecalibratorFileError, match="not a regular file; a recalibrator is a JSON file"):
+            load_recalibrator(path)
+
+
+def test_a_file_over_the_size_bound_is_refused_before_it_is_parsed(tmp_path, temperature_doc, monkeypatch):
+    from pbr_core.recalibrators import base
+
+    text = json.dumps(temperature_doc)
+    monkeypatch.setattr(base, "MAX_FILE_BYTES", len(text) - 1)  # the bound scaled to this small file
+    path = tmp_path / "big.json"
+    path.write_text(text)
+    for load in (lambda: load_recalibrator(path), lambda: Recalibrator.loads(text.encode(), source="big.json")):
+        with pytest.raises(RecalibratorFileError, match="larger than 0 MiB; a recalibrator file written by pbr-calib"):
+            load()
+    monkeypatch.setattr(base, "MAX_FILE_BYTES", len(text))
+    assert load_recalibrator(path).to_dict() == temperature_doc
