@@ -1270,10 +1270,10 @@ def too_many_rows_to_stream(exc, rows: int, limit: int, exact: bool = True) -> s
 def streaming_upload(file_name: str, exc, done: int = 0, total: int | None = None) -> str:
     """The progress bar's text while an upload too large for memory is read in a stream."""
     rows = f"{done:,} of {total:,} rows" if total else f"{done:,} rows"
-    return f"Reading {file_name} in a stream (too large to hold in memory): {rows}"
+    return f"Reading {md(file_name)} in a stream (too large to hold in memory): {rows}"
 
 
 def streamed_upload_caption(file_name: str, n_sample: int) -> str:
     """The sidebar's line under an upload read in a stream."""
-    return (f"Uploaded file: {file_name}, read in a stream (too large for memory); pages that need rows in "
+    return (f"Uploaded file: {md(file_name)}, read in a stream (too large for memory); pages that need rows in "
             f"memory use a random sample of {n_sample:,} rows.")

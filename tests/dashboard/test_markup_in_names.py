@@ -50,6 +50,12 @@ def test_md_message_keeps_its_own_markdown_and_lines_but_not_the_messages():
                           "**Columns and reading options**)  \n\\<img src=x onerror=alert(1)>")
 
 
+def test_the_streamed_upload_lines_name_the_file_as_text():
+    assert texts.md(IMAGE) in texts.streaming_upload(IMAGE, None, 10, 100)
+    assert texts.md(IMAGE) in texts.streamed_upload_caption(IMAGE, 1000)
+    assert IMAGE not in texts.streamed_upload_caption(IMAGE, 1000)
+
+
 def test_plotly_text_and_the_html_report_show_names_as_text():
     assert texts.plot_text("<b>x</b> & y") == "&lt;b&gt;x&lt;/b&gt; &amp; y"
     html = inline_html("**Loaded:** " + texts.md(IMAGE) + " " + texts.md(HTML))
