@@ -51,7 +51,7 @@ def shown(value: Any) -> str:
             return "infinity" if v > 0 else "minus infinity"
         return repr(v)
     if isinstance(value, str):
-        return f'the text "{value[:40]}{"..." if len(value) > 40 else ""}"'
+        return f"the text {quoted(value)}"
     if isinstance(value, np.ndarray):
         return f"an array of shape {_shape(value.shape)}"
     if isinstance(value, Mapping):
@@ -59,6 +59,12 @@ def shown(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return f"a list of {len(value)} item{'' if len(value) == 1 else 's'}"
     return f"a {type(value).__name__}"
+
+
+def quoted(name: object) -> str:
+    """A field's name in quotes, shortened as :func:`shown` shortens texts (a hostile file's names can be long)."""
+    text = str(name)
+    return f'"{text[:40]}{"..." if len(text) > 40 else ""}"'
 
 
 def _shape(shape: Iterable[int | str | None]) -> str:
@@ -265,7 +271,7 @@ def no_extra_fields(given: Any, kept: Any, where: str) -> None:
     if isinstance(given, Mapping) and isinstance(kept, Mapping):
         extra = [name for name in given if name not in kept]
         if extra:
-            raise StateError(f"{where} holds a field named {shown(str(extra[0]))[9:]}, which a saved recalibrator of "
+            raise StateError(f"{where} holds a field named {quoted(extra[0])}, which a saved recalibrator of "
                              f"this kind does not have (its fields: {', '.join(map(str, kept))})")
         for name, value in given.items():
             if name != "__ndarray__":

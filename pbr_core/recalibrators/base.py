@@ -343,7 +343,7 @@ class Recalibrator:
         """Build and check the recalibrator of a file whose format, version and method are right."""
         extra = [name for name in data if name not in FILE_FIELDS]
         if extra:
-            raise StateError(f"the file holds a field named {_state.shown(str(extra[0]))[9:]}, which a recalibrator "
+            raise StateError(f"the file holds a field named {_state.quoted(extra[0])}, which a recalibrator "
                              f"file does not have (its fields: {', '.join(FILE_FIELDS)})")
         params = _state.mapping(_state.field(data, "params", "the file"), "params")
         valid = cls._param_names()
