@@ -113,8 +113,11 @@ def groups_section(loaded: state.Loaded, view: state.MetricView, choices: AuditC
     if rep is None:
         return ReportSection(title="Calibration by group", paragraphs=[texts.GROUPS_STREAM_NOT_MEASURED])
     by = " × ".join(rep.by) + (f" (dates by {choices.group_every})" if choices.group_every else "")
-    paragraphs = [texts.GROUPS_INTRO, f"Grouped by {by}: {len(rep.table)} groups. Test: {rep.test}. "
-                  + texts.GROUPS_TEST_HELP, texts.gap_sentence(rep.largest_gap)]
+    from pbr_core.groups import group_statements
+
+    paragraphs = [texts.GROUPS_INTRO, f"Grouped by {texts.md(by)}: {len(rep.table)} groups. "
+                  + texts.groups_headline(rep), texts.GROUPS_TEST_HELP, "**Largest gap.** " + texts.gap_sentence(rep),
+                  "**What each group's test says.**\n\n" + "\n".join(f"- {texts.md(line)}" for line in group_statements(rep))]
     if loaded.stream is not None:
         paragraphs.append(texts.GROUPS_STREAM_NOTE)
     if rep.small:

@@ -77,6 +77,23 @@ def reliability(view: MetricView, n_bins: int) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
+def _calibration_test(key: str, _probs: np.ndarray, _labels: np.ndarray):
+    from pbr_core import metrics as M
+    from pbr_core.significance import calibration_test
+
+    conf, out = M.confidence_and_outcome(_probs, _labels)
+    return calibration_test(conf, out)
+
+
+def calibration_test(view: MetricView):
+    """The test of calibration of all the rows the page measures (pbr_core.significance): exact Monte
+    Carlo p-values where the rows carry little information; a server dataset's from its streamed sums."""
+    if view.stats is not None:
+        return view.stats.calibration_test()
+    return _calibration_test(view.key, view.probs, view.labels)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
 def _ece_curve(key: str, _probs: np.ndarray, _labels: np.ndarray, max_bins: int) -> np.ndarray:
     return pbr_core.ece_curve(_probs, _labels, n_bins=range(1, max_bins + 1))
 

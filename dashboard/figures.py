@@ -116,6 +116,7 @@ def reliability_figure(
     height: int = 620,
     binary_positive: bool = False,
     smooth: pd.DataFrame | None = None,
+    bands: bool = True,
 ) -> go.Figure:
     """Reliability diagram with a confidence histogram below it on a shared x-axis.
 
@@ -134,6 +135,10 @@ def reliability_figure(
         A smoothed reliability curve (:func:`pbr_core.estimators.smooth_reliability`: ``t``,
         ``observed``, ``band_low``, ``band_high``, ``sigma``), drawn over the bars with its band,
         where the confidences have some density.
+    bands : bool
+        Draw each bin's consistency band (columns ``band_low``, ``band_high`` of the table, when it
+        has them): where its bar would end at least 90 % of the time if the model were calibrated,
+        with the bars that end outside it marked (:func:`band_traces`).
 
     Returns
     -------
@@ -184,6 +189,9 @@ def reliability_figure(
         name=TRACE_DIAGONAL, x=[0.0, 1.0], y=[0.0, 1.0], mode="lines",
         line=dict(color=COLORS["diagonal"], dash="dash", width=1.5), hoverinfo="skip",
     ), row=1, col=1)
+    if bands and "band_low" in table.columns:
+        for tr in band_traces(table, centre, width, y_title):
+            fig.add_trace(tr, row=1, col=1)
     if smooth is not None:
         for tr in smooth_traces(smooth, y_title):
             fig.add_trace(tr, row=1, col=1)
@@ -207,6 +215,35 @@ def reliability_figure(
         fig.update_layout(title=dict(text=title, x=0.0, xanchor="left", y=0.995, yanchor="top"),
                           margin=dict(t=80))
     return fig
+
+
+TRACE_BANDS = "Where a calibrated bin would fall (90 %)"
+TRACE_OUTSIDE = "Outside its band: larger than chance"
+
+
+def band_traces(table: pd.DataFrame, centre: np.ndarray, width: np.ndarray, y_title: str) -> list[go.BaseTraceType]:
+    """The consistency band of every bin as a grey box around the height a calibrated bin's bar would
+    reach, and a mark on the bars that end outside their band (Broecker & Smith 2007)."""
+    lo = table["band_low"].to_numpy(dtype=float)
+    hi = table["band_high"].to_numpy(dtype=float)
+    acc = table["accuracy"].to_numpy(dtype=float)
+    full = table["count"].to_numpy() > 0
+    custom = np.column_stack([lo, hi])
+    # A band of zero height (every row certain) still shows as a line.
+    height = np.where(full, np.maximum(hi - lo, 0.004), np.nan)
+    traces: list[go.BaseTraceType] = [go.Bar(
+        name=TRACE_BANDS, x=centre, y=height, base=np.where(full, lo, np.nan), width=width * 0.4,
+        marker=dict(color="rgba(90, 90, 90, 0.28)", line=dict(color="rgba(60, 60, 60, 0.8)", width=1)),
+        customdata=custom,
+        hovertemplate=("if calibrated, " + y_title.lower() + " between %{customdata[0]:.3f} and "
+                       "%{customdata[1]:.3f} at least 90% of the time<extra></extra>"))]
+    out = full & ((acc < lo - 1e-12) | (acc > hi + 1e-12))
+    if out.any():
+        traces.append(go.Scatter(
+            name=TRACE_OUTSIDE, x=centre[out], y=acc[out], mode="markers",
+            marker=dict(symbol="x-thin", size=11, line=dict(width=2.5, color=COLORS["gap"])),
+            hovertemplate=y_title + " %{y:.3f}: outside its band, a gap larger than chance<extra></extra>"))
+    return traces
 
 
 TRACE_SMOOTH = "Smoothed curve"

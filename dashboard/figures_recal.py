@@ -377,3 +377,10 @@ def sweep_figure(result: runs.SweepResult) -> go.Figure:
     summ = summarize(result.table, metrics=["ece"], by=["method", "n_re"])
     labels = {m: texts.method_label(m, multiclass) for m in result.table["method"].unique()}
     return n_re_sweep_figure(summ, labels=labels)
+
+
+def group_diagram_figure(table: pd.DataFrame, *, x_title: str, y_title: str, binary_positive: bool) -> go.Figure:
+    """One group's reliability diagram with its consistency bands (the Reliability page's figure)."""
+    from dashboard.figures import reliability_figure
+
+    return reliability_figure(table, x_title=x_title, y_title=y_title, binary_positive=binary_positive, height=520)

@@ -172,8 +172,11 @@ def groups_frame(report) -> pd.DataFrame:
     rate = "Frequency of y = 1" if report.target == "positive" else "Accuracy"
     return pd.DataFrame({
         "Group": t["group"], "Rows": t["n"], rate: t["rate"], "Mean predicted": t["mean_predicted"],
-        "ECE": t["ece"], "ECE 95 % from": t["ece_low"], "to": t["ece_high"], "MCE": t["mce"], "Brier": t["brier"],
-        "p (Holm)": [texts.p_value(v) for v in t["p_holm"]], "Too few rows": t["too_small"],
+        "ECE": t["ece"], "ECE 95 % from": t["ece_low"], "to": t["ece_high"], "ECE without noise": t["ece_corrected"],
+        "MCE": t["mce"], "Brier": t["brier"], "p (corrected)": [texts.p_value(v) for v in t["p_holm"]],
+        "What the test says": [texts.group_verdict(p, shift, report.alpha, method)
+                               for p, shift, method in zip(t["p_holm"], t["detectable_shift"], t["test_method"])],
+        "Too few rows": t["too_small"],
     })
 
 
@@ -449,13 +452,9 @@ def correlations_frame(res: KLGapResult) -> pd.DataFrame:
     """The fold-by-fold test of KL against the gap (``res.across_folds``): Kendall's τ of each fold, then
     the mean, the folds on each side of 0 and the two p-values over folds, in the page's words."""
     fk = res.across_folds
-
-    def p(v: float) -> str:
-        return "–" if v != v else ("< 0.001" if v < 0.0005 else f"{v:.3f}")
-
     rows = [(texts.FOLD_TAU_ROW.format(fold=int(f) + 1), "–" if t != t else f"{t:+.3f}") for f, t in fk.taus.items()]
     rows += [(texts.FOLD_METRICS[0], "–" if not fk.folds else f"{fk.mean_tau:+.3f}"),
              (texts.FOLD_METRICS[1], f"{fk.folds_positive} of {fk.folds}"),
              (texts.FOLDS_NEGATIVE, f"{fk.folds_negative} of {fk.folds}"),
-             (texts.FOLD_METRICS[2], p(fk.wilcoxon_p)), (texts.FOLD_METRICS[3], p(fk.sign_p))]
+             (texts.FOLD_METRICS[2], texts.p_value(fk.wilcoxon_p)), (texts.FOLD_METRICS[3], texts.p_value(fk.sign_p))]
     return pd.DataFrame({"value": [v for _, v in rows]}, index=pd.Index([k for k, _ in rows], name=""))

@@ -700,18 +700,17 @@ P_VALUE_MEANING = (
 
 
 def p_value(p: float | None) -> str:
-    """A p-value as every page, table and report writes it: three decimals, "< 0.001" below 0.001, "–"
-    when there is none (not computed, or NaN). One format, so that 4.69e-7 and 0.00000135 never stand
-    side by side.
+    """A p-value as every page, table and report writes it (:func:`pbr_core.significance.format_p`, the
+    CLI's format too: three decimals cut, "< 0.001" below 0.001), "–" when there is none.
 
     Examples
     --------
     >>> [p_value(v) for v in (0.04912, 0.0004, 4.69e-7, 1.0, float("nan"), None)]
     ['0.049', '< 0.001', '< 0.001', '1.000', '–', '–']
     """
-    if p is None or p != p:
-        return "–"
-    return "< 0.001" if p < 0.0005 else f"{p:.3f}"
+    from pbr_core.significance import format_p
+
+    return "–" if p is None or p != p else format_p(p)
 
 
 def binary_ece_caption(binary_ece: str) -> str:
@@ -1066,15 +1065,88 @@ def fit_words(text: str) -> str:
 # --------------------------------------------------------------------------- Groups page
 GROUPS_INTRO = (
     "Is the model calibrated **for everyone**, or only on average? Each group of rows gets its own ECE "
-    "(with B = floor(n^(1/3)) of the group's rows), its 95 % bootstrap interval, a test, and its own "
-    "reliability curve."
+    "(with B = floor(n^(1/3)) of the group's rows), its 95 % bootstrap interval, the ECE without the part "
+    "that noise adds, a test of calibration and what it supports, and its own reliability curve."
 )
 GROUPS_TEST_HELP = (
-    "Spiegelhalter's z-test: does the group's confidence match its outcomes? It needs no bins (unlike the "
-    "Hosmer-Lemeshow test, whose answer changes with the binning). The p-values are corrected for testing "
-    "several groups at once (Holm's method): below 0.05, the group is miscalibrated beyond chance. A test "
-    "can miss errors that cancel across confidence levels: read it with the ECE and the curve."
+    "The test asks whether the group's outcomes could come from its predicted probabilities: is the mean "
+    "outcome the mean prediction (calibration in the large), are the predictions too extreme or too timid "
+    "(the slope; Cox's test), with Spiegelhalter's z beside them. It needs no bins. For a small group the "
+    "p-value comes from redrawing the outcomes from the predictions thousands of times, so it is exact at "
+    "any size. The p-values are corrected for testing several groups at once (Holm's method): below 0.05, "
+    "the group is miscalibrated beyond chance. Above it, the rows show no evidence of miscalibration, "
+    "which is not proof of calibration: the last column says how large a miscalibration would have shown."
 )
+GROUPS_CORRECTED_HELP = (
+    "The ECE with the part that noise adds removed (the split estimate: the rows are cut into two random "
+    "halves and a bin counts only where both halves err the same way). Noise makes every ECE look larger, "
+    "more so the fewer rows a group has; this estimate is 0 on average for a calibrated group of any size, "
+    "so groups of different sizes can be compared with it. It can be slightly negative."
+)
+GROUPS_VERDICT_HELP = (
+    "What the corrected test supports. 'No evidence' comes with the shift (in points of probability) "
+    "between the predictions and the observed frequency that the test would have found at least 80 % of "
+    "the time at this group's size: smaller miscalibration could go unnoticed."
+)
+GROUPS_BY_HELP = (
+    "A column of the file; the predicted class (rows by the class the model predicted); or each class "
+    "against the rest (the probability of each class against whether the row is of that class, over all "
+    "rows). Grouping by the true class is not offered: it selects rows by their outcome, so even a "
+    "perfectly calibrated model would look miscalibrated in every group."
+)
+GROUPS_NO_DEFAULT = (
+    "No column of this file makes groups worth comparing by itself (a few values, each with enough rows): "
+    "ids and per-row values give groups of a row or two. Pick a column, the predicted class, or a date "
+    "column with *Dates* set to by week or by month."
+)
+BANDS_HELP = (
+    "The grey band of each bin is where its observed frequency would fall at least 90 % of the time if the "
+    "predictions were calibrated, given the bin's rows (consistency bands, Bröcker & Smith 2007). A bar "
+    "outside its band is a gap larger than chance; inside, the gap may be noise."
+)
+
+
+def bands_caption(table) -> str:
+    """How many bins fall outside their 90 % consistency band, and what that means."""
+    full = table[table["count"] > 0]
+    outside = int(((full["accuracy"] < full["band_low"] - 1e-12) | (full["accuracy"] > full["band_high"] + 1e-12)).sum())
+    return (f"{outside} of {len(full)} bins with rows fall outside their 90 % consistency band (grey): if the "
+            f"predictions were calibrated, at most about 1 in 10 would, by chance. " + BANDS_HELP.split(". ", 1)[1])
+
+
+def group_verdict(p_corrected: float, shift: float, alpha: float, method: str = "") -> str:
+    """A group's test in a table cell: what it supports, in a few words."""
+    from pbr_core.significance import shift_words
+
+    if method.startswith("certain"):
+        return "miscalibrated (an outcome it called impossible happened)"
+    if p_corrected != p_corrected:
+        return "not tested"
+    if p_corrected < alpha:
+        return "miscalibrated beyond chance"
+    return f"no evidence; a shift of {shift_words(shift)} would show"
+
+
+def overall_test_sentence(test) -> str:
+    """The Reliability page's answer to "is this model calibrated?" (:func:`pbr_core.significance.verdict`),
+    with the test's name."""
+    from pbr_core.significance import verdict
+
+    how = ("exact: outcomes redrawn from the predictions" if test.method.startswith("Monte Carlo") else
+           test.method if test.method != "analytic" else "Cox's test of calibration in the large and slope, with "
+           "Spiegelhalter's z")
+    return f"**Is this model calibrated?** Over all {test.n:,} rows: {verdict(test)} ({how}.)"
+
+
+def groups_headline(report) -> str:
+    """One line above the groups table: how many groups the corrected tests find miscalibrated."""
+    bad = report.miscalibrated
+    if not bad:
+        return ("**No group shows evidence of miscalibration** at its size (corrected tests at 5 %); see the last "
+                "column for how large a miscalibration each test would have found.")
+    shown = md_list(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+    return (f"**{len(bad)} of {len(report.table)} groups are miscalibrated beyond chance** (corrected tests at 5 %): "
+            f"{shown}.")
 GROUPS_SMALL_NOTE = (
     "Groups with fewer than {m} rows are marked *too few rows*: their reliability curve has only a few bins "
     "of a few rows, and their ECE is mostly noise. They stay in the table, and out of the largest gap."
@@ -1082,7 +1154,7 @@ GROUPS_SMALL_NOTE = (
 GROUPS_NONE = (
     "This file has no other columns to group by. Columns such as a segment, a region, a model version or "
     "a date may stay in the file: they are kept next to the predictions (see the Data page). You can "
-    "still group by the true class."
+    "still group by the predicted class."
 )
 GROUPS_STREAM_NOTE = (
     "A dataset on the server: every row is measured (the page reads the dataset again for the columns you "
@@ -1119,13 +1191,12 @@ GROUPS_OVERLAY_CAPTION = (
 )
 
 
-def gap_sentence(gap: dict) -> str:
-    """The largest gap between two groups' ECE, with its interval, in one sentence."""
-    if not gap:
-        return "Fewer than two groups have enough rows to compare."
-    return (f"**Largest gap:** {md(gap['worst'])} has an ECE {gap['gap']:.4f} higher than {md(gap['best'])} "
-            f"(95 % bootstrap interval {gap['low']:.4f} to {gap['high']:.4f}"
-            + ("; it includes 0, so the difference may be chance)." if gap["low"] <= 0 <= gap["high"] else ")."))
+def gap_sentence(report) -> str:
+    """What the largest gap between groups supports (:func:`pbr_core.groups.gap_statement`, the sentence
+    the CLI and the report say too), as literal Markdown text (group names are the user's)."""
+    from pbr_core.groups import gap_statement
+
+    return md(gap_statement(report))
 
 
 # --------------------------------------------------------------------------- Compare page: group gaps

@@ -1016,6 +1016,7 @@ def _paired_text(tests, metric: str) -> str:
     if tests.empty:
         return "paired tests: none (one method only)"
     from pbr_core.experiments import too_few_folds
+    from pbr_core.significance import format_p
 
     few = too_few_folds(int(tests["n_folds"].max()))
     if few:  # the tests could only say "no difference shown": not reported, and why
@@ -1028,8 +1029,9 @@ def _paired_text(tests, metric: str) -> str:
             continue
         verdict = (f"{r.better} better (both p < 0.05)" if r.better
                    else "no difference shown at the 5% level (that needs the t-test and Wilcoxon both below 0.05)")
-        lines.append(f"  {r.a} - {r.b}: {r.mean_diff:+.4f} [{r.ci_low:+.4f}, {r.ci_high:+.4f}]; t p = {r.t_p:.3g}, "
-                     f"Wilcoxon p = {r.wilcoxon_p:.3g}, corrected t p = {r.corrected_t_p:.3g}; "
+        lines.append(f"  {r.a} - {r.b}: {r.mean_diff:+.4f} [{r.ci_low:+.4f}, {r.ci_high:+.4f}]; t-test p = {format_p(r.t_p)}, "
+                     f"Wilcoxon p = {format_p(r.wilcoxon_p)}, t-test for overlapping folds p = "
+                     f"{format_p(r.corrected_t_p)}; "
                      f"A better on {r.a_better_folds}/{r.n_folds} folds: {verdict}")
     folds = int(tests["n_folds"].max())
     lines.append("  The t-test assumes independent, normal fold differences; Wilcoxon independent differences "

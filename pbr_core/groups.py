@@ -62,7 +62,7 @@ TRUE_CLASS_REFUSED = (
 TEST_WORDS = ("Cox's recalibration test (calibration in the large and slope) with Spiegelhalter's z, exact "
               "Monte Carlo p-values for small groups, Holm-corrected over the groups")
 
-__all__ = ["EACH_CLASS", "GroupReport", "MAX_GROUPS", "MIN_ROWS", "PREDICTED_CLASS", "TRUE_CLASS",
+__all__ = ["EACH_CLASS", "GroupReport", "default_group_column", "MAX_GROUPS", "MIN_ROWS", "PREDICTED_CLASS", "TRUE_CLASS",
            "TRUE_CLASS_REFUSED", "bucket_dates", "calibration_by_group", "check_group_count", "group_keys", "holm",
            "largest_gap", "spiegelhalter_z"]
 
@@ -292,6 +292,65 @@ def _looks_like_dates(col: pd.Series) -> bool:
     return bool(parsed.notna().mean() > 0.9)
 
 
+#: The Groups page opens on a column with at most this many values (groups worth comparing side by side).
+DEFAULT_MAX_LEVELS = 20
+#: What a column's name says it is, for the ones never opened on by default (each group would be one
+#: row, a split of the data, or a measurement per row, not a segment of the population).
+_NOT_A_SEGMENT = ("an identifier", "a data split", "a date or time", "a weight", "a per-record measurement",
+                  "a per-record evaluation metric")
+
+
+#: Words of column names audits group by: preferred as the default column.
+_AUDIT_WORDS = {"sex", "gender", "race", "ethnicity", "region", "country", "state", "segment", "group",
+                "cohort", "site", "model", "version", "language", "device", "channel", "branch", "dataset"}
+
+
+def default_group_column(preds: Predictions, max_levels: int = DEFAULT_MAX_LEVELS) -> str | None:
+    """The column a page should group by when the user has not chosen: never one the loader itself
+    called an identifier (or a split, a date, a per-row measurement), and one that makes groups worth
+    comparing: 2 to ``max_levels`` values, at least two of them with :data:`MIN_ROWS` rows, which
+    together hold at least 80 % of the rows, preferably every one of them. Columns named as groups
+    (``group_columns=``) come first, then names audits group by (sex, race, region, model...), then
+    the file's order. None when no column qualifies (a page then says so and lets the user pick)."""
+    from pbr_core.loading._roles import metadata_by_name, name_words
+
+    meta = preds.metadata
+    if meta is None or meta.empty:
+        return None
+    named = [c for c in preds.columns_with_role("group") if c in meta.columns]
+    others = [c for c in meta.columns if c not in named]
+    # Among the others, the words audits group by first (sex, race, region...), then the file's order.
+    others.sort(key=lambda c: not (set(name_words(str(c))) & _AUDIT_WORDS))
+    fits, every_group_fits = [], []
+    for name in [*named, *others]:
+        if metadata_by_name(str(name)) in _NOT_A_SEGMENT:
+            continue
+        counts = meta[name].value_counts(dropna=False)
+        if not 2 <= counts.size <= max_levels:
+            continue
+        big = counts[counts >= MIN_ROWS]
+        if big.size >= 2 and big.sum() >= 0.8 * len(meta):
+            fits.append(str(name))
+            if big.size == counts.size:
+                every_group_fits.append(str(name))
+    if named and fits and fits[0] in named:
+        return fits[0]
+    return (every_group_fits or fits or [None])[0]
+
+
+def default_group_column_by_name(columns: Sequence[str], named: Sequence[str] = ()) -> str | None:
+    """:func:`default_group_column` for a dataset whose values are not in memory (a server dataset):
+    a column named as a group, else the first column whose name does not say it is an identifier,
+    a split, a date or a per-row measurement, names audits group by (sex, race, region...) first."""
+    from pbr_core.loading._roles import metadata_by_name, name_words
+
+    others = sorted((c for c in columns if c not in named), key=lambda c: not (set(name_words(str(c))) & _AUDIT_WORDS))
+    for name in [*named, *others]:
+        if name in columns and metadata_by_name(str(name)) not in _NOT_A_SEGMENT:
+            return str(name)
+    return None
+
+
 def check_group_count(n_groups: int, names: Sequence[str], every: Bucket | None = None,
                       max_groups: int = MAX_GROUPS, more: bool = False) -> None:
     """A ``ValueError`` in plain words when grouping by ``names`` gives more than ``max_groups`` groups
@@ -328,8 +387,9 @@ def calibration_by_group(preds: Predictions, by: Sequence[str] | str, *, target:
     every : {"day", "week", "month"}, optional
         Bucket a date column: calibration over time.
     n_boot, level, seed
-        Bootstrap of each group's ECE interval and of the bias-corrected estimates; ``level`` also
-        sets the tests' significance 1 - level; ``seed`` seeds them all.
+        Bootstrap of each group's ECE interval and of the bias-corrected estimates (each class
+        against the rest: at most :func:`pbr_core.metrics.default_n_boot` of n x K rows); ``level``
+        also sets the tests' significance 1 - level; ``seed`` seeds them all.
     min_rows : int
         Groups with fewer rows are flagged ``too_small`` (kept in the table and tested, never
         hidden; left out of the largest gap).
@@ -369,6 +429,8 @@ def calibration_by_group(preds: Predictions, by: Sequence[str] | str, *, target:
                              "with another column.")
         parts, what = _one_vs_rest(preds), "top_label"
         n_rows = preds.n
+        # K classes over all n rows cost what n x K rows cost: as many replicates as that many rows get
+        n_boot = min(int(n_boot), M.default_n_boot(n_rows * len(parts)))
     else:
         conf, out, brier = _inputs(preds, target)
         keys, names = group_keys(preds, by, every)
@@ -380,7 +442,7 @@ def calibration_by_group(preds: Predictions, by: Sequence[str] | str, *, target:
                  for name, idx in ((str(g), order[bounds[i]:bounds[i + 1]]) for i, g in enumerate(groups))]
         what = "positive" if preds.kind == "binary" and target == "positive" else "top_label"
         n_rows = conf.size
-    sums = np.stack([S.test_sums(c, o) for _, c, o, _ in parts], axis=1)
+    sums = np.stack([S.calibration_sums(c, o) for _, c, o, _ in parts], axis=1)
     exact = exact_eligible([c.size for _, c, _, _ in parts])
     tests = group_tests(sums, [name for name, *_ in parts],
                         lambda g: (parts[g][1], parts[g][2]) if exact[g] else None, level, seed)
@@ -467,9 +529,11 @@ def group_report(rows: list[dict], diagrams: dict[str, pd.DataFrame], names: lis
     Holm's correction over the groups, and the order (time order for dates, else largest first)."""
     table = pd.DataFrame(rows)
     table["p_holm"] = holm(table["p_value"])
-    # Over time: in time order (ISO dates sort as text); otherwise the largest groups first.
-    order = (["group"], [True]) if every is not None else (["n", "group"], [False, True])
-    table = table.sort_values(order[0], ascending=order[1], kind="stable").reset_index(drop=True)
+    # Over time: in time order (ISO dates sort as text); each class: in class order; otherwise the
+    # largest groups first.
+    if list(names) != [EACH_CLASS]:
+        order = (["group"], [True]) if every is not None else (["n", "group"], [False, True])
+        table = table.sort_values(order[0], ascending=order[1], kind="stable").reset_index(drop=True)
     return GroupReport(table=table[TABLE_COLUMNS], diagrams=diagrams, by=list(names), target=target, level=level)
 
 

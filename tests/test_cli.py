@@ -387,8 +387,10 @@ def test_compare_prints_paired_tests_and_the_binary_ece_choice(capsys, tmp_path)
     table = pd.read_csv(out_file)
     expected = paired_tests(table, "ece", [("beta", "platt")]).iloc[0]
     line = next(x for x in out.splitlines() if x.strip().startswith("beta - platt"))
-    assert f"{expected['mean_diff']:+.4f}" in line and f"t p = {expected['t_p']:.3g}" in line
-    assert f"Wilcoxon p = {expected['wilcoxon_p']:.3g}" in line
+    from pbr_core.significance import format_p   # one p-value format: the pages', the reports' and this
+
+    assert f"{expected['mean_diff']:+.4f}" in line and f"t-test p = {format_p(expected['t_p'])}" in line
+    assert f"Wilcoxon p = {format_p(expected['wilcoxon_p'])}" in line
     assert "paired t-test" in out and "Wilcoxon signed-rank" in out and "2/2^6" in out
     code, _, err = run(capsys, "compare", data, "--methods", "uncalibrated,platt", "--pairs", "platt:gp", "--quiet")
     assert code == EXIT_USAGE and "gp" in err and "--methods" in err

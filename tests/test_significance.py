@@ -114,10 +114,10 @@ def test_sums_add_up_and_the_analytic_test_matches_its_formulas():
     rng = np.random.default_rng(3)
     p = rng.uniform(0.05, 0.95, 500)
     y = (rng.random(500) < p).astype(float)
-    whole = S.test_sums(p, y)
-    np.testing.assert_allclose(S.test_sums(p[:200], y[:200]) + S.test_sums(p[200:], y[200:]), whole, rtol=1e-12)
+    whole = S.calibration_sums(p, y)
+    np.testing.assert_allclose(S.calibration_sums(p[:200], y[:200]) + S.calibration_sums(p[200:], y[200:]), whole, rtol=1e-12)
     codes = rng.integers(0, 3, 500)
-    by = S.test_sums_by(codes, 3, p, y)
+    by = S.calibration_sums_by(codes, 3, p, y)
     np.testing.assert_allclose(by.sum(axis=1), whole, rtol=1e-12)
     # Cox's score statistic by a literal computation, Spiegelhalter's z by its formula
     x = np.log(p / (1 - p))
@@ -129,7 +129,7 @@ def test_sums_add_up_and_the_analytic_test_matches_its_formulas():
     assert test.z == pytest.approx(G.spiegelhalter_z(p, y)[0], rel=1e-12)
     assert test.p_value == pytest.approx(min(1.0, 2 * min(test.p_cox, test.p_spiegelhalter)))
     # every row with the same p: only calibration in the large can be tested (1 degree of freedom)
-    same = S.calibration_test_from_sums(S.test_sums(np.full(400, 0.3), (rng.random(400) < 0.3).astype(float)))
+    same = S.calibration_test_from_sums(S.calibration_sums(np.full(400, 0.3), (rng.random(400) < 0.3).astype(float)))
     assert np.isfinite(same.p_cox)
 
 
@@ -239,5 +239,8 @@ def test_consistency_band_is_the_binomial_quantile():
 
 # ----------------------------------------------------------------------------- words
 def test_p_values_have_one_format():
-    assert [S.format_p(p) for p in (0.52, 0.0499, 0.0012, 0.00012, 4.69e-7, float("nan"))] == \
-        ["0.52", "0.049", "0.0012", "0.00012", "< 0.0001", "n/a"]
+    assert [S.format_p(p) for p in (0.52, 0.0499, 0.0012, 0.00012, 4.69e-7, 1.0, float("nan"))] == \
+        ["0.520", "0.049", "0.001", "< 0.001", "< 0.001", "1.000", "n/a"]
+    from dashboard import texts
+
+    assert texts.p_value(0.0499) == S.format_p(0.0499) and texts.p_value(None) == "–"

@@ -81,10 +81,6 @@ def _start(loaded: state.Loaded, s: runs.GenSettings) -> None:
                    lambda ctx: runs.run_generalization(preds, s, ctx, data_name=name, data_key=key), heavy=True)
 
 
-def _p(p: float) -> str:
-    return "–" if p != p else (f"{p:.2g}" if p >= 1e-4 else "< 0.0001")
-
-
 def _results(loaded: state.Loaded, result: runs.GenResult) -> None:
     res, s = result.result, result.settings
     st.subheader("Result")
@@ -103,8 +99,8 @@ def _results(loaded: state.Loaded, result: runs.GenResult) -> None:
     c[0].metric(texts.FOLD_METRICS[0], "–" if not fk.folds else f"{fk.mean_tau:+.3f}", help=texts.FOLD_TAU_HELP)
     c[1].metric(texts.FOLD_METRICS[1], "–" if not fk.folds else f"{fk.folds_positive} of {fk.folds}",
                 help=texts.FOLDS_POSITIVE_HELP)
-    c[2].metric(texts.FOLD_METRICS[2], _p(fk.wilcoxon_p), help=texts.FOLD_WILCOXON_HELP)
-    c[3].metric(texts.FOLD_METRICS[3], _p(fk.sign_p), help=texts.FOLD_SIGN_HELP)
+    c[2].metric(texts.FOLD_METRICS[2], texts.p_value(fk.wilcoxon_p), help=texts.FOLD_WILCOXON_HELP)
+    c[3].metric(texts.FOLD_METRICS[3], texts.p_value(fk.sign_p), help=texts.FOLD_SIGN_HELP)
     st.markdown(texts.correlation_reading(fk.verdict, fk.mean_tau, fk.folds_positive, fk.folds_negative, fk.folds,
                                           fk.smallest_p))
     extreme = tables.extreme_kl_note(res.table, result.n_classes) if result.n_classes else None

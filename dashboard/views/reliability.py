@@ -124,6 +124,11 @@ def render() -> None:
             table = compute.reliability_equal_mass(view, n_bins)
             st.caption(texts.EQUAL_MASS_CAPTION.format(
                 ece=float((table["weight"] * table["gap"].abs()).sum()), B=len(table)))
+        else:
+            st.caption(texts.bands_caption(compute.reliability(view, n_bins)))
+        test = compute.calibration_test(view)
+        if test is not None:
+            st.markdown(texts.overall_test_sentence(test))
     with right:
         st.markdown(texts.how_to_read(view.binary_positive))
     _other_estimators(view)

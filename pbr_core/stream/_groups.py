@@ -183,7 +183,7 @@ class GroupStatistics:
         self.n += np.bincount(codes, minlength=G)
         for i, w in enumerate((conf, out, brier)):
             self.sums[i] += np.bincount(codes, weights=w, minlength=G)
-        self.tests += _sig.test_sums_by(codes, G, conf, out)
+        self.tests += _sig.calibration_sums_by(codes, G, conf, out)
         for g in np.flatnonzero(cfg.exact & (np.bincount(codes, minlength=G) > 0)):
             rows = codes == g
             self.kept.setdefault(int(g), []).append(np.stack([conf[rows], out[rows]]))
@@ -416,6 +416,15 @@ def unit_group_statistics(dataset: Dataset, unit: Unit, config: GroupsConfig, ov
     return part
 
 
+def _n_boot(n_boot: int | None, rows: int, classes: int) -> int:
+    """Replicates: default_n_boot of the rows (each class against the rest: of rows x K, what K passes
+    over the rows cost; at most the number asked for, as in memory)."""
+    if classes > 1:
+        cap = default_n_boot(rows * classes)
+        return cap if n_boot is None else min(_m._check_n_bins(n_boot, "n_boot"), cap)
+    return default_n_boot(rows) if n_boot is None else _m._check_n_bins(n_boot, "n_boot")
+
+
 def compute_group_statistics(
     dataset: Dataset,
     by: Sequence[str] | str,
@@ -526,7 +535,7 @@ def compute_group_statistics(
             counts = (total,) * len(groups)
         config = GroupsConfig(kind=lay.kind, target="positive" if lay.kind == "binary" and target == "positive"
                               else "top_label", spec=spec, groups=groups, counts=counts,
-                              n_boot=default_n_boot(total) if n_boot is None else _m._check_n_bins(n_boot, "n_boot"),
+                              n_boot=_n_boot(n_boot, total, len(groups) if names == [EACH_CLASS] else 1),
                               seed=int(seed))
         part = run("measuring each group", unit_group_statistics, (config, overall), total, c)
         return part.groups, part.overall

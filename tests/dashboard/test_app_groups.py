@@ -24,16 +24,25 @@ def test_groups_of_the_adult_sample(at):
     _sample(at, "adult_gradient_boosting.csv.gz")
     at.switch_page(GROUPS).run()
     assert not at.exception, at.exception
-    at.selectbox(key="groups_by").set_value("race").run()
-    assert not at.exception
+    # It opens on race: a column audits group by, five values with enough rows each (not age, not an id)
+    assert at.selectbox(key="groups_by").value == "race"
+    assert "true class" not in at.selectbox(key="groups_by").options
     table = at.dataframe[0].value
     preds = pbr_core.load_predictions(ROOT / "sample_data" / "adult_gradient_boosting.csv.gz")
     report = calibration_by_group(preds, "race")
     assert table["Group"].tolist() == report.table["group"].tolist()
     assert table["ECE"].tolist() == pytest.approx(report.table["ece"].tolist(), abs=1e-15)
-    text = "\n".join(m.value for m in at.markdown)
-    assert "Largest gap" in text and report.largest_gap["worst"] in text
-    assert at.get("plotly_chart")
+    assert table["ECE without noise"].tolist() == pytest.approx(report.table["ece_corrected"].tolist(), abs=1e-15)
+    assert all(v.startswith("no evidence; a shift of") for v in table["What the test says"])
+    text = "\n".join(m.value for m in at.markdown).replace("\\", "")
+    # The page's sentence about the gap is the library's, word for word (the CLI and the report say it too)
+    from pbr_core.groups import gap_statement
+
+    assert "Largest gap" in text and gap_statement(report) in text
+    assert "No group is shown to be calibrated worse than another" in text
+    assert "No group shows evidence of miscalibration" in text
+    assert len(at.get("plotly_chart")) == 2   # the overlay, and one group's diagram with its bands
+    assert any("consistency band" in c.value for c in at.caption)
     # Two columns: every combination; the small ones are flagged, not hidden.
     at.selectbox(key="groups_by2").set_value("sex").run()
     assert not at.exception
@@ -42,23 +51,32 @@ def test_groups_of_the_adult_sample(at):
     assert any("too few rows" in w.value for w in at.warning)
 
 
-def test_groups_of_llm_records_and_no_true_class(at):
+def test_groups_of_llm_records_and_no_classes(at):
     _sample(at, "llm_qa_confidence_correct.csv.gz")
     at.switch_page(GROUPS).run()
     assert not at.exception
-    assert "true class" not in at.selectbox(key="groups_by").options   # no classes in these records
-    at.selectbox(key="groups_by").set_value("model").run()
+    options = at.selectbox(key="groups_by").options
+    assert "predicted class" not in options and "question_idx" in options   # no classes in these records
+    assert at.selectbox(key="groups_by").value == "model"   # never the question id
     table = at.dataframe[0].value
     assert set(table["Group"]) == {"gpt-4-turbo", "Llama3-70b", "Yi-34b", "Mistral"}
     assert "Accuracy" in table.columns
+    # Two models said "confidence 1.0" on answers that were wrong: certain, whatever the other rows say
+    assert table["What the test says"].str.startswith("miscalibrated").all()
+    assert table["What the test says"].str.contains("called impossible").any()
+    assert any("4 of 4 groups are miscalibrated beyond chance" in m.value for m in at.markdown)
 
 
-def test_a_file_without_group_columns_offers_the_true_class(at):
+def test_a_file_without_group_columns_offers_the_classes_not_the_true_class(at):
     at.switch_page(GROUPS).run()   # the default sample: CIFAR-100 logits, no other columns
     assert not at.exception
-    assert at.selectbox(key="groups_by").options == ["true class"]
+    assert at.selectbox(key="groups_by").options == ["(choose a column)", "predicted class", "each class"]
     assert any("no other columns" in i.value for i in at.info)
-    assert len(at.dataframe[0].value) == 100
+    assert not at.dataframe   # nothing measured until a choice is made
+    at.selectbox(key="groups_by").set_value("each class").run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert len(table) == 100 and (table["Rows"] == 10000).all()
 
 
 def test_the_audit_report_includes_the_groups_chosen_on_the_page(at):
@@ -75,6 +93,8 @@ def test_the_audit_report_includes_the_groups_chosen_on_the_page(at):
     assert choices.group_by == ("sex",)
     html = recal_ui.session_report(loaded, view, choices, {})
     assert "Calibration by group: sex" in html and "Spiegelhalter" in html and "Largest gap" in html
+    assert "What each group&#x27;s test says" in html or "What each group's test says" in html
+    assert "no evidence of miscalibration at this sample size" in html
     # Another file: the grouping chosen for this one is not carried over.
     assert recal_ui.audit_choices(view, session=ss, data_key="another file").group_by == ()
 
@@ -146,3 +166,31 @@ def test_bins_and_bias_teaches_the_estimators_on_simulated_data(at):
     assert not at.exception
     fig = sent_figure(at, -1)
     assert F.trace(fig, "True calibration error = 0.000") is not None
+
+
+def test_the_page_never_opens_on_an_id_column(at):
+    """Issue 35's files: an id column first (person_id, image_id, item), a column of 504 one-row values,
+    then a segment. The page opens on the segment; with no segment it asks for a column and measures
+    nothing (it used to open on the id: 'Cannot group by', or 504 one-row groups)."""
+    import numpy as np
+    import pandas as pd
+
+    preds = pbr_core.load_predictions(ROOT / "sample_data" / "kitti_random_forest.csv")
+    rng = np.random.default_rng(0)
+    n = 504
+    df = pd.DataFrame({"person_id": np.arange(n), "race_id": [f"race-{i}" for i in range(n)],
+                       "p_dem": preds.p_positive[:n], "label": preds.labels[:n],
+                       "branch": rng.choice(["house", "senate"], n)})
+    at.file_uploader(key="data_upload").upload("forecasts.csv", df.to_csv(index=False).encode(), "text/csv").run()
+    assert not at.exception, at.exception
+    at.switch_page(GROUPS).run()
+    assert not at.exception and not at.error
+    assert at.selectbox(key="groups_by").value == "branch"
+    assert set(at.dataframe[0].value["Group"]) == {"house", "senate"}
+    at.switch_page("views/data.py").run()
+    at.file_uploader(key="data_upload").upload("ids.csv", df.drop(columns="branch").to_csv(index=False).encode(),
+                                               "text/csv").run()
+    at.switch_page(GROUPS).run()
+    assert not at.exception and not at.error
+    assert at.selectbox(key="groups_by").value == "(choose a column)" and not at.dataframe
+    assert any("No column of this file makes groups worth comparing" in i.value for i in at.info)

@@ -32,14 +32,29 @@ def _nan_equal(a, b) -> None:
 # ------------------------------------------------------------------------ reliability diagram
 def test_reliability_figure_has_bars_gap_diagonal_and_histogram(preds):
     fig = F.reliability_figure(pbr_core.reliability_diagram(preds.probs, preds.labels, 15))
+    # CIFAR-100 DenseNet is over-confident: some bars end outside their consistency band, marked
     assert [t.name for t in fig.data] == [F.TRACE_ACCURACY, F.TRACE_OVER, F.TRACE_UNDER, F.TRACE_DIAGONAL,
-                                          F.TRACE_COUNTS]
+                                          F.TRACE_BANDS, F.TRACE_OUTSIDE, F.TRACE_COUNTS]
     # The histogram sits in the second row and shares the x-axis with the diagram.
     counts = F.trace(fig, F.TRACE_COUNTS)
     assert counts.yaxis == "y2" and counts.xaxis == "x2"
     assert fig.layout.xaxis.matches == "x2" or fig.layout.xaxis2.matches == "x"
     diag = F.trace(fig, F.TRACE_DIAGONAL)
     assert list(diag.x) == [0.0, 1.0] and list(diag.y) == [0.0, 1.0]
+
+
+def test_consistency_bands_are_drawn_from_the_table_and_the_bars_outside_are_marked(preds):
+    table = pbr_core.reliability_diagram(preds.probs, preds.labels, 15)
+    fig = F.reliability_figure(table)
+    band, outside = F.trace(fig, F.TRACE_BANDS), F.trace(fig, F.TRACE_OUTSIDE)
+    full = table["count"].to_numpy() > 0
+    _nan_equal(np.asarray(band.base, dtype=float)[full], table["band_low"][full])
+    top = np.asarray(band.base, dtype=float) + np.asarray(band.y, dtype=float)
+    assert np.all(top[full] >= table["band_high"].to_numpy()[full] - 1e-12)
+    acc = table["accuracy"].to_numpy()
+    is_out = full & ((acc < table["band_low"].to_numpy()) | (acc > table["band_high"].to_numpy()))
+    _nan_equal(outside.y, acc[is_out])
+    assert F.TRACE_BANDS not in [t.name for t in F.reliability_figure(table, bands=False).data]
 
 
 @pytest.mark.parametrize("n_bins", [1, 7, 21, 60])
@@ -101,7 +116,8 @@ def test_binary_legend_uses_the_axis_words(preds):
     fig = F.reliability_figure(pbr_core.reliability_diagram(preds.probs[:, 3], y, 8), x_title=x_title,
                                y_title=y_title, binary_positive=True)
     names = [t.name for t in fig.data if t.showlegend is not False]
-    assert names == [f"{y_title} per bin", F.TRACE_OVER_BINARY, F.TRACE_UNDER_BINARY, F.TRACE_DIAGONAL]
+    assert names[:4] == [f"{y_title} per bin", F.TRACE_OVER_BINARY, F.TRACE_UNDER_BINARY, F.TRACE_DIAGONAL]
+    assert set(names[4:]) <= {F.TRACE_BANDS, F.TRACE_OUTSIDE}
     assert not any("Accuracy" in n or "confidence" in n for n in names)
     assert fig.layout.yaxis.title.text == y_title
 
