@@ -54,8 +54,12 @@ def reliability_section(loaded: state.Loaded, view: state.MetricView, choices: A
     shown.append(("Other estimators, and the ECE other libraries would report: " + texts.ESTIMATORS_INTRO,
                   tables.conventions_frame(compute.conventions(view)).set_index(
                       "Estimator or library (default settings)")))
-    paragraphs = [f"Measured on {view.what} of {loaded.name} (n = {view.rows:,}).", texts.ECE_HELP,
-                  "The ECE's " + texts.ECE_INTERVAL_HELP, texts.bin_choice(view.rows, B), reading]
+    paragraphs = [f"Measured on {view.what} of {texts.md(loaded.name)} (n = {view.rows:,}).", texts.ECE_HELP,
+                  "The ECE's " + texts.ECE_INTERVAL_HELP, texts.bin_choice(view.rows, B), reading,
+                  texts.bands_caption(compute.reliability(view, B))]
+    test = compute.calibration_test(view)
+    if test is not None:
+        paragraphs.append(texts.overall_test_sentence(test))
     if view.stats is not None:
         paragraphs.append(texts.server_sample_note(view.rows, view.n, "the other estimators"))
     return ReportSection(title="Calibration: the reliability diagram", paragraphs=paragraphs, tables=shown,

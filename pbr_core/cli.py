@@ -397,6 +397,11 @@ def evaluation_table(preds, n_bins: int | None = None, lipschitz: float = 1.0, e
     # The Brier score and NLL of what the ECE measures: p(y=1) of binary data, the confidence of a
     # top-label file against correctness, the probability vector of multiclass data.
     row.update(pbr_core.metrics.target_brier_nll(*preds.metric_inputs(), target))
+    if interval:  # is the model calibrated? (pbr_core.significance: what the Reliability page says)
+        from pbr_core.significance import calibration_test
+        from pbr_core.stream._report import test_columns
+
+        row.update(test_columns(calibration_test(*pbr_core.metrics.confidence_and_outcome(probs, labels))))
     row["lipschitz"] = lipschitz
     row["eps"] = eps
     row["theorem1_bound"] = pbr_core.theorem1_bound(preds.n, B_opt, lipschitz=lipschitz, eps=eps)

@@ -244,3 +244,19 @@ def test_p_values_have_one_format():
     from dashboard import texts
 
     assert texts.p_value(0.0499) == S.format_p(0.0499) and texts.p_value(None) == "–"
+
+
+def test_evaluate_says_what_the_test_supports(capsys):
+    """pbr-calib evaluate carries the Reliability page's test and sentence (JSON and text)."""
+    import json
+
+    from pbr_core.cli import main
+
+    assert main(["evaluate", str(SAMPLES / "adult_gradient_boosting.csv.gz"), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    preds = pbr_core.load_predictions(SAMPLES / "adult_gradient_boosting.csv.gz")
+    test = S.calibration_test(preds.p_positive, preds.labels)
+    assert out["calibration_test_p"] == pytest.approx(test.p_value) and out["calibration_verdict"] == S.verdict(test)
+    assert out["calibration_verdict"].startswith("no evidence of miscalibration at this sample size")
+    assert main(["evaluate", str(SAMPLES / "llm_qa_confidence_correct.csv.gz")]) == 0
+    assert "calibration_verdict  miscalibrated" in capsys.readouterr().out

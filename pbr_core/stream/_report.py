@@ -11,6 +11,14 @@ from pbr_core.stream._stats import CalibrationStatistics
 __all__ = ["evaluate_dataset"]
 
 
+def test_columns(test) -> dict:
+    """The test of calibration of all rows as ``evaluate`` reports it (in memory and streamed)."""
+    from pbr_core.significance import verdict
+
+    return {"calibration_test_p": test.p_value, "calibration_test": test.method,
+            "detectable_shift": test.detectable_shift, "calibration_verdict": verdict(test)}
+
+
 def evaluate_dataset(dataset: Dataset, stats: CalibrationStatistics, n_bins: int | None = None,
                      lipschitz: float = 1.0, eps: float = 0.05, curve: bool = False) -> dict[str, Any]:
     """The keys of :func:`pbr_core.cli.evaluation_table` that one pass can give, from ``stats``.
@@ -50,6 +58,9 @@ def evaluate_dataset(dataset: Dataset, stats: CalibrationStatistics, n_bins: int
     row["brier"] = stats.brier
     row["nll"] = stats.nll
     row["classwise_ece"] = stats.classwise_ece()
+    test = stats.calibration_test()
+    if test is not None:
+        row.update(test_columns(test))
     row["lipschitz"] = lipschitz
     row["eps"] = eps
     row["theorem1_bound"] = theorem1_bound(stats.n, B_opt, lipschitz=lipschitz, eps=eps)
