@@ -102,3 +102,35 @@ def test_llm_records_are_found_miscalibrated_group_by_group(page, app_url):
     main.get_by_text("Is this model calibrated?").first.wait_for(timeout=TIMEOUT_MS)
     assert "miscalibrated" in main.inner_text().split("Is this model calibrated?")[1][:300]
     no_exception(page)
+
+
+def test_the_groups_page_never_opens_on_an_id(page, app_url, tmp_path):
+    """Issue 35's forecasts: an id first, 504 one-row race ids, then the branch. The page opens on the
+    branch (it used to open on the id: a red 'Cannot group by', or 504 one-row groups)."""
+    from pathlib import Path
+
+    import numpy as np
+
+    import pbr_core
+
+    root = Path(__file__).resolve().parents[2]
+    preds = pbr_core.load_predictions(root / "sample_data" / "kitti_random_forest.csv")
+    n = 504
+    df = pd.DataFrame({"person_id": np.arange(n), "race_id": [f"race-{i}" for i in range(n)],
+                       "p_dem": preds.p_positive[:n], "label": preds.labels[:n],
+                       "branch": np.random.default_rng(0).choice(["house", "senate"], n)})
+    path = tmp_path / "forecasts.csv"
+    df.to_csv(path, index=False)
+    page.goto(app_url, wait_until="domcontentloaded")
+    page.get_by_text("Bundled samples").wait_for(timeout=TIMEOUT_MS)
+    wait_idle(page)
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(path))
+    page.get_by_text("Loaded: forecasts.csv").wait_for(timeout=TIMEOUT_MS)
+    wait_idle(page)
+    nav(page, "Groups", "Groups")
+    main = page.locator('[data-testid="stMain"]')
+    main.get_by_text("Largest gap").first.wait_for(timeout=TIMEOUT_MS)
+    assert "grouped by branch: 2 groups" in main.inner_text()
+    assert page.locator('[data-testid="stAlertContentError"]').count() == 0
+    main.get_by_text("senate").first.wait_for(state="attached", timeout=TIMEOUT_MS)
+    no_exception(page)
