@@ -11,8 +11,10 @@ is read in a fresh Python process, one at a time, by
 * ``dashboard``: what the Data page does with an upload (``dashboard.state.load_upload(bytes, name)``,
   Streamlit in bare mode), which also lists the columns of a file that failed.
 
-The child reports its peak resident memory (VmHWM from /proc/self/status) and its RSS at the end;
-the table shows both above the same process's RSS after its imports (``import pbr_core`` and, for the
+The child reports its peak resident memory (VmHWM from /proc/self/status), its RSS after the read
+and, for the dashboard, after the session ended (its state cleared and released as
+dashboard/sessions.py does for a closed tab: what stays is the parse cache shared by every session);
+the table shows them above the same process's RSS after its imports (``import pbr_core`` and, for the
 dashboard, ``dashboard.state``), so the figures are what the read itself cost. The child runs under a
 cap on its address space (``--cap-gb``, RLIMIT_AS) and a time limit (``--timeout``), so a read that
 would take the machine down ends as "MemoryError at the cap" or "timeout" instead.
@@ -74,7 +76,7 @@ base = status("VmRSS")
 with open("/proc/self/clear_refs", "w") as f:
     f.write("5")  # VmHWM := VmRSS: the peak from here on
 t0 = time.perf_counter()
-outcome, message = "loaded", ""
+outcome, message, held, gone, elapsed = "loaded", "", None, None, None
 try:
     if mode == "library":
         preds = pbr_core.load_predictions(path)
@@ -87,12 +89,23 @@ try:
             outcome, message = "refused", err
         else:
             message = f"n = {state.current().preds.n:,}"
+        # The session ends (its tab closed): what dashboard/sessions.py does, then what stays is the
+        # shared parse cache's.
+        import gc
+        import streamlit as st
+        from dashboard import memory, sessions
+        held, elapsed = status("VmRSS"), time.perf_counter() - t0
+        del data
+        st.session_state.clear()
+        getattr(sessions, "release_unheld", memory.release_free_memory)()
+        gc.collect()
+        gone = status("VmRSS")
 except MemoryError:
     outcome, message = "MemoryError at the cap", ""
 except Exception as exc:
     outcome, message = "refused" if type(exc).__name__.endswith("Error") else "failed", f"{type(exc).__name__}: {exc}"
-print("RESULT " + json.dumps({"outcome": outcome, "message": message[:300], "seconds": time.perf_counter() - t0,
-                              "base": base, "hwm": status("VmHWM"), "end": status("VmRSS")}))
+print("RESULT " + json.dumps({"outcome": outcome, "message": message[:300], "seconds": elapsed or time.perf_counter() - t0,
+                              "base": base, "hwm": status("VmHWM"), "end": held or status("VmRSS"), "gone": gone}))
 """
 
 
@@ -126,14 +139,15 @@ def run_one(path: Path, mode: str, cap_gb: float, timeout: float) -> dict:
 
 def table(rows: list[dict]) -> str:
     lines = ["| bomb | file (KB) | expands to | read by | outcome | peak above imports (MB) | "
-             "held after (MB) | time (s) | message |",
-             "|---|---:|---|---|---|---:|---:|---:|---|"]
+             "held after (MB) | after the session ended (MB) | time (s) | message |",
+             "|---|---:|---|---|---|---:|---:|---:|---:|---|"]
     for r in rows:
         peak = f"{r['hwm'] - r['base']:.0f}" if r["hwm"] else "-"
         held = f"{r['end'] - r['base']:.0f}" if r["end"] else "-"
+        gone = f"{r['gone'] - r['base']:.0f}" if r.get("gone") else "-"
         message = r["message"].replace("|", "/").replace("\n", " ")
         lines.append(f"| {r['kind']} | {r['file_kb']:.0f} | {r['expands']} | {r['mode']} | {r['outcome']} | {peak} | "
-                     f"{held} | {r['seconds']:.1f} | {message[:160]} |")
+                     f"{held} | {gone} | {r['seconds']:.1f} | {message[:160]} |")
     return "\n".join(lines)
 
 

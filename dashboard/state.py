@@ -280,9 +280,9 @@ def _load(source: bytes | str, digest: str, file_name: str, origin: Literal["sam
     except ReadLimitError as exc:
         if origin == "upload" and isinstance(source, bytes) and exc.streamable and exc.kind != "cell":
             return _stream_upload(source, digest, file_name, options, exc)
-        return _set_error(file_name, texts.too_large(exc), exc.columns or [], options)
+        return _set_error(file_name, texts.too_large(exc), _columns_of(exc), options)
     except PredictionsError as exc:
-        return _set_error(file_name, str(exc), getattr(exc, "columns", None) or [], options)
+        return _set_error(file_name, str(exc), _columns_of(exc), options)
     except Exception as exc:  # noqa: BLE001 - a bad file must never crash the app
         logger.exception("reading %s failed", file_name)
         return _set_error(file_name, f"it could not be read ({type(exc).__name__}).", [], options)
@@ -293,6 +293,11 @@ def _load(source: bytes | str, digest: str, file_name: str, origin: Literal["sam
     st.session_state[_K_LOADED] = loaded
     st.session_state.pop(_K_ERROR, None)
     return None
+
+
+def _columns_of(exc: Exception) -> list[str]:
+    """The columns a failed read saw (``PredictionsError.columns``, set by the loader), or none."""
+    return list(getattr(exc, "columns", None) or [])
 
 
 def _set_error(file_name: str, message: str, columns: list[str] | tuple[str, ...] = (),
@@ -653,15 +658,15 @@ def _stream_upload(data: bytes, digest: str, file_name: str, options: LoadOption
     limit = upload_stream_rows()
     suffix = next((s for s in sorted(_STREAM_SUFFIXES, key=len, reverse=True) if file_name.lower().endswith(s)), None)
     if suffix is None or limit == 0:  # the stream reads by the file name's ending (CSV bytes under another name)
-        return _set_error(file_name, texts.too_large(why), why.columns or [], options)
+        return _set_error(file_name, texts.too_large(why), _columns_of(why), options)
     if why.rows is not None and why.rows > limit:  # counted already: not worth a pass
-        return _set_error(file_name, texts.too_many_rows_to_stream(why, why.rows, limit), why.columns or [], options)
+        return _set_error(file_name, texts.too_many_rows_to_stream(why, why.rows, limit), _columns_of(why), options)
     fd, path = tempfile.mkstemp(prefix="pbr-calib-upload-", suffix=suffix)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
     stop = st.empty()
     stop.button("Stop reading", key="data_upload_stop", icon=":material/stop_circle:",
-                on_click=lambda: _set_error(file_name, texts.UPLOAD_READ_STOPPED, why.columns or [], options),
+                on_click=lambda: _set_error(file_name, texts.UPLOAD_READ_STOPPED, _columns_of(why), options),
                 help="Stops reading the file; the data loaded before stays in use.")
     bar = st.progress(0.0, text=texts.streaming_upload(file_name, why))
 
@@ -684,14 +689,14 @@ def _stream_upload(data: bytes, digest: str, file_name: str, options: LoadOption
     except _TooManyRows as exc:
         os.unlink(path)
         rows, exact = exc.args
-        return _set_error(file_name, texts.too_many_rows_to_stream(why, rows, limit, exact), why.columns or [], options)
+        return _set_error(file_name, texts.too_many_rows_to_stream(why, rows, limit, exact), _columns_of(why), options)
     except PredictionsError as exc:
         os.unlink(path)
-        return _set_error(file_name, str(exc).replace(path, file_name), why.columns or [], options)
+        return _set_error(file_name, str(exc).replace(path, file_name), _columns_of(why), options)
     except Exception as exc:  # noqa: BLE001 - a bad file must never crash the app
         os.unlink(path)
         logger.exception("streaming the upload %s failed", file_name)
-        return _set_error(file_name, f"it could not be read ({type(exc).__name__}).", why.columns or [], options)
+        return _set_error(file_name, f"it could not be read ({type(exc).__name__}).", _columns_of(why), options)
     except BaseException:  # Stop reading (Streamlit interrupts the run): nothing is kept
         os.unlink(path)
         raise

@@ -38,7 +38,10 @@ __all__ = ["Dataset", "Layout", "Unit", "open_dataset"]
 
 #: Rows per record batch: 256k rows of a K = 10 file are ~20 MB of float64 scores.
 BATCH_ROWS = 1 << 18
-_CSV_BLOCK = 32 << 20
+#: Bytes of CSV text Arrow's streaming reader parses at a time. Its peak is many times the block
+#: (type inference, field offsets): for a 10-class file 930 MB with 32 MB blocks, 410 MB with 8 MB, at
+#: the same speed; 220 MB with 4 MB, but a whole pass then took 18 % more CPU (benchmarks/RESULTS_bombs.md).
+_CSV_BLOCK = 8 << 20
 WHOLE_FILE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".json.gz", ".jsonl.gz", ".ndjson.gz", ".xlsx", ".xlsm")
 NOT_STREAMED = (" JSON, JSON Lines and Excel files are read whole, one file at a time (pbr-calib evaluate "
                 "FILE.jsonl); to stream many, convert them to Parquet, e.g. with pandas: "
