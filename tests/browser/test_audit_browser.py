@@ -22,6 +22,15 @@ def _choose(page, box_label: str, option: str) -> None:
     wait_idle(page)
 
 
+def _upload(page, app_url: str, df: pd.DataFrame, path) -> None:
+    """Open the app and upload ``df`` written as the CSV file ``path``."""
+    df.to_csv(path, index=False)
+    page.goto(app_url, wait_until="domcontentloaded")
+    page.get_by_text("Bundled samples").wait_for(timeout=TIMEOUT_MS)
+    wait_idle(page)
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(path))
+
+
 def test_an_audit_by_group_on_the_adult_sample(page, app_url):
     load_sample(page, app_url, "UCI Adult income", "UCI Adult income")
     main = page.locator('[data-testid="stMain"]')
@@ -69,12 +78,7 @@ def test_a_file_whose_label_needs_naming(page, app_url, tmp_path):
     # (labels written as names that do not say which is class 1: not found by their values either)
     df = pd.DataFrame({"vehicle_id": np.arange(preds.n), "site": rng.choice(["north", "south"], preds.n),
                        "p_car": preds.probs[:, 1], "was_car": np.where(preds.labels == 1, "car", "other")})
-    path = tmp_path / "export.csv"
-    df.to_csv(path, index=False)
-    page.goto(app_url, wait_until="domcontentloaded")
-    page.get_by_text("Bundled samples").wait_for(timeout=TIMEOUT_MS)
-    wait_idle(page)
-    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(path))
+    _upload(page, app_url, df, tmp_path / "export.csv")
     error = page.locator('[data-testid="stAlertContentError"]').first
     error.wait_for(timeout=TIMEOUT_MS)
     assert "no label column" in error.inner_text() and "label_column=" not in error.inner_text()
@@ -119,12 +123,7 @@ def test_the_groups_page_never_opens_on_an_id(page, app_url, tmp_path):
     df = pd.DataFrame({"person_id": np.arange(n), "race_id": [f"race-{i}" for i in range(n)],
                        "p_dem": preds.p_positive[:n], "label": preds.labels[:n],
                        "branch": np.random.default_rng(0).choice(["house", "senate"], n)})
-    path = tmp_path / "forecasts.csv"
-    df.to_csv(path, index=False)
-    page.goto(app_url, wait_until="domcontentloaded")
-    page.get_by_text("Bundled samples").wait_for(timeout=TIMEOUT_MS)
-    wait_idle(page)
-    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(path))
+    _upload(page, app_url, df, tmp_path / "forecasts.csv")
     page.get_by_text("Loaded: forecasts.csv").wait_for(timeout=TIMEOUT_MS)
     wait_idle(page)
     nav(page, "Groups", "Groups")
