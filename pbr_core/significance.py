@@ -64,9 +64,11 @@ __all__ = ["CalibrationTest", "EXACT_BELOW_V", "EXACT_MAX_ROWS", "N_SUMS", "cali
            "calibration_test", "calibration_test_from_sums", "consistency_band", "detectable_shift", "format_p",
            "needs_exact", "verdict"]
 
-#: Below this many effective rows V = sum p(1 - p), p-values come from Monte Carlo draws (exact):
-#: the asymptotic tails were measured up to 3.4x too light at V ~ 23 and within 1.0-1.3x from V ~ 65
-#: on (benchmarks/RESULTS_claims.md).
+#: Below this many effective rows V = sum p(1 - p), p-values come from Monte Carlo draws (exact). The
+#: asymptotic combined test's chance of p < 0.001 under calibration was 35x its level at V = 0.2 (10
+#: CIFAR-10 confidences), 1.5-13x at V = 0.6-2.6, and within noise of its level from V = 128 on
+#: (benchmarks/RESULTS_claims.md, table 1; a first measurement of 60,000-200,000 draws each gave
+#: 2.8x at V ~ 6, 1.4-1.6x at V ~ 23-27 and 1.15x at V ~ 65).
 EXACT_BELOW_V = 100.0
 #: At most this many rows per set for the Monte Carlo test (a stream keeps the rows of groups up to
 #: this size to test them as the whole file in memory would). A larger set with V below
@@ -179,8 +181,9 @@ def detectable_shift(sums: np.ndarray, level: float = 0.05, power: float = 0.8) 
     compared with z sqrt(V) (two-sided at ``level``). That part is a 1-degree-of-freedom test while
     the test combines two statistics, yet measured on real probability distributions (CIFAR-10
     confidences, LLM confidences, UCI Adult p(y=1); 135 to 2000 rows) the whole test detected this
-    shift 93-100 % of the time at power = 0.8: the figure is conservative (the shift Cox's
-    noncentral chi^2 gives was detected only 51-80 % of the time where rows carry little information).
+    shift 91.8-100 % of the time at power = 0.8 (benchmarks/RESULTS_claims.md, table 3): the figure is
+    conservative (the shift Cox's noncentral chi^2 gives was detected only 51-80 % of the time where
+    rows carry little information).
     """
     from scipy.special import ndtri
 
