@@ -682,10 +682,15 @@ def _stream_upload(data: bytes, digest: str, file_name: str, options: LoadOption
         counted = ds.num_rows()  # Parquet: from the footer
         if counted is not None and counted > limit:
             raise _TooManyRows(counted, True)
+        if ds.fmt == "parquet":
+            _check_batch_text(path, ds.batch_rows, why)
         # The rows the loader counted before it refused the file: no second counting pass for B and the resamples.
         stats, sample = scan_dataset(ds, _stream_configs(ds, why.rows), sample_size=server_sample_rows(),
                                      progress=progress)
         lay = ds.layout()
+    except _TextBomb as exc:
+        os.unlink(path)
+        return _set_error(file_name, texts.too_much_text_to_stream(exc.args[0]), _columns_of(why), options)
     except _TooManyRows as exc:
         os.unlink(path)
         rows, exact = exc.args
@@ -712,6 +717,26 @@ def _stream_upload(data: bytes, digest: str, file_name: str, options: LoadOption
     st.session_state[_K_LOADED] = loaded
     st.session_state.pop(_K_ERROR, None)
     return None
+
+
+class _TextBomb(Exception):
+    """A Parquet upload whose text would decode into too much memory even one batch at a time."""
+
+
+def _check_batch_text(path: str, batch_rows: int, why: ReadLimitError) -> None:
+    """The stream decodes a batch of rows at a time, text included: one long value repeated on every
+    row (stored once, in the file's dictionary) would decode into batch rows x its length. Refused
+    when that is over the memory limit (the same limit the in-memory read had)."""
+    from pbr_core.loading import default_limits
+    from pbr_core.loading._limits import limit_error
+    from pbr_core.loading._tables import parquet_widest_text_row
+
+    limit = default_limits().max_memory
+    widest = parquet_widest_text_row(path)
+    if limit is not None and batch_rows * widest > limit:
+        raise _TextBomb(limit_error(path, kind="memory", size=batch_rows * widest, limit=limit, streamable=False,
+                                    what=f"its text columns hold up to {widest:,} bytes a row; reading "
+                                         f"{batch_rows:,} rows at a time"))
 
 
 #: File endings the stream reads (pbr_core.stream), with the ending the temporary file keeps.

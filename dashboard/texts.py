@@ -1338,6 +1338,12 @@ def too_many_rows_to_stream(exc, rows: int, limit: int, exact: bool = True) -> s
             f"a stream. Upload a random sample of the rows, or {_ADMIN_ADVICE}")
 
 
+def too_much_text_to_stream(exc) -> str:
+    """A Parquet upload too large for memory whose text would not fit in memory even read in a stream."""
+    return (f"it is too large to read in memory, and even in a stream {exc.finding}. Its text columns repeat "
+            "very long values: remove or shorten those columns and upload the file again.")
+
+
 def streaming_upload(file_name: str, exc, done: int = 0, total: int | None = None) -> str:
     """The progress bar's text while an upload too large for memory is read in a stream."""
     rows = f"{done:,} of {total:,} rows" if total else f"{done:,} rows"

@@ -426,6 +426,31 @@ def read_parquet_table(src: _Source, limits: ReadLimits, max_rows: int | None = 
     return table
 
 
+def parquet_widest_text_row(path: str) -> int:
+    """Bytes of text in the widest row of a Parquet file (its text columns' values added up), read
+    dictionary-encoded, so that a long value repeated on every row is measured without being decoded
+    row by row. A streamed read decodes a batch of rows at a time: batch rows x this bounds its text."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    schema = pq.ParquetFile(path).schema_arrow
+    text = [f.name for f in schema if _is_text_type(f.type)]
+    if not text:
+        return 0
+    pf = pq.ParquetFile(path, read_dictionary=text)
+    widest = 0
+    for g in range(pf.metadata.num_row_groups):
+        table = pf.read_row_group(g, columns=text)
+        total = None
+        for name in text:
+            column = table.column(name).combine_chunks()  # one dictionary array
+            lengths = pc.fill_null(pc.take(pc.binary_length(column.dictionary), column.indices), 0)
+            total = lengths if total is None else pc.add(total, lengths)
+        if total is not None and len(total):
+            widest = max(widest, int(pc.max(total).as_py() or 0))
+    return widest
+
+
 def _check_table_memory(src: _Source, limits: ReadLimits, rows: int, columns: int, text_bytes: int, what: str) -> None:
     estimate = table_memory(rows, columns, text_bytes)
     if limits.max_memory is not None and estimate > limits.max_memory:

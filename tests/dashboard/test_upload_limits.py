@@ -196,3 +196,36 @@ def test_the_app_frees_an_upload_when_its_session_moves_on(app, tmp_path):
     gc.collect()
     load_cache.SHARED.prune()
     assert load_cache.SHARED.get(key) is None
+
+
+def test_a_parquet_text_bomb_is_not_streamed(app, tmp_path):
+    """Too many rows for memory, and one 1,500-character text on every row: stored once (the file's
+    dictionary), decoded a batch at a time it would be 262,144 x 1,500 bytes, over the memory limit."""
+    import pandas as pd
+
+    n = 400_000
+    path = tmp_path / "texts.parquet"
+    pd.DataFrame({"p": np.full(n, 0.5), "label": np.ones(n, dtype=int), "note": ["n" * 1500] * n}).to_parquet(
+        path, index=False)
+    assert path.stat().st_size < 1 << 20
+    import tempfile
+
+    temp = Path(tempfile.gettempdir())
+    before = set(temp.glob("pbr-calib-upload-*"))
+    _upload(app, path)
+    text = _error(app)
+    assert text.startswith("Could not load **texts.parquet**: it is too large to read in memory, and even in a stream "
+                           "its text columns hold up to 1,500 bytes a row; reading 262,144 rows at a time would take "
+                           "about 375 MB")
+    assert set(temp.glob("pbr-calib-upload-*")) == before  # its temporary copy is gone
+
+
+def test_the_widest_text_row_of_a_parquet_file(tmp_path):
+    import pandas as pd
+
+    from pbr_core.loading._tables import parquet_widest_text_row
+
+    df = pd.DataFrame({"a": ["x", "yyy", None, "zz"], "b": ["1", "22", "4444", None], "p": [0.1, 0.2, 0.3, 0.4]})
+    df.to_parquet(tmp_path / "t.parquet", index=False, row_group_size=2)
+    assert parquet_widest_text_row(str(tmp_path / "t.parquet")) == max(1 + 1, 3 + 2, 0 + 4, 2 + 0)
+    assert parquet_widest_text_row(str(tmp_path / "t.parquet")) == 5
