@@ -43,7 +43,8 @@ from pbr_core.cancel import cancel_when
 from pbr_core.loading import save_predictions
 from pbr_core.metrics import BinaryTarget as BinaryECE
 from pbr_core.progress import report_progress
-from pbr_core.recalibrators import Recalibrator, available_methods, get_recalibrator
+from pbr_core.recalibrators import (Recalibrator, accepted_params, available_methods, get_recalibrator,
+                                    method_family, takes)
 
 Objective = Literal["pbr", "pbr_total", "gp"]
 
@@ -117,34 +118,6 @@ def _preload_torch() -> None:
         import torch.fx.experimental.symbolic_shapes  # noqa: F401
     except Exception:  # noqa: BLE001 - only an optimisation of the first fit's Stop latency
         pass
-
-
-def is_gp(method: str) -> bool:
-    """Whether ``method`` is of the GP family (slow, may use the GPU; its jobs take the fit lock)."""
-    from pbr_core.recalibrators import method_class
-
-    try:
-        return method_class(method).family == "gp"
-    except ValueError:
-        return False
-
-
-def takes_alpha(method: str) -> bool:
-    """Whether ``method`` takes the PBR weight alpha (the registry says, from its parameters)."""
-    return bool(method_params(method, alpha=0.5))
-
-
-def method_params(method: str, **wanted: Any) -> dict[str, Any]:
-    """The subset of ``wanted`` that ``method``'s constructor accepts (e.g. max_iter, device)."""
-    from pbr_core.recalibrators import REGISTRY, ensure_registered
-
-    if method not in REGISTRY:  # the GP family registers on first use
-        ensure_registered()
-    cls = REGISTRY.get(method)
-    if cls is None:
-        return {}
-    names = set(cls._param_names())
-    return {k: v for k, v in wanted.items() if k in names and v is not None}
 
 
 def _label(method: str, multiclass: bool = False) -> str:
@@ -331,7 +304,7 @@ def _pbr_recalibrator(s: PBRSettings, n_fit: int, reporter: Reporter) -> tuple[A
     """The page's recalibrator: ``s.method`` at ``s.alpha``, or with automatic alpha a
     :class:`~pbr_core.recalibrators.PBRCV` whose k-fold selection inside the recalibration rows
     reports each fit, and the choice, to ``reporter``. Returns (recalibrator, steps)."""
-    params = method_params(s.method, max_iter=s.max_iter, prior_split=s.prior_split or None)
+    params = accepted_params(s.method, max_iter=s.max_iter, prior_split=s.prior_split or None)
     if not (s.uses_alpha and s.alpha is None):
         if s.uses_alpha:
             params["alpha"] = s.alpha
@@ -442,7 +415,7 @@ class CompareSettings:
             rec = get_recalibrator(m, **dict(params.get(m) or {}))
             key = rec.fit_key()
             fits.setdefault(("own", m) if key is None else key, (m, rec.n_fits()))
-        return (sum(n for _, n in fits.values()), sum(n for m, n in fits.values() if is_gp(m)))
+        return (sum(n for _, n in fits.values()), sum(n for m, n in fits.values() if method_family(m) == "gp"))
 
     def describe(self, multiclass: bool = False) -> dict[str, Any]:
         """Settings as the report lists them, in the page's words."""
@@ -480,8 +453,8 @@ def gp_params(methods: Sequence[str], alpha: float = 0.5, max_iter: int | None =
 
 def recalibrator_params(method: str, alpha: float | None = None, max_iter: int | None = None) -> dict[str, Any]:
     """``method``'s page settings: alpha for the PBR methods (unless None), max_iter where accepted."""
-    p = method_params(method, max_iter=max_iter)
-    if alpha is not None and takes_alpha(method):
+    p = accepted_params(method, max_iter=max_iter)
+    if alpha is not None and takes(method, "alpha"):
         p["alpha"] = alpha
     return p
 
@@ -617,7 +590,7 @@ def run_generalization(preds: Predictions, s: GenSettings, reporter: Reporter, *
     import warnings
 
     refuse_small_test_set(s.n_re, preds.n)  # the gap's test subset has n_re rows
-    extra = method_params(s.objective, max_iter=s.max_iter, optimizer="adam" if s.batched else None)
+    extra = accepted_params(s.objective, max_iter=s.max_iter, optimizer="adam" if s.batched else None)
     reporter.plan([((f"α={a:g}",), 1.0) for _ in range(s.n_folds) for a in s.alphas])
     reporter.progress(0, len(s.alphas) * s.n_folds)
     with warnings.catch_warnings():

@@ -835,7 +835,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 def methods_table() -> list[dict[str, Any]]:
     """One entry per registered method: name, class, what it works on, default parameters."""
-    from pbr_core.recalibrators import REGISTRY, available_methods
+    from pbr_core.recalibrators import REGISTRY, available_methods, default_params
 
     out = []
     for name in available_methods():
@@ -846,17 +846,10 @@ def methods_table() -> list[dict[str, Any]]:
             "class": cls.__name__,
             "input": "p per class (one-vs-all for K > 2)" if cls.family == "binary"
                      else ("scores (logits or log p)" if cls.uses == "scores" else "probabilities"),
-            "params": _default_params(cls),
+            "params": default_params(name),
             "summary": summary,
         })
     return out
-
-
-def _default_params(cls: type) -> dict[str, Any]:
-    import inspect
-
-    sig = inspect.signature(cls.__init__)
-    return {name: sig.parameters[name].default for name in cls._param_names()}
 
 
 def cmd_methods(args: argparse.Namespace) -> int:

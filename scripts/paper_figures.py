@@ -219,16 +219,6 @@ def run_kl_gap(dataset: str, models: Sequence[str], folds: Sequence[int], alphas
     return store.path
 
 
-def method_params(method: str, alpha: float, device: str, max_iter: int | None = None) -> dict[str, Any]:
-    """Constructor parameters of ``method`` in the n_re sweep: the GP family on ``device``, PBR's alpha."""
-    params: dict[str, Any] = {}
-    if rp._is_gp(method):
-        params["device"] = device
-        if max_iter is not None:
-            params["max_iter"] = max_iter
-    if rp._takes_alpha(method):
-        params["alpha"] = float(alpha)
-    return params
 
 
 def run_n_re(dataset: str, models: Sequence[str], folds: Sequence[int], n_re_values: Sequence[int],
@@ -252,7 +242,7 @@ def run_n_re(dataset: str, models: Sequence[str], folds: Sequence[int], n_re_val
                 for method in methods:
                     if (model, method, fold, n_re, n_te, seed) in store:
                         continue
-                    params = method_params(method, alpha, device, max_iter)
+                    params = rp._params(method, float(alpha), device, max_iter)
                     table, cpu = _timed(lambda: n_re_sweep(
                         preds, [method], n_re_values=[n_re], n_te=n_te, folds=[fold], seed=seed,
                         method_params={method: params} if params else None, on_error="warn",

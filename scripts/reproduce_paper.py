@@ -58,8 +58,7 @@ if str(ROOT) not in sys.path:
 
 import pbr_core  # noqa: E402
 from pbr_core.experiments import PAPER_ALPHAS, evaluation_metrics, split_indices  # noqa: E402
-from pbr_core.recalibrators import get_recalibrator  # noqa: E402
-from pbr_core.recalibrators import method_class  # noqa: E402
+from pbr_core.recalibrators import accepted_params, get_recalibrator, method_class, method_family, takes  # noqa: E402
 
 SHARED_PREDICTIONS = Path("/work/shared/data/predictions")
 
@@ -103,29 +102,17 @@ def load_model(part: str, model: str) -> "pbr_core.Predictions":
 
 
 # ---------------------------------------------------------------------------- alpha
-def _is_gp(method: str) -> bool:
-    return method_class(method).family == "gp"
-
-
-def _takes_alpha(method: str) -> bool:
-    return "alpha" in method_class(method)._param_names()
-
-
 #: ``--prob-input``: the GP methods' ``prob_input`` (None: the library default).
 PROB_INPUT: str | None = None
 
 
 def _params(method: str, alpha: float | None, device: str, max_iter: int | None) -> dict[str, Any]:
-    params: dict[str, Any] = {}
-    if _is_gp(method):
-        params["device"] = device
-        if max_iter is not None:
-            params["max_iter"] = max_iter
-        if PROB_INPUT is not None:
-            params["prob_input"] = PROB_INPUT
-    if _takes_alpha(method) and alpha is not None:
-        params["alpha"] = alpha
-    return params
+    """``method``'s parameters in the reproduction: the GP family on ``device`` (with ``max_iter`` and
+    ``--prob-input`` when given), and PBR's alpha; each only where the method takes it (the registry says).
+    ``max_iter`` is the GP fits' budget: vector and matrix scaling keep their own."""
+    gp = method_family(method) == "gp"
+    return accepted_params(method, device=device, max_iter=max_iter if gp else None, prob_input=PROB_INPUT,
+                           alpha=alpha)
 
 
 def alpha_by_cv(method: str, *, device: str, max_iter: int | None, inner_folds: int,
@@ -156,7 +143,7 @@ def run_one(method: str, fit_set, test_set, *, alpha_mode: str, device: str, max
     row: dict[str, Any] = {"alpha_mode": None, "alpha": math.nan, "select_seconds": 0.0, "error": None,
                            "fit_shared_with": None}
     alpha: float | None = None
-    cv = alpha_mode == "cv" and _takes_alpha(method)
+    cv = alpha_mode == "cv" and takes(method, "alpha")
     fixed = None if alpha_mode == "cv" else float(alpha_mode)
     key = None if cv else get_recalibrator(method, **_params(method, fixed, device, max_iter)).fit_key()
     if fitted is not None and key is not None and key in fitted:
@@ -182,7 +169,7 @@ def run_one(method: str, fit_set, test_set, *, alpha_mode: str, device: str, max
             r = alpha_by_cv(method, device=device, max_iter=max_iter, inner_folds=inner_folds, seed=fold_seed)
             row["alpha_mode"] = f"cv{inner_folds}"
         else:
-            if _takes_alpha(method):
+            if takes(method, "alpha"):
                 alpha = fixed
                 row.update(alpha_mode="fixed", alpha=alpha)
             r = get_recalibrator(method, **_params(method, alpha, device, max_iter))

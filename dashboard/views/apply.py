@@ -14,7 +14,8 @@ import streamlit as st
 from dashboard import figures_recal as FR
 from dashboard import jobs, recal_ui, runs, state, texts
 from pbr_core.experiments import MIN_TEST_ROWS, small_test_set_problem
-from pbr_core.recalibrators import MAX_ITERATIONS, Recalibrator, RecalibratorFileError, available_methods
+from pbr_core.recalibrators import (MAX_ITERATIONS, Recalibrator, RecalibratorFileError, available_methods,
+                                    method_family, takes)
 from pbr_core.recalibrators.base import MAX_FILE_BYTES
 
 #: Unexpected failures (bugs) are logged here with their traceback; the page shows a plain message.
@@ -47,11 +48,11 @@ def _ship_controls(loaded: state.Loaded, running: bool) -> runs.ShipSettings | N
     seed = int(c[2].number_input("Split seed", min_value=0, value=0, key=K_SEED, persist_state="session",
                                  disabled=running or holdout == 0, help=texts.SEED_HELP))
     alpha = None
-    if runs.takes_alpha(method):
+    if takes(method, "alpha"):
         alpha = float(c[3].slider("α (weight of the KL term)", 0.0, 1.0, 0.5, 0.01, key=K_ALPHA,
                                   persist_state="session", disabled=running, help=texts.ALPHA_HELP))
     max_iter = None
-    if runs.method_params(method, max_iter=1):
+    if takes(method, "max_iter"):
         with st.expander("GP fit settings"):
             max_iter = int(st.number_input("Max optimiser iterations (0 = the library's default)", min_value=0,
                                            max_value=MAX_ITERATIONS, value=0, step=50, key=K_MAX_ITER,
@@ -59,7 +60,7 @@ def _ship_controls(loaded: state.Loaded, running: bool) -> runs.ShipSettings | N
     settings = runs.ShipSettings(method=method, alpha=alpha, holdout=holdout, seed=seed, max_iter=max_iter,
                                  binary_ece=state.recal_binary_ece(preds))
     n_fit, n_held = settings.split(preds.n)
-    where = f" on {runs.device_label()}" if runs.is_gp(method) else ""
+    where = f" on {runs.device_label()}" if method_family(method) == "gp" else ""
     st.caption(f"Fits on **{n_fit:,}** rows{where} and checks on the **{n_held:,}** held-out rows."
                if n_held else f"Fits on all **{n_fit:,}** rows{where}. " + texts.SHIP_IN_SAMPLE)
     problem = small_test_set_problem(n_held) if n_held else None
@@ -74,7 +75,7 @@ def _start_ship(loaded: state.Loaded, s: runs.ShipSettings) -> None:
     preds, name, key = loaded.preds, loaded.name, loaded.key
     recal_ui.start("ship", f"{texts.method_label(s.method)} for download",
                    lambda ctx: runs.run_ship(preds, s, ctx, data_name=name, data_key=key),
-                   heavy=runs.is_gp(s.method))
+                   heavy=method_family(s.method) == "gp")
 
 
 def _parse_upload() -> tuple[Recalibrator | None, str | None, str]:
@@ -127,7 +128,7 @@ def _apply_controls(loaded: state.Loaded, running: bool) -> tuple[Recalibrator, 
         st.error(f"{texts.md(name)} was fitted on predictions with {rec.n_classes_} classes, but {texts.md(loaded.name)} has "
                  f"{preds.n_classes}: it belongs to another model.", icon=":material/error:")
         return None
-    if runs.is_gp(rec.method):
+    if method_family(rec.method) == "gp":
         runs.preload_gp()
     problem = _trial(rec, loaded)
     if problem:
@@ -166,7 +167,7 @@ def _start_apply(loaded: state.Loaded, chosen: tuple[Recalibrator, str]) -> None
     recal_ui.start("apply", f"{texts.method_label(rec.method)} from {name}",
                    lambda ctx: runs.run_apply(preds, rec, name, ctx, binary_ece=binary_ece, data_name=data_name,
                                               data_key=key),
-                   heavy=runs.is_gp(rec.method))
+                   heavy=method_family(rec.method) == "gp")
 
 
 def _cards(r: runs.ApplyResult) -> None:

@@ -14,7 +14,7 @@ from dashboard import figures_recal as FR
 from dashboard import jobs, recal_ui, runs, state, tables, texts
 from pbr_core.experiments import (MIN_TEST_ROWS, PAPER_N_RE, PAPER_N_RE_VALUES, default_n_re, max_n_re,
                                   small_test_set_problem, too_few_folds)
-from pbr_core.recalibrators import MAX_ITERATIONS, available_methods
+from pbr_core.recalibrators import MAX_ITERATIONS, available_methods, method_family, takes
 
 K_METHODS = "cmp_methods"
 K_N_RE = "cmp_n_re"
@@ -68,10 +68,10 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.CompareSettings | Non
     seed = c[2].number_input("Split seed", min_value=0, value=0, key=K_SEED, persist_state="session",
                              disabled=running, help=texts.SEED_HELP)
     alpha, max_iter = 0.5, None
-    if any(runs.takes_alpha(m) for m in chosen):
+    if any(takes(m, "alpha") for m in chosen):
         alpha = c[3].slider("α of PBR", 0.0, 1.0, 0.5, 0.01, key=K_ALPHA, persist_state="session",
                             disabled=running, help=texts.COMPARE_ALPHA_HELP)
-    if any(runs.method_params(m, max_iter=1) for m in chosen):
+    if any(takes(m, "max_iter") for m in chosen):
         with st.expander("GP fit settings"):
             max_iter = int(st.number_input("Max optimiser iterations (0 = the library's default)", min_value=0,
                                            max_value=MAX_ITERATIONS, value=0, step=50, key=K_MAX_ITER,
@@ -146,7 +146,7 @@ def _start_compare(loaded: state.Loaded, s: runs.CompareSettings) -> None:
     preds, name, key = loaded.preds, loaded.name, loaded.key
     label = f"comparison of {len(s.methods)} methods × {s.n_folds} folds (n_re = {s.n_re:,})"
     recal_ui.start("compare", label, lambda ctx: runs.run_compare(preds, s, ctx, data_name=name, data_key=key),
-                   heavy=any(runs.is_gp(m) for m in s.methods))
+                   heavy=any(method_family(m) == "gp" for m in s.methods))
 
 
 def _results(loaded: state.Loaded, result: runs.CompareResult) -> None:
@@ -227,7 +227,7 @@ def _sweep(loaded: state.Loaded, methods: list[str], running: bool) -> None:
         name, key = loaded.name, loaded.key
         recal_ui.start("sweep", f"n_re sweep ({len(chosen)} sizes × {len(methods)} methods)",
                        lambda ctx: runs.run_sweep(preds, s, ctx, data_name=name, data_key=key),
-                       heavy=any(runs.is_gp(m) for m in methods))
+                       heavy=any(method_family(m) == "gp" for m in methods))
     recal_ui.job_status("sweep")
     result = recal_ui.result_of("sweep")
     if result is None:
@@ -292,7 +292,7 @@ def _group_gaps(loaded: state.Loaded, running: bool) -> None:
         name, key = loaded.name, loaded.key
         recal_ui.start("groupgap", f"{texts.method_label(method, multiclass)} for everyone vs per {by}",
                        lambda ctx: runs.run_group_gaps(preds, s, ctx, data_name=name, data_key=key),
-                       heavy=runs.is_gp(method))
+                       heavy=method_family(method) == "gp")
     recal_ui.job_status("groupgap")
     result = recal_ui.result_of("groupgap")
     if result is None:

@@ -7,7 +7,7 @@ import streamlit as st
 from dashboard import figures_recal as FR
 from dashboard import jobs, recal_ui, runs, state, tables, texts
 from pbr_core.experiments import MIN_TEST_ROWS, PAPER_ALPHAS, PAPER_N_RE, small_test_set_problem
-from pbr_core.recalibrators import MAX_ITERATIONS, methods_taking
+from pbr_core.recalibrators import MAX_ITERATIONS, methods_taking, takes
 
 K_OBJECTIVE = "gen_objective"
 K_ALPHAS = "gen_alphas"
@@ -50,7 +50,7 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.GenSettings | None:
                                   format="%.3f", key=K_EPS, persist_state="session", disabled=running,
                                   help=texts.EPS_RECAL_HELP))
     max_iter, batched = None, False
-    if runs.method_params(objective, max_iter=1):
+    if takes(objective, "max_iter"):
         with st.expander("GP fit settings"):
             max_iter = int(st.number_input("Max optimiser iterations (0 = default)", min_value=0,
                                            max_value=MAX_ITERATIONS, value=0, step=50, key=K_MAX_ITER,

@@ -11,7 +11,7 @@ import streamlit as st
 from dashboard import figures_recal as FR
 from dashboard import fit_estimate, jobs, recal_ui, runs, state, tables, texts
 from pbr_core.experiments import MIN_TEST_ROWS, PAPER_ALPHAS, default_n_re, max_n_re, small_test_set_problem
-from pbr_core.recalibrators import MAX_ITERATIONS, gp_method
+from pbr_core.recalibrators import MAX_ITERATIONS, gp_method, method_family, takes
 from pbr_core.recalibrators.gp import mc_description
 
 K_OBJECTIVE = "pbr_objective"
@@ -50,7 +50,7 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings | None:
         st.markdown("**Device**", help=texts.DEVICE_HELP)
         st.markdown(f":material/memory: {runs.device_label()}")
     method = gp_method(objective, mean_approx)
-    uses_alpha = objective != "gp"
+    uses_alpha = takes(method, "alpha")
     alpha: float | None = None
     grid, cv_folds, cv_score = tuple(PAPER_ALPHAS), 5, "ece"
     if uses_alpha:
@@ -86,7 +86,7 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings | None:
     if problem:  # a test part too small to say anything: refused, with what to do
         st.error(f"{problem} {texts.fewer_fit_rows_todo(preds.n, max_n_re(preds.n), MIN_TEST_ROWS)}",
                  icon=":material/block:")
-    if runs.is_gp(method):  # a GP fit: its time is worth saying before it starts
+    if method_family(method) == "gp":  # a GP fit: its time is worth saying before it starts
         est = fit_estimate.estimate(n_re, preds.n, preds.n_classes, uses_alpha and alpha is None, len(grid), cv_folds,
                                     n_jobs=runs.fold_jobs(cv_folds), gpu=runs.device_label() != "CPU")
         if est.long:
@@ -101,7 +101,7 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings | None:
         lip = float(e[1].number_input("Lipschitz constant L", min_value=0.0, max_value=100.0, value=1.0, step=0.5,
                                       key=K_L, persist_state="session", disabled=running, help=texts.L_RECAL_HELP))
         max_iter = None
-        if runs.method_params(method, max_iter=1):
+        if takes(method, "max_iter"):
             max_iter = int(e[2].number_input("Max optimiser iterations (0 = default)", min_value=0,
                                              max_value=MAX_ITERATIONS, value=0, step=50, key=K_MAX_ITER,
                                              persist_state="session", disabled=running, help=texts.MAX_ITER_HELP)) or None

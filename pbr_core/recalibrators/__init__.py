@@ -21,6 +21,7 @@ damaged one raises :class:`RecalibratorFileError` (a ``ValueError``) naming the 
 
 from __future__ import annotations
 
+import inspect
 import sys
 from typing import Any
 
@@ -74,6 +75,11 @@ __all__ = [
     "method_class",
     "method_label",
     "methods_taking",
+    "accepted_params",
+    "default_params",
+    "method_family",
+    "param_names",
+    "takes",
     "load_recalibrator",
     "register",
     "report_progress",
@@ -131,9 +137,47 @@ def method_label(name: str, multiclass: bool = False) -> str:
     return f"{label} (one-vs-all)" if multiclass and cls.family == "binary" else label
 
 
+def param_names(name: str) -> list[str]:
+    """The parameters ``get_recalibrator(name, ...)`` takes, in the constructor's order.
+
+    Raises ``ValueError`` for an unknown name (the message lists the registered ones).
+    """
+    return list(method_class(name)._param_names())
+
+
+def default_params(name: str) -> dict[str, Any]:
+    """Each parameter of method ``name`` with its default value (``pbr-calib methods`` lists them)."""
+    cls = method_class(name)
+    signature = inspect.signature(cls.__init__)
+    return {param: signature.parameters[param].default for param in cls._param_names()}
+
+
+def takes(name: str, param: str) -> bool:
+    """Whether method ``name`` takes the parameter ``param``, e.g. ``takes("pbr", "alpha")``; a front
+    end asks this instead of keeping its own list of the methods that have an alpha."""
+    return param in param_names(name)
+
+
+def accepted_params(name: str, **wanted: Any) -> dict[str, Any]:
+    """The entries of ``wanted`` that method ``name`` takes; an entry of None (not asked for) is left out.
+
+    How one setting of a page or a command reaches every method that has it, e.g.
+    ``accepted_params("temperature", max_iter=200, alpha=0.5) == {}`` and
+    ``accepted_params("pbr", max_iter=200, alpha=0.5) == {"max_iter": 200, "alpha": 0.5}``.
+    """
+    names = set(param_names(name))
+    return {key: value for key, value in wanted.items() if key in names and value is not None}
+
+
 def methods_taking(param: str) -> list[str]:
-    """The registered methods whose constructor takes ``param`` (e.g. "alpha": the PBR methods)."""
-    return [name for name in available_methods() if param in REGISTRY[name]._param_names()]
+    """The registered methods that take ``param`` (e.g. "alpha": the PBR methods)."""
+    return [name for name in available_methods() if takes(name, param)]
+
+
+def method_family(name: str) -> str:
+    """The family of method ``name``: "classical", "binary" (one-vs-all on multiclass data) or "gp"
+    (slow, may use the GPU: a front end runs it as a heavy job). ValueError for an unknown name."""
+    return method_class(name).family
 
 
 def gp_method(objective: str, mean_approx: bool) -> str:
@@ -156,7 +200,7 @@ def get_recalibrator(name: str, **params: Any) -> Recalibrator:
     constraints, prefixed with the method's name).
     """
     cls = method_class(name)
-    valid = cls._param_names()
+    valid = param_names(name)
     unknown = sorted(set(params) - set(valid))
     if unknown:
         raise ValueError(f"Invalid parameter(s) {unknown} for {name!r} ({cls.__name__}); valid parameters: {valid}.")

@@ -1,0 +1,50 @@
+"""The registry is the one source of facts about a method: what it takes, its family, its defaults.
+
+Front ends (the CLI, the dashboard, the scripts) ask these functions instead of keeping lists of
+method names or reading a class's private helpers (issue 36).
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from pbr_core.recalibrators import (REGISTRY, accepted_params, available_methods, default_params, method_class,
+                                    method_family, methods_taking, param_names, takes)
+
+
+def test_param_names_are_the_constructors_parameters() -> None:
+    for name in available_methods():
+        signature = inspect.signature(method_class(name).__init__)
+        assert param_names(name) == [p for p in signature.parameters if p != "self"]
+        assert list(default_params(name)) == param_names(name)
+    assert default_params("temperature") == {"min_temperature": 1e-3, "max_temperature": 1e3}
+    assert default_params("pbr")["alpha"] == 0.5
+
+
+def test_takes_and_methods_taking_agree() -> None:
+    assert takes("pbr", "alpha") and takes("pbr_total_app", "alpha")
+    assert not takes("gp", "alpha") and not takes("temperature", "alpha") and not takes("pbr_cv", "alpha")
+    assert methods_taking("alpha") == [m for m in available_methods() if takes(m, "alpha")]
+    assert set(methods_taking("alpha")) == {"pbr", "pbr_total", "pbr_app", "pbr_total_app"}
+
+
+def test_accepted_params_keeps_what_the_method_takes_and_drops_none() -> None:
+    assert accepted_params("temperature", max_iter=200, alpha=0.5) == {}
+    assert accepted_params("pbr", max_iter=200, alpha=0.5, prior_split=None) == {"max_iter": 200, "alpha": 0.5}
+    assert accepted_params("vector_scaling", max_iter=200, device="cpu") == {"max_iter": 200}
+
+
+def test_family_is_the_classes() -> None:
+    for name in available_methods():
+        assert method_family(name) == REGISTRY[name].family
+    assert method_family("pbr") == "gp" and method_family("platt") == "binary"
+    assert method_family("temperature") == "classical"
+
+
+def test_an_unknown_method_is_named() -> None:
+    for ask in (lambda: param_names("nope"), lambda: takes("nope", "alpha"), lambda: accepted_params("nope", a=1),
+                lambda: method_family("nope"), lambda: default_params("nope")):
+        with pytest.raises(ValueError, match="Unknown recalibration method 'nope'. Available methods: uncalibrated"):
+            ask()
