@@ -62,7 +62,7 @@ TRUE_CLASS_REFUSED = (
 TEST_WORDS = ("Cox's recalibration test (calibration in the large and slope) with Spiegelhalter's z, exact "
               "Monte Carlo p-values for small groups, Holm-corrected over the groups")
 
-__all__ = ["EACH_CLASS", "GroupReport", "default_group_column", "MAX_GROUPS", "MIN_ROWS", "PREDICTED_CLASS", "TRUE_CLASS",
+__all__ = ["EACH_CLASS", "GroupReport", "default_group_column", "find_slices", "MAX_GROUPS", "MIN_ROWS", "PREDICTED_CLASS", "TRUE_CLASS",
            "TRUE_CLASS_REFUSED", "bucket_dates", "calibration_by_group", "check_group_count", "group_keys", "holm",
            "largest_gap", "spiegelhalter_z"]
 
@@ -198,7 +198,7 @@ class GroupReport:
 
 def _inputs(preds: Predictions, target: Target) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(confidence or p(y=1), outcome, each row's Brier term) of what is measured."""
-    p, y = M.ece_inputs(*preds.metric_inputs(), target if preds.kind == "binary" else "top_label")
+    p, y = M.ece_inputs(*preds.metric_inputs(), M.BINARY_TARGET.measured(preds.kind, target))
     conf, out = M.confidence_and_outcome(p, y)
     return conf, out, M.brier_terms(p, y)
 
@@ -206,7 +206,7 @@ def _inputs(preds: Predictions, target: Target) -> tuple[np.ndarray, np.ndarray,
 def brier_terms(preds: Predictions, target: Target) -> np.ndarray:
     """Each row's Brier term of what is measured (:func:`pbr_core.metrics.brier_terms` of the ECE's
     inputs, as :func:`pbr_core.metrics.target_brier_nll`): one rule for a whole file and a stream's batch."""
-    return M.brier_terms(*M.ece_inputs(*preds.metric_inputs(), target if preds.kind == "binary" else "top_label"))
+    return M.brier_terms(*M.ece_inputs(*preds.metric_inputs(), M.BINARY_TARGET.measured(preds.kind, target)))
 
 
 def group_keys(preds: Predictions, by: Sequence[str] | str, every: Bucket | None = None) -> tuple[np.ndarray, list[str]]:
@@ -440,7 +440,7 @@ def calibration_by_group(preds: Predictions, by: Sequence[str] | str, *, target:
         bounds = np.searchsorted(inverse[order], np.arange(groups.size + 1))
         parts = [(name, conf[idx], out[idx], brier[idx])
                  for name, idx in ((str(g), order[bounds[i]:bounds[i + 1]]) for i, g in enumerate(groups))]
-        what = "positive" if preds.kind == "binary" and target == "positive" else "top_label"
+        what = M.BINARY_TARGET.measured(preds.kind, target)
         n_rows = conf.size
     sums = np.stack([S.calibration_sums(c, o) for _, c, o, _ in parts], axis=1)
     exact = exact_eligible([c.size for _, c, _, _ in parts])
@@ -637,3 +637,18 @@ def group_statements(report: GroupReport) -> list[str]:
         out.append(f"{group_label(report, row.group)} ({row.n:,} rows): "
                    + S.verdict(test, float(row.p_holm) if len(report.table) > 1 else None, alpha))
     return out
+
+
+# ------------------------------------------------------------------------------------ unnamed groups
+def find_slices(preds: Predictions, columns: Sequence[str] | str | None = None, max_order: int = 2, **kwargs):
+    """The groups nobody named: slices of the rows (a value of a column, a quantile band of a number,
+    a month, or a pair of them) whose calibration departs from the rest, found on one random half of
+    the rows and reported only when confirmed on the other, held-out half (Holm-corrected over the
+    slices tested: the chance that any slice reported is in fact calibrated is at most 1 - level).
+
+    :func:`pbr_core.slices.find_slices` (this is it; its docstring has the parameters, the search and
+    the guarantee), returning a :class:`pbr_core.slices.SliceReport`.
+    """
+    from pbr_core.slices import find_slices as search
+
+    return search(preds, columns, max_order, **kwargs)

@@ -2,7 +2,9 @@
 by default or on a Dask cluster, sampling for fits, and applying a recalibrator batch by batch.
 
 Calibration by group (:func:`compute_group_statistics`) counts the groups in a pass over the group
-columns, then measures them in one pass with mergeable per-group sums.
+columns, then measures them in one pass with mergeable per-group sums. :func:`compute_slices` finds
+the slices whose calibration departs from the rest (a planning pass over the slice columns, one pass
+for the search, one for the confirmation).
 
 Nothing here holds all rows: a dataset (:func:`open_dataset`: a Parquet / CSV file, a folder, a
 glob or an fsspec URL) is read as record batches, validated by the loader's own code, and reduced
@@ -26,6 +28,7 @@ from pbr_core.stream._groups import GroupsConfig, GroupStatistics, compute_group
 from pbr_core.stream._report import evaluate_dataset
 from pbr_core.stream._run import compute_statistics, count_rows, scan_dataset, stats_config, unit_statistics
 from pbr_core.stream._server import ServerPathError, data_root, resolve_server_path
+from pbr_core.stream._slices import compute_slices
 from pbr_core.stream._source import Dataset, Layout, Unit, open_dataset
 from pbr_core.stream._stats import CalibrationStatistics, StatsConfig, poisson_weights
 
@@ -41,6 +44,7 @@ __all__ = [
     "Unit",
     "apply_to_dataset",
     "compute_group_statistics",
+    "compute_slices",
     "compute_statistics",
     "count_rows",
     "data_root",

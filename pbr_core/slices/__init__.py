@@ -1,0 +1,440 @@
+"""Where is the model miscalibrated? Find the slices of the rows whose calibration departs from the
+rest, and report only those that hold up on rows the search never saw.
+
+An auditor rarely knows which groups to name: the harm hides in combinations nobody listed (women
+aged 25-34, a product line in one month). :func:`find_slices` searches the file's other columns
+itself and says which slices are miscalibrated, with a guarantee that does not depend on how many
+slices it looked at.
+
+The search
+----------
+* **Candidate slices.** Every column besides the predictions, except those whose name says they are
+  an identifier, a data split, a weight or a per-record measurement (as
+  :func:`pbr_core.groups.default_group_column`: a slice of one row, a split of the data, or rows
+  selected by something measured with the outcome, which would make any model look miscalibrated,
+  as grouping by the true class does). Text and categorical values as they are; numbers with more
+  than 10 values in 5 quantile bands (quintiles, "age 25–34"); dates by month. Single columns and,
+  with ``max_order=2``, every pair of them (each value of one with each value of the other). A slice
+  needs at least ``min_rows`` rows (default 100); values with fewer rows are never a slice, alone or
+  in a pair.
+* **The split.** Each row goes to the *search half* or the *confirmation half* by a seeded hash of its
+  position in the file (:func:`pbr_core.slices._plan.row_hash`): independent random halves that a
+  stream reads the same way (file and row, never the row's values or outcome).
+* **The score** (search half only): how far the slice's calibration departs from the rest's, the Wald
+  statistic of the difference between their recalibration lines (calibration in the large and the
+  slope, Cox 1958; :mod:`pbr_core.slices._search`), about chi^2(2) when the slice is calibrated like
+  the rest. It ranks the slices whose miscalibration is *theirs* first, not the largest slices of a
+  file miscalibrated everywhere alike (which the overall test already says). A slice is proposed when
+  it is calibrated worse than the rest (its chi^2 per row above the rest's) and departs from it at
+  p < ``screen`` (0.05) on the search half.
+* **Not the same finding twice.** The ``max_slices`` (10) largest departures are kept, skipping a slice
+  that adds nothing to one kept before: nearly the same rows (80 %), a part of a kept slice that does
+  not differ from the rest of it, a whole whose departure comes from a kept part, or two single
+  columns sharing half their rows.
+
+The guarantee
+-------------
+Only the kept slices are tested, on the **confirmation half**, with the test of calibration of
+:mod:`pbr_core.significance` (Cox's test with Spiegelhalter's z; exact Monte Carlo p-values where a
+slice carries little information), corrected with **Holm's method over the slices tested**. The
+search saw none of these rows, so given what it chose, each test is valid as it stands (the rows are
+independent draws; the split does not look at them), and Holm's correction holds whatever their
+dependence. Hence: *if the model were calibrated on every slice, the chance that this report names
+any slice is at most 1 - level (5 %), however many slices were searched*; more generally, the chance
+that any slice it names is in fact calibrated is at most that. The price is power: each slice is
+tested on half its rows, and a slice the search did not rank among the first ``max_slices`` is not
+tested at all. A slice that is not reported is not shown to be calibrated; the report says how large
+a miscalibration the tested slices would have shown.
+
+What a held-up slice reports comes from its confirmation rows (unbiased: the search, which picks
+the largest departures, would overstate them): its calibration in the large (mean prediction minus
+observed frequency, in points), the calibration slope (one Newton step from calibration), the rest of
+the file's calibration in the large on the same half, its reliability diagram and ECE, and the test.
+
+The same numbers on a dataset beyond memory: :func:`pbr_core.stream.compute_slices` (a pass over the
+slice columns to plan, one over the rows for the search sums, one for the chosen slices; the sums
+merge across batches and Dask tasks; the plan, split, choice and p-values equal the in-memory ones).
+
+References
+----------
+Cox, D. R. (1958). Two further applications of a model for binary regression. Biometrika 45.
+Holm, S. (1979). A simple sequentially rejective multiple test procedure. Scand. J. Statist. 6.
+Cox, D. R. (1975). A note on data-splitting for the evaluation of significance levels. Biometrika 62.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pbr_core import metrics as M
+from pbr_core import significance as S
+from pbr_core.groups import MIN_ROWS, TRUE_CLASS, TRUE_CLASS_REFUSED, Target, _inputs, group_tests, holm
+from pbr_core.predictions import Predictions
+from pbr_core.slices._confirm import ConfirmSums, columns_used, masks
+from pbr_core.slices._plan import (DATE_HEAD, MAX_CELLS, MAX_LEVELS, N_BANDS, Plan, build_plan, date_columns, halves,
+                                   row_hash, skip_by_name, summarize)
+from pbr_core.slices._search import Choice, SearchSums, choose
+
+__all__ = ["MAX_CELLS", "MAX_LEVELS", "MAX_SLICES", "SCREEN", "SliceReport", "find_slices", "guarantee_statement",
+           "slice_headline", "slice_mask", "slice_statements", "slices_json", "slices_text"]
+
+#: Slices sent to confirmation (the Holm correction is over this many at most).
+MAX_SLICES = 10
+#: A slice is proposed when its departure from the rest has p below this on the search half.
+SCREEN = 0.05
+#: Slope words: outside this range the sentence says the predictions are too extreme or too timid.
+SLOPE_WORDS = (0.8, 1.25)
+
+TABLE_COLUMNS = ["slice", "n", "n_search", "n_confirm", "search_chi2", "search_p", "mean_predicted", "rate", "gap",
+                 "rest_gap", "slope", "n_bins", "ece", "z", "chi2_cox", "p_value", "p_holm", "test_method",
+                 "detectable_shift", "held_up"]
+
+
+@dataclass
+class SliceReport:
+    """What :func:`find_slices` found. ``table`` has one row per slice tested on the confirmation
+    half, those that hold up first; ``diagrams`` each one's reliability table on its confirmation
+    rows; ``overall`` the whole file's."""
+
+    table: pd.DataFrame
+    diagrams: dict[str, pd.DataFrame]
+    overall: pd.DataFrame
+    overall_test: S.CalibrationTest
+    target: Target
+    level: float = 0.95
+    seed: int = 0
+    columns: list[tuple[str, str]] = field(default_factory=list)   # (column, how it was cut)
+    skipped: list[tuple[str, str]] = field(default_factory=list)   # (column, why not)
+    notes: list[str] = field(default_factory=list)
+    scored: int = 0            # slices with enough rows, scored on the search half
+    screened: int = 0          # of which proposed (worse than the rest, p < screen)
+    n_rows: int = 0
+    n_search: int = 0
+    n_confirm: int = 0
+    max_order: int = 2
+    min_rows: int = MIN_ROWS
+    max_slices: int = MAX_SLICES
+    screen: float = SCREEN
+    conditions: dict[str, list[tuple[str, int]]] = field(default_factory=dict, repr=False)
+    plan: Plan | None = field(default=None, repr=False)
+
+    @property
+    def alpha(self) -> float:
+        return 1.0 - self.level
+
+    @property
+    def held_up(self) -> list[str]:
+        """The slices miscalibrated beyond chance on the confirmation half (Holm over those tested)."""
+        return self.table.loc[self.table["held_up"], "slice"].tolist()
+
+    @property
+    def tested(self) -> int:
+        return len(self.table)
+
+
+# --------------------------------------------------------------------------------- the search in memory
+def candidate_columns(available: Sequence[str], columns: Sequence[str] | str | None
+                      ) -> tuple[list[str], list[tuple[str, str]]]:
+    """The columns to slice and (column, why not) for those left out. ``columns=None``: every column
+    whose name does not say it is an identifier, a split, a weight or a per-record measurement."""
+    available = [str(c) for c in available]
+    if columns is None:
+        names, skipped = [], []
+        for c in available:
+            why = skip_by_name(c)
+            (skipped.append((c, why)) if why else names.append(c))
+        return names, skipped
+    wanted = [columns] if isinstance(columns, str) else [str(c) for c in columns]
+    for c in wanted:
+        if c not in available:
+            if c == TRUE_CLASS:
+                raise ValueError(TRUE_CLASS_REFUSED)
+            raise ValueError(f"no column {c!r} to slice by; the file's other columns are {available or 'none'}.")
+    return list(dict.fromkeys(wanted)), []
+
+
+def check_settings(max_order: int, min_rows: int, max_slices: int, screen: float, n_bands: int, level: float) -> float:
+    if max_order not in (1, 2):
+        raise ValueError(f"Expected argument `max_order` to be 1 (single columns) or 2 (pairs too), but got {max_order!r}")
+    for name, v, lo in (("min_rows", min_rows, 2), ("max_slices", max_slices, 1), ("n_bands", n_bands, 2)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+            raise ValueError(f"Expected argument `{name}` to be an integer of at least {lo}, but got {v!r}")
+    if not (isinstance(screen, (int, float)) and 0 < screen <= 1):
+        raise ValueError(f"Expected argument `screen` to be in (0, 1], but got {screen!r}")
+    return M._check_level(level)
+
+
+def find_slices(preds: Predictions, columns: Sequence[str] | str | None = None, max_order: int = 2, *,
+                target: Target = "positive", min_rows: int = MIN_ROWS, max_slices: int = MAX_SLICES,
+                screen: float = SCREEN, n_bands: int = N_BANDS, level: float = 0.95, seed: int = 0) -> SliceReport:
+    """Slices of the rows whose calibration departs from the rest, confirmed on held-out rows.
+
+    Parameters
+    ----------
+    preds : Predictions
+        With the columns to search in ``preds.metadata`` (any column of the file besides the scores
+        and the label is kept there by :func:`pbr_core.load_predictions`).
+    columns : list of str, optional
+        The columns to slice (default: every column but identifiers, splits, weights and per-record
+        measurements, see the module docstring).
+    max_order : {1, 2}
+        Single columns only, or pairs of columns too.
+    target : {"positive", "top_label"}
+        Binary data: calibration of p(y=1) (default) or of the top label. Other data: top label.
+    min_rows : int
+        The fewest rows a slice may have (both halves together).
+    max_slices : int
+        The most slices tested on the confirmation half (Holm's correction is over those tested).
+    screen : float
+        A slice is proposed when it departs from the rest with p below this on the search half.
+    n_bands : int
+        Quantile bands of a numeric column.
+    level : float
+        The report's confidence: a slice holds up when its corrected p-value is below 1 - level.
+    seed : int
+        Seeds the split into halves and the Monte Carlo tests.
+
+    Returns
+    -------
+    SliceReport
+        ``held_up``: the slices miscalibrated beyond chance on rows the search never saw;
+        :func:`slice_statements` / :func:`guarantee_statement` say what they mean.
+
+    Examples
+    --------
+    >>> import pbr_core
+    >>> from pbr_core.groups import find_slices
+    >>> adult = pbr_core.load_predictions("sample_data/adult_gradient_boosting.csv.gz")
+    >>> report = find_slices(adult)
+    >>> report.scored > 500, report.n_rows
+    (True, 16281)
+    """
+    level = check_settings(max_order, min_rows, max_slices, screen, n_bands, level)
+    meta = preds.metadata
+    if meta is None or meta.shape[1] == 0:
+        raise ValueError("finding slices needs columns besides the predictions (a segment, a region, an age, a date...): "
+                         "this file has none.")
+    conf, out, _ = _inputs(preds, target)
+    what: Target = "positive" if preds.kind == "binary" and target == "positive" else "top_label"
+    names, skipped = candidate_columns(list(meta.columns), columns)
+    n = conf.size
+    h = row_hash(seed, 0, 0, n)
+    half = halves(h)
+    dates = date_columns({c: meta[c].dropna().head(DATE_HEAD) for c in names})
+    summaries = {c: summarize(meta[c], dates[c], h) for c in names}
+    plan = build_plan(names, summaries, dates, n_rows=n, min_rows=min_rows, max_order=max_order, n_bands=n_bands,
+                      skipped=skipped)
+    codes = {i: col.codes(meta[col.name]) for i, col in enumerate(plan.columns)}
+    matrix = np.stack([codes[i] for i in range(len(plan.columns))], axis=1) if plan.columns else np.zeros((n, 0), np.intp)
+    search = SearchSums.empty(plan).update(matrix, half, conf, out)
+    choice = choose(plan, search, min_rows=min_rows, max_slices=max_slices, screen=screen)
+    confirm = ConfirmSums.empty(choice.chosen, n).update(masks(plan, choice.chosen, codes, n), half, conf, out)
+    return assemble(plan, choice, confirm, target=what, level=level, seed=seed, max_order=max_order,
+                     min_rows=min_rows, max_slices=max_slices, screen=screen)
+
+
+def slice_mask(preds: Predictions, report: SliceReport, name: str) -> np.ndarray:
+    """Which rows of ``preds`` (the rows the report was made from) are in the slice ``name``."""
+    if report.plan is None or name not in report.conditions:
+        raise ValueError(f"no slice {name!r} in this report; its slices are {list(report.conditions)}.")
+    plan = report.plan
+    mask = np.ones(preds.n, dtype=bool)
+    for column, code in report.conditions[name]:
+        col = next(c for c in plan.columns if c.name == column)
+        mask &= col.codes(preds.metadata[column]) == code
+    return mask
+
+
+# --------------------------------------------------------------------------------- the report
+def assemble(plan: Plan, choice: Choice, confirm: ConfirmSums, *, target: Target, level: float, seed: int,
+             max_order: int, min_rows: int, max_slices: int, screen: float) -> SliceReport:
+    """The :class:`SliceReport` from the plan, the choice and the confirmation sums (in memory and
+    streamed alike)."""
+    alpha = 1.0 - level
+    chosen = choice.chosen
+    names = [" and ".join(plan.columns[i].condition(code) for i, code in c.conditions) for c in chosen]
+    sums = confirm.sums
+    tests = group_tests(sums, names, confirm.rows, level, seed)
+    p_holm = holm([t.p_value for t in tests]) if tests else np.zeros(0)
+    rows, diagrams = [], {}
+    rest_all = confirm.confirm_total
+    for s, (cand, name, test) in enumerate(zip(chosen, names, tests)):
+        su = sums[:, s]
+        n_c = su[0]
+        rest = rest_all - su
+        count, s_p, s_y = confirm.bins[s]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rows.append({"slice": name, "n": cand.n_search + cand.n_confirm, "n_search": cand.n_search,
+                         "n_confirm": int(n_c), "search_chi2": cand.chi2, "search_p": cand.p,
+                         "mean_predicted": su[9] / n_c, "rate": (su[9] + su[2]) / n_c, "gap": -su[2] / n_c,
+                         "rest_gap": -rest[2] / rest[0] if rest[0] > 0 else float("nan"), "slope": _slope(su),
+                         "n_bins": confirm.n_bins[s], "ece": float(np.sum(np.abs(s_p - s_y)) / n_c) if n_c else np.nan,
+                         "z": test.z, "chi2_cox": test.chi2_cox, "p_value": test.p_value, "p_holm": float(p_holm[s]),
+                         "test_method": test.method, "detectable_shift": test.detectable_shift,
+                         "held_up": bool(p_holm[s] < alpha)})
+        diagrams[name] = M.reliability_table(count, s_p, s_y, int(n_c), level)
+    table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
+    if len(table):
+        table = table.sort_values(["held_up", "p_holm", "search_chi2"], ascending=[False, True, False],
+                                  kind="stable").reset_index(drop=True)
+    count, s_p, s_y = confirm.overall_sums
+    n_rows = int(round(confirm.overall[0]))
+    overall_test = _overall_test(confirm, seed, alpha)
+    how = {"values": "by value", "months": "by month"}
+    return SliceReport(
+        table=table, diagrams=diagrams, overall=M.reliability_table(count, s_p, s_y, n_rows, level),
+        overall_test=overall_test, target=target, level=level, seed=seed,
+        columns=[(c.name, how.get(c.how, f"{len(c.levels) - c.missing} quantile bands")) for c in plan.columns],
+        skipped=list(plan.skipped), notes=list(plan.notes), scored=choice.scored, screened=choice.screened,
+        n_rows=n_rows, n_search=n_rows - int(round(confirm.confirm_total[0])),
+        n_confirm=int(round(confirm.confirm_total[0])), max_order=max_order, min_rows=min_rows,
+        max_slices=max_slices, screen=screen,
+        conditions={name: [(plan.columns[i].name, code) for i, code in c.conditions] for name, c in zip(names, chosen)},
+        plan=plan)
+
+
+def _slope(s: np.ndarray) -> float:
+    """The calibration slope one Newton step from calibration: 1 + the second entry of I^-1 U (Cox's
+    recalibration logit P(Y = 1) = a + b logit p); NaN when every row has the same p."""
+    from pbr_core.slices._search import _pinv2
+
+    P = _pinv2(np.array([s[4]]), np.array([s[5]]), np.array([s[6]]))
+    if P[3][0] < 2:
+        return float("nan")
+    return float(1 + P[1][0] * s[2] + P[2][0] * s[3])
+
+
+def _overall_test(confirm: ConfirmSums, seed: int, alpha: float) -> S.CalibrationTest:
+    """The whole file's test of calibration: exact where it needs to be, on the rows in a canonical
+    order (a stream meets them in another)."""
+    rows = confirm.all_rows()
+    if rows is None:
+        return S.calibration_test_from_sums(confirm.overall, alpha=alpha)
+    p, y = rows
+    order = np.lexsort((y, p))
+    return S.calibration_test(p[order], y[order], alpha=alpha, seed=seed)
+
+
+# --------------------------------------------------------------------------------- the sentences
+def _pts(v: float) -> str:
+    return f"{100 * abs(v):.1f} points"
+
+
+def slice_sentence(report: SliceReport, row: Any) -> str:
+    """One held-up slice in plain words: what is wrong, by how much, on how many rows, confirmed how."""
+    top = report.target == "top_label"
+    high = row.gap > 0
+    if top:
+        what = f"{_pts(row.gap)} too {'confident' if high else 'cautious'}"
+        seen = (f"right {row.rate:.1%} of the time at a mean confidence of {row.mean_predicted:.1%}")
+    else:
+        what = f"{_pts(row.gap)} too {'high' if high else 'low'}"
+        seen = f"y = 1 in {row.rate:.1%} of these rows, {row.mean_predicted:.1%} predicted on average"
+    lo, hi = SLOPE_WORDS
+    slope = ""
+    if np.isfinite(row.slope) and not lo <= row.slope <= hi:
+        slope = f" and too {'extreme' if row.slope < lo else 'timid'} (calibration slope {row.slope:.2f}; 1 is right)"
+    if abs(row.gap) < 0.01 and slope:
+        lead = f"are right on average ({_pts(row.gap)} off) but{slope[4:]}"
+    else:
+        lead = f"are {what}{slope}"
+    rest = f"the rest of the file: {_pts(row.rest_gap)} too {_dir(row.rest_gap, top)}" if np.isfinite(row.rest_gap) else ""
+    return (f"Predictions for {row.slice} {lead}: {seen} ({rest}); {int(row.n):,} rows; confirmed on "
+            f"{int(row.n_confirm):,} held-out rows, {S.p_words(row.p_holm)} after correcting for the "
+            f"{report.tested} slice{'s' if report.tested != 1 else ''} tested.")
+
+
+def _dir(gap: float, top: bool) -> str:
+    if top:
+        return "confident" if gap > 0 else "cautious"
+    return "high" if gap > 0 else "low"
+
+
+def slice_statements(report: SliceReport) -> list[str]:
+    """One sentence per held-up slice (then one line per slice tested that did not hold up)."""
+    out = [slice_sentence(report, row) for row in report.table.itertuples() if row.held_up]
+    for row in report.table.itertuples():
+        if not row.held_up:
+            out.append(f"{row.slice} ({int(row.n):,} rows): proposed by the search, not confirmed on "
+                       f"{int(row.n_confirm):,} held-out rows ({S.p_words(row.p_holm)} after correction).")
+    return out
+
+
+def slice_headline(report: SliceReport) -> str:
+    """What the search found, in one or two sentences (never 'calibrated')."""
+    pairs = " and their pairs" if report.max_order >= 2 and len(report.columns) > 1 else ""
+    searched = (f"{report.scored:,} slices of {len(report.columns)} column{'s' if len(report.columns) != 1 else ''}"
+                f"{pairs}")
+    held = report.held_up
+    if held:
+        return (f"{len(held)} slice{'s hold' if len(held) != 1 else ' holds'} up: miscalibrated beyond chance on rows "
+                f"the search never saw (searched: {searched}; {report.tested} tested).")
+    if not report.columns:
+        return "No column could be cut into slices (see why below), so nothing was searched."
+    if report.tested == 0:
+        return (f"No slice holds up: none of the {searched} departed from the rest of the file on the search half "
+                f"(p < {report.screen:g}) while calibrated worse than it, so none was tested. This is not proof "
+                "that every slice is calibrated.")
+    shifts = report.table["detectable_shift"].dropna()
+    shown = (f" The slices tested would have shown a shift of about {S.shift_words(shifts.min())}"
+             + (f" to {S.shift_words(shifts.max())}" if shifts.max() > shifts.min() + 5e-4 else "")
+             + " at least 80 % of the time." if len(shifts) else "")
+    return (f"No slice holds up: of the {searched}, the search proposed {report.tested}, and none was "
+            f"miscalibrated beyond chance on the held-out rows. This is not proof that every slice is calibrated."
+            + shown)
+
+
+def guarantee_statement(report: SliceReport) -> str:
+    """What the report's claims are guarded by, in words."""
+    return (f"How the search is guarded: the rows were split at random (seed {report.seed}) into two halves of "
+            f"{report.n_search:,} and {report.n_confirm:,} rows. The search scored every slice on the first half "
+            f"only and sent the ones that departed most from the rest (at most {report.max_slices}) to be tested on "
+            "the second half, which it never saw, with the test of calibration (exact for small slices) corrected "
+            "for the number tested (Holm). So whatever the search picked, the chance that any slice reported here "
+            f"is in fact calibrated is at most {report.alpha:.0%}. A slice not reported is not shown to be "
+            "calibrated: each was tested on half its rows, and only the ones the search ranked first.")
+
+
+def overall_sentence(report: SliceReport) -> str:
+    return f"Over the whole file ({report.n_rows:,} rows): {S.verdict(report.overall_test)}"
+
+
+# --------------------------------------------------------------------------------- text and JSON
+def slices_json(report: SliceReport) -> dict[str, Any]:
+    """The report as JSON-ready values (``pbr-calib evaluate --find-slices --format json``)."""
+    return {"held_up": report.held_up, "headline": slice_headline(report), "statements": slice_statements(report),
+            "guarantee": guarantee_statement(report), "overall": overall_sentence(report),
+            "target": report.target, "level": report.level, "seed": report.seed, "n_rows": report.n_rows,
+            "n_search": report.n_search, "n_confirm": report.n_confirm, "scored": report.scored,
+            "tested": report.tested, "max_order": report.max_order, "min_rows": report.min_rows,
+            "columns": [{"column": c, "cut": how} for c, how in report.columns],
+            "skipped": [{"column": c, "why": why} for c, why in report.skipped], "notes": report.notes,
+            "rows": json.loads(report.table.to_json(orient="records", double_precision=15)),
+            "diagrams": {k: json.loads(v.to_json(orient="records", double_precision=15))
+                         for k, v in report.diagrams.items()}}
+
+
+def slices_text(report: SliceReport) -> str:
+    """The report as the terminal shows it."""
+    t = report.table
+    lines = [f"slices whose calibration departs from the rest ({'p(y=1)' if report.target == 'positive' else 'top label'}; "
+             f"searched on {report.n_search:,} rows, confirmed on the other {report.n_confirm:,})",
+             slice_headline(report)]
+    if len(t):
+        shown = t[["slice", "n", "n_confirm", "mean_predicted", "rate", "gap", "rest_gap", "slope"]].copy()
+        shown.columns = ["slice", "n", "held out", "mean predicted", "observed", "gap", "rest gap", "slope"]
+        shown["p (Holm)"] = [S.format_p(p) for p in t["p_holm"]]
+        shown["holds up"] = ["yes" if h else "no" for h in t["held_up"]]
+        lines.append(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    lines += [*(f"  {s}" for s in slice_statements(report)), overall_sentence(report), guarantee_statement(report)]
+    if report.columns:
+        lines.append("columns searched: " + ", ".join(f"{c} ({how})" for c, how in report.columns))
+    if report.skipped:
+        lines.append("not searched: " + "; ".join(f"{c} ({why})" for c, why in report.skipped))
+    lines += [f"note: {n}" for n in report.notes]
+    return "\n".join(lines)

@@ -1,0 +1,231 @@
+"""Finding the slices (:func:`pbr_core.slices.find_slices`) on a dataset beyond memory.
+
+Everything the search and the confirmation need is a sum over rows, so the rows stream by batch by
+batch (or unit by unit on Dask, partial results merged):
+
+1. **Planning** reads only the slice columns: per column its value counts (at most
+   :data:`pbr_core.slices.MAX_LEVELS` kept), the numbers of the rows with the smallest hashes (the
+   quantile bands' sample) and the total rows; whether a text column holds dates is decided first on
+   its first 200 values, as in memory. This fixes the candidate slices.
+2. **Searching** reads the predictions and the slice columns once: per candidate cell, six sums of
+   the search half (8 numbers a cell with the confirmation half's rows: memory bounded by
+   :data:`pbr_core.slices.MAX_CELLS`, a cap the report states when it is reached). The search then
+   chooses at most ``max_slices`` slices.
+3. **Confirming** reads the predictions and the chosen slices' columns once: their sums of the test of
+   calibration on the confirmation half, their reliability bins, the whole file's sums and bins, and
+   the confirmation rows of the chosen slices small enough for the exact test (at most
+   :data:`pbr_core.significance.EXACT_MAX_ROWS` each: 16 bytes a row, 8 MB at most for 10 slices).
+
+Each row's half is a hash of (seed, file, row in the file), so a single file streamed and the same
+file in memory get the same halves, plan, choice and p-values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pbr_core import metrics as _m
+from pbr_core.groups import MIN_ROWS
+from pbr_core.predictions import PredictionsError
+from pbr_core.slices import MAX_SLICES, SCREEN, SliceReport, assemble, candidate_columns, check_settings
+from pbr_core.slices._confirm import ConfirmSums, columns_used, masks
+from pbr_core.slices._plan import (DATE_HEAD, N_BANDS, ColumnSummary, Plan, build_plan, date_columns, halves,
+                                   row_hash, summarize)
+from pbr_core.slices._search import Candidate, SearchSums, choose
+from pbr_core.stream._source import Dataset, Unit
+from pbr_core.stream._stats import confidence_outcome
+
+__all__ = ["compute_slices"]
+
+#: progress(what, rows_done, rows_total_or_None): "planning the slices", "searching the slices",
+#: "confirming the slices".
+SliceProgress = Callable[[str, int, "int | None"], None]
+
+
+def _frames(dataset: Dataset, unit: Unit, names: Sequence[str]):
+    """(first row, the columns as a DataFrame) of every batch of ``unit``, as the loader reads them."""
+    import pyarrow as pa
+
+    from pbr_core.loading._tables import _arrow_frame
+
+    for start, rb in dataset.raw_batches(unit, list(names)):
+        if rb.num_rows:
+            yield start, _arrow_frame(pa.Table.from_batches([rb]), csv=unit.fmt != "parquet")
+
+
+def _heads(dataset: Dataset, names: Sequence[str]) -> dict[str, pd.Series]:
+    """Each column's first :data:`DATE_HEAD` values that are not missing, in file order."""
+    seen: dict[str, list[pd.Series]] = {n: [] for n in names}
+    done: set[str] = set()
+    for unit in dataset.units():
+        for _, frame in _frames(dataset, unit, names):
+            for n in names:
+                if n not in done:
+                    seen[n].append(frame[n].dropna())
+                    if sum(len(s) for s in seen[n]) >= DATE_HEAD:
+                        done.add(n)
+            if len(done) == len(names):
+                break
+        if len(done) == len(names):
+            break
+    return {n: (pd.concat(v, ignore_index=True).head(DATE_HEAD) if v else pd.Series([], dtype=object))
+            for n, v in seen.items()}
+
+
+# --------------------------------------------------------------------------------- planning
+@dataclass
+class _Summaries:
+    columns: dict[str, ColumnSummary] = field(default_factory=dict)
+    rows: int = 0
+
+    def merge(self, other: "_Summaries") -> "_Summaries":
+        for k, v in other.columns.items():
+            if k in self.columns:
+                self.columns[k].merge(v)
+            else:
+                self.columns[k] = v
+        self.rows += other.rows
+        return self
+
+
+def unit_summaries(dataset: Dataset, unit: Unit, names: tuple[str, ...], dates: dict[str, bool], seed: int,
+                   on_rows: Callable[[int], None] | None = None) -> _Summaries:
+    """The column summaries of one unit (a Dask task of the planning pass)."""
+    out = _Summaries()
+    for start, frame in _frames(dataset, unit, names):
+        h = row_hash(seed, unit.file_index, start, len(frame))
+        part = _Summaries({n: summarize(frame[n], dates[n], h) for n in names}, len(frame))
+        out.merge(part)
+        if on_rows is not None:
+            on_rows(len(frame))
+    return out
+
+
+# --------------------------------------------------------------------------------- the two passes over rows
+def _batches(dataset: Dataset, unit: Unit, columns: Sequence[str], target: str):
+    """(first row, p, y, the columns) of every validated batch of ``unit``."""
+    for start, preds in dataset.predictions(unit, tuple(columns)):
+        conf, out = confidence_outcome(preds, target)
+        yield start, np.asarray(conf, dtype=np.float64), np.asarray(out, dtype=np.float64), preds.metadata
+
+
+def _codes(plan: Plan, which: Sequence[int], meta: pd.DataFrame, unit: Unit, start: int) -> dict[int, np.ndarray]:
+    try:
+        return {i: plan.columns[i].codes(meta[plan.columns[i].name]) for i in which}
+    except ValueError as exc:
+        group = f"row group {unit.row_group + 1}, " if unit.row_group is not None else ""
+        raise PredictionsError(f"{unit.path}: {group}rows from {start + 1}: {exc}") from None
+
+
+def unit_search(dataset: Dataset, unit: Unit, plan: Plan, target: str, seed: int,
+                on_rows: Callable[[int], None] | None = None) -> SearchSums:
+    """The search sums of one unit (a Dask task of the search pass)."""
+    out = SearchSums.empty(plan)
+    which = range(len(plan.columns))
+    for start, p, y, meta in _batches(dataset, unit, plan.names, target):
+        codes = _codes(plan, which, meta, unit, start)
+        matrix = np.stack([codes[i] for i in which], axis=1) if plan.columns else np.zeros((p.size, 0), np.intp)
+        out.update(matrix, halves(row_hash(seed, unit.file_index, start, p.size)), p, y)
+        if on_rows is not None:
+            on_rows(p.size)
+    return out
+
+
+def unit_confirm(dataset: Dataset, unit: Unit, plan: Plan, chosen: tuple[Candidate, ...], n_rows: int, target: str,
+                 seed: int, on_rows: Callable[[int], None] | None = None) -> ConfirmSums:
+    """The confirmation sums of one unit (a Dask task of the confirmation pass)."""
+    out = ConfirmSums.empty(list(chosen), n_rows)
+    used = columns_used(list(chosen))
+    for start, p, y, meta in _batches(dataset, unit, [plan.columns[i].name for i in used], target):
+        codes = _codes(plan, used, meta, unit, start)
+        out.update(masks(plan, list(chosen), codes, p.size), halves(row_hash(seed, unit.file_index, start, p.size)),
+                   p, y)
+        if on_rows is not None:
+            on_rows(p.size)
+    return out
+
+
+def compute_slices(
+    dataset: Dataset,
+    columns: Sequence[str] | str | None = None,
+    max_order: int = 2,
+    *,
+    target: str = "positive",
+    min_rows: int = MIN_ROWS,
+    max_slices: int = MAX_SLICES,
+    screen: float = SCREEN,
+    n_bands: int = N_BANDS,
+    level: float = 0.95,
+    seed: int = 0,
+    progress: SliceProgress | None = None,
+    scheduler: str | None = None,
+    local_cluster: int | None = None,
+    client=None,
+) -> SliceReport:
+    """:func:`pbr_core.slices.find_slices` on every row of ``dataset``, in streamed passes (see the
+    module docstring); on Dask when a scheduler, a local cluster or a client is given.
+
+    Examples
+    --------
+    >>> import pbr_core.stream as ps
+    >>> ds = ps.open_dataset("sample_data/adult_gradient_boosting.csv.gz")
+    >>> ps.compute_slices(ds, ["sex", "race"]).scored
+    13
+    """
+    level = check_settings(max_order, min_rows, max_slices, screen, n_bands, level)
+    _m.check_binary_target(target, "target")
+    lay = dataset.layout()
+    available = [c for c, role in lay.column_roles if role in ("group", "metadata")]
+    if not available:
+        raise ValueError("finding slices needs columns besides the predictions (a segment, a region, an age, a date...): "
+                         "this dataset has none.")
+    names, skipped = candidate_columns(available, columns)
+    what = "positive" if lay.kind == "binary" and target == "positive" else "top_label"
+    units = dataset.units()
+    use_dask = scheduler is not None or local_cluster is not None or client is not None
+
+    def run(label: str, task: Callable, args: tuple, total: int | None, c=None):
+        report = (lambda done, tot: progress(label, done, tot)) if progress is not None else None
+        if c is not None:
+            from pbr_core.stream._dask import map_merge
+
+            return map_merge(c, dataset, units, task, args, report, total)
+        done = [0]
+
+        def on_rows(k: int) -> None:
+            done[0] += k
+            if report is not None:
+                report(done[0], total)
+
+        result = None
+        for unit in units:
+            part = task(dataset, unit, *args, on_rows=on_rows)
+            result = part if result is None else result.merge(part)
+        return result
+
+    def passes(c=None) -> SliceReport:
+        dates = date_columns(_heads(dataset, names)) if names else {}
+        summaries = run("planning the slices", unit_summaries, (tuple(names), dates, int(seed)), dataset.num_rows(), c)
+        n = summaries.rows
+        if n == 0:
+            raise PredictionsError(f"{dataset.spec}: the dataset has no data rows.")
+        plan = build_plan(names, summaries.columns, dates, n_rows=n, min_rows=min_rows, max_order=max_order,
+                          n_bands=n_bands, skipped=skipped)
+        search = run("searching the slices", unit_search, (plan, what, int(seed)), n, c)
+        choice = choose(plan, search, min_rows=min_rows, max_slices=max_slices, screen=screen)
+        confirm = run("confirming the slices", unit_confirm, (plan, tuple(choice.chosen), n, what, int(seed)), n, c)
+        return assemble(plan, choice, confirm, target=what, level=level, seed=int(seed), max_order=max_order,
+                        min_rows=min_rows, max_slices=max_slices, screen=screen)
+
+    if not units:
+        raise PredictionsError(f"{dataset.spec}: the dataset has no data rows.")
+    if not use_dask:
+        return passes()
+    from pbr_core.stream._dask import dask_client
+
+    with dask_client(scheduler, local_cluster, client) as c:
+        return passes(c)
