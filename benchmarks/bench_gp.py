@@ -59,7 +59,8 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 import pbr_core  # noqa: E402
-from pbr_core.alpha_selection import PAPER_ALPHA_GRID, select_alpha  # noqa: E402
+from pbr_core.alpha_selection import select_alpha  # noqa: E402
+from pbr_core.paper import PAPER_ALPHAS  # noqa: E402
 from pbr_core.gp.batch import fit_batch  # noqa: E402
 from pbr_core.gp.device import resolve_device  # noqa: E402
 from pbr_core.gp.objectives import ObjectiveSpec  # noqa: E402
@@ -147,7 +148,7 @@ def part_grid(device: torch.device, ns, ks, objective: str, time_limit: float) -
 def part_alpha(device: torch.device, k: int, n: int, n_splits: int) -> list[str]:
     preds, name = load_dataset(k)
     fit, _ = split(preds, n, seed=0)
-    rows = [f"Alpha grid {list(PAPER_ALPHA_GRID)} x {n_splits} folds on {n} rows of {name} ({len(PAPER_ALPHA_GRID) * n_splits} fits).",
+    rows = [f"Alpha grid {list(PAPER_ALPHAS)} x {n_splits} folds on {n} rows of {name} ({len(PAPER_ALPHAS) * n_splits} fits).",
             "", "| mode | wall s | CPU s | summed iterations | best alpha |", "|---|---|---|---|---|"]
     results = {}
     for label, kw in (("sequential, default (Adam warm-up + L-BFGS)", {"batched": False}),
@@ -173,10 +174,10 @@ def part_protocol(device: torch.device, n_splits: int, n_re: int, chunk: int) ->
     preds, name = load_dataset(100)
     z = np.asarray(preds.scores)
     splits = [split(preds, n_re, seed) for seed in range(n_splits)]
-    pairs = [(s, a) for s in range(n_splits) for a in PAPER_ALPHA_GRID]
+    pairs = [(s, a) for s in range(n_splits) for a in PAPER_ALPHAS]
     settings = TrainSettings(optimizer="adam", max_iter=1000)
     check = TrainCheck("brier", False, 100, 0)
-    rows = [f"Paper protocol on {name}: {n_splits} splits (n_re = {n_re}) x {len(PAPER_ALPHA_GRID)} alpha values "
+    rows = [f"Paper protocol on {name}: {n_splits} splits (n_re = {n_re}) x {len(PAPER_ALPHAS)} alpha values "
             f"= {len(pairs)} PBR fits (S = J = 100, Adam), device {device}.", ""]
     # All fits as batches of `chunk` GPs.
     _sync(device)
@@ -208,18 +209,18 @@ def part_protocol(device: torch.device, n_splits: int, n_re: int, chunk: int) ->
     # One split's 8 fits alone (the same Adam settings): time and equality with the batch.
     t2 = time.perf_counter()
     diffs = []
-    for j, alpha in enumerate(PAPER_ALPHA_GRID):
+    for j, alpha in enumerate(PAPER_ALPHAS):
         rec = PBR(alpha=alpha, optimizer="adam", device=str(device)).fit(splits[0][0])
         diffs.append(abs(rec.kl_ - reports[j].kl) / max(1.0, abs(rec.kl_)))
     _sync(device)
     t_seq = time.perf_counter() - t2
-    rows += [f"Sequential, one split's {len(PAPER_ALPHA_GRID)} fits alone: {t_seq:.1f} s "
+    rows += [f"Sequential, one split's {len(PAPER_ALPHAS)} fits alone: {t_seq:.1f} s "
              f"(x {n_splits} splits ~ {t_seq * n_splits:.0f} s for the protocol). "
              f"Relative KL difference batched vs alone: max {max(diffs):.1e} "
              "(alpha <= 0.01 fits are chaotic over long Adam runs, see the notes).", "",
              "| split | alpha | test ECE before | after | KL | iterations |", "|---|---|---|---|---|---|"]
     rows += [f"| {s} | {a:g} | {b:.4f} | {c:.4f} | {kl:.2f} | {it} |" for s, a, b, c, kl, it in ece_rows]
-    summary = {a: np.mean([r[3] for r in ece_rows if r[1] == a]) for a in PAPER_ALPHA_GRID}
+    summary = {a: np.mean([r[3] for r in ece_rows if r[1] == a]) for a in PAPER_ALPHAS}
     rows += ["", "Mean test ECE per alpha: " + ", ".join(f"{a:g}: {v:.4f}" for a, v in summary.items()) +
              f" (uncalibrated {np.mean([r[2] for r in ece_rows]):.4f})."]
     for r in rows[:4]:
@@ -235,7 +236,7 @@ def part_klgap(device: torch.device, n_folds: int, n_re: int) -> list[str]:
     from pbr_core.experiments.kl_gap import _use_batch
 
     preds, name = load_dataset(100)
-    alphas = list(PAPER_ALPHA_GRID)
+    alphas = list(PAPER_ALPHAS)
     dev = str(device)
     batched = _use_batch("auto", "pbr", alphas, {"optimizer": "adam", "device": dev}, False, 1)
     _sync(device)
@@ -398,7 +399,7 @@ def part_stability(device: torch.device, models: list[str], n_splits: int, n_re:
         d = np.load(file)
         z, y = d["logits"].astype(np.float64), d["labels"].astype(np.int64)
         for seed in range(n_splits):
-            for alpha in PAPER_ALPHA_GRID:
+            for alpha in PAPER_ALPHAS:
                 if (seed, float(alpha), n_re) in have:
                     continue
                 row = {"model": model, **_stability_fit(z, y, seed, alpha, n_re, device)}
@@ -421,10 +422,10 @@ def stability_summary(df, folder: Path) -> list[str]:
             "n_re = 1000, the other 9000 rows as the test set, B = floor(n_te^(1/3)) = 20. Sound = no error, "
             "finite, training-set check passed, test ECE <= uncalibrated + 0.01.", "",
             "| model | fits | sound | max test-ECE change | mean ECE uncal. | " +
-            " | ".join(f"mean ECE a={a:g}" for a in PAPER_ALPHA_GRID) + " | KL = 0 (prior) | escaped the prior | median CPU s |",
-            "|---|---|---|---|---|" + "---|" * len(PAPER_ALPHA_GRID) + "---|---|---|"]
+            " | ".join(f"mean ECE a={a:g}" for a in PAPER_ALPHAS) + " | KL = 0 (prior) | escaped the prior | median CPU s |",
+            "|---|---|---|---|---|" + "---|" * len(PAPER_ALPHAS) + "---|---|---|"]
     for model, g in df.groupby("model", sort=False):
-        means = [g.loc[g["alpha"].astype(float) == a, "ece_after"].mean() for a in PAPER_ALPHA_GRID]
+        means = [g.loc[g["alpha"].astype(float) == a, "ece_after"].mean() for a in PAPER_ALPHAS]
         escaped = int(g["stop"].str.contains("restarted: the first fit ended at the prior").sum())
         rows.append(f"| {model} | {len(g)} | {int(g['sound'].sum())} | {g['delta'].max():+.4f} | "
                     f"{g['ece_before'].mean():.4f} | " + " | ".join(f"{m:.4f}" for m in means) +

@@ -24,6 +24,7 @@ import streamlit as st  # noqa: E402
 from streamlit.navigation.page import StreamlitPage  # noqa: E402
 
 from dashboard import memory, serving, sessions, state, texts  # noqa: E402
+from pbr_core.metrics import BINARY_TARGET  # noqa: E402
 
 logger = logging.getLogger("dashboard.app")
 
@@ -75,9 +76,9 @@ def _sidebar() -> None:
         if p.kind == "binary":
             # Lives in the frame (not a page) so the choice holds on every page.
             st.radio(
-                "Measure calibration of", list(state.BINARY_TARGET_LABELS),
-                format_func=state.BINARY_TARGET_LABELS.get, key=state.BINARY_TARGET_KEY,
-                index=list(state.BINARY_TARGET_LABELS).index(state.DEFAULT_BINARY_TARGET),
+                "Measure calibration of", list(BINARY_TARGET.values),
+                format_func=texts.BINARY_TARGET_LABELS.get, key=state.BINARY_TARGET_KEY,
+                index=list(BINARY_TARGET.values).index(BINARY_TARGET.default),
                 help=texts.BINARY_TARGET_HELP,
             )
 

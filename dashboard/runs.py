@@ -31,7 +31,6 @@ from pbr_core.experiments import (
     Cancelled,
     KLGapResult,
     compare,
-    ece_inputs,
     ended_at_prior,
     evaluation_metrics,
     fit_and_test,
@@ -40,6 +39,7 @@ from pbr_core.experiments import (
     split_indices,
 )
 from pbr_core.cancel import cancel_when
+from pbr_core.evaluation import reliability_table
 from pbr_core.loading import save_predictions
 from pbr_core.metrics import BinaryTarget as BinaryECE
 from pbr_core.progress import report_progress
@@ -150,13 +150,6 @@ def _progress(reporter: Reporter, multiclass: bool, total: int | None = None, pr
 #: The calibrated-predictions downloads mark the rows the recalibrator was fitted on in this column
 #: (True / False), after the scores and the label.
 FIT_ROWS_COLUMN = "used_for_fit"
-
-
-def reliability_table(probs: np.ndarray, labels: np.ndarray, kind: str, binary_ece: BinaryECE,
-                      n_bins: int | None = None) -> pd.DataFrame:
-    """Per-bin statistics (``pbr_core.reliability_diagram``) at B = floor(n^(1/3)) unless given."""
-    p, y = ece_inputs(probs, labels, kind, binary_ece)
-    return pbr_core.reliability_diagram(p, y, n_bins=n_bins or pbr_core.optimal_n_bins(labels.shape[0]))
 
 
 def refuse_small_test_set(n_te: int, n: int) -> None:

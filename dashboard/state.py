@@ -449,20 +449,14 @@ class AuditChoices:
 
 
 # --------------------------------------------------------------------------- what the metrics see
-#: The sidebar's default: decided in pbr_core, for the library, the CLI and the app at once (p(y=1)).
-DEFAULT_BINARY_TARGET: BinaryTarget = pbr_core.metrics.DEFAULT_BINARY_TARGET
-
-
 def binary_target() -> BinaryTarget:
-    """The app's one choice of ECE on binary data (the sidebar), for every page and the report."""
-    return st.session_state.get(_K_BINARY_TARGET, DEFAULT_BINARY_TARGET)
+    """The app's one choice of ECE on binary data (the sidebar; its default is decided in pbr_core, for
+    the library, the CLI and the app at once: ``pbr_core.metrics.BINARY_TARGET``), for every page and
+    the report."""
+    return st.session_state.get(_K_BINARY_TARGET, pbr_core.metrics.BINARY_TARGET.default)
 
 
 BINARY_TARGET_KEY = _K_BINARY_TARGET
-BINARY_TARGET_LABELS: dict[str, str] = {
-    "positive": "p(y=1): binary calibration",
-    "top_label": "Top-label confidence",
-}
 
 
 def metric_view(loaded: Loaded, target: BinaryTarget | None = None) -> MetricView:
@@ -470,7 +464,7 @@ def metric_view(loaded: Loaded, target: BinaryTarget | None = None) -> MetricVie
     preds = loaded.preds
     target = binary_target() if target is None else target
     stats = loaded.stream.stats if loaded.stream is not None else {}
-    if preds.kind == "binary" and target == "positive":
+    if pbr_core.metrics.BINARY_TARGET.measured(preds.kind, target) == "positive":
         x_title, y_title = texts.axis_titles(True)
         return MetricView(key=f"{loaded.key}|pos", probs=preds.p_positive, labels=preds.labels, n=preds.n,
                           x_title=x_title, y_title=y_title,

@@ -713,6 +713,13 @@ def p_value(p: float | None) -> str:
     return "–" if p is None or p != p else format_p(p)
 
 
+#: The sidebar's choice of ECE on binary data (``pbr_core.metrics.BINARY_TARGET``'s values), as it names them.
+BINARY_TARGET_LABELS: dict[str, str] = {
+    "positive": "p(y=1): binary calibration",
+    "top_label": "Top-label confidence",
+}
+
+
 def binary_ece_caption(binary_ece: str) -> str:
     """Which ECE a recalibration page measures on binary data: the app's one choice (the sidebar)."""
     if binary_ece == "positive":

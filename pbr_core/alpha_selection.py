@@ -42,18 +42,15 @@ import numpy as np
 import pandas as pd
 
 from pbr_core.cancel import CancelCallback, Cancelled, cancel_when, checkpoint
-from pbr_core.experiments._protocol import (DEFAULT_BINARY_ECE, PAPER_ALPHAS, BinaryECE, check_int,
-                                            continuation_order, evaluation_metrics)
-from pbr_core.metrics import check_binary_target
+from pbr_core.evaluation import CV_SCORES, evaluation_metrics
+from pbr_core.metrics import BINARY_TARGET, BinaryTarget
+from pbr_core.paper import PAPER_ALPHAS, continuation_order
 from pbr_core.parallel import check_n_jobs, run_chains
 from pbr_core.predictions import Predictions
 from pbr_core.progress import Progress
 from pbr_core.recalibrators.base import as_predictions
 
-__all__ = ["AlphaSelection", "PAPER_ALPHA_GRID", "kfold_indices", "select_alpha"]
-
-#: The paper's grid (Appendix F): :data:`pbr_core.experiments.PAPER_ALPHAS` under this module's name.
-PAPER_ALPHA_GRID: tuple[float, ...] = PAPER_ALPHAS
+__all__ = ["AlphaSelection", "kfold_indices", "select_alpha"]
 
 Metric = Literal["ece", "brier", "nll"]
 
@@ -97,7 +94,8 @@ class AlphaSelection:
 
 def kfold_indices(n: int, n_splits: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     """Shuffled k-fold (train, validation) index pairs; fold sizes differ by at most one."""
-    check_int("n_splits", n_splits, 2)
+    if isinstance(n_splits, bool) or not isinstance(n_splits, (int, np.integer)) or n_splits < 2:
+        raise ValueError(f"Expected argument `n_splits` to be an integer of at least 2, but got {n_splits!r}.")
     if n_splits > n:
         raise ValueError(f"Expected argument `n_splits` <= the number of samples ({n}), but got {n_splits}.")
     perm = np.random.default_rng(seed).permutation(n)
@@ -105,17 +103,17 @@ def kfold_indices(n: int, n_splits: int, seed: int = 0) -> list[tuple[np.ndarray
     return [(np.sort(np.concatenate(folds[:i] + folds[i + 1:])), np.sort(folds[i])) for i in range(n_splits)]
 
 
-def _score_all(probs: np.ndarray, labels: np.ndarray, binary_ece: BinaryECE) -> dict[str, float]:
+def _score_all(probs: np.ndarray, labels: np.ndarray, binary_ece: BinaryTarget) -> dict[str, float]:
     """The protocols' held-out metrics (ECE with B = floor(n_val^(1/3)), Brier, NLL)."""
     metrics = evaluation_metrics(probs, labels, "binary" if probs.shape[1] == 2 else "multiclass", binary_ece)
     return {k: metrics[k] for k in ("ece", "brier", "nll")}
 
 
-def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_ALPHA_GRID,
+def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_ALPHAS,
                  objective: Literal["pbr", "pbr_total"] = "pbr", n_splits: int = 5, metric: Metric = "ece",
                  seed: int = 0, progress: Progress | None = None, *, labels: np.ndarray | None = None,
                  batched: bool | Literal["auto"] = "auto", cancel: CancelCallback | None = None,
-                 binary_ece: BinaryECE = DEFAULT_BINARY_ECE, warm_start: bool = True, n_jobs: int = 1,
+                 binary_ece: BinaryTarget = BINARY_TARGET.default, warm_start: bool = True, n_jobs: int = 1,
                  **pbr_params: Any) -> AlphaSelection:
     """Choose PBR's alpha by k-fold cross-validation on the recalibration data.
 
@@ -181,7 +179,7 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
     """
     from pbr_core.recalibrators.gp import PBR  # late import: recalibrators import this package's parents
 
-    if metric not in ("ece", "brier", "nll"):
+    if metric not in CV_SCORES:
         raise ValueError(f"Expected argument `metric` to be 'ece', 'brier' or 'nll', but got {metric!r}.")
     grid = [float(a) for a in grid]
     if not grid or any(not np.isfinite(a) or a < 0 for a in grid):
@@ -196,7 +194,7 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
 
         batched = (template.optimizer == "adam" and resolve_device(template.device).type == "cuda"
                    and not template.prior_split)
-    check_binary_target(binary_ece, "binary_ece")
+    BINARY_TARGET.check(binary_ece, "binary_ece")
     if batched and template.prior_split:
         raise ValueError("batched=True cannot split off rows for the prior (prior_split); use batched=False.")
     if batched and template.optimizer != "adam":
@@ -262,7 +260,7 @@ def _sequential_rows(data: Predictions, folds, grid, params, progress, *, binary
 
 
 def _fold_chain(data: Predictions, tr: np.ndarray, va: np.ndarray, f: int, n_folds: int, grid: list[float],
-                order: list[int], params: dict, binary_ece: BinaryECE, warm_start: bool, *,
+                order: list[int], params: dict, binary_ece: BinaryTarget, warm_start: bool, *,
                 emit: Callable[[tuple[int, dict, str]], None]) -> None:
     """One fold of the selection: its alphas in ``order``, each from the prior or (warm start)
     continuing from the previous fit; ``emit((alpha index, row, message))`` after each. Module

@@ -224,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the splits (default 0)")
     p.add_argument("--param", action="append", default=[], metavar="METHOD.KEY=VALUE",
                    help="a parameter of one method, e.g. pbr.alpha=0.5 (repeatable; values are JSON, else text)")
-    p.add_argument("--binary-ece", choices=["positive", "top_label"], default=None,
+    p.add_argument("--binary-ece", choices=["positive", "top_label"], default=None,  # BINARY_TARGET.values
                    help="binary data: ECE of p(y=1) (default: paper Appendix A, as evaluate and the dashboard "
                         "measure it) or of the top label (as in the paper's tables)")
     p.add_argument("--pairs", default=None, metavar="A:B,...",
@@ -734,9 +734,7 @@ def _select_alpha(rec, preds, args: argparse.Namespace):
     table.insert(0, "", ["<-" if a == sel.best_alpha else "" for a in table["alpha"]])
     metric = args.alpha_metric
     if metric == "ece" and preds.kind == "binary":
-        from pbr_core.experiments import BINARY_ECE_WORDS, DEFAULT_BINARY_ECE
-
-        metric = BINARY_ECE_WORDS[DEFAULT_BINARY_ECE]
+        metric = _binary_ece_words()
     warm = "; each fold's fits in ascending alpha, each from the previous one's solution" if sel.warm_start else ""
     print(f"alpha by {args.alpha_folds}-fold cross-validation on {preds.n} rows ({metric}, "
           f"held-out folds{warm}; {sel.wall_time_s:.1f} s):")
@@ -873,7 +871,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from pbr_core import PredictionsError
-    from pbr_core.experiments import (BINARY_ECE_WORDS, DEFAULT_BINARY_ECE, compare, default_n_re, summarize,
+    from pbr_core.experiments import (BINARY_TARGET, compare, default_n_re, summarize,
                                       summary_table, tqdm_progress)
     from pbr_core.loading.writing import csv_text
 
@@ -888,7 +886,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.out is not None:
         _check_output(args.out, (".csv",))
     preds = _load(args.file, args)
-    binary_ece = args.binary_ece or DEFAULT_BINARY_ECE
+    binary_ece = args.binary_ece or BINARY_TARGET.default
     if args.n_re is None:  # the paper's 1000 only on a file large enough to leave as many rows to test on
         args.n_re = default_n_re(preds.n)
     _refuse_small_test_set(preds, args.n_re, args.n_te)
@@ -923,7 +921,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(f"{preds.n} rows, K = {preds.n_classes}: n_re = {args.n_re}, n_te = {n_te}, "
           f"{args.folds} folds, seed {args.seed}; mean ± std over folds")
     if preds.kind == "binary":
-        print(f"ECE: {BINARY_ECE_WORDS[binary_ece]} (--binary-ece); Brier and NLL of the same probability")
+        print(f"ECE: {BINARY_TARGET.words[binary_ece]} (--binary-ece); Brier and NLL of the same probability")
     print(summary_table(table).to_string())
     print(_best_text(table))
     print()
@@ -932,10 +930,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _binary_ece_words() -> str:
-    """Which ECE a binary file's numbers are: the app's one choice (pbr_core.metrics.DEFAULT_BINARY_TARGET)."""
-    from pbr_core.metrics import BINARY_TARGET_WORDS, DEFAULT_BINARY_TARGET
+    """Which ECE a binary file's numbers are: the app's one choice (pbr_core.metrics.BINARY_TARGET)."""
+    from pbr_core.metrics import BINARY_TARGET
 
-    return BINARY_TARGET_WORDS[DEFAULT_BINARY_TARGET]
+    return BINARY_TARGET.words[BINARY_TARGET.default]
 
 
 def _refuse_small_test_set(preds, n_re: int, n_te: int | None) -> None:

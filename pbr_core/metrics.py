@@ -23,7 +23,7 @@ import math
 import warnings
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Iterable, Literal, Sequence
+from typing import Iterable, Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -35,9 +35,9 @@ __all__ = [
     "assign_bins",
     "bin_boundaries",
     "bin_index",
-    "BINARY_TARGETS",
-    "BINARY_TARGET_WORDS",
+    "BINARY_TARGET",
     "BinaryTarget",
+    "BinaryTargetChoice",
     "brier_score",
     "brier_terms",
     "calibration_summary",
@@ -65,21 +65,52 @@ _CHUNK = 1 << 22
 #: the paper's tables), or "positive", p(y=1) against y (the binary ECE of Appendix A). How each
 #: choice turns into metric inputs is :func:`ece_inputs`, here only.
 BinaryTarget = Literal["positive", "top_label"]
-BINARY_TARGETS: tuple[str, ...] = ("positive", "top_label")
 
-#: The app's ECE on binary data, decided here once for every front end: the dashboard's sidebar and
-#: every page, the HTML report, ``pbr-calib evaluate / compare / fit --select-alpha`` and the
-#: experiment protocols' defaults (``pbr_core.experiments.DEFAULT_BINARY_ECE`` is this value). p(y=1)
-#: is what a binary model predicts and what its users read; the same binary file then shows the same
-#: test ECE on every page. The paper's tables use the top label: the reproduction scripts pass
-#: ``"top_label"`` explicitly, so their tables do not depend on this default.
-DEFAULT_BINARY_TARGET: BinaryTarget = "positive"
 
-#: How each choice is named wherever an ECE of binary data is shown (pages, report, command line).
-BINARY_TARGET_WORDS: dict[str, str] = {
-    "positive": "ECE of p(y=1) (the binary ECE of the paper's Appendix A)",
-    "top_label": "top-label ECE (confidence of the predicted class), as in the paper's tables",
-}
+@dataclass(frozen=True)
+class BinaryTargetChoice:
+    """The choice of the ECE on binary data, decided once for every front end: its values, the words
+    that name each wherever such an ECE is shown, and the app's default.
+
+    Pages, the report, ``pbr-calib`` and the protocols read :data:`BINARY_TARGET` (this class's one
+    value): :attr:`default` as their default, :meth:`measured` for what a number of data of some kind
+    measures, :attr:`words` to say which ECE it is.
+    """
+
+    values: tuple[str, ...]
+    words: Mapping[str, str]
+    default: str
+
+    def check(self, value: str, name: str = "binary_target") -> str:
+        """``value`` if it is one of :attr:`values`, else a ``ValueError`` naming the argument ``name``."""
+        if value not in self.values:
+            raise ValueError(f"Expected argument `{name}` to be 'positive' or 'top_label', but got {value!r}.")
+        return value
+
+    def measured(self, kind: str, choice: str) -> BinaryTarget:
+        """What the ECE of predictions of ``kind`` (``Predictions.kind``) measures under ``choice``:
+        "positive" (p(y=1)) for binary data with that choice, "top_label" for everything else
+        (multiclass data, binary data with "top_label", a file of top-label confidences)."""
+        return "positive" if kind == "binary" and choice == "positive" else "top_label"
+
+
+#: The app's ECE on binary data and its words. p(y=1) by default: the dashboard's sidebar and every
+#: page, the HTML report, ``pbr-calib evaluate / compare / fit --select-alpha`` and the experiment
+#: protocols' defaults read it, so the same binary file shows the same test ECE everywhere; p(y=1) is
+#: what a binary model predicts and what its users read. The paper's tables use the top label: the
+#: reproduction scripts pass :data:`pbr_core.paper.PAPER_BINARY_ECE`, so their tables do not depend
+#: on this default.
+BINARY_TARGET = BinaryTargetChoice(
+    values=("positive", "top_label"),
+    words={
+        "positive": "ECE of p(y=1) (the binary ECE of the paper's Appendix A)",
+        "top_label": "top-label ECE (confidence of the predicted class), as in the paper's tables",
+    },
+    default="positive",
+)
+
+#: :attr:`BINARY_TARGET.default <BinaryTargetChoice.default>`, under the name the API documents.
+DEFAULT_BINARY_TARGET: BinaryTarget = BINARY_TARGET.default  # type: ignore[assignment]
 
 
 # --------------------------------------------------------------------------- validation
@@ -167,10 +198,8 @@ def confidence_and_outcome(probs: np.ndarray, labels: np.ndarray) -> tuple[np.nd
 
 
 def check_binary_target(target: str, name: str = "binary_target") -> str:
-    """``target`` if it is one of :data:`BINARY_TARGETS`, else a ``ValueError`` naming ``name``."""
-    if target not in BINARY_TARGETS:
-        raise ValueError(f"Expected argument `{name}` to be 'positive' or 'top_label', but got {target!r}.")
-    return target
+    """:meth:`BINARY_TARGET.check <BinaryTargetChoice.check>`: ``target``, or a ``ValueError`` naming ``name``."""
+    return BINARY_TARGET.check(target, name)
 
 
 def ece_inputs(probs: np.ndarray, labels: np.ndarray, target: BinaryTarget) -> tuple[np.ndarray, np.ndarray]:

@@ -70,6 +70,7 @@ import reproduce_paper as rp  # noqa: E402  (the data sets and the per-method pa
 from pbr_core.experiments import (  # noqa: E402
     KL_GAP_COLUMNS,
     PAPER_ALPHAS,
+    PAPER_BINARY_ECE,
     PAPER_N_RE_VALUES,
     fold_kendall,
     kl_vs_ece_gap,
@@ -208,7 +209,7 @@ def run_kl_gap(dataset: str, models: Sequence[str], folds: Sequence[int], alphas
                     # The paper's top-label ECE, explicitly: the library's default is the app's p(y=1).
                     res, cpu = _timed(lambda: kl_vs_ece_gap(preds, alphas=[alpha], objective=objective, n_re=n_re,
                                                             folds=[fold], seed=seed, on_error="warn",
-                                                            binary_ece="top_label", **params))
+                                                            binary_ece=PAPER_BINARY_ECE, **params))
                 row = {**res.table.iloc[0].to_dict(), "dataset": dataset, "model": model, "objective": objective,
                        "n_te": n_re, "seed": seed, "params": _params_text(params), "cpu_seconds": cpu,
                        "commit": commit, "finished": _now()}
@@ -246,7 +247,7 @@ def run_n_re(dataset: str, models: Sequence[str], folds: Sequence[int], n_re_val
                     table, cpu = _timed(lambda: n_re_sweep(
                         preds, [method], n_re_values=[n_re], n_te=n_te, folds=[fold], seed=seed,
                         method_params={method: params} if params else None, on_error="warn",
-                        binary_ece="top_label"))  # the paper's ECE, not the library's default p(y=1)
+                        binary_ece=PAPER_BINARY_ECE))  # the paper's ECE, not the library's default p(y=1)
                     row = {**table.iloc[0].to_dict(), "dataset": dataset, "model": model,
                            "alpha_mode": "fixed" if "alpha" in params else None,
                            "alpha": params.get("alpha", math.nan), "seed": seed, "params": _params_text(params),

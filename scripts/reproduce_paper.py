@@ -57,7 +57,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import pbr_core  # noqa: E402
-from pbr_core.experiments import PAPER_ALPHAS, evaluation_metrics, split_indices  # noqa: E402
+from pbr_core.experiments import PAPER_ALPHAS, PAPER_BINARY_ECE, evaluation_metrics, split_indices  # noqa: E402
 from pbr_core.recalibrators import accepted_params, get_recalibrator, method_class, method_family, takes  # noqa: E402
 
 SHARED_PREDICTIONS = Path("/work/shared/data/predictions")
@@ -122,7 +122,7 @@ def alpha_by_cv(method: str, *, device: str, max_iter: int | None, inner_folds: 
     from the prior (``warm_start=False``), as the committed alpha-CV tables were computed."""
     objective, mean_approx = method_class(method).variant
     return get_recalibrator("pbr_cv", **_params(method, None, device, max_iter), alphas=list(grid),
-                            cv=inner_folds, scoring="ece", cv_seed=seed, binary_ece="top_label",
+                            cv=inner_folds, scoring="ece", cv_seed=seed, binary_ece=PAPER_BINARY_ECE,
                             objective=objective, mean_approx=mean_approx, warm_start=False)
 
 
@@ -192,7 +192,7 @@ def _evaluate(r, test_set, row: dict[str, Any]) -> dict[str, Any]:
         start = time.perf_counter()
         probs = r.predict_proba(test_set)
         row["predict_seconds"] = time.perf_counter() - start
-        row.update(evaluation_metrics(probs, test_set.labels, test_set.kind, "top_label"))
+        row.update(evaluation_metrics(probs, test_set.labels, test_set.kind, PAPER_BINARY_ECE))
         row["ece_positive"] = (evaluation_metrics(probs, test_set.labels, test_set.kind, "positive")["ece"]
                                if test_set.kind == "binary" else math.nan)
         row["kl"] = float(getattr(r, "kl_", math.nan))

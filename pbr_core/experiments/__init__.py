@@ -15,8 +15,11 @@ and Appendices F-G:
 * :func:`fit_and_test` - one recalibrator fitted on one fold and tested on the rest, with the bounds of the fit.
 * :data:`MIN_TEST_ROWS`, :func:`small_test_set_problem`, :func:`default_n_re` - the smallest test set
   whose ECE says anything (144 rows, from Theorem 1) and the split a front end proposes.
-* :func:`evaluation_metrics`, :func:`ece_inputs` - the test metrics every protocol reports (ECE with
-  B = floor(n^(1/3)), accuracy, NLL, Brier), for your own loops.
+* :func:`evaluation_metrics` - the test metrics every protocol reports (ECE with B = floor(n^(1/3)),
+  accuracy, NLL, Brier), for your own loops; :data:`METRICS` - every column's label, format and
+  better direction (:mod:`pbr_core.evaluation`).
+* :data:`PAPER_ALPHAS`, :data:`PAPER_N_RE`, :data:`PAPER_N_RE_VALUES` - the paper's settings
+  (:mod:`pbr_core.paper`).
 
 Every protocol takes ``progress(done, total, message)`` (called after each fit) and ``cancel()``
 (checked before and within each fit, see :mod:`pbr_core.cancel`; True raises :class:`Cancelled`, which
@@ -32,12 +35,10 @@ Example
 
 from __future__ import annotations
 
+from pbr_core.evaluation import EVALUATION_METRICS, METRICS, evaluation_metrics
 from pbr_core.experiments._protocol import (
-    BINARY_ECE_WORDS,
     DEFAULT_BINARY_ECE,
     MIN_TEST_ROWS,
-    PAPER_ALPHAS,
-    PAPER_N_RE,
     CancelCallback,
     Cancelled,
     ProgressCallback,
@@ -45,9 +46,7 @@ from pbr_core.experiments._protocol import (
     available_methods,
     check_test_rows,
     default_n_re,
-    ece_inputs,
     ended_at_prior,
-    evaluation_metrics,
     fold_permutation,
     max_n_re,
     small_test_set_problem,
@@ -61,11 +60,16 @@ from pbr_core.experiments.kl_gap import (KL_GAP_COLUMNS, FoldKendall, KLGapResul
 from pbr_core.experiments.paired import (MIN_PAIRED_FOLDS, PAIRED_COLUMNS, TEST_NAMES, default_pairs, min_paired_folds,
                                         paired_test, paired_tests, shown_best, too_few_folds)
 from pbr_core.experiments.summary import HIGHER_IS_BETTER, LOWER_IS_BETTER, best_mask, summarize, summary_table
-from pbr_core.experiments.sweep import PAPER_N_RE_VALUES, n_re_sweep
+from pbr_core.experiments.sweep import n_re_sweep
+from pbr_core.metrics import BINARY_TARGET
+from pbr_core.paper import PAPER_ALPHAS, PAPER_BINARY_ECE, PAPER_N_RE, PAPER_N_RE_VALUES
 
 __all__ = [
-    "BINARY_ECE_WORDS",
+    "BINARY_TARGET",
     "DEFAULT_BINARY_ECE",
+    "EVALUATION_METRICS",
+    "METRICS",
+    "PAPER_BINARY_ECE",
     "COMPARE_COLUMNS",
     "HIGHER_IS_BETTER",
     "KL_GAP_COLUMNS",
@@ -90,7 +94,6 @@ __all__ = [
     "compare",
     "default_n_re",
     "default_pairs",
-    "ece_inputs",
     "ended_at_prior",
     "evaluation_metrics",
     "extreme_kl",

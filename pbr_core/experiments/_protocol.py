@@ -29,8 +29,9 @@ import pandas as pd
 
 from pbr_core.bounds import optimal_n_bins
 from pbr_core.cancel import CancelCallback, Cancelled, cancel_when
-from pbr_core.metrics import BINARY_TARGET_WORDS, DEFAULT_BINARY_TARGET, BinaryTarget, accuracy, ece, target_brier_nll
-from pbr_core.metrics import ece_inputs as _ece_inputs
+from pbr_core.evaluation import evaluation_metrics
+from pbr_core.metrics import BINARY_TARGET, BinaryTarget
+from pbr_core.paper import PAPER_ALPHAS, PAPER_N_RE
 from pbr_core.predictions import Predictions, PredictionsError
 from pbr_core.progress import Progress, tqdm_progress
 from pbr_core.recalibrators import available_methods, get_recalibrator
@@ -48,8 +49,6 @@ __all__ = [
     "ProgressCallback",
     "CancelCallback",
     "available_methods",
-    "continuation_order",
-    "ece_inputs",
     "PAPER_ALPHAS",
     "ended_at_prior",
     "evaluation_metrics",
@@ -60,19 +59,19 @@ __all__ = [
 
 #: ``progress(done, total, message)``: called after each fit (:data:`pbr_core.progress.Progress`).
 ProgressCallback = Progress
-# ``cancel()`` (CancelCallback, from pbr_core.cancel): checked before each fit and within it;
-# returning True stops the run (raises Cancelled).
 
-#: The protocols' name for :data:`pbr_core.metrics.BinaryTarget`.
+#: The protocols' binary ECE: one of :data:`pbr_core.metrics.BINARY_TARGET`'s values.
 BinaryECE = BinaryTarget
 
-#: The paper's alpha grid (Section 6.2, Appendix F): the one copy (``pbr_core.experiments.PAPER_ALPHAS``,
-#: also ``pbr_core.alpha_selection.PAPER_ALPHA_GRID``).
-PAPER_ALPHAS: tuple[float, ...] = (0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
+#: The protocols' ECE on binary data unless asked otherwise: the app's one choice,
+#: :data:`pbr_core.metrics.BINARY_TARGET` (p(y=1), Appendix A), so that a protocol, a page and
+#: ``pbr-calib`` show the same test ECE for the same file. The paper's tables (Table `table:kitti`,
+#: following Wenger et al.) use the top label: pass ``binary_ece=PAPER_BINARY_ECE`` to reproduce them,
+#: as the scripts in ``scripts/`` do.
+DEFAULT_BINARY_ECE: BinaryECE = BINARY_TARGET.default  # type: ignore[assignment]
 
-#: The paper's recalibration set size (Section 6, Appendix F): what a front end proposes when the file
-#: is large enough (:func:`default_n_re`).
-PAPER_N_RE = 1000
+# ``cancel()`` (CancelCallback, from pbr_core.cancel): checked before each fit and within it;
+# returning True stops the run (raises Cancelled).
 
 #: The smallest test set whose ECE says anything about the true calibration error: 144 rows.
 #:
@@ -144,17 +143,6 @@ def check_test_rows(n_te: int, what_to_do: str = "") -> None:
     problem = small_test_set_problem(n_te)
     if problem is not None:
         raise SmallTestSetError(f"{problem} {what_to_do}".strip())
-
-
-#: The protocols' ECE on binary data unless asked otherwise: the app's one choice,
-#: :data:`pbr_core.metrics.DEFAULT_BINARY_TARGET` (p(y=1), Appendix A), so that a protocol, a page and
-#: ``pbr-calib`` show the same test ECE for the same file. The paper's tables (Table `table:kitti`,
-#: following Wenger et al.) use the top label: pass ``binary_ece="top_label"`` to reproduce them, as
-#: the scripts in ``scripts/`` do.
-DEFAULT_BINARY_ECE: BinaryECE = DEFAULT_BINARY_TARGET
-
-#: How each choice is named wherever a protocol's ECE is shown (CLI, dashboard, report).
-BINARY_ECE_WORDS = BINARY_TARGET_WORDS
 
 
 # ---------------------------------------------------------------------------- splits
@@ -243,37 +231,7 @@ def check_predictions(preds: Predictions) -> Predictions:
     return preds
 
 
-# ---------------------------------------------------------------------------- metrics
-def ece_inputs(probs: np.ndarray, labels: np.ndarray, kind: str, binary_ece: BinaryECE) -> tuple[np.ndarray, np.ndarray]:
-    """What the ECE is computed on: the top label (paper Eq. 2), or p(y=1) for binary data with
-    ``binary_ece="positive"`` (Appendix A): :func:`pbr_core.metrics.ece_inputs` for data of ``kind``."""
-    return _ece_inputs(probs, labels, binary_ece if kind == "binary" else "top_label")
-
-
-def evaluation_metrics(probs: np.ndarray, labels: np.ndarray, kind: str,
-                       binary_ece: BinaryECE = DEFAULT_BINARY_ECE) -> dict[str, float]:
-    """ECE with B = floor(n_te^(1/3)) (paper Section 6), accuracy, NLL and Brier of one evaluation set.
-
-    ``kind`` is ``Predictions.kind`` ("binary" or "multiclass"); for binary data ``binary_ece``
-    picks the ECE of p(y=1) ("positive", the default: :data:`DEFAULT_BINARY_ECE`, the binary ECE of
-    paper Appendix A) or of the top label ("top_label": the paper's tables, KITTI included, report
-    it, as Wenger et al. do). The NLL and Brier score are those of what the ECE measures
-    (:func:`pbr_core.metrics.target_brier_nll`): of p(y=1) against y with "positive" (the Brier
-    score is then half the two-class sum), the multiclass ones of the vector otherwise (the paper's).
-    Returns ``{"n_bins", "ece", "accuracy", "nll", "brier"}``.
-    """
-    n_bins = optimal_n_bins(labels.shape[0])
-    target = binary_ece if kind == "binary" else "top_label"
-    scores = target_brier_nll(probs, labels, target)
-    return {
-        "n_bins": n_bins,
-        "ece": ece(*ece_inputs(probs, labels, kind, binary_ece), n_bins=n_bins),
-        "accuracy": accuracy(probs, labels),
-        "nll": scores["nll"],
-        "brier": scores["brier"],
-    }
-
-
+# ---------------------------------------------------------------------------- fits
 def kl_of(recalibrator: Any) -> float:
     """The fitted KL(q || p) when the method exposes ``kl_`` (GP methods), else NaN."""
     kl = getattr(recalibrator, "kl_", None)
@@ -397,13 +355,6 @@ def timed_fit(recalibrator: Any, fit_set: Predictions, on_error: OnError, what: 
 
     _, seconds, error = guarded(call, on_error, f"{what} failed")
     return seconds, error
-
-
-def continuation_order(alphas: Sequence[float]) -> list[int]:
-    """Indices of ``alphas`` in the order a continuation along the grid fits them: ascending alpha
-    (stable for repeated values), so that each fit starts from the solution for a smaller alpha
-    (:meth:`pbr_core.recalibrators.gp.PBR.fit_continued`)."""
-    return sorted(range(len(alphas)), key=lambda i: float(alphas[i]))
 
 
 def iter_folds(n_folds: int) -> Iterable[int]:

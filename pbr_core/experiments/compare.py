@@ -34,6 +34,7 @@ from pbr_core.experiments._protocol import (
     timed_fit,
     warn_small_test_set,
 )
+from pbr_core.evaluation import EVALUATION_METRICS
 from pbr_core.parallel import check_n_jobs, run_chains
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import get_recalibrator
@@ -42,7 +43,7 @@ __all__ = ["COMPARE_COLUMNS", "compare", "fit_and_evaluate"]
 
 #: Columns of :func:`compare`'s table, in order.
 COMPARE_COLUMNS = (
-    "method", "fold", "n_re", "n_te", "n_bins", "ece", "accuracy", "nll", "brier", "kl", "at_prior",
+    "method", "fold", "n_re", "n_te", "n_bins", *EVALUATION_METRICS, "kl", "at_prior",
     "fit_seconds", "predict_seconds", "fit_shared_with", "error",
 )
 
@@ -97,8 +98,7 @@ def fit_and_evaluate(method: str, params: Mapping[str, Any] | None, fit_set: Pre
             if on_predictions is not None:
                 on_predictions(test_set, probs)
     if metrics is None:
-        metrics = {"n_bins": optimal_n_bins(test_set.n), "ece": math.nan, "accuracy": math.nan,
-                   "nll": math.nan, "brier": math.nan}
+        metrics = {"n_bins": optimal_n_bins(test_set.n), **dict.fromkeys(EVALUATION_METRICS, math.nan)}
     row.update(metrics)
     row["kl"] = kl_of(recalibrator) if error is None else math.nan
     row["at_prior"] = ended_at_prior(recalibrator) if error is None else None

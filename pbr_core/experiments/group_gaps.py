@@ -30,10 +30,10 @@ from pbr_core.experiments._protocol import (
     Cancelled,
     ProgressCallback,
     check_predictions,
-    ece_inputs,
     iter_folds,
     split_indices,
 )
+from pbr_core.evaluation import measured_ece
 from pbr_core.groups import Bucket, group_keys
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import get_recalibrator
@@ -119,7 +119,7 @@ def recalibration_by_group(preds: Predictions, method: str, by: Sequence[str] | 
                     for strategy, probs in candidates.items():
                         fold_rows.append({"fold": fold, "group": g, "strategy": strategy, "n_fit": int(fit_rows.size),
                                           "n_te": int(test_rows.size), "n_bins": B,
-                                          "ece": M.ece(*ece_inputs(probs, sub.labels, preds.kind, binary_ece), n_bins=B),
+                                          "ece": measured_ece(probs, sub.labels, preds.kind, binary_ece, n_bins=B),
                                           "fallback": bool(fallback and strategy == "one per group")})
                 rows.extend(fold_rows)  # whole folds only: a stopped run keeps complete folds
     except Cancelled:

@@ -19,13 +19,12 @@ from pbr_core.experiments._protocol import (
     DEFAULT_BINARY_ECE,
     BinaryECE,
     check_predictions,
-    ece_inputs,
     evaluation_metrics,
     kl_of,
     split_indices,
     warn_small_test_set,
 )
-from pbr_core.metrics import ece
+from pbr_core.evaluation import measured_ece
 from pbr_core.predictions import Predictions
 
 __all__ = ["HeldOutFit", "fit_and_test"]
@@ -155,7 +154,7 @@ def fit_and_test(preds: Predictions, recalibrator: Any, n_re: int, *, fold: int 
         test_set=test_set, test_probs=after_te,
         before=evaluation_metrics(test_set.probs, test_set.labels, kind, binary_ece),
         after=evaluation_metrics(after_te, test_set.labels, kind, binary_ece),
-        ece_re=float(ece(*ece_inputs(after_bound, bound_set.labels, kind, binary_ece), n_bins=n_bins_re)),
+        ece_re=float(measured_ece(after_bound, bound_set.labels, kind, binary_ece, n_bins=n_bins_re)),
         n_bins_re=n_bins_re, kl=kl,
         bounds={} if math.isnan(kl) else fit_bounds(bound_set.n, kl, eps=eps, lipschitz=lipschitz),
         fit_report=report.to_dict() if hasattr(report, "to_dict") else dict(report or {}),

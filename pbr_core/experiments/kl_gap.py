@@ -28,7 +28,6 @@ from scipy import stats
 from pbr_core.bounds import fit_bounds, optimal_n_bins
 from pbr_core.cancel import Cancelled, checkpoint
 from pbr_core.experiments._protocol import (
-    PAPER_ALPHAS,
     BinaryECE,
     DEFAULT_BINARY_ECE,
     CancelCallback,
@@ -39,15 +38,14 @@ from pbr_core.experiments._protocol import (
     fold_label,
     check_int,
     check_predictions,
-    continuation_order,
-    ece_inputs,
     iter_folds,
     kl_of,
     split_indices,
     timed_fit,
     warn_small_test_set,
 )
-from pbr_core.metrics import ece
+from pbr_core.evaluation import measured_ece
+from pbr_core.paper import PAPER_ALPHAS, continuation_order
 from pbr_core.parallel import check_n_jobs, run_chains
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import get_recalibrator
@@ -544,7 +542,7 @@ def _batched_rows(preds: Predictions, objective: str, alphas: list[float], param
         def ece_on(rows: np.ndarray) -> float:
             part = preds.subset(rows)
             probs = rec._predict_member(model, p, part.scores, device)
-            return ece(*ece_inputs(probs, part.labels, part.kind, binary_ece), n_bins=n_bins)
+            return measured_ece(probs, part.labels, part.kind, binary_ece, n_bins=n_bins)
 
         ece_re, ece_te = ece_on(re_idx), ece_on(te_idx)
         kl = float(reports[p].kl)
@@ -590,8 +588,8 @@ def _fit_one(objective: str, alpha: float, params: dict[str, Any], fit_set: Pred
     kl = kl_of(recalibrator)
     if math.isnan(kl):
         raise ValueError(f"Method {objective!r} exposes no `kl_` after fitting, so it cannot be used for the KL-gap study.")
-    ece_re = ece(*ece_inputs(recalibrator.predict_proba(fit_set), fit_set.labels, fit_set.kind, binary_ece), n_bins=n_bins)
-    ece_te = ece(*ece_inputs(recalibrator.predict_proba(test_set), test_set.labels, test_set.kind, binary_ece), n_bins=n_bins)
+    ece_re = measured_ece(recalibrator.predict_proba(fit_set), fit_set.labels, fit_set.kind, binary_ece, n_bins=n_bins)
+    ece_te = measured_ece(recalibrator.predict_proba(test_set), test_set.labels, test_set.kind, binary_ece, n_bins=n_bins)
     # n_bins is floor(n_re^(1/3)) = fit_bounds' B, as n = n_re.
     row.update(kl=kl, ece_re=ece_re, ece_te=ece_te, gap=abs(ece_te - ece_re),
                bound=fit_bounds(fit_set.n, kl, eps=eps)["corollary1"])

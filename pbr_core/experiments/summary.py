@@ -13,17 +13,14 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from pbr_core.evaluation import METRICS
+
 __all__ = ["HIGHER_IS_BETTER", "LOWER_IS_BETTER", "best_mask", "summarize", "summary_table"]
 
-#: Metrics where a smaller mean is better (used for the ``best`` flag).
-LOWER_IS_BETTER = frozenset({
-    "ece", "nll", "brier", "kl", "fit_seconds", "predict_seconds", "gap", "ece_re", "ece_te", "bound",
-})
+#: Metrics where a smaller mean is better (used for the ``best`` flag): from :data:`pbr_core.evaluation.METRICS`.
+LOWER_IS_BETTER = frozenset(m.name for m in METRICS.values() if not m.higher_is_better)
 #: Metrics where a larger mean is better.
-HIGHER_IS_BETTER = frozenset({"accuracy"})
-
-_DEFAULT_METRICS = ("ece", "accuracy", "nll", "brier", "kl", "gap", "ece_re", "ece_te", "bound",
-                    "fit_seconds", "predict_seconds")
+HIGHER_IS_BETTER = frozenset(m.name for m in METRICS.values() if m.higher_is_better)
 _GROUP_KEYS = ("method", "alpha", "n_re")
 
 
@@ -83,7 +80,7 @@ def summarize(table: pd.DataFrame, metrics: Sequence[str] | None = None, by: Seq
     if missing:
         raise ValueError(f"Grouping columns {missing} are not in the table (columns: {list(table.columns)}).")
     if metrics is None:
-        metrics = [m for m in _DEFAULT_METRICS if m in table.columns and m not in by and table[m].notna().any()]
+        metrics = [m for m in METRICS if m in table.columns and m not in by and table[m].notna().any()]
     else:
         metrics = list(metrics)
         missing = [m for m in metrics if m not in table.columns]

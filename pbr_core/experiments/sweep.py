@@ -36,12 +36,10 @@ from pbr_core.experiments._protocol import (
     small_test_set_problem,
 )
 from pbr_core.experiments.compare import COMPARE_COLUMNS, SharedFits, fit_and_evaluate
+from pbr_core.paper import PAPER_N_RE_VALUES
 from pbr_core.predictions import Predictions
 
-__all__ = ["PAPER_N_RE_VALUES", "SMALL_TEST_SET_WARNING", "n_re_sweep"]
-
-#: The paper's recalibration set sizes (Section 6.2, Figure 3).
-PAPER_N_RE_VALUES = (10, 50, 100, 250, 500, 1000, 3000, 5000)
+__all__ = ["SMALL_TEST_SET_WARNING", "n_re_sweep"]
 
 #: Below this many test rows the sweep warns that its test ECE says nothing (the protocols'
 #: :data:`~pbr_core.experiments.MIN_TEST_ROWS`; 125, B <= 4, before it existed).

@@ -17,7 +17,9 @@ from typing import Any, Callable, ClassVar, Literal, Sequence
 
 import numpy as np
 
-from pbr_core.metrics import DEFAULT_BINARY_TARGET
+from pbr_core.evaluation import CV_SCORES
+from pbr_core.metrics import BINARY_TARGET
+from pbr_core.paper import PAPER_ALPHAS
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import _state
 from pbr_core.parallel import N_JOBS_WORDS, is_n_jobs
@@ -135,9 +137,9 @@ class PBRCV(_GPRecalibrator):
     method: ClassVar[str] = "pbr_cv"
     label: ClassVar[str] = "PBR (α by cross-validation)"
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
-        "alphas": _GRID, "cv": _FOLDS, "scoring": one_of(("ece", "brier", "nll")), "objective": _OBJECTIVE,
+        "alphas": _GRID, "cv": _FOLDS, "scoring": one_of(CV_SCORES), "objective": _OBJECTIVE,
         **_GPRecalibrator._gp_constraints, "cv_seed": NON_NEGATIVE_INT,
-        "binary_ece": one_of(("positive", "top_label")), "batched": _BATCHED, "warm_start": BOOLEAN,
+        "binary_ece": one_of(BINARY_TARGET.values), "batched": _BATCHED, "warm_start": BOOLEAN,
         "n_jobs": _N_JOBS}
 
     #: ``cv_progress(done, total, message)``, see the class docstring (not saved).
@@ -148,7 +150,7 @@ class PBRCV(_GPRecalibrator):
                  variational: str = "mean_field", optimizer: str = "lbfgs", max_iter: int = 1000, n_mc: int | str = "auto",
                  mc_draws: str = "antithetic",
                  n_predict_samples: int = 100, device: str = "auto", random_state: int = 0, cv_seed: int = 0,
-                 binary_ece: Literal["positive", "top_label"] = DEFAULT_BINARY_TARGET,
+                 binary_ece: Literal["positive", "top_label"] = BINARY_TARGET.default,  # type: ignore[assignment]
                  batched: bool | Literal["auto"] = "auto", prior_split: float = 0.0, prob_input: str = "wenger",
                  warm_start: bool = True, n_jobs: int = 1, mc_classes: int | str = "auto"):
         self.alphas = alphas
@@ -197,16 +199,14 @@ class PBRCV(_GPRecalibrator):
     # ------------------------------------------------------------------ fit
     def n_fits(self) -> int:
         """One PBR fit per alpha of the grid and inner fold, and the final fit at the chosen alpha."""
-        from pbr_core.alpha_selection import PAPER_ALPHA_GRID
-
-        return len(PAPER_ALPHA_GRID if self.alphas is None else self.alphas) * int(self.cv) + 1
+        return len(PAPER_ALPHAS if self.alphas is None else self.alphas) * int(self.cv) + 1
 
     def _fit(self, preds: Predictions) -> None:
-        from pbr_core.alpha_selection import PAPER_ALPHA_GRID, select_alpha
+        from pbr_core.alpha_selection import select_alpha
 
         for name in ("alpha_", "cv_results_", "selection_", "best_estimator_"):
             self.__dict__.pop(name, None)  # a refit: nothing of the previous fit may look current
-        grid = list(PAPER_ALPHA_GRID if self.alphas is None else self.alphas)
+        grid = list(PAPER_ALPHAS if self.alphas is None else self.alphas)
         steps = len(grid) * int(self.cv)
         callback = self.cv_progress
 

@@ -44,7 +44,7 @@ from pbr_core.groups import (EACH_CLASS, MAX_GROUPS, MIN_ROWS, PREDICTED_CLASS, 
                              check_every, check_group_count, check_not_outcome, class_keys, column_keys,
                              exact_eligible, group_report, group_tests, is_date_column, join_keys, largest_gap,
                              test_columns)
-from pbr_core.metrics import default_n_boot
+from pbr_core.metrics import BINARY_TARGET, default_n_boot
 from pbr_core.predictions import Predictions, PredictionsError
 from pbr_core.stream._source import Dataset, Unit
 from pbr_core.stream._stats import (CalibrationStatistics, StatsConfig, add_split_bootstrap, confidence_outcome,
@@ -533,8 +533,7 @@ def compute_group_statistics(
         if names == [EACH_CLASS]:  # every class over all rows, in class order
             groups = tuple(lay.class_names) if lay.class_names else tuple(map(str, range(lay.n_classes)))
             counts = (total,) * len(groups)
-        config = GroupsConfig(kind=lay.kind, target="positive" if lay.kind == "binary" and target == "positive"
-                              else "top_label", spec=spec, groups=groups, counts=counts,
+        config = GroupsConfig(kind=lay.kind, target=BINARY_TARGET.measured(lay.kind, target), spec=spec, groups=groups, counts=counts,
                               n_boot=_n_boot(n_boot, total, len(groups) if names == [EACH_CLASS] else 1),
                               seed=int(seed))
         part = run("measuring each group", unit_group_statistics, (config, overall), total, c)

@@ -57,7 +57,7 @@ def poisson_weights(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndar
 def confidence_outcome(preds: Predictions, target: str) -> tuple[np.ndarray, np.ndarray]:
     """The (confidence, outcome) pairs the ECE of a batch bins: p(y = 1) and y on binary data with
     ``target == "positive"``, else the top-label confidence and whether it was correct."""
-    if preds.kind == "binary" and target == "positive":
+    if _m.BINARY_TARGET.measured(preds.kind, target) == "positive":
         conf, labels = _m.ece_inputs(preds.probs, preds.labels, "positive")
         return conf, labels.astype(np.float64)
     return preds.confidence, preds.correct
@@ -87,7 +87,7 @@ class StatsConfig:
         label), so that the Brier score and NLL are the multiclass ones; else one probability per
         row (p(y=1), or a top-label confidence) is scored against its 0/1 outcome
         (:func:`pbr_core.metrics.target_brier_nll`)."""
-        return self.has_vector and not (self.kind == "binary" and self.target == "positive")
+        return self.has_vector and _m.BINARY_TARGET.measured(self.kind, self.target) != "positive"
 
 
 def _cell_edges(bins: Iterable[int]) -> np.ndarray:

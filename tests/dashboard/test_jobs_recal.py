@@ -245,12 +245,13 @@ def test_run_compare_stopped_keeps_finished_folds(cifar10):
     assert list(result.table["fold"]) == [0, 0, 1, 1]
     # fold 1 (index 0) finished before the stop, so its diagrams are there, taken from its own fits
     assert set(result.diagrams) == {"uncalibrated", "temperature"}
+    from pbr_core.evaluation import reliability_table
     from pbr_core.experiments import fit_and_test
     from pbr_core.recalibrators import get_recalibrator
 
     h = fit_and_test(preds, get_recalibrator("temperature"), 300, fold=0, seed=0)
     test_set, probs = h.test_set, h.test_probs
-    expected = runs.reliability_table(probs, test_set.labels, preds.kind, "positive")
+    expected = reliability_table(probs, test_set.labels, preds.kind, "positive")
     pd.testing.assert_frame_equal(result.diagrams["temperature"], expected)
     full = runs.run_compare(preds, runs.compare_settings(["uncalibrated", "temperature"], 300, 2, 0), runs.NullReporter())
     assert not full.stopped and set(full.diagrams) == {"uncalibrated", "temperature"}

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pbr_core.alpha_selection import PAPER_ALPHA_GRID, kfold_indices, select_alpha
+from pbr_core.alpha_selection import kfold_indices, select_alpha
+from pbr_core.paper import PAPER_ALPHAS
 from recal_doubles import FIT_FAILURE, failing_pbr_fits
 
 QUICK = {"max_iter": 60, "n_mc": 10, "n_predict_samples": 20}
@@ -55,7 +56,7 @@ def test_metric_choice_and_validation(data) -> None:
         select_alpha(z, labels=y, grid=(-1.0,))
     with pytest.raises(ValueError, match="optimizer='adam'"):
         select_alpha(z, labels=y, batched=True)
-    assert PAPER_ALPHA_GRID == (0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
+    assert PAPER_ALPHAS == (0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 
 
 def test_batched_selection_equals_sequential_with_adam(data) -> None:

@@ -14,7 +14,7 @@ import torch
 import pbr_core.gp.objectives as objectives
 from pbr_core.alpha_selection import kfold_indices, select_alpha
 from pbr_core.experiments import KL_GAP_COLUMNS, kl_vs_ece_gap
-from pbr_core.experiments._protocol import continuation_order
+from pbr_core.paper import continuation_order
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import PBRCV
 from pbr_core.recalibrators.gp import PBR

@@ -1,0 +1,130 @@
+"""What a recalibration is measured with: the one table of metrics, and the test metrics themselves.
+
+:data:`METRICS` holds every column the protocols' tables report (their name, their label, how one
+value is written and which direction is better), as torchmetrics' metric classes carry
+``higher_is_better``: the summaries' ``best`` flags, the CLI's choices and columns, the dashboard's
+tables, figures and report read it, and nothing else lists metrics. :func:`evaluation_metrics` is the
+test measurement every protocol, the alpha selection and every front end make (paper Section 6:
+ECE with B = floor(n_te^(1/3)), accuracy, NLL and Brier score); :func:`reliability_table` the per-bin
+numbers of the same ECE.
+
+Adding a metric to the recalibration tables: a :class:`Metric` row here, and its value in
+:func:`evaluation_metrics` (for a test metric) or the protocol's row (for a protocol column).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from pbr_core.bounds import optimal_n_bins
+from pbr_core.metrics import BINARY_TARGET, accuracy, ece, ece_inputs, reliability_diagram, target_brier_nll
+
+__all__ = ["CV_SCORES", "EVALUATION_METRICS", "METRICS", "Metric", "evaluation_metrics", "reliability_table",
+           "measured_ece"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One column of the protocols' tables.
+
+    Attributes
+    ----------
+    name : str
+        The column's name in the tables (``ece``, ``fit_seconds``).
+    label : str
+        Its name for people: table headers, figure titles, the command line.
+    fmt : str
+        How one value is written (a ``format`` specification, e.g. ".4f").
+    better : {"lower", "higher"}
+        Which direction of the mean is the better one (the summaries' ``best`` flag).
+    words : str
+        Its name inside a sentence ("accuracy"; the label where that reads the same).
+    """
+
+    name: str
+    label: str
+    fmt: str
+    better: Literal["lower", "higher"]
+    words: str = ""
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.better == "higher"
+
+    @property
+    def in_words(self) -> str:
+        return self.words or self.label
+
+    def format(self, value: Any) -> str:
+        """``value`` written as this metric's values are (an en dash for a missing one)."""
+        if value is None or (isinstance(value, float) and np.isnan(value)):
+            return "–"
+        return format(value, self.fmt)
+
+
+#: Every column the protocols report, in the order the summaries list them (:func:`pbr_core.experiments.summarize`).
+METRICS: dict[str, Metric] = {m.name: m for m in (
+    Metric("ece", "ECE", ".4f", "lower"),
+    Metric("accuracy", "Accuracy", ".4f", "higher", words="accuracy"),
+    Metric("nll", "NLL", ".4f", "lower"),
+    Metric("brier", "Brier score", ".4f", "lower"),
+    Metric("kl", "KL", ".4g", "lower"),
+    Metric("gap", "ECE gap", ".4f", "lower"),
+    Metric("ece_re", "Recalibration ECE", ".4f", "lower"),
+    Metric("ece_te", "Test ECE", ".4f", "lower"),
+    Metric("bound", "Corollary 1 bound", ".4f", "lower"),
+    Metric("fit_seconds", "Fit time (s)", ".2f", "lower"),
+    Metric("predict_seconds", "Predict time (s)", ".3f", "lower"),
+)}
+
+#: The test metrics of every protocol, in the tables' order: :func:`evaluation_metrics`' values.
+EVALUATION_METRICS: tuple[str, ...] = ("ece", "accuracy", "nll", "brier")
+
+#: The held-out scores an alpha selection can minimise (:func:`pbr_core.alpha_selection.select_alpha`):
+#: the test metrics where lower is better, the paper's ECE first.
+CV_SCORES: tuple[str, ...] = ("ece", "brier", "nll")
+
+
+def measured_ece(probs: np.ndarray, labels: np.ndarray, kind: str, binary_ece: str = BINARY_TARGET.default, *,
+             n_bins: int | None = None) -> float:
+    """The ECE a protocol reports for predictions of ``kind`` (``Predictions.kind``): the top label
+    (paper Eq. 2), or p(y=1) for binary data with ``binary_ece="positive"`` (Appendix A;
+    :meth:`BINARY_TARGET.measured <pbr_core.metrics.BinaryTargetChoice.measured>`), with
+    B = floor(n^(1/3)) bins unless ``n_bins`` is given."""
+    target = BINARY_TARGET.measured(kind, binary_ece)
+    return ece(*ece_inputs(probs, labels, target), n_bins=optimal_n_bins(labels.shape[0]) if n_bins is None else n_bins)
+
+
+def evaluation_metrics(probs: np.ndarray, labels: np.ndarray, kind: str,
+                       binary_ece: str = BINARY_TARGET.default) -> dict[str, float]:
+    """ECE with B = floor(n_te^(1/3)) (paper Section 6), accuracy, NLL and Brier of one evaluation set.
+
+    ``kind`` is ``Predictions.kind`` ("binary" or "multiclass"); for binary data ``binary_ece``
+    picks the ECE of p(y=1) ("positive", the default: :data:`pbr_core.metrics.BINARY_TARGET`'s, the
+    binary ECE of paper Appendix A) or of the top label ("top_label": the paper's tables, KITTI
+    included, report it, as Wenger et al. do). The NLL and Brier score are those of what the ECE
+    measures (:func:`pbr_core.metrics.target_brier_nll`): of p(y=1) against y with "positive" (the
+    Brier score is then half the two-class sum), the multiclass ones of the vector otherwise (the paper's).
+    Returns ``{"n_bins", "ece", "accuracy", "nll", "brier"}`` (:data:`EVALUATION_METRICS` and B).
+    """
+    n_bins = optimal_n_bins(labels.shape[0])
+    scores = target_brier_nll(probs, labels, BINARY_TARGET.measured(kind, binary_ece))
+    return {
+        "n_bins": n_bins,
+        "ece": measured_ece(probs, labels, kind, binary_ece, n_bins=n_bins),
+        "accuracy": accuracy(probs, labels),
+        "nll": scores["nll"],
+        "brier": scores["brier"],
+    }
+
+
+def reliability_table(probs: np.ndarray, labels: np.ndarray, kind: str, binary_ece: str = BINARY_TARGET.default,
+                      n_bins: int | None = None) -> pd.DataFrame:
+    """Per-bin statistics (:func:`pbr_core.reliability_diagram`) of what :func:`measured_ece` measures, at
+    B = floor(n^(1/3)) unless ``n_bins`` is given: the reliability diagram beside a protocol's ECE."""
+    p, y = ece_inputs(probs, labels, BINARY_TARGET.measured(kind, binary_ece))
+    return reliability_diagram(p, y, n_bins=n_bins or optimal_n_bins(labels.shape[0]))
