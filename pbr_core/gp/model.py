@@ -430,6 +430,52 @@ class _MeanFieldGridMarginals(torch.autograd.Function):
         return g_zu, g_ls, g_log_scale, g_chol_inv, g_mean, g_s2, g_kdiag, None, None, None, None, None, None
 
 
+def broadcast_batch_shapes(*shapes: torch.Size | tuple[int, ...]) -> torch.Size:
+    """``torch.broadcast_shapes`` for plain integer shapes, written out.
+
+    Why: torch's own (``torch._refs._broadcast_shapes``) imports ``torch.fx.experimental.symbolic_shapes``
+    on its first call, and with it sympy and mpmath (483 modules): ~0.7 CPU s, most of what the first
+    GP fit of a process paid beyond the later ones (benchmarks/RESULTS_pbr_scale.md). GPyTorch calls it
+    when a kernel with sub-kernels reads its batch shape, i.e. whenever a model is built.
+    """
+    out: list[int] = []
+    for shape in shapes:
+        dims = [int(shape)] if isinstance(shape, int) else [int(d) for d in shape]
+        if len(dims) > len(out):
+            out = [1] * (len(dims) - len(out)) + out
+        for i, d in enumerate(dims, start=len(out) - len(dims)):
+            if out[i] == 1:
+                out[i] = d
+            elif d != 1 and d != out[i]:
+                raise RuntimeError(f"Shapes {[tuple(s) if not isinstance(s, int) else (s,) for s in shapes]} "
+                                   "cannot be broadcast together.")
+    return torch.Size(out)
+
+
+class _BatchShape:
+    """Kernel mixin: ``batch_shape`` broadcast by :func:`broadcast_batch_shapes` (GPyTorch's
+    ``Kernel.batch_shape`` otherwise, which calls ``torch.broadcast_shapes``)."""
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        kernels = list(self.sub_kernels())
+        if kernels:
+            return broadcast_batch_shapes(self._batch_shape, *[k.batch_shape for k in kernels])
+        return self._batch_shape
+
+    @batch_shape.setter
+    def batch_shape(self, val: torch.Size) -> None:
+        self._batch_shape = val
+
+
+class _ScaleKernel(_BatchShape, ScaleKernel):
+    """GPyTorch's ``ScaleKernel`` (same parameters and state) without ``torch.broadcast_shapes``."""
+
+
+class _AdditiveKernel(_BatchShape, AdditiveKernel):
+    """GPyTorch's ``AdditiveKernel`` (same parameters and state) without ``torch.broadcast_shapes``."""
+
+
 class WhiteNoiseKernel(Kernel):
     """White noise k(x_i, x_j) = sigma_w^2 * 1[i == j] for the SAME input set, zero across sets.
 
@@ -466,7 +512,7 @@ class WhiteNoiseKernel(Kernel):
         self.initialize(raw_noise=self.raw_noise_constraint.inverse_transform(value.expand_as(self.raw_noise)))
 
     def forward(self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, **params):
-        batch = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2], self.batch_shape)
+        batch = broadcast_batch_shapes(x1.shape[:-2], x2.shape[:-2], self.batch_shape)
         noise = self.noise  # (*batch_shape, 1)
         if diag:
             return noise.expand(*batch, x1.shape[-2])
@@ -608,13 +654,13 @@ class GPRecalibrationModel(gpytorch.models.ApproximateGP):
         self.batch_shape = batch_shape
         if input_kind == "logits":
             rbf = RBFKernel(batch_shape=batch_shape)
-            scaled = ScaleKernel(rbf, batch_shape=batch_shape)
+            scaled = _ScaleKernel(rbf, batch_shape=batch_shape)
         else:
             rbf = RBFKernel(batch_shape=batch_shape, lengthscale_constraint=Interval(1e-3, 10.0))
-            scaled = ScaleKernel(rbf, batch_shape=batch_shape, outputscale_constraint=Interval(0.0, 5.0))
+            scaled = _ScaleKernel(rbf, batch_shape=batch_shape, outputscale_constraint=Interval(0.0, 5.0))
         # Used by GPyTorch's own ``model(x)`` path (tests compare it with ``marginals``).
         self.mean_module = LogMean() if input_kind == "probs" else IdentityMean()
-        self.covar_module = AdditiveKernel(scaled, WhiteNoiseKernel(batch_shape=batch_shape))
+        self.covar_module = _AdditiveKernel(scaled, WhiteNoiseKernel(batch_shape=batch_shape))
         # float64 first, then Wenger's values, so that 0.01 is not rounded through float32.
         self.to(dtype=DTYPE)
         self.reset_to_prior()

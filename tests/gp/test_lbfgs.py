@@ -72,13 +72,15 @@ def test_tolerance_stop_returns_fewer_iterations(cifar10_logits) -> None:
     assert huge.step(_closure(model, data, [0]), CHUNK) == 0  # gradient already below tolerance
 
 
-def test_a_fit_does_not_import_torch_dynamo() -> None:
+def test_a_fit_does_not_import_torch_dynamo_or_sympy() -> None:
     """Constructing a torch.optim optimiser imports torch._dynamo (~1.5 CPU s once per process,
-    a CLI run pays it); the library's fits must not."""
+    a CLI run pays it), and torch.broadcast_shapes imports sympy (~0.7 CPU s, GPyTorch calls it
+    when a model is built); the library's fits must import neither."""
     code = ("import sys, numpy as np\n"
             "from pbr_core.recalibrators.gp import PBR\n"
             "rng = np.random.default_rng(0); z = rng.normal(size=(60, 3)) * 3; y = rng.integers(0, 3, 60)\n"
-            "PBR(alpha=0.5, n_mc=4, n_predict_samples=4, max_iter=120).fit(z, y)\n"
-            "print('torch._dynamo' in sys.modules)\n")
+            "r = PBR(alpha=0.5, n_mc=4, n_predict_samples=4, max_iter=120).fit(z, y)\n"
+            "r.predict_proba(z)\n"
+            "print('torch._dynamo' in sys.modules, 'sympy' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip().splitlines()[-1] == "False"
+    assert out.stdout.strip().splitlines()[-1] == "False False"

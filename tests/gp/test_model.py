@@ -10,6 +10,7 @@ from pbr_core.gp.device import resolve_device
 from pbr_core.gp.model import (
     GPRecalibrationModel,
     WhiteNoiseKernel,
+    broadcast_batch_shapes,
     initial_inducing_points,
     kmeans_1d,
 )
@@ -29,6 +30,21 @@ def _perturbed(model: GPRecalibrationModel, seed: int = 0) -> GPRecalibrationMod
 
 
 # ---------------------------------------------------------------------- kernel
+def test_broadcast_batch_shapes_is_torchs() -> None:
+    cases = [((), ()), ((3,), ()), ((2, 1), (4,)), ((1,), (5, 1), (1, 1, 1)), (torch.Size([2, 3]), torch.Size([3])), (4, (1,))]
+    for shapes in cases:
+        assert broadcast_batch_shapes(*shapes) == torch.broadcast_shapes(*shapes)
+    with pytest.raises(RuntimeError, match="cannot be broadcast"):
+        broadcast_batch_shapes((2,), (3,))
+
+
+def test_batched_kernels_keep_their_batch_shape() -> None:
+    zu = torch.linspace(-3, 3, 4, dtype=F64).expand(2, 3, 4).clone()
+    model = GPRecalibrationModel(zu, "logits", batch_shape=torch.Size([2, 3]))
+    assert model.covar_module.batch_shape == torch.Size([2, 3])
+    assert model.scaled_rbf.batch_shape == torch.Size([2, 3])
+
+
 def test_white_noise_kernel_is_diagonal_on_one_input_set_only() -> None:
     k = WhiteNoiseKernel().to(F64)
     k.noise = 0.01
