@@ -17,6 +17,7 @@ from plotly.subplots import make_subplots
 from pandas.io.formats.style import Styler
 
 from dashboard import texts
+from pbr_core.evaluation import EVALUATION_METRICS
 from dashboard.figures import COLORS, _layout_defaults, bars_name, gap_traces, reliability_figure
 
 if TYPE_CHECKING:
@@ -31,12 +32,6 @@ TRACE_SCORE = "Cross-validated score"
 #: One colour per method, stable across figures (tab10 without the grey).
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22",
            "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd")
-
-_METRIC_TITLES = {"ece": "ECE", "accuracy": "Accuracy", "nll": "NLL", "brier": "Brier", "kl": "KL",
-                  "fit_seconds": "Fit time (s)", "predict_seconds": "Predict time (s)", "gap": "ECE gap",
-                  "ece_re": "ECE (recal. set)", "ece_te": "ECE (test subset)", "bound": "Corollary 1 bound",
-                  "at_prior": "Folds at the prior"}
-
 
 def method_colors(methods: list[str]) -> dict[str, str]:
     return {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(methods)}
@@ -201,13 +196,13 @@ def n_re_sweep_figure(summary: pd.DataFrame, *, labels: Mapping[str, str] | None
         fig.add_trace(go.Scatter(
             name=_label(labels, m), legendgroup=m, x=x, y=mean, mode="lines+markers",
             line=dict(color=colors[m], width=2), marker=dict(size=7), customdata=np.column_stack([std, d["n"]]),
-            hovertemplate=f"{_label(labels, m)}<br>n_re = %{{x:,}}<br>mean test {_METRIC_TITLES.get(metric, metric)} "
+            hovertemplate=f"{_label(labels, m)}<br>n_re = %{{x:,}}<br>mean test {texts.metric_title(metric)} "
                           "%{y:.4f} ± %{customdata[0]:.4f} (%{customdata[1]} folds)<extra></extra>",
         ))
     ticks = sorted(set(t["n_re"].astype(int)))
     fig.update_xaxes(type="log", title_text="Recalibration set size n_re (log scale)", tickvals=ticks,
                      ticktext=[f"{v:,}" for v in ticks], minor=dict(showgrid=False))
-    fig.update_yaxes(title_text=f"Test {_METRIC_TITLES.get(metric, metric)} (mean ± std over folds)")
+    fig.update_yaxes(title_text=f"Test {texts.metric_title(metric)} (mean ± std over folds)")
     fig.update_layout(height=height)
     _layout_defaults(fig)
     return fig
@@ -287,12 +282,8 @@ def kl_gap_figure(table: pd.DataFrame, *, eps: float = 0.05, height: int = 480,
 
 
 # --------------------------------------------------------------------------- tables
-def metric_title(metric: str) -> str:
-    return _METRIC_TITLES.get(metric, metric)
-
-
 #: Columns whose best value is highlighted (a fastest fit or smallest KL is not "best" for the user).
-HIGHLIGHTED = ("ece", "accuracy", "nll", "brier")
+HIGHLIGHTED = EVALUATION_METRICS
 
 
 def summary_styler(summary_text: pd.DataFrame, best: pd.DataFrame, *, labels: Mapping[str, str] | None = None,
@@ -304,7 +295,7 @@ def summary_styler(summary_text: pd.DataFrame, best: pd.DataFrame, *, labels: Ma
     mask.loc[:, [c for c in mask.columns if c not in highlighted]] = False
     shown.index = [_label(labels, m) for m in shown.index]
     mask.index = shown.index
-    shown.columns = [metric_title(c) for c in shown.columns]
+    shown.columns = [texts.metric_title(c) for c in shown.columns]
     mask.columns = shown.columns
     shown.index.name = "method"
     style = np.where(mask.to_numpy(), "font-weight: 700; background-color: #d8f0dc; color: #14532d", "")

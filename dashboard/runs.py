@@ -204,7 +204,9 @@ class PBRSettings:
                                "Split seed": self.seed, "ε (failure probability)": f"{self.eps:g}",
                                "Lipschitz constant L": f"{self.lipschitz:g}"}
         if self.uses_alpha:
-            score = {"ece": "ECE", "brier": "Brier score", "nll": "NLL"}.get(self.cv_score, self.cv_score)
+            from dashboard.texts import CV_SCORE_LABELS
+
+            score = CV_SCORE_LABELS.get(self.cv_score, self.cv_score)
             out["α (weight of the KL term)"] = (
                 f"chosen by {self.cv_folds}-fold cross-validation on the recalibration rows (score: {score}) "
                 f"from {', '.join(f'{a:g}' for a in self.alpha_grid)}" if self.alpha is None else f"{self.alpha:g}")

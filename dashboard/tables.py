@@ -12,6 +12,7 @@ from pandas.io.formats.style import Styler
 
 from dashboard import texts
 from pbr_core import Predictions
+from pbr_core.evaluation import EVALUATION_METRICS, METRICS
 
 if TYPE_CHECKING:
     from dashboard import compute, runs
@@ -102,9 +103,7 @@ def classwise_frame(per_class: np.ndarray, class_names: tuple[str, ...], top: in
 
 # --------------------------------------------------------------------------- experiment tables
 #: How each column of a per-fold table is written on the pages and in the report.
-_FORMATS = {"ece": "{:.4f}", "accuracy": "{:.4f}", "nll": "{:.4f}", "brier": "{:.4f}", "kl": "{:.4g}",
-            "fit_seconds": "{:.2f}", "predict_seconds": "{:.3f}", "ece_re": "{:.4f}", "ece_te": "{:.4f}",
-            "gap": "{:.4f}", "bound": "{:.4f}", "alpha": "{:g}"}
+_FORMATS = {**{name: "{:" + m.fmt + "}" for name, m in METRICS.items()}, "alpha": "{:g}"}
 
 
 def fold_frame(table: pd.DataFrame, multiclass: bool = False) -> pd.DataFrame:
@@ -246,12 +245,10 @@ def conventions_frame(conventions: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------- a job's result, on its page and in the report
 def pbr_metrics_frame(result: runs.PBRResult | runs.ApplyResult) -> pd.DataFrame:
     """Test metrics before and after, one column each (for the page's table and the report)."""
-    from dashboard.figures_recal import metric_title
-
-    rows = ["ece", "accuracy", "nll", "brier"]
+    rows = EVALUATION_METRICS
     return pd.DataFrame({"before (uncalibrated)": [result.before[k] for k in rows],
                          "after": [result.after[k] for k in rows]},
-                        index=[metric_title(k) for k in rows])
+                        index=[texts.metric_title(k) for k in rows])
 
 
 #: The column of :func:`alpha_scores_frame` that counts an alpha's failed fits (shown only when one failed).
@@ -279,7 +276,7 @@ def compare_tables(table: pd.DataFrame, multiclass: bool) -> tuple[pd.DataFrame,
     from pbr_core.experiments import best_mask, summarize, summary_table
 
     ok = table[table["error"].isna()] if "error" in table else table
-    summ = summarize(ok, metrics=[m for m in ("ece", "accuracy", "nll", "brier", "kl", "fit_seconds")
+    summ = summarize(ok, metrics=[m for m in (*EVALUATION_METRICS, "kl", "fit_seconds")
                                   if m in ok and ok[m].notna().any()])
     # "Best" is a claim: only where the paired tests show it (pbr_core.experiments.shown_best), never
     # the lowest mean alone; the summary's (and its CSV's) best flag says the same as the green cells.
@@ -320,7 +317,6 @@ def best_note(table: pd.DataFrame) -> str:
     return texts.BEST_SHOWN if shown_bests(ok) else texts.NO_BEST_SHOWN
 
 
-_METRIC_WORDS = {"ece": "ECE", "accuracy": "accuracy", "nll": "NLL", "brier": "Brier score"}
 
 
 def paired_frame(table: pd.DataFrame, multiclass: bool, metric: str = "ece",
@@ -344,7 +340,7 @@ def paired_frame(table: pd.DataFrame, multiclass: bool, metric: str = "ece",
     t_test, wilcoxon, corrected = texts.PAIRED_P_COLUMNS
     return pd.DataFrame({
         "A": [label[a] for a in tests["a"]], "B": [label[b] for b in tests["b"]],
-        f"mean {_METRIC_WORDS.get(metric, metric)} A − B": [f"{d:+.4f}" for d in tests["mean_diff"]],
+        f"mean {METRICS[metric].in_words if metric in METRICS else metric} A − B": [f"{d:+.4f}" for d in tests["mean_diff"]],
         "95% interval": [f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in zip(tests["ci_low"], tests["ci_high"])],
         t_test: [p(v) for v in tests["t_p"]], wilcoxon: [p(v) for v in tests["wilcoxon_p"]],
         corrected: [p(v) for v in tests["corrected_t_p"]],

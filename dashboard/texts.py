@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Iterable
 
+from pbr_core.evaluation import CV_SCORES, METRICS
+
 if TYPE_CHECKING:
     from pbr_core.recalibrators import Recalibrator
 
@@ -911,12 +913,17 @@ def ship_snippet(file_name: str) -> str:
 #: Generalization). The CSV downloads keep the library's column names (see tables.csv_frame).
 COLUMN_TITLES: dict[str, str] = {
     "method": "Method", "fold": "Fold", "alpha": "α", "n_re": "Recalibration rows (n_re)",
-    "n_te": "Test rows", "n_bins": "Bins B", "ece": "Test ECE", "accuracy": "Accuracy", "nll": "NLL",
-    "brier": "Brier score", "kl": "KL", "at_prior": "Ended at the prior", "fit_seconds": "Fit time (s)",
-    "predict_seconds": "Prediction time (s)", "fit_shared_with": "Fit shared with", "error": "Error",
-    "ece_re": "ECE (recalibration set)", "ece_te": "ECE (test subset)", "gap": "ECE gap",
-    "bound": "Corollary 1 bound",
+    "n_te": "Test rows", "n_bins": "Bins B", **{name: m.label for name, m in METRICS.items()},
+    "ece": "Test ECE",  # a per-fold table's ECE is measured on the fold's test rows
+    "at_prior": "Ended at the prior", "fit_shared_with": "Fit shared with", "error": "Error",
 }
+
+
+def metric_title(metric: str) -> str:
+    """A metric's name on a figure or a summary (``pbr_core.evaluation.METRICS``' label)."""
+    if metric == "at_prior":
+        return "Folds at the prior"
+    return METRICS[metric].label if metric in METRICS else metric
 
 #: Recalibrator settings in words (Fit & apply's description of a saved file, the report's settings).
 PARAM_LABELS: dict[str, str] = {
@@ -1038,7 +1045,7 @@ def people_progress(message: str, multiclass: bool = False) -> str:
     return ", ".join(parts)
 
 #: The scores the automatic choice of α can use.
-CV_SCORE_LABELS: dict[str, str] = {"ece": "ECE", "brier": "Brier score", "nll": "NLL"}
+CV_SCORE_LABELS: dict[str, str] = {name: METRICS[name].label for name in CV_SCORES}
 
 FOLDS_CSV_HELP = (
     "One row per fit. For scripts and spreadsheets the columns keep the library's names (ece, nll, brier, kl, "

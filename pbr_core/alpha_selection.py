@@ -106,7 +106,7 @@ def kfold_indices(n: int, n_splits: int, seed: int = 0) -> list[tuple[np.ndarray
 def _score_all(probs: np.ndarray, labels: np.ndarray, binary_ece: BinaryTarget) -> dict[str, float]:
     """The protocols' held-out metrics (ECE with B = floor(n_val^(1/3)), Brier, NLL)."""
     metrics = evaluation_metrics(probs, labels, "binary" if probs.shape[1] == 2 else "multiclass", binary_ece)
-    return {k: metrics[k] for k in ("ece", "brier", "nll")}
+    return {k: metrics[k] for k in CV_SCORES}
 
 
 def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_ALPHAS,
@@ -282,7 +282,7 @@ def _fold_chain(data: Predictions, tr: np.ndarray, va: np.ndarray, f: int, n_fol
             raise
         except Exception as exc:  # noqa: BLE001 - recorded in the row; select_alpha warns and skips this alpha
             previous = None  # the fold's next alpha starts from the prior
-            emit((i, {**where, **dict.fromkeys(("ece", "brier", "nll", "kl", "objective", "iterations"), np.nan),
+            emit((i, {**where, **dict.fromkeys((*CV_SCORES, "kl", "objective", "iterations"), np.nan),
                       "converged": False, "warm_start": False, "error": f"{type(exc).__name__}: {exc}"},
                   message + " failed"))
             continue

@@ -48,6 +48,8 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from pbr_core.evaluation import CV_SCORES, EVALUATION_METRICS
+
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_BAD_INPUT = 3
@@ -185,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="choose alpha by k-fold cross-validation inside FILE, then fit on all rows with it")
     g.add_argument("--alpha-grid", type=_alpha_grid, default=None, metavar="A,B,...",
                    help="candidate alpha values (default: the paper's 0,0.01,0.1,0.25,0.5,0.75,0.9,1)")
-    g.add_argument("--alpha-metric", choices=["ece", "brier", "nll"], default="ece",
+    g.add_argument("--alpha-metric", choices=CV_SCORES, default="ece",
                    help="held-out score to minimise (default ece, with B = floor(n_val^(1/3)))")
     g.add_argument("--alpha-folds", type=_positive_int, default=5, metavar="K", help="number of folds (default 5)")
     g.add_argument("--alpha-scores", type=Path, default=None, metavar="SCORES.csv",
@@ -230,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pairs", default=None, metavar="A:B,...",
                    help="pairs of methods to test against each other over the folds, e.g. pbr:gp,pbr:temperature "
                         "(default: each method against uncalibrated and against the best mean)")
-    p.add_argument("--paired-metric", default="ece", choices=["ece", "accuracy", "nll", "brier"],
+    p.add_argument("--paired-metric", default="ece", choices=EVALUATION_METRICS,
                    help="the metric of the paired tests (default ece)")
     p.add_argument("--keep-going", action="store_true", help="a failing fit gives NaN metrics instead of stopping")
     p.add_argument("--jobs", type=_jobs, default=1, metavar="N",
@@ -960,7 +962,7 @@ def _shown_summary(table, summary):
     other one (pbr_core.experiments.shown_best), as the dashboard's green cells: never the lowest mean alone."""
     from pbr_core.experiments import shown_best
 
-    shown = {m: shown_best(table, m) for m in summary["metric"].unique() if m in ("ece", "accuracy", "nll", "brier")}
+    shown = {m: shown_best(table, m) for m in summary["metric"].unique() if m in EVALUATION_METRICS}
     return summary.assign(best=[shown.get(metric) == method
                                 for method, metric in zip(summary["method"], summary["metric"])])
 

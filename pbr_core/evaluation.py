@@ -74,11 +74,11 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("brier", "Brier score", ".4f", "lower"),
     Metric("kl", "KL", ".4g", "lower"),
     Metric("gap", "ECE gap", ".4f", "lower"),
-    Metric("ece_re", "Recalibration ECE", ".4f", "lower"),
-    Metric("ece_te", "Test ECE", ".4f", "lower"),
+    Metric("ece_re", "ECE (recalibration set)", ".4f", "lower"),
+    Metric("ece_te", "ECE (test subset)", ".4f", "lower"),
     Metric("bound", "Corollary 1 bound", ".4f", "lower"),
     Metric("fit_seconds", "Fit time (s)", ".2f", "lower"),
-    Metric("predict_seconds", "Predict time (s)", ".3f", "lower"),
+    Metric("predict_seconds", "Prediction time (s)", ".3f", "lower"),
 )}
 
 #: The test metrics of every protocol, in the tables' order: :func:`evaluation_metrics`' values.

@@ -14,6 +14,7 @@ from dashboard import figures_recal as FR
 from dashboard import jobs, recal_ui, runs, state, tables, texts
 from pbr_core.experiments import (MIN_TEST_ROWS, PAPER_N_RE, PAPER_N_RE_VALUES, default_n_re, max_n_re,
                                   small_test_set_problem, too_few_folds)
+from pbr_core.evaluation import EVALUATION_METRICS
 from pbr_core.recalibrators import MAX_ITERATIONS, available_methods, method_family, takes
 
 K_METHODS = "cmp_methods"
@@ -118,9 +119,8 @@ def _paired(table, multiclass: bool) -> None:
         st.info(few, icon=":material/info:")
         return
     st.caption(texts.PAIRED_INTRO)
-    metrics = {"ece": "Test ECE", "accuracy": "Accuracy", "nll": "NLL", "brier": "Brier score"}
     c = st.columns([1.2, 2, 2], gap="medium", vertical_alignment="bottom")
-    metric = c[0].selectbox("Metric", list(metrics), format_func=metrics.get, key=K_PAIRED_METRIC)
+    metric = c[0].selectbox("Metric", EVALUATION_METRICS, format_func=texts.COLUMN_TITLES.get, key=K_PAIRED_METRIC)
     # Only methods with results: a method whose every fit failed has nothing to pair.
     methods = list(dict.fromkeys(table[table["error"].isna()]["method"]))
     if len(methods) < 2:
