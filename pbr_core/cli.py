@@ -4,6 +4,7 @@ Usage::
 
     pbr-calib evaluate FILE [--n-bins B] [--format table|json]
     pbr-calib evaluate 'logs/*.parquet' [--stream] [--local-cluster N | --scheduler ADDRESS] [--curve] [--by COLUMN]
+    pbr-calib evaluate FILE_OR_GLOB --find-slices [--format json]
     pbr-calib fit FILE --method NAME [--param KEY=VALUE ...] --out MODEL.json
     pbr-calib fit FILE --method pbr --select-alpha [--alpha-grid 0,0.1,0.5,1] [--alpha-metric ece] [--jobs N] --out MODEL.json
     pbr-calib apply MODEL.json FILE --out CALIBRATED.csv|.parquet
@@ -131,6 +132,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "every class against the rest); the column is kept as a group column")
     p.add_argument("--every", choices=["day", "week", "month"], default=None,
                    help="with --by on a date column: group the dates by day, week or month")
+    p.add_argument("--find-slices", action="store_true",
+                   help="search the other columns (values, quantile bands of numbers, months; and pairs) for slices "
+                        "whose calibration departs from the rest, and report those confirmed on held-out rows "
+                        "(pbr_core.groups.find_slices; the random halves are seeded by --seed)")
     p.add_argument("--map-scores", default=None, metavar="COLUMN",
                    help="COLUMN holds scores that are not probabilities (a risk decile, a margin): fit a monotone "
                         "map to p(y=1) on --map-share of the rows and evaluate the other rows (binary labels)")
@@ -455,21 +460,28 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if wanted:  # a column to group by is never read as a score
         named = [c.strip() for c in (args.group_columns or "").split(",") if c.strip()]
         args.group_columns = ",".join(dict.fromkeys([*named, *wanted]))
-    from pbr_core.stream._cli import evaluate_stream, is_dataset
+    from pbr_core.slices import slices_json, slices_text
+    from pbr_core.stream._cli import evaluate_stream, find_slices_cli, is_dataset
 
     if args.stream or args.scheduler or args.local_cluster or is_dataset(args.file):
         if args.scheduler and args.local_cluster:
             raise CLIError("give --scheduler or --local-cluster, not both", EXIT_USAGE)
         table, report = evaluate_stream(args)
+        slices = find_slices_cli(args) if args.find_slices else None
         if args.format == "json":
             if report is not None:
                 table["groups"] = _groups_json(report)
+            if slices is not None:
+                table["slices"] = slices_json(slices)
             print(json.dumps(table, indent=2))
         else:
             print(_evaluation_text(table))
             if report is not None:
                 print()
                 print(group_text(report))
+            if slices is not None:
+                print()
+                print(slices_text(slices))
         return EXIT_OK
     preds = _mapped(args) if args.map_scores else _load(args.file, args)
     table = evaluation_table(preds, args.n_bins, args.lipschitz, args.eps)
@@ -488,6 +500,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             report = calibration_by_group(preds, args.by, every=args.every)
         except ValueError as exc:
             raise CLIError(f"{preds.source}: {cli_words(str(exc))}", EXIT_BAD_INPUT) from exc
+    slices = find_slices_cli(args, preds) if args.find_slices else None
     conventions = None
     if args.libraries:
         from pbr_core.estimators import library_conventions
@@ -500,6 +513,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             table["groups"] = _groups_json(report)
         if conventions is not None:
             table["libraries"] = json.loads(conventions.to_json(orient="records", double_precision=15))
+        if slices is not None:
+            table["slices"] = slices_json(slices)
         print(json.dumps(table, indent=2))
         return EXIT_OK
     print(_evaluation_text(table))
@@ -511,6 +526,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if report is not None:
         print()
         print(group_text(report))
+    if slices is not None:
+        print()
+        print(slices_text(slices))
     return EXIT_OK
 
 

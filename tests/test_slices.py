@@ -240,3 +240,33 @@ def test_bad_input_is_named(adult):
 
 def test_find_slices_is_in_groups():
     assert G.find_slices.__doc__ and "held-out" in G.find_slices.__doc__
+
+
+def test_evaluate_find_slices_in_memory_and_streamed(adult, tmp_path, capsys):
+    """pbr-calib evaluate FILE --find-slices: the text and the JSON carry the report; a dataset (a
+    folder) gets the same slices from the streamed passes."""
+    import json
+
+    from pbr_core.cli import main
+
+    meta = adult.metadata
+    planted = (meta["education"] == "Bachelors").to_numpy()
+    preds = _drawn(adult, np.random.default_rng(6), planted, 0.15)
+    frame = meta.assign(p_gt50k=preds.p_positive, label=preds.labels)
+    frame.to_csv(tmp_path / "planted.csv", index=False)
+    (tmp_path / "logs").mkdir()
+    frame.to_parquet(tmp_path / "logs" / "part-0.parquet", row_group_size=5000)
+    assert main(["evaluate", str(tmp_path / "planted.csv"), "--find-slices", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "education = Bachelors" in out["slices"]["held_up"]
+    assert out["slices"]["statements"][0].startswith("Predictions for ") and "guarantee" in out["slices"]
+    assert main(["evaluate", str(tmp_path / "planted.csv"), "--find-slices"]) == 0
+    text = capsys.readouterr().out
+    assert "slices whose calibration departs from the rest" in text and "How the search is guarded" in text
+    assert main(["evaluate", str(tmp_path / "logs"), "--find-slices", "--format", "json", "--quiet"]) == 0
+    streamed = json.loads(capsys.readouterr().out)["slices"]
+    assert streamed["held_up"] == out["slices"]["held_up"]
+    pd.testing.assert_frame_equal(pd.DataFrame(streamed["rows"]), pd.DataFrame(out["slices"]["rows"]), rtol=1e-9)
+    bare = SAMPLES / "kitti_random_forest.csv"
+    assert main(["evaluate", str(bare), "--find-slices"]) == 3
+    assert "needs columns besides the predictions" in capsys.readouterr().err

@@ -75,13 +75,14 @@ from pbr_core import metrics as M
 from pbr_core import significance as S
 from pbr_core.groups import MIN_ROWS, TRUE_CLASS, TRUE_CLASS_REFUSED, Target, _inputs, group_tests, holm
 from pbr_core.predictions import Predictions
-from pbr_core.slices._confirm import ConfirmSums, columns_used, masks
+from pbr_core.slices._confirm import ConfirmSums, bin_ranges, masks, own
 from pbr_core.slices._plan import (DATE_HEAD, MAX_CELLS, MAX_LEVELS, N_BANDS, Plan, build_plan, date_columns, halves,
                                    row_hash, skip_by_name, summarize)
-from pbr_core.slices._search import Choice, SearchSums, choose
+from pbr_core.slices._search import SEARCH_ROWS, Choice, SearchSample, choose
 
-__all__ = ["MAX_CELLS", "MAX_LEVELS", "MAX_SLICES", "SCREEN", "SliceReport", "find_slices", "guarantee_statement",
-           "slice_headline", "slice_mask", "slice_statements", "slices_json", "slices_text"]
+__all__ = ["MAX_CELLS", "MAX_LEVELS", "MAX_SLICES", "SCREEN", "SEARCH_ROWS", "SliceReport", "find_slices",
+           "guarantee_statement", "slice_headline", "slice_mask", "slice_statements", "slice_words", "slices_json",
+           "slices_text"]
 
 #: Slices sent to confirmation (the Holm correction is over this many at most).
 MAX_SLICES = 10
@@ -90,7 +91,7 @@ SCREEN = 0.05
 #: Slope words: outside this range the sentence says the predictions are too extreme or too timid.
 SLOPE_WORDS = (0.8, 1.25)
 
-TABLE_COLUMNS = ["slice", "n", "n_search", "n_confirm", "search_chi2", "search_p", "mean_predicted", "rate", "gap",
+TABLE_COLUMNS = ["slice", "apart_from", "rank", "n", "n_search", "n_confirm", "search_chi2", "search_p", "mean_predicted", "rate", "gap",
                  "rest_gap", "slope", "n_bins", "ece", "z", "chi2_cox", "p_value", "p_holm", "test_method",
                  "detectable_shift", "held_up"]
 
@@ -125,7 +126,7 @@ class SliceReport:
 
     @property
     def alpha(self) -> float:
-        return 1.0 - self.level
+        return _alpha(self.level)
 
     @property
     def held_up(self) -> list[str]:
@@ -231,31 +232,35 @@ def find_slices(preds: Predictions, columns: Sequence[str] | str | None = None, 
                       skipped=skipped)
     codes = {i: col.codes(meta[col.name]) for i, col in enumerate(plan.columns)}
     matrix = np.stack([codes[i] for i in range(len(plan.columns))], axis=1) if plan.columns else np.zeros((n, 0), np.intp)
-    search = SearchSums.empty(plan).update(matrix, half, conf, out)
+    search = SearchSample.empty(plan).update(matrix, half, h, conf, out)
     choice = choose(plan, search, min_rows=min_rows, max_slices=max_slices, screen=screen)
-    confirm = ConfirmSums.empty(choice.chosen, n).update(masks(plan, choice.chosen, codes, n), half, conf, out)
+    confirm = ConfirmSums.empty(bin_ranges(plan, choice.chosen, search.counts[1]), n)
+    confirm.update(masks(plan, choice.chosen, codes, n), half, conf, out)
     return assemble(plan, choice, confirm, target=what, level=level, seed=seed, max_order=max_order,
                      min_rows=min_rows, max_slices=max_slices, screen=screen)
 
 
 def slice_mask(preds: Predictions, report: SliceReport, name: str) -> np.ndarray:
-    """Which rows of ``preds`` (the rows the report was made from) are in the slice ``name``."""
+    """Which rows of ``preds`` (the rows the report was made from) the slice ``name`` was measured on:
+    its rows that are in no slice the search chose before it."""
     if report.plan is None or name not in report.conditions:
         raise ValueError(f"no slice {name!r} in this report; its slices are {list(report.conditions)}.")
-    plan = report.plan
-    mask = np.ones(preds.n, dtype=bool)
-    for column, code in report.conditions[name]:
-        col = next(c for c in plan.columns if c.name == column)
-        mask &= col.codes(preds.metadata[column]) == code
-    return mask
+    by_name = {c.name: c for c in report.plan.columns}
+    names = list(report.conditions)
+    inside = np.ones((preds.n, names.index(name) + 1), dtype=bool)
+    for s, other in enumerate(names[:inside.shape[1]]):
+        for column, code in report.conditions[other]:
+            inside[:, s] &= by_name[column].codes(preds.metadata[column]) == code
+    return own(inside)[:, -1]
 
 
 # --------------------------------------------------------------------------------- the report
 def assemble(plan: Plan, choice: Choice, confirm: ConfirmSums, *, target: Target, level: float, seed: int,
              max_order: int, min_rows: int, max_slices: int, screen: float) -> SliceReport:
     """The :class:`SliceReport` from the plan, the choice and the confirmation sums (in memory and
-    streamed alike)."""
-    alpha = 1.0 - level
+    streamed alike). Each slice is measured and tested on its own rows: those in no slice chosen
+    before it (``apart_from`` names the earlier slices it shares rows with)."""
+    alpha = _alpha(level)
     chosen = choice.chosen
     names = [" and ".join(plan.columns[i].condition(code) for i, code in c.conditions) for c in chosen]
     sums = confirm.sums
@@ -267,35 +272,48 @@ def assemble(plan: Plan, choice: Choice, confirm: ConfirmSums, *, target: Target
         su = sums[:, s]
         n_c = su[0]
         rest = rest_all - su
-        count, s_p, s_y = confirm.bins[s]
+        count, s_p, s_y = confirm.slice_bins(s)
+        apart = [names[i] for i in range(s) if confirm.overlap[i, s] > 0]
         with np.errstate(invalid="ignore", divide="ignore"):
-            rows.append({"slice": name, "n": cand.n_search + cand.n_confirm, "n_search": cand.n_search,
-                         "n_confirm": int(n_c), "search_chi2": cand.chi2, "search_p": cand.p,
-                         "mean_predicted": su[9] / n_c, "rate": (su[9] + su[2]) / n_c, "gap": -su[2] / n_c,
-                         "rest_gap": -rest[2] / rest[0] if rest[0] > 0 else float("nan"), "slope": _slope(su),
-                         "n_bins": confirm.n_bins[s], "ece": float(np.sum(np.abs(s_p - s_y)) / n_c) if n_c else np.nan,
-                         "z": test.z, "chi2_cox": test.chi2_cox, "p_value": test.p_value, "p_holm": float(p_holm[s]),
-                         "test_method": test.method, "detectable_shift": test.detectable_shift,
-                         "held_up": bool(p_holm[s] < alpha)})
+            rows.append({"slice": name, "apart_from": apart, "rank": s + 1, "n": int(confirm.own_rows[:, s].sum()),
+                         "n_search": int(confirm.own_rows[0, s]), "n_confirm": int(n_c), "search_chi2": cand.chi2,
+                         "search_p": cand.p, "mean_predicted": su[9] / n_c, "rate": (su[9] + su[2]) / n_c,
+                         "gap": -su[2] / n_c, "rest_gap": -rest[2] / rest[0] if rest[0] > 0 else float("nan"),
+                         "slope": _slope(su), "n_bins": int(count.size), "ece": float(np.sum(np.abs(s_p - s_y)) / n_c)
+                         if n_c else np.nan, "z": test.z, "chi2_cox": test.chi2_cox, "p_value": test.p_value,
+                         "p_holm": float(p_holm[s]), "test_method": test.method,
+                         "detectable_shift": test.detectable_shift, "held_up": bool(p_holm[s] < alpha)})
         diagrams[name] = M.reliability_table(count, s_p, s_y, int(n_c), level)
     table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
     if len(table):
-        table = table.sort_values(["held_up", "p_holm", "search_chi2"], ascending=[False, True, False],
+        table = table.sort_values(["held_up", "p_holm", "rank"], ascending=[False, True, True],
                                   kind="stable").reset_index(drop=True)
     count, s_p, s_y = confirm.overall_sums
     n_rows = int(round(confirm.overall[0]))
-    overall_test = _overall_test(confirm, seed, alpha)
     how = {"values": "by value", "months": "by month"}
     return SliceReport(
         table=table, diagrams=diagrams, overall=M.reliability_table(count, s_p, s_y, n_rows, level),
-        overall_test=overall_test, target=target, level=level, seed=seed,
+        overall_test=_overall_test(confirm, seed, alpha), target=target, level=level, seed=seed,
         columns=[(c.name, how.get(c.how, f"{len(c.levels) - c.missing} quantile bands")) for c in plan.columns],
-        skipped=list(plan.skipped), notes=list(plan.notes), scored=choice.scored, screened=choice.screened,
-        n_rows=n_rows, n_search=n_rows - int(round(confirm.confirm_total[0])),
+        skipped=list(plan.skipped), notes=list(plan.notes) + _sample_note(choice), scored=choice.scored,
+        screened=choice.screened, n_rows=n_rows, n_search=n_rows - int(round(confirm.confirm_total[0])),
         n_confirm=int(round(confirm.confirm_total[0])), max_order=max_order, min_rows=min_rows,
         max_slices=max_slices, screen=screen,
         conditions={name: [(plan.columns[i].name, code) for i, code in c.conditions] for name, c in zip(names, chosen)},
         plan=plan)
+
+
+def _sample_note(choice: Choice) -> list[str]:
+    if choice.sample >= choice.search_rows:
+        return []
+    return [f"the search scored {choice.sample:,} of the search half's {choice.search_rows:,} rows (a uniform sample, "
+            f"SEARCH_ROWS = {SEARCH_ROWS:,}); the slices' sizes and the confirmation use every row"]
+
+
+def _alpha(level: float) -> float:
+    """1 - level as written (1 - 0.95 is 0.050000000000000044 in floating point: a Monte Carlo p-value of
+    exactly 0.05 after correction would pass as below it)."""
+    return round(1.0 - level, 12)
 
 
 def _slope(s: np.ndarray) -> float:
@@ -325,6 +343,16 @@ def _pts(v: float) -> str:
     return f"{100 * abs(v):.1f} points"
 
 
+def slice_words(row: Any) -> str:
+    """A slice as the report measured it: its conditions, and which rows of earlier slices it leaves out."""
+    apart = list(row.apart_from)
+    if not apart:
+        return row.slice
+    if len(apart) == 1:
+        return f"{row.slice} (apart from its rows in the slice {apart[0]})"
+    return f"{row.slice} (apart from its rows in the {len(apart)} slices listed before it)"
+
+
 def slice_sentence(report: SliceReport, row: Any) -> str:
     """One held-up slice in plain words: what is wrong, by how much, on how many rows, confirmed how."""
     top = report.target == "top_label"
@@ -344,7 +372,7 @@ def slice_sentence(report: SliceReport, row: Any) -> str:
     else:
         lead = f"are {what}{slope}"
     rest = f"the rest of the file: {_pts(row.rest_gap)} too {_dir(row.rest_gap, top)}" if np.isfinite(row.rest_gap) else ""
-    return (f"Predictions for {row.slice} {lead}: {seen} ({rest}); {int(row.n):,} rows; confirmed on "
+    return (f"Predictions for {slice_words(row)} {lead}: {seen} ({rest}); {int(row.n):,} rows; confirmed on "
             f"{int(row.n_confirm):,} held-out rows, {S.p_words(row.p_holm)} after correcting for the "
             f"{report.tested} slice{'s' if report.tested != 1 else ''} tested.")
 
@@ -360,7 +388,7 @@ def slice_statements(report: SliceReport) -> list[str]:
     out = [slice_sentence(report, row) for row in report.table.itertuples() if row.held_up]
     for row in report.table.itertuples():
         if not row.held_up:
-            out.append(f"{row.slice} ({int(row.n):,} rows): proposed by the search, not confirmed on "
+            out.append(f"{slice_words(row)} ({int(row.n):,} rows): proposed by the search, not confirmed on "
                        f"{int(row.n_confirm):,} held-out rows ({S.p_words(row.p_holm)} after correction).")
     return out
 

@@ -1,15 +1,27 @@
-"""The search half: per-slice sums, how far each slice's calibration departs from the rest's, and the
-few slices sent to confirmation.
+"""The search half: how far each slice's calibration departs from the rest's, and the few slices sent
+to confirmation, chosen one at a time with the rows of those already chosen set aside.
 
-The score of a slice S against the rest R of the search half is a two-sample version of Cox's
-recalibration test (:mod:`pbr_core.significance`). In each of S and R the sums U = sum (y - p)(1, x)
-and I = sum p(1 - p)(1, x; x, x^2), x = logit p, give the one-step estimate theta = I^-1 U of the
+The score of a slice S against the rest R is a two-sample version of Cox's recalibration test
+(:mod:`pbr_core.significance`). In each of S and R the sums U = sum (y - p)(1, x) and
+I = sum p(1 - p)(1, x; x, x^2), x = logit p, give the one-step estimate theta = I^-1 U of the
 recalibration logit P(Y = 1) = a + b x away from (a, b) = (0, 1) (calibration in the large and the
 slope), with covariance about I^-1. The score is the Wald statistic of their difference,
 D = (theta_S - theta_R)' (I_S^-1 + I_R^-1)^-1 (theta_S - theta_R), about chi^2(2) when S is
-calibrated like the rest: it is large for a slice whose miscalibration differs from the rest's and
-small when the whole file is miscalibrated alike (which the overall test already says). Only the
-ranking uses it; what is claimed is confirmed on other rows.
+calibrated like the rest: large for a slice whose miscalibration differs from the rest's, small when
+the whole file is miscalibrated alike (which the overall test already says). Only the choice uses it;
+what is claimed is confirmed on other rows.
+
+**One finding once** (forward selection): once a slice is chosen, its rows are set aside and every
+other slice is scored again on its remaining rows against the remaining rest. A part of a chosen
+slice (education = Bachelors and native_country = United-States after education = Bachelors) then
+has no rows left; a slice overlapping a chosen one is judged by its rows outside it; a wider slice
+by its rows beyond the chosen part. Each chosen slice is confirmed on its own rows: those not in a
+slice chosen before it.
+
+The search runs on the search half's rows with the smallest hashes, at most :data:`SEARCH_ROWS`
+(every row of the search half of a file up to twice that): the forward selection needs each row's
+slice codes, which a stream keeps for this bounded uniform sample; the slices' sizes come from
+counts over every row.
 """
 
 from __future__ import annotations
@@ -19,17 +31,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pbr_core.significance import EPS
-from pbr_core.slices._plan import Plan
+from pbr_core.slices._plan import Plan, _sample_key
 
-#: The sums kept per cell: on the search half n, sum (y - p), sum (y - p) x, sum w, sum w x, sum w x^2
-#: (w = p(1 - p)); and the confirmation half's rows.
-SUM_NAMES = ("n", "resid", "resid_x", "w", "w_x", "w_xx", "n_confirm")
-#: Two slices sharing at least this share of their rows (Jaccard index) are one finding.
-OVERLAP = 0.5
+#: Rows of the search half the search scores (a uniform sample by hash beyond that: 1M rows of 10
+#: slice columns are ~36 MB).
+SEARCH_ROWS = 1_000_000
 
 
 def search_terms(p: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """(6, rows): each row's part of the search sums (:data:`SUM_NAMES` but the last)."""
+    """(6, rows): each row's part of n, sum (y - p), sum (y - p) x, sum w, sum w x, sum w x^2
+    (x = logit p, w = p(1 - p))."""
     p = np.asarray(p, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     pc = np.clip(p, EPS, 1 - EPS)
@@ -40,34 +51,61 @@ def search_terms(p: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 @dataclass
-class SearchSums:
-    """The sums of every cell of every grouping of a plan; feed with :meth:`update`, combine with
-    :meth:`merge` (partial sums of different rows add up)."""
+class SearchSample:
+    """The search half's rows with the smallest hashes (their slice codes, p and y) and the rows of
+    every cell of every grouping in each half; feed with :meth:`update`, combine with :meth:`merge`."""
 
     plan: Plan
-    sums: np.ndarray = field(repr=False)   # (7, cells)
+    keys: np.ndarray = field(repr=False)      # (m,) uint64 hash keys
+    codes: np.ndarray = field(repr=False)     # (m, columns) int16
+    p: np.ndarray = field(repr=False)
+    y: np.ndarray = field(repr=False)
+    counts: np.ndarray = field(repr=False)    # (2, cells): rows of each cell in the search / confirmation half
+    cap: int = SEARCH_ROWS
 
     @classmethod
-    def empty(cls, plan: Plan) -> "SearchSums":
-        return cls(plan=plan, sums=np.zeros((len(SUM_NAMES), plan.n_cells)))
+    def empty(cls, plan: Plan, cap: int = SEARCH_ROWS) -> "SearchSample":
+        C = len(plan.columns)
+        return cls(plan=plan, keys=np.zeros(0, dtype=np.uint64), codes=np.zeros((0, C), dtype=np.int16),
+                   p=np.zeros(0), y=np.zeros(0), counts=np.zeros((2, plan.n_cells)), cap=int(cap))
 
-    def update(self, codes: np.ndarray, half: np.ndarray, p: np.ndarray, y: np.ndarray) -> "SearchSums":
-        """Add rows: their codes (rows, columns of the plan), half (0 search, 1 confirmation), p and y."""
+    def update(self, codes: np.ndarray, half: np.ndarray, h: np.ndarray, p: np.ndarray, y: np.ndarray
+               ) -> "SearchSample":
+        """Add rows: their codes (rows, columns of the plan), half (0 search, 1 confirmation), hash, p and y."""
         plan = self.plan
-        search = half == 0
-        terms = search_terms(p[search], y[search])
-        cs, cc = codes[search], codes[~search]
         for g, (off, size) in enumerate(zip(plan.offsets, plan.sizes)):
-            cell = plan.cells(cs, g)
-            for k in range(terms.shape[0]):
-                self.sums[k, off:off + size] += np.bincount(cell, weights=terms[k], minlength=size)
-            self.sums[6, off:off + size] += np.bincount(plan.cells(cc, g), minlength=size)
+            cell = plan.cells(codes, g) * 2 + half
+            self.counts[:, off:off + size] += np.bincount(cell, minlength=2 * size).reshape(size, 2).T
+        s = half == 0
+        self._add(_sample_key(h[s]), codes[s].astype(np.int16), np.asarray(p, np.float64)[s],
+                  np.asarray(y, np.float64)[s])
         return self
 
-    def merge(self, other: "SearchSums") -> "SearchSums":
+    def _add(self, keys, codes, p, y) -> None:
+        self.keys = np.concatenate([self.keys, keys])
+        self.codes = np.concatenate([self.codes, codes])
+        self.p = np.concatenate([self.p, p])
+        self.y = np.concatenate([self.y, y])
+        if self.keys.size > 2 * self.cap:
+            self._trim()
+
+    def _trim(self) -> None:
+        """The ``cap`` rows with the smallest keys, in key order (the same rows in the same order
+        however the batches were read and merged)."""
+        keep = np.argpartition(self.keys, self.cap - 1)[:self.cap] if self.keys.size > self.cap else \
+            np.arange(self.keys.size)
+        keep = keep[np.argsort(self.keys[keep], kind="stable")]
+        self.keys, self.codes, self.p, self.y = self.keys[keep], self.codes[keep], self.p[keep], self.y[keep]
+
+    def merge(self, other: "SearchSample") -> "SearchSample":
         if other.plan != self.plan:
-            raise ValueError("Cannot merge slice sums of different plans.")
-        self.sums += other.sums
+            raise ValueError("Cannot merge the search rows of different plans.")
+        self.counts += other.counts
+        self._add(other.keys, other.codes, other.p, other.y)
+        return self
+
+    def finish(self) -> "SearchSample":
+        self._trim()
         return self
 
 
@@ -109,66 +147,98 @@ def departure(s: np.ndarray, r: np.ndarray) -> dict[str, np.ndarray]:
     return {"chi2": d, "df": Q[3], "p": p, "per_row_slice": per_s, "per_row_rest": per_r}
 
 
+def _cell_sums(plan: Plan, codes: np.ndarray, terms: np.ndarray) -> np.ndarray:
+    """(6, cells): the sums of ``terms`` (6, rows) over the rows of every cell of every grouping."""
+    out = np.zeros((terms.shape[0], plan.n_cells))
+    for g, (off, size) in enumerate(zip(plan.offsets, plan.sizes)):
+        cell = plan.cells(codes, g)
+        for k in range(terms.shape[0]):
+            out[k, off:off + size] = np.bincount(cell, weights=terms[k], minlength=size)
+    return out
+
+
 # --------------------------------------------------------------------------------- the choice
 @dataclass(frozen=True)
 class Candidate:
-    """A slice proposed by the search: its conditions ((column index, code), ...), where its sums are,
-    its rows in each half and its score."""
+    """A slice chosen by the search: its conditions ((column index, code), ...), its rows in the file
+    (every row, both halves: the slice's size), its remaining search rows when chosen and its score."""
 
     conditions: tuple[tuple[int, int], ...]
-    flat: int
     n_search: int
     n_confirm: int
+    remaining: int
     chi2: float
     p: float
 
 
 @dataclass
 class Choice:
-    """What the search did: the slices sent to confirmation, and how many it scored."""
+    """What the search did: the slices sent to confirmation (in the order chosen) and how many it scored."""
 
     chosen: list[Candidate]
     scored: int        # slices with enough rows, scored
-    screened: int      # of which departed from the rest at the screening level and were worse than it
+    screened: int      # of which departed from the rest at the screening level at the first step
+    sample: int = 0    # search rows scored
+    search_rows: int = 0
 
 
-def choose(plan: Plan, search: SearchSums, *, min_rows: int, max_slices: int, screen: float) -> Choice:
-    """The slices to confirm: those of at least ``min_rows`` rows (both halves) whose departure from
-    the rest has p < ``screen`` on the search half and which are calibrated worse than the rest, the
-    ``max_slices`` largest departures that are not the same finding as one already chosen."""
-    sums = search.sums
-    total = sums[:6, plan.offsets[0]:plan.offsets[0] + plan.sizes[0]].sum(axis=1) if plan.groupings else np.zeros(6)
+def choose(plan: Plan, search: SearchSample, *, min_rows: int, max_slices: int, screen: float) -> Choice:
+    """Forward selection (see the module docstring): at each step, among the slices of at least
+    ``min_rows`` rows in the file whose remaining search rows are calibrated worse than the remaining
+    rest and depart from it with p < ``screen``, the one ranked first by :func:`_rank_key`; its rows
+    are then set aside. At most ``max_slices`` steps."""
+    search.finish()
+    codes = search.codes.astype(np.intp)
+    terms = search_terms(search.p, search.y)
+    sums = _cell_sums(plan, codes, terms)
+    n_half, n_conf = search.counts
+    share = codes.shape[0] / max(float(n_half.sum() / max(len(plan.groupings), 1)), 1.0)  # the sample's share
+    static = _slice_cells(plan) & (n_half + n_conf >= min_rows)
+    idx = np.flatnonzero(static)
+    min_left = max(2.0, min_rows / 2 * share)   # remaining search rows for a slice to be scored again
+    chosen: list[Candidate] = []
+    screened = 0
+    active = np.ones(codes.shape[0], dtype=bool)
+    for step in range(max_slices):
+        total = terms[:, active].sum(axis=1)
+        s = sums[:, idx]
+        ok = (s[0] >= min_left) & (total[0] - s[0] >= min_left)
+        dep = departure(s, total[:, None] - s)
+        keep = ok & (dep["per_row_slice"] > dep["per_row_rest"]) & (dep["p"] < screen)
+        if step == 0:
+            screened = int(keep.sum())
+        if not keep.any():
+            break
+        key = np.where(keep, _rank_key(plan, idx, dep), -np.inf)
+        best = int(np.argmax(key))  # first in plan order among ties
+        flat = int(idx[best])
+        conds = _conditions(plan, flat)
+        chosen.append(Candidate(conditions=conds, n_search=int(n_half[flat]), n_confirm=int(n_conf[flat]),
+                                remaining=int(s[0, best]), chi2=float(dep["chi2"][best]), p=float(dep["p"][best])))
+        rows = active.copy()
+        for i, code in conds:
+            rows &= codes[:, i] == code
+        sums -= _cell_sums(plan, codes[rows], terms[:, rows])
+        active &= ~rows
+    return Choice(chosen=chosen, scored=int(idx.size), screened=screened, sample=int(codes.shape[0]),
+                  search_rows=int(round(n_half.sum() / max(len(plan.groupings), 1))))
+
+
+def _slice_cells(plan: Plan) -> np.ndarray:
+    """Which cells are slices: none of their codes is a column's rare values (its last code)."""
     valid = np.zeros(plan.n_cells, dtype=bool)
     for g, (off, size) in enumerate(zip(plan.offsets, plan.sizes)):
         dims = [plan.columns[i].n_codes for i in plan.groupings[g]]
         codes = np.unravel_index(np.arange(size), dims)
-        # the last code of a column is its values too rare to be a slice
         valid[off:off + size] = np.all([c < d - 1 for c, d in zip(codes, dims)], axis=0)
-    n_all = sums[0] + sums[6]
-    valid &= (n_all >= min_rows) & (total[0] - sums[0] >= min_rows / 2) & (sums[0] > 0)
-    idx = np.flatnonzero(valid)
-    dep = departure(sums[:6, idx], total[:, None] - sums[:6, idx])
-    worse = dep["per_row_slice"] > dep["per_row_rest"]
-    keep = worse & (dep["p"] < screen)
-    order = np.lexsort((idx[keep], -_rank_key(plan, idx, dep)[keep]))  # best first; ties in plan order
-    pool = [Candidate(conditions=_conditions(plan, int(f)), flat=int(f), n_search=int(sums[0, f]), n_confirm=int(sums[6, f]),
-                      chi2=float(c), p=float(p))
-            for f, c, p in zip(idx[keep][order], dep["chi2"][keep][order], dep["p"][keep][order])]
-    chosen: list[Candidate] = []
-    where = _Lookup(plan)
-    for cand in pool:
-        if len(chosen) >= max_slices:
-            break
-        if not any(_same_finding(cand, k, sums, total, where, screen) for k in chosen):
-            chosen.append(cand)
-    return Choice(chosen=chosen, scored=int(idx.size), screened=int(keep.sum()))
+    return valid
 
 
 def _rank_key(plan: Plan, idx: np.ndarray, dep: dict[str, np.ndarray]) -> np.ndarray:
     """-ln(p x m): the departure's p-value times the number m of slices scored with as many conditions
     (Bonferroni within each order). A pair of columns must depart about ten times more surely than a
-    single column to rank above it (Adult: ~90 single values, ~900 pairs), so that a slice is named by
-    its simplest description (education = Bachelors, not education = Bachelors and native_country =
+    single column to rank above it (Adult: ~90 single values, ~900 pairs), so that a finding is named
+    by its simplest description (education = Bachelors, not education = Bachelors and native_country =
     United-States, 90 % of the same rows)."""
     from scipy.special import log_ndtr
 
@@ -176,7 +246,8 @@ def _rank_key(plan: Plan, idx: np.ndarray, dep: dict[str, np.ndarray]) -> np.nda
     n_cond = np.array([len(g) for g in plan.groupings])[order]
     m = np.bincount(n_cond, minlength=3).astype(np.float64)
     d = dep["chi2"]
-    log_p = np.where(dep["df"] == 2, -d / 2, np.log(2) + log_ndtr(-np.sqrt(d)))
+    with np.errstate(invalid="ignore"):
+        log_p = np.where(dep["df"] == 2, -d / 2, np.log(2) + log_ndtr(-np.sqrt(d)))
     return -log_p - np.log(m[n_cond])
 
 
@@ -184,78 +255,3 @@ def _conditions(plan: Plan, flat: int) -> tuple[tuple[int, int], ...]:
     """The (column index, code) pairs of the cell at ``flat``."""
     g = int(np.searchsorted(plan.offsets, flat, side="right")) - 1
     return tuple(zip(plan.groupings[g], plan.cell_codes(g, flat - int(plan.offsets[g]))))
-
-
-class _Lookup:
-    """The flat index of a set of conditions (None when that combination was not summed)."""
-
-    def __init__(self, plan: Plan) -> None:
-        self.plan = plan
-        self.grouping = {cols: g for g, cols in enumerate(plan.groupings)}
-
-    def flat(self, conditions) -> int | None:
-        conditions = tuple(sorted(conditions))
-        g = self.grouping.get(tuple(i for i, _ in conditions))
-        if g is None:
-            return None
-        cell = 0
-        for i, code in conditions:
-            cell = cell * self.plan.columns[i].n_codes + code
-        return int(self.plan.offsets[g] + cell)
-
-
-def _same_finding(c: Candidate, k: Candidate, sums: np.ndarray, total: np.ndarray, where: _Lookup,
-                  screen: float) -> bool:
-    """Whether ``c`` adds nothing to the chosen ``k``: they share most of their rows (Jaccard index at
-    least :data:`OVERLAP`, from a lower bound on their common rows), or one is a part of the other with
-    the same miscalibration (a part that does not differ from the rest of the whole, or a whole whose
-    departure comes from the chosen part)."""
-    a, b = set(c.conditions), set(k.conditions)
-    if a == b:
-        return True
-    common = _common_rows(a, b, sums, float(total[0]), where)
-    if common / max(c.n_search + k.n_search - common, 1.0) >= OVERLAP:
-        return True
-    if b < a or a < b:
-        child, parent = (c, k) if b < a else (k, c)
-        cs, ps = sums[:6, child.flat], sums[:6, parent.flat]
-        if b < a:  # c refines the chosen k: does it differ from the rest of k?
-            rest = ps - cs
-            return bool(rest[0] <= 0 or not departure(cs[:, None], rest)["p"][0] < screen)
-        # c contains the chosen k: does the rest of c depart from the rest of the file?
-        part = ps - cs
-        return bool(part[0] <= 0 or not departure(part[:, None], total - ps)["p"][0] < screen)
-    return False
-
-
-def _rows(conditions, sums: np.ndarray, n_total: float, where: _Lookup) -> float | None:
-    """Search-half rows meeting every condition, when counted (at most two columns), else None."""
-    cols: dict[int, int] = {}
-    for i, code in conditions:
-        if cols.setdefault(i, code) != code:
-            return 0.0  # two values of one column: no row
-    if not cols:
-        return n_total
-    f = where.flat(cols.items())
-    return None if f is None else float(sums[0, f])
-
-
-def _common_rows(a: set, b: set, sums: np.ndarray, n_total: float, where: _Lookup) -> float:
-    """A lower bound on the rows two slices share: exact when their conditions span at most two
-    columns; else, for every pair of wider slices A' of ``a`` and B' of ``b`` (a subset of the
-    conditions each) whose common rows are counted, |A' and B'| - |A' but not a| - |B' but not b|."""
-    from itertools import chain, combinations
-
-    def parents(x: set):
-        return list(chain.from_iterable(combinations(sorted(x), r) for r in range(len(x) + 1)))
-
-    na = _rows(a, sums, n_total, where)
-    nb = _rows(b, sums, n_total, where)
-    best = 0.0
-    for pa in parents(a):
-        for pb in parents(b):
-            both = _rows((*pa, *pb), sums, n_total, where)
-            if both is None:
-                continue
-            best = max(best, both - (_rows(pa, sums, n_total, where) - na) - (_rows(pb, sums, n_total, where) - nb))
-    return best

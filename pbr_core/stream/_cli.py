@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["is_dataset", "evaluate_stream", "fit_all_rows", "fit_sample", "apply_stream"]
+__all__ = ["is_dataset", "evaluate_stream", "find_slices_cli", "fit_all_rows", "fit_sample", "apply_stream"]
 
 
 def is_dataset(spec: str) -> bool:
@@ -125,6 +125,37 @@ def evaluate_stream(args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
     table = evaluate_dataset(ds, stats, args.n_bins, args.lipschitz, args.eps, curve=args.curve)
     table["notes"] = list(ds.layout().notes)  # how the first batch was read (the same for every batch)
     return table, report
+
+
+def find_slices_cli(args: argparse.Namespace, preds=None):
+    """``evaluate --find-slices``: :func:`pbr_core.slices.find_slices` on ``preds`` (a file in memory),
+    or :func:`pbr_core.stream.compute_slices` on the dataset (``preds`` None: a streamed pass of its
+    own, on Dask with --scheduler / --local-cluster). Returns the :class:`~pbr_core.slices.SliceReport`."""
+    from pbr_core.cli import EXIT_BAD_INPUT, CLIError, cli_words
+
+    try:
+        if preds is not None:
+            from pbr_core.slices import find_slices
+
+            return find_slices(preds, seed=args.seed)
+        from pbr_core.stream import compute_slices
+
+        ds = _open(args)
+        bar = _Bar(args.quiet, "slices")
+
+        def progress(what: str, done: int, total: int | None) -> None:
+            bar.bar.set_description(what, refresh=False)
+            bar(done, total)
+
+        try:
+            return _run_guarded(lambda: compute_slices(ds, seed=args.seed, progress=progress, scheduler=args.scheduler,
+                                                       local_cluster=args.local_cluster), str(args.file))
+        finally:
+            bar.close()
+    except CLIError:
+        raise
+    except ValueError as exc:  # no column to slice, an unreadable row
+        raise CLIError(f"{args.file}: {cli_words(str(exc))}", EXIT_BAD_INPUT) from exc
 
 
 def fit_sample(args: argparse.Namespace):

@@ -7,14 +7,17 @@ batch (or unit by unit on Dask, partial results merged):
    :data:`pbr_core.slices.MAX_LEVELS` kept), the numbers of the rows with the smallest hashes (the
    quantile bands' sample) and the total rows; whether a text column holds dates is decided first on
    its first 200 values, as in memory. This fixes the candidate slices.
-2. **Searching** reads the predictions and the slice columns once: per candidate cell, six sums of
-   the search half (8 numbers a cell with the confirmation half's rows: memory bounded by
-   :data:`pbr_core.slices.MAX_CELLS`, a cap the report states when it is reached). The search then
-   chooses at most ``max_slices`` slices.
-3. **Confirming** reads the predictions and the chosen slices' columns once: their sums of the test of
-   calibration on the confirmation half, their reliability bins, the whole file's sums and bins, and
-   the confirmation rows of the chosen slices small enough for the exact test (at most
-   :data:`pbr_core.significance.EXACT_MAX_ROWS` each: 16 bytes a row, 8 MB at most for 10 slices).
+2. **Searching** reads the predictions and the slice columns once: the rows of every candidate cell
+   in each half (memory bounded by :data:`pbr_core.slices.MAX_CELLS`, a cap the report states when it
+   is reached), and the search half's rows with the smallest hashes, at most
+   :data:`pbr_core.slices.SEARCH_ROWS` (their slice codes, p and y: ~36 MB for 1M rows of 10 columns;
+   the report says when the search scored a sample). The search then chooses at most ``max_slices``
+   slices, one at a time, the rows of those chosen set aside.
+3. **Confirming** reads the predictions and the chosen slices' columns once: on each slice's own rows
+   (in no slice chosen before it) of the confirmation half, the sums of the test of calibration and
+   the reliability bins; the whole file's sums and bins; and the own confirmation rows of the slices
+   small enough for the exact test (at most :data:`pbr_core.significance.EXACT_MAX_ROWS` each: 16 bytes
+   a row, 8 MB at most for 10 slices).
 
 Each row's half is a hash of (seed, file, row in the file), so a single file streamed and the same
 file in memory get the same halves, plan, choice and p-values.
@@ -32,10 +35,10 @@ from pbr_core import metrics as _m
 from pbr_core.groups import MIN_ROWS
 from pbr_core.predictions import PredictionsError
 from pbr_core.slices import MAX_SLICES, SCREEN, SliceReport, assemble, candidate_columns, check_settings
-from pbr_core.slices._confirm import ConfirmSums, columns_used, masks
+from pbr_core.slices._confirm import ConfirmSums, bin_ranges, columns_used, masks
 from pbr_core.slices._plan import (DATE_HEAD, N_BANDS, ColumnSummary, Plan, build_plan, date_columns, halves,
                                    row_hash, summarize)
-from pbr_core.slices._search import Candidate, SearchSums, choose
+from pbr_core.slices._search import Candidate, SearchSample, choose
 from pbr_core.stream._source import Dataset, Unit
 from pbr_core.stream._stats import confidence_outcome
 
@@ -122,23 +125,25 @@ def _codes(plan: Plan, which: Sequence[int], meta: pd.DataFrame, unit: Unit, sta
 
 
 def unit_search(dataset: Dataset, unit: Unit, plan: Plan, target: str, seed: int,
-                on_rows: Callable[[int], None] | None = None) -> SearchSums:
-    """The search sums of one unit (a Dask task of the search pass)."""
-    out = SearchSums.empty(plan)
+                on_rows: Callable[[int], None] | None = None) -> SearchSample:
+    """The search rows and cell counts of one unit (a Dask task of the search pass)."""
+    out = SearchSample.empty(plan)
     which = range(len(plan.columns))
     for start, p, y, meta in _batches(dataset, unit, plan.names, target):
         codes = _codes(plan, which, meta, unit, start)
         matrix = np.stack([codes[i] for i in which], axis=1) if plan.columns else np.zeros((p.size, 0), np.intp)
-        out.update(matrix, halves(row_hash(seed, unit.file_index, start, p.size)), p, y)
+        h = row_hash(seed, unit.file_index, start, p.size)
+        out.update(matrix, halves(h), h, p, y)
         if on_rows is not None:
             on_rows(p.size)
     return out
 
 
-def unit_confirm(dataset: Dataset, unit: Unit, plan: Plan, chosen: tuple[Candidate, ...], n_rows: int, target: str,
-                 seed: int, on_rows: Callable[[int], None] | None = None) -> ConfirmSums:
+def unit_confirm(dataset: Dataset, unit: Unit, plan: Plan, chosen: tuple[Candidate, ...],
+                 ranges: tuple[tuple[int, int], ...], n_rows: int, target: str, seed: int,
+                 on_rows: Callable[[int], None] | None = None) -> ConfirmSums:
     """The confirmation sums of one unit (a Dask task of the confirmation pass)."""
-    out = ConfirmSums.empty(list(chosen), n_rows)
+    out = ConfirmSums.empty(ranges, n_rows)
     used = columns_used(list(chosen))
     for start, p, y, meta in _batches(dataset, unit, [plan.columns[i].name for i in used], target):
         codes = _codes(plan, used, meta, unit, start)
@@ -217,7 +222,9 @@ def compute_slices(
                           n_bands=n_bands, skipped=skipped)
         search = run("searching the slices", unit_search, (plan, what, int(seed)), n, c)
         choice = choose(plan, search, min_rows=min_rows, max_slices=max_slices, screen=screen)
-        confirm = run("confirming the slices", unit_confirm, (plan, tuple(choice.chosen), n, what, int(seed)), n, c)
+        ranges = bin_ranges(plan, choice.chosen, search.counts[1])
+        confirm = run("confirming the slices", unit_confirm, (plan, tuple(choice.chosen), ranges, n, what, int(seed)),
+                      n, c)
         return assemble(plan, choice, confirm, target=what, level=level, seed=int(seed), max_order=max_order,
                         min_rows=min_rows, max_slices=max_slices, screen=screen)
 
