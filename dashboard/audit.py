@@ -133,10 +133,38 @@ def groups_section(loaded: state.Loaded, view: state.MetricView, choices: AuditC
                          figures=[(texts.GROUPS_OVERLAY_CAPTION, fig)])
 
 
+def slices_section(loaded: state.Loaded, view: state.MetricView) -> ReportSection | None:
+    """The slices found on the Groups page (Find the slices), with their sentences, the guarantee, every slice
+    tested and each held-up slice's diagram (held-out rows) beside the whole file's; None when not searched."""
+    rep = compute.slice_report(loaded, view, cached_only=True)
+    if rep is None:
+        return None
+    from dashboard import figures_recal as FR
+
+    paragraphs = [texts.SLICES_INTRO, "**" + texts.slices_headline(rep) + "**",
+                  *(f"- {line}" for line in texts.slices_lines(rep)), texts.slices_guarantee(rep),
+                  texts.slices_searched(rep)]
+    shown = [("Every slice tested on held-out rows. " + texts.SLICES_TABLE_HELP,
+              tables.slices_frame(rep).set_index("Slice"))] if len(rep.table) else []
+    figs = []
+    for name in rep.held_up[:3]:
+        left, _ = texts.slices_diagram_captions(rep, name)
+        figs.append((f"{left} {texts.SLICES_DIAGRAM_HELP}",
+                     FR.group_diagram_figure(rep.diagrams[name], x_title=view.x_title, y_title=view.y_title,
+                                             binary_positive=view.binary_positive)))
+    if figs:
+        _, whole = texts.slices_diagram_captions(rep, rep.held_up[0])
+        figs.append((f"The whole file. {whole}", FR.group_diagram_figure(
+            rep.overall, x_title=view.x_title, y_title=view.y_title, binary_positive=view.binary_positive)))
+    return ReportSection(title="Find the slices: calibration that departs from the rest, confirmed on held-out rows",
+                         paragraphs=paragraphs, tables=shown, figures=figs)
+
+
 def audit_sections(loaded: state.Loaded, view: state.MetricView, choices: AuditChoices) -> list[ReportSection]:
     """The audit part of the report, in page order: the data, the reliability diagram, the classwise ECE
-    (multiclass data), bins & bias, and calibration by group (when the Groups page was used)."""
+    (multiclass data), bins & bias, calibration by group (when the Groups page was used) and the slices
+    found there (when searched)."""
     parts = [data_section(loaded, view), reliability_section(loaded, view, choices),
              classwise_section(loaded, choices.n_bins), bins_section(view, choices),
-             groups_section(loaded, view, choices)]
+             groups_section(loaded, view, choices), slices_section(loaded, view)]
     return [p for p in parts if p is not None]

@@ -244,6 +244,44 @@ def group_report(loaded, view: MetricView, by: tuple[str, ...], every: str = "",
     return report
 
 
+#: Slice reports (``pbr_core.slices``), shared by every session: a server dataset's costs three passes
+#: over its rows; the audit report reads the one the Groups page found (``cached_only``).
+_SLICES: "OrderedDict[tuple, object]" = OrderedDict()
+_SLICES_MAX = 16
+_SLICES_LOCK = threading.Lock()
+
+
+def slice_report(loaded, view: MetricView, progress: Callable[[str, int, "int | None"], None] | None = None,
+                 cached_only: bool = False):
+    """The slices whose calibration departs from the rest (``pbr_core.slices.find_slices``), measured as
+    ``view`` measures it; a dataset on the server on every row, in streamed passes
+    (``pbr_core.stream.compute_slices``; ``progress(what, rows_done, rows_total)``). With
+    ``cached_only`` None unless the search was already made."""
+    target = "positive" if view.binary_positive else "top_label"
+    key = (loaded.key, target)
+    with _SLICES_LOCK:
+        if key in _SLICES:
+            _SLICES.move_to_end(key)
+            return _SLICES[key]
+    if cached_only:
+        return None
+    if loaded.stream is None:
+        from pbr_core.slices import find_slices
+
+        report = find_slices(loaded.preds, target=target)
+    else:
+        from pbr_core.stream import compute_slices, open_dataset
+
+        kwargs = loaded.options.as_kwargs()
+        kwargs.pop("max_rows", None)
+        report = compute_slices(open_dataset(list(loaded.stream.files), **kwargs), target=target, progress=progress)
+    with _SLICES_LOCK:
+        _SLICES[key] = report
+        while len(_SLICES) > _SLICES_MAX:
+            _SLICES.popitem(last=False)
+    return report
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
 def _reliability_equal_mass(key: str, _probs: np.ndarray, _labels: np.ndarray, n_bins: int) -> pd.DataFrame:
     from pbr_core.estimators import reliability_equal_mass

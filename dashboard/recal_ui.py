@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 # pbr_core.experiments and scipy.stats (~1 s of a fresh server's first page; benchmarks/RESULTS_load.md).
 
 #: The jobs whose results go into the session report, in report order.
-REPORT_KINDS = ("pbr", "compare", "sweep", "groupgap", "generalization", "ship", "apply")
+REPORT_KINDS = ("pbr", "compare", "sweep", "groupgap", "slicegap", "generalization", "ship", "apply")
 
 #: A page's settings value (runs.PBRSettings, runs.CompareSettings, ...), see :func:`run_panel`.
 Settings = TypeVar("Settings")
@@ -167,7 +167,7 @@ def _section_for(kind: str, r: runs.JobResult) -> report.ReportSection:
     from dashboard import report
 
     return {"pbr": report.pbr_section, "compare": report.compare_section, "sweep": report.sweep_section,
-            "groupgap": report.group_gap_section,
+            "groupgap": report.group_gap_section, "slicegap": report.group_gap_section,
             "generalization": report.generalization_section, "ship": report.apply_section,
             "apply": report.apply_section}[kind](r)
 

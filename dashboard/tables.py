@@ -179,6 +179,20 @@ def groups_frame(report) -> pd.DataFrame:
     })
 
 
+def slices_frame(report) -> pd.DataFrame:
+    """The slices tested on held-out rows (``pbr_core.slices.SliceReport.table``) in the page's words."""
+    t = report.table
+    top = report.target == "top_label"
+    return pd.DataFrame({
+        "Slice": [texts.slice_label(row) for row in t.itertuples()],
+        "Rows": t["n"], "Held-out rows": t["n_confirm"],
+        "Mean predicted": t["mean_predicted"], "Accuracy" if top else "Frequency of y = 1": t["rate"],
+        "Gap (points)": 100 * t["gap"], "Rest of the file (points)": 100 * t["rest_gap"],
+        "Calibration slope": t["slope"], "p (corrected)": [texts.p_value(v) for v in t["p_holm"]],
+        "Holds up": t["held_up"],
+    })
+
+
 def group_gap_frames(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(each group's test ECE per strategy, the gap per strategy) in the page's words, from a
     ``recalibration_by_group`` table."""

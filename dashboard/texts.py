@@ -1213,6 +1213,98 @@ def gap_sentence(report) -> str:
     return md(gap_statement(report))
 
 
+# --------------------------------------------------------------------------- Groups page: find the slices
+SLICES_INTRO = (
+    "Which groups should you look at? The app can find them: it searches every other column of the file (text "
+    "as it is, numbers in five bands of equal size, dates by month), each column alone and every pair of "
+    "them, for the **slices whose calibration departs most from the rest** (women aged 25-34, a product line "
+    "in one month), and reports only those that **hold up on rows the search never saw**."
+)
+SLICES_BUTTON_HELP = (
+    "Splits the rows at random into two halves: the search looks at one, the slices it proposes are tested "
+    "on the other. About a second for 10,000 rows of 10 columns."
+)
+SLICES_STREAM_BUTTON_HELP = (
+    "Reads the {n:,} rows of the dataset three times: to plan the slices, to search them and to test them."
+)
+SLICES_NONE = (
+    "This file has no columns besides the predictions, so there is nothing to cut into slices. Columns such as "
+    "a segment, a region, an age or a date may stay in the file: they are kept next to the predictions."
+)
+SLICES_DIAGRAM_LABEL = "One slice's reliability diagram (its held-out rows), beside the whole file's"
+SLICES_DIAGRAM_HELP = (
+    "The slice's diagram is drawn from its held-out rows only, those its test was made on: the rows the search "
+    "looked at would exaggerate its gaps, since the search picks the largest. Grey bands: where each bar would "
+    "fall 90 % of the time if the predictions were calibrated."
+)
+SLICES_TABLE_HELP = (
+    "Every slice the search proposed, tested on its held-out rows. Gap: mean prediction minus the observed "
+    "frequency, in points (positive: predictions too high). Calibration slope: 1 is right, below 1 the "
+    "predictions are too extreme, above 1 too timid. A slice that shares rows with one listed before it is "
+    "measured on its other rows."
+)
+SLICES_RECAL_INTRO = (
+    "Does recalibration close this slice's gap? In every fold the same test rows are scored uncalibrated, with "
+    "**one recalibrator for everyone** and with **one for the slice and one for the rest** (the Compare page's "
+    "protocol, with the slice as the group)."
+)
+SLICES_RECAL_SERVER = (
+    "On a dataset on the server this comparison is not offered: it fits recalibrators on rows in memory, and the "
+    "rows in memory are a random sample, which holds only a part of the slice."
+)
+#: The two groups of the per-slice recalibration.
+SLICE_IN = "this slice"
+SLICE_REST = "the rest"
+SLICES_STOPPED = "Stopped: the slices were not searched. Press *Find the slices* to read the dataset again."
+
+
+def slice_label(row) -> str:
+    """A slice as a table cell shows it (plain text: a table cell is never Markdown)."""
+    from pbr_core.slices import slice_words
+
+    return slice_words(row)
+
+
+def slices_headline(report) -> str:
+    """What the search found, as literal Markdown text (slice names hold the file's values)."""
+    from pbr_core.slices import slice_headline
+
+    return md(slice_headline(report))
+
+
+def slices_lines(report) -> list[str]:
+    """One sentence per held-up slice (:func:`pbr_core.slices.slice_statements`), as literal Markdown text."""
+    from pbr_core.slices import slice_statements
+
+    return [md(line) for line in slice_statements(report) if line.startswith("Predictions for")]
+
+
+def slices_guarantee(report) -> str:
+    from pbr_core.slices import guarantee_statement
+
+    return md(guarantee_statement(report))
+
+
+def slices_searched(report) -> str:
+    """Which columns were searched and how they were cut, and which were not and why."""
+    cut = ", ".join(f"{md(c)} ({how})" for c, how in report.columns) or "none"
+    out = f"Columns searched: {cut}."
+    if report.skipped:
+        out += " Not searched: " + "; ".join(f"{md(c)} ({md(why)})" for c, why in report.skipped) + "."
+    for note in report.notes:
+        out += f" Note: {md(note)}."
+    return out
+
+
+def slices_diagram_captions(report, name: str) -> tuple[str, str]:
+    """Captions of a slice's diagram and of the whole file's."""
+    from pbr_core.slices import overall_sentence
+
+    row = report.table.set_index("slice").loc[name]
+    return (f"{md(name)}: {int(row['n_confirm']):,} held-out rows. " + bands_caption(report.diagrams[name]),
+            md(overall_sentence(report)))
+
+
 # --------------------------------------------------------------------------- Compare page: group gaps
 GROUP_GAP_INTRO = (
     "Does recalibration close the calibration gaps between groups? In every fold the same test rows of each "

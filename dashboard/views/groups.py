@@ -210,4 +210,191 @@ def _measure(loaded: state.Loaded, view: state.MetricView, by: tuple[str, ...], 
         stop.empty()
 
 
-render()
+# ------------------------------------------------------------------------------------ find the slices
+K_SLICES = "slices_run"
+K_SLICES_FOR = "slices_found_for"     # the data whose slices the user asked for
+K_SLICES_STOP = "slices_stop"
+K_SLICES_STOPPED = "slices_stopped_for"
+K_SLICE_ONE = "slices_one"
+K_SLICE_METHOD = "slices_recal_method"
+K_SLICE_FOLDS = "slices_recal_folds"
+SLICE_JOB = "slicegap"
+
+
+def find_slices_section(loaded: state.Loaded) -> None:
+    """Find the slices nobody named (pbr_core.slices): the button, the slices that hold up on held-out rows
+    with their sentences and the guarantee, every slice tested, one slice's diagram beside the whole
+    file's, and whether a recalibrator for the slice closes its gap."""
+    st.divider()
+    st.subheader("Find the slices")
+    st.markdown(texts.SLICES_INTRO)
+    if not _other_columns(loaded):
+        st.info(texts.SLICES_NONE, icon=":material/info:")
+        return
+    n = loaded.stream.n_total if loaded.stream is not None else loaded.preds.n
+    st.button("Find the slices", key=K_SLICES, icon=":material/manage_search:", on_click=_slices_requested,
+              args=(loaded.key,), help=(texts.SLICES_STREAM_BUTTON_HELP.format(n=n) if loaded.stream is not None
+                                        else texts.SLICES_BUTTON_HELP))
+    view = state.metric_view(loaded)
+    if st.session_state.get(K_SLICES_FOR) != loaded.key and compute.slice_report(loaded, view, cached_only=True) is None:
+        if st.session_state.get(K_SLICES_STOPPED) == loaded.key:
+            st.info(texts.SLICES_STOPPED, icon=":material/stop_circle:")
+        return
+    try:
+        report = _search(loaded, view)
+    except ValueError as exc:  # no column to slice, a bad row of a server dataset
+        st.error(f"Cannot search for slices: {texts.md_message(state.within_data_root(str(exc)))}", icon=":material/error:")
+        return
+    except Exception:  # noqa: BLE001 - a file gone on the server: never a traceback on the page
+        logger.exception("finding the slices of %s failed", loaded.file_name)
+        st.error("Cannot search for slices: the data could not be read again. Read it again on the Data page; if "
+                 "this persists, the server's log has the details.", icon=":material/error:")
+        return
+    held = report.held_up
+    (st.success if held else st.info)(texts.slices_headline(report),
+                                      icon=":material/target:" if held else ":material/info:")
+    for line in texts.slices_lines(report):
+        st.markdown(f"- {line}")
+    st.caption(texts.slices_guarantee(report))
+    if len(report.table):
+        st.dataframe(tables.slices_frame(report), hide_index=True, key="slices_table", column_config={
+            **{c: st.column_config.NumberColumn(format="%.4f") for c in ("Mean predicted", "Accuracy",
+                                                                          "Frequency of y = 1")},
+            **{c: st.column_config.NumberColumn(format="%.1f") for c in ("Gap (points)", "Rest of the file (points)")},
+            "Calibration slope": st.column_config.NumberColumn(format="%.2f"),
+            "Slice": st.column_config.TextColumn(width="large", help=texts.SLICES_TABLE_HELP)})
+        _slice_diagram(report, view)
+    with st.expander("What was searched", key="slices_searched"):
+        st.markdown(texts.slices_searched(report))
+    if held:
+        _slice_recalibration(loaded, report, view)
+
+
+def _slices_requested(key: str) -> None:
+    st.session_state[K_SLICES_FOR] = key
+    st.session_state.pop(K_SLICES_STOPPED, None)
+
+
+def _slices_stop(key: str) -> None:
+    st.session_state.pop(K_SLICES_FOR, None)
+    st.session_state[K_SLICES_STOPPED] = key
+
+
+def _search(loaded: state.Loaded, view: state.MetricView):
+    """The slice report; a dataset on the server is read again (three passes), with a progress bar."""
+    if loaded.stream is None:
+        with st.spinner("Searching the slices …"):
+            return compute.slice_report(loaded, view)
+    stop = st.empty()
+    if compute.slice_report(loaded, view, cached_only=True) is None:
+        stop.button("Stop", key=K_SLICES_STOP, icon=":material/stop_circle:", on_click=_slices_stop, args=(loaded.key,),
+                    help="Stops reading the dataset; nothing found so far is kept.")
+    bar = st.progress(0.0, text="Reading the dataset …")
+
+    def progress(what: str, done: int, total: int | None) -> None:
+        shown = f"{what.capitalize()}: {done:,}" + (f" of {total:,} rows" if total else " rows")
+        bar.progress(min(1.0, done / total) if total else 0.0, text=shown)
+
+    try:
+        return compute.slice_report(loaded, view, progress=progress)
+    finally:
+        bar.empty()
+        stop.empty()
+
+
+def _slice_diagram(report, view: state.MetricView) -> None:
+    """One slice's reliability diagram (its held-out rows) beside the whole file's."""
+    names = report.held_up or report.table["slice"].tolist()
+    if st.session_state.get(K_SLICE_ONE) not in names:
+        st.session_state[K_SLICE_ONE] = names[0]
+    name = st.selectbox(texts.SLICES_DIAGRAM_LABEL, names, key=K_SLICE_ONE, help=texts.SLICES_DIAGRAM_HELP)
+    x_title, y_title = texts.axis_titles(view.binary_positive)
+    left, right = texts.slices_diagram_captions(report, name)
+    c = st.columns(2, gap="medium")
+    with c[0]:
+        st.markdown(f"**{texts.md(name)}**")
+        st.plotly_chart(FR.group_diagram_figure(report.diagrams[name], x_title=x_title, y_title=y_title,
+                                                binary_positive=view.binary_positive),
+                        key="slices_one_chart", config={"displaylogo": False})
+        st.caption(left)
+    with c[1]:
+        st.markdown("**The whole file**")
+        st.plotly_chart(FR.group_diagram_figure(report.overall, x_title=x_title, y_title=y_title,
+                                                binary_positive=view.binary_positive),
+                        key="slices_all_chart", config={"displaylogo": False})
+        st.caption(right)
+
+
+def _slice_recalibration(loaded: state.Loaded, report, view: state.MetricView) -> None:
+    """Does a recalibrator for the chosen slice close its gap? The Compare page's group-gap protocol
+    (pbr_core.experiments.group_gaps) with the slice and the rest as the two groups."""
+    import dataclasses
+
+    import numpy as np
+    import pandas as pd
+
+    from dashboard import runs
+    from pbr_core.experiments import default_n_re
+    from pbr_core.experiments.group_gaps import group_gap_summary
+    from pbr_core.recalibrators import available_methods, method_family
+    from pbr_core.slices import slice_mask
+
+    name = st.session_state.get(K_SLICE_ONE)
+    if name not in report.held_up:
+        name = report.held_up[0]
+    st.markdown(f"**Does recalibration close the gap of {texts.md(name)}?** " + texts.SLICES_RECAL_INTRO)
+    preds = loaded.preds
+    if loaded.stream is not None:  # the slice's rows are on the server; the rows in memory are a sample
+        st.info(texts.SLICES_RECAL_SERVER, icon=":material/info:")
+        return
+    if not preds.can_recalibrate:
+        st.info(texts.TOP_LABEL_NO_RECAL, icon=":material/info:")
+        return
+    from dashboard import jobs
+
+    job = jobs.get(SLICE_JOB)
+    running = job is not None and job.active
+    methods = [m for m in available_methods() if m != "uncalibrated"]
+    if st.session_state.get(K_SLICE_METHOD) not in methods:
+        st.session_state[K_SLICE_METHOD] = "temperature" if "temperature" in methods else methods[0]
+    c = st.columns([2, 1, 1.4], gap="medium", vertical_alignment="bottom")
+    multiclass = preds.kind == "multiclass"
+    method = c[0].selectbox("Recalibrator", methods, key=K_SLICE_METHOD,
+                            format_func=lambda m: texts.method_label(m, multiclass))
+    n_folds = int(c[1].number_input("Folds", min_value=1, max_value=20, value=5, key=K_SLICE_FOLDS))
+    if c[2].button("Compare", key="slices_recal_run", icon=":material/play_arrow:", disabled=running):
+        mask = slice_mask(preds, report, name)
+        grouped = dataclasses.replace(preds, metadata=pd.DataFrame(
+            {"slice": np.where(mask, texts.SLICE_IN, texts.SLICE_REST)}))
+        s = runs.GroupGapSettings(method=method, by=("slice",), n_re=default_n_re(preds.n), n_folds=n_folds, seed=0,
+                                  binary_ece=state.recal_binary_ece(preds),
+                                  params=tuple(sorted(runs.recalibrator_params(method).items())))
+        data_name, key = f"{loaded.name} · {name}", loaded.key
+        recal_ui.start(SLICE_JOB, f"{texts.method_label(method, multiclass)} for everyone vs for {name}",
+                       lambda ctx: runs.run_group_gaps(grouped, s, ctx, data_name=data_name, data_key=key),
+                       heavy=method_family(method) == "gp")
+    recal_ui.job_status(SLICE_JOB)
+    result = recal_ui.result_of(SLICE_JOB)
+    if result is None or result.table.empty:
+        return
+    recal_ui.stale_note(result, loaded)
+    per_group, _ = group_gap_summary(result.table)
+    wide, gaps = tables.group_gap_frames(result.table)
+    st.plotly_chart(FR.group_gap_figure(per_group), key="slices_gap_chart", config={"displaylogo": False})
+    st.caption(texts.GROUP_GAP_CAPTION)
+    c = st.columns([3, 2], gap="medium")
+    c[0].dataframe(wide, hide_index=True, key="slices_gap_groups", column_config={
+        col: st.column_config.NumberColumn(format="%.4f") for col in wide.columns if col.startswith("Test ECE")})
+    c[1].dataframe(gaps, hide_index=True, key="slices_gap_gaps", column_config={
+        "Largest gap (mean)": st.column_config.NumberColumn(format="%.4f", help=texts.GROUP_GAP_GAPS_HELP),
+        "std": st.column_config.NumberColumn(format="%.4f")})
+
+
+def _page() -> None:
+    render()
+    loaded = state.current()
+    if loaded is not None:
+        find_slices_section(loaded)
+
+
+_page()

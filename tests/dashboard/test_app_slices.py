@@ -1,0 +1,142 @@
+"""The Groups page's Find the slices (issue 39), its per-slice recalibration and its report section
+(AppTest, no browser): a file built from the bundled Adult table with one planted slice."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pbr_core
+from dashboard import state
+
+ROOT = Path(__file__).resolve().parents[2]
+GROUPS = "views/groups.py"
+
+
+def planted_adult(shift: float = 0.15, seed: int = 0) -> pbr_core.Predictions:
+    """Adult's columns and p(y=1), outcomes drawn from p except for women with a Bachelors degree
+    (about 1,000 rows), drawn from p + shift."""
+    adult = pbr_core.load_predictions(ROOT / "sample_data" / "adult_gradient_boosting.csv.gz")
+    meta = adult.metadata
+    p = adult.p_positive
+    planted = ((meta["education"] == "Bachelors") & (meta["sex"] == "Female")).to_numpy()
+    q = np.where(planted, np.minimum(p + shift, 1.0), p)
+    y = (np.random.default_rng(seed).random(p.size) < q).astype(int)
+    return dataclasses.replace(pbr_core.Predictions.from_arrays(np.c_[1 - p, p], y), metadata=meta)
+
+
+@pytest.fixture
+def at():
+    from streamlit.testing.v1 import AppTest
+
+    app = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=120)
+    app.run()
+    app.session_state["pbr_loaded"] = state.Loaded(preds=planted_adult(), name="planted adult",
+                                                   file_name="planted.csv", origin="upload", key="test:planted-slices")
+    return app
+
+
+def _text(at) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [s.value for s in at.success] + \
+            [i.value for i in at.info]
+    return "\n".join(parts).replace("\\", "")
+
+
+def test_find_the_slices_names_the_planted_slice(at):
+    at.switch_page(GROUPS).run()
+    assert not at.exception, at.exception
+    assert [h.value for h in at.subheader][-1] == "Find the slices" and _frame(at, "Held-out rows") is None
+    at.button(key="slices_run").click().run()
+    assert not at.exception, at.exception
+    text = _text(at)
+    assert "hold up: miscalibrated beyond chance on rows the search never saw" in text or \
+           "holds up: miscalibrated beyond chance" in text
+    assert "Predictions for education = Bachelors and sex = Female are " in text and "points too low" in text
+    assert "the chance that any slice reported here is in fact calibrated is at most 5%" in text
+    table = _frame(at, "Held-out rows")
+    assert table["Slice"].iloc[0] == "education = Bachelors and sex = Female" and table["Holds up"].iloc[0]
+    # the slice's diagram beside the whole file's
+    assert at.selectbox(key="slices_one").value == "education = Bachelors and sex = Female"
+    assert len(at.get("plotly_chart")) == 4   # the groups' overlay and one group's; the slice's and the file's
+    assert any("held-out rows" in c.value for c in at.caption)
+
+
+def test_a_recalibrator_for_the_slice_closes_its_gap(at):
+    at.switch_page(GROUPS).run()
+    at.button(key="slices_run").click().run()
+    at.selectbox(key="slices_recal_method").set_value("platt").run()
+    at.number_input(key="slices_recal_folds").set_value(2).run()
+    at.button(key="slices_recal_run").click().run()
+    for _ in range(120):   # the job runs in a thread; the page shows its result on a later run
+        time.sleep(0.5)
+        at.run()
+        if _frame(at, "Largest gap (mean)") is not None:
+            break
+    assert not at.exception, at.exception
+    wide = _frame(at, "Test ECE: one per group")
+    assert set(wide["Group"]) == {"this slice", "the rest"}
+    ece = wide.set_index("Group")
+    # the slice's own recalibrator brings its test ECE below the uncalibrated one
+    assert ece.loc["this slice", "Test ECE: one per group"] < ece.loc["this slice", "Test ECE: uncalibrated"]
+
+
+def _frame(at, column: str):
+    """The DataFrame the page shows with ``column`` (None when not shown)."""
+    for frame in at.dataframe:
+        if column in frame.value.columns:
+            return frame.value
+    return None
+
+
+def test_the_report_carries_the_slices(at):
+    from dashboard import audit, compute
+
+    at.switch_page(GROUPS).run()
+    at.button(key="slices_run").click().run()
+    loaded = at.session_state["pbr_loaded"]
+    view = state.metric_view(loaded, "positive")
+    section = audit.slices_section(loaded, view)
+    assert section is not None and section.title.startswith("Find the slices")
+    words = " ".join(section.paragraphs)
+    assert "education = Bachelors and sex = Female" in words and "How the search is guarded" in words
+    assert len(section.figures) == 2   # the held-up slice and the whole file
+    assert compute.slice_report(loaded, view, cached_only=True) is not None
+    other = dataclasses.replace(loaded, key="test:never-searched")
+    assert audit.slices_section(other, state.metric_view(other, "positive")) is None
+
+
+def test_a_dataset_on_the_server_is_searched_in_streamed_passes(tmp_path, monkeypatch):
+    """A dataset on the server: Find the slices reads every row (three streamed passes) and finds what the
+    same rows in memory give; the per-slice recalibration is not offered (its rows are not in memory)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from streamlit.testing.v1 import AppTest
+
+    from pbr_core.slices import find_slices
+
+    preds = planted_adult()
+    frame = preds.metadata.assign(p_gt50k=preds.p_positive, label=preds.labels)
+    root = tmp_path / "data"
+    root.mkdir()
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), root / "planted.parquet", row_group_size=4000)
+    monkeypatch.setenv("PBR_CALIB_DATA_ROOT", str(root))
+    monkeypatch.setenv("PBR_CALIB_SAMPLE_ROWS", "3000")
+    app = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=120)
+    app.run()
+    app.text_input(key="data_server_path").set_value("planted.parquet")
+    app.button(key="data_server_read").click().run()
+    assert app.session_state["pbr_loaded"].stream is not None
+    app.switch_page(GROUPS).run()
+    app.button(key="slices_run").click().run()
+    assert not app.exception, app.exception
+    table = _frame(app, "Held-out rows")
+    mem = find_slices(pbr_core.load_predictions(root / "planted.parquet"))
+    from dashboard import texts
+
+    assert table["Slice"].tolist() == [texts.slice_label(row) for row in mem.table.itertuples()]
+    assert table["Rows"].tolist() == mem.table["n"].tolist()
+    assert any("not offered" in i.value for i in app.info)
