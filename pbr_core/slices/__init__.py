@@ -92,7 +92,7 @@ SCREEN = 0.05
 SLOPE_WORDS = (0.8, 1.25)
 
 TABLE_COLUMNS = ["slice", "apart_from", "rank", "n", "n_search", "n_confirm", "search_chi2", "search_p", "mean_predicted", "rate", "gap",
-                 "rest_gap", "slope", "n_bins", "ece", "z", "chi2_cox", "p_value", "p_holm", "test_method",
+                 "rest_gap", "slope", "slope_se", "n_bins", "ece", "z", "chi2_cox", "p_value", "p_holm", "test_method",
                  "detectable_shift", "held_up"]
 
 
@@ -279,7 +279,8 @@ def assemble(plan: Plan, choice: Choice, confirm: ConfirmSums, *, target: Target
                          "n_search": int(confirm.own_rows[0, s]), "n_confirm": int(n_c), "search_chi2": cand.chi2,
                          "search_p": cand.p, "mean_predicted": su[9] / n_c, "rate": (su[9] + su[2]) / n_c,
                          "gap": -su[2] / n_c, "rest_gap": -rest[2] / rest[0] if rest[0] > 0 else float("nan"),
-                         "slope": _slope(su), "n_bins": int(count.size), "ece": float(np.sum(np.abs(s_p - s_y)) / n_c)
+                         "slope": _slope(su, confirm.moments[:, s]),
+                         "slope_se": _slope_se(su, confirm.moments[:, s]), "n_bins": int(count.size), "ece": float(np.sum(np.abs(s_p - s_y)) / n_c)
                          if n_c else np.nan, "z": test.z, "chi2_cox": test.chi2_cox, "p_value": test.p_value,
                          "p_holm": float(p_holm[s]), "test_method": test.method,
                          "detectable_shift": test.detectable_shift, "held_up": bool(p_holm[s] < alpha)})
@@ -316,15 +317,29 @@ def _alpha(level: float) -> float:
     return round(1.0 - level, 12)
 
 
-def _slope(s: np.ndarray) -> float:
-    """The calibration slope one Newton step from calibration: 1 + the second entry of I^-1 U (Cox's
-    recalibration logit P(Y = 1) = a + b logit p); NaN when every row has the same p."""
-    from pbr_core.slices._search import _pinv2
-
-    P = _pinv2(np.array([s[4]]), np.array([s[5]]), np.array([s[6]]))
-    if P[3][0] < 2:
+def _slope(s: np.ndarray, moments: np.ndarray) -> float:
+    """The calibration slope: the least-squares slope of the outcome on the prediction, cov(y, p) /
+    var(p), from sums (1: right; below 1 the predictions spread further than the outcomes follow, too
+    extreme; above 1 too timid). NaN when the predictions hardly vary. Unlike the logistic slope it
+    stays finite for probabilities of exactly 0 or 1 (verbal confidences of 100 %)."""
+    n, sp = s[0], s[9]
+    sy = sp + s[2]
+    if n < 2:
         return float("nan")
-    return float(1 + P[1][0] * s[2] + P[2][0] * s[3])
+    var = moments[0] - sp * sp / n
+    if not var > 1e-12 * n:
+        return float("nan")
+    return float((moments[1] - sy * sp / n) / var)
+
+
+def _slope_se(s: np.ndarray, moments: np.ndarray) -> float:
+    """The slope's standard error if the slice were calibrated: sqrt(mean p(1 - p) / sum (p - mean p)^2)
+    (the least-squares formula, with each outcome's variance p(1 - p) averaged)."""
+    n, sp = s[0], s[9]
+    if n < 2:
+        return float("nan")
+    var = moments[0] - sp * sp / n
+    return float(np.sqrt(s[4] / n / var)) if var > 1e-12 * n else float("nan")
 
 
 def _overall_test(confirm: ConfirmSums, seed: int, alpha: float) -> S.CalibrationTest:
@@ -365,12 +380,14 @@ def slice_sentence(report: SliceReport, row: Any) -> str:
         seen = f"y = 1 in {row.rate:.1%} of these rows, {row.mean_predicted:.1%} predicted on average"
     lo, hi = SLOPE_WORDS
     slope = ""
-    if np.isfinite(row.slope) and not lo <= row.slope <= hi:
-        slope = f" and too {'extreme' if row.slope < lo else 'timid'} (calibration slope {row.slope:.2f}; 1 is right)"
+    # the spread only when it is clearly off: outside [0.8, 1.25] and two standard errors from 1
+    if np.isfinite(row.slope) and not lo <= row.slope <= hi and abs(row.slope - 1) > 2 * row.slope_se:
+        slope = (f"with predictions spread too {'far apart' if row.slope < lo else 'little'} (calibration slope "
+                 f"{row.slope:.2f}; 1 is right)")
     if abs(row.gap) < 0.01 and slope:
-        lead = f"are right on average ({_pts(row.gap)} off) but{slope[4:]}"
+        lead = f"are right on average ({_pts(row.gap)} off) but {slope}"
     else:
-        lead = f"are {what}{slope}"
+        lead = f"are {what}" + (f", {slope}" if slope else "")
     rest = f"the rest of the file: {_pts(row.rest_gap)} too {_dir(row.rest_gap, top)}" if np.isfinite(row.rest_gap) else ""
     return (f"Predictions for {slice_words(row)} {lead}: {seen} ({rest}); {int(row.n):,} rows; confirmed on "
             f"{int(row.n_confirm):,} held-out rows, {S.p_words(row.p_holm)} after correcting for the "

@@ -84,6 +84,7 @@ class ConfirmSums:
     overall_bins: int
     keep_all: bool
     sums: np.ndarray = field(repr=False)          # (N_SUMS, k)
+    moments: np.ndarray = field(repr=False)       # (2, k): sum p^2, sum y p (the calibration slope)
     own_rows: np.ndarray = field(repr=False)      # (2, k): own rows in the search / confirmation half
     overlap: np.ndarray = field(repr=False)       # (k, k): rows in both slice i and slice j
     confirm_total: np.ndarray = field(repr=False)  # (N_SUMS,)
@@ -98,7 +99,7 @@ class ConfirmSums:
         k = len(ranges)
         B = M.optimal_n_bins(n_rows) if n_rows > 0 else 1
         return cls(ranges=tuple(ranges), overall_bins=B, keep_all=n_rows <= S.EXACT_MAX_ROWS,
-                   sums=np.zeros((S.N_SUMS, k)), own_rows=np.zeros((2, k)), overlap=np.zeros((k, k)),
+                   sums=np.zeros((S.N_SUMS, k)), moments=np.zeros((2, k)), own_rows=np.zeros((2, k)), overlap=np.zeros((k, k)),
                    confirm_total=np.zeros(S.N_SUMS), overall=np.zeros(S.N_SUMS),
                    bins=[[np.zeros((3, b)) for b in range(lo, hi + 1)] for lo, hi in ranges],
                    overall_sums=np.zeros((3, B)))
@@ -123,6 +124,7 @@ class ConfirmSums:
             rows = mine[conf, s]
             ps, ys = pc[rows], yc[rows]
             self.sums[:, s] += S.calibration_sums(ps, ys)
+            self.moments[:, s] += (ps @ ps, ys @ ps)
             for B, into in zip(range(lo, hi + 1), self.bins[s]):
                 self._bin(into, ps, ys, B)
             self._keep(s, ps, ys)
@@ -149,7 +151,7 @@ class ConfirmSums:
     def merge(self, other: "ConfirmSums") -> "ConfirmSums":
         if (other.ranges, other.overall_bins) != (self.ranges, self.overall_bins):
             raise ValueError("Cannot merge the confirmation sums of other slices.")
-        for name in ("sums", "own_rows", "overlap", "confirm_total", "overall", "overall_sums"):
+        for name in ("sums", "moments", "own_rows", "overlap", "confirm_total", "overall", "overall_sums"):
             getattr(self, name).__iadd__(getattr(other, name))
         for mine, theirs in zip(self.bins, other.bins):
             for a, b in zip(mine, theirs):
