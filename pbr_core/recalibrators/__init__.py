@@ -42,6 +42,8 @@ from pbr_core.recalibrators._params import MAX_ITERATIONS, MAX_PREDICT_SAMPLES
 from pbr_core.recalibrators.identity import Identity
 from pbr_core.recalibrators.temperature import TemperatureScaling
 from pbr_core.recalibrators.scaling import MatrixScaling, VectorScaling
+from pbr_core.recalibrators.dirichlet import DirichletCalibration
+from pbr_core.recalibrators.structured import StructuredMatrixScaling, StructuredVectorScaling
 from pbr_core.recalibrators.platt import PlattScaling
 from pbr_core.recalibrators.isotonic import IsotonicCalibration
 from pbr_core.recalibrators.histogram import HistogramBinning
@@ -51,6 +53,7 @@ from pbr_core.recalibrators.bbq import BBQ
 __all__ = [
     "BBQ",
     "BetaCalibration",
+    "DirichletCalibration",
     "FORMAT_NAME",
     "FORMAT_VERSION",
     "GPCalibration",
@@ -67,6 +70,8 @@ __all__ = [
     "REGISTRY",
     "Recalibrator",
     "RecalibratorFileError",
+    "StructuredMatrixScaling",
+    "StructuredVectorScaling",
     "TemperatureScaling",
     "VectorScaling",
     "available_methods",

@@ -34,7 +34,12 @@ from pbr_core.recalibrators._params import (
     int_range,
 )
 from pbr_core.recalibrators.base import Recalibrator, register
-from pbr_core.recalibrators.temperature import TemperatureScaling, warn_if_hard_zeros
+from pbr_core.recalibrators.temperature import (
+    TemperatureScaling,
+    input_smoothing,
+    read_input_smoothing,
+    smoothed_scores,
+)
 
 
 def _nll_and_grad_logits(A: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
@@ -102,7 +107,7 @@ class _AffineScaling(Recalibrator):
                 f"{type(self).__name__} was fitted on {self.input_type_} but is applied to {preds.input_type}; "
                 "the learned map assumes the same kind of scores.", UserWarning, stacklevel=4,
             )
-        return np.asarray(preds.scores, dtype=np.float64)
+        return smoothed_scores(preds, self.input_smoothing_)
 
     def _affine(self, z: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -166,7 +171,7 @@ class VectorScaling(_AffineScaling):
         self.tol = tol
 
     def _fit(self, preds: Predictions) -> None:
-        warn_if_hard_zeros(preds, type(self).__name__)
+        self.input_smoothing_ = input_smoothing(preds)  # exact zeros: see temperature.input_smoothing
         z = self._scores(preds)
         y = preds.labels
         K = z.shape[1]
@@ -194,12 +199,13 @@ class VectorScaling(_AffineScaling):
         return z * self.scale_ + self.bias_
 
     def _get_state(self) -> dict[str, Any]:
-        return {"scale": self.scale_, "bias": self.bias_}
+        return {"scale": self.scale_, "bias": self.bias_, "input_smoothing": self.input_smoothing_}
 
     def _set_state(self, state: dict[str, Any]) -> None:
         K, fields = self.n_classes_, _state.Fields(state, "state")
         self.scale_ = fields.array("scale", (K,), shape_note=f"(one per class, {K} classes)")
         self.bias_ = fields.array("bias", (K,), shape_note=f"(one per class, {K} classes)")
+        self.input_smoothing_ = read_input_smoothing(state)
 
 
 @register
@@ -269,7 +275,7 @@ class MatrixScaling(_AffineScaling):
         self.tol = tol
 
     def _fit(self, preds: Predictions) -> None:
-        warn_if_hard_zeros(preds, type(self).__name__)
+        self.input_smoothing_ = input_smoothing(preds)  # exact zeros: see temperature.input_smoothing
         z = self._scores(preds)
         y = preds.labels
         K = z.shape[1]
@@ -300,9 +306,10 @@ class MatrixScaling(_AffineScaling):
         return z @ self.weights_.T + self.bias_
 
     def _get_state(self) -> dict[str, Any]:
-        return {"weights": self.weights_, "bias": self.bias_}
+        return {"weights": self.weights_, "bias": self.bias_, "input_smoothing": self.input_smoothing_}
 
     def _set_state(self, state: dict[str, Any]) -> None:
         K, fields = self.n_classes_, _state.Fields(state, "state")
         self.weights_ = fields.array("weights", (K, K), shape_note=f"(for {K} classes)")
         self.bias_ = fields.array("bias", (K,), shape_note=f"(one per class, {K} classes)")
+        self.input_smoothing_ = read_input_smoothing(state)

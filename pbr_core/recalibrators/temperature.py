@@ -14,20 +14,37 @@ from pbr_core.recalibrators import _state
 from pbr_core.recalibrators.base import Recalibrator, register
 
 
-def warn_if_hard_zeros(preds: Predictions, name: str) -> None:
-    """Warn when probability input holds exact zeros: their log is clipped to about -708.
+def input_smoothing(preds: Predictions) -> float:
+    """The weight c of the uniform distribution mixed into probability input before its log.
 
-    Such scores dominate a fit on log-probabilities (one wrong hard zero costs 708 / T in NLL),
-    so a scaling method then softens everything; binary maps on p (beta, isotonic, Platt) cope.
+    ``1 / (n + 1)`` for n rows when the input holds probabilities of exactly 0 (random forests,
+    rounded exports) and no logits, else 0. The log of an exact 0 is clipped to -708, and one wrong
+    hard zero then costs 708 / T in NLL, so a fit on log-probabilities is driven by the few hard
+    zeros that were wrong: temperature scaling of the KITTI random forest (6.5 % of p(y=1) exactly 0,
+    3.3 % exactly 1) fitted on 3000 rows softened it (T = 1.38) and raised its test ECE from .073 to
+    .120. Mixed as ``(1 - c) p + c / K``, an exact 0 reads "less likely than one in n" (ln(c / K),
+    -8.7 for n = 3000): the same fit sharpens (T = 0.48) and the test ECE falls to .012. This is
+    the Laplace smoothing that ``probmetrics`` applies after temperature scaling (its "ts-mix").
     """
-    if preds.logits is None and np.any(preds.probs == 0.0):
-        share = float(np.mean(np.any(preds.probs == 0.0, axis=1)))
-        warnings.warn(
-            f"{name}: {share:.1%} of the rows hold probabilities of exactly 0, whose log is clipped to "
-            f"{np.log(np.finfo(np.float64).tiny):.0f}; these scores dominate the fit. Logits, or a method that "
-            "works on probabilities (beta, isotonic, Platt), suit such a model better.",
-            UserWarning, stacklevel=4,
-        )
+    if preds.logits is None and preds.probs is not None and np.any(preds.probs == 0.0):
+        return float(1.0 / (preds.n + 1))
+    return 0.0
+
+
+def smoothed_scores(preds: Predictions, smoothing: float) -> np.ndarray:
+    """The scores a method on logs takes: the logits, or ln((1 - c) p + c / K) (ln p when c = 0)."""
+    if smoothing <= 0.0 or preds.logits is not None:
+        return np.asarray(preds.scores, dtype=np.float64)
+    K = preds.probs.shape[1]
+    return np.log((1.0 - smoothing) * np.asarray(preds.probs, dtype=np.float64) + smoothing / K)
+
+
+def read_input_smoothing(state: dict[str, Any]) -> float:
+    """``state["input_smoothing"]``, checked; 0 for files written before it existed (the map was
+    fitted on ln p then, which is what 0 means)."""
+    if "input_smoothing" not in state:
+        return 0.0
+    return _state.Fields(state, "state").number("input_smoothing", low=0.0, high=0.5)
 
 
 def _nll_slope(beta: float, z: np.ndarray, z_true: np.ndarray) -> float:
@@ -48,7 +65,9 @@ class TemperatureScaling(Recalibrator):
 
     ``z`` is ``Predictions.scores``: the logits, or log-probabilities when the input holds only
     probabilities (softmax(log p / T) equals softmax(logits / T) exactly, so the two give the same
-    map). The accuracy never changes (the argmax is invariant).
+    map). The accuracy never changes (the argmax is invariant). Probabilities holding exact zeros
+    are first mixed with the uniform distribution (:func:`input_smoothing`: weight 1 / (n + 1)),
+    so that their log is finite and a wrong hard zero does not drive the fit.
 
     The NLL is convex in the inverse temperature beta = 1/T (its second derivative is the mean
     variance of z under softmax(beta z)), and its derivative is monotone. The optimum is therefore the
@@ -86,6 +105,9 @@ class TemperatureScaling(Recalibrator):
     method: ClassVar[str] = "temperature"
     label: ClassVar[str] = "Temperature scaling"
     uses: ClassVar[str] = "scores"
+    #: Set by ``fit``; 0 (no smoothing) for a recalibrator built otherwise (the streamed fit of
+    #: pbr_core.stream, which reads ln p as the loader gives it).
+    input_smoothing_: float = 0.0
 
     def __init__(self, min_temperature: float = 1e-3, max_temperature: float = 1e3) -> None:
         self.min_temperature = min_temperature
@@ -103,8 +125,8 @@ class TemperatureScaling(Recalibrator):
             )
 
     def _fit(self, preds: Predictions) -> None:
-        warn_if_hard_zeros(preds, "Temperature scaling")
-        z = np.asarray(preds.scores, dtype=np.float64)
+        self.input_smoothing_ = input_smoothing(preds)
+        z = smoothed_scores(preds, self.input_smoothing_)
         y = preds.labels
         z_true = z[np.arange(z.shape[0]), y]
         beta_lo, beta_hi = 1.0 / self.max_temperature, 1.0 / self.min_temperature
@@ -137,12 +159,13 @@ class TemperatureScaling(Recalibrator):
         self.temperature_ = float(1.0 / beta)
 
     def _predict_proba(self, preds: Predictions) -> np.ndarray:
-        return softmax(np.asarray(preds.scores, dtype=np.float64) / self.temperature_, axis=1)
+        return softmax(smoothed_scores(preds, self.input_smoothing_) / self.temperature_, axis=1)
 
     def _get_state(self) -> dict[str, Any]:
-        return {"temperature": self.temperature_}
+        return {"temperature": self.temperature_, "input_smoothing": self.input_smoothing_}
 
     def _set_state(self, state: dict[str, Any]) -> None:
         # Any T > 0 is a valid map (the search interval only bounds the fit); T <= 0 would reverse
         # or break the softmax.
         self.temperature_ = _state.Fields(state, "state").number("temperature", low=0.0, low_open=True)
+        self.input_smoothing_ = read_input_smoothing(state)

@@ -69,7 +69,10 @@ def test_invalid_bounds(lo: float, hi: float) -> None:
 
 
 @pytest.mark.filterwarnings("ignore:The NLL keeps falling")
-def test_hard_zero_probabilities_warn() -> None:
+def test_hard_zero_probabilities_are_smoothed() -> None:
+    """Exact zeros are mixed with the uniform distribution (weight 1 / (n + 1)) before the log
+    (tests/recalibrators/test_hard_zeros.py has the real case)."""
     p = np.array([[1.0, 0.0], [0.2, 0.8], [0.6, 0.4], [0.0, 1.0]])
-    with pytest.warns(UserWarning, match="exactly 0"):
-        TemperatureScaling().fit(p, np.array([0, 1, 1, 0]))
+    ts = TemperatureScaling().fit(p, np.array([0, 1, 1, 0]))
+    assert ts.input_smoothing_ == 0.2
+    assert np.all(ts.predict_proba(p) > 0)
