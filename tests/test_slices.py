@@ -152,6 +152,27 @@ def test_streamed_over_parquet_row_groups_and_files(adult, tmp_path):
     assert {"planning the slices", "searching the slices", "confirming the slices"} <= set(seen)
 
 
+def test_dask_gives_the_report_of_the_single_process_passes(adult, tmp_path):
+    distributed = pytest.importorskip("distributed", reason="the optional extra pbr-calib[scale] is not installed")
+    import pbr_core.stream as ps
+
+    meta = adult.metadata
+    planted = ((meta["sex"] == "Female") & meta["age"].between(26, 32)).to_numpy()
+    preds = _drawn(adult, np.random.default_rng(8), planted, 0.15)
+    frame = meta.assign(p_gt50k=preds.p_positive, label=preds.labels)
+    for i, rows in enumerate(np.array_split(np.arange(len(frame)), 3)):
+        frame.iloc[rows].to_parquet(tmp_path / f"p{i}.parquet", row_group_size=2500)
+    ds = ps.open_dataset(str(tmp_path))
+    local = ps.compute_slices(ds, ["age", "sex", "race"])
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        on_dask = ps.compute_slices(ds, ["age", "sex", "race"], client=client)
+    assert "age 26–32 and sex = Female" in local.held_up
+    pd.testing.assert_frame_equal(on_dask.table, local.table, rtol=1e-9)
+    for name, table in local.diagrams.items():
+        pd.testing.assert_frame_equal(on_dask.diagrams[name], table, rtol=1e-9)
+
+
 # ----------------------------------------------------------------------------- the plan
 def test_columns_are_cut_as_documented(tmp_path):
     rng = np.random.default_rng(5)
