@@ -86,6 +86,9 @@ POSITIVE_INT = Constraint(lambda v: _is_int(v) and v >= 1, "an integer larger th
 NON_NEGATIVE_INT = Constraint(lambda v: _is_int(v) and v >= 0, "an integer >= 0")
 FINITE_NON_NEGATIVE = Constraint(lambda v: _is_real(v) and math.isfinite(v) and v >= 0, "a finite number >= 0")
 POSITIVE_NUMBER = Constraint(lambda v: _is_real(v) and math.isfinite(v) and v > 0, "a positive number")
+#: A floor of predicted probabilities (isotonic regression, histogram binning): None (1 / (n + 1)) or [0, 0.5).
+PROBABILITY_FLOOR = Constraint(lambda v: v is None or (_is_real(v) and math.isfinite(v) and 0 <= v < 0.5),
+                               "None or a number from 0 to 0.5 (0.5 excluded)")
 BOOLEAN = Constraint(lambda v: isinstance(v, (bool, np.bool_)), "True or False")
 
 

@@ -10,7 +10,7 @@ from pbr_core.bounds import optimal_n_bins
 from pbr_core.metrics import assign_bins, bin_boundaries
 from pbr_core.recalibrators import _state
 from pbr_core.recalibrators._binary import BinaryRecalibrator
-from pbr_core.recalibrators._params import MAX_BINS, Constraint, int_range, one_of, or_none
+from pbr_core.recalibrators._params import MAX_BINS, PROBABILITY_FLOOR, Constraint, int_range, one_of, or_none
 from pbr_core.recalibrators.base import register
 
 STRATEGIES = ("uniform", "equal_mass")
@@ -44,7 +44,9 @@ class HistogramBinning(BinaryRecalibrator):
 
     Bins are right-closed, (e_{j-1}, e_j], with the first one also holding 0, exactly as the
     paper's ECE bins (Eq. 2) in :mod:`pbr_core.metrics`. A bin without recalibration samples
-    predicts its midpoint (the classifier is taken as calibrated where there is no evidence).
+    predicts its midpoint (the classifier is taken as calibrated where there is no evidence). The
+    frequencies are floored at 1/(n+1) and capped at n/(n+1) for n fit rows, so that a bin without
+    positives does not give a class that can occur probability exactly 0.
     Binary data: one map on p(y=1); multiclass: one-vs-all, renormalised, and a row whose K maps
     are all zero becomes uniform.
 
@@ -55,6 +57,9 @@ class HistogramBinning(BinaryRecalibrator):
     strategy : {"uniform", "equal_mass"}
         "uniform": edges i/B. "equal_mass": edges between consecutive groups of n/B sorted
         recalibration predictions (equal-frequency binning).
+    floor : float or None
+        The bin frequencies are kept within [floor, 1 - floor]; None (default) uses 1/(n+1) for n
+        fit rows; 0 gives the plain histogram binning (probabilities of exactly 0 and 1).
 
     Attributes
     ----------
@@ -81,11 +86,14 @@ class HistogramBinning(BinaryRecalibrator):
     method: ClassVar[str] = "histogram_binning"
     label: ClassVar[str] = "Histogram binning"
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
-        "n_bins": or_none(int_range(1, MAX_BINS)), "strategy": one_of(STRATEGIES, words=f"one of {STRATEGIES}")}
+        "n_bins": or_none(int_range(1, MAX_BINS)), "strategy": one_of(STRATEGIES, words=f"one of {STRATEGIES}"),
+        "floor": PROBABILITY_FLOOR}
 
-    def __init__(self, n_bins: int | None = None, strategy: Literal["uniform", "equal_mass"] = "uniform") -> None:
+    def __init__(self, n_bins: int | None = None, strategy: Literal["uniform", "equal_mass"] = "uniform",
+                 floor: float | None = None) -> None:
         self.n_bins = n_bins
         self.strategy = strategy
+        self.floor = floor
 
     def _fit_binary(self, p: np.ndarray, y: np.ndarray, name: str) -> dict[str, Any]:
         B = optimal_n_bins(p.shape[0]) if self.n_bins is None else int(self.n_bins)
@@ -100,7 +108,10 @@ class HistogramBinning(BinaryRecalibrator):
         upper = np.concatenate([edges, [1.0]])
         values = 0.5 * (lower + upper)
         np.divide(positives, count, out=values, where=count > 0)
-        return {"edges": edges, "values": values}
+        # As isotonic regression: a bin without positives would predict 0 for a class that occurs
+        # (CIFAR-10, 5000 rows: test NLL 3.58 against .43 uncalibrated); within [1/(n+1), n/(n+1)].
+        floor = 1.0 / (p.shape[0] + 1) if self.floor is None else float(self.floor)
+        return {"edges": edges, "values": np.clip(values, floor, 1.0 - floor)}
 
     def _predict_binary(self, p: np.ndarray, state: dict[str, Any]) -> np.ndarray:
         return state["values"][assign_bins(p, state["edges"])]

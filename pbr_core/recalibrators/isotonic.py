@@ -9,6 +9,7 @@ from sklearn.isotonic import IsotonicRegression
 
 from pbr_core.recalibrators import _state
 from pbr_core.recalibrators._binary import BinaryRecalibrator
+from pbr_core.recalibrators._params import PROBABILITY_FLOOR, Constraint
 from pbr_core.recalibrators.base import register
 
 
@@ -20,8 +21,15 @@ class IsotonicCalibration(BinaryRecalibrator):
     out_of_bounds="clip")``; only its thresholds are kept. Prediction is
     ``np.interp(p, X_thresholds, y_thresholds)`` (linear between thresholds, constant beyond the
     end points), which is what scikit-learn computes with ``out_of_bounds="clip"``, so a loaded model
-    needs no scikit-learn object. Binary data: one map on p(y=1); multiclass: one-vs-all,
+    needs no scikit-learn object. The block frequencies are floored at 1/(n+1) and capped at
+    n/(n+1) for n fit rows, so that no class that can occur gets probability exactly 0 (or 1). Binary data: one map on p(y=1); multiclass: one-vs-all,
     renormalised, and a row whose K maps are all zero becomes uniform.
+
+    Parameters
+    ----------
+    floor : float or None
+        The block frequencies are kept within [floor, 1 - floor]; None (default) uses 1/(n+1) for n
+        fit rows; 0 gives the plain isotonic regression (probabilities of exactly 0 and 1).
 
     Attributes
     ----------
@@ -42,20 +50,28 @@ class IsotonicCalibration(BinaryRecalibrator):
     >>> p = np.array([0.1, 0.3, 0.35, 0.6, 0.8, 0.9])
     >>> y = np.array([0, 1, 0, 1, 1, 1])
     >>> IsotonicCalibration().fit(p, y).predict_proba(np.array([0.2, 0.85]))[:, 1]
-    array([0.25, 1.  ])
+    array([0.32142857, 0.85714286])
     """
 
     method: ClassVar[str] = "isotonic"
     label: ClassVar[str] = "Isotonic regression"
 
-    def __init__(self) -> None:
-        pass
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {"floor": PROBABILITY_FLOOR}
+
+    def __init__(self, floor: float | None = None) -> None:
+        self.floor = floor
 
     def _fit_binary(self, p: np.ndarray, y: np.ndarray, name: str) -> dict[str, Any]:
         iso = IsotonicRegression(increasing=True, y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(p, y)
+        # A block without positives (or without negatives) has the frequency 0 (or 1), which the map
+        # would give every later row in it: a class that then occurs costs an infinite log loss (on
+        # CIFAR-10 with 5000 rows, test NLL 1.39 against .43 uncalibrated). The block frequencies are
+        # kept within [1/(n+1), n/(n+1)]: "rarer than one in n", the most n rows can tell
+        # (``floor``: another floor, 0 for the plain method).
+        floor = 1.0 / (p.shape[0] + 1) if self.floor is None else float(self.floor)
         return {
             "X_thresholds": np.asarray(iso.X_thresholds_, dtype=np.float64),
-            "y_thresholds": np.asarray(iso.y_thresholds_, dtype=np.float64),
+            "y_thresholds": np.clip(np.asarray(iso.y_thresholds_, dtype=np.float64), floor, 1.0 - floor),
         }
 
     def _predict_binary(self, p: np.ndarray, state: dict[str, Any]) -> np.ndarray:
