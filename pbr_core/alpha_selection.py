@@ -36,16 +36,17 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 import pandas as pd
 
-from pbr_core.cancel import CancelCallback, Cancelled, cancel_when, checkpoint
+from pbr_core.cancel import CancelCallback, Cancelled, cancel_when
 from pbr_core.evaluation import CV_SCORES, evaluation_metrics
 from pbr_core.metrics import BINARY_TARGET, BinaryTarget
-from pbr_core.paper import PAPER_ALPHAS, continuation_order
-from pbr_core.parallel import check_n_jobs, run_chains
+from pbr_core.paper import PAPER_ALPHAS
+from pbr_core.gp.grid import GridFit, fit_grid, fit_grid_batched
+from pbr_core.parallel import check_n_jobs
 from pbr_core.predictions import Predictions
 from pbr_core.progress import Progress
 from pbr_core.recalibrators.base import as_predictions
@@ -103,10 +104,36 @@ def kfold_indices(n: int, n_splits: int, seed: int = 0) -> list[tuple[np.ndarray
     return [(np.sort(np.concatenate(folds[:i] + folds[i + 1:])), np.sort(folds[i])) for i in range(n_splits)]
 
 
-def _score_all(probs: np.ndarray, labels: np.ndarray, binary_ece: BinaryTarget) -> dict[str, float]:
-    """The protocols' held-out metrics (ECE with B = floor(n_val^(1/3)), Brier, NLL)."""
-    metrics = evaluation_metrics(probs, labels, "binary" if probs.shape[1] == 2 else "multiclass", binary_ece)
-    return {k: metrics[k] for k in CV_SCORES}
+@dataclass(frozen=True)
+class _HeldOut:
+    """The selection's scorer (:data:`pbr_core.gp.grid.Scorer`): a fit scored on its fold's held-out
+    rows with the protocols' metrics (ECE with B = floor(n_val^(1/3)), Brier, NLL), its KL and what its
+    optimiser did. A fit that failed, or whose prediction failed, gets NaN scores and the reason."""
+
+    folds: tuple[tuple[np.ndarray, np.ndarray], ...]
+    binary_ece: str
+
+    def __call__(self, fit: GridFit, data: Predictions) -> dict[str, Any]:
+        tr, va = self.folds[fit.fold]
+        where = {"alpha": fit.alpha, "fold": fit.fold, "n_train": len(tr), "n_val": len(va)}
+        error = fit.error
+        if error is None:
+            val_part = data.subset(va)
+            try:
+                probs = fit.predict_proba(val_part)
+            except Cancelled:
+                raise
+            except Exception as exc:  # noqa: BLE001 - recorded in the row; select_alpha warns and skips this alpha
+                error = f"{type(exc).__name__}: {exc}"
+        if error is not None:
+            return {**where, **dict.fromkeys((*CV_SCORES, "kl", "objective", "iterations"), np.nan),
+                    "converged": False, "warm_start": False, "error": error}
+        kind = "binary" if probs.shape[1] == 2 else "multiclass"
+        metrics = evaluation_metrics(probs, val_part.labels, kind, self.binary_ece)
+        report = fit.report
+        return {**where, **{k: metrics[k] for k in CV_SCORES}, "kl": fit.kl, "objective": report["objective"],
+                "iterations": report["iterations"], "converged": report["converged"], "warm_start": fit.continued,
+                "error": None}
 
 
 def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_ALPHAS,
@@ -186,8 +213,7 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
         raise ValueError(f"Expected argument `grid` to be a non-empty list of finite values >= 0, but got {grid!r}.")
     data = as_predictions(preds, labels)
     folds = kfold_indices(data.n, n_splits, seed)
-    params = {"objective": objective, **pbr_params}
-    template = PBR(alpha=grid[0], **params)
+    template = PBR(alpha=grid[0], objective=objective, **pbr_params)
     template._validate_params()
     if batched == "auto":
         from pbr_core.gp.device import resolve_device
@@ -205,9 +231,9 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
     t0 = time.perf_counter()
     with cancel_when(cancel):
         if batched:
-            rows = _batched_rows(data, folds, grid, params, progress, cancel=cancel, binary_ece=binary_ece)
+            rows = _batched_rows(data, folds, grid, template, progress, cancel=cancel, binary_ece=binary_ece)
         else:
-            rows = _sequential_rows(data, folds, grid, params, progress, binary_ece=binary_ece,
+            rows = _sequential_rows(data, folds, grid, template, progress, binary_ece=binary_ece,
                                     warm_start=bool(warm_start) and not template.prior_split, n_jobs=n_jobs)
     scores = pd.DataFrame(rows)
     if "error" not in scores:
@@ -239,84 +265,36 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
                           notes=notes)
 
 
-def _sequential_rows(data: Predictions, folds, grid, params, progress, *, binary_ece,
+def _sequential_rows(data: Predictions, folds, grid, template, progress, *, binary_ece,
                      warm_start: bool, n_jobs: int = 1) -> list[dict]:
     rows: dict[tuple[int, int], dict] = {}
     total = len(grid) * len(folds)
-    order = continuation_order(grid) if warm_start else list(range(len(grid)))
 
-    def on_item(f: int, item: tuple[int, dict, str]) -> None:
-        i, row, message = item
+    def on_fit(f: int, i: int, row: dict) -> None:
         rows[f, i] = row
         if progress is not None:
-            progress(len(rows), total, message)
+            message = f"alpha={grid[i]:g}, fold {f + 1}/{len(folds)}"
+            progress(len(rows), total, message + (" failed" if row["error"] is not None else ""))
 
     try:
-        run_chains(_fold_chain, [(data, tr, va, f, len(folds), grid, order, params, binary_ece, warm_start)
-                                 for f, (tr, va) in enumerate(folds)], n_jobs, on_item)
+        fit_grid(data, template, grid, [tr for tr, _ in folds], _HeldOut(tuple(folds), binary_ece), on_fit,
+                 warm_start=warm_start, n_jobs=n_jobs)
     except Cancelled:  # stopped between or inside fits: say how far the selection got
         raise Cancelled(done=len(rows), total=total) from None
     return [rows[key] for key in sorted(rows)]
 
 
-def _fold_chain(data: Predictions, tr: np.ndarray, va: np.ndarray, f: int, n_folds: int, grid: list[float],
-                order: list[int], params: dict, binary_ece: BinaryTarget, warm_start: bool, *,
-                emit: Callable[[tuple[int, dict, str]], None]) -> None:
-    """One fold of the selection: its alphas in ``order``, each from the prior or (warm start)
-    continuing from the previous fit; ``emit((alpha index, row, message))`` after each. Module
-    level, so that :func:`pbr_core.parallel.run_chains` can run it in a worker process."""
-    from pbr_core.recalibrators.gp import PBR
-
-    fit_part, val_part = data.subset(tr), data.subset(va)
-    previous = None
-    for i in order:
-        alpha = grid[i]
-        checkpoint()
-        where = {"alpha": alpha, "fold": f, "n_train": len(tr), "n_val": len(va)}
-        message = f"alpha={alpha:g}, fold {f + 1}/{n_folds}"
-        rec = PBR(alpha=alpha, **params)
-        try:
-            rec = rec.fit(fit_part) if previous is None else rec.fit_continued(previous, fit_part)
-            probs = rec.predict_proba(val_part)
-        except Cancelled:
-            raise
-        except Exception as exc:  # noqa: BLE001 - recorded in the row; select_alpha warns and skips this alpha
-            previous = None  # the fold's next alpha starts from the prior
-            emit((i, {**where, **dict.fromkeys((*CV_SCORES, "kl", "objective", "iterations"), np.nan),
-                      "converged": False, "warm_start": False, "error": f"{type(exc).__name__}: {exc}"},
-                  message + " failed"))
-            continue
-        if warm_start:
-            previous = rec
-        report = rec.fit_report_
-        emit((i, {**where, **_score_all(probs, val_part.labels, binary_ece), "kl": rec.kl_,
-                  "objective": report["objective"], "iterations": report["iterations"],
-                  "converged": report["converged"], "warm_start": "continued_from_alpha" in report,
-                  "error": None}, message))
-
-
-def _batched_rows(data: Predictions, folds, grid, params, progress, *, cancel, binary_ece) -> list[dict]:
-    from pbr_core.recalibrators.gp import PBR
-
-    rec = PBR(alpha=grid[0], **params)
-    pairs = [(f, alpha) for f in range(len(folds)) for alpha in grid]
+def _batched_rows(data: Predictions, folds, grid, template, progress, *, cancel, binary_ece) -> list[dict]:
+    n_pairs = len(folds) * len(grid)
     if cancel is not None and cancel():
-        raise Cancelled(done=0, total=len(pairs))
+        raise Cancelled(done=0, total=n_pairs)
     cb = None
     if progress is not None or cancel is not None:
         def cb(it: int, max_it: int, obj: float) -> None:
             if progress is not None:
-                progress(it, max_it, f"batched fit of {len(pairs)} GPs, iteration {it}")
+                progress(it, max_it, f"batched fit of {n_pairs} GPs, iteration {it}")
             if cancel is not None and cancel():
-                raise Cancelled(done=0, total=len(pairs))
+                raise Cancelled(done=0, total=n_pairs)
     # Predictions (and the training-set check) use draws independent of the fit's (see prediction_seed).
-    model, reports, device = rec._fit_batch(data, [folds[f][0] for f, _ in pairs], [a for _, a in pairs], progress=cb)
-    rows = []
-    for i, ((f, alpha), rep) in enumerate(zip(pairs, reports)):
-        tr, va = folds[f]
-        probs = rec._predict_member(model, i, np.asarray(data.scores, dtype=np.float64)[va], device)
-        rows.append({"alpha": alpha, "fold": f, "n_train": len(tr), "n_val": len(va),
-                     **_score_all(probs, data.labels[va], binary_ece), "kl": rep.kl, "objective": rep.objective,
-                     "iterations": rep.iterations,
-                     "converged": rep.converged, "warm_start": False})
-    return rows
+    return [row for _, _, row in fit_grid_batched(data, template, grid, [tr for tr, _ in folds],
+                                                  _HeldOut(tuple(folds), binary_ece), progress=cb)]

@@ -49,22 +49,22 @@ FIT_FAILURE = "GP fit diverged: test double"
 
 
 def failing_pbr_fits(monkeypatch, fails) -> list[tuple[float, int, bool]]:
-    """TEST DOUBLE for a PBR fit that fails: every ``PBR.fit`` (from the prior, or continued:
-    ``fit_continued`` calls ``fit``) raises ``RuntimeError(FIT_FAILURE)`` where
+    """TEST DOUBLE for a PBR fit that fails: every PBR fit (``PBR._fit``: from the prior, or
+    continued by ``fit_continued`` with ``start=``) raises ``RuntimeError(FIT_FAILURE)`` where
     ``fails(alpha, n_rows, nth)`` says so (``nth``: 1 for the first fit at this alpha, 2 for the
     next, ...). In-process only: not in worker processes (``n_jobs`` > 1). Returns the log of
     (alpha, rows, continued) of every fit."""
     from pbr_core.recalibrators.gp import PBR
 
     log: list[tuple[float, int, bool]] = []
-    real_fit = PBR.fit
+    real_fit = PBR._fit
 
-    def fit(self, X, *args, **kwargs):
-        alpha, n = float(self.alpha), X.n if isinstance(X, Predictions) else len(X)
-        log.append((alpha, n, hasattr(self, "_start_model")))
+    def _fit(self, preds: Predictions, start=None):  # every fit, from the prior or continued (start=)
+        alpha, n = float(self.alpha), preds.n
+        log.append((alpha, n, start is not None))
         if fails(alpha, n, sum(a == alpha for a, _, _ in log)):
             raise RuntimeError(FIT_FAILURE)
-        return real_fit(self, X, *args, **kwargs)
+        return real_fit(self, preds, start=start)
 
-    monkeypatch.setattr(PBR, "fit", fit)
+    monkeypatch.setattr(PBR, "_fit", _fit)
     return log

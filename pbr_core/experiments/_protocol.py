@@ -31,14 +31,13 @@ from pbr_core.bounds import optimal_n_bins
 from pbr_core.cancel import CancelCallback, Cancelled, cancel_when
 from pbr_core.evaluation import evaluation_metrics
 from pbr_core.metrics import BINARY_TARGET, BinaryTarget
-from pbr_core.paper import PAPER_ALPHAS, PAPER_N_RE
+from pbr_core.paper import PAPER_N_RE
 from pbr_core.predictions import Predictions, PredictionsError
 from pbr_core.progress import Progress, tqdm_progress
 from pbr_core.recalibrators import available_methods, get_recalibrator
 
 __all__ = [
     "MIN_TEST_ROWS",
-    "PAPER_N_RE",
     "SmallTestSetError",
     "check_test_rows",
     "default_n_re",
@@ -49,7 +48,6 @@ __all__ = [
     "ProgressCallback",
     "CancelCallback",
     "available_methods",
-    "PAPER_ALPHAS",
     "ended_at_prior",
     "evaluation_metrics",
     "fold_permutation",

@@ -15,18 +15,17 @@ far too small (:class:`KLGapResult`'s pooled ``pearson_p`` / ``kendall_p``, kept
 from __future__ import annotations
 
 import math
-import time
 import warnings
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from pbr_core.bounds import fit_bounds, optimal_n_bins
-from pbr_core.cancel import Cancelled, checkpoint
+from pbr_core.cancel import Cancelled
 from pbr_core.experiments._protocol import (
     BinaryECE,
     DEFAULT_BINARY_ECE,
@@ -39,14 +38,13 @@ from pbr_core.experiments._protocol import (
     check_int,
     check_predictions,
     iter_folds,
-    kl_of,
     split_indices,
-    timed_fit,
     warn_small_test_set,
 )
 from pbr_core.evaluation import measured_ece
-from pbr_core.paper import PAPER_ALPHAS, continuation_order
-from pbr_core.parallel import check_n_jobs, run_chains
+from pbr_core.paper import PAPER_ALPHAS
+from pbr_core.gp.grid import GridFit, fit_grid, fit_grid_batched
+from pbr_core.parallel import check_n_jobs
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import get_recalibrator
 
@@ -449,7 +447,7 @@ def kl_vs_ece_gap(
         raise ValueError("Expected at least one value in `alphas`, but got none.")
     if any(not math.isfinite(a) or a < 0 for a in alphas):
         raise ValueError(f"Expected every alpha to be a finite number >= 0, but got {alphas}.")
-    get_recalibrator(objective, alpha=alphas[0], **pbr_params)  # fail fast on bad names/params
+    template = get_recalibrator(objective, alpha=alphas[0], **pbr_params)  # fail fast on bad names/params
     if pbr_params.get("prior_split"):
         # The gap compares ECEs on n_re rows each (Corollary 1: n_te = n_re); a prior split bounds
         # fewer rows, so the study's sizes would no longer match the corollary.
@@ -469,16 +467,18 @@ def kl_vs_ece_gap(
     folds = list(iter_folds(n_folds)) if folds is None else check_folds(folds)
     n_jobs = check_n_jobs(n_jobs)
     runner = Runner(total=len(folds) * len(alphas), columns=KL_GAP_COLUMNS, progress=progress, cancel=cancel)
+    splits = [split_indices(preds.n, n_re, fold=fold, seed=seed, n_te=n_re) for fold in folds]
+    score = _GapScore(tuple(splits), tuple(folds), int(n_re), n_bins, float(eps), binary_ece, objective)
     if _use_batch(batched, objective, alphas, pbr_params, warm_start, n_jobs):
         with runner.fitting():
-            if _batched_rows(preds, objective, alphas, pbr_params, folds, seed, n_re, n_bins, eps, binary_ece, runner):
+            if _batched_rows(preds, template, alphas, splits, folds, score, runner):
                 return KLGapResult.from_table(runner.table(), objective=objective, eps=eps, batched=True)
-    order = continuation_order(alphas) if warm_start else list(range(len(alphas)))
-    chains = [(preds, objective, alphas, order, pbr_params, fold, fold_label(fold, folds), seed, n_re, n_bins, eps,
-               binary_ece, on_error, warm_start) for fold in folds]
     # Rows keep (fold, position in `alphas`) order, however the folds' fits interleave or finish.
     with runner.fitting():
-        run_chains(_fold_chain, chains, n_jobs, lambda pos, item: runner.put((pos, item[0]), item[1], item[2]))
+        fit_grid(preds, template, alphas, [re_idx for re_idx, _ in splits], score,
+                 lambda j, i, row: runner.put((j, i), row, _what(objective, alphas[i], folds[j], folds)),
+                 warm_start=bool(warm_start), on_error="raise" if on_error == "raise" else "warn", n_jobs=n_jobs,
+                 names=[fold_label(fold, folds) for fold in folds], prefix=f"{objective} ")
     return KLGapResult.from_table(runner.table(), objective=objective, eps=eps)
 
 
@@ -510,87 +510,69 @@ def _use_batch(batched: bool | str, objective: str, alphas: list[float], params:
     return True
 
 
-def _batched_rows(preds: Predictions, objective: str, alphas: list[float], params: dict[str, Any], folds: list[int],
-                  seed: int, n_re: int, n_bins: int, eps: float, binary_ece: BinaryECE, runner: Runner) -> bool:
-    """Every (fold, alpha) of :func:`kl_vs_ece_gap` in one batched fit; the rows as ``_fit_one``
-    makes them (each fit predicts with its recalibrator's own rule and prediction draws). False
-    (with a warning, no row added) when the batched fit failed: the caller fits one by one."""
-    rec = get_recalibrator(objective, alpha=alphas[0], **params)
-    splits = [split_indices(preds.n, n_re, fold=fold, seed=seed, n_te=n_re) for fold in folds]
-    pairs = [(j, i) for j in range(len(folds)) for i in range(len(alphas))]
+def _what(objective: str, alpha: float, fold: int, folds: Sequence[int]) -> str:
+    """How progress and messages name one fit of the study: "pbr alpha=0.5, fold 2/10"."""
+    return f"{objective} alpha={alpha:g}, {fold_label(fold, folds)}"
+
+
+def _batched_rows(preds: Predictions, template: Any, alphas: list[float], splits: list[tuple[np.ndarray, np.ndarray]],
+                  folds: list[int], score: "_GapScore", runner: Runner) -> bool:
+    """Every (fold, alpha) of :func:`kl_vs_ece_gap` in one batched fit (:func:`pbr_core.gp.grid.fit_grid_batched`),
+    each row as the fit alone makes it. False (with a warning, no row added) when the batched fit
+    failed: the caller fits one by one."""
+    objective = score.objective
+    n_pairs = len(folds) * len(alphas)
     runner.check_cancel()
 
     def on_iteration(it: int, max_it: int, objective_value: float) -> None:
         if runner.progress is not None:
-            runner.progress(0, runner.total, f"batched fit of {len(pairs)} GPs, iteration {it}")
+            runner.progress(0, runner.total, f"batched fit of {n_pairs} GPs, iteration {it}")
 
-    what = f"{objective}, batched fit of {len(pairs)} GPs ({len(alphas)} alpha x {len(folds)} folds)"
-    start = time.perf_counter()
+    what = f"{objective}, batched fit of {n_pairs} GPs ({len(alphas)} alpha x {len(folds)} folds)"
     try:
-        model, reports, device = rec._fit_batch(preds, [splits[j][0] for j, _ in pairs], [alphas[i] for _, i in pairs],
-                                                progress=on_iteration)
+        rows = fit_grid_batched(preds, template, alphas, [re_idx for re_idx, _ in splits], score,
+                                progress=on_iteration)
     except Cancelled:
         raise
     except Exception as exc:  # noqa: BLE001 - said, then the fits one by one (each with on_error)
         warnings.warn(f"The {what} failed ({type(exc).__name__}: {exc}); fitting them one after another instead.",
                       RuntimeWarning, stacklevel=3)
         return False
-    seconds = (time.perf_counter() - start) / len(pairs)
-    for p, (j, i) in enumerate(pairs):
-        re_idx, te_idx = splits[j]
-
-        def ece_on(rows: np.ndarray) -> float:
-            part = preds.subset(rows)
-            probs = rec._predict_member(model, p, part.scores, device)
-            return measured_ece(probs, part.labels, part.kind, binary_ece, n_bins=n_bins)
-
-        ece_re, ece_te = ece_on(re_idx), ece_on(te_idx)
-        kl = float(reports[p].kl)
-        row = {"alpha": alphas[i], "fold": folds[j], "n_re": int(n_re), "n_bins": n_bins, "kl": kl, "ece_re": ece_re,
-               "ece_te": ece_te, "gap": abs(ece_te - ece_re), "bound": fit_bounds(len(re_idx), kl, eps=eps)["corollary1"],
-               "fit_seconds": seconds, "error": None}
-        runner.put((j, i), row, f"{objective} alpha={alphas[i]:g}, {fold_label(folds[j], folds)}")
+    for j, i, row in rows:
+        runner.put((j, i), row, _what(objective, alphas[i], folds[j], folds))
     return True
 
 
-def _fold_chain(preds: Predictions, objective: str, alphas: list[float], order: list[int], pbr_params: dict[str, Any],
-                fold: int, label: str, seed: int, n_re: int, n_bins: int, eps: float, binary_ece: BinaryECE,
-                on_error: OnError, warm_start: bool, *, emit: Callable[[tuple[int, dict, str]], None]) -> None:
-    """One fold of :func:`kl_vs_ece_gap`: its alphas in ``order``, each fit from the prior or (warm
-    start) continuing from the previous one; ``emit((alpha index, row, message))`` after each fit.
-    Module level, so that :func:`pbr_core.parallel.run_chains` can run it in a worker process."""
-    re_idx, te_idx = split_indices(preds.n, n_re, fold=fold, seed=seed, n_te=n_re)
-    fit_set, test_set = preds.subset(re_idx), preds.subset(te_idx)
-    previous = None
-    for i in order:
-        alpha = alphas[i]
-        checkpoint()  # a stop asked for between two fits (in this process; workers are terminated)
-        what = f"{objective} alpha={alpha:g}, {label}"
-        row, rec = _fit_one(objective, alpha, pbr_params, fit_set, test_set, n_bins, eps, binary_ece,
-                            on_error, what, start=previous)
-        previous = rec if warm_start else None
-        emit((i, {"alpha": alpha, "fold": fold, "n_re": int(n_re), "n_bins": n_bins, **row}, what))
+@dataclass(frozen=True)
+class _GapScore:
+    """The study's scorer (:data:`pbr_core.gp.grid.Scorer`): one row of :data:`KL_GAP_COLUMNS` for a fit
+    on a fold's recalibration rows: its KL, the ECE there and on the fold's test subset (B =
+    floor(n_re^(1/3)) on both sides), the gap, and Corollary 1's bound for the KL."""
 
+    splits: tuple[tuple[np.ndarray, np.ndarray], ...]
+    folds: tuple[int, ...]
+    n_re: int
+    n_bins: int
+    eps: float
+    binary_ece: str
+    objective: str
 
-def _fit_one(objective: str, alpha: float, params: dict[str, Any], fit_set: Predictions, test_set: Predictions,
-             n_bins: int, eps: float, binary_ece: BinaryECE, on_error: OnError, what: str,
-             start: Any = None) -> tuple[dict[str, Any], Any]:
-    """One row of the table and the fitted recalibrator (None when the fit failed); with ``start``,
-    the fit continues from that fitted recalibrator (``fit_continued``)."""
-    recalibrator = get_recalibrator(objective, alpha=alpha, **params)
-    if not hasattr(recalibrator, "fit_continued"):  # a method that cannot start from another fit
-        start = None
-    fit_seconds, error = timed_fit(recalibrator, fit_set, on_error, what, start=start)
-    row: dict[str, Any] = {"kl": math.nan, "ece_re": math.nan, "ece_te": math.nan, "gap": math.nan,
-                           "bound": math.nan, "fit_seconds": fit_seconds, "error": error}
-    if error is not None:
-        return row, None
-    kl = kl_of(recalibrator)
-    if math.isnan(kl):
-        raise ValueError(f"Method {objective!r} exposes no `kl_` after fitting, so it cannot be used for the KL-gap study.")
-    ece_re = measured_ece(recalibrator.predict_proba(fit_set), fit_set.labels, fit_set.kind, binary_ece, n_bins=n_bins)
-    ece_te = measured_ece(recalibrator.predict_proba(test_set), test_set.labels, test_set.kind, binary_ece, n_bins=n_bins)
-    # n_bins is floor(n_re^(1/3)) = fit_bounds' B, as n = n_re.
-    row.update(kl=kl, ece_re=ece_re, ece_te=ece_te, gap=abs(ece_te - ece_re),
-               bound=fit_bounds(fit_set.n, kl, eps=eps)["corollary1"])
-    return row, recalibrator
+    def __call__(self, fit: GridFit, preds: Predictions) -> dict[str, Any]:
+        re_idx, te_idx = self.splits[fit.fold]
+        row: dict[str, Any] = {"alpha": fit.alpha, "fold": self.folds[fit.fold], "n_re": self.n_re,
+                               "n_bins": self.n_bins, "kl": math.nan, "ece_re": math.nan, "ece_te": math.nan,
+                               "gap": math.nan, "bound": math.nan, "fit_seconds": fit.seconds, "error": fit.error}
+        if fit.error is not None:
+            return row
+        if math.isnan(fit.kl):
+            raise ValueError(f"Method {self.objective!r} exposes no `kl_` after fitting, so it cannot be used for "
+                             "the KL-gap study.")
+        fit_set, test_set = preds.subset(re_idx), preds.subset(te_idx)
+        ece_re = measured_ece(fit.predict_proba(fit_set), fit_set.labels, fit_set.kind, self.binary_ece,
+                              n_bins=self.n_bins)
+        ece_te = measured_ece(fit.predict_proba(test_set), test_set.labels, test_set.kind, self.binary_ece,
+                              n_bins=self.n_bins)
+        # n_bins is floor(n_re^(1/3)) = fit_bounds' B, as n = n_re.
+        row.update(kl=fit.kl, ece_re=ece_re, ece_te=ece_te, gap=abs(ece_te - ece_re),
+                   bound=fit_bounds(fit_set.n, fit.kl, eps=self.eps)["corollary1"])
+        return row

@@ -8,6 +8,8 @@ Small modules, one concern each (GPyTorch style: model, objective and optimiser 
 * :mod:`pbr_core.gp.training`: the fit: retries, jitter, training-set check, reports (section 3).
 * :mod:`pbr_core.gp.optimizers`: chunked L-BFGS and a vectorised per-GP Adam, on an objective closure.
 * :mod:`pbr_core.gp.batch`: many (alpha, split) fits as one batched GP (section 5).
+* :mod:`pbr_core.gp.grid`: the alpha x fold grid of PBR fits (one after another, continued along the
+  grid, in worker processes, or batched) behind the alpha selection and the KL-gap study.
 * :mod:`pbr_core.gp.predict`: memory-bounded Monte Carlo prediction (section 4).
 * :mod:`pbr_core.gp.device`: "auto" / "cpu" / "cuda" resolution.
 """

@@ -30,7 +30,7 @@ import inspect
 import json
 import stat
 from pathlib import Path
-from typing import Any, ClassVar, Hashable, Literal
+from typing import Any, ClassVar, Hashable, Literal, Sequence
 
 import numpy as np
 
@@ -188,13 +188,18 @@ class Recalibrator:
             The optimiser failed; the message quotes its reason.
         """
         self._validate_params()
-        preds = as_predictions(X, y, input_type)
+        return self._fit_predictions(as_predictions(X, y, input_type))
+
+    def _fit_predictions(self, preds: Predictions, **fit_args: Any) -> "Recalibrator":
+        """The checked fit of validated predictions: ``_fit(preds, **fit_args)`` between the marks of a
+        fitted recalibrator (``n_classes_``, ``input_type_``, ``class_names_``), which a failure removes.
+        A family's other ways to fit (``fit_continued``: ``start=``) pass their arguments explicitly."""
         if preds.n < 2:
             raise ValueError(f"Expected at least 2 recalibration samples, but got {preds.n}.")
         self.n_classes_ = preds.n_classes  # _fit implementations read these
         self.input_type_ = preds.input_type
         try:
-            self._fit(preds)
+            self._fit(preds, **fit_args)
         except BaseException:
             # A failed fit (or refit) must not leave an object that looks fitted with half-set state.
             for name in ("n_classes_", "input_type_", "class_names_"):
@@ -202,6 +207,31 @@ class Recalibrator:
             raise
         self.class_names_ = real_class_names(preds.class_names)  # None: matched by position only
         return self
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any], *, n_classes: int, input_type: str,
+                   class_names: Sequence[str] | None = None, **params: Any) -> "Recalibrator":
+        """A fitted recalibrator made from its learned state, checked as a saved file's is.
+
+        For fits made outside ``fit`` (:mod:`pbr_core.stream`'s fits on every row of a dataset, by
+        streamed passes): ``cls(**params)`` with the state set by the family's own ``_set_state``,
+        which checks every field, and the marks of a fitted recalibrator. ``state`` holds what
+        ``_get_state`` returns (e.g. ``{"temperature": 1.7}``); a bad value raises ``ValueError``
+        naming it. Example: ``TemperatureScaling.from_state({"temperature": 1.5}, n_classes=10,
+        input_type="logits")``.
+        """
+        obj = cls(**params)
+        obj._validate_params()
+        try:
+            obj.n_classes_ = _state.whole_number(n_classes, "n_classes", low=2)
+            obj.input_type_ = _state.choice(input_type, "input_type", SAVED_INPUT_TYPES)
+            obj.class_names_ = None if class_names is None else tuple(class_names)
+            obj._set_state(_decode(_encode(state), "state"))
+        except StateError as exc:
+            for name in ("n_classes_", "input_type_", "class_names_"):
+                obj.__dict__.pop(name, None)
+            raise ValueError(f"{cls.__name__}.from_state: {str(exc).rstrip('.')}.") from None
+        return obj
 
     def predict_proba(self, X: Predictions | np.ndarray, input_type: InputType = "auto") -> np.ndarray:
         """Recalibrated probabilities, an (n, K) array whose rows sum to one (binary: K = 2).
@@ -451,7 +481,7 @@ class Recalibrator:
         if not self.is_fitted:
             raise NotFittedError(f"This {type(self).__name__} is not fitted yet: call fit(...) first.")
 
-    def _fit(self, preds: Predictions) -> None:
+    def _fit(self, preds: Predictions, **fit_args: Any) -> None:
         raise NotImplementedError
 
     def _predict_proba(self, preds: Predictions) -> np.ndarray:

@@ -277,16 +277,18 @@ class _GPRecalibrator(Recalibrator):
         return (settings, TrainCheck(self._check_metric(), bool(self.mean_approx), int(self.n_predict_samples),
                                      prediction_seed(int(self.random_state))))
 
-    def _fit(self, preds: Predictions) -> None:
+    def _fit(self, preds: Predictions, start: "_GPRecalibrator | None" = None) -> None:
+        """The fit from the prior, or with ``start`` (a fitted GP of the same shape, checked by
+        :meth:`fit_continued`) from that GP's parameters."""
         try:
             with fit_threads():  # the library's thread policy (pbr_core.gp.threads: measured)
-                self._fit_gp(preds)
+                self._fit_gp(preds, start)
         except BaseException:
             # The base class unmarks n_classes_ / input_type_; drop the half-trained model too.
             self.__dict__.pop("model_", None)
             raise
 
-    def _fit_gp(self, preds: Predictions) -> None:
+    def _fit_gp(self, preds: Predictions, start: "_GPRecalibrator | None" = None) -> None:
         self._validate_params()
         dev = resolve_device(self.device)
         z = np.asarray(preds.scores, dtype=np.float64)
@@ -305,7 +307,7 @@ class _GPRecalibrator(Recalibrator):
             prior_info = {"kind": "split", "n_prior": int(prior_rows.size), "n_bound": int(bound_rows.size)}
             self.bound_rows_ = bound_rows
         else:
-            model, report = self._fit_model(z, y, kind, dev, progress, start=getattr(self, "_start_model", None))
+            model, report = self._fit_model(z, y, kind, dev, progress, start=None if start is None else start.model_)
             prior_info = {"kind": "same_rows", "n_prior": int(n), "n_bound": int(n)}
             self.__dict__.pop("bound_rows_", None)
         prior_info["validity"] = BOUND_VALIDITY[prior_info["kind"]]
@@ -315,11 +317,10 @@ class _GPRecalibrator(Recalibrator):
         self.fit_report_ = {**report.to_dict(), "prior": prior_info}
         if self._spec().needs_mc:
             self.fit_report_["n_mc"] = self.mc_draw_count(z.shape[1])  # the S of "auto"
-        start_alpha = getattr(self, "_start_alpha", None)
-        if start_alpha is not None:
+        if start is not None:
             # A continuation that failed its training check was redone from the prior (fit_gp).
             key = "continued_from_alpha" if report.continued else "continuation_abandoned_from_alpha"
-            self.fit_report_[key] = start_alpha
+            self.fit_report_[key] = float(start.alpha)
         self.bounds_ = {**fit_bounds(prior_info["n_bound"], max(self.kl_, 0.0)), "n_rows": int(n),
                         "prior": prior_info["kind"], "validity": prior_info["validity"]}
 
@@ -411,12 +412,13 @@ class _GPRecalibrator(Recalibrator):
             self.bound_rows_ = other.bound_rows_
         return self
 
-    def _fit_batch(self, data: Predictions, row_sets: list[np.ndarray], alphas: list[float],
-                   progress: ProgressCallback | None = None) -> tuple[Any, list[Any], torch.device]:
+    def fit_batch(self, data: Predictions, row_sets: list[np.ndarray], alphas: list[float],
+                  progress: ProgressCallback | None = None) -> tuple[Any, list[Any], torch.device]:
         """This recalibrator's fit of ``data``'s rows ``row_sets[i]`` at ``alphas[i]`` for every i, all
         in one batched GP (:func:`pbr_core.gp.batch.fit_batch`: its settings, draws, seed and
         training-set check; a batched fit is Adam): (batched model, reports, device). The batched
-        paths of alpha selection and the KL-gap study; :meth:`_predict_member` predicts with it."""
+        paths of :func:`pbr_core.gp.grid.fit_grid_batched` (the alpha selection, the KL-gap study);
+        :meth:`predict_member` predicts with it. This recalibrator itself stays unfitted."""
         from pbr_core.gp.batch import fit_batch
 
         z = np.asarray(data.scores, dtype=np.float64)
@@ -430,8 +432,8 @@ class _GPRecalibrator(Recalibrator):
                 settings=replace(settings, optimizer="adam"), check=check, progress=progress)
         return model, reports, device
 
-    def _predict_member(self, model: Any, index: int, scores: np.ndarray, device: torch.device) -> np.ndarray:
-        """Probabilities of GP ``index`` of a :meth:`_fit_batch` model, as :meth:`predict_proba` gives them."""
+    def predict_member(self, model: Any, index: int, scores: np.ndarray, device: torch.device) -> np.ndarray:
+        """Probabilities of GP ``index`` of a :meth:`fit_batch` model, as :meth:`predict_proba` gives them."""
         return predict_proba(model.member(index), np.asarray(scores, dtype=np.float64), bool(self.mean_approx),
                              int(self.n_predict_samples), prediction_seed(int(self.random_state)), device=device)
 
@@ -483,11 +485,7 @@ class _GPRecalibrator(Recalibrator):
         if differences:
             raise ValueError("fit_continued needs a start of the same shape as this fit, but they differ in "
                              + "; ".join(differences) + ".")
-        self._start_model, self._start_alpha = start.model_, float(start.alpha)
-        try:
-            return self.fit(preds)
-        finally:
-            del self._start_model, self._start_alpha
+        return self._fit_predictions(preds, start=start)
 
     # ------------------------------------------------------------------ predict
     def _model_for_prediction(self) -> GPRecalibrationModel:
@@ -518,14 +516,6 @@ class _GPRecalibrator(Recalibrator):
         """All learned GP parameters as float64 arrays (raw, i.e. before the constraint transforms)."""
         self._check_fitted()
         return {name: p.detach().cpu().numpy().astype(np.float64).copy() for name, p in self.model_.named_parameters()}
-
-    def kernel_hyperparameters(self) -> dict[str, float]:
-        """Outputscale, lengthscale and white-noise variance after the constraint transforms."""
-        self._check_fitted()
-        m = self.model_
-        return {"outputscale": float(m.scaled_rbf.outputscale.detach().cpu()),
-                "lengthscale": float(m.scaled_rbf.base_kernel.lengthscale.detach().cpu().reshape(())),
-                "white": float(m.white.noise.detach().cpu().reshape(()))}
 
     def _get_state(self) -> dict[str, Any]:
         report = {k: v for k, v in self.fit_report_.items() if k not in _VOLATILE_REPORT_KEYS}
