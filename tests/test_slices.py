@@ -291,3 +291,18 @@ def test_evaluate_find_slices_in_memory_and_streamed(adult, tmp_path, capsys):
     bare = SAMPLES / "kitti_random_forest.csv"
     assert main(["evaluate", str(bare), "--find-slices"]) == 3
     assert "needs columns besides the predictions" in capsys.readouterr().err
+
+
+def test_the_benchmark_runs(tmp_path, capsys):
+    """benchmarks/bench_slices.py end to end at a toy size (the full table: RESULTS_slices.md)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_slices.py"
+    spec = importlib.util.spec_from_file_location("bench_slices", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--trials", "1", "--null-trials", "1", "--sizes", "1000", "--shifts", "0.15",
+                       "--stream-rows", "20000", "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "| ~1,000 |" in out and "no planted slice: a false discovery in" in out
+    assert "streamed find_slices: 20,000 rows" in out

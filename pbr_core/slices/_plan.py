@@ -379,6 +379,8 @@ def _by_value(name: str, how: How, s: ColumnSummary, min_rows: int, words) -> tu
     if s.missing and how != "months":
         counts[MISSING] = counts.get(MISSING, 0) + s.missing
     big = sorted((k for k, v in counts.items() if v >= min_rows), key=lambda k: (-counts[k], str(k)))
+    if list(counts) == [MISSING]:
+        return None, "no values (missing in every row)"
     if len(counts) < 2:
         return None, "one value only"
     if not big:
