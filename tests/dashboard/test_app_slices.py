@@ -140,3 +140,31 @@ def test_a_dataset_on_the_server_is_searched_in_streamed_passes(tmp_path, monkey
     assert table["Slice"].tolist() == [texts.slice_label(row) for row in mem.table.itertuples()]
     assert table["Rows"].tolist() == mem.table["n"].tolist()
     assert any("not offered" in i.value for i in app.info)
+
+
+def test_slices_named_with_markup_are_shown_as_text():
+    """Column names and values holding Markdown and HTML (issue 34): the slices, their sentences and the
+    searched columns reach the page's Markdown only through texts.md."""
+    import pandas as pd
+    from streamlit.testing.v1 import AppTest
+    from test_markup_in_names import HTML, IMAGE, _assert_no_raw_name
+
+    from dashboard import texts
+
+    rng = np.random.default_rng(1)
+    n = 4000
+    p = rng.uniform(0.05, 0.95, n)
+    values = np.array([IMAGE, HTML, "[link](http://127.0.0.1:9/)", "plain"])[np.arange(n) % 4]
+    q = np.where(values == IMAGE, np.minimum(p + 0.3, 1.0), p)
+    frame = pd.DataFrame({"p_positive": p, "label": (rng.random(n) < q).astype(int), HTML: values,
+                          IMAGE: rng.choice(["a", "b"], n)})
+    at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=120)
+    at.run()
+    at.file_uploader(key="data_upload").upload("markup.csv", frame.to_csv(index=False).encode(), "text/csv").run()
+    at.switch_page(GROUPS).run()
+    at.button(key="slices_run").click().run()
+    assert not at.exception, at.exception
+    held = f"{HTML} = {IMAGE}"
+    assert held in _frame(at, "Held-out rows")["Slice"].tolist()
+    assert any(texts.md(held) in m.value for m in at.markdown)
+    _assert_no_raw_name(at, "Find the slices")
