@@ -27,10 +27,17 @@ The search
   file miscalibrated everywhere alike (which the overall test already says). A slice is proposed when
   it is calibrated worse than the rest (its chi^2 per row above the rest's) and departs from it at
   p < ``screen`` (0.05) on the search half.
-* **Not the same finding twice.** The ``max_slices`` (10) largest departures are kept, skipping a slice
-  that adds nothing to one kept before: nearly the same rows (80 %), a part of a kept slice that does
-  not differ from the rest of it, a whole whose departure comes from a kept part, or two single
-  columns sharing half their rows.
+* **Not the same finding twice** (forward selection, :mod:`pbr_core.slices._search`): the slices are
+  chosen one at a time, at most ``max_slices`` (10); each is the best ranked (its departure's p-value
+  times the number of slices of its order: a pair must beat a single column by about tenfold, so a
+  finding is named by its simplest description), and once chosen its rows are set aside and every
+  other slice is scored again on its remaining rows. A part of a chosen slice then has nothing left;
+  an overlapping slice is judged by its other rows. Each chosen slice is confirmed and described on
+  its **own rows**, those in no slice chosen before it (its sentence says so).
+* **Bounded work.** The search scores the search half's rows with the smallest hashes, at most
+  :data:`SEARCH_ROWS` (1M; every row of a file up to 2M), the slices' sizes come from counts over
+  every row; at most :data:`MAX_CELLS` cells are summed (the pairs of the columns with the most values
+  are dropped first, and the report says so).
 
 The guarantee
 -------------
