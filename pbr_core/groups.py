@@ -188,7 +188,9 @@ class GroupReport:
 
     @property
     def alpha(self) -> float:
-        return 1.0 - self.level
+        """1 - level, rounded: 1 - 0.95 is 0.050000000000000044 in floating point, which would call a
+        p-value of exactly 0.05 significant."""
+        return round(1.0 - self.level, 12)
 
     @property
     def miscalibrated(self) -> list[str]:
@@ -287,8 +289,10 @@ def _looks_like_dates(col: pd.Series) -> bool:
         return False
     try:  # as bucket_dates reads them: offsets dropped (mixed offsets would stop pandas), ISO apart
         parsed = _parse_dates(sample, text=True)
-    except ValueError:  # both day orders: dates, which bucket_dates then refuses in words
-        return True
+    except pd.errors.OutOfBoundsDatetime:  # '11th' read as the year 1: not dates (Adult's education)
+        return False
+    except ValueError as exc:  # both day orders: dates, which bucket_dates then refuses in words
+        return "day-first" in str(exc)
     return bool(parsed.notna().mean() > 0.9)
 
 
@@ -579,11 +583,12 @@ def largest_gap(table: pd.DataFrame, level: float,
     by = ok.set_index("group")
     p_worst = float(by.loc[worst, "p_holm"])
     low, high = gap - z * sd, gap + z * sd
+    alpha = round(1 - level, 12)
     return {"worst": worst, "best": best, "ece_worst": float(by.loc[worst, "ece"]),
             "ece_best": float(by.loc[best, "ece"]), "corrected_worst": float(est[worst][0]),
             "corrected_best": float(est[best][0]), "gap": float(gap),
             "measured_gap": float(by.loc[worst, "ece"] - by.loc[best, "ece"]), "low": float(low), "high": float(high),
-            "pairs": pairs, "p_holm_worst": p_worst, "real": bool(p_worst < 1 - level and low > 0), "level": level}
+            "pairs": pairs, "p_holm_worst": p_worst, "real": bool(p_worst < alpha and low > 0), "level": level}
 
 
 # ------------------------------------------------------------------------------------ the sentences
@@ -609,7 +614,7 @@ def gap_statement(report: GroupReport) -> str:
         return (f"{worst} is calibrated worse than {best}: {corrected}, a difference of {interval}; {worst} is "
                 f"itself miscalibrated beyond chance ({S.p_words(g['p_holm_worst'])} after correcting for the "
                 "other groups).")
-    if g["p_holm_worst"] < 1 - g["level"]:
+    if g["p_holm_worst"] < round(1 - g["level"], 12):
         return (f"{worst} is miscalibrated beyond chance ({S.p_words(g['p_holm_worst'])} after correcting for the "
                 f"other groups), but these rows cannot tell whether it is calibrated worse than {best}: "
                 f"{corrected}, a difference of {interval}.")

@@ -287,3 +287,17 @@ def test_day_first_dates_are_read_day_first_and_both_orders_are_an_error():
 def test_every_on_columns_without_dates_is_an_error_not_ignored(adult):
     with pytest.raises(ValueError, match=r"every='week' groups dates by week, but 'sex' holds no dates"):
         G.calibration_by_group(adult, "sex", every="week")
+
+
+def test_text_that_only_looks_like_a_date_is_not_one(adult):
+    """Adult's education ('11th', 'HS-grad'): '11th' parses as the year 1, out of pandas' range; the
+    column is not dates, and every='month' on it says so instead of crashing."""
+    assert not G.is_date_column(adult.metadata["education"])
+    with pytest.raises(ValueError, match="holds no dates"):
+        G.calibration_by_group(adult, "education", every="month")
+
+
+def test_a_p_value_of_exactly_the_level_is_not_significant():
+    report = G.GroupReport(table=pd.DataFrame({"group": ["a"], "p_holm": [0.05]}), diagrams={}, by=["g"],
+                           target="positive", level=0.95)
+    assert report.alpha == 0.05 and report.miscalibrated == []
