@@ -45,7 +45,8 @@ def test_methods_lists_every_registered_method(capsys) -> None:
     code, out, _ = run(capsys, "methods", "--format", "json")
     rows = json.loads(out)
     assert [r["method"] for r in rows] == available_methods()
-    assert next(r for r in rows if r["method"] == "histogram_binning")["params"] == {"n_bins": None, "strategy": "uniform"}
+    assert next(r for r in rows if r["method"] == "histogram_binning")["params"] == {"n_bins": None, "strategy": "uniform",
+                                                                                   "floor": None}
 
 
 def test_evaluate_json_matches_the_library(capsys) -> None:
@@ -120,7 +121,7 @@ def test_fit_with_params(capsys, c10_files, tmp_path) -> None:
                      "--param", "strategy=equal_mass", "--out", model, "--quiet")
     assert code == EXIT_OK
     doc = json.loads(model.read_text())
-    assert doc["method"] == "histogram_binning" and doc["params"] == {"n_bins": 5, "strategy": "equal_mass"}
+    assert doc["method"] == "histogram_binning" and doc["params"] == {"n_bins": 5, "strategy": "equal_mass", "floor": None}
     code, _, _ = run(capsys, "fit", fit, "--method", "vector_scaling", "--param", "bias=false", "--out", model, "--quiet")
     assert code == EXIT_OK and json.loads(model.read_text())["params"]["bias"] is False
 
