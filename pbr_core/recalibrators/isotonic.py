@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.isotonic import IsotonicRegression
 
 from pbr_core.recalibrators import _state
 from pbr_core.recalibrators._binary import BinaryRecalibrator
@@ -62,6 +61,10 @@ class IsotonicCalibration(BinaryRecalibrator):
         self.floor = floor
 
     def _fit_binary(self, p: np.ndarray, y: np.ndarray, name: str) -> dict[str, Any]:
+        # scikit-learn on first use: importing it (with scipy.stats) costs ~1 CPU s, which every
+        # process importing pbr_core.recalibrators paid, a GP fit's included (issue 40).
+        from sklearn.isotonic import IsotonicRegression
+
         iso = IsotonicRegression(increasing=True, y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(p, y)
         # A block without positives (or without negatives) has the frequency 0 (or 1), which the map
         # would give every later row in it: a class that then occurs costs an infinite log loss (on

@@ -6,7 +6,6 @@ import warnings
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.optimize import brentq
 from scipy.special import log_softmax, softmax
 
 from pbr_core.predictions import Predictions
@@ -149,6 +148,8 @@ class TemperatureScaling(Recalibrator):
             )
             beta = beta_hi
         else:
+            from scipy.optimize import brentq  # on first use: scipy.optimize costs ~0.4 CPU s to import
+
             try:
                 beta, info = brentq(_nll_slope, beta_lo, beta_hi, args=(z, z_true), xtol=1e-15,
                                     maxiter=500, full_output=True, disp=False)
