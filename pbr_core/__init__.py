@@ -41,6 +41,7 @@ from pbr_core.predictions import Predictions, PredictionsError
 __version__ = "0.1.0"
 
 __all__ = [
+    "CalibratedModel",
     "Predictions",
     "PredictionsError",
     "accuracy",
@@ -67,3 +68,13 @@ __all__ = [
     "theorem2_bound",
     "theorem3_bound",
 ]
+
+
+def __getattr__(name: str):
+    # CalibratedModel subclasses scikit-learn's estimator classes, whose import costs ~2 s: imported
+    # when first used, so that `import pbr_core` (the dashboard, the CLI) does not pay for it.
+    if name == "CalibratedModel":
+        from pbr_core.calibrated_model import CalibratedModel
+
+        return CalibratedModel
+    raise AttributeError(f"module 'pbr_core' has no attribute {name!r}")

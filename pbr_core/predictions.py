@@ -345,6 +345,78 @@ class Predictions:
 
     # ------------------------------------------------------------------ construction
     @classmethod
+    def from_predictions(cls, y_true, y_prob, *, class_names: Sequence[object] | None = None,
+                         source: str = "arrays") -> "Predictions":
+        """Predictions from what scikit-learn users pass around: true labels and predicted probabilities.
+
+        Parameters
+        ----------
+        y_true : array-like of shape (n,)
+            The true labels, in any type scikit-learn accepts (integers, text, -1/+1...).
+        y_prob : array-like of shape (n,) or (n, K)
+            A 1-D array is binary, p(y = positive class), as in ``calibration_curve`` /
+            ``brier_score_loss``; an (n, K) matrix holds each class's probability, its columns in the
+            order of ``class_names``.
+        class_names : sequence, optional
+            The classes in the columns' order (a model's ``classes_``). Default: the sorted distinct
+            labels, scikit-learn's order (so the positive class of a 1-D ``y_prob`` is the larger
+            label, ``classes_[1]``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> preds = Predictions.from_predictions(["no", "yes", "yes"], np.array([0.2, 0.7, 0.9]))
+        >>> preds.kind, preds.class_names, preds.labels.tolist()
+        ('binary', ('no', 'yes'), [0, 1, 1])
+        """
+        y = np.asarray(y_true)
+        p = np.asarray(y_prob, dtype=np.float64)
+        if y.ndim != 1:
+            raise PredictionsError(f"{source}: expected y_true of shape (n,), but got shape {y.shape}.")
+        classes = np.unique(y) if class_names is None else np.asarray(list(class_names), dtype=object)
+        if class_names is None and p.ndim == 2 and p.shape[1] > classes.size:
+            raise PredictionsError(f"{source}: y_prob has {p.shape[1]} columns but y_true shows only {classes.size} "
+                                   "classes: give class_names (e.g. the model's classes_) to say which column is which.")
+        if p.ndim == 1 and classes.size > 2:
+            raise PredictionsError(f"{source}: a 1-D y_prob is p(y = positive class) of binary data, but y_true has "
+                                   f"{classes.size} classes: pass the (n, K) probability matrix.")
+        index = {c: k for k, c in enumerate(classes.tolist())}
+        try:
+            labels = np.array([index[v] for v in y.tolist()], dtype=np.int64)
+        except KeyError as exc:
+            raise PredictionsError(f"{source}: label {exc.args[0]!r} is not one of the classes "
+                                   f"{[str(c) for c in classes.tolist()]}.") from None
+        if p.ndim == 1 and classes.size == 1:  # one class seen: it is the negative one unless named
+            classes = np.asarray([classes[0], "positive"], dtype=object)
+        names = [str(c) for c in classes.tolist()]
+        return cls.from_arrays(p, labels, input_type="probabilities", class_names=names, source=source)
+
+    @classmethod
+    def from_estimator(cls, model, X, y, *, source: str | None = None) -> "Predictions":
+        """The predictions of a fitted scikit-learn classifier on ``X``, scored against ``y``.
+
+        ``model.predict_proba(X)`` gives the probabilities, ``model.classes_`` the classes (their
+        names and column order), as scikit-learn's ``CalibrationDisplay.from_estimator`` reads them.
+
+        Examples
+        --------
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> from sklearn.datasets import load_iris
+        >>> X, y = load_iris(return_X_y=True)
+        >>> Predictions.from_estimator(LogisticRegression(max_iter=500).fit(X, y), X, y).n_classes
+        3
+        """
+        name = source or type(model).__name__
+        if not hasattr(model, "predict_proba"):
+            raise PredictionsError(f"{name}: the model has no predict_proba; a fitted classifier that gives "
+                                   "probabilities is needed (for a decision_function only, use a recalibrator on "
+                                   "its scores).")
+        classes = getattr(model, "classes_", None)
+        if classes is None:
+            raise PredictionsError(f"{name}: the model has no classes_: is it fitted?")
+        return cls.from_predictions(y, model.predict_proba(X), class_names=list(classes), source=name)
+
+    @classmethod
     def from_arrays(
         cls,
         scores: np.ndarray,

@@ -208,7 +208,8 @@ def load_predictions(
     >>> preds.kind, preds.n_classes
     ('multiclass', 3)
     """
-    src = _resolve_source(source, name)
+    table = in_memory_table(source)
+    src = _Source(name or f"{type(source).__name__}") if table is not None else _resolve_source(source, name)
     if input_type not in ("auto", "probabilities", "logits"):
         raise src.error(f"input_type must be 'auto', 'probabilities' or 'logits', but got {input_type!r}.")
     if percent and input_type == "logits":
@@ -230,6 +231,10 @@ def load_predictions(
     limits = _limits_or_default(src, limits)
     opts = _Options(columns, input_type, renormalize, float(tolerance), max_rows, bool(require_labels), limits=limits,
                     percent=bool(percent))
+    if table is not None:  # a DataFrame or Arrow table in memory: the roles and notes of a file's table
+        with _as_input_error(src, "table", "read the"):
+            preds = _load_in_memory(table, src, opts)
+        return _with_one_class_note(preds)
     head, fmt = _head_and_format(src, format)
     if not head.strip():
         raise src.error("the file is empty (no header and no data rows)." if not head
@@ -248,10 +253,69 @@ def load_predictions(
                 raise src.error("the percentages option reads the columns of a table; an NPZ / NPY file holds "
                                 "arrays: save them divided by 100.")
             preds = _load_numpy(src, fmt, head, opts)
+    return _with_one_class_note(preds)
+
+
+def _with_one_class_note(preds: Predictions) -> Predictions:
     only = preds.only_label()
     if only is not None:
         preds = dataclasses.replace(preds, notes=(*preds.notes, ONE_CLASS_NOTE.format(name=only)))
     return preds
+
+
+def in_memory_table(source: object):
+    """``source`` as an Arrow table when it is a table in memory (a pandas DataFrame, a pyarrow Table
+    or RecordBatch, a polars DataFrame: polars is recognised by its module, never imported), else None.
+
+    A pandas index that carries information (named, or not the default 0..n-1) becomes a column, as
+    ``reset_index`` would make it; the default index is dropped, as a CSV written without it."""
+    module = type(source).__module__.split(".")[0]
+    if module == "pandas":
+        import pandas as pd
+        import pyarrow as pa
+
+        if not isinstance(source, pd.DataFrame):
+            return None
+
+        df = source
+        if df.index.name is not None or not isinstance(df.index, pd.RangeIndex) or \
+                not df.index.equals(pd.RangeIndex(len(df))):
+            df = df.reset_index()
+        try:
+            return _Owned(pa.Table.from_pandas(df, preserve_index=False))
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise PredictionsError(f"DataFrame: a column could not be read as one type: {exc}") from None
+    if module == "pyarrow":
+        import pyarrow as pa
+
+        if isinstance(source, pa.RecordBatch):
+            return pa.Table.from_batches([source])
+        if isinstance(source, pa.Table):
+            return source
+    if module == "polars" and hasattr(source, "to_arrow"):
+        return source.to_arrow()
+    return None
+
+
+@dataclasses.dataclass
+class _Owned:
+    """An Arrow table made here (from a pandas DataFrame): it may be consumed while converted."""
+
+    table: object
+
+
+def _load_in_memory(table, src: _Source, opts) -> Predictions:
+    from pbr_core.loading._source import _too_many_rows
+    from pbr_core.loading._tables import _arrow_frame, _from_table
+
+    owned = isinstance(table, _Owned)
+    table = table.table if owned else table
+    if opts.max_rows is not None and table.num_rows > opts.max_rows:
+        raise _too_many_rows(src, table.num_rows, opts.max_rows)
+    src.seen["columns"] = [str(c) for c in table.column_names]
+    # the caller's own table (pyarrow, polars) is converted without being consumed
+    df = _arrow_frame(table) if owned else _arrow_frame(table, consume=False)
+    return _from_table(df, src, opts, [])
 
 
 #: The note on a file whose rows all have the same true label.

@@ -322,13 +322,14 @@ def _date_dtype(arrow_type):
     return pd.ArrowDtype(arrow_type) if pa.types.is_date(arrow_type) else None
 
 
-def _arrow_frame(table, csv: bool = False) -> pd.DataFrame:
+def _arrow_frame(table, csv: bool = False, consume: bool = True) -> pd.DataFrame:
     """An Arrow table as a DataFrame, handing each column over as it is converted (the table is
     unusable afterwards): numbers without missing values are not copied, text stays Arrow-backed
     (pandas' default string dtype), dates stay Arrow dates.
 
     ``csv``: as pandas' CSV readers do, a column of empty cells is float64 (all missing) and an
-    empty header is named ``Unnamed: <position>``.
+    empty header is named ``Unnamed: <position>``. ``consume=False``: the table stays usable (a
+    caller's own table, e.g. ``load_predictions(pyarrow_table)``).
     """
     import pyarrow as pa
 
@@ -346,9 +347,10 @@ def _arrow_frame(table, csv: bool = False) -> pd.DataFrame:
     # One block per column lets the numbers be handed over without a copy; a wide table (thousands
     # of class columns, few rows) is cheap to copy but slow to slice as thousands of blocks.
     split = table.num_columns <= _SPLIT_MAX_COLUMNS
-    frame = table.to_pandas(split_blocks=split, self_destruct=True, types_mapper=_date_dtype)
+    frame = table.to_pandas(split_blocks=split, self_destruct=consume, types_mapper=_date_dtype)
     del table
-    _release_arrow_memory(nbytes)
+    if consume:
+        _release_arrow_memory(nbytes)
     return frame
 
 

@@ -99,8 +99,25 @@ SAVED_INPUT_TYPES = ("probabilities", "logits")
 #: Parsing takes about twice the file's size in memory; a larger file is refused before it is read.
 MAX_FILE_BYTES = 64 * 2**20
 
-#: The fields of a saved file (``to_dict``); a file holding any other is refused.
-FILE_FIELDS = ("format", "format_version", "method", "params", "n_classes", "input_type", "class_names", "state")
+#: The fields of a saved file (``to_dict``); a file holding any other is refused. "calibrated_model"
+#: is optional: the note :meth:`pbr_core.CalibratedModel.save` adds (the model's class, classes and input).
+FILE_FIELDS = ("format", "format_version", "method", "params", "n_classes", "input_type", "class_names", "state",
+               "calibrated_model")
+
+
+def _check_model_note(note: Any, n_classes: int) -> None:
+    """The optional "calibrated_model" note: {"model": text, "classes": n_classes texts, "input": ...}."""
+    if note is None:
+        return
+    words = ('a note {"model": the model\'s class, "classes": its classes, "input": "predict_proba" or '
+             '"decision_function"}')
+    ok = (isinstance(note, dict) and set(note) == {"model", "classes", "input"}
+          and isinstance(note["model"], str) and len(note["model"]) <= 300
+          and isinstance(note["classes"], list) and len(note["classes"]) == n_classes
+          and all(isinstance(c, str) and len(c) <= 2000 for c in note["classes"])
+          and note["input"] in ("predict_proba", "decision_function"))
+    if not ok:
+        raise StateError(f"calibrated_model must be {words}, but the file holds {_state.shown(note)}")
 
 
 def as_predictions(X: Predictions | np.ndarray, y: np.ndarray | None = None,
@@ -392,6 +409,7 @@ class Recalibrator:
             raise StateError(f"its parameters are invalid: {str(exc).rstrip('.')}") from None
         obj.n_classes_ = _state.whole_number(_state.field(data, "n_classes", "the file"), "n_classes", low=2)
         obj.input_type_ = _state.choice(_state.field(data, "input_type", "the file"), "input_type", SAVED_INPUT_TYPES)
+        _check_model_note(data.get("calibrated_model"), obj.n_classes_)
         names = data.get("class_names")  # absent from files written before class names were saved
         if names is not None:
             if (not isinstance(names, list) or len(names) != obj.n_classes_ or not all(isinstance(n, str) for n in names)
