@@ -935,6 +935,7 @@ PARAM_LABELS: dict[str, str] = {
     "max_temperature": "largest temperature", "bias": "bias", "bias_reg": "bias penalty",
     "off_diagonal_reg": "off-diagonal penalty", "tol": "tolerance", "targets": "targets", "n_bins": "bins",
     "strategy": "binning", "n_prime": "BBQ prior strength", "bin_range_factor": "BBQ bin range",
+    "staged": "fit in stages (many rows)",
 }
 
 
@@ -955,6 +956,11 @@ def param_value(name: str, value: object) -> str:
         return ("all" if value == "all" else
                 f"automatic (all below {MANY_CLASSES} classes; from {MANY_CLASSES} on the {MC_EXACT_CLASSES} or more "
                 "largest scores and the label, the other classes through their expectation)")
+    if name == "staged" and value == "auto":
+        from pbr_core.gp.staged import STAGE_ROWS, STAGED_MIN_ROWS
+
+        return (f"automatic (from {STAGED_MIN_ROWS:,} rows on: first on {STAGE_ROWS:,} rows drawn at random, "
+                "then on every row with fewer Monte Carlo draws per row)")
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):

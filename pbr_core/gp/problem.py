@@ -205,6 +205,9 @@ class FitReport:
     #: relative to the objective; where it exceeded ``MC_TAIL_TOLERANCE`` the fit continued drawing twice
     #: as many classes (or all), so it is within that tolerance unless the fit ended drawing every class.
     mc_tail_error: float | None = None
+    #: A fit in stages (:mod:`pbr_core.gp.staged`): per stage its rows, draws per entry (``n_mc``),
+    #: iterations, evaluations, final objective and stop reason; None for a full-batch fit.
+    stages: list[dict] | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)

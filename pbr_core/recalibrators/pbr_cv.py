@@ -71,7 +71,7 @@ class PBRCV(_GPRecalibrator):
         Paper Eq. vi_obj2 or vi_obj3.
     mean_approx : bool, default False
         Predict with softmax(mu) (the "app." variants).
-    n_inducing, variational, optimizer, max_iter, n_mc, mc_draws, mc_classes, n_predict_samples, device, random_state
+    n_inducing, variational, optimizer, max_iter, n_mc, mc_draws, mc_classes, n_predict_samples, device, random_state, staged
         As in :class:`~pbr_core.recalibrators.gp.PBR`, for every fit.
     prior_split : float, default 0
         As in :class:`~pbr_core.recalibrators.gp.PBR`, for the final fit only (the one whose bounds
@@ -152,7 +152,8 @@ class PBRCV(_GPRecalibrator):
                  n_predict_samples: int = 100, device: str = "auto", random_state: int = 0, cv_seed: int = 0,
                  binary_ece: Literal["positive", "top_label"] = BINARY_TARGET.default,  # type: ignore[assignment]
                  batched: bool | Literal["auto"] = "auto", prior_split: float = 0.0, prob_input: str = "wenger",
-                 warm_start: bool = True, n_jobs: int = 1, mc_classes: int | str = "auto"):
+                 warm_start: bool = True, n_jobs: int = 1, mc_classes: int | str = "auto",
+                 staged: bool | str = "auto"):
         self.alphas = alphas
         self.cv = cv
         self.scoring = scoring
@@ -175,6 +176,7 @@ class PBRCV(_GPRecalibrator):
         self.prob_input = prob_input
         self.warm_start = warm_start
         self.n_jobs = n_jobs
+        self.staged = staged
 
     @classmethod
     def _test_params(cls) -> dict[str, Any]:
