@@ -186,6 +186,17 @@ class GroupReport:
     def small(self) -> list[str]:
         return self.table.loc[self.table["too_small"], "group"].tolist()
 
+    def _repr_html_(self) -> str:
+        """What a notebook shows: every group's numbers and what its test says, and the largest gap."""
+        from pbr_core import _html
+
+        t = self.table
+        rows = [(r.group, f"{r.n:,}", r.ece, r.ece_corrected, S.format_p(r.p_holm),
+                 S.verdict(_row_test(r), float(r.p_holm) if len(t) > 1 else None, self.alpha))
+                for r in t.itertuples()]
+        return _html.table(["group", "rows", "ECE", "ECE without noise", "p (corrected)", "what the test says"], rows,
+                           caption=f"Calibration by {' × '.join(self.by)}. Largest gap: {gap_statement(self)}")
+
     @property
     def alpha(self) -> float:
         """1 - level, rounded: 1 - 0.95 is 0.050000000000000044 in floating point, which would call a
@@ -635,13 +646,17 @@ def group_statements(report: GroupReport) -> list[str]:
     alpha = report.alpha
     out = []
     for row in report.table.itertuples():
-        test = S.CalibrationTest(n=int(row.n), effective_n=float("nan"), p_value=float(row.p_value),
-                                 method=str(row.test_method), z=float(row.z), p_spiegelhalter=float("nan"),
-                                 chi2_cox=float(row.chi2_cox), p_cox=float("nan"),
-                                 detectable_shift=float(row.detectable_shift), level=float("nan"))
         out.append(f"{group_label(report, row.group)} ({row.n:,} rows): "
-                   + S.verdict(test, float(row.p_holm) if len(report.table) > 1 else None, alpha))
+                   + S.verdict(_row_test(row), float(row.p_holm) if len(report.table) > 1 else None, alpha))
     return out
+
+
+def _row_test(row) -> S.CalibrationTest:
+    """The test of a row of a GroupReport's table (what :func:`pbr_core.significance.verdict` reads)."""
+    return S.CalibrationTest(n=int(row.n), effective_n=float("nan"), p_value=float(row.p_value),
+                             method=str(row.test_method), z=float(row.z), p_spiegelhalter=float("nan"),
+                             chi2_cox=float(row.chi2_cox), p_cox=float("nan"),
+                             detectable_shift=float(row.detectable_shift), level=float("nan"))
 
 
 # ------------------------------------------------------------------------------------ unnamed groups

@@ -999,7 +999,7 @@ def calibration_summary(
     lo, hi = _split_sums(idx, gap, B, n_boot, seed).interval(level)
     p2 = _as_matrix(p)
     acc = float(out.mean()) if top_label_only else _accuracy(p2, y)
-    return {
+    return CalibrationSummary({
         "ece": _ece_from_sums(sum_gap, n),
         "ece_ci_low": float(lo),
         "ece_ci_high": float(hi),
@@ -1012,4 +1012,18 @@ def calibration_summary(
         "accuracy": acc,
         "n": int(n),
         "n_bins": int(B),
-    }
+    })
+
+
+class CalibrationSummary(dict):
+    """The dict :func:`calibration_summary` returns, shown as a table in a notebook."""
+
+    def _repr_html_(self) -> str:
+        from pbr_core import _html
+
+        level = self.get("ci_level", 0.95)
+        rows = [(f"ECE (B = {self['n_bins']})", self["ece"]),
+                (f"ECE {level:.0%} interval", f"{self['ece_ci_low']:.4f} to {self['ece_ci_high']:.4f}"),
+                ("MCE", self["mce"]), ("Brier score", self["brier"]), ("NLL", self["nll"]),
+                ("accuracy", f"{self['accuracy']:.2%}"), ("rows", f"{self['n']:,}")]
+        return _html.key_values("Calibration summary", rows)

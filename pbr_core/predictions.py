@@ -343,6 +343,24 @@ class Predictions:
         )
         return replace(out, metadata=self.metadata, column_roles=self.column_roles, labels_as_names=self.labels_as_names)
 
+    def _repr_html_(self) -> str:
+        """What a notebook shows: the facts of the predictions, the ECE, and how the file was read."""
+        from pbr_core import _html
+        from pbr_core.metrics import DEFAULT_BINARY_TARGET, ece, ece_inputs, optimal_n_bins
+
+        rows: list[tuple[str, object]] = [("source", self.source), ("kind", self.kind), ("rows", f"{self.n:,}"),
+                                          ("classes", self.n_classes or "not in file"), ("input", self.input_type)]
+        if self.has_labels:
+            B = optimal_n_bins(self.n)
+            what = "ECE of p(y=1)" if self.kind == "binary" else "top-label ECE"
+            rows += [("accuracy", f"{self.accuracy:.2%}"),
+                     (f"{what}, B = {B}", ece(*ece_inputs(*self.metric_inputs(), DEFAULT_BINARY_TARGET), n_bins=B))]
+        if self.metadata is not None:
+            rows.append(("other columns", ", ".join(map(str, self.metadata.columns[:12]))
+                         + (" ..." if self.metadata.shape[1] > 12 else "")))
+        rows += [(f"note {i + 1}", note) for i, note in enumerate(self.notes)]
+        return _html.key_values("Predictions", rows)
+
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_predictions(cls, y_true, y_prob, *, class_names: Sequence[object] | None = None,

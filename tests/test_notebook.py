@@ -163,3 +163,22 @@ def test_a_damaged_model_note_is_refused(tmp_path):
         path.write_text(json.dumps({**data, "calibrated_model": bad}))
         with pytest.raises(RecalibratorFileError, match="calibrated_model must be a note"):
             load_recalibrator(path)
+
+
+def test_values_show_as_html_tables_in_a_notebook():
+    from pbr_core.groups import calibration_by_group, gap_statement
+
+    adult = pbr_core.load_predictions(SAMPLES / "adult_gradient_boosting.csv.gz")
+    shown = adult._repr_html_()
+    assert "<table" in shown and "16,281" in shown and "ECE of p(y=1), B = 25" in shown
+    report = calibration_by_group(adult, "sex", n_boot=20)
+    html = report._repr_html_()
+    assert "Female" in html and "no evidence of miscalibration" in html
+    import html as html_lib
+
+    assert html_lib.escape(gap_statement(report)) in html
+    summary = pbr_core.calibration_summary(adult.p_positive, adult.labels, n_boot=20)
+    assert isinstance(summary, dict) and "Brier score" in summary._repr_html_()
+    # names are text, never markup
+    hostile = Predictions.from_predictions(["a", "b", "b"], [0.2, 0.6, 0.7], source="<img src=x onerror=alert(1)>")
+    assert "<img" not in hostile._repr_html_() and "&lt;img src=x" in hostile._repr_html_()
