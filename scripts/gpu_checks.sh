@@ -23,6 +23,12 @@
 #   6. float32 vs float64 Monte Carlo draws on the GPU (bench_gp.py --parts precision): the fast-PBR
 #      quality bar (benchmarks/RESULTS_fast_pbr.md) on CUDA, whose default draws are float32 too
 # `stability`: step 3 alone, under STABILITY_LIMIT seconds (540 by default).
+# `crossover`: where a GPU pays (issue 40): one PBR fit per cell of n_re x K x S (300 .. 100,000 rows,
+# K = 2 / 10 / 100, S = 8 / 32) on CUDA (one warm process) and on the CPU (one thread per fit, 8 cells
+# side by side on the device's 16 cores), under CROSSOVER_LIMIT seconds (500 by default; the table is
+# rewritten as cells finish). Writes benchmarks/RESULTS_device.md: per cell the faster device and
+# whether device="auto" (CUDA from n x K = 50,000 scores, pbr_core.gp.device: provisional until this
+# has run) picks it. Needs nothing carried (sample_data/ only). Then set AUTO_CUDA_MIN_SCORES from it.
 # `tests`: the GP test suite with CUDA visible (device="auto" picks the GPU), every failure listed
 # (no -x), in 8 processes where pytest-xdist is installed (the device image has it, and 16 cores):
 # on an H200 (2026-11-28) its 237 tests took 213 s in 8 processes, the slowest (the stability test
@@ -60,6 +66,15 @@ if [ "${1:-}" = stability ]; then   # the stability step alone, with most of one
     PBR_SLOW=1 PBR_SHARED_PREDICTIONS=$(pwd)/.gpu_data step stability "${STABILITY_LIMIT:-540}" \
         python3 -m pytest -v -rA --tb=short tests/gp/test_stability.py -k paper_protocol -p no:cacheprovider
     tail -n 15 "$OUT/stability.log"
+    exit 0
+fi
+if [ "${1:-}" = crossover ]; then   # the device crossover alone (issue 40), one device call
+    LIMIT=${CROSSOVER_LIMIT:-500}
+    timeout -k 10 $((LIMIT + 40)) python3 benchmarks/bench_device.py --time-limit "$LIMIT" --jobs 8 \
+        >"$OUT/crossover.log" 2>&1
+    echo "crossover: exit $?" | tee -a "$OUT/steps.txt"
+    cp benchmarks/RESULTS_device.md "$OUT/RESULTS_device.md" 2>/dev/null
+    tail -n 40 "$OUT/RESULTS_device.md" 2>/dev/null || tail -n 20 "$OUT/crossover.log"
     exit 0
 fi
 DEVICE=${DEVICE:-cuda}

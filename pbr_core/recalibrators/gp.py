@@ -238,7 +238,9 @@ class _GPRecalibrator(Recalibrator):
 
     def _validate_params(self) -> None:
         self._check_param_values()
-        resolve_device(self.device)  # RuntimeError now (before any data is read) when CUDA is asked for but absent
+        # RuntimeError now (before any data is read) when CUDA is asked for but absent ("auto" never fails:
+        # scores=0 checks it without asking torch for a GPU).
+        resolve_device(self.device, scores=0)
 
     def _validate_saved_params(self) -> None:
         # Not the device: a model fitted on a GPU loads (and predicts) on a CPU-only machine.
@@ -294,8 +296,8 @@ class _GPRecalibrator(Recalibrator):
 
     def _fit_gp(self, preds: Predictions, start: "_GPRecalibrator | None" = None) -> None:
         self._validate_params()
-        dev = resolve_device(self.device)
         z = np.asarray(preds.scores, dtype=np.float64)
+        dev = resolve_device(self.device, scores=z.size)  # "auto": a GPU only for work large enough to gain
         y = np.asarray(preds.labels, dtype=np.int64)
         n = z.shape[0]
         kind = self._input_kind(preds)
@@ -417,7 +419,7 @@ class _GPRecalibrator(Recalibrator):
                 or other.bounds_.get("n_rows", other.bounds_.get("n")) != preds.n):
             return self.fit(preds)
         settings, check = self._train_settings()
-        result = training_check(other._model_for_prediction(), np.asarray(preds.scores, dtype=np.float64),
+        result = training_check(other._model_for_prediction(preds.scores.size), np.asarray(preds.scores, dtype=np.float64),
                                 np.asarray(preds.labels, dtype=np.int64), check, settings)
         if not result["passed"]:
             return self.fit(preds)
@@ -506,9 +508,10 @@ class _GPRecalibrator(Recalibrator):
         return self._fit_predictions(preds, start=start)
 
     # ------------------------------------------------------------------ predict
-    def _model_for_prediction(self) -> GPRecalibrationModel:
+    def _model_for_prediction(self, scores: int | None = None) -> GPRecalibrationModel:
+        """The fitted GP on the device to predict ``scores`` scores (rows x classes) on."""
         try:
-            dev = resolve_device(self.device)
+            dev = resolve_device(self.device, scores=scores)
         except RuntimeError as exc:
             # A model fitted on a GPU still predicts on a CPU-only machine (the result is the same).
             warnings.warn(f"{exc} Predicting on the CPU instead.", RuntimeWarning, stacklevel=3)
@@ -526,7 +529,8 @@ class _GPRecalibrator(Recalibrator):
                 f"the GP acts on the scores themselves, so give {fitted} (input_type='{fitted}')."
             )
         with fit_threads():
-            return predict_proba(self._model_for_prediction(), preds.scores, mean_approx=bool(self.mean_approx),
+            return predict_proba(self._model_for_prediction(preds.scores.size), preds.scores,
+                                 mean_approx=bool(self.mean_approx),
                                  n_samples=int(self.n_predict_samples), seed=prediction_seed(int(self.random_state)))
 
     # ------------------------------------------------------------------ state
@@ -714,7 +718,10 @@ _DOC_COMMON = """
     n_predict_samples : int, default 100
         J, posterior draws averaged per prediction (ignored by the mean approximation).
     device : {"auto", "cpu", "cuda", "cuda:N"}
-        "auto" uses a GPU when PyTorch sees one. Asking for CUDA without one raises RuntimeError.
+        "auto" uses a GPU when PyTorch sees one and the work has at least 50,000 scores (rows x
+        classes; the CPU below, where a GPU's kernel launches cost more than they save). The line is
+        provisional, from one H200 against one CPU thread (:mod:`pbr_core.gp.device`). Asking for
+        CUDA without one raises RuntimeError.
     random_state : int
         Seeds the inducing-point subsample, the fixed Monte Carlo draws and the prediction draws
         (a stream independent of the fit's draws, :func:`prediction_seed`), and the prior split.
