@@ -223,11 +223,11 @@ def cv_worker(task: dict, z, y) -> dict:
         pass
     warm = bool(task["warm"])
     if task["kind"] == "select":
-        from pbr_core.recalibrators import PBRCV
+        from pbr_core.recalibrators import PBR, PBRCV
 
         # The rows `pbr-calib fit FILE.npz --sample 1000 --seed 0` fits on (cli._sample_in_memory).
         rows = np.sort(np.random.default_rng(0).choice(preds.n, size=task["n_re"], replace=False))
-        rec = PBRCV(device="cpu", warm_start=warm)
+        rec = PBRCV(PBR(device="cpu"), warm_start=warm)
         c0, t0 = time.process_time(), time.perf_counter()
         rec.fit(preds.subset(rows))
         cpu, wall = time.process_time() - c0, time.perf_counter() - t0

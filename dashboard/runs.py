@@ -295,22 +295,23 @@ def fold_jobs(n_folds: int) -> int:
     return max(1, min(int(n_folds), cap))
 
 
-def _pbr_recalibrator(s: PBRSettings, n_fit: int, reporter: Reporter) -> tuple[Any, int]:
+def _pbr_recalibrator(s: PBRSettings, n_fit: int, reporter: Reporter) -> tuple[Any, int, dict[str, Any]]:
     """The page's recalibrator: ``s.method`` at ``s.alpha``, or with automatic alpha a
     :class:`~pbr_core.recalibrators.PBRCV` whose k-fold selection inside the recalibration rows
-    reports each fit, and the choice, to ``reporter``. Returns (recalibrator, steps)."""
+    reports each fit, and the choice, to ``reporter``. Returns (recalibrator, steps, its fit's
+    keyword arguments)."""
     params = accepted_params(s.method, max_iter=s.max_iter, prior_split=s.prior_split or None)
     if not (s.uses_alpha and s.alpha is None):
         if s.uses_alpha:
             params["alpha"] = s.alpha
         reporter.plan([(("fit",), float(n_fit))])
-        return get_recalibrator(s.method, **params), 1
+        return get_recalibrator(s.method, **params), 1, {}
     from dashboard.texts import people_progress
     from pbr_core.alpha_selection import kfold_indices
     from pbr_core.recalibrators import PBRCV
 
-    rec = PBRCV(alphas=list(s.alpha_grid), cv=s.cv_folds, scoring=s.cv_score, objective=s.objective,
-                mean_approx=s.mean_approx, cv_seed=s.seed, binary_ece=s.binary_ece, n_jobs=s.n_jobs, **params)
+    rec = PBRCV(get_recalibrator(s.method, **params), alphas=list(s.alpha_grid), cv=s.cv_folds, scoring=s.cv_score,
+                cv_seed=s.seed, binary_ece=s.binary_ece, n_jobs=s.n_jobs)
     steps = len(s.alpha_grid) * s.cv_folds + 1   # fits: the CV grid, then the final one
     # The CV fits run fold by fold, in ascending alpha, each continuing from the previous one
     # (alpha_selection._sequential_rows); a fit costs about its rows times a rate measured per
@@ -331,8 +332,7 @@ def _pbr_recalibrator(s: PBRSettings, n_fit: int, reporter: Reporter) -> tuple[A
         reporter.progress(done, steps, f"cross-validation fit: {people_progress(message)}")
         reporter.step("Choosing α by cross-validation on the recalibration set")
 
-    rec.cv_progress = progress
-    return rec, steps
+    return rec, steps, {"progress": progress}
 
 
 def run_pbr(preds: Predictions, s: PBRSettings, reporter: Reporter, *, data_name: str = "",
@@ -347,7 +347,7 @@ def run_pbr(preds: Predictions, s: PBRSettings, reporter: Reporter, *, data_name
     start = time.perf_counter()
     n_fit = split_indices(preds.n, s.n_re, fold=0, seed=s.seed)[0].shape[0]
     refuse_small_test_set(preds.n - n_fit, preds.n)
-    recalibrator, steps = _pbr_recalibrator(s, n_fit, reporter)
+    recalibrator, steps, fit_params = _pbr_recalibrator(s, n_fit, reporter)
     auto = steps > 1
 
     def on_stage(stage: str) -> None:
@@ -359,7 +359,7 @@ def run_pbr(preds: Predictions, s: PBRSettings, reporter: Reporter, *, data_name
 
     with watched(reporter):  # the predictions too: J draws on every test row take seconds
         h = fit_and_test(preds, recalibrator, s.n_re, seed=s.seed, binary_ece=s.binary_ece, eps=s.eps,
-                         lipschitz=s.lipschitz, on_stage=on_stage)
+                         lipschitz=s.lipschitz, on_stage=on_stage, fit_params=fit_params)
     alpha, scores = (s.alpha if s.uses_alpha else None), None
     if auto:
         alpha, scores = recalibrator.alpha_, pd.DataFrame(recalibrator.cv_results_)

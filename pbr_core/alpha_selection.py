@@ -51,7 +51,7 @@ from pbr_core.predictions import Predictions
 from pbr_core.progress import Progress
 from pbr_core.recalibrators.base import as_predictions
 
-__all__ = ["AlphaSelection", "kfold_indices", "select_alpha"]
+__all__ = ["AlphaSelection", "kfold_indices", "select_alpha", "select_alpha_of"]
 
 Metric = Literal["ece", "brier", "nll"]
 
@@ -204,17 +204,37 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
     >>> sel.best_alpha in (0.1, 1.0), sorted(sel.scores.alpha.unique().tolist())
     (True, [0.1, 1.0])
     """
-    from pbr_core.recalibrators.gp import PBR  # late import: recalibrators import this package's parents
+    from pbr_core.recalibrators.gp import PBR  # late import: the recalibrators import this module's parents
 
+    grid = _check_grid(grid, metric)
+    data = as_predictions(preds, labels)
+    return select_alpha_of(PBR(alpha=grid[0], objective=objective, **pbr_params), data,
+                           kfold_indices(data.n, n_splits, seed), grid, metric=metric, seed=seed, progress=progress,
+                           batched=batched, cancel=cancel, binary_ece=binary_ece, warm_start=warm_start,
+                           n_jobs=n_jobs)
+
+
+def _check_grid(grid: Sequence[float], metric: str) -> list[float]:
     if metric not in CV_SCORES:
         raise ValueError(f"Expected argument `metric` to be 'ece', 'brier' or 'nll', but got {metric!r}.")
     grid = [float(a) for a in grid]
     if not grid or any(not np.isfinite(a) or a < 0 for a in grid):
         raise ValueError(f"Expected argument `grid` to be a non-empty list of finite values >= 0, but got {grid!r}.")
-    data = as_predictions(preds, labels)
-    folds = kfold_indices(data.n, n_splits, seed)
-    template = PBR(alpha=grid[0], objective=objective, **pbr_params)
+    return grid
+
+
+def select_alpha_of(template: Any, data: Predictions, folds: Sequence[tuple[np.ndarray, np.ndarray]],
+                    grid: Sequence[float] = PAPER_ALPHAS, *, metric: Metric = "ece", seed: int = 0,
+                    progress: Progress | None = None, batched: bool | Literal["auto"] = "auto",
+                    cancel: CancelCallback | None = None, binary_ece: BinaryTarget = BINARY_TARGET.default,
+                    warm_start: bool = True, n_jobs: int = 1) -> AlphaSelection:
+    """:func:`select_alpha` for an unfitted PBR-family recalibrator ``template`` (its class and every
+    parameter but alpha kept in each fit) on given (train, validation) folds of ``data``, e.g. from
+    a scikit-learn splitter: what :class:`~pbr_core.recalibrators.PBRCV` runs. ``seed`` is only
+    recorded (the folds are given)."""
+    grid = _check_grid(grid, metric)
     template._validate_params()
+    n_splits = len(folds)
     if batched == "auto":
         from pbr_core.gp.device import resolve_device
 
@@ -260,7 +280,7 @@ def select_alpha(preds: Predictions | np.ndarray, grid: Sequence[float] = PAPER_
     best = eligible.sort_values(["mean", "alpha"], ascending=[True, False], kind="stable")
     best_alpha = float(best[best["mean"] <= best["mean"].iloc[0] + 1e-12]["alpha"].max())
     return AlphaSelection(best_alpha=best_alpha, scores=scores, summary=summary, metric=metric,
-                          objective=objective, n_splits=n_splits, seed=seed, batched=bool(batched),
+                          objective=template.objective, n_splits=n_splits, seed=seed, batched=bool(batched),
                           wall_time_s=time.perf_counter() - t0, warm_start=bool(scores["warm_start"].any()),
                           notes=notes)
 

@@ -728,19 +728,16 @@ def _select_alpha(rec, preds, args: argparse.Namespace):
     from tqdm import tqdm
 
     from pbr_core.loading.writing import csv_text
-    from pbr_core.recalibrators import PBR, PBRCV
+    from pbr_core.recalibrators import PBRCV
 
-    # The variants (pbr_total, pbr_app, ...) fix objective and mean_approx outside get_params().
-    params = {name: getattr(rec, name) for name in PBR._param_names() if name != "alpha"}
-    cv = PBRCV(alphas=args.alpha_grid, cv=args.alpha_folds, scoring=args.alpha_metric, n_jobs=args.jobs, **params)
+    cv = PBRCV(rec, alphas=args.alpha_grid, cv=args.alpha_folds, scoring=args.alpha_metric, n_jobs=args.jobs)
     with tqdm(total=None, unit="fit", desc="alpha CV", file=sys.stderr, disable=args.quiet, leave=False) as bar:
         def progress(done: int, total: int, message: str) -> None:
             bar.total = total
             bar.n = done
             bar.set_postfix_str(message, refresh=True)
 
-        cv.cv_progress = progress
-        cv.fit(preds)
+        cv.fit(preds, progress=progress)
     sel = cv.selection_
     if args.alpha_scores is not None:
         try:

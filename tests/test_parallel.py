@@ -166,9 +166,8 @@ def test_a_stop_installed_around_pbrcv_reaches_its_workers(preds) -> None:
 
     seen = []
     rec = get_recalibrator("pbr_cv", alphas=[0.1, 0.5, 1.0], cv=4, n_jobs=2, **QUICK)
-    rec.cv_progress = lambda done, total, message: seen.append(done)
     with pytest.raises(Cancelled), cancel_when(lambda: len(seen) >= 1):
-        rec.fit(preds.subset(np.arange(400)))
+        rec.fit(preds.subset(np.arange(400)), progress=lambda done, total, message: seen.append(done))
     assert 1 <= len(seen) < 12 and not hasattr(rec, "alpha_")
     assert _no_workers_left()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, Mapping
 
 import numpy as np
 
@@ -85,7 +85,8 @@ class HeldOutFit:
 
 def fit_and_test(preds: Predictions, recalibrator: Any, n_re: int, *, fold: int = 0, seed: int = 0,
                  n_te: int | None = None, binary_ece: BinaryECE = DEFAULT_BINARY_ECE, eps: float = BOUND_EPS,
-                 lipschitz: float = BOUND_LIPSCHITZ, on_stage: Callable[[Stage], None] | None = None) -> HeldOutFit:
+                 lipschitz: float = BOUND_LIPSCHITZ, on_stage: Callable[[Stage], None] | None = None,
+                 fit_params: Mapping[str, Any] | None = None) -> HeldOutFit:
     """Fit ``recalibrator`` on the ``n_re`` recalibration rows of one fold and test it on the rest.
 
     The split is :func:`~pbr_core.experiments.split_indices` ``(n, n_re, fold=fold, seed=seed,
@@ -112,6 +113,9 @@ def fit_and_test(preds: Predictions, recalibrator: Any, n_re: int, *, fold: int 
         Called with "fit" before the fit and "predict" before the predictions (a front end's
         progress message); progress within them and Stop go through
         :func:`pbr_core.recalibrators.report_progress` and :func:`pbr_core.cancel.cancel_when`.
+    fit_params : mapping, optional
+        Keyword arguments of the recalibrator's ``fit`` (a ``PBRCV``'s ``progress=``, which hears
+        each cross-validation fit).
 
     Returns
     -------
@@ -134,7 +138,7 @@ def fit_and_test(preds: Predictions, recalibrator: Any, n_re: int, *, fold: int 
     fit_set, test_set = preds.subset(re_idx), preds.subset(te_idx)
     if on_stage is not None:
         on_stage("fit")
-    recalibrator.fit(fit_set)
+    recalibrator.fit(fit_set, **dict(fit_params or {}))
     if on_stage is not None:
         on_stage("predict")
     after_te = recalibrator.predict_proba(test_set)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Sequence
 
 import numpy as np
+from sklearn.base import clone
 
 from pbr_core.cancel import Cancelled, checkpoint
 from pbr_core.paper import continuation_order
@@ -92,8 +93,8 @@ Scorer = Callable[[GridFit, Predictions], dict]
 
 
 def _with_alpha(template: Any, alpha: float) -> Any:
-    """An unfitted copy of ``template`` at ``alpha`` (the same class, every other parameter equal)."""
-    return type(template)(**{**template.get_params(), "alpha": float(alpha)})
+    """An unfitted clone of ``template`` at ``alpha`` (the same class, every other parameter equal)."""
+    return clone(template).set_params(alpha=float(alpha))
 
 
 def _fold_chain(data: Predictions, rows: np.ndarray, fold: int, alphas: list[float], order: list[int],

@@ -21,7 +21,6 @@ damaged one raises :class:`RecalibratorFileError` (a ``ValueError``) naming the 
 
 from __future__ import annotations
 
-import inspect
 import sys
 from typing import Any
 
@@ -49,6 +48,7 @@ from pbr_core.recalibrators.isotonic import IsotonicCalibration
 from pbr_core.recalibrators.histogram import HistogramBinning
 from pbr_core.recalibrators.beta import BetaCalibration
 from pbr_core.recalibrators.bbq import BBQ
+from pbr_core.recalibrators.venn_abers import VennAbers
 
 __all__ = [
     "BBQ",
@@ -74,6 +74,7 @@ __all__ = [
     "StructuredVectorScaling",
     "TemperatureScaling",
     "VectorScaling",
+    "VennAbers",
     "available_methods",
     "get_recalibrator",
     "gp_method",
@@ -143,18 +144,18 @@ def method_label(name: str, multiclass: bool = False) -> str:
 
 
 def param_names(name: str) -> list[str]:
-    """The parameters ``get_recalibrator(name, ...)`` takes, in the constructor's order.
+    """The parameters ``get_recalibrator(name, ...)`` takes (the constructor's, in its order; PBRCV's
+    own and its estimator's, flat), which a saved file's "params" hold.
 
     Raises ``ValueError`` for an unknown name (the message lists the registered ones).
     """
-    return list(method_class(name)._param_names())
+    return list(method_class(name)._settings_defaults())
 
 
 def default_params(name: str) -> dict[str, Any]:
-    """Each parameter of method ``name`` with its default value (``pbr-calib methods`` lists them)."""
-    cls = method_class(name)
-    signature = inspect.signature(cls.__init__)
-    return {param: signature.parameters[param].default for param in cls._param_names()}
+    """Each parameter of method ``name`` (:func:`param_names`) with its default value (``pbr-calib
+    methods`` lists them)."""
+    return method_class(name)._settings_defaults()
 
 
 def takes(name: str, param: str) -> bool:
@@ -210,9 +211,11 @@ def get_recalibrator(name: str, **params: Any) -> Recalibrator:
     if unknown:
         raise ValueError(f"Invalid parameter(s) {unknown} for {name!r} ({cls.__name__}); valid parameters: {valid}.")
     try:
-        recalibrator = cls(**params)
+        recalibrator = cls._from_settings(**params)
     except TypeError as exc:
         raise ValueError(f"Invalid parameters {params!r} for method {name!r}: {exc}") from exc
+    except ValueError as exc:  # a wrapper's settings that name no estimator (PBRCV's objective)
+        raise ValueError(f"Method {name!r}: {exc}") from exc
     try:
         recalibrator._validate_params()
     except ValueError as exc:

@@ -304,6 +304,29 @@ class Recalibrator:
     def _param_names(cls) -> list[str]:
         return [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "args", "kwargs")]
 
+    # The settings of a method by name: what ``get_recalibrator(method, ...)`` takes, what a saved file's
+    # "params" hold and what ``pbr-calib methods`` lists. For every method but a wrapper they are the
+    # constructor's parameters; a wrapper of another recalibrator (PBRCV) takes its estimator's flat.
+    @classmethod
+    def _settings_defaults(cls) -> dict[str, Any]:
+        """Each setting with its default value (the registry's ``default_params``, ``param_names``)."""
+        signature = inspect.signature(cls.__init__)
+        return {p: signature.parameters[p].default for p in cls._param_names()}
+
+    @classmethod
+    def _settings_constraints(cls) -> dict[str, Constraint]:
+        """What each setting may be (checked on a saved file's "params")."""
+        return cls._parameter_constraints
+
+    @classmethod
+    def _from_settings(cls, **settings: Any) -> "Recalibrator":
+        """A new, unfitted recalibrator from its settings (``get_recalibrator``, loading a file)."""
+        return cls(**settings)
+
+    def _settings(self) -> dict[str, Any]:
+        """This recalibrator's settings (what ``to_dict`` saves as "params")."""
+        return self.get_params()
+
     def get_params(self, deep: bool = False) -> dict[str, Any]:
         """The constructor parameters (``deep`` is accepted for scikit-learn compatibility)."""
         return {name: getattr(self, name) for name in self._param_names()}
@@ -329,7 +352,7 @@ class Recalibrator:
             "format": FORMAT_NAME,
             "format_version": FORMAT_VERSION,
             "method": self.method,
-            "params": _encode(self.get_params()),
+            "params": _encode(self._settings()),
             "n_classes": self.n_classes_,
             "input_type": self.input_type_,
             "class_names": None if getattr(self, "class_names_", None) is None else list(self.class_names_),
@@ -393,17 +416,17 @@ class Recalibrator:
             raise StateError(f"the file holds a field named {_state.quoted(extra[0])}, which a recalibrator "
                              f"file does not have (its fields: {', '.join(FILE_FIELDS)})")
         params = _state.mapping(_state.field(data, "params", "the file"), "params")
-        valid = cls._param_names()
+        valid = list(cls._settings_defaults())
         unknown = sorted(set(params) - set(valid))
         if unknown:
             raise StateError(f"params holds {unknown}, which {cls.__name__} does not take (it takes {valid})")
         values = _decode(params, "params")
-        for name, constraint in cls._parameter_constraints.items():  # the fit's checks, sizes bounded
+        for name, constraint in cls._settings_constraints().items():  # the fit's checks, sizes bounded
             if name in values and not constraint.test(values[name]):
                 raise StateError(f"params.{name} must be {constraint.words}, but the file holds "
                                  f"{_state.shown(values[name])}")
         try:
-            obj = cls(**values)
+            obj = cls._from_settings(**values)
             obj._validate_saved_params()  # what involves several parameters
         except (TypeError, ValueError) as exc:
             raise StateError(f"its parameters are invalid: {str(exc).rstrip('.')}") from None

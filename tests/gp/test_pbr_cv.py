@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,7 +11,7 @@ import pytest
 import pbr_core
 from pbr_core.alpha_selection import select_alpha
 from pbr_core.experiments import compare, split_indices
-from pbr_core.recalibrators import PBRCV, get_recalibrator
+from pbr_core.recalibrators import PBR, PBRCV, get_recalibrator
 from recal_doubles import failing_pbr_fits
 
 QUICK = {"max_iter": 20, "n_mc": 8, "n_predict_samples": 8}
@@ -24,9 +26,9 @@ def data(cifar10_logits):
 def test_pbr_cv_is_select_alpha_then_a_pbr_fit_with_the_winner(data) -> None:
     z, y = data
     seen = []
-    rec = PBRCV(alphas=[0.1, 1.0], cv=2, scoring="brier", objective="pbr_total", mean_approx=True, cv_seed=3, **QUICK)
-    rec.cv_progress = lambda *a: seen.append(a)
-    rec.fit(z, y)
+    rec = PBRCV(PBR(objective="pbr_total", mean_approx=True, **QUICK), alphas=[0.1, 1.0], cv=2, scoring="brier",
+                cv_seed=3)
+    rec.fit(z, y, progress=lambda *a: seen.append(a))
     sel = select_alpha(z, (0.1, 1.0), objective="pbr_total", n_splits=2, metric="brier", seed=3, labels=y,
                        mean_approx=True, **QUICK)
     assert rec.alpha_ == sel.best_alpha
@@ -42,24 +44,27 @@ def test_pbr_cv_is_select_alpha_then_a_pbr_fit_with_the_winner(data) -> None:
 
 def test_pbr_cv_parameters_are_checked_before_the_data(data) -> None:
     z, y = data
-    for bad, words in [({"cv": 1}, "`cv` to be an integer from 2 to 100"),
+    for bad, words in [({"cv": 1}, "`cv` to be an integer from 2 to 100, or a splitter"),
                        ({"alphas": []}, "`alphas` to be a non-empty list"),
                        ({"alphas": [0.1, -1.0]}, "`alphas` to be a non-empty list"),
                        ({"scoring": "auc"}, "`scoring` to be 'ece', 'brier' or 'nll'"),
-                       ({"objective": "gp"}, "`objective` to be 'pbr' or 'pbr_total'")]:
+                       ({"estimator": PBR(objective="gp")}, "`objective` to be 'pbr' or 'pbr_total'"),
+                       ({"estimator": get_recalibrator("temperature")}, "`estimator` to be a PBR recalibrator")]:
         with pytest.raises(ValueError, match=words):
             PBRCV(**bad).fit(z, y)
+    with pytest.raises(ValueError, match="Method 'pbr_cv': Expected argument `objective` to be 'pbr' or 'pbr_total'"):
+        get_recalibrator("pbr_cv", objective="gp")
 
 
 def test_compare_runs_pbr_cv_per_fold(cifar10_logits) -> None:
     """In compare, alpha is chosen inside each fold's recalibration set (never on its test set)."""
     z, y = cifar10_logits
     preds = pbr_core.Predictions.from_arrays(z[:300], y[:300])
-    params = {"alphas": [0.1, 1.0], "cv": 2, **QUICK}
+    params = {"alphas": [0.1, 1.0], "cv": 2, **QUICK}  # by name, the estimator's settings are flat
     table = compare(preds, ["pbr_cv"], n_re=100, n_folds=2, seed=0, method_params={"pbr_cv": params})
     for fold in range(2):
         re_idx, te_idx = split_indices(preds.n, 100, fold=fold, seed=0)
-        rec = PBRCV(**params).fit(preds.subset(re_idx))
+        rec = PBRCV(PBR(**QUICK), alphas=[0.1, 1.0], cv=2).fit(preds.subset(re_idx))
         row = table[table.fold == fold].iloc[0]
         assert row["kl"] == rec.kl_
         assert row["ece"] == pbr_core.ece(rec.predict_proba(preds.subset(te_idx)), y[:300][te_idx],
@@ -71,7 +76,7 @@ def test_pbr_cv_says_which_fits_failed_and_chooses_among_the_others(data, monkey
     the final fit's report carries the reason (what the CLI and the PBR page show)."""
     z, y = data
     failing_pbr_fits(monkeypatch, lambda alpha, n, nth: alpha == 1.0 and n == 60 and nth == 1)  # fold 0's
-    rec = PBRCV(alphas=[0.1, 1.0], cv=2, **QUICK)
+    rec = PBRCV(PBR(**QUICK), alphas=[0.1, 1.0], cv=2)
     with pytest.warns(RuntimeWarning, match="alpha = 1 on fold 1 of 2 failed"):
         rec.fit(z, y)
     assert rec.cv_results_["failed"].tolist() == [0, 1] and np.isnan(rec.cv_results_["mean"][1])
@@ -104,9 +109,59 @@ def test_pbr_cv_says_which_fits_failed_and_chooses_among_the_others(data, monkey
 def test_a_pbr_cv_file_saved_before_failed_fits_were_counted_loads(data) -> None:
     """Files written before ``cv_results_['failed']`` existed have no such column: none failed."""
     z, y = data
-    rec = PBRCV(alphas=[0.1, 1.0], cv=2, **QUICK).fit(z, y)
+    rec = PBRCV(PBR(**QUICK), alphas=[0.1, 1.0], cv=2).fit(z, y)
     doc = rec.to_dict()
     del doc["state"]["cv_results"]["failed"]
     loaded = PBRCV.from_dict(doc)
     assert loaded.cv_results_["failed"].tolist() == [0, 0] and loaded.alpha_ == rec.alpha_
     np.testing.assert_array_equal(loaded.predict_proba(z), rec.predict_proba(z))
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_a_file_saved_before_the_wrapper_loads_and_predicts_as_saved(cifar10_logits) -> None:
+    """``legacy_pbr_cv.json``: a PBRCV saved when it repeated PBR's parameters (flat "params"), fitted on
+    CIFAR-10 rows 0-79; it loads as the wrapper, predicts rows 80-89 as it did, and the wrapper fitted the
+    same way today saves the same file."""
+    import json
+
+    from pbr_core.recalibrators import load_recalibrator
+
+    z, y = cifar10_logits
+    legacy = json.loads((DATA / "legacy_pbr_cv.json").read_text())
+    expected = json.loads((DATA / "legacy_pbr_cv_probs.json").read_text())
+    loaded = load_recalibrator(DATA / "legacy_pbr_cv.json")
+    assert isinstance(loaded, PBRCV) and loaded.alpha_ == expected["alpha"]
+    assert type(loaded.best_estimator_).__name__ == "PBRTotalApp" and loaded.estimator.alpha == 0.5
+    np.testing.assert_array_equal(loaded.predict_proba(z[80:90]), np.array(expected["probs"]))
+    params = loaded.to_dict()["params"]
+    assert {k: params[k] for k in legacy["params"]} == legacy["params"]  # later settings (if any) at their defaults
+    today = PBRCV(get_recalibrator("pbr_total_app", max_iter=20, n_mc=8, n_predict_samples=8), alphas=[0.1, 1.0],
+                  cv=2).fit(z[:80], y[:80])
+    doc = today.to_dict()
+    doc["state"]["fit_report"].pop("wall_time_s", None)
+    assert doc["state"] == legacy["state"] and {k: doc["params"][k] for k in legacy["params"]} == legacy["params"]
+
+
+def test_pbr_cv_is_a_wrapper_that_clones_its_estimator(data) -> None:
+    from sklearn.base import clone
+    from sklearn.model_selection import KFold
+
+    z, y = data
+    estimator = PBR(objective="pbr_total", **QUICK)
+    rec = PBRCV(estimator, alphas=[0.1, 1.0], cv=KFold(2, shuffle=True, random_state=1))
+    copy = clone(rec)
+    assert copy is not rec and copy.estimator is not estimator and copy.get_params()["alphas"] == [0.1, 1.0]
+    assert copy.estimator.get_params() == estimator.get_params() and not copy.is_fitted
+    rec.fit(z, y)
+    assert estimator.get_params()["alpha"] == 0.5 and not estimator.is_fitted  # the estimator itself is left alone
+    folds = [(np.sort(tr), np.sort(va)) for tr, va in KFold(2, shuffle=True, random_state=1).split(z)]
+    from pbr_core.alpha_selection import select_alpha_of
+
+    sel = select_alpha_of(PBR(alpha=0.1, objective="pbr_total", **QUICK), pbr_core.Predictions.from_arrays(z, y),
+                          folds, [0.1, 1.0])
+    pd.testing.assert_frame_equal(rec.selection_.scores, sel.scores)
+    assert rec.best_estimator_.method == "pbr_total" and rec.n_fits() == 5
+    assert rec.to_dict()["params"]["cv"] == 2 and rec.to_dict()["params"]["objective"] == "pbr_total"
+    assert rec.kl_ == rec.best_estimator_.kl_ and rec.fit_report_ is rec.best_estimator_.fit_report_

@@ -17,8 +17,12 @@ from pbr_core.recalibrators import (REGISTRY, accepted_params, available_methods
 def test_param_names_are_the_constructors_parameters() -> None:
     for name in available_methods():
         signature = inspect.signature(method_class(name).__init__)
-        assert param_names(name) == [p for p in signature.parameters if p != "self"]
+        if name != "pbr_cv":  # a wrapper: its own settings and its estimator's, flat (below)
+            assert param_names(name) == [p for p in signature.parameters if p != "self"]
         assert list(default_params(name)) == param_names(name)
+    pbr = [p for p in param_names("pbr") if p != "alpha"]
+    own = [p for p in inspect.signature(method_class("pbr_cv").__init__).parameters if p not in ("self", "estimator")]
+    assert param_names("pbr_cv") == own[:3] + pbr + own[3:]
     assert default_params("temperature") == {"min_temperature": 1e-3, "max_temperature": 1e3}
     assert default_params("pbr")["alpha"] == 0.5
 
