@@ -48,6 +48,7 @@ from pbr_core.recalibrators.isotonic import IsotonicCalibration
 from pbr_core.recalibrators.histogram import HistogramBinning
 from pbr_core.recalibrators.beta import BetaCalibration
 from pbr_core.recalibrators.bbq import BBQ
+from pbr_core.recalibrators.venn_abers import VennAbers
 
 __all__ = [
     "BBQ",
@@ -73,6 +74,7 @@ __all__ = [
     "StructuredVectorScaling",
     "TemperatureScaling",
     "VectorScaling",
+    "VennAbers",
     "available_methods",
     "get_recalibrator",
     "gp_method",
