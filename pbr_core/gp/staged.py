@@ -12,10 +12,12 @@ K = 10), hundreds of times: its cost grows linearly with n (one evaluation and i
    estimate of it). It finds the basin; its rows are few, so each evaluation is cheap. A stage 1
    that ends at the prior is no start (its collapsed outputscale leaves no gradient to follow):
    stage 2 then fits from the prior, with everything a full-batch fit does.
-2. **Stage 2**, on every row: L-BFGS continued from stage 1's parameters, on the objective of all n
+2. **Then on every row**: L-BFGS continued from stage 1's parameters, on the objective of all n
    rows (the one the bounds are computed for), until the usual stopping rule fires. The training-set
-   check runs on this fit. A stage 2 that fails it is redone from the prior on every row, exactly
-   as :func:`pbr_core.gp.training.fit_gp` redoes a failed continuation.
+   check runs on this fit. A fit on every row that fails it is redone from the prior on every row,
+   exactly as :func:`pbr_core.gp.training.fit_gp` redoes a failed continuation. On 2 x 10^6 rows or
+   more an intermediate stage comes first (``STAGE_GROWTH``): 5,000, 100,000, then every row, each
+   stage's rows containing the previous stage's, each continued from the previous one's fit.
 
 **A fixed Monte Carlo budget per evaluation.** Each stage draws ``S = max(2, MC_ROW_DRAWS / n)``
 antithetic draws per entry (even, at most the S of a full-batch fit): the objective is a mean over
@@ -49,7 +51,8 @@ from pbr_core.gp.optimizers import restore, snapshot
 from pbr_core.gp.problem import FitData, FitReport, ProgressCallback, TrainCheck, TrainSettings
 from pbr_core.gp.training import fit_gp
 
-__all__ = ["MC_ROW_DRAWS", "STAGED_MIN_ROWS", "STAGE_ROWS", "fit_staged", "stage_draw_count", "uses_stages"]
+__all__ = ["MC_ROW_DRAWS", "STAGED_MIN_ROWS", "STAGE_GROWTH", "STAGE_ROWS", "fit_staged", "stage_draw_count",
+           "stage_sizes", "uses_stages"]
 
 #: From this many rows on, ``staged="auto"`` fits in stages. Below it a full-batch fit costs at most
 #: ~12 CPU s at K = 10 and every fit is the one of before, bit for bit (the paper's protocols use
@@ -58,6 +61,12 @@ STAGED_MIN_ROWS = 20_000
 #: Rows of stage 1 (drawn at random, seeded). 5,000 and 10,000 gave the same objective at n = 10^5
 #: (within 4e-6 relative) in the same time; 20,000 was slower (stage 1 then costs more than it saves).
 STAGE_ROWS = 5_000
+#: Each stage before the last fits this many times the rows of the one before (while that is at most
+#: half of all rows): at n = 10^6 the stages are 5,000, 100,000 and 10^6 rows, so that the costly
+#: iterations on every row start from a fit on 100,000 (measured: stage 2 of 10^6 rows took 130
+#: iterations of ~3 CPU s each straight from 5,000 rows). At n = 10^5 two stages (5,000, 10^5): an
+#: intermediate one at 25,000 rows cost more than it saved (15.1 against 12.2 CPU s).
+STAGE_GROWTH = 20
 #: Draws per evaluation in all, n x S (see the module docstring): S = 32 up to 4,096 rows.
 MC_ROW_DRAWS = 2**17
 #: The fewest draws per entry of a staged fit (one antithetic pair).
@@ -86,10 +95,22 @@ def _stage_seed(seed: int, stage: int) -> int:
     return int(np.random.SeedSequence(int(seed), spawn_key=(3, int(stage))).generate_state(1)[0])
 
 
+def stage_sizes(n_rows: int) -> list[int]:
+    """The rows of each stage: ``STAGE_ROWS``, then ``STAGE_GROWTH`` times more while that is at most half
+    of ``n_rows``, then every row (just ``[n_rows]`` for ``STAGE_ROWS`` rows or fewer)."""
+    n = int(n_rows)
+    if n <= STAGE_ROWS:
+        return [n]
+    sizes = [STAGE_ROWS]
+    while sizes[-1] * STAGE_GROWTH * 2 <= n:
+        sizes.append(sizes[-1] * STAGE_GROWTH)
+    return [*sizes, n]
+
+
 def stage_rows(n_rows: int, seed: int) -> np.ndarray:
-    """The rows of stage 1 (sorted): ``STAGE_ROWS`` of ``n_rows`` drawn at random with ``seed``."""
-    rng = np.random.default_rng(_stage_seed(seed, 0))
-    return np.sort(rng.choice(int(n_rows), size=min(STAGE_ROWS, int(n_rows)), replace=False))
+    """A seeded permutation of the rows: stage i fits the first ``stage_sizes(n_rows)[i]`` of them
+    (sorted), so each stage's rows contain the previous stage's."""
+    return np.random.default_rng(_stage_seed(seed, 0)).permutation(int(n_rows))
 
 
 def _problem(z: np.ndarray, y: np.ndarray, spec: ObjectiveSpec, n_mc: int, seed: int, antithetic: bool,
@@ -113,8 +134,8 @@ def fit_staged(model: GPRecalibrationModel, z: np.ndarray, y: np.ndarray, spec: 
 
     ``n_mc`` is the S of a full-batch fit (the most a stage draws); ``seed`` the fit's
     ``random_state``. With ``start`` (a fit of the same model to continue, as
-    :func:`pbr_core.gp.training.fit_gp` takes it), stage 1 is skipped: the start already is what it
-    would find. Each stage has its own ``settings.max_iter`` budget.
+    :func:`pbr_core.gp.training.fit_gp` takes it), only the stage on every row runs: the start
+    already is what the stages before would find. Each stage has its own ``settings.max_iter`` budget.
     """
     t0 = time.perf_counter()
     continuing = start is not None
@@ -127,37 +148,37 @@ def fit_staged(model: GPRecalibrationModel, z: np.ndarray, y: np.ndarray, spec: 
         return None if progress is None else (lambda it, mx, obj: progress(offset + it, mx, obj))
 
     prior, prior_jitter = snapshot(model), model.jitter
-    if start is None and n > STAGE_ROWS:
-        rows = stage_rows(n, seed)
-        s1 = stage_draw_count(rows.size, n_mc)
+    sizes = stage_sizes(n) if start is None else [n]  # a continued fit starts where its start ended
+    order = stage_rows(n, seed) if len(sizes) > 1 else None
+    for i, m in enumerate(sizes):
+        last = i == len(sizes) - 1
+        rows = np.sort(order[:m]) if not last else slice(None)
+        s_i = stage_draw_count(m, n_mc)
         # The KL keeps the weight it has in the objective of every row, alpha / n: on m rows that is
-        # alpha' = alpha m / n, so that stage 1 minimises an unbiased estimate of the full objective
+        # alpha' = alpha m / n, so that a stage minimises an unbiased estimate of the full objective
         # (with alpha itself the KL would weigh n / m times more, and a subsample fit collapse to the
         # prior where the fit on every row does not).
-        sub_spec = replace(spec, alpha=float(spec.alpha) * rows.size / n)
-        first = _problem(z[rows], y[rows], sub_spec, s1, _stage_seed(seed, 1), antithetic, mc_classes, device, dtype)
-        r1 = fit_gp(model, first, settings, progress=progress)[0]
-        stages.append({"rows": int(rows.size), "n_mc": s1, "alpha": float(sub_spec.alpha), "iterations": r1.iterations,
-                       "evaluations": r1.evaluations, "objective": r1.objective, "stop_reason": r1.stop_reason,
-                       "ended_at_prior": r1.ended_at_prior})
-        done = [r1.iterations, r1.evaluations, r1.restarts]
-        notes.extend(r1.warnings)
-        if not r1.ended_at_prior:
-            start, start_jitter = snapshot(model), model.jitter
-        # else: a collapsed stage 1 is no start (its outputscale ~ 0 leaves no gradient to follow); the
-        # fit on every row then runs from the prior with everything a full-batch fit does.
+        stage_spec = spec if last else replace(spec, alpha=float(spec.alpha) * m / n)
+        data = _problem(z[rows], y[rows], stage_spec, s_i, _stage_seed(seed, i + 1), antithetic, mc_classes, device,
+                        dtype)
+        if start is None:
+            r = fit_gp(model, data, settings, progress=shifted(done[0]), check=check if last else None)[0]
+        else:
+            r = fit_gp(model, data, settings, progress=shifted(done[0]), check=check if last else None, start=start,
+                       start_jitter=start_jitter)[0]
+        stages.append({"rows": int(m), "n_mc": s_i, "alpha": float(stage_spec.alpha), "iterations": r.iterations,
+                       "evaluations": r.evaluations, "objective": r.objective, "stop_reason": r.stop_reason,
+                       "ended_at_prior": r.ended_at_prior})
+        if last:
+            break
+        done = [done[0] + r.iterations, done[1] + r.evaluations, done[2] + r.restarts]
+        notes.extend(r.warnings)
+        # A stage that ended at the prior is no start (its collapsed outputscale leaves no gradient to
+        # follow): the next stage then fits from the prior with everything a full-batch fit does.
+        start, start_jitter = (None, None) if r.ended_at_prior else (snapshot(model), model.jitter)
         restore(model, prior)  # fit_gp continues from `start`; a failed continuation is redone from the prior
         model.jitter = prior_jitter
-    s2 = stage_draw_count(n, n_mc)
-    full = _problem(z, y, spec, s2, _stage_seed(seed, 2), antithetic, mc_classes, device, dtype)
-    if start is None:
-        r2 = fit_gp(model, full, settings, progress=shifted(done[0]), check=check)[0]
-    else:
-        r2 = fit_gp(model, full, settings, progress=shifted(done[0]), check=check, start=start,
-                    start_jitter=start_jitter)[0]
-    stages.append({"rows": n, "n_mc": s2, "alpha": float(spec.alpha), "iterations": r2.iterations,
-                   "evaluations": r2.evaluations, "objective": r2.objective, "stop_reason": r2.stop_reason,
-                   "ended_at_prior": r2.ended_at_prior})
+    r2 = r
     return replace(r2, iterations=done[0] + r2.iterations, evaluations=done[1] + r2.evaluations,
                    restarts=done[2] + r2.restarts, wall_time_s=time.perf_counter() - t0,
                    warnings=[*notes, *r2.warnings], continued=continuing and r2.continued, stages=stages)

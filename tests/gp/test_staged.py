@@ -52,6 +52,16 @@ def test_when_a_fit_runs_in_stages() -> None:
     assert staged.uses_stages(10, True) and not staged.uses_stages(10**7, False)
 
 
+def test_stage_sizes() -> None:
+    assert staged.stage_sizes(staged.STAGE_ROWS) == [staged.STAGE_ROWS]
+    assert staged.stage_sizes(100_000) == [5_000, 100_000]
+    assert staged.stage_sizes(199_999) == [5_000, 199_999]
+    assert staged.stage_sizes(200_000) == [5_000, 100_000, 200_000]
+    assert staged.stage_sizes(10**6) == [5_000, 100_000, 10**6]
+    order = staged.stage_rows(1000, seed=0)
+    assert sorted(order) == list(range(1000))  # each stage's rows contain the previous stage's
+
+
 def test_stage_draws_keep_a_fixed_budget() -> None:
     assert staged.stage_draw_count(1000, 32) == 32  # capped at the full-batch fit's S
     assert staged.stage_draw_count(4096, 32) == 32
