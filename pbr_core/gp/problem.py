@@ -210,4 +210,7 @@ class FitReport:
     stages: list[dict] | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        if out["stages"] is None:  # a full-batch fit: its report (and saved file) as before the stages
+            del out["stages"]
+        return out

@@ -15,7 +15,7 @@ K = 10), hundreds of times: its cost grows linearly with n (one evaluation and i
 2. **Then on every row**: L-BFGS continued from stage 1's parameters, on the objective of all n
    rows (the one the bounds are computed for), until the usual stopping rule fires. The training-set
    check runs on this fit. A fit on every row that fails it is redone from the prior on every row,
-   exactly as :func:`pbr_core.gp.training.fit_gp` redoes a failed continuation. On 2 x 10^6 rows or
+   exactly as :func:`pbr_core.gp.training.fit_gp` redoes a failed continuation. On 2 x 10^5 rows or
    more an intermediate stage comes first (``STAGE_GROWTH``): 5,000, 100,000, then every row, each
    stage's rows containing the previous stage's, each continued from the previous one's fit.
 

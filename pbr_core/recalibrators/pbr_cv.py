@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import Any, ClassVar, Iterable, Literal, Sequence
 
 import numpy as np
-from sklearn.base import clone
 
 from pbr_core.evaluation import CV_SCORES
 from pbr_core.metrics import BINARY_TARGET
@@ -248,6 +247,10 @@ class PBRCV(Recalibrator):
         template = self._template()
         cls = method_class(gp_method(template.objective, bool(template.mean_approx)))
         if type(template) is cls:
+            # scikit-learn on first use: `from pbr_core.recalibrators import PBR` imports this module,
+            # and sklearn.base (with scipy.stats) costs ~1 CPU s, paid by every process's first GP fit.
+            from sklearn.base import clone
+
             return clone(template).set_params(alpha=float(alpha))
         settings = _estimator_settings(template)
         return cls(alpha=float(alpha), **{k: v for k, v in settings.items() if k in cls._param_names()})
