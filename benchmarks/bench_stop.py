@@ -92,13 +92,13 @@ def scenarios() -> dict[str, Scenario]:
                  batched_selection),
         Scenario("compare", "Compare page: uncalibrated, temperature, GP calibration (app.), PBR; CIFAR-100, "
                             "n_re = 500, 2 folds",
-                 lambda ctx: runs.run_compare(c100, runs.compare_settings(
+                 lambda ctx: runs.run_compare(c100, runs.CompareSettings.of(
                      ["uncalibrated", "temperature", "gp_app", "pbr"], 500, 2, 0), ctx)),
         Scenario("generalization", "Generalization page: PBR α = .5, CIFAR-100, n_re = 1000, 2 folds",
-                 lambda ctx: runs.run_generalization(c100, runs.GenSettings(alphas=(0.5,), n_re=1000, n_folds=2),
+                 lambda ctx: runs.run_generalization(c100, runs.KLGapSettings(alphas=(0.5,), n_re=1000, n_folds=2),
                                                      ctx)),
         Scenario("ship", "Fit & apply page: PBR on 80 % of CIFAR-10 (8,000 rows, K = 10)",
-                 lambda ctx: runs.run_ship(c10, runs.ShipSettings(method="pbr", alpha=0.5), ctx)),
+                 lambda ctx: runs.run_ship(c10, runs.FitSettings(method="pbr", alpha=0.5), ctx)),
     ]
     return {s.name: s for s in out}
 

@@ -139,9 +139,9 @@ def _partial(result: runs.JobResult, done: int, total: int) -> list[str]:
 
 def pbr_section(result: runs.PBRResult) -> ReportSection:
     s = result.settings
-    binary_positive = result.preds.kind == "binary" and s.binary_ece == "positive"
+    binary_positive = result.binary_positive
     before, after = FR.pbr_reliability_figures(result, binary_positive)
-    settings = dict(s.describe())
+    settings = dict(texts.settings_words(s))
     if result.alpha is not None and s.alpha is None:
         settings["α chosen"] = f"{result.alpha:g}"
     settings["Computed"] = _stamp(result)
@@ -196,10 +196,10 @@ def pbr_section(result: runs.PBRResult) -> ReportSection:
 def apply_section(result: runs.ApplyResult) -> ReportSection:
     """A recalibrator fitted on the Fit & apply page, or loaded from a file and applied there."""
     label = texts.method_label(result.method)
-    binary_positive = result.preds.kind == "binary" and result.binary_ece == "positive"
+    binary_positive = result.binary_positive
     before, after = FR.pbr_reliability_figures(result, binary_positive, ece_name="ECE", method=label)
     if result.settings is not None:
-        settings = dict(result.settings.describe())
+        settings = dict(texts.settings_words(result.settings))
     else:
         settings = {"Recalibrator": result.origin, "Settings": texts.recalibrator_settings(result.recalibrator)}
     settings["Computed"] = _stamp(result)
@@ -221,8 +221,8 @@ def apply_section(result: runs.ApplyResult) -> ReportSection:
 def compare_section(result: runs.CompareResult) -> ReportSection:
     kind = result.kind
     multiclass = kind == "multiclass"
-    binary_positive = kind == "binary" and result.settings.binary_ece == "positive"
-    settings = {**result.settings.describe(multiclass), "Computed": _stamp(result)}
+    binary_positive = result.binary_positive
+    settings = {**texts.settings_words(result.settings, multiclass), "Computed": _stamp(result)}
     paragraphs = _partial(result, len(result.table), result.planned) + [texts.SUMMARY_HELP]
     shown: list[tuple[str, pd.DataFrame | Styler]] = []
     if kind == "binary":
@@ -243,7 +243,7 @@ def compare_section(result: runs.CompareResult) -> ReportSection:
 
 def sweep_section(result: runs.SweepResult) -> ReportSection:
     multiclass = result.kind == "multiclass"
-    settings = {**result.settings.describe(multiclass), "Computed": _stamp(result)}
+    settings = {**texts.settings_words(result.settings, multiclass), "Computed": _stamp(result)}
     figs, shown = [], []
     total = len(result.settings.methods) * len(result.settings.n_re_values) * result.settings.n_folds
     paragraphs = _partial(result, len(result.table), total) + [texts.SWEEP_INTRO]
@@ -260,7 +260,7 @@ def group_gap_section(result: runs.GroupGapResult) -> ReportSection:
     from pbr_core.experiments.group_gaps import MIN_FIT_ROWS, group_gap_summary
 
     multiclass = result.kind == "multiclass"
-    settings = {**result.settings.describe(multiclass), "Computed": _stamp(result)}
+    settings = {**texts.settings_words(result.settings, multiclass), "Computed": _stamp(result)}
     paragraphs = _partial(result, result.table["fold"].nunique() if len(result.table) else 0,
                           result.settings.n_folds) + [texts.GROUP_GAP_INTRO.format(m=MIN_FIT_ROWS)]
     figs, shown = [], []
@@ -277,7 +277,7 @@ def group_gap_section(result: runs.GroupGapResult) -> ReportSection:
 def generalization_section(result: runs.GenResult) -> ReportSection:
     res = result.result
     s = result.settings
-    settings = {**s.describe(), "Computed": _stamp(result)}
+    settings = {**texts.settings_words(s), "Computed": _stamp(result)}
     fk = res.across_folds
     paragraphs = _partial(result, len(res.table), len(s.alphas) * s.n_folds) + [
         texts.GEN_INTRO, texts.correlation_reading(fk.verdict, fk.mean_tau, fk.folds_positive, fk.folds_negative,

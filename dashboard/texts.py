@@ -1029,6 +1029,85 @@ def recalibrator_settings(rec: Recalibrator) -> str:
     return params_text(params, defaults)
 
 
+# --------------------------------------------------------------------------- a study's settings and origin, in words
+def settings_words(s: object, multiclass: bool = False) -> dict[str, object]:
+    """A study's settings (``pbr_core.experiments.settings``) as the report lists them, in the page's words."""
+    from pbr_core.experiments.settings import (CompareSettings, FitSettings, GroupGapSettings, KLGapSettings,
+                                               PBRSettings, SweepSettings)
+
+    def label(method: str) -> str:
+        return method_label(method, multiclass)
+
+    out: dict[str, object]
+    if isinstance(s, PBRSettings):
+        out = {"Method": method_label(s.method), "Recalibration rows (n_re)": f"{s.n_re:,}", "Split seed": s.seed,
+               "ε (failure probability)": f"{s.eps:g}", "Lipschitz constant L": f"{s.lipschitz:g}"}
+        if s.uses_alpha:
+            score = CV_SCORE_LABELS.get(s.cv_score, s.cv_score)
+            out["α (weight of the KL term)"] = (
+                f"chosen by {s.cv_folds}-fold cross-validation on the recalibration rows (score: {score}) "
+                f"from {', '.join(f'{a:g}' for a in s.alpha_grid)}" if s.alpha is None else f"{s.alpha:g}")
+        if s.max_iter:
+            out["Max optimiser iterations"] = s.max_iter
+        out["Prior of the bounds"] = (
+            f"chosen on {s.prior_split:.0%} of the recalibration rows, bounds on the others (valid as stated)"
+            if s.prior_split else "fitted on the same rows as the posterior (bounds approximate)")
+    elif isinstance(s, CompareSettings):
+        out = {"Methods": ", ".join(label(m) for m in s.methods), "Recalibration rows (n_re)": f"{s.n_re:,}",
+               "Folds": s.n_folds, "Split seed": s.seed}
+        if s.n_te is not None:
+            out["Test rows per fold"] = f"{s.n_te:,}"
+        for m, p in s.params:
+            out[f"{label(m)} settings"] = params_text(dict(p))
+    elif isinstance(s, SweepSettings):
+        out = {"Methods": ", ".join(label(m) for m in s.methods),
+               "Recalibration rows (n_re) tried": ", ".join(f"{v:,}" for v in s.n_re_values),
+               "Folds": s.n_folds, "Split seed": s.seed}
+        for m, p in s.params:
+            out[f"{label(m)} settings"] = params_text(dict(p))
+    elif isinstance(s, KLGapSettings):
+        out = {"Method": method_label(s.objective), "α values": ", ".join(f"{a:g}" for a in s.alphas),
+               "Recalibration rows n_re (= test subset size)": f"{s.n_re:,}", "Folds": s.n_folds,
+               "Split seed": s.seed, "ε (failure probability)": f"{s.eps:g}"}
+        if s.max_iter:
+            out["Max optimiser iterations"] = s.max_iter
+        if s.batched:
+            out["Fitting"] = "all fits together on the GPU (Adam optimiser)"
+    elif isinstance(s, FitSettings):
+        out = {"Method": method_label(s.method)}
+        if s.params():
+            out["Settings"] = params_text(s.params())
+        out["Held out"] = f"{s.holdout:.0%} (split seed {s.seed})" if s.holdout > 0 else "nothing"
+    elif isinstance(s, GroupGapSettings):
+        out = {"Method": label(s.method), "Grouped by": " × ".join(s.by), "Recalibration rows (n_re)": f"{s.n_re:,}",
+               "Folds": s.n_folds, "Split seed": s.seed}
+        if s.params:
+            out["Settings"] = params_text(dict(s.params))
+    else:
+        raise TypeError(f"No words for settings of type {type(s).__name__}.")
+    return out
+
+
+def fitted_origin(method: str, n_fit: int, data_name: str) -> str:
+    """How a recalibrator fitted on the Fit & apply page came to be, one sentence (data_name as text)."""
+    return f"{method_label(method)} fitted on {n_fit:,} rows of {data_name or 'the loaded file'}"
+
+
+def applied_origin(method: str, source: str) -> str:
+    """How a recalibrator loaded on the Fit & apply page came to be."""
+    return f"{method_label(method)} loaded from {source}"
+
+
+def evaluated_on_words(n_eval: int, n_fit: int, in_sample: bool) -> str:
+    """Which rows a fitted recalibrator's before / after are measured on."""
+    return f"the {n_fit:,} rows it was fitted on" if in_sample else f"the {n_eval:,} held-out rows"
+
+
+def evaluated_on_all(n: int, data_name: str) -> str:
+    """Which rows a loaded recalibrator's before / after are measured on: all of them."""
+    return f"all {n:,} rows of {data_name or 'the loaded file'}"
+
+
 def people_progress(message: str, multiclass: bool = False) -> str:
     """The library's progress messages in page words: "pbr alpha=0.5, fold 1/10" -> "PBR, α = 0.5,
     fold 1 of 10"; "isotonic, n_re=100, fold 2/3" -> "Isotonic regression, n_re = 100, fold 2 of 3".

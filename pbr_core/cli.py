@@ -888,8 +888,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from pbr_core import PredictionsError
-    from pbr_core.experiments import (BINARY_TARGET, compare, default_n_re, summarize,
-                                      summary_table, tqdm_progress)
+    from pbr_core.experiments import BINARY_TARGET, default_n_re, summarize, summary_table, tqdm_progress
+    from pbr_core.experiments.runs import run_compare
+    from pbr_core.experiments.settings import CompareSettings, params_of
     from pbr_core.loading.writing import csv_text
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -909,11 +910,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     _refuse_small_test_set(preds, args.n_re, args.n_te)
     with tqdm(total=args.folds * len(methods), unit="fit", file=sys.stderr, disable=args.quiet, leave=False) as bar:
         try:
+            settings = CompareSettings(methods=tuple(methods), n_re=args.n_re, n_folds=args.folds, seed=args.seed,
+                                       n_te=args.n_te, diagrams=False, binary_ece=binary_ece,
+                                       params=params_of(method_params), n_jobs=args.jobs,
+                                       on_error="warn" if args.keep_going else "raise")
             with _fit_progress(args.quiet):  # an inner bar for slow (GP) fits
-                table = compare(preds, methods, n_re=args.n_re, n_folds=args.folds, seed=args.seed,
-                                n_te=args.n_te, method_params=method_params or None, progress=tqdm_progress(bar),
-                                binary_ece=binary_ece, on_error="warn" if args.keep_going else "raise",
-                                n_jobs=args.jobs)
+                table = run_compare(preds, settings, progress=tqdm_progress(bar)).table
         except PredictionsError as exc:  # top-label-only data
             raise CLIError(f"{preds.source}: {exc}", EXIT_BAD_INPUT) from exc
         except RuntimeError as exc:  # a fit failed (without --keep-going)

@@ -64,7 +64,7 @@ def test_the_dashboard_download_and_cli_apply_keep_the_names(forecasts_csv, tmp_
     from dashboard import runs
 
     preds = pbr_core.load_predictions(forecasts_csv, format="csv", label_column="won")
-    result = runs.run_ship(preds, runs.ShipSettings(method="platt", holdout=0.3), runs.NullReporter())
+    result = runs.run_ship(preds, runs.FitSettings(method="platt", holdout=0.3), runs.NullReporter())
     assert result.calibrated_csv().decode().splitlines()[0] == "race_id,p_dem,won,used_for_fit"
     data, model, out = tmp_path / "forecasts.csv", tmp_path / "platt.json", tmp_path / "calibrated.csv"
     data.write_bytes(forecasts_csv)

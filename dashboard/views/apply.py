@@ -32,7 +32,7 @@ K_PARSED = "apply_parsed"        # (digest, recalibrator or None, error or None)
 K_TRIAL = "apply_trial"          # ((digest, data key), error or None): a one-row trial prediction
 
 
-def _ship_controls(loaded: state.Loaded, running: bool) -> runs.ShipSettings | None:
+def _ship_controls(loaded: state.Loaded, running: bool) -> runs.FitSettings | None:
     preds = loaded.preds
     multiclass = preds.kind == "multiclass"
     # 20 % held out, or more on a small file so that the check has a test set worth measuring.
@@ -57,7 +57,7 @@ def _ship_controls(loaded: state.Loaded, running: bool) -> runs.ShipSettings | N
             max_iter = int(st.number_input("Max optimiser iterations (0 = the library's default)", min_value=0,
                                            max_value=MAX_ITERATIONS, value=0, step=50, key=K_MAX_ITER,
                                            persist_state="session", disabled=running, help=texts.MAX_ITER_HELP)) or None
-    settings = runs.ShipSettings(method=method, alpha=alpha, holdout=holdout, seed=seed, max_iter=max_iter,
+    settings = runs.FitSettings(method=method, alpha=alpha, holdout=holdout, seed=seed, max_iter=max_iter,
                                  binary_ece=state.recal_binary_ece(preds))
     n_fit, n_held = settings.split(preds.n)
     where = f" on {runs.device_label()}" if method_family(method) == "gp" else ""
@@ -71,7 +71,7 @@ def _ship_controls(loaded: state.Loaded, running: bool) -> runs.ShipSettings | N
     return settings
 
 
-def _start_ship(loaded: state.Loaded, s: runs.ShipSettings) -> None:
+def _start_ship(loaded: state.Loaded, s: runs.FitSettings) -> None:
     preds, name, key = loaded.preds, loaded.name, loaded.key
     recal_ui.start("ship", f"{texts.method_label(s.method)} for download",
                    lambda ctx: runs.run_ship(preds, s, ctx, data_name=name, data_key=key),
@@ -196,7 +196,7 @@ def _result(loaded: state.Loaded, r: runs.ApplyResult, kind: str) -> None:
     prior = texts.at_prior_note(r.at_prior, r.recalibrator.get_params().get("alpha"), r.n_fit)
     if prior:
         st.info(prior, icon=":material/info:")
-    binary_positive = r.preds.kind == "binary" and r.binary_ece == "positive"
+    binary_positive = r.binary_positive
     before, after = FR.pbr_reliability_figures(r, binary_positive, ece_name="ECE", method=label)
     c = st.columns(2, gap="medium")
     c[0].plotly_chart(before, key=f"{kind}_before_chart", config={"displaylogo": False})

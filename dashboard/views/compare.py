@@ -15,6 +15,7 @@ from dashboard import jobs, recal_ui, runs, state, tables, texts
 from pbr_core.experiments import (MIN_TEST_ROWS, PAPER_N_RE, PAPER_N_RE_VALUES, default_n_re, max_n_re,
                                   small_test_set_problem, too_few_folds)
 from pbr_core.evaluation import EVALUATION_METRICS
+from pbr_core.experiments.settings import method_settings, params_of
 from pbr_core.recalibrators import MAX_ITERATIONS, available_methods, method_family, takes
 
 K_METHODS = "cmp_methods"
@@ -86,7 +87,7 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.CompareSettings | Non
                                disabled=running, help=texts.N_TE_HELP)) or None
     diagrams = st.checkbox("Draw reliability diagrams (fold 1's test set)", value=True, key=K_DIAGRAMS,
                            persist_state="session", disabled=running, help=texts.DIAGRAMS_HELP)
-    settings = runs.compare_settings(chosen, int(n_re), int(n_folds), int(seed), n_te=n_te, diagrams=diagrams,
+    settings = runs.CompareSettings.of(chosen, int(n_re), int(n_folds), int(seed), n_te=n_te, diagrams=diagrams,
                                      binary_ece=binary_ece, alpha=float(alpha), max_iter=max_iter)
     fits, n_gp = settings.fits_per_fold()  # a method and its "app." variant share one fit
     if n_gp:  # GP fits take seconds each: their folds go to worker processes (which take seconds to start)
@@ -176,7 +177,7 @@ def _results(loaded: state.Loaded, result: runs.CompareResult) -> None:
     _paired(table, multiclass)
     with st.expander("Every fold"):
         st.dataframe(tables.fold_styler(table, multiclass), hide_index=True, key="cmp_folds_table")
-    figs = FR.compare_figures(result, result.kind == "binary" and result.settings.binary_ece == "positive",
+    figs = FR.compare_figures(result, result.binary_positive,
                               result.kind == "multiclass")
     if figs:
         tab_grid, tab_overlay = st.tabs(["Side by side", "Overlaid"])
@@ -222,8 +223,9 @@ def _sweep(loaded: state.Loaded, methods: list[str], running: bool) -> None:
     if go:
         s = runs.SweepSettings(methods=tuple(methods), n_re_values=tuple(sorted(chosen)), n_folds=int(n_folds),
                                seed=int(st.session_state.get(K_SEED, 0)), binary_ece=state.recal_binary_ece(preds),
-                               params=runs.gp_params(methods, float(st.session_state.get(K_ALPHA, 0.5)),
-                                                     int(st.session_state.get(K_MAX_ITER) or 0) or None))
+                               params=params_of({m: method_settings(m, float(st.session_state.get(K_ALPHA, 0.5)),
+                                                                    int(st.session_state.get(K_MAX_ITER) or 0) or None)
+                                                 for m in methods}))
         name, key = loaded.name, loaded.key
         recal_ui.start("sweep", f"n_re sweep ({len(chosen)} sizes × {len(methods)} methods)",
                        lambda ctx: runs.run_sweep(preds, s, ctx, data_name=name, data_key=key),
@@ -286,7 +288,7 @@ def _group_gaps(loaded: state.Loaded, running: bool) -> None:
     if go:
         s = runs.GroupGapSettings(method=method, by=(by,), n_re=n_re, n_folds=n_folds,
                                   seed=int(st.session_state.get(K_SEED, 0)), binary_ece=state.recal_binary_ece(preds),
-                                  params=tuple(sorted(runs.recalibrator_params(
+                                  params=tuple(sorted(method_settings(
                                       method, float(st.session_state.get(K_ALPHA, 0.5)),
                                       int(st.session_state.get(K_MAX_ITER) or 0) or None).items())))
         name, key = loaded.name, loaded.key

@@ -30,7 +30,7 @@ def _default_folds() -> int:
     return 10 if runs.device_label() != "CPU" else 3
 
 
-def _controls(loaded: state.Loaded, running: bool) -> runs.GenSettings | None:
+def _controls(loaded: state.Loaded, running: bool) -> runs.KLGapSettings | None:
     preds = loaded.preds
     objectives = methods_taking("alpha")
     c = st.columns([1.4, 3], gap="medium")
@@ -70,12 +70,12 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.GenSettings | None:
     if problem:
         st.error(f"{problem} {texts.gen_too_small_todo(preds.n, MIN_TEST_ROWS)}", icon=":material/block:")
         return None
-    return runs.GenSettings(objective=objective, alphas=tuple(sorted(alphas)), n_re=n_re, n_folds=n_folds, seed=seed,
+    return runs.KLGapSettings(objective=objective, alphas=tuple(sorted(alphas)), n_re=n_re, n_folds=n_folds, seed=seed,
                             eps=eps, max_iter=max_iter, binary_ece=state.recal_binary_ece(preds),
                             n_jobs=runs.fold_jobs(n_folds), batched=bool(batched))
 
 
-def _start(loaded: state.Loaded, s: runs.GenSettings) -> None:
+def _start(loaded: state.Loaded, s: runs.KLGapSettings) -> None:
     preds, name, key = loaded.preds, loaded.name, loaded.key
     recal_ui.start("generalization", f"KL vs ECE gap, {len(s.alphas)} α × {s.n_folds} folds (n_re = {s.n_re:,})",
                    lambda ctx: runs.run_generalization(preds, s, ctx, data_name=name, data_key=key), heavy=True)

@@ -14,6 +14,7 @@ import streamlit as st
 from dashboard import compute, recal_ui, state, tables, texts
 from dashboard import figures_recal as FR
 from pbr_core import groups as G
+from pbr_core.experiments.settings import method_settings
 from pbr_core.groups import MIN_ROWS
 from pbr_core.loading.writing import csv_text
 
@@ -368,7 +369,7 @@ def _slice_recalibration(loaded: state.Loaded, report, view: state.MetricView) -
             {"slice": np.where(mask, texts.SLICE_IN, texts.SLICE_REST)}))
         s = runs.GroupGapSettings(method=method, by=("slice",), n_re=default_n_re(preds.n), n_folds=n_folds, seed=0,
                                   binary_ece=state.recal_binary_ece(preds),
-                                  params=tuple(sorted(runs.recalibrator_params(method).items())))
+                                  params=tuple(sorted(method_settings(method).items())))
         data_name, key = f"{loaded.name} · {name}", loaded.key
         recal_ui.start(SLICE_JOB, f"{texts.method_label(method, multiclass)} for everyone vs for {name}",
                        lambda ctx: runs.run_group_gaps(grouped, s, ctx, data_name=data_name, data_key=key),

@@ -205,7 +205,7 @@ def _results(loaded: state.Loaded, r: runs.PBRResult) -> None:
     st.subheader(f"Result: {texts.method_label(r.settings.method)}")
     recal_ui.stale_note(r, loaded)
     _cards(r)
-    binary_positive = r.preds.kind == "binary" and r.settings.binary_ece == "positive"
+    binary_positive = r.binary_positive
     before, after = FR.pbr_reliability_figures(r, binary_positive)
     c = st.columns(2, gap="medium")
     c[0].plotly_chart(before, key="pbr_before_chart", config={"displaylogo": False})

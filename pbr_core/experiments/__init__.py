@@ -21,6 +21,12 @@ and Appendices F-G:
 * :data:`PAPER_ALPHAS`, :data:`PAPER_N_RE`, :data:`PAPER_N_RE_VALUES` - the paper's settings
   (:mod:`pbr_core.paper`).
 
+The typed settings of each study (:mod:`pbr_core.experiments.settings`: :class:`PBRSettings`,
+:class:`CompareSettings`, :class:`SweepSettings`, :class:`KLGapSettings`, :class:`FitSettings`,
+:class:`GroupGapSettings`) and their runs (:mod:`pbr_core.experiments.runs`: ``run_pbr``,
+``run_compare``, ...) are what the front ends fill in and draw: the dashboard's pages, ``pbr-calib``
+and the scripts decide nothing about the numbers.
+
 Every protocol takes ``progress(done, total, message)`` (called after each fit) and ``cancel()``
 (checked before and within each fit, see :mod:`pbr_core.cancel`; True raises :class:`Cancelled`, which
 carries the partial table of the fits that finished).
@@ -57,6 +63,8 @@ from pbr_core.experiments.compare import COMPARE_COLUMNS, compare, fit_and_evalu
 from pbr_core.experiments.holdout import HeldOutFit, fit_and_test
 from pbr_core.experiments.kl_gap import (KL_GAP_COLUMNS, FoldKendall, KLGapResult, extreme_kl, fold_kendall, kl_limit,
                                         kl_vs_ece_gap)
+from pbr_core.experiments.settings import (CompareSettings, FitSettings, GroupGapSettings, KLGapSettings,
+                                           PBRSettings, SweepSettings)
 from pbr_core.experiments.paired import (MIN_PAIRED_FOLDS, PAIRED_COLUMNS, TEST_NAMES, default_pairs, min_paired_folds,
                                         paired_test, paired_tests, shown_best, too_few_folds)
 from pbr_core.experiments.summary import HIGHER_IS_BETTER, LOWER_IS_BETTER, best_mask, summarize, summary_table
@@ -83,6 +91,12 @@ __all__ = [
     "SmallTestSetError",
     "CancelCallback",
     "Cancelled",
+    "CompareSettings",
+    "FitSettings",
+    "GroupGapSettings",
+    "KLGapSettings",
+    "PBRSettings",
+    "SweepSettings",
     "FoldKendall",
     "HeldOutFit",
     "KLGapResult",

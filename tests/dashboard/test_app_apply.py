@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import pbr_core
-from dashboard import runs
+from dashboard import runs, texts
 from pbr_core.experiments import split_indices
 from pbr_core.recalibrators import Recalibrator, TemperatureScaling, load_recalibrator
 from test_app_recal import APP, CIFAR10, _downloads, _finish, _metric, _no_internal_names, _page_text
@@ -235,7 +235,7 @@ def test_pbr_for_download_with_few_iterations(at):
     assert (rec.method, rec.alpha, rec.max_iter) == ("pbr_app", 0.25, 15)
     assert np.isfinite(result.after["ece"]) and rec.kl_ >= 0
     assert json.loads(result.recalibrator_json())["method"] == "pbr_app"
-    assert isinstance(result.settings, runs.ShipSettings) and result.settings.describe()["Settings"] == "α = 0.25, max optimiser iterations = 15"
+    assert isinstance(result.settings, runs.FitSettings) and texts.settings_words(result.settings)["Settings"] == "α = 0.25, max optimiser iterations = 15"
 
 
 def test_a_saved_pbr_file_is_described_in_words(at, tmp_path):

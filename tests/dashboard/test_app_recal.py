@@ -407,7 +407,7 @@ def test_generalization_on_a_gpu_can_fit_everything_as_one_batch(at, monkeypatch
     at.button(key="gen_run").click().run()
     job = _finish(at, "generalization")
     res = job.result.result
-    assert job.result.settings.batched and job.result.settings.describe()["Fitting"].startswith("all fits together")
+    assert job.result.settings.batched and texts.settings_words(job.result.settings)["Fitting"].startswith("all fits together")
     assert batches == [1] and res.batched     # one batched fit, not 4 fits one by one
     assert len(res.table) == 4 and res.table.error.isna().all()
     # the Adam fits the library makes with batched=True (the page passed optimizer="adam")
@@ -508,7 +508,7 @@ def test_stopped_run_shows_its_partial_results_and_stale_data_is_flagged(at, cif
         def cancelled(self):
             return self.done >= 2
 
-    s = runs.compare_settings(["uncalibrated", "temperature"], 300, 5, 0)
+    s = runs.CompareSettings.of(["uncalibrated", "temperature"], 300, 5, 0)
     partial = runs.run_compare(preds, s, StopAfterTwo(), data_name="another file", data_key="other")
     job = jobs.start_job("compare", "stopped", lambda ctx: partial, heavy=False, lock=None)
     assert job.join(5) and job.status == "stopped"

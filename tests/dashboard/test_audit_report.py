@@ -150,7 +150,7 @@ def test_top_label_only_audit_scores_the_confidence_against_correctness():
 def test_the_session_report_puts_the_audit_before_the_recalibration_results(cifar10_audit):
     loaded, view, choices, _ = cifar10_audit
     preds = loaded.preds.subset(np.arange(2000))
-    result = runs.run_compare(preds, runs.compare_settings(["uncalibrated", "temperature"], 400, 2, 0),
+    result = runs.run_compare(preds, runs.CompareSettings.of(["uncalibrated", "temperature"], 400, 2, 0),
                               runs.NullReporter(), data_name="CIFAR-10 slice", data_key="k")
     doc = recal_ui.session_report(loaded, view, choices, {"compare": result})
     titles = re.findall(r"<h2>(.*?)</h2>", doc)

@@ -85,7 +85,7 @@ def test_the_note_says_which_fit_why_and_what_the_page_does():
 def test_the_report_carries_the_note_the_marked_chart_and_the_means():
     t = _study()
     res = KLGapResult.from_table(t, objective="pbr")
-    gen = runs.GenResult(settings=runs.GenSettings(alphas=(0.0, 0.5, 1.0), n_folds=3), data_name="d", data_key="k",
+    gen = runs.GenResult(settings=runs.KLGapSettings(alphas=(0.0, 0.5, 1.0), n_folds=3), data_name="d", data_key="k",
                          result=res, n_classes=7)
     sec = report.generalization_section(gen)
     assert any("One fit has an extreme KL" in p for p in sec.paragraphs)

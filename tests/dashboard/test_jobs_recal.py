@@ -239,7 +239,7 @@ class _StopAfter(runs.NullReporter):
 def test_run_compare_stopped_keeps_finished_folds(cifar10):
     logits, labels = cifar10
     preds = pbr_core.Predictions.from_arrays(logits[:1500], labels[:1500])
-    s = runs.compare_settings(["uncalibrated", "temperature"], 300, 5, 0)
+    s = runs.CompareSettings.of(["uncalibrated", "temperature"], 300, 5, 0)
     result = runs.run_compare(preds, s, _StopAfter(4))
     assert result.stopped and len(result.table) == 4
     assert list(result.table["fold"]) == [0, 0, 1, 1]
@@ -253,10 +253,10 @@ def test_run_compare_stopped_keeps_finished_folds(cifar10):
     test_set, probs = h.test_set, h.test_probs
     expected = reliability_table(probs, test_set.labels, preds.kind, "positive")
     pd.testing.assert_frame_equal(result.diagrams["temperature"], expected)
-    full = runs.run_compare(preds, runs.compare_settings(["uncalibrated", "temperature"], 300, 2, 0), runs.NullReporter())
+    full = runs.run_compare(preds, runs.CompareSettings.of(["uncalibrated", "temperature"], 300, 2, 0), runs.NullReporter())
     assert not full.stopped and set(full.diagrams) == {"uncalibrated", "temperature"}
     np.testing.assert_allclose(full.table["ece"], result.table["ece"])  # the same folds, the same numbers
-    none = runs.run_compare(preds, runs.compare_settings(["uncalibrated"], 300, 1, 0, diagrams=False),
+    none = runs.run_compare(preds, runs.CompareSettings.of(["uncalibrated"], 300, 1, 0, diagrams=False),
                             runs.NullReporter())
     assert none.diagrams == {} and len(none.table) == 1
 
@@ -275,12 +275,12 @@ def test_device_label_names_the_cpu_or_a_gpu():
 
 
 def test_fits_per_fold_counts_a_shared_fit_once():
-    s = runs.compare_settings(["uncalibrated", "temperature", "pbr", "pbr_app", "gp_app"], 300, 5, 0, alpha=0.3)
+    s = runs.CompareSettings.of(["uncalibrated", "temperature", "pbr", "pbr_app", "gp_app"], 300, 5, 0, alpha=0.3)
     assert s.fits_per_fold() == (4, 2)  # pbr_app reuses pbr's fit; gp_app has no gp to share with
-    assert runs.compare_settings(["gp", "gp_app", "pbr_total", "pbr_total_app"], 300, 5, 0).fits_per_fold() == (2, 2)
-    assert runs.compare_settings(["uncalibrated", "isotonic"], 300, 5, 0).fits_per_fold() == (2, 0)
+    assert runs.CompareSettings.of(["gp", "gp_app", "pbr_total", "pbr_total_app"], 300, 5, 0).fits_per_fold() == (2, 2)
+    assert runs.CompareSettings.of(["uncalibrated", "isotonic"], 300, 5, 0).fits_per_fold() == (2, 0)
     # alpha by inner cross-validation: one fit per alpha of the paper's grid (8) and inner fold (5), then the final fit
-    assert runs.compare_settings(["temperature", "pbr_cv"], 300, 5, 0).fits_per_fold() == (1 + 8 * 5 + 1, 8 * 5 + 1)
+    assert runs.CompareSettings.of(["temperature", "pbr_cv"], 300, 5, 0).fits_per_fold() == (1 + 8 * 5 + 1, 8 * 5 + 1)
 
 
 def test_at_prior_note_only_for_fits_at_the_prior():

@@ -18,7 +18,7 @@ from dashboard import report, runs, texts
 def compare_result(cifar10) -> runs.CompareResult:
     logits, labels = cifar10
     preds = pbr_core.Predictions.from_arrays(logits[:2000], labels[:2000])
-    s = runs.compare_settings(["uncalibrated", "temperature"], 400, 6, 0)  # 6 folds: paired tests can show a difference
+    s = runs.CompareSettings.of(["uncalibrated", "temperature"], 400, 6, 0)  # 6 folds: paired tests can show a difference
     return runs.run_compare(preds, s, runs.NullReporter(), data_name="CIFAR-10 sample", data_key="k")
 
 
@@ -67,7 +67,6 @@ def test_compare_section_from_a_real_run(compare_result):
     assert "Comparison of recalibrators" in html and html.count("Plotly.newPlot") == 2
     ece = compare_result.table.groupby("method")["ece"].mean()
     assert f"{ece['temperature']:.4f}" in html
-
     # Green only where the paired tests show the best mean better than every other method.
     from pbr_core.experiments import shown_best
 
@@ -91,6 +90,7 @@ def test_compare_section_with_too_few_folds_claims_no_best_and_runs_no_paired_te
     styled = sec.tables[0][1]
     styled._compute()
     assert not [k for k, props in styled.ctx.items() if ("background-color", "#d8f0dc") in props]
+
 
 def test_partial_results_are_labelled(compare_result):
     partial = runs.CompareResult(settings=compare_result.settings, data_name="d", data_key="k",
@@ -116,7 +116,7 @@ def test_sweep_and_generalization_sections_from_tables():
                           "n_bins": 7, "kl": kl, "ece_re": 0.02, "ece_te": 0.02 + kl / 1000, "gap": kl / 1000,
                           "bound": 0.5 + kl / 100, "fit_seconds": 1.0, "error": None})
     res = KLGapResult.from_table(table, objective="pbr")
-    gen = runs.GenResult(settings=runs.GenSettings(alphas=(0.1, 0.5, 1.0), n_re=500, n_folds=6), data_name="d",
+    gen = runs.GenResult(settings=runs.KLGapSettings(alphas=(0.1, 0.5, 1.0), n_re=500, n_folds=6), data_name="d",
                          data_key="k", result=res)
     sec = report.generalization_section(gen)
     assert len(sec.figures) == 1
@@ -141,7 +141,7 @@ def test_generalization_reading_follows_the_fold_test():
 def test_fit_and_apply_sections(cifar10, tmp_path):
     logits, labels = cifar10
     preds = pbr_core.Predictions.from_arrays(logits[:2000], labels[:2000])
-    s = runs.ShipSettings(method="temperature", holdout=0.0)
+    s = runs.FitSettings(method="temperature", holdout=0.0)
     shipped = runs.run_ship(preds, s, runs.NullReporter(), data_name="CIFAR-10 sample", data_key="k")
     sec = report.apply_section(shipped)
     assert sec.title == "Fitted for download: Temperature scaling"
@@ -158,7 +158,7 @@ def test_fit_and_apply_sections(cifar10, tmp_path):
 
 
 def test_ship_settings_split_keeps_rows_on_both_sides():
-    assert runs.ShipSettings(holdout=0.2).split(10_000) == (8000, 2000)
-    assert runs.ShipSettings(holdout=0.0).split(5) == (5, 0)
-    assert runs.ShipSettings(holdout=0.05).split(4) == (3, 1)     # at least one row held out
-    assert runs.ShipSettings(holdout=0.5).split(3) == (2, 1)      # at least two rows to fit on
+    assert runs.FitSettings(holdout=0.2).split(10_000) == (8000, 2000)
+    assert runs.FitSettings(holdout=0.0).split(5) == (5, 0)
+    assert runs.FitSettings(holdout=0.05).split(4) == (3, 1)     # at least one row held out
+    assert runs.FitSettings(holdout=0.5).split(3) == (2, 1)      # at least two rows to fit on

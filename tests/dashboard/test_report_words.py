@@ -98,7 +98,7 @@ def compare_result_small(cifar10):
 
     logits, labels = cifar10
     preds = pbr_core.Predictions.from_arrays(logits[:1500], labels[:1500])
-    s = runs.compare_settings(["uncalibrated", "temperature"], 400, 6, 0)
+    s = runs.CompareSettings.of(["uncalibrated", "temperature"], 400, 6, 0)
     return runs.run_compare(preds, s, runs.NullReporter(), data_name="CIFAR-10 sample", data_key="k")
 
 

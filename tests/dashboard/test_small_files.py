@@ -134,14 +134,14 @@ def test_fit_and_apply_holds_out_enough_rows_to_check_the_fit(at):
 def test_runs_refuse_a_small_test_set_started_without_the_page(kitti_small):
     """A run started by a script cannot report a meaningless result either."""
     with pytest.raises(SmallTestSetError, match="1 row is too small.*Lower n_re to at most 360"):
-        runs.run_compare(kitti_small, runs.compare_settings(["uncalibrated"], 503, 2, 0), runs.NullReporter())
+        runs.run_compare(kitti_small, runs.CompareSettings.of(["uncalibrated"], 503, 2, 0), runs.NullReporter())
     with pytest.raises(SmallTestSetError, match="100 rows is too small"):
-        runs.run_generalization(kitti_small, runs.GenSettings(n_re=100, n_folds=1), runs.NullReporter())
+        runs.run_generalization(kitti_small, runs.KLGapSettings(n_re=100, n_folds=1), runs.NullReporter())
     with pytest.raises(SmallTestSetError, match="101 rows is too small"):
-        runs.run_ship(kitti_small, runs.ShipSettings(holdout=0.2), runs.NullReporter())
+        runs.run_ship(kitti_small, runs.FitSettings(holdout=0.2), runs.NullReporter())
     assert runs.default_holdout_percent(N) == 30 == runs.min_holdout_percent(N)
     assert runs.default_holdout_percent(10_000) == 20 and runs.default_holdout_percent(200) == 0
-    ok = runs.run_compare(kitti_small, runs.compare_settings(["uncalibrated"], 252, 2, 0), runs.NullReporter())
+    ok = runs.run_compare(kitti_small, runs.CompareSettings.of(["uncalibrated"], 252, 2, 0), runs.NullReporter())
     assert (ok.table["n_te"] == 252).all() and (ok.table["n_te"] >= MIN_TEST_ROWS).all()
 
 
@@ -159,9 +159,9 @@ def test_every_recalibration_result_says_which_binary_ece_it_is(kitti_small):
     from pbr_core.experiments import compare, evaluation_metrics, split_indices
 
     words = texts.binary_ece_caption("positive")
-    ship = runs.run_ship(kitti_small, runs.ShipSettings(method="platt", holdout=0.5), runs.NullReporter())
+    ship = runs.run_ship(kitti_small, runs.FitSettings(method="platt", holdout=0.5), runs.NullReporter())
     assert "ECE: " + words in report.apply_section(ship).paragraphs
-    cmp_ = runs.run_compare(kitti_small, runs.compare_settings(["uncalibrated"], 252, 1, 0), runs.NullReporter())
+    cmp_ = runs.run_compare(kitti_small, runs.CompareSettings.of(["uncalibrated"], 252, 1, 0), runs.NullReporter())
     assert "ECE: " + words in report.compare_section(cmp_).paragraphs
     # The uncalibrated test ECE of Compare's fold 1 is the ECE of p(y=1) on those rows, as the
     # Reliability page measures it, and as evaluation_metrics (the PBR page's "before") gives it.

@@ -45,7 +45,7 @@ class Timeline:
                                                                 sleep=clock.advance))
         timeline = self
 
-        def fake_fit(rec, preds):
+        def fake_fit(rec, preds, start=None):
             timeline.fit_starts.append(clock.t)
             report = rec._progress()
             for i, seconds in enumerate(next(timeline.fit_chunks)):
@@ -114,7 +114,7 @@ def test_a_comparison_estimates_its_gp_fits_from_the_finished_ones(monkeypatch, 
     clock = Clock()
     per_fold = [30.0, 34.0, 27.0, 31.0, 29.0]   # seconds of each fold's PBR fit (20 chunks)
     sim = Timeline(monkeypatch, clock, [[s / 20] * 20 for s in per_fold], check_s=1.0, predict_s=1.0)
-    s = runs.compare_settings(["uncalibrated", "temperature", "pbr"], 300, 5, 0, diagrams=False)
+    s = runs.CompareSettings.of(["uncalibrated", "temperature", "pbr"], 300, 5, 0, diagrams=False)
     sim.run("compare", lambda ctx: runs.run_compare(preds, s, ctx))
     shown = sim.shown()
     assert _bad(shown) == []

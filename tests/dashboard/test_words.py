@@ -29,7 +29,7 @@ def small(cifar10) -> pbr_core.Predictions:
 
 def test_progress_lines_use_page_names_and_count_folds_from_one(small):
     rec = _Recorder()
-    runs.run_compare(small, runs.compare_settings(["uncalibrated", "isotonic"], 300, 2, 0), rec)
+    runs.run_compare(small, runs.CompareSettings.of(["uncalibrated", "isotonic"], 300, 2, 0), rec)
     assert rec.messages[1:] == ["Uncalibrated, fold 1 of 2", "Isotonic regression (one-vs-all), fold 1 of 2",
                                 "Uncalibrated, fold 2 of 2", "Isotonic regression (one-vs-all), fold 2 of 2"]
     rec = _Recorder()
@@ -66,7 +66,7 @@ def test_fold_table_for_people():
 
 
 def test_compare_marks_and_explains_folds_that_ended_at_the_prior():
-    s = runs.compare_settings(["temperature", "pbr"], 100, 2, 0, alpha=0.5)
+    s = runs.CompareSettings.of(["temperature", "pbr"], 100, 2, 0, alpha=0.5)
     result = runs.CompareResult(settings=s, data_name="d", data_key="k", table=_table(), diagrams={}, planned=4)
     _, styled = tables.compare_tables(result.table, multiclass=True)
     shown = styled.data
@@ -99,11 +99,11 @@ def test_sweep_says_where_a_fit_ended_at_the_prior():
 
 
 def test_settings_and_parameters_in_words():
-    s = runs.compare_settings(["uncalibrated", "isotonic", "pbr"], 1000, 10, 0, alpha=0.5, max_iter=20)
-    d = s.describe(multiclass=True)
+    s = runs.CompareSettings.of(["uncalibrated", "isotonic", "pbr"], 1000, 10, 0, alpha=0.5, max_iter=20)
+    d = texts.settings_words(s, multiclass=True)
     assert d["Methods"] == "Uncalibrated, Isotonic regression (one-vs-all), PBR"
     assert d["PBR settings"] == "α = 0.5, max optimiser iterations = 20"
-    p = runs.PBRSettings(alpha=None, alpha_grid=(0.1, 1.0), cv_folds=3).describe()
+    p = texts.settings_words(runs.PBRSettings(alpha=None, alpha_grid=(0.1, 1.0), cv_folds=3))
     assert p["α (weight of the KL term)"] == ("chosen by 3-fold cross-validation on the recalibration rows "
                                               "(score: ECE) from 0.1, 1")
     from pbr_core.recalibrators import get_recalibrator
@@ -119,7 +119,7 @@ def test_settings_and_parameters_in_words():
 
 
 def test_calibrated_predictions_mark_the_rows_the_recalibrator_was_fitted_on(small):
-    shipped = runs.run_ship(small, runs.ShipSettings(method="temperature", holdout=0.2), runs.NullReporter())
+    shipped = runs.run_ship(small, runs.FitSettings(method="temperature", holdout=0.2), runs.NullReporter())
     csv = pd.read_csv(io.BytesIO(shipped.calibrated_csv()))
     assert list(csv.columns[-2:]) == ["label", runs.FIT_ROWS_COLUMN]
     fitted = np.zeros(small.n, dtype=bool)
@@ -130,7 +130,7 @@ def test_calibrated_predictions_mark_the_rows_the_recalibrator_was_fitted_on(sma
     held = csv[~csv[runs.FIT_ROWS_COLUMN]]
     probs = held.drop(columns=["label", runs.FIT_ROWS_COLUMN]).to_numpy()
     assert pbr_core.ece(probs, held["label"].to_numpy()) == pytest.approx(shipped.after["ece"], abs=1e-6)
-    everything = runs.run_ship(small, runs.ShipSettings(method="temperature", holdout=0.0), runs.NullReporter())
+    everything = runs.run_ship(small, runs.FitSettings(method="temperature", holdout=0.0), runs.NullReporter())
     assert pd.read_csv(io.BytesIO(everything.calibrated_csv()))[runs.FIT_ROWS_COLUMN].all()
     applied = runs.run_apply(small, shipped.recalibrator, "t.json", runs.NullReporter())
     assert runs.FIT_ROWS_COLUMN not in pd.read_csv(io.BytesIO(applied.calibrated_csv())).columns  # not known
