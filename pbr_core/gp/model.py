@@ -191,9 +191,16 @@ GRID_NODES_PER_LENGTHSCALE = 128
 GRID_MAX_FRACTION = 0.25
 #: Below this many inputs per GP the marginals at every input cost well under a millisecond: no grid.
 GRID_MIN_INPUTS = 4096
-#: Above this many inputs in all (batch x N x K) no grid: its sparse weights take ~104 bytes per input
-#: (W and W^T, int32 indices; 440 MB here), and the marginals at every input need almost no memory.
+#: Above this many inputs in all (batch x N x K) the grid's weights are lean (:class:`_LeanWeights`:
+#: each input's first node and offset, 12 bytes, the Hermite weights recomputed on each use, the
+#: products as gathers and ``index_add_``) instead of the sparse matrices W and W^T (~104 bytes per
+#: input: 440 MB here). The same interpolation to round-off; below it the sparse products stay, so
+#: fits of up to 4 x 10^5 rows at K = 10 are those of before, bit for bit. Until issue 40 no grid at
+#: all beyond it: at 10^7 inputs (10^6 rows, K = 10) the marginals at every input cost ~2 s per
+#: evaluation.
 GRID_MAX_INPUTS = 2**22
+#: Inputs per chunk of a :class:`_LeanWeights` product (bounds its temporaries to ~100 MB).
+LEAN_CHUNK = 2**20
 #: Node counts are multiples of this. The interpolation weights (a function of the node count, ~50
 #: ms to build at N*K = 10^5) are kept while the nodes are between what the lengthscale needs and
 #: twice that, so they are rebuilt only a few times in a fit.
@@ -251,9 +258,8 @@ class MarginalGrid:
     def node_count(self, ls: torch.Tensor) -> int:
         """Nodes needed for lengthscale(s) ``ls`` (R per lengthscale over the widest member), or 0
         when the grid would not pay (fewer than ``GRID_MIN_INPUTS`` inputs, more nodes than
-        ``GRID_MAX_FRACTION`` of them), would take too much memory (more than ``GRID_MAX_INPUTS``
-        inputs) or cannot be built (all inputs equal, non-finite inputs)."""
-        if not self.usable or self.x.shape[-2] < GRID_MIN_INPUTS or self.x[..., 0].numel() > GRID_MAX_INPUTS:
+        ``GRID_MAX_FRACTION`` of them) or cannot be built (all inputs equal, non-finite inputs)."""
+        if not self.usable or self.x.shape[-2] < GRID_MIN_INPUTS:
             return 0
         ratio = float((self.span / ls.detach().reshape(self.span.shape)).max())
         if not math.isfinite(ratio):
@@ -278,11 +284,17 @@ class MarginalGrid:
         """The interpolation as a sparse matrix W (B * NK, B * 2G) and its transpose (CSR), for
         ``nodes`` nodes: row j of W holds the four cubic Hermite basis weights of input j, on the
         values and the h-scaled derivatives at the two nodes around it (columns f_i, f_i+1, then
-        h f'_i, h f'_i+1 in the second half of its member's 2G columns)."""
+        h f'_i, h f'_i+1 in the second half of its member's 2G columns). Beyond ``GRID_MAX_INPUTS``
+        inputs the same products as :class:`_LeanWeights` (``w @ v`` and ``wt @ g`` alike)."""
         if self._nodes != nodes or self._cache is None:
             if not self._buildable(nodes):
                 raise ValueError(f"A grid needs finite, not all equal inputs and at least 2 nodes (got {nodes}): "
                                  "use node_count().")
+            if self.x[..., 0].numel() > GRID_MAX_INPUTS:
+                lean = _LeanWeights(self.x, self.lo, self.span, nodes)
+                self._cache = (lean, lean.transposed())
+                self._nodes = nodes
+                return self._cache
             h = self.span / (nodes - 1)
             u = (self.x[..., 0] - self.lo) / h
             idx = u.floor().clamp_(0, nodes - 2)
@@ -327,6 +339,82 @@ class MarginalGrid:
             steps = torch.arange(nodes, dtype=self.x.dtype, device=self.x.device)
             self._node_inputs = (nodes, (self.lo + h * steps).unsqueeze(-1), h)
         return self._node_inputs[1], self._node_inputs[2]
+
+
+class _LeanWeights:
+    """The interpolation matrix W of a :class:`MarginalGrid` (or its transpose) kept as each input's
+    interval (its member's offset plus the node below it, int32 where it fits) and its offset t in
+    that interval: 12 bytes per input, against ~104 for the sparse W and W^T.
+
+    ``w @ v`` (v: (B * 2G, 2), the node values f and h-scaled derivatives d of each member) turns
+    each interval's cubic Hermite polynomial into its power form, c0 + t (c1 + t (c2 + t c3)) with
+    c0 = f_i, c1 = d_i, c2 = 3 (f_i+1 - f_i) - 2 d_i - d_i+1, c3 = 2 (f_i - f_i+1) + d_i + d_i+1, and
+    evaluates it at every input (one gather of its interval's 8 numbers, Horner's rule); ``wt @ g``
+    sums each input's (1, t, t^2, t^3) g into its interval (``index_add_``), then maps the
+    coefficients back to the node rows (the transpose of that small linear map). In chunks of
+    ``LEAN_CHUNK`` inputs. The same interpolation as W to round-off (tests/gp/test_marginal_grid.py).
+    """
+
+    def __init__(self, x: torch.Tensor, lo: torch.Tensor, span: torch.Tensor, nodes: int, _t: bool = False,
+                 _parts: tuple | None = None):
+        self.nodes, self._t = int(nodes), _t
+        if _parts is not None:
+            self.interval, self.offset, self.rows, self.members = _parts
+            return
+        h = span / (nodes - 1)
+        u = (x[..., 0] - lo) / h  # (*b, NK)
+        idx = u.floor().clamp_(0, nodes - 2)
+        self.offset = (u - idx).clamp_(0.0, 1.0).reshape(-1)
+        lead = idx.shape[:-1]
+        self.members = int(np.prod(lead, dtype=np.int64))
+        base = (torch.arange(self.members, device=idx.device, dtype=torch.int64) * (nodes - 1)).reshape(*lead, 1)
+        interval = (idx.to(torch.int64) + base).reshape(-1)
+        if interval.numel() and (int(interval.min()) < 0 or int(interval.max()) >= self.members * (nodes - 1)):
+            raise ValueError("MarginalGrid: an input fell outside the grid; use the exact marginals.")
+        # int32 where it fits: half the memory, and index_select / index_add_ take it as it is.
+        self.interval = interval.to(torch.int32) if self.members * (nodes - 1) < 2**31 else interval
+        self.rows = int(self.interval.numel())
+
+    def transposed(self) -> "_LeanWeights":
+        return _LeanWeights(None, None, None, self.nodes, _t=not self._t,
+                            _parts=(self.interval, self.offset, self.rows, self.members))
+
+    def __matmul__(self, v: torch.Tensor) -> torch.Tensor:
+        checkpoint()
+        cols = v.shape[-1]
+        if not self._t:  # W @ v: (rows, C); every pass on contiguous 1-D tensors
+            vv = v.reshape(self.members, 2, self.nodes, cols)
+            out = v.new_empty(self.rows, cols)
+            for j in range(cols):
+                f, d = vv[:, 0, :, j], vv[:, 1, :, j]
+                f0, f1, d0, d1 = f[:, :-1], f[:, 1:], d[:, :-1], d[:, 1:]
+                coef = [f0.reshape(-1), d0.reshape(-1), (3.0 * (f1 - f0) - 2.0 * d0 - d1).reshape(-1),
+                        (2.0 * (f0 - f1) + d0 + d1).reshape(-1)]
+                for a in range(0, self.rows, LEAN_CHUNK):
+                    b = min(a + LEAN_CHUNK, self.rows)
+                    i, t = self.interval[a:b], self.offset[a:b]
+                    c0, c1, c2, c3 = (c.index_select(0, i) for c in coef)
+                    acc = c3.mul_(t).add_(c2).mul_(t).add_(c1).mul_(t).add_(c0)  # Horner
+                    out[a:b, j] = acc
+            return out
+        width = self.members * (self.nodes - 1)
+        out = v.new_zeros(self.members, 2, self.nodes, cols)  # W^T @ v: (B 2G, C)
+        for j in range(cols):
+            g_coef = [v.new_zeros(width) for _ in range(4)]
+            for a in range(0, self.rows, LEAN_CHUNK):
+                b = min(a + LEAN_CHUNK, self.rows)
+                i, t = self.interval[a:b], self.offset[a:b]
+                g = v[a:b, j].contiguous()
+                g_coef[0].index_add_(0, i, g)
+                for k in range(1, 4):
+                    g = g * t
+                    g_coef[k].index_add_(0, i, g)
+            g0, g1, g2, g3 = (c.reshape(self.members, self.nodes - 1) for c in g_coef)
+            out[:, 0, :-1, j] += g0 - 3.0 * g2 + 2.0 * g3
+            out[:, 0, 1:, j] += 3.0 * g2 - 2.0 * g3
+            out[:, 1, :-1, j] += g1 - 2.0 * g2 + g3
+            out[:, 1, 1:, j] += g3 - g2
+        return out.reshape(-1, cols)
 
 
 class _SparseProduct(torch.autograd.Function):

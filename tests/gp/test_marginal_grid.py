@@ -108,8 +108,6 @@ def test_the_grid_is_not_used_where_it_would_not_pay() -> None:
     assert grid.node_count(m.scaled_rbf.base_kernel.lengthscale) == 0
     with torch.no_grad():
         assert all(torch.equal(a, b) for a, b in zip(m.marginals(z), m.marginals(z, grid)))
-    many = _scores("logits", n=2**16 + 1, k=64, seed=3)  # beyond GRID_MAX_INPUTS = 2^22 scores: memory
-    assert _model(few, "logits", lengthscale=30.0).grid_for(many).node_count(torch.tensor(30.0, dtype=F64)) == 0
     flat = torch.zeros(2000, 4, dtype=F64)
     assert m.grid_for(flat).node_count(m.scaled_rbf.base_kernel.lengthscale) == 0
     m_log = _model(torch.log_softmax(z, -1), "log_probs", lengthscale=3.0)
@@ -258,3 +256,39 @@ def test_mean_field_grid_function_gives_no_gradient_through_a_clamped_variance()
     assert bool((var >= model_module.VAR_FLOOR).all())
     (g,) = torch.autograd.grad(var.sum(), kdiag)
     assert float(g) == pytest.approx(float((~clamped).sum()))
+
+
+@pytest.mark.parametrize("variational,batch", [("mean_field", ()), ("cholesky", ()), ("mean_field", (3,))])
+def test_lean_weights_give_the_sparse_products(monkeypatch, variational: str, batch: tuple) -> None:
+    """Beyond GRID_MAX_INPUTS the grid keeps each input's first node and offset (12 bytes, not ~104)
+    and interpolates by gathers and index_add_: the same marginals and gradients as the sparse
+    matrices to round-off. The limit is scaled down so that both run on the same 40,000 inputs."""
+    z = _scores("logits", batch=batch, n=2000, k=20)
+    m = _model(z, "logits", variational, batch=batch, lengthscale=3.0)
+    sparse = _values_and_grads(m, z, m.grid_for(z))
+    monkeypatch.setattr(model_module, "GRID_MAX_INPUTS", 1000)
+    monkeypatch.setattr(model_module, "LEAN_CHUNK", 7000)  # several chunks, the last one short
+    grid = m.grid_for(z)
+    assert grid.node_count(m.scaled_rbf.base_kernel.lengthscale) > 0
+    lean = _values_and_grads(m, z, grid)
+    assert isinstance(grid.weights(grid._nodes)[0], model_module._LeanWeights)
+    torch.testing.assert_close(lean[0], sparse[0], rtol=1e-13, atol=1e-13)
+    torch.testing.assert_close(lean[1], sparse[1], rtol=1e-13, atol=1e-13)
+    for name in sparse[2]:
+        torch.testing.assert_close(lean[2][name], sparse[2][name], rtol=1e-11, atol=1e-11, msg=name)
+
+
+def test_a_grid_beyond_the_sparse_limit_is_used_with_lean_weights() -> None:
+    """4.2 x 10^6 scores (beyond GRID_MAX_INPUTS = 2^22): a grid, with lean weights, and its marginals
+    within the interpolation's bound of the exact ones."""
+    many = _scores("logits", n=2**16 + 1, k=64, seed=3)
+    m = _model(many, "logits", lengthscale=30.0)
+    grid = m.grid_for(many)
+    nodes = grid.node_count(m.scaled_rbf.base_kernel.lengthscale)
+    assert nodes > 0 and isinstance(grid.weights(nodes)[0], model_module._LeanWeights)
+    with torch.no_grad():
+        mu, var = m.marginals(many, grid)
+        rows = slice(0, 4000)
+        mu_exact, var_exact = m.marginals(many[rows])
+    torch.testing.assert_close(mu[rows], mu_exact, rtol=0, atol=1e-9)
+    torch.testing.assert_close(var[rows], var_exact, rtol=0, atol=1e-9)
