@@ -26,6 +26,7 @@ import threading
 from dataclasses import dataclass
 
 from pbr_core.gp.objectives import MANY_CLASSES, auto_mc_draws
+from pbr_core.gp.staged import STAGED_MIN_ROWS, stage_draw_count, stage_sizes
 
 #: Seconds of one fit that do not grow with n * K: ~300 iterations (the median over the paper's
 #: alphas) of ~5 ms of per-operation overhead at small n * K (marginals, optimiser bookkeeping, kernel
@@ -78,6 +79,17 @@ WORKER_START_S = 3.0
 #: 1.97 s; K = 100, 2.9-8.0 s, up to 1.4x its 5.64 s, and restarted fits of the stability runs
 #: 1.3-2.5x the median fit. The page says "up to" this.
 WORST_FACTOR = 4.0
+#: A fit of ``STAGED_MIN_ROWS`` rows or more runs in stages (pbr_core.gp.staged): a fit from the
+#: prior on 5,000 rows (the model above, with that stage's S), then each larger stage continued from
+#: the one before for ``STAGE_ITERATIONS`` evaluations of ``STAGE_EVAL_PER_SCORE_S`` seconds per score
+#: (row x class) at the S of the measurement (``STAGE_EVAL_DRAWS``), the draws' share scaled as above.
+#: Measured on one thread (benchmarks/RESULTS_pbr_scale.md): K = 10, n = 10^5, S = 2, 95 ms per
+#: evaluation on a quiet machine, 50-60 iterations on every row; K = 100, n = 50,000 (each row drawing
+#: its 16 largest classes), S = 4, 221 iterations on 5,000 rows then 110 on every row, 121 CPU s on a
+#: loaded machine (~0.9 s per evaluation there, taken as 0.75 s).
+STAGE_ITERATIONS = {False: 60, True: 110}  # by "50 classes or more"
+STAGE_EVAL_PER_SCORE_S = {False: 9.5e-8, True: 1.5e-7}
+STAGE_EVAL_DRAWS = {False: 2, True: 4}
 #: Alpha selection continues each fold's fits along the grid (pbr_core.alpha_selection, warm
 #: starts): after the fold's first fit from the prior, each costs about this share of a fit from
 #: the prior (benchmarks/RESULTS_fast_pbr.md, the cold-vs-warm sections: a fold cost
@@ -101,6 +113,16 @@ def model_seconds(n: int, k: int, gpu: bool = False, draws: int | None = None, s
     s = auto_mc_draws(k) if draws is None else int(draws)
     split = k >= MANY_CLASSES if split is None else bool(split)
     per_entry = FIT_PER_ENTRY_S * (SPLIT_FIT_SHARE if split else 1.0)
+    if n >= STAGED_MIN_ROWS:  # in stages, as staged="auto" fits (the stages' own S)
+        sizes = stage_sizes(int(n))
+        first = model_seconds(sizes[0], k, draws=stage_draw_count(sizes[0], s), split=split)
+        measured = FIXED_EVAL_SHARE + (1.0 - FIXED_EVAL_SHARE) * STAGE_EVAL_DRAWS[split] / 32.0
+
+        def evaluation(m: int) -> float:
+            draws = FIXED_EVAL_SHARE + (1.0 - FIXED_EVAL_SHARE) * stage_draw_count(m, s) / 32.0
+            return STAGE_EVAL_PER_SCORE_S[split] * m * k * draws / measured
+
+        return first + STAGE_ITERATIONS[split] * sum(evaluation(m) for m in sizes[1:])
     return FIT_BASE_S + per_entry * entries * (FIXED_EVAL_SHARE + (1.0 - FIXED_EVAL_SHARE) * s / 32.0)
 
 
