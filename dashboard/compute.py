@@ -218,7 +218,7 @@ def group_report(loaded, view: MetricView, by: tuple[str, ...], every: str = "",
     ``view`` measures it (p(y=1) or the top label).
 
     A dataset on the server is measured on every row, in a streamed pass
-    (``pbr_core.stream.compute_group_statistics``; ``progress(what, rows_done, rows_total)``);
+    (``pbr_core.stream.compute_group_statistics``; ``progress(rows_done, rows_total, what)``);
     with ``cached_only`` None unless that pass was already made."""
     target = "positive" if view.binary_positive else "top_label"
     if loaded.stream is None:
@@ -255,7 +255,7 @@ def slice_report(loaded, view: MetricView, progress: Callable[[str, int, "int | 
                  cached_only: bool = False):
     """The slices whose calibration departs from the rest (``pbr_core.slices.find_slices``), measured as
     ``view`` measures it; a dataset on the server on every row, in streamed passes
-    (``pbr_core.stream.compute_slices``; ``progress(what, rows_done, rows_total)``). With
+    (``pbr_core.stream.compute_slices``; ``progress(rows_done, rows_total, what)``). With
     ``cached_only`` None unless the search was already made."""
     target = "positive" if view.binary_positive else "top_label"
     key = (loaded.key, target)

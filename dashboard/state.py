@@ -578,7 +578,7 @@ def load_server(path: str, options: LoadOptions = LoadOptions()) -> str | None:
                 help="Stops reading the dataset; the data loaded before stays in use.")
     bar = st.progress(0.0, text=f"Reading {texts.md(shown)} …")
 
-    def progress(done: int, total: int | None) -> None:
+    def progress(done: int, total: int | None, message: str = "") -> None:
         frac = done / total if total else 0.0
         bar.progress(min(1.0, frac), text=f"Reading {texts.md(shown)}: {done:,}" + (f" of {total:,} rows" if total else " rows"))
 
@@ -664,7 +664,7 @@ def _stream_upload(data: bytes, digest: str, file_name: str, options: LoadOption
                 help="Stops reading the file; the data loaded before stays in use.")
     bar = st.progress(0.0, text=texts.streaming_upload(file_name, why))
 
-    def progress(done: int, total: int | None) -> None:
+    def progress(done: int, total: int | None, message: str = "") -> None:
         if done > limit:
             raise _TooManyRows(done, False)
         bar.progress(min(1.0, done / total) if total else 0.0, text=texts.streaming_upload(file_name, why, done, total))

@@ -310,7 +310,7 @@ def _batched_rows(data: Predictions, folds, grid, template, progress, *, cancel,
         raise Cancelled(done=0, total=n_pairs)
     cb = None
     if progress is not None or cancel is not None:
-        def cb(it: int, max_it: int, obj: float) -> None:
+        def cb(it: int, max_it: int, message: str = "") -> None:
             if progress is not None:
                 progress(it, max_it, f"batched fit of {n_pairs} GPs, iteration {it}")
             if cancel is not None and cancel():

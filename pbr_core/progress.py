@@ -4,7 +4,7 @@ Every progress report of the package is a call ``progress(done, total, message)`
 ``total`` steps finished, ``message`` naming them. Stopping is the other half of the protocol and
 lives in :mod:`pbr_core.cancel` (a ``cancel() -> bool`` callable; :class:`~pbr_core.cancel.Cancelled`).
 
-Two places take such a callable:
+Every place that reports progress takes such a callable:
 
 * The experiment protocols and alpha selection take ``progress=`` and call it after each fit
   (the outer steps a front end counts).
@@ -38,8 +38,12 @@ from pbr_core import cancel as _cancel
 
 __all__ = ["Progress", "installed", "report_progress", "tqdm_progress", "track"]
 
-#: ``progress(done, total, message)``: ``done`` of ``total`` steps finished, ``message`` names them.
-Progress = Callable[[int, int, str], None]
+#: ``progress(done, total, message)``: ``done`` of ``total`` steps finished, ``message`` names them;
+#: ``total`` is None where it is not known ahead (the rows of a CSV read in a stream, the passes of a
+#: fit on every row). Every progress report of the package has this shape: the protocols' fits, the
+#: optimisers' iterations ("objective 0.0123"), the streamed passes' rows ("rows", or the pass:
+#: "counting the groups"), the streamed fits' passes.
+Progress = Callable[[int, "int | None", str], None]
 
 _T = TypeVar("_T")
 _PROGRESS: contextvars.ContextVar[Progress | None] = contextvars.ContextVar("pbr_core_progress", default=None)

@@ -146,7 +146,7 @@ def test_streamed_over_parquet_row_groups_and_files(adult, tmp_path):
     frame.iloc[8000:].to_parquet(tmp_path / "b.parquet", row_group_size=3000)
     seen = []
     report = ps.compute_slices(ps.open_dataset(str(tmp_path)), ["education", "sex"],
-                               progress=lambda what, done, total: seen.append(what))
+                               progress=lambda done, total, what: seen.append(what))
     assert "education = Bachelors" in report.held_up
     assert report.n_rows == adult.n and abs(report.n_search - adult.n / 2) < 300
     assert {"planning the slices", "searching the slices", "confirming the slices"} <= set(seen)

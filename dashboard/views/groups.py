@@ -200,7 +200,7 @@ def _measure(loaded: state.Loaded, view: state.MetricView, by: tuple[str, ...], 
     bar = st.progress(0.0, text="Reading the dataset …")
     words = {"counting the groups": "Counting the groups", "measuring each group": "Measuring each group"}
 
-    def progress(what: str, done: int, total: int | None) -> None:
+    def progress(done: int, total: int | None, what: str) -> None:
         shown = f"{words.get(what, what)}: {done:,}" + (f" of {total:,} rows" if total else " rows")
         bar.progress(min(1.0, done / total) if total else 0.0, text=shown)
 
@@ -292,7 +292,7 @@ def _search(loaded: state.Loaded, view: state.MetricView):
                     help="Stops reading the dataset; nothing found so far is kept.")
     bar = st.progress(0.0, text="Reading the dataset …")
 
-    def progress(what: str, done: int, total: int | None) -> None:
+    def progress(done: int, total: int | None, what: str) -> None:
         shown = f"{what.capitalize()}: {done:,}" + (f" of {total:,} rows" if total else " rows")
         bar.progress(min(1.0, done / total) if total else 0.0, text=shown)
 

@@ -45,7 +45,6 @@ __all__ = [
     "small_test_set_problem",
     "warn_small_test_set",
     "Cancelled",
-    "ProgressCallback",
     "CancelCallback",
     "available_methods",
     "ended_at_prior",
@@ -54,9 +53,6 @@ __all__ = [
     "split_indices",
     "tqdm_progress",
 ]
-
-#: ``progress(done, total, message)``: called after each fit (:data:`pbr_core.progress.Progress`).
-ProgressCallback = Progress
 
 #: The protocols' binary ECE: one of :data:`pbr_core.metrics.BINARY_TARGET`'s values.
 BinaryECE = BinaryTarget
@@ -276,7 +272,7 @@ class Runner:
 
     total: int
     columns: Sequence[str]
-    progress: ProgressCallback | None = None
+    progress: Progress | None = None
     cancel: CancelCallback | None = None
     rows: list[dict[str, Any]] = field(default_factory=list)
     keys: list[Any] = field(default_factory=list)   # sort keys of the rows added by put()

@@ -20,7 +20,6 @@ from pbr_core.experiments._protocol import (
     DEFAULT_BINARY_ECE,
     CancelCallback,
     OnError,
-    ProgressCallback,
     Runner,
     check_int,
     check_methods,
@@ -37,6 +36,7 @@ from pbr_core.experiments._protocol import (
 from pbr_core.evaluation import EVALUATION_METRICS
 from pbr_core.parallel import check_n_jobs, run_chains
 from pbr_core.predictions import Predictions
+from pbr_core.progress import Progress
 from pbr_core.recalibrators import get_recalibrator
 
 __all__ = ["COMPARE_COLUMNS", "compare", "fit_and_evaluate"]
@@ -114,7 +114,7 @@ def compare(
     n_folds: int = 10,
     seed: int = 0,
     method_params: Mapping[str, Mapping[str, Any]] | None = None,
-    progress: ProgressCallback | None = None,
+    progress: Progress | None = None,
     cancel: CancelCallback | None = None,
     *,
     n_te: int | None = None,

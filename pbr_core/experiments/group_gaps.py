@@ -28,7 +28,6 @@ from pbr_core.experiments._protocol import (
     DEFAULT_BINARY_ECE,
     CancelCallback,
     Cancelled,
-    ProgressCallback,
     check_predictions,
     iter_folds,
     split_indices,
@@ -36,6 +35,7 @@ from pbr_core.experiments._protocol import (
 from pbr_core.evaluation import measured_ece
 from pbr_core.groups import Bucket, group_keys
 from pbr_core.predictions import Predictions
+from pbr_core.progress import Progress
 from pbr_core.recalibrators import get_recalibrator
 
 STRATEGIES = ("uncalibrated", "one for everyone", "one per group")
@@ -47,7 +47,7 @@ MIN_FIT_ROWS = 50
 def recalibration_by_group(preds: Predictions, method: str, by: Sequence[str] | str, *, n_re: int = 1000,
                            n_folds: int = 10, seed: int = 0, every: Bucket | None = None,
                            params: Mapping[str, Any] | None = None, binary_ece: BinaryECE = DEFAULT_BINARY_ECE,
-                           min_fit_rows: int = MIN_FIT_ROWS, progress: ProgressCallback | None = None,
+                           min_fit_rows: int = MIN_FIT_ROWS, progress: Progress | None = None,
                            cancel: CancelCallback | None = None) -> pd.DataFrame:
     """Test ECE per group of the uncalibrated model, one recalibrator for everyone and one per group.
 

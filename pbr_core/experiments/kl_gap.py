@@ -31,7 +31,6 @@ from pbr_core.experiments._protocol import (
     DEFAULT_BINARY_ECE,
     CancelCallback,
     OnError,
-    ProgressCallback,
     Runner,
     check_folds,
     fold_label,
@@ -46,6 +45,7 @@ from pbr_core.paper import PAPER_ALPHAS
 from pbr_core.gp.grid import GridFit, fit_grid, fit_grid_batched
 from pbr_core.parallel import check_n_jobs
 from pbr_core.predictions import Predictions
+from pbr_core.progress import Progress
 from pbr_core.recalibrators import get_recalibrator
 
 __all__ = ["KL_GAP_COLUMNS", "FoldKendall", "KLGapResult", "extreme_kl", "fold_kendall", "kl_limit", "kl_vs_ece_gap"]
@@ -359,7 +359,7 @@ def kl_vs_ece_gap(
     n_re: int = 1000,
     n_folds: int = 10,
     seed: int = 0,
-    progress: ProgressCallback | None = None,
+    progress: Progress | None = None,
     cancel: CancelCallback | None = None,
     *,
     eps: float = 0.05,
@@ -524,7 +524,7 @@ def _batched_rows(preds: Predictions, template: Any, alphas: list[float], splits
     n_pairs = len(folds) * len(alphas)
     runner.check_cancel()
 
-    def on_iteration(it: int, max_it: int, objective_value: float) -> None:
+    def on_iteration(it: int, max_it: int, message: str = "") -> None:
         if runner.progress is not None:
             runner.progress(0, runner.total, f"batched fit of {n_pairs} GPs, iteration {it}")
 

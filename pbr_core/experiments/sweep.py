@@ -24,7 +24,6 @@ from pbr_core.experiments._protocol import (
     DEFAULT_BINARY_ECE,
     CancelCallback,
     OnError,
-    ProgressCallback,
     Runner,
     check_folds,
     fold_label,
@@ -38,6 +37,7 @@ from pbr_core.experiments._protocol import (
 from pbr_core.experiments.compare import COMPARE_COLUMNS, SharedFits, fit_and_evaluate
 from pbr_core.paper import PAPER_N_RE_VALUES
 from pbr_core.predictions import Predictions
+from pbr_core.progress import Progress
 
 __all__ = ["SMALL_TEST_SET_WARNING", "n_re_sweep"]
 
@@ -52,7 +52,7 @@ def n_re_sweep(
     n_re_values: Sequence[int] = PAPER_N_RE_VALUES,
     n_folds: int = 10,
     seed: int = 0,
-    progress: ProgressCallback | None = None,
+    progress: Progress | None = None,
     cancel: CancelCallback | None = None,
     *,
     method_params: Mapping[str, Mapping[str, Any]] | None = None,

@@ -20,7 +20,8 @@ from pbr_core.gp.device import DTYPE
 from pbr_core.gp import objectives as _objectives
 from pbr_core.gp.model import GPRecalibrationModel, InputKind, initial_inducing_points, kernel_inputs
 from pbr_core.gp.objectives import ObjectiveSpec, draw_mc_noise
-from pbr_core.gp.problem import FitData, FitReport, ProgressCallback, TrainCheck, TrainSettings
+from pbr_core.gp.problem import FitData, FitReport, TrainCheck, TrainSettings
+from pbr_core.progress import Progress
 from pbr_core.gp.training import fit_gp
 
 
@@ -29,7 +30,7 @@ def fit_batch(zs: Sequence[np.ndarray], ys: Sequence[np.ndarray], alphas: Sequen
               antithetic: bool = True, mc_classes: int | None = None,
               variational: str = "mean_field", settings: TrainSettings | None = None,
               check: TrainCheck | None = None,
-              progress: ProgressCallback | None = None) -> tuple[GPRecalibrationModel, list[FitReport]]:
+              progress: Progress | None = None) -> tuple[GPRecalibrationModel, list[FitReport]]:
     """Fit one GP per (z, y, alpha) triple, all in one batched model.
 
     Parameters

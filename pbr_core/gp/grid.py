@@ -35,6 +35,7 @@ from pbr_core.cancel import Cancelled, checkpoint
 from pbr_core.paper import continuation_order
 from pbr_core.parallel import run_chains
 from pbr_core.predictions import Predictions
+from pbr_core.progress import Progress
 
 __all__ = ["GridFit", "Scorer", "fit_grid", "fit_grid_batched"]
 
@@ -173,12 +174,12 @@ def fit_grid(data: Predictions, template: Any, alphas: Sequence[float], fit_rows
 
 
 def fit_grid_batched(data: Predictions, template: Any, alphas: Sequence[float], fit_rows: Sequence[np.ndarray],
-                     score: Scorer, progress: Callable[[int, int, float], None] | None = None) -> list[tuple[int, int, dict]]:
+                     score: Scorer, progress: Progress | None = None) -> list[tuple[int, int, dict]]:
     """Every (fold, alpha) fit of :func:`fit_grid` in one batched GP (``template.fit_batch``; Adam),
     scored as the fits one by one would be: each predicts with its recalibrator's own rule and
     prediction draws. Returns ``(fold, alpha index, row)`` in (fold, alpha) order.
 
-    ``progress(iteration, max_iter, objective)`` hears the batch's optimiser (it may raise
+    ``progress(iteration, max_iter, message)`` hears the batch's optimiser (it may raise
     :class:`~pbr_core.cancel.Cancelled` to stop). A failure of the batch raises: the caller decides
     whether to fit one by one instead.
     """

@@ -23,7 +23,8 @@ from torch.optim.lbfgs import _strong_wolfe
 
 from pbr_core.cancel import checkpoint
 from pbr_core.gp.model import GPRecalibrationModel, NotPositiveDefiniteError
-from pbr_core.gp.problem import ProgressCallback, TrainSettings
+from pbr_core.gp.problem import TrainSettings
+from pbr_core.progress import Progress
 
 #: ``objective()``: the objective at the model's current parameters, one value per GP of the batch
 #: (a scalar for one GP), with a graph for ``backward()`` when gradients are enabled.
@@ -214,7 +215,7 @@ class LBFGS:
 
 
 def run_lbfgs(model: GPRecalibrationModel, objective: Closure, settings: TrainSettings, lr: float, start_iter: int,
-               budget: int, progress: ProgressCallback | None, counters: dict,
+               budget: int, progress: Progress | None, counters: dict,
                params: list[torch.nn.Parameter] | None = None) -> tuple[int, bool, str]:
     """L-BFGS on the sum of ``objective()`` from the current parameters for at most ``budget`` iterations.
 
@@ -268,7 +269,7 @@ def run_lbfgs(model: GPRecalibrationModel, objective: Closure, settings: TrainSe
             raise DivergenceError(f"the objective increased from {prev:.6g} to {loss:.6g} under L-BFGS")
         good = snapshot(model)
         if progress is not None:
-            progress(start_iter + done, settings.max_iter, loss)
+            progress(start_iter + done, settings.max_iter, f"objective {loss:.6g}")
         if it < CHUNK:  # stopped on its own tolerances (gradient or change)
             return done, True, "tolerance (L-BFGS: gradient or objective change)"
         if prev - loss <= settings.rtol * max(1.0, abs(loss)):
@@ -306,7 +307,7 @@ def _adam_update_one(params: list[torch.nn.Parameter], m1: list[torch.Tensor], m
 
 
 def run_adam(model: GPRecalibrationModel, objective: Closure, settings: TrainSettings, start_iter: int, budget: int,
-              progress: ProgressCallback | None, counters: dict) -> tuple[int, torch.Tensor, list[str], torch.Tensor]:
+              progress: Progress | None, counters: dict) -> tuple[int, torch.Tensor, list[str], torch.Tensor]:
     """Adam on ``objective()`` with a step size, best snapshot and stopping rule per GP of the batch.
 
     Returns (iterations done, converged mask (B,), reasons per GP, restarts per GP). The model is
@@ -412,7 +413,7 @@ def run_adam(model: GPRecalibrationModel, objective: Closure, settings: TrainSet
                     upd = per_member(lr / bc1, p) * mm1 / ((mm2 / per_member(bc2, p)).sqrt() + eps_adam)
                     p.sub_(act * upd)
         if progress is not None and (step + 1) % CHUNK == 0:
-            progress(start_iter + step + 1, settings.max_iter, float(best.sum()))
+            progress(start_iter + step + 1, settings.max_iter, f"objective {float(best.sum()):.6g}")
     restore(model, best_snap)
     converged = ~active
     return budget, converged, reasons, restarts

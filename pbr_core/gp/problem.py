@@ -20,10 +20,6 @@ from pbr_core.gp.objectives import ClassSplit, ObjectiveSpec, ObjectiveTerms, ev
 
 Optimizer = Literal["lbfgs", "adam"]
 
-#: ``progress(iteration, max_iter, objective)``: the optimisers' own report, every ``CHUNK``
-#: iterations. Front ends never see it: the GP recalibrators pass it on as ``(done, total, message)``,
-#: the package's one progress signature (:mod:`pbr_core.progress`).
-ProgressCallback = Callable[[int, int, float], None]
 
 
 #: Fits on a CPU interpolate the marginals between grid nodes (:class:`~pbr_core.gp.model.MarginalGrid`,

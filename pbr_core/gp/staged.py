@@ -48,7 +48,8 @@ import torch
 from pbr_core.gp.model import GPRecalibrationModel
 from pbr_core.gp.objectives import ObjectiveSpec, draw_mc_noise
 from pbr_core.gp.optimizers import restore, snapshot
-from pbr_core.gp.problem import FitData, FitReport, ProgressCallback, TrainCheck, TrainSettings
+from pbr_core.gp.problem import FitData, FitReport, TrainCheck, TrainSettings
+from pbr_core.progress import Progress
 from pbr_core.gp.training import fit_gp
 
 __all__ = ["MC_ROW_DRAWS", "STAGED_MIN_ROWS", "STAGE_GROWTH", "STAGE_ROWS", "fit_staged", "stage_draw_count",
@@ -126,7 +127,7 @@ def _problem(z: np.ndarray, y: np.ndarray, spec: ObjectiveSpec, n_mc: int, seed:
 
 def fit_staged(model: GPRecalibrationModel, z: np.ndarray, y: np.ndarray, spec: ObjectiveSpec, *, seed: int,
                n_mc: int, antithetic: bool, mc_classes: int | None, device: torch.device, dtype: torch.dtype,
-               settings: TrainSettings, check: TrainCheck | None = None, progress: ProgressCallback | None = None,
+               settings: TrainSettings, check: TrainCheck | None = None, progress: Progress | None = None,
                start: dict[str, torch.Tensor] | None = None, start_jitter: float | None = None) -> FitReport:
     """Fit ``model`` (unbatched, at its prior) to the scores ``z`` (N, K) and labels ``y`` in stages
     (module docstring); returns the report of the fit on every row, with ``stages`` saying what each
@@ -144,8 +145,8 @@ def fit_staged(model: GPRecalibrationModel, z: np.ndarray, y: np.ndarray, spec: 
     done = [0, 0, 0]  # iterations, evaluations, restarts of the stages before the last
     notes: list[str] = []
 
-    def shifted(offset: int) -> ProgressCallback | None:
-        return None if progress is None else (lambda it, mx, obj: progress(offset + it, mx, obj))
+    def shifted(offset: int) -> Progress | None:
+        return None if progress is None else (lambda it, mx, message: progress(offset + it, mx, message))
 
     prior, prior_jitter = snapshot(model), model.jitter
     sizes = stage_sizes(n) if start is None else [n]  # a continued fit starts where its start ended

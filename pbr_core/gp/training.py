@@ -86,7 +86,8 @@ from pbr_core.gp.optimizers import (
     snapshot,
 )
 from pbr_core.gp.predict import predict_proba
-from pbr_core.gp.problem import FitData, FitReport, Optimizer, ProgressCallback, TrainCheck, TrainSettings
+from pbr_core.gp.problem import FitData, FitReport, Optimizer, TrainCheck, TrainSettings
+from pbr_core.progress import Progress
 from pbr_core.metrics import brier_score, nll
 from pbr_core.predictions import softmax
 
@@ -114,7 +115,7 @@ NOT_RESTARTED = " (ended at the prior; restarts from smaller alpha did not do be
 CHECK_NLL_EPS = float(np.finfo(np.float64).tiny)
 
 __all__ = ["FitData", "FitReport", "TrainCheck", "TrainSettings", "fit_gp", "training_check", "DivergenceError",
-           "ProgressCallback", "CHUNK", "CHECK_MAX_ROWS", "PRIOR_SHIFT", "at_prior", "prior_shift"]
+           "CHUNK", "CHECK_MAX_ROWS", "PRIOR_SHIFT", "at_prior", "prior_shift"]
 
 
 # ---------------------------------------------------------------------- the training-set check
@@ -176,7 +177,7 @@ def _note_adam_restarts(member_restarts: torch.Tensor, notes: list[str]) -> None
 
 
 def _optimise(model: GPRecalibrationModel, data: FitData, settings: TrainSettings, optimizer: Optimizer,
-              progress: ProgressCallback | None, notes: list[str]) -> tuple[int, np.ndarray, list[str], int, int]:
+              progress: Progress | None, notes: list[str]) -> tuple[int, np.ndarray, list[str], int, int]:
     """Run the optimiser with the retry policy. Returns (iterations, converged per GP, reasons,
     restarts, evaluations)."""
     b = batch_size(model)
@@ -243,7 +244,7 @@ def _optimise(model: GPRecalibrationModel, data: FitData, settings: TrainSetting
 
 
 def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings | None = None,
-           progress: ProgressCallback | None = None, check: TrainCheck | None = None,
+           progress: Progress | None = None, check: TrainCheck | None = None,
            start: Mapping[str, torch.Tensor] | None = None, start_jitter: float | None = None) -> list[FitReport]:
     """Minimise ``data.spec`` over all parameters of ``model`` in place (GP_SPEC section 3).
 
@@ -318,7 +319,7 @@ class _ContinuationFailed(Exception):
         self.why, self.notes, self.done = why, notes, done
 
 
-def _fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings, progress: ProgressCallback | None,
+def _fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings, progress: Progress | None,
             check: TrainCheck | None, start: Mapping[str, torch.Tensor] | None, t0: float) -> list[FitReport]:
     """The body of :func:`fit_gp`: one fit from ``model``'s parameters or (``start``) continued."""
     b = batch_size(model)
@@ -428,7 +429,7 @@ def _fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings,
 
 
 def _refine_split(model: GPRecalibrationModel, data: FitData, settings: TrainSettings, optimizer: Optimizer,
-                  progress: ProgressCallback | None, notes: list[str], counts: list[int], converged: np.ndarray,
+                  progress: Progress | None, notes: list[str], counts: list[int], converged: np.ndarray,
                   reasons: list[str], restart_notes: list[str],
                   ) -> tuple[FitData, list[float] | None, np.ndarray, list[str]]:
     """Where a :class:`~pbr_core.gp.objectives.ClassSplit`'s error at the fitted parameters is not
@@ -486,7 +487,7 @@ def _at_prior_members(model: GPRecalibrationModel, data: FitData) -> list[bool]:
 
 
 def _escape_prior(model: GPRecalibrationModel, data: FitData, settings: TrainSettings, optimizer: Optimizer,
-                  init: dict[str, torch.Tensor], progress: ProgressCallback | None, offset: int,
+                  init: dict[str, torch.Tensor], progress: Progress | None, offset: int,
                   notes: list[str]) -> tuple[int, int, tuple[np.ndarray, str] | None]:
     """Redo a fit that ended at the prior (see the module docstring): for a = alpha/2, alpha/4, 0,
     fit from the prior at a (at a = 0 for at most ``ZERO_RUNG_MAX_ITER`` iterations); if that fit
@@ -503,8 +504,8 @@ def _escape_prior(model: GPRecalibrationModel, data: FitData, settings: TrainSet
     margin = settings.rtol * max(1.0, abs(first_value))
     used = evaluations = 0
 
-    def shifted(start: int) -> ProgressCallback | None:
-        return None if progress is None else (lambda it, mx, obj: progress(start + it, mx, obj))
+    def shifted(start: int) -> Progress | None:
+        return None if progress is None else (lambda it, mx, message: progress(start + it, mx, message))
 
     for a in rungs:
         budget = min(settings.max_iter - used, max(1, settings.max_iter // 2))

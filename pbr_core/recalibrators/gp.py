@@ -38,10 +38,11 @@ from pbr_core.gp.model import (
 )
 from pbr_core.gp.objectives import MC_DRAWS, ObjectiveSpec, auto_mc_classes, auto_mc_draws, draw_mc_noise
 from pbr_core.gp.predict import predict_proba
-from pbr_core.gp.problem import FitData, ProgressCallback, TrainCheck, TrainSettings
+from pbr_core.gp.problem import FitData, TrainCheck, TrainSettings
 from pbr_core.gp.staged import fit_staged, uses_stages
 from pbr_core.gp.threads import fit_threads
 from pbr_core.gp.training import fit_gp, training_check
+from pbr_core.progress import Progress
 from pbr_core.progress import installed as installed_progress
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import _state
@@ -256,9 +257,9 @@ class _GPRecalibrator(Recalibrator):
         return {"max_iter": 60, "n_mc": 20, "n_predict_samples": 20}
 
     # ------------------------------------------------------------------ fit
-    def _progress(self) -> ProgressCallback | None:
-        """The optimiser's ``(iteration, max_iter, objective)`` callback for this fit, or None when
-        nobody listens: it reports ``(iteration, max_iter, "<method> fit")`` to the progress
+    def _progress(self) -> Progress | None:
+        """The optimiser's progress callback for this fit, or None when nobody listens: it reports
+        ``(iteration, max_iter, "<method> fit")`` to the progress
         installed with :func:`pbr_core.progress.report_progress` (iterations never counted back:
         with ``prior_split`` the second fit continues the count)."""
         installed = installed_progress()
@@ -267,7 +268,7 @@ class _GPRecalibrator(Recalibrator):
         done = [0]
         desc = f"{self.method} fit"
 
-        def report(iteration: int, max_iter: int, objective: float) -> None:
+        def report(iteration: int, max_iter: int, message: str = "") -> None:
             if min(iteration, max_iter) > done[0]:
                 done[0] = min(iteration, max_iter)
                 installed(done[0], max_iter, desc)
@@ -333,7 +334,7 @@ class _GPRecalibrator(Recalibrator):
                         "prior": prior_info["kind"], "validity": prior_info["validity"]}
 
     def _fit_model(self, z: np.ndarray, y: np.ndarray, kind: str, dev: torch.device,
-                   progress: ProgressCallback | None, prior: GPRecalibrationModel | None = None,
+                   progress: Progress | None, prior: GPRecalibrationModel | None = None,
                    start: GPRecalibrationModel | None = None) -> tuple[GPRecalibrationModel, Any]:
         """One GP fit on (z, y). With ``prior``: its inducing points and kernel hyperparameters are
         copied and held fixed, q(v) starts at N(0, I), and only q is fitted (the KL is then to a
@@ -433,7 +434,7 @@ class _GPRecalibrator(Recalibrator):
         return self
 
     def fit_batch(self, data: Predictions, row_sets: list[np.ndarray], alphas: list[float],
-                  progress: ProgressCallback | None = None) -> tuple[Any, list[Any], torch.device]:
+                  progress: Progress | None = None) -> tuple[Any, list[Any], torch.device]:
         """This recalibrator's fit of ``data``'s rows ``row_sets[i]`` at ``alphas[i]`` for every i, all
         in one batched GP (:func:`pbr_core.gp.batch.fit_batch`: its settings, draws, seed and
         training-set check; a batched fit is Adam): (batched model, reports, device). The batched

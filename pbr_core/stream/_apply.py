@@ -10,6 +10,7 @@ from typing import Callable
 
 import numpy as np
 
+from pbr_core.progress import Progress
 from pbr_core.predictions import Predictions, PredictionsError
 from pbr_core.stream._source import Dataset
 
@@ -106,7 +107,7 @@ class RowSample:
 
 
 def sample_dataset(dataset: Dataset, size: int, *, seed: int = 0,
-                   progress: Callable[[int, int | None], None] | None = None) -> Predictions:
+                   progress: Progress | None = None) -> Predictions:
     """A uniform random sample of exactly ``min(size, n)`` rows, without replacement, in one pass.
 
     Bottom-k sampling: every row gets an independent uniform key (seeded per batch by ``seed``,
@@ -128,7 +129,7 @@ def sample_dataset(dataset: Dataset, size: int, *, seed: int = 0,
         for start, preds in dataset.predictions(unit):
             sample.update(preds, (unit.file_index, start))
             if progress is not None:
-                progress(sample.seen, total)
+                progress(sample.seen, total, "rows")
     return sample.predictions(dataset.layout(), dataset.spec)
 
 
@@ -148,7 +149,7 @@ def _output_names(dataset: Dataset, out: Path) -> list[Path]:
 
 
 def apply_to_dataset(recalibrator, dataset: Dataset, out: str | os.PathLike, *, prefix: str = "calibrated_",
-                     progress: Callable[[int, int | None], None] | None = None) -> list[Path]:
+                     progress: Progress | None = None) -> list[Path]:
     """Apply a fitted recalibrator to every row of ``dataset`` and write Parquet files under ``out``.
 
     One output file per input file (same relative name, ``.parquet``), holding every original
@@ -219,7 +220,7 @@ def apply_to_dataset(recalibrator, dataset: Dataset, out: str | os.PathLike, *, 
                         writer.write_table(table)
                         done += preds.n
                         if progress is not None:
-                            progress(done, total)
+                            progress(done, total, "rows")
             finally:
                 if writer is not None:
                     writer.close()

@@ -54,7 +54,11 @@ class _Bar:
         self.bar = tqdm(total=None, unit="row", unit_scale=True, desc=desc, file=sys.stderr, disable=quiet,
                         leave=False)
 
-    def __call__(self, done: int, total: int | None) -> None:
+    def __call__(self, done: int, total: int | None, message: str = "") -> None:
+        """``progress(done, total, message)`` (pbr_core.progress.Progress); a message other than "rows"
+        names the pass ("counting the groups") and becomes the bar's description."""
+        if message and message != "rows":
+            self.bar.set_description(message, refresh=False)
         if total is not None and self.bar.total != total:
             self.bar.total = total
         self.bar.n = done
@@ -103,14 +107,10 @@ def evaluate_stream(args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
             config = _run_guarded(lambda: stats_config(ds, curve_bins=curve, n_boot=args.n_boot, seed=args.seed),
                                   str(args.file))
 
-            def progress(what: str, done: int, total: int | None) -> None:
-                bar.bar.set_description(what, refresh=False)
-                bar(done, total)
-
             try:
                 groups, stats = _run_guarded(lambda: compute_group_statistics(
                     ds, args.by, every=args.every, n_boot=args.n_boot, seed=args.seed, overall=config,
-                    progress=progress, scheduler=args.scheduler, local_cluster=args.local_cluster), str(args.file))
+                    progress=bar, scheduler=args.scheduler, local_cluster=args.local_cluster), str(args.file))
             except PredictionsError:
                 raise
             except ValueError as exc:  # the grouping itself: an unknown column, too many groups
@@ -143,12 +143,8 @@ def find_slices_cli(args: argparse.Namespace, preds=None):
         ds = _open(args)
         bar = _Bar(args.quiet, "slices")
 
-        def progress(what: str, done: int, total: int | None) -> None:
-            bar.bar.set_description(what, refresh=False)
-            bar(done, total)
-
         try:
-            return _run_guarded(lambda: compute_slices(ds, seed=args.seed, progress=progress, scheduler=args.scheduler,
+            return _run_guarded(lambda: compute_slices(ds, seed=args.seed, progress=bar, scheduler=args.scheduler,
                                                        local_cluster=args.local_cluster), str(args.file))
         finally:
             bar.close()
@@ -214,21 +210,17 @@ def fit_all_rows(args: argparse.Namespace, rec) -> int:
     bar = tqdm(unit="pass", desc=f"{'Platt' if platt else 'temperature'} (passes over the data)", file=sys.stderr,
                disable=args.quiet, leave=False)
 
-    def progress_temperature(passes: int, temperature: float) -> None:
+    def progress(passes: int, total: int | None, message: str) -> None:
         bar.update(1)
-        bar.set_postfix_str(f"T = {temperature:.6g}")
-
-    def progress_platt(passes: int, iterating: int) -> None:
-        bar.update(1)
-        bar.set_postfix_str(f"{iterating} map(s) still iterating")
+        bar.set_postfix_str(message)
 
     if platt:
         def run():
-            return fit_platt(ds, targets=rec.targets, progress=progress_platt)
+            return fit_platt(ds, targets=rec.targets, progress=progress)
     else:
         def run():
             return fit_temperature(ds, min_temperature=rec.min_temperature, max_temperature=rec.max_temperature,
-                                   progress=progress_temperature)
+                                   progress=progress)
     try:
         fitted = _run_guarded(run, str(args.file))
     except RuntimeError as exc:

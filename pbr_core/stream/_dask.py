@@ -71,7 +71,7 @@ def map_merge(client, dataset: Dataset, units: Sequence[Unit], task: Callable, a
             future.result()  # re-raises the task's PredictionsError here, with its message
         done += rows[future.key]
         if progress is not None:
-            progress(done, total)
+            progress(done, total, "rows")
     del futures
     return level[0].result()
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-from typing import Callable
 
 import numpy as np
 from scipy.special import softmax
 
 from pbr_core.predictions import PredictionsError, real_class_names
+from pbr_core.progress import Progress
 from pbr_core.stream._source import Dataset
 
 __all__ = ["fit_platt", "fit_temperature"]
@@ -32,8 +32,7 @@ def _slope_pass(dataset: Dataset, beta: float) -> tuple[float, float, int]:
 
 
 def fit_temperature(dataset: Dataset, *, min_temperature: float = 1e-3, max_temperature: float = 1e3,
-                    tol: float = 1e-10, max_passes: int = 60,
-                    progress: Callable[[int, float], None] | None = None):
+                    tol: float = 1e-10, max_passes: int = 60, progress: Progress | None = None):
     """Temperature scaling fitted on EVERY row of ``dataset``, one streamed pass per step.
 
     The objective and the answer are those of :class:`pbr_core.recalibrators.TemperatureScaling`
@@ -69,8 +68,8 @@ def fit_temperature(dataset: Dataset, *, min_temperature: float = 1e-3, max_temp
     while True:
         g, h, n = _slope_pass(dataset, beta)
         passes += 1
-        if progress is not None:
-            progress(passes, 1.0 / beta)
+        if progress is not None:  # the passes' count is not known ahead
+            progress(passes, None, f"T = {1.0 / beta:.6g}")
         if n < 2:
             raise PredictionsError(f"{dataset.spec}: at least 2 rows are needed to fit, but the dataset has {n}.")
         g, h = g / n, h / n
@@ -87,10 +86,10 @@ def fit_temperature(dataset: Dataset, *, min_temperature: float = 1e-3, max_temp
         beta = step if lo < step < hi else 0.5 * (lo + hi)
         if beta == lo or beta == hi:
             break
-    rec.n_classes_ = lay.n_classes
-    rec.input_type_ = lay.input_type
-    rec.class_names_ = real_class_names(lay.class_names)
-    rec.temperature_ = float(1.0 / beta)
+    # The state a fit on every row learned, checked as a saved file's is (not written into the object).
+    rec = TemperatureScaling.from_state({"temperature": float(1.0 / beta)}, n_classes=lay.n_classes,
+                                        input_type=lay.input_type, class_names=real_class_names(lay.class_names),
+                                        **rec.get_params())
     rec.fit_passes_ = passes
     return rec
 
@@ -285,7 +284,7 @@ class _Map:
 
 
 def fit_platt(dataset: Dataset, *, targets: str = "auto", max_iter: int = 100, tol: float = 1e-10,
-              progress: Callable[[int, int], None] | None = None):
+              progress: Progress | None = None):
     """Platt scaling fitted on EVERY row of ``dataset`` by streamed passes.
 
     The objective, the iteration and the answer are those of
@@ -312,7 +311,7 @@ def fit_platt(dataset: Dataset, *, targets: str = "auto", max_iter: int = 100, t
         As :class:`~pbr_core.recalibrators.PlattScaling`.
     max_iter, tol : int, float
         Newton iterations per map at most, and the step tolerance, as ``fit_logistic``.
-    progress : callable (passes, maps still iterating) -> None, optional
+    progress : callable ``progress(passes, None, message)``, optional
         Called after every pass.
 
     Returns
@@ -363,7 +362,7 @@ def fit_platt(dataset: Dataset, *, targets: str = "auto", max_iter: int = 100, t
 
     settle()
     if progress is not None:
-        progress(passes, sum(m.state != "done" for m in maps))
+        progress(passes, None, f"{sum(m.state != 'done' for m in maps)} map(s) still iterating")
     while any(m.state != "done" for m in maps):
         active = [(k, m) for k, m in enumerate(maps) if m.state != "done"]
         for unit in dataset.units():
@@ -376,13 +375,12 @@ def fit_platt(dataset: Dataset, *, targets: str = "auto", max_iter: int = 100, t
             m.after_pass()
         settle()
         if progress is not None:
-            progress(passes, sum(m.state != "done" for m in maps))
+            progress(passes, None, f"{sum(m.state != 'done' for m in maps)} map(s) still iterating")
     if notes:
         warnings.warn("PlattScaling: " + PlattScaling._fit_note_message.format(names=", ".join(notes)),
                       RuntimeWarning, stacklevel=2)
-    rec.n_classes_ = lay.n_classes
-    rec.input_type_ = lay.input_type
-    rec.class_names_ = real_class_names(lay.class_names)
-    rec.maps_ = [{"slope": float(m.theta[0]), "intercept": float(m.theta[1]), "targets": m.targets} for m in maps]
+    maps_ = [{"slope": float(m.theta[0]), "intercept": float(m.theta[1]), "targets": m.targets} for m in maps]
+    rec = PlattScaling.from_state({"maps": maps_}, n_classes=lay.n_classes, input_type=lay.input_type,
+                                  class_names=real_class_names(lay.class_names), **rec.get_params())
     rec.fit_passes_ = passes
     return rec

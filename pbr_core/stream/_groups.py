@@ -45,6 +45,7 @@ from pbr_core.groups import (EACH_CLASS, MAX_GROUPS, MIN_ROWS, PREDICTED_CLASS, 
                              exact_eligible, group_report, group_tests, is_date_column, join_keys, largest_gap,
                              test_columns)
 from pbr_core.metrics import BINARY_TARGET, default_n_boot
+from pbr_core.progress import Progress
 from pbr_core.predictions import Predictions, PredictionsError
 from pbr_core.stream._source import Dataset, Unit
 from pbr_core.stream._stats import (CalibrationStatistics, StatsConfig, add_split_bootstrap, confidence_outcome,
@@ -57,9 +58,6 @@ _ALL_ROWS = "(all rows)"
 #: Mixed into the seed of a batch's group draws, so that they are not the overall statistics' draws.
 _SEED_TAG = 0x67726F75
 
-#: progress(what, rows_done, rows_total_or_None); ``what`` says which pass ("counting the groups",
-#: "measuring each group").
-GroupProgress = Callable[[str, int, "int | None"], None]
 
 
 @dataclass(frozen=True)
@@ -435,7 +433,7 @@ def compute_group_statistics(
     seed: int = 0,
     max_groups: int = MAX_GROUPS,
     overall: StatsConfig | None = None,
-    progress: GroupProgress | None = None,
+    progress: Progress | None = None,
     scheduler: str | None = None,
     local_cluster: int | None = None,
     client=None,
@@ -463,7 +461,9 @@ def compute_group_statistics(
     overall : StatsConfig, optional
         Also compute the overall :class:`CalibrationStatistics` in the measuring pass (the numbers
         of :func:`pbr_core.stream.compute_statistics` with this config).
-    progress : callable(what, rows_done, rows_total_or_None), optional
+    progress : callable(rows_done, rows_total_or_None, what), optional
+        :data:`pbr_core.progress.Progress`; ``what`` says which pass ("counting the groups",
+        "measuring each group").
     scheduler, local_cluster, client
         Run both passes on Dask, one task per unit, as :func:`pbr_core.stream.compute_statistics`.
 
@@ -496,7 +496,7 @@ def compute_group_statistics(
     use_dask = scheduler is not None or local_cluster is not None or client is not None
 
     def run(what: str, task: Callable, args: tuple, total: int | None, c=None):
-        report = (lambda done, tot: progress(what, done, tot)) if progress is not None else None
+        report = (lambda done, tot, _rows="": progress(done, tot, what)) if progress is not None else None
         if c is not None:
             from pbr_core.stream._dask import map_merge
 

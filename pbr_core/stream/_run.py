@@ -7,13 +7,12 @@ from typing import Callable, Iterable
 from pbr_core.bounds import optimal_n_bins
 from pbr_core.metrics import _check_bin_list, _check_n_bins, default_n_boot
 from pbr_core.predictions import PredictionsError
+from pbr_core.progress import Progress
 from pbr_core.stream._source import Dataset, Unit
 from pbr_core.stream._stats import CalibrationStatistics, StatsConfig
 
 __all__ = ["compute_statistics", "count_rows", "scan_dataset", "stats_config", "unit_statistics"]
 
-#: progress(rows_done, rows_total_or_None)
-Progress = Callable[[int, "int | None"], None]
 
 
 def count_rows(dataset: Dataset) -> int:
@@ -86,7 +85,7 @@ def compute_statistics(
                 stats.update(preds, key=(unit.file_index, start))
                 done += preds.n
                 if progress is not None:
-                    progress(done, total)
+                    progress(done, total, "rows")
         return _non_empty(stats, dataset)
     from pbr_core.stream._dask import run_on_dask
 
@@ -130,7 +129,7 @@ def scan_dataset(
                 sample.update(preds, (unit.file_index, start))
             done += preds.n
             if progress is not None:
-                progress(done, total)
+                progress(done, total, "rows")
     if done == 0:
         raise PredictionsError(f"{dataset.spec}: the dataset has no data rows.")
     return stats, (sample.predictions(dataset.layout(), dataset.spec) if sample is not None else None)

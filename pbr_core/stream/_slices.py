@@ -33,6 +33,7 @@ import pandas as pd
 
 from pbr_core import metrics as _m
 from pbr_core.groups import MIN_ROWS
+from pbr_core.progress import Progress
 from pbr_core.predictions import PredictionsError
 from pbr_core.slices import MAX_SLICES, SCREEN, SliceReport, assemble, candidate_columns, check_settings
 from pbr_core.slices._confirm import ConfirmSums, bin_ranges, columns_used, masks
@@ -44,9 +45,6 @@ from pbr_core.stream._stats import confidence_outcome
 
 __all__ = ["compute_slices"]
 
-#: progress(what, rows_done, rows_total_or_None): "planning the slices", "searching the slices",
-#: "confirming the slices".
-SliceProgress = Callable[[str, int, "int | None"], None]
 
 
 def _frames(dataset: Dataset, unit: Unit, names: Sequence[str]):
@@ -166,7 +164,7 @@ def compute_slices(
     n_bands: int = N_BANDS,
     level: float = 0.95,
     seed: int = 0,
-    progress: SliceProgress | None = None,
+    progress: Progress | None = None,
     scheduler: str | None = None,
     local_cluster: int | None = None,
     client=None,
@@ -194,7 +192,7 @@ def compute_slices(
     use_dask = scheduler is not None or local_cluster is not None or client is not None
 
     def run(label: str, task: Callable, args: tuple, total: int | None, c=None):
-        report = (lambda done, tot: progress(label, done, tot)) if progress is not None else None
+        report = (lambda done, tot, _rows="": progress(done, tot, label)) if progress is not None else None
         if c is not None:
             from pbr_core.stream._dask import map_merge
 

@@ -35,13 +35,14 @@ def assert_same_maps(streamed: PlattScaling, in_memory: PlattScaling, rel: float
 def test_binary_on_every_row_equals_the_in_memory_fit(tmp_path, name, targets) -> None:
     write_parts(pd.read_csv(SAMPLE / name), tmp_path / "logs", 3, fmt="csv")
     passes = []
-    streamed = fit_platt(open_dataset(tmp_path / "logs"), targets=targets, progress=lambda p, k: passes.append((p, k)))
+    streamed = fit_platt(open_dataset(tmp_path / "logs"), targets=targets, progress=lambda p, total, message: passes.append((p, total, message)))
     in_memory = PlattScaling(targets=targets).fit(pbr_core.load_predictions(SAMPLE / name))
     assert_same_maps(streamed, in_memory)
     assert streamed.maps_[0]["slope"] != 1.0  # a real fit, not the identity map
     # One count pass, then one pass per Newton iteration; progress after every pass, the last with no map left.
     assert 3 <= streamed.fit_passes_ <= 15
-    assert passes == [(p, 1) for p in range(1, streamed.fit_passes_)] + [(streamed.fit_passes_, 0)]
+    assert passes == [(p, None, "1 map(s) still iterating") for p in range(1, streamed.fit_passes_)] + [
+        (streamed.fit_passes_, None, "0 map(s) still iterating")]
     np.testing.assert_allclose(streamed.predict_proba(pbr_core.load_predictions(SAMPLE / name)),
                                in_memory.predict_proba(pbr_core.load_predictions(SAMPLE / name)), rtol=0, atol=1e-12)
 

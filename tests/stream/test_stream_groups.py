@@ -143,7 +143,7 @@ def test_too_many_groups_unknown_columns_and_no_classes(adult_parts, tmp_path):
     rows = []
     with pytest.raises(ValueError, match="more than 2,000 groups"):
         compute_group_statistics(open_dataset(adult_parts), "request_id", n_boot=5, max_groups=2000,
-                                 progress=lambda what, done, total: rows.append(done))
+                                 progress=lambda done, total, what: rows.append(done))
     assert max(rows) < 16281   # stopped before reading every file
     with pytest.raises(ValueError, match=r"no column 'zip' to group by.*'sex'"):
         compute_group_statistics(open_dataset(adult_parts), "zip", n_boot=5)
