@@ -52,4 +52,4 @@ def test_arrays_survive_json_exactly() -> None:
 def test_set_params_then_fit_uses_the_new_values() -> None:
     rec = HistogramBinning().set_params(n_bins=3, strategy="equal_mass")
     rec.fit(np.linspace(0.01, 0.99, 30), np.arange(30) % 2)
-    assert rec.maps_[0]["values"].size == 3 and rec.get_params() == {"n_bins": 3, "strategy": "equal_mass"}
+    assert rec.maps_[0]["values"].size == 3 and rec.get_params() == {"n_bins": 3, "strategy": "equal_mass", "floor": None}

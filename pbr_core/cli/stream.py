@@ -1,4 +1,4 @@
-"""The streamed forms of ``pbr-calib evaluate``, ``fit`` and ``apply`` (called from :mod:`pbr_core.cli`).
+"""The streamed forms of ``pbr-calib evaluate``, ``fit`` and ``apply`` (datasets beyond memory: :mod:`pbr_core.stream`).
 
 Kept here so that the command line module only decides *whether* to stream; the messages and exit
 codes are the command line's own (``CLIError``, ``EXIT_*``).
@@ -10,6 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 from typing import Any
+
+from pbr_core.cli._common import CLIError, EXIT_BAD_INPUT, EXIT_FIT_FAILED, EXIT_OK, EXIT_USAGE, cli_words
 
 __all__ = ["is_dataset", "evaluate_stream", "find_slices_cli", "fit_all_rows", "fit_sample", "apply_stream"]
 
@@ -25,7 +27,6 @@ def is_dataset(spec: str) -> bool:
 
 
 def _open(args: argparse.Namespace, require_labels: bool = True):
-    from pbr_core.cli import EXIT_BAD_INPUT, CLIError, cli_words
     from pbr_core.predictions import PredictionsError
     from pbr_core.stream import open_dataset
 
@@ -69,7 +70,6 @@ class _Bar:
 
 
 def _run_guarded(fn, what: str):
-    from pbr_core.cli import EXIT_BAD_INPUT, EXIT_USAGE, CLIError, cli_words
     from pbr_core.predictions import PredictionsError
 
     try:
@@ -88,7 +88,6 @@ def evaluate_stream(args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
     Returns the evaluation table and, with ``--by``, the :class:`~pbr_core.groups.GroupReport`
     (the groups are counted in a pass over their columns, then measured in the same pass as the rest).
     """
-    from pbr_core.cli import EXIT_BAD_INPUT, EXIT_USAGE, CLIError, cli_words
     from pbr_core.predictions import PredictionsError
     from pbr_core.stream import compute_group_statistics, compute_statistics, evaluate_dataset, stats_config
 
@@ -131,7 +130,6 @@ def find_slices_cli(args: argparse.Namespace, preds=None):
     """``evaluate --find-slices``: :func:`pbr_core.slices.find_slices` on ``preds`` (a file in memory),
     or :func:`pbr_core.stream.compute_slices` on the dataset (``preds`` None: a streamed pass of its
     own, on Dask with --scheduler / --local-cluster). Returns the :class:`~pbr_core.slices.SliceReport`."""
-    from pbr_core.cli import EXIT_BAD_INPUT, CLIError, cli_words
 
     try:
         if preds is not None:
@@ -170,7 +168,6 @@ def fit_sample(args: argparse.Namespace):
 
 def apply_stream(args: argparse.Namespace, rec) -> int:
     """``apply`` to a dataset: Parquet files under the --out folder, written batch by batch."""
-    from pbr_core.cli import EXIT_OK, EXIT_USAGE, CLIError
     from pbr_core.stream import apply_to_dataset
 
     out = Path(args.out)
@@ -194,7 +191,6 @@ def apply_stream(args: argparse.Namespace, rec) -> int:
 
 def fit_all_rows(args: argparse.Namespace, rec) -> int:
     """``fit --all-rows``: temperature or Platt scaling on every row by streamed passes, saved to --out."""
-    from pbr_core.cli import EXIT_FIT_FAILED, EXIT_OK, EXIT_USAGE, CLIError
     from pbr_core.recalibrators import PlattScaling, TemperatureScaling
     from pbr_core.stream._fit import fit_platt, fit_temperature
 

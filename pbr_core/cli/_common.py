@@ -1,0 +1,212 @@
+"""What every ``pbr-calib`` command shares: exit codes, the one error type, option types, loading a
+file with the loader's advice in command-line words, progress bars, output paths."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+
+EXIT_OK = 0
+
+
+EXIT_USAGE = 2
+
+
+EXIT_BAD_INPUT = 3
+
+
+EXIT_FIT_FAILED = 4
+
+
+_EPILOG = """exit codes:
+  0  success
+  2  usage error (unknown subcommand/method/parameter, invalid value, bad output path)
+  3  bad input file (invalid predictions, not a pbr-calib recalibrator file, wrong number of classes)
+  4  fitting failed (optimiser failure, or no maximum-likelihood fit exists)
+"""
+
+
+class CLIError(Exception):
+    """An error with the exit code it maps to; the message is printed without a traceback."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# ---------------------------------------------------------------------- parser
+
+
+def _jobs(text: str) -> int:
+    from pbr_core.parallel import N_JOBS_WORDS, is_n_jobs
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not is_n_jobs(value):
+        raise argparse.ArgumentTypeError(f"expected {N_JOBS_WORDS}, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return value
+
+
+def _probability(text: str) -> float:
+    value = _non_negative_float(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
+    return value
+
+
+def _alpha_grid(text: str) -> list[float]:
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    if not values or any(not (math.isfinite(v) and v >= 0) for v in values):
+        raise argparse.ArgumentTypeError(f"expected comma-separated finite numbers >= 0, got {text!r}")
+    return values
+
+
+def parse_params(items: Sequence[str]) -> dict[str, Any]:
+    """``["n_bins=10", "strategy=equal_mass"]`` -> ``{"n_bins": 10, "strategy": "equal_mass"}``."""
+    params: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise CLIError(f"--param expects KEY=VALUE, got {item!r}", EXIT_USAGE)
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        params[key] = value
+    return params
+
+
+# ---------------------------------------------------------------------- commands
+
+
+def _load(path: str, args: argparse.Namespace, require_labels: bool = True):
+    from pbr_core import PredictionsError, load_predictions
+
+    try:
+        return load_predictions(path, input_type=args.input_type, label_column=args.label_column,
+                                score_columns=args.score_columns, group_columns=args.group_columns,
+                                ignore_columns=args.ignore_columns, renormalize=args.renormalize,
+                                percent=args.percent, require_labels=require_labels)
+    except PredictionsError as exc:
+        raise CLIError(cli_words(str(exc)), EXIT_BAD_INPUT) from exc
+    except OSError as exc:
+        raise CLIError(f"{path}: cannot read the file: {exc.strerror or exc}", EXIT_BAD_INPUT) from exc
+
+
+#: The loader's advice names Python arguments; on the command line the same is an option.
+_CLI_WORDS = (
+    ("(label_column=)", "(--label-column)"), ("(score_columns=)", "(--score-columns)"),
+    ("(ignore_columns=)", "(--ignore-columns)"), ("label_column=", "--label-column"),
+    ("renormalize=True", "--renormalize"), ("input_type='logits'", "--input-type logits"), ("percent=True", "--percent"),
+    ("input_type='probabilities'", "--input-type probabilities"),
+    ("`n_re`", "--n-re"), ("n_re=", "--n-re "), ("`n_te`", "--n-te"), ("n_te=", "--n-te "),
+    ("every='day'", "--every day"), ("every='week'", "--every week"), ("every='month'", "--every month"),
+)
+
+
+def cli_words(message: str) -> str:
+    """A loader message with its Python advice replaced by the command-line option that does the same."""
+    for python, option in _CLI_WORDS:
+        message = message.replace(python, option)
+    return message
+
+
+@contextlib.contextmanager
+def _fit_progress(quiet: bool) -> Iterator[None]:
+    """Within the block, the slow loops inside a fit (GP optimiser iterations, one-vs-all maps)
+    show on one tqdm bar on stderr, opened at their first report (``pbr_core.progress``)."""
+    from tqdm import tqdm
+
+    from pbr_core.progress import report_progress, tqdm_progress
+
+    bars: list = []
+
+    def progress(done: int, total: int, message: str) -> None:
+        if not bars:
+            bars.append(tqdm(total=total, desc=message, file=sys.stderr, disable=quiet, leave=False))
+        tqdm_progress(bars[0])(done, total, message)
+
+    try:
+        with report_progress(progress):
+            yield
+    finally:
+        for bar in bars:
+            bar.close()
+
+
+def shown_path(path: str | Path) -> str:
+    """``path`` for a message: a long one (a 5,000-character argument) by its start and end."""
+    from pbr_core.loading._source import shorten
+
+    return shorten(str(path))
+
+
+def _check_output(path: Path, suffixes: tuple[str, ...]) -> None:
+    if path.suffix.lower() not in suffixes:
+        raise CLIError(f"--out {shown_path(path)}: expected a file name ending in {' or '.join(suffixes)}", EXIT_USAGE)
+    try:
+        folder = path.parent.exists()
+    except OSError as exc:  # a name too long for the file system
+        raise CLIError(f"--out {shown_path(path)}: {exc.strerror or exc}", EXIT_USAGE) from None
+    if not folder:
+        raise CLIError(f"--out {shown_path(path)}: the folder {shown_path(path.parent)} does not exist", EXIT_USAGE)
+
+
+def regular_file(path: str | Path, what: str = "file") -> Path:
+    """``path`` when it names a regular file; otherwise the project's error (exit code 3) saying what
+    it is. Only regular files are read: a FIFO waits forever for a writer, a device such as
+    /dev/zero never ends, a folder is not a file."""
+    import os
+    import stat
+
+    from pbr_core.loading._source import special_file_kind
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise CLIError(f"{shown_path(path)}: cannot read the {what}: no such file", EXIT_BAD_INPUT) from None
+    except OSError as exc:  # a name too long, a folder without permission...
+        raise CLIError(f"{shown_path(path)}: cannot read the {what}: {exc.strerror or exc}", EXIT_BAD_INPUT) from None
+    if not stat.S_ISREG(mode):
+        raise CLIError(f"{shown_path(path)}: {special_file_kind(mode)}, not a regular file; give the path of the "
+                       f"{what}", EXIT_BAD_INPUT)
+    return Path(path)
+
+
+def _binary_ece_words() -> str:
+    """Which ECE a binary file's numbers are: the app's one choice (pbr_core.metrics.BINARY_TARGET)."""
+    from pbr_core.metrics import BINARY_TARGET
+
+    return BINARY_TARGET.words[BINARY_TARGET.default]

@@ -1,0 +1,234 @@
+"""``pbr-calib evaluate``: the metrics of a prediction file (in memory, or streamed: :mod:`pbr_core.cli.stream`),
+by group, with the estimators of other libraries beside the paper's ECE."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from pbr_core.cli._common import CLIError, EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, _load, cli_words
+from pbr_core.cli.stream import evaluate_stream, find_slices_cli, is_dataset
+
+
+def evaluation_table(preds, n_bins: int | None = None, lipschitz: float = 1.0, eps: float = 0.05,
+                     interval: bool = True) -> dict[str, Any]:
+    """The numbers ``evaluate`` prints, as a dict (JSON-ready; None where a metric does not apply).
+
+    With ``interval`` the 95% interval of the ECE (``pbr_core.ece_bootstrap_ci``, default method,
+    seed 0, ``pbr_core.default_n_boot(n)`` resamples: the dashboard's Reliability page computes
+    the same one) is added for each B; it costs O(n x resamples), so callers that need only the
+    ECE pass False.
+    """
+    import pbr_core
+
+    def ci(B: int) -> tuple[float, float]:
+        return pbr_core.ece_bootstrap_ci(probs, labels, n_bins=B, n_boot=pbr_core.default_n_boot(preds.n))
+
+    # ``evaluate`` measures binary data as every page does (the app's one choice: p(y=1), Appendix A).
+    target = pbr_core.metrics.DEFAULT_BINARY_TARGET
+    probs, labels = pbr_core.metrics.ece_inputs(*preds.metric_inputs(), target)
+    B_opt = pbr_core.optimal_n_bins(preds.n)
+    row: dict[str, Any] = {
+        "file": preds.source,
+        "n": preds.n,
+        "K": preds.n_classes or None,  # None: top-label-only data without class names
+        "kind": preds.kind,
+        "input_type": preds.input_type,
+        "accuracy": preds.accuracy,
+        "ece_type": {"binary": "binary ECE on p(y=1) (Appendix A)"}.get(preds.kind, "top-label ECE (Eq. 2)"),
+        "optimal_n_bins": B_opt,
+        "ece": pbr_core.ece(probs, labels, n_bins=B_opt),
+    }
+    if interval:
+        row["ece_ci_low"], row["ece_ci_high"] = ci(B_opt)
+    row["mce"] = pbr_core.mce(probs, labels, n_bins=B_opt)
+    if interval:  # the estimators beside the paper's ECE (pbr_core.estimators), as evaluate prints them
+        from pbr_core import estimators
+
+        row["ece_equal_mass"] = estimators.ece_equal_mass(probs, labels, n_bins=B_opt)
+        try:
+            row["ece_debiased"] = estimators.ece_debiased(probs, labels, n_bins=B_opt)
+        except ValueError:  # a bin of one row: too little data to debias
+            row["ece_debiased"] = None
+        row["smooth_ece"] = estimators.smooth_ece(probs, labels)
+    if n_bins is not None:
+        row["n_bins"] = n_bins
+        row["ece_at_n_bins"] = pbr_core.ece(probs, labels, n_bins=n_bins)
+        if interval:
+            row["ece_at_n_bins_ci_low"], row["ece_at_n_bins_ci_high"] = ci(n_bins)
+        row["mce_at_n_bins"] = pbr_core.mce(probs, labels, n_bins=n_bins)
+    # The Brier score and NLL of what the ECE measures: p(y=1) of binary data, the confidence of a
+    # top-label file against correctness, the probability vector of multiclass data.
+    row.update(pbr_core.metrics.target_brier_nll(*preds.metric_inputs(), target))
+    if interval:  # is the model calibrated? (pbr_core.significance: what the Reliability page says)
+        from pbr_core.significance import calibration_test
+        from pbr_core.stream._report import test_columns
+
+        row.update(test_columns(calibration_test(*pbr_core.metrics.confidence_and_outcome(probs, labels))))
+    row["lipschitz"] = lipschitz
+    row["eps"] = eps
+    row["theorem1_bound"] = pbr_core.theorem1_bound(preds.n, B_opt, lipschitz=lipschitz, eps=eps)
+    if n_bins is not None:
+        row["theorem1_bound_at_n_bins"] = pbr_core.theorem1_bound(preds.n, n_bins, lipschitz=lipschitz, eps=eps)
+    if preds.column_roles:
+        row["columns"] = dict(preds.column_roles)
+    return row
+
+
+def _format_table(rows: dict[str, Any]) -> str:
+    def fmt(v: Any) -> str:
+        if v is None:
+            return "n/a"
+        if isinstance(v, dict):  # column -> role: one group per role, in file order
+            by_role: dict[str, list[str]] = {}
+            for column, role in v.items():
+                by_role.setdefault(role, []).append(column)
+            return "; ".join(f"{role}: {', '.join(cols) if len(cols) <= 6 else f'{len(cols)} columns'}"
+                             for role, cols in by_role.items())
+        if isinstance(v, float):
+            return f"{v:.6g}"
+        return str(v)
+
+    width = max(len(k) for k in rows)
+    return "\n".join(f"{k:<{width}}  {fmt(v)}" for k, v in rows.items())
+
+
+def _evaluation_text(table: dict[str, Any]) -> str:
+    """``evaluate``'s table as the terminal shows it (in memory and streamed): the metrics, the ECE
+    curve where asked, then the loader's notes (which column was read as what, which class is 1,
+    what was dropped or renormalised)."""
+    lines = [_format_table({k: v for k, v in table.items() if k not in ("ece_curve", "notes")})]
+    if "ece_curve" in table:
+        lines.append("ece curve  " + ", ".join(f"B={b}: {v:.4g}" for b, v in table["ece_curve"].items()))
+    notes = table.get("notes", ())
+    lines += ["how the file was read:", *(f"  {cli_words(n)}" for n in notes)] if notes else [""]
+    return "\n".join(lines)
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    if len(args.by) > 2:
+        raise CLIError("--by: one or two columns", EXIT_USAGE)
+    if args.every and not args.by:
+        raise CLIError("--every needs --by (a date column)", EXIT_USAGE)
+    from pbr_core.groups import EACH_CLASS, PREDICTED_CLASS
+
+    wanted = [c for c in args.by if c not in (PREDICTED_CLASS, EACH_CLASS, "true class")]
+    if wanted:  # a column to group by is never read as a score
+        named = [c.strip() for c in (args.group_columns or "").split(",") if c.strip()]
+        args.group_columns = ",".join(dict.fromkeys([*named, *wanted]))
+    from pbr_core.slices import slices_json, slices_text
+
+    if args.stream or args.scheduler or args.local_cluster or is_dataset(args.file):
+        if args.scheduler and args.local_cluster:
+            raise CLIError("give --scheduler or --local-cluster, not both", EXIT_USAGE)
+        table, report = evaluate_stream(args)
+        slices = find_slices_cli(args) if args.find_slices else None
+        if args.format == "json":
+            if report is not None:
+                table["groups"] = _groups_json(report)
+            if slices is not None:
+                table["slices"] = slices_json(slices)
+            print(json.dumps(table, indent=2))
+        else:
+            print(_evaluation_text(table))
+            if report is not None:
+                print()
+                print(group_text(report))
+            if slices is not None:
+                print()
+                print(slices_text(slices))
+        return EXIT_OK
+    preds = _mapped(args) if args.map_scores else _load(args.file, args)
+    table = evaluation_table(preds, args.n_bins, args.lipschitz, args.eps)
+    if args.curve:  # the ECE for every B = 1..200 (and --n-bins), as on a streamed dataset
+        import pbr_core
+
+        bins = sorted(set(range(1, 201)) | ({args.n_bins} if args.n_bins else set()))
+        probs, labels = pbr_core.metrics.ece_inputs(*preds.metric_inputs(), pbr_core.metrics.DEFAULT_BINARY_TARGET)
+        table["ece_curve"] = {int(b): float(v) for b, v in zip(bins, pbr_core.ece_curve(probs, labels, bins))}
+    table["notes"] = list(preds.notes)  # how the file was read: which column is what, which class is 1
+    report = None
+    if args.by:
+        from pbr_core.groups import calibration_by_group
+
+        try:
+            report = calibration_by_group(preds, args.by, every=args.every)
+        except ValueError as exc:
+            raise CLIError(f"{preds.source}: {cli_words(str(exc))}", EXIT_BAD_INPUT) from exc
+    slices = find_slices_cli(args, preds) if args.find_slices else None
+    conventions = None
+    if args.libraries:
+        from pbr_core.estimators import library_conventions
+
+        probs, labels = preds.metric_inputs()
+        conventions = library_conventions(probs, labels, one_dimensional="confidence"
+                                          if preds.kind == "top_label" else "positive")
+    if args.format == "json":
+        if report is not None:
+            table["groups"] = _groups_json(report)
+        if conventions is not None:
+            table["libraries"] = json.loads(conventions.to_json(orient="records", double_precision=15))
+        if slices is not None:
+            table["slices"] = slices_json(slices)
+        print(json.dumps(table, indent=2))
+        return EXIT_OK
+    print(_evaluation_text(table))
+    if conventions is not None:
+        print()
+        print("the same predictions, measured the ways other estimators and libraries do by default:")
+        shown = conventions[["convention", "measures", "bins", "ece", "difference"]]
+        print(shown.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    if report is not None:
+        print()
+        print(group_text(report))
+    if slices is not None:
+        print()
+        print(slices_text(slices))
+    return EXIT_OK
+
+
+def _mapped(args: argparse.Namespace):
+    """``evaluate --map-scores``: the rows not used to fit the score -> probability map, as predictions."""
+    from pbr_core import PredictionsError
+    from pbr_core.loading import read_table
+    from pbr_core.scores import map_scores
+
+    if not args.label_column:
+        raise CLIError("--map-scores needs --label-column (the binary outcome)", EXIT_USAGE)
+    try:
+        frame = read_table(args.file)
+        return map_scores(frame, args.map_scores, args.label_column, share=args.map_share, method=args.map_method,
+                          source=Path(args.file).name).preds
+    except PredictionsError as exc:
+        raise CLIError(cli_words(str(exc)), EXIT_BAD_INPUT) from exc
+
+
+def _groups_json(report) -> dict[str, Any]:
+    from pbr_core.groups import gap_statement, group_statements
+
+    return {"by": report.by, "test": report.test, "interval": report.interval, "largest_gap": report.largest_gap,
+            "statements": {"largest_gap": gap_statement(report), "groups": group_statements(report)},
+            "rows": json.loads(report.table.to_json(orient="records", double_precision=15))}
+
+
+def group_text(report) -> str:
+    """The per-group table as text, with the test, the small groups and the largest gap."""
+    from pbr_core.groups import gap_statement, group_statements
+    from pbr_core.significance import format_p
+
+    t = report.table
+    shown = t[["group", "n", "rate", "mean_predicted", "ece", "ece_low", "ece_high", "ece_corrected", "mce",
+               "brier"]].copy()
+    rate = "frequency of y=1" if report.target == "positive" else "accuracy"
+    shown.columns = ["group", "n", rate, "mean predicted", "ECE", "ECE low", "ECE high", "ECE corrected", "MCE",
+                     "Brier"]
+    shown["p (Holm)"] = [format_p(p) for p in t["p_holm"]]
+    shown.insert(1, "", ["(too few rows)" if small else "" for small in t["too_small"]])
+    lines = [f"calibration by {' × '.join(report.by)} ({'p(y=1)' if report.target == 'positive' else 'top label'}; "
+             f"ECE with B = floor(n_group^(1/3)), {report.level:.0%} {report.interval}; ECE corrected: with the "
+             f"part noise adds removed; test: {report.test})",
+             shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"),
+             "largest gap: " + gap_statement(report), "each group:", *(f"  {s}" for s in group_statements(report))]
+    return "\n".join(lines)
