@@ -54,14 +54,14 @@ def test_compare_temperature_and_download_the_table(page, app_url):
     chips = select.locator("[title]").evaluate_all("els => els.map(e => e.title).filter(Boolean)")
     assert chips == ["Uncalibrated", "Temperature scaling"]
     _number(page, "Recalibration rows n_re", 300)
-    _number(page, "Folds", 2)
+    _number(page, "Folds", 6)  # MIN_PAIRED_FOLDS: fewer folds get no paired tests (they could show nothing)
     page.get_by_role("button", name="Run the comparison").click()
     page.get_by_text("Test metrics, mean ± std over folds").wait_for(timeout=TIMEOUT_MS)
     wait_idle(page)
     page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=TIMEOUT_MS)
     no_exception(page)
     table = pd.read_csv(io.BytesIO(_download(page, "Results table (CSV, every fold)")))
-    assert len(table) == 4 and set(table["method"]) == {"uncalibrated", "temperature"}
+    assert len(table) == 12 and set(table["method"]) == {"uncalibrated", "temperature"}
     assert {"ece", "accuracy", "nll", "brier", "fold"} <= set(table.columns)
     assert table["ece"].between(0, 1).all()
     t = table.groupby("method")["ece"].mean()

@@ -1,6 +1,6 @@
 """Stopping long fits in a real browser: the Stop button, and a browser tab closed mid-fit.
 
-Both start a PBR fit on the default sample (CIFAR-100, K = 100) with n_re = 9,999 rows: its Monte
+Both start a PBR fit on the default sample (CIFAR-100, K = 100) with n_re = 9,800 rows (the 200 others test it: at least MIN_TEST_ROWS): its Monte
 Carlo draws alone (10^8 numbers) take seconds, and the fit then runs for minutes on a CPU. Before
 the fix the fit looked at Stop only every 10 optimiser iterations (after the draws and 10 warm-up
 steps, i.e. many seconds here, and up to a minute in an L-BFGS line search), and the job of a
@@ -47,7 +47,7 @@ def _start_long_fit(page) -> None:
 
 
 def test_stop_ends_a_long_pbr_fit_within_seconds(page, app_url):
-    _open_pbr(page, app_url, n_re=9_999)
+    _open_pbr(page, app_url, n_re=9_800)
     _start_long_fit(page)
     page.wait_for_timeout(2_000)   # into the fit: drawing the Monte Carlo noise, or the warm-up
     clicked = time.monotonic()
@@ -64,14 +64,14 @@ def test_closing_the_tab_of_a_running_fit_frees_the_server_for_others(browser, a
     seconds, not wait minutes in line behind a fit nobody can see any more."""
     a = browser.new_context(viewport={"width": 1400, "height": 1000})
     page_a = a.new_page()
-    _open_pbr(page_a, app_url, n_re=9_999)
+    _open_pbr(page_a, app_url, n_re=9_800)
     _start_long_fit(page_a)
     a.close()                                   # the tab of the running fit is closed
     closed = time.monotonic()
     b = browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
         page_b = b.new_page()
-        _open_pbr(page_b, app_url, n_re=9_999)
+        _open_pbr(page_b, app_url, n_re=9_800)
         page_b.get_by_role("button", name="Run", exact=True).click()
         # Running (its Stop button), not waiting in line (a Cancel button): A's job has seen the
         # closed tab (after a grace period of a few seconds for reconnects) and freed the lock.

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import pbr_core
-from pbr_core.groups import calibration_by_group
+from pbr_core.groups import calibration_by_group, group_label
 
 pytestmark = pytest.mark.browser
 
@@ -145,22 +145,27 @@ def test_a_server_dataset_streams_and_outside_paths_are_refused(page, server_url
     _nav(page, "Compare", "Compare recalibrators")
     main.get_by_text("random sample of 4,000 of them").first.wait_for(timeout=TIMEOUT_MS)
 
-    # Groups: every row, streamed again for the column picked; an id column is refused in plain words.
+    # Groups: every row, streamed again for the column picked. The only other column is an id: the page
+    # opens on none (it says so), an id picked by hand is refused in plain words.
     _nav(page, "Groups", "Groups")
-    main.get_by_text("then Measure the groups", exact=False).first.wait_for(timeout=TIMEOUT_MS)
+    main.get_by_text("No column of this file makes groups worth comparing", exact=False).first.wait_for(
+        timeout=TIMEOUT_MS)
+    box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Group by").first
+    box.click()
+    page.get_by_role("option", name="request_id", exact=True).click(timeout=TIMEOUT_MS)
     page.get_by_role("button", name="Measure the groups").click()
     _wait_idle(page)
     main.get_by_text("more than 1,000 groups (at most 1,000 can be measured)").first.wait_for(timeout=TIMEOUT_MS)
-    box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Group by").first
     box.click()
-    page.get_by_role("option", name="true class", exact=True).click(timeout=TIMEOUT_MS)
+    page.get_by_role("option", name="predicted class", exact=True).click(timeout=TIMEOUT_MS)
     page.get_by_role("button", name="Measure the groups").click()
     _wait_idle(page)
     main.get_by_text("of all 10,000 rows of the dataset").first.wait_for(timeout=TIMEOUT_MS)
     whole = pbr_core.load_predictions(df.to_parquet(index=False), format="parquet")
-    gap = calibration_by_group(whole, "true class").largest_gap
-    main.get_by_text(f"{gap['worst']} has an ECE {gap['gap']:.4f} higher than {gap['best']}").first.wait_for(
-        timeout=TIMEOUT_MS)
+    report = calibration_by_group(whole, "predicted class")
+    gap = report.largest_gap
+    worst, best = group_label(report, gap["worst"]), group_label(report, gap["best"])
+    main.get_by_text(f"{worst} is calibrated worse than {best}", exact=False).first.wait_for(timeout=TIMEOUT_MS)
     assert "Traceback" not in main.inner_text()
 
 
