@@ -23,7 +23,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from pbr_core.loading._roles import Roles, _short, detect_scores, metadata_by_name, name_words, profile_columns
+from pbr_core.loading._roles import (BINARY_NAME_PAIRS, DECISION_WORDS, Roles, _short, detect_scores, metadata_by_name,
+                                     name_words, profile_columns, strip_prefix)
 from pbr_core.loading._source import _Source
 from pbr_core.predictions import PredictionsError
 
@@ -45,8 +46,6 @@ def label_by_values(df: pd.DataFrame, columns: Sequence[str], src: _Source, reno
 
     Raises the loader's error when several columns could each be the label (the user names it).
     """
-    from pbr_core.loading._tables import _DECISION_WORDS
-
     if len(df) == 0 or len(columns) < 2:
         return None
     trial = Roles()
@@ -61,7 +60,7 @@ def label_by_values(df: pd.DataFrame, columns: Sequence[str], src: _Source, reno
         raise _no_scores(trial, src)
     classlike = [p.name for p in profile_columns(df, [c for c in columns if c not in scores])
                  if (p.kind in ("text", "bool") or (p.kind == "number" and p.whole and not p.missing))
-                 and not metadata_by_name(p.name) and not set(name_words(p.name)) & _DECISION_WORDS]
+                 and not metadata_by_name(p.name) and not set(name_words(p.name)) & DECISION_WORDS]
     if not classlike:
         return None
     x = df[scores].to_numpy(dtype=np.float64, na_value=np.nan)
@@ -110,8 +109,6 @@ def _fit(series: pd.Series, column: str, scores: list[str], x: np.ndarray) -> _F
 
 def _zero_one(series: pd.Series) -> np.ndarray | None:
     """0/1 for a column of two values whose class 1 is known (0/1, true/false, no/yes...), else None."""
-    from pbr_core.loading._tables import BINARY_NAME_PAIRS
-
     if pd.api.types.is_bool_dtype(series.dtype):
         y = series.to_numpy(dtype=np.int64)
     else:
@@ -152,8 +149,6 @@ def _binary_fit(column: str, score: str, p: np.ndarray, y: np.ndarray) -> _Fit |
 def _class_codes(series: pd.Series, headers: list[str]) -> tuple[np.ndarray | None, str]:
     """The class index of every row, for class names equal to the score columns' headers (also
     without their common prefix, or ignoring case) or whole numbers in 0..K-1; (None, "") otherwise."""
-    from pbr_core.loading._tables import _strip_prefix
-
     k = len(headers)
     numbers = pd.to_numeric(series, errors="coerce") if not pd.api.types.is_bool_dtype(series.dtype) else None
     if numbers is not None and numbers.notna().all():
@@ -162,7 +157,7 @@ def _class_codes(series: pd.Series, headers: list[str]) -> tuple[np.ndarray | No
             return v.astype(np.int64), f"whole numbers in 0..{k - 1} beside {k} score columns"
         return None, ""
     text = series.astype(str).str.strip()
-    for names in (list(headers), _strip_prefix(headers)):
+    for names in (list(headers), strip_prefix(headers)):
         if names is None:
             continue
         for fold in (False, True):

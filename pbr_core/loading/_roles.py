@@ -26,6 +26,7 @@ Every decision is written into the notes (one line per role, with the reason).
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -510,3 +511,36 @@ def _ambiguous(src: _Source, profiles: Sequence[Profile], why: str):
 def duplicates(names: Sequence[str]) -> list[str]:
     """Names that occur more than once (linear time: wide files have tens of thousands of columns)."""
     return sorted(n for n, k in Counter(names).items() if k > 1 and n)
+
+
+#: Two label names whose meaning fixes which is class 1 (compared case-insensitively): (class 0, class 1).
+BINARY_NAME_PAIRS = (("no", "yes"), ("n", "y"), ("false", "true"), ("f", "t"), ("negative", "positive"),
+                     ("neg", "pos"), ("incorrect", "correct"), ("wrong", "right"), ("fail", "pass"))
+
+#: Words in a column's name that mark the model's own output (a decision, a prediction), never the truth.
+DECISION_WORDS = frozenset(("pred", "preds", "prediction", "predictions", "predicted", "yhat", "hat", "decision",
+                             "guess", "score", "scores", "prob", "probs", "proba", "probability", "conf",
+                             "confidence", "correct"))
+
+#: Prefixes that mark score columns (``p_cat``, ``prob_0``, ``logit_A``); stripped for the class names.
+SCORE_PREFIXES = ("probability_", "probabilities_", "pred_prob_", "pred_proba_", "proba_", "probs_", "prob_",
+                  "y_pred_", "yhat_", "pred_", "p_", "scores_", "score_", "logits_", "logit_", "logprobs_",
+                  "logprob_", "log_probs_", "log_prob_", "logp_")
+
+
+def strip_prefix(headers: Sequence[str]) -> list[str] | None:
+    """The class names in score columns' headers without their shared prefix (``prob_cat``, ``prob_dog``
+    -> ``cat``, ``dog``; ``probs.cat`` -> ``cat``), or None when no known prefix is shared."""
+    common = os.path.commonprefix(list(headers))
+    parent = common[:common.rindex(".")] if "." in common else ""
+    if parent and re.fullmatch(r"[A-Za-z_][A-Za-z_.]*", parent):
+        # a JSON object of scores, flattened: probs.cat, probs.dog -> cat, dog ("prob_E11.9" is no such thing)
+        names = [h[len(parent) + 1:] for h in headers]
+        if all(names) and len(set(names)) == len(names):
+            return strip_prefix(names) or names
+    for prefix in SCORE_PREFIXES:
+        if all(h.lower().startswith(prefix) and len(h) > len(prefix) for h in headers):
+            names = [h[len(prefix):] for h in headers]
+            if len(set(names)) == len(names):
+                return names
+    return None

@@ -147,6 +147,11 @@ def _resolve_source(source: Source, name: str | None) -> _Source:
     )
 
 
+def table_row(i: int) -> str:
+    """How a message names data row ``i`` (0-based) of a table."""
+    return f"row {i + 1} (data row, header excluded)"
+
+
 def shorten(text: str, keep: int = 120) -> str:
     """A name or path for a message: a longer one (a 5,000-character argument) by its start and end."""
     return text if len(text) <= keep else f"{text[:keep // 2]}...{text[-keep // 2:]} ({len(text):,} characters)"

@@ -30,11 +30,13 @@ from pbr_core.loading._source import (
     _Options,
     _Source,
     _too_many_rows,
+    table_row,
 )
 from pbr_core.loading._limits import (ReadLimits, format_bytes, gzip_declared_size, limit_error, scan_text,
                                       table_memory)
-from pbr_core.loading._roles import (DECIMAL_COMMA_NUMBER, Roles, detect_scores, duplicates, find_by_name,
-                                     metadata_by_name, name_words, named_roles, profile)
+from pbr_core.loading._roles import (BINARY_NAME_PAIRS, DECIMAL_COMMA_NUMBER, DECISION_WORDS, SCORE_PREFIXES, Roles,
+                                     detect_scores, duplicates, find_by_name, metadata_by_name, name_words, named_roles,
+                                     profile, strip_prefix)
 from pbr_core.loading._outcome import label_by_values
 from pbr_core.loading._percent import from_percent, percent_columns
 from pbr_core.loading._vectors import collapse_roles, expand_score_vectors
@@ -212,7 +214,7 @@ def _read_csv_frame(src: _Source, sep: str, compression: str | None, encoding: s
                 comment = (" The file starts with a comment line ('#'), read as the header: delete the comment "
                            "lines above the header, so that the first line names the columns.")
             raise src.error(
-                f"{_table_row(line - 2)} has {saw} fields but the header has {expected} columns "
+                f"{table_row(line - 2)} has {saw} fields but the header has {expected} columns "
                 f"(line {line} of the file).{comment}"
             ) from exc
         raise src.error(f"could not parse the file as CSV: {_first_line(exc)}") from exc
@@ -414,7 +416,7 @@ def read_parquet_table(src: _Source, limits: ReadLimits, max_rows: int | None = 
                 j = int(pc.index(lengths, pc.max(lengths)).as_py())
                 if lengths[j].as_py() > limits.max_cell_bytes:
                     hits = np.flatnonzero(chunk.indices.to_numpy(zero_copy_only=False) == j)
-                    where = f" at {_table_row(int(hits[0]))}" if hits.size else ""
+                    where = f" at {table_row(int(hits[0]))}" if hits.size else ""
                     raise limit_error(src.name, kind="cell", size=lengths[j].as_py(), limit=limits.max_cell_bytes,
                                       what=f"column {name!r}{where}")
             if len(chunk.indices):
@@ -478,16 +480,12 @@ def _check_cells(df: pd.DataFrame, src: _Source, limit: int | None) -> None:
         if pd.notna(longest) and longest > limit:
             r = int(np.asarray(lengths.to_numpy(dtype=np.float64, na_value=0.0)).argmax())
             raise limit_error(src.name, kind="cell", size=int(longest), limit=limit,
-                              what=f"column {column!r} at {_table_row(r)}")
+                              what=f"column {column!r} at {table_row(r)}")
 
 
 def _text_length(value: object) -> int:
     """Characters of a text cell (bytes of a byte string); 0 for numbers, lists, missing cells."""
     return len(value) if isinstance(value, (str, bytes)) else 0
-
-
-def _table_row(i: int) -> str:
-    return f"row {i + 1} (data row, header excluded)"
 
 
 def _names(items: Sequence[object], limit: int = 12) -> str:
@@ -530,7 +528,7 @@ def _float_column(series: pd.Series, column: str, src: _Source) -> np.ndarray:
     if bad.any():
         r = int(np.flatnonzero(bad)[0])
         raise src.error(
-            f"non-numeric value {_cell(values.iloc[r])} in column {column!r} at {_table_row(r)} "
+            f"non-numeric value {_cell(values.iloc[r])} in column {column!r} at {table_row(r)} "
             f"({int(bad.sum()):,} non-numeric cell(s) in this column)."
         )
     return coerced.to_numpy(dtype=np.float64, na_value=np.nan)
@@ -550,7 +548,7 @@ def _check_finite(values: np.ndarray, columns: Sequence[str], src: _Source) -> N
     r = int(np.flatnonzero(bad.any(axis=1))[0])
     j = int(np.flatnonzero(bad[r])[0])
     what = "missing value (empty cell or NaN)" if np.isnan(values[r, j]) else f"infinite value ({values[r, j]:g})"
-    raise src.error(f"{what} in column {columns[j]!r} at {_table_row(r)}.")
+    raise src.error(f"{what} in column {columns[j]!r} at {table_row(r)}.")
 
 
 def _label_values(series: pd.Series, column: str, src: _Source,
@@ -562,7 +560,7 @@ def _label_values(series: pd.Series, column: str, src: _Source,
     """
     missing = series.isna().to_numpy()
     if missing.any():
-        raise src.error(f"missing value in column {column!r} at {_table_row(int(np.flatnonzero(missing)[0]))}.")
+        raise src.error(f"missing value in column {column!r} at {table_row(int(np.flatnonzero(missing)[0]))}.")
     if pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
         return "numbers", series.to_numpy()
     values = series.astype(object)
@@ -580,7 +578,7 @@ def _label_values(series: pd.Series, column: str, src: _Source,
         if stray.any():
             r = int(np.flatnonzero(stray)[0])
             raise src.error(
-                f"{column!r} value {_cell(names[r])} at {_table_row(r)} is not a number, but the other labels are "
+                f"{column!r} value {_cell(names[r])} at {table_row(r)} is not a number, but the other labels are "
                 f"numbers (class ids); {int(stray.sum()):,} such cell(s) in this column."
             )
     return "names", names
@@ -592,7 +590,7 @@ def _codes(names: np.ndarray, classes: Sequence[str], column: str, src: _Source,
     if bad.any():
         r = int(np.flatnonzero(bad)[0])
         raise src.error(
-            f"{column!r} value {_cell(names[r])} at {_table_row(r)} is not one of the classes "
+            f"{column!r} value {_cell(names[r])} at {table_row(r)} is not one of the classes "
             f"{_names(classes)}; {why}"
         )
     return codes
@@ -636,7 +634,7 @@ def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]
         keep = np.flatnonzero(~empty)
         n_keep = int(keep[-1]) + 1 if keep.size else 0
         if empty[:n_keep].any():
-            raise src.error(f"{_table_row(int(np.flatnonzero(empty[:n_keep])[0]))} is empty.")
+            raise src.error(f"{table_row(int(np.flatnonzero(empty[:n_keep])[0]))} is empty.")
         df = df.iloc[:n_keep]
     if len(df) == 0:
         raise src.error(f"the file is empty: a header ({_names(columns)}) but no data rows.")
@@ -924,7 +922,7 @@ def _full_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Options, no
     scores = _score_block(df, score_cols, src)
     if opts.percent:
         scores = from_percent(scores, score_cols, src, notes)
-    stripped = _strip_prefix(score_cols) if len(score_cols) > 1 else None
+    stripped = strip_prefix(score_cols) if len(score_cols) > 1 else None
     kind, y = _label_values(df[label], label, src, classes=[*score_cols, *(stripped or [])])
     class_names: list[str] | None = list(score_cols)
     if len(score_cols) == 1:
@@ -951,31 +949,9 @@ def _full_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Options, no
             scores, y, input_type=opts.input_type, class_names=class_names, renormalize=opts.renormalize,
             tolerance=opts.tolerance, source=src.name, notes=notes, copy=False,
         ),
-        _table_row, score_cols,
+        table_row, score_cols,
     )
     return replace(preds, labels_as_names=True) if kind == "names" else preds
-
-
-#: Prefixes that mark score columns (``p_cat``, ``prob_0``, ``logit_A``); stripped for the class names.
-SCORE_PREFIXES = ("probability_", "probabilities_", "pred_prob_", "pred_proba_", "proba_", "probs_", "prob_",
-                  "y_pred_", "yhat_", "pred_", "p_", "scores_", "score_", "logits_", "logit_", "logprobs_",
-                  "logprob_", "log_probs_", "log_prob_", "logp_")
-
-
-def _strip_prefix(headers: Sequence[str]) -> list[str] | None:
-    common = os.path.commonprefix(list(headers))
-    parent = common[:common.rindex(".")] if "." in common else ""
-    if parent and re.fullmatch(r"[A-Za-z_][A-Za-z_.]*", parent):
-        # a JSON object of scores, flattened: probs.cat, probs.dog -> cat, dog ("prob_E11.9" is no such thing)
-        names = [h[len(parent) + 1:] for h in headers]
-        if all(names) and len(set(names)) == len(names):
-            return _strip_prefix(names) or names
-    for prefix in SCORE_PREFIXES:
-        if all(h.lower().startswith(prefix) and len(h) > len(prefix) for h in headers):
-            names = [h[len(prefix):] for h in headers]
-            if len(set(names)) == len(names):
-                return names
-    return None
 
 
 def _score_block(df: pd.DataFrame, score_cols: list[str], src: _Source) -> np.ndarray:
@@ -1012,16 +988,13 @@ def _unlabelled_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Optio
     return _validated(
         lambda: Predictions.from_arrays(
             scores[:, 0] if len(columns) == 1 else scores, None, input_type=opts.input_type,
-            class_names=None if len(columns) == 1 else (_strip_prefix(columns) or columns),
+            class_names=None if len(columns) == 1 else (strip_prefix(columns) or columns),
             renormalize=opts.renormalize, tolerance=opts.tolerance, source=src.name, notes=notes, copy=False,
         ),
-        _table_row, columns,
+        table_row, columns,
     )
 
 
-#: Two label names whose meaning fixes which is class 1 (compared case-insensitively): (class 0, class 1).
-BINARY_NAME_PAIRS = (("no", "yes"), ("n", "y"), ("false", "true"), ("f", "t"), ("negative", "positive"),
-                     ("neg", "pos"), ("incorrect", "correct"), ("wrong", "right"), ("fail", "pass"))
 #: Endings that mark a column as the probability of the class it names (``churn_prob``).
 SCORE_SUFFIXES = ("_probability", "_proba", "_prob", "_score", "_pred", "_p", " probability", " prob")
 
@@ -1071,18 +1044,12 @@ def _named_class(header: str, names: Sequence[str]) -> str | None:
     return hits[0] if len(hits) == 1 else None
 
 
-#: Words in a column's name that mark the model's own output (a decision, a prediction), never the truth.
-_DECISION_WORDS = frozenset(("pred", "preds", "prediction", "predictions", "predicted", "yhat", "hat", "decision",
-                             "guess", "score", "scores", "prob", "probs", "proba", "probability", "conf",
-                             "confidence", "correct"))
-
-
 def _label_named_by_a_score(df: pd.DataFrame, columns: Sequence[str]) -> tuple[str, str] | None:
     """(label, score column) where exactly one column of at most two distinct values is named by
     another column's header as what it is the probability of (``churn`` and ``p_churn``,
     ``default`` and ``default_prob``): the label column of a binary file whose label has no usual
     name. One pass over the headers."""
-    lower = {c.strip().lower(): c for c in columns if not set(name_words(c)) & _DECISION_WORDS}
+    lower = {c.strip().lower(): c for c in columns if not set(name_words(c)) & DECISION_WORDS}
     found = {}
     for s in columns:
         for form in _named_forms(s) - {s.strip().lower()}:
@@ -1173,7 +1140,7 @@ def _labels_by_integer_header(y: np.ndarray, headers: list[str], label: str, src
     if bad.any():
         r = int(np.flatnonzero(bad)[0])
         raise src.error(
-            f"label {int(yf[r])} at {_table_row(r)} is not one of the class columns {_names(headers)} "
+            f"label {int(yf[r])} at {table_row(r)} is not one of the class columns {_names(headers)} "
             f"(the headers are {'integers' if bare else 'numbered'} in another order than 0..{k - 1}, so labels are "
             "matched to the headers' numbers)."
         )
@@ -1250,7 +1217,7 @@ def _top_label_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Option
         notes.append(f"Class names sorted into ids 0..{len(names) - 1}: {_names(names, 6)}.")
     return _validated(
         lambda: Predictions.from_top_label(c, p, y, class_names=names, source=src.name, notes=notes),
-        _table_row, [conf],
+        table_row, [conf],
     )
 
 
@@ -1263,7 +1230,7 @@ def _confidence_correct_table(df: pd.DataFrame, roles: Roles, src: _Source, opts
     _check_finite(c[:, None], [conf], src)
     k = _yes_no(df[correct], correct, src)
     return _validated(lambda: Predictions.from_confidence_correct(c, k, source=src.name, notes=notes),
-                      _table_row, [conf])
+                      table_row, [conf])
 
 
 _YES = frozenset({"1", "true", "t", "yes", "y", "correct"})
@@ -1274,7 +1241,7 @@ def _yes_no(series: pd.Series, column: str, src: _Source) -> np.ndarray:
     """A 0/1, true/false or yes/no column as booleans; anything else is an error naming the cell."""
     missing = series.isna().to_numpy()
     if missing.any():
-        raise src.error(f"missing value in column {column!r} at {_table_row(int(np.flatnonzero(missing)[0]))}.")
+        raise src.error(f"missing value in column {column!r} at {table_row(int(np.flatnonzero(missing)[0]))}.")
     if pd.api.types.is_bool_dtype(series.dtype):
         return series.to_numpy(dtype=bool)
     if pd.api.types.is_numeric_dtype(series.dtype):
@@ -1282,14 +1249,14 @@ def _yes_no(series: pd.Series, column: str, src: _Source) -> np.ndarray:
         bad = (v != 0) & (v != 1)
         if bad.any():
             r = int(np.flatnonzero(bad)[0])
-            raise src.error(f"{column!r} must be 0 or 1 (or true/false), but {_table_row(r)} holds {v[r]:g}.")
+            raise src.error(f"{column!r} must be 0 or 1 (or true/false), but {table_row(r)} holds {v[r]:g}.")
         return v == 1
     text = series.astype(str).str.strip().str.lower()
     yes, no = text.isin(_YES).to_numpy(), text.isin(_NO).to_numpy()
     bad = ~(yes | no)
     if bad.any():
         r = int(np.flatnonzero(bad)[0])
-        raise src.error(f"{column!r} must be 0 or 1 (or true/false), but {_table_row(r)} holds "
+        raise src.error(f"{column!r} must be 0 or 1 (or true/false), but {table_row(r)} holds "
                         f"{_cell(series.iloc[r])}.")
     return yes
 

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from pbr_core.loading._roles import metadata_by_name, name_words
-from pbr_core.loading._source import LABEL_COLUMN_NAMES, ColumnChoice, _Source
+from pbr_core.loading._source import LABEL_COLUMN_NAMES, ColumnChoice, _Source, table_row
 
 #: Names of a score-vector column (compared in lower case, on the last part of the name, so that
 #: ``class_probs`` and the JSON field ``output.logits`` count, ``score_ci`` and ``top2_pred`` do not).
@@ -96,8 +96,6 @@ def _uniform(values: pd.Series, kind: str) -> bool:
 
 def _matrix(values: pd.Series, kind: str, column: str, src: _Source) -> np.ndarray:
     """The whole column as an (n, K) matrix; a row that is not K numbers is an error naming it."""
-    from pbr_core.loading._tables import _table_row
-
     cells = values.tolist()
     first = _cell_vector(cells[0], kind)
     if first is None or first.size < 2:
@@ -107,10 +105,10 @@ def _matrix(values: pd.Series, kind: str, column: str, src: _Source) -> np.ndarr
     for i, cell in enumerate(cells):
         row = None if cell is None or (isinstance(cell, float) and np.isnan(cell)) else _cell_vector(cell, kind)
         if row is None:
-            raise src.error(f"column {column!r} holds a vector of {first.size} scores per row, but {_table_row(i)} "
+            raise src.error(f"column {column!r} holds a vector of {first.size} scores per row, but {table_row(i)} "
                             f"holds {str(cell)[:60]!r}.")
         if row.size != first.size:
-            raise src.error(f"column {column!r} holds {first.size} scores per row, but {_table_row(i)} holds "
+            raise src.error(f"column {column!r} holds {first.size} scores per row, but {table_row(i)} holds "
                             f"{row.size}: every row needs one score per class.")
         m[i] = row
     return m
@@ -219,8 +217,6 @@ def _by_label(df: pd.DataFrame, column: str, src: _Source) -> tuple[pd.DataFrame
     """A column of [{label, score}, ...] lists (a text-classification pipeline with every class's
     score, sorted by score) with each row's scores put in one class order, the first row's labels
     sorted; a row with other labels is an error naming it."""
-    from pbr_core.loading._tables import _table_row
-
     first = sorted(str(d["label"]) for d in df[column].iloc[0])
     order = {name: i for i, name in enumerate(first)}
     rows = []
@@ -231,7 +227,7 @@ def _by_label(df: pd.DataFrame, column: str, src: _Source) -> tuple[pd.DataFrame
             scores = None
         if scores is None or set(scores) != set(order):
             raise src.error(f"column {column!r} holds a score per class with its label ({', '.join(first[:6])}), but "
-                            f"{_table_row(i)} holds {str(cell)[:80]!r}.")
+                            f"{table_row(i)} holds {str(cell)[:80]!r}.")
         rows.append([{"label": name, "score": scores[name]} for name in first])
     out = df.copy(deep=False)
     out[column] = rows

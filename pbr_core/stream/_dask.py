@@ -1,4 +1,8 @@
-"""The Dask back end: one task per unit, statistics merged on the client. Imported only when asked."""
+"""The Dask back end: one task per unit, results merged by a tree of tasks. Imported only when asked.
+
+It knows nothing of what a task computes: the passes (``_run``, ``_groups``, ``_slices``) hand it
+their unit function, so it imports none of them (they import it, inside the functions that need Dask).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,6 @@ import contextlib
 from typing import Any, Callable, Iterator, Sequence
 
 from pbr_core.stream._source import Dataset, Unit
-from pbr_core.stream._stats import CalibrationStatistics, StatsConfig
 
 _ADVICE = 'running on Dask needs the optional extra: pip install "pbr-calib[scale]" (dask[dataframe], distributed)'
 
@@ -17,12 +20,6 @@ def _distributed():
     except ImportError as exc:
         raise ImportError(f"{_ADVICE} ({exc})") from None
     return distributed
-
-
-def _unit_task(dataset: Dataset, unit: Unit, config: StatsConfig) -> CalibrationStatistics:
-    from pbr_core.stream._run import unit_statistics
-
-    return unit_statistics(dataset, unit, config)
 
 
 def _merge_pair(a, b):
@@ -74,21 +71,3 @@ def map_merge(client, dataset: Dataset, units: Sequence[Unit], task: Callable, a
             progress(done, total, "rows")
     del futures
     return level[0].result()
-
-
-def run_on_dask(dataset: Dataset, units: Sequence[Unit], config: StatsConfig, *, scheduler: str | None,
-                local_cluster: int | None, client=None, progress: Callable | None = None,
-                total: int | None = None) -> CalibrationStatistics:
-    """Map :func:`pbr_core.stream._run.unit_statistics` over the units on a Dask cluster and merge.
-
-    One task per unit (a Parquet row group or a CSV file); the partial statistics (a few MB at most:
-    per-cell sums, n_boot x 2B bootstrap sums, K x B classwise sums, whatever the unit's rows) are
-    merged on the workers by a binary tree of merge tasks over the units in order, so only the final
-    statistics travel to the client, and the floating-point additions happen in the same order
-    however the tasks were scheduled (the result does not depend on which task finished first).
-    """
-    dataset.layout()  # detect once here: every task then reads only the columns it needs
-    with dask_client(scheduler, local_cluster, client) as c:
-        if not units:
-            return CalibrationStatistics.empty(config)
-        return map_merge(c, dataset, units, _unit_task, (config,), progress, total)

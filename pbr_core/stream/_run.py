@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 from pbr_core.bounds import optimal_n_bins
 from pbr_core.metrics import _check_bin_list, _check_n_bins, default_n_boot
@@ -87,11 +87,28 @@ def compute_statistics(
                 if progress is not None:
                     progress(done, total, "rows")
         return _non_empty(stats, dataset)
-    from pbr_core.stream._dask import run_on_dask
+    return _non_empty(_on_dask(dataset, units, config, scheduler=scheduler, local_cluster=local_cluster,
+                               client=client, progress=progress, total=total), dataset)
 
-    stats = run_on_dask(dataset, units, config, scheduler=scheduler, local_cluster=local_cluster, client=client,
-                        progress=progress, total=total)
-    return _non_empty(stats, dataset)
+
+def _on_dask(dataset: Dataset, units: Sequence[Unit], config: StatsConfig, *, scheduler: str | None,
+             local_cluster: int | None, client=None, progress: Progress | None = None,
+             total: int | None = None) -> CalibrationStatistics:
+    """:func:`unit_statistics` mapped over the units on a Dask cluster and merged.
+
+    One task per unit (a Parquet row group or a CSV file); the partial statistics (a few MB at most:
+    per-cell sums, n_boot x 2B bootstrap sums, K x B classwise sums, whatever the unit's rows) are
+    merged on the workers by a binary tree of merge tasks over the units in order, so only the final
+    statistics travel to the client, and the floating-point additions happen in the same order
+    however the tasks were scheduled (the result does not depend on which task finished first).
+    """
+    from pbr_core.stream._dask import dask_client, map_merge  # Dask only when asked
+
+    dataset.layout()  # detect once here: every task then reads only the columns it needs
+    with dask_client(scheduler, local_cluster, client) as c:
+        if not units:
+            return CalibrationStatistics.empty(config)
+        return map_merge(c, dataset, units, unit_statistics, (config,), progress, total)
 
 
 def _non_empty(stats: CalibrationStatistics, dataset: Dataset) -> CalibrationStatistics:
