@@ -11,9 +11,12 @@ experiment tables use::
 
 The GP-based recalibrators (``GPCalibration``, ``PBR``, ...) live in
 :mod:`pbr_core.recalibrators.gp`, and ``PBRCV`` (alpha by cross-validation) in
-:mod:`pbr_core.recalibrators.pbr_cv`; they import torch, so they are imported on first use
-(``from pbr_core.recalibrators import PBR``, ``available_methods()``, ``get_recalibrator("pbr")``,
-loading a saved PBR), and registers itself like the others.
+:mod:`pbr_core.recalibrators.pbr_cv`; they import torch, so their modules are listed in
+:data:`LAZY_MODULES` and imported on first use (``from pbr_core.recalibrators import PBR``,
+``available_methods()``, ``get_recalibrator("pbr")``, loading a saved PBR), where they register
+themselves like the others. A new family with heavy imports is added the same way: its module's
+name appended to :data:`LAZY_MODULES` below (and its class names to ``__all__``) makes it
+importable by name, listed and loadable without importing it before it is needed.
 
 Saved files (``Recalibrator.save`` / ``load_recalibrator``) are checked field by field on load; a
 damaged one raises :class:`RecalibratorFileError` (a ``ValueError``) naming the file and the field.
@@ -60,6 +63,7 @@ __all__ = [
     "HistogramBinning",
     "Identity",
     "IsotonicCalibration",
+    "LAZY_MODULES",
     "MAX_ITERATIONS",
     "MAX_PREDICT_SAMPLES",
     "MatrixScaling",
@@ -92,19 +96,23 @@ __all__ = [
 ]
 
 
-# The GP family (GPCalibration, PBR and variants, PBRCV) imports torch and gpytorch, which takes
-# seconds; it is imported on first use: an attribute access, available_methods(),
-# get_recalibrator() or loading a file of a GP method.
-_LAZY = {"gp": "pbr_core.recalibrators.gp", "pbr_cv": "pbr_core.recalibrators.pbr_cv"}
-LAZY_MODULES.extend(name for name in _LAZY.values() if name not in LAZY_MODULES)
+# Families whose imports are heavy, imported on first use: an attribute access (a class name, or the
+# module's own name), available_methods(), get_recalibrator() or loading a file of one of their
+# methods. The GP family (GPCalibration, PBR and variants; PBRCV) imports torch and gpytorch, which
+# takes seconds. __getattr__ reads LAZY_MODULES itself, so a module listed here (or appended later,
+# from outside) is found by name like these two.
+LAZY_MODULES.extend(name for name in ("pbr_core.recalibrators.gp", "pbr_core.recalibrators.pbr_cv")
+                    if name not in LAZY_MODULES)
 
 
 def __getattr__(name: str) -> Any:
-    if name[:1].isupper() or name in _LAZY:  # class names (and the modules): maybe the GP family's
+    """A class (or module) of a family in :data:`LAZY_MODULES`, imported now."""
+    short = {module_name.rpartition(".")[2]: module_name for module_name in LAZY_MODULES}
+    if name[:1].isupper() or name in short:  # class names (and the modules): maybe a lazy family's
         ensure_registered()
-    if name in _LAZY and _LAZY[name] in sys.modules:
-        return sys.modules[_LAZY[name]]
-    for module_name in _LAZY.values():
+    if name in short and short[name] in sys.modules:
+        return sys.modules[short[name]]
+    for module_name in LAZY_MODULES:
         module = sys.modules.get(module_name)
         if module is not None and name[:1].isupper() and hasattr(module, name):
             return getattr(module, name)

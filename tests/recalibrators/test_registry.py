@@ -52,3 +52,42 @@ def test_an_unknown_method_is_named() -> None:
                 lambda: method_family("nope"), lambda: default_params("nope")):
         with pytest.raises(ValueError, match="Unknown recalibration method 'nope'. Available methods: uncalibrated"):
             ask()
+
+
+_HEAVY_FAMILY = '''
+from pbr_core.recalibrators.base import register
+from pbr_core.recalibrators.identity import Identity
+
+
+@register
+class HeavyTestFamily(Identity):
+    method = "heavy_test_family"
+    label = "A family with heavy imports (test)"
+'''
+
+
+def test_a_module_listed_in_lazy_modules_is_importable_by_name(tmp_path, monkeypatch) -> None:
+    """The documented way to add a family with heavy imports (its module in LAZY_MODULES) makes its
+    classes importable by name, its methods listed and made by name, and imports it only then."""
+    import sys
+
+    import pbr_core.recalibrators as R
+
+    (tmp_path / "heavy_test_family.py").write_text(_HEAVY_FAMILY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    R.LAZY_MODULES.append("heavy_test_family")
+    try:
+        assert "heavy_test_family" not in sys.modules
+        from pbr_core.recalibrators import HeavyTestFamily  # noqa: F401  (the import is the test)
+
+        assert "heavy_test_family" in sys.modules
+        assert R.HeavyTestFamily is sys.modules["heavy_test_family"].HeavyTestFamily
+        assert R.heavy_test_family is sys.modules["heavy_test_family"]  # the module by its own name
+        assert "heavy_test_family" in available_methods()
+        assert type(R.get_recalibrator("heavy_test_family")).__name__ == "HeavyTestFamily"
+        with pytest.raises(AttributeError, match="NoSuchFamily"):
+            R.NoSuchFamily  # noqa: B018
+    finally:
+        R.LAZY_MODULES.remove("heavy_test_family")
+        REGISTRY.pop("heavy_test_family", None)
+        sys.modules.pop("heavy_test_family", None)
