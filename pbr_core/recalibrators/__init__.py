@@ -51,7 +51,7 @@ from pbr_core.recalibrators.isotonic import IsotonicCalibration
 from pbr_core.recalibrators.histogram import HistogramBinning
 from pbr_core.recalibrators.beta import BetaCalibration
 from pbr_core.recalibrators.bbq import BBQ
-from pbr_core.recalibrators.venn_abers import VennAbers
+from pbr_core.recalibrators.venn_abers import VennAbers, VennAbersCross
 
 __all__ = [
     "BBQ",
@@ -79,6 +79,7 @@ __all__ = [
     "TemperatureScaling",
     "VectorScaling",
     "VennAbers",
+    "VennAbersCross",
     "available_methods",
     "get_recalibrator",
     "gp_method",

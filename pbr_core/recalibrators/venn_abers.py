@@ -16,6 +16,7 @@ its own (p0, p1).
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, ClassVar
 
 import numpy as np
@@ -23,6 +24,7 @@ import numpy as np
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import _state
 from pbr_core.recalibrators._binary import BinaryRecalibrator
+from pbr_core.recalibrators._params import MAX_FOLDS, NON_NEGATIVE_INT, Constraint, int_range, or_none
 from pbr_core.recalibrators.base import as_predictions, register
 
 
@@ -98,6 +100,9 @@ class VennAbers(BinaryRecalibrator):
         p0, p1 = _interval(state, p)
         return p1 / (1.0 - p0 + p1)
 
+    def _map_interval(self, p: np.ndarray, state: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        return _interval(state, p)
+
     def predict_interval(self, X: Predictions | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The (p0, p1) interval of every class of every row: two arrays of shape (n, K).
 
@@ -111,11 +116,11 @@ class VennAbers(BinaryRecalibrator):
         if probs.shape[1] != self.n_classes_:
             raise ValueError(f"Expected predictions with {self.n_classes_} classes, but got {probs.shape[1]}.")
         if self.n_classes_ == 2:
-            low1, high1 = _interval(self.maps_[0], probs[:, 1])
+            low1, high1 = self._map_interval(probs[:, 1], self.maps_[0])
             return np.column_stack([1.0 - high1, low1]), np.column_stack([1.0 - low1, high1])
         low, high = np.empty_like(probs), np.empty_like(probs)
         for k, state in enumerate(self.maps_):
-            low[:, k], high[:, k] = _interval(state, probs[:, k])
+            low[:, k], high[:, k] = self._map_interval(probs[:, k], state)
         return low, high
 
     def _check_map(self, fields: _state.Fields) -> dict[str, Any]:
@@ -125,3 +130,99 @@ class VennAbers(BinaryRecalibrator):
         _state.same_length(c, p0, fields.path("scores"), fields.path("p0"), offset=1)
         _state.same_length(c, p1, fields.path("scores"), fields.path("p1"), offset=1)
         return {"scores": c, "p0": p0, "p1": p1}
+
+
+@register
+class VennAbersCross(VennAbers):
+    """Cross Venn-Abers predictor (CVAP; Vovk, Petej & Fedorova 2015, Sec. 4): ``n_splits`` inductive
+    predictors, each calibrated on one fold of the rows, merged.
+
+    The rows (per map: p(y=1) on binary data, each one-vs-all class on multiclass data) are split
+    into ``n_splits`` folds stratified by the outcome (scikit-learn's ``StratifiedKFold``, as the
+    authors' ``venn-abers`` package splits them; shuffled with ``random_state``, in file order
+    when it is None). Fold i's inductive predictor gives (p0_i, p1_i) at a new score; the
+    probability is the log-loss merge ``GM(p1) / (GM(1 - p0) + GM(p1))`` (GM: the geometric mean
+    over the folds), the package's ``loss="log"``.
+
+    The interval :meth:`predict_interval` returns is the folds' arithmetic mean of p0 and of p1
+    (p0 <= p1 in every fold, so in the mean too); the package returns every fold's pair and merges
+    no interval. Here the model that made the scores is fixed (a recalibrator never retrains it),
+    so each fold's predictor sees 1 / n_splits of the rows: its intervals are wider than the
+    inductive predictor's on every row, and the merge is what narrows the probability's spread.
+
+    Parameters
+    ----------
+    n_splits : int, default 5
+        Folds (at least 2; the package's recommended 5).
+    random_state : int or None, default 0
+        Seed of the folds' shuffle (the package's ``shuffle=True, random_state``); None keeps the
+        rows' order (its ``shuffle=False``).
+
+    References
+    ----------
+    .. [1] V. Vovk, I. Petej and V. Fedorova. Large-scale probabilistic predictors with and without
+       guarantees of validity. NeurIPS 2015 (cross Venn-Abers predictors, Sec. 4).
+    .. [2] V. Manokhin. ``venn-abers`` (``VennAbersCV`` with ``inductive=False``).
+    """
+
+    method: ClassVar[str] = "venn_abers_cross"
+    label: ClassVar[str] = "Venn-Abers (cross)"
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        "n_splits": int_range(2, MAX_FOLDS), "random_state": or_none(NON_NEGATIVE_INT)}
+    _fit_note_message: ClassVar[str] = ("{names}: fewer rows of one outcome than folds, so some folds hold none of "
+                                        "them (their intervals are then wide)")
+
+    def __init__(self, n_splits: int = 5, random_state: int | None = 0) -> None:
+        self.n_splits = n_splits
+        self.random_state = random_state
+
+    def _fit(self, preds: Predictions) -> None:
+        if preds.n < self.n_splits:
+            raise ValueError(f"Cross Venn-Abers with n_splits = {self.n_splits} needs at least {self.n_splits} rows "
+                             f"(one per fold), but got {preds.n}.")
+        super()._fit(preds)
+
+    def _fit_binary(self, p: np.ndarray, y: np.ndarray, name: str) -> dict[str, Any]:
+        from sklearn.model_selection import StratifiedKFold  # on first use, as the isotonic fits
+
+        n_pos = int(y.sum())
+        if 0 < min(n_pos, y.size - n_pos) < self.n_splits:
+            self._fit_notes.append(name)
+        kf = StratifiedKFold(n_splits=self.n_splits, shuffle=self.random_state is not None,
+                             random_state=self.random_state)
+        folds = []
+        with warnings.catch_warnings():  # "least populated class has only m members": noted above instead
+            warnings.simplefilter("ignore", UserWarning)
+            splits = list(kf.split(p.reshape(-1, 1), y))
+        for _, rows in splits:
+            c, p0, p1 = venn_abers_tables(p[rows], y[rows])
+            folds.append({"scores": c, "p0": p0, "p1": p1})
+        return {"folds": folds}
+
+    def _fold_intervals(self, p: np.ndarray, state: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        pairs = [_interval(fold, p) for fold in state["folds"]]
+        return np.column_stack([a for a, _ in pairs]), np.column_stack([b for _, b in pairs])
+
+    def _predict_binary(self, p: np.ndarray, state: dict[str, Any]) -> np.ndarray:
+        p0, p1 = self._fold_intervals(p, state)
+        # Geometric means as the package computes them (the product's root): p1 > 0 and p0 < 1 in
+        # every fold (a 1, or a 0, was added at the new score), so neither mean is 0.
+        g1 = p1.prod(axis=1) ** (1.0 / p1.shape[1])
+        g0 = (1.0 - p0).prod(axis=1) ** (1.0 / p0.shape[1])
+        return g1 / (g0 + g1)
+
+    def _map_interval(self, p: np.ndarray, state: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        p0, p1 = self._fold_intervals(p, state)
+        return p0.mean(axis=1), p1.mean(axis=1)
+
+    def _check_map(self, fields: _state.Fields) -> dict[str, Any]:
+        folds = fields.get("folds")
+        if not isinstance(folds, list) or len(folds) != self.n_splits:
+            raise _state.StateError(f"{fields.path('folds')} must be a list of {self.n_splits} folds (n_splits), "
+                                    f"but the file holds {_state.shown(folds)}")
+        return {"folds": [super(VennAbersCross, self)._check_map(_state.Fields(f, f"{fields.path('folds')}[{i}]"))
+                          for i, f in enumerate(folds)]}
+
+    @classmethod
+    def _test_params(cls) -> dict[str, Any]:
+        return {"n_splits": 3}

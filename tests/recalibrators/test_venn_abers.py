@@ -63,3 +63,93 @@ def test_interval_narrows_with_more_calibration_rows() -> None:
         low, high = VennAbers().fit(p, y).predict_interval(p_new)
         widths.append(float(np.mean(high[:, 1] - low[:, 1])))
     assert widths[1] < widths[0] / 3
+
+
+class _Fixed:
+    """The model that made the scores, fixed: its predict_proba returns its input (the package's
+    cross predictor refits an estimator on each fold; a recalibrator's model is never refitted)."""
+
+    def __init__(self) -> None:
+        pass
+
+    def get_params(self, deep: bool = True) -> dict:
+        return {}
+
+    def set_params(self, **params) -> "_Fixed":
+        return self
+
+    def fit(self, X, y) -> "_Fixed":
+        self.classes_ = np.array([0, 1])
+        return self
+
+    def predict_proba(self, X) -> np.ndarray:
+        return np.asarray(X)
+
+
+def _package_cvap(va, p_cal, y_cal, p_test, n_splits, seed):
+    ref = va.VennAbersCV(_Fixed(), inductive=False, n_splits=n_splits, shuffle=seed is not None, random_state=seed)
+    ref.fit(np.column_stack([1 - p_cal, p_cal]), y_cal)
+    return ref.predict_proba(np.column_stack([1 - p_test, p_test]), p0_p1_output=True)
+
+
+@pytest.mark.filterwarnings("ignore:All-NaN slice:RuntimeWarning")
+@pytest.mark.parametrize("seed", [0, None])
+def test_cross_pinned_to_venn_abers(kitti_xgb, seed) -> None:
+    """Measured: the package's VennAbersCV(inductive=False, n_splits=5) on the KITTI XGBoost file
+    gives the same probabilities (difference 0.0) and the same per-fold (p0, p1), whose means are
+    our interval; the probability lies inside it on every one of the 3000 test rows."""
+    va = pytest.importorskip("venn_abers")
+    from pbr_core.recalibrators import VennAbersCross
+
+    p, y, p_test = kitti_xgb
+    p_prime, p01 = _package_cvap(va, p, y, p_test, 5, seed)
+    ours = VennAbersCross(n_splits=5, random_state=seed).fit(p, y)
+    q = ours.predict_proba(p_test)
+    np.testing.assert_allclose(q[:, 1], p_prime[:, 1], rtol=0, atol=1e-12)
+    low, high = ours.predict_interval(p_test)
+    np.testing.assert_allclose(low[:, 1], p01[:, :5].mean(axis=1), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(high[:, 1], p01[:, 5:].mean(axis=1), rtol=0, atol=1e-12)
+    assert np.all(low <= high)
+    assert np.all((q[:, 1] >= low[:, 1] - 1e-12) & (q[:, 1] <= high[:, 1] + 1e-12))
+
+
+@pytest.mark.filterwarnings("ignore:All-NaN slice:RuntimeWarning")
+def test_cross_one_vs_rest_pinned_to_venn_abers(cifar10_split) -> None:
+    """Multiclass: each class's one-vs-all CVAP is the package's binary VennAbersCV on (p_k, y == k)
+    (its own multiclass CVAP is one-vs-one only), the K probabilities renormalised."""
+    va = pytest.importorskip("venn_abers")
+    from pbr_core.recalibrators import VennAbersCross
+
+    P = softmax(cifar10_split.fit.logits[:500], axis=1)
+    y = cifar10_split.fit.labels[:500]
+    P_test = softmax(cifar10_split.test.logits[:500], axis=1)
+    ours = VennAbersCross(n_splits=3, random_state=1).fit(P, y)
+    low, high = ours.predict_interval(P_test)
+    per_class = np.empty_like(P_test)
+    for k in range(10):
+        p_prime, p01 = _package_cvap(va, P[:, k], (y == k).astype(int), P_test[:, k], 3, 1)
+        per_class[:, k] = p_prime[:, 1]
+        np.testing.assert_allclose(low[:, k], p01[:, :3].mean(axis=1), atol=1e-12)
+        np.testing.assert_allclose(high[:, k], p01[:, 3:].mean(axis=1), atol=1e-12)
+    np.testing.assert_allclose(ours.predict_proba(P_test), per_class / per_class.sum(axis=1, keepdims=True),
+                               rtol=0, atol=1e-12)
+
+
+def test_cross_refuses_fewer_rows_than_folds() -> None:
+    from pbr_core.recalibrators import VennAbersCross
+
+    with pytest.raises(ValueError, match="needs at least 5 rows"):
+        VennAbersCross(n_splits=5).fit(np.array([0.2, 0.7, 0.9]), np.array([0, 1, 1]))
+    with pytest.raises(ValueError, match="Expected argument `n_splits` to be an integer from 2 to 100"):
+        VennAbersCross(n_splits=1).fit(np.array([0.2, 0.7, 0.9]), np.array([0, 1, 1]))
+
+
+def test_cross_notes_a_class_rarer_than_the_folds() -> None:
+    from pbr_core.recalibrators import VennAbersCross
+
+    rng = np.random.default_rng(0)
+    p = rng.uniform(size=200)
+    y = np.zeros(200, dtype=int)
+    y[:3] = 1
+    with pytest.warns(RuntimeWarning, match="fewer rows of one outcome than folds"):
+        VennAbersCross(n_splits=5).fit(p, y)
