@@ -115,10 +115,6 @@ class LoadOptions:
         return (f"lc={self.label_column or ''};it={self.input_type};rn={int(self.renormalize)};"
                 f"mr={self.max_rows or 0};cols={cols}{mapping}" + (";pc=1" if self.percent else ""))
 
-    @property
-    def names_columns(self) -> bool:
-        return bool(self.label_column or self.score_columns or self.group_columns or self.ignore_columns)
-
 
 @dataclass(frozen=True)
 class Loaded:

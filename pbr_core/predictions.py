@@ -26,6 +26,12 @@ DEFAULT_SUM_TOLERANCE = 1e-3
 #: text file): they are clipped to [0, 1], with a note, instead of refused or read as logits.
 UNIT_SLACK = 1e-6
 
+#: Why top-label-only data (confidence, predicted label, true label) goes through no recalibrator:
+#: the one sentence the places that refuse it say (Predictions.scores, the protocols, the streamed
+#: fits and applications after the dataset's name; recalibrators.base.as_predictions still spells it out).
+TOP_LABEL_NOT_RECALIBRATED = ("Top-label-only data (confidence, predicted label, true label) cannot be recalibrated: "
+                              "recalibration needs the full probability or logit vector of every row.")
+
 
 class PredictionsError(ValueError):
     """Raised for any invalid prediction input; the message names the problem and where it is."""
@@ -270,10 +276,7 @@ class Predictions:
     def scores(self) -> np.ndarray:
         """The recalibrators' input z (GP_SPEC section 1): logits when present, else log(p)."""
         if self.probs is None:
-            raise PredictionsError(
-                "Top-label-only data (confidence, predicted label, true label) cannot be recalibrated: "
-                "recalibration needs the full probability or logit vector of every row."
-            )
+            raise PredictionsError(TOP_LABEL_NOT_RECALIBRATED)
         return self.logits if self.logits is not None else log_probs(self.probs)
 
     def metric_inputs(self) -> tuple[np.ndarray, np.ndarray]:

@@ -263,3 +263,29 @@ def test_rows_off_by_rounding_are_recognised_in_the_message():
         assert np.abs(fixed.probs - p).max() <= 10 * 0.5 * 10.0 ** -decimals
     assert "decimal" not in message(p * 0.97, y)
     assert "decimal" not in message(np.round(p * 0.9, 2), y)  # multiples of 0.01, but off by 0.1
+
+
+def test_top_label_data_is_refused_with_one_sentence(tmp_path):
+    """Every place that cannot recalibrate top-label-only data says the same sentence (issue 36: it
+    was written five times, in three wordings)."""
+    from pbr_core.experiments._protocol import check_predictions
+    from pbr_core.predictions import TOP_LABEL_NOT_RECALIBRATED
+    from pbr_core.recalibrators import Identity
+    from pbr_core.stream import apply_to_dataset, fit_platt, fit_temperature, open_dataset
+
+    t = Predictions.from_top_label([0.9, 0.6, 0.8], [1, 0, 2], [1, 1, 2])
+    with pytest.raises(PredictionsError) as raised:
+        t.scores
+    assert str(raised.value) == TOP_LABEL_NOT_RECALIBRATED
+    with pytest.raises(PredictionsError) as raised:
+        check_predictions(t)  # every protocol's first step
+    assert str(raised.value).startswith(TOP_LABEL_NOT_RECALIBRATED)
+    path = tmp_path / "top.csv"
+    path.write_text("confidence,predicted,label\n0.9,1,1\n0.6,0,1\n0.8,2,2\n")
+    dataset = open_dataset(str(path))
+    fitted = Identity().fit(np.array([[0.2, 0.8], [0.7, 0.3]]), np.array([1, 0]))
+    for call in (lambda: fit_temperature(dataset), lambda: fit_platt(dataset),
+                 lambda: apply_to_dataset(fitted, dataset, tmp_path / "out.csv")):
+        with pytest.raises(PredictionsError) as raised:
+            call()
+        assert str(raised.value) == f"{dataset.spec}: {TOP_LABEL_NOT_RECALIBRATED}"

@@ -32,7 +32,7 @@ from pbr_core.cancel import CancelCallback, Cancelled, cancel_when
 from pbr_core.evaluation import evaluation_metrics
 from pbr_core.metrics import BINARY_TARGET, BinaryTarget
 from pbr_core.paper import PAPER_N_RE
-from pbr_core.predictions import Predictions, PredictionsError
+from pbr_core.predictions import TOP_LABEL_NOT_RECALIBRATED, Predictions, PredictionsError
 from pbr_core.progress import Progress, tqdm_progress
 from pbr_core.recalibrators import available_methods, get_recalibrator
 
@@ -218,10 +218,7 @@ def check_predictions(preds: Predictions) -> Predictions:
             f"Predictions.from_arrays), but got {type(preds).__name__}."
         )
     if not preds.can_recalibrate:
-        raise PredictionsError(
-            "Top-label-only data (confidence, predicted label, true label) cannot be recalibrated, so the "
-            "recalibration experiments cannot run on it: they need the full probability or logit vector of every row."
-        )
+        raise PredictionsError(TOP_LABEL_NOT_RECALIBRATED + " The recalibration experiments cannot run on it.")
     return preds
 
 

@@ -286,7 +286,7 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
     """
     settings = settings or TrainSettings()
     if start is None:
-        return _fit_gp(model, data, settings, progress, check, None, time.perf_counter())
+        return _fit_body(model, data, settings, progress, check, None, time.perf_counter())
     if len(model.batch_shape) > 0:
         raise ValueError("fit_gp(start=...) continues one GP; a batched model always starts at its prior.")
     t0 = time.perf_counter()
@@ -294,7 +294,7 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
     if start_jitter is not None:
         model.jitter = max(model.jitter, float(start_jitter))
     try:
-        return _fit_gp(model, data, settings, progress, check, start, t0)
+        return _fit_body(model, data, settings, progress, check, start, t0)
     except _ContinuationFailed as failed:
         why, notes, done = failed.why, failed.notes, failed.done
     except RuntimeError as exc:
@@ -304,7 +304,7 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
     warnings.warn(why, RuntimeWarning, stacklevel=2)
     restore(model, init)
     model.jitter = cold_jitter
-    reports = _fit_gp(model, data, settings, progress, check, None, time.perf_counter())
+    reports = _fit_body(model, data, settings, progress, check, None, time.perf_counter())
     iterations, evaluations, restarts = done
     return [replace(r, iterations=r.iterations + iterations, evaluations=r.evaluations + evaluations,
                     restarts=r.restarts + restarts + 1, wall_time_s=time.perf_counter() - t0,
@@ -312,14 +312,14 @@ def fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings |
 
 
 class _ContinuationFailed(Exception):
-    """A continued fit failed its training check (``_fit_gp``): ``fit_gp`` redoes it from the prior."""
+    """A continued fit failed its training check (``_fit_body``): ``fit_gp`` redoes it from the prior."""
 
     def __init__(self, why: str, notes: list[str], done: tuple[int, int, int]):
         super().__init__(why)
         self.why, self.notes, self.done = why, notes, done
 
 
-def _fit_gp(model: GPRecalibrationModel, data: FitData, settings: TrainSettings, progress: Progress | None,
+def _fit_body(model: GPRecalibrationModel, data: FitData, settings: TrainSettings, progress: Progress | None,
             check: TrainCheck | None, start: Mapping[str, torch.Tensor] | None, t0: float) -> list[FitReport]:
     """The body of :func:`fit_gp`: one fit from ``model``'s parameters or (``start``) continued."""
     b = batch_size(model)

@@ -244,10 +244,6 @@ class ColumnChoice:
     confidence: str | None = None
     predicted: str | None = None
 
-    @property
-    def named_any(self) -> bool:
-        return bool(self.label or self.scores or self.groups or self.ignore)
-
 
 @dataclass(frozen=True)
 class _Options:

@@ -228,7 +228,7 @@ def find_slices(preds: Predictions, columns: Sequence[str] | str | None = None, 
         raise ValueError("finding slices needs columns besides the predictions (a segment, a region, an age, a date...): "
                          "this file has none.")
     conf, out, _ = _inputs(preds, target)
-    what: Target = "positive" if preds.kind == "binary" and target == "positive" else "top_label"
+    what: Target = M.BINARY_TARGET.measured(preds.kind, target)
     names, skipped = candidate_columns(list(meta.columns), columns)
     n = conf.size
     h = row_hash(seed, 0, 0, n)

@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 
 from pbr_core.progress import Progress
-from pbr_core.predictions import Predictions, PredictionsError
+from pbr_core.predictions import TOP_LABEL_NOT_RECALIBRATED, Predictions, PredictionsError
 from pbr_core.stream._source import Dataset
 
 __all__ = ["RowSample", "apply_to_dataset", "sample_dataset"]
@@ -184,8 +184,7 @@ def apply_to_dataset(recalibrator, dataset: Dataset, out: str | os.PathLike, *, 
         raise FileNotFoundError(f"{out.parent}: the folder to write {out.name} in does not exist.")
     lay = dataset.layout()
     if lay.kind == "top_label":
-        raise PredictionsError(f"{dataset.spec}: top-label-only data cannot be recalibrated: recalibration needs "
-                               "the full probability or logit vector of every row.")
+        raise PredictionsError(f"{dataset.spec}: {TOP_LABEL_NOT_RECALIBRATED}")
     names = list(lay.class_names) or [str(k) for k in range(lay.n_classes)]
     new_cols = [f"{prefix}{c}" for c in names]
     clash = [c for c in new_cols if c in dataset.columns]

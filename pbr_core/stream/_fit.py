@@ -7,7 +7,7 @@ import math
 import numpy as np
 from scipy.special import softmax
 
-from pbr_core.predictions import PredictionsError, real_class_names
+from pbr_core.predictions import TOP_LABEL_NOT_RECALIBRATED, PredictionsError, real_class_names
 from pbr_core.progress import Progress
 from pbr_core.stream._source import Dataset
 
@@ -57,8 +57,7 @@ def fit_temperature(dataset: Dataset, *, min_temperature: float = 1e-3, max_temp
 
     lay = dataset.layout()
     if lay.kind == "top_label":
-        raise PredictionsError(f"{dataset.spec}: top-label-only data cannot be recalibrated: recalibration needs "
-                               "the full probability or logit vector of every row.")
+        raise PredictionsError(f"{dataset.spec}: {TOP_LABEL_NOT_RECALIBRATED}")
     rec = TemperatureScaling(min_temperature=min_temperature, max_temperature=max_temperature)
     rec._validate_params()
     lo, hi = 1.0 / max_temperature, 1.0 / min_temperature
@@ -332,8 +331,7 @@ def fit_platt(dataset: Dataset, *, targets: str = "auto", max_iter: int = 100, t
 
     lay = dataset.layout()
     if lay.kind == "top_label":
-        raise PredictionsError(f"{dataset.spec}: top-label-only data cannot be recalibrated: recalibration needs "
-                               "the full probability or logit vector of every row.")
+        raise PredictionsError(f"{dataset.spec}: {TOP_LABEL_NOT_RECALIBRATED}")
     rec = PlattScaling(targets=targets)
     rec._validate_params()
     n, K, pos, sx_pos, sx_neg, sxx, binary = _count_pass(dataset)

@@ -187,7 +187,7 @@ def compute_slices(
         raise ValueError("finding slices needs columns besides the predictions (a segment, a region, an age, a date...): "
                          "this dataset has none.")
     names, skipped = candidate_columns(available, columns)
-    what = "positive" if lay.kind == "binary" and target == "positive" else "top_label"
+    what = _m.BINARY_TARGET.measured(lay.kind, target)
     units = dataset.units()
     use_dask = scheduler is not None or local_cluster is not None or client is not None
 

@@ -257,8 +257,8 @@ def test_a_failed_continuation_is_redone_with_the_cold_jitter(rows, monkeypatch)
     start.model_.jitter = 100 * start.model_.jitter
     cold = PBR(alpha=1.0, **SETTINGS).fit(z, y)
     seen = []
-    real = training._fit_gp
-    monkeypatch.setattr(training, "_fit_gp", lambda model, *a: seen.append(model.jitter) or real(model, *a))
+    real = training._fit_body
+    monkeypatch.setattr(training, "_fit_body", lambda model, *a: seen.append(model.jitter) or real(model, *a))
     _fail_check_on_call(monkeypatch, 1)
     with pytest.warns(RuntimeWarning, match="refitted from the prior"):
         warm = PBR(alpha=1.0, **SETTINGS).fit_continued(start, z, y)
