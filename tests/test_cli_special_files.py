@@ -128,3 +128,30 @@ def test_a_large_folder_that_is_no_dataset_is_refused_without_walking_it(monkeyp
     (data / "_SUCCESS").write_text("")
     (data / "day=1" / ".part-0.csv.crc").write_text("")
     assert stream_source.open_dataset(data).files == [str(data / "day=1" / "part-0.csv")]
+
+
+def test_a_glob_is_walked_within_bounds_and_matches_as_glob_does(monkeypatch, tmp_path, capsys):
+    """bounded_glob finds what glob.glob finds (files only), and refuses a pattern whose walk passes the
+    limit (scaled down to 50 entries) instead of walking a whole system ('/**/*.csv', '/*/*/*')."""
+    import glob
+    import os
+
+    tree = ["a/x.csv", "a/b/y.csv", "a/b/c/z.parquet", "a/.h/q.csv", "a/.hid.csv", "b1/x.csv", "b2/y.csv",
+            "a/b/w.txt", "top.csv"]
+    for rel in tree:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x")
+    for pattern in ("*.csv", "a/*.csv", "a/**/*.csv", "**/*.csv", "b?/*.csv", "b[12]/*.csv", "b[!1]/*.csv", "a/*/*",
+                    "a/**", "*/*.csv", "a/b/*.*", "a/.*"):
+        full = str(tmp_path / pattern)
+        assert stream_source.bounded_glob(full) == sorted(f for f in glob.glob(full, recursive=True)
+                                                          if os.path.isfile(f)), pattern
+    monkeypatch.setattr(stream_source, "MAX_FOLDER_ENTRIES", 50)
+    for i in range(60):
+        (tmp_path / "big" / f"part{i:02d}").mkdir(parents=True)
+    assert main(["evaluate", str(tmp_path / "big" / "**" / "*.csv")]) == EXIT_BAD_INPUT
+    assert "more than 50 files and folders to look through" in capsys.readouterr().err
+    # A pattern that reaches only a small part of the tree still reads.
+    (tmp_path / "big" / "part07" / "p.csv").write_bytes(KITTI.read_bytes())
+    assert stream_source.open_dataset(str(tmp_path / "big" / "part07" / "*.csv")).files == [
+        str(tmp_path / "big" / "part07" / "p.csv")]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import glob as _glob
 import os
 from pathlib import Path
+
+from pbr_core.predictions import PredictionsError
+from pbr_core.stream._source import bounded_glob
 
 __all__ = ["DATA_ROOT_ENV", "ServerPathError", "data_root", "resolve_server_path"]
 
@@ -54,14 +56,19 @@ def resolve_server_path(text: str, root: str | os.PathLike) -> list[str]:
             raise ServerPathError(f"{raw}: only files inside the data folder can be opened; give a path relative "
                                   "to it.") from None
     target = root_path / p
-    if any(ch in raw for ch in "*?["):
-        candidates = [Path(f) for f in sorted(_glob.glob(str(target), recursive=True))]
-    elif target.is_dir() or target.is_symlink() and target.resolve().is_dir():
-        _inside(target, root_path, raw)
-        candidates = sorted(f for f in target.rglob("*") if not any(
-            part.startswith((".", "_")) for part in f.relative_to(target).parts))
-    else:
-        candidates = [target]
+    # Both walks are bounded (bounded_glob: at most MAX_FOLDER_ENTRIES entries), so that a pattern such
+    # as '**/*' over a large data folder is refused instead of walked for minutes.
+    try:
+        if any(ch in raw for ch in "*?["):
+            candidates = [Path(f) for f in bounded_glob(str(target), raw)]
+        elif target.is_dir() or target.is_symlink() and target.resolve().is_dir():
+            _inside(target, root_path, raw)
+            candidates = sorted(f for f in map(Path, bounded_glob(str(target / "**"), raw)) if not any(
+                part.startswith((".", "_")) for part in f.relative_to(target).parts))
+        else:
+            candidates = [target]
+    except PredictionsError as exc:
+        raise ServerPathError(str(exc)) from None
     files = []
     for f in candidates:
         real = _inside(f, root_path, raw)

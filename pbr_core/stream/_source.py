@@ -367,7 +367,7 @@ def _expand(spec: str, storage_options: dict) -> list[str]:
         spec = spec[len("file://"):]
     p = Path(spec).expanduser()
     if any(ch in spec for ch in "*?["):
-        return sorted(f for f in _glob.glob(str(p), recursive=True) if os.path.isfile(f))
+        return bounded_glob(str(p), spec)
     if p.is_dir():
         return _dataset_folder(p, spec)
     return [str(p)] if p.is_file() else []
@@ -379,6 +379,79 @@ MAX_FOLDER_ENTRIES = 100_000
 #: A dataset's folder holds its files (and hidden or ``_``-prefixed ones such as ``_SUCCESS``, which are
 #: skipped); one with more than this many other files is not a dataset's folder, and is refused.
 MAX_OTHER_FILES = 1_000
+
+
+def _component_regex(part: str) -> str:
+    """One path component of a glob as a regular expression (``*`` and ``?`` never cross a ``/``)."""
+    out, i = [], 0
+    while i < len(part):
+        ch = part[i]
+        if ch == "*":
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[":
+            j = i + 1 + (part[i + 1:i + 2] == "!")
+            j += part[j:j + 1] == "]"  # a "]" first in a class is part of it
+            k = part.find("]", j)
+            if k < 0:
+                out.append(re.escape(ch))
+            else:
+                body = part[i + 1:k]
+                out.append("[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]")
+                i = k
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return "".join(out)
+
+
+def bounded_glob(pattern: str, spec: str | None = None) -> list[str]:
+    """The files that the glob ``pattern`` matches (``**`` any number of folders), found by walking only
+    the folders the pattern can reach, within :data:`MAX_FOLDER_ENTRIES` entries.
+
+    ``glob.glob`` walks every folder a pattern reaches before it can say how many it found: ``/**/*.csv``
+    or ``/*/*/*`` walked a whole system. Here the walk starts at the pattern's fixed folder, descends only as
+    deep as the pattern does (any depth only with ``**``), and stops with an error past the limit. Hidden
+    names are matched only by a pattern component that starts with a dot, as ``glob`` does.
+
+    Raises
+    ------
+    PredictionsError
+        When the walk passes :data:`MAX_FOLDER_ENTRIES` entries.
+    """
+    shown = pattern if spec is None else spec
+    parts = Path(pattern).parts
+    fixed = next(i for i, part in enumerate(parts) if any(ch in part for ch in "*?[")) if any(
+        any(ch in part for ch in "*?[") for part in parts) else len(parts)
+    base = Path(*parts[:fixed]) if fixed else Path(".")
+    rest = parts[fixed:]
+    if not rest:
+        return [str(base)] if base.is_file() else []
+    regex = re.compile("/".join("(?:[^/]+/)*[^/]*" if part == "**" else _component_regex(part) for part in rest)
+                       .replace("(?:[^/]+/)*[^/]*/", "(?:[^/]+/)*") + r"\Z")
+    hidden_ok = {i for i, part in enumerate(rest) if part.startswith(".")}
+    max_depth = None if "**" in rest else len(rest)
+    found, entries = [], 0
+    # Links to folders are followed, as glob follows them (a loop of links ends at the limit).
+    for root, dirs, files in os.walk(base, followlinks=True):
+        rel_root = os.path.relpath(root, base)
+        depth = 0 if rel_root == "." else rel_root.count(os.sep) + 1
+        entries += len(dirs) + len(files)
+        if entries > MAX_FOLDER_ENTRIES:
+            raise PredictionsError(
+                f"{shown}: more than {MAX_FOLDER_ENTRIES:,} files and folders to look through, far more than a "
+                "dataset's; name the dataset's files more narrowly (e.g. 'logs/*.parquet').")
+        if max_depth is not None and depth + 1 >= max_depth:
+            dirs[:] = []  # the pattern goes no deeper
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") or depth in hidden_ok)
+        for name in files:
+            if name.startswith(".") and (max_depth is None or depth not in hidden_ok):
+                continue
+            rel = name if rel_root == "." else os.path.join(rel_root, name).replace(os.sep, "/")
+            if regex.match(rel):
+                found.append(str(base / rel) if fixed else rel)
+    return sorted(found)
 
 
 def _dataset_folder(folder: Path, spec: str) -> list[str]:

@@ -58,3 +58,20 @@ def test_the_root_comes_from_the_operator(tree, monkeypatch) -> None:
     monkeypatch.setenv("PBR_CALIB_DATA_ROOT", str(tree / "missing"))
     assert data_root() is None
     assert os.environ["PBR_CALIB_DATA_ROOT"].endswith("missing")
+
+
+def test_a_pattern_or_folder_too_large_to_walk_is_refused(tree, monkeypatch) -> None:
+    """'**/*' over a large data folder was walked whole before anything was said: the walk is bounded
+    (scaled down here to 40 entries from MAX_FOLDER_ENTRIES = 100,000)."""
+    import pbr_core.stream._source as source
+
+    monkeypatch.setattr(source, "MAX_FOLDER_ENTRIES", 40)
+    for i in range(50):
+        (tree / "many" / f"d{i:02d}").mkdir(parents=True)
+    for text in ("many/**/*.parquet", "many", "*/*/*"):
+        with pytest.raises(ServerPathError, match="more than 40 files and folders to look through"):
+            resolve_server_path(text, tree)
+    # A folder within the bound still opens, its hidden files skipped as before.
+    (tree / "many" / "d03" / "p.parquet").write_bytes(b"PAR1")
+    assert resolve_server_path("many/d03", tree) == [str((tree / "many" / "d03" / "p.parquet").resolve())]
+    assert resolve_server_path("*.parquet", tree) == [str((tree / "logs" / "a.parquet").resolve())]
