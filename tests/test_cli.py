@@ -579,3 +579,64 @@ def test_compare_on_a_small_file_proposes_half_and_refuses_a_tiny_test_set(capsy
     assert code == EXIT_OK and "ECE not measured: A test set of 100 rows is too small" in out
     code, out, _ = run(capsys, "apply", model, path, "--out", tmp_path / "out.csv")
     assert code == EXIT_OK and "ECE of p(y=1)" in out and "-> " in out
+
+
+def test_apply_venn_abers_writes_each_class_interval(capsys, tmp_path) -> None:
+    """The (p0, p1) interval beside each written probability column (<column>_low, <column>_high), equal
+    to predict_interval, the probability inside it; the file reads back (the interval columns are kept
+    as metadata); a formula-like header is neutralised in the interval columns' names too."""
+    import pandas as pd
+
+    df = pd.read_csv(SAMPLE / "kitti_xgboost.csv").rename(columns={"p_positive": "@risk"})
+    df["note"] = ["=1+1"] * len(df)
+    df.iloc[:1000].to_csv(tmp_path / "fit.csv", index=False)
+    df.iloc[1000:3000].to_csv(tmp_path / "new.csv", index=False)
+    model = tmp_path / "va.json"
+    assert run(capsys, "fit", tmp_path / "fit.csv", "--method", "venn_abers", "--out", model, "--quiet")[0] == EXIT_OK
+    out_file = tmp_path / "calibrated.csv"
+    code, out, _ = run(capsys, "apply", model, tmp_path / "new.csv", "--out", out_file)
+    assert code == EXIT_OK and "<column>_low and <column>_high" in out
+    assert out_file.read_text().splitlines()[0] == "'@risk,'@risk_low,'@risk_high,label,note"
+    written = pd.read_csv(out_file)
+    assert written["note"].eq("'=1+1").all()
+    rec = load_recalibrator(model)
+    new = pbr_core.load_predictions(tmp_path / "new.csv")
+    low, high = rec.predict_interval(new)
+    np.testing.assert_allclose(written["'@risk_low"], low[:, 1], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(written["'@risk_high"], high[:, 1], rtol=0, atol=1e-15)
+    p = written["'@risk"].to_numpy()
+    assert np.all((low[:, 1] <= p) & (p <= high[:, 1])) and np.mean(high[:, 1] - low[:, 1]) > 0
+    back = pbr_core.load_predictions(out_file)
+    assert back.columns_with_role("score") == ["'@risk"] and back.n == 2000
+    np.testing.assert_allclose(back.probs, rec.predict_proba(new), rtol=0, atol=1e-15)
+    # --raw-csv: the names as they are
+    code, _, _ = run(capsys, "apply", model, tmp_path / "new.csv", "--out", out_file, "--raw-csv")
+    assert out_file.read_text().splitlines()[0] == "@risk,@risk_low,@risk_high,label,note"
+
+
+def test_apply_cross_venn_abers_multiclass_parquet(capsys, c10_files, tmp_path) -> None:
+    fit, test = c10_files
+    model = tmp_path / "cvap.json"
+    assert run(capsys, "fit", fit, "--method", "venn_abers_cross", "--param", "n_splits=3", "--out", model,
+               "--quiet")[0] == EXIT_OK
+    out_file = tmp_path / "calibrated.parquet"
+    assert run(capsys, "apply", model, test, "--out", out_file)[0] == EXIT_OK
+    import pandas as pd
+
+    written = pd.read_parquet(out_file)
+    assert list(written.columns[:6]) == ["0", "0_low", "0_high", "1", "1_low", "1_high"]
+    low, high = load_recalibrator(model).predict_interval(pbr_core.load_predictions(test))
+    np.testing.assert_array_equal(written[[f"{k}_low" for k in range(10)]].to_numpy(), low)
+    np.testing.assert_array_equal(written[[f"{k}_high" for k in range(10)]].to_numpy(), high)
+
+
+def test_apply_refuses_an_interval_column_taken_by_the_file(capsys, tmp_path) -> None:
+    import pandas as pd
+
+    df = pd.read_csv(SAMPLE / "kitti_xgboost.csv").iloc[:600]
+    df.to_csv(tmp_path / "fit.csv", index=False)
+    df.assign(p_positive_low="x").to_csv(tmp_path / "new.csv", index=False)
+    model = tmp_path / "va.json"
+    assert run(capsys, "fit", tmp_path / "fit.csv", "--method", "venn_abers", "--out", model, "--quiet")[0] == EXIT_OK
+    code, _, err = run(capsys, "apply", model, tmp_path / "new.csv", "--out", tmp_path / "o.csv")
+    assert code == EXIT_BAD_INPUT and "'p_positive_low' would replace a column of the same name" in err

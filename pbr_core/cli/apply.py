@@ -13,6 +13,7 @@ from pbr_core.cli.evaluate import evaluation_table
 def cmd_apply(args: argparse.Namespace) -> int:
     import pbr_core
     from pbr_core.loading import save_predictions
+    from pbr_core.predictions import PredictionsError
     from pbr_core.recalibrators import RecalibratorFileError, load_recalibrator
 
     streamed = is_dataset(args.file)
@@ -32,11 +33,16 @@ def cmd_apply(args: argparse.Namespace) -> int:
     except ValueError as exc:  # wrong number of classes, top-label-only data
         raise CLIError(f"{preds.source}: {exc}", EXIT_BAD_INPUT) from exc
     calibrated = preds.with_probs(probs, source=str(args.out))
+    # A Venn-Abers predictor's (p0, p1) interval of each class, beside its probability column.
+    intervals = rec.predict_interval(preds) if hasattr(rec, "predict_interval") else None
     try:
         # The file's own column names and order (p_dem, won; not 0, 1, label).
-        save_predictions(calibrated, path_or_buffer=args.out, spreadsheet_safe=not args.raw_csv, headers_from=preds)
+        save_predictions(calibrated, path_or_buffer=args.out, spreadsheet_safe=not args.raw_csv, headers_from=preds,
+                         intervals=intervals)
     except OSError as exc:
         raise CLIError(f"cannot write {args.out}: {exc.strerror or exc}", EXIT_USAGE) from exc
+    except PredictionsError as exc:  # an interval column's name taken by a column of the file
+        raise CLIError(f"{preds.source}: {exc}", EXIT_BAD_INPUT) from exc
     from pbr_core.experiments import small_test_set_problem
 
     too_few = small_test_set_problem(preds.n) if preds.has_labels else None
@@ -50,5 +56,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
               f"({what}B = {pbr_core.optimal_n_bins(preds.n)})")
     else:
         print(f"applied {rec.method} to {preds.n} unlabelled rows of {preds.source} (no labels: ECE not measured)")
+    if intervals is not None:
+        print("with each probability column's Venn-Abers interval (p0, p1) in the columns <column>_low and "
+              "<column>_high")
     print(f"wrote {args.out}")
     return EXIT_OK

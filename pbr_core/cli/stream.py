@@ -184,8 +184,10 @@ def apply_stream(args: argparse.Namespace, rec) -> int:
         written = _run_guarded(lambda: apply_to_dataset(rec, ds, out, progress=bar), str(args.file))
     finally:
         bar.close()
+    added = ("calibrated_<class> with its Venn-Abers interval (p0, p1) in calibrated_<class>_low and "
+             "calibrated_<class>_high" if hasattr(rec, "predict_interval") else "calibrated_<class>")
     print(f"applied {rec.method} to {len(ds.files)} file(s) of {ds.spec}; wrote {len(written)} Parquet file(s) "
-          f"under {out} (original columns plus calibrated_<class>)")
+          f"under {out} (original columns plus {added})")
     return EXIT_OK
 
 

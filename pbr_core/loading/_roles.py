@@ -172,6 +172,18 @@ def name_words(name: str) -> list[str]:
     return [w for w in re.split(r"[^0-9a-zA-Z]+", spaced.lower()) if w]
 
 
+def interval_of(name: str, columns: Sequence[str]) -> str | None:
+    """The column ``name`` is one end of an interval around, or None: ``<column>_low`` and
+    ``<column>_high`` both present next to ``<column>`` (the interval columns that
+    :func:`~pbr_core.loading.save_predictions` writes beside a probability column)."""
+    for suffix in ("_low", "_high"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            stem = name[: -len(suffix)]
+            if stem in columns and f"{stem}_low" in columns and f"{stem}_high" in columns:
+                return stem
+    return None
+
+
 def metadata_by_name(name: str) -> str | None:
     """What a column's name says it is (e.g. "an identifier" for ``customerId``), or None."""
     words = name_words(name)
@@ -365,6 +377,9 @@ def detect_scores(df: pd.DataFrame, names: Sequence[str], src: _Source, roles: R
             _keep(roles, p, {"text": "text", "date": "dates", "bool": "true/false values"}[p.kind])
         elif metadata_by_name(p.name):
             _keep(roles, p, f"{metadata_by_name(p.name)}, by its name")
+        elif interval_of(p.name, names):
+            _keep(roles, p, "one end of the interval around the probability column it is named after (a Venn-Abers "
+                            "predictor's (p0, p1), as pbr-calib apply writes it)")
         elif p.whole and not p.unit and (p.integer_typed or p.missing or many):
             _keep(roles, p, "whole numbers outside [0, 1]: an id, a code or a count"
                   + (", with some text" if p.bad_cells else ""))

@@ -30,7 +30,8 @@ from pbr_core.loading._source import CONFIDENCE_COLUMN_NAMES, LABEL_COLUMN_NAMES
 from pbr_core.loading._tables import _is_unnamed, _names
 from pbr_core.predictions import Predictions, PredictionsError
 
-__all__ = ["FORMULA_STARTS", "csv_text", "save_predictions", "spreadsheet_safe", "template_csv"]
+__all__ = ["FORMULA_STARTS", "INTERVAL_SUFFIXES", "csv_text", "interval_columns", "save_predictions", "spreadsheet_safe",
+           "template_csv"]
 
 #: First characters that make a spreadsheet read a cell as a formula (OWASP, "CSV Injection").
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -117,10 +118,10 @@ def _check_writable_names(names: Sequence[str]) -> None:
         raise PredictionsError("save_predictions: these class names would be read back as a top-label-only file; rename them.")
 
 
-def _file_headers(df: pd.DataFrame, preds: Predictions, source: Predictions) -> pd.DataFrame:
+def _file_headers(df: pd.DataFrame, preds: Predictions, source: Predictions) -> tuple[pd.DataFrame, dict[str, str]]:
     """``df`` (class-name score columns, ``label``, metadata, extra columns) with the scores and the
     label under the column names of the file ``source`` was read from, in that file's column order
-    (see :func:`save_predictions`' ``headers_from``)."""
+    (see :func:`save_predictions`' ``headers_from``), and the renaming applied (old -> new name)."""
     names = [str(n) for n in preds.class_names]
     scores, labels = source.columns_with_role("score"), source.columns_with_role("label")
     rename: dict[str, str] = {}
@@ -134,7 +135,7 @@ def _file_headers(df: pd.DataFrame, preds: Predictions, source: Predictions) -> 
         rename["label"] = labels[0]
     taken = set(df.columns) - set(rename)
     if any(new in taken for new in rename.values()):  # a file column of the same name: keep the defaults
-        return df
+        return df, {}
     df = df.rename(columns=rename)
     order: list[str] = []
     for column, role in source.column_roles:
@@ -142,7 +143,34 @@ def _file_headers(df: pd.DataFrame, preds: Predictions, source: Predictions) -> 
             order.append(column)
         elif role == "score":  # scores written under the class names (read as logits): where the scores were
             order += [n for n in names if n in df.columns]
-    return df[list(dict.fromkeys(order + list(df.columns)))]
+    return df[list(dict.fromkeys(order + list(df.columns)))], rename
+
+
+#: Suffixes of the interval columns written beside each probability column (:func:`save_predictions`' ``intervals``).
+INTERVAL_SUFFIXES = ("_low", "_high")
+
+
+def interval_columns(column: str) -> tuple[str, str]:
+    """The names of the two interval columns written beside the probability column ``column``:
+    ``<column>_low`` and ``<column>_high`` (e.g. ``p_dem_low``, ``p_dem_high``)."""
+    return f"{column}{INTERVAL_SUFFIXES[0]}", f"{column}{INTERVAL_SUFFIXES[1]}"
+
+
+def _add_intervals(df: pd.DataFrame, names: Sequence[str], rename: Mapping[str, str], low: np.ndarray,
+                   high: np.ndarray) -> pd.DataFrame:
+    """``df`` with each written class's interval columns right after its probability column."""
+    for k, name in enumerate(names):
+        column = rename.get(name, name)
+        if column not in df.columns:  # a binary file's p(y=0), not written (its one p(y=1) column is)
+            continue
+        at = df.columns.get_loc(column) + 1
+        for new, values in zip(interval_columns(column), (low[:, k], high[:, k])):
+            if new in df.columns:
+                raise PredictionsError(f"save_predictions: the interval column {new!r} would replace a column of "
+                                       "the same name; rename that column.")
+            df.insert(at, new, values)
+            at += 1
+    return df
 
 
 def save_predictions(
@@ -154,6 +182,7 @@ def save_predictions(
     extra_columns: Mapping[str, np.ndarray | Sequence] | None = None,
     spreadsheet_safe: bool = True,
     headers_from: Predictions | None = None,
+    intervals: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> bytes | None:
     """Write (e.g. recalibrated) probabilities as one column per class plus ``label``.
 
@@ -186,6 +215,11 @@ def save_predictions(
         the one p(y=1) column of a binary file (then only p(y=1) is written); scores read as logits
         are now probabilities and are written under the class names as without this. The label
         column keeps its name. Columns the file did not have (``extra_columns``) come last.
+    intervals : (low, high) arrays of shape (n, K), optional
+        An interval around each class's probability (a Venn-Abers predictor's (p0, p1):
+        ``predict_interval``), written right after that class's probability column as
+        ``<column>_low`` and ``<column>_high`` (:func:`interval_columns`; for a binary file written
+        with its one p(y=1) column, that column's only). Probabilities only.
     spreadsheet_safe : bool, default True
         CSV only: text cells and headers that a spreadsheet would run as a formula (starting with
         ``=``, ``+``, ``-``, ``@``, a tab or a carriage return, and not a plain number) are written
@@ -257,8 +291,17 @@ def save_predictions(
             raise PredictionsError(f"save_predictions: extra column {name!r} clashes with another column's name.")
         df[str(name)] = values
 
+    rename: dict[str, str] = {}
     if headers_from is not None and preds.probs is not None:
-        df = _file_headers(df, preds, headers_from)
+        df, rename = _file_headers(df, preds, headers_from)
+    if intervals is not None:
+        if preds.probs is None:
+            raise PredictionsError("save_predictions: intervals need probabilities of every class, not top-label-only data.")
+        low, high = (np.asarray(a, dtype=np.float64) for a in intervals)
+        if low.shape != preds.probs.shape or high.shape != preds.probs.shape:
+            raise PredictionsError(f"save_predictions: intervals must have the probabilities' shape {preds.probs.shape}, "
+                                   f"but have {low.shape} and {high.shape}.")
+        df = _add_intervals(df, [str(n) for n in preds.class_names], rename, low, high)
 
     buf = io.BytesIO()
     if format == "csv":

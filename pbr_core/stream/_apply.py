@@ -10,6 +10,7 @@ from typing import Callable
 
 import numpy as np
 
+from pbr_core.loading.writing import interval_columns
 from pbr_core.progress import Progress
 from pbr_core.predictions import TOP_LABEL_NOT_RECALIBRATED, Predictions, PredictionsError
 from pbr_core.stream._source import Dataset
@@ -154,7 +155,10 @@ def apply_to_dataset(recalibrator, dataset: Dataset, out: str | os.PathLike, *, 
 
     One output file per input file (same relative name, ``.parquet``), holding every original
     column unchanged followed by one column ``<prefix><class>`` per class with the calibrated
-    probabilities; written batch by batch, so memory stays at one batch whatever the size.
+    probabilities; written batch by batch, so memory stays at one batch whatever the size. A
+    recalibrator with intervals (a Venn-Abers predictor's ``predict_interval``) adds each class's
+    interval (p0, p1) right after its column, as ``<prefix><class>_low`` and ``<prefix><class>_high``
+    (:func:`pbr_core.loading.writing.interval_columns`, the in-memory file's names).
 
     The files are written into a temporary folder next to ``out`` (``.<name>.partial-<id>``),
     which is renamed to ``out`` only when every file is complete: a failed or interrupted run
@@ -186,7 +190,10 @@ def apply_to_dataset(recalibrator, dataset: Dataset, out: str | os.PathLike, *, 
     if lay.kind == "top_label":
         raise PredictionsError(f"{dataset.spec}: {TOP_LABEL_NOT_RECALIBRATED}")
     names = list(lay.class_names) or [str(k) for k in range(lay.n_classes)]
-    new_cols = [f"{prefix}{c}" for c in names]
+    prob_cols = [f"{prefix}{c}" for c in names]
+    # A Venn-Abers predictor's (p0, p1) interval of each class, right after its probability column.
+    with_intervals = hasattr(recalibrator, "predict_interval")
+    new_cols = [name for c in prob_cols for name in ((c, *interval_columns(c)) if with_intervals else (c,))]
     clash = [c for c in new_cols if c in dataset.columns]
     if clash:
         raise PredictionsError(f"{dataset.spec}: the files already have column(s) {clash[:5]}; pass another prefix.")
@@ -209,11 +216,15 @@ def apply_to_dataset(recalibrator, dataset: Dataset, out: str | os.PathLike, *, 
                     for start, raw, preds in _batches_with_rows(dataset, unit):
                         try:
                             probs = recalibrator.predict_proba(preds)
+                            low, high = recalibrator.predict_interval(preds) if with_intervals else (None, None)
                         except ValueError as exc:
                             raise PredictionsError(f"{unit.path}: {exc}") from None
                         table = pa.Table.from_batches([raw])
-                        for k, c in enumerate(new_cols):
+                        for k, c in enumerate(prob_cols):
                             table = table.append_column(c, pa.array(probs[:, k], type=pa.float64()))
+                            if with_intervals:
+                                for name, values in zip(interval_columns(c), (low, high)):
+                                    table = table.append_column(name, pa.array(values[:, k], type=pa.float64()))
                         if writer is None:
                             writer = pq.ParquetWriter(str(path), table.schema)
                         writer.write_table(table)

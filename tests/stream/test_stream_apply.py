@@ -107,3 +107,28 @@ def test_temperature_on_every_row_equals_the_in_memory_fit(cifar10_parts, cifar1
     assert load_recalibrator(tmp_path / "t.json").temperature_ == pytest.approx(in_memory.temperature_, rel=1e-9)
     assert main(["fit", str(tmp_path / "logits"), "--method", "beta", "--all-rows", "--out",
                  str(tmp_path / "p.json")]) == 2
+
+
+def test_apply_writes_the_venn_abers_intervals(kitti_csv_parts, tmp_path, capsys) -> None:
+    """A Venn-Abers predictor's (p0, p1) of each class right after its calibrated column, batch by batch
+    equal to the in-memory predict_interval (KITTI XGBoost, 3 CSV files), through pbr-calib apply too."""
+    from pbr_core.cli import main
+    from pbr_core.recalibrators import VennAbers
+
+    df = pd.read_csv(SAMPLE / "kitti_xgboost.csv")
+    preds = pbr_core.load_predictions(df.to_csv(index=False).encode(), format="csv")
+    rec = VennAbers().fit(preds.subset(np.arange(1000)))
+    written = apply_to_dataset(rec, open_dataset(kitti_csv_parts, batch_rows=500), tmp_path / "out")
+    back = pd.concat([pd.read_parquet(p) for p in written], ignore_index=True)
+    assert list(back.columns) == ["p_positive", "label", "calibrated_0", "calibrated_0_low", "calibrated_0_high",
+                                  "calibrated_1", "calibrated_1_low", "calibrated_1_high"]
+    low, high = rec.predict_interval(preds)
+    for k in range(2):
+        np.testing.assert_allclose(back[f"calibrated_{k}_low"], low[:, k], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(back[f"calibrated_{k}_high"], high[:, k], rtol=0, atol=1e-12)
+    assert np.all((back["calibrated_1_low"] <= back["calibrated_1"]) & (back["calibrated_1"] <= back["calibrated_1_high"]))
+    model = tmp_path / "va.json"
+    rec.save(model)
+    assert main(["apply", str(model), str(kitti_csv_parts), "--out", str(tmp_path / "cli"), "--quiet"]) == 0
+    assert "calibrated_<class>_low and calibrated_<class>_high" in capsys.readouterr().out
+    assert "calibrated_1_high" in pd.read_parquet(next((tmp_path / "cli").iterdir())).columns
