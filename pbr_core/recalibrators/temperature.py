@@ -104,8 +104,8 @@ class TemperatureScaling(Recalibrator):
     method: ClassVar[str] = "temperature"
     label: ClassVar[str] = "Temperature scaling"
     uses: ClassVar[str] = "scores"
-    #: Set by ``fit``; 0 (no smoothing) for a recalibrator built otherwise (the streamed fit of
-    #: pbr_core.stream, which reads ln p as the loader gives it).
+    #: Set by ``fit`` (and by pbr_core.stream's fit on every row, which smooths as ``fit`` does); 0 (no
+    #: smoothing) for a recalibrator built otherwise.
     input_smoothing_: float = 0.0
 
     def __init__(self, min_temperature: float = 1e-3, max_temperature: float = 1e3) -> None:

@@ -14,14 +14,28 @@ from pbr_core.stream._source import Dataset
 __all__ = ["fit_platt", "fit_temperature"]
 
 
-def _slope_pass(dataset: Dataset, beta: float) -> tuple[float, float, int]:
+def _zeros_pass(dataset: Dataset) -> tuple[int, bool]:
+    """One pass over probability input: (rows, whether any probability is exactly 0), which decide
+    the in-memory fit's input smoothing (:func:`pbr_core.recalibrators.temperature.input_smoothing`)."""
+    n, zeros = 0, False
+    for unit in dataset.units():
+        for _, preds in dataset.predictions(unit):
+            n += preds.n
+            zeros = zeros or (preds.logits is None and preds.probs is not None and bool(np.any(preds.probs == 0.0)))
+    return n, zeros
+
+
+def _slope_pass(dataset: Dataset, beta: float, smoothing: float = 0.0) -> tuple[float, float, int]:
     """One pass: sum over rows of g_n = E_{softmax(beta z_n)}[z_n] - z_{n, y_n} (the NLL's derivative in
-    beta) and of its derivative Var_{softmax(beta z_n)}[z_n] (>= 0: the NLL is convex in beta)."""
+    beta) and of its derivative Var_{softmax(beta z_n)}[z_n] (>= 0: the NLL is convex in beta); z are
+    the scores the in-memory fit reads (``smoothed_scores``: ln((1 - c) p + c / K) when ``smoothing`` c > 0)."""
+    from pbr_core.recalibrators.temperature import smoothed_scores
+
     g = h = 0.0
     n = 0
     for unit in dataset.units():
         for _, preds in dataset.predictions(unit):
-            z = np.asarray(preds.scores, dtype=np.float64)
+            z = smoothed_scores(preds, smoothing)
             p = softmax(beta * z, axis=1)
             mean = np.einsum("nk,nk->n", p, z)
             second = np.einsum("nk,nk->n", p, z * z)
@@ -39,7 +53,12 @@ def fit_temperature(dataset: Dataset, *, min_temperature: float = 1e-3, max_temp
     (the NLL of softmax(z / T) on all rows, convex in beta = 1 / T): its derivative and second
     derivative in beta are sums over rows, so each pass gives both, and a safeguarded Newton
     iteration (a Newton step when it stays inside the current bracket of the root, else bisection)
-    finds the root in a handful of passes (typically 4-8) from beta = 1.
+    finds the root in a handful of passes (typically 4-8) from beta = 1. Probability input (no logits)
+    takes one counting pass first: where it holds probabilities of exactly 0, the scores are
+    ln((1 - c) p + c / K) with c = 1 / (n + 1) for the n rows, as the in-memory fit's
+    (:func:`~pbr_core.recalibrators.temperature.input_smoothing`), so both fits learn the same map
+    and the saved ``input_smoothing`` says so (without it, the KITTI random forest's hard zeros read
+    ln 0 = -708 and drove T to 1.38 where the smoothed fit finds 0.48).
 
     Returns
     -------
@@ -63,9 +82,14 @@ def fit_temperature(dataset: Dataset, *, min_temperature: float = 1e-3, max_temp
     lo, hi = 1.0 / max_temperature, 1.0 / min_temperature
     beta = min(max(1.0, lo), hi)
     passes = 0
+    smoothing = 0.0
+    if lay.input_type == "probabilities":
+        n_rows, zeros = _zeros_pass(dataset)
+        passes += 1
+        smoothing = float(1.0 / (n_rows + 1)) if zeros else 0.0
     g_lo = g_hi = None
     while True:
-        g, h, n = _slope_pass(dataset, beta)
+        g, h, n = _slope_pass(dataset, beta, smoothing)
         passes += 1
         if progress is not None:  # the passes' count is not known ahead
             progress(passes, None, f"T = {1.0 / beta:.6g}")
@@ -86,7 +110,8 @@ def fit_temperature(dataset: Dataset, *, min_temperature: float = 1e-3, max_temp
         if beta == lo or beta == hi:
             break
     # The state a fit on every row learned, checked as a saved file's is (not written into the object).
-    rec = TemperatureScaling.from_state({"temperature": float(1.0 / beta)}, n_classes=lay.n_classes,
+    rec = TemperatureScaling.from_state({"temperature": float(1.0 / beta), "input_smoothing": smoothing},
+                                        n_classes=lay.n_classes,
                                         input_type=lay.input_type, class_names=real_class_names(lay.class_names),
                                         **rec.get_params())
     rec.fit_passes_ = passes
