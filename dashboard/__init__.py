@@ -15,6 +15,10 @@ Start it with ``streamlit run dashboard/app.py``. Layout:
   ``figures_recal.py`` their pure figure builders, ``report.py`` the self-contained HTML report,
   ``audit.py`` its audit part (the Data, Reliability and Bins & bias pages as report sections);
   both only assemble what the pages' builders make
+* ``settings_ui.py`` the choices a page's features share, read once (the Compare page's
+  ``CompareChoices``, from which its sweep and group gaps get their typed settings)
+* ``sections/``   features drawn on a page that are not its own run (the Compare page's n_re sweep
+  and group gaps)
 * ``views/``      one file per page. Deliberately not ``pages/``: Streamlit treats a ``pages/``
   folder next to the entry point as old-style pages and, on a fresh server, runs such a file
   directly for a URL like ``/data``, skipping app.py (sys.path set-up, default data, sidebar).

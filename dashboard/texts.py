@@ -641,6 +641,51 @@ def corollary2_reading(bound: float, eps: float, ece_re: float) -> str:
             f"the one recalibrated model you download (recalibration-set ECE {ece_re:.4f}).")
 
 
+# --------------------------------------------------------------------------- Compare page
+COMPARE_TITLE = "Compare recalibrators"
+COMPARE_INTRO = (
+    "Which recalibrator suits this model? The paper's protocol (Section 6.2): split the rows at random "
+    "into a **recalibration set** (to fit on) and a **test set** (to score on), fit every method on the "
+    "same split, repeat over several folds and report the mean ± std of the test metrics."
+)
+CHOOSE_A_METHOD = "Choose at least one method."
+NO_FIT_FINISHED = "No fit finished."
+SUMMARY_TITLE = "**Test metrics, mean ± std over folds**"
+PAIRED_TITLE = "**Is the difference real? Paired tests over folds**"
+PAIRED_TWO_METHODS = "Paired tests need at least two methods."
+PAIRED_SAME_METHOD = "Choose two different methods to compare them."
+PAIRED_DEFAULT_PAIRS = "Each method against the uncalibrated model and against the best mean:"
+
+
+def compare_plan(n_folds: int, fits: int, n_gp: int, device: str, n_re: int, n: int, n_te: int | None) -> str:
+    """What a comparison will fit: fits in all (GP fits and where they run), each fold's rows."""
+    return (f"{n_folds * fits} fits in all" + (f", of which {n_folds * n_gp} GP fits (on {device})" if n_gp else "")
+            + f"; each fold fits on {n_re:,} rows and tests on "
+            + (f"the other {n - n_re:,}." if n_te is None else f"{n_te:,} of the other {n - n_re:,}."))
+
+
+def compare_rows_too_many(n_re: int, n_te: int, n: int) -> str:
+    """The recalibration and test rows asked for are more than the file has."""
+    return (f"{n_re:,} recalibration rows and {n_te:,} test rows need {n_re + n_te:,} rows, "
+            f"but the file has {n:,}. Lower one of them (0 test rows = all the others).")
+
+
+def compare_job_label(n_methods: int, n_folds: int, n_re: int) -> str:
+    return f"comparison of {n_methods} methods × {n_folds} folds (n_re = {n_re:,})"
+
+
+def failed_fits(failed: Iterable[tuple[str, int, str]], multiclass: bool) -> str:
+    """The fits that failed, ``(method, fold, error)`` each (fold from 0), left out of the means."""
+    return "Some fits failed and are left out of the means: " + "; ".join(
+        f"{method_label(m, multiclass)} fold {fold + 1}: {md(error)}" for m, fold, error in failed)
+
+
+def compare_summary_caption(n_folds: int, n_te: int, n_bins: int, binary_ece: str | None, best_note: str) -> str:
+    """Under the summary table: folds, test rows, B, which ECE (binary data: ``binary_ece``), the best note."""
+    return (f"{n_folds} folds · {n_te:,} test rows per fold · ECE with B = {n_bins} bins"
+            + (f" · {binary_ece_caption(binary_ece)}" if binary_ece is not None else ".") + " " + best_note)
+
+
 COMPARE_METHODS_HELP = (
     "Recalibrators to compare. Every method is fitted on the same recalibration rows of each fold and "
     "scored on the same test rows. GP-based methods (GP calibration, PBR) take minutes; the others "
@@ -757,6 +802,19 @@ SWEEP_CAPTION = (
 )
 N_RE_VALUES_HELP = "Recalibration set sizes to try (the paper: 10 to 5000). Values that leave no test rows are skipped."
 PARTIAL_NOTE = "Stopped after {done} of {total} fits: the results below use the fits that finished."
+SWEEP_TITLE = "How much recalibration data is needed? (n_re sweep)"
+SWEEP_FOLDS_HELP = "Random splits per n_re (fewer than the comparison: the sweep fits every method for every n_re)."
+
+
+def sweep_plan(labels: Iterable[str], fits: int) -> str:
+    """Under the sweep's controls: the methods (those of the comparison, by their labels) and the fits."""
+    return f"Methods: those chosen above ({', '.join(labels) or 'none'}); {fits} fits."
+
+
+def sweep_job_label(n_sizes: int, n_methods: int) -> str:
+    return f"n_re sweep ({n_sizes} sizes × {n_methods} methods)"
+
+
 
 GEN_INTRO = (
     "Does the KL term of the bound explain how well the recalibration-set ECE carries over to new data? "
@@ -1391,6 +1449,28 @@ def slices_diagram_captions(report, name: str) -> tuple[str, str]:
 
 
 # --------------------------------------------------------------------------- Compare page: group gaps
+GROUP_GAP_TITLE = "Does recalibration close the gaps between groups?"
+GROUP_GAP_NO_COLUMN = (
+    "This needs a column that groups the rows (a segment, a region, a model version...). The file "
+    "has none besides the predictions; see the Groups page for what such a file looks like."
+)
+GROUP_GAP_CSV_HELP = (
+    "One row per (fold, group, strategy): rows, test ECE, whether the group had too few rows for a "
+    "recalibrator of its own."
+)
+
+
+def group_gap_splits(n_re: int, seed: int) -> str:
+    """Under the group gaps' controls: the comparison's splits they reuse."""
+    return (f"The splits of the comparison above: n_re = {n_re:,}, split seed {seed}. Each fold fits one "
+            "recalibrator for everyone and one per group.")
+
+
+def group_gap_job_label(method: str, by: str) -> str:
+    """The job's name: ``method`` (its label) for everyone against one per group of column ``by``."""
+    return f"{method} for everyone vs per {by}"
+
+
 GROUP_GAP_INTRO = (
     "Does recalibration close the calibration gaps between groups? In every fold the same test rows of each "
     "group are scored three ways: uncalibrated, with **one recalibrator for everyone** (fitted on the whole "

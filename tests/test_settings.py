@@ -100,3 +100,18 @@ def test_fit_and_apply_runs(kitti) -> None:
     assert f.recalibrator.to_dict() == rec.to_dict()
     a = run_apply(kitti.subset(te_idx), rec)
     assert a.after == f.after and a.settings is None and a.n_fit == 0 and a.binary_positive
+
+
+def test_sweep_and_group_gap_settings_of_the_shared_controls() -> None:
+    """SweepSettings.of / GroupGapSettings.of give each method the shared controls' settings, as
+    CompareSettings.of (the Compare page's sweep and group gaps build theirs with them)."""
+    s = SweepSettings.of(["temperature", "pbr"], [250, 50], 2, 3, alpha=0.25, max_iter=40, binary_ece="top_label")
+    assert s == SweepSettings(methods=("temperature", "pbr"), n_re_values=(50, 250), n_folds=2, seed=3,
+                              binary_ece="top_label",
+                              params=params_of({m: method_settings(m, 0.25, 40) for m in ("temperature", "pbr")}))
+    assert dict(s.params)["pbr"] == (("alpha", 0.25), ("max_iter", 40))
+    g = GroupGapSettings.of("pbr", ["segment"], 500, 4, 1, alpha=0.25, max_iter=None)
+    assert g == GroupGapSettings(method="pbr", by=("segment",), n_re=500, n_folds=4, seed=1,
+                                 params=(("alpha", 0.25),))
+    assert GroupGapSettings.of("vector_scaling", ["segment"], 500, 4, max_iter=40).params == (("max_iter", 40),)
+    assert GroupGapSettings.of("temperature", ["segment"], 500, 4, max_iter=40).params == ()

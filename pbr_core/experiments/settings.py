@@ -287,6 +287,15 @@ class SweepSettings:
             _int("n_re_values", v, 2)
         _int("n_folds", self.n_folds, 1)
 
+    @classmethod
+    def of(cls, methods: Sequence[str], n_re_values: Sequence[int], n_folds: int, seed: int = 0, *,
+           alpha: float = 0.5, max_iter: int | None = None, **settings: Any) -> "SweepSettings":
+        """Settings with the n_re values in increasing order and each method's parameters from the
+        shared controls (:func:`method_settings`), as :meth:`CompareSettings.of`."""
+        return cls(methods=tuple(methods), n_re_values=tuple(sorted(int(v) for v in n_re_values)),
+                   n_folds=int(n_folds), seed=int(seed),
+                   params=params_of({m: method_settings(m, alpha, max_iter) for m in methods}), **settings)
+
     @property
     def planned(self) -> int:
         return self.n_folds * len(set(self.n_re_values)) * len(self.methods)
@@ -407,6 +416,14 @@ class GroupGapSettings:
         method_class(self.method)
         _int("n_re", self.n_re, 1)
         _int("n_folds", self.n_folds, 1)
+
+    @classmethod
+    def of(cls, method: str, by: Sequence[str], n_re: int, n_folds: int, seed: int = 0, *, alpha: float = 0.5,
+           max_iter: int | None = None, **settings: Any) -> "GroupGapSettings":
+        """Settings with the method's parameters from the shared controls (:func:`method_settings`), as
+        :meth:`CompareSettings.of`."""
+        return cls(method=method, by=tuple(by), n_re=int(n_re), n_folds=int(n_folds), seed=int(seed),
+                   params=tuple(sorted(method_settings(method, alpha, max_iter).items())), **settings)
 
     def check(self, n: int, what_to_do: str = "") -> None:
         check_test_rows(n - self.n_re, what_to_do)

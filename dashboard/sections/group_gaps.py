@@ -1,0 +1,70 @@
+"""The Compare page's group gaps: does recalibration close the calibration gaps between groups? One
+recalibrator for everyone against one per group, on the comparison's splits and method settings."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import figures_recal as FR
+from dashboard import recal_ui, runs, state, tables, texts
+from dashboard.settings_ui import CompareChoices
+from pbr_core.recalibrators import available_methods, method_family
+
+K_GAP_BY = "gap_by"
+K_GAP_METHOD = "gap_method"
+K_GAP_FOLDS = "gap_n_folds"
+
+
+def render(loaded: state.Loaded, choices: CompareChoices, running: bool) -> None:
+    from pbr_core.experiments.group_gaps import MIN_FIT_ROWS, group_gap_summary
+
+    st.divider()
+    st.subheader(texts.GROUP_GAP_TITLE)
+    preds = loaded.preds
+    columns = [] if preds.metadata is None else [str(c) for c in preds.metadata.columns]
+    if not columns:
+        st.info(texts.GROUP_GAP_NO_COLUMN, icon=":material/info:")
+        return
+    st.markdown(texts.GROUP_GAP_INTRO.format(m=MIN_FIT_ROWS))
+    multiclass = preds.kind == "multiclass"
+    methods = [m for m in available_methods() if m != "uncalibrated"]
+    if st.session_state.get(K_GAP_METHOD) not in methods:
+        st.session_state[K_GAP_METHOD] = "temperature" if "temperature" in methods else methods[0]
+    groups = preds.columns_with_role("group")
+    if st.session_state.get(K_GAP_BY) not in columns:
+        st.session_state[K_GAP_BY] = groups[0] if groups else columns[0]
+    c = st.columns([2, 2, 1, 1.4], gap="medium", vertical_alignment="bottom")
+    by = c[0].selectbox("Group by", columns, key=K_GAP_BY, disabled=running)
+    method = c[1].selectbox("Recalibrator", methods, key=K_GAP_METHOD, disabled=running,
+                            format_func=lambda m: texts.method_label(m, multiclass))
+    n_folds = int(c[2].number_input("Folds", min_value=1, max_value=20, value=5, key=K_GAP_FOLDS, disabled=running))
+    go = c[3].button("Run", key="gap_run", type="primary", icon=":material/play_arrow:", disabled=running)
+    st.caption(texts.group_gap_splits(choices.n_re, choices.seed))
+    if go:
+        s = choices.group_gaps(method, by, n_folds, state.recal_binary_ece(preds))
+        name, key = loaded.name, loaded.key
+        recal_ui.start("groupgap", texts.group_gap_job_label(texts.method_label(method, multiclass), by),
+                       lambda ctx: runs.run_group_gaps(preds, s, ctx, data_name=name, data_key=key),
+                       heavy=method_family(method) == "gp")
+    recal_ui.job_status("groupgap")
+    result = recal_ui.result_of("groupgap")
+    if result is None:
+        return
+    recal_ui.stale_note(result, loaded)
+    done = result.table["fold"].nunique() if len(result.table) else 0
+    recal_ui.partial_note(result, done, result.settings.n_folds)
+    if result.table.empty:
+        return
+    per_group, _ = group_gap_summary(result.table)
+    wide, gaps = tables.group_gap_frames(result.table)
+    st.plotly_chart(FR.group_gap_figure(per_group), key="gap_chart", config={"displaylogo": False})
+    st.caption(texts.GROUP_GAP_CAPTION)
+    c = st.columns([3, 2], gap="medium")
+    c[0].dataframe(wide, hide_index=True, key="gap_groups_table",
+                   column_config={col: st.column_config.NumberColumn(format="%.4f") for col in wide.columns
+                                  if col.startswith("Test ECE")})
+    c[1].dataframe(gaps, hide_index=True, key="gap_gaps_table", column_config={
+        "Largest gap (mean)": st.column_config.NumberColumn(format="%.4f", help=texts.GROUP_GAP_GAPS_HELP),
+        "std": st.column_config.NumberColumn(format="%.4f")})
+    recal_ui.csv_button("Group gaps (CSV, every fold)", tables.csv_frame(result.table), "group_gaps.csv",
+                        "gap_dl_table", help=texts.GROUP_GAP_CSV_HELP)

@@ -1,0 +1,72 @@
+"""The Compare page's n_re sweep: test ECE against the recalibration set size (the paper's Figure 3),
+for the methods chosen for the comparison, with its split seed and method settings."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import figures_recal as FR
+from dashboard import recal_ui, runs, state, tables, texts
+from dashboard.settings_ui import CompareChoices
+from pbr_core.experiments import MIN_TEST_ROWS, PAPER_N_RE, PAPER_N_RE_VALUES, max_n_re, small_test_set_problem
+from pbr_core.recalibrators import method_family
+
+K_SWEEP_VALUES = "sweep_n_re_values"
+K_SWEEP_FOLDS = "sweep_n_folds"
+
+
+def sweep_values(n: int) -> list[int]:
+    """The paper's n_re values that leave at least MIN_TEST_ROWS rows to test on (the sweep's fixed test set)."""
+    return [v for v in PAPER_N_RE_VALUES if v <= max_n_re(n)]
+
+
+def defaults(n: int) -> dict[str, object]:
+    """The sweep's choices for new data of ``n`` rows: the paper's values up to its n_re = 1000."""
+    return {K_SWEEP_VALUES: [v for v in sweep_values(n) if v <= PAPER_N_RE]}
+
+
+def render(loaded: state.Loaded, choices: CompareChoices, running: bool) -> None:
+    st.divider()
+    st.subheader(texts.SWEEP_TITLE)
+    st.markdown(texts.SWEEP_INTRO)
+    preds = loaded.preds
+    methods = list(choices.methods)
+    values = sweep_values(preds.n)
+    if not values:  # even the smallest n_re leaves fewer than MIN_TEST_ROWS rows to test on
+        st.info(f"{small_test_set_problem(preds.n - PAPER_N_RE_VALUES[0])} "
+                f"{texts.fewer_fit_rows_todo(preds.n, max_n_re(preds.n), MIN_TEST_ROWS)}", icon=":material/block:")
+        return
+    c = st.columns([3, 1, 1], gap="medium", vertical_alignment="bottom")
+    chosen = c[0].multiselect("n_re values", values, key=K_SWEEP_VALUES, persist_state="session",
+                              disabled=running or not values, help=texts.N_RE_VALUES_HELP)
+    n_folds = c[1].number_input("Folds", min_value=1, max_value=20, value=3, key=K_SWEEP_FOLDS,
+                                persist_state="session", disabled=running, help=texts.SWEEP_FOLDS_HELP)
+    go = c[2].button("Run the sweep", key="sweep_run", type="primary", icon=":material/play_arrow:",
+                     disabled=running or not chosen or not methods)
+    multiclass = preds.kind == "multiclass"
+    st.caption(texts.sweep_plan((texts.method_label(m, multiclass) for m in methods),
+                                len(chosen) * len(methods) * int(n_folds)))
+    if go:
+        s = choices.sweep(chosen, int(n_folds), state.recal_binary_ece(preds))
+        name, key = loaded.name, loaded.key
+        recal_ui.start("sweep", texts.sweep_job_label(len(chosen), len(methods)),
+                       lambda ctx: runs.run_sweep(preds, s, ctx, data_name=name, data_key=key),
+                       heavy=any(method_family(m) == "gp" for m in methods))
+    recal_ui.job_status("sweep")
+    result = recal_ui.result_of("sweep")
+    if result is None:
+        return
+    recal_ui.stale_note(result, loaded)
+    total = len(result.settings.methods) * len(result.settings.n_re_values) * result.settings.n_folds
+    recal_ui.partial_note(result, len(result.table), total)
+    if result.table.empty:
+        return
+    multiclass = result.kind == "multiclass"
+    st.plotly_chart(FR.sweep_figure(result), key="sweep_chart", config={"displaylogo": False})
+    st.caption(texts.SWEEP_CAPTION)
+    for note in tables.sweep_at_prior_notes(result):
+        st.warning(note, icon=":material/do_not_disturb_on:")
+    with st.expander("Every fit"):
+        st.dataframe(tables.fold_styler(result.table, multiclass), hide_index=True, key="sweep_folds_table")
+    recal_ui.csv_button("Sweep table (CSV)", tables.csv_frame(result.table), "n_re_sweep.csv", "sweep_dl_table",
+                        help=texts.FOLDS_CSV_HELP)
