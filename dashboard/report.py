@@ -212,6 +212,8 @@ def apply_section(result: runs.ApplyResult) -> ReportSection:
     if note:
         paragraphs.append(note)
     paragraphs += [f"Note: {texts.fit_words(n)}" for n in result.notes]
+    if result.interval is not None:  # a Venn-Abers predictor's intervals, as on the page
+        paragraphs.append(texts.venn_abers_interval_words(result.interval))
     return ReportSection(title=f"{'Fitted for download' if result.settings is not None else 'Saved recalibrator'}: {label}",
                          paragraphs=paragraphs, settings=settings,
                          tables=[("Metrics before and after", tables.pbr_metrics_frame(result))],

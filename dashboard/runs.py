@@ -174,7 +174,9 @@ class Downloads:
         """The whole loaded file recalibrated by the recalibrator, as CSV (save_predictions), under the
         file's own column names and order (``headers_from``).
 
-        When the fitted rows are known, a last column :data:`FIT_ROWS_COLUMN` says for every row
+        A Venn-Abers predictor's interval (p0, p1) of each class follows its probability column
+        (``<column>_low``, ``<column>_high``). When the fitted rows are known, a last column
+        :data:`FIT_ROWS_COLUMN` says for every row
         whether the recalibrator was fitted on it (True) or not (False: the test part of the PBR
         page, the held-out rows of Fit & apply), so nobody scores it on its own training rows.
         """
@@ -184,9 +186,12 @@ class Downloads:
             used = np.zeros(self.preds.n, dtype=bool)
             used[np.asarray(self.fit_rows, dtype=np.int64)] = True
             extra = {FIT_ROWS_COLUMN: used}
+        # A Venn-Abers predictor's (p0, p1) of each class beside its column (<column>_low, <column>_high).
+        intervals = self.recalibrator.predict_interval(self.preds) if hasattr(self.recalibrator, "predict_interval") \
+            else None
         # Under the user's column names (p_dem, won, not 0, 1, label), in the file's column order.
         return save_predictions(self.preds.with_probs(probs, source="recalibrated"), extra_columns=extra,
-                                headers_from=self.preds)
+                                headers_from=self.preds, intervals=intervals)
 
     def recalibrator_json(self) -> bytes:
         import json

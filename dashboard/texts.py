@@ -953,6 +953,30 @@ APPLY_TRIAL_UNEXPECTED = (
 )
 
 
+# ----------------------------------------------------------------------- Venn-Abers intervals (issue 37)
+def venn_abers_interval_words(summary) -> str:
+    """The Fit & apply page's (and the report's) reading of a Venn-Abers predictor's intervals
+    (``pbr_core.experiments.runs.IntervalSummary``), in Markdown."""
+    what = ("p(y = 1)" if summary.target == "positive"
+            else "the probability of the class each row ranks first")
+    text = (f"**Venn-Abers interval** of {what}: on average **{summary.mean_width:.3f}** wide (half the rows "
+            f"{summary.median_width:.3f} or less, 90 % of them {summary.p90_width:.3f} or less). The method gives "
+            "each row two probabilities, a low one and a high one, and guarantees that one of them is calibrated "
+            "whatever the data; the probability shown is a compromise between them. A wide interval means the "
+            "rows it was fitted on say little about predictions like this one (few similar rows).")
+    if summary.inside < 1:
+        text += (f" On {1 - summary.inside:.1%} of the rows the probability shown lies outside its interval: the "
+                 "classes' probabilities were rescaled to add up to 1.")
+    return text
+
+
+#: What the calibrated-predictions download holds beside the probabilities, for a Venn-Abers predictor.
+VENN_ABERS_DOWNLOAD_NOTE = (
+    " Each probability column is followed by its Venn-Abers interval, in two columns named after it and ending "
+    "in _low and _high."
+)
+
+
 def ship_snippet(file_name: str) -> str:
     return (
         "from pbr_core.recalibrators import load_recalibrator\n\n"

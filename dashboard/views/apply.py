@@ -196,6 +196,8 @@ def _result(loaded: state.Loaded, r: runs.ApplyResult, kind: str) -> None:
     prior = texts.at_prior_note(r.at_prior, r.recalibrator.get_params().get("alpha"), r.n_fit)
     if prior:
         st.info(prior, icon=":material/info:")
+    if r.interval is not None:  # a Venn-Abers predictor: how wide its (p0, p1) intervals are
+        st.markdown(texts.venn_abers_interval_words(r.interval))
     binary_positive = r.binary_positive
     before, after = FR.pbr_reliability_figures(r, binary_positive, ece_name="ECE", method=label)
     c = st.columns(2, gap="medium")
@@ -208,7 +210,8 @@ def _result(loaded: state.Loaded, r: runs.ApplyResult, kind: str) -> None:
         recal_ui.lazy_button("Calibrated predictions (CSV)", r.calibrated_csv, f"{r.method}_calibrated.csv",
                              "text/csv", f"{kind}_dl_predictions",
                              help=f"Every row of {texts.md(r.data_name)} recalibrated by the {label}: one probability "
-                                  f"column per class, the label{marked} (reads back on the Data page).")
+                                  f"column per class, the label{marked} (reads back on the Data page)."
+                                  + (texts.VENN_ABERS_DOWNLOAD_NOTE if r.interval is not None else ""))
     if kind == "ship":
         with c[1]:
             recal_ui.lazy_button("Fitted recalibrator (JSON)", r.recalibrator_json, f"{r.method}_recalibrator.json",

@@ -35,8 +35,8 @@ from pbr_core.predictions import Predictions
 from pbr_core.progress import Progress
 from pbr_core.recalibrators import Recalibrator, get_recalibrator
 
-__all__ = ["CompareRun", "FitRun", "GroupGapRun", "KLGapRun", "PBRRun", "SweepRun", "fit_report", "run_apply",
-           "run_compare", "run_fit", "run_group_gaps", "run_kl_gap", "run_pbr", "run_sweep"]
+__all__ = ["CompareRun", "FitRun", "GroupGapRun", "IntervalSummary", "KLGapRun", "PBRRun", "SweepRun", "fit_report",
+           "interval_summary", "run_apply", "run_compare", "run_fit", "run_group_gaps", "run_kl_gap", "run_pbr", "run_sweep"]
 
 
 def fit_report(recalibrator: Any) -> dict[str, Any]:
@@ -240,6 +240,7 @@ class FitRun(_Measured):
     notes: list[str] = field(default_factory=list)
     fit_rows: np.ndarray | None = None   # rows it was fitted on (None: not known, e.g. a saved file)
     kind: str = "multiclass"
+    interval: IntervalSummary | None = None  # a Venn-Abers predictor's (p0, p1) on the measured rows
 
     @property
     def settings_binary_ece(self) -> str:
@@ -262,17 +263,52 @@ class FitRun(_Measured):
         return int((getattr(self.recalibrator, "bounds_", None) or {}).get("n", 0))
 
 
+@dataclass(frozen=True)
+class IntervalSummary:
+    """The widths p1 - p0 of a Venn-Abers predictor's intervals around the probability the ECE
+    measures (p(y=1) on binary data by default, else the recalibrated top class) on some rows."""
+
+    #: "positive" (p(y=1)) or "top_label" (the class each row's recalibrated probabilities rank first).
+    target: str
+    mean_width: float
+    median_width: float
+    #: 90 % of the rows have an interval at most this wide.
+    p90_width: float
+    #: The share of rows whose probability lies inside its interval (1.0 for Venn-Abers' own merge).
+    inside: float
+
+
+def interval_summary(recalibrator: Any, data: Predictions, after: np.ndarray, target: str) -> IntervalSummary | None:
+    """:class:`IntervalSummary` of ``recalibrator``'s ``predict_interval`` on ``data`` (None for a
+    recalibrator without intervals); ``after`` are its probabilities on ``data``."""
+    if not hasattr(recalibrator, "predict_interval"):
+        return None
+    low, high = recalibrator.predict_interval(data)
+    col = np.full(data.n, 1) if target == "positive" else after.argmax(axis=1)
+    rows = np.arange(data.n)
+    lo, hi, p = low[rows, col], high[rows, col], after[rows, col]
+    width = hi - lo
+    # Binary: p1 / (1 - p0 + p1) lies in [p0, p1]. Multiclass: the K one-vs-all probabilities were
+    # renormalised, which can move p out of its class's interval.
+    inside = float(np.mean((p >= lo - 1e-12) & (p <= hi + 1e-12)))
+    return IntervalSummary(target=target, mean_width=float(width.mean()), median_width=float(np.median(width)),
+                           p90_width=float(np.quantile(width, 0.9)), inside=inside)
+
+
 def _measure(recalibrator: Recalibrator, data: Predictions, binary_ece: str, notes: list[str]) -> dict[str, Any]:
-    """Before / after metrics and reliability tables of ``recalibrator`` on ``data``; warnings go to ``notes``."""
+    """Before / after metrics and reliability tables of ``recalibrator`` on ``data`` (and the
+    summary of its intervals, for a Venn-Abers predictor); warnings go to ``notes``."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         after = recalibrator.predict_proba(data)
+        interval = interval_summary(recalibrator, data, after, BINARY_TARGET.measured(data.kind, binary_ece))
     notes += list(dict.fromkeys(str(w.message) for w in caught if not issubclass(w.category, DeprecationWarning)))
     kind = data.kind
     return {"before": evaluation_metrics(data.probs, data.labels, kind, binary_ece),
             "after": evaluation_metrics(after, data.labels, kind, binary_ece),
             "reliability_before": reliability_table(data.probs, data.labels, kind, binary_ece),
-            "reliability_after": reliability_table(after, data.labels, kind, binary_ece), "n_eval": data.n}
+            "reliability_after": reliability_table(after, data.labels, kind, binary_ece), "n_eval": data.n,
+            "interval": interval}
 
 
 def run_fit(preds: Predictions, s: FitSettings, *,

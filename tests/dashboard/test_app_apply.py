@@ -252,3 +252,62 @@ def test_a_saved_pbr_file_is_described_in_words(at, tmp_path):
     assert described[0].endswith("Settings: α = 0.25, prediction: softmax of the posterior mean (app.), max optimiser "
                                  "iterations = 5, Monte Carlo draws (fit) = 10; the other settings are the method's defaults")
     _no_internal_names(_page_text(at), "the Fit & apply page")
+
+
+def test_venn_abers_shows_its_interval_and_downloads_it(at, tmp_path):
+    """A saved Venn-Abers predictor applied on the page: the mean width of the interval of the
+    top class (the ECE's target on CIFAR-10) as the library computes it, and the calibrated-predictions
+    download holds each class's interval beside its probability column."""
+    import io
+
+    import pandas as pd
+
+    from pbr_core.experiments.runs import interval_summary
+    from pbr_core.recalibrators import VennAbers
+
+    preds = _loaded(at)
+    va = VennAbers().fit(preds.subset(np.arange(600)))
+    path = va.save(tmp_path / "va.json")
+    at.file_uploader(key="apply_upload").upload("va.json", path.read_bytes(), "application/json").run()
+    at.button(key="apply_run").click().run()
+    result = _finish(at, "apply").result
+    assert not at.exception, at.exception
+    rec = load_recalibrator(path)
+    expected = interval_summary(rec, preds, rec.predict_proba(preds), "top_label")
+    assert result.interval == expected
+    low, high = rec.predict_interval(preds)
+    top = rec.predict_proba(preds).argmax(axis=1)
+    widths = (high - low)[np.arange(preds.n), top]
+    assert expected.mean_width == pytest.approx(widths.mean(), rel=1e-12) and expected.mean_width > 0
+    shown = [m.value for m in at.markdown if "Venn-Abers interval" in m.value]
+    assert len(shown) == 1 and f"on average **{widths.mean():.3f}** wide" in shown[0]
+    assert "ranks first" in shown[0]
+    written = pd.read_csv(io.BytesIO(result.calibrated_csv()))
+    assert list(written.columns[:3]) == ["0", "0_low", "0_high"]
+    np.testing.assert_allclose(written[[f"{k}_high" for k in range(10)]].to_numpy(), high, rtol=0, atol=1e-15)
+    assert pbr_core.load_predictions(io.BytesIO(result.calibrated_csv()), format="csv").n == preds.n
+    # The report's section says the same
+    from dashboard.report import apply_section
+
+    assert any("Venn-Abers interval" in p for p in apply_section(result).paragraphs)
+
+
+def test_compare_lists_and_runs_the_venn_abers_predictors(at):
+    """The Compare page offers both Venn-Abers predictors like any registered method and ranks them
+    with the library's numbers."""
+    import pandas as pd
+
+    at.switch_page("views/compare.py").run()
+    labels = {texts.method_label(m, True) for m in ("venn_abers", "venn_abers_cross")}
+    assert labels == {"Venn-Abers (inductive) (one-vs-all)", "Venn-Abers (cross) (one-vs-all)"}
+    assert labels <= set(at.multiselect(key="cmp_methods").options)
+    at.multiselect(key="cmp_methods").set_value(["uncalibrated", "venn_abers", "venn_abers_cross"]).run()
+    at.number_input(key="cmp_n_re").set_value(300).run()
+    at.number_input(key="cmp_n_folds").set_value(2).run()
+    at.button(key="cmp_run").click().run()
+    table = _finish(at, "compare").result.table
+    assert not at.exception, at.exception
+    expected = pbr_core.experiments.compare(_loaded(at), ["uncalibrated", "venn_abers", "venn_abers_cross"],
+                                            n_re=300, n_folds=2)
+    pd.testing.assert_series_equal(table["ece"], expected["ece"])
+    assert labels <= set(at.dataframe[0].value.index)
