@@ -1575,6 +1575,73 @@ SERVER_DATA_INTRO = (
 )
 
 
+# --------------------------------------------------------------------------- Bins & bias page
+BINS_TITLE = "Bins & bias"
+BINS_TEACHING_TITLE = "**Teaching: how do the ECE and the bound move with n?**"
+ESTIMATORS_SIM_TITLE = "Which estimator to trust? Simulated data with a known truth"
+SIM_SHIFT_HELP = "0: a perfectly calibrated model (TCE = 0)."
+
+
+def bins_intro(what: str) -> str:
+    """The Bins & bias page's first paragraph; ``what`` is what the metrics measure (``MetricView.what``)."""
+    return ("The ECE depends on the number of bins B. The paper's Theorem 1 says how far the measured ECE "
+            "can be from the **true calibration error (TCE)** and which B makes that distance smallest. "
+            f"Measured on {what}.")
+
+
+def subset_all_rows(rows: int) -> str:
+    return f"Using all {rows:,} rows. Move the slider left to see a smaller test set."
+
+
+def subset_caption(n_sub: int, rows: int, seed: int) -> str:
+    return (f"Using a random subset of {n_sub:,} of {rows:,} rows (subset #{seed}). "
+            "The grey line is the ECE on all rows, for comparison.")
+
+
+def theorem1_card_helps(b_opt: int, n: int, lipschitz: float, eps: float, bound_min: float) -> tuple[str, ...]:
+    """The help of Theorem 1's four cards (``tables.theorem1_cards``' order)."""
+    return (ECE_HELP, f"At B = {b_opt}, n = {n:,}, L = {lipschitz:g}, ε = {eps:g}.",
+            "ECE ± bound at B = floor(n^(1/3)), cut to [0, 1]: where the TCE lies with probability at least 1 − ε.",
+            f"The B with the smallest bound (± {bound_min:.4f}) for this n, L and ε.")
+
+
+def bound_says_nothing(n: int) -> str:
+    return (f"With n = {n:,} rows the bound is at least 1 for every B, so it says nothing yet: the "
+            "true calibration error always lies between 0 and 1. It shrinks like n^(-1/3); try a larger n.")
+
+
+def b_min_beyond_chart(b_min: int) -> str:
+    return f"The bound-minimising B = {b_min} lies beyond the chart: raise 'Largest B shown'."
+
+
+# --------------------------------------------------------------------------- Generalization page
+GEN_TITLE = "Generalization: KL against ECE gap"
+GEN_TOO_FEW_ROWS = "This needs at least 4 rows (two disjoint sets of at least 2)."
+CHOOSE_AN_ALPHA = "Choose at least one α."
+PER_ALPHA_TITLE = "**Per α, mean over folds**"
+GEN_CSV_HELP = ("One row per (α, fold): KL, ECE on both sides, gap, Corollary 1 bound, fit time. "
+                + FOLDS_CSV_HELP)
+
+
+def gen_plan(n_alphas: int, n_folds: int, device: str) -> str:
+    return (f"{n_alphas * n_folds} GP fits on {device} ({n_alphas} α values × {n_folds} folds); "
+            "the paper uses 8 × 10 with n_re = 1000.")
+
+
+def gen_rows_too_few(n_re: int, n: int) -> str:
+    return f"n_re = {n_re:,} needs 2 × n_re ≤ n = {n:,} rows."
+
+
+def gen_job_label(n_alphas: int, n_folds: int, n_re: int) -> str:
+    return f"KL vs ECE gap, {n_alphas} α × {n_folds} folds (n_re = {n_re:,})"
+
+
+def gen_failed_fits(n_failed: int, shown: Iterable[tuple[float, int, str]]) -> str:
+    """``n_failed`` fits failed; ``shown``: the first few as (alpha, fold from 0, error)."""
+    return f"{n_failed} fits failed and are left out: " + "; ".join(
+        f"α = {alpha:g} fold {fold + 1}: {md(error)}" for alpha, fold, error in shown)
+
+
 # ---------------------------------------------------------------------- serving (dashboard/serving.py)
 #: What Streamlit's default of each setting of dashboard.serving.SAFE_SETTINGS would do here.
 SERVING_DEFAULTS = {

@@ -53,7 +53,7 @@ def _controls(view: state.MetricView) -> tuple[int, float, float, bool]:
 def _teaching(view: state.MetricView) -> state.MetricView:
     """The subsample control; returns the view the chart uses (the full data or a subset)."""
     with st.container(border=True):
-        st.markdown("**Teaching: how do the ECE and the bound move with n?**")
+        st.markdown(texts.BINS_TEACHING_TITLE)
         # A server dataset: subsets are drawn from its random sample (a random subset of that is a random
         # subset of the dataset); the last option is every row, through the streamed statistics.
         sizes = compute.subsample_sizes(view.n)
@@ -71,40 +71,30 @@ def _teaching(view: state.MetricView) -> state.MetricView:
                       icon=":material/casino:", key="bins_resample")
         seed = int(st.session_state.get(K_SEED, 0))
         if n_sub >= view.rows:
-            st.caption(f"Using all {view.rows:,} rows. Move the slider left to see a smaller test set.")
+            st.caption(texts.subset_all_rows(view.rows))
             return view
         idx = compute.subsample_index(view.n, min(int(n_sub), view.n), seed)
-        st.caption(f"Using a random subset of {n_sub:,} of {view.rows:,} rows (subset #{seed}). "
-                   "The grey line is the ECE on all rows, for comparison.")
+        st.caption(texts.subset_caption(n_sub, view.rows, seed))
         return view.subsample(idx, f"sub{n_sub}:{seed}")
 
 
 def _cards(t: compute.Theorem1Reading) -> None:
     n = t.n
-    helps = (texts.ECE_HELP, f"At B = {t.b_opt}, n = {n:,}, L = {t.lipschitz:g}, ε = {t.eps:g}.",
-             "ECE ± bound at B = floor(n^(1/3)), cut to [0, 1]: where the TCE lies with "
-             "probability at least 1 − ε.",
-             f"The B with the smallest bound (± {t.bound_min:.4f}) for this n, L and ε.")
+    helps = texts.theorem1_card_helps(t.b_opt, n, t.lipschitz, t.eps, t.bound_min)
     for column, (title, value), help_ in zip(st.columns(4), tables.theorem1_cards(t), helps):
         column.metric(title, value, help=help_)
     st.caption(texts.THEOREM1_RANGE_MEANING)
     if t.bound_min >= 1.0:
-        st.info(f"With n = {n:,} rows the bound is at least 1 for every B, so it says nothing yet: the "
-                "true calibration error always lies between 0 and 1. It shrinks like n^(-1/3); try a "
-                "larger n.", icon=":material/school:")
+        st.info(texts.bound_says_nothing(n), icon=":material/school:")
 
 
 def render() -> None:
-    st.title("Bins & bias")
+    st.title(texts.BINS_TITLE)
     loaded = state.current_or_prompt()
     if loaded is None:
         return
     full = state.metric_view(loaded)
-    st.markdown(
-        "The ECE depends on the number of bins B. The paper's Theorem 1 says how far the measured ECE "
-        "can be from the **true calibration error (TCE)** and which B makes that distance smallest. "
-        f"Measured on {full.what}."
-    )
+    st.markdown(texts.bins_intro(full.what))
     _reset_for_new_data(full)
     bmax, lip, eps, log_y = _controls(full)
     view = _teaching(full)
@@ -119,7 +109,7 @@ def render() -> None:
         st.plotly_chart(fig, key="bins_chart", config={"displaylogo": False})
         st.caption(texts.BAND_CAPTION)
         if reading.b_min > bmax:
-            st.caption(f"The bound-minimising B = {reading.b_min} lies beyond the chart: raise 'Largest B shown'.")
+            st.caption(texts.b_min_beyond_chart(reading.b_min))
     with right:
         st.markdown(texts.WHY_CUBE_ROOT)
     _estimators_on_known_truth()
@@ -134,10 +124,10 @@ def _estimators_on_known_truth() -> None:
     from pbr_core.estimators import ESTIMATORS, simulated_tce
 
     st.divider()
-    st.subheader("Which estimator to trust? Simulated data with a known truth")
+    st.subheader(texts.ESTIMATORS_SIM_TITLE)
     shift = float(st.select_slider("Simulated over-confidence at confidence 1", options=[0.0, 0.05, 0.1, 0.2],
                                    value=0.1, key=K_SIM_SHIFT, format_func=lambda v: f"{v:.2f}",
-                                   help="0: a perfectly calibrated model (TCE = 0)."))
+                                   help=texts.SIM_SHIFT_HELP))
     st.markdown(texts.ESTIMATORS_SIM_INTRO.format(shift=shift, tce=simulated_tce(shift)))
     with st.spinner("Simulating …"):
         table = compute.estimator_convergence(shift, SIM_REPEATS)

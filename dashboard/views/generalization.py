@@ -58,13 +58,12 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.KLGapSettings | None:
             if runs.device_label() != "CPU":
                 batched = st.checkbox("Fit all α × folds together on the GPU", key=K_BATCHED, persist_state="session",
                                       disabled=running, help=texts.GEN_BATCHED_HELP)
-    st.caption(f"{len(alphas) * n_folds} GP fits on {runs.device_label()} ({len(alphas)} α values × {n_folds} folds); "
-               f"the paper uses 8 × 10 with n_re = 1000.")
+    st.caption(texts.gen_plan(len(alphas), n_folds, runs.device_label()))
     if not alphas:
-        st.info("Choose at least one α.")
+        st.info(texts.CHOOSE_AN_ALPHA)
         return None
     if 2 * n_re > preds.n:
-        st.info(f"n_re = {n_re:,} needs 2 × n_re ≤ n = {preds.n:,} rows.")
+        st.info(texts.gen_rows_too_few(n_re, preds.n))
         return None
     problem = small_test_set_problem(n_re)  # the gap's test subset has n_re rows
     if problem:
@@ -77,7 +76,7 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.KLGapSettings | None:
 
 def _start(loaded: state.Loaded, s: runs.KLGapSettings) -> None:
     preds, name, key = loaded.preds, loaded.name, loaded.key
-    recal_ui.start("generalization", f"KL vs ECE gap, {len(s.alphas)} α × {s.n_folds} folds (n_re = {s.n_re:,})",
+    recal_ui.start("generalization", texts.gen_job_label(len(s.alphas), s.n_folds, s.n_re),
                    lambda ctx: runs.run_generalization(preds, s, ctx, data_name=name, data_key=key), heavy=True)
 
 
@@ -87,12 +86,11 @@ def _results(loaded: state.Loaded, result: runs.GenResult) -> None:
     recal_ui.stale_note(result, loaded)
     recal_ui.partial_note(result, len(res.table), len(s.alphas) * s.n_folds)
     if res.table.empty:
-        st.info("No fit finished.")
+        st.info(texts.NO_FIT_FINISHED)
         return
     failed = res.table[res.table["error"].notna()]
     if len(failed):
-        st.warning(f"{len(failed)} fits failed and are left out: " + "; ".join(
-            f"α = {r.alpha:g} fold {r.fold + 1}: {texts.md(r.error)}" for r in failed.head(5).itertuples()))
+        st.warning(texts.gen_failed_fits(len(failed), ((r.alpha, r.fold, r.error) for r in failed.head(5).itertuples())))
     # Fold by fold, not one correlation over every fit: a fold's fits share its rows (fold_kendall).
     fk = res.across_folds
     c = st.columns(4)
@@ -110,7 +108,7 @@ def _results(loaded: state.Loaded, result: runs.GenResult) -> None:
                     config={"displaylogo": False})
     st.caption(texts.KL_GAP_CAPTION + (" " + texts.binary_ece_caption(s.binary_ece)
                                        if result.n_classes == 2 else ""))
-    st.markdown("**Per α, mean over folds**")
+    st.markdown(texts.PER_ALPHA_TITLE)
     st.dataframe(tables.per_alpha_frame(res.table, s.eps, result.n_classes), hide_index=True)
     st.caption(texts.GEN_BOUND_CAPTION)
     with st.expander("Every fit"):
@@ -118,20 +116,19 @@ def _results(loaded: state.Loaded, result: runs.GenResult) -> None:
     d = st.columns(2)
     with d[0]:
         recal_ui.csv_button("Results table (CSV, every fit)", tables.csv_frame(res.table), "kl_vs_ece_gap.csv",
-                            "gen_dl_table", help="One row per (α, fold): KL, ECE on both sides, gap, Corollary 1 "
-                                                 "bound, fit time. " + texts.FOLDS_CSV_HELP)
+                            "gen_dl_table", help=texts.GEN_CSV_HELP)
     with d[1]:
         recal_ui.report_button("gen_dl_report")
 
 
 def render() -> None:
-    st.title("Generalization: KL against ECE gap")
+    st.title(texts.GEN_TITLE)
     st.markdown(texts.GEN_INTRO)
     loaded = state.current()
     if not recal_ui.recalibratable(loaded, needs_gp=True):
         return
     if loaded.preds.n < 4:
-        st.info("This needs at least 4 rows (two disjoint sets of at least 2).")
+        st.info(texts.GEN_TOO_FEW_ROWS)
         return
     _reset_for_new_data(loaded)
     job = jobs.get("generalization")
