@@ -1,11 +1,11 @@
-"""The Streamlit dashboard of pbr-calib: thin pages over `pbr_core` plus pure plotly figure builders.
+"""The Streamlit dashboard of pbr-calib: thin pages over `pbr_core` and its figures (`pbr_core.plot`).
 
 Start it with ``streamlit run dashboard/app.py``. Layout:
 
 * ``app.py``      entry point: page config, navigation, sidebar ("what is loaded")
 * ``state.py``    session state: the loaded predictions, loading samples and uploads
 * ``compute.py``  cached calls into `pbr_core` (keyed on a content hash, so sliders stay snappy)
-* ``figures.py``  pure figure builders (data in, ``plotly.graph_objects.Figure`` out, no Streamlit)
+* ``figures.py``  the calibration pages' figures: ``pbr_core.plot``'s builders, re-exported (no drawing here)
 * ``texts.py``    plain-language explanations shared by several pages
 * ``tables.py``   pure pandas tables for display (data preview, per-class listings, the
   experiments' per-fold tables in the pages' words, the tables of a job's result)

@@ -188,13 +188,11 @@ def theorem1_reading(view: MetricView, curve: np.ndarray, lipschitz: float, eps:
 
 def ece_vs_bins_chart(curve: np.ndarray, bmax: int, t: Theorem1Reading, **figure_kwargs) -> go.Figure:
     """ECE against B = 1..bmax with Theorem 1's band and its two terms at the reading's n, L and ε
-    (:func:`dashboard.figures.ece_vs_bins_figure`; ``figure_kwargs``: its title, log_y, reference_ece)."""
-    Bs = np.arange(1, bmax + 1)
-    return figures.ece_vs_bins_figure(
-        Bs, curve, bound=pbr_core.theorem1_bound(t.n, Bs, lipschitz=t.lipschitz, eps=t.eps),
-        binning_bias=pbr_core.theorem1_binning_bias(Bs, lipschitz=t.lipschitz),
-        estimation_bias=pbr_core.theorem1_estimation_bias(t.n, Bs, eps=t.eps),
-        optimal_b=t.b_opt, minimising_b=t.b_min, eps=t.eps, **figure_kwargs)
+    (:func:`pbr_core.plot.theorem1_figure`, what ``pbr_core.plot.ece_vs_bins`` draws in a notebook;
+    ``figure_kwargs``: its title, log_y, reference_ece)."""
+    from pbr_core.plot import theorem1_figure
+
+    return theorem1_figure(t.n, np.asarray(curve)[:bmax], lipschitz=t.lipschitz, eps=t.eps, **figure_kwargs)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -339,7 +337,7 @@ def _reliability_chart(key: str, n_bins: int, binning: str, smooth: bool, x_titl
 
 
 def reliability_chart(view: MetricView, n_bins: int, binning: str = "width", smooth: bool = False) -> go.Figure:
-    """The Reliability page's chart (:func:`dashboard.figures.reliability_figure` of the per-bin table,
+    """The Reliability page's chart (:func:`pbr_core.plot.reliability_figure` of the per-bin table,
     equal-width or equal-mass bins, with or without the smoothed curve), built once per (data, B,
     binning, smoothing) and shared by every session.
 

@@ -77,4 +77,9 @@ def __getattr__(name: str):
         from pbr_core.calibrated_model import CalibratedModel
 
         return CalibratedModel
+    # The figures import plotly (~0.3 s): loaded on first use, so that `import pbr_core` does not pay.
+    if name == "plot":
+        import importlib
+
+        return importlib.import_module("pbr_core.plot")
     raise AttributeError(f"module 'pbr_core' has no attribute {name!r}")

@@ -17,9 +17,10 @@ the rows that are already there):
   table of docs/reproduction.md); the paper selects it by a grid search it does not describe
   further, and alpha by inner cross-validation would cost 24 more GP fits per PBR fit. CSV
   ``n_re_<dataset>.csv``, one row per (model, fold, n_re, method).
-* ``plots``: reads the CSVs (nothing is fitted) and writes the figures (PNG, matplotlib with the
-  Agg backend) and the summaries: ``kl_gap_summary.{md,csv}`` (per model, next to the paper's
-  statement: Kendall's tau of KL against the gap within each fold, tested across the folds by a
+* ``plots``: reads the CSVs (nothing is fitted) and writes the figures, drawn by the library's own
+  :mod:`pbr_core.plot` (the dashboard's KL-gap and n_re charts: one drawing code), one per model on
+  one HTML page per data set (``kl_gap_<dataset>.html``, ``n_re_<dataset>.html``), and the summaries:
+  ``kl_gap_summary.{md,csv}`` (per model, next to the paper's statement: Kendall's tau of KL against the gap within each fold, tested across the folds by a
   Wilcoxon signed-rank test and a sign test, :func:`~pbr_core.experiments.fold_kendall`; not one
   correlation over all fits, whose p-values are too small because a fold's fits share its rows)
   and ``n_re_summary.md`` (mean ± std over folds).
@@ -374,82 +375,58 @@ def n_re_summary_markdown(table: pd.DataFrame) -> str:
 
 
 # ---------------------------------------------------------------------------- figures
-def _pyplot():
-    try:
-        import matplotlib
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise SystemExit("The figures need matplotlib (pip install 'pbr-calib[experiments]' or matplotlib); "
-                         "the CSVs and summaries do not.") from exc
-    matplotlib.use("Agg")  # files only, no display
-    import matplotlib.pyplot as plt
+# Drawn by the library's own figures (pbr_core.plot: the Generalization and Compare pages' KL-gap and
+# n_re charts), not by a second drawing code here: one figure per model, a data set's figures on one
+# HTML page. No PNG: plotly's static export needs kaleido and a Chrome, and kaleido 1.5 with this
+# machine's Chromium wrote four images and then hung on the fifth.
+def kl_gap_figures(table: pd.DataFrame, stats: pd.DataFrame, title: str) -> list[tuple[str, Any]]:
+    """(model, figure) per model: :func:`pbr_core.plot.kl_gap` of its fits (KL axes logarithmic),
+    the within-fold Kendall statistics in the title."""
+    from pbr_core import plot
 
-    return plt
-
-
-def kl_gap_figure(table: pd.DataFrame, stats: pd.DataFrame, path: Path, title: str) -> Path:
-    """One panel per model: ECE gap against KL (log x), one point per (fold, alpha), coloured by alpha."""
-    plt = _pyplot()
-    models = list(dict.fromkeys(table["model"]))
-    fig, axes = plt.subplots(1, len(models), figsize=(max(4.2 * len(models), 7.0), 3.9), squeeze=False)
-    alphas = sorted(set(table["alpha"].astype(float)))
-    cmap = plt.get_cmap("viridis", max(len(alphas), 2))
     st = stats.set_index("model")
-    for ax, model in zip(axes[0], models):
-        g = table[table["model"] == model].dropna(subset=["kl", "gap"])
-        for i, a in enumerate(alphas):
-            h = g[g["alpha"] == a]
-            ax.scatter(np.clip(h["kl"], 1e-3, None), h["gap"], s=22, color=cmap(i), edgecolor="#333333",
-                       linewidth=0.4, label=f"α = {a:g}")
-        ax.set_xscale("log")
-        # Under two decades matplotlib labels the minor ticks too, and they overlap.
-        ax.xaxis.set_minor_formatter(plt.NullFormatter())
+    out = []
+    for model in dict.fromkeys(table["model"]):
         s = st.loc[model]
-        ax.set_title(f"{model}\nτ within folds: mean {s.mean_tau:+.2f}, > 0 in {s.folds_positive} of {s.folds}\n"
-                     f"across folds: Wilcoxon p {_p(s.wilcoxon_p)}, sign p {_p(s.sign_p)}", fontsize=9)
-        ax.set_xlabel("KL(ρ‖π) (log scale; below 1e-3 drawn at 1e-3)", fontsize=8)
-        ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("ECE gap |ECE(test) − ECE(recal.)|")
-    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+        head = (f"{title}<br>{model}: τ within folds mean {s.mean_tau:+.2f}, > 0 in {s.folds_positive} of {s.folds}; "
+                f"across folds Wilcoxon p {_p(s.wilcoxon_p)}, sign p {_p(s.sign_p)}")
+        out.append((model, plot.kl_gap(table[table["model"] == model], log_kl=True, title=head)))
+    return out
 
 
-def n_re_figure(table: pd.DataFrame, path: Path, title: str, methods: Sequence[str]) -> Path:
-    """One panel per model: mean test ECE against n_re (log x) per method, ±1 std band over folds."""
-    plt = _pyplot()
+def n_re_figures(table: pd.DataFrame, title: str, methods: Sequence[str]) -> list[tuple[str, Any]]:
+    """(model, figure) per model: :func:`pbr_core.plot.n_re_sweep` of its fits that did not fail,
+    methods in ``methods``' order."""
+    from pbr_core import plot
+
     ok = table[table["error"].isna()]
-    models = list(dict.fromkeys(ok["model"]))
-    fig, axes = plt.subplots(1, len(models), figsize=(max(4.4 * len(models), 7.0), 3.9), squeeze=False)
-    order = [m for m in methods if m in set(ok["method"])] + sorted(set(ok["method"]) - set(methods))
-    colors = dict(zip(order, plt.get_cmap("tab10").colors))
-    for ax, model in zip(axes[0], models):
+    out = []
+    for model in dict.fromkeys(ok["model"]):
         g = ok[ok["model"] == model]
-        folds = g.groupby("method")["fold"].nunique()
-        for m in order:
-            h = g[g["method"] == m].groupby("n_re")["ece"].agg(["mean", "std", "count"]).reset_index()
-            if not len(h):
-                continue
-            x, mean, std = h["n_re"].to_numpy(float), h["mean"].to_numpy(), np.nan_to_num(h["std"].to_numpy())
-            ax.plot(x, mean, marker="o", ms=3.5, lw=1.5, color=colors[m], label=f"{m} ({folds[m]} folds)")
-            ax.fill_between(x, np.clip(mean - std, 0, None), mean + std, color=colors[m], alpha=0.12, lw=0)
-        ax.set_xscale("log")
-        ax.set_title(f"{model} (test n_te = {int(g['n_te'].iloc[0])})", fontsize=9)
-        ax.set_xlabel("n_re (log scale)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=6.5, frameon=False)
-    axes[0][0].set_ylabel("test ECE (mean ± std over folds)")
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+        order = [m for m in methods if m in set(g["method"])] + sorted(set(g["method"]) - set(methods))
+        g = g.assign(method=pd.Categorical(g["method"], categories=order, ordered=True)).sort_values("method")
+        g = g.assign(method=g["method"].astype(str))
+        folds = int(g["fold"].nunique())
+        head = f"{title}<br>{model}: test n_te = {int(g['n_te'].iloc[0])}, {folds} folds"
+        out.append((model, plot.n_re_sweep(g, title=head)))
+    return out
+
+
+def write_figures(figures: list[tuple[str, Any]], path: Path, plotlyjs: str = "cdn") -> Path:
+    """A data set's figures, one per model, on one HTML page (``path``; plotly.js from its CDN, or
+    ``"inline"``: a page that needs no network, 3.6 MB larger)."""
+    parts = [fig.to_html(full_html=False, include_plotlyjs=plotlyjs if i == 0 else False)
+             for i, (_, fig) in enumerate(figures)]
+    page = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>" + path.stem + "</title></head><body>"
+            + "".join(f"<section>{p}</section>" for p in parts) + "</body></html>")
+    path.write_text(page, encoding="utf-8")
     return path
 
 
-def make_plots(out: Path, datasets: Iterable[str] = DATASETS, figures: bool = True) -> list[Path]:
-    """Summaries (and, with ``figures``, PNGs) from the CSVs in ``out``; returns the files written."""
+def make_plots(out: Path, datasets: Iterable[str] = DATASETS, figures: bool = True,
+               plotlyjs: str = "cdn") -> list[Path]:
+    """Summaries (and, with ``figures``, the HTML figures) from the CSVs in ``out``; returns the files
+    written."""
     written: list[Path] = []
     kl_tables = [pd.read_csv(out / f"kl_gap_{d}.csv") for d in datasets if (out / f"kl_gap_{d}.csv").exists()]
     if kl_tables:
@@ -473,10 +450,11 @@ def make_plots(out: Path, datasets: Iterable[str] = DATASETS, figures: bool = Tr
         if figures:
             for d, t in zip([d for d in datasets if (out / f"kl_gap_{d}.csv").exists()], kl_tables):
                 n_re = int(t["n_re"].iloc[0])
-                written.append(kl_gap_figure(
-                    t, s_all[s_all["dataset"] == d], out / f"kl_gap_{d}.png",
-                    f"{d}: KL vs ECE gap, PBR at α ∈ {{0, .01, .1, .25, .5, .75, .9, 1}}\n"
-                    f"n_re = n_te = {n_re}, B = {int(t['n_bins'].iloc[0])}, one point per (fold, α)"))
+                figs = kl_gap_figures(
+                    t, s_all[s_all["dataset"] == d],
+                    f"{d}: KL vs ECE gap, PBR at α ∈ {{0, .01, .1, .25, .5, .75, .9, 1}}, "
+                    f"n_re = n_te = {n_re}, B = {int(t['n_bins'].iloc[0])}, one point per (fold, α)")
+                written.append(write_figures(figs, out / f"kl_gap_{d}.html", plotlyjs=plotlyjs))
     nre_tables = {d: pd.read_csv(out / f"n_re_{d}.csv") for d in datasets if (out / f"n_re_{d}.csv").exists()}
     if nre_tables:
         md = ["# n_re vs test ECE", "", "Generated by `python scripts/paper_figures.py --experiment plots` from "
@@ -484,9 +462,9 @@ def make_plots(out: Path, datasets: Iterable[str] = DATASETS, figures: bool = Tr
         for d, t in nre_tables.items():
             md.append(n_re_summary_markdown(t))
             if figures:
-                written.append(n_re_figure(t, out / f"n_re_{d}.png",
-                                           f"{d}: test ECE vs recalibration set size n_re (PBR α fixed)",
-                                           N_RE_METHODS.get(d, [])))
+                figs = n_re_figures(t, f"{d}: test ECE vs recalibration set size n_re (PBR α fixed)",
+                                    N_RE_METHODS.get(d, []))
+                written.append(write_figures(figs, out / f"n_re_{d}.html", plotlyjs=plotlyjs))
         (out / "n_re_summary.md").write_text("\n".join(md), encoding="utf-8")
         written.append(out / "n_re_summary.md")
     return written
@@ -517,7 +495,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     help="override the GP methods' iteration budget (quick checks only; default: the library's)")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     ap.add_argument("--retry-failed", action="store_true", help="refit rows that failed before")
-    ap.add_argument("--no-figures", action="store_true", help="plots: summaries only, no PNG (no matplotlib)")
+    ap.add_argument("--no-figures", action="store_true", help="plots: summaries only, no figures")
+    ap.add_argument("--plotlyjs", choices=["cdn", "inline"], default="cdn",
+                    help="plots: the HTML pages load plotly.js from its CDN (small files, default) or carry it")
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args(argv)
     if args.folds < 1 or args.first_fold < 0:
@@ -534,7 +514,7 @@ def main(argv: Sequence[str] | None = None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     datasets = _csv_list(args.datasets)
     if args.experiment == "plots":
-        written = make_plots(out, datasets, figures=not args.no_figures)
+        written = make_plots(out, datasets, figures=not args.no_figures, plotlyjs=args.plotlyjs)
         for p in written:
             print(p)
         return written

@@ -187,3 +187,16 @@ def test_pbr_core_has_no_hidden_import_cycle() -> None:
     if cycle:
         pytest.fail("import cycle in pbr_core through imports inside functions: " + " -> ".join(cycle)
                     + " (an import deferred for speed must go down the layering)")
+
+
+def test_importing_pbr_core_does_not_import_plotly() -> None:
+    """The figures (pbr_core.plot) import plotly on first use only: the CLI and `import pbr_core` do
+    not pay for it (issue 38), and the figures still come from the package's namespace."""
+    import subprocess
+    import sys
+
+    code = ("import sys, pbr_core; assert 'plotly' not in sys.modules, 'plotly imported'; "
+            "assert 'pbr_core.plot' not in sys.modules; f = pbr_core.plot.reliability; "
+            "assert 'plotly' in sys.modules and f.__module__ == 'pbr_core.plot._api'")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

@@ -314,12 +314,37 @@ def test_plots_write_figures_and_summaries_from_the_csvs(script, double, c10, tm
                     device="cpu", out=tmp_path, load=load, log=lambda m: None)
     written = script.main(["--experiment", "plots", "--out", str(tmp_path)])
     names = {p.name for p in written}
-    assert names == {"kl_gap_summary.csv", "kl_gap_summary.md", "kl_gap_cifar100.png", "n_re_kitti.png",
+    assert names == {"kl_gap_summary.csv", "kl_gap_summary.md", "kl_gap_cifar100.html", "n_re_kitti.html",
                      "n_re_summary.md"}
     for p in written:
         assert p.stat().st_size > 0
-    assert (tmp_path / "kl_gap_cifar100.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = (tmp_path / "kl_gap_cifar100.html").read_text(encoding="utf-8")
+    assert page.count("Plotly.newPlot") == 2 and "m1: τ within folds" in page and "m2: τ within folds" in page
+    assert (tmp_path / "n_re_kitti.html").read_text(encoding="utf-8").count("Plotly.newPlot") == 1
     summary = pd.read_csv(tmp_path / "kl_gap_summary.csv")
     assert len(summary) == 4 and set(summary["alpha_zero"]) == {"included", "excluded"}
     md = (tmp_path / "n_re_summary.md").read_text(encoding="utf-8")
     assert "| n_re | uncalibrated | temperature |" in md and "| 300 |" in md
+
+
+def test_the_figures_are_the_librarys_own_with_the_tables_numbers(script, double, c10, tmp_path):
+    """One drawing code (issue 38): the script's figures are pbr_core.plot's (the Generalization and
+    Compare pages' charts), and what they draw is the CSV's numbers."""
+    from pbr_core.plot import studies, trace
+
+    load = lambda dataset, model: c10  # noqa: E731
+    script.run_kl_gap("cifar100", ["m1"], [0, 1], [0.0, 0.5, 1.0], n_re=200, seed=0, objective=double,
+                      device="cpu", out=tmp_path, load=load, log=lambda m: None)
+    script.run_n_re("kitti", ["m1"], [0, 1], [100, 300], ["uncalibrated", "temperature"], alpha=0.5, seed=0,
+                    device="cpu", out=tmp_path, load=load, log=lambda m: None)
+    kl = pd.read_csv(tmp_path / "kl_gap_cifar100.csv")
+    [(model, fig)] = script.kl_gap_figures(kl, script.kl_gap_statistics(kl), "t")
+    ok = kl.dropna(subset=["kl", "gap"])
+    assert model == "m1" and fig.layout.xaxis.type == "log"   # the script's KL axes stay logarithmic
+    np.testing.assert_array_equal(trace(fig, studies.TRACE_GAP_POINTS).y, ok["gap"])
+    np.testing.assert_array_equal(np.sort(trace(fig, studies.TRACE_BOUND_POINTS).y), np.sort(ok["bound"]))
+    nre = pd.read_csv(tmp_path / "n_re_kitti.csv")
+    [(_, fig)] = script.n_re_figures(nre, "t", ["temperature", "uncalibrated"])
+    assert [t.name for t in fig.data if t.showlegend is not False] == ["Temperature scaling", "Uncalibrated"]
+    means = nre[nre["method"] == "temperature"].groupby("n_re")["ece"].mean()
+    np.testing.assert_allclose(trace(fig, "Temperature scaling").y, means.to_numpy(), rtol=1e-12)
