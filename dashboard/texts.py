@@ -1642,6 +1642,64 @@ def gen_failed_fits(n_failed: int, shown: Iterable[tuple[float, int, str]]) -> s
         f"α = {alpha:g} fold {fold + 1}: {md(error)}" for alpha, fold, error in shown)
 
 
+# --------------------------------------------------------------------------- Groups page (the page's own lines)
+GROUPS_BY2_HELP = "Two columns give every combination of their values."
+GROUPS_EVERY_HELP = "For a date or time column: calibration over time, so that a drift after a deployment shows."
+GROUPS_STOP_HELP = "Stops reading the dataset; nothing measured so far is kept."
+GROUPS_CURVES_CAPPED = "The curves of the 12 largest groups (the table lists every group)."
+SLICES_TITLE = "Find the slices"
+SLICES_STOP_HELP = "Stops reading the dataset; nothing found so far is kept."
+SLICES_UNREADABLE = ("Cannot search for slices: the data could not be read again. Read it again on the Data page; if "
+                     "this persists, the server's log has the details.")
+SLICES_WHOLE_FILE_TITLE = "**The whole file**"
+
+
+def groups_measured_on(what: str, n_total: int | None, by: Iterable[object], every: str, n_groups: int) -> str:
+    """What the group table measures: ``what`` (``MetricView.what``), over every row of a server dataset
+    (``n_total``), grouped by ``by`` (user column names), by period ``every`` (its words, or "")."""
+    rows = f" of all {n_total:,} rows of the dataset" if n_total is not None else ""
+    return (f"Measured on **{what}**{rows}, grouped by **{md_list(by, ' × ')}**"
+            + (f" ({every})" if every else "") + f": {n_groups} groups.")
+
+
+def cannot_group(by: Iterable[object], problem: str) -> str:
+    """The grouping was refused; ``problem`` is ``groups_problem``'s sentence."""
+    return f"Cannot group by {md_list(by, ' and ')}: {problem}"
+
+
+def cannot_group_unreadable(by: Iterable[object]) -> str:
+    return (f"Cannot group by {md_list(by, ' and ')}: the data could not be read again. Read it again on the "
+            "Data page; if this persists, the server's log has the details.")
+
+
+def largest_gap(report) -> str:
+    return "**Largest gap.** " + gap_sentence(report)
+
+
+def cannot_search_slices(message: str) -> str:
+    """The slice search was refused; ``message`` is the library's (quoted as literal text)."""
+    return f"Cannot search for slices: {md_message(message)}"
+
+
+def bullet(line: str) -> str:
+    """One Markdown list item of a sentence already in Markdown (``slices_lines``)."""
+    return f"- {line}"
+
+
+def slice_title(name: str) -> str:
+    """A slice's name (user values) as the bold title of its diagram."""
+    return f"**{md(name)}**"
+
+
+def slice_recal_intro(name: str) -> str:
+    return f"**Does recalibration close the gap of {md(name)}?** " + SLICES_RECAL_INTRO
+
+
+def slice_gap_job_label(method: str, name: str) -> str:
+    """The job's name: ``method`` (its label) for everyone against one for the slice ``name``."""
+    return f"{method} for everyone vs for {name}"
+
+
 # ---------------------------------------------------------------------- serving (dashboard/serving.py)
 #: What Streamlit's default of each setting of dashboard.serving.SAFE_SETTINGS would do here.
 SERVING_DEFAULTS = {

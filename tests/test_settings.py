@@ -115,3 +115,5 @@ def test_sweep_and_group_gap_settings_of_the_shared_controls() -> None:
                                  params=(("alpha", 0.25),))
     assert GroupGapSettings.of("vector_scaling", ["segment"], 500, 4, max_iter=40).params == (("max_iter", 40),)
     assert GroupGapSettings.of("temperature", ["segment"], 500, 4, max_iter=40).params == ()
+    # alpha=None: the method's own default (the Groups page's slice recalibration)
+    assert GroupGapSettings.of("pbr", ["slice"], 500, 4, alpha=None).params == ()

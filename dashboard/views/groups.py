@@ -14,7 +14,6 @@ import streamlit as st
 from dashboard import compute, recal_ui, state, tables, texts
 from dashboard import figures_recal as FR
 from pbr_core import groups as G
-from pbr_core.experiments.settings import method_settings
 from pbr_core.groups import MIN_ROWS
 from pbr_core.loading.writing import csv_text
 
@@ -83,10 +82,9 @@ def _controls(loaded: state.Loaded) -> tuple[tuple[str, ...], str] | None:
                                help=texts.GROUPS_BY_HELP)
         second = c[1].selectbox("…and by (optional)", [NONE, *[o for o in options if o not in (first, CHOOSE, G.EACH_CLASS)]], key=K_BY2,
                                 persist_state="session",
-                                help="Two columns give every combination of their values.")
+                                help=texts.GROUPS_BY2_HELP)
         every = c[2].selectbox("Dates", list(EVERY), format_func=EVERY.get, key=K_EVERY, persist_state="session",
-                               help="For a date or time column: calibration over time, so that a drift after a "
-                                    "deployment shows.")
+                               help=texts.GROUPS_EVERY_HELP)
         if loaded.stream is not None:
             st.form_submit_button("Measure the groups", key=K_MEASURE, icon=":material/groups:",
                                   on_click=_measure_requested, args=(loaded.key,),
@@ -128,19 +126,16 @@ def render() -> None:
     try:
         report = _measure(loaded, view, by, every)
     except ValueError as exc:  # the grouping (too many groups, not a date) or a bad row of a server dataset
-        st.error(f"Cannot group by {texts.md_list(by, ' and ')}: "
-                 f"{texts.groups_problem(state.within_data_root(str(exc)))}",
+        st.error(texts.cannot_group(by, texts.groups_problem(state.within_data_root(str(exc)))),
                  icon=":material/error:")
         return
     except Exception:  # noqa: BLE001 - a file gone or unreadable on the server: never a traceback on the page
         logger.exception("calibration by group of %s failed", loaded.file_name)
-        st.error(f"Cannot group by {texts.md_list(by, ' and ')}: the data could not be read again. Read it again on the "
-                 "Data page; if this persists, the server's log has the details.", icon=":material/error:")
+        st.error(texts.cannot_group_unreadable(by), icon=":material/error:")
         return
     x_title, y_title = texts.axis_titles(view.binary_positive)
-    rows = f" of all {loaded.stream.n_total:,} rows of the dataset" if loaded.stream is not None else ""
-    st.markdown(f"Measured on **{view.what}**{rows}, grouped by **{texts.md_list(by, ' × ')}**"
-                + (f" ({EVERY[every]})" if every else "") + f": {len(report.table)} groups.")
+    st.markdown(texts.groups_measured_on(view.what, loaded.stream.n_total if loaded.stream is not None else None, by,
+                                         EVERY[every] if every else "", len(report.table)))
     st.markdown(texts.groups_headline(report))
     st.dataframe(tables.groups_frame(report), hide_index=True, key="groups_table", column_config={
         c: st.column_config.NumberColumn(format="%.4f") for c in
@@ -154,11 +149,11 @@ def render() -> None:
     if report.small:
         st.warning(texts.GROUPS_SMALL_NOTE.format(m=MIN_ROWS) + " Here: " + texts.md_list(report.small) + ".",
                    icon=":material/group_off:")
-    st.markdown("**Largest gap.** " + texts.gap_sentence(report))
+    st.markdown(texts.largest_gap(report))
     with st.expander("What each group's test says", key="groups_statements"):
         st.markdown("\n".join(f"- {texts.md(line)}" for line in G.group_statements(report)))
     if len(report.table) - len(report.small) > 12:
-        st.caption("The curves of the 12 largest groups (the table lists every group).")
+        st.caption(texts.GROUPS_CURVES_CAPPED)
     st.plotly_chart(FR.groups_overlay_figure(report.diagrams, report.small, report.table["group"].tolist(),
                                              x_title=x_title, y_title=y_title),
                     key="groups_chart", config={"displaylogo": False})
@@ -196,7 +191,7 @@ def _measure(loaded: state.Loaded, view: state.MetricView, by: tuple[str, ...], 
     stop = st.empty()
     if compute.group_report(loaded, view, by, every, cached_only=True) is None:  # a pass to make: it can be stopped
         stop.button("Stop", key=K_STOP, icon=":material/stop_circle:", on_click=_stop_requested, args=(loaded.key,),
-                    help="Stops reading the dataset; nothing measured so far is kept.")
+                    help=texts.GROUPS_STOP_HELP)
     bar = st.progress(0.0, text="Reading the dataset …")
     words = {"counting the groups": "Counting the groups", "measuring each group": "Measuring each group"}
 
@@ -227,7 +222,7 @@ def find_slices_section(loaded: state.Loaded) -> None:
     with their sentences and the guarantee, every slice tested, one slice's diagram beside the whole
     file's, and whether a recalibrator for the slice closes its gap."""
     st.divider()
-    st.subheader("Find the slices")
+    st.subheader(texts.SLICES_TITLE)
     st.markdown(texts.SLICES_INTRO)
     if not _other_columns(loaded):
         st.info(texts.SLICES_NONE, icon=":material/info:")
@@ -244,18 +239,17 @@ def find_slices_section(loaded: state.Loaded) -> None:
     try:
         report = _search(loaded, view)
     except ValueError as exc:  # no column to slice, a bad row of a server dataset
-        st.error(f"Cannot search for slices: {texts.md_message(state.within_data_root(str(exc)))}", icon=":material/error:")
+        st.error(texts.cannot_search_slices(state.within_data_root(str(exc))), icon=":material/error:")
         return
     except Exception:  # noqa: BLE001 - a file gone on the server: never a traceback on the page
         logger.exception("finding the slices of %s failed", loaded.file_name)
-        st.error("Cannot search for slices: the data could not be read again. Read it again on the Data page; if "
-                 "this persists, the server's log has the details.", icon=":material/error:")
+        st.error(texts.SLICES_UNREADABLE, icon=":material/error:")
         return
     held = report.held_up
     (st.success if held else st.info)(texts.slices_headline(report),
                                       icon=":material/target:" if held else ":material/info:")
     for line in texts.slices_lines(report):
-        st.markdown(f"- {line}")
+        st.markdown(texts.bullet(line))
     st.caption(texts.slices_guarantee(report))
     if len(report.table):
         st.dataframe(tables.slices_frame(report), hide_index=True, key="slices_table", column_config={
@@ -289,7 +283,7 @@ def _search(loaded: state.Loaded, view: state.MetricView):
     stop = st.empty()
     if compute.slice_report(loaded, view, cached_only=True) is None:
         stop.button("Stop", key=K_SLICES_STOP, icon=":material/stop_circle:", on_click=_slices_stop, args=(loaded.key,),
-                    help="Stops reading the dataset; nothing found so far is kept.")
+                    help=texts.SLICES_STOP_HELP)
     bar = st.progress(0.0, text="Reading the dataset …")
 
     def progress(done: int, total: int | None, what: str) -> None:
@@ -313,13 +307,13 @@ def _slice_diagram(report, view: state.MetricView) -> None:
     left, right = texts.slices_diagram_captions(report, name)
     c = st.columns(2, gap="medium")
     with c[0]:
-        st.markdown(f"**{texts.md(name)}**")
+        st.markdown(texts.slice_title(name))
         st.plotly_chart(FR.group_diagram_figure(report.diagrams[name], x_title=x_title, y_title=y_title,
                                                 binary_positive=view.binary_positive),
                         key="slices_one_chart", config={"displaylogo": False})
         st.caption(left)
     with c[1]:
-        st.markdown("**The whole file**")
+        st.markdown(texts.SLICES_WHOLE_FILE_TITLE)
         st.plotly_chart(FR.group_diagram_figure(report.overall, x_title=x_title, y_title=y_title,
                                                 binary_positive=view.binary_positive),
                         key="slices_all_chart", config={"displaylogo": False})
@@ -343,7 +337,7 @@ def _slice_recalibration(loaded: state.Loaded, report, view: state.MetricView) -
     name = st.session_state.get(K_SLICE_ONE)
     if name not in report.held_up:
         name = report.held_up[0]
-    st.markdown(f"**Does recalibration close the gap of {texts.md(name)}?** " + texts.SLICES_RECAL_INTRO)
+    st.markdown(texts.slice_recal_intro(name))
     preds = loaded.preds
     if loaded.stream is not None:  # the slice's rows are on the server; the rows in memory are a sample
         st.info(texts.SLICES_RECAL_SERVER, icon=":material/info:")
@@ -367,11 +361,10 @@ def _slice_recalibration(loaded: state.Loaded, report, view: state.MetricView) -
         mask = slice_mask(preds, report, name)
         grouped = dataclasses.replace(preds, metadata=pd.DataFrame(
             {"slice": np.where(mask, texts.SLICE_IN, texts.SLICE_REST)}))
-        s = runs.GroupGapSettings(method=method, by=("slice",), n_re=default_n_re(preds.n), n_folds=n_folds, seed=0,
-                                  binary_ece=state.recal_binary_ece(preds),
-                                  params=tuple(sorted(method_settings(method).items())))
+        s = runs.GroupGapSettings.of(method, ("slice",), default_n_re(preds.n), n_folds, 0, alpha=None,
+                                     binary_ece=state.recal_binary_ece(preds))
         data_name, key = f"{loaded.name} · {name}", loaded.key
-        recal_ui.start(SLICE_JOB, f"{texts.method_label(method, multiclass)} for everyone vs for {name}",
+        recal_ui.start(SLICE_JOB, texts.slice_gap_job_label(texts.method_label(method, multiclass), name),
                        lambda ctx: runs.run_group_gaps(grouped, s, ctx, data_name=data_name, data_key=key),
                        heavy=method_family(method) == "gp")
     recal_ui.job_status(SLICE_JOB)

@@ -418,10 +418,10 @@ class GroupGapSettings:
         _int("n_folds", self.n_folds, 1)
 
     @classmethod
-    def of(cls, method: str, by: Sequence[str], n_re: int, n_folds: int, seed: int = 0, *, alpha: float = 0.5,
-           max_iter: int | None = None, **settings: Any) -> "GroupGapSettings":
+    def of(cls, method: str, by: Sequence[str], n_re: int, n_folds: int, seed: int = 0, *,
+           alpha: float | None = 0.5, max_iter: int | None = None, **settings: Any) -> "GroupGapSettings":
         """Settings with the method's parameters from the shared controls (:func:`method_settings`), as
-        :meth:`CompareSettings.of`."""
+        :meth:`CompareSettings.of`; ``alpha=None``: the method's own default."""
         return cls(method=method, by=tuple(by), n_re=int(n_re), n_folds=int(n_folds), seed=int(seed),
                    params=tuple(sorted(method_settings(method, alpha, max_iter).items())), **settings)
 
