@@ -12,8 +12,9 @@ state is read by ``recal_ui``.
 from __future__ import annotations
 
 import pbr_core
-from dashboard import compute, figures, state, tables, texts
+from dashboard import compute, figures, figures_corp, state, tables, texts
 from dashboard.report import ReportSection
+from pbr_core.corp import CHANCE_OUTSIDE_SHARE
 from dashboard.state import AuditChoices  # noqa: F401 - also audit.AuditChoices, beside the sections it shapes
 
 #: How many classes the classwise table lists (worst first); CIFAR-100 has 100.
@@ -65,6 +66,21 @@ def reliability_section(loaded: state.Loaded, view: state.MetricView, choices: A
     return ReportSection(title="Calibration: the reliability diagram", paragraphs=paragraphs, tables=shown,
                          figures=[(texts.how_to_read(view.binary_positive),
                                    fig)])
+
+
+def corp_section(loaded: state.Loaded, view: state.MetricView) -> ReportSection:
+    """The Reliability page's CORP part: the diagram without bins and its band, the score
+    decomposition MCB − DSC + UNC and the log loss's refinement / calibration split."""
+    diagram, brier, log, rows_outside = compute.corp(view)
+    fig = figures_corp.corp_figure(diagram, x_title=view.x_title, y_title=view.y_title,
+                                   title="CORP reliability diagram (no bins)")
+    paragraphs = [texts.CORP_INTRO, texts.corp_decomposition_words(brier, log, view.what),
+                  texts.log_loss_split_words(*compute.log_loss_split(loaded.preds, loaded.key))]
+    if view.stats is not None:
+        paragraphs.append(texts.server_sample_note(view.rows, view.n, "the CORP diagram and the score decomposition"))
+    return ReportSection(title=texts.CORP_EXPANDER, paragraphs=paragraphs,
+                         tables=[("Score decomposition", tables.score_decomposition_frame(brier, log))],
+                         figures=[(texts.corp_band_reading(rows_outside, CHANCE_OUTSIDE_SHARE), fig)])
 
 
 def classwise_section(loaded: state.Loaded, n_bins: int) -> ReportSection | None:
@@ -161,10 +177,11 @@ def slices_section(loaded: state.Loaded, view: state.MetricView) -> ReportSectio
 
 
 def audit_sections(loaded: state.Loaded, view: state.MetricView, choices: AuditChoices) -> list[ReportSection]:
-    """The audit part of the report, in page order: the data, the reliability diagram, the classwise ECE
+    """The audit part of the report, in page order: the data, the reliability diagram, the CORP
+    diagram and score decomposition, the classwise ECE
     (multiclass data), bins & bias, calibration by group (when the Groups page was used) and the slices
     found there (when searched)."""
-    parts = [data_section(loaded, view), reliability_section(loaded, view, choices),
+    parts = [data_section(loaded, view), reliability_section(loaded, view, choices), corp_section(loaded, view),
              classwise_section(loaded, choices.n_bins), bins_section(view, choices),
              groups_section(loaded, view, choices), slices_section(loaded, view)]
     return [p for p in parts if p is not None]

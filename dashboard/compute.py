@@ -349,3 +349,47 @@ def reliability_chart(view: MetricView, n_bins: int, binning: str = "width", smo
     """
     return _reliability_chart(view.key, int(n_bins), binning, bool(smooth), view.x_title, view.y_title,
                               view.binary_positive, view)
+
+
+# --------------------------------------------------------------------------- CORP (issue 37)
+@st.cache_data(show_spinner=False, max_entries=16)
+def _corp(key: str, _probs: np.ndarray, _labels: np.ndarray):
+    from pbr_core import metrics as M
+    from pbr_core.corp import corp_reliability, outside_band_share, score_decomposition
+
+    conf, out = M.confidence_and_outcome(_probs, _labels)
+    diagram = corp_reliability(conf, out)
+    return (diagram, score_decomposition(conf, out, "brier"), score_decomposition(conf, out, "log"),
+            outside_band_share(diagram, conf))
+
+
+def corp(view: MetricView):
+    """(CORP reliability diagram, Brier decomposition, log-loss decomposition, share of the rows where the
+    curve is outside its band) of what the page measures (:mod:`pbr_core.corp`: p(y=1) against y, or the
+    confidence against correctness), on the rows in memory (a server dataset's sample: the PAV fit needs
+    the rows)."""
+    return _corp(view.key, view.probs, view.labels)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _log_loss_split(key: str, _scores: np.ndarray, _labels: np.ndarray) -> dict[str, float]:
+    from pbr_core.corp import log_loss_split as split
+
+    return split(_scores, _labels)
+
+
+def log_loss_split(preds: pbr_core.Predictions, key: str) -> tuple[dict[str, float] | None, str | None]:
+    """(:func:`pbr_core.corp.log_loss_split` of the full probability vector, None) or (None, why not):
+    a top-label-only file has no vector, and probabilities of exactly 0 have no logarithm."""
+    from dashboard import texts
+
+    if preds.probs is None:
+        return None, texts.LOG_LOSS_SPLIT_TOP_LABEL
+    if preds.logits is not None:
+        scores = preds.logits
+    else:
+        with np.errstate(divide="ignore"):
+            scores = np.log(preds.probs)
+    if not np.all(np.isfinite(scores)):
+        return None, texts.LOG_LOSS_SPLIT_ZEROS
+    return _log_loss_split(key, scores, preds.labels), None

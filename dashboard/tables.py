@@ -468,3 +468,15 @@ def correlations_frame(res: KLGapResult) -> pd.DataFrame:
              (texts.FOLDS_NEGATIVE, f"{fk.folds_negative} of {fk.folds}"),
              (texts.FOLD_METRICS[2], texts.p_value(fk.wilcoxon_p)), (texts.FOLD_METRICS[3], texts.p_value(fk.sign_p))]
     return pd.DataFrame({"value": [v for _, v in rows]}, index=pd.Index([k for k, _ in rows], name=""))
+
+
+def score_decomposition_frame(brier, log) -> pd.DataFrame:
+    """The CORP decomposition score = MCB − DSC + UNC of the Brier score and the log loss
+    (``pbr_core.corp.ScoreDecomposition`` each) as a table, four decimals."""
+    def shown(v: float) -> str:
+        return f"{v:.4f}" if v < float("inf") else "infinite"
+
+    rows = {"Brier score": brier, "Log loss": log}
+    return pd.DataFrame([[shown(d.score), shown(d.mcb), shown(d.dsc), shown(d.unc)] for d in rows.values()],
+                        index=list(rows), columns=["Score", "Miscalibration MCB", "Discrimination DSC",
+                                                   "Uncertainty UNC"])

@@ -977,6 +977,78 @@ VENN_ABERS_DOWNLOAD_NOTE = (
 )
 
 
+# ----------------------------------------------------------------------- CORP (Reliability page, issue 37)
+CORP_EXPANDER = "Without bins: the CORP reliability diagram, and what the score is made of"
+CORP_INTRO = (
+    "The diagram above changes with the number of bins. The **CORP** diagram (Dimitriadis, Gneiting & Jordan, "
+    "2021) has no bins to choose: its curve is the best rising line through the outcomes, which says, for each "
+    "predicted probability, how often the event really happened among the rows with that prediction and its "
+    "neighbours. A calibrated model's curve follows the diagonal; the grey band shows how far it strays by chance "
+    "alone (where it lies 90 % of the time when the outcomes are drawn from the predictions themselves). Where the "
+    "curve leaves the band (red dots), the predictions are off by more than chance explains."
+)
+
+
+def corp_band_reading(rows_outside: float, chance: float) -> str:
+    """How much of the CORP curve lies outside its consistency band (``rows_outside``: the share of
+    rows whose predicted probability is at such a place; ``chance``: the most a calibrated model's
+    curve reaches by chance, ``pbr_core.corp.CHANCE_OUTSIDE_SHARE``), one sentence."""
+    if rows_outside == 0:
+        return "The curve stays inside the band everywhere: no sign of miscalibration."
+    if rows_outside <= chance:
+        return (f"For {rows_outside:.0%} of the rows the curve lies outside the band: no more than chance gives a "
+                f"calibrated model (in simulations it stays at or below about {chance:.0%}).")
+    return (f"For {rows_outside:.0%} of the rows the curve lies outside the band, more than chance gives a calibrated "
+            f"model (in simulations at most about {chance:.0%}): the predictions are off there.")
+
+
+def corp_decomposition_words(brier, log, what: str) -> str:
+    """The score decomposition MCB - DSC + UNC of the Brier score and the log loss
+    (``pbr_core.corp.ScoreDecomposition`` each), in Markdown for a non-programmer."""
+    def share(d) -> str:
+        return f" ({d.mcb / d.score:.0%} of the score)" if 0 < d.score < float("inf") and d.mcb < float("inf") else ""
+
+    if log.score < float("inf"):
+        log_part = f"; log loss **{log.score:.4f}** = {log.mcb:.4f} − {log.dsc:.4f} + {log.unc:.4f}."
+    else:  # a wrong prediction of exactly 0 or 1: an infinite loss, and an infinite miscalibration
+        log_part = (". The log loss is infinite: some predictions of exactly 0 or 1 were wrong, which the log loss "
+                    "punishes without limit, so its miscalibration is infinite too.")
+    return (
+        f"**What the score is made of.** Any proper score of {what} splits into three parts: "
+        f"Brier score **{brier.score:.4f}** = miscalibration {brier.mcb:.4f} − discrimination {brier.dsc:.4f} "
+        f"+ uncertainty {brier.unc:.4f}{log_part}\n\n"
+        f"- **Miscalibration (MCB)**: how much the score would improve if each prediction were replaced by the CORP "
+        f"curve's value; the part that recalibrating these predictions could remove{share(brier)}. Lower is better; "
+        "0 means calibrated.\n"
+        "- **Discrimination (DSC)**: how much better those recalibrated predictions are than always predicting the "
+        "overall rate; how well the model tells rows apart. Higher is better, and recalibration does not change it.\n"
+        "- **Uncertainty (UNC)**: the score of always predicting the overall rate. It depends on the data only, not "
+        "on the model."
+    )
+
+
+def log_loss_split_words(split: dict | None, why_not: str | None = None) -> str:
+    """The refinement / calibration split of the full vector's log loss (``pbr_core.corp.log_loss_split``),
+    or why it was not computed (``why_not``), in Markdown."""
+    if split is None:
+        return f"**How much a temperature could gain**: not computed: {why_not}"
+    part = split["calibration"] / split["log_loss"] if split["log_loss"] > 0 else 0.0
+    return (
+        f"**How much a temperature could gain.** The log loss of the whole probability vector is "
+        f"**{split['log_loss']:.4f}**. Rescaling the model's confidence by the best single temperature "
+        f"(T = {split['temperature']:.3g}) brings it to {split['refinement']:.4f}, the *refinement* part, which no "
+        f"rescaling of the confidence removes; the other **{split['calibration']:.4f}** ({part:.1%}) is the "
+        "*calibration* part that temperature scaling removes. The temperature is fitted on these same rows, so on "
+        "new data the gain is at most this."
+    )
+
+
+#: Why the log-loss split is not computed for some data.
+LOG_LOSS_SPLIT_TOP_LABEL = "the file holds only the top class's confidence, not every class's probability."
+LOG_LOSS_SPLIT_ZEROS = ("some probabilities are exactly 0, whose logarithm is minus infinity; a temperature "
+                        "cannot rescale them.")
+
+
 def ship_snippet(file_name: str) -> str:
     return (
         "from pbr_core.recalibrators import load_recalibrator\n\n"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import compute, recal_ui, state, tables, texts
+from dashboard import compute, figures_corp, recal_ui, state, tables, texts
+from pbr_core.corp import CHANCE_OUTSIDE_SHARE
 
 K_BINS = state.K_REL_BINS
 K_BINS_FOR = state.K_REL_BINS_FOR  # which data the slider value belongs to
@@ -13,6 +14,7 @@ K_SMOOTH = "rel_smooth"
 #: The two expanders below the chart: drawn, and their numbers computed, once opened (:func:`_lazy_expander`).
 K_ESTIMATORS_OPEN = "rel_estimators_open"
 K_CLASSWISE_OPEN = "rel_classwise_open"
+K_CORP_OPEN = "rel_corp_open"
 BINNINGS = {"width": "Equal width (the paper)", "mass": "Equal mass"}
 MAX_BINS = 200  # slider range for n up to 200^3 = 8 million rows; beyond, up to floor(n^(1/3))
 
@@ -95,6 +97,24 @@ def _other_estimators(view: state.MetricView) -> None:
         st.caption(texts.ESTIMATORS_CAPTION)
 
 
+def _corp(loaded: state.Loaded, view: state.MetricView) -> None:
+    """The CORP reliability diagram (no bins), the score decomposition and the log loss's split."""
+    box = _lazy_expander(texts.CORP_EXPANDER, K_CORP_OPEN)
+    if box is None:
+        return
+    with box:
+        st.markdown(texts.CORP_INTRO)
+        if view.stats is not None:  # the PAV fit needs the rows: the sample's
+            st.caption(texts.server_sample_note(view.rows, view.n, "the CORP diagram and the score decomposition"))
+        diagram, brier, log, rows_outside = compute.corp(view)
+        st.plotly_chart(figures_corp.corp_figure(diagram, x_title=view.x_title, y_title=view.y_title),
+                        key="rel_corp_chart", config={"displaylogo": False})
+        st.caption(texts.corp_band_reading(rows_outside, CHANCE_OUTSIDE_SHARE))
+        st.markdown(texts.corp_decomposition_words(brier, log, view.what))
+        st.table(tables.score_decomposition_frame(brier, log))
+        st.markdown(texts.log_loss_split_words(*compute.log_loss_split(loaded.preds, loaded.key)))
+
+
 def render() -> None:
     st.title("Reliability")
     loaded = state.current_or_prompt()
@@ -132,6 +152,7 @@ def render() -> None:
     with right:
         st.markdown(texts.how_to_read(view.binary_positive))
     _other_estimators(view)
+    _corp(loaded, view)
     _classwise(loaded, view, n_bins)
     recal_ui.report_button("rel_dl_report", label="Audit report (HTML)", n_bins=n_bins, help=texts.AUDIT_REPORT_HELP)
 

@@ -172,6 +172,8 @@ def test_reliability_expanders_are_drawn_and_computed_only_once_opened(at, monke
     at.switch_page(RELIABILITY).run()
     at.run()
     assert [e.label for e in at.expander] == ["Other estimators, and the ECE other libraries would report",
+                                              "Without bins: the CORP reliability diagram, and what the score is "
+                                              "made of",
                                               "Classwise ECE (every class, not only the predicted one)"]
     assert all(not e.children for e in at.expander) and not at.dataframe
     assert not any(m.label.startswith("Classwise") for m in at.metric)

@@ -116,9 +116,19 @@ def test_a_plain_audit_report_holds_every_part(cifar10_audit):
     assert "Lipschitz constant L 2" in text and "ε (failure probability) 0.1" in text and "Largest B shown 40" in text
     assert f"Bound-minimising B {b_min}" in text
     assert "No recalibration has been run in this session yet." in text
-    # plotly.js once, two interactive charts: the reliability diagram at B = 7 and ECE against B = 1..40.
-    assert doc.count("* plotly.js") == 1 and doc.count("Plotly.newPlot") == 2
-    rel, bins = _figures(doc)
+    # plotly.js once, three interactive charts: the reliability diagram at B = 7, the CORP diagram and
+    # ECE against B = 1..40.
+    assert doc.count("* plotly.js") == 1 and doc.count("Plotly.newPlot") == 3
+    rel, corp, bins = _figures(doc)
+    # CORP: the PAV curve of the library, the score decomposition and the log loss's split in words.
+    conf, out = pbr_core.metrics.confidence_and_outcome(p.probs, p.labels)
+    curve = next(t for t in corp["data"] if t.get("name") == "CORP: PAV-recalibrated probability")
+    np.testing.assert_allclose(_arr(curve["y"]), pbr_core.corp.corp_reliability(conf, out).recalibrated, rtol=0,
+                               atol=1e-12)
+    brier = pbr_core.corp.score_decomposition(conf, out, "brier")
+    assert f"Brier score {brier.score:.4f} = miscalibration {brier.mcb:.4f} − discrimination {brier.dsc:.4f}" in text
+    split = pbr_core.corp.log_loss_split(p.logits, p.labels)
+    assert f"whole probability vector is {split['log_loss']:.4f}" in text
     acc = next(t for t in rel["data"] if t.get("name") == "Accuracy per bin")
     np.testing.assert_allclose(_arr(acc["y"]), pbr_core.reliability_diagram(p.probs, p.labels, 7)["accuracy"],
                                rtol=0, atol=1e-12, equal_nan=True)
@@ -155,6 +165,7 @@ def test_the_session_report_puts_the_audit_before_the_recalibration_results(cifa
     doc = recal_ui.session_report(loaded, view, choices, {"compare": result})
     titles = re.findall(r"<h2>(.*?)</h2>", doc)
     assert titles == ["The data", "Calibration: the reliability diagram",
+                      "Without bins: the CORP reliability diagram, and what the score is made of",
                       "Classwise ECE (every class, not only the predicted one)",
                       "Bins &amp; bias: how far the ECE can be from the truth (Theorem 1)", "Comparison of recalibrators"]
     text = _parse(doc)

@@ -1,0 +1,80 @@
+"""The Reliability page's CORP part under AppTest: the diagram without bins, the score decomposition
+and the log loss's split, with the library's numbers, on multiclass, binary and top-label files."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from apptest_tools import sent_figure
+from streamlit.testing.v1 import AppTest
+
+import pbr_core
+from dashboard import figures_corp as FC
+from dashboard import texts
+from pbr_core import metrics as M
+from pbr_core.corp import CHANCE_OUTSIDE_SHARE, corp_reliability, log_loss_split, outside_band_share, score_decomposition
+from test_app_recal import APP
+
+RELIABILITY = "views/reliability.py"
+
+
+def _open(sample: str, binary_ece: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.run()
+    at.selectbox(key="data_sample").set_value(sample).run()
+    at.switch_page(RELIABILITY).run()
+    assert not at.exception, at.exception
+    assert texts.CORP_EXPANDER in [e.label for e in at.expander]
+    at.session_state["rel_corp_open"] = True  # the user opens the CORP expander
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _text(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown) + "\n".join(c.value for c in at.caption)
+
+
+def test_corp_on_cifar10_top_label():
+    at = _open("cifar10_resnet110.npz")
+    preds = at.session_state["pbr_loaded"].preds
+    conf, out = M.confidence_and_outcome(preds.probs, preds.labels)
+    brier, log = score_decomposition(conf, out, "brier"), score_decomposition(conf, out, "log")
+    text = _text(at)
+    assert f"Brier score **{brier.score:.4f}** = miscalibration {brier.mcb:.4f} − discrimination {brier.dsc:.4f}" in text
+    assert f"log loss **{log.score:.4f}** = {log.mcb:.4f} − {log.dsc:.4f} + {log.unc:.4f}" in text
+    # The decomposed scores are the metric cards' (the Brier score and NLL of what the ECE measures).
+    cards = M.target_brier_nll(conf, out)
+    assert brier.score == pytest.approx(cards["brier"], rel=1e-9) and log.score == pytest.approx(cards["nll"], rel=1e-9)
+    split = log_loss_split(preds.logits, preds.labels)
+    assert f"whole probability vector is **{split['log_loss']:.4f}**" in text
+    assert f"brings it to {split['refinement']:.4f}" in text and f"**{split['calibration']:.4f}**" in text
+    # The figure: the library's PAV curve and band.
+    diagram = corp_reliability(conf, out)
+    fig = sent_figure(at, 1)
+    curve = next(t for t in fig.data if t.name == FC.TRACE_CORP)
+    np.testing.assert_allclose(curve.y, diagram.recalibrated, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(curve.x, diagram.x, rtol=0, atol=1e-12)
+    share = outside_band_share(diagram, conf)
+    assert texts.corp_band_reading(share, CHANCE_OUTSIDE_SHARE) in text
+    assert share > CHANCE_OUTSIDE_SHARE and "more than chance" in text  # ResNet-110: over-confident
+    assert at.table[0].value.loc["Brier score", "Miscalibration MCB"] == f"{brier.mcb:.4f}"
+
+
+def test_corp_on_a_binary_file_with_exact_zeros_says_what_is_not_computed():
+    """KITTI random forest: p(y=1) of exactly 0 or 1 that were wrong make the log loss infinite; the
+    page says so in words and does not split it."""
+    at = _open("kitti_random_forest.csv")
+    preds = at.session_state["pbr_loaded"].preds
+    brier = score_decomposition(preds.probs[:, 1], preds.labels, "brier")
+    text = _text(at)
+    assert f"p(y=1) splits into three parts: Brier score **{brier.score:.4f}**" in text
+    assert "The log loss is infinite" in text and texts.LOG_LOSS_SPLIT_ZEROS in text
+    assert at.table[0].value.loc["Log loss", "Score"] == "infinite"
+    assert "inf " not in text and "nan" not in text
+
+
+def test_corp_on_a_top_label_file():
+    at = _open("cifar10_resnet110_toplabel.csv")
+    text = _text(at)
+    assert texts.LOG_LOSS_SPLIT_TOP_LABEL in text and "What the score is made of" in text
