@@ -182,3 +182,138 @@ def test_values_show_as_html_tables_in_a_notebook():
     # names are text, never markup
     hostile = Predictions.from_predictions(["a", "b", "b"], [0.2, 0.6, 0.7], source="<img src=x onerror=alert(1)>")
     assert "<img" not in hostile._repr_html_() and "&lt;img src=x" in hostile._repr_html_()
+
+
+# ----------------------------------------------------------------------------- figures (pbr_core.plot)
+def _bars(fig, name):
+    from pbr_core.plot import trace
+
+    return trace(fig, name)
+
+
+def test_the_reliability_figure_draws_the_librarys_table():
+    import pbr_core.plot
+    from pbr_core.plot import diagrams as D
+
+    adult = pbr_core.load_predictions(SAMPLES / "adult_gradient_boosting.csv.gz")
+    fig = pbr_core.plot.reliability(adult)                       # binary: p(y=1), B = floor(n^(1/3)) = 25
+    table = pbr_core.reliability_diagram(adult.p_positive, adult.labels, pbr_core.optimal_n_bins(adult.n))
+    assert len(table) == 25 and fig.layout.xaxis2.title.text == "Predicted probability p(y=1)"
+    bars = _bars(fig, "Observed frequency of y = 1 per bin")
+    np.testing.assert_array_equal(bars.y, table["accuracy"])
+    np.testing.assert_allclose(bars.error_y.array, table["ci_high"] - table["accuracy"], rtol=1e-12)
+    np.testing.assert_array_equal(_bars(fig, D.TRACE_COUNTS).y, table["count"])
+    full = (table["count"] > 0).to_numpy()
+    band = _bars(fig, D.TRACE_BANDS)                             # the consistency band of every bin
+    np.testing.assert_array_equal(np.asarray(band.base, float)[full], table["band_low"][full])
+    wide = full & (table["band_high"] - table["band_low"] >= 0.004).to_numpy()
+    np.testing.assert_allclose((np.asarray(band.base, float) + np.asarray(band.y, float))[wide],
+                               table["band_high"][wide], rtol=1e-12)
+    over = _bars(fig, D.TRACE_OVER_BINARY)                       # the gap boxes: the bars' share of the ECE
+    gap_sum = np.nansum(np.asarray(over.y, float) * table["weight"]) + np.nansum(
+        np.asarray(_bars(fig, D.TRACE_UNDER_BINARY).y, float) * table["weight"])
+    assert gap_sum == pytest.approx(pbr_core.ece(adult.p_positive, adult.labels), rel=1e-12)
+
+    # arrays work too: CIFAR-10 logits' softmax, the top label, B given
+    c10 = pbr_core.load_predictions(SAMPLES / "cifar10_resnet110.npz")
+    fig = pbr_core.plot.reliability(c10.probs, c10.labels, n_bins=15, bands=False)
+    table = pbr_core.reliability_diagram(c10.probs, c10.labels, 15)
+    np.testing.assert_array_equal(_bars(fig, D.TRACE_ACCURACY).y, table["accuracy"])
+    assert fig.layout.yaxis.title.text == "Accuracy" and D.TRACE_BANDS not in [t.name for t in fig.data]
+    with pytest.raises(ValueError, match="Expected `labels`"):
+        pbr_core.plot.reliability(c10.probs)
+
+
+def test_ece_against_b_draws_the_curve_and_theorem_1():
+    import pbr_core.plot
+    from pbr_core.plot import bins as BI, marker_b
+
+    kitti = pbr_core.load_predictions(SAMPLES / "kitti_random_forest.csv")
+    fig = pbr_core.plot.ece_vs_bins(kitti, max_bins=60, lipschitz=2.0, eps=0.1)
+    p, y = kitti.p_positive, kitti.labels
+    Bs = np.arange(1, 61)
+    curve = pbr_core.ece_curve(p, y, n_bins=Bs)
+    np.testing.assert_array_equal(_bars(fig, BI.TRACE_ECE).y, curve)
+    bound = pbr_core.theorem1_bound(kitti.n, Bs, lipschitz=2.0, eps=0.1)
+    np.testing.assert_allclose(_bars(fig, BI.TRACE_BAND_HIGH).y, np.clip(curve + bound, 0, 1), rtol=1e-12)
+    np.testing.assert_allclose(_bars(fig, BI.TRACE_BINNING).y, pbr_core.theorem1_binning_bias(Bs, lipschitz=2.0))
+    np.testing.assert_allclose(_bars(fig, BI.TRACE_ESTIMATION).y,
+                               pbr_core.theorem1_estimation_bias(kitti.n, Bs, eps=0.1))
+    assert marker_b(fig, BI.TRACE_OPTIMAL_B) == pbr_core.optimal_n_bins(kitti.n) == 20
+    assert marker_b(fig, BI.TRACE_MINIMISING_B) == pbr_core.bound_minimizing_n_bins(kitti.n, lipschitz=2.0, eps=0.1)
+    assert "(90%)" in _bars(fig, BI.TRACE_BAND_HIGH).name
+    # the default: B up to min(100, n), the app's binary ECE of p(y=1); the top label on request
+    top = pbr_core.plot.ece_vs_bins(kitti, target="top_label")
+    np.testing.assert_array_equal(_bars(top, BI.TRACE_ECE).y, pbr_core.ece_curve(kitti.probs, y, n_bins=range(1, 101)))
+    assert _bars(top, BI.TRACE_ECE).y[19] != curve[19]            # the top label is not p(y=1)
+
+
+def test_the_groups_figure_draws_each_groups_curve():
+    import pbr_core.plot
+    from pbr_core.groups import calibration_by_group
+
+    adult = pbr_core.load_predictions(SAMPLES / "adult_gradient_boosting.csv.gz")
+    report = calibration_by_group(adult, "race", n_boot=20)
+    fig = pbr_core.plot.groups(report)
+    shown = [t.name for t in fig.data[1:]]
+    assert shown == [g for g in report.table["group"] if g not in report.small]   # largest first
+    for g in shown:
+        d = report.diagrams[g]
+        d = d[d["count"] > 0]
+        np.testing.assert_array_equal(_bars(fig, g).x, d["mean_confidence"])
+        np.testing.assert_array_equal(_bars(fig, g).y, d["accuracy"])
+    assert fig.layout.yaxis.title.text == "Observed frequency of y = 1"
+    assert len(pbr_core.plot.groups(report, most=2).data) == 3
+
+
+def test_a_comparison_draws_the_compare_table_and_its_diagrams():
+    import pbr_core.plot
+    from pbr_core.experiments import CompareSettings, compare, summarize
+    from pbr_core.experiments.runs import run_compare
+    from pbr_core.plot import studies as ST
+
+    c10 = pbr_core.load_predictions(SAMPLES / "cifar10_resnet110.npz")
+    table = compare(c10, ["uncalibrated", "temperature"], n_re=1000, n_folds=3, seed=0)
+    fig = pbr_core.plot.comparison(table)                        # a table alone: each fold and the means
+    means = summarize(table, metrics=["ece"], by=["method"]).set_index("method")
+    assert list(_bars(fig, ST.TRACE_MEAN).x) == ["Uncalibrated", "Temperature scaling"]
+    np.testing.assert_allclose(_bars(fig, ST.TRACE_MEAN).y, means.loc[["uncalibrated", "temperature"], "mean"])
+    np.testing.assert_allclose(_bars(fig, ST.TRACE_MEAN).error_y.array,
+                               means.loc[["uncalibrated", "temperature"], "std"])
+    np.testing.assert_array_equal(_bars(fig, ST.TRACE_FOLDS).y, table["ece"])
+    assert float(means.loc["temperature", "mean"]) < float(means.loc["uncalibrated", "mean"])
+
+    run = run_compare(c10, CompareSettings(methods=("uncalibrated", "temperature"), n_re=1000, n_folds=2))
+    grid = pbr_core.plot.comparison(run)                          # the Compare page's small multiples
+    ece0 = run.table[run.table["fold"] == 0].set_index("method")["ece"]
+    titles = [a.text for a in grid.layout.annotations]
+    assert titles == [f"Uncalibrated · ECE {ece0['uncalibrated']:.4f}",
+                      f"Temperature scaling · ECE {ece0['temperature']:.4f}"]
+    np.testing.assert_array_equal(grid.data[0].y, run.diagrams["uncalibrated"]["accuracy"])
+    overlay = pbr_core.plot.comparison(run, kind="overlay")
+    assert [t.name for t in overlay.data] == ["Perfect calibration", "Uncalibrated", "Temperature scaling"]
+    with pytest.raises(ValueError, match="reliability tables"):
+        pbr_core.plot.comparison(table, kind="grid")
+
+
+def test_the_paper_figures_draw_the_studies_tables():
+    """The KL-gap and n_re charts of the reproduction's own result tables (KITTI, 10 folds)."""
+    import pbr_core.plot
+    from pbr_core.experiments import summarize
+    from pbr_core.plot import studies as ST
+
+    figures = Path(__file__).resolve().parents[1] / "docs" / "reproduction_results" / "figures"
+    kl = pd.read_csv(figures / "kl_gap_kitti.csv")
+    xgb = kl[kl["model"] == "xgboost"]
+    fig = pbr_core.plot.kl_gap(xgb, n_classes=2)
+    drifted = xgb["kl"] > xgb["n_re"] * np.log(2)                  # extreme_kl: above n_re ln K
+    np.testing.assert_array_equal(_bars(fig, ST.TRACE_GAP_POINTS).y, xgb.loc[~drifted, "gap"])
+    assert len(_bars(fig, ST.TRACE_EXTREME).y) == drifted.sum() and fig.layout.xaxis.type == "log"
+    np.testing.assert_array_equal(_bars(fig, ST.TRACE_BOUND_POINTS).y, np.sort(xgb.loc[~drifted, "bound"]))
+    nre = pd.read_csv(figures / "n_re_kitti.csv")
+    nre = nre[nre["model"] == "xgboost"]
+    fig = pbr_core.plot.n_re_sweep(nre)
+    means = summarize(nre, metrics=["ece"], by=["method", "n_re"])
+    pbr = means[means["method"] == "pbr"].sort_values("n_re")
+    np.testing.assert_allclose(_bars(fig, "PBR").y, pbr["mean"], rtol=1e-12)
+    np.testing.assert_array_equal(_bars(fig, "PBR").x, pbr["n_re"])

@@ -212,7 +212,7 @@ def comparison(result: Any, diagrams: Mapping[str, pd.DataFrame] | None = None, 
     Parameters
     ----------
     result : CompareRun or DataFrame
-        :func:`pbr_core.experiments.run_compare`'s result (its ``table`` and, with
+        :func:`pbr_core.experiments.runs.run_compare`'s result (its ``table`` and, with
         ``CompareSettings(diagrams=True)``, fold 1's reliability tables), or
         :func:`pbr_core.experiments.compare`'s per-fold table.
     diagrams : mapping of method -> reliability table, optional
@@ -285,7 +285,7 @@ def kl_gap(result: Any, *, n_classes: int | None = None, eps: float | None = Non
     Parameters
     ----------
     result : KLGapRun, KLGapResult or DataFrame
-        :func:`pbr_core.experiments.run_kl_gap`'s result, :func:`pbr_core.experiments.kl_vs_ece_gap`'s,
+        :func:`pbr_core.experiments.runs.run_kl_gap`'s result, :func:`pbr_core.experiments.kl_vs_ece_gap`'s,
         or its ``table`` (columns alpha, fold, n_re, kl, ece_re, ece_te, gap, bound).
     n_classes : int, optional
         K: fits whose KL is above n_re ln K (:func:`pbr_core.experiments.extreme_kl`) are drawn apart
@@ -316,7 +316,7 @@ def n_re_sweep(result: Any, *, metric: str = "ece", labels: Mapping[str, str] | 
     Parameters
     ----------
     result : SweepRun or DataFrame
-        :func:`pbr_core.experiments.run_sweep`'s result or :func:`pbr_core.experiments.n_re_sweep`'s
+        :func:`pbr_core.experiments.runs.run_sweep`'s result or :func:`pbr_core.experiments.n_re_sweep`'s
         per-fold table; failed fits (NaN metric) count in no mean.
     metric : str
         The metric drawn.
