@@ -1772,6 +1772,99 @@ def slice_gap_job_label(method: str, name: str) -> str:
     return f"{method} for everyone vs for {name}"
 
 
+# --------------------------------------------------------------------------- PBR page (the page's own lines)
+PBR_TITLE = "PBR recalibration"
+PBR_INTRO = (
+    "Recalibrate the loaded model with **PAC-Bayes recalibration** (the paper's Section 5.2): a Gaussian "
+    "process reshapes the predicted probabilities, fitted to minimise the Brier score plus α times the "
+    "KL divergence from its prior. The fit uses a random **recalibration set** of n_re rows; everything "
+    "shown is measured on the other rows (the **test part**)."
+)
+DEVICE_TITLE = "**Device**"
+CV_FOLDS_HELP = "k of the k-fold cross-validation inside the recalibration set."
+CV_SCORE_HELP = "What the held-out part is scored with (ECE with B = floor(n_val^(1/3)) by default)."
+GP_NO_ALPHA = "GP calibration has no α: its objective is cross-entropy + KL/n (α = 1, no Brier term)."
+ECE_BEFORE_HELP = "The uncalibrated model on the same test rows."
+BOUNDS_TITLE = "What the PAC-Bayes bounds guarantee"
+NO_KL_NO_BOUNDS = "This method reports no KL divergence, so the paper's bounds do not apply to it."
+COROLLARY1_CARD_HELP = ("Average over maps V drawn from the posterior ρ of |E ECE(fresh data of n rows) − "
+                        "ECE(recalibration rows)|.")
+COROLLARY2_CARD_HELP = ("Average over maps V drawn from the posterior ρ of the total bias |TCE − ECE|: the "
+                        "binning bias (1+L)/B plus the KL-dependent estimation term.")
+RECALIBRATOR_JSON_HELP = ("Load it in Python with pbr_core.recalibrators.load_recalibrator(path) and call "
+                          ".predict_proba(logits) on new predictions of the same model.")
+
+
+def device_line(device: str) -> str:
+    return f":material/memory: {device}"
+
+
+def pbr_split(n_re: int, n: int) -> str:
+    return f"Fit on **{n_re:,}** rows, test on **{n - n_re:,}** rows."
+
+
+def estimate_caption(sentence: str) -> str:
+    """A short fit's time estimate (``fit_estimate``'s sentence) as a caption."""
+    return f":material/schedule: {sentence}"
+
+
+def prior_split_caption(n_prior: int, n_re: int) -> str:
+    return (f"The prior is chosen on {n_prior:,} of the {n_re:,} recalibration rows; the posterior and "
+            f"the bounds use the other {n_re - n_prior:,}.")
+
+
+def pbr_job_label(method: str, uses_alpha: bool, alpha: float | None, n_re: int) -> str:
+    """The job's name: ``method`` (its label), its α (fixed, or chosen by CV; None) and n_re."""
+    what = method
+    if uses_alpha:
+        what += f", α = {alpha:g}" if alpha is not None else ", α chosen by CV"
+    return f"{what} (n_re = {n_re:,})"
+
+
+def ece_after_help(before: float, n_bins: int, n_te: int) -> str:
+    return ECE_HELP + f" Before: {before:.4f}. B = {n_bins} bins on {n_te:,} test rows."
+
+
+def fit_details(device: str, alpha: float | None, alpha_by_cv: bool, draws: str | None, stop_reason: str | None,
+                converged: bool) -> str:
+    """The caption under a fit's cards: its device (from the fit report), α (chosen by CV or not), the
+    Monte Carlo draws (the library's description) and why it stopped."""
+    extra = [f"device: **{md(device)}**"]
+    if alpha is not None:
+        extra.append(f"α = **{alpha:g}**" + (" (chosen by cross-validation)" if alpha_by_cv else ""))
+    if draws:
+        extra.append(draws)
+    if stop_reason:
+        extra.append(f"stopped: {fit_words(stop_reason)}" + ("" if converged else " (not converged)"))
+    return " · ".join(extra)
+
+
+def fit_warning(warning: str) -> str:
+    return f":material/warning: {fit_words(warning)}"
+
+
+def bounds_caption(n: int, n_bins: int, kl: float, eps: float, lipschitz: float, ece_re: float) -> str:
+    return (f"n = {n:,} rows, B = floor(n^(1/3)) = {n_bins} bins, KL = {kl:.4g}, "
+            f"ε = {eps:g}, L = {lipschitz:g}. ECE on these rows after the fit: {ece_re:.4f}.")
+
+
+def pbr_result_title(method: str) -> str:
+    return f"Result: {method}"
+
+
+def alpha_choice_title(alpha: float) -> str:
+    return f"Automatic choice of α: α = {alpha:g}"
+
+
+def pbr_predictions_help(data_name: str, method: str, fit_column: str, n_re: int, n_te: int) -> str:
+    """The calibrated-predictions download of the PBR page: what its columns are, which rows to score."""
+    return (f"Every row of {md(data_name)} recalibrated by the fitted {method}: "
+            "one probability column per class, the label, and a last column "
+            f"*{fit_column}*: True for the {n_re:,} recalibration rows "
+            f"it was fitted on, False for the {n_te:,} rows of the test part. Score it only "
+            "on the False rows. Reads back on the Data page.")
+
+
 # ---------------------------------------------------------------------- serving (dashboard/serving.py)
 #: What Streamlit's default of each setting of dashboard.serving.SAFE_SETTINGS would do here.
 SERVING_DEFAULTS = {

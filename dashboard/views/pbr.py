@@ -47,8 +47,8 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings | None:
     mean_approx = c[1].toggle("Mean approximation", key=K_APPROX, persist_state="session", disabled=running,
                               help=texts.MEAN_APPROX_HELP)
     with c[2]:
-        st.markdown("**Device**", help=texts.DEVICE_HELP)
-        st.markdown(f":material/memory: {runs.device_label()}")
+        st.markdown(texts.DEVICE_TITLE, help=texts.DEVICE_HELP)
+        st.markdown(texts.device_line(runs.device_label()))
     method = gp_method(objective, mean_approx)
     uses_alpha = takes(method, "alpha")
     alpha: float | None = None
@@ -67,21 +67,21 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings | None:
                                                  disabled=running, help=texts.ALPHA_AUTO_HELP))) or tuple(PAPER_ALPHAS)
             cv_folds = int(b[1].number_input("k folds", min_value=2, max_value=10, value=5, key=K_CV_FOLDS,
                                              persist_state="session", disabled=running,
-                                             help="k of the k-fold cross-validation inside the recalibration set."))
+                                             help=texts.CV_FOLDS_HELP))
             cv_score = b[2].selectbox("Score", list(CV_SCORES), format_func=CV_SCORES.get, key=K_CV_SCORE,
                                       persist_state="session", disabled=running,
-                                      help="What the held-out part is scored with (ECE with B = floor(n_val^(1/3)) by default).")
+                                      help=texts.CV_SCORE_HELP)
         else:
             alpha = float(a[1].slider("α (weight of the KL term)", 0.0, 1.0, 0.5, 0.01, key=K_ALPHA,
                                       persist_state="session", disabled=running, help=texts.ALPHA_HELP))
     else:
-        st.caption("GP calibration has no α: its objective is cross-entropy + KL/n (α = 1, no Brier term).")
+        st.caption(texts.GP_NO_ALPHA)
     d = st.columns(3, gap="medium")
     n_re = int(d[0].number_input("Recalibration rows n_re", min_value=2, max_value=preds.n - 1, step=100, key=K_N_RE,
                                  persist_state="session", disabled=running, help=texts.N_RE_HELP))
     seed = int(d[1].number_input("Split seed", min_value=0, value=0, key=K_SEED, persist_state="session",
                                  disabled=running, help=texts.SEED_HELP))
-    d[2].markdown(f"Fit on **{n_re:,}** rows, test on **{preds.n - n_re:,}** rows.")
+    d[2].markdown(texts.pbr_split(n_re, preds.n))
     problem = small_test_set_problem(preds.n - n_re)
     if problem:  # a test part too small to say anything: refused, with what to do
         st.error(f"{problem} {texts.fewer_fit_rows_todo(preds.n, max_n_re(preds.n), MIN_TEST_ROWS)}",
@@ -92,7 +92,7 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings | None:
         if est.long:
             st.info(est.sentence(), icon=":material/hourglass_top:")
         else:
-            st.caption(f":material/schedule: {est.sentence()}")
+            st.caption(texts.estimate_caption(est.sentence()))
     with st.expander("Bound and fit settings"):
         e = st.columns(3, gap="medium")
         eps = float(e[0].number_input("ε (failure probability)", min_value=0.001, max_value=0.5, value=0.05, step=0.01,
@@ -115,8 +115,7 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings | None:
                                                   persist_state="session", disabled=running,
                                                   help=texts.PRIOR_SPLIT_HELP))
             n_prior = int(round(prior_split * n_re))
-            st.caption(f"The prior is chosen on {n_prior:,} of the {n_re:,} recalibration rows; the posterior and "
-                       f"the bounds use the other {n_re - n_prior:,}.")
+            st.caption(texts.prior_split_caption(n_prior, n_re))
     if problem:
         return None
     return runs.PBRSettings(objective=objective, mean_approx=bool(mean_approx), alpha=alpha, alpha_grid=grid,
@@ -127,19 +126,15 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings | None:
 
 def _start(loaded: state.Loaded, s: runs.PBRSettings) -> None:
     preds, name, key = loaded.preds, loaded.name, loaded.key
-    what = texts.method_label(s.method)
-    if s.uses_alpha:
-        what += f", α = {s.alpha:g}" if s.alpha is not None else ", α chosen by CV"
-    recal_ui.start("pbr", f"{what} (n_re = {s.n_re:,})",
+    recal_ui.start("pbr", texts.pbr_job_label(texts.method_label(s.method), s.uses_alpha, s.alpha, s.n_re),
                    lambda ctx: runs.run_pbr(preds, s, ctx, data_name=name, data_key=key), heavy=True)
 
 
 def _cards(r: runs.PBRResult) -> None:
     c = st.columns(6)
     c[0].metric("Test ECE after", f"{r.after['ece']:.4f}", delta=f"{r.after['ece'] - r.before['ece']:+.4f}",
-                delta_color="inverse", help=texts.ECE_HELP + f" Before: {r.before['ece']:.4f}. "
-                                                             f"B = {r.after['n_bins']} bins on {r.n_te:,} test rows.")
-    c[1].metric("Test ECE before", f"{r.before['ece']:.4f}", help="The uncalibrated model on the same test rows.")
+                delta_color="inverse", help=texts.ece_after_help(r.before["ece"], r.after["n_bins"], r.n_te))
+    c[1].metric("Test ECE before", f"{r.before['ece']:.4f}", help=texts.ECE_BEFORE_HELP)
     c[2].metric("Accuracy after", f"{r.after['accuracy']:.2%}",
                 delta=f"{100 * (r.after['accuracy'] - r.before['accuracy']):+.2f} pt", help=texts.ACCURACY_HELP)
     c[3].metric("KL(ρ‖π)", texts.kl_card(r.kl), help=texts.KL_HELP)
@@ -147,18 +142,10 @@ def _cards(r: runs.PBRResult) -> None:
     iters = fr.get("iterations")
     c[4].metric("Iterations", "–" if iters is None else f"{iters:,}", help=texts.FIT_INFO_HELP)
     c[5].metric("Fit time", f"{fr.get('wall_time_s', r.seconds):.1f} s", help=texts.FIT_INFO_HELP)
-    extra = [f"device: **{texts.md(fr.get('device', runs.device_label()))}**"]
-    if r.alpha is not None:
-        extra.append(f"α = **{r.alpha:g}**" + (" (chosen by cross-validation)" if r.settings.alpha is None else ""))
-    draws = mc_description(fr)
-    if draws:
-        extra.append(draws)
-    if fr.get("stop_reason"):
-        extra.append(f"stopped: {texts.fit_words(fr['stop_reason'])}" +
-                     ("" if fr.get("converged", True) else " (not converged)"))
-    st.caption(" · ".join(extra))
+    st.caption(texts.fit_details(fr.get("device", runs.device_label()), r.alpha, r.settings.alpha is None,
+                                 mc_description(fr), fr.get("stop_reason"), fr.get("converged", True)))
     for w in fr.get("warnings", []) or []:
-        st.caption(f":material/warning: {texts.fit_words(w)}")
+        st.caption(texts.fit_warning(w))
     note = texts.at_prior_note(r.at_prior, r.alpha, r.settings.n_re)
     if note:
         st.info(note, icon=":material/info:")
@@ -171,9 +158,9 @@ def _cards(r: runs.PBRResult) -> None:
 
 
 def _bounds(r: runs.PBRResult) -> None:
-    st.subheader("What the PAC-Bayes bounds guarantee", help=texts.BOUNDS_INTRO)
+    st.subheader(texts.BOUNDS_TITLE, help=texts.BOUNDS_INTRO)
     if not r.bounds:
-        st.info("This method reports no KL divergence, so the paper's bounds do not apply to it.")
+        st.info(texts.NO_KL_NO_BOUNDS)
         return
     s = r.settings
     n = r.n_bound or s.n_re
@@ -181,20 +168,17 @@ def _bounds(r: runs.PBRResult) -> None:
         st.success(texts.bound_validity("split", n, s.n_re), icon=":material/verified:")
     else:
         st.warning(texts.bound_validity("same_rows", n, s.n_re), icon=":material/info:")
-    st.caption(f"n = {n:,} rows, B = floor(n^(1/3)) = {r.n_bins_re} bins, KL = {r.kl:.4g}, "
-               f"ε = {s.eps:g}, L = {s.lipschitz:g}. ECE on these rows after the fit: {r.ece_re:.4f}.")
+    st.caption(texts.bounds_caption(n, r.n_bins_re, r.kl, s.eps, s.lipschitz, r.ece_re))
     c = st.columns(2, gap="large")
     with c[0], st.container(border=True):
         b = r.bounds["corollary1"]
         st.metric("Corollary 1: E_ρ ECE generalisation gap ≤", f"{b:.4f}",
-                  help="Average over maps V drawn from the posterior ρ of |E ECE(fresh data of n rows) − "
-                       "ECE(recalibration rows)|.")
+                  help=texts.COROLLARY1_CARD_HELP)
         st.markdown(texts.corollary1_reading(b, n, s.eps, r.ece_re))
     with c[1], st.container(border=True):
         b = r.bounds["corollary2"]
         st.metric("Corollary 2: E_ρ |TCE − recalibration ECE| ≤", f"{b:.4f}",
-                  help="Average over maps V drawn from the posterior ρ of the total bias |TCE − ECE|: the "
-                       "binning bias (1+L)/B plus the KL-dependent estimation term.")
+                  help=texts.COROLLARY2_CARD_HELP)
         st.markdown(texts.corollary2_reading(b, s.eps, r.ece_re))
         st.caption(texts.COROLLARY2_RANGE_MEANING)
     if s.objective == "pbr_total":
@@ -202,7 +186,7 @@ def _bounds(r: runs.PBRResult) -> None:
 
 
 def _results(loaded: state.Loaded, r: runs.PBRResult) -> None:
-    st.subheader(f"Result: {texts.method_label(r.settings.method)}")
+    st.subheader(texts.pbr_result_title(texts.method_label(r.settings.method)))
     recal_ui.stale_note(r, loaded)
     _cards(r)
     binary_positive = r.binary_positive
@@ -213,7 +197,7 @@ def _results(loaded: state.Loaded, r: runs.PBRResult) -> None:
     st.caption(texts.RELIABILITY_PAIR_CAPTION + (" " + texts.binary_ece_caption(r.settings.binary_ece)
                                                  if r.preds.kind == "binary" else ""))
     if r.alpha_scores is not None and len(r.alpha_scores):
-        with st.expander(f"Automatic choice of α: α = {r.alpha:g}", expanded=True):
+        with st.expander(texts.alpha_choice_title(r.alpha), expanded=True):
             a = st.columns([1.6, 1.4], gap="medium")
             a[0].plotly_chart(FR.alpha_selection_figure(r.alpha_scores, r.alpha,
                                                         score_name=CV_SCORES.get(r.settings.cv_score, "score")),
@@ -235,28 +219,19 @@ def _results(loaded: state.Loaded, r: runs.PBRResult) -> None:
     with c[0]:
         recal_ui.lazy_button("Calibrated predictions (CSV)", r.calibrated_csv, f"{r.settings.method}_calibrated.csv",
                              "text/csv", "pbr_dl_predictions",
-                             help=f"Every row of {texts.md(r.data_name)} recalibrated by the fitted {texts.method_label(r.settings.method)}: "
-                                  "one probability column per class, the label, and a last column "
-                                  f"*{runs.FIT_ROWS_COLUMN}*: True for the {r.settings.n_re:,} recalibration rows "
-                                  f"it was fitted on, False for the {r.n_te:,} rows of the test part. Score it only "
-                                  "on the False rows. Reads back on the Data page.")
+                             help=texts.pbr_predictions_help(r.data_name, texts.method_label(r.settings.method),
+                                                             runs.FIT_ROWS_COLUMN, r.settings.n_re, r.n_te))
     with c[1]:
         recal_ui.lazy_button("Fitted recalibrator (JSON)", r.recalibrator_json, f"{r.settings.method}_recalibrator.json",
                              "application/json", "pbr_dl_recalibrator", icon=":material/data_object:",
-                             help="Load it in Python with pbr_core.recalibrators.load_recalibrator(path) and call "
-                                  ".predict_proba(logits) on new predictions of the same model.")
+                             help=texts.RECALIBRATOR_JSON_HELP)
     with c[2]:
         recal_ui.report_button("pbr_dl_report")
 
 
 def render() -> None:
-    st.title("PBR recalibration")
-    st.markdown(
-        "Recalibrate the loaded model with **PAC-Bayes recalibration** (the paper's Section 5.2): a Gaussian "
-        "process reshapes the predicted probabilities, fitted to minimise the Brier score plus α times the "
-        "KL divergence from its prior. The fit uses a random **recalibration set** of n_re rows; everything "
-        "shown is measured on the other rows (the **test part**)."
-    )
+    st.title(texts.PBR_TITLE)
+    st.markdown(texts.PBR_INTRO)
     loaded = state.current()
     if not recal_ui.recalibratable(loaded, needs_gp=True):
         return

@@ -24,7 +24,8 @@ TEXT_CALLS = {"info", "warning", "error", "success", "caption", "markdown", "wri
 #: The modules held to it. The other pages still write some sentences inline (issue 36 counted 79
 #: over the 8 pages); a page joins this list when they have moved to texts.
 THIN = ["dashboard/views/compare.py", "dashboard/sections/sweep.py", "dashboard/sections/group_gaps.py",
-        "dashboard/views/bins_bias.py", "dashboard/views/generalization.py", "dashboard/views/groups.py"]
+        "dashboard/views/bins_bias.py", "dashboard/views/generalization.py", "dashboard/views/groups.py",
+        "dashboard/views/pbr.py"]
 
 
 def inline_sentences(source: str) -> list[str]:
