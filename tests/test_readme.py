@@ -67,16 +67,29 @@ def test_readme_cli_example_runs(command, tmp_path, monkeypatch, capsys):
             assert (tmp_path / args[i + 1]).stat().st_size > 0
 
 
-def _python_blocks() -> list[str]:
+def _python_blocks_by_section() -> list[tuple[str, str]]:
+    """(the ``## `` section it is in, the code) of every Python block of the README, in order."""
     text = (ROOT / "README.md").read_text()
-    return re.findall(r"```python\n(.*?)```", text, re.S)
+    out, section = [], ""
+    for part in re.split(r"(^## [^\n]*|```python\n.*?```)", text, flags=re.S | re.M):
+        if part.startswith("## "):
+            section = part
+        elif part.startswith("```python\n"):
+            out.append((section, part[len("```python\n"):-3]))
+    return out
+
+
+def _python_blocks() -> list[str]:
+    return [code for _, code in _python_blocks_by_section()]
 
 
 @pytest.mark.parametrize("index", range(len(_python_blocks())))
 def test_readme_python_example_runs(index, tmp_path, monkeypatch):
-    """Each Python block runs after the ones before it (they build on ``preds``), from a copy of the
-    repository's sample data; blocks that fit GPs for longer than ``FAST_GP_EXAMPLE_S`` (by the
-    README's own comments) run only with PBR_SLOW=1."""
+    """Each Python block runs after the ones before it in its section (the Library's build on
+    ``preds``; a section such as *In a notebook* starts afresh), from a copy of the repository's
+    sample data; blocks that fit GPs for longer than ``FAST_GP_EXAMPLE_S`` (by the README's own
+    comments) run only with PBR_SLOW=1."""
+    sections = [section for section, _ in _python_blocks_by_section()]
     blocks = _python_blocks()
     slow = [bool(re.search(r"\bPBR\(|\"gp\"|\"pbr", b))
             and _over_fast_limit(" ".join(line.partition("#")[2] for line in b.splitlines())) for b in blocks]
@@ -86,6 +99,8 @@ def test_readme_python_example_runs(index, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
     for i in range(index + 1):
+        if sections[i] != sections[index]:
+            continue  # another section's examples: this one does not build on them
         if i < index and slow[i]:
             continue  # earlier slow blocks: what later blocks need from them is re-made here
         exec(compile(blocks[i], f"README.md python block {i + 1}", "exec"), namespace)
