@@ -1865,6 +1865,72 @@ def pbr_predictions_help(data_name: str, method: str, fit_column: str, n_re: int
             "on the False rows. Reads back on the Data page.")
 
 
+# --------------------------------------------------------------------------- Data page (the page's own lines)
+DATA_INTRO = ("Load the predictions of a classifier on a test set: a bundled sample or your own file. "
+              "The other pages then show how well calibrated the model is.")
+NOTHING_LOADED = "Nothing is loaded yet."
+BUNDLED_SAMPLES_TITLE = "Bundled samples"
+SAMPLES_HELP = "Test-set predictions of real models (see sample_data/SOURCES.md for origin and license)."
+YOUR_FILE_TITLE = "Your file"
+TEMPLATES_CAPTION = "Download a template: a small example file in each accepted layout."
+LOAD_FIRST = "Load a file first: its columns will be listed here."
+MAP_SHARE_HELP = ("Drawn at random; the other rows are audited. More rows for the map: a steadier map, "
+                  "fewer rows to audit it on.")
+#: The Data page's warning on a file whose rows all have the same true label ({name}: the class, in Markdown).
+ONE_CLASS_WARNING = ("Every row's true label is the same class (**{name}**). Calibration is then measured against "
+                     "that one outcome only, and a recalibrator fitted on these rows learns to predict only that "
+                     "class. If the file should hold all outcomes, check how it was exported (a filter?).")
+ROWS_HELP = "Number of predictions (test examples)."
+CLASSES_HELP = "Number of classes the model chooses from."
+DATA_ACCURACY_HELP = "Share of rows where the predicted class is the true class."
+KIND_HELP = ("multiclass: full probability vectors; binary: p(y=1) and a 0/1 label; "
+             "top-label: only confidence, predicted and true label (enough for ECE, not for recalibration).")
+FIRST_ROWS_TITLE = "**First rows, as read**"
+
+
+def samples_caption(n: int) -> str:
+    return f"{n} files in sample_data/; their origin and license are in sample_data/SOURCES.md."
+
+
+def server_folder_caption(folder: str) -> str:
+    """The operator's data folder (its last part), as the server section names it."""
+    return f"Data folder: `{folder}/` (set by the operator; nothing outside it can be opened)."
+
+
+def read_stopped_note(name: str) -> str:
+    return f"Stopped reading {md(name)}: nothing of it was kept; the data loaded before stays in use."
+
+
+def load_failed(file_name: str, message: str, hints: list[str], kept: str | None) -> str:
+    """A file that could not be loaded: its name, the loader's message (already for the page), the
+    hints that apply, and the data still in use (its name) if any."""
+    still = f"The data loaded before (**{md(kept)}**) is still in use." if kept else ""
+    return "\n\n".join([f"Could not load **{md(file_name)}**: {message}", *hints, still]).strip()
+
+
+def loaded_title(name: str) -> str:
+    return f"Loaded: {md(name)}"
+
+
+def scores_read_as(input_type: str) -> str:
+    """How the score columns were read: logits (turned into probabilities) or probabilities."""
+    scores = "logits (turned into probabilities with a softmax)" if input_type == "logits" else "probabilities"
+    return f"The score columns were read as **{scores}**."
+
+
+def loader_notes(notes: Iterable[str]) -> str:
+    """What the loader decided, as a Markdown list of its notes (each made fit for the page)."""
+    return "**What the loader decided**\n\n" + "\n".join(f"* {for_the_page(n)}" for n in notes)
+
+
+def columns_expander(n: int) -> str:
+    return f"Every column and what it was used as ({n} columns)"
+
+
+def preview_classes_caption(shown: int, total: int) -> str:
+    return f"Showing {shown} of {total} class columns."
+
+
 # ---------------------------------------------------------------------- serving (dashboard/serving.py)
 #: What Streamlit's default of each setting of dashboard.serving.SAFE_SETTINGS would do here.
 SERVING_DEFAULTS = {

@@ -151,20 +151,19 @@ def _on_map() -> None:
 def _source_controls(cur: state.Loaded | None) -> None:
     left, right = st.columns(2, gap="large")
     with left:
-        st.subheader("Bundled samples")
+        st.subheader(texts.BUNDLED_SAMPLES_TITLE)
         samples = state.list_samples()
         # Mirror what is loaded, so the box never claims a sample that is not in use.
         st.session_state[K_SAMPLE] = cur.file_name if cur and cur.origin == "sample" else None
         st.selectbox(
             "Real prediction files shipped with pbr-calib", samples, key=K_SAMPLE,
             format_func=state.describe_sample, on_change=_on_sample, placeholder="Choose a sample",
-            help="Test-set predictions of real models (see sample_data/SOURCES.md for origin and license).",
+            help=texts.SAMPLES_HELP,
         )
-        st.caption(f"{len(samples)} files in sample_data/; their origin and license are in "
-                   "sample_data/SOURCES.md.")
+        st.caption(texts.samples_caption(len(samples)))
         _templates()
     with right:
-        st.subheader("Your file")
+        st.subheader(texts.YOUR_FILE_TITLE)
         st.file_uploader(
             "Upload predictions (CSV, TSV, CSV.GZ, Excel, Parquet, JSON, JSONL, NPZ, NPY)", type=state.UPLOAD_TYPES,
             key=K_UPLOAD, on_change=_take_upload, help=texts.UPLOAD_HELP,
@@ -188,11 +187,10 @@ def _server_source(cur: state.Loaded | None) -> None:
               or state.read_stopped() is not None)
     with st.expander("Dataset on the server (files over the upload limit)", expanded=opened):
         st.markdown(texts.SERVER_DATA_INTRO)
-        st.caption(f"Data folder: `{root.name}/` (set by the operator; nothing outside it can be opened).")
+        st.caption(texts.server_folder_caption(root.name))
         stopped = state.read_stopped()
         if stopped:
-            st.info(f"Stopped reading {texts.md(stopped)}: nothing of it was kept; the data loaded before stays in use.",
-                    icon=":material/stop_circle:")
+            st.info(texts.read_stopped_note(stopped), icon=":material/stop_circle:")
         with st.form("data_server_form", border=False):
             c = st.columns([4, 1], vertical_alignment="bottom")
             c[0].text_input("Path inside the data folder", key=K_SERVER_PATH, placeholder="logs/*.parquet")
@@ -206,7 +204,7 @@ def _reading_options(cur: state.Loaded | None) -> None:
     title = "Columns and reading options" + (" (for the file that failed)" if is_failed else "")
     with st.expander(title, expanded=is_failed and bool(columns)):
         if target is None:
-            st.caption("Load a file first: its columns will be listed here.")
+            st.caption(texts.LOAD_FIRST)
             return
         with st.form("data_options_form", border=False):
             if columns:
@@ -277,15 +275,14 @@ def _map_scores_form(target: tuple[str, list[str], state.LoadOptions], cur: stat
             c[1].selectbox("Outcome column (two values: what the score predicts)", columns, key=K_MAP_LABEL)
             c = st.columns(2, gap="medium")
             c[0].slider("Rows used to fit the map", 10, 50, 30, 5, key=K_MAP_SHARE, format="%d%%",
-                        help="Drawn at random; the other rows are audited. More rows for the map: a steadier map, "
-                             "fewer rows to audit it on.")
+                        help=texts.MAP_SHARE_HELP)
             c[1].radio("Map", list(MAP_METHODS), format_func=MAP_METHODS.get, key=K_MAP_METHOD)
             st.form_submit_button("Map the scores and audit the other rows", on_click=_on_map, key="data_map",
                                   icon=":material/swap_horiz:")
 
 
 def _templates() -> None:
-    st.caption("Download a template: a small example file in each accepted layout.")
+    st.caption(texts.TEMPLATES_CAPTION)
     cols = st.columns(len(TEMPLATES))
     for col, (kind, label, file_name) in zip(cols, TEMPLATES):
         with col:
@@ -306,68 +303,53 @@ def _error_box(cur: state.Loaded | None) -> None:
         hints.append(texts.COLUMNS_HINT)
     if "no score columns" in raw or "p(y=1) in [0, 1]" in raw or "ambiguous" in raw:
         hints.append(texts.MAP_SCORES_HINT)
-    kept = f"The data loaded before (**{texts.md(cur.name)}**) is still in use." if cur else ""
-    body = "\n\n".join([f"Could not load **{texts.md(err['file_name'])}**: {msg}", *hints, kept])
-    st.error(body.strip(), icon=":material/error:")
-
-
-#: The Data page's warning on a file whose rows all have the same true label.
-ONE_CLASS_WARNING = ("Every row's true label is the same class (**{name}**). Calibration is then measured against "
-                     "that one outcome only, and a recalibrator fitted on these rows learns to predict only that "
-                     "class. If the file should hold all outcomes, check how it was exported (a filter?).")
+    st.error(texts.load_failed(err["file_name"], msg, hints, cur.name if cur else None), icon=":material/error:")
 
 
 def _summary(cur: state.Loaded) -> None:
     p = cur.preds
-    st.subheader(f"Loaded: {texts.md(cur.name)}")
+    st.subheader(texts.loaded_title(cur.name))
     n, accuracy = p.n, p.accuracy
     if cur.stream is not None:  # every row of the dataset, from the streamed statistics
         n, accuracy = cur.stream.n_total, cur.stream.stats["top"].accuracy
         st.info(texts.server_sample_note(n, p.n, "the first-rows preview below, PBR, Compare and Fit & apply"),
                 icon=":material/dataset:")
     c = st.columns(4)
-    c[0].metric("Rows (n)", f"{n:,}", help="Number of predictions (test examples).")
-    c[1].metric("Classes (K)", state.classes_label(p), help="Number of classes the model chooses from.")
-    c[2].metric("Accuracy", f"{accuracy:.2%}", help="Share of rows where the predicted class is the true class.")
+    c[0].metric("Rows (n)", f"{n:,}", help=texts.ROWS_HELP)
+    c[1].metric("Classes (K)", state.classes_label(p), help=texts.CLASSES_HELP)
+    c[2].metric("Accuracy", f"{accuracy:.2%}", help=texts.DATA_ACCURACY_HELP)
     c[3].metric("Kind", state.kind_label(p),
-                help="multiclass: full probability vectors; binary: p(y=1) and a 0/1 label; "
-                     "top-label: only confidence, predicted and true label (enough for ECE, not for recalibration).")
+                help=texts.KIND_HELP)
     # Logits or probabilities: a sentence, not a card (the word does not fit a card's large font).
-    scores = ("logits (turned into probabilities with a softmax)" if p.input_type == "logits"
-              else "probabilities")
-    st.markdown(f"The score columns were read as **{scores}**.")
+    st.markdown(texts.scores_read_as(p.input_type))
     only = p.only_label() if cur.stream is None else None
     notes = [n for n in p.notes if only is None or n != ONE_CLASS_NOTE.format(name=only)]
     if only is not None:  # a filtered export, most likely: shown as a warning, not among the notes
-        st.warning(ONE_CLASS_WARNING.format(name=texts.md(only)), icon=":material/warning:")
+        st.warning(texts.ONE_CLASS_WARNING.format(name=texts.md(only)), icon=":material/warning:")
     if notes:
-        st.info("**What the loader decided**\n\n" + "\n".join(f"* {texts.for_the_page(n)}" for n in notes),
-                icon=":material/info:")
+        st.info(texts.loader_notes(notes), icon=":material/info:")
     if p.column_roles:
-        with st.expander(f"Every column and what it was used as ({len(p.column_roles)} columns)",
+        with st.expander(texts.columns_expander(len(p.column_roles)),
                          expanded=p.metadata is not None and len(p.column_roles) <= 30):
             st.dataframe(tables.roles_frame(p), hide_index=True)
             st.caption(texts.ROLES_CAPTION)
-    st.markdown("**First rows, as read**")
+    st.markdown(texts.FIRST_ROWS_TITLE)
     preview = tables.preview_frame(p)
     st.dataframe(preview, hide_index=True, column_config=tables.preview_column_config(preview))
     if p.probs is not None and p.n_classes > tables.MAX_PREVIEW_CLASSES and p.kind != "binary":
-        st.caption(f"Showing {tables.MAX_PREVIEW_CLASSES} of {p.n_classes} class columns.")
+        st.caption(texts.preview_classes_caption(tables.MAX_PREVIEW_CLASSES, p.n_classes))
 
 
 def render() -> None:
     st.title("Data")
-    st.markdown(
-        "Load the predictions of a classifier on a test set: a bundled sample or your own file. "
-        "The other pages then show how well calibrated the model is."
-    )
+    st.markdown(texts.DATA_INTRO)
     cur = state.current()
     _source_controls(cur)
     _server_source(cur)
     _reading_options(cur)
     st.divider()
     if cur is None:
-        st.info("Nothing is loaded yet.")
+        st.info(texts.NOTHING_LOADED)
         return
     _summary(cur)
 

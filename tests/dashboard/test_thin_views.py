@@ -25,7 +25,7 @@ TEXT_CALLS = {"info", "warning", "error", "success", "caption", "markdown", "wri
 #: over the 8 pages); a page joins this list when they have moved to texts.
 THIN = ["dashboard/views/compare.py", "dashboard/sections/sweep.py", "dashboard/sections/group_gaps.py",
         "dashboard/views/bins_bias.py", "dashboard/views/generalization.py", "dashboard/views/groups.py",
-        "dashboard/views/pbr.py"]
+        "dashboard/views/pbr.py", "dashboard/views/data.py"]
 
 
 def inline_sentences(source: str) -> list[str]:
