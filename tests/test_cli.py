@@ -45,8 +45,8 @@ def test_methods_lists_every_registered_method(capsys) -> None:
     code, out, _ = run(capsys, "methods", "--format", "json")
     rows = json.loads(out)
     assert [r["method"] for r in rows] == available_methods()
-    assert next(r for r in rows if r["method"] == "histogram_binning")["params"] == {"n_bins": None, "strategy": "uniform",
-                                                                                   "floor": None}
+    assert next(r for r in rows if r["method"] == "histogram_binning")["params"] == {
+        "n_bins": None, "strategy": "equal_mass", "floor": None, "multiclass": "top_label"}
 
 
 def test_evaluate_json_matches_the_library(capsys) -> None:
@@ -118,10 +118,11 @@ def test_fit_with_params(capsys, c10_files, tmp_path) -> None:
     fit, _ = c10_files
     model = tmp_path / "hb.json"
     code, _, _ = run(capsys, "fit", fit, "--method", "histogram_binning", "--param", "n_bins=5",
-                     "--param", "strategy=equal_mass", "--out", model, "--quiet")
+                     "--param", "strategy=uniform", "--out", model, "--quiet")
     assert code == EXIT_OK
     doc = json.loads(model.read_text())
-    assert doc["method"] == "histogram_binning" and doc["params"] == {"n_bins": 5, "strategy": "equal_mass", "floor": None}
+    assert doc["method"] == "histogram_binning" and doc["params"] == {"n_bins": 5, "strategy": "uniform", "floor": None,
+                                                                     "multiclass": "top_label"}
     code, _, _ = run(capsys, "fit", fit, "--method", "vector_scaling", "--param", "bias=false", "--out", model, "--quiet")
     assert code == EXIT_OK and json.loads(model.read_text())["params"]["bias"] is False
 

@@ -46,7 +46,7 @@ def test_one_vs_all_fits_report_through_the_protocol() -> None:
     seen = []
     P = np.full((20, 3), 1 / 3)
     with report_progress(lambda d, t, m: seen.append((d, t, m))):
-        HistogramBinning(n_bins=2).fit(P, np.arange(20) % 3)
+        HistogramBinning(n_bins=2, multiclass="one_vs_all").fit(P, np.arange(20) % 3)
     assert seen == [(k, 3, "histogram_binning (one-vs-all)") for k in range(3)]
 
 

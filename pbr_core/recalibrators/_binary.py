@@ -1,16 +1,30 @@
 """Shared machinery of the binary recalibrators (Platt, isotonic, histogram binning, beta, BBQ).
 
 A binary recalibrator learns a map p -> q on [0, 1] from (p(y=1), y) pairs. On binary data
-(K = 2) it is fitted once on ``probs[:, 1]``. On multiclass data it is fitted one-vs-all: map k is
-learned on (``probs[:, k]``, 1[y = k]); at prediction the K outputs are divided by their row sum,
-as in Zadrozny & Elkan (2002). A row whose K outputs are all zero (possible with isotonic
-regression or histogram binning) gets the uniform distribution 1/K, as scikit-learn's
-``CalibratedClassifierCV`` does.
+(K = 2) it is fitted once on ``probs[:, 1]``. On multiclass data it is fitted one of two ways:
+
+* one-vs-all: map k is learned on (``probs[:, k]``, 1[y = k]); at prediction the K outputs are
+  divided by their row sum, as in Zadrozny & Elkan (2002). A row whose K outputs are all zero
+  (possible with isotonic regression or histogram binning) gets the uniform distribution 1/K, as
+  scikit-learn's ``CalibratedClassifierCV`` does.
+* top-label (the "confidence calibration" of Guo et al. 2017; Gupta & Ramdas 2022's multiclass-to-
+  binary reduction, pooled over the predicted classes): one map is learned on (max_k p_k, 1[y =
+  argmax_k p_k]); at prediction the top class gets q = map(max_k p_k) and the other classes share
+  1 - q in the proportions the model gave them (the softmax of their logits where there are logits).
+  Used by the step-function methods (isotonic regression, histogram binning, BBQ) on multiclass data
+  by default, their ``multiclass`` parameter: a step map gives every class inside one step the same
+  value, and one-vs-all with many classes gives each of the K - 1 classes below the first step that
+  step's frequency, which the renormalisation then takes from the top class. Measured on the bundled
+  CIFAR-100 DenseNet-121 (5000 rows to fit, 5000 to test, uncalibrated NLL .9535): one-vs-all
+  histogram binning 1.5355 (rows whose top probability was in [.9, .99) got .865 on median), BBQ
+  1.3253, isotonic .9724; top-label .9422, .9397, .9406. The top-label map keeps the model's ranking
+  of the other classes, which is all a step map could not learn from ~n / K positives per class.
 
 References
 ----------
 .. [1] B. Zadrozny and C. Elkan. Transforming classifier scores into accurate multiclass
    probability estimates. KDD 2002.
+.. [2] C. Gupta and A. Ramdas. Top-label calibration and multiclass-to-binary reductions. ICLR 2022.
 """
 
 from __future__ import annotations
@@ -20,10 +34,34 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from scipy.special import softmax
+
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import _state
+from pbr_core.recalibrators._params import Constraint, one_of
 from pbr_core.recalibrators._state import StateError
 from pbr_core.recalibrators.base import Recalibrator, track
+
+#: How a binary map is applied to K > 2 classes: the ``multiclass`` parameter of the step-function methods.
+MULTICLASS = ("top_label", "one_vs_all")
+MULTICLASS_CONSTRAINT: Constraint = one_of(MULTICLASS, words=f"one of {MULTICLASS}")
+
+
+def top_label_rest(preds: Predictions, top: np.ndarray) -> np.ndarray:
+    """Each row's distribution over the classes other than ``top`` (0 at ``top``), in the model's
+    proportions: the softmax of the other logits where there are logits (exact where the probabilities
+    underflow), else the other probabilities divided by their sum (uniform where they are all 0)."""
+    rows = np.arange(top.shape[0])
+    if preds.logits is not None:
+        z = np.array(preds.logits, dtype=np.float64)
+        z[rows, top] = -np.inf
+        return softmax(z, axis=1)
+    rest = np.array(preds.probs, dtype=np.float64)
+    rest[rows, top] = 0.0
+    total = rest.sum(axis=1, keepdims=True)
+    uniform = np.full_like(rest, 1.0 / (rest.shape[1] - 1))
+    uniform[rows, top] = 0.0
+    return np.divide(rest, total, out=uniform, where=total > 0)
 
 
 class BinaryRecalibrator(Recalibrator):
@@ -35,7 +73,9 @@ class BinaryRecalibrator(Recalibrator):
     from a saved file and checks it. A subclass that had to deviate from its plain fit for
     some maps appends their names to ``self._fit_notes``; ``fit`` then issues one warning,
     ``_fit_note_message`` formatted with the names.
-    The learned maps are in ``maps_``: one dict for binary data, K dicts (class order) otherwise.
+    The learned maps are in ``maps_``: one dict for binary data and for top-label fits, K dicts (class
+    order) one-vs-all. A subclass that offers the top-label reduction takes a ``multiclass`` parameter
+    (``MULTICLASS_CONSTRAINT``).
     """
 
     uses: ClassVar[str] = "probs"
@@ -47,6 +87,10 @@ class BinaryRecalibrator(Recalibrator):
         self._fit_notes: list[str] = []
         if preds.n_classes == 2:
             self.maps_ = [self._fit_binary(probs[:, 1], (labels == 1).astype(np.float64), "p(y=1)")]
+        elif self._top_label():
+            top = probs.argmax(axis=1)
+            self.maps_ = [self._fit_binary(probs[np.arange(preds.n), top], (labels == top).astype(np.float64),
+                                           "top label")]
         else:
             K = preds.n_classes
             self.maps_ = [
@@ -64,6 +108,13 @@ class BinaryRecalibrator(Recalibrator):
         if self.n_classes_ == 2:
             q = np.clip(self._predict_binary(probs[:, 1], self.maps_[0]), 0.0, 1.0)
             return np.column_stack([1.0 - q, q])
+        if self._top_label():
+            top = probs.argmax(axis=1)
+            rows = np.arange(top.shape[0])
+            q = np.clip(self._predict_binary(probs[rows, top], self.maps_[0]), 0.0, 1.0)
+            out = top_label_rest(preds, top) * (1.0 - q)[:, None]
+            out[rows, top] = q
+            return out
         Q = np.empty_like(probs)
         for k, state in enumerate(self.maps_):
             Q[:, k] = self._predict_binary(probs[:, k], state)
@@ -78,11 +129,25 @@ class BinaryRecalibrator(Recalibrator):
 
     def _set_state(self, state: dict[str, Any]) -> None:
         maps = _state.Fields(state, "state").get("maps")
-        expected = 1 if self.n_classes_ == 2 else self.n_classes_
+        expected = 1 if self.n_classes_ == 2 or self._top_label() else self.n_classes_
         if not isinstance(maps, list) or len(maps) != expected:
-            what = "1 map (of p(y=1), for 2 classes)" if expected == 1 else f"{expected} maps (one per class)"
+            what = (f"{expected} maps (one per class)" if expected > 1 else "1 map (of p(y=1), for 2 classes)"
+                    if self.n_classes_ == 2 else "1 map (of the top label's probability)")
             raise StateError(f"state.maps must be a list of {what}, but the file holds {_state.shown(maps)}")
         self.maps_ = [self._check_map(_state.Fields(m, f"state.maps[{i}]")) for i, m in enumerate(maps)]
+
+    def _top_label(self) -> bool:
+        """Whether multiclass data get the one top-label map (``multiclass="top_label"``); methods
+        without the parameter are one-vs-all."""
+        return getattr(self, "multiclass", "one_vs_all") == "top_label"
+
+    @classmethod
+    def _from_fields(cls, data: dict[str, Any]) -> "BinaryRecalibrator":
+        # Files written before the ``multiclass`` parameter existed hold one-vs-all maps: read them so.
+        params = data.get("params")
+        if "multiclass" in cls._param_names() and isinstance(params, dict) and "multiclass" not in params:
+            data = {**data, "params": {**params, "multiclass": "one_vs_all"}}
+        return super()._from_fields(data)
 
     # ------------------------------------------------------------------ for subclasses
     def _fit_binary(self, p: np.ndarray, y: np.ndarray, name: str) -> dict[str, Any]:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from scipy.special import gammaln, softmax
 
 from pbr_core.metrics import assign_bins
 from pbr_core.recalibrators import _state
-from pbr_core.recalibrators._binary import BinaryRecalibrator
-from pbr_core.recalibrators._params import POSITIVE_NUMBER, Constraint
+from pbr_core.recalibrators._binary import MULTICLASS_CONSTRAINT, BinaryRecalibrator
+from pbr_core.recalibrators._params import POSITIVE_NUMBER, PROBABILITY_FLOOR, Constraint
 from pbr_core.recalibrators._state import StateError
 from pbr_core.recalibrators.base import register
 from pbr_core.recalibrators.histogram import check_step_map, equal_mass_edges
@@ -63,7 +63,19 @@ class BBQ(BinaryRecalibrator):
     probability is the posterior-weighted average of the models' predictions
     (m_b + alpha_b) / (N_b + N'/B), the posterior mean of the bin's frequency. The average of step
     functions is stored as one step function on the union of the bin edges, so prediction is a
-    single ``searchsorted``. Binary data: one map on p(y=1); multiclass: one-vs-all, renormalised.
+    single ``searchsorted``. Binary data: one map on p(y=1); multiclass: one map on the top label's
+    probability (default, see :mod:`pbr_core.recalibrators._binary`), or one-vs-all, renormalised.
+    The averaged values are kept within [1/(n+1), n/(n+1)] for n fit rows (``floor``), as histogram
+    binning's.
+
+    Measured on the bundled CIFAR files, 5000 rows to fit and 5000 to test (uncalibrated NLL:
+    CIFAR-10 ResNet-110 .1958, CIFAR-100 DenseNet-121 .9535): one-vs-all without a floor .2179 and
+    1.3253. Two causes: a bin without positives predicts (0 + s p_b) / (N_b + s) with s = N'/B and
+    p_b its midpoint, and the lowest equal-mass bin of a class's probability ends near 1e-6, so the
+    true class got 4e-6 on median where the model gave it [.001, .01) (the floor alone: .2019 and
+    1.1138); and one-vs-all's lowest bins take their share from the top class (see histogram
+    binning). Top-label with the floor (the defaults): .1839 and .9397 (tested in
+    tests/recalibrators/test_nll_not_worse.py). ``floor=0, multiclass="one_vs_all"`` is the paper's BBQ.
 
     This is the scoring of the paper. netcal's ``BBQ`` differs: it scores models with BIC or AIC
     and keeps a subset chosen by an elbow rule, so the two agree only roughly.
@@ -74,11 +86,16 @@ class BBQ(BinaryRecalibrator):
         Equivalent sample size N' of the Beta priors (Naeini et al. use 2).
     bin_range_factor : float
         The constant C of the range of bin counts (Naeini et al. use 10).
+    floor : float or None
+        The averaged values are kept within [floor, 1 - floor]; None (default) uses 1/(n+1) for n
+        fit rows; 0 gives the plain BBQ of the paper.
+    multiclass : {"top_label", "one_vs_all"}
+        How multiclass data are recalibrated (binary data: one map on p(y=1) either way).
 
     Attributes
     ----------
     maps_ : list of dict
-        Per class (one entry for binary data): ``{"edges": ..., "values": ...}``, the averaged
+        Per class (one entry for binary data and top-label fits): ``{"edges": ..., "values": ...}``, the averaged
         step function (right-closed cells, as everywhere in pbr_core), and
         ``{"n_bins": ..., "weights": ...}``, the bin counts of the retained models and their
         posterior weights (models below ``MIN_MODEL_WEIGHT`` are dropped).
@@ -102,12 +119,16 @@ class BBQ(BinaryRecalibrator):
 
     method: ClassVar[str] = "bbq"
     label: ClassVar[str] = "BBQ"
-    _parameter_constraints: ClassVar[dict[str, Constraint]] = {"n_prime": POSITIVE_NUMBER,
-                                                                "bin_range_factor": POSITIVE_NUMBER}
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {
+        "n_prime": POSITIVE_NUMBER, "bin_range_factor": POSITIVE_NUMBER, "floor": PROBABILITY_FLOOR,
+        "multiclass": MULTICLASS_CONSTRAINT}
 
-    def __init__(self, n_prime: float = 2.0, bin_range_factor: float = 10.0) -> None:
+    def __init__(self, n_prime: float = 2.0, bin_range_factor: float = 10.0, floor: float | None = None,
+                 multiclass: Literal["top_label", "one_vs_all"] = "top_label") -> None:
         self.n_prime = n_prime
         self.bin_range_factor = bin_range_factor
+        self.floor = floor
+        self.multiclass = multiclass
 
     def _fit_binary(self, p: np.ndarray, y: np.ndarray, name: str) -> dict[str, Any]:
         n = p.shape[0]
@@ -138,7 +159,9 @@ class BBQ(BinaryRecalibrator):
             # the one holding the cell's right end (the last cell: the model's last bin).
             cell_bins = np.append(assign_bins(union, models_edges[k]), models_edges[k].size)
             values += w * models_values[k][cell_bins]
-        return {"edges": union, "values": values, "n_bins": bins[keep].astype(np.float64), "weights": weights}
+        floor = 1.0 / (n + 1) if self.floor is None else float(self.floor)  # as histogram binning's
+        return {"edges": union, "values": np.clip(values, floor, 1.0 - floor), "n_bins": bins[keep].astype(np.float64),
+                "weights": weights}
 
     def _predict_binary(self, p: np.ndarray, state: dict[str, Any]) -> np.ndarray:
         return state["values"][assign_bins(p, state["edges"])]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from pbr_core.recalibrators import _state
-from pbr_core.recalibrators._binary import BinaryRecalibrator
+from pbr_core.recalibrators._binary import MULTICLASS_CONSTRAINT, BinaryRecalibrator
 from pbr_core.recalibrators._params import PROBABILITY_FLOOR, Constraint
 from pbr_core.recalibrators.base import register
 
@@ -21,19 +21,28 @@ class IsotonicCalibration(BinaryRecalibrator):
     ``np.interp(p, X_thresholds, y_thresholds)`` (linear between thresholds, constant beyond the
     end points), which is what scikit-learn computes with ``out_of_bounds="clip"``, so a loaded model
     needs no scikit-learn object. The block frequencies are floored at 1/(n+1) and capped at
-    n/(n+1) for n fit rows, so that no class that can occur gets probability exactly 0 (or 1). Binary data: one map on p(y=1); multiclass: one-vs-all,
-    renormalised, and a row whose K maps are all zero becomes uniform.
+    n/(n+1) for n fit rows, so that no class that can occur gets probability exactly 0 (or 1).
+    Binary data: one map on p(y=1); multiclass: one map on the top label's probability (default, see
+    :mod:`pbr_core.recalibrators._binary`), or one-vs-all, renormalised, where a row whose K maps are
+    all zero becomes uniform. Measured on the bundled CIFAR files, 5000 rows to fit and 5000 to test
+    (uncalibrated NLL: CIFAR-10 ResNet-110 .1958, CIFAR-100 DenseNet-121 .9535): one-vs-all .1877 and
+    .9724 (worse than the model on CIFAR-100: ~50 positives per class, and each class's lowest block
+    shared by every row below it), top-label .1822 and .9406.
 
     Parameters
     ----------
     floor : float or None
         The block frequencies are kept within [floor, 1 - floor]; None (default) uses 1/(n+1) for n
         fit rows; 0 gives the plain isotonic regression (probabilities of exactly 0 and 1).
+    multiclass : {"top_label", "one_vs_all"}
+        How multiclass data are recalibrated (binary data: one map on p(y=1) either way);
+        "one_vs_all" is scikit-learn's ``CalibratedClassifierCV(method="isotonic")``.
 
     Attributes
     ----------
     maps_ : list of dict
-        Per class (one entry for binary data): ``{"X_thresholds": ..., "y_thresholds": ...}``.
+        Per class (one entry for binary data and top-label fits): ``{"X_thresholds": ...,
+        "y_thresholds": ...}``.
 
     References
     ----------
@@ -55,10 +64,13 @@ class IsotonicCalibration(BinaryRecalibrator):
     method: ClassVar[str] = "isotonic"
     label: ClassVar[str] = "Isotonic regression"
 
-    _parameter_constraints: ClassVar[dict[str, Constraint]] = {"floor": PROBABILITY_FLOOR}
+    _parameter_constraints: ClassVar[dict[str, Constraint]] = {"floor": PROBABILITY_FLOOR,
+                                                                "multiclass": MULTICLASS_CONSTRAINT}
 
-    def __init__(self, floor: float | None = None) -> None:
+    def __init__(self, floor: float | None = None,
+                 multiclass: Literal["top_label", "one_vs_all"] = "top_label") -> None:
         self.floor = floor
+        self.multiclass = multiclass
 
     def _fit_binary(self, p: np.ndarray, y: np.ndarray, name: str) -> dict[str, Any]:
         # scikit-learn on first use: importing it (with scipy.stats) costs ~1 CPU s, which every

@@ -22,7 +22,7 @@ def test_progress_is_silent_by_default_and_reported_inside_the_block() -> None:
     P = np.full((20, 4), 0.25)
     y = np.arange(20) % 4
     with report_progress(progress):
-        HistogramBinning(n_bins=2).fit(P, y)
+        HistogramBinning(n_bins=2, multiclass="one_vs_all").fit(P, y)
     assert seen == [(4, "histogram_binning (one-vs-all)")]
     HistogramBinning(n_bins=2).fit(P, y)
     assert len(seen) == 1  # the factory is gone after the block
@@ -50,6 +50,7 @@ def test_arrays_survive_json_exactly() -> None:
 
 
 def test_set_params_then_fit_uses_the_new_values() -> None:
-    rec = HistogramBinning().set_params(n_bins=3, strategy="equal_mass")
+    rec = HistogramBinning().set_params(n_bins=3, strategy="uniform")
     rec.fit(np.linspace(0.01, 0.99, 30), np.arange(30) % 2)
-    assert rec.maps_[0]["values"].size == 3 and rec.get_params() == {"n_bins": 3, "strategy": "equal_mass", "floor": None}
+    assert rec.maps_[0]["values"].size == 3 and rec.get_params() == {"n_bins": 3, "strategy": "uniform", "floor": None,
+                                                                      "multiclass": "top_label"}

@@ -49,7 +49,7 @@ def test_uniform_bins_are_the_metrics_bins() -> None:
     rng = np.random.default_rng(0)
     p = np.concatenate([rng.uniform(size=500), np.arange(11) / 10, [0.0, 1.0]])
     y = (rng.uniform(size=p.size) < p).astype(int)
-    rec = HistogramBinning(floor=0.0, n_bins=10).fit(p, y)
+    rec = HistogramBinning(floor=0.0, n_bins=10, strategy="uniform").fit(p, y)
     idx = bin_index(p, 10)
     freq = np.bincount(idx, weights=y, minlength=10) / np.bincount(idx, minlength=10)
     np.testing.assert_array_equal(rec.predict_proba(p)[:, 1], freq[idx])
@@ -58,7 +58,7 @@ def test_uniform_bins_are_the_metrics_bins() -> None:
 def test_perfectly_calibrated_on_its_own_bins(binary_split) -> None:
     """On the recalibration set, with the same uniform bins, the binary ECE after binning is 0."""
     p, y = binary_split.fit.probs[:, 1], binary_split.fit.labels
-    q = HistogramBinning(floor=0.0, n_bins=10).fit(p, y).predict_proba(p)[:, 1]
+    q = HistogramBinning(floor=0.0, n_bins=10, strategy="uniform").fit(p, y).predict_proba(p)[:, 1]
     assert pbr_core.ece(q, y, n_bins=10) < 1e-12
 
 
@@ -72,7 +72,7 @@ def test_equal_mass_bins_hold_equal_counts() -> None:
 def test_empty_bins_predict_their_midpoint_and_default_bins() -> None:
     p = np.array([0.05, 0.1, 0.15, 0.9, 0.95])
     y = np.array([0, 0, 1, 1, 1])
-    rec = HistogramBinning(floor=0.0, n_bins=4).fit(p, y)
+    rec = HistogramBinning(floor=0.0, n_bins=4, strategy="uniform").fit(p, y)
     np.testing.assert_allclose(rec.maps_[0]["values"], [1 / 3, 0.375, 0.625, 1.0])
     assert HistogramBinning(floor=0.0).fit(np.linspace(0, 1, 1000), np.arange(1000) % 2).maps_[0]["values"].size == 10
 
@@ -80,7 +80,7 @@ def test_empty_bins_predict_their_midpoint_and_default_bins() -> None:
 def test_one_vs_all_rows_that_become_all_zero_are_uniform() -> None:
     P = np.array([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8], [0.7, 0.2, 0.1]])
     y = np.array([0, 1, 2, 0])
-    rec = HistogramBinning(floor=0.0, n_bins=2).fit(P, y)  # every class: frequency 0 in (0, 0.5]
+    rec = HistogramBinning(floor=0.0, n_bins=2, strategy="uniform", multiclass="one_vs_all").fit(P, y)  # every class: frequency 0 in (0, 0.5]
     out = rec.predict_proba(np.array([[0.34, 0.33, 0.33], [0.6, 0.2, 0.2]]))
     np.testing.assert_array_equal(out[0], np.full(3, 1 / 3))
     np.testing.assert_array_equal(out[1], [1.0, 0.0, 0.0])

@@ -40,7 +40,7 @@ def test_one_vs_all_rows_that_become_all_zero_are_uniform() -> None:
             row[k], row[(k + 1) % K] = top, 0.2
             rows.append(row)
             labels.append(k)
-    iso = IsotonicCalibration(floor=0.0).fit(np.array(rows), np.array(labels))
+    iso = IsotonicCalibration(floor=0.0, multiclass="one_vs_all").fit(np.array(rows), np.array(labels))
     out = iso.predict_proba(np.array([np.full(K, 1 / K), rows[0]]))
     np.testing.assert_array_equal(out[0], np.full(K, 1 / K))
     assert out[1].argmax() == 0

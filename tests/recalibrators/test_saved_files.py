@@ -223,8 +223,10 @@ def test_histogram_values_are_probabilities_one_per_bin(tmp_path, binary):
     _refused(tmp_path, _with_map(doc, values=_enc([0.1, 0.2, -0.3, 0.4, 0.5])),
              "state.maps[0].values must hold finite numbers between 0 and 1, but holds -0.3 at position 2")
     _refused(tmp_path, _with_map(doc, edges=_enc([0.2, 0.4, 0.6, 1.2])), "state.maps[0].edges must hold finite numbers")
-    multiclass = {**doc, "n_classes": 3}
+    multiclass = {**doc, "n_classes": 3, "params": {**doc["params"], "multiclass": "one_vs_all"}}
     _refused(tmp_path, multiclass, "state.maps must be a list of 3 maps (one per class), but the file holds a list of 1 item")
+    two = {**doc, "n_classes": 3, "state": {"maps": doc["state"]["maps"] * 2}}  # top-label: one map
+    _refused(tmp_path, two, "state.maps must be a list of 1 map (of the top label's probability)")
 
 
 def test_bbq_weights_must_sum_to_one_and_bin_counts_be_whole(tmp_path, binary):
