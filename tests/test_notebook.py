@@ -317,3 +317,17 @@ def test_the_paper_figures_draw_the_studies_tables():
     pbr = means[means["method"] == "pbr"].sort_values("n_re")
     np.testing.assert_allclose(_bars(fig, "PBR").y, pbr["mean"], rtol=1e-12)
     np.testing.assert_array_equal(_bars(fig, "PBR").x, pbr["n_re"])
+
+
+def test_the_corp_figure_draws_the_pav_fit_and_its_band():
+    import pbr_core.plot
+    from pbr_core.corp import corp_reliability
+    from pbr_core.plot import corp_diagram as C
+
+    kitti = pbr_core.load_predictions(SAMPLES / "kitti_random_forest.csv")
+    fig = pbr_core.plot.corp(kitti, n_resamples=20)
+    diagram = corp_reliability(kitti.p_positive, kitti.labels, n_resamples=20)
+    np.testing.assert_array_equal(_bars(fig, C.TRACE_CORP).x, diagram.x)
+    np.testing.assert_array_equal(_bars(fig, C.TRACE_CORP).y, diagram.recalibrated)
+    np.testing.assert_array_equal(_bars(fig, C.TRACE_CORP_BAND + ",").y, diagram.band_low)
+    assert fig.layout.xaxis.title.text == "Predicted probability p(y=1)"

@@ -118,6 +118,37 @@ def reliability(data: Any, labels: Any = None, n_bins: int | None = None, *, tar
                               binary_positive=positive, smooth=smoothed, bands=bands)
 
 
+def corp(data: Any, labels: Any = None, *, target: str | None = None, level: float = 0.9, n_resamples: int = 100,
+         seed: int = 0, title: str | None = None, x_title: str | None = None, y_title: str | None = None) -> go.Figure:
+    """The CORP reliability diagram, without bins (the Reliability page's, Dimitriadis, Gneiting & Jordan 2021).
+
+    Parameters
+    ----------
+    data, labels, target
+        As in :func:`reliability`: what is measured is p(y=1) against y, or the confidence of the
+        top label against whether it was right.
+    level, n_resamples, seed
+        The consistency band's coverage, resamples and seed (:func:`pbr_core.corp.corp_reliability`).
+    title, x_title, y_title : str, optional
+        Words on the figure (defaults: the library's, :func:`axis_titles`).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        The PAV fit of :func:`pbr_core.corp.corp_reliability` at each distinct forecast (steps) over
+        its consistency band, red markers where it leaves the band (:func:`~pbr_core.plot.corp_figure`).
+    """
+    from pbr_core.corp import corp_reliability
+    from pbr_core.metrics import confidence_and_outcome
+    from pbr_core.plot.corp_diagram import corp_figure
+
+    probs, y, positive = measured_inputs(data, labels, target)
+    conf, out = confidence_and_outcome(probs, y)
+    diagram = corp_reliability(conf, out, level=level, n_resamples=n_resamples, seed=seed)
+    xt, yt = axis_titles(positive)
+    return corp_figure(diagram, x_title=x_title or xt, y_title=y_title or yt, title=title)
+
+
 def theorem1_figure(n: int, curve: Any, *, lipschitz: float = 1.0, eps: float = 0.05,
                     **figure_kwargs: Any) -> go.Figure:
     """:func:`~pbr_core.plot.ece_vs_bins_figure` of an ECE curve over B = 1..len(curve) with
