@@ -152,8 +152,10 @@ class VennAbersCross(VennAbers):
 
     Parameters
     ----------
-    n_splits : int, default 5
-        Folds (at least 2; the package's recommended 5).
+    n_splits : int, default 2
+        Folds (at least 2). With the model fixed, more folds mean fewer rows per predictor: test NLL
+        on CIFAR-10 ResNet-110 (5000 rows to fit, 5000 to test; uncalibrated .1958, inductive
+        .1859) was .1895 with 2 folds, .1935 with 3 and .2052 with 5, worse than not recalibrating.
     random_state : int or None, default 0
         Seed of the folds' shuffle (the package's ``shuffle=True, random_state``); None keeps the
         rows' order (its ``shuffle=False``).
@@ -172,7 +174,7 @@ class VennAbersCross(VennAbers):
     _fit_note_message: ClassVar[str] = ("{names}: fewer rows of one outcome than folds, so some folds hold none of "
                                         "them (their intervals are then wide)")
 
-    def __init__(self, n_splits: int = 5, random_state: int | None = 0) -> None:
+    def __init__(self, n_splits: int = 2, random_state: int | None = 0) -> None:
         self.n_splits = n_splits
         self.random_state = random_state
 
