@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Calls whose first argument is text a person reads.
 TEXT_CALLS = {"info", "warning", "error", "success", "caption", "markdown", "write", "subheader", "header",
               "title", "toast"}
-#: The modules held to it. The other pages still write some sentences inline (issue 36 counted 79
-#: over the 8 pages); a page joins this list when they have moved to texts.
+#: The modules held to it. Fit & apply and Reliability still write some sentences inline (issue 36
+#: counted 79 over the 8 pages); a page joins this list when they have moved to texts.
 THIN = ["dashboard/views/compare.py", "dashboard/sections/sweep.py", "dashboard/sections/group_gaps.py",
         "dashboard/views/bins_bias.py", "dashboard/views/generalization.py", "dashboard/views/groups.py",
         "dashboard/views/pbr.py", "dashboard/views/data.py"]
