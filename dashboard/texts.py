@@ -82,12 +82,12 @@ def md_list(values: "Iterable[object]", sep: str = ", ") -> str:
 
 
 def plot_text(value: object) -> str:
-    """A user-provided string as literal text in a plotly title, axis title, legend or hover label.
+    """A user-provided string as literal text in a plotly title, axis title, legend or hover label:
+    :func:`pbr_core.plot.plot_text`, the one the figures use (``&``, ``<``, ``>`` as entities, which
+    plotly shows as the characters themselves; line breaks as spaces)."""
+    from pbr_core.plot.style import plot_text as library_plot_text  # plotly is loaded by then: state imports it
 
-    Plotly reads a subset of HTML in those (``<b>``, ``<a href>``, ``<br>``, entities); ``&``, ``<``
-    and ``>`` are written as entities, which it shows as the characters themselves."""
-    text = _LINE_BREAKS.sub(" ", str(value))
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return library_plot_text(value)
 
 
 N_BINS_HELP = (
