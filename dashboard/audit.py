@@ -77,7 +77,7 @@ def corp_section(loaded: state.Loaded, view: state.MetricView) -> ReportSection:
     paragraphs = [texts.CORP_INTRO, texts.corp_decomposition_words(brier, log, view.what),
                   texts.log_loss_split_words(*compute.log_loss_split(loaded.preds, loaded.key))]
     if view.stats is not None:
-        paragraphs.append(texts.server_sample_note(view.rows, view.n, "the CORP diagram and the score decomposition"))
+        paragraphs.append(texts.server_sample_note(view.rows, view.n, "the CORP part"))
     return ReportSection(title=texts.CORP_EXPANDER, paragraphs=paragraphs,
                          tables=[("Score decomposition", tables.score_decomposition_frame(brier, log))],
                          figures=[(texts.corp_band_reading(rows_outside, CHANCE_OUTSIDE_SHARE), fig)])

@@ -105,7 +105,7 @@ def _corp(loaded: state.Loaded, view: state.MetricView) -> None:
     with box:
         st.markdown(texts.CORP_INTRO)
         if view.stats is not None:  # the PAV fit needs the rows: the sample's
-            st.caption(texts.server_sample_note(view.rows, view.n, "the CORP diagram and the score decomposition"))
+            st.caption(texts.server_sample_note(view.rows, view.n, "the CORP part"))
         diagram, brier, log, rows_outside = compute.corp(view)
         st.plotly_chart(figures_corp.corp_figure(diagram, x_title=view.x_title, y_title=view.y_title),
                         key="rel_corp_chart", config={"displaylogo": False})

@@ -78,3 +78,35 @@ def test_corp_on_a_top_label_file():
     at = _open("cifar10_resnet110_toplabel.csv")
     text = _text(at)
     assert texts.LOG_LOSS_SPLIT_TOP_LABEL in text and "What the score is made of" in text
+
+
+def test_corp_on_a_server_dataset_uses_its_sample_and_says_so(tmp_path, monkeypatch):
+    """A dataset on the server: the PAV fit needs rows, so the CORP part works on the uniform sample
+    the page holds (3000 of Adult's rows here) and says so."""
+    from pathlib import Path
+
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = tmp_path / "data"
+    (root / "logs").mkdir(parents=True)
+    df = pd.read_csv(Path(__file__).resolve().parents[2] / "sample_data" / "adult_gradient_boosting.csv.gz")
+    for i, rows in enumerate(np.array_split(np.arange(len(df)), 2)):
+        pq.write_table(pa.Table.from_pandas(df.iloc[rows], preserve_index=False), root / "logs" / f"p{i}.parquet")
+    monkeypatch.setenv("PBR_CALIB_DATA_ROOT", str(root))
+    monkeypatch.setenv("PBR_CALIB_SAMPLE_ROWS", "3000")
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.run()
+    at.text_input(key="data_server_path").set_value("logs/*.parquet")
+    at.button(key="data_server_read").click().run()
+    at.switch_page(RELIABILITY).run()
+    at.session_state["rel_corp_open"] = True
+    at.run()
+    assert not at.exception, at.exception
+    sample = at.session_state["pbr_loaded"].preds
+    assert sample.n == 3000
+    brier = score_decomposition(sample.probs[:, 1], sample.labels, "brier")
+    text = _text(at)
+    assert f"Brier score **{brier.score:.4f}**" in text
+    assert f"{len(df):,} rows, too many to hold in memory: the CORP part works" in text
