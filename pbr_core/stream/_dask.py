@@ -1,7 +1,8 @@
 """The Dask back end: one task per unit, results merged by a tree of tasks. Imported only when asked.
 
-It knows nothing of what a task computes: the passes (``_run``, ``_groups``, ``_slices``) hand it
-their unit function, so it imports none of them (they import it, inside the functions that need Dask).
+It knows nothing of what a task computes: the passes (``_run``'s statistics; ``_passes`` for the groups
+and the slices) hand it their unit function, so it imports none of them (they import it, inside the
+functions that need Dask).
 """
 
 from __future__ import annotations

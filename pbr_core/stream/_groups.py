@@ -47,6 +47,7 @@ from pbr_core.groups import (EACH_CLASS, MAX_GROUPS, MIN_ROWS, PREDICTED_CLASS, 
 from pbr_core.metrics import BINARY_TARGET, default_n_boot
 from pbr_core.progress import Progress
 from pbr_core.predictions import Predictions, PredictionsError
+from pbr_core.stream._passes import merged_pass, with_client
 from pbr_core.stream._source import Dataset, Unit
 from pbr_core.stream._stats import (CalibrationStatistics, StatsConfig, add_split_bootstrap, confidence_outcome,
                                     reliability_table)
@@ -493,28 +494,11 @@ def compute_group_statistics(
     _check_columns(dataset, names)
     spec = _key_spec(dataset, names, every)
     units = dataset.units()
-    use_dask = scheduler is not None or local_cluster is not None or client is not None
 
     def run(what: str, task: Callable, args: tuple, total: int | None, c=None):
-        report = (lambda done, tot, _rows="": progress(done, tot, what)) if progress is not None else None
-        if c is not None:
-            from pbr_core.stream._dask import map_merge
-
-            return map_merge(c, dataset, units, task, args, report, total)
-        done = [0]
-
-        def on_rows(k: int) -> None:
-            done[0] += k
-            if report is not None:
-                report(done[0], total)
-
-        result = None
-        for unit in units:
-            part = task(dataset, unit, *args, on_rows=on_rows)
-            result = part if result is None else result.merge(part)
-            if getattr(result, "more", False):  # too many groups already: no need to read on
-                break
-        return result
+        # too many groups already: no need to read on
+        return merged_pass(dataset, units, task, args, what=what, progress=progress, total=total, client=c,
+                           enough=lambda merged: getattr(merged, "more", False))
 
     def passes(c=None):
         nonlocal spec
@@ -541,9 +525,4 @@ def compute_group_statistics(
 
     if not units:
         raise PredictionsError(f"{dataset.spec}: the dataset has no data rows.")
-    if not use_dask:
-        return passes()
-    from pbr_core.stream._dask import dask_client
-
-    with dask_client(scheduler, local_cluster, client) as c:
-        return passes(c)
+    return with_client(scheduler, local_cluster, client, passes)

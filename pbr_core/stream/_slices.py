@@ -40,6 +40,7 @@ from pbr_core.slices._confirm import ConfirmSums, bin_ranges, columns_used, mask
 from pbr_core.slices._plan import (DATE_HEAD, N_BANDS, ColumnSummary, Plan, build_plan, date_columns, halves,
                                    row_hash, summarize)
 from pbr_core.slices._search import Candidate, SearchSample, choose
+from pbr_core.stream._passes import merged_pass, with_client
 from pbr_core.stream._source import Dataset, Unit
 from pbr_core.stream._stats import confidence_outcome
 
@@ -189,26 +190,9 @@ def compute_slices(
     names, skipped = candidate_columns(available, columns)
     what = _m.BINARY_TARGET.measured(lay.kind, target)
     units = dataset.units()
-    use_dask = scheduler is not None or local_cluster is not None or client is not None
 
     def run(label: str, task: Callable, args: tuple, total: int | None, c=None):
-        report = (lambda done, tot, _rows="": progress(done, tot, label)) if progress is not None else None
-        if c is not None:
-            from pbr_core.stream._dask import map_merge
-
-            return map_merge(c, dataset, units, task, args, report, total)
-        done = [0]
-
-        def on_rows(k: int) -> None:
-            done[0] += k
-            if report is not None:
-                report(done[0], total)
-
-        result = None
-        for unit in units:
-            part = task(dataset, unit, *args, on_rows=on_rows)
-            result = part if result is None else result.merge(part)
-        return result
+        return merged_pass(dataset, units, task, args, what=label, progress=progress, total=total, client=c)
 
     def passes(c=None) -> SliceReport:
         dates = date_columns(_heads(dataset, names)) if names else {}
@@ -228,9 +212,4 @@ def compute_slices(
 
     if not units:
         raise PredictionsError(f"{dataset.spec}: the dataset has no data rows.")
-    if not use_dask:
-        return passes()
-    from pbr_core.stream._dask import dask_client
-
-    with dask_client(scheduler, local_cluster, client) as c:
-        return passes(c)
+    return with_client(scheduler, local_cluster, client, passes)
