@@ -200,3 +200,21 @@ def test_importing_pbr_core_does_not_import_plotly() -> None:
             "assert 'plotly' in sys.modules and f.__module__ == 'pbr_core.plot._api'")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_library_imports_neither_streamlit_nor_the_dashboard() -> None:
+    """docs/architecture.md: pbr_core computes, no Streamlit, never imports dashboard (inside functions
+    included). The one exception is the command that starts the app, which asks for Streamlit to say
+    clearly when it is not installed (and finds the dashboard with importlib, without importing it)."""
+    allowed = {"pbr_core.cli.dashboard": {"streamlit"}}
+    found = {}
+    for name, path in _modules(ROOT, PACKAGE).items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        roots = set()
+        for node in _every_import(tree):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if not node.level else []
+            roots |= {m.split(".")[0] for m in modules} & {"streamlit", "dashboard"}
+        if roots - allowed.get(name, set()):
+            found[name] = sorted(roots)
+    assert not found, f"pbr_core modules that import the front end: {found}"
