@@ -8,8 +8,8 @@ rows are). The single probability reported is the one that minimises the worst-c
 ``p = p1 / (1 - p0 + p1)``.
 
 Both values depend only on where s falls among the distinct calibration scores, so they are
-tabulated at fit time for each of the m + 1 gaps (2 (m + 1) isotonic fits of m + 1 points) and
-looked up at prediction. Multiclass data: one-vs-all maps, the K probabilities renormalised (the
+tabulated at fit time for each of the m + 1 gaps (the bridge between two convex hulls of the
+cumulative sum diagram per gap and label, :func:`venn_abers_tables`) and looked up at prediction. Multiclass data: one-vs-all maps, the K probabilities renormalised (the
 published one-vs-rest construction, as the authors' ``venn-abers`` package does); each class keeps
 its own (p0, p1).
 """
@@ -28,23 +28,75 @@ from pbr_core.recalibrators._params import MAX_FOLDS, NON_NEGATIVE_INT, Constrai
 from pbr_core.recalibrators.base import as_predictions, register
 
 
+def _hull_links(X: np.ndarray, Y: np.ndarray) -> tuple[list[int], list[int]]:
+    """For the points P_k = (X_k, Y_k) (X increasing): ``prv[k]``, the vertex before P_k on the lower
+    convex hull of P_0..P_k, and ``nxt[k]``, the vertex after P_k on the lower hull of P_k..P_m (-1:
+    none). Each hull is the chain of these links from P_k, so one pass each way gives all of them."""
+    n = X.size
+    x, y = X.tolist(), Y.tolist()
+    prv, nxt = [-1] * n, [-1] * n
+    stack: list[int] = []
+    for k in range(n):
+        # pop b while it is not strictly below the segment from the vertex before it to P_k
+        while len(stack) >= 2 and (y[stack[-1]] - y[stack[-2]]) * (x[k] - x[stack[-1]]) >= \
+                (y[k] - y[stack[-1]]) * (x[stack[-1]] - x[stack[-2]]):
+            stack.pop()
+        if stack:
+            prv[k] = stack[-1]
+        stack.append(k)
+    stack = []
+    for k in range(n - 1, -1, -1):
+        while len(stack) >= 2 and (y[stack[-1]] - y[k]) * (x[stack[-2]] - x[stack[-1]]) >= \
+                (y[stack[-2]] - y[stack[-1]]) * (x[stack[-1]] - x[k]):
+            stack.pop()
+        if stack:
+            nxt[k] = stack[-1]
+        stack.append(k)
+    return prv, nxt
+
+
 def venn_abers_tables(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(c, p0, p1): the distinct calibration scores and, for a new score in gap i (before c[i];
-    i = m: after the last), the isotonic fits' values at it with the label 0 and 1 added."""
-    from sklearn.isotonic import isotonic_regression  # on first use: scikit-learn costs ~1 s to import
+    i = m: after the last), the isotonic fits' values at it with the label 0 and 1 added.
 
+    The isotonic fit is the slope of the greatest convex minorant of the cumulative sum diagram
+    (P_k = (rows, positives) of the k lowest distinct scores). A point (weight 1, label t) added in
+    gap i splits the diagram into P_0..P_i and P_i..P_m shifted by (1, t); its fitted value is the
+    slope of the bridge between the two parts' lower hulls, found by walking both hulls from P_i
+    (``_hull_links``). Equal to fitting isotonic regression again for every gap and label (the
+    definition; tests/recalibrators/test_venn_abers.py checks it to 1e-15) at ~1 % of the cost:
+    3000 KITTI rows in 0.014 CPU s against 1.4 s, 8000 rows in ~0.05 s.
+    """
     c, inverse = np.unique(p, return_inverse=True)
     w = np.bincount(inverse).astype(np.float64)
     s = np.bincount(inverse, weights=y.astype(np.float64))
     m = c.size
-    p0, p1 = np.empty(m + 1), np.empty(m + 1)
-    for i in range(m + 1):
-        weights = np.insert(w, i, 1.0)
-        sums = np.insert(s, i, 0.0)
-        p0[i] = isotonic_regression(sums / weights, sample_weight=weights, y_min=0.0, y_max=1.0)[i]
-        sums[i] = 1.0
-        p1[i] = isotonic_regression(sums / weights, sample_weight=weights, y_min=0.0, y_max=1.0)[i]
-    return c, p0, p1
+    X = np.concatenate([[0.0], np.cumsum(w)]).tolist()
+    Y = np.concatenate([[0.0], np.cumsum(s)]).tolist()
+    prv, nxt = _hull_links(np.asarray(X), np.asarray(Y))
+    tables = []
+    for t in (0.0, 1.0):
+        values = np.empty(m + 1)
+        for i in range(m + 1):
+            left = right = i
+            value = t  # the new point alone
+            while True:
+                moved = False
+                j = prv[left]
+                if j >= 0 and (Y[left] - Y[j]) > value * (X[left] - X[j]):  # the left hull's edge is steeper
+                    left = j
+                    value = (Y[right] + t - Y[left]) / (X[right] + 1.0 - X[left])
+                    moved = True
+                j = nxt[right]
+                if j >= 0 and (Y[j] - Y[right]) < value * (X[j] - X[right]):  # the right hull's edge is flatter
+                    right = j
+                    value = (Y[right] + t - Y[left]) / (X[right] + 1.0 - X[left])
+                    moved = True
+                if not moved:
+                    break
+            values[i] = value
+        tables.append(values)
+    return c, tables[0], tables[1]
 
 
 def _interval(state: dict[str, Any], p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -185,7 +237,7 @@ class VennAbersCross(VennAbers):
         super()._fit(preds)
 
     def _fit_binary(self, p: np.ndarray, y: np.ndarray, name: str) -> dict[str, Any]:
-        from sklearn.model_selection import StratifiedKFold  # on first use, as the isotonic fits
+        from sklearn.model_selection import StratifiedKFold  # on first use: scikit-learn costs ~1 s to import
 
         n_pos = int(y.sum())
         if 0 < min(n_pos, y.size - n_pos) < self.n_splits:
