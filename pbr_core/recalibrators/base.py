@@ -77,7 +77,26 @@ def register(cls: type["Recalibrator"]) -> type["Recalibrator"]:
 
 
 class NotFittedError(RuntimeError):
-    """Raised when ``predict_proba`` or ``save`` is called before ``fit``."""
+    """Raised when ``predict_proba`` or ``save`` is called before ``fit``.
+
+    Where scikit-learn is imported, the error raised is also an instance of scikit-learn's
+    ``sklearn.exceptions.NotFittedError`` (``_not_fitted_error``), so code and estimator checks that
+    catch scikit-learn's class catch it; pbr_core does not import scikit-learn for that (~1-5 CPU s).
+    """
+
+
+_SKLEARN_NOT_FITTED: type[NotFittedError] | None = None
+
+
+def _not_fitted_error(message: str) -> NotFittedError:
+    """A :class:`NotFittedError`, also scikit-learn's ``NotFittedError`` where scikit-learn is loaded."""
+    global _SKLEARN_NOT_FITTED
+    import sys
+
+    if _SKLEARN_NOT_FITTED is None and "sklearn.exceptions" in sys.modules:
+        sklearn_error = sys.modules["sklearn.exceptions"].NotFittedError
+        _SKLEARN_NOT_FITTED = type("NotFittedError", (NotFittedError, sklearn_error), {"__module__": __name__})
+    return (_SKLEARN_NOT_FITTED or NotFittedError)(message)
 
 
 class RecalibratorFileError(ValueError):
@@ -136,7 +155,12 @@ def as_predictions(X: Predictions | np.ndarray, y: np.ndarray | None = None,
                 "recalibration needs the full probability or logit vector of every row."
             )
         return X
+    if type(X).__module__.startswith("scipy.sparse"):  # np.asarray would make a 0-d object array of it
+        raise TypeError(f"A {type(X).__name__} was passed: sparse input is not supported by recalibrators; pass a "
+                        "dense array of probabilities or logits (e.g. X.toarray()).")
     X = np.asarray(X)
+    if np.iscomplexobj(X):
+        raise ValueError("Complex data not supported: recalibrators take real probabilities or logits.")
     labels = np.zeros(X.shape[0] if X.ndim >= 1 else 0, dtype=np.int64) if y is None else y
     return Predictions.from_arrays(X, labels, input_type=input_type)
 
@@ -169,6 +193,17 @@ class Recalibrator:
 
     The class attributes are the registry's facts about a method; front ends read them instead of
     keeping their own lists of method names.
+
+    scikit-learn's conventions hold where they apply, checked by scikit-learn's own estimator checks
+    (tests/recalibrators/test_sklearn_checks.py): ``clone``, ``get_params`` / ``set_params``, repr,
+    only parameters set in ``__init__``, ``fit`` returns ``self``, :class:`NotFittedError` (also
+    scikit-learn's ``NotFittedError`` where scikit-learn is loaded) before ``fit``, ``fit(X, None)``
+    refused, sparse and complex input refused, tags (``__sklearn_tags__``: not a classifier; labels
+    required). Not followed, by design: the input is a probability vector or logits of K classes with
+    labels 0..K-1, not arbitrary features, so the checks that feed arbitrary features and targets
+    fail (the same properties are tested on real scores instead), a single column or a 1-D array is
+    binary p(y=1), and ``n_features_in_`` is replaced by ``n_classes_`` (predictions with another
+    number of classes are refused). The test file lists each excluded check with its reason.
     """
 
     method: ClassVar[str] = "base"
@@ -205,6 +240,10 @@ class Recalibrator:
             The optimiser failed; the message quotes its reason.
         """
         self._validate_params()
+        if y is None and not isinstance(X, Predictions):
+            # Without this, as_predictions' dummy labels (meant for prediction) would be fitted.
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None: pass the "
+                             "true labels of the rows (integers 0..K-1), or a Predictions value that holds them.")
         return self._fit_predictions(as_predictions(X, y, input_type))
 
     def _fit_predictions(self, preds: Predictions, **fit_args: Any) -> "Recalibrator":
@@ -212,7 +251,7 @@ class Recalibrator:
         fitted recalibrator (``n_classes_``, ``input_type_``, ``class_names_``), which a failure removes.
         A family's other ways to fit (``fit_continued``: ``start=``) pass their arguments explicitly."""
         if preds.n < 2:
-            raise ValueError(f"Expected at least 2 recalibration samples, but got {preds.n}.")
+            raise ValueError(f"Expected at least 2 recalibration samples, but got {preds.n} sample(s).")
         self.n_classes_ = preds.n_classes  # _fit implementations read these
         self.input_type_ = preds.input_type
         try:
@@ -493,6 +532,19 @@ class Recalibrator:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({params})"
 
+    def __sklearn_tags__(self) -> Any:
+        """scikit-learn's estimator tags (read by ``clone``, ``check_estimator`` and meta-estimators).
+
+        Not a classifier (no ``predict`` or ``classes_``: :class:`pbr_core.CalibratedModel` is the
+        classifier); fitting needs the labels; the input is a score matrix without missing values.
+        scikit-learn is imported here, on first use, not with pbr_core.
+        """
+        from sklearn.utils import InputTags, Tags, TargetTags
+
+        return Tags(estimator_type=None, target_tags=TargetTags(required=True),
+                    input_tags=InputTags(two_d_array=True, one_d_array=False, allow_nan=False),
+                    requires_fit=True)
+
     # ------------------------------------------------------------------ for subclasses
     def _validate_params(self) -> None:
         """Check the constructor parameters; raise ``ValueError`` naming the bad one.
@@ -520,7 +572,7 @@ class Recalibrator:
 
     def _check_fitted(self) -> None:
         if not self.is_fitted:
-            raise NotFittedError(f"This {type(self).__name__} is not fitted yet: call fit(...) first.")
+            raise _not_fitted_error(f"This {type(self).__name__} is not fitted yet: call fit(...) first.")
 
     def _fit(self, preds: Predictions, **fit_args: Any) -> None:
         raise NotImplementedError

@@ -809,6 +809,10 @@ class GPCalibration(_GPRecalibrator):
     method: ClassVar[str] = "gp"
     label: ClassVar[str] = "GP calibration"
     variant: ClassVar[tuple[str, bool]] = ("gp", False)
+    # Fixed by the class, not parameters (set on the class, so __init__ sets only parameters, as
+    # scikit-learn's convention and check_no_attributes_set_in_init ask); alpha is unused by "gp".
+    objective: ClassVar[str] = "gp"
+    alpha: ClassVar[float] = 1.0
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
         **_GPRecalibrator._gp_constraints, "ce_estimator": one_of(("taylor", "mc"))}
 
@@ -832,8 +836,6 @@ class GPCalibration(_GPRecalibrator):
         self.prior_split = prior_split
         self.prob_input = prob_input
         self.staged = staged
-        self.objective = "gp"
-        self.alpha = 1.0
 
 
 @register
