@@ -245,7 +245,7 @@ def test_a_tracked_loop_stops_before_its_next_item() -> None:
     z, y = rng.normal(size=(300, 6)), rng.integers(0, 6, 300)
     calls = []
     with cancel_when(lambda: calls.append(1) or len(calls) >= 3), pytest.raises(Cancelled):
-        IsotonicCalibration().fit(z, y)            # 6 one-vs-all maps; stopped before the third
+        IsotonicCalibration(multiclass="one_vs_all").fit(z, y)  # 6 one-vs-all maps; stopped before the third
     assert len(calls) == 3
 
 
