@@ -3,6 +3,7 @@
 Usage::
 
     pbr-calib evaluate FILE [--n-bins B] [--format table|json]
+    pbr-calib evaluate FILE [--fail-above X] [--by COLUMN --max-group-gap X]      (CI gates: exit 5 when one fails)
     pbr-calib evaluate 'logs/*.parquet' [--stream] [--local-cluster N | --scheduler ADDRESS] [--curve] [--by COLUMN]
     pbr-calib evaluate FILE_OR_GLOB --find-slices [--format json]
     pbr-calib fit FILE --method NAME [--param KEY=VALUE ...] --out MODEL.json
@@ -12,6 +13,7 @@ Usage::
     pbr-calib fit 'logs/*.parquet' --sample 100000 [--seed 0] --method NAME --out MODEL.json
     pbr-calib compare FILE --methods uncalibrated,temperature,pbr [--n-re 1000] [--n-te N] [--folds 10] [--out TABLE.csv]
     pbr-calib methods [--format table|json]
+    pbr-calib dashboard [--port N] [--data-root DIR]
 
 FILE is anything :func:`pbr_core.load_predictions` reads (CSV, TSV, Excel, Parquet, JSON, JSON Lines, NPZ, NPY), with a
 label column. A folder, a glob or a URL (or ``--stream``) is a dataset read in one streamed pass
@@ -31,7 +33,17 @@ Exit codes (stable, for scripts):
   another format version, a damaged field), predictions whose number of classes differs from the
   recalibrator's;
 * 4 -- fitting failed (the optimiser, or a fit that does not exist, e.g. separable labels with
-  ``targets=labels``).
+  ``targets=labels``);
+* 5 -- a calibration gate failed (``evaluate --fail-above X``: the ECE it reports is above X;
+  ``--max-group-gap X`` with ``--by``: the largest gap between groups is real and its bias-corrected
+  estimate above X; see :func:`pbr_core.cli.evaluate.calibration_gates`). The results are printed
+  as without the gate (the JSON gains a ``gates`` list), then one line per failed gate on stderr
+  (``pbr-calib: calibration gate failed: ...``). A usage or input error (2, 3) takes precedence:
+  nothing was measured.
+
+``evaluate --format json`` follows the JSON Schema ``pbr_core/schemas/evaluate.schema.json``
+(:func:`pbr_core.schemas.evaluate_schema`), in memory and streamed, with ``--by``,
+``--find-slices``, ``--libraries`` and the gates.
 
 Errors are one line on stderr (``pbr-calib: error: ...``), never a traceback. Results go to
 stdout; progress bars (tqdm, for slow fits) go to stderr and are hidden by ``--quiet``."""
@@ -42,20 +54,23 @@ import sys
 import warnings
 from typing import Sequence
 
-from pbr_core.cli._common import (EXIT_BAD_INPUT, EXIT_FIT_FAILED, EXIT_OK, EXIT_USAGE, CLIError, cli_words,
-                                   parse_params, regular_file, shown_path)
+from pbr_core.cli._common import (EXIT_BAD_INPUT, EXIT_FIT_FAILED, EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE, CLIError,
+                                   cli_words, parse_params, regular_file, shown_path)
 from pbr_core.cli.apply import cmd_apply
 from pbr_core.cli.compare import cmd_compare
+from pbr_core.cli.dashboard import cmd_dashboard
 from pbr_core.cli.evaluate import cmd_evaluate, evaluation_table, group_text
 from pbr_core.cli.fit import cmd_fit
 from pbr_core.cli.methods import cmd_methods, methods_table
 from pbr_core.cli.parser import build_parser
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_FIT_FAILED", "EXIT_OK", "EXIT_USAGE", "CLIError", "build_parser", "cli_words",
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FIT_FAILED", "EXIT_GATE_FAILED", "EXIT_OK", "EXIT_USAGE", "CLIError", "build_parser",
+           "cli_words",
            "evaluation_table", "group_text", "main", "methods_table", "parse_params", "regular_file", "shown_path"]
 
 
-COMMANDS = {"evaluate": cmd_evaluate, "fit": cmd_fit, "apply": cmd_apply, "compare": cmd_compare, "methods": cmd_methods}
+COMMANDS = {"evaluate": cmd_evaluate, "fit": cmd_fit, "apply": cmd_apply, "compare": cmd_compare, "methods": cmd_methods,
+            "dashboard": cmd_dashboard}
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

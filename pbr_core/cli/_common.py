@@ -24,11 +24,18 @@ EXIT_BAD_INPUT = 3
 EXIT_FIT_FAILED = 4
 
 
+#: ``evaluate --fail-above`` / ``--max-group-gap``: the predictions were measured, and a calibration
+#: gate failed (distinct from 3 and 4 so that a CI job can tell "worse than allowed" from "could not
+#: measure").
+EXIT_GATE_FAILED = 5
+
+
 _EPILOG = """exit codes:
-  0  success
+  0  success (and every calibration gate passed)
   2  usage error (unknown subcommand/method/parameter, invalid value, bad output path)
   3  bad input file (invalid predictions, not a pbr-calib recalibrator file, wrong number of classes)
   4  fitting failed (optimiser failure, or no maximum-likelihood fit exists)
+  5  a calibration gate failed (evaluate --fail-above, --max-group-gap); the results are still printed
 """
 
 
@@ -62,6 +69,13 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = _positive_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number from 1 to 65535, got {text!r}")
     return value
 
 

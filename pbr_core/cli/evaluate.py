@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pbr_core.cli._common import CLIError, EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, _load, cli_words
+from pbr_core.cli._common import CLIError, EXIT_BAD_INPUT, EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE, _load, cli_words
 from pbr_core.cli.stream import evaluate_stream, find_slices_cli, is_dataset
 
 
@@ -62,6 +62,8 @@ def evaluation_table(preds, n_bins: int | None = None, lipschitz: float = 1.0, e
     # The Brier score and NLL of what the ECE measures: p(y=1) of binary data, the confidence of a
     # top-label file against correctness, the probability vector of multiclass data.
     row.update(pbr_core.metrics.target_brier_nll(*preds.metric_inputs(), target))
+    if interval:  # the same scores split into miscalibration, discrimination and uncertainty (CORP)
+        row.update(corp_columns(probs, labels))
     if interval:  # is the model calibrated? (pbr_core.significance: what the Reliability page says)
         from pbr_core.significance import calibration_test
         from pbr_core.stream._report import test_columns
@@ -75,6 +77,35 @@ def evaluation_table(preds, n_bins: int | None = None, lipschitz: float = 1.0, e
     if preds.column_roles:
         row["columns"] = dict(preds.column_roles)
     return row
+
+
+#: The keys :func:`corp_columns` adds to ``evaluate``'s table, in order.
+CORP_KEYS = ("corp_brier", "corp_brier_mcb", "corp_brier_dsc", "corp_brier_unc",
+             "corp_log", "corp_log_mcb", "corp_log_dsc", "corp_log_unc")
+
+
+def corp_columns(probs, labels) -> dict[str, float]:
+    """The CORP decomposition score = MCB - DSC + UNC (:func:`pbr_core.corp.score_decomposition`) of
+    the Brier score and the log loss of the probability the ECE bins: p(y=1) against y for binary
+    data (``corp_brier`` is then ``brier``, ``corp_log`` is ``nll``), the top-label confidence against
+    correctness otherwise (a binary score: not the multiclass ``brier`` / ``nll`` of the whole vector).
+
+    MCB is what recalibrating that probability by isotonic regression (PAV) would gain on these
+    rows, DSC what the recalibrated forecast gains over the base rate, UNC the base rate's score.
+    The log loss floors the probability given to the outcome at ``pbr_core.metrics.NLL_EPS``, as
+    ``nll`` does, so that a confident mistake gives a large finite number instead of infinity
+    (which JSON cannot hold). Needs every row sorted: in-memory ``evaluate`` only."""
+    import numpy as np
+
+    from pbr_core.corp import score_decomposition
+    from pbr_core.metrics import NLL_EPS, confidence_and_outcome
+
+    c, o = confidence_and_outcome(probs, labels)
+    out: dict[str, float] = {}
+    for kind, name, p in (("brier", "corp_brier", c), ("log", "corp_log", np.clip(c, NLL_EPS, 1.0 - NLL_EPS))):
+        d = score_decomposition(p, o, kind=kind)
+        out.update({name: d.score, f"{name}_mcb": d.mcb, f"{name}_dsc": d.dsc, f"{name}_unc": d.unc})
+    return out
 
 
 def _format_table(rows: dict[str, Any]) -> str:
@@ -112,6 +143,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise CLIError("--by: one or two columns", EXIT_USAGE)
     if args.every and not args.by:
         raise CLIError("--every needs --by (a date column)", EXIT_USAGE)
+    if args.max_group_gap is not None and not args.by:
+        raise CLIError("--max-group-gap needs --by (the column whose groups are compared)", EXIT_USAGE)
     from pbr_core.groups import EACH_CLASS, PREDICTED_CLASS
 
     wanted = [c for c in args.by if c not in (PREDICTED_CLASS, EACH_CLASS, "true class")]
@@ -124,12 +157,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if args.scheduler and args.local_cluster:
             raise CLIError("give --scheduler or --local-cluster, not both", EXIT_USAGE)
         table, report = evaluate_stream(args)
+        # CORP needs every row sorted by its forecast: n/a in one pass, as the other estimators that need the rows.
+        table = _insert_after(table, "nll", {k: None for k in CORP_KEYS})
         slices = find_slices_cli(args) if args.find_slices else None
+        gates = calibration_gates(args, table, report)
         if args.format == "json":
             if report is not None:
                 table["groups"] = _groups_json(report)
             if slices is not None:
                 table["slices"] = slices_json(slices)
+            if gates:
+                table["gates"] = gates
             print(json.dumps(table, indent=2))
         else:
             print(_evaluation_text(table))
@@ -139,7 +177,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             if slices is not None:
                 print()
                 print(slices_text(slices))
-        return EXIT_OK
+            _print_gates(gates)
+        return _gate_exit(gates)
     preds = _mapped(args) if args.map_scores else _load(args.file, args)
     table = evaluation_table(preds, args.n_bins, args.lipschitz, args.eps)
     if args.curve:  # the ECE for every B = 1..200 (and --n-bins), as on a streamed dataset
@@ -158,6 +197,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise CLIError(f"{preds.source}: {cli_words(str(exc))}", EXIT_BAD_INPUT) from exc
     slices = find_slices_cli(args, preds) if args.find_slices else None
+    gates = calibration_gates(args, table, report)
     conventions = None
     if args.libraries:
         from pbr_core.estimators import library_conventions
@@ -172,8 +212,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             table["libraries"] = json.loads(conventions.to_json(orient="records", double_precision=15))
         if slices is not None:
             table["slices"] = slices_json(slices)
+        if gates:
+            table["gates"] = gates
         print(json.dumps(table, indent=2))
-        return EXIT_OK
+        return _gate_exit(gates)
     print(_evaluation_text(table))
     if conventions is not None:
         print()
@@ -186,7 +228,100 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if slices is not None:
         print()
         print(slices_text(slices))
-    return EXIT_OK
+    _print_gates(gates)
+    return _gate_exit(gates)
+
+
+def _insert_after(table: dict[str, Any], key: str, extra: dict[str, Any]) -> dict[str, Any]:
+    """``table`` with ``extra``'s items placed right after ``key`` (at the end when it is absent)."""
+    if key not in table:
+        return {**table, **extra}
+    out: dict[str, Any] = {}
+    for k, v in table.items():
+        out[k] = v
+        if k == key:
+            out.update(extra)
+    return out
+
+
+# ---------------------------------------------------------------------- calibration gates (CI)
+
+
+def calibration_gates(args: argparse.Namespace, table: dict[str, Any], report) -> list[dict[str, Any]]:
+    """The outcome of ``--fail-above`` and ``--max-group-gap`` (empty when neither was given).
+
+    Each gate is ``{"gate", "limit", "value", "status", "message"}`` with status "passed", "failed"
+    or "not checked", and the message one line naming the value, the limit and why.
+
+    * ``--fail-above X`` compares the ``ece`` field itself (the paper's ECE with B = floor(n^(1/3)),
+      of p(y=1) for binary data, of the top label otherwise), as printed; it fails when ECE > X.
+      The ECE is biased upward by noise, the more the fewer the rows: choose X above what a
+      calibrated model shows at your n (the ``ece_debiased`` and ``calibration_test`` fields say how
+      much of it is noise).
+    * ``--max-group-gap X`` (with ``--by``) compares the largest gap between two groups as
+      :func:`pbr_core.groups.largest_gap` states it: the difference of the worst and best groups'
+      **bias-corrected** calibration errors (``gap``, whose mean is 0 between calibrated groups of
+      any sizes; the plug-in ECEs differ by ~0.04 between calibrated groups of 135 and 13,946 rows),
+      and it fails only when that gap is **real** (``real``: its interval, adjusted for every pair of
+      groups, excludes 0, and the worst group fails its own calibration test after Holm's
+      correction) **and** ``gap > X``. So calibrated data fails the gate at most 5 % of the time
+      whatever X and the group sizes (the "real" claim's false-alarm rate; tests/test_cli_gates.py
+      counts it), and a gap the rows cannot tell from noise never fails a CI job, whatever its
+      estimate; its interval is in the message and in ``groups.largest_gap``. Fewer than two groups
+      with enough rows: "not checked" (a warning, exit 0).
+    """
+    gates: list[dict[str, Any]] = []
+    if args.fail_above is not None:
+        ece, limit = float(table["ece"]), float(args.fail_above)
+        what = f"ECE {ece:.4f} (B = {table['optimal_n_bins']}, {table['ece_type']})"
+        failed = ece > limit
+        gates.append({"gate": "fail_above", "limit": limit, "value": ece, "status": "failed" if failed else "passed",
+                      "message": f"{what} is {'above' if failed else 'at most'} --fail-above {limit:g}"})
+    if args.max_group_gap is not None:
+        limit = float(args.max_group_gap)
+        g = report.largest_gap if report is not None else {}
+        if not g:
+            gates.append({"gate": "max_group_gap", "limit": limit, "value": None, "status": "not checked",
+                          "message": f"--max-group-gap {limit:g} not checked: fewer than two groups of "
+                                     f"{' × '.join(args.by)} have enough rows to compare"})
+        else:
+            gap = float(g["gap"])
+            from pbr_core.groups import group_label
+
+            pair = f"{group_label(report, g['worst'])} against {group_label(report, g['best'])}"
+            interval = f"{g['level']:.0%} interval {g['low']:.4f} to {g['high']:.4f}, adjusted for every pair of groups"
+            failed = bool(g["real"]) and gap > limit
+            if failed:
+                message = (f"largest group gap {gap:.4f} ({pair}, bias-corrected; real: {interval}) is above "
+                           f"--max-group-gap {limit:g}")
+            elif g["real"]:
+                message = f"largest group gap {gap:.4f} ({pair}, bias-corrected) is real but at most --max-group-gap {limit:g}"
+            else:
+                message = (f"largest group gap {gap:.4f} ({pair}, bias-corrected; {interval}) is not shown to be "
+                           f"real, so it does not count against --max-group-gap {limit:g}")
+            gates.append({"gate": "max_group_gap", "limit": limit, "value": gap,
+                          "status": "failed" if failed else "passed", "message": message})
+    return gates
+
+
+def _print_gates(gates: list[dict[str, Any]]) -> None:
+    if gates:
+        print()
+        print("calibration gates:")
+        for gate in gates:
+            print(f"  {gate['status']}: {gate['message']}")
+
+
+def _gate_exit(gates: list[dict[str, Any]]) -> int:
+    """EXIT_GATE_FAILED with one line on stderr per failed gate; warnings for gates not checked."""
+    import sys
+
+    for gate in gates:
+        if gate["status"] == "failed":
+            print(f"pbr-calib: calibration gate failed: {gate['message']}", file=sys.stderr)
+        elif gate["status"] == "not checked":
+            print(f"pbr-calib: warning: {gate['message']}", file=sys.stderr)
+    return EXIT_GATE_FAILED if any(g["status"] == "failed" for g in gates) else EXIT_OK
 
 
 def _mapped(args: argparse.Namespace):

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from pbr_core.evaluation import CV_SCORES, EVALUATION_METRICS
-from pbr_core.cli._common import _EPILOG, _alpha_grid, _jobs, _non_negative_float, _positive_int, _probability
+from pbr_core.cli._common import _EPILOG, _alpha_grid, _jobs, _non_negative_float, _port, _positive_int, _probability
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -81,6 +81,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--libraries", action="store_true",
                    help="also print the ECE as other estimators and libraries (netcal, torchmetrics, "
                         "scikit-learn, relplot) report it by default, and why each differs")
+    gate = p.add_argument_group("calibration gates (for CI: exit code 5 when one fails, the results still printed)")
+    gate.add_argument("--fail-above", type=_non_negative_float, default=None, metavar="X",
+                      help="fail (exit 5) when the ECE evaluate reports (B = floor(n^(1/3)), the 'ece' field) is "
+                           "above X")
+    gate.add_argument("--max-group-gap", type=_non_negative_float, default=None, metavar="X",
+                      help="with --by: fail (exit 5) when the largest gap between groups is real (its adjusted "
+                           "interval excludes 0 and the worst group fails its own test) and its bias-corrected "
+                           "estimate is above X; a gap within noise never fails")
     g = p.add_argument_group("datasets beyond memory (a folder, a glob such as 'logs/*.parquet', or a URL: "
                              "always streamed)")
     g.add_argument("--stream", action="store_true",
@@ -186,4 +194,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("methods", "list the recalibration methods", "List the recalibration methods and their parameters.")
     p.add_argument("--format", choices=["table", "json"], default="table", help="output format (default table)")
+
+    p = add("dashboard", "start the Streamlit dashboard",
+            "Start the dashboard (streamlit run of the app shipped in the package, with its serving settings: "
+            "this machine only, no usage statistics) on the bundled sample data; open http://localhost:PORT.")
+    p.add_argument("--port", type=_port, default=8501, metavar="N", help="the port to listen on (default 8501)")
+    p.add_argument("--data-root", type=Path, default=None, metavar="DIR",
+                   help="a folder on this machine whose prediction logs the Data page may read as datasets "
+                        "(sets PBR_CALIB_DATA_ROOT; default: none, uploads and the bundled samples only)")
     return parser
