@@ -47,7 +47,18 @@ if TYPE_CHECKING:  # imported where used: reading datasets brings in pyarrow
 logger = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLE_DIR = ROOT / "sample_data"
+
+
+def sample_dir() -> Path:
+    """The bundled sample files: the copy a wheel installs beside the app (``dashboard/sample_data``,
+    put there by setup.py's build step), else ``sample_data/`` at the top of a clone. The package's
+    own copy comes first: an installed app's parent folder is site-packages, where another
+    distribution could have put a ``sample_data`` folder of its own."""
+    packaged = Path(__file__).resolve().parent / "sample_data"
+    return packaged if packaged.is_dir() else ROOT / "sample_data"
+
+
+SAMPLE_DIR = sample_dir()
 DEFAULT_SAMPLE = "cifar100_densenet121.npz"
 #: File endings the uploader accepts: whatever the loader reads. Streamlit matches the last suffix
 #: only, so "gz" stands for .csv.gz / .tsv.gz (the loader names the problem if it is anything else).

@@ -61,10 +61,12 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         # The app reads the folder from the environment (dashboard.state.server_data_root); absolute,
         # so that it means the same folder whatever the server's working folder.
         env["PBR_CALIB_DATA_ROOT"] = str(root.resolve())
-    try:
-        import streamlit  # noqa: F401  (a clear message instead of python's "No module named")
-    except ImportError as exc:
-        raise CLIError(f"the dashboard needs Streamlit: {exc}; pip install pbr-calib installs it", EXIT_USAGE) from exc
+    import importlib.util
+
+    # Looked up, not imported: pbr_core never imports Streamlit (the server process does).
+    if importlib.util.find_spec("streamlit") is None:
+        raise CLIError("the dashboard needs Streamlit, which is not installed; pip install pbr-calib installs it",
+                       EXIT_USAGE)
     # The dashboard imports `dashboard.*` and `pbr_core`: make sure the folder holding both is on the
     # server's path (a clone run without an install of `dashboard`; harmless for a wheel's site-packages).
     top = str(app.parent.parent)
