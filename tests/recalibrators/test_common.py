@@ -63,8 +63,9 @@ ECE_EXPECTATIONS: dict[str, dict[str, Expect | None]] = {
     "vector_scaling": {"cifar100": _OVERFITS, "cifar10": "drops", "kitti_rf": "drops", "cifar10_correct": "drops"},
     "matrix_scaling": {"cifar100": _OVERFITS, "cifar10": "drops", "kitti_rf": "drops", "cifar10_correct": "drops"},
     "platt": {"cifar100": "drops", "cifar10": "drops", "kitti_rf": "drops", "cifar10_correct": "drops"},
-    "isotonic": {"cifar100": _STARVED, "cifar10": "drops", "kitti_rf": "drops", "cifar10_correct": "drops"},
-    "histogram_binning": {"cifar100": _STARVED, "cifar10": "drops", "kitti_rf": "drops", "cifar10_correct": "drops"},
+    # (multiclass data: one top-label map by default, which 1000 rows feed well; one-vs-all would starve)
+    "isotonic": {"cifar100": "drops", "cifar10": "drops", "kitti_rf": "drops", "cifar10_correct": "drops"},
+    "histogram_binning": {"cifar100": "drops", "cifar10": "drops", "kitti_rf": "drops", "cifar10_correct": "drops"},
     "beta": {"cifar100": "drops", "cifar10": "drops", "kitti_rf": "drops", "cifar10_correct": "drops"},
     "bbq": {"cifar100": "drops", "cifar10": "drops", "kitti_rf": "drops", "cifar10_correct": "drops"},
     # p1 / (1 - p0 + p1) pulls the top class towards 1/2 where its interval is wide (CIFAR-10, 1000 rows:
