@@ -1089,7 +1089,7 @@ PARAM_LABELS: dict[str, str] = {
     "max_temperature": "largest temperature", "bias": "bias", "bias_reg": "bias penalty",
     "off_diagonal_reg": "off-diagonal penalty", "tol": "tolerance", "targets": "targets", "n_bins": "bins",
     "strategy": "binning", "n_prime": "BBQ prior strength", "bin_range_factor": "BBQ bin range",
-    "staged": "fit in stages (many rows)",
+    "staged": "fit in stages (many rows)", "floor": "probability floor", "multiclass": "multiclass data",
 }
 
 
@@ -1110,6 +1110,11 @@ def param_value(name: str, value: object) -> str:
         return ("all" if value == "all" else
                 f"automatic (all below {MANY_CLASSES} classes; from {MANY_CLASSES} on the {MC_EXACT_CLASSES} or more "
                 "largest scores and the label, the other classes through their expectation)")
+    if name == "multiclass":
+        return {"top_label": "one map of the top class's probability, the others in the model's proportions",
+                "one_vs_all": "one map per class (one-vs-all), renormalised"}.get(str(value), str(value))
+    if name == "floor" and value is None:
+        return "1/(n+1) for n fit rows"
     if name == "staged" and value == "auto":
         from pbr_core.gp.staged import STAGE_ROWS, STAGED_MIN_ROWS
 
