@@ -11,8 +11,8 @@ methods' old defaults failed by +.58 and +.37 (tested below, so this check can f
 Measured test NLL (uncalibrated: CIFAR-10 ResNet-110 .1958, CIFAR-100 DenseNet-121 .9535):
 temperature .1885 / .9538, vector scaling .1860 / .9471, matrix scaling .1859 / .9324, SVS .1830 /
 .9471, SMS .1776 / .9432, Platt .1854 / .9491, isotonic .1822 / .9406, histogram binning .1819 /
-.9422, beta .1841 / .9342, BBQ .1839 / .9397, Venn-Abers .1859 / .9659 (see NOT_RUN), Dirichlet
-.1766 / not run (see NOT_RUN).
+.9422, beta .1841 / .9342, BBQ .1839 / .9397, Venn-Abers .1859 / .9659 and cross Venn-Abers .1895 /
+.9985 (see KNOWN_WORSE), Dirichlet .1766 / not run (see NOT_RUN).
 """
 
 from __future__ import annotations
@@ -33,11 +33,6 @@ FILES = {"cifar10": "cifar10_resnet110.npz", "cifar100": "cifar100_densenet121.n
 
 #: (data, method) pairs not run here, and why.
 NOT_RUN: dict[tuple[str, str], str] = {
-    # Venn-Abers' one-vs-all construction (the authors' published one) takes 865 s on CIFAR-100 with
-    # 5000 rows here, and loses there: .9659 against .9535 (a top-label Venn-Abers is not written).
-    ("cifar100", "venn_abers"): "minutes to fit; measured worse than uncalibrated (.9659 against .9535): left open",
-    # The cross Venn-Abers predictor merges several of them: 456 s, +.157 (SE .008) here.
-    ("cifar100", "venn_abers_cross"): "minutes to fit; measured worse than uncalibrated (+.157 nats): left open",
     # Dirichlet calibration at its default lambda = mu = 1 (K = 100: 10,100 parameters from 5000 rows)
     # overfits: 1.4044 against .9831 in benchmarks/RESULTS_ranked.md, and a fit takes minutes here
     # (lambda = mu = 10^4: .9390 against .9535 on this split, 651 s).
@@ -49,8 +44,17 @@ for _method in available_methods():
             NOT_RUN[(_data, _method)] = ("GP family: a fit takes minutes on 5000 rows; its test NLL against the "
                                          "uncalibrated model is in benchmarks/RESULTS_ranked_pbr.md")
 
+#: Known to fail, left open (run, strict: an XPASS says it was fixed). Venn-Abers' one-vs-all construction
+#: (the published multiclass one, kept for its per-class (p0, p1) intervals) loses on CIFAR-100 as the
+#: one-vs-all step methods did: .9659 (cross, 2 splits: .9985) against .9535; a top-label Venn-Abers is
+#: not written.
+KNOWN_WORSE: dict[tuple[str, str], str] = {
+    ("cifar100", "venn_abers"): "one-vs-all Venn-Abers: .9659 against .9535 uncalibrated (left open)",
+    ("cifar100", "venn_abers_cross"): "one-vs-all cross Venn-Abers: .9985 against .9535 uncalibrated (left open)",
+}
+
 #: Fits that take more than a few seconds here (K = 100: 10,100 parameters).
-SLOW = {("cifar100", "matrix_scaling"), ("cifar100", "sms"), ("cifar10", "venn_abers"), ("cifar10", "venn_abers_cross")}
+SLOW = {("cifar100", "matrix_scaling"), ("cifar100", "sms")}
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +81,8 @@ def _cases() -> list:
             marks = [pytest.mark.slow] if (data, method) in SLOW else []
             if (data, method) in NOT_RUN:
                 marks.append(pytest.mark.skip(reason=NOT_RUN[(data, method)]))
+            if (data, method) in KNOWN_WORSE:
+                marks.append(pytest.mark.xfail(reason=KNOWN_WORSE[(data, method)], strict=True))
             cases.append(pytest.param(data, method, marks=marks, id=f"{data}-{method}"))
     return cases
 
