@@ -87,15 +87,21 @@ def pbr_reliability_figures(result: runs.PBRResult | runs.ApplyResult, binary_po
 
 
 def compare_figures(result: runs.CompareResult, binary_positive: bool, multiclass: bool) -> list[tuple[str, go.Figure]]:
-    """The Compare page's two figures of fold 1's reliability tables (:func:`pbr_core.plot.comparison`,
-    grid and overlay), with the page's captions, method labels and axis titles."""
-    if not result.diagrams:
-        return []
-    x_title, y_title = texts.axis_titles(binary_positive)
-    common = dict(labels={m: texts.method_label(m, multiclass) for m in result.diagrams},
-                  binary_positive=binary_positive, x_title=x_title, y_title=y_title)
-    return [(texts.GRID_CAPTION, plot.comparison(result, kind="grid", **common)),
-            (texts.OVERLAY_CAPTION, plot.comparison(result, kind="overlay", **common))]
+    """The Compare page's figures (:func:`pbr_core.plot.comparison`) with its captions, method labels and
+    axis titles: fold 1's reliability tables side by side and overlaid (when kept), then every fold's
+    test ECE per method (when a fit finished)."""
+    methods = list(dict.fromkeys([*result.table.get("method", pd.Series(dtype=str)), *result.diagrams]))
+    labels = {m: texts.method_label(m, multiclass) for m in methods}
+    figs = []
+    if result.diagrams:
+        x_title, y_title = texts.axis_titles(binary_positive)
+        common = dict(labels=labels, binary_positive=binary_positive, x_title=x_title, y_title=y_title)
+        figs += [(texts.GRID_CAPTION, plot.comparison(result, kind="grid", **common)),
+                 (texts.OVERLAY_CAPTION, plot.comparison(result, kind="overlay", **common))]
+    if len(result.table) and result.table["ece"].notna().any():
+        figs.append((texts.COMPARE_FOLDS_CAPTION, plot.comparison(result.table, kind="folds", labels=labels,
+                                                                  metric_title=texts.metric_title("ece"))))
+    return figs
 
 
 def sweep_figure(result: runs.SweepResult) -> go.Figure:

@@ -791,6 +791,11 @@ OVERLAY_CAPTION = (
     "Every method's reliability curve on one chart: each point is a bin (its mean confidence and its "
     "accuracy). The closer a curve runs to the dashed diagonal, the better calibrated the method."
 )
+COMPARE_FOLDS_CAPTION = (
+    "Each method's test ECE on every fold (a dot per fold) and its mean ± one standard deviation over the "
+    "folds (the diamond and its whiskers). Dots of two methods that overlap fold after fold are not told "
+    "apart by these folds; the paired tests say whether one is better."
+)
 SWEEP_INTRO = (
     "How much recalibration data does each method need? The paper's Figure 3: the test ECE for growing "
     "recalibration sets n_re. Within a fold the test rows stay the same for every n_re, so the curve "

@@ -276,7 +276,8 @@ def test_a_comparison_draws_the_compare_table_and_its_diagrams():
     table = compare(c10, ["uncalibrated", "temperature"], n_re=1000, n_folds=3, seed=0)
     fig = pbr_core.plot.comparison(table)                        # a table alone: each fold and the means
     means = summarize(table, metrics=["ece"], by=["method"]).set_index("method")
-    assert list(_bars(fig, ST.TRACE_MEAN).x) == ["Uncalibrated", "Temperature scaling"]
+    assert list(fig.layout.xaxis.ticktext) == ["Uncalibrated", "Temperature scaling"]
+    np.testing.assert_allclose(_bars(fig, ST.TRACE_MEAN).x, [0.12, 1.12])
     np.testing.assert_allclose(_bars(fig, ST.TRACE_MEAN).y, means.loc[["uncalibrated", "temperature"], "mean"])
     np.testing.assert_allclose(_bars(fig, ST.TRACE_MEAN).error_y.array,
                                means.loc[["uncalibrated", "temperature"], "std"])

@@ -162,14 +162,12 @@ def _results(loaded: state.Loaded, result: runs.CompareResult) -> None:
         st.dataframe(tables.fold_styler(table, multiclass), hide_index=True, key="cmp_folds_table")
     figs = FR.compare_figures(result, result.binary_positive,
                               result.kind == "multiclass")
-    if figs:
-        tab_grid, tab_overlay = st.tabs(["Side by side", "Overlaid"])
-        with tab_grid:
-            st.plotly_chart(figs[0][1], key="cmp_grid_chart", config={"displaylogo": False})
-            st.caption(figs[0][0])
-        with tab_overlay:
-            st.plotly_chart(figs[1][1], key="cmp_overlay_chart", config={"displaylogo": False})
-            st.caption(figs[1][0])
+    if figs:  # fold 1's diagrams side by side and overlaid when kept, then every fold's ECE
+        names, keys = ["Side by side", "Overlaid", "Each fold"], ["cmp_grid_chart", "cmp_overlay_chart", "cmp_folds_chart"]
+        for tab, (caption, fig), key in zip(st.tabs(names[-len(figs):]), figs, keys[-len(figs):]):
+            with tab:
+                st.plotly_chart(fig, key=key, config={"displaylogo": False})
+                st.caption(caption)
     c = st.columns(3)
     with c[0]:
         recal_ui.csv_button("Results table (CSV, every fold)", tables.csv_frame(table), "compare_results.csv",

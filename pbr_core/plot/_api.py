@@ -236,7 +236,7 @@ def groups(report: Any, *, most: int = 12, x_title: str | None = None, y_title: 
 def comparison(result: Any, diagrams: Mapping[str, pd.DataFrame] | None = None, *,
                kind: Literal["grid", "overlay", "folds"] | None = None, metric: str = "ece",
                labels: Mapping[str, str] | None = None, binary_positive: bool | None = None,
-               x_title: str | None = None, y_title: str | None = None) -> go.Figure:
+               x_title: str | None = None, y_title: str | None = None, metric_title: str | None = None) -> go.Figure:
     """A recalibration comparison: the methods' reliability diagrams (the Compare page's figures) or
     their test metric over folds.
 
@@ -262,6 +262,8 @@ def comparison(result: Any, diagrams: Mapping[str, pd.DataFrame] | None = None, 
         Whether the diagrams are of p(y=1) (default: the result's own ``binary_positive``, else False).
     x_title, y_title : str, optional
         Axis titles of the diagrams (default: the library's words).
+    metric_title : str, optional
+        The metric's name on "folds"' axis (default: :data:`pbr_core.evaluation.METRICS`' label).
 
     Returns
     -------
@@ -280,7 +282,7 @@ def comparison(result: Any, diagrams: Mapping[str, pd.DataFrame] | None = None, 
     if labels is None:
         labels = _method_labels(methods + list(diagrams or {}), getattr(result, "kind", None) == "multiclass")
     if kind == "folds":
-        return comparison_figure(table, metric=metric, labels=labels)
+        return comparison_figure(table, metric=metric, labels=labels, metric_title=metric_title)
     if not diagrams:
         raise ValueError("Expected fold 1's reliability tables for a grid or overlay of diagrams "
                          "(run_compare with CompareSettings(diagrams=True), or `diagrams=`), but got none; "

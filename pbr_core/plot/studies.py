@@ -223,6 +223,15 @@ TRACE_FOLDS = "Each fold"
 TRACE_MEAN = "Mean ± std over folds"
 
 
+def _rows(*columns) -> np.ndarray:
+    """Hover data of text and numbers side by side: an object array keeps each number a number (a
+    column_stack would turn them all into text, which plotly's number formats do not read)."""
+    out = np.empty((len(columns[0]), len(columns)), dtype=object)
+    for j, col in enumerate(columns):
+        out[:, j] = list(col)
+    return out
+
+
 def comparison_figure(table: pd.DataFrame, *, metric: str = "ece", labels: Mapping[str, str] | None = None,
                       metric_title: str | None = None, title: str | None = None, height: int = 420) -> go.Figure:
     """Each method's test metric on every fold (a point each) and its mean ± std over the folds.
@@ -244,7 +253,8 @@ def comparison_figure(table: pd.DataFrame, *, metric: str = "ece", labels: Mappi
     Returns
     -------
     plotly.graph_objects.Figure
-        Methods in the table's order on x; the means and standard deviations are those of
+        Methods in the table's order on x (ticks 0, 1, ... named after them; the folds drawn just left
+        of each, the mean just right); the means and standard deviations are those of
         :func:`pbr_core.experiments.summarize` (sample std, ddof = 1).
     """
     from pbr_core.evaluation import METRICS
@@ -258,22 +268,27 @@ def comparison_figure(table: pd.DataFrame, *, metric: str = "ece", labels: Mappi
     methods = list(dict.fromkeys(ok["method"]))
     summ = summarize(ok, metrics=[metric], by=["method"]).set_index("method")
     names = [label_of(labels, m) for m in methods]
+    at = {m: i for i, m in enumerate(methods)}
+    # A numeric axis with the methods' names as ticks: each method's folds just left of its place, the
+    # mean just right of it, so that neither hides the other.
+    fold_x = np.array([at[m] for m in ok["method"]], dtype=float) - 0.12
     fig = go.Figure()
     fig.add_trace(go.Scatter(
-        name=TRACE_FOLDS, x=[label_of(labels, m) for m in ok["method"]], y=ok[metric], mode="markers",
+        name=TRACE_FOLDS, x=fold_x, y=ok[metric], mode="markers",
         marker=dict(size=7, color=COLORS["counts"], line=dict(color=COLORS["accuracy"], width=1)),
-        customdata=ok["fold"].to_numpy() + 1,
-        hovertemplate="%{x}<br>fold %{customdata}: " + metric_title + " %{y:.4f}<extra></extra>"))
+        customdata=_rows([label_of(labels, m) for m in ok["method"]], ok["fold"].to_numpy() + 1),
+        hovertemplate="%{customdata[0]}<br>fold %{customdata[1]}: " + metric_title + " %{y:.4f}<extra></extra>"))
     mean = summ.loc[methods, "mean"].to_numpy(float)
     std = np.nan_to_num(summ.loc[methods, "std"].to_numpy(float))
     fig.add_trace(go.Scatter(
-        name=TRACE_MEAN, x=names, y=mean, mode="markers",
+        name=TRACE_MEAN, x=np.arange(len(methods)) + 0.12, y=mean, mode="markers",
         marker=dict(symbol="diamond", size=12, color=COLORS["ece"]),
         error_y=dict(type="data", array=std, color=COLORS["ece"], thickness=1.5, width=6),
-        customdata=np.column_stack([std, summ.loc[methods, "n"].to_numpy()]),
-        hovertemplate=("%{x}<br>mean " + metric_title + " %{y:.4f} ± %{customdata[0]:.4f} "
-                       "(%{customdata[1]} folds)<extra></extra>")))
-    fig.update_xaxes(title_text="Method", categoryorder="array", categoryarray=names)
+        customdata=_rows(names, std, summ.loc[methods, "n"].to_numpy()),
+        hovertemplate=("%{customdata[0]}<br>mean " + metric_title + " %{y:.4f} ± %{customdata[1]:.4f} "
+                       "(%{customdata[2]} folds)<extra></extra>")))
+    fig.update_xaxes(title_text="Method", tickvals=list(range(len(methods))), ticktext=names,
+                     range=[-0.5, len(methods) - 0.5], showgrid=False, zeroline=False)
     fig.update_yaxes(title_text=f"Test {metric_title}", rangemode="tozero")
     fig.update_layout(height=height)
     layout_defaults(fig)

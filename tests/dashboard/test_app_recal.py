@@ -7,6 +7,7 @@ Generalization tests use the CIFAR-10 sample, small n_re and few optimiser itera
 
 from __future__ import annotations
 
+import base64
 import html
 import io
 import json
@@ -88,7 +89,12 @@ def test_compare_temperature_two_folds(at, cifar10):
     assert list(shown.index) == ["Uncalibrated", "Temperature scaling"]
     mean_t = expected[expected["method"] == "temperature"]["ece"].mean()
     assert shown.loc["Temperature scaling", "ECE"].startswith(f"{mean_t:.4f} ± ")
-    assert len(at.get("plotly_chart")) == 2  # small multiples and overlay
+    charts = at.get("plotly_chart")
+    assert len(charts) == 3  # small multiples, overlay, and every fold's ECE (pbr_core.plot.comparison)
+    means = next(t for t in json.loads(charts[2].proto.spec)["data"] if t["name"] == "Mean ± std over folds")
+    y = means["y"]  # plotly writes numpy arrays as base64 (bdata) in the figure's JSON
+    y = np.frombuffer(base64.b64decode(y["bdata"]), dtype=y["dtype"]) if isinstance(y, dict) else np.asarray(y)
+    assert y[1] == pytest.approx(mean_t, rel=1e-12)
     assert _downloads(at) == ["Results table (CSV, every fold)", "Summary (CSV, mean and std)",
                               "Session report (HTML)"]
     assert not at.button(key="cmp_run").disabled

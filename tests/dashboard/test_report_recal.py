@@ -62,9 +62,10 @@ def test_compare_section_from_a_real_run(compare_result):
     assert any("Wilcoxon signed-rank test" in p and "Nadeau" in p for p in sec.paragraphs)
     styled = sec.tables[0][1]
     assert list(styled.data.index) == ["Uncalibrated", "Temperature scaling"]
-    assert len(sec.figures) == 2  # small multiples and overlay
+    assert len(sec.figures) == 3  # small multiples, overlay, and every fold's test ECE
+    assert sec.figures[2][0] == texts.COMPARE_FOLDS_CAPTION
     html = report.build_report([sec], data_name=compare_result.data_name)
-    assert "Comparison of recalibrators" in html and html.count("Plotly.newPlot") == 2
+    assert "Comparison of recalibrators" in html and html.count("Plotly.newPlot") == 3
     ece = compare_result.table.groupby("method")["ece"].mean()
     assert f"{ece['temperature']:.4f}" in html
     # Green only where the paired tests show the best mean better than every other method.
@@ -97,7 +98,7 @@ def test_partial_results_are_labelled(compare_result):
                                  table=compare_result.table.iloc[:2], diagrams={}, planned=6, stopped=True)
     sec = report.compare_section(partial)
     assert sec.paragraphs[0].startswith("Stopped after 2 of 6 fits")
-    assert sec.figures == []
+    assert [c for c, _ in sec.figures] == [texts.COMPARE_FOLDS_CAPTION]   # no diagrams kept: the finished fits
 
 
 def test_sweep_and_generalization_sections_from_tables():
