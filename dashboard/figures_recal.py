@@ -19,19 +19,21 @@ from pandas.io.formats.style import Styler
 from dashboard import texts
 from pbr_core import plot
 from pbr_core.evaluation import EVALUATION_METRICS
-from pbr_core.plot.diagrams import TRACE_DIAGONAL, reliability_figure  # noqa: F401  (tests find traces by it)
+from pbr_core.plot.diagrams import (  # noqa: F401  (re-exported for the pages, the report and tests)
+    TRACE_DIAGONAL,
+    groups_overlay_figure,
+    reliability_figure,
+    reliability_grid_figure,
+    reliability_overlay_figure,
+)
 from pbr_core.plot.studies import (  # noqa: F401  (re-exported for the pages, the report and tests)
-    GROUP_GAP_COLORS,
     TRACE_BOUND_POINTS,
     TRACE_CHOSEN,
     TRACE_GAP_POINTS,
-    TRACE_SCORE,
     alpha_selection_figure,
     group_gap_figure,
     n_re_sweep_figure,
 )
-from pbr_core.plot.diagrams import groups_overlay_figure, reliability_grid_figure, reliability_overlay_figure  # noqa: F401
-from pbr_core.plot.style import PALETTE, method_colors  # noqa: F401
 
 if TYPE_CHECKING:
     from dashboard import runs
