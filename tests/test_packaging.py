@@ -76,3 +76,21 @@ def test_the_installed_cli_evaluates_a_bundled_sample_with_a_gate(installed, tmp
     assert done.returncode == 5, done.stderr[-3000:]
     assert json.loads(done.stdout)["gates"][0]["status"] == "failed"
     assert "pbr-calib: calibration gate failed: ECE 0.0733" in done.stderr
+
+
+def test_the_sdist_carries_what_the_wheel_build_copies(wheel):
+    """A wheel built from the source distribution (pip install pbr-calib without a wheel) gets the
+    same samples, serving settings and schema: MANIFEST.in puts them in the sdist."""
+    import tarfile
+
+    src = wheel.parent.parent / "src"          # the copy build_wheel built from
+    done = subprocess.run([sys.executable, "-c", "import sys; from setuptools import build_meta as b; "
+                           "print(b.build_sdist(sys.argv[1]))", str(wheel.parent.parent / "sdist")],
+                          cwd=src, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (sdist,) = (wheel.parent.parent / "sdist").glob("pbr_calib-*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    expected = {"setup.py", "pyproject.toml", "dashboard/.streamlit/config.toml", "pbr_core/schemas/evaluate.schema.json",
+                *(f"sample_data/{p.name}" for p in (ROOT / "sample_data").iterdir() if p.is_file())}
+    assert expected - names == set()
