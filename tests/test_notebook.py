@@ -222,6 +222,13 @@ def test_the_reliability_figure_draws_the_librarys_table():
     assert fig.layout.yaxis.title.text == "Accuracy" and D.TRACE_BANDS not in [t.name for t in fig.data]
     with pytest.raises(ValueError, match="Expected `labels`"):
         pbr_core.plot.reliability(c10.probs)
+    # equal-mass bins, as the Reliability page offers (no consistency band: the table has none)
+    from pbr_core.estimators import reliability_equal_mass
+
+    fig = pbr_core.plot.reliability(adult, binning="mass")
+    table = reliability_equal_mass(adult.p_positive, adult.labels, n_bins=25)
+    np.testing.assert_array_equal(_bars(fig, "Observed frequency of y = 1 per bin").y, table["accuracy"])
+    np.testing.assert_array_equal(_bars(fig, D.TRACE_COUNTS).y, table["count"])
 
 
 def test_ece_against_b_draws_the_curve_and_theorem_1():

@@ -37,6 +37,8 @@ def test_bad_input_is_named():
         plot.reliability(preds, [0, 1, 1, 0])
     with pytest.raises(ValueError, match="outside \\[0, 1\\]"):
         plot.reliability(np.array([0.2, 1.5]), np.array([0, 1]))
+    with pytest.raises(ValueError, match="Expected argument `binning` to be 'width' or 'mass', but got 'quantile'"):
+        plot.reliability(preds, binning="quantile")
     with pytest.raises(ValueError, match="Expected argument `target` to be 'positive' or 'top_label'"):
         plot.ece_vs_bins(preds, target="p1")
     with pytest.raises(ValueError, match="`max_bins` to be an integer larger than 0, but got 0"):

@@ -67,7 +67,8 @@ def axis_titles(binary_positive: bool) -> tuple[str, str]:
 
 
 def reliability(data: Any, labels: Any = None, n_bins: int | None = None, *, target: str | None = None,
-                bands: bool = True, smooth: bool = False, title: str | None = None,
+                binning: Literal["width", "mass"] = "width", bands: bool = True, smooth: bool = False,
+                title: str | None = None,
                 x_title: str | None = None, y_title: str | None = None, height: int = 620) -> go.Figure:
     """Reliability diagram with each bin's consistency band and the samples per bin (the Reliability page's).
 
@@ -81,6 +82,9 @@ def reliability(data: Any, labels: Any = None, n_bins: int | None = None, *, tar
         Number of equal-width bins B (default floor(n^(1/3)), :func:`pbr_core.optimal_n_bins`).
     target : {"positive", "top_label"}, optional
         What binary data is measured on (default :data:`pbr_core.metrics.DEFAULT_BINARY_TARGET`).
+    binning : {"width", "mass"}
+        Equal-width bins (the paper's, Eq. 2) or equal-mass bins
+        (:func:`pbr_core.estimators.reliability_equal_mass`), as the Reliability page offers.
     bands : bool
         Draw each bin's 90 % consistency band (``band_low`` / ``band_high`` of the table) and mark
         the bars outside it.
@@ -105,9 +109,16 @@ def reliability(data: Any, labels: Any = None, n_bins: int | None = None, *, tar
     from pbr_core.bounds import optimal_n_bins
     from pbr_core.metrics import reliability_diagram
 
+    if binning not in ("width", "mass"):
+        raise ValueError(f"Expected argument `binning` to be 'width' or 'mass', but got {binning!r}.")
     probs, y, positive = measured_inputs(data, labels, target)
     B = optimal_n_bins(len(y)) if n_bins is None else n_bins
-    table = reliability_diagram(probs, y, B)
+    if binning == "mass":
+        from pbr_core.estimators import reliability_equal_mass
+
+        table = reliability_equal_mass(probs, y, n_bins=B)
+    else:
+        table = reliability_diagram(probs, y, B)
     smoothed = None
     if smooth:
         from pbr_core.estimators import smooth_reliability
