@@ -8,8 +8,36 @@ import numpy as np
 
 from pbr_core.recalibrators import _state
 from pbr_core.recalibrators._binary import MULTICLASS_CONSTRAINT, BinaryRecalibrator
-from pbr_core.recalibrators._params import PROBABILITY_FLOOR, Constraint
+from pbr_core.recalibrators._params import BOOLEAN, PROBABILITY_FLOOR, Constraint
 from pbr_core.recalibrators.base import register
+
+
+def centred_isotonic_points(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The knots (x, q) of centred isotonic regression (Oron & Flournoy 2017), to interpolate linearly.
+
+    Isotonic regression of y on the distinct values of p (weighted by their counts), each maximal
+    run of equal fitted values (a flat stretch) collapsed to one knot at its rows' mean p, except
+    runs at exactly 0 or 1, kept point by point (the R package ``cir``'s default,
+    ``interiorStrict``); the first and last knots are extended to the smallest and largest p with
+    their values. Equal to ``cir``'s ``cirPAVA`` loop (Oron's Python port, ``pycir``; re-written in
+    tests/recalibrators/test_isotonic.py and compared on random data with ties).
+    """
+    from sklearn.isotonic import IsotonicRegression
+
+    xu, inverse = np.unique(p, return_inverse=True)
+    w = np.bincount(inverse).astype(np.float64)
+    fitted = IsotonicRegression(increasing=True).fit(
+        xu, np.bincount(inverse, weights=y) / w, sample_weight=w).predict(xu)
+    starts = np.ones(xu.size, dtype=bool)
+    starts[1:] = (fitted[1:] != fitted[:-1]) | (fitted[1:] == 0.0) | (fitted[1:] == 1.0)
+    run = np.cumsum(starts) - 1
+    weight = np.bincount(run, weights=w)
+    x, q = np.bincount(run, weights=w * xu) / weight, fitted[starts]
+    if x[0] > xu[0]:
+        x, q = np.concatenate([[xu[0]], x]), np.concatenate([[q[0]], q])
+    if x[-1] < xu[-1]:
+        x, q = np.concatenate([x, [xu[-1]]]), np.concatenate([q, [q[-1]]])
+    return x, q
 
 
 @register
@@ -37,6 +65,16 @@ class IsotonicCalibration(BinaryRecalibrator):
     multiclass : {"top_label", "one_vs_all"}
         How multiclass data are recalibrated (binary data: one map on p(y=1) either way);
         "one_vs_all" is scikit-learn's ``CalibratedClassifierCV(method="isotonic")``.
+    centred : bool
+        Centred isotonic regression (Oron & Flournoy 2017, :func:`centred_isotonic_points`):
+        each flat block becomes one point at its rows' mean probability, linear between them, so
+        the map is strictly increasing inside the data's range instead of a staircase (rows in one
+        block are no longer tied). On the bundled CIFAR files it is within the noise of the plain
+        map (top-label; test NLL / top-label ECE, plain -> centred): the first 5000 rows to fit,
+        CIFAR-10 .1822 / .0093 -> .1819 / .0091, CIFAR-100 .9406 / .0183 -> .9392 / .0149; the
+        shared suite's 1000-row splits, CIFAR-10 .1899 / .0144 -> .1891 / .0135, CIFAR-100
+        .9798 / .0182 -> .9801 / .0226. Off by default: the plain method is scikit-learn's
+        isotonic regression, to which it is pinned.
 
     Attributes
     ----------
@@ -50,6 +88,8 @@ class IsotonicCalibration(BinaryRecalibrator):
        probability estimates. KDD 2002.
     .. [2] A. Niculescu-Mizil and R. Caruana. Predicting good probabilities with supervised
        learning. ICML 2005.
+    .. [3] A. P. Oron and N. Flournoy. Centered isotonic regression: point and interval estimation
+       for dose-response studies. Statistics in Biopharmaceutical Research 9(3), 2017.
 
     Examples
     --------
@@ -65,12 +105,14 @@ class IsotonicCalibration(BinaryRecalibrator):
     label: ClassVar[str] = "Isotonic regression"
 
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {"floor": PROBABILITY_FLOOR,
-                                                                "multiclass": MULTICLASS_CONSTRAINT}
+                                                                "multiclass": MULTICLASS_CONSTRAINT,
+                                                                "centred": BOOLEAN}
 
     def __init__(self, floor: float | None = None,
-                 multiclass: Literal["top_label", "one_vs_all"] = "top_label") -> None:
+                 multiclass: Literal["top_label", "one_vs_all"] = "top_label", centred: bool = False) -> None:
         self.floor = floor
         self.multiclass = multiclass
+        self.centred = centred
 
     def _fit_binary(self, p: np.ndarray, y: np.ndarray, name: str) -> dict[str, Any]:
         # scikit-learn on first use: importing it (with scipy.stats) costs ~1 CPU s, which every
@@ -84,6 +126,9 @@ class IsotonicCalibration(BinaryRecalibrator):
         # kept within [1/(n+1), n/(n+1)]: "rarer than one in n", the most n rows can tell
         # (``floor``: another floor, 0 for the plain method).
         floor = 1.0 / (p.shape[0] + 1) if self.floor is None else float(self.floor)
+        if self.centred:
+            x, q = centred_isotonic_points(p, y)
+            return {"X_thresholds": x, "y_thresholds": np.clip(q, floor, 1.0 - floor)}
         return {
             "X_thresholds": np.asarray(iso.X_thresholds_, dtype=np.float64),
             "y_thresholds": np.clip(np.asarray(iso.y_thresholds_, dtype=np.float64), floor, 1.0 - floor),
