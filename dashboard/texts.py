@@ -956,6 +956,77 @@ APPLY_TRIAL_UNEXPECTED = (
     "it failed on the first row with an unexpected error in pbr-calib. The details are in the server's "
     "log; please include them in a bug report."
 )
+APPLY_TITLE = "Fit & apply"
+SHIP_TITLE = "Fit a recalibrator to take away"
+APPLY_CHECK_TITLE = "Check a saved recalibrator on this data"
+APPLY_ECE_BEFORE_HELP = "The uncalibrated predictions of the same rows."
+SHIP_RECALIBRATOR_JSON_HELP = "The fitted recalibrator, to apply to new predictions of the same model."
+SHIP_SNIPPET_TITLE = "**Use it on new predictions of the same model**"
+
+
+def ship_job_label(method: str) -> str:
+    """The fit-to-take-away job's name (``method``: its label)."""
+    return f"{method} for download"
+
+
+def apply_job_label(method: str, file_name: str) -> str:
+    """The check-a-saved-recalibrator job's name (``method``: its label; ``file_name``: the upload's)."""
+    return f"{method} from {file_name}"
+
+
+def ship_split_caption(n_fit: int, n_held: int, device: str | None) -> str:
+    """Where the fit to take away runs: its rows, the held-out rows (0: none) and, for a GP method,
+    the device it runs on (None otherwise)."""
+    where = f" on {device}" if device else ""
+    return (f"Fits on **{n_fit:,}** rows{where} and checks on the **{n_held:,}** held-out rows."
+            if n_held else f"Fits on all **{n_fit:,}** rows{where}. " + SHIP_IN_SAMPLE)
+
+
+def saved_recalibrator_words(rec: Recalibrator) -> str:
+    """An uploaded recalibrator in Markdown: its method, classes, input, KL and fit (from its saved
+    fit report; saved files leave the wall time out, it differs run to run), then its settings."""
+    fitted = f"K = {rec.n_classes_} classes, fitted on {rec.input_type_}"
+    extra = ""
+    report_ = getattr(rec, "fit_report_", None) or {}
+    if getattr(rec, "kl_", None) is not None:
+        extra = f" · KL = {rec.kl_:.4g}"
+    if report_.get("device"):
+        extra += f" · fitted on {md(report_['device'])}"
+        if report_.get("iterations") is not None:
+            extra += f", {report_['iterations']} iterations" + ("" if report_.get("converged", True) else " (not converged)")
+    return f"**{method_label(rec.method)}** · {fitted}{extra}  \nSettings: {recalibrator_settings(rec)}"
+
+
+def apply_other_model(file_name: str, n_fitted: int, data_name: str, n_data: int) -> str:
+    """An uploaded recalibrator fitted on another number of classes (names as Markdown-safe text already)."""
+    return (f"{file_name} was fitted on predictions with {n_fitted} classes, but {data_name} has "
+            f"{n_data}: it belongs to another model.")
+
+
+def apply_cannot(file_name: str, data_name: str, problem: str) -> str:
+    """An uploaded recalibrator that failed its trial prediction (``problem``: the library's words, as
+    page text already; names as Markdown-safe text already)."""
+    return f"{file_name} cannot be applied to {data_name}: {problem}"
+
+
+def apply_ece_help(n_bins: int, n_eval: int) -> str:
+    return ECE_HELP + f" B = {n_bins} bins on {n_eval:,} rows."
+
+
+def apply_measured_on(origin: str, evaluated_on: str, seconds: float) -> str:
+    """Where the result comes from and which rows it is measured on (both as literal text here)."""
+    return f"{md(origin)}; measured on **{md(evaluated_on)}** ({seconds:.1f} s)."
+
+
+def calibrated_predictions_help(data_name: str, method: str, fit_column: str | None, n_fit: int,
+                                venn_abers: bool) -> str:
+    """The Fit & apply page's calibrated-predictions download: its columns (``fit_column``: the column
+    marking the rows it was fitted on, None when there is none), and a Venn-Abers predictor's intervals."""
+    marked = (f" and a last column *{fit_column}*: True for the {n_fit:,} rows it was fitted on, "
+              "False for the held-out rows" if fit_column is not None else "")
+    return (f"Every row of {md(data_name)} recalibrated by the {method}: one probability "
+            f"column per class, the label{marked} (reads back on the Data page)."
+            + (VENN_ABERS_DOWNLOAD_NOTE if venn_abers else ""))
 
 
 # ----------------------------------------------------------------------- Venn-Abers intervals (issue 37)
@@ -1858,7 +1929,8 @@ def bounds_caption(n: int, n_bins: int, kl: float, eps: float, lipschitz: float,
             f"ε = {eps:g}, L = {lipschitz:g}. ECE on these rows after the fit: {ece_re:.4f}.")
 
 
-def pbr_result_title(method: str) -> str:
+def result_title(method: str) -> str:
+    """A recalibration result's heading (PBR, Fit & apply)."""
     return f"Result: {method}"
 
 
@@ -1873,6 +1945,29 @@ def pbr_predictions_help(data_name: str, method: str, fit_column: str, n_re: int
             f"*{fit_column}*: True for the {n_re:,} recalibration rows "
             f"it was fitted on, False for the {n_te:,} rows of the test part. Score it only "
             "on the False rows. Reads back on the Data page.")
+
+
+# --------------------------------------------------------------------------- Reliability page (the page's own lines)
+ONE_ROW_ONE_BIN = "One row only: B = 1."
+CLASSWISE_EXPANDER = "Classwise ECE (every class, not only the predicted one)"
+CLASSWISE_INTRO = (
+    "For each class k the same binned ECE is computed on the predicted probability of k "
+    "against whether the label is k, over all rows; the headline number is their average. "
+    "It catches miscalibration that the top-label ECE cannot see (e.g. on second choices)."
+)
+WORST_CLASSES_TITLE = "**Worst-calibrated classes**"
+ESTIMATORS_EXPANDER = "Other estimators, and the ECE other libraries would report"
+#: What the Reliability page computes on a server dataset's sample (``server_sample_note``'s ``what``).
+RELIABILITY_ON_SAMPLE = "the equal-mass bins, the smoothed curve and the other estimators"
+
+
+def reliability_intro(what: str, name: str, rows: int) -> str:
+    return (f"How well does the confidence match reality? Measured on **{what}** for "
+            f"**{md(name)}** (n = {rows:,}).")
+
+
+def bins_slider_label(default: int) -> str:
+    return f"Number of bins B (default floor(n^(1/3)) = {default})"
 
 
 # --------------------------------------------------------------------------- Data page (the page's own lines)

@@ -60,9 +60,8 @@ def _ship_controls(loaded: state.Loaded, running: bool) -> runs.FitSettings | No
     settings = runs.FitSettings(method=method, alpha=alpha, holdout=holdout, seed=seed, max_iter=max_iter,
                                  binary_ece=state.recal_binary_ece(preds))
     n_fit, n_held = settings.split(preds.n)
-    where = f" on {runs.device_label()}" if method_family(method) == "gp" else ""
-    st.caption(f"Fits on **{n_fit:,}** rows{where} and checks on the **{n_held:,}** held-out rows."
-               if n_held else f"Fits on all **{n_fit:,}** rows{where}. " + texts.SHIP_IN_SAMPLE)
+    device = runs.device_label() if method_family(method) == "gp" else None
+    st.caption(texts.ship_split_caption(n_fit, n_held, device))
     problem = small_test_set_problem(n_held) if n_held else None
     if problem:  # a check on too few held-out rows says nothing: refused, with what to do
         todo = texts.holdout_todo(preds.n, MIN_TEST_ROWS, runs.min_holdout_percent(preds.n))
@@ -73,7 +72,7 @@ def _ship_controls(loaded: state.Loaded, running: bool) -> runs.FitSettings | No
 
 def _start_ship(loaded: state.Loaded, s: runs.FitSettings) -> None:
     preds, name, key = loaded.preds, loaded.name, loaded.key
-    recal_ui.start("ship", f"{texts.method_label(s.method)} for download",
+    recal_ui.start("ship", texts.ship_job_label(texts.method_label(s.method)),
                    lambda ctx: runs.run_ship(preds, s, ctx, data_name=name, data_key=key),
                    heavy=method_family(s.method) == "gp")
 
@@ -98,19 +97,6 @@ def _parse_upload() -> tuple[Recalibrator | None, str | None, str]:
     return cached[1], cached[2], upload.name
 
 
-def _describe(rec: Recalibrator) -> str:
-    fitted = f"K = {rec.n_classes_} classes, fitted on {rec.input_type_}"
-    extra = ""
-    report_ = getattr(rec, "fit_report_", None) or {}
-    if getattr(rec, "kl_", None) is not None:
-        extra = f" · KL = {rec.kl_:.4g}"
-    if report_.get("device"):  # saved files leave the wall time out (it differs run to run)
-        extra += f" · fitted on {texts.md(report_['device'])}"
-        if report_.get("iterations") is not None:
-            extra += f", {report_['iterations']} iterations" + ("" if report_.get("converged", True) else " (not converged)")
-    return f"**{texts.method_label(rec.method)}** · {fitted}{extra}  \nSettings: {texts.recalibrator_settings(rec)}"
-
-
 def _apply_controls(loaded: state.Loaded, running: bool) -> tuple[Recalibrator, str] | None:
     # The browser refuses a larger file before sending it; the library refuses it again, unparsed.
     st.file_uploader("Recalibrator file (JSON, from this page, the PBR page or `pbr-calib fit`)", type=["json"],
@@ -122,17 +108,17 @@ def _apply_controls(loaded: state.Loaded, running: bool) -> tuple[Recalibrator, 
         return None
     if rec is None:
         return None
-    st.markdown(_describe(rec))
+    st.markdown(texts.saved_recalibrator_words(rec))
     preds = loaded.preds
     if rec.n_classes_ != preds.n_classes:
-        st.error(f"{texts.md(name)} was fitted on predictions with {rec.n_classes_} classes, but {texts.md(loaded.name)} has "
-                 f"{preds.n_classes}: it belongs to another model.", icon=":material/error:")
+        st.error(texts.apply_other_model(texts.md(name), rec.n_classes_, texts.md(loaded.name), preds.n_classes),
+                 icon=":material/error:")
         return None
     if method_family(rec.method) == "gp":
         runs.preload_gp()
     problem = _trial(rec, loaded)
     if problem:
-        st.error(f"{texts.md(name)} cannot be applied to {texts.md(loaded.name)}: {texts.md_message(problem)}",
+        st.error(texts.apply_cannot(texts.md(name), texts.md(loaded.name), texts.md_message(problem)),
                  icon=":material/error:")
         return None
     if preds.n < MIN_TEST_ROWS:  # its ECE before / after would say nothing
@@ -164,7 +150,7 @@ def _start_apply(loaded: state.Loaded, chosen: tuple[Recalibrator, str]) -> None
     rec, name = chosen
     preds, data_name, key = loaded.preds, loaded.name, loaded.key
     binary_ece = state.recal_binary_ece(preds)
-    recal_ui.start("apply", f"{texts.method_label(rec.method)} from {name}",
+    recal_ui.start("apply", texts.apply_job_label(texts.method_label(rec.method), name),
                    lambda ctx: runs.run_apply(preds, rec, name, ctx, binary_ece=binary_ece, data_name=data_name,
                                               data_key=key),
                    heavy=method_family(rec.method) == "gp")
@@ -173,8 +159,8 @@ def _start_apply(loaded: state.Loaded, chosen: tuple[Recalibrator, str]) -> None
 def _cards(r: runs.ApplyResult) -> None:
     c = st.columns(4)
     c[0].metric("ECE after", f"{r.after['ece']:.4f}", delta=f"{r.after['ece'] - r.before['ece']:+.4f}",
-                delta_color="inverse", help=texts.ECE_HELP + f" B = {r.after['n_bins']} bins on {r.n_eval:,} rows.")
-    c[1].metric("ECE before", f"{r.before['ece']:.4f}", help="The uncalibrated predictions of the same rows.")
+                delta_color="inverse", help=texts.apply_ece_help(r.after["n_bins"], r.n_eval))
+    c[1].metric("ECE before", f"{r.before['ece']:.4f}", help=texts.APPLY_ECE_BEFORE_HELP)
     c[2].metric("NLL after", f"{r.after['nll']:.4f}", delta=f"{r.after['nll'] - r.before['nll']:+.4f}",
                 delta_color="inverse", help=texts.NLL_HELP)
     c[3].metric("Accuracy after", f"{r.after['accuracy']:.2%}",
@@ -183,16 +169,16 @@ def _cards(r: runs.ApplyResult) -> None:
 
 def _result(loaded: state.Loaded, r: runs.ApplyResult, kind: str) -> None:
     label = texts.method_label(r.method)
-    st.subheader(f"Result: {label}")
+    st.subheader(texts.result_title(label))
     recal_ui.stale_note(r, loaded)
-    st.markdown(f"{texts.md(r.origin)}; measured on **{texts.md(r.evaluated_on)}** ({r.seconds:.1f} s).")
+    st.markdown(texts.apply_measured_on(r.origin, r.evaluated_on, r.seconds))
     if r.in_sample:
         st.warning(texts.SHIP_IN_SAMPLE, icon=":material/visibility:")
     _cards(r)
     if r.preds.kind == "binary":  # which ECE the cards are: the app's one choice
         st.caption(texts.binary_ece_caption(r.binary_ece))
     for note in r.notes:
-        st.caption(f":material/warning: {texts.fit_words(note)}")
+        st.caption(texts.fit_warning(note))
     prior = texts.at_prior_note(r.at_prior, r.recalibrator.get_params().get("alpha"), r.n_fit)
     if prior:
         st.info(prior, icon=":material/info:")
@@ -205,19 +191,17 @@ def _result(loaded: state.Loaded, r: runs.ApplyResult, kind: str) -> None:
     c[1].plotly_chart(after, key=f"{kind}_after_chart", config={"displaylogo": False})
     c = st.columns(3)
     with c[0]:
-        marked = (f" and a last column *{runs.FIT_ROWS_COLUMN}*: True for the {r.n_fit:,} rows it was fitted on, "
-                  "False for the held-out rows" if r.fit_rows is not None else "")
         recal_ui.lazy_button("Calibrated predictions (CSV)", r.calibrated_csv, f"{r.method}_calibrated.csv",
                              "text/csv", f"{kind}_dl_predictions",
-                             help=f"Every row of {texts.md(r.data_name)} recalibrated by the {label}: one probability "
-                                  f"column per class, the label{marked} (reads back on the Data page)."
-                                  + (texts.VENN_ABERS_DOWNLOAD_NOTE if r.interval is not None else ""))
+                             help=texts.calibrated_predictions_help(
+                                 r.data_name, label, runs.FIT_ROWS_COLUMN if r.fit_rows is not None else None,
+                                 r.n_fit, r.interval is not None))
     if kind == "ship":
         with c[1]:
             recal_ui.lazy_button("Fitted recalibrator (JSON)", r.recalibrator_json, f"{r.method}_recalibrator.json",
                                  "application/json", "ship_dl_recalibrator", icon=":material/data_object:",
-                                 help="The fitted recalibrator, to apply to new predictions of the same model.")
-        st.markdown("**Use it on new predictions of the same model**")
+                                 help=texts.SHIP_RECALIBRATOR_JSON_HELP)
+        st.markdown(texts.SHIP_SNIPPET_TITLE)
         st.code(texts.ship_snippet(f"{r.method}_recalibrator.json"), language="python")
     with c[2]:
         recal_ui.report_button(f"{kind}_dl_report")
@@ -232,17 +216,17 @@ def _apply_result(loaded: state.Loaded, r: runs.ApplyResult) -> None:
 
 
 def render() -> None:
-    st.title("Fit & apply")
+    st.title(texts.APPLY_TITLE)
     st.markdown(texts.APPLY_INTRO)
     loaded = state.current()
     if not recal_ui.recalibratable(loaded):
         return
     running = {k: (j := jobs.get(k)) is not None and j.active for k in ("ship", "apply")}
-    st.header("Fit a recalibrator to take away")
+    st.header(texts.SHIP_TITLE)
     recal_ui.run_panel("ship", loaded, running["ship"], button="Fit", button_key="ship_run",
                        controls=_ship_controls, start_job=_start_ship, results=_ship_result)
     st.divider()
-    st.header("Check a saved recalibrator on this data")
+    st.header(texts.APPLY_CHECK_TITLE)
     st.markdown(texts.APPLY_CHECK_INTRO)
     recal_ui.run_panel("apply", loaded, running["apply"], button="Apply", button_key="apply_run",
                        controls=_apply_controls, start_job=_start_apply, results=_apply_result)

@@ -186,7 +186,7 @@ def _bounds(r: runs.PBRResult) -> None:
 
 
 def _results(loaded: state.Loaded, r: runs.PBRResult) -> None:
-    st.subheader(texts.pbr_result_title(texts.method_label(r.settings.method)))
+    st.subheader(texts.result_title(texts.method_label(r.settings.method)))
     recal_ui.stale_note(r, loaded)
     _cards(r)
     binary_positive = r.binary_positive

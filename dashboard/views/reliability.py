@@ -28,10 +28,10 @@ def _bins_slider(view: state.MetricView) -> int:
     state.reset_for_data(K_BINS_FOR, view.key, {K_BINS: default},
                          also=not 1 <= st.session_state.get(K_BINS, 0) <= hi)
     if hi == 1:  # a slider needs min < max
-        st.caption("One row only: B = 1.")
+        st.caption(texts.ONE_ROW_ONE_BIN)
         return 1
     return int(st.slider(
-        f"Number of bins B (default floor(n^(1/3)) = {default})", min_value=1, max_value=hi, key=K_BINS,
+        texts.bins_slider_label(default), min_value=1, max_value=hi, key=K_BINS,
         persist_state="session", help=texts.N_BINS_HELP,
     ))
 
@@ -70,23 +70,19 @@ def _classwise(loaded: state.Loaded, view: state.MetricView, n_bins: int) -> Non
     preds = loaded.preds
     if preds.kind != "multiclass":
         return
-    box = _lazy_expander("Classwise ECE (every class, not only the predicted one)", K_CLASSWISE_OPEN)
+    box = _lazy_expander(texts.CLASSWISE_EXPANDER, K_CLASSWISE_OPEN)
     if box is None:
         return
     with box:
-        st.markdown(
-            "For each class k the same binned ECE is computed on the predicted probability of k "
-            "against whether the label is k, over all rows; the headline number is their average. "
-            "It catches miscalibration that the top-label ECE cannot see (e.g. on second choices)."
-        )
+        st.markdown(texts.CLASSWISE_INTRO)
         mean, per_class = compute.classwise(state.metric_view(loaded, "top_label"), n_bins)
         st.metric("Classwise ECE (mean over classes)", f"{mean:.4f}")
-        st.markdown("**Worst-calibrated classes**")
+        st.markdown(texts.WORST_CLASSES_TITLE)
         st.dataframe(tables.classwise_frame(per_class, preds.class_names, top=15), hide_index=True)
 
 
 def _other_estimators(view: state.MetricView) -> None:
-    box = _lazy_expander("Other estimators, and the ECE other libraries would report", K_ESTIMATORS_OPEN)
+    box = _lazy_expander(texts.ESTIMATORS_EXPANDER, K_ESTIMATORS_OPEN)
     if box is None:
         return
     with box:
@@ -121,13 +117,9 @@ def render() -> None:
     if loaded is None:
         return
     view = state.metric_view(loaded)
-    st.markdown(
-        f"How well does the confidence match reality? Measured on **{view.what}** for "
-        f"**{texts.md(loaded.name)}** (n = {view.rows:,})."
-    )
+    st.markdown(texts.reliability_intro(view.what, loaded.name, view.rows))
     if view.stats is not None:
-        st.caption(texts.server_sample_note(view.rows, view.n, "the equal-mass bins, the smoothed curve and the "
-                                            "other estimators"))
+        st.caption(texts.server_sample_note(view.rows, view.n, texts.RELIABILITY_ON_SAMPLE))
     n_bins = _bins_slider(view)
     _metric_cards(loaded, view, n_bins)
     left, right = st.columns([3, 1], gap="medium")
