@@ -59,6 +59,15 @@ def sample_dir() -> Path:
 
 
 SAMPLE_DIR = sample_dir()
+
+
+def sample_folder() -> str:
+    """The samples' folder as the Data page names it: relative to the folder holding the app's
+    package (``sample_data`` in a clone, ``dashboard/sample_data`` in an installed wheel), so that the
+    page names the folder it reads without showing the server's own paths."""
+    return SAMPLE_DIR.relative_to(ROOT).as_posix()
+
+
 DEFAULT_SAMPLE = "cifar100_densenet121.npz"
 #: File endings the uploader accepts: whatever the loader reads. Streamlit matches the last suffix
 #: only, so "gz" stands for .csv.gz / .tsv.gz (the loader names the problem if it is anything else).

@@ -1975,7 +1975,6 @@ DATA_INTRO = ("Load the predictions of a classifier on a test set: a bundled sam
               "The other pages then show how well calibrated the model is.")
 NOTHING_LOADED = "Nothing is loaded yet."
 BUNDLED_SAMPLES_TITLE = "Bundled samples"
-SAMPLES_HELP = "Test-set predictions of real models (see sample_data/SOURCES.md for origin and license)."
 YOUR_FILE_TITLE = "Your file"
 TEMPLATES_CAPTION = "Download a template: a small example file in each accepted layout."
 LOAD_FIRST = "Load a file first: its columns will be listed here."
@@ -1993,8 +1992,15 @@ KIND_HELP = ("multiclass: full probability vectors; binary: p(y=1) and a 0/1 lab
 FIRST_ROWS_TITLE = "**First rows, as read**"
 
 
-def samples_caption(n: int) -> str:
-    return f"{n} files in sample_data/; their origin and license are in sample_data/SOURCES.md."
+def samples_help(folder: str) -> str:
+    """The samples' help; ``folder``: where the app reads them (``state.sample_folder()``: ``sample_data``
+    in a clone, ``dashboard/sample_data`` in an installed wheel)."""
+    return f"Test-set predictions of real models (see {folder}/SOURCES.md for origin and license)."
+
+
+def samples_caption(n: int, folder: str) -> str:
+    """How many samples there are and where (``folder``: as for :func:`samples_help`)."""
+    return f"{n} files in {folder}/; their origin and license are in {folder}/SOURCES.md."
 
 
 def server_folder_caption(folder: str) -> str:

@@ -57,12 +57,14 @@ def _run_installed(installed: Path, cwd: Path, *code: str) -> subprocess.Complet
 
 def test_the_installed_copy_finds_its_app_samples_and_schema(installed, tmp_path):
     probe = ("import json, dashboard.state as s, pbr_core, pbr_core.cli.dashboard as d, pbr_core.schemas as sc; "
-             "print(json.dumps({'samples': str(s.SAMPLE_DIR), 'files': s.list_samples(), 'app': str(d.app_path()), "
-             "'core': pbr_core.__file__, 'title': sc.evaluate_schema()['title']}))")
+             "print(json.dumps({'samples': str(s.SAMPLE_DIR), 'folder': s.sample_folder(), 'files': s.list_samples(), "
+             "'app': str(d.app_path()), 'core': pbr_core.__file__, 'title': sc.evaluate_schema()['title']}))")
     done = _run_installed(installed, tmp_path, "-c", probe)
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert Path(got["samples"]) == installed / "dashboard" / "sample_data"
+    # the Data page names the folder it reads, with its SOURCES.md (in a clone: sample_data)
+    assert got["folder"] == "dashboard/sample_data" and (installed / got["folder"] / "SOURCES.md").is_file()
     assert got["files"][0] == "cifar100_densenet121.npz" and "kitti_random_forest.csv" in got["files"]
     assert Path(got["app"]) == installed / "dashboard" / "app.py"
     assert Path(got["core"]).is_relative_to(installed)

@@ -158,9 +158,9 @@ def _source_controls(cur: state.Loaded | None) -> None:
         st.selectbox(
             "Real prediction files shipped with pbr-calib", samples, key=K_SAMPLE,
             format_func=state.describe_sample, on_change=_on_sample, placeholder="Choose a sample",
-            help=texts.SAMPLES_HELP,
+            help=texts.samples_help(state.sample_folder()),
         )
-        st.caption(texts.samples_caption(len(samples)))
+        st.caption(texts.samples_caption(len(samples), state.sample_folder()))
         _templates()
     with right:
         st.subheader(texts.YOUR_FILE_TITLE)

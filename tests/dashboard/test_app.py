@@ -67,6 +67,16 @@ def test_default_sample_loads_and_every_page_renders(at):
     assert _loaded(at) is first
 
 
+def test_the_samples_caption_names_the_folder_the_app_reads(at):
+    """sample_data/ in a clone, dashboard/sample_data/ in an installed wheel (tests/test_packaging.py)."""
+    from dashboard import state
+
+    folder = state.sample_folder()
+    assert ROOT / folder == state.SAMPLE_DIR and (ROOT / folder / "SOURCES.md").is_file()
+    assert any(f"files in {folder}/; their origin and license are in {folder}/SOURCES.md" in c.value
+               for c in at.caption)
+
+
 def test_switching_samples(at):
     at.selectbox(key="data_sample").set_value("cifar10_resnet110.npz").run()
     assert not at.exception
