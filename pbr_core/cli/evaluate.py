@@ -151,8 +151,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if wanted:  # a column to group by is never read as a score
         named = [c.strip() for c in (args.group_columns or "").split(",") if c.strip()]
         args.group_columns = ",".join(dict.fromkeys([*named, *wanted]))
-    from pbr_core.slices import slices_json, slices_text
-
     if args.stream or args.scheduler or args.local_cluster or is_dataset(args.file):
         if args.scheduler and args.local_cluster:
             raise CLIError("give --scheduler or --local-cluster, not both", EXIT_USAGE)
@@ -160,25 +158,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         # CORP needs every row sorted by its forecast: n/a in one pass, as the other estimators that need the rows.
         table = _insert_after(table, "nll", {k: None for k in CORP_KEYS})
         slices = find_slices_cli(args) if args.find_slices else None
-        gates = calibration_gates(args, table, report)
-        if args.format == "json":
-            if report is not None:
-                table["groups"] = _groups_json(report)
-            if slices is not None:
-                table["slices"] = slices_json(slices)
-            if gates:
-                table["gates"] = gates
-            print(json.dumps(table, indent=2))
-        else:
-            print(_evaluation_text(table))
-            if report is not None:
-                print()
-                print(group_text(report))
-            if slices is not None:
-                print()
-                print(slices_text(slices))
-            _print_gates(gates)
-        return _gate_exit(gates)
+        return _emit(args, table, report, slices, calibration_gates(args, table, report))
     preds = _mapped(args) if args.map_scores else _load(args.file, args)
     table = evaluation_table(preds, args.n_bins, args.lipschitz, args.eps)
     if args.curve:  # the ECE for every B = 1..200 (and --n-bins), as on a streamed dataset
@@ -205,6 +185,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         probs, labels = preds.metric_inputs()
         conventions = library_conventions(probs, labels, one_dimensional="confidence"
                                           if preds.kind == "top_label" else "positive")
+    return _emit(args, table, report, slices, gates, conventions)
+
+
+def _emit(args: argparse.Namespace, table: dict[str, Any], report: Any, slices: Any, gates: list,
+          conventions: Any = None) -> int:
+    """Print ``evaluate``'s results (JSON or text; in memory and streamed alike) and return its exit code."""
+    from pbr_core.slices import slices_json, slices_text
+
     if args.format == "json":
         if report is not None:
             table["groups"] = _groups_json(report)
