@@ -95,7 +95,10 @@ def references(p_fit: np.ndarray, y_fit: np.ndarray, p_test: np.ndarray, K: int,
             FullDirichletCalibrator = None
         if FullDirichletCalibrator is not None:
             t0 = time.perf_counter()
-            cal = FullDirichletCalibrator(reg_lambda=1.0, reg_mu=1.0, reg_norm=True, ref_row=False).fit(p_fit, y_fit)
+            from pbr_core.recalibrators.dirichlet import default_penalty  # our default's lambda = mu for K classes
+
+            lam = default_penalty(K)
+            cal = FullDirichletCalibrator(reg_lambda=lam, reg_mu=lam, reg_norm=True, ref_row=False).fit(p_fit, y_fit)
             out["dirichletcal"] = (np.asarray(cal.predict_proba(p_test), dtype=np.float64), time.perf_counter() - t0)
     return out
 

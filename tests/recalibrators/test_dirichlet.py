@@ -49,3 +49,26 @@ def test_exact_zeros_are_smoothed_not_clipped_at_minus_708() -> None:
     assert np.all(np.isfinite(rec.weights_))
     q = rec.predict_proba(np.array([[0.0, 0.0, 1.0], [0.1, 0.8, 0.1]]))
     assert np.all(q > 0) and q[0, 2] > 0.5 and q[1, 1] > 0.5
+
+
+def test_default_penalty_keeps_the_per_entry_weight_from_ten_classes_on() -> None:
+    from pbr_core.recalibrators.dirichlet import default_penalty
+
+    assert [default_penalty(K) for K in (2, 3, 8, 10)] == [1.0, 1.0, 1.0, 1.0]  # where the references are pinned
+    assert default_penalty(100) == pytest.approx(110.0)
+    assert default_penalty(100) / (100 * 99) == pytest.approx(default_penalty(10) / (10 * 9))
+
+
+def test_default_is_the_scaled_penalty() -> None:
+    """None fits exactly as the explicit default_penalty(K) (K = 12: 1.4667) and, at K = 10, as lambda = mu = 1."""
+    from pbr_core.recalibrators.dirichlet import default_penalty
+
+    rng = np.random.default_rng(0)
+    for K in (10, 12):
+        y = rng.integers(0, K, 400)
+        z = 3.0 * np.eye(K)[y] + rng.normal(0, 1.5, (400, K))
+        lam = default_penalty(K)
+        a = DirichletCalibration().fit(z, y)
+        b = DirichletCalibration(reg_lambda=lam, reg_mu=lam).fit(z, y)
+        np.testing.assert_array_equal(a.weights_, b.weights_)
+        assert DirichletCalibration().get_params()["reg_lambda"] is None
