@@ -1166,6 +1166,7 @@ PARAM_LABELS: dict[str, str] = {
     "off_diagonal_reg": "off-diagonal penalty", "tol": "tolerance", "targets": "targets", "n_bins": "bins",
     "strategy": "binning", "n_prime": "BBQ prior strength", "bin_range_factor": "BBQ bin range",
     "staged": "fit in stages (many rows)", "floor": "probability floor", "multiclass": "multiclass data",
+    "centred": "centred isotonic regression", "reg_lambda": "off-diagonal penalty (λ)", "reg_mu": "intercept penalty (μ)",
 }
 
 
@@ -1191,6 +1192,8 @@ def param_value(name: str, value: object) -> str:
                 "one_vs_all": "one map per class (one-vs-all), renormalised"}.get(str(value), str(value))
     if name == "floor" and value is None:
         return "1/(n+1) for n fit rows"
+    if name in ("reg_lambda", "reg_mu") and value is None:
+        return "automatic (1 up to 10 classes, K(K-1)/90 for K classes beyond)"
     if name == "staged" and value == "auto":
         from pbr_core.gp.staged import STAGE_ROWS, STAGED_MIN_ROWS
 
