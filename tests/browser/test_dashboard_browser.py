@@ -210,12 +210,12 @@ def test_audit_report_downloads_from_the_reliability_page(page, app_url, tmp_pat
                  f"<td>{ece18}</td>", f"{interval[0]} – {interval[1]}", "Theorem 1 at B = 18", "Classwise ECE",
                  "Bins &amp; bias", "No recalibration has been run in this session yet."):
         assert part in doc, part
-    # It opens offline: both charts draw, no script error.
+    # It opens offline: its three charts (reliability diagram, CORP diagram, ECE against B) draw, no script error.
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.route("http*://**", lambda route: route.abort())  # nothing may be fetched
     page.goto(path.as_uri(), wait_until="load")
     page.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT_MS)
-    assert page.locator(".js-plotly-plot").count() == 2 and page.locator(".js-plotly-plot .trace").count() > 0
+    assert page.locator(".js-plotly-plot").count() == 3 and page.locator(".js-plotly-plot .trace").count() > 0
     assert errors == []
     assert page.get_by_role("heading", name="Calibration: the reliability diagram").count() == 1
