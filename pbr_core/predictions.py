@@ -28,7 +28,7 @@ UNIT_SLACK = 1e-6
 
 #: Why top-label-only data (confidence, predicted label, true label) goes through no recalibrator:
 #: the one sentence the places that refuse it say (Predictions.scores, the protocols, the streamed
-#: fits and applications after the dataset's name; recalibrators.base.as_predictions still spells it out).
+#: fits and applications after the dataset's name, recalibrators.base.as_predictions).
 TOP_LABEL_NOT_RECALIBRATED = ("Top-label-only data (confidence, predicted label, true label) cannot be recalibrated: "
                               "recalibration needs the full probability or logit vector of every row.")
 

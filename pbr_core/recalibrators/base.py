@@ -34,7 +34,8 @@ from typing import Any, ClassVar, Hashable, Literal, Sequence
 
 import numpy as np
 
-from pbr_core.predictions import InputType, Predictions, PredictionsError, real_class_names
+from pbr_core.predictions import (TOP_LABEL_NOT_RECALIBRATED, InputType, Predictions, PredictionsError,
+                                   real_class_names)
 # The progress protocol lives in pbr_core.progress; these names stay importable from here.
 from pbr_core.progress import report_progress, track  # noqa: F401
 from pbr_core.recalibrators import _state
@@ -150,10 +151,7 @@ def as_predictions(X: Predictions | np.ndarray, y: np.ndarray | None = None,
         if y is not None:
             raise ValueError("Pass labels either inside the Predictions value or as y, not both.")
         if X.kind == "top_label":
-            raise PredictionsError(
-                "Top-label-only data (confidence, predicted label, true label) cannot be recalibrated: "
-                "recalibration needs the full probability or logit vector of every row."
-            )
+            raise PredictionsError(TOP_LABEL_NOT_RECALIBRATED)
         return X
     if type(X).__module__.startswith("scipy.sparse"):  # np.asarray would make a 0-d object array of it
         raise TypeError(f"A {type(X).__name__} was passed: sparse input is not supported by recalibrators; pass a "
