@@ -56,6 +56,12 @@ class _Measured:
         return BINARY_TARGET.measured(self.kind, self.settings_binary_ece)
 
     @property
+    def settings_binary_ece(self) -> str:
+        """The binary-ECE choice the result was made with: its settings' (FitRun, which may have no
+        settings, keeps its own)."""
+        return self.settings.binary_ece
+
+    @property
     def binary_positive(self) -> bool:
         """Whether the ECE here is p(y=1)'s (binary data, the app's default choice)."""
         return self.ece_target == "positive"
@@ -85,10 +91,6 @@ class PBRRun(_Measured):
     n_bound: int = 0                     # rows the bounds are evaluated on (n_re, or fewer with a prior split)
     bound_prior: str = "same_rows"       # "split": prior chosen on other rows (valid as stated); "same_rows"
     kind: str = "multiclass"
-
-    @property
-    def settings_binary_ece(self) -> str:
-        return self.settings.binary_ece
 
     @property
     def at_prior(self) -> bool | None:
@@ -136,10 +138,6 @@ class CompareRun(_Measured):
     kind: str = "multiclass"
     stopped: bool = False
 
-    @property
-    def settings_binary_ece(self) -> str:
-        return self.settings.binary_ece
-
 
 def run_compare(preds: Predictions, s: CompareSettings, *, progress: Progress | None = None,
                 cancel: CancelCallback | None = None) -> CompareRun:
@@ -170,10 +168,6 @@ class SweepRun(_Measured):
     kind: str = "multiclass"
     stopped: bool = False
 
-    @property
-    def settings_binary_ece(self) -> str:
-        return self.settings.binary_ece
-
 
 def run_sweep(preds: Predictions, s: SweepSettings, *, progress: Progress | None = None,
               cancel: CancelCallback | None = None) -> SweepRun:
@@ -198,10 +192,6 @@ class KLGapRun(_Measured):
     n_classes: int | None = None
     kind: str = "multiclass"
     stopped: bool = False
-
-    @property
-    def settings_binary_ece(self) -> str:
-        return self.settings.binary_ece
 
 
 def run_kl_gap(preds: Predictions, s: KLGapSettings, *, progress: Progress | None = None,
@@ -357,10 +347,6 @@ class GroupGapRun(_Measured):
     planned: int
     kind: str = "multiclass"
     stopped: bool = False
-
-    @property
-    def settings_binary_ece(self) -> str:
-        return self.settings.binary_ece
 
 
 def run_group_gaps(preds: Predictions, s: GroupGapSettings, *, progress: Progress | None = None,
