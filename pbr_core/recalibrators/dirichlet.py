@@ -38,7 +38,7 @@ from pbr_core.recalibrators._params import (
     or_none,
 )
 from pbr_core.recalibrators.base import Recalibrator, register
-from pbr_core.recalibrators.scaling import _minimise, _nll_and_grad_logits
+from pbr_core.recalibrators.scaling import fit_penalised_matrix
 from pbr_core.recalibrators.temperature import input_smoothing, read_input_smoothing, smoothed_scores
 
 #: The smallest probability whose log is taken when the input holds no exact zero (float64's smallest
@@ -147,30 +147,12 @@ class DirichletCalibration(Recalibrator):
         X = dirichlet_features(preds, self.input_smoothing_)
         y = preds.labels
         K = X.shape[1]
-        off = ~np.eye(K, dtype=bool)
-        # The optimiser works on X / s with W~ = W s (s: the RMS of the row-centred ln p), as matrix
-        # scaling does: ln p reaches -700 for hard zeros and -30 for confident networks, which
-        # otherwise makes L-BFGS crawl. The penalty on W is written in those coordinates.
-        s = float(np.sqrt(np.mean((X - X.mean(axis=1, keepdims=True)) ** 2)))
-        s = s if np.isfinite(s) and s > 0 else 1.0
-        Xs = X / s
+        # ln p reaches -700 for hard zeros and -30 for confident networks: the fit is matrix scaling's on
+        # ln p, which rescales it (fit_penalised_matrix); the penalty is the normalised ODIR one.
         reg_lambda = default_penalty(K) if self.reg_lambda is None else float(self.reg_lambda)
         reg_mu = default_penalty(K) if self.reg_mu is None else float(self.reg_mu)
-        lam = reg_lambda / (K * (K - 1)) / s**2
-        mu = reg_mu / K
-
-        def fun(theta: np.ndarray) -> tuple[float, np.ndarray]:
-            W, b = theta[: K * K].reshape(K, K), theta[K * K:]
-            loss, G = _nll_and_grad_logits(Xs @ W.T + b, y)
-            Woff = np.where(off, W, 0.0)
-            loss += lam * float((Woff**2).sum()) + mu * float(b @ b)
-            gW = G.T @ Xs + 2.0 * lam * Woff
-            return loss, np.concatenate([gW.ravel(), G.sum(axis=0) + 2.0 * mu * b])
-
-        theta = _minimise(fun, np.concatenate([(s * np.eye(K)).ravel(), np.zeros(K)]), "Dirichlet calibration",
-                          self.max_iter, self.tol)
-        self.weights_ = theta[: K * K].reshape(K, K) / s
-        self.bias_ = theta[K * K:].copy()
+        self.weights_, self.bias_ = fit_penalised_matrix(X, y, reg_lambda / (K * (K - 1)), reg_mu / K,
+                                                         "Dirichlet calibration", self.max_iter, self.tol)
 
     def _predict_proba(self, preds: Predictions) -> np.ndarray:
         return softmax(dirichlet_features(preds, self.input_smoothing_) @ self.weights_.T + self.bias_, axis=1)

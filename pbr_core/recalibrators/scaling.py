@@ -76,6 +76,42 @@ def _minimise(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndar
     return res.x
 
 
+def _rms_scale(z: np.ndarray) -> float:
+    """The RMS of the row-centred scores (1 where that is 0 or not finite): the scale the affine fits
+    divide their inputs by."""
+    centred = z - z.mean(axis=1, keepdims=True)
+    s = float(np.sqrt(np.mean(centred**2)))
+    return s if np.isfinite(s) and s > 0 else 1.0
+
+
+def fit_penalised_matrix(X: np.ndarray, y: np.ndarray, lam: float, mu: float, name: str, max_iter: int,
+                         tol: float, start: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """(W, b) minimising the mean NLL of softmax(X W^T + b) + lam * sum of W's squared off-diagonal
+    entries + mu * |b|^2: matrix scaling's and Dirichlet calibration's (ODIR) fit, on X.
+
+    L-BFGS works on X / s (s = :func:`_rms_scale`) with W~ = W s, the penalty written in those
+    coordinates, from W = start * I, b = 0 (``start``: temperature scaling's 1/T for matrix scaling)."""
+    K = X.shape[1]
+    off = ~np.eye(K, dtype=bool)
+    s = _rms_scale(X)
+    Xs = X / s
+    lam_s = lam / s**2  # the penalty on W = W~ / s, written in the rescaled coordinates W~
+
+    def fun(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        W, b = theta[: K * K].reshape(K, K), theta[K * K:]
+        loss, G = _nll_and_grad_logits(Xs @ W.T + b, y)
+        gW = G.T @ Xs
+        Woff = np.where(off, W, 0.0)
+        loss += lam_s * float((Woff**2).sum()) + mu * float(b @ b)
+        gW += 2.0 * lam_s * Woff
+        gb = G.sum(axis=0) + 2.0 * mu * b
+        return loss, np.concatenate([gW.ravel(), gb])
+
+    x0 = np.concatenate([(s * start * np.eye(K)).ravel(), np.zeros(K)])
+    theta = _minimise(fun, x0, name, max_iter, tol)
+    return theta[: K * K].reshape(K, K) / s, theta[K * K:].copy()
+
+
 def _conditioning(z: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     """(s, 1/T): the RMS of the centred scores and the temperature-scaling optimum.
 
@@ -83,9 +119,7 @@ def _conditioning(z: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     parameters Hessian entries of similar size (logits of size ~10 otherwise make L-BFGS crawl),
     and starts from temperature scaling, already close to the optimum for most models.
     """
-    centred = z - z.mean(axis=1, keepdims=True)
-    s = float(np.sqrt(np.mean(centred**2)))
-    s = s if np.isfinite(s) and s > 0 else 1.0
+    s = _rms_scale(z)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ts = TemperatureScaling().fit(z, y, input_type="logits")
@@ -280,28 +314,10 @@ class MatrixScaling(_AffineScaling):
         z = self._scores(preds)
         y = preds.labels
         K = z.shape[1]
-        off = ~np.eye(K, dtype=bool)
-        lam = self.off_diagonal_reg / (K * (K - 1))
-        mu = self.bias_reg / K
-
-        s, inv_t = _conditioning(z, y)
-        zs = z / s
-        lam_s = lam / s**2  # the penalty on W = W~ / s, written in the rescaled coordinates W~
-
-        def fun(theta: np.ndarray) -> tuple[float, np.ndarray]:
-            W, b = theta[: K * K].reshape(K, K), theta[K * K:]
-            loss, G = _nll_and_grad_logits(zs @ W.T + b, y)
-            gW = G.T @ zs
-            Woff = np.where(off, W, 0.0)
-            loss += lam_s * float((Woff**2).sum()) + mu * float(b @ b)
-            gW += 2.0 * lam_s * Woff
-            gb = G.sum(axis=0) + 2.0 * mu * b
-            return loss, np.concatenate([gW.ravel(), gb])
-
-        x0 = np.concatenate([(s * inv_t * np.eye(K)).ravel(), np.zeros(K)])
-        theta = _minimise(fun, x0, "Matrix scaling", self.max_iter, self.tol)
-        self.weights_ = theta[: K * K].reshape(K, K) / s
-        self.bias_ = theta[K * K:].copy()
+        inv_t = _conditioning(z, y)[1]
+        self.weights_, self.bias_ = fit_penalised_matrix(z, y, self.off_diagonal_reg / (K * (K - 1)),
+                                                         self.bias_reg / K, "Matrix scaling", self.max_iter,
+                                                         self.tol, start=inv_t)
 
     def _affine(self, z: np.ndarray) -> np.ndarray:
         return z @ self.weights_.T + self.bias_
