@@ -202,12 +202,41 @@ def _group_report(key: str, by: tuple[str, ...], every: str, target: str, _preds
     return calibration_by_group(_preds, list(by), target=target, every=every or None)
 
 
-#: Group reports of datasets on the server, shared by every session (the key holds the files' sizes
-#: and times): each costs a pass over the whole dataset. Not ``st.cache_data``: the pass reports its
-#: progress to a bar the page drew outside the cached function, which a cached function may not touch.
-_STREAM_GROUPS: "OrderedDict[tuple, object]" = OrderedDict()
-_STREAM_GROUPS_MAX = 16
-_STREAM_GROUPS_LOCK = threading.Lock()
+class _SharedResults:
+    """Results shared by every session, at most ``size`` of them, the least recently used dropped
+    first. Not ``st.cache_data``: the passes that make them report their progress to a bar the page drew
+    outside the cached function, which a cached function may not touch."""
+
+    def __init__(self, size: int) -> None:
+        self._entries: "OrderedDict[tuple, object]" = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple):
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                return self._entries[key]
+        return None
+
+    def put(self, key: tuple, value):
+        with self._lock:
+            self._entries[key] = value
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+        return value
+
+
+def _server_dataset(loaded):
+    """The loaded dataset on the server opened again for another pass over every row (no row cap)."""
+    from pbr_core.stream import open_dataset
+
+    return open_dataset(list(loaded.stream.files), **loaded.options.dataset_kwargs())
+
+
+#: Group reports of datasets on the server (the key holds the files' sizes and times): each costs a
+#: pass over the whole dataset.
+_STREAM_GROUPS = _SharedResults(16)
 
 
 def group_report(loaded, view: MetricView, by: tuple[str, ...], every: str = "",
@@ -222,31 +251,19 @@ def group_report(loaded, view: MetricView, by: tuple[str, ...], every: str = "",
     if loaded.stream is None:
         return _group_report(loaded.key, tuple(by), every or "", target, loaded.preds)
     key = (loaded.key, tuple(by), every or "", target)
-    with _STREAM_GROUPS_LOCK:
-        if key in _STREAM_GROUPS:
-            _STREAM_GROUPS.move_to_end(key)
-            return _STREAM_GROUPS[key]
-    if cached_only:
-        return None
-    from pbr_core.stream import compute_group_statistics, open_dataset
+    report = _STREAM_GROUPS.get(key)
+    if report is not None or cached_only:
+        return report
+    from pbr_core.stream import compute_group_statistics
 
-    kwargs = loaded.options.as_kwargs()
-    kwargs.pop("max_rows", None)
-    ds = open_dataset(list(loaded.stream.files), **kwargs)
-    groups, _ = compute_group_statistics(ds, list(by), every=every or None, target=target, progress=progress)
-    report = groups.report()
-    with _STREAM_GROUPS_LOCK:
-        _STREAM_GROUPS[key] = report
-        while len(_STREAM_GROUPS) > _STREAM_GROUPS_MAX:
-            _STREAM_GROUPS.popitem(last=False)
-    return report
+    groups, _ = compute_group_statistics(_server_dataset(loaded), list(by), every=every or None, target=target,
+                                         progress=progress)
+    return _STREAM_GROUPS.put(key, groups.report())
 
 
-#: Slice reports (``pbr_core.slices``), shared by every session: a server dataset's costs three passes
-#: over its rows; the audit report reads the one the Groups page found (``cached_only``).
-_SLICES: "OrderedDict[tuple, object]" = OrderedDict()
-_SLICES_MAX = 16
-_SLICES_LOCK = threading.Lock()
+#: Slice reports (``pbr_core.slices``): a server dataset's costs three passes over its rows; the audit
+#: report reads the one the Groups page found (``cached_only``).
+_SLICES = _SharedResults(16)
 
 
 def slice_report(loaded, view: MetricView, progress: Callable[[str, int, "int | None"], None] | None = None,
@@ -257,27 +274,18 @@ def slice_report(loaded, view: MetricView, progress: Callable[[str, int, "int | 
     ``cached_only`` None unless the search was already made."""
     target = "positive" if view.binary_positive else "top_label"
     key = (loaded.key, target)
-    with _SLICES_LOCK:
-        if key in _SLICES:
-            _SLICES.move_to_end(key)
-            return _SLICES[key]
-    if cached_only:
-        return None
+    report = _SLICES.get(key)
+    if report is not None or cached_only:
+        return report
     if loaded.stream is None:
         from pbr_core.slices import find_slices
 
         report = find_slices(loaded.preds, target=target)
     else:
-        from pbr_core.stream import compute_slices, open_dataset
+        from pbr_core.stream import compute_slices
 
-        kwargs = loaded.options.as_kwargs()
-        kwargs.pop("max_rows", None)
-        report = compute_slices(open_dataset(list(loaded.stream.files), **kwargs), target=target, progress=progress)
-    with _SLICES_LOCK:
-        _SLICES[key] = report
-        while len(_SLICES) > _SLICES_MAX:
-            _SLICES.popitem(last=False)
-    return report
+        report = compute_slices(_server_dataset(loaded), target=target, progress=progress)
+    return _SLICES.put(key, report)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

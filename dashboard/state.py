@@ -129,6 +129,12 @@ class LoadOptions:
                     score_columns=list(self.score_columns) or None, group_columns=list(self.group_columns),
                     ignore_columns=list(self.ignore_columns), percent=self.percent)
 
+    def dataset_kwargs(self) -> dict[str, Any]:
+        """:meth:`as_kwargs` for ``pbr_core.stream.open_dataset``: a streamed pass reads every row (no cap)."""
+        kwargs = self.as_kwargs()
+        kwargs.pop("max_rows")
+        return kwargs
+
     def tag(self) -> str:
         cols = "|".join(",".join(c) for c in (self.score_columns, self.group_columns, self.ignore_columns))
         mapping = f";map={self.map_scores_column}:{self.map_share:g}:{self.map_method}" if self.map_scores_column else ""
@@ -600,9 +606,7 @@ def load_server(path: str, options: LoadOptions = LoadOptions()) -> str | None:
 
     try:
         files = resolve_server_path(path, root)
-        kwargs = options.as_kwargs()
-        kwargs.pop("max_rows", None)
-        ds = open_dataset(files, **kwargs)
+        ds = open_dataset(files, **options.dataset_kwargs())
         lay = ds.layout()
         base = stats_config(ds, curve_bins=range(1, SERVER_CURVE_BINS + 1))
         top_bins = range(1, max(SERVER_CURVE_BINS, base.n_bins) + 1)
@@ -686,9 +690,7 @@ def _stream_upload(data: bytes, digest: str, file_name: str, options: LoadOption
         bar.progress(min(1.0, done / total) if total else 0.0, text=texts.streaming_upload(file_name, why, done, total))
 
     try:
-        kwargs = options.as_kwargs()
-        kwargs.pop("max_rows", None)
-        ds = open_dataset(path, **kwargs)
+        ds = open_dataset(path, **options.dataset_kwargs())
         counted = ds.num_rows()  # Parquet: from the footer
         if counted is not None and counted > limit:
             raise _TooManyRows(counted, True)
