@@ -278,8 +278,8 @@ def interval_summary(recalibrator: Any, data: Predictions, after: np.ndarray, ta
     rows = np.arange(data.n)
     lo, hi, p = low[rows, col], high[rows, col], after[rows, col]
     width = hi - lo
-    # Binary: p1 / (1 - p0 + p1) lies in [p0, p1]. Multiclass: the K one-vs-all probabilities were
-    # renormalised, which can move p out of its class's interval.
+    # Binary and top-label: p1 / (1 - p0 + p1) lies in [p0, p1] (the other classes' in its image).
+    # One-vs-all: the K probabilities were renormalised, which can move p out of its class's interval.
     inside = float(np.mean((p >= lo - 1e-12) & (p <= hi + 1e-12)))
     return IntervalSummary(target=target, mean_width=float(width.mean()), median_width=float(np.median(width)),
                            p90_width=float(np.quantile(width, 0.9)), inside=inside)

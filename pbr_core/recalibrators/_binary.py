@@ -59,16 +59,17 @@ def top_label_rest(preds: Predictions, top: np.ndarray, smoothing: float = 0.0) 
     mixed with the uniform distribution over the others with weight ``smoothing``, so that a class
     given exactly 0 (a random forest's, a rounded export's) keeps a probability above 0."""
     rows = np.arange(top.shape[0])
+    uniform = np.full(preds.probs.shape, 1.0 / (preds.n_classes - 1))
+    uniform[rows, top] = 0.0
     if preds.logits is not None:
         z = np.array(preds.logits, dtype=np.float64)
         z[rows, top] = -np.inf
-        return softmax(z, axis=1)
-    rest = np.array(preds.probs, dtype=np.float64)
-    rest[rows, top] = 0.0
-    total = rest.sum(axis=1, keepdims=True)
-    uniform = np.full_like(rest, 1.0 / (rest.shape[1] - 1))
-    uniform[rows, top] = 0.0
-    out = np.divide(rest, total, out=uniform.copy(), where=total > 0)
+        out = softmax(z, axis=1)
+    else:
+        rest = np.array(preds.probs, dtype=np.float64)
+        rest[rows, top] = 0.0
+        total = rest.sum(axis=1, keepdims=True)
+        out = np.divide(rest, total, out=uniform.copy(), where=total > 0)
     return (1.0 - smoothing) * out + smoothing * uniform if smoothing > 0 else out
 
 

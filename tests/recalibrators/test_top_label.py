@@ -99,3 +99,14 @@ def test_a_file_written_before_the_parameter_reads_as_one_vs_all(tmp_path, small
 def test_invalid_multiclass_is_refused() -> None:
     with pytest.raises(ValueError, match="`multiclass`"):
         get_recalibrator("isotonic", multiclass="ovr")
+
+
+@pytest.mark.parametrize("method", STEP_METHODS + ["venn_abers"])
+def test_logits_and_probabilities_share_the_rest_alike_when_it_is_smoothed(cifar10_split, method: str) -> None:
+    """On 300 rows the fitted uniform share of the rest is well above 0; logits input must mix it in as the
+    probability input does (it was dropped for logits before)."""
+    fit, test = cifar10_split.fit, cifar10_split.test
+    rec = get_recalibrator(method).fit(fit.logits[:300], fit.labels[:300])
+    assert rec.rest_smoothing_ > 0.02
+    z = test.logits[:500].astype(np.float64)
+    np.testing.assert_allclose(rec.predict_proba(z), rec.predict_proba(softmax(z, axis=1)), rtol=1e-9, atol=1e-13)

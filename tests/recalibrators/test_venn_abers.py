@@ -44,12 +44,81 @@ def test_one_vs_rest_pinned_to_venn_abers(cifar10_split) -> None:
     y = cifar10_split.fit.labels[:500]
     P_test = softmax(cifar10_split.test.logits[:1000], axis=1)
     p_prime, p01 = va.predict_proba_prefitted_va(P, y, P_test, va_tpe="one_vs_rest")
-    ours = VennAbers().fit(P, y)
+    ours = VennAbers(multiclass="one_vs_all").fit(P, y)
     np.testing.assert_allclose(ours.predict_proba(P_test), p_prime, rtol=0, atol=1e-12)
     low, high = ours.predict_interval(P_test)
     for k in range(10):
         np.testing.assert_allclose(low[:, k], p01[k][:, 0], atol=1e-12)
         np.testing.assert_allclose(high[:, k], p01[k][:, 1], atol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore:All-NaN slice:RuntimeWarning")
+def test_top_label_pinned_to_venn_abers(cifar10_split) -> None:
+    """Multiclass default: the package's binary Venn-Abers predictor on (confidence, correct) gives the top
+    class's probability and interval; the other classes share the rest in the model's proportions, their
+    intervals the image of the top class's; every probability lies in its interval."""
+    va = pytest.importorskip("venn_abers")
+    fit, test = cifar10_split.fit, cifar10_split.test
+    P, y = softmax(fit.logits[:500].astype(np.float64), axis=1), fit.labels[:500]
+    P_test = softmax(test.logits[:1000].astype(np.float64), axis=1)
+    conf, correct = P.max(axis=1), (P.argmax(axis=1) == y).astype(int)
+    ref = va.VennAbers().fit(np.column_stack([1 - conf, conf]), correct)
+    rows, top = np.arange(P_test.shape[0]), P_test.argmax(axis=1)
+    c_test = P_test[rows, top]
+    p_prime, p01 = ref.predict_proba(np.column_stack([1 - c_test, c_test]))
+
+    ours = VennAbers().fit(fit.logits[:500], y)
+    assert ours.multiclass == "top_label" and len(ours.maps_) == 1
+    Q = ours.predict_proba(test.logits[:1000])
+    np.testing.assert_allclose(Q[rows, top], p_prime[:, 1], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(Q.sum(axis=1), 1.0, atol=1e-12)
+    low, high = ours.predict_interval(test.logits[:1000])
+    np.testing.assert_allclose(low[rows, top], p01[:, 0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(high[rows, top], p01[:, 1], rtol=0, atol=1e-12)
+    other = np.ones_like(P_test, dtype=bool)
+    other[rows, top] = False
+    rest = np.where(other, P_test, 0.0)
+    rest /= rest.sum(axis=1, keepdims=True)
+    c = ours.rest_smoothing_  # the uniform share mixed into the rest, fitted on the wrong rows (test_top_label.py)
+    rest = (1 - c) * rest + c * other / 9
+    np.testing.assert_allclose(Q[other], (rest * (1 - Q[rows, top])[:, None])[other], rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(low[other], (rest * (1 - p01[:, 1:2]))[other], rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(high[other], (rest * (1 - p01[:, 0:1]))[other], rtol=1e-9, atol=1e-15)
+    assert np.all(low <= high) and np.all((Q >= low - 1e-12) & (Q <= high + 1e-12))
+
+
+@pytest.mark.filterwarnings("ignore:All-NaN slice:RuntimeWarning")
+def test_cross_top_label_pinned_to_venn_abers(cifar10_split) -> None:
+    """Cross Venn-Abers top-label: the package's binary VennAbersCV on (confidence, correct)."""
+    va = pytest.importorskip("venn_abers")
+    from pbr_core.recalibrators import VennAbersCross
+
+    P = softmax(cifar10_split.fit.logits[:600].astype(np.float64), axis=1)
+    y = cifar10_split.fit.labels[:600]
+    P_test = softmax(cifar10_split.test.logits[:500].astype(np.float64), axis=1)
+    rows, top = np.arange(P_test.shape[0]), P_test.argmax(axis=1)
+    p_prime, p01 = _package_cvap(va, P.max(axis=1), (P.argmax(axis=1) == y).astype(int), P_test[rows, top], 3, 1)
+    ours = VennAbersCross(n_splits=3, random_state=1).fit(P, y)
+    np.testing.assert_allclose(ours.predict_proba(P_test)[rows, top], p_prime[:, 1], rtol=0, atol=1e-12)
+    low, high = ours.predict_interval(P_test)
+    np.testing.assert_allclose(low[rows, top], p01[:, :3].mean(axis=1), atol=1e-12)
+    np.testing.assert_allclose(high[rows, top], p01[:, 3:].mean(axis=1), atol=1e-12)
+
+
+@pytest.mark.parametrize("cross", [False, True])
+def test_a_file_written_before_the_parameter_reads_as_one_vs_all(tmp_path, cifar10_split, cross: bool) -> None:
+    import json
+
+    from pbr_core.recalibrators import VennAbersCross, load_recalibrator
+
+    z, y = cifar10_split.fit.logits[:400], cifar10_split.fit.labels[:400]
+    ova = (VennAbersCross(multiclass="one_vs_all") if cross else VennAbers(multiclass="one_vs_all")).fit(z, y)
+    doc = ova.to_dict()
+    del doc["params"]["multiclass"]
+    (tmp_path / "old.json").write_text(json.dumps(doc))
+    old = load_recalibrator(tmp_path / "old.json")
+    assert old.multiclass == "one_vs_all" and len(old.maps_) == 10
+    np.testing.assert_array_equal(old.predict_proba(z), ova.predict_proba(z))
 
 
 def test_interval_narrows_with_more_calibration_rows() -> None:
@@ -123,7 +192,7 @@ def test_cross_one_vs_rest_pinned_to_venn_abers(cifar10_split) -> None:
     P = softmax(cifar10_split.fit.logits[:500], axis=1)
     y = cifar10_split.fit.labels[:500]
     P_test = softmax(cifar10_split.test.logits[:500], axis=1)
-    ours = VennAbersCross(n_splits=3, random_state=1).fit(P, y)
+    ours = VennAbersCross(n_splits=3, random_state=1, multiclass="one_vs_all").fit(P, y)
     low, high = ours.predict_interval(P_test)
     per_class = np.empty_like(P_test)
     for k in range(10):
