@@ -21,7 +21,6 @@ from pbr_core.bounds import (
     theorem2_bound,
     theorem3_bound,
 )
-from pbr_core.loading import load_predictions
 from pbr_core.metrics import (
     accuracy,
     brier_score,
@@ -77,6 +76,12 @@ def __getattr__(name: str):
         from pbr_core.calibrated_model import CalibratedModel
 
         return CalibratedModel
+    # The readers import pandas (~0.4 CPU s): loaded on first use, so that a fit from arrays (the first
+    # fit of a process, issue 40) does not pay for them.
+    if name == "load_predictions":
+        from pbr_core.loading import load_predictions
+
+        return load_predictions
     # The figures import plotly (~0.3 s): loaded on first use, so that `import pbr_core` does not pay.
     if name == "plot":
         import importlib

@@ -37,9 +37,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
-import pandas as pd
+if TYPE_CHECKING:  # imported when an empty table is made (pandas costs ~0.4 CPU s to import)
+    import pandas as pd
 
 __all__ = ["CancelCallback", "Cancelled", "cancel_when", "checkpoint", "watching"]
 
@@ -62,7 +63,10 @@ class Cancelled(Exception):
     def __init__(self, partial: pd.DataFrame | None = None, done: int = 0, total: int = 0) -> None:
         # Raised bare (``Cancelled()``) from inside a fit by :func:`checkpoint` or a progress callback;
         # a protocol re-raises it with its partial table.
-        partial = pd.DataFrame() if partial is None else partial
+        if partial is None:
+            import pandas as pd
+
+            partial = pd.DataFrame()
         super().__init__(f"Cancelled after {done} of {total} fits; `partial` holds the {len(partial)} rows finished.")
         self.partial = partial
         self.done = done

@@ -15,10 +15,12 @@ Adding a metric to the recalibration tables: a :class:`Metric` row here, and its
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from pbr_core.bounds import optimal_n_bins
 from pbr_core.metrics import BINARY_TARGET, accuracy, ece, ece_inputs, reliability_diagram, target_brier_nll

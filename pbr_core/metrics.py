@@ -23,10 +23,12 @@ import math
 import warnings
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Iterable, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Literal, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas (~0.4 CPU s) is imported by the one function that builds a table
+    import pandas as pd
 
 from pbr_core.bounds import optimal_n_bins, optimal_n_bins_per_axis
 
@@ -807,6 +809,8 @@ def reliability_table(count: np.ndarray, sum_conf: np.ndarray, sum_out: np.ndarr
     lo, hi = _wilson(sum_out, count, level)
     band_lo, band_hi = consistency_band(count, sum_conf, band_level)
     edges = bin_boundaries(B)
+    import pandas as pd
+
     return pd.DataFrame({
         "bin": np.arange(1, B + 1),
         "lower": np.concatenate([[0.0], edges[:-1]]),

@@ -202,6 +202,23 @@ def test_importing_pbr_core_does_not_import_plotly() -> None:
     assert done.returncode == 0, done.stderr
 
 
+def test_a_fit_from_arrays_imports_neither_pandas_nor_scikit_learn() -> None:
+    """The first fit of a process (issue 40) pays torch's and gpytorch's imports and no more: fitting PBR
+    from arrays imports neither pandas (~0.4 CPU s) nor scikit-learn (~1 s) nor plotly; the readers
+    still come from the package's namespace (`pbr_core.load_predictions`)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np; from pbr_core.recalibrators import PBR; "
+            "rng = np.random.default_rng(0); z = rng.normal(size=(60, 3)); y = rng.integers(0, 3, 60); "
+            "PBR(alpha=0.5, device='cpu', max_iter=5).fit(z, y); "
+            "heavy = [m for m in ('pandas', 'sklearn', 'plotly') if m in sys.modules]; assert not heavy, heavy; "
+            "import pbr_core; f = pbr_core.load_predictions; assert 'pandas' in sys.modules and "
+            "f.__module__ == 'pbr_core.loading'")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
 def test_the_library_imports_neither_streamlit_nor_the_dashboard() -> None:
     """docs/architecture.md: pbr_core computes, no Streamlit, never imports dashboard (inside functions
     included). The command that starts the app (pbr_core.cli.dashboard) finds Streamlit and the
