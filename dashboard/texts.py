@@ -329,8 +329,8 @@ BAND_CAPTION = (
 
 # =========================================================================== recalibration pages
 def method_label(name: str, multiclass: bool = False) -> str:
-    """The method's name for people (the registry's ``label``), "(one-vs-all)" added for a binary
-    map on multiclass data."""
+    """The method's name for people (the registry's ``label``), "(one-vs-all)" or "(top label)" added
+    for a binary map on multiclass data."""
     from pbr_core.recalibrators import method_label as label
 
     return label(name, multiclass)
@@ -691,7 +691,8 @@ def compare_summary_caption(n_folds: int, n_te: int, n_bins: int, binary_ece: st
 COMPARE_METHODS_HELP = (
     "Recalibrators to compare. Every method is fitted on the same recalibration rows of each fold and "
     "scored on the same test rows. GP-based methods (GP calibration, PBR) take minutes; the others "
-    "seconds. On multiclass data the binary methods run one-vs-all."
+    "seconds. On multiclass data a method that maps one probability (Platt, beta) runs one-vs-all; "
+    "isotonic regression, histogram binning, BBQ and Venn-Abers map the top label's probability."
 )
 N_FOLDS_HELP = (
     "How many random splits into recalibration and test rows (the paper: 10). The table shows the "
@@ -1043,8 +1044,11 @@ def venn_abers_interval_words(summary) -> str:
             "whatever the data; the probability shown is a compromise between them. A wide interval means the "
             "rows it was fitted on say little about predictions like this one (few similar rows).")
     if summary.inside < 1:
-        text += (f" On {1 - summary.inside:.1%} of the rows the probability shown lies outside its interval: the "
-                 "classes' probabilities were rescaled to add up to 1.")
+        why = {"renormalised": "the classes' probabilities were rescaled to add up to 1",
+               "folds": ("the probability combines the predictors fitted on each part of the rows, while the "
+                         "interval shown is the average of their intervals")}.get(summary.outside_reason,
+                                                                                   "it was computed separately")
+        text += f" On {1 - summary.inside:.1%} of the rows the probability shown lies outside its interval: {why}."
     return text
 
 

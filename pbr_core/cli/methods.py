@@ -20,8 +20,7 @@ def methods_table() -> list[dict[str, Any]]:
         out.append({
             "method": name,
             "class": cls.__name__,
-            "input": "p per class (one-vs-all for K > 2)" if cls.family == "binary"
-                     else ("scores (logits or log p)" if cls.uses == "scores" else "probabilities"),
+            "input": _input_words(cls, default_params(name)),
             "params": default_params(name),
             "summary": summary,
         })
@@ -39,3 +38,12 @@ def cmd_methods(args: argparse.Namespace) -> int:
         print(f"{r['method']:<{w}}  {r['class']}({params})")
         print(f"{'':<{w}}  {r['summary']}")
     return EXIT_OK
+
+
+def _input_words(cls: Any, params: dict[str, Any]) -> str:
+    """What a method maps: a binary map's probability (per class one-vs-all, or the top label's), else
+    scores or probabilities."""
+    if cls.family == "binary":
+        return ("p(y=1); for K > 2 the top label's probability" if params.get("multiclass") == "top_label"
+                else "p per class (one-vs-all for K > 2)")
+    return "scores (logits or log p)" if cls.uses == "scores" else "probabilities"

@@ -138,8 +138,9 @@ def compare(
         :class:`~pbr_core.PredictionsError` (it cannot be recalibrated).
     methods : sequence of str
         Names in the recalibrator registry (:func:`available_methods`), e.g. ``"uncalibrated"``,
-        ``"temperature"``, ``"gp"``, ``"pbr"``, ``"pbr_total"``. Binary methods (Platt, isotonic,
-        beta, BBQ) run one-vs-all on multiclass data, as in Wenger et al.
+        ``"temperature"``, ``"gp"``, ``"pbr"``, ``"pbr_total"``. Binary methods run one-vs-all on
+        multiclass data (Platt, beta, as in Wenger et al.) or on the top label (isotonic, histogram
+        binning, BBQ, Venn-Abers: their default ``multiclass``).
     n_re : int
         Recalibration set size (paper: 1000). Must be smaller than the number of rows; a test set
         of fewer than :data:`MIN_TEST_ROWS` rows gives a warning (its ECE says nothing; the dashboard

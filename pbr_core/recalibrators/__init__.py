@@ -140,7 +140,8 @@ def method_class(name: str) -> type[Recalibrator]:
 
 
 def method_label(name: str, multiclass: bool = False) -> str:
-    """The method's name for people, e.g. "Platt scaling (one-vs-all)" for ``platt`` on multiclass data.
+    """The method's name for people, with how a binary map meets multiclass data (its default): e.g.
+    "Platt scaling (one-vs-all)" for ``platt``, "Isotonic regression (top label)" for ``isotonic``.
 
     A name that is not registered is returned as it is.
     """
@@ -149,7 +150,10 @@ def method_label(name: str, multiclass: bool = False) -> str:
     except ValueError:
         return str(name)
     label = cls.label or name
-    return f"{label} (one-vs-all)" if multiclass and cls.family == "binary" else label
+    if not multiclass or cls.family != "binary":
+        return label
+    top = cls._settings_defaults().get("multiclass") == "top_label"
+    return f"{label} (top label)" if top else f"{label} (one-vs-all)"
 
 
 def param_names(name: str) -> list[str]:
@@ -190,7 +194,8 @@ def methods_taking(param: str) -> list[str]:
 
 
 def method_family(name: str) -> str:
-    """The family of method ``name``: "classical", "binary" (one-vs-all on multiclass data) or "gp"
+    """The family of method ``name``: "classical", "binary" (a map of one probability: one-vs-all or
+    top-label on multiclass data, see ``_binary``) or "gp"
     (slow, may use the GPU: a front end runs it as a heavy job). ValueError for an unknown name."""
     return method_class(name).family
 

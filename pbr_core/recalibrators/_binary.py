@@ -1,4 +1,5 @@
-"""Shared machinery of the binary recalibrators (Platt, isotonic, histogram binning, beta, BBQ).
+"""Shared machinery of the binary recalibrators (Platt, isotonic, histogram binning, beta, BBQ,
+Venn-Abers).
 
 A binary recalibrator learns a map p -> q on [0, 1] from (p(y=1), y) pairs. On binary data
 (K = 2) it is fitted once on ``probs[:, 1]``. On multiclass data it is fitted one of two ways:
@@ -16,8 +17,8 @@ A binary recalibrator learns a map p -> q on [0, 1] from (p(y=1), y) pairs. On b
   that no class that can occur gets 0). c is ~0 for the CIFAR networks and .47 for the bundled KITTI
   multiclass random forest, whose zeros say little: there top-label histogram binning scores test NLL
   .4527 with the fitted c, .823 with c = 1/(n+1), .4914 one-vs-all (5000 rows to fit).
-  Used by the step-function methods (isotonic regression, histogram binning, BBQ) on multiclass data
-  by default, their ``multiclass`` parameter: a step map gives every class inside one step the same
+  Used by the step-function methods (isotonic regression, histogram binning, BBQ, the Venn-Abers
+  predictors) on multiclass data by default, their ``multiclass`` parameter: a step map gives every class inside one step the same
   value, and one-vs-all with many classes gives each of the K - 1 classes below the first step that
   step's frequency, which the renormalisation then takes from the top class. Measured on the bundled
   CIFAR-100 DenseNet-121 (5000 rows to fit, 5000 to test, uncalibrated NLL .9535): one-vs-all
@@ -147,7 +148,7 @@ class BinaryRecalibrator(Recalibrator):
         if self.n_classes_ == 2:
             q = np.clip(self._predict_binary(probs[:, 1], self.maps_[0]), 0.0, 1.0)
             return np.column_stack([1.0 - q, q])
-        if self._top_label():
+        if self._fitted_top_label():
             top = probs.argmax(axis=1)
             rows = np.arange(top.shape[0])
             q = np.clip(self._predict_binary(probs[rows, top], self.maps_[0]), 0.0, 1.0)
@@ -164,7 +165,7 @@ class BinaryRecalibrator(Recalibrator):
         return out
 
     def _get_state(self) -> dict[str, Any]:
-        if self.n_classes_ > 2 and self._top_label():
+        if self._fitted_top_label():
             return {"maps": self.maps_, "rest_smoothing": self.rest_smoothing_}
         return {"maps": self.maps_}
 
@@ -178,6 +179,12 @@ class BinaryRecalibrator(Recalibrator):
         self.maps_ = [self._check_map(_state.Fields(m, f"state.maps[{i}]")) for i, m in enumerate(maps)]
         if self.n_classes_ > 2 and self._top_label():
             self.rest_smoothing_ = _state.Fields(state, "state").number("rest_smoothing", low=0.0, high=1.0)
+
+    def _fitted_top_label(self) -> bool:
+        """Whether the fitted maps are one top-label map of multiclass data: read from the maps, so that a
+        ``multiclass`` changed by ``set_params`` after ``fit`` does not change what ``predict`` does
+        (scikit-learn's convention: the fitted state decides until the next fit)."""
+        return self.n_classes_ > 2 and len(self.maps_) == 1
 
     def _top_label(self) -> bool:
         """Whether multiclass data get the one top-label map (``multiclass="top_label"``); methods

@@ -208,7 +208,8 @@ class Recalibrator:
     #: The method's name for people (tables, pages, reports), e.g. "Temperature scaling".
     label: ClassVar[str] = ""
     #: "classical": a closed-form or small convex fit; "binary": a map of one probability to one,
-    #: fitted one-vs-all on multiclass data; "gp": the GP family (slow, may use the GPU).
+    #: fitted one-vs-all or on the top label on multiclass data (``_binary``); "gp": the GP family
+    #: (slow, may use the GPU).
     family: ClassVar[Literal["classical", "binary", "gp"]] = "classical"
     #: "probs": the method works on probabilities; "scores": on logits (or log-probabilities).
     uses: ClassVar[Literal["probs", "scores"]] = "probs"
@@ -299,18 +300,24 @@ class Recalibrator:
             raise ValueError(
                 f"Expected predictions with {self.n_classes_} classes (as in fit), but got {preds.n_classes}."
             )
+        ordered, back = self._in_fitted_class_order(preds)
+        probs = self._predict_proba(ordered)
+        return probs if back is None else probs[:, back]  # back in the input's class order
+
+    def _in_fitted_class_order(self, preds: Predictions) -> tuple[Predictions, list[int] | None]:
+        """``preds`` with its classes in the order seen in ``fit``, and the column index that puts an
+        (n, K) result back in the input's order (None: already in it). Classes are matched by name
+        where both sides have names: a file whose class columns come in another order gets each
+        class's own parameters (by position it got another class's)."""
         names = getattr(self, "class_names_", None)
         if names is None or not preds.named_classes or tuple(preds.class_names) == names:
-            return self._predict_proba(preds)
-        # Classes are matched by name where both sides have names: a file whose class columns come
-        # in another order gets each class's own parameters (by position it got another class's).
+            return preds, None
         if sorted(preds.class_names) != sorted(names):
             raise ValueError(
                 f"These predictions name the classes {list(preds.class_names)}, but the recalibrator was fitted "
                 f"on {list(names)}: apply it to predictions of the same classes."
             )
-        probs = self._predict_proba(preds.in_class_order(names))
-        return probs[:, [names.index(c) for c in preds.class_names]]  # back in the input's class order
+        return preds.in_class_order(names), [names.index(c) for c in preds.class_names]
 
     def n_fits(self) -> int:
         """How many model fits one :meth:`fit` runs (1; ``PBRCV``: one per alpha and inner fold, then

@@ -190,13 +190,18 @@ class VennAbers(BinaryRecalibrator):
         """
         self._check_fitted()
         preds = as_predictions(X)
+        if preds.n_classes != self.n_classes_:
+            raise ValueError(f"Expected predictions with {self.n_classes_} classes, but got {preds.n_classes}.")
+        ordered, back = self._in_fitted_class_order(preds)  # classes matched by name, as predict_proba does
+        low, high = self._intervals(ordered)
+        return (low, high) if back is None else (low[:, back], high[:, back])
+
+    def _intervals(self, preds: Predictions) -> tuple[np.ndarray, np.ndarray]:
         probs = preds.probs
-        if probs.shape[1] != self.n_classes_:
-            raise ValueError(f"Expected predictions with {self.n_classes_} classes, but got {probs.shape[1]}.")
         if self.n_classes_ == 2:
             low1, high1 = self._map_interval(probs[:, 1], self.maps_[0])
             return np.column_stack([1.0 - high1, low1]), np.column_stack([1.0 - low1, high1])
-        if self._top_label():
+        if self._fitted_top_label():
             rows, top = np.arange(preds.n), probs.argmax(axis=1)
             p0, p1 = self._map_interval(probs[rows, top], self.maps_[0])
             rest = top_label_rest(preds, top, self.rest_smoothing_)

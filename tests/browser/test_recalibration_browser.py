@@ -48,7 +48,7 @@ def test_compare_temperature_and_download_the_table(page, app_url):
     _load_cifar10(page, app_url)
     nav(page, "Compare", "Compare recalibrators")
     select = page.locator('[data-testid="stMultiSelect"]').first
-    for chip in ("PBR", "Isotonic regression (one-vs-all)"):  # keep the two fast defaults
+    for chip in ("PBR", "Isotonic regression (top label)"):  # keep the two fast defaults
         select.get_by_role("button", name=f"Remove {chip}").click()
         wait_idle(page)
     chips = select.locator("[title]").evaluate_all("els => els.map(e => e.title).filter(Boolean)")

@@ -299,7 +299,7 @@ def test_compare_lists_and_runs_the_venn_abers_predictors(at):
 
     at.switch_page("views/compare.py").run()
     labels = {texts.method_label(m, True) for m in ("venn_abers", "venn_abers_cross")}
-    assert labels == {"Venn-Abers (inductive) (one-vs-all)", "Venn-Abers (cross) (one-vs-all)"}
+    assert labels == {"Venn-Abers (inductive) (top label)", "Venn-Abers (cross) (top label)"}
     assert labels <= set(at.multiselect(key="cmp_methods").options)
     at.multiselect(key="cmp_methods").set_value(["uncalibrated", "venn_abers", "venn_abers_cross"]).run()
     at.number_input(key="cmp_n_re").set_value(300).run()

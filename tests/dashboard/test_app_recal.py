@@ -589,7 +589,7 @@ def test_compare_and_sweep_say_where_a_fit_ended_at_its_prior(at, monkeypatch):
     summary = _shown(at.dataframe[0])
     assert summary["Folds at the prior"].tolist() == ["–", "–", "2 of 2"]
     folds = next(_shown(d) for d in at.dataframe if "Fold" in _shown(d).columns)  # "Every fold" (after the paired tests)
-    assert folds["Method"].tolist() == ["Uncalibrated", "Isotonic regression (one-vs-all)", "PBR"] * 2
+    assert folds["Method"].tolist() == ["Uncalibrated", "Isotonic regression (top label)", "PBR"] * 2
     assert folds["Fold"].astype(int).tolist() == [1, 1, 1, 2, 2, 2]
     assert folds["Ended at the prior"].tolist() == ["–", "–", "yes"] * 2 and folds["KL"].tolist()[0] == "–"
     _no_internal_names(_page_text(at), "the Compare page")

@@ -30,8 +30,8 @@ def small(cifar10) -> pbr_core.Predictions:
 def test_progress_lines_use_page_names_and_count_folds_from_one(small):
     rec = _Recorder()
     runs.run_compare(small, runs.CompareSettings.of(["uncalibrated", "isotonic"], 300, 2, 0), rec)
-    assert rec.messages[1:] == ["Uncalibrated, fold 1 of 2", "Isotonic regression (one-vs-all), fold 1 of 2",
-                                "Uncalibrated, fold 2 of 2", "Isotonic regression (one-vs-all), fold 2 of 2"]
+    assert rec.messages[1:] == ["Uncalibrated, fold 1 of 2", "Isotonic regression (top label), fold 1 of 2",
+                                "Uncalibrated, fold 2 of 2", "Isotonic regression (top label), fold 2 of 2"]
     rec = _Recorder()
     runs.run_sweep(small, runs.SweepSettings(methods=("temperature",), n_re_values=(50, 100), n_folds=1), rec)
     assert rec.messages[1:] == ["Temperature scaling, n_re = 50, fold 1 of 1", "Temperature scaling, n_re = 100, fold 1 of 1"]
@@ -101,7 +101,7 @@ def test_sweep_says_where_a_fit_ended_at_the_prior():
 def test_settings_and_parameters_in_words():
     s = runs.CompareSettings.of(["uncalibrated", "isotonic", "pbr"], 1000, 10, 0, alpha=0.5, max_iter=20)
     d = texts.settings_words(s, multiclass=True)
-    assert d["Methods"] == "Uncalibrated, Isotonic regression (one-vs-all), PBR"
+    assert d["Methods"] == "Uncalibrated, Isotonic regression (top label), PBR"
     assert d["PBR settings"] == "α = 0.5, max optimiser iterations = 20"
     p = texts.settings_words(runs.PBRSettings(alpha=None, alpha_grid=(0.1, 1.0), cv_folds=3))
     assert p["α (weight of the KL term)"] == ("chosen by 3-fold cross-validation on the recalibration rows "
@@ -161,3 +161,14 @@ def test_a_fit_worse_calibrated_than_no_recalibration_on_the_test_rows_says_so_a
 def test_the_kl_card_keeps_large_values_short():
     assert [texts.kl_card(v) for v in (0.01234, 3.14159, 9999.4, 15_710.3, 2.5e7)] == [
         "0.01234", "3.142", "9999", "15,710", "2.5e+07"]
+
+
+def test_the_venn_abers_words_give_the_right_reason_for_a_probability_outside_its_interval():
+    from pbr_core.experiments.runs import IntervalSummary
+
+    base = dict(target="top_label", mean_width=0.05, median_width=0.04, p90_width=0.1)
+    assert "outside" not in texts.venn_abers_interval_words(IntervalSummary(inside=1.0, **base))
+    folds = texts.venn_abers_interval_words(IntervalSummary(inside=0.98, outside_reason="folds", **base))
+    assert "2.0% of the rows" in folds and "average of their intervals" in folds and "rescaled" not in folds
+    ova = texts.venn_abers_interval_words(IntervalSummary(inside=0.5, outside_reason="renormalised", **base))
+    assert "rescaled to add up to 1" in ova

@@ -91,3 +91,13 @@ def test_a_module_listed_in_lazy_modules_is_importable_by_name(tmp_path, monkeyp
         R.LAZY_MODULES.remove("heavy_test_family")
         REGISTRY.pop("heavy_test_family", None)
         sys.modules.pop("heavy_test_family", None)
+
+
+def test_method_label_says_how_a_binary_map_meets_multiclass_data() -> None:
+    from pbr_core.recalibrators import method_label
+
+    assert method_label("platt", True) == "Platt scaling (one-vs-all)"
+    assert method_label("isotonic", True) == "Isotonic regression (top label)"
+    assert method_label("venn_abers_cross", True) == "Venn-Abers (cross) (top label)"
+    assert method_label("isotonic") == "Isotonic regression"  # binary data: one map of p(y=1)
+    assert method_label("temperature", True) == "Temperature scaling"

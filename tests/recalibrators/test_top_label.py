@@ -110,3 +110,21 @@ def test_logits_and_probabilities_share_the_rest_alike_when_it_is_smoothed(cifar
     assert rec.rest_smoothing_ > 0.02
     z = test.logits[:500].astype(np.float64)
     np.testing.assert_allclose(rec.predict_proba(z), rec.predict_proba(softmax(z, axis=1)), rtol=1e-9, atol=1e-13)
+
+
+@pytest.mark.parametrize("method", STEP_METHODS + ["venn_abers"])
+def test_changing_multiclass_after_fit_leaves_predictions_to_the_fitted_maps(cifar10_split, method: str) -> None:
+    """scikit-learn's convention: set_params changes the next fit, not what a fitted model predicts (it read
+    the parameter before, looped over the one top-label map as if one-vs-all and left columns unset)."""
+    fit, test = cifar10_split.fit, cifar10_split.test
+    rec = get_recalibrator(method).fit(fit.logits, fit.labels)
+    before = rec.predict_proba(test.logits)
+    rec.set_params(multiclass="one_vs_all")
+    np.testing.assert_array_equal(rec.predict_proba(test.logits), before)
+    if hasattr(rec, "predict_interval"):
+        rec.set_params(multiclass="top_label")
+        low, high = rec.predict_interval(test.logits)
+        rec.set_params(multiclass="one_vs_all")
+        after = rec.predict_interval(test.logits)
+        np.testing.assert_array_equal(after[0], low)
+        np.testing.assert_array_equal(after[1], high)
