@@ -56,12 +56,25 @@ def start(log: Path, *, app: Path | None = None, env: Mapping[str, str] | None =
             env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
         )
     url = f"http://127.0.0.1:{port}"
+    wait_healthy(proc, url, log, timeout)
+    return proc, url
+
+
+def wait_healthy(proc: subprocess.Popen, url: str, log: Path, timeout: float = 120.0) -> None:
+    """Wait until the Streamlit server ``proc`` answers 200 on ``<url>/_stcore/health``.
+
+    Raises
+    ------
+    RuntimeError
+        The server exited or did not answer within ``timeout`` seconds (it is killed); the message
+        ends with the last 3,000 characters of its ``log``.
+    """
     deadline = time.time() + timeout
     while True:
         try:
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
                 if r.status == 200:
-                    return proc, url
+                    return
         except OSError:
             pass
         if proc.poll() is not None or time.time() > deadline:

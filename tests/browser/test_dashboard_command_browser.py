@@ -13,8 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -32,18 +30,11 @@ def _start(command: list[str], cwd: Path, env: dict[str, str], log: Path, port: 
            timeout: float = 120.0) -> subprocess.Popen:
     with open(log, "wb") as fh:
         proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=fh, stderr=subprocess.STDOUT)
-    deadline = time.time() + timeout
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return proc
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            proc.kill()
-            pytest.fail(f"pbr-calib dashboard did not start; log:\n{log.read_text()[-3000:]}")
-        time.sleep(0.5)
+    try:
+        local_server.wait_healthy(proc, f"http://127.0.0.1:{port}", log, timeout)
+    except RuntimeError as exc:
+        pytest.fail(f"pbr-calib dashboard did not start: {exc}")
+    return proc
 
 
 def _cmdline(proc: subprocess.Popen) -> list[str]:

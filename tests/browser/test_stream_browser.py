@@ -3,12 +3,7 @@ Bins & bias show the numbers of every row (streamed), the recalibration pages sa
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -20,16 +15,12 @@ import pytest
 import pbr_core
 from pbr_core.groups import calibration_by_group, group_label
 
+from dashboard import local_server
+
 pytestmark = pytest.mark.browser
 
 TIMEOUT_MS = 90_000
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -62,33 +53,14 @@ def data_root(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def server_url(data_root, tmp_path_factory):
-    port = _free_port()
     log = tmp_path_factory.mktemp("streamlit_server") / "server.log"
-    env = {**os.environ, "PBR_CALIB_DATA_ROOT": str(data_root), "PBR_CALIB_SAMPLE_ROWS": "4000"}
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "dashboard" / "app.py"), "--server.headless", "true",
-             "--server.port", str(port), "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            proc.kill()
-            pytest.fail(f"streamlit did not start; log:\n{log.read_text()[-3000:]}")
-        time.sleep(0.5)
-    yield url
-    proc.terminate()
+    env = {"PBR_CALIB_DATA_ROOT": str(data_root), "PBR_CALIB_SAMPLE_ROWS": "4000"}
     try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        proc, url = local_server.start(log, env=env, timeout=60)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    yield url
+    local_server.stop(proc, timeout=10)
 
 
 def _wait_idle(page) -> None:
