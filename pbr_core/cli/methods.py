@@ -17,11 +17,12 @@ def methods_table() -> list[dict[str, Any]]:
     for name in available_methods():
         cls = REGISTRY[name]
         summary = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        params = default_params(name)
         out.append({
             "method": name,
             "class": cls.__name__,
-            "input": _input_words(cls, default_params(name)),
-            "params": default_params(name),
+            "input": _input_words(cls, params),
+            "params": params,
             "summary": summary,
         })
     return out
