@@ -204,7 +204,8 @@ def test_importing_pbr_core_does_not_import_plotly() -> None:
 
 def test_a_fit_from_arrays_imports_neither_pandas_nor_scikit_learn() -> None:
     """The first fit of a process (issue 40) pays torch's and gpytorch's imports and no more: fitting PBR
-    from arrays imports neither pandas (~0.4 CPU s) nor scikit-learn (~1 s) nor plotly; the readers
+    from arrays imports neither pandas (~0.4 CPU s) nor scikit-learn (~1 s) nor plotly nor scipy (~0.15 s,
+    scipy.special: the classical recalibrators call it through pbr_core._special); the readers
     still come from the package's namespace (`pbr_core.load_predictions`)."""
     import subprocess
     import sys
@@ -212,7 +213,7 @@ def test_a_fit_from_arrays_imports_neither_pandas_nor_scikit_learn() -> None:
     code = ("import sys, numpy as np; from pbr_core.recalibrators import PBR; "
             "rng = np.random.default_rng(0); z = rng.normal(size=(60, 3)); y = rng.integers(0, 3, 60); "
             "PBR(alpha=0.5, device='cpu', max_iter=5).fit(z, y); "
-            "heavy = [m for m in ('pandas', 'sklearn', 'plotly') if m in sys.modules]; assert not heavy, heavy; "
+            "heavy = [m for m in ('pandas', 'sklearn', 'plotly', 'scipy') if m in sys.modules]; assert not heavy, heavy; "
             "import pbr_core; f = pbr_core.load_predictions; assert 'pandas' in sys.modules and "
             "f.__module__ == 'pbr_core.loading'")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -235,3 +236,22 @@ def test_the_library_imports_neither_streamlit_nor_the_dashboard() -> None:
         if roots - allowed.get(name, set()):
             found[name] = sorted(roots)
     assert not found, f"pbr_core modules that import the front end: {found}"
+
+
+def test_the_deferred_scipy_functions_are_scipys() -> None:
+    """pbr_core._special calls scipy.special's own functions (same numbers bit for bit, ``axis`` and
+    ``out`` passed through); only the import waits for the first call."""
+    import numpy as np
+    import scipy.special as sp
+
+    from pbr_core import _special
+
+    x = np.random.default_rng(0).normal(scale=30.0, size=(50, 7))
+    for name in ("softmax", "log_softmax"):
+        for axis in (None, 0, 1):
+            np.testing.assert_array_equal(getattr(_special, name)(x, axis=axis), getattr(sp, name)(x, axis=axis))
+    for name in ("expit", "log_expit", "gammaln"):
+        np.testing.assert_array_equal(getattr(_special, name)(x), getattr(sp, name)(x))
+        out = np.empty_like(x)
+        assert getattr(_special, name)(x, out=out) is out
+        np.testing.assert_array_equal(out, getattr(sp, name)(x))

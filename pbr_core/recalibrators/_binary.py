@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from scipy.special import softmax
+from pbr_core._special import softmax
 
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import _state

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 import numpy as np
-from scipy.special import expit, log_expit
+from pbr_core._special import expit, log_expit
 
 from pbr_core.recalibrators._binary import BinaryRecalibrator
 from pbr_core.recalibrators._params import Constraint, one_of

@@ -6,7 +6,7 @@ import math
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from scipy.special import gammaln, softmax
+from pbr_core._special import gammaln, softmax
 
 from pbr_core.metrics import assign_bins
 from pbr_core.recalibrators import _state

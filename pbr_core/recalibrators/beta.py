@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.special import expit
+from pbr_core._special import expit
 
 from pbr_core.recalibrators import _state
 from pbr_core.recalibrators._logistic import (

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.special import log_softmax, softmax
+from pbr_core._special import log_softmax, softmax
 
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import _state

@@ -19,7 +19,7 @@ import warnings
 from typing import Any, Callable, ClassVar
 
 import numpy as np
-from scipy.special import log_softmax, softmax
+from pbr_core._special import log_softmax, softmax
 
 from pbr_core.cancel import checkpoint
 from pbr_core.predictions import Predictions

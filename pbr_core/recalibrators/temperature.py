@@ -6,7 +6,7 @@ import warnings
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.special import log_softmax, softmax
+from pbr_core._special import log_softmax, softmax
 
 from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import _state

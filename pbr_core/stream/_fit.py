@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import softmax
+from pbr_core._special import softmax
 
 from pbr_core.predictions import TOP_LABEL_NOT_RECALIBRATED, PredictionsError, real_class_names
 from pbr_core.progress import Progress
