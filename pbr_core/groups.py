@@ -664,7 +664,8 @@ def find_slices(preds: Predictions, columns: Sequence[str] | str | None = None, 
     """The groups nobody named: slices of the rows (a value of a column, a quantile band of a number,
     a month, or a pair of them) whose calibration departs from the rest, found on one random half of
     the rows and reported only when confirmed on the other, held-out half (Holm-corrected over the
-    slices tested: the chance that any slice reported is in fact calibrated is at most 1 - level).
+    slices tested: whatever the truth, the chance that the search names even one slice that is in fact
+    calibrated is at most 1 - level).
 
     :func:`pbr_core.slices.find_slices` (this is it; its docstring has the parameters, the search and
     the guarantee), returning a :class:`pbr_core.slices.SliceReport`.

@@ -241,7 +241,7 @@ def test_words_never_say_calibrated_and_state_the_guarantee(adult):
     report = find_slices(adult)
     words = " ".join([slice_headline(report), *slice_statements(report), guarantee_statement(report)])
     assert "This is not proof that every slice is calibrated" in words
-    assert "the chance that any slice reported here is in fact calibrated is at most 5%" in words
+    assert "the chance that a search like this names even one slice that is in fact calibrated is at most 5%" in words
     assert f"{report.n_search:,} and {report.n_confirm:,} rows" in words
     out = slices_json(report)
     assert out["held_up"] == [] and out["tested"] == len(out["rows"]) and out["guarantee"] == guarantee_statement(report)

@@ -47,8 +47,10 @@ slice carries little information), corrected with **Holm's method over the slice
 search saw none of these rows, so given what it chose, each test is valid as it stands (the rows are
 independent draws; the split does not look at them), and Holm's correction holds whatever their
 dependence. Hence: *if the model were calibrated on every slice, the chance that this report names
-any slice is at most 1 - level (5 %), however many slices were searched*; more generally, the chance
-that any slice it names is in fact calibrated is at most that. The price is power: each slice is
+any slice is at most 1 - level (5 %), however many slices were searched*; more generally (Holm's
+correction controls the family-wise error in the strong sense), whatever the truth, the chance that the
+search names even one slice that is in fact calibrated is at most that. This is a property of the
+procedure, not a posterior probability that a given reported slice is calibrated. The price is power: each slice is
 tested on half its rows, and a slice the search did not rank among the first ``max_slices`` is not
 tested at all. A slice that is not reported is not shown to be calibrated; the report says how large
 a miscalibration the tested slices would have shown.
@@ -447,8 +449,9 @@ def guarantee_statement(report: SliceReport) -> str:
             f"{report.n_search:,} and {report.n_confirm:,} rows. The search scored every slice on the first half "
             f"only and sent the ones that departed most from the rest (at most {report.max_slices}) to be tested on "
             "the second half, which it never saw, with the test of calibration (exact for small slices) corrected "
-            "for the number tested (Holm). So whatever the search picked, the chance that any slice reported here "
-            f"is in fact calibrated is at most {report.alpha:.0%}. A slice not reported is not shown to be "
+            "for the number tested (Holm). So, whatever the search picked and whatever the truth, the chance that "
+            f"a search like this names even one slice that is in fact calibrated is at most {report.alpha:.0%} "
+            "(a property of the procedure, not the probability that a given slice here is calibrated). A slice not reported is not shown to be "
             "calibrated: each was tested on half its rows, and only the ones the search ranked first.")
 
 

@@ -79,3 +79,15 @@ def test_above_8_million_rows_the_default_b_is_still_the_cube_root(at, monkeypat
     assert cli["optimal_n_bins"] == 201
     assert _metric(at, "ECE") == f"{cli['ece']:.4f}"
     assert _metric(at, "MCE") == f"{cli['mce']:.4f}"
+
+
+def test_an_interval_reaching_zero_is_not_a_verdict_beside_the_test():
+    """A 1,500-row audit file (recidivism scores, one group 8 points too high, another 5 too low) had an
+    ECE interval reaching 0 and a test of calibration with p = 0.01. The caption said "these rows
+    cannot rule out a calibrated model" beside "miscalibrated beyond chance": two verdicts that
+    disagree. A lower end of 0 now makes no verdict and sends the reader to the test."""
+    words = texts.ece_interval_caption(0.0, 0.0526)
+    assert words.startswith("95% interval 0.0000 – 0.0526 (")
+    assert "cannot rule out a calibrated model" not in words
+    assert "test of calibration below the chart" in words
+    assert texts.ece_interval_caption(0.01, 0.05) == "95% interval 0.0100 – 0.0500"

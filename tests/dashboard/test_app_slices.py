@@ -56,7 +56,7 @@ def test_find_the_slices_names_the_planted_slice(at):
     assert "hold up: miscalibrated beyond chance on rows the search never saw" in text or \
            "holds up: miscalibrated beyond chance" in text
     assert "Predictions for education = Bachelors and sex = Female are " in text and "points too low" in text
-    assert "the chance that any slice reported here is in fact calibrated is at most 5%" in text
+    assert "the chance that a search like this names even one slice that is in fact calibrated is at most 5%" in text
     table = _frame(at, "Held-out rows")
     assert table["Slice"].iloc[0] == "education = Bachelors and sex = Female" and table["Holds up"].iloc[0]
     # the slice's diagram beside the whole file's
