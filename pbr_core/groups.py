@@ -629,8 +629,24 @@ def gap_statement(report: GroupReport) -> str:
         return (f"{worst} is miscalibrated beyond chance ({S.p_words(g['p_holm_worst'])} after correcting for the "
                 f"other groups), but these rows cannot tell whether it is calibrated worse than {best}: "
                 f"{corrected}, a difference of {interval}.")
-    return (f"No group is shown to be calibrated worse than another: {worst}, the worst by its bias-corrected "
-            f"calibration error, shows no evidence of miscalibration ({S.p_words(g['p_holm_worst'])} after "
+    # A group flagged by its own test need not be the worst by the bias-corrected error (the test weighs
+    # the direction and spread of the misses, the estimate only their size once small-group noise is
+    # removed): name it, or the sentence reads as if the flagged group had been forgotten.
+    ok = report.table[~report.table["too_small"]]
+    flagged = [group_label(report, r.group) for r in ok.itertuples()
+               if r.group != g["worst"] and float(r.p_holm) < round(1 - g["level"], 12)]
+    if flagged:
+        many = len(flagged) > 1
+        names = " and ".join(flagged) if len(flagged) <= 3 else f"{', '.join(flagged[:3])} and {len(flagged) - 3} more"
+        lead = (f"No group is shown to be calibrated worse than another. {names} "
+                f"{'are' if many else 'is'} miscalibrated beyond chance by {'their' if many else 'its'} own "
+                f"test, but not the worst by the bias-corrected calibration error, which ranks the groups by the "
+                f"size of their error once the noise of small groups is removed; by that measure {worst} is the "
+                f"worst, and it shows no evidence of miscalibration ({S.p_words(g['p_holm_worst'])} after ")
+    else:
+        lead = (f"No group is shown to be calibrated worse than another: {worst}, the worst by its bias-corrected "
+                f"calibration error, shows no evidence of miscalibration ({S.p_words(g['p_holm_worst'])} after ")
+    return (lead +
             f"correcting for the other groups), and with the part of each ECE that noise adds removed (more in "
             f"smaller groups) it differs from {best} by {interval}. Measured ECE {g['ece_worst']:.4f} and "
             f"{g['ece_best']:.4f}.")
