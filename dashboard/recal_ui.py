@@ -172,6 +172,20 @@ def _section_for(kind: str, r: runs.JobResult) -> report.ReportSection:
             "apply": report.apply_section}[kind](r)
 
 
+def change(before: float, after: float, *, points: bool = False, lower_is_better: bool = True) -> dict[str, Any]:
+    """``st.metric`` keyword arguments for the change from ``before`` to ``after``: the signed change
+    (4 decimals, or percentage points with ``points``), coloured by whether it is better.
+
+    A change that rounds to 0 is shown grey and without an arrow: Streamlit colours "+0.00 pt" green
+    with an up arrow (any delta not starting with "-"), which read as a gain where nothing changed
+    (Fit & apply's "Accuracy after" of a temperature scaling, which never changes the top class).
+    """
+    text = f"{100 * (after - before):+.2f} pt" if points else f"{after - before:+.4f}"
+    if float(text.replace(" pt", "")) == 0.0:
+        return {"delta": text.replace("-", "+"), "delta_color": "off", "delta_arrow": "off"}
+    return {"delta": text, "delta_color": "inverse" if lower_is_better else "normal"}
+
+
 def csv_button(label: str, table: pd.DataFrame, file_name: str, key: str, help: str | None = None) -> None:
     # Formula-like text cells neutralised (pbr_core.loading.writing): the file is opened in spreadsheets.
     st.download_button(label, data=csv_text(table).encode(), file_name=file_name, mime="text/csv",

@@ -158,13 +158,14 @@ def _start_apply(loaded: state.Loaded, chosen: tuple[Recalibrator, str]) -> None
 
 def _cards(r: runs.ApplyResult) -> None:
     c = st.columns(4)
-    c[0].metric("ECE after", f"{r.after['ece']:.4f}", delta=f"{r.after['ece'] - r.before['ece']:+.4f}",
-                delta_color="inverse", help=texts.apply_ece_help(r.after["n_bins"], r.n_eval))
+    c[0].metric("ECE after", f"{r.after['ece']:.4f}", **recal_ui.change(r.before["ece"], r.after["ece"]),
+                help=texts.apply_ece_help(r.after["n_bins"], r.n_eval))
     c[1].metric("ECE before", f"{r.before['ece']:.4f}", help=texts.APPLY_ECE_BEFORE_HELP)
-    c[2].metric("NLL after", f"{r.after['nll']:.4f}", delta=f"{r.after['nll'] - r.before['nll']:+.4f}",
-                delta_color="inverse", help=texts.NLL_HELP)
+    c[2].metric("NLL after", f"{r.after['nll']:.4f}", **recal_ui.change(r.before["nll"], r.after["nll"]),
+                help=texts.NLL_HELP)
     c[3].metric("Accuracy after", f"{r.after['accuracy']:.2%}",
-                delta=f"{100 * (r.after['accuracy'] - r.before['accuracy']):+.2f} pt", help=texts.ACCURACY_HELP)
+                **recal_ui.change(r.before["accuracy"], r.after["accuracy"], points=True, lower_is_better=False),
+                help=texts.ACCURACY_HELP)
 
 
 def _result(loaded: state.Loaded, r: runs.ApplyResult, kind: str) -> None:

@@ -49,6 +49,13 @@ def test_fit_with_a_held_out_check_matches_the_library(at):
     assert result.recalibrator.temperature_ == pytest.approx(ts.temperature_, rel=1e-9)
     assert (result.n_eval, result.in_sample) == (3000, False)
     assert _metric(at, "ECE after") == f"{expected:.4f}"
+    # Temperature scaling never changes the top class: "+0.00 pt" was shown green with an up arrow,
+    # as a gain. A change that rounds to 0 is now grey, without an arrow; a real change keeps both.
+    acc = next(m for m in at.metric if m.label == "Accuracy after")
+    assert acc.proto.delta == "+0.00 pt"
+    assert (acc.proto.color, acc.proto.direction) == (acc.proto.GRAY, acc.proto.NONE)
+    ece = next(m for m in at.metric if m.label == "ECE after")
+    assert ece.proto.delta.startswith("-") and ece.proto.color == ece.proto.GREEN
     assert any("the 3,000 held-out rows" in m.value for m in at.markdown)
     assert {"Calibrated predictions (CSV)", "Fitted recalibrator (JSON)", "Session report (HTML)"} <= set(_downloads(at))
     assert any("load_recalibrator(\"temperature_recalibrator.json\")" in c.value for c in at.code)
