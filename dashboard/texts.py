@@ -1027,14 +1027,22 @@ def apply_measured_on(origin: str, evaluated_on: str, seconds: float) -> str:
     return f"{md(origin)}; measured on **{md(evaluated_on)}** ({seconds:.1f} s)."
 
 
+#: What the calibrated-predictions downloads hold (pbr_core.loading.save_predictions' ``headers_from``).
+CALIBRATED_COLUMNS_WORDS = (
+    "the score columns now hold the calibrated probabilities in place of your scores (scores read as "
+    "logits become probabilities: one column per class, or, for a single log-odds column, one column "
+    "named p_ and the class it is the probability of), the label and your other columns as they were"
+)
+
+
 def calibrated_predictions_help(data_name: str, method: str, fit_column: str | None, n_fit: int,
                                 venn_abers: bool) -> str:
     """The Fit & apply page's calibrated-predictions download: its columns (``fit_column``: the column
     marking the rows it was fitted on, None when there is none), and a Venn-Abers predictor's intervals."""
     marked = (f" and a last column *{fit_column}*: True for the {n_fit:,} rows it was fitted on, "
               "False for the held-out rows" if fit_column is not None else "")
-    return (f"Every row of {md(data_name)} recalibrated by the {method}: one probability "
-            f"column per class, the label{marked} (reads back on the Data page)."
+    return (f"Every row of {md(data_name)} recalibrated by the {method}, under your file's own column "
+            f"names and order: {CALIBRATED_COLUMNS_WORDS}{marked} (reads back on the Data page)."
             + (VENN_ABERS_DOWNLOAD_NOTE if venn_abers else ""))
 
 
@@ -1955,8 +1963,8 @@ def alpha_choice_title(alpha: float) -> str:
 
 def pbr_predictions_help(data_name: str, method: str, fit_column: str, n_re: int, n_te: int) -> str:
     """The calibrated-predictions download of the PBR page: what its columns are, which rows to score."""
-    return (f"Every row of {md(data_name)} recalibrated by the fitted {method}: "
-            "one probability column per class, the label, and a last column "
+    return (f"Every row of {md(data_name)} recalibrated by the fitted {method}, under your file's own "
+            f"column names and order: {CALIBRATED_COLUMNS_WORDS}, and a last column "
             f"*{fit_column}*: True for the {n_re:,} recalibration rows "
             f"it was fitted on, False for the {n_te:,} rows of the test part. Score it only "
             "on the False rows. Reads back on the Data page.")

@@ -72,3 +72,24 @@ def test_the_dashboard_download_and_cli_apply_keep_the_names(forecasts_csv, tmp_
     assert main(["apply", str(model), str(data), "--label-column", "won", "--out", str(out)]) == EXIT_OK
     capsys.readouterr()
     assert out.read_text().splitlines()[0] == "race_id,p_dem,won"
+
+
+def test_a_binary_log_odds_column_is_written_as_one_p_column_in_its_place(forecasts_csv):
+    """The audit's fraud file (txn_id, fraud_logit, is_fraud): its download read ``txn_id,0,1,is_fraud``,
+    the logit column gone and two anonymous columns in its place. Now one ``p_<class 1>`` column
+    where the logit column was, which reads back as the binary file's p(y=1)."""
+    frame = pd.read_csv(pd.io.common.BytesIO(forecasts_csv))
+    p = np.clip(frame["p_dem"].to_numpy(), 1e-6, 1 - 1e-6)
+    logits = pd.DataFrame({"txn_id": [f"T{i}" for i in range(len(p))], "fraud_logit": np.log(p / (1 - p)),
+                           "is_fraud": frame["won"]})
+    preds = pbr_core.load_predictions(logits.to_csv(index=False).encode(), format="csv", label_column="is_fraud",
+                                      input_type="logits")
+    probs = get_recalibrator("temperature").fit(preds).predict_proba(preds)
+    out = save_predictions(preds.with_probs(probs), headers_from=preds, extra_columns={"used_for_fit": np.ones(len(p), bool)})
+    name = f"p_{preds.class_names[1]}"
+    back = pd.read_csv(pd.io.common.BytesIO(out))
+    assert list(back.columns) == ["txn_id", name, "is_fraud", "used_for_fit"]
+    np.testing.assert_allclose(back[name], probs[:, 1], rtol=0, atol=1e-15)
+    again = pbr_core.load_predictions(out, format="csv", label_column="is_fraud")
+    assert again.kind == "binary" and again.input_type == "probabilities"
+    np.testing.assert_allclose(again.p_positive, probs[:, 1], rtol=0, atol=1e-15)

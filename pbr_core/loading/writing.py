@@ -131,6 +131,12 @@ def _file_headers(df: pd.DataFrame, preds: Predictions, source: Predictions) -> 
         elif len(scores) == 1 and len(names) == 2:  # a binary file's one p(y=1) column
             df = df.drop(columns=[names[0]])
             rename[names[1]] = scores[0]
+    elif scores and len(scores) == 1 and len(names) == 2:
+        # A binary file's one log-odds column: its calibrated p(y=1) is a probability, so not under the
+        # logit column's name, and not as two columns "0", "1" either (what a user of a fraud_logit /
+        # is_fraud file got): one column p_<class 1>, where the logit column was (reads back as p(y=1)).
+        df = df.drop(columns=[names[0]])
+        rename[names[1]] = f"p_{names[1]}"
     if labels and "label" in df.columns:
         rename["label"] = labels[0]
     taken = set(df.columns) - set(rename)
@@ -142,7 +148,7 @@ def _file_headers(df: pd.DataFrame, preds: Predictions, source: Predictions) -> 
         if column in df.columns:
             order.append(column)
         elif role == "score":  # scores written under the class names (read as logits): where the scores were
-            order += [n for n in names if n in df.columns]
+            order += [rename.get(n, n) for n in names if rename.get(n, n) in df.columns]
     return df[list(dict.fromkeys(order + list(df.columns)))], rename
 
 
@@ -213,7 +219,8 @@ def save_predictions(
         ``column_roles``), so a download keeps ``p_dem`` and ``won`` instead of ``0``, ``1`` and
         ``label``. The score columns keep their names when they held probabilities, one per class or
         the one p(y=1) column of a binary file (then only p(y=1) is written); scores read as logits
-        are now probabilities and are written under the class names as without this. The label
+        are now probabilities and are written under the class names as without this, except a binary
+        file's one log-odds column, whose p(y=1) is written as one column ``p_<class 1>`` in its place. The label
         column keeps its name. Columns the file did not have (``extra_columns``) come last.
     intervals : (low, high) arrays of shape (n, K), optional
         An interval around each class's probability (a Venn-Abers predictor's (p0, p1):
