@@ -120,6 +120,26 @@ def test_top_label_records_say_too_confident():
             assert "too confident" in line or "too cautious" in line
 
 
+def test_a_slice_is_named_by_one_condition_where_a_column_fixes_another():
+    """An LLM audit file's subject fixes its subject_group: its slices were reported as "subject =
+    marketing and subject_group = business" (the pair ranked above "subject = marketing", its same
+    rows, because fewer pairs than single values were scored). A pair holding exactly a single
+    value's rows is not scored: the finding keeps its simplest name."""
+    rng = np.random.default_rng(5)
+    n = 4000
+    subjects = [f"subject_{k}" for k in range(12)]
+    subject = rng.choice(subjects, n)
+    group = np.array([f"group_{int(s.rsplit('_', 1)[1]) % 3}" for s in subject])
+    conf = rng.uniform(0.3, 1.0, n)
+    truth = np.where(subject == "subject_4", conf - 0.25, conf)  # one subject 25 points too confident
+    frame = pd.DataFrame({"subject": subject, "subject_group": group, "confidence": conf,
+                          "correct": (rng.uniform(size=n) < truth).astype(int)})
+    report = find_slices(pbr_core.load_predictions(frame))
+    assert len(report.table) >= 1
+    assert report.table["slice"].iloc[0] == "subject = subject_4"
+    assert not report.table["slice"].str.contains(" and ").any()
+
+
 # ----------------------------------------------------------------------------- streamed
 def test_streamed_equals_in_memory(adult):
     import pbr_core.stream as ps

@@ -193,7 +193,7 @@ def choose(plan: Plan, search: SearchSample, *, min_rows: int, max_slices: int, 
     sums = _cell_sums(plan, codes, terms)
     n_half, n_conf = search.counts
     share = codes.shape[0] / max(float(n_half.sum() / max(len(plan.groupings), 1)), 1.0)  # the sample's share
-    static = _slice_cells(plan) & (n_half + n_conf >= min_rows)
+    static = _slice_cells(plan) & (n_half + n_conf >= min_rows) & ~_same_rows_as_a_single(plan, n_half + n_conf)
     idx = np.flatnonzero(static)
     min_left = max(2.0, min_rows / 2 * share)   # remaining search rows for a slice to be scored again
     chosen: list[Candidate] = []
@@ -232,6 +232,29 @@ def _slice_cells(plan: Plan) -> np.ndarray:
         codes = np.unravel_index(np.arange(size), dims)
         valid[off:off + size] = np.all([c < d - 1 for c, d in zip(codes, dims)], axis=0)
     return valid
+
+
+def _same_rows_as_a_single(plan: Plan, counts: np.ndarray) -> np.ndarray:
+    """Pair cells holding exactly the rows of one of their two single-column cells (``counts``: rows per
+    cell; a pair's rows are a subset of each of its singles', so equal counts mean the same rows).
+
+    Why: where one column fixes another (an LLM file's subject and its subject_group), "subject =
+    marketing and subject_group = business" is the slice "subject = marketing" named by one condition
+    too many, and it even ranked first: the Bonferroni count m of the pairs scored (one non-empty
+    pair per subject) was below that of the single values, so the same p-value gave it the higher
+    rank. Such pairs are not scored: the slice keeps its simplest name."""
+    single = {grouping[0]: int(plan.offsets[g]) for g, grouping in enumerate(plan.groupings) if len(grouping) == 1}
+    out = np.zeros(plan.n_cells, dtype=bool)
+    for g, grouping in enumerate(plan.groupings):
+        if len(grouping) != 2 or not all(i in single for i in grouping):
+            continue
+        i, j = grouping
+        n_j = plan.columns[j].n_codes
+        off, size = int(plan.offsets[g]), int(plan.sizes[g])
+        code_i, code_j = np.divmod(np.arange(size), n_j)  # Plan.cells: cell = code_i * n_j + code_j
+        pair = counts[off:off + size]
+        out[off:off + size] = (pair == counts[single[i] + code_i]) | (pair == counts[single[j] + code_j])
+    return out
 
 
 def _rank_key(plan: Plan, idx: np.ndarray, dep: dict[str, np.ndarray]) -> np.ndarray:
