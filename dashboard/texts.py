@@ -1422,7 +1422,8 @@ def fit_words(text: str) -> str:
 # --------------------------------------------------------------------------- Groups page
 GROUPS_INTRO = (
     "Is the model calibrated **for everyone**, or only on average? Each group of rows gets its own ECE "
-    "(with B = floor(n^(1/3)) of the group's rows), its 95 % bootstrap interval, the ECE without the part "
+    "(with B = floor(n^(1/3)) of the group's rows), its 95 % interval (as under the Reliability page's ECE), "
+    "the ECE without the part "
     "that noise adds, a test of calibration and what it supports, and its own reliability curve."
 )
 GROUPS_TEST_HELP = (
