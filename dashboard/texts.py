@@ -2047,8 +2047,12 @@ def loaded_title(name: str) -> str:
     return f"Loaded: {md(name)}"
 
 
-def scores_read_as(input_type: str) -> str:
-    """How the score columns were read: logits (turned into probabilities) or probabilities."""
+def scores_read_as(input_type: str, log_odds: bool = False) -> str:
+    """How the score columns were read: logits (turned into probabilities) or probabilities;
+    ``log_odds``: one column of the log-odds of class 1 (the logistic function, not a softmax)."""
+    if log_odds:
+        return ("The score column was read as **the log-odds of class 1** (turned into a probability with the "
+                "logistic function, 1 / (1 + exp(−x))).")
     scores = "logits (turned into probabilities with a softmax)" if input_type == "logits" else "probabilities"
     return f"The score columns were read as **{scores}**."
 

@@ -37,6 +37,11 @@ class PredictionsError(ValueError):
     """Raised for any invalid prediction input; the message names the problem and where it is."""
 
 
+#: The note on one score column read as the log-odds of class 1 (turned into p(y=1) by the logistic
+#: function, not a softmax over several columns).
+LOG_ODDS_NOTE = "One score column read as the log-odds of class 1 (binary logits), as asked."
+
+
 def softmax(z: np.ndarray) -> np.ndarray:
     """Row-wise softmax, stable for large logits."""
     z = np.asarray(z, dtype=np.float64)
@@ -514,7 +519,7 @@ class Predictions:
             # The log-odds of class 1 (a logistic model's decision function, XGBoost's margin): the
             # logits (0, s), whose softmax is (1 - sigmoid(s), sigmoid(s)); read as two logit columns.
             s, own = np.column_stack([np.zeros_like(s), s]), True
-            notes.append("One score column read as the log-odds of class 1 (binary logits), as asked.")
+            notes.append(LOG_ODDS_NOTE)
         if s.ndim == 1:  # binary p(y=1)
             s = _clip_rounding(s, own, notes)
             if np.any(s < 0) or np.any(s > 1):

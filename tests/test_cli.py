@@ -641,3 +641,26 @@ def test_apply_refuses_an_interval_column_taken_by_the_file(capsys, tmp_path) ->
     assert run(capsys, "fit", tmp_path / "fit.csv", "--method", "venn_abers", "--out", model, "--quiet")[0] == EXIT_OK
     code, _, err = run(capsys, "apply", model, tmp_path / "new.csv", "--out", tmp_path / "o.csv")
     assert code == EXIT_BAD_INPUT and "'p_positive_low' would replace a column of the same name" in err
+
+
+def test_apply_measures_ece_on_a_file_whose_label_is_found_by_its_values(capsys, tmp_path) -> None:
+    """A recidivism export (as /tmp/audit/f1_recid.csv): 'two_year_recid' is found by its values by fit
+    and evaluate, so apply finds it too (without requiring it) and reports ECE before and after; the
+    before is evaluate's ECE of the same file."""
+    rng = np.random.default_rng(4)
+    n = 1500
+    age = rng.integers(18, 70, n)
+    p_true = 1 / (1 + np.exp(-(-0.5 + 0.03 * (40 - age) + rng.normal(0, 1, n))))
+    path = tmp_path / "recid.csv"
+    path.write_text("person_id,age,score,two_year_recid\n" + "".join(
+        f"{10001 + i},{a},{min(max(p + 0.06, 0.01), 0.99):.4f},{int(rng.random() < p)}\n"
+        for i, (a, p) in enumerate(zip(age, p_true))))
+    model, out_file = tmp_path / "ts.json", tmp_path / "calibrated.csv"
+    assert run(capsys, "fit", path, "--method", "temperature", "--out", model)[0] == EXIT_OK
+    code, out, _ = run(capsys, "apply", model, path, "--out", out_file)
+    assert code == EXIT_OK and "unlabelled" not in out
+    assert f"applied temperature to {n} rows of recid.csv: ECE " in out
+    before = float(out.split(": ECE ")[1].split(" -> ")[0])
+    code, table, _ = run(capsys, "evaluate", path, "--format", "json", "--quiet")
+    assert code == EXIT_OK and before == pytest.approx(json.loads(table)["ece"], abs=5e-5)
+    assert out_file.read_text().splitlines()[0] == "person_id,age,score,two_year_recid"

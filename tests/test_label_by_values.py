@@ -154,9 +154,124 @@ def test_simulated_unrelated_columns_are_rarely_taken_and_real_outcomes_are_foun
     assert taken <= 2 and found == 200
 
 
-def test_unlabelled_files_and_named_labels_are_unchanged(kitti):
+def test_labels_not_required_still_keep_a_label_found_by_its_values_and_named_labels_are_unchanged(kitti):
+    """Applying a recalibrator (labels not required) to a file that has its outcome: found as fit and
+    evaluate find it (pbr-calib apply then measures ECE); where that would need asking, read unlabelled."""
     df = kitti.rename(columns={"label": "won"})
-    unlabelled = load_predictions(_csv(df), format="csv", require_labels=False)   # applying to new data
+    applied = load_predictions(_csv(df), format="csv", require_labels=False)
+    assert applied.has_labels and dict(applied.column_roles)["won"] == "label"
+    np.testing.assert_array_equal(applied.labels, kitti["label"].to_numpy())
+    two = df.assign(won2=df["won"])   # two columns that could each be the label: asked when required
+    with pytest.raises(PredictionsError, match="could each be the label"):
+        load_predictions(_csv(two), format="csv")
+    unlabelled = load_predictions(_csv(two), format="csv", require_labels=False)
     assert not unlabelled.has_labels and dict(unlabelled.column_roles)["won"] == "metadata"
     named = load_predictions(_csv(df.assign(label=df["won"])), format="csv")
     assert dict(named.column_roles)["label"] == "label" and dict(named.column_roles)["won"] == "metadata"
+
+
+# ---------------------------------------------------------------- scores as they will be read (audit files)
+def _election(rng, n: int = 400) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """An election forecast export (as /tmp/audit/f2_election.csv): race ids, a branch, p_dem written as
+    percentages without a % sign (76.2), and the 0/1 outcome drawn from those probabilities."""
+    p = rng.beta(0.7, 0.7, n)
+    won = (rng.random(n) < p).astype(int)
+    df = pd.DataFrame({"race_id": [f"AZ-SEN-{2018 + 2 * (i % 3)}-{i}" for i in range(n)],
+                       "branch": rng.choice(["Senate", "House", "Governor"], n), "p_dem": np.round(p * 100, 1),
+                       "won": won})
+    return df, np.round(p * 100, 1) / 100, won
+
+
+def _fraud(rng, n: int = 400) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """A fraud model's export (as /tmp/audit/f8_logits.csv): ids, one log-odds column, and the outcome
+    written True/False, drawn from the logistic of the log-odds."""
+    x = np.round(rng.normal(0, 2.5, n), 4)
+    y = (rng.random(n) < 1 / (1 + np.exp(-x))).astype(int)
+    return pd.DataFrame({"txn_id": [f"T{i}" for i in range(n)], "fraud_logit": x,
+                         "is_fraud": np.where(y == 1, "True", "False")}), x, y
+
+
+def test_an_outcome_beside_percentages_is_found_once_they_are_read_as_percentages(tmp_path):
+    df, p, won = _election(np.random.default_rng(11))
+    path = tmp_path / "election.csv"
+    df.to_csv(path, index=False)
+    preds = load_predictions(path, percent=True)
+    assert dict(preds.column_roles)["won"] == "label" and "'won' (not named as a label" in _label_note(preds)
+    np.testing.assert_array_equal(preds.labels, won)
+    np.testing.assert_allclose(preds.p_positive, p, rtol=0, atol=1e-12)
+    # Without the option the label cannot be matched to scores up to 100: the message names the
+    # candidate and the option that would find it.
+    with pytest.raises(PredictionsError) as exc:
+        load_predictions(path)
+    message = str(exc.value)
+    assert "Column with two values, which could be the label: 'won'." in message
+    assert "Read them as percentages (percent=True)" in message and "input_type='logits'" not in message
+    # Still unambiguous: a second outcome-like column is asked about, naming both.
+    with pytest.raises(PredictionsError, match="'won', 'called' could each be the label"):
+        load_predictions(_csv(df.assign(called=won)), format="csv", percent=True)
+
+
+def test_whole_number_percentages_find_the_outcome_too(tmp_path):
+    df, _, won = _election(np.random.default_rng(12))
+    df["p_dem"] = np.round(df["p_dem"]).astype(int)
+    preds = load_predictions(_csv(df), format="csv", percent=True)
+    assert dict(preds.column_roles)["won"] == "label"
+    np.testing.assert_allclose(preds.p_positive, df["p_dem"].to_numpy() / 100, rtol=0, atol=1e-12)
+
+
+def test_a_true_false_outcome_beside_log_odds_is_found_when_they_are_read_as_logits(tmp_path):
+    df, x, y = _fraud(np.random.default_rng(13))
+    path = tmp_path / "fraud.csv"
+    df.to_csv(path, index=False)
+    preds = load_predictions(path, input_type="logits")
+    assert dict(preds.column_roles)["is_fraud"] == "label"
+    assert "'False' and 'True' beside the one score column 'fraud_logit'" in _label_note(preds)
+    # which value is class 1 is said, as for a label column named as such
+    assert ("Binary labels: 'True' is class 1 and 'False' class 0; the score column 'fraud_logit' is read as the "
+            "log-odds of True.") in preds.notes
+    np.testing.assert_array_equal(preds.labels, y)
+    np.testing.assert_allclose(preds.p_positive, 1 / (1 + np.exp(-x)), rtol=1e-12, atol=1e-15)
+    named = load_predictions(path, input_type="logits", label_column="is_fraud")
+    np.testing.assert_array_equal(named.labels, y)
+    with pytest.raises(PredictionsError) as exc:
+        load_predictions(path)
+    message = str(exc.value)
+    assert "Column with two values, which could be the label: 'is_fraud'." in message
+    assert "load the columns as logits (input_type='logits')." in message and "percent=True" not in message
+
+
+def test_two_class_names_beside_a_score_named_after_one_map_as_for_a_named_label():
+    """'churned'/'stayed' beside p_churned: the value the score column's header names is class 1, the
+    rule (and note) of a label column named as such."""
+    rng = np.random.default_rng(14)
+    p = rng.uniform(0.05, 0.95, 300)
+    y = (rng.random(300) < p).astype(int)
+    df = pd.DataFrame({"p_churned": p, "status": np.where(y == 1, "churned", "stayed")})
+    found = load_predictions(_csv(df), format="csv")
+    named = load_predictions(_csv(df), format="csv", label_column="status")
+    assert dict(found.column_roles)["status"] == "label"
+    np.testing.assert_array_equal(found.labels, y)
+    np.testing.assert_array_equal(named.labels, y)
+    binary_note = [n for n in named.notes if n.startswith("Binary labels:")]
+    assert binary_note and binary_note[0] in found.notes
+
+
+def test_simulated_unrelated_true_false_columns_beside_log_odds_are_rarely_taken():
+    """Known truth, for log-odds (no [0, 1] range to check, only the ranks): outcomes drawn from the
+    logistic of the scores are found in every file; True/False columns drawn independently are taken
+    with probability ~0.0013 each (0.13 of 100 expected; 3 or more would be p < 0.0004)."""
+    rng = np.random.default_rng(15)
+    taken = found = 0
+    for _ in range(100):
+        x = rng.normal(0, 2, 300)
+        outcome = np.where(rng.random(300) < 1 / (1 + np.exp(-x)), "True", "False")
+        unrelated = np.where(rng.random(300) < 0.3, "True", "False")
+        try:
+            load_predictions(_csv(pd.DataFrame({"margin": x, "other": unrelated})), format="csv", input_type="logits")
+            taken += 1
+        except PredictionsError as exc:
+            assert "no label column" in str(exc)
+        preds = load_predictions(_csv(pd.DataFrame({"margin": x, "flagged_later": outcome})), format="csv",
+                                 input_type="logits")
+        found += dict(preds.column_roles).get("flagged_later") == "label"
+    assert taken <= 2 and found == 100

@@ -842,3 +842,64 @@ def test_a_correct_column_without_a_named_confidence_says_so():
     # it used to say "no label column", which is not what is missing
     message = error_of(csv_bytes("certainty,correct\n0.9,1\n0.6,0\n"))
     must_contain(message, "'correct'", "no column is named as its confidence", "rename", "'certainty'")
+
+
+# ---------------------------------------------------------------- files from the wild: how big a problem is, what cannot be shown
+
+
+def test_missing_scores_and_labels_are_counted_in_one_message(tmp_path):
+    """12 rows without a score and 7 without a label (as /tmp/audit/f9a_missing.csv): the message says
+    how many rows miss each, how many in all and the first few rows, not only the first one; nothing is
+    dropped on its own."""
+    rng = np.random.default_rng(9)
+    n = 300
+    p, y = rng.uniform(0.05, 0.95, n), rng.integers(0, 2, n).astype(float)
+    no_score, no_label = rng.choice(n, 12, replace=False), rng.choice(n, 7, replace=False)
+    p[no_score], y[no_label] = np.nan, np.nan
+    path = tmp_path / "churn.csv"
+    pd.DataFrame({"row": np.arange(n), "p_churn": p, "churn": y, "segment": rng.choice(["A", "B"], n)}).to_csv(
+        path, index=False)
+    rows = np.union1d(no_score, no_label)
+    message = error_of(path)
+    must_contain(message, "12 rows without a score (column 'p_churn')", "7 rows without a label (column 'churn')",
+                 f"{rows.size} rows in all, of 300 rows", f"rows {', '.join(str(r + 1) for r in rows[:5])} and "
+                 f"{rows.size - 5} more (data rows, header excluded)")
+    # labels alone, and a top-label file's confidence with its predicted class
+    only_labels = pd.DataFrame({"p_churn": rng.uniform(size=n), "churn": y})
+    must_contain(error_of(only_labels.to_csv(index=False).encode()), "7 rows without a label (column 'churn')")
+    top = pd.DataFrame({"confidence": np.where(np.arange(n) % 50 == 0, np.nan, 0.8), "predicted": ["a", "b"] * 150,
+                        "label": ["a"] * 300})
+    must_contain(error_of(top.to_csv(index=False).encode()), "6 rows without a confidence (column 'confidence')")
+
+
+def test_scores_equal_on_every_row_are_said_to_show_nothing_of_how_calibration_varies(tmp_path):
+    rng = np.random.default_rng(10)
+    path = tmp_path / "constant.csv"
+    pd.DataFrame({"p_churn": np.full(300, 0.3), "churn": rng.binomial(1, 0.3, 300)}).to_csv(path, index=False)
+    note = [n for n in load_predictions(path).notes if n.startswith("Every row has the same score")]
+    assert note == ["Every row has the same score (p(y=1) = 0.3): the file cannot show how calibration varies with "
+                    "the score. The reliability diagram has a single bin, the ECE only compares that one score with "
+                    "the overall rate, and ranking measures (the AUC) mean nothing. Check that the score column is "
+                    "the model's output."]
+    multiclass = pd.DataFrame({"a": [0.2] * 4, "b": [0.5] * 4, "c": [0.3] * 4, "label": [0, 1, 2, 1]})
+    assert any(n.startswith("Every row has the same score (the same probabilities (0.2, 0.5, 0.3))")
+               for n in load_predictions(multiclass.to_csv(index=False).encode(), format="csv").notes)
+    varied = pd.DataFrame({"p": [0.3, 0.3, 0.31], "label": [0, 1, 0]})
+    assert not any(n.startswith("Every row has the same score")
+                   for n in load_predictions(varied.to_csv(index=False).encode(), format="csv").notes)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_true_false_labels_say_which_is_class_1_as_yes_no_labels_do(tmp_path, fmt):
+    """True/False labels (read as booleans) beside one score column: the note says 'True' is class 1, as
+    it says 'yes' is class 1 for yes/no labels."""
+    df = pd.DataFrame({"p": [0.1, 0.8, 0.3, 0.7], "label": [False, True, False, True]})
+    path = tmp_path / f"f.{fmt}"
+    df.to_csv(path, index=False) if fmt == "csv" else df.to_parquet(path)
+    preds = load_predictions(path)
+    assert preds.labels.tolist() == [0, 1, 0, 1]
+    assert ("Binary labels: 'True' is class 1 and 'False' class 0; the score column 'p' is read as p(True)."
+            in preds.notes)
+    yes_no = load_predictions(df.assign(label=df["label"].map({False: "no", True: "yes"})).to_csv(index=False).encode(),
+                              format="csv")
+    assert "Binary labels: 'yes' is class 1 and 'no' class 0; the score column 'p' is read as p(yes)." in yes_no.notes

@@ -19,6 +19,7 @@ import streamlit as st
 
 from dashboard import state, tables, texts
 from pbr_core.loading import ONE_CLASS_NOTE, template_csv
+from pbr_core.predictions import LOG_ODDS_NOTE
 
 K_SAMPLE = "data_sample"
 K_UPLOAD = "data_upload"
@@ -321,7 +322,7 @@ def _summary(cur: state.Loaded) -> None:
     c[3].metric("Kind", state.kind_label(p),
                 help=texts.KIND_HELP)
     # Logits or probabilities: a sentence, not a card (the word does not fit a card's large font).
-    st.markdown(texts.scores_read_as(p.input_type))
+    st.markdown(texts.scores_read_as(p.input_type, log_odds=LOG_ODDS_NOTE in p.notes))
     only = p.only_label() if cur.stream is None else None
     notes = [n for n in p.notes if only is None or n != ONE_CLASS_NOTE.format(name=only)]
     if only is not None:  # a filtered export, most likely: shown as a warning, not among the notes

@@ -257,10 +257,31 @@ def load_predictions(
 
 
 def _with_one_class_note(preds: Predictions) -> Predictions:
+    """The notes on labels of one class only and on scores that are the same on every row."""
     only = preds.only_label()
     if only is not None:
         preds = dataclasses.replace(preds, notes=(*preds.notes, ONE_CLASS_NOTE.format(name=only)))
+    same = constant_score(preds)
+    if same is not None:
+        preds = dataclasses.replace(preds, notes=(*preds.notes, CONSTANT_SCORE_NOTE.format(what=same)))
     return preds
+
+
+def constant_score(preds: Predictions) -> str | None:
+    """What every row's score is (``"0.3"``, ``"the same probabilities (0.2, 0.5, 0.3)"``) when it is
+    the same on every row of two or more, else None."""
+    if preds.n < 2:
+        return None
+    if preds.probs is not None:
+        first = preds.probs[0]
+        if not np.all(preds.probs == first):
+            return None
+        if preds.kind == "binary":
+            return f"p(y=1) = {first[1]:.6g}"
+        shown = ", ".join(f"{v:.4g}" for v in first[:5]) + (", ..." if first.size > 5 else "")
+        return f"the same probabilities ({shown})"
+    c = preds.confidence
+    return f"confidence {c[0]:.6g}" if c is not None and np.all(c == c[0]) else None
 
 
 def in_memory_table(source: object):
@@ -319,6 +340,11 @@ def _load_in_memory(table, src: _Source, opts) -> Predictions:
 
 
 #: The note on a file whose rows all have the same true label.
+#: The note on a file whose score is the same on every row (a constant model, or a column filled by mistake).
+CONSTANT_SCORE_NOTE = ("Every row has the same score ({what}): the file cannot show how calibration varies with the "
+                       "score. The reliability diagram has a single bin, the ECE only compares that one score with "
+                       "the overall rate, and ranking measures (the AUC) mean nothing. Check that the score column "
+                       "is the model's output.")
 ONE_CLASS_NOTE = ("Every row's true label is the same class ({name!r}): calibration is measured against that one "
                   "outcome only, and a recalibrator fitted on these rows learns to predict only that class. Check "
                   "that the file is not a filtered export.")

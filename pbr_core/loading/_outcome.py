@@ -4,7 +4,9 @@ Real exports name the outcome after what it is (``won``, ``two_year_recid``, ``d
 ``label``. When no column has a label's name, a column is taken for the label only when its values
 can be nothing else and it is the only such column:
 
-* two values 0 and 1 (or true/false, no/yes...) beside the one score column of a binary file;
+* two values 0 and 1 beside the one score column of a binary file, or two values whose class 1 is
+  known by the rule of a label column named as such (true/false, no/yes..., or the class the score
+  column's header names: :func:`~pbr_core.loading._roles.binary_classes`);
 * text whose every value is the header of one of the score columns (the class names);
 * whole numbers in 0..K-1 beside K score columns (class ids).
 
@@ -13,6 +15,11 @@ Two more checks keep other columns out: a label must agree with the scores more 
 column that a threshold on the score reproduces, a class column equal to the argmax on every row;
 a perfect model's labels look the same, so such a column is named in the message, not taken).
 When several columns pass, the loader asks which one is the label instead of guessing.
+
+The scores are matched as they will be read: divided by 100 when the user says they are percentages
+(a ``p_dem`` of 76.2), and any real number when they are logits (the log-odds of class 1). When no
+column is found, :func:`no_label_hint` names the two-valued columns that could be the label and, for
+scores outside [0, 1], the reading option that would let one be found.
 """
 
 from __future__ import annotations
@@ -23,7 +30,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from pbr_core.loading._roles import (BINARY_NAME_PAIRS, DECISION_WORDS, Roles, _short, detect_scores, metadata_by_name,
+from pbr_core.loading._percent import percent_columns
+from pbr_core.loading._roles import (DECISION_WORDS, Roles, _short, binary_classes, detect_scores, metadata_by_name,
                                      name_words, profile_columns, strip_prefix)
 from pbr_core.loading._source import _Source
 from pbr_core.predictions import PredictionsError
@@ -40,21 +48,51 @@ class _Fit:
     decision: bool = False    # reproduced exactly by the scores: the model's decision (or a perfect model)
 
 
-def label_by_values(df: pd.DataFrame, columns: Sequence[str], src: _Source, renormalize: bool = False
-                    ) -> tuple[str, str] | None:
+def _trial_scores(df: pd.DataFrame, columns: Sequence[str], src: _Source, renormalize: bool,
+                  percent: bool) -> tuple[Roles, list[str]] | None:
+    """The score columns as they would be found without a label (a 0/1 column stays out of them),
+    with whole-number percentages taken as the loader takes them when asked; None when they are
+    unclear (the loader's own detection then says why)."""
+    trial = Roles()
+    try:
+        detect_scores(df, columns, src, trial, renormalize)
+    except PredictionsError:
+        return None
+    scores = list(trial.scores)
+    if percent and (not scores or all(p.flag for p in profile_columns(df, scores))):
+        # 76 for 0.76: kept as counts until read as percentages (and a lone 0/1 column taken for the score)
+        scores = percent_columns(df, [c for c in trial.metadata
+                                      if trial.reasons.get(c, "").startswith("whole numbers outside")]) or scores
+    return trial, scores
+
+
+def _as_read(x: np.ndarray, percent: bool) -> np.ndarray | None:
+    """The score block as the loader will read it: divided by 100 for percentages (None when they
+    cannot be: the loader's percent check names the value)."""
+    if not percent:
+        return x
+    if x.min() < 0 or x.max() > 100 or x.max() <= 1:
+        return None
+    return x / 100.0
+
+
+def label_by_values(df: pd.DataFrame, columns: Sequence[str], src: _Source, renormalize: bool = False,
+                    percent: bool = False, input_type: str = "auto", ask: bool = True) -> tuple[str, str] | None:
     """(column, why) of the one column of ``columns`` whose values make it the label, or None.
 
-    Raises the loader's error when several columns could each be the label (the user names it).
+    ``percent`` and ``input_type`` are the reading options: the scores are matched as they will be
+    read. Raises the loader's error when several columns could each be the label (the user names
+    it), unless ``ask`` is False (labels not required: None, the file is read without labels).
     """
     if len(df) == 0 or len(columns) < 2:
         return None
-    trial = Roles()
-    try:  # the score columns as they would be found without a label (a 0/1 column stays out of them)
-        detect_scores(df, columns, src, trial, renormalize)
-    except PredictionsError:
+    found = _trial_scores(df, columns, src, renormalize, percent)
+    if found is None:
         return None  # the score columns themselves are unclear: nothing to match a label against
-    scores = trial.scores
+    trial, scores = found
     if not scores or all(p.flag for p in profile_columns(df, scores)):
+        if not ask:
+            return None
         # Nothing holds probabilities or logits (a lone 0/1 column is the outcome more likely than a
         # score): that, not the label's name, is what the user must fix.
         raise _no_scores(trial, src)
@@ -66,10 +104,15 @@ def label_by_values(df: pd.DataFrame, columns: Sequence[str], src: _Source, reno
     x = df[scores].to_numpy(dtype=np.float64, na_value=np.nan)
     if not np.isfinite(x).all():
         return None
-    fits = [f for c in classlike if (f := _fit(df[c], c, scores, x)) is not None]
+    x = _as_read(x, percent)
+    if x is None:
+        return None
+    fits = [f for c in classlike if (f := _fit(df[c], c, scores, x, input_type == "logits")) is not None]
     good = [f for f in fits if not f.decision]
     if len(good) == 1:
         return good[0].column, f"not named as a label, taken for its values: {good[0].why}"
+    if not ask:
+        return None
     if len(good) > 1:
         raise src.error(
             f"no column is named as the label, and {_short([f.column for f in good])} could each be the label by "
@@ -85,13 +128,14 @@ def label_by_values(df: pd.DataFrame, columns: Sequence[str], src: _Source, reno
     return None
 
 
-def _fit(series: pd.Series, column: str, scores: list[str], x: np.ndarray) -> _Fit | None:
-    """How ``column`` fits as the label of the score block ``x``; None when it cannot be the label."""
+def _fit(series: pd.Series, column: str, scores: list[str], x: np.ndarray, logits: bool = False) -> _Fit | None:
+    """How ``column`` fits as the label of the score block ``x``; None when it cannot be the label.
+    ``logits``: the one score column holds log-odds (any real number)."""
     if series.isna().any():
         return None
     if len(scores) == 1:
-        y = _zero_one(series)
-        return None if y is None else _binary_fit(column, scores[0], x[:, 0], y)
+        found = _zero_one(series, scores[0])
+        return None if found is None else _binary_fit(column, scores[0], x[:, 0], *found, logits=logits)
     codes, how = _class_codes(series, scores)
     if codes is None or np.unique(codes).size < 2:
         return None
@@ -107,35 +151,42 @@ def _fit(series: pd.Series, column: str, scores: list[str], x: np.ndarray) -> _F
     return _Fit(column, f"{how}; the highest-scoring class matches it on {agree:.0%} of the rows")
 
 
-def _zero_one(series: pd.Series) -> np.ndarray | None:
-    """0/1 for a column of two values whose class 1 is known (0/1, true/false, no/yes...), else None."""
+def _zero_one(series: pd.Series, header: str) -> tuple[np.ndarray, str] | None:
+    """(0/1, how they are written) for a column of two values whose class 1 is known beside the score
+    column ``header``: 0/1, or two values that the loader maps for a label column named as such
+    (:func:`~pbr_core.loading._roles.binary_classes`: true/false, no/yes..., or the class the header
+    names); else None."""
     if pd.api.types.is_bool_dtype(series.dtype):
-        y = series.to_numpy(dtype=np.int64)
+        y, what = series.to_numpy(dtype=np.int64), "'False' and 'True'"
     else:
         numbers = pd.to_numeric(series, errors="coerce")
         if numbers.notna().all():
-            y = numbers.to_numpy(dtype=np.float64)
+            y, what = numbers.to_numpy(dtype=np.float64), "0 and 1"
             if not np.isin(y, (0.0, 1.0)).all():
                 return None
         else:
-            text = series.astype(str).str.strip().str.lower()
-            values = set(text.unique()[:3])
-            pair = next(((no, yes) for no, yes in BINARY_NAME_PAIRS if values == {no, yes}), None)
-            if pair is None:
+            text = series.astype(str).str.strip()
+            names = sorted(text.unique()[:3].tolist())
+            found = binary_classes(names, header) if len(names) == 2 else None
+            if found is None:
                 return None
-            y = (text == pair[1]).to_numpy()
+            negative, positive, _ = found
+            y, what = (text == positive).to_numpy(), f"{negative!r} and {positive!r}"
     y = np.asarray(y, dtype=np.int64)
-    return y if 0 < y.sum() < y.size else None
+    return (y, what) if 0 < y.sum() < y.size else None
 
 
-def _binary_fit(column: str, score: str, p: np.ndarray, y: np.ndarray) -> _Fit | None:
-    """A 0/1 column beside p(y=1): its 1s must get higher scores than its 0s, beyond chance (the
-    Mann-Whitney AUC against its standard error under no relation), but not every 1 above every 0."""
-    if np.any(p < 0) or np.any(p > 1):
-        return None  # not p(y=1): the loader's own messages say what the column is
+def _binary_fit(column: str, score: str, p: np.ndarray, y: np.ndarray, written: str = "0 and 1",
+                logits: bool = False) -> _Fit | None:
+    """A two-valued column beside p(y=1) (or the log-odds of class 1, ``logits``): its class-1 rows
+    must get higher scores than its class-0 rows, beyond chance (the Mann-Whitney AUC against its
+    standard error under no relation), but not every one above every other. ``written``: how its
+    two values are written, for the reason given."""
+    if not logits and (np.any(p < 0) or np.any(p > 1)):
+        return None  # not p(y=1): the loader's own messages say what the column is (no_label_hint)
     ones, zeros = p[y == 1], p[y == 0]
     n1, n0 = ones.size, zeros.size
-    what = f"0 and 1 beside the one score column {score!r}"
+    what = f"{written} beside the one score column {score!r}"
     if zeros.max() < ones.min():
         return _Fit(column, f"{what}, which a threshold on the score reproduces on every row", decision=True)
     ranks = pd.Series(p).rank().to_numpy()
@@ -143,7 +194,8 @@ def _binary_fit(column: str, score: str, p: np.ndarray, y: np.ndarray) -> _Fit |
     se = np.sqrt((n1 + n0 + 1) / (12.0 * n1 * n0))
     if (auc - 0.5) / se <= MIN_Z:
         return None
-    return _Fit(column, f"{what}, whose 1s get the higher scores (AUC {auc:.2f})")
+    ones_are = "1s" if written == "0 and 1" else f"{written.split(' and ')[1]} rows"
+    return _Fit(column, f"{what}, whose {ones_are} get the higher scores (AUC {auc:.2f})")
 
 
 def _class_codes(series: pd.Series, headers: list[str]) -> tuple[np.ndarray | None, str]:
@@ -177,3 +229,32 @@ def _no_scores(trial: Roles, src: _Source) -> PredictionsError:
         "probabilities or logits" + (f" (kept as metadata: {kept})" if kept else "")
         + ". A prediction file needs the model's probabilities or logits, one column per class (or p(y=1)), and "
         "the true labels (label_column=).")
+
+
+def no_label_hint(df: pd.DataFrame, columns: Sequence[str], src: _Source, renormalize: bool = False,
+                  percent: bool = False, input_type: str = "auto") -> str:
+    """What the message for a file without a label column adds: the columns of two values that could
+    be the label, and, for one score column outside [0, 1] read as neither percentages nor logits,
+    the reading option under which a label could be matched to it ("" when there is nothing to say)."""
+    found = _trial_scores(df, columns, src, renormalize, percent)
+    scores = found[1] if found is not None else []
+    # Two values a label could hold beside one score column (0/1, true/false, no/yes...; not a column
+    # named like an id or the model's own output, which is never taken for the label)
+    two = [c for c in columns if c not in scores and df[c].nunique(dropna=True) == 2 and not metadata_by_name(c)
+           and not set(name_words(c)) & DECISION_WORDS
+           and (len(scores) != 1 or _zero_one(df[c].dropna(), scores[0]) is not None)]
+    out = ""
+    if two:
+        out += f" Column{'s' if len(two) > 1 else ''} with two values, which could be the label: {_short(two, 8)}."
+    if len(scores) == 1 and not percent and input_type != "logits":
+        x = pd.to_numeric(df[scores[0]], errors="coerce").to_numpy(dtype=np.float64)
+        x = x[np.isfinite(x)]
+        if x.size and (x.min() < 0 or x.max() > 1):
+            where = f"The score column {scores[0]!r} holds values from {x.min():.6g} to {x.max():.6g}, outside [0, 1]"
+            if x.min() >= 0 and x.max() <= 100:
+                out += (f" {where}: percentages? Read them as percentages (percent=True), and a label can be "
+                        "matched to them by its values.")
+            else:
+                out += (f" {where}: if it holds the log-odds of class 1, load the columns as logits "
+                        "(input_type='logits').")
+    return out

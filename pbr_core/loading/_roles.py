@@ -532,6 +532,66 @@ def duplicates(names: Sequence[str]) -> list[str]:
 BINARY_NAME_PAIRS = (("no", "yes"), ("n", "y"), ("false", "true"), ("f", "t"), ("negative", "positive"),
                      ("neg", "pos"), ("incorrect", "correct"), ("wrong", "right"), ("fail", "pass"))
 
+#: Endings that mark a column as the probability of the class it names (``churn_prob``).
+SCORE_SUFFIXES = ("_probability", "_proba", "_prob", "_score", "_pred", "_p", " probability", " prob")
+
+
+#: ``p(churn)``, ``prob(y = 1)``: the class a probability column names, inside the brackets (lower case).
+_P_OF = re.compile(r"p(?:rob)?\s*\(\s*(?:y\s*=\s*)?(.+?)\s*\)")
+
+
+def _named_forms(header: str) -> set[str]:
+    """What a score column's header may name, lower case: the header itself, and without a known
+    prefix (``p_churn``, ``prob_default``) or ending (``churn_prob``), or inside ``p(churn)``."""
+    h = header.strip().lower()
+    forms = {h}
+    forms.update(h[len(x):] for x in SCORE_PREFIXES if h.startswith(x) and len(h) > len(x))
+    forms.update(h[:-len(x)] for x in SCORE_SUFFIXES if h.endswith(x) and len(h) > len(x))
+    m = _P_OF.fullmatch(h)
+    if m:
+        forms.add(m.group(1))
+    return forms
+
+
+def _named_class(header: str, names: Sequence[str]) -> str | None:
+    """The one class of ``names`` that a score column's header names (:func:`_named_forms`, compared
+    case-insensitively); None where it names none (or, ambiguously, both)."""
+    forms = _named_forms(header)
+    hits = [n for n in names if str(n).strip().lower() in forms]
+    return hits[0] if len(hits) == 1 else None
+
+
+def binary_classes(names: Sequence[object], header: str) -> tuple[object, object, str | None] | None:
+    """(class 0, class 1, how) of binary labels written as the two values ``names`` beside the one
+    score column ``header``: the class the header names (``how`` says so), else the "yes" of a pair
+    such as no/yes or false/true (:data:`BINARY_NAME_PAIRS`; ``how`` None); None when the values do
+    not say which is class 1. The one rule for a label column named as such and for one found by its
+    values (:mod:`pbr_core.loading._outcome`)."""
+    if len(names) != 2:
+        return None
+    named = header if header in names else _named_class(header, names)
+    if named is not None:
+        negative = [n for n in names if n != named][0]
+        return negative, named, ("the score column's header" if header == named
+                                 else f"named by the score column {header!r}")
+    lower = {str(n).strip().lower(): n for n in names}
+    for no, yes in BINARY_NAME_PAIRS:
+        if set(lower) == {no, yes}:
+            return lower[no], lower[yes], None
+    return None
+
+
+def binary_classes_note(negative: object, positive: object, how: str | None, header: str,
+                        logits: bool = False) -> str:
+    """The note that says which of two label values is class 1 (:func:`binary_classes`); ``logits``:
+    the score column holds the log-odds of class 1."""
+    if how is not None:
+        return f"Binary labels: {positive!r} is class 1 ({how}), {negative!r} is class 0."
+    read = f"the log-odds of {positive}" if logits else f"p({positive})"
+    return (f"Binary labels: {positive!r} is class 1 and {negative!r} class 0; the score column {header!r} is read "
+            f"as {read}.")
+
+
 #: Words in a column's name that mark the model's own output (a decision, a prediction), never the truth.
 DECISION_WORDS = frozenset(("pred", "preds", "prediction", "predictions", "predicted", "yhat", "hat", "decision",
                              "guess", "score", "scores", "prob", "probs", "proba", "probability", "conf",

@@ -34,10 +34,11 @@ from pbr_core.loading._source import (
 )
 from pbr_core.loading._limits import (ReadLimits, format_bytes, gzip_declared_size, limit_error, scan_text,
                                       table_memory)
-from pbr_core.loading._roles import (BINARY_NAME_PAIRS, DECIMAL_COMMA_NUMBER, DECISION_WORDS, SCORE_PREFIXES, Roles,
-                                     detect_scores, duplicates, find_by_name, metadata_by_name, name_words, named_roles,
-                                     profile, strip_prefix)
-from pbr_core.loading._outcome import label_by_values
+from pbr_core.loading._roles import (_P_OF, DECIMAL_COMMA_NUMBER, DECISION_WORDS, SCORE_PREFIXES, SCORE_SUFFIXES,
+                                     Roles, _named_forms, binary_classes, binary_classes_note, detect_scores,
+                                     duplicates, find_by_name, metadata_by_name, name_words, named_roles, profile,
+                                     strip_prefix)
+from pbr_core.loading._outcome import label_by_values, no_label_hint
 from pbr_core.loading._percent import from_percent, percent_columns
 from pbr_core.loading._vectors import collapse_roles, expand_score_vectors
 from pbr_core.predictions import Predictions, PredictionsError
@@ -541,8 +542,40 @@ def _cell(value: object) -> str:
     return repr(text if len(text) <= 40 else text[:37] + "...")
 
 
-def _check_finite(values: np.ndarray, columns: Sequence[str], src: _Source) -> None:
+#: Rows with a missing value named in the message (the count says how many there are in all).
+_MISSING_ROWS_SHOWN = 5
+
+
+def _missing_error(src: _Source, parts: Sequence[tuple[str, Sequence[str], np.ndarray]]) -> PredictionsError:
+    """The error for missing cells: how many rows miss a score, how many a label (``parts``: what,
+    the columns with missing cells, the per-row mask), and the first few rows, so that the size of
+    the problem is known at once. A single row keeps the short form (column and row)."""
+    parts = [(what, cols, mask) for what, cols, mask in parts if mask.any()]
+    rows = np.flatnonzero(np.logical_or.reduce([mask for _, _, mask in parts]))
+    if rows.size == 1:
+        what, cols, _ = parts[0]
+        return src.error(f"missing value (empty cell or NaN) in column {cols[0]!r} at {table_row(int(rows[0]))}.")
+    counts = [f"{int(mask.sum()):,} row{'s' if mask.sum() > 1 else ''} without a {what} "
+              f"(column{'s' if len(cols) > 1 else ''} {_names(cols, 4)})" for what, cols, mask in parts]
+    shown = ", ".join(str(r + 1) for r in rows[:_MISSING_ROWS_SHOWN])
+    more = f" and {rows.size - _MISSING_ROWS_SHOWN:,} more" if rows.size > _MISSING_ROWS_SHOWN else ""
+    total = f"; {rows.size:,} rows in all" if len(parts) > 1 else ""
+    return src.error(
+        f"missing values (empty cells or NaN): {' and '.join(counts)}{total}, of {len(parts[0][2]):,} rows: "
+        f"rows {shown}{more} (data rows, header excluded). Fill them in, or remove those rows, and load the file "
+        "again.")
+
+
+def _check_finite(values: np.ndarray, columns: Sequence[str], src: _Source,
+                  also: Sequence[tuple[str, Sequence[str], np.ndarray]] = (), what: str = "score") -> None:
+    """No missing or infinite value in ``values`` (columns ``columns``, holding a ``what``); missing
+    cells are counted with those of ``also`` (e.g. the label's: (what, columns, per-row mask)) in
+    one message."""
     bad = ~np.isfinite(values)
+    missing = np.isnan(values)
+    if missing.any():
+        cols = [c for c, m in zip(columns, missing.any(axis=0)) if m]
+        raise _missing_error(src, [(what, cols, missing.any(axis=1)), *also])
     if not bad.any():
         return
     r = int(np.flatnonzero(bad.any(axis=1))[0])
@@ -552,7 +585,7 @@ def _check_finite(values: np.ndarray, columns: Sequence[str], src: _Source) -> N
 
 
 def _label_values(series: pd.Series, column: str, src: _Source,
-                  classes: Sequence[str] = ()) -> tuple[str, np.ndarray]:
+                  classes: Sequence[str] = (), what: str = "label") -> tuple[str, np.ndarray]:
     """("numbers", numeric array) or ("names", str array) for a label-like column; no missing cells.
 
     A column of numbers with a few non-numeric cells (a typo such as "1O") is an error naming the
@@ -560,7 +593,7 @@ def _label_values(series: pd.Series, column: str, src: _Source,
     """
     missing = series.isna().to_numpy()
     if missing.any():
-        raise src.error(f"missing value in column {column!r} at {table_row(int(np.flatnonzero(missing)[0]))}.")
+        raise _missing_error(src, [(what, [column], missing)])
     if pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
         return "numbers", series.to_numpy()
     values = series.astype(object)
@@ -751,8 +784,11 @@ def _table_roles(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Opti
         if named is not None:
             roles.label = named[0]
             roles.reasons[named[0]] = f"the outcome that the score column {named[1]!r} is named after"
-        if roles.label is None and opts.require_labels and conf is None and correct is None:
-            by_values = label_by_values(df, [c for c in rest if c != pred], src, opts.renormalize)
+        if roles.label is None and conf is None and correct is None:
+            # Also when labels are not required (applying a recalibrator): a file that has its outcome is
+            # measured as fit and evaluate measure it; where that would need asking, it is read unlabelled.
+            by_values = label_by_values(df, [c for c in rest if c != pred], src, opts.renormalize, opts.percent,
+                                        opts.input_type, ask=opts.require_labels)
             if by_values is not None:  # won, two_year_recid, diagnosis: an outcome by its values
                 roles.label, roles.reasons[by_values[0]] = by_values
         if roles.label is None and opts.require_labels and not (conf and correct and not pred):
@@ -761,7 +797,8 @@ def _table_roles(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Opti
                     f"column {correct!r} says whether each answer was right, but no column is named as its "
                     f"confidence ({', '.join(CONFIDENCE_COLUMN_NAMES)}; any case): rename the confidence column "
                     f"to 'confidence'. The columns are {_names(columns)}.")
-            raise _no_label(columns, src)
+            raise _no_label(columns, src, no_label_hint(df, [c for c in rest if c != pred], src, opts.renormalize,
+                                                         opts.percent, opts.input_type))
         rest = [c for c in rest if c != roles.label]
     if choice.scores is not None:
         for c in rest:
@@ -869,14 +906,16 @@ def _keep_named(roles: Roles, series: pd.Series, column: str, why: str) -> None:
     roles.kinds[column] = profile(series.iloc[:2000], column).kind
 
 
-def _no_label(columns: Sequence[str], src: _Source) -> PredictionsError:
+def _no_label(columns: Sequence[str], src: _Source, values_hint: str = "") -> PredictionsError:
+    """``values_hint``: what :func:`no_label_hint` says about the columns that could be the label."""
     hint = ""
     if columns and all(_is_number(c) for c in columns):
         hint = " The first line looks like data: add a header line (class names, then 'label')."
     return src.error(
         f"no label column: no column is named like one ({', '.join(LABEL_COLUMN_NAMES[:8])}, ...; any case), and "
-        "none is the label by its values (0/1 beside one score column; class names or 0..K-1 beside K score "
-        f"columns). Say which column holds the true labels (label_column=). The columns are {_names(columns)}.{hint}"
+        "none is the label by its values (0/1, true/false or no/yes beside one score column; class names or "
+        f"0..K-1 beside K score columns).{values_hint} Say which column holds the true labels (label_column=). "
+        f"The columns are {_names(columns)}.{hint}"
     )
 
 
@@ -919,7 +958,7 @@ def _no_scores(roles: Roles, src: _Source) -> PredictionsError:
 
 def _full_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Options, notes: list[str]) -> Predictions:
     score_cols, label = roles.scores, roles.label
-    scores = _score_block(df, score_cols, src)
+    scores = _score_block(df, score_cols, src, also=[("label", [label], df[label].isna().to_numpy())])
     if opts.percent:
         scores = from_percent(scores, score_cols, src, notes)
     stripped = strip_prefix(score_cols) if len(score_cols) > 1 else None
@@ -927,10 +966,16 @@ def _full_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Options, no
     class_names: list[str] | None = list(score_cols)
     if len(score_cols) == 1:
         class_names = None
+        logits = opts.input_type == "logits"
         if kind == "names":
-            y, class_names = _binary_names(y, score_cols[0], label, src, notes, opts.binary_names)
+            y, class_names = _binary_names(y, score_cols[0], label, src, notes, opts.binary_names, logits)
         scores = scores[:, 0]
-        if kind != "names" and opts.input_type != "logits" and _names_class_0(score_cols[0]):
+        class_0 = kind != "names" and not logits and _names_class_0(score_cols[0])
+        if kind != "names" and pd.api.types.is_bool_dtype(df[label].dtype):
+            # true/false read as booleans (Arrow, Excel, Parquet): said as for the text pairs (no/yes)
+            notes.append(binary_classes_note("False", "True", None, score_cols[0], logits) if not class_0
+                         else "Binary labels: 'True' is class 1 and 'False' class 0.")
+        if class_0:
             scores = 1.0 - scores  # prob_0, p(y=0): the probability of class 0
             notes.append(f"The score column {score_cols[0]!r} is named after class 0: read as p(y=0), so "
                          f"p(y=1) = 1 - {score_cols[0]}.")
@@ -954,7 +999,10 @@ def _full_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Options, no
     return replace(preds, labels_as_names=True) if kind == "names" else preds
 
 
-def _score_block(df: pd.DataFrame, score_cols: list[str], src: _Source) -> np.ndarray:
+def _score_block(df: pd.DataFrame, score_cols: list[str], src: _Source,
+                 also: Sequence[tuple[str, Sequence[str], np.ndarray]] = ()) -> np.ndarray:
+    """The score columns as one (n, K) float64 block; missing cells counted with those of ``also``
+    (the label's) in one message."""
     dtypes = dict(zip(df.columns, df.dtypes))  # a dict: Series lookups cost ~20 us each
     for c in score_cols:  # per-column conversion only where a column is not plainly numeric
         if not _is_plain_numeric(dtypes[c]):
@@ -967,7 +1015,7 @@ def _score_block(df: pd.DataFrame, score_cols: list[str], src: _Source) -> np.nd
     for i in range(0, k, step):
         cols = score_cols[i:i + step]
         scores[:, i:i + len(cols)] = df[cols].to_numpy(dtype=np.float64, na_value=np.nan)
-    _check_finite(scores, score_cols, src)
+    _check_finite(scores, score_cols, src, also)
     if scores.nbytes >= _BIG_BYTES and len(score_cols) <= _SPLIT_MAX_COLUMNS:
         # The block is now the only copy the result needs: the frame's score columns go (in place,
         # so the reader's frame lets go of them too) before Predictions adds its own arrays. (Not for
@@ -995,14 +1043,6 @@ def _unlabelled_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Optio
     )
 
 
-#: Endings that mark a column as the probability of the class it names (``churn_prob``).
-SCORE_SUFFIXES = ("_probability", "_proba", "_prob", "_score", "_pred", "_p", " probability", " prob")
-
-
-#: ``p(churn)``, ``prob(y = 1)``: the class a probability column names, inside the brackets (lower case).
-_P_OF = re.compile(r"p(?:rob)?\s*\(\s*(?:y\s*=\s*)?(.+?)\s*\)")
-
-
 def _names_class_0(header: str) -> bool:
     """Whether a lone score column's header says it is the probability of class 0: ``p_0``,
     ``prob_0``, ``proba_0``, ``probability_0``, ``p(y=0)``, ``p(0)`` (not a bare ``0``, which
@@ -1013,19 +1053,6 @@ def _names_class_0(header: str) -> bool:
                 or (inside and inside.group(1) == "0"))
 
 
-def _named_forms(header: str) -> set[str]:
-    """What a score column's header may name, lower case: the header itself, and without a known
-    prefix (``p_churn``, ``prob_default``) or ending (``churn_prob``), or inside ``p(churn)``."""
-    h = header.strip().lower()
-    forms = {h}
-    forms.update(h[len(x):] for x in SCORE_PREFIXES if h.startswith(x) and len(h) > len(x))
-    forms.update(h[:-len(x)] for x in SCORE_SUFFIXES if h.endswith(x) and len(h) > len(x))
-    m = _P_OF.fullmatch(h)
-    if m:
-        forms.add(m.group(1))
-    return forms
-
-
 def _score_named_after(label: str | None, columns: Sequence[str]) -> str | None:
     """The one column of ``columns`` whose header names ``label`` as what it is the probability of
     (:func:`_named_forms`: ``p_fraud``, ``fraud_prob``, ``p(fraud)`` for the label ``fraud``), or None."""
@@ -1033,14 +1060,6 @@ def _score_named_after(label: str | None, columns: Sequence[str]) -> str | None:
         return None
     want = label.strip().lower()
     hits = [c for c in columns if c.strip().lower() != want and want in _named_forms(c)]
-    return hits[0] if len(hits) == 1 else None
-
-
-def _named_class(header: str, names: Sequence[str]) -> str | None:
-    """The one class of ``names`` that a score column's header names (:func:`_named_forms`, compared
-    case-insensitively); None where it names none (or, ambiguously, both)."""
-    forms = _named_forms(header)
-    hits = [n for n in names if str(n).strip().lower() in forms]
     return hits[0] if len(hits) == 1 else None
 
 
@@ -1060,7 +1079,7 @@ def _label_named_by_a_score(df: pd.DataFrame, columns: Sequence[str]) -> tuple[s
 
 
 def _binary_names(y: np.ndarray, header: str, label: str, src: _Source, notes: list[str],
-                  known: tuple[str, str] | None = None) -> tuple[np.ndarray, list[str]]:
+                  known: tuple[str, str] | None = None, logits: bool = False) -> tuple[np.ndarray, list[str]]:
     """Class 1 of binary data whose labels are two class names: the class the score column's header
     names, else the "yes" of a pair such as no/yes or negative/positive; otherwise the file does not
     say which class the score is the probability of, and guessing (e.g. by sorted order) would
@@ -1078,19 +1097,11 @@ def _binary_names(y: np.ndarray, header: str, label: str, src: _Source, notes: l
             f"one score column means binary data, so the labels must be 0/1 or exactly two class names, "
             f"but column {label!r} holds {len(names)} distinct name(s): {_names(names, 6)}."
         )
-    named = header if header in names else _named_class(header, names)
-    if named is not None:
-        negative, positive = [n for n in names if n != named][0], named
-        how = "the score column's header" if header == named else f"named by the score column {header!r}"
-        notes.append(f"Binary labels: {positive!r} is class 1 ({how}), {negative!r} is class 0.")
+    found = binary_classes(names, header)
+    if found is not None:
+        negative, positive, how = found
+        notes.append(binary_classes_note(negative, positive, how, header, logits))
         return (y == positive).astype(np.int64), [negative, positive]
-    lower = {str(n).strip().lower(): n for n in names}
-    for no, yes in BINARY_NAME_PAIRS:
-        if set(lower) == {no, yes}:
-            negative, positive = lower[no], lower[yes]
-            notes.append(f"Binary labels: {positive!r} is class 1 and {negative!r} class 0; the score column "
-                         f"{header!r} is read as p({positive}).")
-            return (y == positive).astype(np.int64), [negative, positive]
     a, b = names
     raise src.error(
         f"one score column ({header!r}) and two class names in column {label!r} ({a!r}, {b!r}): the file does "
@@ -1201,8 +1212,9 @@ def _top_label_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Option
     if opts.input_type == "logits":
         raise src.error(f"top-label column {conf!r} holds a confidence in [0, 1]; it cannot be read as logits.")
     c = _confidence_values(df, conf, src, notes, opts.percent)
-    _check_finite(c[:, None], [conf], src)
-    kind_p, p = _label_values(df[pred], pred, src)
+    _check_finite(c[:, None], [conf], src, [("predicted class", [pred], df[pred].isna().to_numpy()),
+                                            ("label", [label], df[label].isna().to_numpy())], what="confidence")
+    kind_p, p = _label_values(df[pred], pred, src, what="predicted class")
     kind_y, y = _label_values(df[label], label, src)
     names: list[str] = []
     if kind_p != kind_y:
@@ -1227,7 +1239,8 @@ def _confidence_correct_table(df: pd.DataFrame, roles: Roles, src: _Source, opts
     if opts.input_type == "logits":
         raise src.error(f"column {conf!r} holds a confidence in [0, 1]; it cannot be read as logits.")
     c = _confidence_values(df, conf, src, notes, opts.percent)
-    _check_finite(c[:, None], [conf], src)
+    _check_finite(c[:, None], [conf], src, [("right/wrong value", [correct], df[correct].isna().to_numpy())],
+                  what="confidence")
     k = _yes_no(df[correct], correct, src)
     return _validated(lambda: Predictions.from_confidence_correct(c, k, source=src.name, notes=notes),
                       table_row, [conf])
@@ -1241,7 +1254,7 @@ def _yes_no(series: pd.Series, column: str, src: _Source) -> np.ndarray:
     """A 0/1, true/false or yes/no column as booleans; anything else is an error naming the cell."""
     missing = series.isna().to_numpy()
     if missing.any():
-        raise src.error(f"missing value in column {column!r} at {table_row(int(np.flatnonzero(missing)[0]))}.")
+        raise _missing_error(src, [("right/wrong value", [column], missing)])
     if pd.api.types.is_bool_dtype(series.dtype):
         return series.to_numpy(dtype=bool)
     if pd.api.types.is_numeric_dtype(series.dtype):

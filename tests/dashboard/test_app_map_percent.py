@@ -74,3 +74,50 @@ def test_an_outcome_named_won_is_found_and_said(at):
     at.switch_page("views/reliability.py").run()
     ece = pbr_core.ece(kitti["p_positive"].to_numpy(), kitti["label"].to_numpy())
     assert any(m.value == f"{ece:.4f}" for m in at.metric if m.label == "ECE")
+
+
+def test_an_outcome_beside_percentages_is_found_once_they_are_ticked(at):
+    """An election forecast (as /tmp/audit/f2_election.csv): p_dem in percent without a % sign, the outcome
+    'won'. The error names 'won' as a candidate and offers the page's option in its words; ticked, the
+    file reads with 'won' as the label."""
+    rng = np.random.default_rng(21)
+    p = rng.beta(0.7, 0.7, 400)
+    df = pd.DataFrame({"race_id": [f"AZ-SEN-2022-{i}" for i in range(400)], "branch": rng.choice(["Senate", "House"], 400),
+                       "p_dem": np.round(p * 100, 1), "won": (rng.random(400) < p).astype(int)})
+    _upload(at, "election.csv", df)
+    message = at.error[0].value
+    assert "could be the label: 'won'" in message
+    assert "Tick *Scores are percentages* under **Columns and reading options**" in message
+    assert "percent=True" not in message and "label_column=" not in message
+    at.checkbox(key="data_percent").check()
+    at.button(key="data_apply").click().run()
+    assert not at.exception and not at.error
+    preds = at.session_state["pbr_loaded"].preds
+    assert dict(preds.column_roles)["won"] == "label"
+    np.testing.assert_array_equal(preds.labels, df["won"].to_numpy())
+    assert "Label column: 'won' (not named as a label, taken for its values" in _infos(at)
+
+
+def test_a_true_false_outcome_beside_log_odds_is_found_once_they_are_read_as_logits(at):
+    """A fraud model's log-odds with the outcome written True/False (as /tmp/audit/f8_logits.csv): the error
+    offers 'The score columns hold: logits'; chosen, 'is_fraud' is the label, 'True' is said to be class 1,
+    and the summary says the one column went through the logistic function, not a softmax."""
+    rng = np.random.default_rng(22)
+    x = np.round(rng.normal(0, 2.5, 400), 4)
+    y = rng.random(400) < 1 / (1 + np.exp(-x))
+    df = pd.DataFrame({"txn_id": [f"T{i}" for i in range(400)], "fraud_logit": x,
+                       "is_fraud": np.where(y, "True", "False")})
+    _upload(at, "fraud.csv", df)
+    message = at.error[0].value
+    assert "could be the label: 'is_fraud'" in message
+    assert "set *The score columns hold* to logits under **Columns and reading options**" in message
+    assert "input_type" not in message
+    at.selectbox(key="data_input_type").set_value("logits")
+    at.button(key="data_apply").click().run()
+    assert not at.exception and not at.error
+    preds = at.session_state["pbr_loaded"].preds
+    assert dict(preds.column_roles)["is_fraud"] == "label" and preds.labels.tolist() == y.astype(int).tolist()
+    assert "'True' is class 1 and 'False' class 0" in _infos(at)
+    said = "\n".join(str(m.value) for m in at.markdown)
+    assert "read as **the log-odds of class 1** (turned into a probability with the logistic function" in said
+    assert "softmax" not in said
