@@ -86,3 +86,36 @@ def test_a_fit_imports_only_what_it_uses() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     # Nor scikit-learn (~1 CPU s with scipy.stats) or scipy.optimize (~0.4): no GP fit uses them.
     assert out.stdout.strip().splitlines()[-1] == "False False False False"
+
+
+def test_a_gradient_that_is_not_finite_stops_the_fit_at_good_parameters(cifar10_logits) -> None:
+    """A NaN in the gradient (with a finite objective) raises DivergenceError out of run_lbfgs, with the
+    model back at the parameters of the last good snapshot: the check is one test of the flat gradient
+    in LBFGS.evaluate (it was a test per parameter in the closure)."""
+    from pbr_core.gp.optimizers import DivergenceError, run_lbfgs, snapshot
+    from pbr_core.gp.problem import TrainSettings
+
+    model, data = _problem(cifar10_logits)
+    objective = data.objective(model)
+    calls = [0]
+
+    class NaNGrad(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return torch.full_like(g, float("nan"))
+
+    def poisoned():
+        calls[0] += 1
+        value = objective()
+        return NaNGrad.apply(value) if calls[0] > 3 else value  # finite value, NaN gradient from the 4th
+
+    start = snapshot(model)
+    with pytest.raises(DivergenceError, match="gradient became NaN or infinite"):
+        run_lbfgs(model, poisoned, TrainSettings(), 1.0, 0, 20, None, {"evaluations": 0, "iterations": 0})
+    # The fit stopped in its first chunk, so the last good snapshot is the start.
+    for name, p in model.named_parameters():
+        assert torch.equal(p.detach(), start[name]), name
