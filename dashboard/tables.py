@@ -351,21 +351,26 @@ def paired_frame(table: pd.DataFrame, multiclass: bool, metric: str = "ece",
     tests = paired_tests(ok, metric, pairs)
     label = {m: texts.method_label(m, multiclass) for m in ok["method"].unique()}
     p = texts.p_value
-    t_test, wilcoxon, corrected = texts.PAIRED_P_COLUMNS
+    decides, corrected, t_test, wilcoxon = texts.PAIRED_P_COLUMNS
+    independent = bool(tests["folds_assumed_independent"].any())
+    # The p-value the verdict uses comes first; the pair's own tests follow, for reading, not deciding.
     return pd.DataFrame({
         "A": [label[a] for a in tests["a"]], "B": [label[b] for b in tests["b"]],
         f"mean {METRICS[metric].in_words if metric in METRICS else metric} A − B": [f"{d:+.4f}" for d in tests["mean_diff"]],
         "95% interval": [f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in zip(tests["ci_low"], tests["ci_high"])],
-        t_test: [p(v) for v in tests["t_p"]], wilcoxon: [p(v) for v in tests["wilcoxon_p"]],
+        decides: [p(v) for v in tests["decisive_p"]],
+        "verdict": [texts.paired_verdict(label[b] if b else None, d, w, independent)
+                    for b, d, w in zip(tests["better"], tests["decisive_p"], tests["wilcoxon_p"])],
         corrected: [p(v) for v in tests["corrected_t_p"]],
+        t_test: [p(v) for v in tests["t_p"]], wilcoxon: [p(v) for v in tests["wilcoxon_p"]],
         "A better on": [f"{k} of {n} folds" for k, n in zip(tests["a_better_folds"], tests["n_folds"])],
-        "verdict": [f"{label[b]} better" if b else "no difference shown" for b in tests["better"]],
     })
 
 
 def paired_column_config() -> dict:
-    """The paired-test table's columns on a page: each p-value column says what it is, and the verdict
-    is wide enough for a method's whole name ("Temperature scaling better", not "Temperature sc…")."""
+    """The paired-test table's columns on a page: each p-value column says what it is (the first one
+    decides), and the verdict is wide enough for a method's whole name ("Temperature scaling better",
+    not "Temperature sc…")."""
     import streamlit as st
 
     config = {name: st.column_config.TextColumn(help=f"{texts.P_VALUE_MEANING} Here: {what}.")

@@ -711,11 +711,15 @@ COMPARE_ALPHA_HELP = "α of the PBR methods in this comparison (the PBR page can
 SUMMARY_HELP = (
     "Mean ± standard deviation over folds of each test metric. ECE uses B = floor(n_te^(1/3)) bins. "
     "Green: the method with the best mean in that column (lowest, or highest accuracy) when the paired "
-    "tests show it better than every other method; no green when they do not. KL exists only for GP methods."
+    "tests show it better than every other method, by a test that allows for the folds sharing rows; no "
+    "green when they do not. KL exists only for GP methods."
 )
 BEST_SHOWN = (
-    "Green: the best mean in its column, shown better than every other method by the paired tests below "
-    "(t-test and Wilcoxon p < 0.05 over the folds)."
+    "Green: the best mean in its column, shown better than every other method: against each of them, the "
+    "t-test that allows for the folds sharing rows gives p < 0.05, and the Wilcoxon test agrees (the "
+    "paired tests below). \"Better than every other\" is one claim that needs each of its tests to pass, "
+    "so no correction for the number of methods is needed; each row of the table below is a claim of its "
+    "own and is corrected, so a row against the green method can still say \"no difference shown\"."
 )
 NO_BEST_SHOWN = (
     "No cell is green: in no column is the best mean better than every other method's beyond the "
@@ -723,7 +727,7 @@ NO_BEST_SHOWN = (
 )
 SUMMARY_CSV_HELP = (
     "One row per (method, metric): mean, std, number of folds, and *best*: True only where the paired tests "
-    "show the method better than every other one (as the green cells)."
+    "show the method better than every other one, allowing for the folds sharing rows (as the green cells)."
 )
 PAIRED_INTRO = (
     "A smaller mean is not yet a better method: the folds differ from each other, and a difference "
@@ -732,23 +736,50 @@ PAIRED_INTRO = (
     "if A and B were equally good."
 )
 PAIRED_HELP = (
-    "**Paired t-test** (column *p: t-test*): assumes the fold differences are independent and "
-    "roughly normal; with about 10 folds normality cannot be checked, and one odd fold moves it. "
-    "**Wilcoxon signed-rank test** (column *p: Wilcoxon*): assumes independent differences, symmetric about their median, no "
-    "normality; with F folds its smallest possible p is 2/2^F (0.002 for 10 folds, 0.0625 for 5). "
-    "**Corrected t-test** (column *p: t-test for overlapping folds*; Nadeau & Bengio, 2003): the folds are random splits of the same file, so their "
-    "recalibration and test rows overlap and the two tests above come out too sure of themselves; "
-    "the correction (variance factor 1/F + n_te/n_re instead of 1/F) allows for that, and is cautious. "
-    "*Interval*: 95% t interval of the mean difference A − B. A method is called better only when "
-    "the t-test and the Wilcoxon test both give p < 0.05."
+    "**Which test decides** (column *p: decides*): the folds are random splits of the same file, so "
+    "they share rows, and a fold that favours A makes the others lean the same way. Tests that treat "
+    "the folds as independent come out far too sure of themselves: between two equally good methods the "
+    "plain t-test and the Wilcoxon test both said \"better\" in about half of simulated files. So the "
+    "verdict uses the **t-test for overlapping folds** (Nadeau & Bengio, 2003: variance factor "
+    "1/F + n_te/n_re instead of 1/F), and, because every row of the table is a separate claim, its "
+    "p-value is raised for the number of pairs compared (Holm's correction; over every pair of the "
+    "methods for the default table, since its \"best mean\" was picked from these results). A method "
+    "is called better when that p is below 0.05 and the Wilcoxon test agrees (p below 0.05): then equally "
+    "good methods are called different in at most about 5 % of files. "
+    "The other columns are for reading, not deciding: *p: t-test for overlapping folds* is the same test "
+    "for this pair alone, before the correction; **paired t-test** (*p: t-test*) assumes independent, "
+    "roughly normal fold differences; **Wilcoxon signed-rank test** (*p: Wilcoxon*) assumes independent "
+    "differences symmetric about their median, no normality, and with F folds its smallest possible p is "
+    "2/2^F (0.002 for 10 folds, 0.0625 for 5). "
+    "*Interval*: 95% t interval of the mean difference A − B (it treats the folds as independent, so it "
+    "is too narrow)."
 )
 PAIRED_PICK_HELP = "Choose two methods of this comparison to test against each other, fold by fold."
 #: The paired-test table's p-value columns (dashboard.tables.paired_frame) and what each one is.
 PAIRED_P_COLUMNS = {
-    "p: t-test": "the paired t-test over the folds",
-    "p: Wilcoxon": "the Wilcoxon signed-rank test over the folds (no normality assumed)",
-    "p: t-test for overlapping folds": "the t-test corrected for folds that share rows (Nadeau & Bengio): cautious",
+    "p: decides": ("the p-value the verdict uses: the t-test that allows for the folds sharing rows, raised for "
+                    "the number of pairs compared (Holm's correction: every row is a separate claim). Below 0.05, "
+                    "with the Wilcoxon test agreeing: a method is called better"),
+    "p: t-test for overlapping folds": ("the t-test corrected for folds that share rows (Nadeau & Bengio), for this "
+                                        "pair alone, before the correction for several pairs"),
+    "p: t-test": "the plain paired t-test over the folds; it treats them as independent, so it is too sure here",
+    "p: Wilcoxon": ("the Wilcoxon signed-rank test over the folds (no normality assumed, but independent folds); "
+                    "it must also be below 0.05 for a verdict"),
 }
+
+
+def paired_verdict(better: str | None, decisive_p: float, wilcoxon_p: float, independent: bool = False) -> str:
+    """The verdict cell of a paired-test row: the better method's name, or why none is named.
+
+    ``independent``: the table had no fold sizes, so the verdict treated the folds as independent.
+    """
+    if better:
+        text = f"{better} better"
+    elif decisive_p == decisive_p and decisive_p < 0.05 and not wilcoxon_p < 0.05:
+        text = "no difference shown (the Wilcoxon test does not agree)"
+    else:
+        text = "no difference shown"
+    return text + (" (folds assumed independent)" if independent else "")
 P_VALUE_MEANING = (
     "p-value: how often a difference at least this large would come up by chance if A and B were equally good. "
     "Below 0.05: unlikely to be chance."

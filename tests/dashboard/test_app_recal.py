@@ -488,12 +488,19 @@ def test_compare_page_shows_paired_tests_and_a_chosen_pair(at):
     assert list(shown["A"]) == [texts.method_label(m) for m in tests["a"]]
     assert list(shown["p: t-test"]) == [texts.p_value(v) for v in tests["t_p"]]
     assert list(shown["p: Wilcoxon"]) == [texts.p_value(v) for v in tests["wilcoxon_p"]]
+    # The verdict rests on the Holm-corrected test for overlapping folds, shown first (issue: the plain
+    # tests' verdicts on overlapping folds were false claims half of the time between equal methods).
+    assert list(shown["p: decides"]) == [texts.p_value(v) for v in tests["decisive_p"]]
+    assert (tests["holm_pairs"] == 3).all()  # default pairs: every pair of the 3 methods
+    assert list(shown["verdict"]) == [texts.paired_verdict(None if b is None else texts.method_label(b), d, w)
+                                      for b, d, w in zip(tests["better"], tests["decisive_p"], tests["wilcoxon_p"])]
     at.selectbox(key="cmp_pair_a").set_value("beta").run()
     at.selectbox(key="cmp_pair_b").set_value("platt").run()
     one = pbr_core.experiments.paired_tests(table, "ece", [("beta", "platt")]).iloc[0]
     pair = paired_frames()[0]
     assert pair["mean ECE A − B"].iloc[0] == f"{one['mean_diff']:+.4f}"
     assert pair["95% interval"].iloc[0] == f"[{one['ci_low']:+.4f}, {one['ci_high']:+.4f}]"
+    assert pair["p: decides"].iloc[0] == texts.p_value(one["corrected_t_p"])  # one pair: nothing to correct
     at.selectbox(key="cmp_paired_metric").set_value("brier").run()
     one = pbr_core.experiments.paired_tests(table, "brier", [("beta", "platt")]).iloc[0]
     assert paired_frames()[0]["mean Brier score A − B"].iloc[0] == f"{one['mean_diff']:+.4f}"
