@@ -204,6 +204,8 @@ def apply_section(result: runs.ApplyResult) -> ReportSection:
         settings = {"Recalibrator": result.origin, "Settings": texts.recalibrator_settings(result.recalibrator)}
     settings["Computed"] = _stamp(result)
     paragraphs = [f"{result.origin}; measured on {result.evaluated_on}."]
+    if result.tests is not None:  # as on the page: is each side calibrated beyond chance on these rows?
+        paragraphs.append(texts.held_out_tests(result.tests, result.n_eval))
     if result.preds.kind == "binary":  # which ECE, as on the page
         paragraphs.append("ECE: " + texts.binary_ece_caption(result.binary_ece))
     if result.in_sample:

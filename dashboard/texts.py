@@ -1053,6 +1053,17 @@ def apply_ece_help(n_bins: int, n_eval: int) -> str:
     return ECE_HELP + f" B = {n_bins} bins on {n_eval:,} rows."
 
 
+def held_out_tests(tests, n_rows: int) -> str:
+    """Under the after / before cards of rows a recalibrator was not fitted on: the test of calibration
+    of those rows before and after (:func:`pbr_core.significance.verdict`), since a change of ECE on a
+    few hundred rows says nothing by itself about whether it is more than chance."""
+    from pbr_core.significance import verdict
+
+    before, after = tests
+    return (f"**Test of calibration on these {n_rows:,} rows** (the change of ECE alone cannot say whether it "
+            f"is more than chance on this many rows). Before: {verdict(before)} After: {verdict(after)}")
+
+
 def apply_measured_on(origin: str, evaluated_on: str, seconds: float) -> str:
     """Where the result comes from and which rows it is measured on (both as literal text here)."""
     return f"{md(origin)}; measured on **{md(evaluated_on)}** ({seconds:.1f} s)."

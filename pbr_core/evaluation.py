@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 from pbr_core.bounds import optimal_n_bins
-from pbr_core.metrics import BINARY_TARGET, accuracy, ece, ece_inputs, reliability_diagram, target_brier_nll
+from pbr_core.metrics import (BINARY_TARGET, accuracy, confidence_and_outcome, ece, ece_inputs, reliability_diagram,
+                             target_brier_nll)
 
 __all__ = ["CV_SCORES", "EVALUATION_METRICS", "METRICS", "Metric", "evaluation_metrics", "reliability_table",
            "measured_ece"]
@@ -99,6 +100,19 @@ def measured_ece(probs: np.ndarray, labels: np.ndarray, kind: str, binary_ece: s
     B = floor(n^(1/3)) bins unless ``n_bins`` is given."""
     target = BINARY_TARGET.measured(kind, binary_ece)
     return ece(*ece_inputs(probs, labels, target), n_bins=optimal_n_bins(labels.shape[0]) if n_bins is None else n_bins)
+
+
+def measured_calibration_test(probs: np.ndarray, labels: np.ndarray, kind: str,
+                              binary_ece: str = BINARY_TARGET.default):
+    """The test of calibration (:func:`pbr_core.significance.calibration_test`: exact Monte Carlo
+    p-values where the rows carry little information) of what :func:`measured_ece` measures: p(y=1)
+    against y, or the top label's confidence against correctness. It needs no bins, and it is what
+    says whether the rows show miscalibration beyond chance, which an ECE (or a change of ECE) on
+    a few hundred rows cannot."""
+    from pbr_core.significance import calibration_test
+
+    target = BINARY_TARGET.measured(kind, binary_ece)
+    return calibration_test(*confidence_and_outcome(*ece_inputs(probs, labels, target)))
 
 
 def evaluation_metrics(probs: np.ndarray, labels: np.ndarray, kind: str,

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from pbr_core.cancel import CancelCallback, Cancelled
-from pbr_core.evaluation import evaluation_metrics, reliability_table
+from pbr_core.evaluation import evaluation_metrics, measured_calibration_test, reliability_table
 from pbr_core.experiments._protocol import ended_at_prior, split_indices
 from pbr_core.experiments.compare import compare
 from pbr_core.experiments.holdout import Stage, fit_and_test
@@ -231,6 +231,10 @@ class FitRun(_Measured):
     fit_rows: np.ndarray | None = None   # rows it was fitted on (None: not known, e.g. a saved file)
     kind: str = "multiclass"
     interval: IntervalSummary | None = None  # a Venn-Abers predictor's (p0, p1) on the measured rows
+    #: The test of calibration (pbr_core.significance) of the measured rows before and after; None when
+    #: they are the rows it was fitted on. What says whether a change of ECE on a few hundred rows is more
+    #: than chance: the ECE change alone cannot.
+    tests: tuple[Any, Any] | None = None
 
     @property
     def settings_binary_ece(self) -> str:
@@ -294,9 +298,11 @@ def interval_summary(recalibrator: Any, data: Predictions, after: np.ndarray, ta
                            p90_width=float(np.quantile(width, 0.9)), inside=inside, outside_reason=reason)
 
 
-def _measure(recalibrator: Recalibrator, data: Predictions, binary_ece: str, notes: list[str]) -> dict[str, Any]:
+def _measure(recalibrator: Recalibrator, data: Predictions, binary_ece: str, notes: list[str],
+             test: bool = True) -> dict[str, Any]:
     """Before / after metrics and reliability tables of ``recalibrator`` on ``data`` (and the
-    summary of its intervals, for a Venn-Abers predictor); warnings go to ``notes``."""
+    summary of its intervals, for a Venn-Abers predictor); warnings go to ``notes``. With ``test``
+    (rows the recalibrator was not fitted on), the test of calibration before and after."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         after = recalibrator.predict_proba(data)
@@ -307,7 +313,9 @@ def _measure(recalibrator: Recalibrator, data: Predictions, binary_ece: str, not
             "after": evaluation_metrics(after, data.labels, kind, binary_ece),
             "reliability_before": reliability_table(data.probs, data.labels, kind, binary_ece),
             "reliability_after": reliability_table(after, data.labels, kind, binary_ece), "n_eval": data.n,
-            "interval": interval}
+            "interval": interval,
+            "tests": (measured_calibration_test(data.probs, data.labels, kind, binary_ece),
+                      measured_calibration_test(after, data.labels, kind, binary_ece)) if test else None}
 
 
 def run_fit(preds: Predictions, s: FitSettings, *,
@@ -331,7 +339,8 @@ def run_fit(preds: Predictions, s: FitSettings, *,
         on_stage("predict", fit_set, eval_set if n_held else None)
     report = fit_report(recalibrator)
     notes: list[str] = list(report.get("warnings", []) or [])
-    measured = _measure(recalibrator, eval_set, s.binary_ece, notes)
+    # On the rows it was fitted on, a test of calibration after is no test (a fit calibrates its own rows).
+    measured = _measure(recalibrator, eval_set, s.binary_ece, notes, test=bool(n_held))
     return FitRun(recalibrator=recalibrator, binary_ece=s.binary_ece, fit_report=report,
                   seconds=time.perf_counter() - start, in_sample=not n_held, settings=s, notes=notes,
                   fit_rows=np.asarray(re_idx), kind=preds.kind, **measured)

@@ -57,6 +57,13 @@ def test_fit_with_a_held_out_check_matches_the_library(at):
     ece = next(m for m in at.metric if m.label == "ECE after")
     assert ece.proto.delta.startswith("-") and ece.proto.color == ece.proto.GREEN
     assert any("the 3,000 held-out rows" in m.value for m in at.markdown)
+    # Whether each side is calibrated beyond chance on those rows: the test of calibration, as the library gives it.
+    from pbr_core.evaluation import measured_calibration_test
+    t_before = measured_calibration_test(held.probs, held.labels, "multiclass")
+    t_after = measured_calibration_test(ts.predict_proba(held), held.labels, "multiclass")
+    assert result.tests[0].p_value == t_before.p_value
+    assert result.tests[1].p_value == pytest.approx(t_after.p_value, rel=1e-6, abs=1e-12)
+    assert texts.held_out_tests(result.tests, 3000) in [m.value for m in at.markdown]
     assert {"Calibrated predictions (CSV)", "Fitted recalibrator (JSON)", "Session report (HTML)"} <= set(_downloads(at))
     assert any("load_recalibrator(\"temperature_recalibrator.json\")" in c.value for c in at.code)
     # What the JSON button gives is the fitted recalibrator itself.
@@ -70,6 +77,8 @@ def test_fit_on_every_row_says_the_check_is_in_sample(at):
     at.button(key="ship_run").click().run()
     result = _finish(at, "ship").result
     assert result.in_sample and result.n_eval == _loaded(at).n
+    assert result.tests is None  # no test of calibration on the rows it was fitted on
+    assert not any("Test of calibration on these" in m.value for m in at.markdown)
     assert any("look better than they will on new data" in w.value for w in at.warning)
 
 
