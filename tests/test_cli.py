@@ -393,7 +393,13 @@ def test_compare_prints_paired_tests_and_the_binary_ece_choice(capsys, tmp_path)
 
     assert f"{expected['mean_diff']:+.4f}" in line and f"t-test p = {format_p(expected['t_p'])}" in line
     assert f"Wilcoxon p = {format_p(expected['wilcoxon_p'])}" in line
-    assert "paired t-test" in out and "Wilcoxon signed-rank" in out and "2/2^6" in out
+    # The verdict's p-value (the corrected t-test, Holm over the one pair asked for) is printed first.
+    assert f"decides p = {format_p(expected['decisive_p'])};" in line and expected["holm_pairs"] == 1
+    assert f"t-test for overlapping folds p = {format_p(expected['corrected_t_p'])}" in line
+    verdict = f"{expected['better']} better" if expected["better"] else "no difference shown"
+    assert line.split(": ")[-1].startswith(verdict)
+    assert "corrected resampled t-test (Nadeau & Bengio) p-value after Holm's correction over 1 pair" in out
+    assert "Wilcoxon signed-rank" in out and "2/2^6" in out and "assumed the folds independent" not in out
     code, _, err = run(capsys, "compare", data, "--methods", "uncalibrated,platt", "--pairs", "platt:gp", "--quiet")
     assert code == EXIT_USAGE and "gp" in err and "--methods" in err
     code, out, _ = run(capsys, "compare", data, "--methods", "uncalibrated,platt", "--n-re", "500", "--folds", "2",
@@ -403,6 +409,9 @@ def test_compare_prints_paired_tests_and_the_binary_ece_choice(capsys, tmp_path)
                        "--folds", "6", "--quiet", "--pairs", "beta:platt", "--format", "json")
     doc = json.loads(out)
     assert code == EXIT_OK and doc["paired_tests"][0]["t_p"] == pytest.approx(expected["t_p"], abs=1e-10)  # JSON: 10 decimals
+    got = doc["paired_tests"][0]
+    assert got["decisive_p"] == pytest.approx(expected["decisive_p"], abs=1e-10) and got["better"] == expected["better"]
+    assert got["folds_assumed_independent"] is False and got["holm_pairs"] == 1
     assert {r["method"] for r in doc["summary"]} == {"uncalibrated", "platt", "beta"}
 
 
