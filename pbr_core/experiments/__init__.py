@@ -6,7 +6,8 @@ and Appendices F-G:
 * :func:`compare` - cross-validated comparison of recalibrators (Table 1): one row per (method, fold).
 * :func:`summarize`, :func:`summary_table`, :func:`best_mask` - mean ± std over folds, best per column.
 * :func:`paired_tests` - does A differ from B beyond fold-to-fold noise: paired t-test, Wilcoxon
-  signed-rank and corrected resampled t-test over folds, mean difference with its interval;
+  signed-rank and corrected resampled t-test over folds, mean difference with its interval; the
+  verdict rests on the corrected test (the folds overlap), Holm-corrected over the pairs;
   :func:`shown_best` - the best method only when the folds show it (:data:`MIN_PAIRED_FOLDS` = 6).
 * :func:`kl_vs_ece_gap` - KL against the ECE generalisation gap over alpha (Section 6.1, Figure 2);
   :func:`fold_kendall` - whether the two go together: Kendall's tau within each fold, tested across folds.
