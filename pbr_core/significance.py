@@ -348,7 +348,12 @@ class _Sampler:
         while active.size:
             c = want[active]
             rows = np.repeat(active, c)
-            gaps = self.rng.geometric(q[rows])
+            # A gap past the block is as good as any larger one (the row has no more outcomes here),
+            # so gaps are capped at m + 1: for q below ~1e-18 numpy's geometric saturates at the
+            # int64 maximum and the running sum wrapped round to negative positions (a Platt fit whose
+            # p(y=1) came within 1e-18 of 0 or 1 crashed the test). The same draws, the same result
+            # for every position inside the block.
+            gaps = np.minimum(self.rng.geometric(q[rows]), m + 1)
             ends = np.cumsum(c)
             first = ends - c
             cs = np.cumsum(gaps)

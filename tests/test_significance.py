@@ -260,3 +260,24 @@ def test_evaluate_says_what_the_test_supports(capsys):
     assert out["calibration_verdict"].startswith("no evidence of miscalibration at this sample size")
     assert main(["evaluate", str(SAMPLES / "llm_qa_confidence_correct.csv.gz")]) == 0
     assert "calibration_verdict  miscalibrated" in capsys.readouterr().out
+
+
+def test_probabilities_within_1e_18_of_0_or_1_do_not_break_the_exact_test():
+    """A Platt fit on a small binary file gave p(y=1) within 1e-18 of 0: numpy's geometric waiting
+    times saturated at the int64 maximum and their running sum wrapped to negative positions, a
+    ValueError out of the Monte Carlo test. Gaps are capped past the block: the result is the one of
+    any other p that small (no outcome of such a row differs from its likely value in these draws)."""
+    rng = np.random.default_rng(4)
+    p = rng.uniform(0.05, 0.95, 60)
+    y = (rng.uniform(size=60) < p).astype(int)
+    tiny, almost_one = p.copy(), p.copy()
+    tiny[:5], almost_one[:5] = 1e-300, 1 - 1e-17
+    y_tiny = y.copy()
+    y_tiny[:5] = 0
+    a = S.calibration_test(tiny, y_tiny)
+    b = S.calibration_test(np.where(np.arange(60) < 5, 1e-25, p), y_tiny)
+    assert a.method.startswith("Monte Carlo") and 0 < a.p_value <= 1
+    assert a.p_value == b.p_value
+    y_one = y.copy()
+    y_one[:5] = 1
+    assert 0 < S.calibration_test(almost_one, y_one).p_value <= 1
