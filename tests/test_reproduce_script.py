@@ -97,3 +97,33 @@ def test_paired_reproduction_script_matches_the_library_and_the_committed_file(t
     # which both say p < 0.05 here (the old rule's "pbr_total better").
     assert r.t_p < 0.05 and r.wilcoxon_p < 0.05 and r.corrected_t_p > 0.05
     assert "| no difference shown |" in line and f"| {r.corrected_t_p:.2g} |" in line
+
+
+def test_compare_prob_input_uses_the_library_rule_and_matches_the_committed_file(tmp_path, capsys):
+    """prob_input/comparison.md is what the script computes, with the verdict of paired_tests (not its own copy)."""
+    import shutil
+
+    spec = importlib.util.spec_from_file_location("compare_prob_input", ROOT / "scripts" / "compare_prob_input.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    committed = ROOT / "docs" / "reproduction_results" / "prob_input"
+    for variant in ("log", "wenger"):
+        (tmp_path / variant).mkdir()
+        shutil.copy(committed / variant / "kitti_per_fold.csv", tmp_path / variant / "kitti_per_fold.csv")
+    text = module.main(["--results", str(tmp_path)])
+    capsys.readouterr()
+    assert text == (committed / "comparison.md").read_text(encoding="utf-8")
+    # Random forest, GP calibration: wenger lower on 10/10 folds, t-test and Wilcoxon both below 0.05 (the
+    # old rule's "wenger better"), but the corrected t-test after Holm over the model's 6 methods is not.
+    df = pd.read_csv(tmp_path / "comparison_ece.csv")
+    row = df[(df.model == "random_forest") & (df.method == "gp")].iloc[0]
+    assert row.t_p < 0.05 and row.wilcoxon_p < 0.05 and row.wenger_lower_folds == 10
+    assert row.decisive_p >= 0.05 and row.holm_pairs == 6 and row.verdict == "no difference shown"
+    # The same verdict and decides p as the library's paired_tests on the two variants.
+    from pbr_core.experiments import paired_tests
+
+    both = module._variant_table({v: pd.read_csv(tmp_path / v / "kitti_per_fold.csv") for v in ("log", "wenger")})
+    part = both[both.model == "random_forest"]
+    lib = paired_tests(part, "ece", [(f"{m}@wenger", f"{m}@log") for m in module.METHODS]).set_index("a")
+    assert lib.loc["gp@wenger", "decisive_p"] == pytest.approx(row.decisive_p)
+    assert lib.loc["gp@wenger", "better"] is None
