@@ -353,14 +353,17 @@ def paired_frame(table: pd.DataFrame, multiclass: bool, metric: str = "ece",
     p = texts.p_value
     decides, corrected, t_test, wilcoxon = texts.PAIRED_P_COLUMNS
     independent = bool(tests["folds_assumed_independent"].any())
-    # The p-value the verdict uses comes first; the pair's own tests follow, for reading, not deciding.
+    # The verdict right after the pair, then the p-value it uses, then the difference; the pair's own
+    # tests follow, for reading, not deciding. The verdict comes before the ten columns outgrow the
+    # page: at 1400 px the main area shows about 940 px of the table, and the verdict as sixth
+    # column was cut at its right edge ("Temperature sc…", a user audit).
     return pd.DataFrame({
         "A": [label[a] for a in tests["a"]], "B": [label[b] for b in tests["b"]],
-        f"mean {METRICS[metric].in_words if metric in METRICS else metric} A − B": [f"{d:+.4f}" for d in tests["mean_diff"]],
-        "95% interval": [f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in zip(tests["ci_low"], tests["ci_high"])],
-        decides: [p(v) for v in tests["decisive_p"]],
         "verdict": [texts.paired_verdict(label[b] if b else None, d, w, independent)
                     for b, d, w in zip(tests["better"], tests["decisive_p"], tests["wilcoxon_p"])],
+        decides: [p(v) for v in tests["decisive_p"]],
+        f"mean {METRICS[metric].in_words if metric in METRICS else metric} A − B": [f"{d:+.4f}" for d in tests["mean_diff"]],
+        "95% interval": [f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in zip(tests["ci_low"], tests["ci_high"])],
         corrected: [p(v) for v in tests["corrected_t_p"]],
         t_test: [p(v) for v in tests["t_p"]], wilcoxon: [p(v) for v in tests["wilcoxon_p"]],
         "A better on": [f"{k} of {n} folds" for k, n in zip(tests["a_better_folds"], tests["n_folds"])],
