@@ -9,7 +9,9 @@ Columns: the mean of A - B over the 10 folds with its 95 % t interval, the p-val
 t-test, the Wilcoxon signed-rank test (exact; the smallest possible two-sided p with 10 folds is
 2/1024 = 0.002) and the Nadeau-Bengio corrected resampled t-test (variance factor 1/10 + n_te/n_re,
 = 8.1 on KITTI and 9.1 on CIFAR-100: conservative), the folds on which A is better, and the verdict
-of the library's rule: "A better" only when the t-test and the Wilcoxon test both give p < 0.05.
+of the library's rule: "A better" only when the corrected resampled t-test, Holm-corrected over the
+pairs of the claim and model ("decides"), and the Wilcoxon test both give p < 0.05 (the folds share
+rows, so the plain t-test and the Wilcoxon test alone are too ready to call a difference).
 
 Usage::
 
