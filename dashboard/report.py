@@ -60,7 +60,10 @@ def _settings_table(settings: Mapping[str, Any]) -> str:
 def _table_html(table: pd.DataFrame | Styler) -> str:
     if isinstance(table, Styler):  # formatted by its builder (tables.fold_styler, FR.summary_styler)
         return table.hide(axis="index", names=True).to_html()
-    return table.to_html(border=0, classes="data", float_format=lambda v: f"{v:.4f}", na_rep="–")
+    # A plain 0..n-1 index means nothing to a reader (the pages hide it too); a named or labelled one
+    # (the bounds' "KL", "ECE on the rows"...) is part of the table.
+    plain = isinstance(table.index, pd.RangeIndex) and table.index.name is None
+    return table.to_html(border=0, classes="data", float_format=lambda v: f"{v:.4f}", na_rep="–", index=not plain)
 
 
 def _figure_html(fig: go.Figure) -> str:

@@ -449,7 +449,8 @@ def per_alpha_frame(table: pd.DataFrame, eps: float, n_classes: int | None = Non
     per_alpha.columns = ["α", "mean KL", "mean ECE (recal.)", "mean ECE (test subset)", "mean gap",
                          f"mean Corollary 1 bound ({1 - eps:.0%})"]
     if extreme is not None and extreme.any():
-        per_alpha[EXTREME_KL_COLUMN] = per_alpha["α"].map(extreme.groupby(ok["alpha"]).sum()).astype(int)
+        # Beside the mean KL it explains (last, it was cut off at the right edge of a 1400 px page).
+        per_alpha.insert(2, EXTREME_KL_COLUMN, per_alpha["α"].map(extreme.groupby(ok["alpha"]).sum()).astype(int))
     return per_alpha
 
 

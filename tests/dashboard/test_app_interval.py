@@ -91,3 +91,14 @@ def test_an_interval_reaching_zero_is_not_a_verdict_beside_the_test():
     assert "cannot rule out a calibrated model" not in words
     assert "test of calibration below the chart" in words
     assert texts.ece_interval_caption(0.01, 0.05) == "95% interval 0.0100 – 0.0500"
+
+
+def test_the_corp_band_inside_its_chance_share_is_no_verdict():
+    """40 overconfident rows: 20 % of the CORP curve outside its band, "no more than chance gives a
+    calibrated model", beside a test of calibration with p = 0.008. The band's words now say only
+    that the band alone shows no miscalibration, and name the stronger check."""
+    for share in (0.0, 0.2):
+        words = texts.corp_band_reading(share, 0.25)
+        assert "no sign of miscalibration" not in words
+        assert "the band alone shows no miscalibration" in words and "test of calibration" in words
+    assert "the predictions are off there" in texts.corp_band_reading(0.4, 0.25)

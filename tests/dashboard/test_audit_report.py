@@ -193,3 +193,14 @@ def test_report_sections_list_bullets_and_name_their_settings():
     doc = report.build_report([sec], data_name="d")
     assert "<h3>The file</h3>" in doc and "<h3>Decisions</h3><ul><li>x &lt; y</li><li><b>b</b></li></ul>" in doc
     _parse(doc)
+
+
+def test_report_tables_show_no_plain_row_numbers():
+    """The HTML reports leaked pandas' 0, 1, 2... index as an unlabelled first column (Compare's
+    every-fold table, the Generalization tables); a labelled index (the bounds' names) stays."""
+    import pandas as pd
+
+    plain = report._table_html(pd.DataFrame({"method": ["a", "b"], "ece": [0.01, 0.02]}))
+    assert "<th></th>" not in plain and "<th>0</th>" not in plain and "<th>method</th>" in plain
+    labelled = report._table_html(pd.DataFrame({"value": [1.5]}, index=["KL"]))
+    assert "<th>KL</th>" in labelled

@@ -58,6 +58,8 @@ def test_per_alpha_means_leave_the_extreme_fit_out_and_count_it():
     row = shown[shown["α"] == 0.0].iloc[0]
     assert row["mean KL"] == pytest.approx((60.0 + 60.0 * 1.2) / 2)  # folds 1 and 3
     assert row[tables.EXTREME_KL_COLUMN] == 1 and shown[tables.EXTREME_KL_COLUMN].sum() == 1
+    # Beside the mean KL it explains: last, it was cut off at the right edge of a 1400 px page.
+    assert list(shown.columns[:3]) == ["α", "mean KL", tables.EXTREME_KL_COLUMN]
     assert row["mean gap"] == pytest.approx(t[t["alpha"] == 0.0]["gap"].mean())  # gaps keep every fit
     assert tables.EXTREME_KL_COLUMN not in tables.per_alpha_frame(_study(extreme=70.0), 0.05, 7)
 
