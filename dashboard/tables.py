@@ -186,9 +186,10 @@ def slices_frame(report) -> pd.DataFrame:
     return pd.DataFrame({
         "Slice": [texts.slice_label(row) for row in t.itertuples()],
         "Rows": t["n"], "Held-out rows": t["n_confirm"],
-        "Mean predicted": t["mean_predicted"], "Accuracy" if top else "Frequency of y = 1": t["rate"],
-        "Gap (points)": 100 * t["gap"], "Rest of the file (points)": 100 * t["rest_gap"],
-        "Calibration slope": t["slope"], "p (corrected)": [texts.p_value(v) for v in t["p_holm"]],
+        # the figures are on the held-out rows (the sentences say so too): the Groups table's, on all rows, differ
+        texts.SLICES_HELD_MEAN: t["mean_predicted"], texts.slices_held_rate(top): t["rate"],
+        texts.SLICES_HELD_GAP: 100 * t["gap"], texts.SLICES_HELD_REST: 100 * t["rest_gap"],
+        texts.SLICES_HELD_SLOPE: t["slope"], "p (corrected)": [texts.p_value(v) for v in t["p_holm"]],
         "Holds up": t["held_up"],
     })
 

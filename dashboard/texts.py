@@ -1631,11 +1631,25 @@ SLICES_DIAGRAM_HELP = (
     "looked at would exaggerate its gaps, since the search picks the largest. Grey bands: where each bar would "
     "fall 90 % of the time if the predictions were calibrated."
 )
+#: The slices table's columns measured on the held-out rows only (so named: the Groups table's figures
+#: for the same rows are on all of them and differ a little).
+SLICES_HELD_MEAN = "Mean predicted (held-out rows)"
+SLICES_HELD_GAP = "Gap (points, held-out rows)"
+SLICES_HELD_REST = "Rest of the file (points, held-out rows)"
+SLICES_HELD_SLOPE = "Calibration slope (held-out rows)"
+
+
+def slices_held_rate(top: bool) -> str:
+    return ("Accuracy" if top else "Frequency of y = 1") + " (held-out rows)"
+
+
 SLICES_TABLE_HELP = (
-    "Every slice the search proposed, tested on its held-out rows. Gap: mean prediction minus the observed "
-    "frequency, in points (positive: predictions too high). Calibration slope: 1 is right, below 1 the "
-    "predictions are too extreme, above 1 too timid. A slice that shares rows with one listed before it is "
-    "measured on its other rows."
+    "Every slice the search proposed, in the order it chose them, tested on its held-out rows. Rows: all the "
+    "slice's rows; every figure after Held-out rows is on the held-out rows only (the rows the search looked "
+    "at would exaggerate the gaps), so it differs a little from the Groups table's, on all rows. Gap: mean "
+    "prediction minus the observed frequency, in points (positive: predictions too high). Calibration slope: "
+    "1 is right, below 1 the predictions are too extreme, above 1 too timid. A slice that shares rows with "
+    "one chosen before it (named in brackets) is measured on its other rows."
 )
 SLICES_RECAL_INTRO = (
     "Does recalibration close this slice's gap? In every fold the same test rows are scored uncalibrated, with "

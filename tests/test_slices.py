@@ -67,8 +67,8 @@ def test_a_planted_slice_of_two_columns_is_found_and_named(adult):
             assert (slice_mask(preds, report, other) & planted).any(), other
     assert found >= 3
     words = slice_statements(report)[0]
-    assert words.startswith("Predictions for age 26–32 and sex = Female are ") and "points too low" in words
-    assert "947 rows; confirmed on" in words and "held-out rows, p" in words
+    assert words.startswith("Predictions for age 26–32 and sex = Female, on its ") and "points too low" in words
+    assert "held-out rows (of 947 in all), are " in words and "; confirmed there, p" in words
 
 
 def test_calibrated_outcomes_rarely_give_a_discovery(adult):
@@ -326,3 +326,50 @@ def test_the_benchmark_runs(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| ~1,000 |" in out and "no planted slice: a false discovery in" in out
     assert "streamed find_slices: 20,000 rows" in out
+
+
+# ----------------------------------------------------------------------------- which rows each number is on
+def test_a_slice_sentence_says_its_figures_are_on_the_held_out_rows():
+    """The audit's recidivism file: "y = 1 in 45.9 % of these rows, 53.6 % predicted ... 758 rows" put the
+    held-out rows' figures beside the count of all rows (on all 758: 46.0 % and 53.9 %). Now the sentence
+    says the figures are on the held-out rows, and they equal numpy's on exactly those rows."""
+    rng = np.random.default_rng(5)
+    n = 1500
+    group = rng.choice(["a", "b", "c"], size=n, p=[0.5, 0.3, 0.2])
+    p = rng.uniform(0.05, 0.95, n)
+    q = np.where(group == "a", np.clip(p - 0.15, 0, 1), p)
+    y = (rng.random(n) < q).astype(int)
+    preds = dataclasses.replace(pbr_core.Predictions.from_arrays(np.c_[1 - p, p], y),
+                                metadata=pd.DataFrame({"group": group}))
+    report = find_slices(preds, max_order=1)
+    assert report.held_up == ["group = a"]
+    mask = slice_mask(preds, report, "group = a")
+    held = mask & (halves(row_hash(0, 0, 0, n)) == 1)
+    words = slice_statements(report)[0]
+    assert f"on its {held.sum():,} held-out rows (of {mask.sum():,} in all)" in words
+    assert f"y = 1 in {y[held].mean():.1%} of them, {p[held].mean():.1%} predicted on average" in words
+    # the all-rows figures differ here, so the sentence really is on the held-out rows
+    assert f"{y[mask].mean():.1%}" != f"{y[held].mean():.1%}"
+    assert "the rest of the file's held-out rows" in words
+    text = slices_text(report)
+    assert "mean predicted*" in text and "* on the held-out rows only" in text
+
+
+def test_slices_are_listed_in_search_order_and_name_the_slices_they_leave_out(adult):
+    """Adult: the first slice listed said "(apart from its rows in the 5 slices listed before it)" with
+    nothing listed before it (the table was sorted by p-value). Now the table is in the order the search
+    chose the slices, every slice a row is "apart from" is above it, and the words name them."""
+    report = find_slices(adult)
+    t = report.table
+    assert t["rank"].tolist() == list(range(1, len(t) + 1))
+    assert any(len(a) for a in t["apart_from"])
+    for i, row in enumerate(t.itertuples()):
+        above = t["slice"].iloc[:i].tolist()
+        assert set(row.apart_from) <= set(above), row.slice
+    lines = slice_statements(report)
+    assert not any("listed before it" in line for line in lines)
+    for row, line in zip(t.itertuples(), lines):   # none holds up: one line per slice, in table order
+        assert line.startswith(row.slice)
+        assert all(name in line for name in row.apart_from)
+        if len(row.apart_from) == 0:
+            assert "apart from" not in line

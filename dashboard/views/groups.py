@@ -253,10 +253,10 @@ def find_slices_section(loaded: state.Loaded) -> None:
     st.caption(texts.slices_guarantee(report))
     if len(report.table):
         st.dataframe(tables.slices_frame(report), hide_index=True, key="slices_table", column_config={
-            **{c: st.column_config.NumberColumn(format="%.4f") for c in ("Mean predicted", "Accuracy",
-                                                                          "Frequency of y = 1")},
-            **{c: st.column_config.NumberColumn(format="%.1f") for c in ("Gap (points)", "Rest of the file (points)")},
-            "Calibration slope": st.column_config.NumberColumn(format="%.2f"),
+            **{c: st.column_config.NumberColumn(format="%.4f") for c in (texts.SLICES_HELD_MEAN, texts.slices_held_rate(True),
+                                                                          texts.slices_held_rate(False))},
+            **{c: st.column_config.NumberColumn(format="%.1f") for c in (texts.SLICES_HELD_GAP, texts.SLICES_HELD_REST)},
+            texts.SLICES_HELD_SLOPE: st.column_config.NumberColumn(format="%.2f"),
             "Slice": st.column_config.TextColumn(width="large", help=texts.SLICES_TABLE_HELP)})
         _slice_diagram(report, view)
     with st.expander("What was searched", key="slices_searched"):

@@ -108,7 +108,7 @@ TABLE_COLUMNS = ["slice", "apart_from", "rank", "n", "n_search", "n_confirm", "s
 @dataclass
 class SliceReport:
     """What :func:`find_slices` found. ``table`` has one row per slice tested on the confirmation
-    half, those that hold up first; ``diagrams`` each one's reliability table on its confirmation
+    half, in the order the search chose them; ``diagrams`` each one's reliability table on its confirmation
     rows; ``overall`` the whole file's."""
 
     table: pd.DataFrame
@@ -296,8 +296,9 @@ def assemble(plan: Plan, choice: Choice, confirm: ConfirmSums, *, target: Target
         diagrams[name] = M.reliability_table(count, s_p, s_y, int(n_c), level)
     table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
     if len(table):
-        table = table.sort_values(["held_up", "p_holm", "rank"], ascending=[False, True, True],
-                                  kind="stable").reset_index(drop=True)
+        # in the order the search chose them: a slice's rows in the slices before it are set aside,
+        # so the one it is "apart from" are listed above it
+        table = table.sort_values("rank", kind="stable").reset_index(drop=True)
     count, s_p, s_y = confirm.overall_sums
     n_rows = int(round(confirm.overall[0]))
     how = {"values": "by value", "months": "by month"}
@@ -368,13 +369,18 @@ def _pts(v: float) -> str:
 
 
 def slice_words(row: Any) -> str:
-    """A slice as the report measured it: its conditions, and which rows of earlier slices it leaves out."""
+    """A slice as the report measured it: its conditions, and which rows of earlier slices it leaves out.
+
+    The earlier slices are named (``apart_from``), not counted as "listed before it": a sentence or a
+    table row may be read where they are listed after it, or not at all (the page lists the held-up
+    slices' sentences only)."""
     apart = list(row.apart_from)
     if not apart:
         return row.slice
     if len(apart) == 1:
-        return f"{row.slice} (apart from its rows in the slice {apart[0]})"
-    return f"{row.slice} (apart from its rows in the {len(apart)} slices listed before it)"
+        return f"{row.slice} (apart from its rows in the slice {apart[0]}, chosen before it)"
+    return (f"{row.slice} (apart from its rows in the {len(apart)} slices chosen before it: "
+            + "; ".join(apart) + ")")
 
 
 def slice_sentence(report: SliceReport, row: Any) -> str:
@@ -383,10 +389,10 @@ def slice_sentence(report: SliceReport, row: Any) -> str:
     high = row.gap > 0
     if top:
         what = f"{_pts(row.gap)} too {'confident' if high else 'cautious'}"
-        seen = (f"right {row.rate:.1%} of the time at a mean confidence of {row.mean_predicted:.1%}")
+        seen = f"right {row.rate:.1%} of the time on them at a mean confidence of {row.mean_predicted:.1%}"
     else:
         what = f"{_pts(row.gap)} too {'high' if high else 'low'}"
-        seen = f"y = 1 in {row.rate:.1%} of these rows, {row.mean_predicted:.1%} predicted on average"
+        seen = f"y = 1 in {row.rate:.1%} of them, {row.mean_predicted:.1%} predicted on average"
     lo, hi = SLOPE_WORDS
     slope = ""
     # the spread only when it is clearly off: outside [0.8, 1.25] and two standard errors from 1
@@ -397,10 +403,14 @@ def slice_sentence(report: SliceReport, row: Any) -> str:
         lead = f"are right on average ({_pts(row.gap)} off) but {slope}"
     else:
         lead = f"are {what}" + (f", {slope}" if slope else "")
-    rest = f"the rest of the file: {_pts(row.rest_gap)} too {_dir(row.rest_gap, top)}" if np.isfinite(row.rest_gap) else ""
-    return (f"Predictions for {slice_words(row)} {lead}: {seen} ({rest}); {int(row.n):,} rows; confirmed on "
-            f"{int(row.n_confirm):,} held-out rows, {S.p_words(row.p_holm)} after correcting for the "
-            f"{report.tested} slice{'s' if report.tested != 1 else ''} tested.")
+    rest = (f" (the rest of the file's held-out rows: {_pts(row.rest_gap)} too {_dir(row.rest_gap, top)})"
+            if np.isfinite(row.rest_gap) else "")
+    # Every number is on the slice's held-out rows (the search, which picks the largest departures,
+    # would overstate them on its own half), and the sentence says so: the Groups table's figures for
+    # the same rows are on all of them and differ a little.
+    return (f"Predictions for {slice_words(row)}, on its {int(row.n_confirm):,} held-out rows (of "
+            f"{int(row.n):,} in all), {lead}: {seen}{rest}; confirmed there, {S.p_words(row.p_holm)} after "
+            f"correcting for the {report.tested} slice{'s' if report.tested != 1 else ''} tested.")
 
 
 def _dir(gap: float, top: bool) -> str:
@@ -482,10 +492,12 @@ def slices_text(report: SliceReport) -> str:
              slice_headline(report)]
     if len(t):
         shown = t[["slice", "n", "n_confirm", "mean_predicted", "rate", "gap", "rest_gap", "slope"]].copy()
-        shown.columns = ["slice", "n", "held out", "mean predicted", "observed", "gap", "rest gap", "slope"]
+        shown.columns = ["slice", "n", "held out", "mean predicted*", "observed*", "gap*", "rest gap*", "slope*"]
         shown["p (Holm)"] = [S.format_p(p) for p in t["p_holm"]]
         shown["holds up"] = ["yes" if h else "no" for h in t["held_up"]]
         lines.append(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        lines.append("* on the held-out rows only (the search's half would overstate the gaps); n: all the "
+                     "slice's rows, in the order the search chose the slices")
     lines += [*(f"  {s}" for s in slice_statements(report)), overall_sentence(report), guarantee_statement(report)]
     if report.columns:
         lines.append("columns searched: " + ", ".join(f"{c} ({how})" for c, how in report.columns))

@@ -55,10 +55,14 @@ def test_find_the_slices_names_the_planted_slice(at):
     text = _text(at)
     assert "hold up: miscalibrated beyond chance on rows the search never saw" in text or \
            "holds up: miscalibrated beyond chance" in text
-    assert "Predictions for education = Bachelors and sex = Female are " in text and "points too low" in text
+    assert "Predictions for education = Bachelors and sex = Female, on its " in text and "points too low" in text
+    # every figure says which rows it is on: the sentence's and the table's are the held-out rows'
+    assert "held-out rows (of " in text and " in all), are " in text
     assert "the chance that a search like this names even one slice that is in fact calibrated is at most 5%" in text
     table = _frame(at, "Held-out rows")
     assert table["Slice"].iloc[0] == "education = Bachelors and sex = Female" and table["Holds up"].iloc[0]
+    assert {"Mean predicted (held-out rows)", "Frequency of y = 1 (held-out rows)",
+            "Gap (points, held-out rows)"} <= set(table.columns)
     # the slice's diagram beside the whole file's
     assert at.selectbox(key="slices_one").value == "education = Bachelors and sex = Female"
     assert len(at.get("plotly_chart")) == 4   # the groups' overlay and one group's; the slice's and the file's
