@@ -71,6 +71,68 @@ def test_corrected_resampled_t_test_by_hand():
     assert math.isnan(paired_test(A, B)["corrected_t_p"])
 
 
+def _corrected_interval_by_inversion(d: np.ndarray, fraction: float, confidence: float) -> tuple[float, float]:
+    """The corrected test's interval the slow, obvious way: every mean mu0 that the corrected resampled
+    t-test of d - mu0 does not reject at 1 - confidence, its two ends found by bisection on the p-value
+    (the statistic written out, no closed form for the ends)."""
+    n = d.size
+
+    def p_of(mu0: float) -> float:
+        t_c = (d.mean() - mu0) / (d.std(ddof=1) * math.sqrt(1 / n + fraction))
+        return 2 * stats.t.sf(abs(t_c), n - 1)
+
+    def end(outside: float) -> float:  # between the mean (p = 1) and a point far outside (p ~ 0)
+        inside = d.mean()
+        for _ in range(200):
+            mid = (inside + outside) / 2
+            inside, outside = (mid, outside) if p_of(mid) >= 1 - confidence else (inside, mid)
+        return inside
+
+    far = 1e3 * (abs(d.mean()) + d.std(ddof=1))
+    return end(d.mean() - far), end(d.mean() + far)
+
+
+@pytest.mark.parametrize("fraction, confidence", [(1.0, 0.95), (8.0, 0.95), (0.25, 0.90), (1.0, 0.99)])
+def test_corrected_interval_is_the_corrected_tests_interval(fraction, confidence):
+    # With n_te / n_re the interval is the corrected test's: mean +- t_{F-1} sd sqrt(1/F + n_te/n_re),
+    # not the plain t interval (too narrow for overlapping folds: a user audit read [-0.0582, -0.0370]
+    # beside a corrected p of 0.081, no verdict).
+    d = A - B
+    r = paired_test(A, B, confidence=confidence, test_fraction=fraction)
+    lo, hi = _corrected_interval_by_inversion(d, fraction, confidence)
+    assert (r["ci_low"], r["ci_high"]) == pytest.approx((lo, hi), rel=1e-9)
+    plain = stats.ttest_rel(A, B).confidence_interval(confidence)
+    assert r["ci_low"] < plain.low and r["ci_high"] > plain.high  # wider: the folds overlap
+    assert (r["ci_low"] + r["ci_high"]) / 2 == pytest.approx(d.mean(), rel=1e-12)
+
+
+def test_corrected_interval_excludes_zero_exactly_when_the_corrected_p_is_below_the_level():
+    rng = np.random.default_rng(11)
+    agree, rejected = 0, 0
+    for _ in range(400):
+        n = int(rng.integers(3, 15))
+        a = rng.standard_normal(n)
+        b = a - rng.uniform(-4, 4) - rng.standard_normal(n)  # a mean difference from none to large
+        fraction, confidence = float(rng.uniform(0.05, 2)), float(rng.choice([0.9, 0.95, 0.99]))
+        r = paired_test(a, b, confidence=confidence, test_fraction=fraction)
+        excludes = r["ci_low"] > 0 or r["ci_high"] < 0
+        agree += excludes == (r["corrected_t_p"] < 1 - confidence)
+        rejected += excludes
+    assert agree == 400 and 40 < rejected < 360  # both answers were seen
+
+
+def test_paired_tests_interval_is_the_corrected_one_with_fold_sizes_and_plain_without():
+    with_sizes = paired_tests(_table({"x": list(A), "y": list(B)}, n_re=1000, n_te=8000), pairs=[("x", "y")]).iloc[0]
+    without = paired_tests(_table({"x": list(A), "y": list(B)}), pairs=[("x", "y")]).iloc[0]
+    lo, hi = _corrected_interval_by_inversion(A - B, 8.0, 0.95)
+    assert (with_sizes["ci_low"], with_sizes["ci_high"]) == pytest.approx((lo, hi), rel=1e-9)
+    assert not with_sizes["folds_assumed_independent"] and without["folds_assumed_independent"]
+    assert (without["ci_low"], without["ci_high"]) == pytest.approx(
+        tuple(stats.ttest_rel(A, B).confidence_interval(0.95)), rel=1e-12)
+    # The audit's reading: the interval excludes 0 only where the corrected test (before Holm) rejects.
+    assert (with_sizes["ci_low"] <= 0 <= with_sizes["ci_high"]) == (with_sizes["corrected_t_p"] >= 0.05)
+
+
 def test_identical_methods_have_no_difference():
     r = paired_test(A, A)
     assert (r["mean_diff"], r["ci_low"], r["ci_high"], r["t_p"], r["wilcoxon_p"]) == (0.0, 0.0, 0.0, 1.0, 1.0)
@@ -322,3 +384,37 @@ def test_without_fold_sizes_the_folds_are_assumed_independent_and_still_holm_cor
     assert out["folds_assumed_independent"].all() and out["corrected_t_p"].isna().all()
     assert out["pair_p"].tolist() == out["t_p"].tolist()
     assert out["decisive_p"].tolist() == pytest.approx(_holm_by_hand(out["t_p"].tolist()), rel=1e-12)
+
+
+def test_a_picked_pair_is_holm_corrected_with_the_default_tables_family():
+    """A pair picked after seeing the results (the dashboard's pair picker) gets the family of the
+    default table, every pair of the methods: its decisive_p and verdict are that table's row's, never a
+    second verdict for one pair (a user audit: the picker said 'PBR better', p 0.021, Holm over its one
+    pair, right above the table's 0.106, 'no difference shown')."""
+    rng = np.random.default_rng(5)
+    base = 0.05 + 0.004 * rng.standard_normal(10)
+    values = {"uncalibrated": base, "temp": base - 0.002 + 0.001 * rng.standard_normal(10),
+              "iso": base - 0.0015 + 0.002 * rng.standard_normal(10), "pbr": base - 0.0025 + 0.002 * rng.standard_normal(10)}
+    t = _table({m: list(v) for m, v in values.items()}, n_re=500, n_te=500)
+    default = paired_tests(t)
+    for a, b in [("pbr", "uncalibrated"), ("uncalibrated", "pbr"), ("iso", "temp")]:
+        alone = paired_tests(t, pairs=[(a, b)]).iloc[0]
+        picked = paired_tests(t, pairs=[(a, b)], holm_family="all").iloc[0]
+        assert alone["holm_pairs"] == 1 and picked["holm_pairs"] == 6
+        assert picked["pair_p"] == alone["pair_p"] and picked["decisive_p"] >= alone["decisive_p"]
+        row = default[default.apply(lambda r: {r["a"], r["b"]} == {a, b}, axis=1)]
+        if len(row):  # in the default table: the same row, the same verdict
+            assert picked["decisive_p"] == row["decisive_p"].iloc[0] and picked["better"] == row["better"].iloc[0]
+    full = paired_tests(t, pairs=[("pbr", "uncalibrated"), ("temp", "iso"), ("iso", "uncalibrated")],
+                        holm_family="all")
+    everything = [(m, o) for i, m in enumerate(values) for o in list(values)[i + 1:]]
+    every = paired_tests(t, pairs=everything)
+    by_pair = {frozenset((r.a, r.b)): r.decisive_p for r in every.itertuples()}
+    assert [by_pair[frozenset((r.a, r.b))] for r in full.itertuples()] == full["decisive_p"].tolist()
+    # The audit's case: a pair alone below the level, the same pair among all six above it.
+    alone = paired_tests(t, pairs=[("pbr", "uncalibrated")]).iloc[0]
+    picked = paired_tests(t, pairs=[("pbr", "uncalibrated")], holm_family="all").iloc[0]
+    assert alone["decisive_p"] < LEVEL <= picked["decisive_p"]  # 0.015 alone, 0.090 among six
+    assert alone["better"] == "pbr" and picked["better"] is None
+    with pytest.raises(ValueError, match="holm_family"):
+        paired_tests(t, pairs=[("pbr", "temp")], holm_family="every")

@@ -7,8 +7,7 @@ interval and three p-values for "the two methods have the same expected metric":
 
 * **paired t-test** (``scipy.stats.ttest_rel``): assumes the F differences are independent draws
   from one normal distribution. With 10 folds normality cannot be checked and matters (one
-  outlying fold moves the mean and inflates the std); the interval of the mean difference is the
-  matching t interval.
+  outlying fold moves the mean and inflates the std).
 * **Wilcoxon signed-rank test** (``scipy.stats.wilcoxon``, exact null distribution for F <= 50
   without ties): assumes independent differences, symmetric about their median; no normality. It
   tests the median (pseudo-median) difference, and with F = 10 its smallest possible two-sided
@@ -19,6 +18,12 @@ interval and three p-values for "the two methods have the same expected metric":
   overlap, so fold differences are positively correlated and both p-values are too small. The
   correction replaces the variance factor 1/F by 1/F + n_te/n_re (needs ``n_re`` and ``n_te``
   columns). It is a heuristic (derived for overlapping training sets) and conservative here.
+
+**The interval** of the mean difference is the one that matches the deciding test: with ``n_re``
+and ``n_te``, mean ± t_{F-1} · sd · sqrt(1/F + n_te/n_re), the corrected test's interval (it
+excludes 0 exactly when ``corrected_t_p`` < 1 - ``confidence``, before Holm's correction); without
+them, the plain t interval mean ± t_{F-1} · sd / sqrt(F) (folds assumed independent, too narrow
+for overlapping folds). ``folds_assumed_independent`` says which.
 
 All three say how surprising the observed differences would be if A and B were equally good;
 none says how large a difference matters. Read the interval for that.
@@ -181,7 +186,7 @@ def paired_test(a: Sequence[float], b: Sequence[float], confidence: float = 0.95
     a, b : sequences of float, same length F >= 2
         The metric of method A and of method B on the same folds, in the same order.
     confidence : float
-        Level of the t interval of the mean difference.
+        Level of the interval of the mean difference.
     test_fraction : float, optional
         n_te / n_re of the folds, for the corrected resampled t-test (NaN when None).
 
@@ -189,8 +194,11 @@ def paired_test(a: Sequence[float], b: Sequence[float], confidence: float = 0.95
     -------
     dict
         ``n_folds, mean_diff, ci_low, ci_high, t_statistic, t_p, wilcoxon_statistic, wilcoxon_p,
-        corrected_t_p``. When every difference is exactly 0 the interval is [0, 0] and every
-        p-value is 1 (no evidence of any difference); otherwise scipy's values, unchanged.
+        corrected_t_p``. The interval is the corrected test's, mean ± t_{F-1} · sd · sqrt(1/F +
+        ``test_fraction``), when ``test_fraction`` is given (it excludes 0 exactly when
+        ``corrected_t_p`` < 1 - ``confidence``), else scipy's t interval (folds assumed
+        independent). When every difference is exactly 0 the interval is [0, 0] and every p-value
+        is 1 (no evidence of any difference); otherwise scipy's values, unchanged.
 
     Examples
     --------
@@ -220,8 +228,16 @@ def paired_test(a: Sequence[float], b: Sequence[float], confidence: float = 0.95
         t = stats.ttest_rel(a, b)
         ci = t.confidence_interval(confidence)
         w = stats.wilcoxon(a, b)
-    corrected = math.nan if test_fraction is None else _corrected_p(d, test_fraction)
-    return {**out, "ci_low": float(ci.low), "ci_high": float(ci.high), "t_statistic": float(t.statistic),
+    low, high = float(ci.low), float(ci.high)
+    corrected = math.nan
+    if test_fraction is not None:
+        corrected = _corrected_p(d, test_fraction)
+        # The interval that matches the deciding test: the plain one treats overlapping folds as
+        # independent and is too narrow (it excluded 0 where the corrected p was 0.081, a user audit).
+        q = float(stats.t.ppf(0.5 + confidence / 2.0, n - 1))
+        half = q * float(d.std(ddof=1)) * math.sqrt(1.0 / n + float(test_fraction))
+        low, high = float(d.mean()) - half, float(d.mean()) + half
+    return {**out, "ci_low": low, "ci_high": high, "t_statistic": float(t.statistic),
             "t_p": float(t.pvalue), "wilcoxon_statistic": float(w.statistic), "wilcoxon_p": float(w.pvalue),
             "corrected_t_p": corrected}
 
@@ -276,7 +292,7 @@ def default_pairs(table: pd.DataFrame, metric: str = "ece", reference: str = "un
 
 def paired_tests(table: pd.DataFrame, metric: str = "ece", pairs: Sequence[tuple[str, str]] | None = None,
                  *, group_by: Sequence[str] = (), confidence: float = 0.95, level: float = 0.05,
-                 reference: str = "uncalibrated") -> pd.DataFrame:
+                 reference: str = "uncalibrated", holm_family: str | None = None) -> pd.DataFrame:
     """Paired tests over folds for pairs of methods of a per-fold table (see the module docstring).
 
     Parameters
@@ -300,6 +316,11 @@ def paired_tests(table: pd.DataFrame, metric: str = "ece", pairs: Sequence[tuple
         the pairs of each group.
     reference : str
         The baseline of the default pairs.
+    holm_family : {None, "all"}
+        The family of Holm's correction. None: the pairs asked for (``pairs``), or every pair of the
+        group's methods for the default pairs. ``"all"``: every pair of the group's methods whatever
+        ``pairs`` is: for a pair picked after seeing the results (a dashboard's pair picker), whose
+        ``decisive_p`` and ``better`` are then those of the same pair in the default table.
 
     Returns
     -------
@@ -308,7 +329,8 @@ def paired_tests(table: pd.DataFrame, metric: str = "ece", pairs: Sequence[tuple
         methods have a finite value (``n_folds``), both means, ``mean_diff`` = mean of A - B with its
         interval (``ci_low``, ``ci_high``), the t statistic and p-value, the Wilcoxon statistic and
         p-value, the corrected p-value (NaN without ``n_re`` / ``n_te``), ``pair_p`` (the corrected
-        p-value; the plain t-test's when there is none), ``decisive_p`` (``pair_p`` after Holm's
+        p-value; the plain t-test's when there is none; the interval is that test's), ``decisive_p``
+        (``pair_p`` after Holm's
         correction over the family of pairs), ``holm_pairs`` (the family's size),
         ``folds_assumed_independent`` (True where no corrected test could be run), the folds on
         which A is better than B, and ``better``: the name of the better method when ``decisive_p``
@@ -332,6 +354,8 @@ def paired_tests(table: pd.DataFrame, metric: str = "ece", pairs: Sequence[tuple
         raise ValueError(f"Columns {missing} are not in the table (columns: {list(table.columns)}).")
     if not 0 < level < 1:
         raise ValueError(f"Expected argument `level` in (0, 1), but got {level!r}.")
+    if holm_family not in (None, "all"):
+        raise ValueError(f"Expected argument `holm_family` None or 'all', but got {holm_family!r}.")
     lower_better = metric not in HIGHER_IS_BETTER
     rows = []
     groups = table.groupby(group_by, sort=False) if group_by else [((), table)]
@@ -360,7 +384,10 @@ def paired_tests(table: pd.DataFrame, metric: str = "ece", pairs: Sequence[tuple
         # mean are chosen after looking at the data, so their family is every pair of the group's
         # methods (Holm over the pairs shown alone falsely named a winner among 4 equally good methods
         # in 6.6 % of 1000 simulated data sets at the 5 % level; over every pair, 3.4 %).
-        family = _family(group_rows, todo if pairs is not None else _all_pairs(wide_all), wide_all, sizes)
+        # A pair picked after seeing the results (holm_family="all") is as chosen as the default ones:
+        # Holm over a family of its own would announce a winner that the default table rejects.
+        everything = pairs is None or holm_family == "all"
+        family = _family(group_rows, _all_pairs(wide_all) if everything else todo, wide_all, sizes)
         adjusted = dict(zip(family, holm(list(family.values()))))
         for r in group_rows:
             p = adjusted.get(frozenset((r["a"], r["b"])), math.nan)
