@@ -458,7 +458,13 @@ def format_p(p: float) -> str:
 
 
 def p_words(p: float) -> str:
-    """'p = 0.031' or 'p < 0.0001'."""
+    """'p = 0.031', 'p < 0.001' (:func:`format_p`'s "< 0.001" never written "p = < 0.001"), 'p = n/a'.
+
+    Examples
+    --------
+    >>> [p_words(v) for v in (0.0312, 4.69e-7, float("nan"))]
+    ['p = 0.031', 'p < 0.001', 'p = n/a']
+    """
     text = format_p(p)
     return f"p {text}" if text.startswith("<") else f"p = {text}"
 

@@ -389,13 +389,16 @@ def test_compare_prints_paired_tests_and_the_binary_ece_choice(capsys, tmp_path)
     table = pd.read_csv(out_file)
     expected = paired_tests(table, "ece", [("beta", "platt")]).iloc[0]
     line = next(x for x in out.splitlines() if x.strip().startswith("beta - platt"))
-    from pbr_core.significance import format_p   # one p-value format: the pages', the reports' and this
+    from pbr_core.significance import p_words   # one p-value format: the pages', the reports' and this
 
-    assert f"{expected['mean_diff']:+.4f}" in line and f"t-test p = {format_p(expected['t_p'])}" in line
-    assert f"Wilcoxon p = {format_p(expected['wilcoxon_p'])}" in line
+    assert f"{expected['mean_diff']:+.4f}" in line and f"t-test {p_words(expected['t_p'])}" in line
+    assert f"Wilcoxon {p_words(expected['wilcoxon_p'])}" in line
+    # The interval printed is the corrected test's (the table has n_re, n_te), and the header says so.
+    assert f"[{expected['ci_low']:+.4f}, {expected['ci_high']:+.4f}]" in line
+    assert "95% interval of the mean difference for overlapping folds, the corrected t-test's" in out
     # The verdict's p-value (the corrected t-test, Holm over the one pair asked for) is printed first.
-    assert f"decides p = {format_p(expected['decisive_p'])};" in line and expected["holm_pairs"] == 1
-    assert f"t-test for overlapping folds p = {format_p(expected['corrected_t_p'])}" in line
+    assert f"decides {p_words(expected['decisive_p'])};" in line and expected["holm_pairs"] == 1
+    assert f"t-test for overlapping folds {p_words(expected['corrected_t_p'])}" in line
     verdict = f"{expected['better']} better" if expected["better"] else "no difference shown"
     assert line.split(": ")[-1].startswith(verdict)
     assert "corrected resampled t-test (Nadeau & Bengio) p-value after Holm's correction over 1 pair" in out
@@ -413,6 +416,31 @@ def test_compare_prints_paired_tests_and_the_binary_ece_choice(capsys, tmp_path)
     assert got["decisive_p"] == pytest.approx(expected["decisive_p"], abs=1e-10) and got["better"] == expected["better"]
     assert got["folds_assumed_independent"] is False and got["holm_pairs"] == 1
     assert {r["method"] for r in doc["summary"]} == {"uncalibrated", "platt", "beta"}
+
+
+def test_compare_paired_text_writes_small_p_values_and_names_its_interval() -> None:
+    """'decides p < 0.001', never 'decides p = < 0.001' (a user audit); the header names the interval
+    printed: the corrected test's with fold sizes, the plain t interval without them."""
+    import pandas as pd
+
+    from pbr_core.cli.compare import _paired_text
+    from pbr_core.experiments import paired_tests
+
+    rng = np.random.default_rng(0)
+    base = 0.05 + 0.004 * rng.standard_normal(10)
+    table = pd.DataFrame([{"method": m, "fold": f, "ece": v, "n_re": 500, "n_te": 500}
+                          for m, vs in (("uncalibrated", base), ("temperature", base - 0.03 + 1e-4 * rng.standard_normal(10)))
+                          for f, v in enumerate(vs)])
+    tests = paired_tests(table, "ece")
+    assert (tests[["t_p", "corrected_t_p", "decisive_p"]] < 1e-3).all(axis=None)
+    text = _paired_text(tests, "ece")
+    assert "decides p < 0.001;" in text and "t-test for overlapping folds p < 0.001" in text
+    assert "p = <" not in text and "p = n/a" not in text
+    r = tests.iloc[0]
+    assert f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]" in text and "overlapping folds, the corrected t-test's" in text
+    plain = _paired_text(paired_tests(table.drop(columns=["n_re", "n_te"]), "ece"), "ece")
+    assert "95% t interval of the mean difference, folds assumed independent" in plain
+    assert "t-test for overlapping folds p = n/a" in plain  # no fold sizes: not run, said in words
 
 
 def test_compare_defaults_to_the_apps_binary_ece_the_same_as_evaluate(capsys, tmp_path) -> None:

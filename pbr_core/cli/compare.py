@@ -154,7 +154,7 @@ def _paired_text(tests, metric: str) -> str:
     if tests.empty:
         return "paired tests: none (one method only)"
     from pbr_core.experiments import too_few_folds
-    from pbr_core.significance import format_p
+    from pbr_core.significance import p_words
 
     few = too_few_folds(int(tests["n_folds"].max()))
     if few:  # the tests could only say "no difference shown": not reported, and why
@@ -162,7 +162,10 @@ def _paired_text(tests, metric: str) -> str:
     independent = bool(tests["folds_assumed_independent"].any())
     family = int(tests["holm_pairs"].max())
     decider = TEST_NAMES["t_p"] if independent else TEST_NAMES["corrected_t_p"]
-    lines = [f"paired tests over folds, {metric} (A - B; 95% t interval of the mean difference). The verdict uses "
+    interval = ("95% t interval of the mean difference, folds assumed independent" if independent else
+                "95% interval of the mean difference for overlapping folds, the corrected t-test's: it excludes 0 "
+                "exactly when that test's p, before Holm's correction, is below 0.05")
+    lines = [f"paired tests over folds, {metric} (A - B; {interval}). The verdict uses "
              f"the {decider} p-value after Holm's correction over {family} pair{'s' if family != 1 else ''} "
              f"(decides), the {TEST_NAMES['wilcoxon_p']} agreeing; the other p-values are for reading:"]
     for r in tests.itertuples(index=False):
@@ -175,9 +178,10 @@ def _paired_text(tests, metric: str) -> str:
             verdict = "no difference shown at the 5% level (the Wilcoxon test does not agree)"
         else:
             verdict = "no difference shown at the 5% level"
-        lines.append(f"  {r.a} - {r.b}: {r.mean_diff:+.4f} [{r.ci_low:+.4f}, {r.ci_high:+.4f}]; decides p = "
-                     f"{format_p(r.decisive_p)}; t-test for overlapping folds p = {format_p(r.corrected_t_p)}, "
-                     f"t-test p = {format_p(r.t_p)}, Wilcoxon p = {format_p(r.wilcoxon_p)}; "
+        # p_words: "p = 0.081" or "p < 0.001", never "p = < 0.001".
+        lines.append(f"  {r.a} - {r.b}: {r.mean_diff:+.4f} [{r.ci_low:+.4f}, {r.ci_high:+.4f}]; decides "
+                     f"{p_words(r.decisive_p)}; t-test for overlapping folds {p_words(r.corrected_t_p)}, "
+                     f"t-test {p_words(r.t_p)}, Wilcoxon {p_words(r.wilcoxon_p)}; "
                      f"A better on {r.a_better_folds}/{r.n_folds} folds: {verdict}")
     folds = int(tests["n_folds"].max())
     lines.append("  The folds are random splits of one file, so they share rows and their differences lean the same "
