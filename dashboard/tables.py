@@ -335,12 +335,14 @@ def best_note(table: pd.DataFrame) -> str:
 
 
 def paired_frame(table: pd.DataFrame, multiclass: bool, metric: str = "ece",
-                 pairs: Sequence[tuple[str, str]] | None = None) -> pd.DataFrame:
+                 pairs: Sequence[tuple[str, str]] | None = None, holm_family: str | None = None) -> pd.DataFrame:
     """Paired tests over folds (``pbr_core.experiments.paired_tests``) in the page's words.
 
     Default pairs: each method against the uncalibrated one and against the best mean. Failed
     fits are left out (a method's failed folds are not paired). Empty with fewer than
     ``pbr_core.experiments.MIN_PAIRED_FOLDS`` folds (6), where no difference could be shown.
+    ``holm_family="all"`` (the pair picker): Holm's correction over every pair of the methods, the
+    default table's family, so that a pair shown in both tables has one verdict.
     """
     from pbr_core.experiments import paired_tests
 
@@ -349,7 +351,7 @@ def paired_frame(table: pd.DataFrame, multiclass: bool, metric: str = "ece",
     ok = table[table["error"].isna()] if "error" in table else table
     if ok.empty or ok["fold"].nunique() < MIN_PAIRED_FOLDS:  # no difference could be shown: not run
         return pd.DataFrame()
-    tests = paired_tests(ok, metric, pairs)
+    tests = paired_tests(ok, metric, pairs, holm_family=holm_family)
     label = {m: texts.method_label(m, multiclass) for m in ok["method"].unique()}
     p = texts.p_value
     decides, corrected, t_test, wilcoxon = texts.PAIRED_P_COLUMNS
@@ -364,7 +366,8 @@ def paired_frame(table: pd.DataFrame, multiclass: bool, metric: str = "ece",
                     for b, d, w in zip(tests["better"], tests["decisive_p"], tests["wilcoxon_p"])],
         decides: [p(v) for v in tests["decisive_p"]],
         f"mean {METRICS[metric].in_words if metric in METRICS else metric} A − B": [f"{d:+.4f}" for d in tests["mean_diff"]],
-        "95% interval": [f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in zip(tests["ci_low"], tests["ci_high"])],
+        # The corrected test's interval (the plain t interval only without fold sizes): see its help.
+        texts.PAIRED_INTERVAL_COLUMN: [f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in zip(tests["ci_low"], tests["ci_high"])],
         corrected: [p(v) for v in tests["corrected_t_p"]],
         t_test: [p(v) for v in tests["t_p"]], wilcoxon: [p(v) for v in tests["wilcoxon_p"]],
         "A better on": [f"{k} of {n} folds" for k, n in zip(tests["a_better_folds"], tests["n_folds"])],
@@ -380,7 +383,16 @@ def paired_column_config() -> dict:
     config = {name: st.column_config.TextColumn(help=f"{texts.P_VALUE_MEANING} Here: {what}.")
               for name, what in texts.PAIRED_P_COLUMNS.items()}
     config["verdict"] = st.column_config.TextColumn(width="large")
+    config[texts.PAIRED_INTERVAL_COLUMN] = st.column_config.TextColumn(help=texts.PAIRED_INTERVAL_MEANING)
     return config
+
+
+def paired_family(table: pd.DataFrame, metric: str = "ece") -> tuple[int, int]:
+    """(methods, pairs) of the paired tests' Holm family in ``metric``: every pair of the methods with
+    a result (failed fits left out; e.g. KL exists only for GP methods)."""
+    ok = table[table["error"].isna()] if "error" in table else table
+    n = int(ok.groupby("method", sort=False)[metric].apply(lambda v: v.notna().any()).sum())
+    return n, n * (n - 1) // 2
 
 
 def _alpha_of(settings: runs.CompareSettings | runs.SweepSettings, method: str) -> float | None:

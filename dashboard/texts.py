@@ -738,6 +738,14 @@ PAIRED_INTRO = (
     "so each fold gives one difference A − B; the tests ask how surprising these differences would be "
     "if A and B were equally good."
 )
+PAIRED_INTERVAL_COLUMN = "95% interval"
+PAIRED_INTERVAL_MEANING = (
+    "the range of the mean difference A − B that the folds support, from the same t-test for overlapping "
+    "folds (mean ± t · sd · √(1/F + n_te/n_re)): it leaves out 0 exactly when that test's p for this pair "
+    "alone, before the correction for several pairs, is below 0.05, so it can leave out 0 while *p: decides* "
+    "is not below 0.05. Without the fold sizes (a table from elsewhere) it is the plain t interval, which "
+    "treats the folds as independent and is too narrow."
+)
 PAIRED_HELP = (
     "**Which test decides** (column *p: decides*): the folds are random splits of the same file, so "
     "they share rows, and a fold that favours A makes the others lean the same way. Tests that treat "
@@ -754,10 +762,17 @@ PAIRED_HELP = (
     "roughly normal fold differences; **Wilcoxon signed-rank test** (*p: Wilcoxon*) assumes independent "
     "differences symmetric about their median, no normality, and with F folds its smallest possible p is "
     "2/2^F (0.002 for 10 folds, 0.0625 for 5). "
-    "*Interval*: 95% t interval of the mean difference A − B (it treats the folds as independent, so it "
-    "is too narrow)."
+    f"*{PAIRED_INTERVAL_COLUMN}*: {PAIRED_INTERVAL_MEANING}"
 )
 PAIRED_PICK_HELP = "Choose two methods of this comparison to test against each other, fold by fold."
+
+
+def paired_pick_caption(n_methods: int, n_pairs: int) -> str:
+    """Under the pair picker's row: which correction its *p: decides* has (the default table's)."""
+    return (f"*p: decides* and the verdict of the pair you pick are corrected for all {n_pairs} pair"
+            f"{'s' if n_pairs != 1 else ''} of the {n_methods} methods with results (Holm's correction), as in "
+            "the table below: the pair is picked after seeing the results, and tested alone it would look more "
+            "certain than it is. A pair in both tables has the same verdict in both.")
 #: The paired-test table's p-value columns (dashboard.tables.paired_frame) and what each one is.
 PAIRED_P_COLUMNS = {
     "p: decides": ("the p-value the verdict uses: the t-test that allows for the folds sharing rows, raised for "

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 from streamlit.testing.v1 import AppTest
 
 import pbr_core
@@ -494,15 +495,30 @@ def test_compare_page_shows_paired_tests_and_a_chosen_pair(at):
     assert (tests["holm_pairs"] == 3).all()  # default pairs: every pair of the 3 methods
     assert list(shown["verdict"]) == [texts.paired_verdict(None if b is None else texts.method_label(b), d, w)
                                       for b, d, w in zip(tests["better"], tests["decisive_p"], tests["wilcoxon_p"])]
+    # The picker opens on a pair of the table below (the last method against the first) and shows that
+    # row, verdict and deciding p included: corrected over every pair of the methods, as that table (a
+    # user audit: tested alone, the picker said 'PBR better', p 0.021, above the table's 0.106, 'no
+    # difference shown').
+    pair = paired_frames()[0]
+    assert (pair["A"].iloc[0], pair["B"].iloc[0]) == (texts.method_label("beta"), texts.method_label("uncalibrated"))
+    row = shown[(shown["A"] == pair["A"].iloc[0]) & (shown["B"] == pair["B"].iloc[0])]
+    assert len(row) == 1
+    pd.testing.assert_frame_equal(pair.reset_index(drop=True), row.reset_index(drop=True))
+    alone = pbr_core.experiments.paired_tests(table, "ece", [("beta", "uncalibrated")]).iloc[0]
+    assert pair["p: decides"].iloc[0] != texts.p_value(alone["decisive_p"])  # Holm over one pair: not the table's
+    assert texts.paired_pick_caption(3, 3) in [c.value for c in at.caption]
     at.selectbox(key="cmp_pair_a").set_value("beta").run()
     at.selectbox(key="cmp_pair_b").set_value("platt").run()
-    one = pbr_core.experiments.paired_tests(table, "ece", [("beta", "platt")]).iloc[0]
+    one = pbr_core.experiments.paired_tests(table, "ece", [("beta", "platt")], holm_family="all").iloc[0]
     pair = paired_frames()[0]
     assert pair["mean ECE A − B"].iloc[0] == f"{one['mean_diff']:+.4f}"
+    # The corrected test's interval (the table has n_re, n_te), not the plain t interval.
     assert pair["95% interval"].iloc[0] == f"[{one['ci_low']:+.4f}, {one['ci_high']:+.4f}]"
-    assert pair["p: decides"].iloc[0] == texts.p_value(one["corrected_t_p"])  # one pair: nothing to correct
+    assert one["ci_low"] < stats.ttest_rel(*(table[table["method"] == m]["ece"].to_numpy() for m in ("beta", "platt"))
+                                           ).confidence_interval(0.95).low
+    assert one["holm_pairs"] == 3 and pair["p: decides"].iloc[0] == texts.p_value(one["decisive_p"])
     at.selectbox(key="cmp_paired_metric").set_value("brier").run()
-    one = pbr_core.experiments.paired_tests(table, "brier", [("beta", "platt")]).iloc[0]
+    one = pbr_core.experiments.paired_tests(table, "brier", [("beta", "platt")], holm_family="all").iloc[0]
     assert paired_frames()[0]["mean Brier score A − B"].iloc[0] == f"{one['mean_diff']:+.4f}"
     assert not at.exception
 
