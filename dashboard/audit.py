@@ -141,9 +141,9 @@ def groups_section(loaded: state.Loaded, view: state.MetricView, choices: AuditC
     if loaded.stream is not None:
         paragraphs.append(texts.GROUPS_STREAM_NOTE)
     if rep.small:
-        paragraphs.append(texts.GROUPS_SMALL_NOTE.format(m=MIN_ROWS) + " Here: " + ", ".join(rep.small) + ".")
+        paragraphs.append(texts.groups_small_note(rep.small, MIN_ROWS, False))
     fig = FR.groups_overlay_figure(rep.diagrams, rep.small, rep.table["group"].tolist(), x_title=view.x_title,
-                                   y_title=view.y_title)
+                                   y_title=view.y_title, flagged=rep.miscalibrated)
     return ReportSection(title=f"Calibration by group: {by}", paragraphs=paragraphs,
                          tables=[("Every group", tables.groups_frame(rep).set_index("Group"))],
                          figures=[(texts.GROUPS_OVERLAY_CAPTION, fig)])

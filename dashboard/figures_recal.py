@@ -22,6 +22,7 @@ from pbr_core.evaluation import EVALUATION_METRICS
 from pbr_core.plot.diagrams import (  # noqa: F401  (re-exported for the pages, the report and tests)
     TRACE_DIAGONAL,
     groups_overlay_figure,
+    overlay_groups,
     reliability_figure,
     reliability_grid_figure,
     reliability_overlay_figure,

@@ -1504,7 +1504,10 @@ GROUPS_CORRECTED_HELP = (
     "The ECE with the part that noise adds removed (the split estimate: the rows are cut into two random "
     "halves and a bin counts only where both halves err the same way). Noise makes every ECE look larger, "
     "more so the fewer rows a group has; this estimate is 0 on average for a calibrated group of any size, "
-    "so groups of different sizes can be compared with it. It can be slightly negative."
+    "so groups of different sizes can be compared with it. Below 0 (e.g. -0.11): noise pushed the estimate "
+    "under 0, as it does about half the time for a calibrated group, the more so the fewer its rows; read it "
+    "as about 0, not as better than perfect. The value is kept as it is (the downloaded table too), since "
+    "clipping it at 0 would bias it upward again."
 )
 GROUPS_VERDICT_HELP = (
     "What the corrected test supports. 'No evidence' comes with the shift (in points of probability) "
@@ -1902,7 +1905,25 @@ def gen_failed_fits(n_failed: int, shown: Iterable[tuple[float, int, str]]) -> s
 GROUPS_BY2_HELP = "Two columns give every combination of their values."
 GROUPS_EVERY_HELP = "For a date or time column: calibration over time, so that a drift after a deployment shows."
 GROUPS_STOP_HELP = "Stops reading the dataset; nothing measured so far is kept."
-GROUPS_CURVES_CAPPED = "The curves of the 12 largest groups (the table lists every group)."
+def groups_curves_drawn(drawn: list[str], flagged: Iterable[str], n_groups: int) -> str:
+    """Which groups' curves the overlay draws when it cannot draw them all (``n_groups`` with enough rows):
+    the flagged ones first, then the largest (:func:`pbr_core.plot.diagrams.overlay_groups`)."""
+    bad = [g for g in drawn if g in set(flagged)]
+    why = (f"the {len(bad)} miscalibrated beyond chance" + (f", then the {len(drawn) - len(bad)} largest"
+                                                            if len(drawn) > len(bad) else "")
+           if bad else "the largest")
+    return (f"The curves of {len(drawn)} of the {n_groups} groups ({why}; the table lists every group): "
+            f"{md_list(drawn)}.")
+
+
+def groups_small_note(small: list[str], m: int, date_as_is: bool) -> str:
+    """The groups with too few rows, sorted, the first 10 named; for a date grouped as it is, the advice
+    to group it by week or month (a day each is rarely enough rows)."""
+    names = sorted(small)
+    shown = md_list(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+    advice = (" The column is a date, grouped by its values as they are: set *Dates* to by week or by month "
+              "for groups of enough rows." if date_as_is else "")
+    return GROUPS_SMALL_NOTE.format(m=m) + f" Here {len(names)}: {shown}." + advice
 SLICES_TITLE = "Find the slices"
 SLICES_STOP_HELP = "Stops reading the dataset; nothing found so far is kept."
 SLICES_UNREADABLE = ("Cannot search for slices: the data could not be read again. Read it again on the Data page; if "

@@ -100,8 +100,10 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
 
 
 def bucket_dates(values: pd.Series | np.ndarray, every: Bucket = "week") -> pd.Series:
-    """Dates (or text that parses as dates) as the start of their day, week (Monday) or month, as text
-    ``YYYY-MM-DD``, for calibration over time. Values that are not dates are an error naming the first."""
+    """Dates (or text that parses as dates) as their day ``YYYY-MM-DD``, week ``week of YYYY-MM-DD`` (its
+    Monday) or month ``YYYY-MM``, as text, for calibration over time (labels that sort in time order and
+    say what they are: a week labelled by its Monday alone reads as a day, a month as its first day).
+    Values that are not dates are an error naming the first."""
     s = pd.Series(values)
     if every not in ("day", "week", "month"):
         raise ValueError(f"Expected argument `every` to be 'day', 'week' or 'month', but got {every!r}")
@@ -121,7 +123,8 @@ def bucket_dates(values: pd.Series | np.ndarray, every: Bucket = "week") -> pd.S
         parsed = parsed.dt.tz_localize(None)
     freq = {"day": "D", "week": "W-SUN", "month": "M"}[every]
     starts = parsed.dt.to_period(freq).dt.start_time
-    return (starts.dt.strftime("%Y-%m-%d") + suffix).where(parsed.notna(), other="(no date)")
+    fmt = {"day": "%Y-%m-%d", "week": "week of %Y-%m-%d", "month": "%Y-%m"}[every]
+    return (starts.dt.strftime(fmt) + suffix).where(parsed.notna(), other="(no date)")
 
 
 #: A UTC offset or zone letter at the end of a written date-time ("...T21:00:00-05:00", "...Z").
@@ -619,7 +622,11 @@ def gap_statement(report: GroupReport) -> str:
     level = f"{g['level']:.0%}"
     interval = (f"{g['gap']:.4f} ({level} interval {g['low']:.4f} to {g['high']:.4f}, adjusted for comparing "
                 f"{_n_groups(g['pairs'])} groups)")
-    corrected = (f"bias-corrected calibration errors {g['corrected_worst']:.4f} and {g['corrected_best']:.4f} "
+    # An unbiased estimate of an error of 0 falls below 0 about half the time: said so where it does,
+    # or "-0.1136" reads as better than perfect (the difference uses the value as it is, which is right).
+    below = (" (below 0: an estimate that noise can push under 0 when a group is calibrated; read it as about 0)"
+             if min(g["corrected_worst"], g["corrected_best"]) < 0 else "")
+    corrected = (f"bias-corrected calibration errors {g['corrected_worst']:.4f} and {g['corrected_best']:.4f}{below} "
                  f"(measured ECE {g['ece_worst']:.4f} and {g['ece_best']:.4f})")
     if g["real"]:
         return (f"{worst} is calibrated worse than {best}: {corrected}, a difference of {interval}; {worst} is "

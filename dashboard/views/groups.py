@@ -140,21 +140,25 @@ def render() -> None:
     st.dataframe(tables.groups_frame(report), hide_index=True, key="groups_table", column_config={
         c: st.column_config.NumberColumn(format="%.4f") for c in
         ("ECE", "ECE 95 % from", "to", "MCE", "Brier", "Mean predicted", "Frequency of y = 1", "Accuracy")}
-        | {"ECE without noise": st.column_config.NumberColumn(format="%.4f", help=texts.GROUPS_CORRECTED_HELP),
+        | {"Group": st.column_config.TextColumn(width="medium"),   # "week of 2024-01-01" in full
+           "ECE without noise": st.column_config.NumberColumn(format="%.4f", help=texts.GROUPS_CORRECTED_HELP),
            "p (corrected)": st.column_config.TextColumn(help=texts.GROUPS_TEST_HELP),   # texts.p_value's format
            "What the test says": st.column_config.TextColumn(width="large", help=texts.GROUPS_VERDICT_HELP)})
     st.caption(texts.GROUPS_TEST_HELP)
     if loaded.stream is not None:
         st.caption(texts.GROUPS_STREAM_NOTE)
     if report.small:
-        st.warning(texts.GROUPS_SMALL_NOTE.format(m=MIN_ROWS) + " Here: " + texts.md_list(report.small) + ".",
+        st.warning(texts.groups_small_note(report.small, MIN_ROWS, _date_as_is(loaded, by, every)),
                    icon=":material/group_off:")
     st.markdown(texts.largest_gap(report))
     with st.expander("What each group's test says", key="groups_statements"):
         st.markdown("\n".join(f"- {texts.md(line)}" for line in G.group_statements(report)))
-    if len(report.table) - len(report.small) > 12:
-        st.caption(texts.GROUPS_CURVES_CAPPED)
-    st.plotly_chart(FR.groups_overlay_figure(report.diagrams, report.small, report.table["group"].tolist(),
+    order = report.table["group"].tolist()
+    drawn = FR.overlay_groups(report.diagrams, report.small, order, report.miscalibrated)
+    measured = len(report.table) - len(report.small)
+    if measured > len(drawn):
+        st.caption(texts.groups_curves_drawn(drawn, report.miscalibrated, measured))
+    st.plotly_chart(FR.groups_overlay_figure(report.diagrams, report.small, order, flagged=report.miscalibrated,
                                              x_title=x_title, y_title=y_title),
                     key="groups_chart", config={"displaylogo": False})
     st.caption(texts.GROUPS_OVERLAY_CAPTION)
@@ -166,6 +170,14 @@ def render() -> None:
                            icon=":material/table_view:", on_click="ignore")
     with c[1]:
         recal_ui.report_button("groups_dl_report", label="Audit report (HTML)", help=texts.AUDIT_REPORT_HELP)
+
+
+def _date_as_is(loaded: state.Loaded, by: tuple[str, ...], every: str) -> bool:
+    """Whether a date column is grouped by its values as they are (no *Dates* period chosen)."""
+    meta = loaded.preds.metadata if loaded.preds is not None else None
+    if every or meta is None:
+        return False
+    return any(c in meta.columns and G.is_date_column(meta[c]) for c in by)
 
 
 def _one_group(report, view: state.MetricView, x_title: str, y_title: str) -> None:

@@ -328,10 +328,21 @@ def reliability_overlay_figure(
 
 
 
-def groups_overlay_figure(diagrams: Mapping[str, pd.DataFrame], small: Sequence[str], order: Sequence[str], *,
-                          x_title: str, y_title: str, most: int = 12) -> go.Figure:
-    """The groups' reliability curves overlaid: the groups with enough rows (all if none has), at most
-    ``most`` of them in ``order`` (largest first)."""
+def overlay_groups(diagrams: Mapping[str, pd.DataFrame], small: Sequence[str], order: Sequence[str],
+                   flagged: Sequence[str] = (), most: int = 12) -> list[str]:
+    """The groups whose curves :func:`groups_overlay_figure` draws, in ``order``: the groups with enough
+    rows (all if none has), at most ``most``, the ``flagged`` ones (miscalibrated beyond chance) first,
+    then the first in ``order`` (largest first). Without the flagged ones first, weekly buckets of about
+    equal size drew the first 12 weeks and none of the 7 flagged ones, all later."""
     keep = [g for g in order if g in diagrams and g not in set(small)] or [g for g in order if g in diagrams]
-    return reliability_overlay_figure({g: diagrams[g] for g in keep[:most]}, x_title=x_title, y_title=y_title)
+    first = set(flagged)
+    chosen = set(([g for g in keep if g in first] + [g for g in keep if g not in first])[:most])
+    return [g for g in keep if g in chosen]
+
+
+def groups_overlay_figure(diagrams: Mapping[str, pd.DataFrame], small: Sequence[str], order: Sequence[str], *,
+                          x_title: str, y_title: str, most: int = 12, flagged: Sequence[str] = ()) -> go.Figure:
+    """The groups' reliability curves overlaid: those :func:`overlay_groups` picks."""
+    keep = overlay_groups(diagrams, small, order, flagged, most)
+    return reliability_overlay_figure({g: diagrams[g] for g in keep}, x_title=x_title, y_title=y_title)
 

@@ -194,3 +194,74 @@ def test_the_page_never_opens_on_an_id_column(at):
     assert not at.exception and not at.error
     assert at.selectbox(key="groups_by").value == "(choose a column)" and not at.dataframe
     assert any("No column of this file makes groups worth comparing" in i.value for i in at.info)
+
+
+# ------------------------------------------------------------------------ calibration over time
+def _dated(n: int = 3000, seed: int = 0) -> pbr_core.Predictions:
+    """The audit's dated file in small: Jan-Jun 2024, outcomes drifting up to 15 points above p by June."""
+    import dataclasses
+
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    t = np.sort(rng.integers(0, 182, n))
+    when = pd.Timestamp("2024-01-01") + pd.to_timedelta(t, unit="D")
+    p = rng.uniform(0.05, 0.8, n)
+    y = (rng.random(n) < np.clip(p + 0.15 * t / 181, 0, 1)).astype(int)
+    return dataclasses.replace(pbr_core.Predictions.from_arrays(np.c_[1 - p, p], y),
+                               metadata=pd.DataFrame({"scored_at": when.strftime("%Y-%m-%d")}))
+
+
+def _dated_page(at: AppTest, every: str) -> AppTest:
+    from dashboard import state
+
+    at.session_state["pbr_loaded"] = state.Loaded(preds=_dated(), name="dated", file_name="dated.csv",
+                                                  origin="upload", key="test:dated")
+    at.switch_page(GROUPS).run()
+    at.selectbox(key="groups_by").set_value("scored_at").run()
+    at.selectbox(key="groups_every").set_value(every).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_weekly_buckets_are_labelled_in_full_and_the_flagged_weeks_are_drawn(at):
+    """Weekly: labels read 'week of 2024-01-01' (not a day, not cut to '2024-01'), and the overlay, which
+    drew the first 12 of 26 equal-sized weeks and none of the flagged ones, draws the flagged weeks first
+    and its caption names the weeks drawn."""
+    _dated_page(at, "week")
+    table = at.dataframe[0].value
+    assert table["Group"].iloc[0] == "week of 2024-01-01" and table["Group"].is_unique and len(table) == 26
+    report = calibration_by_group(_dated(), "scored_at", every="week")
+    flagged = report.miscalibrated
+    assert flagged and any(g > table["Group"].iloc[11] for g in flagged)   # some after the first 12 weeks
+    drawn = [tr.name for tr in sent_figure(at, 0).data if tr.name in set(table["Group"])]
+    assert set(flagged) <= set(drawn) and len(drawn) == 12
+    caption = "\n".join(c.value for c in at.caption).replace("\\", "")
+    assert f"the {len(flagged)} miscalibrated beyond chance, then the {12 - len(flagged)} largest" in caption
+    assert all(g in caption for g in drawn)
+
+
+def test_months_read_as_months_and_a_raw_date_suggests_week_or_month(at):
+    _dated_page(at, "month")
+    assert at.dataframe[0].value["Group"].tolist() == [f"2024-0{m}" for m in range(1, 7)]
+    at.selectbox(key="groups_every").set_value("").run()   # the dates as they are: a group a day
+    warning = next(w.value for w in at.warning if "too few rows" in w.value).replace("\\", "")
+    assert "set *Dates* to by week or by month" in warning
+    assert "Here 182: 2024-01-01, 2024-01-02," in warning and "and 172 more" in warning
+
+
+def test_a_negative_bias_corrected_error_is_explained():
+    """'bias-corrected calibration errors 0.1799 and -0.1136' called a group with -0.1136 the best: the
+    sentence and the column's help now say that below 0 reads as about 0 (the values stay unclipped)."""
+    import dataclasses
+
+    from dashboard import texts
+    from pbr_core.groups import gap_statement
+
+    report = calibration_by_group(_dated(), "scored_at", every="month")
+    assert report.largest_gap["corrected_best"] > 0 and "read it as about 0" not in gap_statement(report)
+    negative = dataclasses.replace(report, largest_gap={**report.largest_gap, "corrected_best": -0.1136})
+    words = gap_statement(negative)
+    assert "0.1144 and -0.1136 (below 0: " in words and "read it as about 0" in words
+    assert "Below 0" in texts.GROUPS_CORRECTED_HELP and "about 0" in texts.GROUPS_CORRECTED_HELP

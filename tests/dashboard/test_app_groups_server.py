@@ -82,7 +82,7 @@ def test_groups_of_a_server_dataset_are_measured_on_every_row(at):
     assert "White × Female" in set(at.dataframe[0].value["Group"])
     _measure(at, by="scored_at", by2="(none)", every="week")
     weeks = at.dataframe[0].value
-    assert weeks["Group"].tolist()[0] == "2024-12-30" and weeks["Rows"].sum() == 16281
+    assert weeks["Group"].tolist()[0] == "week of 2024-12-30" and weeks["Rows"].sum() == 16281
 
 
 def test_an_id_column_is_refused_in_plain_words(at):
