@@ -57,8 +57,9 @@ def test_compare_section_from_a_real_run(compare_result):
 
     tests = paired_tests(compare_result.table, "ece").iloc[0]
     assert (paired["A"].iloc[0], paired["B"].iloc[0]) == ("Temperature scaling", "Uncalibrated")
-    # The p-value that decides comes first, next to the verdict; the pair's own tests after it.
-    assert list(paired.columns[4:6]) == ["p: decides", "verdict"]
+    # The verdict right after the pair (read in full at 1400 px), then the p-value that decides it; the
+    # pair's own tests after them.
+    assert list(paired.columns[:4]) == ["A", "B", "verdict", "p: decides"]
     assert paired["p: decides"].iloc[0] == texts.p_value(tests["decisive_p"])
     assert paired["p: t-test for overlapping folds"].iloc[0] == texts.p_value(tests["corrected_t_p"])
     assert paired["p: t-test"].iloc[0] == texts.p_value(tests["t_p"])
