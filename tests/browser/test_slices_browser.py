@@ -40,11 +40,13 @@ def test_find_the_slices_names_a_planted_slice(page, app_url, tmp_path):
     button = main.get_by_role("button", name="Find the slices")
     button.scroll_into_view_if_needed()
     button.click()
-    main.get_by_text("Predictions for education = Bachelors and sex = Female are").first.wait_for(timeout=TIMEOUT_MS)
+    main.get_by_text("Predictions for education = Bachelors and sex = Female, on its").first.wait_for(timeout=TIMEOUT_MS)
     wait_idle(page)
     text = main.inner_text()
-    assert "points too low" in text.split("Predictions for education = Bachelors and sex = Female are")[1][:40]
-    assert "confirmed on" in text and "How the search is guarded" in text
+    # its figures are on its held-out rows, and the sentence says so
+    after = text.split("Predictions for education = Bachelors and sex = Female, on its")[1]
+    assert "held-out rows (of" in after[:60] and "points too low" in after[:120]
+    assert "confirmed there" in text and "How the search is guarded" in text
     assert "is in fact calibrated is at most 5%" in text
     # the slice's diagram (its held-out rows) beside the whole file's
     main.get_by_text("The whole file").first.wait_for(timeout=TIMEOUT_MS)
