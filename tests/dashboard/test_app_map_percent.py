@@ -52,16 +52,21 @@ def test_the_map_starts_from_the_score_and_refuses_an_identifier(at, recidivism)
     assert "decile_score mapped to probabilities" in at.session_state["pbr_loaded"].name
 
 
+def _read_as_percent(at):
+    """Tick *Scores are percentages*, read the upload again; the loaded predictions (no error)."""
+    at.checkbox(key="data_percent").check()
+    at.button(key="data_apply").click().run()
+    assert not at.exception and not at.error
+    return at.session_state["pbr_loaded"].preds
+
+
 def test_percentages_are_a_reading_option(at):
     kitti = pd.read_csv(ROOT / "sample_data" / "kitti_random_forest.csv")
     _upload(at, "forecasts.csv", kitti.assign(p_positive=kitti["p_positive"] * 100))
     message = at.error[0].value
     assert "tick *Scores are percentages* under **Columns and reading options**" in message
     assert "divide them by 100" not in message and "percent=True" not in message
-    at.checkbox(key="data_percent").check()
-    at.button(key="data_apply").click().run()
-    assert not at.exception and not at.error
-    preds = at.session_state["pbr_loaded"].preds
+    preds = _read_as_percent(at)
     np.testing.assert_allclose(preds.p_positive, kitti["p_positive"].to_numpy(), rtol=0, atol=1e-12)
     assert "as percentages, as asked: divided by 100" in _infos(at)
 
@@ -89,10 +94,7 @@ def test_an_outcome_beside_percentages_is_found_once_they_are_ticked(at):
     assert "could be the label: 'won'" in message
     assert "Tick *Scores are percentages* under **Columns and reading options**" in message
     assert "percent=True" not in message and "label_column=" not in message
-    at.checkbox(key="data_percent").check()
-    at.button(key="data_apply").click().run()
-    assert not at.exception and not at.error
-    preds = at.session_state["pbr_loaded"].preds
+    preds = _read_as_percent(at)
     assert dict(preds.column_roles)["won"] == "label"
     np.testing.assert_array_equal(preds.labels, df["won"].to_numpy())
     assert "Label column: 'won' (not named as a label, taken for its values" in _infos(at)
