@@ -252,22 +252,6 @@ def _corrected_p(d: np.ndarray, test_fraction: float) -> float:
     return float(2.0 * stats.t.sf(abs(t_c), n - 1))
 
 
-def _family_p(wide: pd.DataFrame, a: str, b: str, sizes: pd.DataFrame | None) -> float:
-    """``pair_p`` of a pair that is in Holm's family but not shown (no interval, no Wilcoxon needed)."""
-    if len(wide) < 2:
-        return math.nan
-    x, y = wide[a].to_numpy(), wide[b].to_numpy()
-    d = x - y
-    if np.all(d == 0):
-        return 1.0
-    fraction = _test_fraction(sizes, wide.index)
-    if fraction is not None:
-        return _corrected_p(d, fraction)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return float(stats.ttest_rel(x, y).pvalue)
-
-
 def default_pairs(table: pd.DataFrame, metric: str = "ece", reference: str = "uncalibrated") -> list[tuple[str, str]]:
     """Each method against ``reference`` (when present) and against the method with the best mean.
 
@@ -433,7 +417,9 @@ def _family(rows: list[dict], pairs: Sequence[tuple[str, str]], wide_all: pd.Dat
     for a, b in pairs:
         k = frozenset((a, b))
         if k not in family:
-            family[k] = known[k] if k in known else _family_p(wide_all.reindex(columns=[a, b]).dropna(), a, b, sizes)
+            # A pair in the family but not shown: the same tests as a shown row (its interval unused).
+            family[k] = known[k] if k in known else _pair_row(wide_all.reindex(columns=[a, b]).dropna(), a, b,
+                                                                 sizes, 0.95, True)["pair_p"]
     return family
 
 
