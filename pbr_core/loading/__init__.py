@@ -274,7 +274,9 @@ def constant_score(preds: Predictions) -> str | None:
         return None
     if preds.probs is not None:
         first = preds.probs[0]
-        if not np.all(preds.probs == first):
+        # Each class's smallest and largest value: no (n, K) temporary on the load path (a 10^6 x 100
+        # file would allocate 100 MB of booleans for ``probs == first``); the scores are finite here.
+        if not (np.array_equal(preds.probs.min(axis=0), first) and np.array_equal(preds.probs.max(axis=0), first)):
             return None
         if preds.kind == "binary":
             return f"p(y=1) = {first[1]:.6g}"
