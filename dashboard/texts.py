@@ -741,10 +741,12 @@ PAIRED_INTRO = (
 PAIRED_INTERVAL_COLUMN = "95% interval"
 PAIRED_INTERVAL_MEANING = (
     "the range of the mean difference A − B that the folds support, from the same t-test for overlapping "
-    "folds (mean ± t · sd · √(1/F + n_te/n_re)): it leaves out 0 exactly when that test's p for this pair "
-    "alone, before the correction for several pairs, is below 0.05, so it can leave out 0 while *p: decides* "
-    "is not below 0.05. Without the fold sizes (a table from elsewhere) it is the plain t interval, which "
-    "treats the folds as independent and is too narrow."
+    "folds (mean ± t · sd · √(1/F + n_te/n_re)), widened for the number of pairs compared so that all the "
+    "table's intervals hold together with 95% confidence. An interval that leaves out 0 always comes with "
+    "*p: decides* below 0.05; a verdict can stand with its interval just reaching 0, since the correction "
+    "behind *p: decides* is a little less strict than this widening for all but the clearest pair. Without "
+    "the fold sizes (a table from elsewhere) it is the plain t interval, which treats the folds as "
+    "independent and is too narrow."
 )
 PAIRED_HELP = (
     "**Which test decides** (column *p: decides*): the folds are random splits of the same file, so "

@@ -6,7 +6,8 @@ Reads the per-fold CSVs that ``scripts/reproduce_paper.py --part kitti --prob-in
 ``docs/reproduction_results/prob_input/comparison.md``: per model and GP method, the top-label ECE
 (and NLL) mean ± std over the folds both variants have, the paper's ECE (Table ``table:kitti``),
 and the paired tests of :func:`pbr_core.experiments.paired_tests` on wenger - log (same splits for
-both): mean difference with its 95 % t interval, paired t-test, Wilcoxon signed-rank (exact) and the
+both): mean difference with its 95 % interval (the corrected test's, the model's 6 methods' intervals
+holding together), paired t-test, Wilcoxon signed-rank (exact) and the
 Nadeau-Bengio corrected resampled t-test (n_te / n_re = 8). Verdict by the library's rule (the one
 of ``docs/reproduction.md``): "better" only when the corrected t-test's p, after Holm's correction
 over the 6 GP methods of the model (*decides p*), is below 0.05 and the Wilcoxon test agrees. The
@@ -107,7 +108,7 @@ def compare(results: Path, metric: str = "ece") -> tuple[str, pd.DataFrame]:
     df = pd.DataFrame(rows)
     name = {"ece": "top-label ECE", "nll": "NLL"}.get(metric, metric)
     header = ["model", "method", "folds", f"paper {name}" if metric == "ece" else "paper", f"log p: {name}",
-              f"wenger: {name}", "wenger - log (95 % CI)", "decides p", "verdict", "corrected p", "t p",
+              f"wenger: {name}", "wenger - log (95 % interval, the model's 6 together)", "decides p", "verdict", "corrected p", "t p",
               "Wilcoxon p", "wenger lower", "KL log / wenger"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in df.itertuples():

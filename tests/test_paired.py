@@ -418,3 +418,45 @@ def test_a_picked_pair_is_holm_corrected_with_the_default_tables_family():
     assert alone["better"] == "pbr" and picked["better"] is None
     with pytest.raises(ValueError, match="holm_family"):
         paired_tests(t, pairs=[("pbr", "temp")], holm_family="every")
+
+
+def test_intervals_hold_for_the_family_and_never_contradict_the_verdict():
+    """Each row's interval is the corrected test's at 1 - 0.05/m for a family of m pairs (Bonferroni,
+    pinned against a bisection inversion), so an interval that leaves out 0 always has a Holm-corrected
+    decisive_p below 0.05: no row reads "different" in its interval beside "no difference shown".
+    Known truth: four methods, the last one's per-row loss 0.05 higher, 100 data sets (300 rows of the
+    default tables): 26 intervals leave out 0, each beside a verdict (26 verdicts). Each pair's own 95 %
+    interval (before) left out 0 beside a decisive_p >= 0.05 in 43 of the 300 rows."""
+    t = _overlapping_folds_table(np.random.default_rng(5), 100, 4, shift=0.05)
+    out = paired_tests(t, group_by=["sim"])
+    assert (out["ci_pairs"] == 6).all() and (out["holm_pairs"] == 6).all()
+    contradictions, own_contradictions, claims = 0, 0, 0
+    for i, r in enumerate(out.itertuples(index=False)):
+        sim, a, b = r.sim, r.a, r.b
+        part = t[t["sim"] == sim].pivot(index="fold", columns="method", values="ece")
+        d = (part[a] - part[b]).to_numpy()
+        fraction = (N_ROWS - N_RE) / N_RE
+        if i < 12:  # the widened interval, pinned by inversion on the first rows
+            assert (r.ci_low, r.ci_high) == pytest.approx(
+                _corrected_interval_by_inversion(d, fraction, 1 - 0.05 / 6), rel=1e-9)
+        excludes = r.ci_low > 0 or r.ci_high < 0
+        contradictions += excludes and not r.decisive_p < 0.05
+        claims += excludes
+        own = paired_test(part[a].to_numpy(), part[b].to_numpy(), test_fraction=fraction)
+        own_contradictions += (own["ci_low"] > 0 or own["ci_high"] < 0) and not r.decisive_p < 0.05
+    assert contradictions == 0
+    assert claims >= 20  # the intervals still find the real difference
+    assert own_contradictions >= 5  # the check can fail: each pair's own interval contradicted the verdict
+
+
+def test_no_interval_leaves_out_zero_among_equally_good_methods_more_often_than_the_level():
+    """Known truth: four equally good methods, 150 data sets, the default table. Some row's interval
+    left out 0 in 8 of the 150 (5.3 %; the intervals hold together); each pair's own 95 % interval
+    (before) in 39 (26 %)."""
+    t = _overlapping_folds_table(np.random.default_rng(1), 150, 4)
+    out = paired_tests(t, group_by=["sim"])
+    excludes = (out["ci_low"] > 0) | (out["ci_high"] < 0)
+    own = out["corrected_t_p"] < 0.05  # each pair's own interval leaves out 0 exactly then
+    per_sim = out.assign(new=excludes, old=own).groupby("sim")[["new", "old"]].any().sum()
+    assert _at_most_level(int(per_sim["new"]), 150)
+    assert not _at_most_level(int(per_sim["old"]), 150)

@@ -162,9 +162,11 @@ def _paired_text(tests, metric: str) -> str:
     independent = bool(tests["folds_assumed_independent"].any())
     family = int(tests["holm_pairs"].max())
     decider = TEST_NAMES["t_p"] if independent else TEST_NAMES["corrected_t_p"]
-    interval = ("95% t interval of the mean difference, folds assumed independent" if independent else
-                "95% interval of the mean difference for overlapping folds, the corrected t-test's: it excludes 0 "
-                "exactly when that test's p, before Holm's correction, is below 0.05")
+    together = (f", the {family} intervals holding together (each widened for the {family} pairs)"
+                if family > 1 else "")
+    interval = ("95% t interval of the mean difference, folds assumed independent" + together if independent else
+                "95% interval of the mean difference for overlapping folds, the corrected t-test's" + together +
+                ": an interval that leaves out 0 comes with 'decides' below 0.05")
     lines = [f"paired tests over folds, {metric} (A - B; {interval}). The verdict uses "
              f"the {decider} p-value after Holm's correction over {family} pair{'s' if family != 1 else ''} "
              f"(decides), the {TEST_NAMES['wilcoxon_p']} agreeing; the other p-values are for reading:"]

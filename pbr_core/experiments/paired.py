@@ -20,10 +20,15 @@ interval and three p-values for "the two methods have the same expected metric":
   columns). It is a heuristic (derived for overlapping training sets) and conservative here.
 
 **The interval** of the mean difference is the one that matches the deciding test: with ``n_re``
-and ``n_te``, mean ± t_{F-1} · sd · sqrt(1/F + n_te/n_re), the corrected test's interval (it
-excludes 0 exactly when ``corrected_t_p`` < 1 - ``confidence``, before Holm's correction); without
+and ``n_te``, mean ± t_{F-1} · sd · sqrt(1/F + n_te/n_re), the corrected test's interval; without
 them, the plain t interval mean ± t_{F-1} · sd / sqrt(F) (folds assumed independent, too narrow
-for overlapping folds). ``folds_assumed_independent`` says which.
+for overlapping folds). ``folds_assumed_independent`` says which. In :func:`paired_tests` the
+intervals of a family of m pairs hold together (Bonferroni: each at level 1 - (1 - confidence)/m,
+``ci_pairs`` = m), so an interval that leaves out 0 always comes with a Holm-corrected
+``decisive_p`` below 1 - ``confidence``: a pair's interval never says "different" beside a verdict of
+"no difference shown" (before, each pair's own interval did, when its p was below 0.05 before the
+correction). The converse is not exact: Holm's step-down is less strict than Bonferroni for all
+but the smallest p, so a verdict can stand with its interval just reaching 0.
 
 All three say how surprising the observed differences would be if A and B were equally good;
 none says how large a difference matters. Read the interval for that.
@@ -85,7 +90,7 @@ __all__ = ["MIN_PAIRED_FOLDS", "PAIRED_COLUMNS", "TEST_NAMES", "default_pairs", 
 #: Columns of :func:`paired_tests` after the grouping keys.
 PAIRED_COLUMNS = (
     "metric", "a", "b", "n_folds", "mean_a", "mean_b", "mean_diff", "ci_low", "ci_high", "confidence",
-    "t_statistic", "t_p", "wilcoxon_statistic", "wilcoxon_p", "corrected_t_p", "pair_p", "decisive_p",
+    "ci_pairs", "t_statistic", "t_p", "wilcoxon_statistic", "wilcoxon_p", "corrected_t_p", "pair_p", "decisive_p",
     "holm_pairs", "folds_assumed_independent", "a_better_folds", "better",
 )
 
@@ -226,20 +231,29 @@ def paired_test(a: Sequence[float], b: Sequence[float], confidence: float = 0.95
         # Equal differences on every fold (std 0, d != 0): scipy warns and returns an infinite t; keep its values.
         warnings.simplefilter("ignore", RuntimeWarning)
         t = stats.ttest_rel(a, b)
-        ci = t.confidence_interval(confidence)
         w = stats.wilcoxon(a, b)
-    low, high = float(ci.low), float(ci.high)
-    corrected = math.nan
-    if test_fraction is not None:
-        corrected = _corrected_p(d, test_fraction)
-        # The interval that matches the deciding test: the plain one treats overlapping folds as
-        # independent and is too narrow (it excluded 0 where the corrected p was 0.081, a user audit).
-        q = float(stats.t.ppf(0.5 + confidence / 2.0, n - 1))
-        half = q * float(d.std(ddof=1)) * math.sqrt(1.0 / n + float(test_fraction))
-        low, high = float(d.mean()) - half, float(d.mean()) + half
+    low, high = _interval(d, confidence, test_fraction)
+    corrected = math.nan if test_fraction is None else _corrected_p(d, test_fraction)
     return {**out, "ci_low": low, "ci_high": high, "t_statistic": float(t.statistic),
             "t_p": float(t.pvalue), "wilcoxon_statistic": float(w.statistic), "wilcoxon_p": float(w.pvalue),
             "corrected_t_p": corrected}
+
+
+def _interval(d: np.ndarray, confidence: float, test_fraction: float | None) -> tuple[float, float]:
+    """The interval of the mean of fold differences ``d`` that matches the test deciding on them.
+
+    With ``test_fraction`` (n_te / n_re) the corrected test's, mean ± t_{F-1} · sd · sqrt(1/F +
+    test_fraction): the plain one treats overlapping folds as independent and is too narrow (it
+    excluded 0 where the corrected p was 0.081, a user audit). Without, the plain t interval.
+    [0, 0] when every difference is 0.
+    """
+    n = d.size
+    if np.all(d == 0):
+        return 0.0, 0.0
+    factor = 1.0 / n if test_fraction is None else 1.0 / n + float(test_fraction)
+    q = float(stats.t.ppf(0.5 + confidence / 2.0, n - 1))
+    half = q * float(d.std(ddof=1)) * math.sqrt(factor)
+    return float(d.mean()) - half, float(d.mean()) + half
 
 
 def _corrected_p(d: np.ndarray, test_fraction: float) -> float:
@@ -294,7 +308,8 @@ def paired_tests(table: pd.DataFrame, metric: str = "ece", pairs: Sequence[tuple
         Columns tested separately (e.g. ``["model"]`` or ``["n_re"]``): methods are paired only
         within a group.
     confidence : float
-        Level of the interval of the mean difference (default 0.95).
+        Joint level of the intervals of the mean difference of a family of pairs (default 0.95):
+        each at 1 - (1 - confidence) / ``ci_pairs``.
     level : float
         Significance level of the ``better`` column (default 0.05), after Holm's correction over
         the pairs of each group.
@@ -311,7 +326,8 @@ def paired_tests(table: pd.DataFrame, metric: str = "ece", pairs: Sequence[tuple
     pandas.DataFrame
         One row per (group, pair): the group keys, then :data:`PAIRED_COLUMNS`: the folds where both
         methods have a finite value (``n_folds``), both means, ``mean_diff`` = mean of A - B with its
-        interval (``ci_low``, ``ci_high``), the t statistic and p-value, the Wilcoxon statistic and
+        interval (``ci_low``, ``ci_high``; the ``ci_pairs`` intervals of the family hold together at
+        ``confidence``, Bonferroni), the t statistic and p-value, the Wilcoxon statistic and
         p-value, the corrected p-value (NaN without ``n_re`` / ``n_te``), ``pair_p`` (the corrected
         p-value; the plain t-test's when there is none; the interval is that test's), ``decisive_p``
         (``pair_p`` after Holm's
@@ -356,9 +372,10 @@ def paired_tests(table: pd.DataFrame, metric: str = "ece", pairs: Sequence[tuple
                 raise ValueError(f"A pair needs two different methods, but got ({a!r}, {b!r}).")
         wide_all = part.pivot_table(index="fold", columns="method", values=metric, aggfunc="first", dropna=False)
         sizes = _fold_sizes(part)
-        group_rows = []
+        group_rows, wides = [], []
         for a, b in todo:
             wide = wide_all.reindex(columns=[a, b]).dropna()
+            wides.append(wide)
             row = dict(zip(group_by, key))
             row.update(metric=metric, a=a, b=b, mean_a=float(wide[a].mean()) if len(wide) else math.nan,
                        mean_b=float(wide[b].mean()) if len(wide) else math.nan, confidence=confidence)
@@ -373,9 +390,20 @@ def paired_tests(table: pd.DataFrame, metric: str = "ece", pairs: Sequence[tuple
         everything = pairs is None or holm_family == "all"
         family = _family(group_rows, _all_pairs(wide_all) if everything else todo, wide_all, sizes)
         adjusted = dict(zip(family, holm(list(family.values()))))
-        for r in group_rows:
+        m = int(sum(np.isfinite(list(family.values()))))
+        for r, wide in zip(group_rows, wides):
             p = adjusted.get(frozenset((r["a"], r["b"])), math.nan)
-            r["decisive_p"], r["holm_pairs"] = float(p), sum(np.isfinite(list(family.values())))
+            r["decisive_p"], r["holm_pairs"] = float(p), m
+            # The interval holds for the whole family at once (Bonferroni: each at 1 - (1 - confidence)/m),
+            # so it cannot leave out 0 while the verdict's Holm-corrected p says "no difference shown":
+            # leaving out 0 means pair_p < (1 - confidence)/m, hence decisive_p <= m * pair_p < 1 - confidence.
+            # Each pair's own interval left out 0 beside "no difference shown" (an audit of the paired table).
+            r["ci_pairs"] = max(m, 1)
+            if r["n_folds"] >= 2 and m > 1:
+                d = wide[r["a"]].to_numpy() - wide[r["b"]].to_numpy()
+                r["ci_low"], r["ci_high"] = _interval(d, 1.0 - (1.0 - confidence) / m,
+                                                      None if r["folds_assumed_independent"]
+                                                      else _test_fraction(sizes, wide.index))
             # The Wilcoxon test must agree (p < level): one fold far from the others cannot carry a
             # normal-theory claim, and fewer than min_paired_folds folds never name a winner.
             shown = p < level and r["wilcoxon_p"] < level and r["mean_diff"] != 0
