@@ -93,3 +93,39 @@ def test_a_binary_log_odds_column_is_written_as_one_p_column_in_its_place(foreca
     again = pbr_core.load_predictions(out, format="csv", label_column="is_fraud")
     assert again.kind == "binary" and again.input_type == "probabilities"
     np.testing.assert_allclose(again.p_positive, probs[:, 1], rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("input_type", ["probabilities", "logits"])
+def test_true_false_labels_are_written_back_as_true_false(forecasts_csv, tmp_path, capsys, input_type):
+    """A binary file whose outcome is true/false (read as booleans): the class names are False/True, so
+    the downloads and ``pbr-calib apply`` write the label back as False/True (not 0/1) and a log-odds
+    column's p(y=1) as ``p_True`` (not ``p_1``), as the README promises for labels written as names;
+    the written file reads back with the same labels and classes (a user audit)."""
+    frame = pd.read_csv(pd.io.common.BytesIO(forecasts_csv))
+    p = np.clip(frame["p_dem"].to_numpy(), 1e-6, 1 - 1e-6)
+    score = np.log(p / (1 - p)) if input_type == "logits" else p
+    table = pd.DataFrame({"txn_id": [f"T{i}" for i in range(len(p))], "fraud_score": score,
+                          "is_fraud": frame["won"].astype(bool)})
+    data = table.to_csv(index=False).encode()
+    preds = pbr_core.load_predictions(data, format="csv", input_type=input_type)
+    assert preds.class_names == ("False", "True") and preds.labels_as_names
+    np.testing.assert_array_equal(preds.labels, table["is_fraud"].to_numpy().astype(int))
+    probs = get_recalibrator("temperature").fit(preds).predict_proba(preds)
+    out = save_predictions(preds.with_probs(probs), headers_from=preds)
+    back = pd.read_csv(pd.io.common.BytesIO(out))
+    name = "p_True" if input_type == "logits" else "fraud_score"
+    assert list(back.columns) == ["txn_id", name, "is_fraud"]
+    assert back["is_fraud"].dtype == bool and (back["is_fraud"] == table["is_fraud"]).all()
+    again = pbr_core.load_predictions(out, format="csv")
+    assert again.class_names == ("False", "True")
+    np.testing.assert_array_equal(again.labels, preds.labels)
+    np.testing.assert_allclose(again.p_positive, probs[:, 1], rtol=0, atol=1e-15)
+    # The streamed apply of the CLI keeps the label's values too.
+    src, model, written = tmp_path / "fraud.csv", tmp_path / "t.json", tmp_path / "out.csv"
+    src.write_bytes(data)
+    kind = ["--input-type", input_type]
+    assert main(["fit", str(src), "--method", "temperature", *kind, "--out", str(model)]) == EXIT_OK
+    assert main(["apply", str(model), str(src), *kind, "--out", str(written)]) == EXIT_OK
+    capsys.readouterr()
+    applied = pd.read_csv(written)
+    assert (applied["is_fraud"] == table["is_fraud"]).all()

@@ -964,6 +964,7 @@ def _full_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Options, no
     stripped = strip_prefix(score_cols) if len(score_cols) > 1 else None
     kind, y = _label_values(df[label], label, src, classes=[*score_cols, *(stripped or [])])
     class_names: list[str] | None = list(score_cols)
+    as_bool = False  # a binary file's true/false label, read as booleans
     if len(score_cols) == 1:
         class_names = None
         logits = opts.input_type == "logits"
@@ -971,10 +972,14 @@ def _full_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Options, no
             y, class_names = _binary_names(y, score_cols[0], label, src, notes, opts.binary_names, logits)
         scores = scores[:, 0]
         class_0 = kind != "names" and not logits and _names_class_0(score_cols[0])
-        if kind != "names" and pd.api.types.is_bool_dtype(df[label].dtype):
-            # true/false read as booleans (Arrow, Excel, Parquet): said as for the text pairs (no/yes)
+        as_bool = kind != "names" and pd.api.types.is_bool_dtype(df[label].dtype)
+        if as_bool:
+            # true/false read as booleans (Arrow, Excel, Parquet): said as for the text pairs (no/yes), and
+            # named so: the downloads write the label back as False/True and a log-odds column's p(y=1) as
+            # p_True, not as 0/1 and p_1 (a user audit).
             notes.append(binary_classes_note("False", "True", None, score_cols[0], logits) if not class_0
                          else "Binary labels: 'True' is class 1 and 'False' class 0.")
+            class_names = ["False", "True"]
         if class_0:
             scores = 1.0 - scores  # prob_0, p(y=0): the probability of class 0
             notes.append(f"The score column {score_cols[0]!r} is named after class 0: read as p(y=0), so "
@@ -996,7 +1001,7 @@ def _full_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Options, no
         ),
         table_row, score_cols,
     )
-    return replace(preds, labels_as_names=True) if kind == "names" else preds
+    return replace(preds, labels_as_names=True) if kind == "names" or as_bool else preds
 
 
 def _score_block(df: pd.DataFrame, score_cols: list[str], src: _Source,
