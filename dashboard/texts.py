@@ -793,12 +793,10 @@ def paired_verdict(better: str | None, decisive_p: float, wilcoxon_p: float, ind
 
     ``independent``: the table had no fold sizes, so the verdict treated the folds as independent.
     """
-    if better:
-        text = f"{better} better"
-    elif decisive_p == decisive_p and decisive_p < 0.05 and not wilcoxon_p < 0.05:
-        text = "no difference shown (the Wilcoxon test does not agree)"
-    else:
-        text = "no difference shown"
+    from pbr_core.experiments import verdict_kind
+
+    text = {"better": f"{better} better", "wilcoxon_disagrees": "no difference shown (the Wilcoxon test does not agree)",
+            "no_difference": "no difference shown"}[verdict_kind(better, decisive_p, wilcoxon_p)]
     return text + (" (folds assumed independent)" if independent else "")
 P_VALUE_MEANING = (
     "p-value: how often a difference at least this large would come up by chance if A and B were equally good. "

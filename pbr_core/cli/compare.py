@@ -153,7 +153,7 @@ def _paired_text(tests, metric: str) -> str:
 
     if tests.empty:
         return "paired tests: none (one method only)"
-    from pbr_core.experiments import too_few_folds
+    from pbr_core.experiments import too_few_folds, verdict_kind
     from pbr_core.significance import p_words
 
     few = too_few_folds(int(tests["n_folds"].max()))
@@ -174,12 +174,10 @@ def _paired_text(tests, metric: str) -> str:
         if r.n_folds < 2:
             lines.append(f"  {r.a} vs {r.b}: fewer than 2 folds with both values, no test")
             continue
-        if r.better:
-            verdict = f"{r.better} better"
-        elif r.decisive_p < 0.05 and not r.wilcoxon_p < 0.05:
-            verdict = "no difference shown at the 5% level (the Wilcoxon test does not agree)"
-        else:
-            verdict = "no difference shown at the 5% level"
+        verdict = {"better": f"{r.better} better",
+                   "wilcoxon_disagrees": "no difference shown at the 5% level (the Wilcoxon test does not agree)",
+                   "no_difference": "no difference shown at the 5% level"}[verdict_kind(r.better, r.decisive_p,
+                                                                                         r.wilcoxon_p)]
         # p_words: "p = 0.081" or "p < 0.001", never "p = < 0.001".
         lines.append(f"  {r.a} - {r.b}: {r.mean_diff:+.4f} [{r.ci_low:+.4f}, {r.ci_high:+.4f}]; decides "
                      f"{p_words(r.decisive_p)}; t-test for overlapping folds {p_words(r.corrected_t_p)}, "

@@ -66,7 +66,8 @@ from pbr_core.experiments.kl_gap import (KL_GAP_COLUMNS, FoldKendall, KLGapResul
 from pbr_core.experiments.settings import (CompareSettings, FitSettings, GroupGapSettings, KLGapSettings,
                                            PBRSettings, SweepSettings)
 from pbr_core.experiments.paired import (MIN_PAIRED_FOLDS, PAIRED_COLUMNS, TEST_NAMES, default_pairs, min_paired_folds,
-                                        paired_test, paired_tests, shown_best, too_few_folds)
+                                        paired_test, paired_tests, shown_best, too_few_folds,
+                                        verdict_kind)
 from pbr_core.experiments.summary import HIGHER_IS_BETTER, LOWER_IS_BETTER, best_mask, summarize, summary_table
 from pbr_core.experiments.sweep import n_re_sweep
 from pbr_core.metrics import BINARY_TARGET
@@ -128,4 +129,5 @@ __all__ = [
     "summary_table",
     "too_few_folds",
     "tqdm_progress",
+    "verdict_kind",
 ]

@@ -85,7 +85,7 @@ from pbr_core.experiments.summary import HIGHER_IS_BETTER
 from pbr_core.groups import holm
 
 __all__ = ["MIN_PAIRED_FOLDS", "PAIRED_COLUMNS", "TEST_NAMES", "default_pairs", "min_paired_folds", "paired_test",
-           "paired_tests", "shown_best", "too_few_folds"]
+           "paired_tests", "shown_best", "too_few_folds", "verdict_kind"]
 
 #: Columns of :func:`paired_tests` after the grouping keys.
 PAIRED_COLUMNS = (
@@ -414,6 +414,21 @@ def paired_tests(table: pd.DataFrame, metric: str = "ece", pairs: Sequence[tuple
     # None (not NaN, which is truthy) where no method is shown better, whatever dtype pandas infers.
     out["better"] = pd.Series([b if isinstance(b, str) else None for b in out["better"]], index=out.index, dtype=object)
     return out
+
+
+def verdict_kind(better: str | None, decisive_p: float, wilcoxon_p: float, level: float = 0.05) -> str:
+    """Which verdict a row of :func:`paired_tests` gives, for the front ends' words: ``"better"`` (a
+    method is named), ``"wilcoxon_disagrees"`` (``decisive_p`` is below ``level`` but the Wilcoxon
+    test is not, so no method is named) or ``"no_difference"``.
+
+    >>> verdict_kind(None, 0.01, 0.08)
+    'wilcoxon_disagrees'
+    """
+    if isinstance(better, str) and better:
+        return "better"
+    if decisive_p == decisive_p and decisive_p < level and not wilcoxon_p < level:
+        return "wilcoxon_disagrees"
+    return "no_difference"
 
 
 def _pair_row(wide: pd.DataFrame, a: str, b: str, sizes: pd.DataFrame | None, confidence: float,
