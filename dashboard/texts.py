@@ -270,6 +270,7 @@ _PAGE_WORDS = (
     (r"\s*To divide each row by its sum: renormalize=True; if the columns are logits: input_type='logits'\.", ""),
     (r"\(label_column=\)", "(choose the *Label column* under **Columns and reading options**)"),
     (r"\(score_columns=\)", "(*Score columns* under **Columns and reading options**)"),
+    (r"\(score_columns=\[[^\]]*\]\)", "(the *Score columns* under **Columns and reading options**)"),
     (r"\(ignore_columns=\)", "(*Columns to ignore* there)"),
     (r"Override with input_type='probabilities'\.",
      "To read them as probabilities, set *The score columns hold* under **Columns and reading options**."),

@@ -298,9 +298,13 @@ def _error_box(cur: state.Loaded | None) -> None:
     raw = err["message"]  # the hints read the library's plain words; the page shows them as Markdown
     msg = texts.for_the_page(raw)
     hints = []
-    if "renormalis" in raw or "sum to" in raw:
+    # The rows-sum check (it offers to renormalise): its message already names the Score columns
+    # control, and the column hint's "Choose the Label column" has nothing to do with rounding.
+    sum_check = "renormalis" in raw
+    if sum_check or "sum to" in raw:
         hints.append(texts.RENORMALISE_HINT)
-    if any(w in raw.lower() for w in ("label column", "score columns", "label_column=", "score_columns=")):
+    if not sum_check and any(w in raw.lower() for w in ("label column", "score columns", "label_column=",
+                                                        "score_columns=")):
         hints.append(texts.COLUMNS_HINT)
     if "no score columns" in raw or "p(y=1) in [0, 1]" in raw or "ambiguous" in raw:
         hints.append(texts.MAP_SCORES_HINT)

@@ -4,9 +4,12 @@ file with the loader's advice in command-line words, progress bars, output paths
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import json
 import math
+import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -154,7 +157,16 @@ def cli_words(message: str) -> str:
     """A loader message with its Python advice replaced by the command-line option that does the same."""
     for python, option in _CLI_WORDS:
         message = message.replace(python, option)
-    return message
+    # score_columns=['risk_30d'] (the columns to choose, as a Python list) -> --score-columns risk_30d
+    return re.sub(r"score_columns=(\[[^\]]*\])", _score_columns_option, message)
+
+
+def _score_columns_option(match: re.Match) -> str:
+    try:
+        names = ast.literal_eval(match[1])
+    except (ValueError, SyntaxError):  # a column name with a bracket: leave the Python words
+        return match[0]
+    return "--score-columns " + shlex.quote(",".join(map(str, names)))
 
 
 @contextlib.contextmanager

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from pbr_core.loading._percent import percent_columns
-from pbr_core.loading._roles import (DECISION_WORDS, Roles, _short, binary_classes, detect_scores, metadata_by_name,
+from pbr_core.loading._roles import (DECISION_WORDS, MixedScoresError, Roles, _short, binary_classes, detect_scores, metadata_by_name,
                                      name_words, profile_columns, strip_prefix)
 from pbr_core.loading._source import _Source
 from pbr_core.predictions import PredictionsError
@@ -49,13 +49,24 @@ class _Fit:
 
 
 def _trial_scores(df: pd.DataFrame, columns: Sequence[str], src: _Source, renormalize: bool,
-                  percent: bool) -> tuple[Roles, list[str]] | None:
+                  percent: bool, named: Sequence[str] | None = None,
+                  ask: bool = False) -> tuple[Roles, list[str]] | None:
     """The score columns as they would be found without a label (a 0/1 column stays out of them),
     with whole-number percentages taken as the loader takes them when asked; None when they are
-    unclear (the loader's own detection then says why)."""
+    unclear (the loader's own detection then says why). ``named``: the score columns the user named
+    (then they are the scores, and every column of ``columns`` may be the label). ``ask``: raise the
+    detection's error when columns inside [0, 1] stand beside others outside it
+    (:class:`~pbr_core.loading._roles.MixedScoresError`): that, not the label, is what the user must
+    settle first (naming the label would only bring that error)."""
     trial = Roles()
+    if named is not None:
+        return trial, list(named)
     try:
         detect_scores(df, columns, src, trial, renormalize)
+    except MixedScoresError:
+        if ask:
+            raise
+        return None
     except PredictionsError:
         return None
     scores = list(trial.scores)
@@ -77,20 +88,25 @@ def _as_read(x: np.ndarray, percent: bool) -> np.ndarray | None:
 
 
 def label_by_values(df: pd.DataFrame, columns: Sequence[str], src: _Source, renormalize: bool = False,
-                    percent: bool = False, input_type: str = "auto", ask: bool = True) -> tuple[str, str] | None:
+                    percent: bool = False, input_type: str = "auto", ask: bool = True,
+                    scores: Sequence[str] | None = None) -> tuple[str, str] | None:
     """(column, why) of the one column of ``columns`` whose values make it the label, or None.
 
     ``percent`` and ``input_type`` are the reading options: the scores are matched as they will be
-    read. Raises the loader's error when several columns could each be the label (the user names
-    it), unless ``ask`` is False (labels not required: None, the file is read without labels).
+    read. ``scores``: the score columns the user named (not in ``columns``); the label is then
+    matched to them, every other column being metadata, instead of to scores detected among
+    ``columns``. Raises the loader's error when several columns could each be the label (the user
+    names it), or when the score columns are ambiguous (:class:`MixedScoresError`), unless ``ask`` is
+    False (labels not required: None, the file is read without labels).
     """
-    if len(df) == 0 or len(columns) < 2:
+    if len(df) == 0 or len(columns) < (1 if scores is not None else 2):
         return None
-    found = _trial_scores(df, columns, src, renormalize, percent)
+    found = _trial_scores(df, columns, src, renormalize, percent, named=scores, ask=ask)
     if found is None:
         return None  # the score columns themselves are unclear: nothing to match a label against
+    named = scores is not None
     trial, scores = found
-    if not scores or all(p.flag for p in profile_columns(df, scores)):
+    if not named and (not scores or all(p.flag for p in profile_columns(df, scores))):
         if not ask:
             return None
         # Nothing holds probabilities or logits (a lone 0/1 column is the outcome more likely than a
@@ -232,11 +248,12 @@ def _no_scores(trial: Roles, src: _Source) -> PredictionsError:
 
 
 def no_label_hint(df: pd.DataFrame, columns: Sequence[str], src: _Source, renormalize: bool = False,
-                  percent: bool = False, input_type: str = "auto") -> str:
+                  percent: bool = False, input_type: str = "auto", scores: Sequence[str] | None = None) -> str:
     """What the message for a file without a label column adds: the columns of two values that could
     be the label, and, for one score column outside [0, 1] read as neither percentages nor logits,
-    the reading option under which a label could be matched to it ("" when there is nothing to say)."""
-    found = _trial_scores(df, columns, src, renormalize, percent)
+    the reading option under which a label could be matched to it ("" when there is nothing to say).
+    ``scores``: the score columns the user named (as for :func:`label_by_values`)."""
+    found = _trial_scores(df, columns, src, renormalize, percent, named=scores)
     scores = found[1] if found is not None else []
     # Two values a label could hold beside one score column (0/1, true/false, no/yes...; not a column
     # named like an id or the model's own output, which is never taken for the label)

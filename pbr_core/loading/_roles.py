@@ -35,7 +35,7 @@ from typing import Literal, Sequence
 import numpy as np
 import pandas as pd
 
-from pbr_core.predictions import UNIT_SLACK
+from pbr_core.predictions import UNIT_SLACK, PredictionsError
 from pbr_core.loading._source import (
     CONFIDENCE_COLUMN_NAMES,
     LABEL_COLUMN_NAMES,
@@ -422,10 +422,16 @@ def detect_scores(df: pd.DataFrame, names: Sequence[str], src: _Source, roles: R
     elif (block := _corrupted_block(df, profiles, unit + flags, outside)) is not None:
         chosen = block  # probabilities with a cell outside [0, 1]: the loader names it
     elif unit and many:
-        raise _ambiguous(src, candidates,
-                         f"{_short([p.name for p in unit])} stay inside [0, 1] (probabilities?) while "
+        inside = [p.name for p in unit]
+        raise MixedScoresError(_ambiguous(src, candidates,
+                         f"{_short(inside)} stay inside [0, 1] (probabilities?) while "
                          f"{_short([p.name for p in outside])} do not (logits, or something else?), and no set of "
-                         "them sums to 1 per row")
+                         "them sums to 1 per row").args[0]
+            # what to choose in the common case: p(y=1) beside a covariate (an R export's bmi, an amount)
+            + f" If {_short(inside)} {'holds' if len(inside) == 1 else 'hold'} the model's probabilities, name "
+              f"{'it as the only score column' if len(inside) == 1 else 'them as the score columns'} "
+              f"(score_columns={list(inside)!r}): the other columns are then kept as metadata"
+              + (", and a label column is found by its values." if roles.label is None else "."))
     else:
         chosen = candidates  # logits (some values outside [0, 1])
         family = _name_family(candidates)
@@ -513,6 +519,12 @@ def _keep(roles: Roles, p: Profile, why: str) -> None:
     roles.metadata.append(p.name)
     roles.reasons[p.name] = why
     roles.kinds[p.name] = p.kind
+
+
+class MixedScoresError(PredictionsError):
+    """Score candidates inside [0, 1] beside others outside it, no set summing to 1 (a probability
+    beside a covariate such as a BMI, or logits beside a rate): which are the scores is the user's
+    choice, and nothing else about the file (its label) can be decided before it."""
 
 
 def _ambiguous(src: _Source, profiles: Sequence[Profile], why: str):

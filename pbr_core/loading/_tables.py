@@ -787,8 +787,11 @@ def _table_roles(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Opti
         if roles.label is None and conf is None and correct is None:
             # Also when labels are not required (applying a recalibrator): a file that has its outcome is
             # measured as fit and evaluate measure it; where that would need asking, it is read unlabelled.
+            # Score columns named: they are the scores and every other column may be the label (a
+            # covariate such as a BMI is metadata, never a score the label is matched to).
+            named_scores = roles.scores if choice.scores is not None else None
             by_values = label_by_values(df, [c for c in rest if c != pred], src, opts.renormalize, opts.percent,
-                                        opts.input_type, ask=opts.require_labels)
+                                        opts.input_type, ask=opts.require_labels, scores=named_scores)
             if by_values is not None:  # won, two_year_recid, diagnosis: an outcome by its values
                 roles.label, roles.reasons[by_values[0]] = by_values
         if roles.label is None and opts.require_labels and not (conf and correct and not pred):
@@ -798,7 +801,8 @@ def _table_roles(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Opti
                     f"confidence ({', '.join(CONFIDENCE_COLUMN_NAMES)}; any case): rename the confidence column "
                     f"to 'confidence'. The columns are {_names(columns)}.")
             raise _no_label(columns, src, no_label_hint(df, [c for c in rest if c != pred], src, opts.renormalize,
-                                                         opts.percent, opts.input_type))
+                                                         opts.percent, opts.input_type,
+                                                         roles.scores if choice.scores is not None else None))
         rest = [c for c in rest if c != roles.label]
     if choice.scores is not None:
         for c in rest:
