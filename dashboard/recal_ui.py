@@ -186,6 +186,19 @@ def change(before: float, after: float, *, points: bool = False, lower_is_better
     return {"delta": text, "delta_color": "inverse" if lower_is_better else "normal"}
 
 
+def nll_card(before: dict, after: dict) -> dict[str, Any]:
+    """``st.metric`` value and change for the NLL after a recalibration: "infinite" where rows gave what
+    happened a probability of 0 (``nll_infinite_rows``), and no difference computed from a floored
+    infinity ("from infinite" instead of the improvement the floor makes up)."""
+    inf_before, inf_after = before.get("nll_infinite_rows", 0), after.get("nll_infinite_rows", 0)
+    value = texts.nll_value(after["nll"], inf_after)
+    if not inf_before and not inf_after:
+        return {"value": value, **change(before["nll"], after["nll"])}
+    delta = (texts.NLL_STILL_INFINITE if inf_before and inf_after else
+             texts.NLL_FROM_INFINITE if inf_before else texts.nll_to_infinite(before["nll"]))
+    return {"value": value, "delta": delta, "delta_color": "off", "delta_arrow": "off"}
+
+
 def csv_button(label: str, table: pd.DataFrame, file_name: str, key: str, help: str | None = None) -> None:
     # Formula-like text cells neutralised (pbr_core.loading.writing): the file is opened in spreadsheets.
     st.download_button(label, data=csv_text(table).encode(), file_name=file_name, mime="text/csv",

@@ -220,7 +220,7 @@ def metric_cards_frame(summary: dict) -> pd.DataFrame:
                 f"n/a at this B (streamed: at B = {summary.get('interval_bins')} only)"),
         "MCE": (f"{summary['mce']:.4f}", ""),
         "Brier score": (f"{summary['brier']:.4f}", ""),
-        "NLL": (f"{summary['nll']:.4f}", ""),
+        "NLL": (texts.nll_value(summary["nll"], summary.get("nll_infinite_rows", 0)), ""),
         "Accuracy": (f"{summary['accuracy']:.2%}", ""),
     }
     return pd.DataFrame(rows.values(), index=list(rows), columns=["value", "95% interval"])
@@ -261,8 +261,13 @@ def conventions_frame(conventions: pd.DataFrame) -> pd.DataFrame:
 def pbr_metrics_frame(result: runs.PBRResult | runs.ApplyResult) -> pd.DataFrame:
     """Test metrics before and after, one column each (for the page's table and the report)."""
     rows = EVALUATION_METRICS
-    return pd.DataFrame({"before (uncalibrated)": [result.before[k] for k in rows],
-                         "after": [result.after[k] for k in rows]},
+
+    def value(measured: dict, k: str):
+        # an infinite NLL (rows given probability 0 for what happened) as such, not its floored value
+        return np.inf if k == "nll" and measured.get("nll_infinite_rows", 0) else measured[k]
+
+    return pd.DataFrame({"before (uncalibrated)": [value(result.before, k) for k in rows],
+                         "after": [value(result.after, k) for k in rows]},
                         index=[texts.metric_title(k) for k in rows])
 
 

@@ -173,6 +173,29 @@ def nll_help(one_probability: str | None) -> str:
             "probability given to what happened. Lower is better.")
 
 
+def nll_value(value: float, infinite_rows: int) -> str:
+    """The NLL on a card or in a table: "infinite" where rows gave what happened a probability of 0."""
+    return "infinite" if infinite_rows else f"{value:.4f}"
+
+
+def nll_infinite_help(infinite_rows: int, floored: float) -> str:
+    """Why the NLL card says infinite (``pbr_core.metrics.nll_infinite_rows``), and what the floored mean is."""
+    rows = f"{infinite_rows:,} row{'s' if infinite_rows != 1 else ''}"
+    return (f"Infinite: {rows} gave what happened a probability of exactly 0 (a score of exactly 0 or 1 that "
+            "was wrong), and −log 0 is infinite. With that probability floored at 2.2e-16 (scikit-learn's "
+            f"convention) the mean would be {floored:.4f}, a number set by the floor, not by the data.")
+
+
+#: The change of NLL where the NLL before was infinite: no difference can be computed.
+NLL_FROM_INFINITE = "from infinite"
+#: ... where the NLL after is infinite.
+NLL_STILL_INFINITE = "still infinite"
+
+
+def nll_to_infinite(before: float) -> str:
+    return f"from {before:.4f}"
+
+
 def measured_probability(binary_positive: bool, top_label_only: bool) -> str | None:
     """What one probability per row the Reliability page's ECE, Brier and NLL measure, in words; None
     when they measure the whole probability vector."""

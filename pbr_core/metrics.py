@@ -56,6 +56,8 @@ __all__ = [
     "NLL_EPS",
     "nll",
     "nll_terms",
+    "nll_infinite_rows",
+    "nll_shown",
     "reliability_diagram",
     "target_brier_nll",
 ]
@@ -919,6 +921,32 @@ def _nll_terms(p: np.ndarray, y: np.ndarray, eps: float = NLL_EPS) -> np.ndarray
     return -np.log(np.clip(py, eps, None))
 
 
+def nll_infinite_rows(probs: np.ndarray, labels: np.ndarray) -> int:
+    """How many rows give what happened a probability of exactly 0 (a score of exactly 0 or 1 that was
+    wrong), as :func:`nll_terms` measures it: each makes the true NLL infinite.
+
+    :func:`nll`, :func:`nll_terms` and the ``nll`` of :func:`calibration_summary` floor such a row at
+    ``eps`` (scikit-learn's ``log_loss`` convention: 36.04 nats a row at the default), so their value
+    is then set by the floor, not by the data: 28 such rows of 3,000 add 0.34 to the mean. Where this
+    count is above 0, say that the NLL is infinite (the dashboard, the CLI and the report do) and
+    compare no change of NLL computed from the floored value.
+    """
+    return _nll_infinite_rows(*_validated(probs, labels))
+
+
+def nll_shown(value: float, infinite_rows: int) -> str:
+    """The NLL as a person should read it: "infinite (N rows ...)" where rows make it so, else 4 decimals."""
+    if infinite_rows:
+        return (f"infinite ({infinite_rows:,} row{'s' if infinite_rows != 1 else ''} gave what happened a "
+                f"probability of exactly 0; {value:.4f} with it floored at {NLL_EPS:.1e})")
+    return f"{value:.4f}"
+
+
+def _nll_infinite_rows(p: np.ndarray, y: np.ndarray) -> int:
+    py = np.where(y == 1, p, 1.0 - p) if p.ndim == 1 else p[np.arange(p.shape[0]), y]
+    return int(np.count_nonzero(py <= 0.0))
+
+
 def target_brier_nll(probs: np.ndarray, labels: np.ndarray, target: BinaryTarget = DEFAULT_BINARY_TARGET, *,
                      eps: float = NLL_EPS) -> dict[str, float]:
     """Brier score and NLL of what the ECE measures, for the chosen :data:`BinaryTarget`.
@@ -933,7 +961,8 @@ def target_brier_nll(probs: np.ndarray, labels: np.ndarray, target: BinaryTarget
     * multiclass data, and binary data with ``target="top_label"`` (the paper's protocol): the
       multiclass Brier score and NLL of the probability vector (:func:`brier_score`, :func:`nll`).
 
-    Returns ``{"brier": ..., "nll": ...}``.
+    Returns ``{"brier": ..., "nll": ..., "nll_infinite_rows": ...}``: ``nll`` floored at ``eps``;
+    ``nll_infinite_rows`` (:func:`nll_infinite_rows`) above 0 means the NLL itself is infinite.
 
     Examples
     --------
@@ -943,7 +972,8 @@ def target_brier_nll(probs: np.ndarray, labels: np.ndarray, target: BinaryTarget
     """
     check_binary_target(target, "target")
     p, y = ece_inputs(probs, labels, target)
-    return {"brier": float(brier_terms(p, y).mean()), "nll": float(nll_terms(p, y, eps=eps).mean())}
+    return {"brier": float(brier_terms(p, y).mean()), "nll": float(nll_terms(p, y, eps=eps).mean()),
+            "nll_infinite_rows": nll_infinite_rows(p, y)}
 
 
 def calibration_summary(
@@ -982,7 +1012,11 @@ def calibration_summary(
     -------
     dict
         ``ece``, ``ece_ci_low``, ``ece_ci_high``, ``ci_level``, ``ci_method``, ``mce``, ``brier``,
-        ``nll``, ``accuracy``, ``n``, ``n_bins``.
+        ``nll``, ``nll_infinite_rows``, ``accuracy``, ``n``, ``n_bins``. ``nll`` floors the
+        probability of what happened at :data:`NLL_EPS` (scikit-learn's convention, finite and
+        JSON-safe); ``nll_infinite_rows`` counts the rows where that probability is exactly 0
+        (:func:`nll_infinite_rows`): above 0, the NLL is infinite and ``nll`` is a number set by the
+        floor, to be shown as infinite (the dashboard, the CLI and the report do).
     """
     level = _check_level(level)
     n_boot = _check_n_boot(n_boot)
@@ -1013,6 +1047,7 @@ def calibration_summary(
         # What the ECE measures: 1-D p against y (not the two-class sum of [1 - p, p]), or the vector.
         "brier": float(_brier_terms(p, y).mean()),
         "nll": float(_nll_terms(p, y).mean()),
+        "nll_infinite_rows": _nll_infinite_rows(p, y),
         "accuracy": acc,
         "n": int(n),
         "n_bins": int(B),
@@ -1028,6 +1063,7 @@ class CalibrationSummary(dict):
         level = self.get("ci_level", 0.95)
         rows = [(f"ECE (B = {self['n_bins']})", self["ece"]),
                 (f"ECE {level:.0%} interval", f"{self['ece_ci_low']:.4f} to {self['ece_ci_high']:.4f}"),
-                ("MCE", self["mce"]), ("Brier score", self["brier"]), ("NLL", self["nll"]),
+                ("MCE", self["mce"]), ("Brier score", self["brier"]),
+                ("NLL", nll_shown(self["nll"], self.get("nll_infinite_rows", 0))),
                 ("accuracy", f"{self['accuracy']:.2%}"), ("rows", f"{self['n']:,}")]
         return _html.key_values("Calibration summary", rows)

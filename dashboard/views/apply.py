@@ -161,8 +161,9 @@ def _cards(r: runs.ApplyResult) -> None:
     c[0].metric("ECE after", f"{r.after['ece']:.4f}", **recal_ui.change(r.before["ece"], r.after["ece"]),
                 help=texts.apply_ece_help(r.after["n_bins"], r.n_eval))
     c[1].metric("ECE before", f"{r.before['ece']:.4f}", help=texts.APPLY_ECE_BEFORE_HELP)
-    c[2].metric("NLL after", f"{r.after['nll']:.4f}", **recal_ui.change(r.before["nll"], r.after["nll"]),
-                help=texts.NLL_HELP)
+    inf_rows = r.after.get("nll_infinite_rows", 0)
+    c[2].metric("NLL after", **recal_ui.nll_card(r.before, r.after),
+                help=texts.nll_infinite_help(inf_rows, r.after["nll"]) if inf_rows else texts.NLL_HELP)
     c[3].metric("Accuracy after", f"{r.after['accuracy']:.2%}",
                 **recal_ui.change(r.before["accuracy"], r.after["accuracy"], points=True, lower_is_better=False),
                 help=texts.ACCURACY_HELP)

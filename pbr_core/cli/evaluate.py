@@ -130,7 +130,12 @@ def _evaluation_text(table: dict[str, Any]) -> str:
     """``evaluate``'s table as the terminal shows it (in memory and streamed): the metrics, the ECE
     curve where asked, then the loader's notes (which column was read as what, which class is 1,
     what was dropped or renormalised)."""
-    lines = [_format_table({k: v for k, v in table.items() if k not in ("ece_curve", "notes")})]
+    shown = {k: v for k, v in table.items() if k not in ("ece_curve", "notes")}
+    if shown.get("nll_infinite_rows"):  # the NLL is infinite; the JSON keeps the floored value beside the count
+        from pbr_core.metrics import nll_shown
+
+        shown["nll"] = nll_shown(shown["nll"], shown["nll_infinite_rows"])
+    lines = [_format_table(shown)]
     if "ece_curve" in table:
         lines.append("ece curve  " + ", ".join(f"B={b}: {v:.4g}" for b, v in table["ece_curve"].items()))
     notes = table.get("notes", ())

@@ -30,7 +30,7 @@ from pbr_core.experiments.kl_gap import KLGapResult, kl_vs_ece_gap
 from pbr_core.experiments.settings import (CompareSettings, FitSettings, GroupGapSettings, KLGapSettings,
                                            PBRSettings, SweepSettings)
 from pbr_core.experiments.sweep import n_re_sweep
-from pbr_core.metrics import BINARY_TARGET
+from pbr_core.metrics import BINARY_TARGET, ece_inputs, nll_infinite_rows
 from pbr_core.predictions import Predictions
 from pbr_core.progress import Progress
 from pbr_core.recalibrators import Recalibrator, get_recalibrator
@@ -309,8 +309,14 @@ def _measure(recalibrator: Recalibrator, data: Predictions, binary_ece: str, not
         interval = interval_summary(recalibrator, data, after, BINARY_TARGET.measured(data.kind, binary_ece))
     notes += list(dict.fromkeys(str(w.message) for w in caught if not issubclass(w.category, DeprecationWarning)))
     kind = data.kind
-    return {"before": evaluation_metrics(data.probs, data.labels, kind, binary_ece),
-            "after": evaluation_metrics(after, data.labels, kind, binary_ece),
+    target = BINARY_TARGET.measured(kind, binary_ece)
+    # rows given probability 0 for what happened: the NLL is infinite, and its floored value (and any
+    # change computed from it) is set by the floor; the pages say "infinite" instead
+    before, after_m = (dict(evaluation_metrics(p, data.labels, kind, binary_ece),
+                            nll_infinite_rows=nll_infinite_rows(*ece_inputs(p, data.labels, target)))
+                       for p in (data.probs, after))
+    return {"before": before,
+            "after": after_m,
             "reliability_before": reliability_table(data.probs, data.labels, kind, binary_ece),
             "reliability_after": reliability_table(after, data.labels, kind, binary_ece), "n_eval": data.n,
             "interval": interval,
