@@ -72,14 +72,15 @@ def corp_section(loaded: state.Loaded, view: state.MetricView) -> ReportSection:
     """The Reliability page's CORP part: the diagram without bins and its band, the score
     decomposition MCB − DSC + UNC and the log loss's refinement / calibration split."""
     diagram, brier, log, rows_outside = compute.corp(view)
+    chance = compute.mcb_chance(view)
     fig = figures_corp.corp_figure(diagram, x_title=view.x_title, y_title=view.y_title,
                                    title="CORP reliability diagram (no bins)")
-    paragraphs = [texts.CORP_INTRO, texts.corp_decomposition_words(brier, log, view.what),
+    paragraphs = [texts.CORP_INTRO, texts.corp_decomposition_words(brier, log, view.what, chance["brier"]),
                   texts.log_loss_split_words(*compute.log_loss_split(loaded.preds, loaded.key))]
     if view.stats is not None:
         paragraphs.append(texts.server_sample_note(view.rows, view.n, "the CORP part"))
     return ReportSection(title=texts.CORP_EXPANDER, paragraphs=paragraphs,
-                         tables=[("Score decomposition", tables.score_decomposition_frame(brier, log))],
+                         tables=[("Score decomposition", tables.score_decomposition_frame(brier, log, chance))],
                          figures=[(texts.corp_band_reading(rows_outside, CHANCE_OUTSIDE_SHARE), fig)])
 
 

@@ -497,13 +497,19 @@ def correlations_frame(res: KLGapResult) -> pd.DataFrame:
     return pd.DataFrame({"value": [v for _, v in rows]}, index=pd.Index([k for k, _ in rows], name=""))
 
 
-def score_decomposition_frame(brier, log) -> pd.DataFrame:
+def score_decomposition_frame(brier, log, chance: dict | None = None) -> pd.DataFrame:
     """The CORP decomposition score = MCB − DSC + UNC of the Brier score and the log loss
-    (``pbr_core.corp.ScoreDecomposition`` each) as a table, four decimals."""
+    (``pbr_core.corp.ScoreDecomposition`` each) as a table, four decimals; with ``chance``
+    (``pbr_core.corp.mcb_against_chance``) two more columns: the MCB calibrated predictions reach by
+    chance, and whether this MCB is beyond it."""
     def shown(v: float) -> str:
         return f"{v:.4f}" if v < float("inf") else "infinite"
 
-    rows = {"Brier score": brier, "Log loss": log}
-    return pd.DataFrame([[shown(d.score), shown(d.mcb), shown(d.dsc), shown(d.unc)] for d in rows.values()],
-                        index=list(rows), columns=["Score", "Miscalibration MCB", "Discrimination DSC",
-                                                   "Uncertainty UNC"])
+    rows = {"Brier score": (brier, "brier"), "Log loss": (log, "log")}
+    columns = ["Score", "Miscalibration MCB", "Discrimination DSC", "Uncertainty UNC"]
+    values = [[shown(d.score), shown(d.mcb), shown(d.dsc), shown(d.unc)] for d, _ in rows.values()]
+    if chance is not None:
+        columns += [texts.MCB_CHANCE_COLUMN, texts.MCB_BEYOND_COLUMN]
+        for row, (_, kind) in zip(values, rows.values()):
+            row += [shown(chance[kind].chance_high), texts.mcb_beyond_cell(chance[kind])]
+    return pd.DataFrame(values, index=list(rows), columns=columns)

@@ -1187,11 +1187,48 @@ def corp_band_reading(rows_outside: float, chance: float) -> str:
             f"model (in simulations at most about {chance:.0%}): the predictions are off there.")
 
 
-def corp_decomposition_words(brier, log, what: str) -> str:
+def mcb_chance_words(chance) -> str:
+    """Whether the Brier score's miscalibration MCB is more than chance gives calibrated predictions of
+    this size (``pbr_core.corp.McbChance``), one or two sentences. MCB is measured on the rows its
+    curve was fitted to, so calibrated files show some by chance alone (150 calibrated rows: 37 % of the
+    score on average): only an MCB beyond the draws' reference is called removable."""
+    subset = (f" (compared on a random {chance.n_rows:,} of the {chance.n_total:,} rows, where it is "
+              f"{chance.mcb:.4f})" if chance.n_rows < chance.n_total else "")
+    reference = (f"when the outcomes are drawn from these predictions themselves (so that they are calibrated), the "
+                 f"same measure stays at or below {chance.chance_high:.4f} in {chance.level:.0%} of {chance.n_draws} "
+                 "draws")
+    if chance.beyond_chance:
+        return (f"This is more than chance alone gives{subset}: {reference}. So part of it is real miscalibration "
+                "that recalibrating could remove; the curve is fitted on these same rows, so on new data the gain is "
+                "at most this.")
+    return (f"This is within what chance alone gives on {chance.n_rows:,} calibrated rows{subset}: {reference} "
+            f"({chance.chance_mean:.4f} on average), because the curve is fitted on these same rows. So it is no "
+            "evidence that recalibrating would gain anything on new data.")
+
+
+#: The score decomposition table's columns for MCB against chance (``pbr_core.corp.mcb_against_chance``).
+MCB_CHANCE_COLUMN = "MCB by chance alone (95 % of calibrated draws stay at or below)"
+MCB_BEYOND_COLUMN = "MCB beyond chance?"
+
+
+def mcb_beyond_cell(chance) -> str:
+    """The table cell: is this MCB more than calibrated predictions of this size give by chance?"""
+    where = f" (on {chance.n_rows:,} of the rows)" if chance.n_rows < chance.n_total else ""
+    return ("yes: partly removable" if chance.beyond_chance else "no: within chance") + where
+
+
+def corp_decomposition_words(brier, log, what: str, chance=None) -> str:
     """The score decomposition MCB - DSC + UNC of the Brier score and the log loss
-    (``pbr_core.corp.ScoreDecomposition`` each), in Markdown for a non-programmer."""
+    (``pbr_core.corp.ScoreDecomposition`` each), in Markdown for a non-programmer; ``chance``: the
+    Brier MCB against chance (``pbr_core.corp.McbChance``), which says whether MCB is removable."""
     def share(d) -> str:
         return f" ({d.mcb / d.score:.0%} of the score)" if 0 < d.score < float("inf") and d.mcb < float("inf") else ""
+
+    if chance is None:  # no reference: say only what MCB measures, and that it is in-sample
+        removable = ("the part that recalibrating could remove on these rows; the curve is fitted on these same rows, "
+                     "so on new data the gain is at most this")
+    else:
+        removable = ("measured on the rows the curve was fitted to. " + mcb_chance_words(chance)).rstrip(".")
 
     if log.score < float("inf"):
         log_part = f"; log loss **{log.score:.4f}** = {log.mcb:.4f} − {log.dsc:.4f} + {log.unc:.4f}."
@@ -1203,8 +1240,7 @@ def corp_decomposition_words(brier, log, what: str) -> str:
         f"Brier score **{brier.score:.4f}** = miscalibration {brier.mcb:.4f} − discrimination {brier.dsc:.4f} "
         f"+ uncertainty {brier.unc:.4f}{log_part}\n\n"
         f"- **Miscalibration (MCB)**: how much the score would improve if each prediction were replaced by the CORP "
-        f"curve's value; the part that recalibrating these predictions could remove{share(brier)}. Lower is better; "
-        "0 means calibrated.\n"
+        f"curve's value{share(brier)}, {removable}. Lower is better.\n"
         "- **Discrimination (DSC)**: how much better those recalibrated predictions are than always predicting the "
         "overall rate; how well the model tells rows apart. Higher is better, and recalibration does not change it.\n"
         "- **Uncertainty (UNC)**: the score of always predicting the overall rate. It depends on the data only, not "

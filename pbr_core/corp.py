@@ -312,13 +312,14 @@ def mcb_verdict(chance: McbChance) -> str:
     forecasts of this size?"""
     where = (f" (tested on a random {chance.n_rows:,} of the {chance.n_total:,} rows)"
              if chance.n_rows < chance.n_total else "")
+    what = f"{chance.kind} MCB {chance.mcb:.4g}"
+    draws = f"{chance.level:.0%} of {chance.n_draws} draws with outcomes drawn from the predictions"
     if chance.beyond_chance:
-        return (f"beyond chance{where}: MCB {chance.mcb:.4g} is above the {chance.chance_high:.4g} that calibrated "
-                f"predictions of this size stay under in {chance.level:.0%} of {chance.n_draws} draws; measured on the "
-                "rows it was fitted to, so on new data recalibrating gains at most this.")
-    return (f"within chance{where}: MCB {chance.mcb:.4g} is no more than calibrated predictions of this size give by "
-            f"chance alone (up to {chance.chance_high:.4g} in {chance.level:.0%} of {chance.n_draws} draws): no sign "
-            "that recalibrating would gain on new data.")
+        return (f"beyond chance{where}: {what} is above the {chance.chance_high:.4g} that calibrated predictions of "
+                f"this size stay at or below in {draws}; measured on the rows it was fitted to, so on new data "
+                "recalibrating gains at most this.")
+    return (f"within chance{where}: {what} is no more than calibrated predictions of this size give by chance alone "
+            f"(up to {chance.chance_high:.4g} in {draws}): no evidence that recalibrating would gain on new data.")
 
 
 def log_loss_split(scores: np.ndarray, labels: np.ndarray) -> dict[str, float]:

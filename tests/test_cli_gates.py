@@ -252,6 +252,35 @@ def test_corp_decomposition_in_evaluate(capsys):
     assert re.search(r"^corp_brier_mcb\s+0\.00936996$", out, re.M)
 
 
+def test_evaluate_says_whether_mcb_is_beyond_chance(capsys, tmp_path):
+    """Audit 3, A2: MCB is in-sample, so evaluate gives the MCB calibrated predictions of this size reach
+    by chance (pbr_core.corp.mcb_against_chance) and says whether this MCB is beyond it: within chance on
+    150 rows whose outcomes are drawn from the predictions, beyond it on CIFAR-10's over-confident
+    ResNet-110."""
+    from pbr_core.corp import mcb_against_chance
+    from pbr_core.metrics import confidence_and_outcome
+
+    rng = np.random.default_rng(0)
+    p = rng.choice(pd.read_csv(KITTI)["p_positive"].to_numpy(), size=150)
+    y = (rng.uniform(size=p.size) < p).astype(int)
+    small = tmp_path / "calibrated150.csv"
+    pd.DataFrame({"p_positive": p, "label": y}).to_csv(small, index=False)
+    code, out, _ = run(capsys, "evaluate", small, "--format", "json")
+    t = json.loads(out)
+    ref = mcb_against_chance(p, y)
+    assert t["corp_brier_mcb_chance"] == pytest.approx(ref["brier"].chance_high, abs=1e-14)
+    assert t["corp_log_mcb_chance"] == pytest.approx(ref["log"].chance_high, abs=1e-12)
+    assert t["corp_mcb_verdict"].startswith("within chance: brier MCB")
+    assert "no evidence that recalibrating would gain on new data" in t["corp_mcb_verdict"]
+    cifar = ROOT / "sample_data" / "cifar10_resnet110.npz"
+    code, out, _ = run(capsys, "evaluate", cifar)
+    preds = load_predictions(cifar)
+    ref = mcb_against_chance(*confidence_and_outcome(preds.probs, preds.labels))["brier"]
+    line = next(s for s in out.splitlines() if s.startswith("corp_mcb_verdict"))
+    assert "beyond chance: brier MCB" in line and f"above the {ref.chance_high:.4g}" in line
+    assert "on new data recalibrating gains at most this" in line
+
+
 def test_corp_is_not_available_on_a_streamed_dataset(capsys):
     code, out, _ = run(capsys, "evaluate", KITTI, "--stream", "--quiet", "--format", "json")
     t = json.loads(out)

@@ -108,8 +108,9 @@ def _corp(loaded: state.Loaded, view: state.MetricView) -> None:
         st.plotly_chart(figures_corp.corp_figure(diagram, x_title=view.x_title, y_title=view.y_title),
                         key="rel_corp_chart", config={"displaylogo": False})
         st.caption(texts.corp_band_reading(rows_outside, CHANCE_OUTSIDE_SHARE))
-        st.markdown(texts.corp_decomposition_words(brier, log, view.what))
-        st.table(tables.score_decomposition_frame(brier, log))
+        chance = compute.mcb_chance(view)
+        st.markdown(texts.corp_decomposition_words(brier, log, view.what, chance["brier"]))
+        st.table(tables.score_decomposition_frame(brier, log, chance))
         st.markdown(texts.log_loss_split_words(*compute.log_loss_split(loaded.preds, loaded.key)))
 
 

@@ -81,10 +81,11 @@ def evaluation_table(preds, n_bins: int | None = None, lipschitz: float = 1.0, e
 
 #: The keys :func:`corp_columns` adds to ``evaluate``'s table, in order.
 CORP_KEYS = ("corp_brier", "corp_brier_mcb", "corp_brier_dsc", "corp_brier_unc",
-             "corp_log", "corp_log_mcb", "corp_log_dsc", "corp_log_unc")
+             "corp_log", "corp_log_mcb", "corp_log_dsc", "corp_log_unc",
+             "corp_brier_mcb_chance", "corp_log_mcb_chance", "corp_mcb_verdict")
 
 
-def corp_columns(probs, labels) -> dict[str, float]:
+def corp_columns(probs, labels) -> dict[str, Any]:
     """The CORP decomposition score = MCB - DSC + UNC (:func:`pbr_core.corp.score_decomposition`) of
     the Brier score and the log loss of the probability the ECE bins: p(y=1) against y for binary
     data (``corp_brier`` is then ``brier``, ``corp_log`` is ``nll``), the top-label confidence against
@@ -92,19 +93,30 @@ def corp_columns(probs, labels) -> dict[str, float]:
 
     MCB is what recalibrating that probability by isotonic regression (PAV) would gain on these
     rows, DSC what the recalibrated forecast gains over the base rate, UNC the base rate's score.
+    MCB is measured on the rows the PAV was fitted to, so calibrated files show some by chance:
+    ``corp_*_mcb_chance`` is what calibrated predictions of this size stay at or below in 95 % of
+    199 draws with outcomes drawn from the predictions (:func:`pbr_core.corp.mcb_against_chance`, seeded,
+    at most 10^5 rows), and ``corp_mcb_verdict`` says whether the Brier MCB is beyond it (only then
+    partly removable).
     The log loss floors the probability given to the outcome at ``pbr_core.metrics.NLL_EPS``, as
     ``nll`` does, so that a confident mistake gives a large finite number instead of infinity
     (which JSON cannot hold). Needs every row sorted: in-memory ``evaluate`` only."""
     import numpy as np
 
-    from pbr_core.corp import score_decomposition
+    from pbr_core.corp import mcb_against_chance, mcb_verdict, score_decomposition
     from pbr_core.metrics import NLL_EPS, confidence_and_outcome
 
     c, o = confidence_and_outcome(probs, labels)
-    out: dict[str, float] = {}
-    for kind, name, p in (("brier", "corp_brier", c), ("log", "corp_log", np.clip(c, NLL_EPS, 1.0 - NLL_EPS))):
+    out: dict[str, Any] = {}
+    floored = np.clip(c, NLL_EPS, 1.0 - NLL_EPS)
+    for kind, name, p in (("brier", "corp_brier", c), ("log", "corp_log", floored)):
         d = score_decomposition(p, o, kind=kind)
         out.update({name: d.score, f"{name}_mcb": d.mcb, f"{name}_dsc": d.dsc, f"{name}_unc": d.unc})
+    chance = mcb_against_chance(c, o)
+    if not np.array_equal(floored, c):  # the log loss's reference on the floored p, as its MCB (~2 s more)
+        chance["log"] = mcb_against_chance(floored, o)["log"]
+    out.update({"corp_brier_mcb_chance": chance["brier"].chance_high, "corp_log_mcb_chance": chance["log"].chance_high,
+                "corp_mcb_verdict": mcb_verdict(chance["brier"])})
     return out
 
 

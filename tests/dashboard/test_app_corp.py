@@ -110,3 +110,63 @@ def test_corp_on_a_server_dataset_uses_its_sample_and_says_so(tmp_path, monkeypa
     text = _text(at)
     assert f"Brier score **{brier.score:.4f}**" in text
     assert f"{len(df):,} rows, too many to hold in memory: the CORP part works" in text
+
+
+def calibrated_cifar_csv(n: int = 150, seed: int = 0) -> bytes:
+    """Like the audit's f6 file: ``n`` rows of CIFAR-10 ResNet-110 logits with labels drawn from their
+    softmax, so the confidence is calibrated by construction."""
+    import pandas as pd
+    from scipy.special import softmax
+
+    from test_corp import SAMPLE_DATA
+
+    logits = np.load(SAMPLE_DATA / "cifar10_resnet110.npz")["logits"][:n].astype(np.float64)
+    rng = np.random.default_rng(seed)
+    labels = [rng.choice(10, p=row) for row in softmax(logits, axis=1)]
+    names = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+    frame = pd.DataFrame(np.round(logits, 5), columns=names)
+    frame["label"] = labels
+    return frame.to_csv(index=False).encode()
+
+
+def test_mcb_of_a_small_calibrated_file_is_called_chance_not_removable():
+    """Audit 3, A2: on 150 calibrated rows the page called MCB "the part that recalibrating these
+    predictions could remove (70 % of the score)". The PAV curve is fitted on those rows, so calibrated
+    files show that much by chance; the page now says the MCB is within chance, with the reference."""
+    from pbr_core.corp import mcb_against_chance
+
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.run()
+    at.file_uploader(key="data_upload").upload("small150.csv", calibrated_cifar_csv(), "text/csv").run()
+    at.switch_page(RELIABILITY).run()
+    at.session_state["rel_corp_open"] = True
+    at.run()
+    assert not at.exception, at.exception
+    preds = at.session_state["pbr_loaded"].preds
+    assert preds.n == 150
+    conf, out = M.confidence_and_outcome(preds.probs, preds.labels)
+    brier, chance = score_decomposition(conf, out, "brier"), mcb_against_chance(conf, out)
+    assert brier.mcb / brier.score > 0.3 and not chance["brier"].beyond_chance  # large, and still chance
+    text = _text(at)
+    assert "could remove" not in text
+    assert texts.mcb_chance_words(chance["brier"]) in text
+    assert "within what chance alone gives on 150 calibrated rows" in text
+    assert f"stays at or below {chance['brier'].chance_high:.4f} in 95% of 199 draws" in text
+    table = at.table[0].value
+    assert table.loc["Brier score", texts.MCB_BEYOND_COLUMN] == "no: within chance"
+    assert table.loc["Brier score", texts.MCB_CHANCE_COLUMN] == f"{chance['brier'].chance_high:.4f}"
+
+
+def test_mcb_of_an_over_confident_model_is_beyond_chance():
+    """CIFAR-10 ResNet-110 (10,000 real labels, over-confident): MCB is beyond chance, and only then
+    called removable, with the in-sample caveat."""
+    from pbr_core.corp import mcb_against_chance
+
+    at = _open("cifar10_resnet110.npz")
+    preds = at.session_state["pbr_loaded"].preds
+    chance = mcb_against_chance(*M.confidence_and_outcome(preds.probs, preds.labels))
+    assert chance["brier"].beyond_chance
+    text = _text(at)
+    assert "This is more than chance alone gives" in text and "recalibrating could remove" in text
+    assert "on new data the gain is at most this" in text
+    assert at.table[0].value.loc["Brier score", texts.MCB_BEYOND_COLUMN] == "yes: partly removable"

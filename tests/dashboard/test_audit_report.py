@@ -127,6 +127,9 @@ def test_a_plain_audit_report_holds_every_part(cifar10_audit):
                                atol=1e-12)
     brier = pbr_core.corp.score_decomposition(conf, out, "brier")
     assert f"Brier score {brier.score:.4f} = miscalibration {brier.mcb:.4f} − discrimination {brier.dsc:.4f}" in text
+    chance = pbr_core.corp.mcb_against_chance(conf, out)  # whether MCB is more than chance (audit 3, A2)
+    assert "more than chance alone gives" in text and f"at or below {chance['brier'].chance_high:.4f}" in text
+    assert "MCB beyond chance?" in text and "yes: partly removable" in text
     split = pbr_core.corp.log_loss_split(p.logits, p.labels)
     assert f"whole probability vector is {split['log_loss']:.4f}" in text
     acc = next(t for t in rel["data"] if t.get("name") == "Accuracy per bin")
