@@ -261,10 +261,36 @@ def _with_one_class_note(preds: Predictions) -> Predictions:
     only = preds.only_label()
     if only is not None:
         preds = dataclasses.replace(preds, notes=(*preds.notes, ONE_CLASS_NOTE.format(name=only)))
+    else:
+        absent = unlabelled_classes_note(preds)
+        if absent:
+            preds = dataclasses.replace(preds, notes=(*preds.notes, absent))
     same = constant_score(preds)
     if same is not None:
         preds = dataclasses.replace(preds, notes=(*preds.notes, CONSTANT_SCORE_NOTE.format(what=same)))
     return preds
+
+
+def unlabelled_classes_note(preds: Predictions) -> str:
+    """A note naming the classes that no row's label is (with their mean and largest predicted
+    probability), or "" when every class is some row's label. Their outcome is 0 on every row, so
+    these rows can show only over-prediction of them (a user audit: a class 'fish' with mean p .034
+    and up to .917 went unmentioned)."""
+    if preds.probs is None or not preds.has_labels or preds.n_classes < 3:
+        return ""  # binary: one class only has its own note (ONE_CLASS_NOTE)
+    counts = np.bincount(preds.labels, minlength=preds.n_classes)
+    absent = np.flatnonzero(counts == 0)
+    if absent.size == 0:
+        return ""
+    names = [str(n) for n in preds.class_names]
+    shown = [f"{names[k]!r} (mean predicted probability {preds.probs[:, k].mean():.3f}, at most "
+             f"{preds.probs[:, k].max():.3f})" for k in absent[:5]]
+    more = f" and {absent.size - 5} more" if absent.size > 5 else ""
+    one = absent.size == 1
+    return (f"{'One class is' if one else f'{absent.size} classes are'} never the true label of any row: "
+            f"{', '.join(shown)}{more}. Every probability the model gives {'it' if one else 'them'} went to an "
+            "outcome that did not happen in these rows, so the file can show only that the model over-predicts "
+            f"{'it' if one else 'them'}, never that it under-predicts. Check that the file is not a filtered export.")
 
 
 def constant_score(preds: Predictions) -> str | None:
