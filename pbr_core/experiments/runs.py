@@ -340,11 +340,15 @@ def run_fit(preds: Predictions, s: FitSettings, *,
     recalibrator = get_recalibrator(s.method, **s.params())
     if on_stage is not None:
         on_stage("fit", fit_set, eval_set if n_held else None)
-    recalibrator.fit(fit_set)
+    with warnings.catch_warnings(record=True) as caught:  # the fit's own warnings go to the page's notes
+        warnings.simplefilter("always")
+        recalibrator.fit(fit_set)
     if on_stage is not None:
         on_stage("predict", fit_set, eval_set if n_held else None)
     report = fit_report(recalibrator)
     notes: list[str] = list(report.get("warnings", []) or [])
+    notes += [m for m in dict.fromkeys(str(w.message) for w in caught if not issubclass(w.category, DeprecationWarning))
+              if m not in notes]
     # On the rows it was fitted on, a test of calibration after is no test (a fit calibrates its own rows).
     measured = _measure(recalibrator, eval_set, s.binary_ece, notes, test=bool(n_held))
     return FitRun(recalibrator=recalibrator, binary_ece=s.binary_ece, fit_report=report,

@@ -11,12 +11,15 @@ weights: a sample with soft target t is a positive with weight t and a negative 
 
 from __future__ import annotations
 
+import math
+import warnings
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 import numpy as np
 from pbr_core._special import expit, log_expit
 
+from pbr_core.predictions import Predictions
 from pbr_core.recalibrators._binary import BinaryRecalibrator
 from pbr_core.recalibrators._params import Constraint, one_of
 
@@ -201,4 +204,35 @@ class TargetsRecalibrator(BinaryRecalibrator):
 
     def __init__(self, targets: Targets = "auto") -> None:
         self.targets = targets
+
+    def _fit(self, preds: Predictions) -> None:
+        message = hard_scores_warning(preds, type(self).__name__)
+        if message:
+            warnings.warn(message, RuntimeWarning, stacklevel=4)
+        super()._fit(preds)
+
+
+def hard_scores_warning(preds: Predictions, who: str) -> str:
+    """The warning of a logistic map (Platt, beta) fitted on probabilities of exactly 0 or 1, or "".
+
+    Their logs are clipped at EPS, ln(EPS) = -36, far beyond every other row's log-odds, so the few
+    rows with a hard score set the fitted slope: on a 10-tree random forest of KITTI (1,297 of 3,000
+    scores exactly 0 or 1) Platt's slope was 0.104, which maps every other score into 0.19-0.27,
+    where 42 held-out rows predicted 0.25 were positive 90 % of the time (a user audit). Logits input
+    has no such rows; a file where every score is 0 or 1 is a decision, not a probability, and is
+    not this case.
+    """
+    if preds.logits is not None or preds.probs is None:
+        return ""
+    p = preds.probs[:, 1] if preds.n_classes == 2 else preds.probs
+    hard = (p == 0.0) | (p == 1.0)
+    rows = int(np.count_nonzero(hard if hard.ndim == 1 else hard.any(axis=1)))
+    if rows == 0 or rows == preds.n:
+        return ""
+    what = "a probability" if preds.n_classes == 2 else "a class probability"
+    return (f"{who}: {rows:,} of {preds.n:,} rows have {what} of exactly 0 or 1. Their logs are clipped at "
+            f"{math.log(EPS):.0f}, far beyond every other row's, so these rows set the fitted slope: the "
+            "map can squeeze every other row's probability into a narrow range (a random forest's exact 0/1 "
+            "scores gave a slope of 0.10). Isotonic regression, histogram binning and temperature scaling (which "
+            "reads an exact 0 as less likely than one in n) are not thrown off by them.")
 
