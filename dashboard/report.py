@@ -211,7 +211,12 @@ def apply_section(result: runs.ApplyResult) -> ReportSection:
         paragraphs.append(texts.held_out_tests(result.tests, result.n_eval))
     if result.preds.kind == "binary":  # which ECE, as on the page
         paragraphs.append("ECE: " + texts.binary_ece_caption(result.binary_ece))
-    if result.in_sample:
+    if result.unmeasured_small_file:  # as on the page: unmeasured, below the other pages' size
+        from pbr_core.experiments import MIN_FIT_ROWS, MIN_TEST_ROWS
+
+        paragraphs.append("Warning: " + texts.ship_small_file_warning(result.preds.n, MIN_FIT_ROWS, MIN_TEST_ROWS,
+                                                                          result.in_sample))
+    elif result.in_sample:
         paragraphs.append(texts.SHIP_IN_SAMPLE)
     note = texts.at_prior_note(result.at_prior, result.recalibrator.get_params().get("alpha"), result.n_fit)
     if note:

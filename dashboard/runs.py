@@ -143,12 +143,14 @@ def refuse_small_test_set(s: Any, n: int, rows: int | None = None) -> None:
     set of that many rows instead (a saved recalibrator applied to every row). The pages refuse such
     settings before a run starts; this keeps a run started otherwise (a script, a test) from
     reporting a meaningless result."""
-    from dashboard.texts import fewer_fit_rows_todo
-    from pbr_core.experiments import MIN_TEST_ROWS, check_test_rows, max_n_re
+    from dashboard.texts import fewer_fit_rows_todo, more_fit_rows_todo
+    from pbr_core.experiments import MIN_FIT_ROWS, MIN_TEST_ROWS, check_test_rows, max_n_re
 
-    todo = fewer_fit_rows_todo(n, max_n_re(n), MIN_TEST_ROWS)
+    todo = fewer_fit_rows_todo(n, max_n_re(n), MIN_TEST_ROWS, min_fit=MIN_FIT_ROWS)
     if rows is not None:
         check_test_rows(rows, todo)
+    elif isinstance(s, (PBRSettings, CompareSettings)):  # a recalibration set of n_re rows: MIN_FIT_ROWS too
+        s.check(n, todo, more_fit_rows_todo(max_n_re(n), MIN_FIT_ROWS, MIN_TEST_ROWS))
     else:
         s.check(n, todo)
 
@@ -238,6 +240,15 @@ class ApplyResult(_OnPage, FitRun, Downloads):
     origin: str = ""                     # how the recalibrator came to be, one sentence
     evaluated_on: str = ""               # which rows before / after are measured on
     stopped: bool = False
+
+    @property
+    def unmeasured_small_file(self) -> bool:
+        """Fitted here on a file below ``MIN_MEASURED_ROWS`` rows, the size the other pages need for a
+        measured result: the page and the report say the recalibrator is unmeasured
+        (``texts.ship_small_file_warning``); the download stays."""
+        from pbr_core.experiments import small_file_problem
+
+        return self.settings is not None and self.preds is not None and small_file_problem(self.preds.n) is not None
 
 
 @dataclass

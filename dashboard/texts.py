@@ -418,13 +418,59 @@ N_RE_HELP = (
 )
 
 
-def fewer_fit_rows_todo(n: int, top: int, min_rows: int, control: str = "n_re") -> str:
+def fewer_fit_rows_todo(n: int, top: int, min_rows: int, control: str = "n_re", min_fit: int | None = None) -> str:
     """What to do when n_re leaves fewer than ``min_rows`` test rows: lower ``control`` to ``top``
-    (``pbr_core.experiments.max_n_re``), or, when no n_re can, load a larger file."""
-    if top < 2:
-        return (f"This file has {n:,} rows: too few to fit a recalibrator on some of them and test it on at least "
-                f"{min_rows:,} others. Load a file with at least {min_rows + 2:,} rows.")
+    (``pbr_core.experiments.max_n_re``), or, when no n_re of at least ``min_fit`` rows
+    (``pbr_core.experiments.MIN_FIT_ROWS``; default ``min_rows``) can, load a larger file. Never a
+    value below ``min_fit``: on a 150-row file "lower n_re to at most 6" would advise a fit on noise."""
+    min_fit = min_rows if min_fit is None else min_fit
+    if top < min_fit:
+        return (f"This file has {n:,} rows, too few to measure a recalibrator, which needs at least {min_fit:,} rows "
+                f"to fit on and {min_rows:,} other rows to test on: load a file with at least "
+                f"{min_fit + min_rows:,} labelled rows.")
     return f"Lower {control} to at most {top:,}, so that at least {min_rows:,} rows are left to test on."
+
+
+def more_fit_rows_todo(top: int, min_fit: int, min_rows: int, control: str = "n_re") -> str:
+    """What to do when ``control`` (n_re) is below ``min_fit`` rows on a file that allows up to ``top``."""
+    return (f"Raise {control} to at least {min_fit:,} (at most {top:,} on this file, so that at least "
+            f"{min_rows:,} rows are left to test on).")
+
+
+def split_refusal(n: int, n_re: int, n_te: int | None = None) -> str | None:
+    """Why the PBR or Compare page refuses ``n_re`` recalibration rows and ``n_te`` test rows (None:
+    every row not fitted on) of a file of ``n`` rows, with what to do; None when it does not. A file
+    below ``MIN_MEASURED_ROWS`` rows gets one sentence (load more rows), never an n_re to set."""
+    from pbr_core.experiments import MIN_FIT_ROWS, MIN_TEST_ROWS, max_n_re, split_problem
+
+    found = split_problem(n, n_re, n_te)
+    if found is None:
+        return None
+    which, problem = found
+    top = max_n_re(n)
+    if which == "file":  # the same sentence as small_file_problem's, in the page's words
+        return fewer_fit_rows_todo(n, top, MIN_TEST_ROWS, min_fit=MIN_FIT_ROWS)
+    if which == "fit":
+        return f"{problem} {more_fit_rows_todo(top, MIN_FIT_ROWS, MIN_TEST_ROWS)}"
+    if n_te is not None and n_re <= top:
+        return f"{problem} {more_test_rows_todo(MIN_TEST_ROWS)}"
+    return f"{problem} {fewer_fit_rows_todo(n, top, MIN_TEST_ROWS, min_fit=MIN_FIT_ROWS)}"
+
+
+def ship_small_file_warning(n: int, min_fit: int, min_rows: int, in_sample: bool = True) -> str:
+    """Fit & apply (page and report) on a file below the size the other pages need for a measured result;
+    ``in_sample``: nothing held out (else a few rows held out, the fit on fewer than ``min_fit``)."""
+    size = (f"This file has {n:,} rows, fewer than the {min_fit + min_rows:,} the other pages need to measure a "
+            f"recalibrator ({min_fit:,} rows to fit it on and {min_rows:,} other rows to test it on; with fewer, "
+            f"Theorem 1 cannot tell the calibration error of either part from noise). ")
+    if in_sample:
+        what = ("So this recalibrator is unmeasured: the numbers below come from the rows it was fitted on and do "
+                "not say whether it helps on new data, and a fit on so few rows may have learned only noise. ")
+    else:
+        what = (f"So this recalibrator was fitted on fewer than {min_fit:,} rows and may have learned only noise; "
+                "the check below measures that fit on the held-out rows. ")
+    return (size + what + f"You can still download it; measure it on at least {min_rows:,} new labelled rows "
+            "(apply it below) before relying on it.")
 
 
 def more_test_rows_todo(min_rows: int) -> str:

@@ -8,7 +8,8 @@ import streamlit as st
 from dashboard import figures_recal as FR
 from dashboard import recal_ui, runs, state, tables, texts
 from dashboard.settings_ui import CompareChoices
-from pbr_core.experiments import MIN_TEST_ROWS, PAPER_N_RE, PAPER_N_RE_VALUES, max_n_re, small_test_set_problem
+from pbr_core.experiments import (MIN_FIT_ROWS, MIN_TEST_ROWS, PAPER_N_RE, PAPER_N_RE_VALUES, max_n_re,
+                                  small_file_problem)
 from pbr_core.recalibrators import method_family
 
 K_SWEEP_VALUES = "sweep_n_re_values"
@@ -16,7 +17,12 @@ K_SWEEP_FOLDS = "sweep_n_folds"
 
 
 def sweep_values(n: int) -> list[int]:
-    """The paper's n_re values that leave at least MIN_TEST_ROWS rows to test on (the sweep's fixed test set)."""
+    """The paper's n_re values that leave at least MIN_TEST_ROWS rows to test on (the sweep's fixed test set),
+    on a file that can give a measured result at all (MIN_MEASURED_ROWS); none on a smaller one. The values
+    below MIN_FIT_ROWS (the paper's 10, 50, 100) stay: the sweep is the experiment that shows what so few
+    recalibration rows do, each measured on the same test set of at least MIN_TEST_ROWS rows."""
+    if small_file_problem(n) is not None:
+        return []
     return [v for v in PAPER_N_RE_VALUES if v <= max_n_re(n)]
 
 
@@ -32,9 +38,9 @@ def render(loaded: state.Loaded, choices: CompareChoices, running: bool) -> None
     preds = loaded.preds
     methods = list(choices.methods)
     values = sweep_values(preds.n)
-    if not values:  # even the smallest n_re leaves fewer than MIN_TEST_ROWS rows to test on
-        st.info(f"{small_test_set_problem(preds.n - PAPER_N_RE_VALUES[0])} "
-                f"{texts.fewer_fit_rows_todo(preds.n, max_n_re(preds.n), MIN_TEST_ROWS)}", icon=":material/block:")
+    if not values:  # a file too small for any measured result: one sentence, load more rows (never an n_re)
+        st.info(texts.fewer_fit_rows_todo(preds.n, max_n_re(preds.n), MIN_TEST_ROWS, min_fit=MIN_FIT_ROWS),
+                icon=":material/block:")
         return
     c = st.columns([3, 1, 1], gap="medium", vertical_alignment="bottom")
     chosen = c[0].multiselect("n_re values", values, key=K_SWEEP_VALUES, persist_state="session",

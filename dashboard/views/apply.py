@@ -13,7 +13,7 @@ import streamlit as st
 
 from dashboard import figures_recal as FR
 from dashboard import jobs, recal_ui, runs, state, texts
-from pbr_core.experiments import MIN_TEST_ROWS, small_test_set_problem
+from pbr_core.experiments import MIN_FIT_ROWS, MIN_TEST_ROWS, small_test_set_problem
 from pbr_core.recalibrators import (MAX_ITERATIONS, Recalibrator, RecalibratorFileError, available_methods,
                                     method_family, takes)
 from pbr_core.recalibrators.base import MAX_FILE_BYTES
@@ -174,7 +174,9 @@ def _result(loaded: state.Loaded, r: runs.ApplyResult, kind: str) -> None:
     st.subheader(texts.result_title(label))
     recal_ui.stale_note(r, loaded)
     st.markdown(texts.apply_measured_on(r.origin, r.evaluated_on, r.seconds))
-    if r.in_sample:
+    if r.unmeasured_small_file:  # below the size the other pages measure at: unmeasured, said plainly
+        st.warning(texts.ship_small_file_warning(r.preds.n, MIN_FIT_ROWS, MIN_TEST_ROWS, r.in_sample), icon=":material/warning:")
+    elif r.in_sample:
         st.warning(texts.SHIP_IN_SAMPLE, icon=":material/visibility:")
     _cards(r)
     if r.tests is not None:  # rows it was not fitted on: is each side calibrated beyond chance?

@@ -17,7 +17,7 @@ from dashboard import jobs, recal_ui, runs, state, tables, texts
 from dashboard.sections import group_gaps, sweep
 from dashboard.settings_ui import DEFAULT_ALPHA, K_ALPHA, K_MAX_ITER, K_METHODS, K_N_RE, K_SEED, CompareChoices
 from pbr_core.evaluation import EVALUATION_METRICS
-from pbr_core.experiments import MIN_TEST_ROWS, default_n_re, max_n_re, small_test_set_problem, too_few_folds
+from pbr_core.experiments import default_n_re, too_few_folds
 from pbr_core.recalibrators import MAX_ITERATIONS, available_methods, method_family, takes
 
 K_FOLDS = "cmp_n_folds"
@@ -89,11 +89,9 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.CompareSettings | Non
     if n_te is not None and int(n_re) + n_te > preds.n:
         st.error(texts.compare_rows_too_many(int(n_re), n_te, preds.n))
         return None
-    problem = small_test_set_problem(preds.n - int(n_re) if n_te is None else n_te)
-    if problem:  # folds of a test set too small to say anything: refused, with what to do
-        todo = (texts.more_test_rows_todo(MIN_TEST_ROWS) if n_te is not None and int(n_re) <= max_n_re(preds.n)
-                else texts.fewer_fit_rows_todo(preds.n, max_n_re(preds.n), MIN_TEST_ROWS))
-        st.error(f"{problem} {todo}", icon=":material/block:")
+    problem = texts.split_refusal(preds.n, int(n_re), n_te)
+    if problem:  # folds too small to measure anything (the file, the fit part or the test part): refused
+        st.error(problem, icon=":material/block:")
         return None
     return settings
 

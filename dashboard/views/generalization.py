@@ -6,7 +6,7 @@ import streamlit as st
 
 from dashboard import figures_recal as FR
 from dashboard import jobs, recal_ui, runs, state, tables, texts
-from pbr_core.experiments import MIN_TEST_ROWS, PAPER_ALPHAS, PAPER_N_RE, small_test_set_problem
+from pbr_core.experiments import MIN_TEST_ROWS, PAPER_ALPHAS, PAPER_N_RE, small_file_problem, small_test_set_problem
 from pbr_core.recalibrators import MAX_ITERATIONS, methods_taking, takes
 
 K_OBJECTIVE = "gen_objective"
@@ -61,6 +61,9 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.KLGapSettings | None:
     st.caption(texts.gen_plan(len(alphas), n_folds, runs.device_label()))
     if not alphas:
         st.info(texts.CHOOSE_AN_ALPHA)
+        return None
+    if small_file_problem(preds.n):  # no n_re can: one sentence, load more rows
+        st.error(texts.gen_too_small_todo(preds.n, MIN_TEST_ROWS), icon=":material/block:")
         return None
     if 2 * n_re > preds.n:
         st.info(texts.gen_rows_too_few(n_re, preds.n))

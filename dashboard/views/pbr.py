@@ -10,7 +10,7 @@ import streamlit as st
 
 from dashboard import figures_recal as FR
 from dashboard import fit_estimate, jobs, recal_ui, runs, state, tables, texts
-from pbr_core.experiments import MIN_TEST_ROWS, PAPER_ALPHAS, default_n_re, max_n_re, small_test_set_problem
+from pbr_core.experiments import PAPER_ALPHAS, default_n_re
 from pbr_core.recalibrators import MAX_ITERATIONS, gp_method, method_family, takes
 from pbr_core.recalibrators.gp import mc_description
 
@@ -82,10 +82,9 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings | None:
     seed = int(d[1].number_input("Split seed", min_value=0, value=0, key=K_SEED, persist_state="session",
                                  disabled=running, help=texts.SEED_HELP))
     d[2].markdown(texts.pbr_split(n_re, preds.n))
-    problem = small_test_set_problem(preds.n - n_re)
-    if problem:  # a test part too small to say anything: refused, with what to do
-        st.error(f"{problem} {texts.fewer_fit_rows_todo(preds.n, max_n_re(preds.n), MIN_TEST_ROWS)}",
-                 icon=":material/block:")
+    problem = texts.split_refusal(preds.n, n_re)
+    if problem:  # a file, fit part or test part too small to measure anything: refused, with what to do
+        st.error(problem, icon=":material/block:")
     if method_family(method) == "gp":  # a GP fit: its time is worth saying before it starts
         est = fit_estimate.estimate(n_re, preds.n, preds.n_classes, uses_alpha and alpha is None, len(grid), cv_folds,
                                     n_jobs=runs.fold_jobs(cv_folds), gpu=runs.device_label() != "CPU")

@@ -78,22 +78,28 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _refuse_small_test_set(preds, n_re: int, n_te: int | None) -> None:
-    """``compare``'s refusal of a test set too small to say anything (pbr_core.experiments.MIN_TEST_ROWS):
-    why, and which option to change."""
-    from pbr_core.experiments import MIN_TEST_ROWS, max_n_re, small_test_set_problem
+    """``compare``'s refusal of a split that cannot give a measured result (pbr_core.experiments.split_problem:
+    a file below MIN_MEASURED_ROWS rows, a recalibration set below MIN_FIT_ROWS, a test set below
+    MIN_TEST_ROWS): why, and which option to change; never an --n-re the file cannot take."""
+    from pbr_core.experiments import MIN_FIT_ROWS, MIN_TEST_ROWS, max_n_re, split_problem
 
-    rows = preds.n - n_re if n_te is None else n_te
-    problem = small_test_set_problem(rows) if rows > 0 else None  # none left: the protocol's own message
-    if problem is None:
+    if n_te is None and n_re >= preds.n:
+        return  # none left to test on: the protocol's own message
+    found = split_problem(preds.n, n_re, n_te)
+    if found is None:
         return
+    which, problem = found
     top = max_n_re(preds.n)
-    if top < 2:
-        todo = f"{preds.source} has {preds.n} rows: too few to fit on some and test on {MIN_TEST_ROWS} others."
+    if which == "file":  # the sentence says what to do: more rows
+        todo = ""
+    elif which == "fit":
+        todo = (f"Give --n-re {MIN_FIT_ROWS} or more ({top} at most on this file, so that at least {MIN_TEST_ROWS} "
+                "rows are left to test on).")
     elif n_te is not None and n_re <= top:
         todo = f"Give --n-te {MIN_TEST_ROWS} or more (or leave it out to test on every row not used to fit)."
     else:
         todo = f"Give --n-re {top} or less, so that at least {MIN_TEST_ROWS} rows are left to test on."
-    raise CLIError(f"{preds.source}: {problem} {todo}", EXIT_USAGE)
+    raise CLIError(f"{preds.source}: {problem} {todo}".rstrip(), EXIT_USAGE)
 
 
 def _shown_summary(table, summary):

@@ -82,6 +82,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CLIError(f"cannot write {args.out}: {exc.strerror or exc}", EXIT_USAGE) from exc
     print(f"fitted {rec!r} on {preds.n} rows, K = {preds.n_classes} ({preds.kind}) in {seconds:.2f} s")
+    _warn_small_file(preds.n)
     report = getattr(rec, "fit_report_", None)
     if report:  # the GP family: what the optimiser did, KL and the paper's bounds for this fit
         b = rec.bounds_
@@ -112,6 +113,21 @@ def cmd_fit(args: argparse.Namespace) -> int:
                   "a smaller alpha (--alpha A) or more rows let it move away from the prior")
     print(f"saved to {args.out}")
     return EXIT_OK
+
+
+def _warn_small_file(n: int) -> None:
+    """A warning on stderr when the file is below the size ``compare`` and the dashboard's pages need for a
+    measured result (pbr_core.experiments.MIN_MEASURED_ROWS): the recalibrator is saved, but unmeasured."""
+    from pbr_core.experiments import MIN_FIT_ROWS, MIN_MEASURED_ROWS, MIN_TEST_ROWS
+
+    if n >= MIN_MEASURED_ROWS:
+        return
+    print(f"pbr-calib: warning: fitted on {n} rows, fewer than the {MIN_MEASURED_ROWS} that `compare` and the "
+          f"dashboard need to measure a recalibrator ({MIN_FIT_ROWS} to fit it on and {MIN_TEST_ROWS} other rows to "
+          "test it on; with fewer, Theorem 1 cannot tell the calibration error of either part from noise). The "
+          "recalibrator is saved but unmeasured, and a fit on so few rows may have learned only noise: measure it "
+          f"with `pbr-calib apply` on at least {MIN_TEST_ROWS} new labelled rows before relying on it.",
+          file=sys.stderr)
 
 
 def _bound_validity(bounds: dict) -> str:

@@ -15,7 +15,10 @@ and Appendices F-G:
 * :func:`split_indices` - one fold's split.
 * :func:`fit_and_test` - one recalibrator fitted on one fold and tested on the rest, with the bounds of the fit.
 * :data:`MIN_TEST_ROWS`, :func:`small_test_set_problem`, :func:`default_n_re` - the smallest test set
-  whose ECE says anything (144 rows, from Theorem 1) and the split a front end proposes.
+  whose ECE says anything (144 rows, from Theorem 1) and the split a front end proposes;
+  :data:`MIN_FIT_ROWS`, :func:`small_fit_set_problem` the smallest recalibration set a front end
+  measures (144 rows, same reason) and :func:`small_file_problem` for a file below both
+  (:data:`MIN_MEASURED_ROWS` = 288 rows).
 * :func:`evaluation_metrics` - the test metrics every protocol reports (ECE with B = floor(n^(1/3)),
   accuracy, NLL, Brier), for your own loops; :data:`METRICS` - every column's label, format and
   better direction (:mod:`pbr_core.evaluation`).
@@ -45,17 +48,23 @@ from __future__ import annotations
 from pbr_core.evaluation import EVALUATION_METRICS, METRICS, evaluation_metrics
 from pbr_core.experiments._protocol import (
     DEFAULT_BINARY_ECE,
+    MIN_FIT_ROWS,
+    MIN_MEASURED_ROWS,
     MIN_TEST_ROWS,
     CancelCallback,
     Cancelled,
     SmallTestSetError,
     available_methods,
+    check_fit_rows,
     check_test_rows,
     default_n_re,
     ended_at_prior,
     fold_permutation,
     max_n_re,
+    small_file_problem,
+    small_fit_set_problem,
     small_test_set_problem,
+    split_problem,
     split_indices,
     tqdm_progress,
 )
@@ -84,6 +93,8 @@ __all__ = [
     "KL_GAP_COLUMNS",
     "LOWER_IS_BETTER",
     "MIN_PAIRED_FOLDS",
+    "MIN_FIT_ROWS",
+    "MIN_MEASURED_ROWS",
     "MIN_TEST_ROWS",
     "PAIRED_COLUMNS",
     "PAPER_ALPHAS",
@@ -104,6 +115,7 @@ __all__ = [
     "TEST_NAMES",
     "available_methods",
     "best_mask",
+    "check_fit_rows",
     "check_test_rows",
     "compare",
     "default_n_re",
@@ -123,7 +135,10 @@ __all__ = [
     "paired_test",
     "paired_tests",
     "shown_best",
+    "small_file_problem",
+    "small_fit_set_problem",
     "small_test_set_problem",
+    "split_problem",
     "split_indices",
     "summarize",
     "summary_table",

@@ -35,7 +35,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from pbr_core.evaluation import CV_SCORES
-from pbr_core.experiments._protocol import MIN_TEST_ROWS, check_test_rows, split_indices
+from pbr_core.experiments._protocol import (MIN_TEST_ROWS, SmallTestSetError, check_fit_rows, check_test_rows,
+                                            small_file_problem, split_indices)
 from pbr_core.metrics import BINARY_TARGET
 from pbr_core.paper import PAPER_ALPHAS
 from pbr_core.parallel import N_JOBS_WORDS, is_n_jobs
@@ -189,12 +190,25 @@ class PBRSettings:
         """The recalibration rows of a file of ``n`` rows (fold 0's split, as :func:`compare` makes it)."""
         return int(split_indices(n, self.n_re, fold=0, seed=self.seed)[0].shape[0])
 
-    def check(self, n: int, what_to_do: str = "") -> None:
-        """:class:`SmallTestSetError` when the test part of a file of ``n`` rows is too small (``what_to_do``
-        added to the message); ``ValueError`` when ``n_re`` leaves no row to test on."""
+    def check(self, n: int, what_to_do: str = "", fit_todo: str = "") -> None:
+        """:class:`SmallTestSetError` when a file of ``n`` rows is too small for a measured fit, or its
+        recalibration part or its test part is (``fit_todo`` / ``what_to_do`` added to the message:
+        :func:`_check_split`); ``ValueError`` when ``n_re`` leaves no row to test on."""
         if self.n_re >= n:
             raise ValueError(f"Expected `n_re` smaller than the number of rows ({n}), but got n_re={self.n_re}.")
-        check_test_rows(n - self.n_re, what_to_do)
+        _check_split(n, self.n_re, n - self.n_re, what_to_do, fit_todo)
+
+
+def _check_split(n: int, n_re: int, n_te: int, what_to_do: str, fit_todo: str) -> None:
+    """The front ends' rule for a measured split (``pbr_core.experiments.MIN_FIT_ROWS``): a file below
+    ``MIN_MEASURED_ROWS`` rows is refused with its own sentence (what to do: more rows; no n_re can
+    help), then a recalibration set below ``MIN_FIT_ROWS`` (``fit_todo``), then a test set below
+    ``MIN_TEST_ROWS`` (``what_to_do``)."""
+    problem = small_file_problem(n)
+    if problem is not None:
+        raise SmallTestSetError(problem)
+    check_fit_rows(n_re, fit_todo)
+    check_test_rows(n_te, what_to_do)
 
 
 # ---------------------------------------------------------------------------- comparison
@@ -261,9 +275,10 @@ class CompareSettings:
     def test_rows(self, n: int) -> int:
         return n - self.n_re if self.n_te is None else int(self.n_te)
 
-    def check(self, n: int, what_to_do: str = "") -> None:
-        """:class:`SmallTestSetError` when a fold's test set of a file of ``n`` rows is too small."""
-        check_test_rows(self.test_rows(n), what_to_do)
+    def check(self, n: int, what_to_do: str = "", fit_todo: str = "") -> None:
+        """:class:`SmallTestSetError` when a file of ``n`` rows is too small for a measured comparison, or a
+        fold's recalibration set or test set is (:func:`_check_split`)."""
+        _check_split(n, self.n_re, self.test_rows(n), what_to_do, fit_todo)
 
 
 @dataclass(frozen=True)
