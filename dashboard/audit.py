@@ -158,8 +158,9 @@ def slices_section(loaded: state.Loaded, view: state.MetricView) -> ReportSectio
         return None
     from dashboard import figures_recal as FR
 
+    guarantee = texts.slices_guarantee(rep)  # None when nothing was searched
     paragraphs = [texts.SLICES_INTRO, "**" + texts.slices_headline(rep) + "**",
-                  *(f"- {line}" for line in texts.slices_lines(rep)), texts.slices_guarantee(rep),
+                  *(f"- {line}" for line in texts.slices_lines(rep)), *([guarantee] if guarantee else []),
                   texts.slices_searched(rep)]
     shown = [("Every slice tested on held-out rows. " + texts.SLICES_TABLE_HELP,
               tables.slices_frame(rep).set_index("Slice"))] if len(rep.table) else []

@@ -1758,8 +1758,14 @@ SLICES_DIAGRAM_HELP = (
 #: The slices table's columns measured on the held-out rows only (so named: the Groups table's figures
 #: for the same rows are on all of them and differ a little).
 SLICES_HELD_MEAN = "Mean predicted (held-out rows)"
-SLICES_HELD_GAP = "Gap (points, held-out rows)"
-SLICES_HELD_REST = "Rest of the file (points, held-out rows)"
+SLICES_HELD_GAP = "Gap = predicted − observed (points, held-out rows)"
+SLICES_HELD_REST = "Rest of the file: predicted − observed (points, held-out rows)"
+#: The help of the two gap columns: the sign, which the sentences say in words ("8.1 points too low").
+SLICES_GAP_HELP = (
+    "The mean prediction minus the observed frequency, in points: below 0 the predictions are too low (too "
+    "cautious, for a confidence), above 0 too high (too confident). −8.1 here is what the sentences call "
+    "“8.1 points too low”."
+)
 SLICES_HELD_SLOPE = "Calibration slope (held-out rows)"
 
 
@@ -1771,7 +1777,8 @@ SLICES_TABLE_HELP = (
     "Every slice the search proposed, in the order it chose them, tested on its held-out rows. Rows: all the "
     "slice's rows; every figure after Held-out rows is on the held-out rows only (the rows the search looked "
     "at would exaggerate the gaps), so it differs a little from the Groups table's, on all rows. Gap: mean "
-    "prediction minus the observed frequency, in points (positive: predictions too high). Calibration slope: "
+    "prediction minus the observed frequency (predicted − observed), in points: below 0 the predictions are too "
+    "low, above 0 too high. Calibration slope: "
     "1 is right, below 1 the predictions are too extreme, above 1 too timid. A slice that shares rows with "
     "one chosen before it (named in brackets) is measured on its other rows."
 )
@@ -1811,10 +1818,12 @@ def slices_lines(report) -> list[str]:
     return [md(line) for line in slice_statements(report) if line.startswith("Predictions for")]
 
 
-def slices_guarantee(report) -> str:
+def slices_guarantee(report) -> str | None:
+    """How the search is guarded, as literal Markdown text; None when nothing was searched."""
     from pbr_core.slices import guarantee_statement
 
-    return md(guarantee_statement(report))
+    words = guarantee_statement(report)
+    return None if words is None else md(words)
 
 
 def slices_searched(report) -> str:

@@ -373,3 +373,67 @@ def test_slices_are_listed_in_search_order_and_name_the_slices_they_leave_out(ad
         assert all(name in line for name in row.apart_from)
         if len(row.apart_from) == 0:
             assert "apart from" not in line
+
+
+# ----------------------------------------------------------------------------- audit 3: C1 and C4
+def small_site_file(n: int = 60, seed: int = 0) -> pd.DataFrame:
+    """Like the audit's f5_small60.csv: 60 calibrated rows with a site column (A, B, C) none of whose
+    values has the rows a slice needs."""
+    rng = np.random.default_rng(seed)
+    p = np.round(rng.beta(2, 3, n), 3)
+    return pd.DataFrame({"site": rng.choice(["A", "B", "C"], n), "prob": p, "label": rng.binomial(1, p)})
+
+
+def test_nothing_searched_describes_no_search(tmp_path, capsys):
+    """Audit 3, C1: on 60 rows no column can be cut, and the text said "nothing was searched" and then
+    "How the search is guarded: the rows were split at random into two halves of 26 and 34 rows ...".
+    Now no search is described: no guarantee (null in JSON), no halves in the heading."""
+    import json
+
+    from pbr_core.cli import main
+    from pbr_core.slices import searched
+
+    path = tmp_path / "small60.csv"
+    small_site_file().to_csv(path, index=False)
+    preds = pbr_core.load_predictions(path)
+    report = find_slices(preds)
+    assert not searched(report) and guarantee_statement(report) is None
+    assert "nothing was searched" in slice_headline(report)
+    text = slices_text(report)
+    assert "How the search is guarded" not in text and "searched on" not in text and "halves" not in text
+    assert "(p(y=1); not searched)" in text and "not searched: site" in text
+    assert main(["evaluate", str(path), "--find-slices", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)["slices"]
+    assert out["guarantee"] is None and out["columns"] == []
+    # a file that is searched still states the guarantee
+    assert "How the search is guarded" in guarantee_statement(find_slices(_drawn_small()))
+
+
+def _drawn_small() -> pbr_core.Predictions:
+    rng = np.random.default_rng(1)
+    n = 1000
+    p = rng.uniform(0.05, 0.95, n)
+    y = (rng.random(n) < p).astype(int)
+    return dataclasses.replace(pbr_core.Predictions.from_arrays(np.c_[1 - p, p], y),
+                               metadata=pd.DataFrame({"group": rng.choice(["a", "b"], size=n)}))
+
+
+def test_the_gap_columns_name_their_sign(tmp_path):
+    """Audit 3, C4: the table showed gap -0.0813 beside "8.1 points too low". The terminal's table now
+    gives the gap in points, named predicted - observed, with the sign explained under it, and the
+    number is the sentence's with its sign."""
+    rng = np.random.default_rng(5)
+    n = 1500
+    group = rng.choice(["a", "b", "c"], size=n, p=[0.5, 0.3, 0.2])
+    p = rng.uniform(0.05, 0.95, n)
+    y = (rng.random(n) < np.where(group == "a", np.clip(p + 0.15, 0, 1), p)).astype(int)  # a: too low
+    preds = dataclasses.replace(pbr_core.Predictions.from_arrays(np.c_[1 - p, p], y),
+                                metadata=pd.DataFrame({"group": group}))
+    report = find_slices(preds, max_order=1)
+    row = report.table.iloc[0]
+    assert row["slice"] == "group = a" and row["gap"] < 0
+    text = slices_text(report)
+    assert "gap: pred - obs (points)*" in text and "below 0: predictions too low; above 0: too high" in text
+    assert f"{100 * abs(row['gap']):.1f} points too low" in text
+    table_line = next(line for line in text.splitlines() if line.strip().startswith("group = a"))
+    assert f"{100 * row['gap']:.4g}" in table_line

@@ -262,12 +262,15 @@ def find_slices_section(loaded: state.Loaded) -> None:
                                       icon=":material/target:" if held else ":material/info:")
     for line in texts.slices_lines(report):
         st.markdown(texts.bullet(line))
-    st.caption(texts.slices_guarantee(report))
+    guarantee = texts.slices_guarantee(report)
+    if guarantee is not None:  # nothing searched: no search to describe (audit 3, C1)
+        st.caption(guarantee)
     if len(report.table):
         st.dataframe(tables.slices_frame(report), hide_index=True, key="slices_table", column_config={
             **{c: st.column_config.NumberColumn(format="%.4f") for c in (texts.SLICES_HELD_MEAN, texts.slices_held_rate(True),
                                                                           texts.slices_held_rate(False))},
-            **{c: st.column_config.NumberColumn(format="%.1f") for c in (texts.SLICES_HELD_GAP, texts.SLICES_HELD_REST)},
+            **{c: st.column_config.NumberColumn(format="%.1f", help=texts.SLICES_GAP_HELP)
+               for c in (texts.SLICES_HELD_GAP, texts.SLICES_HELD_REST)},
             texts.SLICES_HELD_SLOPE: st.column_config.NumberColumn(format="%.2f"),
             "Slice": st.column_config.TextColumn(width="large", help=texts.SLICES_TABLE_HELP)})
         _slice_diagram(report, view)

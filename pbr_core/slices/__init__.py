@@ -90,8 +90,8 @@ from pbr_core.slices._plan import (DATE_HEAD, MAX_CELLS, MAX_LEVELS, N_BANDS, Pl
 from pbr_core.slices._search import SEARCH_ROWS, Choice, SearchSample, choose
 
 __all__ = ["MAX_CELLS", "MAX_LEVELS", "MAX_SLICES", "SCREEN", "SEARCH_ROWS", "SliceReport", "find_slices",
-           "guarantee_statement", "slice_headline", "slice_mask", "slice_statements", "slice_words", "slices_json",
-           "slices_text"]
+           "guarantee_statement", "searched", "slice_headline", "slice_mask", "slice_statements", "slice_words",
+           "slices_json", "slices_text"]
 
 #: Slices sent to confirmation (the Holm correction is over this many at most).
 MAX_SLICES = 10
@@ -453,8 +453,17 @@ def slice_headline(report: SliceReport) -> str:
             + shown)
 
 
-def guarantee_statement(report: SliceReport) -> str:
-    """What the report's claims are guarded by, in words."""
+def searched(report: SliceReport) -> bool:
+    """Whether any column could be cut into slices, so that a search ran (False on a file too small
+    for any slice of ``min_rows`` rows: then nothing was split, scored or tested)."""
+    return bool(report.columns)
+
+
+def guarantee_statement(report: SliceReport) -> str | None:
+    """What the report's claims are guarded by, in words; None when nothing was searched (there is then
+    no search and no claim to guard, and describing one would contradict the headline)."""
+    if not searched(report):
+        return None
     return (f"How the search is guarded: the rows were split at random (seed {report.seed}) into two halves of "
             f"{report.n_search:,} and {report.n_confirm:,} rows. The search scored every slice on the first half "
             f"only and sent the ones that departed most from the rest (at most {report.max_slices}) to be tested on "
@@ -487,18 +496,27 @@ def slices_json(report: SliceReport) -> dict[str, Any]:
 def slices_text(report: SliceReport) -> str:
     """The report as the terminal shows it."""
     t = report.table
-    lines = [f"slices whose calibration departs from the rest ({'p(y=1)' if report.target == 'positive' else 'top label'}; "
-             f"searched on {report.n_search:,} rows, confirmed on the other {report.n_confirm:,})",
-             slice_headline(report)]
+    what = "p(y=1)" if report.target == "positive" else "top label"
+    how = (f"searched on {report.n_search:,} rows, confirmed on the other {report.n_confirm:,}" if searched(report)
+           else "not searched")
+    lines = [f"slices whose calibration departs from the rest ({what}; {how})", slice_headline(report)]
     if len(t):
-        shown = t[["slice", "n", "n_confirm", "mean_predicted", "rate", "gap", "rest_gap", "slope"]].copy()
-        shown.columns = ["slice", "n", "held out", "mean predicted*", "observed*", "gap*", "rest gap*", "slope*"]
+        shown = t[["slice", "n", "n_confirm", "mean_predicted", "rate"]].copy()
+        shown.columns = ["slice", "n", "held out", "mean predicted*", "observed*"]
+        # in points and named by their sign, as the sentences ("8.1 points too low") and the dashboard say them
+        shown["gap: pred - obs (points)*"] = 100 * t["gap"]
+        shown["rest: pred - obs (points)*"] = 100 * t["rest_gap"]
+        shown["slope*"] = t["slope"]
         shown["p (Holm)"] = [S.format_p(p) for p in t["p_holm"]]
         shown["holds up"] = ["yes" if h else "no" for h in t["held_up"]]
         lines.append(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         lines.append("* on the held-out rows only (the search's half would overstate the gaps); n: all the "
-                     "slice's rows, in the order the search chose the slices")
-    lines += [*(f"  {s}" for s in slice_statements(report)), overall_sentence(report), guarantee_statement(report)]
+                     "slice's rows, in the order the search chose the slices; gap: the mean prediction minus the "
+                     "observed frequency, in points (below 0: predictions too low; above 0: too high); rest: the "
+                     "same for the rest of the file")
+    guarantee = guarantee_statement(report)
+    lines += [*(f"  {s}" for s in slice_statements(report)), overall_sentence(report),
+              *([guarantee] if guarantee else [])]
     if report.columns:
         lines.append("columns searched: " + ", ".join(f"{c} ({how})" for c, how in report.columns))
     if report.skipped:

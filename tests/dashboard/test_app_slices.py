@@ -62,7 +62,13 @@ def test_find_the_slices_names_the_planted_slice(at):
     table = _frame(at, "Held-out rows")
     assert table["Slice"].iloc[0] == "education = Bachelors and sex = Female" and table["Holds up"].iloc[0]
     assert {"Mean predicted (held-out rows)", "Frequency of y = 1 (held-out rows)",
-            "Gap (points, held-out rows)"} <= set(table.columns)
+            "Gap = predicted − observed (points, held-out rows)"} <= set(table.columns)
+    # the sign: the planted slice's outcomes come from p + 0.15, so "points too low" and a negative gap
+    from dashboard import texts
+
+    gap = table["Gap = predicted − observed (points, held-out rows)"].iloc[0]
+    assert gap < 0 and f"{abs(gap):.1f} points too low" in text
+    assert "below 0 the predictions are too low" in texts.SLICES_GAP_HELP
     # the slice's diagram beside the whole file's
     assert at.selectbox(key="slices_one").value == "education = Bachelors and sex = Female"
     assert len(at.get("plotly_chart")) == 4   # the groups' overlay and one group's; the slice's and the file's
@@ -172,3 +178,31 @@ def test_slices_named_with_markup_are_shown_as_text():
     assert held in _frame(at, "Held-out rows")["Slice"].tolist()
     assert any(texts.md(held) in m.value for m in at.markdown)
     _assert_no_raw_name(at, "Find the slices")
+
+
+def test_a_file_too_small_to_cut_describes_no_search():
+    """Audit 3, C1: on a 60-row file like f5_small60.csv the page said "No column could be cut into slices
+    ... nothing was searched" and then "How the search is guarded: the rows were split at random into two
+    halves of 26 and 34 rows ...". Now nothing describes a search, on the page and in the report."""
+    from streamlit.testing.v1 import AppTest
+
+    from dashboard import audit
+    from test_slices import small_site_file
+
+    at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=120)
+    at.run()
+    at.file_uploader(key="data_upload").upload("small60.csv", small_site_file().to_csv(index=False).encode(),
+                                               "text/csv").run()
+    assert at.session_state["pbr_loaded"].preds.n == 60
+    at.switch_page(GROUPS).run()
+    at.button(key="slices_run").click().run()
+    assert not at.exception, at.exception
+    text = _text(at)
+    assert "No column could be cut into slices (see why below), so nothing was searched." in text
+    assert "How the search is guarded" not in text and "halves" not in text and "split at random" not in text
+    assert _frame(at, "Held-out rows") is None
+    assert any("Not searched: site" in m.value for m in at.markdown)
+    loaded = at.session_state["pbr_loaded"]
+    section = audit.slices_section(loaded, state.metric_view(loaded, "positive"))
+    words = " ".join(section.paragraphs)
+    assert "nothing was searched" in words and "How the search is guarded" not in words
