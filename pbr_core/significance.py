@@ -39,13 +39,9 @@ rows:
 
 What "no evidence" means: :func:`detectable_shift` is the uniform shift delta (outcomes delta more
 or less frequent than predicted, every row) that the test detects at least 80 % of the time at the
-level used (a conservative figure, measured). A page then says "no evidence of miscalibration at this
-sample size: a shift of X would be detected at least 80 % of the time", never "calibrated". The
-formula rests on a normal approximation of the outcomes' sum and on the analytic test's level; on sets
-of at most :data:`SHIFT_DRAWN_MAX_ROWS` rows tested by Monte Carlo draws, where neither holds, the
-shift is found instead by drawing shifted outcomes and running the test itself on them
-(:func:`drawn_detectable_shift`): with 10 rows of UCI Adult's p(y=1) the earlier formula's shift was
-detected in 62 % of draws, not 80 % (tests/test_claims_small_n.py).
+level used (a lower bound on the power of the decision the test makes, Cox's 2-degree-of-freedom
+test and Spiegelhalter's z each at alpha / 2; measured). A page then says "no evidence of miscalibration at this
+sample size: a shift of X would be detected at least 80 % of the time", never "calibrated".
 
 Consistency bands
 -----------------
@@ -65,9 +61,9 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["CalibrationTest", "EXACT_BELOW_V", "EXACT_MAX_ROWS", "N_SUMS", "SHIFT_DRAWN_MAX_ROWS", "calibration_sums",
-           "calibration_sums_by", "calibration_test", "calibration_test_from_sums", "consistency_band", "detectable_shift",
-           "drawn_detectable_shift", "format_p", "needs_exact", "verdict"]
+__all__ = ["CalibrationTest", "EXACT_BELOW_V", "EXACT_MAX_ROWS", "N_SUMS", "calibration_sums", "calibration_sums_by",
+           "calibration_test", "calibration_test_from_sums", "consistency_band", "detectable_shift", "format_p",
+           "needs_exact", "verdict"]
 
 #: Below this many effective rows V = sum p(1 - p), p-values come from Monte Carlo draws (exact). The
 #: asymptotic combined test's chance of p < 0.001 under calibration was 35x its level at V = 0.2 (10
@@ -79,15 +75,6 @@ EXACT_BELOW_V = 100.0
 #: this size to test them as the whole file in memory would). A larger set with V below
 #: EXACT_BELOW_V (a million rows of p ~ 0.99999) is tested analytically and flagged ``approximate``.
 EXACT_MAX_ROWS = 50_000
-#: Sets tested by Monte Carlo draws with at most this many rows get their detectable shift from draws of
-#: the test itself (:func:`drawn_detectable_shift`), not from :func:`detectable_shift`'s normal
-#: approximation, which is not to be trusted on so few rows (the earlier formula's shift was detected in
-#: 62 % of draws of 10 UCI Adult rows, 74-77 % of 20-30 CIFAR-10 confidences). From 60 rows on the
-#: formula's shift was detected in 85-100 % of draws (60-150 rows of UCI Adult, CIFAR-10 and LLM
-#: probabilities; 91.8-100 % at 135 to 10,000 rows, benchmarks/RESULTS_claims.md, table 3).
-SHIFT_DRAWN_MAX_ROWS = 60
-#: Outcome vectors drawn per candidate shift (common random numbers across the bisection's shifts).
-_SHIFT_DRAWS = 1000
 #: Probabilities are clipped to [EPS, 1 - EPS] for logit(p) (an event of probability 0 that
 #: happens then gives an enormous statistic, as it should).
 EPS = 1e-12
@@ -95,9 +82,17 @@ EPS = 1e-12
 IMPOSSIBLE = "certain: {k:,} outcome(s) happened that the model gave probability 0"
 #: Sequential Monte Carlo: stop after this many draws as extreme as the data (Besag & Clifford 1991).
 _H = 20
+#: Where :func:`detectable_shift` reads how much of a shift the rows can take: for each g of this
+#: grid (0.5, 0.25, ..., 2^-14), sum min(p, g) and sum min(1 - p, g), the mean of sum (y - p) under a
+#: shift of g down (up) with each row's probability clipped at 0 (1). Rows at or near 0 (1) cannot
+#: move further, which a formula with n x delta alone overstated (40 % of rows at exactly 0 count n
+#: delta although they add nothing).
+SHIFT_GRID = 2.0 ** -np.arange(1, 15)
 #: The sums kept per set of rows, in order (all add up over batches and partitions).
-SUM_NAMES = ("n", "x", "resid", "resid_x", "w", "w_x", "w_xx", "sp_num", "sp_var", "p", "impossible")
+SUM_NAMES = ("n", "x", "resid", "resid_x", "w", "w_x", "w_xx", "sp_num", "sp_var", "p", "impossible",
+             *(f"min_p_{g:g}" for g in SHIFT_GRID), *(f"min_1-p_{g:g}" for g in SHIFT_GRID))
 N_SUMS = len(SUM_NAMES)
+_GRID0 = 11  # where the grid's sums start
 
 
 def _terms(p: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -116,15 +111,24 @@ def _terms(p: np.ndarray, y: np.ndarray) -> np.ndarray:
                      impossible.astype(np.float64)])
 
 
+def _room(p: np.ndarray):
+    """Each row's min(p, g) then min(1 - p, g) for every g of :data:`SHIFT_GRID`, one (rows,) array at a
+    time (not a (28, rows) block: a million rows would take 220 MB)."""
+    p = np.clip(np.asarray(p, dtype=np.float64), 0.0, 1.0)
+    for room in (p, 1.0 - p):
+        for g in SHIFT_GRID:
+            yield np.minimum(room, g)
+
+
 def calibration_sums(p: np.ndarray, y: np.ndarray) -> np.ndarray:
     """The sums (:data:`SUM_NAMES`) of probabilities ``p`` of 0/1 outcomes ``y``, shape (N_SUMS,)."""
-    return _terms(p, y).sum(axis=1)
+    return np.concatenate([_terms(p, y).sum(axis=1), [float(m.sum()) for m in _room(p)]])
 
 
 def calibration_sums_by(codes: np.ndarray, n_groups: int, p: np.ndarray, y: np.ndarray) -> np.ndarray:
     """The sums of every group at once: (N_SUMS, n_groups), rows of group ``codes[i]``."""
-    t = _terms(p, y)
-    return np.stack([np.bincount(codes, weights=row, minlength=n_groups) for row in t])
+    rows = [*_terms(p, y), *_room(p)]
+    return np.stack([np.bincount(codes, weights=row, minlength=n_groups) for row in rows])
 
 
 @dataclass(frozen=True)
@@ -185,33 +189,55 @@ def _combined(p1: float, p2: float) -> float:
     return min(1.0, len(ps) * min(ps)) if ps else float("nan")
 
 
-def detectable_shift(sums: np.ndarray, level: float = 0.05, power: float = 0.8) -> float:
-    """The uniform shift delta of the outcome rate (every row's P(Y = 1) = p + delta, towards 1/2 from
-    the rows' mean p) that the test detects with probability at least ``power`` at significance
-    ``level`` (already divided by the number of tests it is corrected for).
+def detectable_shift(sums: np.ndarray, level: float = 0.025, power: float = 0.8) -> float:
+    """The uniform shift delta of the outcome rate (every row's P(Y = 1) = p + delta, clipped to [0, 1],
+    towards 1/2 from the rows' mean p) that the analytic test detects with probability at least
+    ``power`` when each of its two statistics is compared with ``level`` (the test's alpha halved for
+    its two statistics and divided by the number of sets it is corrected for: the test rejects when
+    min(p_Cox, p_Spiegelhalter) < level).
 
-    Computed for the test's calibration-in-the-large part alone, with its variance under the shift:
-    sum (y - p) has mean n delta and variance V(delta) = sum (p + delta)(1 - p - delta), and is
-    compared with z sqrt(V) (two-sided at ``level``). That part is a 1-degree-of-freedom test while
-    the test combines two statistics, yet measured on real probability distributions (CIFAR-10
-    confidences, LLM confidences, UCI Adult p(y=1); 135 to 2000 rows) the whole test detected this
-    shift 91.8-100 % of the time at power = 0.8 (benchmarks/RESULTS_claims.md, table 3): the figure is
-    conservative (the shift Cox's noncentral chi^2 gives was detected only 51-80 % of the time where
-    rows carry little information).
+    A lower bound on the power, so that "a shift of X would be detected at least 80 % of the time" holds:
+
+    * Spiegelhalter's z can only add rejections to Cox's, so only Cox's test is counted;
+    * Cox's statistic U' I^-1 U is at least (sum (y - p))^2 / sum p(1 - p) for every outcome (Cauchy-
+      Schwarz with the direction (1, 0)), so it rejects at least whenever |sum (y - p)| exceeds
+      sqrt(c V), c the chi^2 critical value of Cox's test (2 degrees of freedom, 1 when every row has
+      the same p), V = sum p(1 - p);
+    * under the shift, sum (y - p) has mean M(delta) = sum min(delta, room) (room: p for a shift down,
+      1 - p up; rows at the edge cannot move) and variance at most V(delta) + (1 + delta)(n delta -
+      M(delta)), V(delta) = sum (p + s delta)(1 - p - s delta) (s = +-1); M is concave in delta, so
+      its straight-line interpolation between the grid's sums (:data:`SHIFT_GRID`) is below it;
+    * the power is then at least 1 - Phi((sqrt(c V) - M) / sqrt(variance)) (normal approximation of a
+      sum of independent outcomes).
+
+    The earlier figure (the 1-degree-of-freedom critical value, n delta for the mean) was detected only
+    67-76 % of the time at confidences around 0.4-0.5 (f9: LLM answers to 4-option questions, 74.7 %);
+    this one 80-88 % there and more elsewhere (tests/test_significance.py).
     """
-    from scipy.special import ndtri
+    from scipy.special import chdtri
 
+    sums = np.asarray(sums, dtype=np.float64)
     n, V, sp = float(sums[0]), float(sums[4]), float(sums[9])
-    if n <= 0 or V <= 0:
+    if n <= 0 or V <= 0 or not 0 < level < 1:
         return float("nan")
-    z = float(ndtri(1 - level / 2))
+    _, rank = _pinv(np.array([[sums[4], sums[5]], [sums[5], sums[6]]]))
+    crit = float(np.sqrt(chdtri(rank, level)))
     sign = -1.0 if sp / n > 0.5 else 1.0
+    k = SHIFT_GRID.size
+    room = sums[_GRID0:_GRID0 + k] if sign < 0 else sums[_GRID0 + k:_GRID0 + 2 * k]
+    # M(g) on the grid, rising g, with M(0) = 0; beyond the largest g, M(delta) >= M(0.5) (M rises)
+    gx = np.r_[0.0, SHIFT_GRID[::-1]]
+    gm = np.r_[0.0, room[::-1]]
+
+    def bound(d: float) -> float:
+        mean = float(np.interp(d, gx, gm))
+        var = V + sign * d * (n - 2 * sp) - n * d * d + (1 + d) * max(n * d - mean, 0.0)
+        return 1 - _ndtr((crit * np.sqrt(V) - mean) / np.sqrt(max(var, 1e-300)))
+
     lo, hi = 0.0, 1.0
-    for _ in range(60):  # bisection: the power grows with delta
+    for _ in range(40):  # bisection (1e-12: far below what is printed); the bound grows with delta above 1/2
         d = (lo + hi) / 2
-        v1 = max(V + sign * d * (n - 2 * sp) - n * d * d, 1e-300)
-        got = 1 - float(_ndtr((z * np.sqrt(V) - n * d) / np.sqrt(v1)))
-        lo, hi = (d, hi) if got < power else (lo, d)
+        lo, hi = (d, hi) if bound(d) < power else (lo, d)
     return hi if hi < 1.0 else float("nan")
 
 
@@ -282,75 +308,9 @@ def calibration_test(p: np.ndarray, y: np.ndarray, *, n_tests: int = 1, alpha: f
         return analytic
     q = np.minimum(p, 1 - p)
     r_max = monte_carlo_draws(n_tests, alpha, float(np.sum(np.where(q >= _DENSE_Q, 1.0, q))))
-    key = [int(seed) & 0xFFFFFFFF, zlib.crc32(str(name).encode("utf-8"))]
-    p_mc, draws = _monte_carlo_p(p, analytic.p_value, r_max, np.random.default_rng(key))
-    shift = {}
-    # Holm's first step tests a set at alpha / n_tests; the Monte Carlo test needs no Bonferroni factor 2
-    # for its two statistics (it draws the combined one's own null distribution). A set whose p-value is
-    # below that level is flagged whatever the other sets' (Holm), so its "no evidence" sentence, the
-    # only one that states the shift, is never written: the draws are spent only where it can be.
-    level = alpha / max(int(n_tests), 1)
-    if p.size <= SHIFT_DRAWN_MAX_ROWS and not p_mc < level:
-        shift = {"detectable_shift": drawn_detectable_shift(p, level, rng=np.random.default_rng([*key, 1])),
-                 "level": level}
-    return CalibrationTest(**{**analytic.as_dict(), "p_value": p_mc, "method": f"Monte Carlo, {draws:,} draws",
-                              **shift})
-
-
-def drawn_detectable_shift(p: np.ndarray, level: float = 0.05, power: float = 0.8, *,
-                           rng: np.random.Generator | None = None, draws: int = _SHIFT_DRAWS) -> float:
-    """The uniform shift delta of the outcome rate (every row's P(Y = 1) = p + delta, clipped to [0, 1],
-    towards 1/2 from the rows' mean p, as :func:`detectable_shift`) that the Monte Carlo test at
-    ``level`` detects with probability at least ``power``, found by drawing outcomes and testing them.
-
-    The test rejects when its combined statistic (the smaller p-value of Cox's and Spiegelhalter's,
-    doubled) is at most the ``level`` quantile of the statistic's distribution under calibration, which
-    ``monte_carlo_draws`` draws of outcomes from ``p`` estimate (ties count as extreme, as in the test);
-    an outcome of probability 0 is always detected. For each candidate delta, ``draws`` outcome vectors
-    from p + delta (the same uniforms for every delta, so the estimated power rises with delta) give the
-    share detected; bisection finds the smallest delta whose share is at least ``power`` plus two
-    binomial standard deviations of that share (2.5 points at 1000 draws), so the figure errs on the
-    large side. NaN when no shift up to 1 is detected that often ("a shift of any size").
-
-    For few rows (at most :data:`SHIFT_DRAWN_MAX_ROWS`: the draws cost about 13 x ``draws`` x n), where
-    a normal approximation is not to be trusted (the earlier formula's shift was detected in 62 % of
-    draws of 10 rows of UCI Adult's p(y=1)). ``rng`` seeds the draws (the same seed, the same figure).
-    """
-    p = np.asarray(p, dtype=np.float64).ravel()
-    if p.size == 0 or not 0 < level < 1:
-        return float("nan")
-    rng = np.random.default_rng(0) if rng is None else rng
-    pc = np.clip(p, EPS, 1 - EPS)
-    x = np.log(pc) - np.log1p(-pc)
-    sums = calibration_sums(p, p)
-    _, _, inv, rank = _cox(sums)
-    sp_var = float(sums[8])
-    q = np.minimum(p, 1 - p)
-    r0 = monte_carlo_draws(max(1, int(round(0.05 / level))), 0.05, float(np.sum(np.where(q >= _DENSE_Q, 1.0, q))))
-    null = np.sort(_statistic(*_Sampler(p, x, rng).sums(r0), inv, rank, sp_var))
-    if not np.all(np.isfinite(null)):
-        return float("nan")
-    W = np.stack([np.ones_like(p), x, 1 - 2 * p])
-    uniforms = rng.random((int(draws), p.size))
-    sign = -1.0 if p.mean() > 0.5 else 1.0
-    target = min(1.0, power + 2 * np.sqrt(power * (1 - power) / int(draws)))
-
-    def detected(delta: float) -> float:
-        shifted = np.clip(p + sign * delta, 0.0, 1.0)
-        y = uniforms < shifted
-        impossible = np.any((y & (p <= 0)) | (~y & (p >= 1)), axis=1)
-        r, rx, rs = W @ (y - p).T
-        t = _statistic(r, rx, rs, inv, rank, sp_var)
-        extreme = np.searchsorted(null, t * (1 + 1e-9), side="right")
-        return float(np.mean(impossible | ((extreme + 1) / (r0 + 1) < level)))
-
-    if detected(1.0) < target:
-        return float("nan")
-    lo, hi = 0.0, 1.0
-    for _ in range(12):  # 2.4e-4 of probability: below what the sentence prints (2 digits of points)
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if detected(mid) < target else (lo, mid)
-    return hi
+    rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(str(name).encode("utf-8"))])
+    p_mc, draws = _monte_carlo_p(p, analytic.p_value, r_max, rng)
+    return CalibrationTest(**{**analytic.as_dict(), "p_value": p_mc, "method": f"Monte Carlo, {draws:,} draws"})
 
 
 def _statistic(r: np.ndarray, rx: np.ndarray, rs: np.ndarray, inv: np.ndarray | None, rank: int,
