@@ -417,7 +417,7 @@ def pbr_worse_on_test_note(result: runs.PBRResult) -> str | None:
     """The PBR page's (and its report's) note on a fit worse calibrated on the test rows than no
     recalibration (:func:`dashboard.texts.worse_on_test_note`), or None."""
     return texts.worse_on_test_note(result.before["ece"], result.after["ece"], result.ece_re, result.alpha,
-                                    result.settings.n_re, result.n_te, result.at_prior)
+                                    result.settings.n_re, result.n_te, result.at_prior, result.worse_shown)
 
 
 def pbr_extreme_kl_note(result: runs.PBRResult) -> str | None:

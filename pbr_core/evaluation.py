@@ -26,8 +26,8 @@ from pbr_core.bounds import optimal_n_bins
 from pbr_core.metrics import (BINARY_TARGET, accuracy, confidence_and_outcome, ece, ece_inputs, reliability_diagram,
                              target_brier_nll)
 
-__all__ = ["CV_SCORES", "EVALUATION_METRICS", "METRICS", "Metric", "evaluation_metrics", "reliability_table",
-           "measured_ece"]
+__all__ = ["CV_SCORES", "EVALUATION_METRICS", "METRICS", "Metric", "ece_rise_shown", "evaluation_metrics",
+           "reliability_table", "measured_ece"]
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,38 @@ def measured_calibration_test(probs: np.ndarray, labels: np.ndarray, kind: str,
 
     target = BINARY_TARGET.measured(kind, binary_ece)
     return calibration_test(*confidence_and_outcome(*ece_inputs(probs, labels, target)))
+
+
+def ece_rise_shown(before: np.ndarray, after: np.ndarray, labels: np.ndarray, kind: str,
+                   binary_ece: str = BINARY_TARGET.default, *, level: float = 0.95, n_boot: int | None = None,
+                   seed: int = 0) -> bool:
+    """Whether the rows ``labels`` show the predictions ``after`` (a recalibration) worse calibrated than
+    ``before`` (the uncalibrated model) beyond the noise of the ECE on this many rows.
+
+    Both are measured as :func:`measured_ece` measures them (the same rows, the same B =
+    floor(n^(1/3)) bins), through the two estimates of the binned calibration error CE_B that bracket
+    it (:func:`pbr_core.metrics.split_estimates`): the split estimate, whose mean is at most CE_B, and
+    the plug-in ECE, whose mean is at least CE_B. The rise is shown when the split estimate of
+    ``after`` exceeds the plug-in ECE of ``before`` by more than z (two-sided ``level``) times the root
+    sum of their bootstrap variances: in expectation that difference is at most CE_B(after) -
+    CE_B(before), so a fit that is in truth no worse is rarely called worse.
+
+    Why not ``after > before``: on 150 test rows a temperature scaling fitted on 150 rows had a true
+    calibration error of 0.020 against the uncalibrated model's 0.034, yet its ECE was the larger in
+    84 of 200 simulated files (33 of 200 where the truth was 0.023 against 0.077);
+    tests/test_claims_small_n.py counts how often this rule calls such a fit worse.
+    """
+    from statistics import NormalDist
+
+    from pbr_core.metrics import default_n_boot, split_estimates
+
+    target = BINARY_TARGET.measured(kind, binary_ece)
+    n = int(np.asarray(labels).shape[0])
+    B, reps = optimal_n_bins(n), default_n_boot(n) if n_boot is None else int(n_boot)
+    old = split_estimates(*ece_inputs(before, labels, target), n_bins=B, n_boot=reps, seed=seed)
+    new = split_estimates(*ece_inputs(after, labels, target), n_bins=B, n_boot=reps, seed=seed)
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    return bool(new.split - old.ece > z * float(np.hypot(new.sd_split, old.sd_ece)))
 
 
 def evaluation_metrics(probs: np.ndarray, labels: np.ndarray, kind: str,

@@ -276,12 +276,13 @@ def test_pbr_tiny_fit_shows_kl_bounds_and_downloads(at):
     assert not any("worse calibrated than no recalibration" in w.value for w in at.warning)  # its own note says it
     # A fit at alpha = 0 whose test ECE rose above the uncalibrated one: the page and the report say so.
     worse = dataclasses.replace(r, alpha=0.0, after={**r.after, "ece": r.before["ece"] + 0.02}, kl=15_710.3,
-                                fit_report={**r.fit_report, "ended_at_prior": False})
+                                fit_report={**r.fit_report, "ended_at_prior": False}, worse_shown=True)
     shown_worse = jobs.start_job("pbr", "worse", lambda ctx: worse, heavy=False, lock=None)
     assert shown_worse.join(5)
     at.session_state["recal_jobs"]["pbr"] = shown_worse
     at.run()
-    expected = texts.worse_on_test_note(r.before["ece"], r.before["ece"] + 0.02, r.ece_re, 0.0, 150, r.n_te, False)
+    expected = texts.worse_on_test_note(r.before["ece"], r.before["ece"] + 0.02, r.ece_re, 0.0, 150, r.n_te, False,
+                                        True)
     assert "With α = 0 the KL term hardly holds the fit back" in expected
     assert [w.value for w in at.warning if "worse calibrated" in w.value] == [expected]
     assert _metric(at, "KL") == "15,710"  # such fits have large KLs: whole numbers fit the card, 1.571e+04 did not
