@@ -213,3 +213,233 @@ def test_a_worse_fit_is_called_worse_once_the_test_rows_can_tell():
     trials = 40
     found = sum(ece_rise_shown(*_temperature_case(rng, 10, 1000, 0.8, overfit=2.0), "binary") for _ in range(trials))
     assert _at_least(found, trials, 0.9), found
+
+
+# --------------------------------------------------------- Groups page / CLI: "X is calibrated worse than Y"
+def test_equally_miscalibrated_groups_of_very_different_sizes_are_rarely_called_different(adult_p):
+    """'g0 is calibrated worse than g1' (groups.largest_gap's ``real``, the sentence of the page, the
+    report and ``evaluate --by``, and the failing condition of ``--max-group-gap``) is false when both
+    groups share one calibration curve (over-confident: P(y=1) = sigmoid(0.6 logit p), TCE 0.062 at every
+    B). Then only the gap's interval guards the claim (both groups fail their own test), and the small
+    group's bias-corrected estimate, whose mean is at most its CE_B, leans low: 5000 + 100 rows, called
+    real in 20 of 400 and 18 of 200 files (5.4 % in all, nominal 5 %; 5000 + 150: 24 of 400)."""
+    rng = np.random.default_rng(11)
+    trials, real, flagged = 120, 0, 0
+    for t in range(trials):
+        report = G.calibration_by_group(_grouped([5000, 100], adult_p, rng, truth=lambda p: _sigmoid(0.6 * np.log(p / (1 - p)))),
+                                        "g", n_boot=100, seed=t)
+        real += report.largest_gap["real"]
+        flagged += "g0" in report.miscalibrated
+    assert _at_most(real, trials), real
+    assert flagged == trials  # the large group's own test never holds the claim back: the interval must
+
+
+# --------------------------------------------------------- Groups page / CLI: "Find the slices" on small files
+@pytest.mark.parametrize("n", [300, 1500])
+def test_a_small_file_s_slices_are_rarely_a_false_discovery(adult, n):
+    """'N slices hold up: miscalibrated beyond chance on rows the search never saw' (find_slices, Holm over
+    the slices tested on the held-out half) on n rows drawn from Adult with its covariates, outcomes drawn
+    from p (no slice miscalibrated): some slice held up in 1 of 60 (300 rows), 1 of 60 (600) and 3 of 60
+    (1,500) searches."""
+    from pbr_core.slices import find_slices
+
+    rng = np.random.default_rng(n)
+    trials, false, tested = 30, 0, 0
+    for t in range(trials):
+        idx = rng.choice(adult.n, n, replace=False)
+        p = adult.p_positive[idx]
+        preds = pbr_core.Predictions.from_arrays(np.c_[1 - p, p], (rng.random(n) < p).astype(int))
+        report = find_slices(dataclasses.replace(preds, metadata=adult.metadata.iloc[idx].reset_index(drop=True)),
+                             seed=t)
+        false += bool(report.held_up)
+        tested += report.tested
+    assert _at_most(false, trials), false
+    assert tested > 0  # the search proposed slices (7 at 300 rows, 46 at 1,500): the held-out test held them back
+
+
+def test_a_planted_slice_of_a_small_file_is_found(adult):
+    """Power: 1,500 rows of Adult, the women's outcomes 25 points above p (about a third of the rows)."""
+    from pbr_core.slices import find_slices
+
+    rng = np.random.default_rng(5)
+    trials, found = 15, 0
+    for t in range(trials):
+        idx = rng.choice(adult.n, 1500, replace=False)
+        meta = adult.metadata.iloc[idx].reset_index(drop=True)
+        p = adult.p_positive[idx]
+        q = np.where(meta["sex"] == "Female", np.minimum(p + 0.25, 1), p)
+        preds = pbr_core.Predictions.from_arrays(np.c_[1 - p, p], (rng.random(p.size) < q).astype(int))
+        report = find_slices(dataclasses.replace(preds, metadata=meta), seed=t)
+        found += any("Female" in s for s in report.held_up)
+    assert _at_least(found, trials, 0.8), found
+
+
+# --------------------------------------------------------- Reliability page / CLI: the ECE's 95 % interval
+@pytest.mark.parametrize("n", [20, 50, 200])
+def test_the_ece_interval_covers_the_binned_error_on_small_files(n):
+    """'95% interval ... where the calibration error these B bins would show on unlimited data lies with
+    95% confidence' (ece_bootstrap_ci with default_n_boot(n), as the page and ``evaluate`` compute it):
+    confidences ~ Beta(5, 1.2), calibrated (CE_B = 0) or over-confident (f(c) = c^1.3, CE_B = TCE = 0.045
+    for every B). Coverage 98-100 % at 20-200 rows (300 files each)."""
+    from scipy.special import beta as beta_fn
+
+    a, b = 5.0, 1.2
+    ce = a / (a + b) - beta_fn(a + 1.3, b) / beta_fn(a, b)
+    rng = np.random.default_rng(n)
+    trials = 100
+    for f, truth in ((lambda c: c, 0.0), (lambda c: c ** 1.3, ce)):
+        hits = 0
+        for t in range(trials):
+            c = rng.beta(a, b, n)
+            lo, hi = pbr_core.ece_bootstrap_ci(c, (rng.random(n) < f(c)).astype(int), n_boot=M.default_n_boot(n), seed=t)
+            hits += lo <= truth <= hi
+        assert _at_least(hits, trials, 0.95), (n, truth, hits)
+
+
+def test_the_ece_interval_leaves_out_0_for_a_clearly_miscalibrated_small_file():
+    """Power (so the coverage above is not bought by intervals from 0 to 1): 200 rows over-confident by
+    a third (f(c) = c^3), the interval's lower end is above 0 in most files."""
+    rng = np.random.default_rng(4)
+    trials, above = 40, 0
+    for t in range(trials):
+        c = rng.beta(5.0, 1.2, 200)
+        lo, hi = pbr_core.ece_bootstrap_ci(c, (rng.random(200) < c ** 3).astype(int), n_boot=M.default_n_boot(200), seed=t)
+        above += lo > 0
+    assert _at_least(above, trials, 0.8), above
+
+
+# --------------------------------------------------------- Reliability page: CORP band, "more than chance"
+@pytest.mark.parametrize("n", [40, 150])
+def test_the_corp_more_than_chance_reading_is_rare_for_a_calibrated_small_file(cifar_conf, n):
+    """'For X % of the rows the curve lies outside the band, more than chance gives a calibrated model ...:
+    the predictions are off there' (corp.outside_band_share above CHANCE_OUTSIDE_SHARE, the page's
+    corp_reliability with its defaults), outcomes drawn from the predictions: 2 % and 5 % of 200 files
+    of Beta(2, 2) forecasts at 40 and 100 rows, 1-6 % for CIFAR-10 confidences at 20-300 rows."""
+    from pbr_core.corp import CHANCE_OUTSIDE_SHARE, corp_reliability, outside_band_share
+
+    rng = np.random.default_rng(n)
+    trials, claims = 40, 0
+    for t in range(trials):
+        p = rng.beta(2, 2, n) if t % 2 else rng.choice(cifar_conf, n)
+        claims += outside_band_share(corp_reliability(p, (rng.random(n) < p).astype(int), seed=t), p) > CHANCE_OUTSIDE_SHARE
+    assert _at_most(claims, trials), claims
+
+
+def test_the_corp_reading_finds_predictions_that_are_off_on_a_small_file():
+    """Power: 150 rows whose outcomes are off by up to 0.25 (p + 0.25 sin 2 pi p, clipped)."""
+    from pbr_core.corp import CHANCE_OUTSIDE_SHARE, corp_reliability, outside_band_share
+
+    rng = np.random.default_rng(6)
+    trials, found = 20, 0
+    for t in range(trials):
+        p = rng.beta(2, 2, 150)
+        y = (rng.random(150) < np.clip(p + 0.25 * np.sin(2 * np.pi * p), 0, 1)).astype(int)
+        found += outside_band_share(corp_reliability(p, y, seed=t), p) > CHANCE_OUTSIDE_SHARE
+    assert _at_least(found, trials, 0.8), found
+
+
+# --------------------------------------------------------- Reliability page: consistency bands
+@pytest.mark.parametrize("n", [30, 100])
+def test_consistency_bands_cover_their_level_on_small_files(cifar_conf, adult_p, n):
+    """'if the predictions were calibrated, at most about 1 in 10 would [fall outside their band], by
+    chance': each bin's 90 % band (reliability_diagram) covers a calibrated bin's frequency at least 90 %
+    of the time at 30 and 100 rows (binomial quantiles are coarse there: conservative)."""
+    rng = np.random.default_rng(n)
+    for pool in (cifar_conf, adult_p):
+        inside = total = 0
+        for _ in range(200):
+            p = rng.choice(pool, n)
+            table = pbr_core.reliability_diagram(p, (rng.random(n) < p).astype(int))
+            full = table[table["count"] > 0]
+            inside += int(((full["accuracy"] >= full["band_low"] - 1e-12)
+                           & (full["accuracy"] <= full["band_high"] + 1e-12)).sum())
+            total += len(full)
+        assert _at_least(inside, total, 0.9), (n, inside / total)
+
+
+# --------------------------------------------------------- Bins & bias page / CLI: Theorem 1's band
+@pytest.mark.parametrize("n", [10, 50, 200, 1000])
+def test_theorem1_band_holds_on_small_files(n):
+    """'With probability 1 − ε, |TCE − ECE| ≤ bound, so the true calibration error lies between ...'
+    (theorem1_bound at B = floor(n^(1/3)) and at the bound-minimising B, L = 1, ε = 0.05), on simulated
+    predictions with a known TCE whose accuracy curve is 0.8-Lipschitz (estimators.simulated_predictions,
+    shift 0.1: TCE 0.05): it held in every one of 200 files at each size, vacuous (at least 1) below a
+    few hundred rows, where the page says it says nothing."""
+    from pbr_core.estimators import simulated_predictions, simulated_tce
+
+    tce = simulated_tce(0.1)
+    bins = {pbr_core.optimal_n_bins(n), pbr_core.bound_minimizing_n_bins(n, lipschitz=1.0, eps=0.05)}
+    trials, held = 200, 0
+    for t in range(trials):
+        conf, out = simulated_predictions(n, 0.1, seed=1000 * n + t)
+        held += all(abs(tce - pbr_core.ece(conf, out.astype(int), n_bins=B))
+                    <= pbr_core.theorem1_bound(n, B, lipschitz=1.0, eps=0.05) for B in bins)
+    assert _at_least(held, trials, 0.95), held
+
+
+# --------------------------------------------------------- Compare page / CLI: "A better", the green "best"
+def _exchangeable_folds(rng, n_sims: int, n_methods: int, n_rows: int, n_re: int, n_te: int | None, folds: int,
+                        shift: float = 0.0) -> pd.DataFrame:
+    """Per-fold tables of ``n_sims`` files of ``n_rows`` rows split as the protocol splits them
+    (split_indices), every method's metric the mean of per-row losses on the fold's test rows; the losses
+    are exchangeable between methods (equally good) except the last one's, ``shift`` higher (as
+    tests/test_paired.py's simulation, at the sizes of small files)."""
+    from pbr_core.experiments import split_indices
+
+    test = np.stack([split_indices(n_rows, n_re, fold=f, seed=0, n_te=n_te)[1] for f in range(folds)])
+    losses = rng.exponential(1.0, size=(n_sims, 1, n_rows)) * np.exp(0.3 * rng.standard_normal((n_sims, n_methods, n_rows)))
+    losses[:, -1] += shift
+    per_fold = losses[:, :, test].mean(axis=-1)
+    sim, method, fold = np.meshgrid(np.arange(n_sims), np.arange(n_methods), np.arange(folds), indexing="ij")
+    return pd.DataFrame({"sim": sim.ravel(), "method": np.array([f"m{i}" for i in range(n_methods)])[method.ravel()],
+                         "fold": fold.ravel(), "ece": per_fold.ravel(), "n_re": n_re, "n_te": test.shape[1]})
+
+
+@pytest.mark.parametrize("n_rows, n_re, n_te, folds", [(288, 144, None, 10), (288, 144, None, 6),
+                                                      (900, 100, 800, 10)])
+def test_equally_good_methods_are_rarely_told_apart_on_small_files(n_rows, n_re, n_te, folds):
+    """'A better' (paired_tests' verdict: the corrected t-test for overlapping folds, Holm over every pair
+    of the default table, Wilcoxon agreeing) and the green 'best' (shown_best) between equally good
+    methods, on the smallest file a comparison accepts (288 rows: n_re = n_te = 144), at 6 folds (the
+    fewest that can name a winner) and with n_te/n_re = 8 (the KITTI protocol). Measured: 'better'
+    between two methods in 16-26 of 400 files (4.0-6.5 %; 22 of 400 with n_te = 144 of 1,144 rows); any
+    row of a four-method default table in 4-8 of 150; 'best' in 0-1 of 150. Power: a per-row loss 0.15
+    higher is named worse in most files."""
+    from pbr_core.experiments import paired_tests, shown_best
+
+    rng = np.random.default_rng(n_rows + n_re + folds)
+    two = paired_tests(_exchangeable_folds(rng, 150, 2, n_rows, n_re, n_te, folds), pairs=[("m0", "m1")], group_by=["sim"])
+    assert _at_most(int(two["better"].notna().sum()), 150)
+    four = _exchangeable_folds(rng, 50, 4, n_rows, n_re, n_te, folds)
+    rows = paired_tests(four, group_by=["sim"])
+    assert _at_most(int(rows.assign(c=rows["better"].notna()).groupby("sim")["c"].any().sum()), 50)
+    assert _at_most(sum(shown_best(part) is not None for _, part in four.groupby("sim")), 50)
+    power = paired_tests(_exchangeable_folds(rng, 50, 2, n_rows, n_re, n_te, folds, shift=0.15), pairs=[("m0", "m1")],
+                         group_by=["sim"])
+    assert (power["better"] == "m0").sum() >= 25 and (power["better"] == "m1").sum() == 0  # 62-100 % at 0.1
+
+
+def test_no_recalibrator_is_named_better_or_best_on_a_small_calibrated_file():
+    """Real fits on the smallest file a comparison accepts (288 rows, n_re = 144, 10 folds): the model is
+    calibrated (p ~ Beta(2, 2), outcomes drawn from p), so no recalibrator is better than none. Neither
+    a paired row nor the green cell named one in 40 files (300 rows); with outcomes 15 points above the
+    predictions Platt scaling is named better than the uncalibrated model in most files."""
+    from pbr_core.experiments import compare, paired_tests, shown_best
+
+    def file(seed: int, shift: float) -> pbr_core.Predictions:
+        r = np.random.default_rng(seed)
+        p = r.beta(2, 2, 288)
+        return pbr_core.Predictions.from_arrays(np.c_[1 - p, p], (r.random(288) < np.clip(p + shift, 0, 1)).astype(int))
+
+    wrong = 0
+    for seed in range(15):
+        t = compare(file(seed, 0.0), ["uncalibrated", "temperature", "platt", "isotonic"], n_re=144, n_folds=10, seed=seed)
+        rows = paired_tests(t)
+        wrong += (shown_best(t) not in (None, "uncalibrated")
+                  or bool(rows["better"].isin(["temperature", "platt", "isotonic"]).any()))
+    assert _at_most(wrong, 15), wrong
+    found = 0
+    for seed in range(10):
+        rows = paired_tests(compare(file(100 + seed, 0.15), ["uncalibrated", "platt"], n_re=144, n_folds=10, seed=seed))
+        found += (rows["better"] == "platt").any()
+    assert found >= 6, found
