@@ -208,7 +208,8 @@ def apply_section(result: runs.ApplyResult) -> ReportSection:
     settings["Computed"] = _stamp(result)
     paragraphs = [f"{result.origin}; measured on {result.evaluated_on}."]
     if result.tests is not None:  # as on the page: is each side calibrated beyond chance on these rows?
-        paragraphs.append(texts.held_out_tests(result.tests, result.n_eval))
+        paragraphs.append(texts.held_out_tests(result.tests, result.n_eval,
+                                               (result.reliability_before, result.reliability_after)))
     if result.preds.kind == "binary":  # which ECE, as on the page
         paragraphs.append("ECE: " + texts.binary_ece_caption(result.binary_ece))
     if result.unmeasured_small_file:  # as on the page: unmeasured, below the other pages' size

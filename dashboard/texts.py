@@ -141,8 +141,9 @@ def ece_interval_caption(low: float, high: float) -> str:
     instead of saying "cannot rule out a calibrated model" beside a test that rules it out."""
     text = f"95% interval {low:.4f} – {high:.4f}"
     if low <= 0.0:
-        return text + (" (it reaches 0: the interval alone cannot tell this error from none; whether the "
-                       "model is miscalibrated is what the test of calibration below the chart answers)")
+        return text + (" (it reaches 0: the interval alone cannot tell this error from none; the test of "
+                       "calibration below the chart says whether the predictions are off on average or in how "
+                       "confident they are, and the diagram's bands show single bins)")
     return text
 
 
@@ -877,12 +878,13 @@ P_VALUE_MEANING = (
 
 def p_value(p: float | None) -> str:
     """A p-value as every page, table and report writes it (:func:`pbr_core.significance.format_p`, the
-    CLI's format too: three decimals cut, "< 0.001" below 0.001), "–" when there is none.
+    CLI's format too: three decimals cut, "< 0.001" below 0.001, "> 0.99" above 0.99), "–" when there is
+    none.
 
     Examples
     --------
     >>> [p_value(v) for v in (0.04912, 0.0004, 4.69e-7, 1.0, float("nan"), None)]
-    ['0.049', '< 0.001', '< 0.001', '1.000', '–', '–']
+    ['0.049', '< 0.001', '< 0.001', '> 0.99', '–', '–']
     """
     from pbr_core.significance import format_p
 
@@ -1143,15 +1145,46 @@ def apply_ece_help(n_bins: int, n_eval: int) -> str:
     return ECE_HELP + f" B = {n_bins} bins on {n_eval:,} rows."
 
 
-def held_out_tests(tests, n_rows: int) -> str:
+def held_out_tests(tests, n_rows: int, tables=None) -> str:
     """Under the after / before cards of rows a recalibrator was not fitted on: the test of calibration
     of those rows before and after (:func:`pbr_core.significance.verdict`), since a change of ECE on a
-    few hundred rows says nothing by itself about whether it is more than chance."""
-    from pbr_core.significance import verdict
+    few hundred rows says nothing by itself about whether it is more than chance. ``tables``: the
+    before and after reliability tables drawn beside it, so that "no evidence" never stands as an
+    all-clear next to a diagram with bins outside their bands (:func:`bands_beside_test`)."""
+    from pbr_core.significance import NOT_LOCAL, verdict
 
-    before, after = tests
+    tables = tables or (None, None)
+    sides = [verdict(t, scope_note=False) + bands_beside_test(t, table, "diagram")
+             for t, table in zip(tests, tables)]
     return (f"**Test of calibration on these {n_rows:,} rows** (the change of ECE alone cannot say whether it "
-            f"is more than chance on this many rows). Before: {verdict(before)} After: {verdict(after)}")
+            f"is more than chance on this many rows). Before: {sides[0]} After: {sides[1]} {NOT_LOCAL}")
+
+
+def bins_outside(table) -> tuple[int, int]:
+    """(bins outside their consistency band, bins with rows) of a reliability table (band_low, band_high)."""
+    full = table[table["count"] > 0]
+    outside = int(((full["accuracy"] < full["band_low"] - 1e-12) | (full["accuracy"] > full["band_high"] + 1e-12)).sum())
+    return outside, len(full)
+
+
+def bands_beside_test(test, table, where: str = "diagram above") -> str:
+    """After a test that found no evidence: how many bins of the reliability diagram shown with it lie
+    outside their 90 % band, so that the sentence is no all-clear (empty when none or when the test
+    found miscalibration). The bands are per bin and not corrected for the number of bins, so those
+    bins are not called miscalibrated either: the reader is sent to look at them."""
+    if table is None or "band_low" not in table:
+        return ""
+    p = test.p_value
+    if test.method.startswith("certain") or not p == p or p < 0.05:
+        return ""
+    k, m = bins_outside(table)
+    if k == 0:
+        return ""
+    one = k == 1
+    return (f" Not an all-clear: {k} of the {m} bin{'s' if m > 1 else ''} with rows in the {where} "
+            f"lie{'s' if one else ''} outside {'its' if one else 'their'} 90 % band, which this test does not look "
+            f"at. Each band is for one bin alone (about 1 bin in 10 falls outside by chance), so look at where "
+            f"{'it lies' if one else 'they lie'} before trusting the predictions there.")
 
 
 def apply_measured_on(origin: str, evaluated_on: str, seconds: float) -> str:
@@ -1604,8 +1637,10 @@ GROUPS_TEST_HELP = (
     "(the slope; Cox's test), with Spiegelhalter's z beside them. It needs no bins. For a small group the "
     "p-value comes from redrawing the outcomes from the predictions thousands of times, so it is exact at "
     "any size. The p-values are corrected for testing several groups at once (Holm's method): below 0.05, "
-    "the group is miscalibrated beyond chance. Above it, the rows show no evidence of miscalibration, "
-    "which is not proof of calibration: the last column says how large a miscalibration would have shown."
+    "the group is miscalibrated beyond chance. Above it, the rows show no evidence that the predictions are "
+    "off on average, too confident or not confident enough, which is not proof of calibration: the last "
+    "column says how large a miscalibration would have shown, and the test does not look at single ranges of "
+    "predictions (the group's reliability curve and its bands do)."
 )
 GROUPS_CORRECTED_HELP = (
     "The ECE with the part that noise adds removed (the split estimate: the rows are cut into two random "
@@ -1641,9 +1676,8 @@ BANDS_HELP = (
 
 def bands_caption(table) -> str:
     """How many bins fall outside their 90 % consistency band, and what that means."""
-    full = table[table["count"] > 0]
-    outside = int(((full["accuracy"] < full["band_low"] - 1e-12) | (full["accuracy"] > full["band_high"] + 1e-12)).sum())
-    return (f"{outside} of {len(full)} bins with rows fall outside their 90 % consistency band (grey): if the "
+    outside, n_full = bins_outside(table)
+    return (f"{outside} of {n_full} bins with rows fall outside their 90 % consistency band (grey): if the "
             f"predictions were calibrated, at most about 1 in 10 would, by chance. " + BANDS_HELP.split(". ", 1)[1])
 
 
@@ -1660,15 +1694,17 @@ def group_verdict(p_corrected: float, shift: float, alpha: float, method: str = 
     return f"no evidence; a shift of {shift_words(shift)} would show"
 
 
-def overall_test_sentence(test) -> str:
+def overall_test_sentence(test, table=None) -> str:
     """The Reliability page's answer to "is this model calibrated?" (:func:`pbr_core.significance.verdict`),
-    with the test's name."""
-    from pbr_core.significance import verdict
+    with the test's name; ``table``: the reliability table of the diagram above it (its bins outside
+    their bands keep "no evidence" from reading as an all-clear, :func:`bands_beside_test`)."""
+    from pbr_core.significance import NOT_LOCAL, verdict
 
     how = ("exact: outcomes redrawn from the predictions" if test.method.startswith("Monte Carlo") else
            test.method if test.method != "analytic" else "Cox's test of calibration in the large and slope, with "
            "Spiegelhalter's z")
-    return f"**Is this model calibrated?** Over all {test.n:,} rows: {verdict(test)} ({how}.)"
+    return (f"**Is this model calibrated?** Over all {test.n:,} rows: {verdict(test, scope_note=False)} ({how}.) "
+            f"{NOT_LOCAL}{bands_beside_test(test, table)}")
 
 
 def groups_headline(report) -> str:

@@ -195,7 +195,7 @@ class GroupReport:
 
         t = self.table
         rows = [(r.group, f"{r.n:,}", r.ece, r.ece_corrected, S.format_p(r.p_holm),
-                 S.verdict(_row_test(r), float(r.p_holm) if len(t) > 1 else None, self.alpha))
+                 S.verdict(_row_test(r), float(r.p_holm) if len(t) > 1 else None, self.alpha, scope_note=False))
                 for r in t.itertuples()]
         return _html.table(["group", "rows", "ECE", "ECE without noise", "p (corrected)", "what the test says"], rows,
                            caption=f"Calibration by {' × '.join(self.by)}. Largest gap: {gap_statement(self)}")
@@ -649,10 +649,10 @@ def gap_statement(report: GroupReport) -> str:
                 f"{'are' if many else 'is'} miscalibrated beyond chance by {'their' if many else 'its'} own "
                 f"test, but not the worst by the bias-corrected calibration error, which ranks the groups by the "
                 f"size of their error once the noise of small groups is removed; by that measure {worst} is the "
-                f"worst, and it shows no evidence of miscalibration ({S.p_words(g['p_holm_worst'])} after ")
+                f"worst, and it shows no evidence {S.TESTED} ({S.p_words(g['p_holm_worst'])} after ")
     else:
         lead = (f"No group is shown to be calibrated worse than another: {worst}, the worst by its bias-corrected "
-                f"calibration error, shows no evidence of miscalibration ({S.p_words(g['p_holm_worst'])} after ")
+                f"calibration error, shows no evidence {S.TESTED} ({S.p_words(g['p_holm_worst'])} after ")
     return (lead +
             f"correcting for the other groups), and with the part of each ECE that noise adds removed (more in "
             f"smaller groups) it differs from {best} by {interval}. Measured ECE {g['ece_worst']:.4f} and "
@@ -670,7 +670,8 @@ def group_statements(report: GroupReport) -> list[str]:
     out = []
     for row in report.table.itertuples():
         out.append(f"{group_label(report, row.group)} ({row.n:,} rows): "
-                   + S.verdict(_row_test(row), float(row.p_holm) if len(report.table) > 1 else None, alpha))
+                   + S.verdict(_row_test(row), float(row.p_holm) if len(report.table) > 1 else None, alpha,
+                               scope_note=False))
     return out
 
 

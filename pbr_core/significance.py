@@ -562,31 +562,36 @@ def holm_level_count(p_values: Sequence[float]) -> int:
 def format_p(p: float) -> str:
     """A p-value as every front end writes it (the dashboard's tables, the reports and the CLI): three
     decimals, cut rather than rounded so that the text sits on the same side of a level such as 0.05
-    as the number (0.0499 is "0.049", never "0.050"), "< 0.001" below 0.001, "n/a" when there is
-    none. One format, so that 4.69e-7 and 0.00000135 never stand side by side.
+    as the number (0.0499 is "0.049", never "0.050"), "< 0.001" below 0.001, "> 0.99" above 0.99 (the
+    doubled smaller p-value of the test of calibration is 1 whenever both are above 0.5: "1.000" read as
+    "perfect"), "n/a" when there is none. One format, so that 4.69e-7 and 0.00000135 never stand side by
+    side.
 
     Examples
     --------
-    >>> [format_p(v) for v in (0.52, 0.0499, 0.0004, 4.69e-7, 1.0, float("nan"))]
-    ['0.520', '0.049', '< 0.001', '< 0.001', '1.000', 'n/a']
+    >>> [format_p(v) for v in (0.52, 0.0499, 0.0004, 4.69e-7, 0.995, 1.0, float("nan"))]
+    ['0.520', '0.049', '< 0.001', '< 0.001', '> 0.99', '> 0.99', 'n/a']
     """
     if p is None or not np.isfinite(p):
         return "n/a"
     if p < 1e-3:
         return "< 0.001"
+    if p > 0.99:
+        return "> 0.99"
     return f"{np.floor(p * 1000 * (1 + 1e-12)) / 1000:.3f}"
 
 
 def p_words(p: float) -> str:
-    """'p = 0.031', 'p < 0.001' (:func:`format_p`'s "< 0.001" never written "p = < 0.001"), 'p = n/a'.
+    """'p = 0.031', 'p < 0.001', 'p > 0.99' (:func:`format_p`'s bounds never written "p = < 0.001"),
+    'p = n/a'.
 
     Examples
     --------
-    >>> [p_words(v) for v in (0.0312, 4.69e-7, float("nan"))]
-    ['p = 0.031', 'p < 0.001', 'p = n/a']
+    >>> [p_words(v) for v in (0.0312, 4.69e-7, 1.0, float("nan"))]
+    ['p = 0.031', 'p < 0.001', 'p > 0.99', 'p = n/a']
     """
     text = format_p(p)
-    return f"p {text}" if text.startswith("<") else f"p = {text}"
+    return f"p {text}" if text[0] in "<>" else f"p = {text}"
 
 
 def shift_words(delta: float) -> str:
@@ -597,10 +602,22 @@ def shift_words(delta: float) -> str:
     return f"{pts:.2g} points" if pts < 1 else f"{pts:.1f} points"
 
 
-def verdict(test: CalibrationTest, p_corrected: float | None = None, alpha: float = 0.05) -> str:
+#: What the test of calibration looks at, in plain words: every "no evidence" sentence says it, since
+#: the test (Cox's intercept and slope, Spiegelhalter's z) cannot see predictions that are off in one
+#: range only (audit 3: Platt scaling of scores of exactly 0 and 1 gave 42 held-out rows 0.249 that
+#: were right 90.5 % of the time, p = 0.153).
+TESTED = "that the predictions are off on average, too confident or not confident enough"
+#: What it does not look at.
+NOT_LOCAL = ("The test looks at the predictions as a whole (their average and how confident they are), not at "
+             "single ranges of them: a range of predictions can be off while the whole looks right.")
+
+
+def verdict(test: CalibrationTest, p_corrected: float | None = None, alpha: float = 0.05,
+            scope_note: bool = True) -> str:
     """What a test supports, in one sentence (``p_corrected``: the p-value after correction for the
-    other sets tested, when there are others). Never "calibrated": a test that finds nothing says
-    how large a miscalibration it would have found."""
+    other sets tested, when there are others). Never "calibrated": a test that finds nothing says what
+    it looked at (:data:`TESTED`) and how large a miscalibration it would have found; ``scope_note``
+    adds :data:`NOT_LOCAL` (left out where a list of groups would repeat it)."""
     p = test.p_value if p_corrected is None else p_corrected
     after = "" if p_corrected is None else " after correcting for the other groups"
     if test.method.startswith("certain"):
@@ -609,6 +626,7 @@ def verdict(test: CalibrationTest, p_corrected: float | None = None, alpha: floa
         return "not tested (no row has a probability strictly between 0 and 1)."
     if p < alpha:
         return f"miscalibrated beyond chance ({p_words(p)}{after})."
-    return (f"no evidence of miscalibration at this sample size ({p_words(p)}{after}); a shift of "
+    return (f"no evidence {TESTED}, at this sample size ({p_words(p)}{after}); a shift of "
             f"{shift_words(test.detectable_shift)} between the predicted probabilities and the observed "
-            f"frequency would be detected at least 80 % of the time, smaller ones could go unnoticed.")
+            f"frequency would be detected at least 80 % of the time, smaller ones could go unnoticed."
+            + (" " + NOT_LOCAL if scope_note else ""))

@@ -327,4 +327,4 @@ def test_the_gap_sentence_names_a_flagged_group_that_is_not_the_worst():
     words = G.gap_statement(report)
     assert words.startswith("No group is shown to be calibrated worse than another. sex = Female is "
                             "miscalibrated beyond chance by its own test, but not the worst")
-    assert "by that measure sex = Male is the worst, and it shows no evidence of miscalibration (p = 0.072" in words
+    assert "by that measure sex = Male is the worst, and it shows no evidence that the predictions are off on average, too confident or not confident enough (p = 0.072" in words

@@ -173,7 +173,7 @@ def test_values_show_as_html_tables_in_a_notebook():
     assert "<table" in shown and "16,281" in shown and "ECE of p(y=1), B = 25" in shown
     report = calibration_by_group(adult, "sex", n_boot=20)
     html = report._repr_html_()
-    assert "Female" in html and "no evidence of miscalibration" in html
+    assert "Female" in html and "no evidence that the predictions are off on average" in html
     import html as html_lib
 
     assert html_lib.escape(gap_statement(report)) in html

@@ -180,7 +180,7 @@ def _result(loaded: state.Loaded, r: runs.ApplyResult, kind: str) -> None:
         st.warning(texts.SHIP_IN_SAMPLE, icon=":material/visibility:")
     _cards(r)
     if r.tests is not None:  # rows it was not fitted on: is each side calibrated beyond chance?
-        st.markdown(texts.held_out_tests(r.tests, r.n_eval))
+        st.markdown(texts.held_out_tests(r.tests, r.n_eval, (r.reliability_before, r.reliability_after)))
     if r.preds.kind == "binary":  # which ECE the cards are: the app's one choice
         st.caption(texts.binary_ece_caption(r.binary_ece))
     for note in r.notes:

@@ -135,15 +135,17 @@ def render() -> None:
                              help=texts.SMOOTH_HELP)
         fig = compute.reliability_chart(view, n_bins, binning, smooth)  # shared: never changed here
         st.plotly_chart(fig, key="reliability_chart", config={"displaylogo": False})
+        banded = None  # the diagram's bins with consistency bands (equal-width bins only)
         if binning == "mass":
             table = compute.reliability_equal_mass(view, n_bins)
             st.caption(texts.EQUAL_MASS_CAPTION.format(
                 ece=float((table["weight"] * table["gap"].abs()).sum()), B=len(table)))
         else:
-            st.caption(texts.bands_caption(compute.reliability(view, n_bins)))
+            banded = compute.reliability(view, n_bins)
+            st.caption(texts.bands_caption(banded))
         test = compute.calibration_test(view)
         if test is not None:
-            st.markdown(texts.overall_test_sentence(test))
+            st.markdown(texts.overall_test_sentence(test, banded))
     with right:
         st.markdown(texts.how_to_read(view.binary_positive))
     _other_estimators(view)

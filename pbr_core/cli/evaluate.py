@@ -356,7 +356,7 @@ def _groups_json(report) -> dict[str, Any]:
 def group_text(report) -> str:
     """The per-group table as text, with the test, the small groups and the largest gap."""
     from pbr_core.groups import gap_statement, group_statements
-    from pbr_core.significance import format_p
+    from pbr_core.significance import NOT_LOCAL, format_p
 
     t = report.table
     shown = t[["group", "n", "rate", "mean_predicted", "ece", "ece_low", "ece_high", "ece_corrected", "mce",
@@ -370,5 +370,6 @@ def group_text(report) -> str:
              f"ECE with B = floor(n_group^(1/3)), {report.level:.0%} {report.interval}; ECE corrected: with the "
              f"part noise adds removed; test: {report.test})",
              shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"),
-             "largest gap: " + gap_statement(report), "each group:", *(f"  {s}" for s in group_statements(report))]
+             "largest gap: " + gap_statement(report), "each group:", *(f"  {s}" for s in group_statements(report)),
+             f"  {NOT_LOCAL}"]
     return "\n".join(lines)

@@ -55,7 +55,7 @@ def test_an_audit_by_group_on_the_adult_sample(page, app_url):
 
     nav(page, "Reliability", "Reliability")
     main.get_by_text("Is this model calibrated?").first.wait_for(timeout=TIMEOUT_MS)
-    assert "no evidence of miscalibration at this sample size" in main.inner_text()
+    assert "no evidence that the predictions are off on average, too confident or not confident enough, at this sample size" in main.inner_text()
     page.get_by_text("Other estimators, and the ECE other libraries would report").click()
     # The table is drawn on a canvas; its cells exist for screen readers.
     main.get_by_text("torchmetrics calibration_error()").first.wait_for(state="attached", timeout=TIMEOUT_MS)

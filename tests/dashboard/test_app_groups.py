@@ -94,7 +94,7 @@ def test_the_audit_report_includes_the_groups_chosen_on_the_page(at):
     html = recal_ui.session_report(loaded, view, choices, {})
     assert "Calibration by group: sex" in html and "Spiegelhalter" in html and "Largest gap" in html
     assert "What each group&#x27;s test says" in html or "What each group's test says" in html
-    assert "no evidence of miscalibration at this sample size" in html
+    assert "no evidence that the predictions are off on average, too confident or not confident enough, at this sample size" in html
     # Another file: the grouping chosen for this one is not carried over.
     assert recal_ui.audit_choices(view, session=ss, data_key="another file").group_by == ()
 
