@@ -50,6 +50,12 @@ detected in 62 % of draws, not 80 % (tests/test_claims_small_n.py).
 
 Consistency bands
 -----------------
+Many bins outside their bands: :func:`bins_outside_p`. Bins hold disjoint rows, so under
+calibration their outcomes are independent, and each falls outside its band with probability at
+most 1 - ``level``: the number outside is stochastically at most Binomial(m, 1 - level), whose upper
+tail at the count is a valid p-value for "more bins outside their bands than chance"
+(:func:`bins_note` says so only below 0.05; one bin in ten outside, the chance rate, says nothing).
+
 :func:`consistency_band` gives, per bin of a reliability diagram, where the bin's observed
 frequency would fall at least ``level`` of the time if the model were calibrated (Broecker & Smith
 2007, "Increasing the reliability of reliability diagrams"): the quantiles of Binomial(n_b, mean
@@ -68,7 +74,8 @@ import numpy as np
 
 __all__ = ["CalibrationTest", "EXACT_BELOW_V", "EXACT_MAX_ROWS", "N_SUMS", "SHIFT_DRAWN_MAX_ROWS", "calibration_sums",
            "calibration_sums_by", "calibration_test", "calibration_test_from_sums", "consistency_band", "detectable_shift",
-           "drawn_detectable_shift", "format_p", "needs_exact", "verdict"]
+           "drawn_detectable_shift", "format_p", "needs_exact", "verdict", "bins_outside", "bins_outside_p",
+           "bins_note"]
 
 #: Below this many effective rows V = sum p(1 - p), p-values come from Monte Carlo draws (exact). The
 #: asymptotic combined test's chance of p < 0.001 under calibration was 35x its level at V = 0.2 (10
@@ -92,8 +99,9 @@ _SHIFT_DRAWS = 1000
 #: Probabilities are clipped to [EPS, 1 - EPS] for logit(p) (an event of probability 0 that
 #: happens then gives an enormous statistic, as it should).
 EPS = 1e-12
-#: How the test reads when an outcome had probability 0 (its p-value is then 0: certain).
-IMPOSSIBLE = "certain: {k:,} outcome(s) happened that the model gave probability 0"
+#: How the test reads when an outcome had probability 0 (its p-value is then 0: certain); ``{what}``:
+#: "1 outcome" or "28 outcomes" (:func:`_impossible_words`).
+IMPOSSIBLE = "certain: {what} happened that the model gave probability 0"
 #: Sequential Monte Carlo: stop after this many draws as extreme as the data (Besag & Clifford 1991).
 _H = 20
 #: Where :func:`detectable_shift` reads how much of a shift the rows can take: for each g of this
@@ -279,7 +287,7 @@ def calibration_test_from_sums(sums: np.ndarray, n_tests: int = 1, alpha: float 
     method = "analytic"
     impossible = int(round(sums[10]))
     if impossible:
-        return CalibrationTest(n=n, effective_n=V, p_value=0.0, method=IMPOSSIBLE.format(k=impossible), z=z,
+        return CalibrationTest(n=n, effective_n=V, p_value=0.0, method=_impossible_words(impossible), z=z,
                                p_spiegelhalter=p_sp, chi2_cox=chi, p_cox=p_cox,
                                detectable_shift=detectable_shift(sums, level), level=level)
     if V < EXACT_BELOW_V and n > 0:
@@ -515,6 +523,11 @@ def _monte_carlo_p(p: np.ndarray, observed: float, r_max: int, rng: np.random.Ge
     return (extreme + 1) / (draws + 1), draws
 
 
+def _impossible_words(k: int) -> str:
+    """:data:`IMPOSSIBLE` for ``k`` outcomes ("1 outcome", "28 outcomes")."""
+    return IMPOSSIBLE.format(what=f"{k:,} outcome{'' if k == 1 else 's'}")
+
+
 def consistency_band(count: np.ndarray, sum_p: np.ndarray, level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
     """Per bin, the frequencies between which a calibrated bin's observed frequency falls at least
     ``level`` of the time: the (1 -/+ level)/2 quantiles of Binomial(count, mean p) / count (see the
@@ -630,3 +643,60 @@ def verdict(test: CalibrationTest, p_corrected: float | None = None, alpha: floa
             f"{shift_words(test.detectable_shift)} between the predicted probabilities and the observed "
             f"frequency would be detected at least 80 % of the time, smaller ones could go unnoticed."
             + (" " + NOT_LOCAL if scope_note else ""))
+
+
+# ----------------------------------------------------------------- bins outside their consistency bands
+def bins_outside(table) -> tuple[int, int]:
+    """(bins outside their consistency band, bins with rows) of a reliability table (columns ``count``,
+    ``accuracy``, ``band_low``, ``band_high``: :func:`pbr_core.metrics.reliability_diagram`)."""
+    count = np.asarray(table["count"], dtype=np.float64)
+    full = count > 0
+    acc = np.asarray(table["accuracy"], dtype=np.float64)[full]
+    low = np.asarray(table["band_low"], dtype=np.float64)[full]
+    high = np.asarray(table["band_high"], dtype=np.float64)[full]
+    return int(((acc < low - 1e-12) | (acc > high + 1e-12)).sum()), int(full.sum())
+
+
+def bins_outside_p(k: int, m: int, level: float = 0.9) -> float:
+    """The p-value of ``k`` of ``m`` bins with rows lying outside their ``level`` consistency bands:
+    P(Binomial(m, 1 - level) >= k).
+
+    Valid (conservative) under calibration: bins hold disjoint rows, so their outcomes are
+    independent given the predictions, and each bin lies outside its band with probability at most
+    1 - level (:func:`consistency_band` covers at least ``level``; discrete bins much more), so the
+    count outside is stochastically at most Binomial(m, 1 - level).
+
+    Examples
+    --------
+    >>> round(bins_outside_p(5, 55), 3), round(bins_outside_p(4, 4), 6), bins_outside_p(0, 14)
+    (0.655, 0.0001, 1.0)
+    """
+    from scipy.special import bdtrc
+
+    k, m = int(k), int(m)
+    if k <= 0:
+        return 1.0
+    if k > m:
+        raise ValueError(f"{k} bins outside their bands, but only {m} bins with rows.")
+    return float(bdtrc(k - 1, m, 1.0 - level))  # P(X > k - 1)
+
+
+def bins_note(test: CalibrationTest | None, k: int, m: int, bins: str, alpha: float = 0.05,
+              level: float = 0.9) -> str:
+    """After a test of calibration that found no evidence (``test``; None: no test beside it): the
+    sentence that keeps it from reading as an all-clear when more bins of the reliability diagram lie
+    outside their bands than chance puts there (:func:`bins_outside_p` < ``alpha``); empty otherwise,
+    and after a test that found miscalibration. ``bins`` names the bins, e.g. "bins with rows in the
+    diagram above". Begins with a space."""
+    if test is not None:
+        if test.method.startswith("certain") or not np.isfinite(test.p_value) or test.p_value < alpha:
+            return ""
+    if m == 0:
+        return ""
+    p = bins_outside_p(k, m, level)
+    if p >= alpha:
+        return ""
+    one = k == 1
+    return (f" Not an all-clear: {k} of the {m} {bins} lie{'s' if one else ''} outside {'its' if one else 'their'} "
+            f"{100 * level:g} % band, more than chance puts there ({p_words(p)}): some ranges of predictions are off, "
+            f"which the test does not look at.")

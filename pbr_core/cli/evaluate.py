@@ -68,7 +68,8 @@ def evaluation_table(preds, n_bins: int | None = None, lipschitz: float = 1.0, e
         from pbr_core.significance import calibration_test
         from pbr_core.stream._report import test_columns
 
-        row.update(test_columns(calibration_test(*pbr_core.metrics.confidence_and_outcome(probs, labels))))
+        row.update(test_columns(calibration_test(*pbr_core.metrics.confidence_and_outcome(probs, labels)),
+                                pbr_core.reliability_diagram(probs, labels, B_opt)))
     row["lipschitz"] = lipschitz
     row["eps"] = eps
     row["theorem1_bound"] = pbr_core.theorem1_bound(preds.n, B_opt, lipschitz=lipschitz, eps=eps)
@@ -147,6 +148,11 @@ def _evaluation_text(table: dict[str, Any]) -> str:
         from pbr_core.metrics import nll_shown
 
         shown["nll"] = nll_shown(shown["nll"], shown["nll_infinite_rows"])
+    from pbr_core.significance import format_p
+
+    for key in ("calibration_test_p", "bins_outside_p"):  # as every page writes a p-value ("> 0.99", never 1)
+        if isinstance(shown.get(key), float):
+            shown[key] = format_p(shown[key])
     lines = [_format_table(shown)]
     if "ece_curve" in table:
         lines.append("ece curve  " + ", ".join(f"B={b}: {v:.4g}" for b, v in table["ece_curve"].items()))

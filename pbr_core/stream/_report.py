@@ -11,12 +11,21 @@ from pbr_core.stream._stats import CalibrationStatistics
 __all__ = ["evaluate_dataset"]
 
 
-def test_columns(test) -> dict:
-    """The test of calibration of all rows as ``evaluate`` reports it (in memory and streamed)."""
-    from pbr_core.significance import verdict
+def test_columns(test, table=None) -> dict:
+    """The test of calibration of all rows as ``evaluate`` reports it (in memory and streamed); with
+    ``table``, the reliability table of the ECE's B bins (with consistency bands), how many of its bins
+    lie outside their 90 % band and the p-value of that count under calibration
+    (:func:`pbr_core.significance.bins_outside_p`), and the verdict says so when it is below 0.05 and
+    the test found nothing (:func:`pbr_core.significance.bins_note`), as the Reliability page does."""
+    from pbr_core.significance import bins_note, bins_outside, bins_outside_p, verdict
 
-    return {"calibration_test_p": test.p_value, "calibration_test": test.method,
-            "detectable_shift": test.detectable_shift, "calibration_verdict": verdict(test)}
+    out = {"calibration_test_p": test.p_value, "calibration_test": test.method,
+           "detectable_shift": test.detectable_shift, "calibration_verdict": verdict(test)}
+    if table is not None:
+        k, m = bins_outside(table)
+        out["calibration_verdict"] += bins_note(test, k, m, f"bins with rows of the ECE (B = {len(table)})")
+        out.update({"bins_outside_band": k, "bins_with_rows": m, "bins_outside_p": bins_outside_p(k, m)})
+    return out
 
 
 def evaluate_dataset(dataset: Dataset, stats: CalibrationStatistics, n_bins: int | None = None,
@@ -60,7 +69,7 @@ def evaluate_dataset(dataset: Dataset, stats: CalibrationStatistics, n_bins: int
     row["classwise_ece"] = stats.classwise_ece()
     test = stats.calibration_test()
     if test is not None:
-        row.update(test_columns(test))
+        row.update(test_columns(test, stats.reliability_diagram(B_opt)))
     row["lipschitz"] = lipschitz
     row["eps"] = eps
     row["theorem1_bound"] = theorem1_bound(stats.n, B_opt, lipschitz=lipschitz, eps=eps)

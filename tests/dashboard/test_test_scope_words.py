@@ -37,7 +37,8 @@ def _f10() -> pbr_core.Predictions:
 def test_fit_and_apply_does_not_give_an_all_clear_beside_bins_outside_their_bands():
     """Platt on f10, 20 % held out (split seed 3, where the test finds nothing, as in the audit): the
     After sentence says what was tested, that the test does not look at single ranges, and how many of
-    the After diagram's bins lie outside their band; it never reads "no evidence of miscalibration"."""
+    the After diagram's bins lie outside their band (3 of 4: more than chance puts there, p = 0.0037); it
+    never reads "no evidence of miscalibration"."""
     from pbr_core.experiments import FitSettings
     from pbr_core.experiments.runs import run_fit
 
@@ -54,9 +55,11 @@ def test_fit_and_apply_does_not_give_an_all_clear_beside_bins_outside_their_band
     outside, with_rows = texts.bins_outside(table)
     assert outside >= 2
     assert f"After: no evidence {S.TESTED}" in words
-    assert f"Not an all-clear: {outside} of the {with_rows} bins with rows in the diagram lie outside" in words
+    assert f"Not an all-clear: {outside} of the {with_rows} bins with rows in the after diagram lie outside" in words
+    assert "more than chance puts there (p = 0.003)" in words  # P(Binomial(4, 0.1) >= 3) = 0.0037
     assert S.NOT_LOCAL in words and "no evidence of miscalibration" not in words
-    # the bands are per bin, not corrected for the number of bins: the bins are not called miscalibrated
+    assert words.count("Not an all-clear") == 1 and words.count(S.NOT_LOCAL) == 1  # audit 4: once each
+    # the bins' ranges of predictions are said to be off; "miscalibrated" stays the test's word
     assert "miscalibrated" not in words.split("After:")[1]
 
 
@@ -71,6 +74,33 @@ def test_a_test_that_finds_nothing_beside_bins_inside_their_bands_adds_no_warnin
     # and a test that finds miscalibration needs no such warning
     bad = S.calibration_test(p, (rng.random(2000) < p + 0.1).astype(int))
     assert bad.p_value < 0.05 and texts.bands_beside_test(bad, table) == ""
+
+
+def test_what_the_test_does_not_look_at_follows_no_evidence_only():
+    """Audit 4: "a range of predictions can be off while the whole looks right" after "miscalibrated beyond
+    chance" read as a non sequitur: said only where a test found no evidence."""
+    rng = np.random.default_rng(5)
+    p = rng.uniform(0.3, 0.7, 2000)
+    good = S.calibration_test(p, (rng.random(2000) < p).astype(int))
+    bad = S.calibration_test(p, (rng.random(2000) < p + 0.1).astype(int))
+    assert good.p_value >= 0.05 and bad.p_value < 0.05
+    assert S.NOT_LOCAL in texts.overall_test_sentence(good)
+    assert S.NOT_LOCAL not in texts.overall_test_sentence(bad)
+    assert texts.held_out_tests((bad, good), 2000).count(S.NOT_LOCAL) == 1
+    assert S.NOT_LOCAL not in texts.held_out_tests((bad, bad), 2000)
+    assert texts.held_out_tests((bad, bad), 2000).endswith("After: miscalibrated beyond chance (p < 0.001).")
+
+
+def test_certain_miscalibration_is_said_once_with_its_count_in_words():
+    """Audit 4: f10 (27 rows scored 0 with y = 1, 1 scored 1 with y = 0) read "... probability 0. (certain: 28 outcome(s) ...)"."""
+    preds = _f10()
+    test = S.calibration_test(*pbr_core.metrics.confidence_and_outcome(*preds.metric_inputs()))
+    words = texts.overall_test_sentence(test, pbr_core.reliability_diagram(*preds.metric_inputs(), 14))
+    assert words == ("**Is this model calibrated?** Over all 3,000 rows: miscalibrated for certain: 28 outcomes "
+                     "happened that the model gave probability 0.")
+    one = S.calibration_test(np.r_[0.0, np.full(99, 0.5)], np.r_[1, np.zeros(99)])
+    assert S.verdict(one) == "miscalibrated for certain: 1 outcome happened that the model gave probability 0."
+    assert "outcome(s)" not in S.verdict(test)
 
 
 def test_p_values_above_099_are_not_written_as_1():
