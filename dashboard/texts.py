@@ -462,8 +462,9 @@ def ship_small_file_warning(n: int, min_fit: int, min_rows: int, in_sample: bool
     """Fit & apply (page and report) on a file below the size the other pages need for a measured result;
     ``in_sample``: nothing held out (else a few rows held out, the fit on fewer than ``min_fit``)."""
     size = (f"This file has {n:,} rows, fewer than the {min_fit + min_rows:,} the other pages need to measure a "
-            f"recalibrator ({min_fit:,} rows to fit it on and {min_rows:,} other rows to test it on; with fewer, "
-            f"Theorem 1 cannot tell the calibration error of either part from noise). ")
+            f"recalibrator: {min_fit:,} rows to fit it on and {min_rows:,} other rows to test it on. On fewer test rows, "
+            f"Theorem 1's bound on the test ECE's error is above 1, so it says nothing. On fewer fitting rows, "
+            f"recalibrators were mostly noise in simulations. ")
     if in_sample:
         what = ("So this recalibrator is unmeasured: the numbers below come from the rows it was fitted on and do "
                 "not say whether it helps on new data, and a fit on so few rows may have learned only noise. ")
@@ -500,8 +501,8 @@ def holdout_todo(n: int, min_rows: int, min_percent: int | None) -> str:
 
 def apply_too_small(name: str, n: int, min_rows: int) -> str:
     """The Fit & apply page's refusal to measure a saved recalibrator on a file of fewer than ``min_rows`` rows."""
-    return (f"Checking a recalibrator needs at least {min_rows:,} labelled rows (below that the ECE says nothing: "
-            f"it can be off by more than its whole range from 0 to 1, Theorem 1); {name} has {n:,}. Check it on a "
+    return (f"Checking a recalibrator needs at least {min_rows:,} labelled rows (below that, Theorem 1's bound on "
+            f"the ECE's error is above 1, so the ECE says nothing); {name} has {n:,}. Check it on a "
             "larger file of the same model's predictions; `pbr-calib apply` recalibrates any file without "
             "measuring it.")
 

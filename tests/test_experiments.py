@@ -623,7 +623,7 @@ def test_min_test_rows_is_where_theorem1_first_says_something():
     assert says_nothing.max() + 1 == MIN_TEST_ROWS == 144
     assert small_test_set_problem(144) is None and small_test_set_problem(10**6) is None
     one = small_test_set_problem(1)
-    assert "1 row is too small to say anything" in one and "7.432" in one and "At least 144 test rows" in one
+    assert "1 row is too small to say anything" in one and "7.432" in one and "at least 144 test rows" in one
     assert "1.001" in small_test_set_problem(143)
 
 

@@ -60,7 +60,7 @@ def test_method_facts_come_from_the_registry() -> None:
 
 
 def test_settings_check_the_data() -> None:
-    with pytest.raises(SmallTestSetError, match="At least 144 test rows are needed. Do this."):
+    with pytest.raises(SmallTestSetError, match="at least 144 test rows are needed. Do this."):
         PBRSettings(n_re=400).check(500, "Do this.")
     PBRSettings(n_re=300).check(500)
     with pytest.raises(SmallTestSetError):

@@ -123,8 +123,9 @@ def _warn_small_file(n: int) -> None:
     if n >= MIN_MEASURED_ROWS:
         return
     print(f"pbr-calib: warning: fitted on {n} rows, fewer than the {MIN_MEASURED_ROWS} that `compare` and the "
-          f"dashboard need to measure a recalibrator ({MIN_FIT_ROWS} to fit it on and {MIN_TEST_ROWS} other rows to "
-          "test it on; with fewer, Theorem 1 cannot tell the calibration error of either part from noise). The "
+          f"dashboard need to measure a recalibrator: {MIN_FIT_ROWS} to fit it on and {MIN_TEST_ROWS} other rows to "
+          "test it on. On fewer test rows, Theorem 1's bound on the test ECE's error is above 1, so it says nothing. "
+          "On fewer fitting rows, recalibrators were mostly noise in simulations. The "
           "recalibrator is saved but unmeasured, and a fit on so few rows may have learned only noise: measure it "
           f"with `pbr-calib apply` on at least {MIN_TEST_ROWS} new labelled rows before relying on it.",
           file=sys.stderr)
