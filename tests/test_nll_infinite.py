@@ -80,6 +80,27 @@ def test_the_cli_says_infinite_and_its_json_keeps_the_count(tmp_path):
     assert f"infinite ({infinite} rows gave what happened a probability of exactly 0; {floored:.4f}" in nll_line
     table = json.loads(run("--format", "json").stdout)
     assert table["nll_infinite_rows"] == infinite and table["nll"] == pytest.approx(floored, rel=1e-9)
+    # The CORP log loss is the same probability's (p(y=1)): infinite with its MCB in the text (audit 4:
+    # they were printed as 0.5245 and 0.3234 beside an infinite NLL); the JSON keeps the floored numbers.
+    lines = {line.split()[0]: line for line in text.splitlines() if line.startswith("corp_log")}
+    assert lines["corp_log"].split(None, 1)[1].startswith(f"infinite ({infinite} rows; {table['corp_log']:.6g}")
+    assert lines["corp_log_mcb"].split(None, 1)[1].startswith("infinite (")
+    assert "infinite" not in lines["corp_log_dsc"] and "infinite" not in lines["corp_log_unc"]
+    assert table["corp_log_infinite_rows"] == infinite and table["corp_log"] == pytest.approx(floored, rel=1e-9)
+
+
+def test_the_corp_log_counts_its_own_probability_on_multiclass_data():
+    """Multiclass: the CORP log loss is of the top probability against correctness, infinite only where a
+    top probability of exactly 1 was wrong; a true class given 0 under a softer top is finite there."""
+    from pbr_core.cli.evaluate import corp_columns
+
+    rng = np.random.default_rng(3)
+    probs = rng.dirichlet([2.0, 2.0, 2.0], 400)
+    y = np.array([rng.choice(3, p=row) for row in probs])
+    probs[0], y[0] = [0.0, 0.4, 0.6], 0  # NLL infinite, the top (0.6) finite
+    assert corp_columns(probs, y)["corp_log_infinite_rows"] == 0
+    probs[1], y[1] = [0.0, 0.0, 1.0], 1  # a wrong top of exactly 1
+    assert corp_columns(probs, y)["corp_log_infinite_rows"] == 1
 
 
 def test_the_report_table_and_the_fit_and_apply_card_never_show_a_floored_change():

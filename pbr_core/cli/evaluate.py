@@ -82,7 +82,7 @@ def evaluation_table(preds, n_bins: int | None = None, lipschitz: float = 1.0, e
 
 #: The keys :func:`corp_columns` adds to ``evaluate``'s table, in order.
 CORP_KEYS = ("corp_brier", "corp_brier_mcb", "corp_brier_dsc", "corp_brier_unc",
-             "corp_log", "corp_log_mcb", "corp_log_dsc", "corp_log_unc",
+             "corp_log", "corp_log_mcb", "corp_log_dsc", "corp_log_unc", "corp_log_infinite_rows",
              "corp_brier_mcb_chance", "corp_log_mcb_chance", "corp_mcb_verdict")
 
 
@@ -101,7 +101,11 @@ def corp_columns(probs, labels) -> dict[str, Any]:
     partly removable).
     The log loss floors the probability given to the outcome at ``pbr_core.metrics.NLL_EPS``, as
     ``nll`` does, so that a confident mistake gives a large finite number instead of infinity
-    (which JSON cannot hold). Needs every row sorted: in-memory ``evaluate`` only."""
+    (which JSON cannot hold); ``corp_log_infinite_rows`` counts the rows where that probability was
+    exactly 0 or 1 and wrong: above 0, the log loss and its MCB are infinite and ``corp_log`` and
+    ``corp_log_mcb`` are numbers set by the floor (the text output says "infinite"). For binary data
+    it equals ``nll_infinite_rows``; for multiclass data it counts only a top probability of exactly
+    1 that was wrong. Needs every row sorted: in-memory ``evaluate`` only."""
     import numpy as np
 
     from pbr_core.corp import mcb_against_chance, mcb_verdict, score_decomposition
@@ -116,6 +120,7 @@ def corp_columns(probs, labels) -> dict[str, Any]:
     chance = mcb_against_chance(c, o)
     if not np.array_equal(floored, c):  # the log loss's reference on the floored p, as its MCB (~2 s more)
         chance["log"] = mcb_against_chance(floored, o)["log"]
+    out["corp_log_infinite_rows"] = int(np.count_nonzero(((c == 0.0) & (o == 1)) | ((c == 1.0) & (o == 0))))
     out.update({"corp_brier_mcb_chance": chance["brier"].chance_high, "corp_log_mcb_chance": chance["log"].chance_high,
                 "corp_mcb_verdict": mcb_verdict(chance["brier"])})
     return out
@@ -153,6 +158,10 @@ def _evaluation_text(table: dict[str, Any]) -> str:
     for key in ("calibration_test_p", "bins_outside_p"):  # as every page writes a p-value ("> 0.99", never 1)
         if isinstance(shown.get(key), float):
             shown[key] = format_p(shown[key])
+    if shown.get("corp_log_infinite_rows"):  # a wrong exact 0 or 1: the log loss and its MCB are infinite
+        rows = shown["corp_log_infinite_rows"]
+        for key in ("corp_log", "corp_log_mcb"):
+            shown[key] = f"infinite ({rows:,} row{'s' if rows != 1 else ''}; {shown[key]:.6g} with it floored)"
     lines = [_format_table(shown)]
     if "ece_curve" in table:
         lines.append("ece curve  " + ", ".join(f"B={b}: {v:.4g}" for b, v in table["ece_curve"].items()))
