@@ -144,9 +144,14 @@ def refuse_small_test_set(s: Any, n: int, rows: int | None = None) -> None:
     settings before a run starts; this keeps a run started otherwise (a script, a test) from
     reporting a meaningless result."""
     from dashboard.texts import fewer_fit_rows_todo, more_fit_rows_todo
-    from pbr_core.experiments import MIN_FIT_ROWS, MIN_TEST_ROWS, check_test_rows, max_n_re
+    from pbr_core.experiments import (MIN_FIT_ROWS, MIN_TEST_ROWS, SmallTestSetError, check_test_rows, max_n_re,
+                                      small_file_problem)
 
     todo = fewer_fit_rows_todo(n, max_n_re(n), MIN_TEST_ROWS, min_fit=MIN_FIT_ROWS)
+    if isinstance(s, GroupGapSettings) and small_file_problem(n) is not None:
+        # The file's one sentence, as the Compare page says it; not a test-set problem with it appended
+        # (audit 4: "A test set of 75 rows is too small ... This file has 150 rows, too few ...").
+        raise SmallTestSetError(todo)
     if rows is not None:
         check_test_rows(rows, todo)
     elif isinstance(s, (PBRSettings, CompareSettings)):  # a recalibration set of n_re rows: MIN_FIT_ROWS too

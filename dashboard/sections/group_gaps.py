@@ -18,9 +18,17 @@ K_GAP_FOLDS = "gap_n_folds"
 def render(loaded: state.Loaded, choices: CompareChoices, running: bool) -> None:
     from pbr_core.experiments.group_gaps import MIN_FIT_ROWS, group_gap_summary
 
+    from pbr_core.experiments import split_problem
+
     st.divider()
     st.subheader(texts.GROUP_GAP_TITLE)
     preds = loaded.preds
+    # The comparison's splits: where they leave too few rows to test on (or the file is too small for any
+    # measured result), the same sentence as the comparison's, and no Run (the run would be refused).
+    found = split_problem(preds.n, choices.n_re)
+    if found is not None and found[0] in ("file", "test"):
+        st.info(texts.split_refusal(preds.n, choices.n_re), icon=":material/block:")
+        return
     columns = [] if preds.metadata is None else [str(c) for c in preds.metadata.columns]
     if not columns:
         st.info(texts.GROUP_GAP_NO_COLUMN, icon=":material/info:")

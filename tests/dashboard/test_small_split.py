@@ -12,11 +12,15 @@ but says the recalibrator is unmeasured, on the page and in the report.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import pbr_core
 from dashboard import report, runs
 from pbr_core.experiments import SmallTestSetError, small_file_problem
 from tests.dashboard.test_small_files import small_kitti_csv
@@ -108,3 +112,44 @@ def test_fit_and_apply_on_60_rows_fits_downloads_and_says_it_is_unmeasured():
     assert at.session_state["recal_jobs"]["ship"].result.calibrated_csv()  # the download is not blocked
     paragraphs = report.apply_section(job.result).paragraphs
     assert any(p.startswith("Warning: This file has 60 rows") and "unmeasured" in p for p in paragraphs)
+
+
+def _app_with_groups(n: int) -> AppTest:
+    """``n`` KITTI rows with a group column (two regions), so that the Compare page draws its group gaps."""
+    frame = pd.read_csv(io.BytesIO(small_kitti_csv(n)))
+    frame["region"] = np.where(np.arange(n) % 2 == 0, "north", "south")
+    app = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=60)
+    app.run()
+    app.file_uploader(key="data_upload").upload(f"groups_{n}.csv", frame.to_csv(index=False).encode(), "text/csv").run()
+    assert not app.exception, app.exception
+    return app
+
+
+def test_group_gaps_are_blocked_up_front_with_the_pages_one_sentence():
+    """Audit 4: on a 150-row file the group gaps' Run was enabled while the rest of Compare was blocked;
+    clicking it failed with two messages joined ("A test set of 75 rows is too small ... This file has
+    150 rows, too few ...") and a traceback in the server log. Now no Run, and the page's sentence."""
+    at = _app_with_groups(150)
+    at.switch_page(COMPARE).run()
+    assert not at.exception
+    assert "gap_run" not in [b.key for b in at.button]
+    infos = [i.value for i in at.info]
+    assert infos.count(TOO_SMALL_150) == 2  # the sweep's and the group gaps', word for word
+    assert not any("A test set of" in w for w in _words(at))
+    # The guard behind the page (a run started without it) gives the same one sentence.
+    small = pbr_core.load_predictions(small_kitti_csv(150), format="csv")
+    s = runs.GroupGapSettings.of("temperature", ("region",), 75, 2, 0)
+    with pytest.raises(SmallTestSetError) as refused:
+        runs.run_group_gaps(small, s, runs.NullReporter())
+    assert str(refused.value) == TOO_SMALL_150
+
+
+def test_group_gaps_on_a_larger_file_follow_the_comparisons_test_set_refusal():
+    at = _app_with_groups(504)
+    at.switch_page(COMPARE).run()
+    assert "gap_run" in [b.key for b in at.button]
+    at.number_input(key="cmp_n_re").set_value(450).run()  # 54 rows left to test on
+    assert not at.exception
+    (error,) = [e.value for e in at.error]
+    assert error.startswith("A test set of 54 rows is too small")
+    assert error in [i.value for i in at.info] and "gap_run" not in [b.key for b in at.button]
