@@ -1681,6 +1681,11 @@ BANDS_HELP = (
 def bands_caption(table) -> str:
     """How many bins fall outside their 90 % consistency band, and what that means."""
     outside, n_full = bins_outside(table)
+    if n_full <= 1:  # no "0 of 1 bins" (audit 4, a slice of Adult whose rows all fell in one bin)
+        if n_full == 0:
+            return ""
+        return (f"The one bin with rows lies {'outside' if outside else 'inside'} its 90 % consistency band (grey). "
+                + BANDS_HELP.split(". ", 1)[1])
     return (f"{outside} of {n_full} bins with rows fall outside their 90 % consistency band (grey): if the "
             f"predictions were calibrated, at most about 1 in 10 would, by chance. " + BANDS_HELP.split(". ", 1)[1])
 

@@ -81,11 +81,13 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.PBRSettings | None:
                                  persist_state="session", disabled=running, help=texts.N_RE_HELP))
     seed = int(d[1].number_input("Split seed", min_value=0, value=0, key=K_SEED, persist_state="session",
                                  disabled=running, help=texts.SEED_HELP))
-    d[2].markdown(texts.pbr_split(n_re, preds.n))
     problem = texts.split_refusal(preds.n, n_re)
     if problem:  # a file, fit part or test part too small to measure anything: refused, with what to do
+        # and no split or time of a run that will not start (audit 4: "Fit on 75 rows, test on 75 rows.")
         st.error(problem, icon=":material/block:")
-    if method_family(method) == "gp":  # a GP fit: its time is worth saying before it starts
+    else:
+        d[2].markdown(texts.pbr_split(n_re, preds.n))
+    if method_family(method) == "gp" and not problem:  # a GP fit: its time is worth saying before it starts
         est = fit_estimate.estimate(n_re, preds.n, preds.n_classes, uses_alpha and alpha is None, len(grid), cv_folds,
                                     n_jobs=runs.fold_jobs(cv_folds), gpu=runs.device_label() != "CPU")
         if est.long:

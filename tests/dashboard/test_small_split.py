@@ -153,3 +153,36 @@ def test_group_gaps_on_a_larger_file_follow_the_comparisons_test_set_refusal():
     (error,) = [e.value for e in at.error]
     assert error.startswith("A test set of 54 rows is too small")
     assert error in [i.value for i in at.info] and "gap_run" not in [b.key for b in at.button]
+
+
+def test_a_refused_pbr_run_shows_no_split_and_no_time_estimate():
+    """Audit 4: the blocked PBR page on 150 rows still said "Fit on 75 rows, test on 75 rows." and how long
+    the fit would take; a refused run has neither. A file large enough shows both again."""
+    at = _app(150)
+    at.switch_page(PBR).run()
+    assert [e.value for e in at.error] == [TOO_SMALL_150]
+    shown = [m.value for m in at.markdown] + [c.value for c in at.caption] + [i.value for i in at.info]
+    assert not any(w.startswith("Fit on **") or ":material/schedule:" in w for w in shown)
+    at = _app(504)
+    at.switch_page(PBR).run()
+    assert not at.error
+    shown = [m.value for m in at.markdown] + [c.value for c in at.caption] + [i.value for i in at.info]
+    assert "Fit on **252** rows, test on **252** rows." in shown
+    assert any(":material/schedule:" in w for w in shown)  # a short fit: its time as a caption
+
+
+def test_the_bands_caption_of_a_one_bin_diagram_says_one_bin():
+    """Audit 4: a slice of Adult whose held-out rows all fell in one bin read "0 of 1 bins with rows fall
+    outside their 90 % consistency band ... at most about 1 in 10 would"."""
+    from dashboard import texts
+
+    one = pd.DataFrame({"count": [0, 40, 0], "accuracy": [0.0, 0.5, 0.0], "band_low": [0.0, 0.4, 0.0],
+                        "band_high": [1.0, 0.6, 1.0]})
+    inside = texts.bands_caption(one)
+    assert inside.startswith("The one bin with rows lies inside its 90 % consistency band (grey).")
+    assert "of 1 bins" not in inside and "1 in 10" not in inside
+    outside = texts.bands_caption(one.assign(accuracy=[0.0, 0.9, 0.0]))
+    assert outside.startswith("The one bin with rows lies outside")
+    assert texts.bands_caption(one.assign(count=0)) == ""
+    two = pd.concat([one, one.iloc[[1]]])
+    assert texts.bands_caption(two).startswith("0 of 2 bins with rows fall outside")
