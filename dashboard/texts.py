@@ -250,6 +250,12 @@ COLUMNS_HINT = (
     "Open **Columns and reading options** below: it lists this file's columns. Choose the *Label column* "
     "and, where needed, the *Score columns* (or the *Columns to ignore*); then press *Read the file again*."
 )
+#: COLUMNS_HINT for an error about the score columns alone (the loader's "the score columns are ambiguous"),
+#: where choosing the label column would not help (audit 4: an R export's 'risk_30d' beside 'bmi').
+SCORE_COLUMNS_HINT = (
+    "Open **Columns and reading options** below: it lists this file's columns. Choose the *Score columns* "
+    "(or the *Columns to ignore*); then press *Read the file again*."
+)
 UPLOAD_HELP = (
     "One column per class (probabilities or logits) plus a label column; or one p(y=1) column plus a 0/1 "
     "label; or confidence, predicted label and true label. Other columns (ids, dates, segments, groups) "

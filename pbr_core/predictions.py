@@ -64,6 +64,11 @@ def real_class_names(names: Sequence[str]) -> tuple[str, ...] | None:
     return names if names and names != tuple(str(k) for k in range(len(names))) else None
 
 
+#: The words of :func:`_rounding_note` that say the rows are off by rounding alone (the loader reads them:
+#: such a file's score columns are the right ones, so it does not ask to name others).
+ROUNDED_WORDS = "the probabilities were rounded when the file was written"
+
+
 def _rounding_note(s: np.ndarray, sums: np.ndarray) -> str:
     """A sentence when the rows are off only as far as rounding the values to a few decimals
     explains (every value a multiple of 10^-d, every row within K * 0.5 * 10^-d of 1): the file's
@@ -75,8 +80,8 @@ def _rounding_note(s: np.ndarray, sums: np.ndarray) -> str:
             if np.all(np.abs(sums - 1.0) <= k * step / 2 + 1e-9):
                 return (f"Every value has at most {d} decimal{'s' if d > 1 else ''}, and no row is further from 1 "
                         f"than rounding the {k} values to {d} decimal{'s' if d > 1 else ''} can make it "
-                        f"({k} x {step / 2:g} = {k * step / 2:g}): the probabilities were rounded when the file "
-                        "was written, and renormalising removes just that rounding. ")
+                        f"({k} x {step / 2:g} = {k * step / 2:g}): {ROUNDED_WORDS}, and renormalising removes "
+                        "just that rounding. ")
             return ""
     return ""
 

@@ -830,6 +830,13 @@ def test_rows_off_one_name_the_columns_read_as_scores():
     must_contain(message, "sum to 0.5", "The score columns are 'p', 'age_scaled'", "score_columns=")
 
 
+def test_rows_off_by_rounding_alone_do_not_ask_to_name_other_score_columns():
+    # audit 4 (f3_sentiment.csv): three probabilities rounded to 3 decimals are the right columns
+    message = error_of(csv_bytes("neg,neu,pos,label\n0.33,0.33,0.33,0\n0.2,0.3,0.5,1\n0.1,0.1,0.8,2\n"))
+    must_contain(message, "rounded when the file was written", "renormalize=True")
+    assert "name the right ones" not in message and "The score columns are" not in message
+
+
 @pytest.mark.parametrize("header", ["verbalized_confidence", "Model_Confidence", "p_correct"])
 def test_confidence_correct_records_under_other_common_confidence_names(header):
     preds = load_predictions(csv_bytes(f"{header},correct\n0.9,1\n0.6,0\n0.7,true\n"), format="csv")

@@ -303,8 +303,10 @@ def _error_box(cur: state.Loaded | None) -> None:
     sum_check = "renormalis" in raw
     if sum_check or "sum to" in raw:
         hints.append(texts.RENORMALISE_HINT)
-    if not sum_check and any(w in raw.lower() for w in ("label column", "score columns", "label_column=",
-                                                        "score_columns=")):
+    if "score columns are ambiguous" in raw:  # naming the label would not help: only the score columns' hint
+        hints.append(texts.SCORE_COLUMNS_HINT)
+    elif not sum_check and any(w in raw.lower() for w in ("label column", "score columns", "label_column=",
+                                                          "score_columns=")):
         hints.append(texts.COLUMNS_HINT)
     if "no score columns" in raw or "p(y=1) in [0, 1]" in raw or "ambiguous" in raw:
         hints.append(texts.MAP_SCORES_HINT)

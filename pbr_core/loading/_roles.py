@@ -424,8 +424,9 @@ def detect_scores(df: pd.DataFrame, names: Sequence[str], src: _Source, roles: R
     elif unit and many:
         inside = [p.name for p in unit]
         raise MixedScoresError(_ambiguous(src, candidates,
-                         f"{_short(inside)} stay inside [0, 1] (probabilities?) while "
-                         f"{_short([p.name for p in outside])} do not (logits, or something else?), and no set of "
+                         f"{_short(inside)} {'stays' if len(inside) == 1 else 'stay'} inside [0, 1] (probabilities?) "
+                         f"while {_short([p.name for p in outside])} {'does' if len(outside) == 1 else 'do'} not "
+                         "(logits, or something else?), and no set of "
                          "them sums to 1 per row").args[0]
             # what to choose in the common case: p(y=1) beside a covariate (an R export's bmi, an amount)
             + f" If {_short(inside)} {'holds' if len(inside) == 1 else 'hold'} the model's probabilities, name "

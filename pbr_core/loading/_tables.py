@@ -1296,7 +1296,11 @@ def _validated(build: Callable[[], Predictions], row: Callable[[int], str], colu
                 message,
             )
         if "ask to renormalise" in message:
-            if columns is not None:  # a column read as a score that is not one (a feature in [0, 1]) shows here
+            from pbr_core.predictions import ROUNDED_WORDS
+
+            # A column read as a score that is not one (a feature in [0, 1]) shows here; not when the rows
+            # are off by rounding alone (audit 4: f3_sentiment.csv's 'neg', 'neu', 'pos' are the right ones).
+            if columns is not None and ROUNDED_WORDS not in message:
                 message += f" The score columns are {_names(list(columns))}; name the right ones (score_columns=)."
             message += (" To divide each row by its sum: renormalize=True; if the columns are logits: "
                         "input_type='logits'.")

@@ -31,6 +31,9 @@ def test_an_r_export_names_the_score_ambiguity_and_loads_once_the_score_is_chose
     assert ("name it as the only score column (the *Score columns* under **Columns and reading options**)"
             in message)
     assert "score_columns" not in message and "could be the label" not in message
+    # Audit 4: only the score columns' hint (naming the label alone would still fail), and the verbs agree.
+    assert texts.SCORE_COLUMNS_HINT in message and texts.COLUMNS_HINT not in message
+    assert "'risk_30d' stays inside" in message and "'bmi' does not" in message
     at.multiselect(key="data_score_columns").set_value(["risk_30d"])
     at.button(key="data_apply").click().run()
     assert not at.exception and not at.error
@@ -50,3 +53,5 @@ def test_rounded_probabilities_get_only_the_renormalise_hint(at):
     assert "rounded" in message
     assert texts.RENORMALISE_HINT in message
     assert texts.COLUMNS_HINT not in message and message.count("Columns and reading options") <= 2
+    # Audit 4: the rounding is the whole problem, so no "The score columns are ...; name the right ones".
+    assert "name the right ones" not in message and "The score columns are" not in message
