@@ -53,6 +53,8 @@ def _metric_cards(loaded: state.Loaded, view: state.MetricView, n_bins: int) -> 
     c[3].metric("NLL", texts.nll_value(s["nll"], inf_rows),
                 help=texts.nll_infinite_help(inf_rows, s["nll"]) if inf_rows else texts.nll_help(one))
     c[4].metric("Accuracy", f"{s['accuracy']:.2%}", help=texts.ACCURACY_HELP)
+    if s["ece_ci_low"] is not None and s["ece_ci_low"] <= 0.0:  # too long for the card's column: full width
+        st.caption(texts.ECE_INTERVAL_ZERO_NOTE)
     st.caption(texts.RELIABILITY_RANGE_MEANING)
 
 

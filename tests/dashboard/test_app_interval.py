@@ -87,10 +87,31 @@ def test_an_interval_reaching_zero_is_not_a_verdict_beside_the_test():
     cannot rule out a calibrated model" beside "miscalibrated beyond chance": two verdicts that
     disagree. A lower end of 0 now makes no verdict and sends the reader to the test."""
     words = texts.ece_interval_caption(0.0, 0.0526)
-    assert words.startswith("95% interval 0.0000 – 0.0526 (")
-    assert "cannot rule out a calibrated model" not in words
-    assert "test of calibration below the chart" in words
+    assert words == "95% interval 0.0000 – 0.0526 (reaches 0: see below the cards)"  # short: a fifth of the page
+    note = texts.ECE_INTERVAL_ZERO_NOTE
+    assert "cannot rule out a calibrated model" not in note
+    assert "test of calibration below the chart" in note
     assert texts.ece_interval_caption(0.01, 0.05) == "95% interval 0.0100 – 0.0500"
+
+
+def test_the_note_of_an_interval_reaching_zero_is_drawn_under_the_cards_at_full_width(at):
+    """Audit 4: the note under the ECE card wrapped to about 10 lines in its narrow column (an LLM file,
+    a 200,000-row calibrated file, the Adult sample). Now the card says "reaches 0: see below the cards"
+    and the note is one caption under all five cards; an interval above 0 has neither."""
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0.05, 0.95, 3000)
+    y = (rng.uniform(size=3000) < p).astype(int)  # calibrated: the interval reaches 0
+    preds = pbr_core.Predictions.from_arrays(p, y)
+    at.session_state["pbr_loaded"] = state.Loaded(preds=preds, name="calibrated", file_name="calibrated.csv",
+                                                  origin="upload", key="test-calibrated-interval")
+    at.switch_page(RELIABILITY).run()
+    assert not at.exception
+    captions = _captions(at)
+    cli = evaluation_table(preds)
+    assert cli["ece_ci_low"] <= 0.0
+    assert texts.ece_interval_caption(cli["ece_ci_low"], cli["ece_ci_high"]) in captions
+    assert texts.ECE_INTERVAL_ZERO_NOTE in captions
+    assert captions.index(texts.ECE_INTERVAL_ZERO_NOTE) + 1 == captions.index(texts.RELIABILITY_RANGE_MEANING)
 
 
 def test_the_corp_band_inside_its_chance_share_is_no_verdict():
