@@ -333,13 +333,14 @@ def test_pbr_prior_split_gives_bounds_valid_as_stated_on_the_other_rows(at):
 
 
 def _run_automatic_alpha(at):
-    """The PBR page with alpha chosen by 2-fold CV over (0.1, 1) on 120 rows, small fits; the finished job."""
+    """The PBR page with alpha chosen by 2-fold CV over (0.1, 1) on 144 rows (the fewest a front end fits
+    on, MIN_FIT_ROWS), small fits; the finished job."""
     at.switch_page(PBR).run()
     at.segmented_control(key="pbr_alpha_mode").set_value("auto").run()
     assert not at.exception
     at.multiselect(key="pbr_alpha_grid").set_value([0.1, 1.0]).run()
     at.number_input(key="pbr_cv_folds").set_value(2).run()
-    at.number_input(key="pbr_n_re").set_value(120).run()
+    at.number_input(key="pbr_n_re").set_value(144).run()
     _small_gp_settings(at, "pbr")
     at.button(key="pbr_run").click().run()
     return _finish(at, "pbr")
@@ -361,7 +362,7 @@ def test_pbr_automatic_alpha_survives_a_failed_fit_and_says_so(at, monkeypatch):
     table counts the failed folds and the page says which fit failed and why."""
     from recal_doubles import failing_pbr_fits
 
-    failing_pbr_fits(monkeypatch, lambda alpha, n, nth: alpha == 1.0 and n == 60 and nth == 1)  # fold 0's
+    failing_pbr_fits(monkeypatch, lambda alpha, n, nth: alpha == 1.0 and n == 72 and nth == 1)  # fold 0's
     monkeypatch.setattr(runs, "fold_jobs", lambda folds: 1)  # the folds in this process, where the double is
     job = _run_automatic_alpha(at)
     assert not at.exception and job.error is None
@@ -600,7 +601,7 @@ def test_compare_and_sweep_say_where_a_fit_ended_at_its_prior(at, monkeypatch):
     monkeypatch.setenv("PBR_CALIB_JOBS", "1")  # the patch lives in this process: no worker processes
     at.switch_page(COMPARE).run()
     at.multiselect(key="cmp_methods").set_value(["uncalibrated", "isotonic", "pbr"]).run()
-    at.number_input(key="cmp_n_re").set_value(50).run()
+    at.number_input(key="cmp_n_re").set_value(144).run()  # the fewest rows a front end fits on (MIN_FIT_ROWS)
     at.number_input(key="cmp_n_folds").set_value(2).run()
     at.number_input(key="cmp_max_iter").set_value(5).run()
     at.button(key="cmp_run").click().run()
@@ -609,7 +610,7 @@ def test_compare_and_sweep_say_where_a_fit_ended_at_its_prior(at, monkeypatch):
     assert job.result.table["at_prior"].tolist() == [None, None, True] * 2
     notes = [w.value for w in at.warning if "ended at its prior" in w.value]
     assert len(notes) == 1 and notes[0].startswith("**PBR ended at its prior in folds 1 and 2 of 2**")
-    assert "With α = 0.5 and n_re = 50 rows" in notes[0] and "A smaller α or more recalibration rows" in notes[0]
+    assert "With α = 0.5 and n_re = 144 rows" in notes[0] and "A smaller α or more recalibration rows" in notes[0]
     summary = _shown(at.dataframe[0])
     assert summary["Folds at the prior"].tolist() == ["–", "–", "2 of 2"]
     folds = next(_shown(d) for d in at.dataframe if "Fold" in _shown(d).columns)  # "Every fold" (after the paired tests)
