@@ -240,7 +240,10 @@ def test_five_calibrated_groups_of_adult_sizes_show_no_gap(adult_p):
 
 
 def test_a_real_gap_is_found(adult_p):
-    """One group's outcomes 8 points above its predictions, 2000 rows each, p spread around 1/2."""
+    """One group's outcomes 8 points above its predictions, 2000 rows each, p spread around 1/2. Since
+    the interval's lower end bounds the best group by its plain ECE (see groups.largest_gap), found in
+    61 of 80 files (76 %; 74 of 80 with the bias-corrected estimate of both, which over-claimed between
+    equally miscalibrated groups of 5,000 + 100 rows)."""
     rng = np.random.default_rng(6)
     pool = adult_p[(adult_p > 0.2) & (adult_p < 0.8)]
     trials, found = 15, 0
@@ -249,7 +252,7 @@ def test_a_real_gap_is_found(adult_p):
                                         seed=t)
         found += report.largest_gap["real"] and report.largest_gap["worst"] == "g0"
         assert "g1" not in report.miscalibrated or t > 100   # the calibrated group is rarely flagged
-    assert found >= 0.8 * trials
+    assert found >= 0.6 * trials
     assert "is calibrated worse than g = g1" in G.gap_statement(report)
 
 

@@ -241,7 +241,7 @@ class GroupStatistics:
             est = _m.split_estimates_from_sums(self.halves[a:b], self.halves[b:b + B], self.boot[:, a:b],
                                                self.boot[:, b:b + B], n, boot_n=replicate_rows(g))
             lo, hi = est.interval(level)
-            corrected[name] = (est.split, est.sd_split)
+            corrected[name] = (est.split, est.sd_split, est.ece, est.sd_ece)
             nz = count > 0
             rows.append({"group": name, "n": n, "share": n / N, "rate": float(self.sums[1, g] / n),
                          "mean_predicted": float(self.sums[0, g] / n), "n_bins": B,
