@@ -109,7 +109,7 @@ def corp_columns(probs, labels) -> dict[str, Any]:
     import numpy as np
 
     from pbr_core.corp import mcb_against_chance, mcb_verdict, score_decomposition
-    from pbr_core.metrics import NLL_EPS, confidence_and_outcome
+    from pbr_core.metrics import NLL_EPS, confidence_and_outcome, nll_infinite_rows
 
     c, o = confidence_and_outcome(probs, labels)
     out: dict[str, Any] = {}
@@ -120,7 +120,7 @@ def corp_columns(probs, labels) -> dict[str, Any]:
     chance = mcb_against_chance(c, o)
     if not np.array_equal(floored, c):  # the log loss's reference on the floored p, as its MCB (~2 s more)
         chance["log"] = mcb_against_chance(floored, o)["log"]
-    out["corp_log_infinite_rows"] = int(np.count_nonzero(((c == 0.0) & (o == 1)) | ((c == 1.0) & (o == 0))))
+    out["corp_log_infinite_rows"] = nll_infinite_rows(c, o)  # the CORP probability of what happened is 0
     out.update({"corp_brier_mcb_chance": chance["brier"].chance_high, "corp_log_mcb_chance": chance["log"].chance_high,
                 "corp_mcb_verdict": mcb_verdict(chance["brier"])})
     return out

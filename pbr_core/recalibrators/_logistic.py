@@ -248,21 +248,18 @@ def hard_scores_warning(preds: Predictions, who: str, top_label: bool = False) -
     rows = np.arange(preds.n)
     if preds.n_classes == 2:
         p, y = probs[:, 1], labels == 1
-        scores = p
     elif top_label:
         top = probs.argmax(axis=1)
         p, y = probs[rows, top], labels == top
-        scores = p
     else:
         p = probs
         y = labels[:, None] == np.arange(preds.n_classes)[None, :]
-        scores = probs
     hard = (p == 0.0) | (p == 1.0)
     wrong = ((p == 0.0) & y) | ((p == 1.0) & ~y)
     if p.ndim == 2:
         hard, wrong = hard.any(axis=1), wrong.any(axis=1)
     n_hard, n_wrong = int(np.count_nonzero(hard)), int(np.count_nonzero(wrong))
-    if n_wrong == 0 or np.all((scores == 0.0) | (scores == 1.0)):
+    if n_wrong == 0 or np.all((p == 0.0) | (p == 1.0)):
         return ""
     what = ("a probability" if preds.n_classes == 2 else "a top probability" if top_label
             else "a class probability")
