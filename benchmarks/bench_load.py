@@ -33,6 +33,14 @@ static files, ~130 requests per new browser, that a browser fetches first).
 temporary folder): what Streamlit and plotly cost a new session on this machine whatever the page
 shows, i.e. the lowest time the dashboard could reach here.
 
+``--app paired`` (browser clients) compares the two fairly on a shared machine, whose load from other
+jobs changes from minute to minute: the dashboard's and the floor's rounds alternate, each pair in
+the other order than the last (dashboard first, then floor first, ...), so that both meet the same
+load. Cold rounds come in ``--cold-pairs`` pairs, each on two fresh servers; warm and in-app rounds
+follow in ``--rounds`` pairs on the last pair's two servers. The table gives both apps' rows and, per kind, the
+ratio of the dashboard's p95 to the floor's (issue 35's target: at most 1.5) over all pairs, with
+the range of the per-pair ratios.
+
 Browser: ONE headless Chromium (Debian's ``/usr/bin/chromium`` through Playwright, the flags of
 tests/browser/conftest.py) with N browser contexts. A context is a separate profile (own cookies,
 cache and websocket, so its own Streamlit session and its own renderer process), which is what N
@@ -319,6 +327,74 @@ def table(summaries: list[Summary]) -> str:
     return "\n".join(lines)
 
 
+def _floor_app(logdir: Path) -> Path:
+    app = logdir / "floor_app" / "floor_app.py"
+    app.parent.mkdir(parents=True, exist_ok=True)
+    app.write_text(FLOOR_APP)
+    return app
+
+
+async def run_paired(args) -> list[Summary]:
+    """``--app paired``: the dashboard's and the floor's browser rounds, alternating (module docstring)."""
+    from playwright.async_api import async_playwright
+
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        sys.exit("Debian's chromium is needed (apt-get install -y chromium)")
+    logdir = Path(args.logdir)
+    logdir.mkdir(parents=True, exist_ok=True)
+    apps = {"dashboard": None, "floor": _floor_app(logdir)}
+    n = int(args.sessions.split(",")[-1])
+    out = {(a, k): Summary(n, f"browser, {a}", k) for k in ("cold", "warm", "in-app") for a in apps}
+    pair = 0
+
+    def order() -> list[str]:
+        nonlocal pair
+        pair += 1
+        return ["dashboard", "floor"] if pair % 2 else ["floor", "dashboard"]
+
+    async def one(browser, name: str, url: str, kind: str, pid: int) -> None:
+        r = await run_round(browser, url, n, kind, pid)
+        out[(name, kind)].rounds.append(r)
+        print(f"{name} N={n} {kind}: p95 {_pct(r.times, 95):.2f}  (server CPU {r.cpu.server:.1f} s, browser "
+              f"{r.cpu.browser:.1f} s, load {r.load[0]:.1f})", flush=True)
+        await asyncio.sleep(args.pause)
+
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_ARGS)
+        servers: dict = {}
+        try:
+            for i in range(max(1, args.cold_pairs)):  # the last pair's servers go on to the warm rounds
+                for proc, _ in servers.values():
+                    local_server.stop(proc)
+                servers = {}
+                for a in apps:
+                    servers[a] = local_server.start(logdir / f"server_paired_{a}.log", app=apps[a])
+                for a in order():
+                    await one(browser, a, servers[a][1], "cold", servers[a][0].pid)
+            for kind in ("warm", "in-app"):
+                for _ in range(args.rounds):
+                    for a in order():
+                        await one(browser, a, servers[a][1], kind, servers[a][0].pid)
+        finally:
+            for proc, _ in servers.values():
+                local_server.stop(proc)
+        await browser.close()
+    return [out[(a, k)] for k in ("cold", "warm", "in-app") for a in apps]
+
+
+def ratio_table(summaries: list[Summary]) -> str:
+    """Per kind: the dashboard's p95 over the floor's (all pairs), and the range of the per-pair ratios."""
+    by = {(s.client.split(", ")[1], s.kind): s for s in summaries}
+    lines = ["| server | dashboard p95 (s) | floor p95 (s) | ratio | per pair |", "|---|---:|---:|---:|---|"]
+    for kind in ("cold", "warm", "in-app"):
+        d, f = by[("dashboard", kind)], by[("floor", kind)]
+        pairs = [_pct(a.times, 95) / _pct(b.times, 95) for a, b in zip(d.rounds, f.rounds)]
+        lines.append(f"| {kind} | {_pct(d.times, 95):.2f} | {_pct(f.times, 95):.2f} | "
+                     f"{_pct(d.times, 95) / _pct(f.times, 95):.2f} | {', '.join(f'{x:.2f}' for x in pairs)} |")
+    return "\n".join(lines)
+
+
 async def run(args) -> list[Summary]:
     from playwright.async_api import async_playwright
 
@@ -328,11 +404,7 @@ async def run(args) -> list[Summary]:
         sys.exit("Debian's chromium is needed (apt-get install -y chromium)")
     logdir = Path(args.logdir)
     logdir.mkdir(parents=True, exist_ok=True)
-    app = None
-    if args.app == "floor":
-        app = logdir / "floor_app" / "floor_app.py"
-        app.parent.mkdir(exist_ok=True)
-        app.write_text(FLOOR_APP)
+    app = _floor_app(logdir) if args.app == "floor" else None
     summaries: list[Summary] = []
     async with async_playwright() as pw:
         browser = None
@@ -368,8 +440,10 @@ def main() -> None:
     ap.add_argument("--sessions", default="1,4,8", help="comma-separated numbers of concurrent sessions")
     ap.add_argument("--clients", default="protocol,browser",
                     help="comma-separated: protocol (the server alone), browser (headless Chromium)")
-    ap.add_argument("--app", choices=("dashboard", "floor"), default="dashboard",
-                    help="the dashboard, or the minimal app of the module docstring (the floor)")
+    ap.add_argument("--app", choices=("dashboard", "floor", "paired"), default="dashboard",
+                    help="the dashboard, the minimal app of the module docstring (the floor), or both in "
+                         "alternating browser rounds (paired; the last of --sessions)")
+    ap.add_argument("--cold-pairs", type=int, default=2, help="--app paired: pairs of cold rounds")
     ap.add_argument("--rounds", type=int, default=3, help="warm rounds and in-app rounds per N")
     ap.add_argument("--pause", type=float, default=2.0, help="seconds between rounds")
     ap.add_argument("--logdir", default="/tmp/pbr_bench_load", help="where the server logs go")
@@ -379,8 +453,10 @@ def main() -> None:
 
     t0 = time.time()
     load = os.getloadavg()
-    summaries = asyncio.run(run(args))
+    summaries = asyncio.run(run_paired(args) if args.app == "paired" else run(args))
     out = table(summaries)
+    if args.app == "paired":
+        out += "\n\nThe dashboard's p95 against the floor's (issue 35: at most 1.5):\n\n" + ratio_table(summaries)
     print(out)
     if args.write:
         import plotly
@@ -395,7 +471,8 @@ def main() -> None:
             f"- Python {platform.python_version()}, streamlit {streamlit.__version__}, plotly {plotly.__version__}, "
             f"numpy {np.__version__}",
             f"- command: `python benchmarks/bench_load.py --app {args.app} --clients {args.clients} "
-            f"--sessions {args.sessions} --rounds {args.rounds}` "
+            f"--sessions {args.sessions} --rounds {args.rounds}"
+            f"{f' --cold-pairs {args.cold_pairs}' if args.app == 'paired' else ''}` "
             f"({time.time() - t0:.0f} s)\n",
         ]
         with open(ROOT / "benchmarks" / "RESULTS_load.md", "a") as f:
