@@ -270,13 +270,16 @@ def sweep_section(result: runs.SweepResult) -> ReportSection:
 
 def group_gap_section(result: runs.GroupGapResult) -> ReportSection:
     """Does recalibration close the gaps between groups (Compare page)?"""
-    from pbr_core.experiments.group_gaps import MIN_FIT_ROWS, group_gap_summary
+    from pbr_core.experiments.group_gaps import MIN_FIT_ROWS, MIN_GROUP_TEST_ROWS, group_gap_summary
 
     multiclass = result.kind == "multiclass"
     settings = {**texts.settings_words(result.settings, multiclass), "Computed": _stamp(result)}
     paragraphs = _partial(result, result.table["fold"].nunique() if len(result.table) else 0,
-                          result.settings.n_folds) + [texts.GROUP_GAP_INTRO.format(m=MIN_FIT_ROWS)]
+                          result.settings.n_folds) + [texts.GROUP_GAP_INTRO.format(m=MIN_FIT_ROWS, t=MIN_GROUP_TEST_ROWS)]
     figs, shown = [], []
+    unmeasured = tables.group_gap_unmeasured(result.table) if len(result.table) else []
+    if unmeasured:
+        paragraphs.append(texts.group_gap_unmeasured(unmeasured, MIN_GROUP_TEST_ROWS))
     if len(result.table):
         per_group, _ = group_gap_summary(result.table)
         wide, gaps = tables.group_gap_frames(result.table)

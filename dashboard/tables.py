@@ -204,9 +204,17 @@ def group_gap_frames(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     wide.columns = [f"Test ECE: {c}" for c in wide.columns]
     fallback = table[table["fallback"]].groupby("group")["fold"].nunique()
     wide["Own recalibrator"] = ["no (too few rows)" if g in fallback.index else "yes" for g in wide.index]
+    measured = table[table["measured"]].groupby("group")["fold"].nunique()
+    wide["Folds measured"] = [int(measured.get(g, 0)) for g in wide.index]
     gap = pd.DataFrame({"Strategy": gaps["strategy"].str.capitalize(), "Largest gap (mean)": gaps["mean"],
                         "std": gaps["std"], "Folds": gaps["count"]})
     return wide.reset_index().rename(columns={"group": "Group"}), gap
+
+
+def group_gap_unmeasured(table: pd.DataFrame) -> list[str]:
+    """The groups of a ``recalibration_by_group`` table that no fold measured."""
+    measured = set(table.loc[table["measured"], "group"])
+    return [str(g) for g in dict.fromkeys(table["group"]) if g not in measured]
 
 
 def metric_cards_frame(summary: dict) -> pd.DataFrame:

@@ -1933,8 +1933,17 @@ GROUP_GAP_INTRO = (
     "Does recalibration close the calibration gaps between groups? In every fold the same test rows of each "
     "group are scored three ways: uncalibrated, with **one recalibrator for everyone** (fitted on the whole "
     "recalibration set) and with **one per group** (each fitted on its group's recalibration rows). A group "
-    "with fewer than {m} recalibration rows keeps the one for everyone, and the table says so."
+    "with fewer than {m} recalibration rows keeps the one for everyone, and the table says so. A group with "
+    "fewer than {t} test rows in a fold is not measured in that fold: its ECE on so few rows would be mostly "
+    "noise, and the gap between the worst and the best group would be that noise."
 )
+
+
+def group_gap_unmeasured(groups: list[str], t: int) -> str:
+    """The groups of a group-gap run that no fold measured (fewer than ``t`` test rows in each)."""
+    names = ", ".join(md(str(g)) for g in groups[:12]) + (f" and {len(groups) - 12} more" if len(groups) > 12 else "")
+    return (f"Not measured in any fold (fewer than {t} test rows each time), so not in the gap: {names}. "
+            "A larger file, or fewer rows for the recalibration set, gives them more test rows.")
 GROUP_GAP_CAPTION = (
     "Each group's test ECE, mean over folds (whisker: ± one standard deviation), with B = floor(n^(1/3)) of the "
     "group's test rows. Bars that even out across groups mean the gap closed."

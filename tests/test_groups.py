@@ -206,12 +206,62 @@ def test_one_temperature_per_group_closes_a_gap_one_for_everyone_cannot():
 def test_small_groups_fall_back_to_the_recalibrator_for_everyone(adult):
     from pbr_core.experiments.group_gaps import recalibration_by_group
 
-    table = recalibration_by_group(adult, "temperature", "race", n_re=2000, n_folds=1, min_fit_rows=100)
+    table = recalibration_by_group(adult, "temperature", "race", n_re=2000, n_folds=1, min_fit_rows=100,
+                                   min_test_rows=1)
     small = table[(table["strategy"] == "one per group") & (table["n_fit"] < 100)]
     assert len(small) and small["fallback"].all()
     for row in small.itertuples():
         same = table.query(f"group == '{row.group}' and strategy == 'one for everyone'")["ece"].item()
         assert row.ece == same
+
+
+def test_group_gaps_follow_the_small_sample_rules_of_every_other_fit(adult):
+    """By default a group needs 144 recalibration rows for its own recalibrator (the front ends'
+    MIN_FIT_ROWS; it was 50) and 144 test rows in a fold to be measured there."""
+    from pbr_core.experiments import MIN_FIT_ROWS, MIN_TEST_ROWS
+    from pbr_core.experiments.group_gaps import MIN_GROUP_TEST_ROWS, group_gap_summary, recalibration_by_group
+    from pbr_core.experiments.group_gaps import MIN_FIT_ROWS as GROUP_FIT_ROWS
+
+    assert GROUP_FIT_ROWS == MIN_FIT_ROWS == 144 and MIN_GROUP_TEST_ROWS == MIN_TEST_ROWS == 144
+    table = recalibration_by_group(adult, "temperature", "race", n_re=2000, n_folds=1)
+    own = table[table["strategy"] == "one per group"]
+    assert (own["fallback"] == (own["n_fit"] < 144)).all() and own["fallback"].any() and not own["fallback"].all()
+    assert (table["measured"] == (table["n_te"] >= 144)).all() and not table["measured"].all()
+    assert table.loc[~table["measured"], "ece"].isna().all() and table.loc[table["measured"], "ece"].notna().all()
+    per_group, gaps = group_gap_summary(table)
+    measured = table[table["measured"]]
+    for strategy, got in gaps.set_index("strategy")["mean"].items():
+        ece = measured[measured["strategy"] == strategy]["ece"]
+        assert got == pytest.approx(ece.max() - ece.min(), abs=1e-12)
+    never = set(table["group"]) - set(measured["group"])
+    assert never and per_group[per_group["group"].isin(never)]["count"].eq(0).all()
+
+
+def test_a_tiny_calibrated_group_no_longer_makes_the_gap():
+    """Known truth: every group is calibrated (outcomes drawn from the predictions). A group with
+    ~100 test rows per fold made the "largest gap" on its own (its ECE on so few rows is noise and
+    bias); measured on the groups with 144 test rows or more the gap is what two calibrated groups of
+    ~2,400 rows give. 20 files."""
+    from pbr_core.experiments.group_gaps import group_gap_summary, recalibration_by_group
+
+    old, new = [], []
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        n = 6000
+        p = rng.beta(2, 2, n)
+        y = (rng.random(n) < p).astype(int)
+        group = rng.choice(["north", "south", "isles"], size=n, p=[0.49, 0.49, 0.02])
+        preds = pbr_core.Predictions.from_arrays(np.column_stack([1 - p, p]), y)
+        preds = pbr_core.Predictions(**{**preds.__dict__, "metadata": pd.DataFrame({"region": group})})
+        for keep, min_test in ((old, 1), (new, 144)):
+            table = recalibration_by_group(preds, "platt", "region", n_re=1000, n_folds=1, seed=seed,
+                                           min_test_rows=min_test)
+            keep.append(group_gap_summary(table)[1].set_index("strategy").loc["uncalibrated", "mean"])
+            if min_test == 144:
+                assert not table.loc[table["group"] == "isles", "measured"].any()
+    old, new = np.array(old), np.array(new)
+    assert np.mean(new) < 0.5 * np.mean(old), (np.mean(new), np.mean(old))
+    assert np.mean(new) < 0.02 and (new < old).mean() >= 0.9
 
 
 def test_a_stopped_group_comparison_keeps_whole_folds(adult):

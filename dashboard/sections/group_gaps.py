@@ -16,7 +16,7 @@ K_GAP_FOLDS = "gap_n_folds"
 
 
 def render(loaded: state.Loaded, choices: CompareChoices, running: bool) -> None:
-    from pbr_core.experiments.group_gaps import MIN_FIT_ROWS, group_gap_summary
+    from pbr_core.experiments.group_gaps import MIN_FIT_ROWS, MIN_GROUP_TEST_ROWS
 
     from pbr_core.experiments import split_problem
 
@@ -33,7 +33,7 @@ def render(loaded: state.Loaded, choices: CompareChoices, running: bool) -> None
     if not columns:
         st.info(texts.GROUP_GAP_NO_COLUMN, icon=":material/info:")
         return
-    st.markdown(texts.GROUP_GAP_INTRO.format(m=MIN_FIT_ROWS))
+    st.markdown(texts.GROUP_GAP_INTRO.format(m=MIN_FIT_ROWS, t=MIN_GROUP_TEST_ROWS))
     multiclass = preds.kind == "multiclass"
     methods = [m for m in available_methods() if m != "uncalibrated"]
     if st.session_state.get(K_GAP_METHOD) not in methods:
@@ -63,16 +63,27 @@ def render(loaded: state.Loaded, choices: CompareChoices, running: bool) -> None
     recal_ui.partial_note(result, done, result.settings.n_folds)
     if result.table.empty:
         return
-    per_group, _ = group_gap_summary(result.table)
-    wide, gaps = tables.group_gap_frames(result.table)
-    st.plotly_chart(FR.group_gap_figure(per_group), key="gap_chart", config={"displaylogo": False})
-    st.caption(texts.GROUP_GAP_CAPTION)
-    c = st.columns([3, 2], gap="medium")
-    c[0].dataframe(wide, hide_index=True, key="gap_groups_table",
-                   column_config={col: st.column_config.NumberColumn(format="%.4f") for col in wide.columns
-                                  if col.startswith("Test ECE")})
-    c[1].dataframe(gaps, hide_index=True, key="gap_gaps_table", column_config={
-        "Largest gap (mean)": st.column_config.NumberColumn(format="%.4f", help=texts.GROUP_GAP_GAPS_HELP),
-        "std": st.column_config.NumberColumn(format="%.4f")})
+    show(result.table, "gap_chart", "gap_groups_table", "gap_gaps_table")
     recal_ui.csv_button("Group gaps (CSV, every fold)", tables.csv_frame(result.table), "group_gaps.csv",
                         "gap_dl_table", help=texts.GROUP_GAP_CSV_HELP)
+
+
+def show(table, chart_key: str, groups_key: str, gaps_key: str) -> None:
+    """A group-gap run's chart, the groups no fold measured, and its two tables (the Compare page's
+    section and the Groups page's slice comparison)."""
+    from pbr_core.experiments.group_gaps import MIN_GROUP_TEST_ROWS, group_gap_summary
+
+    per_group, _ = group_gap_summary(table)
+    wide, gaps = tables.group_gap_frames(table)
+    st.plotly_chart(FR.group_gap_figure(per_group), key=chart_key, config={"displaylogo": False})
+    st.caption(texts.GROUP_GAP_CAPTION)
+    unmeasured = tables.group_gap_unmeasured(table)
+    if unmeasured:
+        st.caption(texts.group_gap_unmeasured(unmeasured, MIN_GROUP_TEST_ROWS))
+    c = st.columns([3, 2], gap="medium")
+    c[0].dataframe(wide, hide_index=True, key=groups_key,
+                   column_config={col: st.column_config.NumberColumn(format="%.4f") for col in wide.columns
+                                  if col.startswith("Test ECE")})
+    c[1].dataframe(gaps, hide_index=True, key=gaps_key, column_config={
+        "Largest gap (mean)": st.column_config.NumberColumn(format="%.4f", help=texts.GROUP_GAP_GAPS_HELP),
+        "std": st.column_config.NumberColumn(format="%.4f")})

@@ -345,7 +345,6 @@ def _slice_recalibration(loaded: state.Loaded, report, view: state.MetricView) -
 
     from dashboard import runs
     from pbr_core.experiments import default_n_re
-    from pbr_core.experiments.group_gaps import group_gap_summary
     from pbr_core.recalibrators import available_methods, method_family
     from pbr_core.slices import slice_mask
 
@@ -387,16 +386,9 @@ def _slice_recalibration(loaded: state.Loaded, report, view: state.MetricView) -
     if result is None or result.table.empty:
         return
     recal_ui.stale_note(result, loaded)
-    per_group, _ = group_gap_summary(result.table)
-    wide, gaps = tables.group_gap_frames(result.table)
-    st.plotly_chart(FR.group_gap_figure(per_group), key="slices_gap_chart", config={"displaylogo": False})
-    st.caption(texts.GROUP_GAP_CAPTION)
-    c = st.columns([3, 2], gap="medium")
-    c[0].dataframe(wide, hide_index=True, key="slices_gap_groups", column_config={
-        col: st.column_config.NumberColumn(format="%.4f") for col in wide.columns if col.startswith("Test ECE")})
-    c[1].dataframe(gaps, hide_index=True, key="slices_gap_gaps", column_config={
-        "Largest gap (mean)": st.column_config.NumberColumn(format="%.4f", help=texts.GROUP_GAP_GAPS_HELP),
-        "std": st.column_config.NumberColumn(format="%.4f")})
+    from dashboard.sections import group_gaps
+
+    group_gaps.show(result.table, "slices_gap_chart", "slices_gap_groups", "slices_gap_gaps")
 
 
 def _page() -> None:

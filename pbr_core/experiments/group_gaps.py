@@ -12,6 +12,13 @@ compares three things on the SAME test rows of each group:
 
 Each group's test ECE uses B = floor(n_te,group^(1/3)). :func:`group_gap_summary` gives, per
 strategy, the mean ECE of each group over folds and the gap between the worst and the best group.
+
+The front ends' small-sample rules hold per group (:data:`pbr_core.experiments.MIN_FIT_ROWS`, from
+their simulations): a group's own recalibrator needs ``min_fit_rows`` (144) recalibration rows, and a
+group is measured in a fold only with ``min_test_rows`` (144) test rows there. Below that its ECE is
+mostly the estimator's noise and bias (B = 2 bins on 10 rows), and one such group decided the
+"worst minus best" gap of every fold: its rows keep ``ece`` NaN and ``measured`` False, and the
+summary leaves them out.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ from pbr_core.experiments._protocol import (
     DEFAULT_BINARY_ECE,
     CancelCallback,
     Cancelled,
+    MIN_FIT_ROWS as MIN_FIT_ROWS_MEASURED,
+    MIN_TEST_ROWS,
     check_predictions,
     iter_folds,
     split_indices,
@@ -39,15 +48,19 @@ from pbr_core.progress import Progress
 from pbr_core.recalibrators import get_recalibrator
 
 STRATEGIES = ("uncalibrated", "one for everyone", "one per group")
-GROUP_GAP_COLUMNS = ("fold", "group", "strategy", "n_fit", "n_te", "n_bins", "ece", "fallback")
-#: A group needs this many recalibration rows for a recalibrator of its own.
-MIN_FIT_ROWS = 50
+GROUP_GAP_COLUMNS = ("fold", "group", "strategy", "n_fit", "n_te", "n_bins", "ece", "fallback", "measured")
+#: A group needs this many recalibration rows for a recalibrator of its own: the front ends' smallest
+#: recalibration set (144; it was 50 here before, below the rule every other fit follows).
+MIN_FIT_ROWS = MIN_FIT_ROWS_MEASURED
+#: A group is measured in a fold only with this many test rows there (the front ends' smallest test set).
+MIN_GROUP_TEST_ROWS = MIN_TEST_ROWS
 
 
 def recalibration_by_group(preds: Predictions, method: str, by: Sequence[str] | str, *, n_re: int = 1000,
                            n_folds: int = 10, seed: int = 0, every: Bucket | None = None,
                            params: Mapping[str, Any] | None = None, binary_ece: BinaryECE = DEFAULT_BINARY_ECE,
-                           min_fit_rows: int = MIN_FIT_ROWS, progress: Progress | None = None,
+                           min_fit_rows: int = MIN_FIT_ROWS, min_test_rows: int = MIN_GROUP_TEST_ROWS,
+                           progress: Progress | None = None,
                            cancel: CancelCallback | None = None) -> pd.DataFrame:
     """Test ECE per group of the uncalibrated model, one recalibrator for everyone and one per group.
 
@@ -65,6 +78,9 @@ def recalibration_by_group(preds: Predictions, method: str, by: Sequence[str] | 
         The method's constructor parameters.
     min_fit_rows : int
         Below this many recalibration rows a group uses the recalibrator for everyone (``fallback``).
+    min_test_rows : int
+        Below this many test rows in a fold a group is not measured there: its rows keep ``ece`` NaN
+        and ``measured`` False (and it is fitted no recalibrator of its own in that fold).
     progress, cancel
         As in :func:`~pbr_core.experiments.compare` (one step per fit; total = n_folds x (1 + groups));
         a stopped run raises :class:`Cancelled` whose ``partial`` holds the folds that finished.
@@ -109,18 +125,23 @@ def recalibration_by_group(preds: Predictions, method: str, by: Sequence[str] | 
                     fit_rows = np.flatnonzero(keys[re_idx] == g)
                     test_rows = np.flatnonzero(keys[te_idx] == g)
                     fallback = fit_rows.size < min_fit_rows
-                    own = fit(None if fallback else fit_set.subset(fit_rows), f"{method} for {g}, fold {fold + 1} of {len(folds)}")
+                    measured = test_rows.size >= min_test_rows
+                    own = fit(None if fallback or not measured else fit_set.subset(fit_rows),
+                              f"{method} for {g}, fold {fold + 1} of {len(folds)}")
                     if test_rows.size == 0:
                         continue
                     sub = test_set.subset(test_rows)
                     B = M.optimal_n_bins(test_rows.size)
                     candidates = {"uncalibrated": sub.probs, "one for everyone": probs_everyone[test_rows],
-                                  "one per group": probs_everyone[test_rows] if fallback else own.predict_proba(sub)}
+                                  "one per group": probs_everyone[test_rows] if fallback or not measured
+                                  else own.predict_proba(sub)}
                     for strategy, probs in candidates.items():
+                        ece = (measured_ece(probs, sub.labels, preds.kind, binary_ece, n_bins=B) if measured
+                               else float("nan"))
                         fold_rows.append({"fold": fold, "group": g, "strategy": strategy, "n_fit": int(fit_rows.size),
-                                          "n_te": int(test_rows.size), "n_bins": B,
-                                          "ece": measured_ece(probs, sub.labels, preds.kind, binary_ece, n_bins=B),
-                                          "fallback": bool(fallback and strategy == "one per group")})
+                                          "n_te": int(test_rows.size), "n_bins": B, "ece": ece,
+                                          "fallback": bool(fallback and strategy == "one per group"),
+                                          "measured": bool(measured)})
                 rows.extend(fold_rows)  # whole folds only: a stopped run keeps complete folds
     except Cancelled:
         raise Cancelled(table(), done, total) from None
@@ -131,10 +152,13 @@ def group_gap_summary(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(mean and std of each group's test ECE per strategy, the worst-minus-best gap per strategy).
 
     The gap is computed within each fold (max over groups minus min over groups, on the same test
-    rows) and then averaged over folds, so it is paired across strategies.
+    rows) and then averaged over folds, so it is paired across strategies. Only measured rows count
+    (``measured``; NaN ECE otherwise): a group never measured has a NaN mean and a count of 0, and a
+    fold with fewer than two measured groups has no gap.
     """
     per_group = (table.groupby(["group", "strategy"], sort=False)["ece"].agg(["mean", "std", "count"])
                  .reset_index())
-    per_fold = table.groupby(["fold", "strategy"])["ece"].agg(lambda v: v.max() - v.min()).rename("gap")
+    per_fold = (table.dropna(subset=["ece"]).groupby(["fold", "strategy"])["ece"]
+                .agg(lambda v: v.max() - v.min() if v.size >= 2 else np.nan).rename("gap"))
     gaps = per_fold.reset_index().groupby("strategy")["gap"].agg(["mean", "std", "count"]).reindex(STRATEGIES)
     return per_group, gaps.reset_index()

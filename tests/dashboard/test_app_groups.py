@@ -128,6 +128,34 @@ def test_compare_says_whether_recalibration_closes_the_gaps(at):
     assert "Does recalibration close the gaps between groups?" in html and "One per group" in html
 
 
+def test_compare_names_the_groups_too_small_to_measure(at):
+    """Adult's race groups: the small ones have fewer than 144 test rows per fold, so they are not
+    measured; the page and the report name them, and the table says in how many folds each was."""
+    from test_app_recal import _finish
+
+    from dashboard import report
+
+    _sample(at, "adult_gradient_boosting.csv.gz")
+    at.switch_page("views/compare.py").run()
+    at.number_input(key="cmp_n_re").set_value(3000).run()
+    at.selectbox(key="gap_by").set_value("race").run()
+    at.selectbox(key="gap_method").set_value("platt").run()
+    at.number_input(key="gap_n_folds").set_value(1).run()
+    at.button(key="gap_run").click().run()
+    job = _finish(at, "groupgap")
+    assert job.status == "done", job.error
+    table = job.result.table
+    never = sorted(set(table["group"]) - set(table.loc[table["measured"], "group"]))
+    assert never and not at.exception
+    captions = " ".join(c.value for c in at.caption)
+    assert "Not measured in any fold (fewer than 144 test rows each time), so not in the gap" in captions
+    assert all(g in captions for g in never)
+    wide = next(d.value for d in at.dataframe if "Folds measured" in d.value.columns)
+    assert wide.set_index("Group").loc[never, "Folds measured"].eq(0).all()
+    html = report.build_report([report.group_gap_section(job.result)], data_name="adult")
+    assert "Not measured in any fold" in html and "fewer than 144 test rows in a fold is not measured" in html
+
+
 # --------------------------------------------------------------------------- estimators on the pages
 def test_reliability_offers_equal_mass_bins_the_smooth_curve_and_other_libraries(at):
     import numpy as np
