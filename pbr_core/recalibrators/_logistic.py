@@ -244,27 +244,41 @@ def hard_scores_warning(preds: Predictions, who: str, top_label: bool = False) -
     """
     if preds.logits is not None or preds.probs is None:
         return ""
-    probs, labels = preds.probs, preds.labels
-    rows = np.arange(preds.n)
-    if preds.n_classes == 2:
+    n_hard, n_wrong, all_hard = hard_score_rows(preds.probs, preds.labels, top_label)
+    return hard_scores_message(who, preds.n, n_hard, n_wrong, all_hard, preds.n_classes, top_label)
+
+
+def hard_score_rows(probs: np.ndarray, labels: np.ndarray, top_label: bool = False) -> tuple[int, int, bool]:
+    """(rows with an exact 0 or 1 among the fitted maps' probabilities, rows where such a score was
+    wrong, whether every such probability is 0 or 1) of one batch (:func:`hard_scores_warning`; the
+    streamed Platt fit adds them up over its first pass)."""
+    rows = np.arange(probs.shape[0])
+    if probs.shape[1] == 2:
         p, y = probs[:, 1], labels == 1
     elif top_label:
         top = probs.argmax(axis=1)
         p, y = probs[rows, top], labels == top
     else:
         p = probs
-        y = labels[:, None] == np.arange(preds.n_classes)[None, :]
+        y = labels[:, None] == np.arange(probs.shape[1])[None, :]
     hard = (p == 0.0) | (p == 1.0)
     wrong = ((p == 0.0) & y) | ((p == 1.0) & ~y)
+    all_hard = bool(np.all(hard))
     if p.ndim == 2:
         hard, wrong = hard.any(axis=1), wrong.any(axis=1)
-    n_hard, n_wrong = int(np.count_nonzero(hard)), int(np.count_nonzero(wrong))
-    if n_wrong == 0 or np.all((p == 0.0) | (p == 1.0)):
+    return int(np.count_nonzero(hard)), int(np.count_nonzero(wrong)), all_hard
+
+
+def hard_scores_message(who: str, n: int, n_hard: int, n_wrong: int, all_hard: bool, n_classes: int,
+                        top_label: bool = False) -> str:
+    """:func:`hard_scores_warning`'s message from the counts of :func:`hard_score_rows` ("" when none
+    was wrong, or when every score is 0 or 1: a decision, not a probability)."""
+    if n_wrong == 0 or all_hard:
         return ""
-    what = ("a probability" if preds.n_classes == 2 else "a top probability" if top_label
+    what = ("a probability" if n_classes == 2 else "a top probability" if top_label
             else "a class probability")
     verb = "was" if n_wrong == 1 else "were"
-    return (f"{who}: {n_hard:,} of {preds.n:,} rows have {what} of exactly 0 or 1, and {n_wrong:,} of those "
+    return (f"{who}: {n_hard:,} of {n:,} rows have {what} of exactly 0 or 1, and {n_wrong:,} of those "
             f"rows {verb} wrong (the outcome was the one given no chance). The log-odds of an exact 0 or 1 "
             f"reach ±{abs(math.log(EPS)):.0f}, far beyond every other row's, so the wrong rows set the fitted "
             "slope: the map can squeeze every other row's probability into a narrow range (a random forest's "

@@ -127,18 +127,28 @@ _TRIALS_PER_PASS = 4
 _MIN_SCALE = 1e-10
 
 
-def _count_pass(dataset: Dataset) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+def _count_pass(dataset: Dataset, hard: list[int] | None = None
+                ) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
     """The first pass: n, K, and per map the positives, sum x over positives and negatives, sum x^2.
 
     These give the objective, gradient and Hessian at the start point (slope 0, where eta is the
-    constant intercept) in closed form, and the Gram matrix X^T X of the separation check.
+    constant intercept) in closed form, and the Gram matrix X^T X of the separation check. ``hard``
+    (a list [rows with an exact 0 or 1, such rows that were wrong, batches not all 0 or 1]) is
+    filled for the warning of ``_logistic.hard_scores_warning`` (probabilities only).
     """
+    from pbr_core.recalibrators._logistic import hard_score_rows
+
     n = 0
     K = None
     binary = False
     pos = sx_pos = sx_neg = sxx = None
     for unit in dataset.units():
         for _, preds in dataset.predictions(unit):
+            if hard is not None and preds.logits is None and preds.probs is not None:
+                n_hard, n_wrong, all_hard = hard_score_rows(preds.probs, preds.labels)
+                hard[0] += n_hard
+                hard[1] += n_wrong
+                hard[2] += not all_hard
             if K is None:
                 K = preds.n_classes
                 binary = K == 2
@@ -359,10 +369,16 @@ def fit_platt(dataset: Dataset, *, targets: str = "auto", max_iter: int = 100, t
         raise PredictionsError(f"{dataset.spec}: {TOP_LABEL_NOT_RECALIBRATED}")
     rec = PlattScaling(targets=targets)
     rec._validate_params()
-    n, K, pos, sx_pos, sx_neg, sxx, binary = _count_pass(dataset)
+    hard = [0, 0, 0]
+    n, K, pos, sx_pos, sx_neg, sxx, binary = _count_pass(dataset, hard)
     passes = 1
     if n < 2:
         raise PredictionsError(f"{dataset.spec}: at least 2 rows are needed to fit, but the dataset has {n}.")
+    from pbr_core.recalibrators._logistic import hard_scores_message
+
+    hard_message = hard_scores_message("PlattScaling", n, hard[0], hard[1], hard[2] == 0, K)
+    if hard_message:
+        warnings.warn(hard_message, RuntimeWarning, stacklevel=2)
     names = ["p(y=1)"] if binary else [f"class {k}" for k in range(K)]
 
     def start(k: int, used: str) -> _Map:

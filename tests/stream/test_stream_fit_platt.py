@@ -64,10 +64,13 @@ def test_separated_classes_fall_back_to_platt_targets_as_in_memory(tmp_path) -> 
         streamed = fit_platt(open_dataset(tmp_path / "logs"))
     with pytest.warns(RuntimeWarning) as memory_warnings:
         in_memory = PlattScaling().fit(pbr_core.load_predictions(SAMPLE / name))
-    # The same targets warning; the in-memory fit also warns about exact 0/1 scores that were wrong (the
-    # streamed fit does not count them yet: docs/claims.md "Noticed").
+    # The same warnings: the targets one, and the one about exact 0/1 scores that were wrong, counted in
+    # the streamed fit's first pass.
     targets = lambda ws: [str(w.message) for w in ws if "perfectly separated" in str(w.message)]
     assert targets(streamed_warnings) == targets(memory_warnings) and len(targets(memory_warnings)) == 1
+    messages = lambda ws: sorted(str(w.message) for w in ws)
+    assert messages(streamed_warnings) == messages(memory_warnings)
+    assert any("exactly 0 or 1" in m for m in messages(streamed_warnings))
     assert [m["targets"] for m in streamed.maps_].count("platt") == 2
     assert_same_maps(streamed, in_memory)
     with pytest.raises(RuntimeError, match=r"Platt scaling failed for class 2: .*separated.*targets='auto'"):
@@ -149,3 +152,26 @@ def test_cli_fits_platt_on_every_row(cifar10_parts, tmp_path, capsys) -> None:
     code = main(["fit", str(cifar10_parts), "--method", "beta", "--all-rows", "--out", str(out), "--quiet"])
     err = capsys.readouterr().err
     assert code == EXIT_USAGE and "temperature or Platt scaling only" in err and "not beta" in err
+
+
+def test_the_streamed_fit_warns_about_wrong_exact_zeros_and_ones_as_in_memory(tmp_path) -> None:
+    """A random forest's p(y=1) with exact 0/1 scores, some wrong (audit 3): the streamed Platt fit
+    counts them over its first pass and gives the in-memory fit's warning, word for word; calibrated
+    soft scores with every exact 0/1 right give no warning on either path."""
+    import warnings
+
+    rng = np.random.default_rng(0)
+    truth = rng.beta(0.6, 0.6, 3000)
+    y = (rng.uniform(size=3000) < truth).astype(int)
+    df = pd.DataFrame({"p": rng.binomial(10, truth) / 10, "label": y})
+    write_parts(df, tmp_path / "forest", 3, fmt="csv")
+    with pytest.warns(RuntimeWarning, match="exactly 0 or 1") as streamed:
+        fit_platt(open_dataset(tmp_path / "forest"))
+    with pytest.warns(RuntimeWarning, match="exactly 0 or 1") as memory:
+        PlattScaling().fit(pbr_core.Predictions.from_arrays(df["p"].to_numpy(), y))
+    assert [str(w.message) for w in streamed] == [str(w.message) for w in memory]
+    right = df.assign(p=np.where(rng.uniform(size=3000) < 0.11, y, rng.uniform(0.05, 0.95, 3000)))
+    write_parts(right, tmp_path / "right", 3, fmt="csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit_platt(open_dataset(tmp_path / "right"))
