@@ -99,21 +99,27 @@ def test_the_audit_report_includes_the_groups_chosen_on_the_page(at):
     assert recal_ui.audit_choices(view, session=ss, data_key="another file").group_by == ()
 
 
-def test_compare_says_whether_recalibration_closes_the_gaps(at):
+def _group_gap_run(at, by: str, n_folds: int):
+    """Adult on the Compare page, n_re = 3000: a group-gap run of Platt scaling by ``by``, finished."""
     from test_app_recal import _finish
-
-    from pbr_core.experiments.group_gaps import recalibration_by_group
 
     _sample(at, "adult_gradient_boosting.csv.gz")
     at.switch_page("views/compare.py").run()
     assert not at.exception
     at.number_input(key="cmp_n_re").set_value(3000).run()
-    at.selectbox(key="gap_by").set_value("sex").run()
+    at.selectbox(key="gap_by").set_value(by).run()
     at.selectbox(key="gap_method").set_value("platt").run()
-    at.number_input(key="gap_n_folds").set_value(2).run()
+    at.number_input(key="gap_n_folds").set_value(n_folds).run()
     at.button(key="gap_run").click().run()
     job = _finish(at, "groupgap")
     assert job.status == "done", job.error
+    return job
+
+
+def test_compare_says_whether_recalibration_closes_the_gaps(at):
+    from pbr_core.experiments.group_gaps import recalibration_by_group
+
+    job = _group_gap_run(at, "sex", 2)
     preds = pbr_core.load_predictions(ROOT / "sample_data" / "adult_gradient_boosting.csv.gz")
     ref = recalibration_by_group(preds, "platt", "sex", n_re=3000, n_folds=2, seed=0)
     assert job.result.table["ece"].tolist() == pytest.approx(ref["ece"].tolist(), abs=1e-12)
@@ -131,19 +137,9 @@ def test_compare_says_whether_recalibration_closes_the_gaps(at):
 def test_compare_names_the_groups_too_small_to_measure(at):
     """Adult's race groups: the small ones have fewer than 144 test rows per fold, so they are not
     measured; the page and the report name them, and the table says in how many folds each was."""
-    from test_app_recal import _finish
-
     from dashboard import report
 
-    _sample(at, "adult_gradient_boosting.csv.gz")
-    at.switch_page("views/compare.py").run()
-    at.number_input(key="cmp_n_re").set_value(3000).run()
-    at.selectbox(key="gap_by").set_value("race").run()
-    at.selectbox(key="gap_method").set_value("platt").run()
-    at.number_input(key="gap_n_folds").set_value(1).run()
-    at.button(key="gap_run").click().run()
-    job = _finish(at, "groupgap")
-    assert job.status == "done", job.error
+    job = _group_gap_run(at, "race", 1)
     table = job.result.table
     never = sorted(set(table["group"]) - set(table.loc[table["measured"], "group"]))
     assert never and not at.exception
