@@ -95,8 +95,8 @@ def classwise_section(loaded: state.Loaded, n_bins: int) -> ReportSection | None
         paragraphs=[f"Classwise ECE (mean over the {per_class.size} classes) at B = {n_bins}: {mean:.4f}. For each "
                     "class k the same binned ECE is computed on the predicted probability of k against whether the "
                     "label is k, over all rows; it catches miscalibration that the top-label ECE cannot see (e.g. "
-                    "on second choices)."],
-        tables=[(f"Classwise ECE, worst-calibrated classes first (B = {n_bins})", frame)])
+                    "on second choices).", texts.CLASSWISE_NOT_A_TEST],
+        tables=[(f"Per-class ECE, largest first (B = {n_bins})", frame)])
 
 
 def bins_section(view: state.MetricView, choices: AuditChoices) -> ReportSection:

@@ -83,6 +83,7 @@ def _classwise(loaded: state.Loaded, view: state.MetricView, n_bins: int) -> Non
         st.metric("Classwise ECE (mean over classes)", f"{mean:.4f}")
         st.markdown(texts.WORST_CLASSES_TITLE)
         st.dataframe(tables.classwise_frame(per_class, preds.class_names, top=15), hide_index=True)
+        st.caption(texts.CLASSWISE_NOT_A_TEST)
 
 
 def _other_estimators(view: state.MetricView) -> None:

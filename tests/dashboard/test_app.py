@@ -162,6 +162,11 @@ def test_bins_slider_updates_the_ece_card(at, cifar100):
     at.session_state["rel_classwise_open"] = True  # the user opens the classwise expander
     at.run()
     assert _metric(at, "Classwise") == f"{pbr_core.classwise_ece(preds.probs, preds.labels, 5):.4f}"
+    # The per-class order is not presented as a finding (audit 5): the table says it is not a test.
+    from dashboard import texts
+
+    assert texts.CLASSWISE_NOT_A_TEST in [c.value for c in at.caption]
+    assert "Worst-calibrated" not in " ".join(m.value for m in at.markdown)
 
 
 def test_reliability_expanders_are_drawn_and_computed_only_once_opened(at, monkeypatch):
