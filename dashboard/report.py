@@ -270,7 +270,7 @@ def sweep_section(result: runs.SweepResult) -> ReportSection:
 
 def group_gap_section(result: runs.GroupGapResult) -> ReportSection:
     """Does recalibration close the gaps between groups (Compare page)?"""
-    from pbr_core.experiments.group_gaps import MIN_FIT_ROWS, MIN_GROUP_TEST_ROWS, group_gap_summary
+    from pbr_core.experiments.group_gaps import MIN_FIT_ROWS, MIN_GROUP_TEST_ROWS, group_gap_summary, group_gap_tests
 
     multiclass = result.kind == "multiclass"
     settings = {**texts.settings_words(result.settings, multiclass), "Computed": _stamp(result)}
@@ -284,6 +284,7 @@ def group_gap_section(result: runs.GroupGapResult) -> ReportSection:
         per_group, _ = group_gap_summary(result.table)
         wide, gaps = tables.group_gap_frames(result.table)
         figs.append((texts.GROUP_GAP_CAPTION, FR.group_gap_figure(per_group)))
+        paragraphs.append(texts.group_gap_verdicts(group_gap_tests(result.table), int(result.table["fold"].nunique())))
         shown += [("Test ECE of each group", wide.set_index("Group")),
                   ("The gap between groups: " + texts.GROUP_GAP_GAPS_HELP, gaps.set_index("Strategy"))]
     return ReportSection(title="Does recalibration close the gaps between groups?", settings=settings,

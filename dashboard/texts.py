@@ -1946,8 +1946,36 @@ def group_gap_unmeasured(groups: list[str], t: int) -> str:
             "A larger file, or fewer rows for the recalibration set, gives them more test rows.")
 GROUP_GAP_CAPTION = (
     "Each group's test ECE, mean over folds (whisker: ± one standard deviation), with B = floor(n^(1/3)) of the "
-    "group's test rows. Bars that even out across groups mean the gap closed."
+    "group's test rows. A group's ECE on its own test rows is noisy, and on a small group biased upward, so the "
+    "bars alone do not say whether a strategy closed the gap: the paired test below does."
 )
+
+
+def group_gap_verdicts(tests, n_folds: int) -> str:
+    """Whether each strategy changed the largest gap between groups (``group_gap_tests``' rows), as
+    the comparison of methods decides; or why no difference can be shown with this few folds."""
+    from pbr_core.experiments import too_few_folds
+
+    head = ("**Did the gap change?** Each strategy's largest gap on the same folds, compared by the paired test of "
+            "the comparison above (corrected for folds that share rows and for the three comparisons; the "
+            "Wilcoxon test must agree).")
+    few = too_few_folds(n_folds)
+    if few is not None:
+        return head + " " + few.replace("between methods", "between strategies").replace(
+            " and name a best method", "")
+    if tests is None or len(tests) == 0:
+        return head + " Fewer than two folds measured two groups or more: there is no gap to compare."
+    lines = [head]
+    for r in tests.itertuples():
+        if not r.n_folds:
+            continue
+        if isinstance(r.better, str):
+            words = f"**{r.better.capitalize()}** leaves the smaller gap (p = {p_value(r.decisive_p)})"
+        else:
+            words = f"no difference shown (p = {p_value(r.decisive_p)})"
+        lines.append(f"- {r.a.capitalize()} against {r.b}: largest gap {r.mean_a:.4f} against {r.mean_b:.4f} "
+                     f"(mean over {r.n_folds} folds): {words}.")
+    return "\n".join(lines)
 GROUP_GAP_GAPS_HELP = (
     "Worst group's ECE minus best group's ECE, within each fold on the same test rows, then mean ± std over "
     "folds: the smaller, the more alike the groups are calibrated."

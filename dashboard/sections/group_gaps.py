@@ -13,6 +13,9 @@ from pbr_core.recalibrators import available_methods, method_family
 K_GAP_BY = "gap_by"
 K_GAP_METHOD = "gap_method"
 K_GAP_FOLDS = "gap_n_folds"
+#: Default folds of a group-gap run: enough for the paired test to name a strategy (at least
+#: pbr_core.experiments.MIN_PAIRED_FOLDS = 6; it was 5, with which no difference could ever be shown).
+GAP_FOLDS = 10
 
 
 def render(loaded: state.Loaded, choices: CompareChoices, running: bool) -> None:
@@ -45,7 +48,8 @@ def render(loaded: state.Loaded, choices: CompareChoices, running: bool) -> None
     by = c[0].selectbox("Group by", columns, key=K_GAP_BY, disabled=running)
     method = c[1].selectbox("Recalibrator", methods, key=K_GAP_METHOD, disabled=running,
                             format_func=lambda m: texts.method_label(m, multiclass))
-    n_folds = int(c[2].number_input("Folds", min_value=1, max_value=20, value=5, key=K_GAP_FOLDS, disabled=running))
+    n_folds = int(c[2].number_input("Folds", min_value=1, max_value=20, value=GAP_FOLDS, key=K_GAP_FOLDS,
+                                    disabled=running))
     go = c[3].button("Run", key="gap_run", type="primary", icon=":material/play_arrow:", disabled=running)
     st.caption(texts.group_gap_splits(choices.n_re, choices.seed))
     if go:
@@ -71,7 +75,7 @@ def render(loaded: state.Loaded, choices: CompareChoices, running: bool) -> None
 def show(table, chart_key: str, groups_key: str, gaps_key: str) -> None:
     """A group-gap run's chart, the groups no fold measured, and its two tables (the Compare page's
     section and the Groups page's slice comparison)."""
-    from pbr_core.experiments.group_gaps import MIN_GROUP_TEST_ROWS, group_gap_summary
+    from pbr_core.experiments.group_gaps import MIN_GROUP_TEST_ROWS, group_gap_summary, group_gap_tests
 
     per_group, _ = group_gap_summary(table)
     wide, gaps = tables.group_gap_frames(table)
@@ -87,3 +91,4 @@ def show(table, chart_key: str, groups_key: str, gaps_key: str) -> None:
     c[1].dataframe(gaps, hide_index=True, key=gaps_key, column_config={
         "Largest gap (mean)": st.column_config.NumberColumn(format="%.4f", help=texts.GROUP_GAP_GAPS_HELP),
         "std": st.column_config.NumberColumn(format="%.4f")})
+    st.markdown(texts.group_gap_verdicts(group_gap_tests(table), int(table["fold"].nunique())))

@@ -344,6 +344,7 @@ def _slice_recalibration(loaded: state.Loaded, report, view: state.MetricView) -
     import pandas as pd
 
     from dashboard import runs
+    from dashboard.sections import group_gaps
     from pbr_core.experiments import default_n_re
     from pbr_core.recalibrators import available_methods, method_family
     from pbr_core.slices import slice_mask
@@ -370,7 +371,8 @@ def _slice_recalibration(loaded: state.Loaded, report, view: state.MetricView) -
     multiclass = preds.kind == "multiclass"
     method = c[0].selectbox("Recalibrator", methods, key=K_SLICE_METHOD,
                             format_func=lambda m: texts.method_label(m, multiclass))
-    n_folds = int(c[1].number_input("Folds", min_value=1, max_value=20, value=5, key=K_SLICE_FOLDS))
+    n_folds = int(c[1].number_input("Folds", min_value=1, max_value=20, value=group_gaps.GAP_FOLDS,
+                                    key=K_SLICE_FOLDS))
     if c[2].button("Compare", key="slices_recal_run", icon=":material/play_arrow:", disabled=running):
         mask = slice_mask(preds, report, name)
         grouped = dataclasses.replace(preds, metadata=pd.DataFrame(
@@ -386,8 +388,6 @@ def _slice_recalibration(loaded: state.Loaded, report, view: state.MetricView) -
     if result is None or result.table.empty:
         return
     recal_ui.stale_note(result, loaded)
-    from dashboard.sections import group_gaps
-
     group_gaps.show(result.table, "slices_gap_chart", "slices_gap_groups", "slices_gap_gaps")
 
 

@@ -128,6 +128,9 @@ def test_compare_says_whether_recalibration_closes_the_gaps(at):
     assert set(wide["Group"]) == {"Male", "Female"}
     gaps = next(f for f in frames if "Largest gap (mean)" in f.columns)
     assert gaps["Strategy"].tolist() == ["Uncalibrated", "One for everyone", "One per group"]
+    # Whether the gap changed is the paired test's to say, and 2 folds can never show it (audit 5).
+    said = " ".join(m.value for m in at.markdown)
+    assert "**Did the gap change?**" in said and "With 2 folds no difference between strategies can be shown" in said
     from dashboard import report
 
     html = report.build_report([report.group_gap_section(job.result)], data_name="adult")
