@@ -1914,7 +1914,8 @@ GROUP_GAP_NO_COLUMN = (
 )
 GROUP_GAP_CSV_HELP = (
     "One row per (fold, group, strategy): rows, test ECE, whether the group had too few rows for a "
-    "recalibrator of its own."
+    "recalibrator of its own, and whether it had enough test rows in that fold to be measured (else its ECE "
+    "is empty)."
 )
 
 
