@@ -17,7 +17,7 @@ from pbr_core import metrics as M
 from pbr_core import significance as S
 from pbr_core.groups import exact_eligible
 from pbr_core.slices._plan import Plan
-from pbr_core.slices._search import Candidate
+from pbr_core.slices._search import Candidate, recalibrated, search_terms
 
 
 def masks(plan: Plan, chosen: list[Candidate], codes: dict[int, np.ndarray], n: int) -> np.ndarray:
@@ -93,16 +93,24 @@ class ConfirmSums:
     overall_sums: np.ndarray = field(repr=False)  # (3, B)
     kept: dict = field(default_factory=dict, repr=False)   # slice -> list of (2, m) blocks
     kept_all: list = field(default_factory=list, repr=False)
+    # The search's score terms (:func:`~pbr_core.slices._search.search_terms`) of the predictions moved
+    # onto the search half's recalibration line ``line``: each slice's own confirmation rows, and the
+    # confirmation half's total (the slice against the rest, around the line the whole file follows).
+    line: tuple[float, float] = (0.0, 1.0)
+    recal: np.ndarray = field(default=None, repr=False)          # (6, k)
+    recal_total: np.ndarray = field(default=None, repr=False)    # (6,)
 
     @classmethod
-    def empty(cls, ranges: tuple[tuple[int, int], ...], n_rows: int) -> "ConfirmSums":
+    def empty(cls, ranges: tuple[tuple[int, int], ...], n_rows: int,
+              line: tuple[float, float] = (0.0, 1.0)) -> "ConfirmSums":
         k = len(ranges)
         B = M.optimal_n_bins(n_rows) if n_rows > 0 else 1
         return cls(ranges=tuple(ranges), overall_bins=B, keep_all=n_rows <= S.EXACT_MAX_ROWS,
                    sums=np.zeros((S.N_SUMS, k)), moments=np.zeros((2, k)), own_rows=np.zeros((2, k)), overlap=np.zeros((k, k)),
                    confirm_total=np.zeros(S.N_SUMS), overall=np.zeros(S.N_SUMS),
                    bins=[[np.zeros((3, b)) for b in range(lo, hi + 1)] for lo, hi in ranges],
-                   overall_sums=np.zeros((3, B)))
+                   overall_sums=np.zeros((3, B)), line=(float(line[0]), float(line[1])),
+                   recal=np.zeros((6, k)), recal_total=np.zeros(6))
 
     def update(self, inside: np.ndarray, half: np.ndarray, p: np.ndarray, y: np.ndarray) -> "ConfirmSums":
         """Add rows: ``inside`` (rows, slices) from :func:`masks`, their half, p and y."""
@@ -120,6 +128,9 @@ class ConfirmSums:
         self.own_rows[1] += mine[conf].sum(axis=0)
         pc, yc = p[conf], y[conf]
         self.confirm_total += S.calibration_sums(pc, yc)
+        terms = search_terms(recalibrated(pc, self.line), yc)
+        self.recal_total += terms.sum(axis=1)
+        self.recal += terms @ mine[conf].astype(np.float64)
         for s, (lo, hi) in enumerate(self.ranges):
             rows = mine[conf, s]
             ps, ys = pc[rows], yc[rows]
@@ -149,9 +160,10 @@ class ConfirmSums:
         into[2] += np.bincount(b, weights=y, minlength=B)
 
     def merge(self, other: "ConfirmSums") -> "ConfirmSums":
-        if (other.ranges, other.overall_bins) != (self.ranges, self.overall_bins):
+        if (other.ranges, other.overall_bins, other.line) != (self.ranges, self.overall_bins, self.line):
             raise ValueError("Cannot merge the confirmation sums of other slices.")
-        for name in ("sums", "moments", "own_rows", "overlap", "confirm_total", "overall", "overall_sums"):
+        for name in ("sums", "moments", "own_rows", "overlap", "confirm_total", "overall", "overall_sums", "recal",
+                     "recal_total"):
             getattr(self, name).__iadd__(getattr(other, name))
         for mine, theirs in zip(self.bins, other.bins):
             for a, b in zip(mine, theirs):

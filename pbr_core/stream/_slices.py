@@ -140,9 +140,11 @@ def unit_search(dataset: Dataset, unit: Unit, plan: Plan, target: str, seed: int
 
 def unit_confirm(dataset: Dataset, unit: Unit, plan: Plan, chosen: tuple[Candidate, ...],
                  ranges: tuple[tuple[int, int], ...], n_rows: int, target: str, seed: int,
+                 line: tuple[float, float] = (0.0, 1.0),
                  on_rows: Callable[[int], None] | None = None) -> ConfirmSums:
-    """The confirmation sums of one unit (a Dask task of the confirmation pass)."""
-    out = ConfirmSums.empty(ranges, n_rows)
+    """The confirmation sums of one unit (a Dask task of the confirmation pass); ``line``: the search
+    half's recalibration line (:attr:`pbr_core.slices._search.Choice.line`)."""
+    out = ConfirmSums.empty(ranges, n_rows, line)
     used = columns_used(list(chosen))
     for start, p, y, meta in _batches(dataset, unit, [plan.columns[i].name for i in used], target):
         codes = _codes(plan, used, meta, unit, start)
@@ -205,8 +207,8 @@ def compute_slices(
         search = run("searching the slices", unit_search, (plan, what, int(seed)), n, c)
         choice = choose(plan, search, min_rows=min_rows, max_slices=max_slices, screen=screen)
         ranges = bin_ranges(plan, choice.chosen, search.counts[1])
-        confirm = run("confirming the slices", unit_confirm, (plan, tuple(choice.chosen), ranges, n, what, int(seed)),
-                      n, c)
+        confirm = run("confirming the slices", unit_confirm,
+                      (plan, tuple(choice.chosen), ranges, n, what, int(seed), choice.line), n, c)
         return assemble(plan, choice, confirm, target=what, level=level, seed=int(seed), max_order=max_order,
                         min_rows=min_rows, max_slices=max_slices, screen=screen)
 
