@@ -189,7 +189,8 @@ def slices_frame(report) -> pd.DataFrame:
         # the figures are on the held-out rows (the sentences say so too): the Groups table's, on all rows, differ
         texts.SLICES_HELD_MEAN: t["mean_predicted"], texts.slices_held_rate(top): t["rate"],
         texts.SLICES_HELD_GAP: 100 * t["gap"], texts.SLICES_HELD_REST: 100 * t["rest_gap"],
-        texts.SLICES_HELD_SLOPE: t["slope"], "p (corrected)": [texts.p_value(v) for v in t["p_holm"]],
+        texts.SLICES_HELD_SLOPE: t["slope"], texts.SLICES_P_REST: [texts.p_value(v) for v in t["rest_p_holm"]],
+        texts.SLICES_P_OWN: [texts.p_value(v) for v in t["p_holm"]],
         "Holds up": t["held_up"],
     })
 

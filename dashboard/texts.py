@@ -1796,7 +1796,9 @@ SLICES_INTRO = (
     "Which groups should you look at? The app can find them: it searches every other column of the file (text "
     "as it is, numbers in five bands of equal size, dates by month), each column alone and every pair of "
     "them, for the **slices whose calibration departs most from the rest** (women aged 25-34, a product line "
-    "in one month), and reports only those that **hold up on rows the search never saw**."
+    "in one month), and reports only those that **hold up on rows the search never saw**: calibrated "
+    "differently from the rest of the file there, and miscalibrated. A model wrong everywhere alike has no such "
+    "slice: the whole file's verdict says so."
 )
 SLICES_BUTTON_HELP = (
     "Splits the rows at random into two halves: the search looks at one, the slices it proposes are tested "
@@ -1820,6 +1822,9 @@ SLICES_DIAGRAM_HELP = (
 SLICES_HELD_MEAN = "Mean predicted (held-out rows)"
 SLICES_HELD_GAP = "Gap = predicted − observed (points, held-out rows)"
 SLICES_HELD_REST = "Rest of the file: predicted − observed (points, held-out rows)"
+#: The two corrected p-values of a slice: is it calibrated differently from the rest, is it miscalibrated.
+SLICES_P_REST = "p: differs from the rest (corrected)"
+SLICES_P_OWN = "p: miscalibrated (corrected)"
 #: The help of the two gap columns: the sign, which the sentences say in words ("8.1 points too low").
 SLICES_GAP_HELP = (
     "The mean prediction minus the observed frequency, in points: below 0 the predictions are too low (too "
@@ -1840,7 +1845,9 @@ SLICES_TABLE_HELP = (
     "prediction minus the observed frequency (predicted − observed), in points: below 0 the predictions are too "
     "low, above 0 too high. Calibration slope: "
     "1 is right, below 1 the predictions are too extreme, above 1 too timid. A slice that shares rows with "
-    "one chosen before it (named in brackets) is measured on its other rows."
+    "one chosen before it (named in brackets) is measured on its other rows, and the rest it is compared with "
+    "leaves out the slices chosen before it. A slice holds up when both p-values are below 0.05: it is "
+    "calibrated differently from the rest, and it is miscalibrated."
 )
 SLICES_RECAL_INTRO = (
     "Does recalibration close this slice's gap? In every fold the same test rows are scored uncalibrated, with "

@@ -1,5 +1,6 @@
 """Where is the model miscalibrated? Find the slices of the rows whose calibration departs from the
-rest, and report only those that hold up on rows the search never saw.
+rest, and report only those that hold up on rows the search never saw: calibrated differently from
+the rest there, and miscalibrated.
 
 An auditor rarely knows which groups to name: the harm hides in combinations nobody listed (women
 aged 25-34, a product line in one month). :func:`find_slices` searches the file's other columns
@@ -41,24 +42,39 @@ The search
 
 The guarantee
 -------------
-Only the kept slices are tested, on the **confirmation half**, with the test of calibration of
-:mod:`pbr_core.significance` (Cox's test with Spiegelhalter's z; exact Monte Carlo p-values where a
-slice carries little information), corrected with **Holm's method over the slices tested**. The
-search saw none of these rows, so given what it chose, each test is valid as it stands (the rows are
-independent draws; the split does not look at them), and Holm's correction holds whatever their
-dependence. Hence: *if the model were calibrated on every slice, the chance that this report names
-any slice is at most 1 - level (5 %), however many slices were searched*; more generally (Holm's
-correction controls the family-wise error in the strong sense), whatever the truth, the chance that the
-search names even one slice that is in fact calibrated is at most that. This is a property of the
-procedure, not a posterior probability that a given reported slice is calibrated. The price is power: each slice is
-tested on half its rows, and a slice the search did not rank among the first ``max_slices`` is not
-tested at all. A slice that is not reported is not shown to be calibrated; the report says how large
-a miscalibration the tested slices would have shown.
+Only the kept slices are tested, on the **confirmation half**, twice, each family corrected with
+**Holm's method over the slices tested**:
+
+* **Does it differ from the rest?** The search's own score on the held-out rows: the Wald statistic
+  of the difference between the slice's recalibration line and the rest's, the rest being the
+  held-out rows in neither it nor a slice chosen before it (the rest the search compared it with),
+  both measured around the recalibration line of the whole search half (fitted by maximum
+  likelihood on rows the confirmation never uses). Around the predictions themselves a file
+  miscalibrated everywhere alike would look different slice by slice: the one-step estimates' variance
+  p(1 - p) is then wrong, and their bias depends on where a slice's scores lie.
+* **Is it miscalibrated?** The test of calibration of :mod:`pbr_core.significance` (Cox's test with
+  Spiegelhalter's z; exact Monte Carlo p-values where a slice carries little information).
+
+A slice **holds up** when both corrected p-values are below 1 - level. Why both: "miscalibrated"
+alone is true of every slice of a file miscalibrated everywhere alike (an audit's 40 of 40 such
+files named a slice, 4.9 on average, under a heading of slices departing from the rest); "different
+from the rest" alone would name a calibrated slice of a file miscalibrated elsewhere. The search saw
+none of these rows, so given what it chose, each test is valid as it stands (the rows are independent
+draws; the split does not look at them), and Holm's correction holds whatever their dependence.
+Hence, whatever the truth, the chance that the search names even one slice that is in fact calibrated
+like the rest of the file is at most 1 - level (5 %), and the same for one that is in fact calibrated,
+however many slices were searched (each by its family's Holm correction, which controls the
+family-wise error in the strong sense; the rest's line is a large-sample approximation).
+This is a property of the procedure, not a posterior probability that a given reported slice is
+calibrated. The price is power: each slice is tested on half its rows, and a slice the search did not
+rank among the first ``max_slices`` is not tested at all. A slice that is not reported is not shown to
+be calibrated; the report says how large a miscalibration the tested slices would have shown.
 
 What a held-up slice reports comes from its confirmation rows (unbiased: the search, which picks
 the largest departures, would overstate them): its calibration in the large (mean prediction minus
-observed frequency, in points), the calibration slope (one Newton step from calibration), the rest of
-the file's calibration in the large on the same half, its reliability diagram and ECE, and the test.
+observed frequency, in points), the calibration slope (one Newton step from calibration), the calibration
+in the large of the rest it was compared with on the same half, its reliability diagram and ECE, and
+the two tests.
 
 The same numbers on a dataset beyond memory: :func:`pbr_core.stream.compute_slices` (a pass over the
 slice columns to plan, one over the rows for the search sums, one for the chosen slices; the sums
@@ -140,7 +156,8 @@ class SliceReport:
 
     @property
     def held_up(self) -> list[str]:
-        """The slices miscalibrated beyond chance on the confirmation half (Holm over those tested)."""
+        """The slices that hold up on the confirmation half: calibrated differently from the rest and
+        miscalibrated, each beyond chance (Holm over those tested)."""
         return self.table.loc[self.table["held_up"], "slice"].tolist()
 
     @property
@@ -206,14 +223,16 @@ def find_slices(preds: Predictions, columns: Sequence[str] | str | None = None, 
     n_bands : int
         Quantile bands of a numeric column.
     level : float
-        The report's confidence: a slice holds up when its corrected p-value is below 1 - level.
+        The report's confidence: a slice holds up when both its corrected p-values (differs from the
+        rest; miscalibrated) are below 1 - level.
     seed : int
         Seeds the split into halves and the Monte Carlo tests.
 
     Returns
     -------
     SliceReport
-        ``held_up``: the slices miscalibrated beyond chance on rows the search never saw;
+        ``held_up``: the slices calibrated differently from the rest of the file, and miscalibrated,
+        beyond chance on rows the search never saw;
         :func:`slice_statements` / :func:`guarantee_statement` say what they mean.
 
     Examples
@@ -421,14 +440,21 @@ def slice_sentence(report: SliceReport, row: Any) -> str:
         lead = f"are right on average ({_pts(row.gap)} off) but {slope}"
     else:
         lead = f"are {what}" + (f", {slope}" if slope else "")
-    rest = (f" (the rest of the file's held-out rows: {_pts(row.rest_gap)} too {_dir(row.rest_gap, top)})"
-            if np.isfinite(row.rest_gap) else "")
+    rest = (f" (the rest of the file's held-out rows{_outside(row)}: {_pts(row.rest_gap)} too "
+            f"{_dir(row.rest_gap, top)})" if np.isfinite(row.rest_gap) else "")
     # Every number is on the slice's held-out rows (the search, which picks the largest departures,
     # would overstate them on its own half), and the sentence says so: the Groups table's figures for
     # the same rows are on all of them and differ a little.
     return (f"Predictions for {slice_words(row)}, on its {int(row.n_confirm):,} held-out rows (of "
-            f"{int(row.n):,} in all), {lead}: {seen}{rest}; confirmed there, {S.p_words(row.p_holm)} after "
-            f"correcting for the {report.tested} slice{'s' if report.tested != 1 else ''} tested.")
+            f"{int(row.n):,} in all), {lead}: {seen}{rest}; confirmed there, calibrated differently from that rest "
+            f"({S.p_words(row.rest_p_holm)}) and miscalibrated ({S.p_words(row.p_holm)}), after correcting for the "
+            f"{report.tested} slice{'s' if report.tested != 1 else ''} tested.")
+
+
+def _outside(row: Any) -> str:
+    """Which held-out rows the slice was compared with: the rest of the file, less the slices chosen
+    before it (the rest the search compared it with when it chose it)."""
+    return "" if int(getattr(row, "rank", 1)) == 1 else " outside the slices chosen before it"
 
 
 def _dir(gap: float, top: bool) -> str:
@@ -443,7 +469,8 @@ def slice_statements(report: SliceReport) -> list[str]:
     for row in report.table.itertuples():
         if not row.held_up:
             out.append(f"{slice_words(row)} ({int(row.n):,} rows): proposed by the search, not confirmed on "
-                       f"{int(row.n_confirm):,} held-out rows ({S.p_words(row.p_holm)} after correction).")
+                       f"{int(row.n_confirm):,} held-out rows (after correction: different from the rest, "
+                       f"{S.p_words(row.rest_p_holm)}; miscalibrated, {S.p_words(row.p_holm)}).")
     return out
 
 
@@ -454,8 +481,9 @@ def slice_headline(report: SliceReport) -> str:
                 f"{pairs}")
     held = report.held_up
     if held:
-        return (f"{len(held)} slice{'s hold' if len(held) != 1 else ' holds'} up: miscalibrated beyond chance on rows "
-                f"the search never saw (searched: {searched}; {report.tested} tested).")
+        return (f"{len(held)} slice{'s hold' if len(held) != 1 else ' holds'} up: calibrated differently from the "
+                f"rest of the file, and miscalibrated, beyond chance on rows the search never saw (searched: "
+                f"{searched}; {report.tested} tested).")
     if not report.columns:
         return "No column could be cut into slices (see why below), so nothing was searched."
     if report.tested == 0:
@@ -466,8 +494,9 @@ def slice_headline(report: SliceReport) -> str:
     shown = (f" The slices tested would have shown a shift of about {S.shift_words(shifts.min())}"
              + (f" to {S.shift_words(shifts.max())}" if shifts.max() > shifts.min() + 5e-4 else "")
              + " at least 80 % of the time." if len(shifts) else "")
-    return (f"No slice holds up: of the {searched}, the search proposed {report.tested}, and none was "
-            f"miscalibrated beyond chance on the held-out rows. This is not proof that every slice is calibrated."
+    return (f"No slice holds up: of the {searched}, the search proposed {report.tested}, and none was both "
+            f"calibrated differently from the rest and miscalibrated beyond chance on the held-out rows. This is not "
+            f"proof that every slice is calibrated, nor calibrated like the rest."
             + shown)
 
 
@@ -485,11 +514,15 @@ def guarantee_statement(report: SliceReport) -> str | None:
     return (f"How the search is guarded: the rows were split at random (seed {report.seed}) into two halves of "
             f"{report.n_search:,} and {report.n_confirm:,} rows. The search scored every slice on the first half "
             f"only and sent the ones that departed most from the rest (at most {report.max_slices}) to be tested on "
-            "the second half, which it never saw, with the test of calibration (exact for small slices) corrected "
-            "for the number tested (Holm). So, whatever the search picked and whatever the truth, the chance that "
-            f"a search like this names even one slice that is in fact calibrated is at most {report.alpha:.0%} "
-            "(a property of the procedure, not the probability that a given slice here is calibrated). A slice not reported is not shown to be "
-            "calibrated: each was tested on half its rows, and only the ones the search ranked first.")
+            "the second half, which it never saw. A slice is reported only when, there, it is calibrated "
+            "differently from the rest (the search's comparison) and miscalibrated (the test of calibration, exact "
+            "for small slices), each corrected for the number tested (Holm). So, whatever the search picked and "
+            "whatever the truth, the chance that a search like this names even one slice that is in fact calibrated "
+            f"like the rest of the file is at most {report.alpha:.0%}, and the chance that it names even one slice "
+            f"that is in fact calibrated is at most {report.alpha:.0%} (a property of the procedure, not the "
+            "probability that a given slice here is calibrated). "
+            "A slice not reported is not shown to be calibrated: each was tested on half its rows, and only the "
+            "ones the search ranked first.")
 
 
 def overall_sentence(report: SliceReport) -> str:
@@ -525,13 +558,16 @@ def slices_text(report: SliceReport) -> str:
         shown["gap: pred - obs (points)*"] = 100 * t["gap"]
         shown["rest: pred - obs (points)*"] = 100 * t["rest_gap"]
         shown["slope*"] = t["slope"]
+        shown["p vs rest (Holm)"] = [S.format_p(p) for p in t["rest_p_holm"]]
         shown["p (Holm)"] = [S.format_p(p) for p in t["p_holm"]]
         shown["holds up"] = ["yes" if h else "no" for h in t["held_up"]]
         lines.append(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         lines.append("* on the held-out rows only (the search's half would overstate the gaps); n: all the "
                      "slice's rows, in the order the search chose the slices; gap: the mean prediction minus the "
                      "observed frequency, in points (below 0: predictions too low; above 0: too high); rest: the "
-                     "same for the rest of the file")
+                     "same for the rest of the file (outside the slices chosen before it); p vs rest: is the slice "
+                     "calibrated differently from that rest; p: is it miscalibrated; a slice holds up when both are "
+                     f"below {report.alpha:g}")
     guarantee = guarantee_statement(report)
     lines += [*(f"  {s}" for s in slice_statements(report)), overall_sentence(report),
               *([guarantee] if guarantee else [])]

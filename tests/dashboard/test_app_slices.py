@@ -53,12 +53,13 @@ def test_find_the_slices_names_the_planted_slice(at):
     at.button(key="slices_run").click().run()
     assert not at.exception, at.exception
     text = _text(at)
-    assert "hold up: miscalibrated beyond chance on rows the search never saw" in text or \
-           "holds up: miscalibrated beyond chance" in text
+    assert ("hold up: calibrated differently from the rest of the file, and miscalibrated, beyond chance on rows "
+            "the search never saw") in text or "holds up: calibrated differently from the rest of the file" in text
     assert "Predictions for education = Bachelors and sex = Female, on its " in text and "points too low" in text
     # every figure says which rows it is on: the sentence's and the table's are the held-out rows'
     assert "held-out rows (of " in text and " in all), are " in text
-    assert "the chance that a search like this names even one slice that is in fact calibrated is at most 5%" in text
+    assert ("the chance that a search like this names even one slice that is in fact calibrated like the rest of "
+            "the file is at most 5%") in text
     table = _frame(at, "Held-out rows")
     assert table["Slice"].iloc[0] == "education = Bachelors and sex = Female" and table["Holds up"].iloc[0]
     assert {"Mean predicted (held-out rows)", "Frequency of y = 1 (held-out rows)",
