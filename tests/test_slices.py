@@ -493,3 +493,21 @@ def test_the_gap_columns_name_their_sign(tmp_path):
     assert f"{100 * abs(row['gap']):.1f} points too low" in text
     table_line = next(line for line in text.splitlines() if line.strip().startswith("group = a"))
     assert f"{100 * row['gap']:.4g}" in table_line
+
+
+def test_the_rest_is_compared_around_the_search_half_s_maximum_likelihood_line():
+    """The confirmation's reference line equals an unpenalised logistic regression of y on logit p
+    (scikit-learn), and is (0, 1) where it cannot be fitted."""
+    from sklearn.linear_model import LogisticRegression
+
+    from pbr_core.slices._search import recalibration_line
+
+    rng = np.random.default_rng(9)
+    p = rng.uniform(0.02, 0.98, 4000)
+    x = np.log(p / (1 - p))
+    y = (rng.random(p.size) < 1 / (1 + np.exp(-(0.3 + 0.6 * x)))).astype(int)
+    ref = LogisticRegression(penalty=None, tol=1e-10, max_iter=1000).fit(x[:, None], y)
+    a, b = recalibration_line(p, y)
+    assert a == pytest.approx(ref.intercept_[0], abs=1e-5) and b == pytest.approx(ref.coef_[0, 0], abs=1e-5)
+    assert recalibration_line(p, np.ones_like(y)) == (0.0, 1.0)
+    assert recalibration_line(p[:1], y[:1]) == (0.0, 1.0)
