@@ -287,7 +287,9 @@ def calibration_gates(args: argparse.Namespace, table: dict[str, Any], report) -
       correction) **and** ``gap > X``. So calibrated data fails the gate at most 5 % of the time
       whatever X and the group sizes (the "real" claim's false-alarm rate; tests/test_cli_gates.py
       counts it), and a gap the rows cannot tell from noise never fails a CI job, whatever its
-      estimate; its interval is in the message and in ``groups.largest_gap``. Fewer than two groups
+      estimate; its message then gives the interval only, not the estimate (the worst minus the best
+      of many noisy estimates is large between calibrated groups: 0.126 on average for 30 groups of
+      100-200 rows), which stays in ``value`` and ``groups.largest_gap``. Fewer than two groups
       with enough rows: "not checked" (a warning, exit 0).
     """
     gates: list[dict[str, Any]] = []
@@ -317,8 +319,13 @@ def calibration_gates(args: argparse.Namespace, table: dict[str, Any], report) -
             elif g["real"]:
                 message = f"largest group gap {gap:.4f} ({pair}, bias-corrected) is real but at most --max-group-gap {limit:g}"
             else:
-                message = (f"largest group gap {gap:.4f} ({pair}, bias-corrected; {interval}) is not shown to be "
-                           f"real, so it does not count against --max-group-gap {limit:g}")
+                # No point figure: between calibrated groups the worst-minus-best estimate is large by
+                # construction (0.126 on average for 30 groups of 100-200 rows, true gap 0); the JSON
+                # keeps it as ``value``, the sentence gives the interval only.
+                why = ("consistent with no difference" if g["low"] <= 0
+                       else "the worst group's own test finds no miscalibration")
+                message = (f"largest group gap ({pair}, bias-corrected) is not shown to be real ({interval}; "
+                           f"{why}), so it does not count against --max-group-gap {limit:g}")
             gates.append({"gate": "max_group_gap", "limit": limit, "value": gap,
                           "status": "failed" if failed else "passed", "message": message})
     return gates
