@@ -137,7 +137,7 @@ def groups_section(loaded: state.Loaded, view: state.MetricView, choices: AuditC
     from pbr_core.groups import group_statements
 
     paragraphs = [texts.GROUPS_INTRO, f"Grouped by {texts.md(by)}: {len(rep.table)} groups. "
-                  + texts.groups_headline(rep), texts.GROUPS_TEST_HELP, "**Largest gap.** " + texts.gap_sentence(rep),
+                  + texts.groups_headline(rep), texts.GROUPS_TEST_HELP, texts.GROUPS_INTERVAL_NOTE, "**Largest gap.** " + texts.gap_sentence(rep),
                   "**What each group's test says.**\n\n" + "\n".join(f"- {texts.md(line)}" for line in group_statements(rep))]
     if loaded.stream is not None:
         paragraphs.append(texts.GROUPS_STREAM_NOTE)

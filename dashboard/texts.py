@@ -1657,6 +1657,14 @@ GROUPS_TEST_HELP = (
     "column says how large a miscalibration would have shown, and the test does not look at single ranges of "
     "predictions (the group's reliability curve and its bands do)."
 )
+#: Under the Groups table (audit 5: with 30 calibrated groups of 100-200 rows, some group's interval left
+#: out 0 in 20 of 100 files; no sentence claims anything from them, but a reader scanning the column would).
+GROUPS_INTERVAL_NOTE = (
+    "Each group's ECE interval (*ECE 95 % from … to*) is that group's own, not adjusted for comparing many "
+    "groups: among many calibrated groups, one of them or more often has an interval that leaves out 0 by "
+    "chance (in about 1 file in 5 with 30 calibrated groups of 100-200 rows). Which groups are miscalibrated "
+    "is what the test's column says, corrected for the number of groups."
+)
 GROUPS_CORRECTED_HELP = (
     "The ECE with the part that noise adds removed (the split estimate: the rows are cut into two random "
     "halves and a bin counts only where both halves err the same way). Noise makes every ECE look larger, "
@@ -1682,10 +1690,14 @@ GROUPS_NO_DEFAULT = (
     "ids and per-row values give groups of a row or two. Pick a column, the predicted class, or a date "
     "column with *Dates* set to by week or by month."
 )
+#: What a bar outside its band does and does not show (audit 5: "a bar outside its band is a gap larger
+#: than chance" was read per bar, and 18.4 % of calibrated groups of 100-200 rows had one).
+BANDS_READING = ("One bar outside is not evidence by itself; more bars outside than chance puts there are. "
+                 "Inside its band, a bar's gap may be noise.")
 BANDS_HELP = (
     "The grey band of each bin is where its observed frequency would fall at least 90 % of the time if the "
-    "predictions were calibrated, given the bin's rows (consistency bands, Bröcker & Smith 2007). A bar "
-    "outside its band is a gap larger than chance; inside, the gap may be noise."
+    "predictions were calibrated, given the bin's rows (consistency bands, Bröcker & Smith 2007): about 1 "
+    "bar in 10 falls outside by chance. " + BANDS_READING
 )
 
 
@@ -1696,9 +1708,44 @@ def bands_caption(table) -> str:
         if n_full == 0:
             return ""
         return (f"The one bin with rows lies {'outside' if outside else 'inside'} its 90 % consistency band (grey). "
-                + BANDS_HELP.split(". ", 1)[1])
+                + BANDS_READING)
     return (f"{outside} of {n_full} bins with rows fall outside their 90 % consistency band (grey): if the "
-            f"predictions were calibrated, at most about 1 in 10 would, by chance. " + BANDS_HELP.split(". ", 1)[1])
+            f"predictions were calibrated, at most about 1 in 10 would, by chance. " + BANDS_READING)
+
+
+def group_bands_caption(counts: dict, name: str, what: str = "group") -> str:
+    """The bands of one group's (or slice's) diagram: how many bars lie outside, and whether that is more
+    than chance after correcting for the groups one can look through (``counts``:
+    :func:`pbr_core.groups.bins_outside_by_group` of every group's diagram; ``what``: "group" or "slice").
+
+    The Reliability page's count rule (Binomial(m, 0.1) tail below 0.05), Holm-corrected over the groups:
+    a bar outside its band is no finding by itself (18.4 % of calibrated groups of 100-200 rows had one,
+    some group of every file of 30 such groups, audit 5)."""
+    from pbr_core.significance import p_words
+
+    k, m, _, p_holm = counts[name]
+    if m == 0:
+        return ""
+    many = sum(1 for v in counts.values() if v[1] > 0)
+    corrected = f" after correcting for the {many} {what}s" if many > 1 else ""
+    if m == 1:
+        head = f"The one bin with rows lies {'outside' if k else 'inside'} its 90 % consistency band (grey)"
+    else:
+        head = f"{k} of {m} bins with rows fall outside their 90 % consistency band (grey)"
+    if k == 0:
+        said = "."
+    elif p_holm < 0.05:
+        said = (f": more than chance puts there ({p_words(p_holm)}{corrected}), so some ranges of this {what}'s "
+                "predictions are off.")
+    else:
+        said = f": no more than chance puts there ({p_words(p_holm)}{corrected})."
+    tail = " If the predictions were calibrated, about 1 bar in 10 would fall outside by chance"
+    if many > 1:
+        tail += (f", and looking through {many} {what}s finds bars outside in some of them by chance: the count is "
+                 f"corrected for the {many} {what}s (Holm's method, as the tests are).")
+    else:
+        tail += "."
+    return head + said + tail
 
 
 def group_verdict(p_corrected: float, shift: float, alpha: float, method: str = "") -> str:
@@ -1909,7 +1956,10 @@ def slices_diagram_captions(report, name: str) -> tuple[str, str]:
     from pbr_core.slices import overall_sentence
 
     row = report.table.set_index("slice").loc[name]
-    return (f"{md(name)}: {int(row['n_confirm']):,} held-out rows. " + bands_caption(report.diagrams[name]),
+    from pbr_core.groups import bins_outside_by_group
+
+    return (f"{md(name)}: {int(row['n_confirm']):,} held-out rows. "
+            + group_bands_caption(bins_outside_by_group(report.diagrams), name, "slice"),
             md(overall_sentence(report)))
 
 

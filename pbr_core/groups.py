@@ -64,7 +64,7 @@ TEST_WORDS = ("Cox's recalibration test (calibration in the large and slope) wit
 
 __all__ = ["EACH_CLASS", "GroupReport", "default_group_column", "find_slices", "MAX_GROUPS", "MIN_ROWS", "PREDICTED_CLASS", "TRUE_CLASS",
            "TRUE_CLASS_REFUSED", "bucket_dates", "calibration_by_group", "check_group_count", "group_keys", "holm",
-           "largest_gap", "spiegelhalter_z"]
+           "largest_gap", "bins_outside_by_group", "spiegelhalter_z"]
 
 
 def spiegelhalter_z(p: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -97,6 +97,30 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     adjusted = np.maximum.accumulate(np.minimum((m - np.arange(m)) * p[order], 1.0))
     out[order] = adjusted
     return out
+
+
+def bins_outside_by_group(diagrams: dict[str, pd.DataFrame], level: float = 0.9
+                          ) -> dict[str, tuple[int, int, float, float]]:
+    """Per group (or slice): how many bins of its reliability diagram lie outside their ``level``
+    consistency bands, and whether that is more than chance, corrected for looking at every group.
+
+    Returns ``{name: (k, m, p, p_holm)}``: k bins outside of the m bins with rows,
+    p = :func:`pbr_core.significance.bins_outside_p` (P(Binomial(m, 1 - level) >= k), valid under
+    calibration since bins hold disjoint rows), and p_holm its Holm correction over the diagrams with
+    rows (NaN for a diagram without rows). "More than chance" is p_holm < 0.05.
+
+    Why corrected: the pages let the reader look through the groups one by one, and each group's
+    diagram has about 1 bar in 10 outside by chance. Uncorrected, "a bar outside its band" appeared in
+    18.4 % of calibrated groups of 100-200 rows and in some group of every file of 30 such groups
+    (audit 5); even the count test at 0.05 per group would leave some calibrated group of most such
+    files reading "more than chance". Holm over the groups keeps the chance that any calibrated group
+    reads so at most 5 %, as the groups' own tests (``p_holm`` of the table) do.
+    """
+    names = list(diagrams)
+    counts = [S.bins_outside(diagrams[g]) if len(diagrams[g]) else (0, 0) for g in names]
+    p = np.array([S.bins_outside_p(k, m, level) if m else np.nan for k, m in counts])
+    adjusted = holm(p)
+    return {g: (k, m, float(pv), float(ph)) for g, (k, m), pv, ph in zip(names, counts, p, adjusted)}
 
 
 def bucket_dates(values: pd.Series | np.ndarray, every: Bucket = "week") -> pd.Series:

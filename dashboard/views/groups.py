@@ -139,12 +139,14 @@ def render() -> None:
     st.markdown(texts.groups_headline(report))
     st.dataframe(tables.groups_frame(report), hide_index=True, key="groups_table", column_config={
         c: st.column_config.NumberColumn(format="%.4f") for c in
-        ("ECE", "ECE 95 % from", "to", "MCE", "Brier", "Mean predicted", "Frequency of y = 1", "Accuracy")}
+        ("ECE", "MCE", "Brier", "Mean predicted", "Frequency of y = 1", "Accuracy")}
+        | {c: st.column_config.NumberColumn(format="%.4f", help=texts.GROUPS_INTERVAL_NOTE) for c in ("ECE 95 % from", "to")}
         | {"Group": st.column_config.TextColumn(width="medium"),   # "week of 2024-01-01" in full
            "ECE without noise": st.column_config.NumberColumn(format="%.4f", help=texts.GROUPS_CORRECTED_HELP),
            "p (corrected)": st.column_config.TextColumn(help=texts.GROUPS_TEST_HELP),   # texts.p_value's format
            "What the test says": st.column_config.TextColumn(width="large", help=texts.GROUPS_VERDICT_HELP)})
     st.caption(texts.GROUPS_TEST_HELP)
+    st.caption(texts.GROUPS_INTERVAL_NOTE)
     if loaded.stream is not None:
         st.caption(texts.GROUPS_STREAM_NOTE)
     if report.small:
@@ -181,8 +183,8 @@ def _date_as_is(loaded: state.Loaded, by: tuple[str, ...], every: str) -> bool:
 
 
 def _one_group(report, view: state.MetricView, x_title: str, y_title: str) -> None:
-    """One group's reliability diagram with its consistency bands: which of its gaps are larger than
-    chance at its size."""
+    """One group's reliability diagram with its consistency bands, and whether more of its bars lie outside
+    them than chance puts there (corrected for the groups)."""
     names = report.table["group"].tolist()
     if st.session_state.get(K_ONE) not in names:
         st.session_state[K_ONE] = names[0]
@@ -192,7 +194,8 @@ def _one_group(report, view: state.MetricView, x_title: str, y_title: str) -> No
     st.plotly_chart(FR.group_diagram_figure(table, x_title=x_title, y_title=y_title,
                                             binary_positive=view.binary_positive),
                     key="groups_one_chart", config={"displaylogo": False})
-    st.caption(texts.bands_caption(table))
+    # the count rule of the Reliability page, corrected for the groups one can look through
+    st.caption(texts.group_bands_caption(G.bins_outside_by_group(report.diagrams), name))
 
 
 def _measure(loaded: state.Loaded, view: state.MetricView, by: tuple[str, ...], every: str):

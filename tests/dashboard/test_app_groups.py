@@ -43,6 +43,10 @@ def test_groups_of_the_adult_sample(at):
     assert "No group shows evidence of miscalibration" in text
     assert len(at.get("plotly_chart")) == 2   # the overlay, and one group's diagram with its bands
     assert any("consistency band" in c.value for c in at.caption)
+    # the per-group ECE intervals are said to be uncorrected (audit 5)
+    from dashboard import texts
+
+    assert texts.GROUPS_INTERVAL_NOTE in [c.value for c in at.caption]
     # Two columns: every combination; the small ones are flagged, not hidden.
     at.selectbox(key="groups_by2").set_value("sex").run()
     assert not at.exception

@@ -1,0 +1,119 @@
+"""The caption under one group's (or slice's) reliability diagram on the Groups page: "k of m bins with
+rows fall outside their 90 % consistency band (grey): more than chance puts there (p = … after
+correcting for the G groups)" / "no more than chance puts there".
+
+Audit 5: the caption said "A bar outside its band is a gap larger than chance" under every group's
+diagram, with no count test. Among 30 calibrated groups of 100-200 rows (100 files), 18.4 % of the
+groups had at least one bar outside and every file had such a group. The caption now uses the
+Reliability page's count rule (:func:`pbr_core.significance.bins_outside_p`, P(Binomial(m, 0.1) >= k)
+< 0.05), Holm-corrected over the groups (:func:`pbr_core.groups.bins_outside_by_group`): the reader
+looks through the groups one by one, as through the table whose tests are corrected the same way.
+Measured on the audit's 100 files: "more than chance" for 0 of 3,000 calibrated groups (the count
+rule at 0.05 without the correction: 2 of 3,000). Power, a group of 500 rows whose outcomes are 30
+points above its predictions among 29 calibrated groups of 100-200 rows: 20 of 20 files (of 200 rows:
+10 of 20; 20 points above at 500 rows: 13 of 20; its own corrected test finds all of them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import binom
+
+import pbr_core
+from dashboard import texts
+from pbr_core import groups as G
+
+MORE = re.compile(r": more than chance puts there \(p [=<] [0-9.]+ after correcting for the 30 groups\)")
+
+
+@pytest.fixture(scope="module")
+def adult_p() -> np.ndarray:
+    return pbr_core.load_predictions("sample_data/adult_gradient_boosting.csv.gz").p_positive
+
+
+def _file(rng: np.random.Generator, pool: np.ndarray, first: int | None = None, shift: float = 0.0):
+    """30 groups of 100-200 rows (the first of ``first`` rows, its outcomes ``shift`` above its
+    predictions), p(y=1) drawn from ``pool``, outcomes drawn from p: the group report."""
+    sizes = rng.integers(100, 201, 30)
+    if first is not None:
+        sizes[0] = first
+    ps, ys, gs = [], [], []
+    for i, n in enumerate(sizes):
+        p = rng.choice(pool, n)
+        q = np.clip(p + (shift if i == 0 else 0.0), 0, 1)
+        ps.append(p)
+        ys.append((rng.random(n) < q).astype(int))
+        gs += [f"g{i:02d}"] * n
+    p = np.concatenate(ps)
+    preds = dataclasses.replace(pbr_core.Predictions.from_arrays(np.c_[1 - p, p], np.concatenate(ys)),
+                                metadata=pd.DataFrame({"g": gs}))
+    return G.calibration_by_group(preds, "g", n_boot=10, seed=0)
+
+
+def test_calibrated_groups_rarely_read_more_than_chance(adult_p):
+    """Known truth: every group calibrated. "More than chance" under at most 5 % of the files (the Holm
+    guarantee over the groups; a tolerance that can fail), while a bar outside its band, which the old
+    caption called "a gap larger than chance", is common."""
+    rng = np.random.default_rng(1)
+    files = 30
+    more = files_more = any_outside = groups = 0
+    for _ in range(files):
+        report = _file(rng, adult_p)
+        counts = G.bins_outside_by_group(report.diagrams)
+        said = [bool(MORE.search(texts.group_bands_caption(counts, g))) for g in counts]
+        more += sum(said)
+        files_more += any(said)
+        any_outside += sum(counts[g][0] > 0 for g in counts)
+        groups += len(counts)
+    assert files_more <= binom.ppf(0.999, files, 0.05)
+    assert more <= 0.05 * groups
+    assert any_outside > 0.1 * groups   # the per-bar reading would have flagged these (18.4 % in the audit)
+
+
+def test_a_miscalibrated_group_reads_more_than_chance(adult_p):
+    """Power: one group of 500 rows whose outcomes are 30 points above its predictions, among 29
+    calibrated groups; the calibrated groups stay quiet."""
+    rng = np.random.default_rng(5)
+    found = 0
+    for _ in range(5):
+        report = _file(rng, adult_p, first=500, shift=0.3)
+        counts = G.bins_outside_by_group(report.diagrams)
+        words = texts.group_bands_caption(counts, "g00")
+        found += bool(MORE.search(words)) and "some ranges of this group's predictions are off" in words
+        assert not any(MORE.search(texts.group_bands_caption(counts, g)) for g in counts if g != "g00")
+    assert found >= 4
+
+
+def test_the_caption_s_words():
+    """The count, "no more than chance" for one bar in five, the one-bin case, no rows: nothing; a single
+    group: no correction named; a slice: the slices counted."""
+    def table(acc):
+        n = len(acc)
+        return pd.DataFrame({"count": [40] * n, "accuracy": acc, "band_low": [0.4] * n, "band_high": [0.6] * n})
+
+    diagrams = {"a": table([0.5, 0.5, 0.9, 0.5, 0.5]), "b": table([0.9, 0.9, 0.9, 0.9, 0.5]),
+                "c": table([0.5]), "d": table([0.5]).assign(count=0)}
+    counts = G.bins_outside_by_group(diagrams)
+    a = texts.group_bands_caption(counts, "a")
+    assert a.startswith("1 of 5 bins with rows fall outside their 90 % consistency band (grey): no more than "
+                        "chance puts there (p = 0.819 after correcting for the 3 groups).")
+    assert "looking through 3 groups finds bars outside in some of them by chance" in a
+    assert "larger than chance" not in a
+    b = texts.group_bands_caption(counts, "b")
+    assert b.startswith("4 of 5 bins with rows fall outside their 90 % consistency band (grey): more than chance "
+                        "puts there (p = 0.001 after correcting for the 3 groups), so some ranges of this group's "
+                        "predictions are off.")
+    assert texts.group_bands_caption(counts, "c").startswith("The one bin with rows lies inside its 90 % consistency "
+                                                             "band (grey).")
+    assert texts.group_bands_caption(counts, "d") == ""
+    alone = G.bins_outside_by_group({"b": diagrams["b"]})
+    assert "correcting" not in texts.group_bands_caption(alone, "b")
+    assert texts.group_bands_caption(alone, "b").startswith("4 of 5 bins with rows fall outside their 90 % "
+                                                            "consistency band (grey): more than chance puts there "
+                                                            "(p < 0.001)")
+    assert "the 3 slices" in texts.group_bands_caption(counts, "a", "slice")
