@@ -784,8 +784,9 @@ def reliability_diagram(
     bin's accuracy (it stays inside [0, 1] and behaves at 0 or n successes, unlike the normal
     approximation), and ``band_low``, ``band_high``: the **consistency band** at ``band_level``,
     where the bin's observed frequency falls at least that often if the model is calibrated
-    (:func:`pbr_core.significance.consistency_band`; Broecker & Smith 2007): a bar outside its band
-    is a gap larger than chance. Empty bins have count 0 and NaN statistics (scikit-learn's
+    (:func:`pbr_core.significance.consistency_band`; Broecker & Smith 2007): a calibrated bin lies
+    outside it at most 1 - ``band_level`` of the time, so one bar outside is no evidence by itself
+    (:func:`pbr_core.significance.bins_outside_p` counts them). Empty bins have count 0 and NaN statistics (scikit-learn's
     ``calibration_curve`` drops them instead).
     """
     if interval != "wilson":

@@ -191,7 +191,8 @@ def reliability_figure(
 
 
 TRACE_BANDS = "Where a calibrated bin would fall (90 %)"
-TRACE_OUTSIDE = "Outside its band: larger than chance"
+#: Not "larger than chance": about 1 bar in 10 lies outside its band by chance (audit 5); the captions count them.
+TRACE_OUTSIDE = "Outside its 90 % band"
 
 
 def band_traces(table: pd.DataFrame, centre: np.ndarray, width: np.ndarray, y_title: str) -> list[go.BaseTraceType]:
@@ -215,7 +216,7 @@ def band_traces(table: pd.DataFrame, centre: np.ndarray, width: np.ndarray, y_ti
         traces.append(go.Scatter(
             name=TRACE_OUTSIDE, x=centre[out], y=acc[out], mode="markers",
             marker=dict(symbol="x-thin", size=11, line=dict(width=2.5, color=COLORS["gap"])),
-            hovertemplate=y_title + " %{y:.3f}: outside its band, a gap larger than chance<extra></extra>"))
+            hovertemplate=y_title + " %{y:.3f}: outside its 90% band (about 1 bar in 10 is, by chance)<extra></extra>"))
     return traces
 
 
