@@ -10,6 +10,7 @@ import re
 from typing import TYPE_CHECKING, Iterable
 
 from pbr_core.evaluation import CV_SCORES, METRICS
+from pbr_core.significance import ALPHA_MCB, ALPHA_TEST
 
 if TYPE_CHECKING:
     from pbr_core.recalibrators import Recalibrator
@@ -1174,7 +1175,7 @@ def held_out_tests(tests, n_rows: int, tables=None) -> str:
             f"is more than chance). Before: {sides[0]} After: {sides[1]}{scope}")
 
 
-def _no_evidence(test, alpha: float = 0.05) -> bool:
+def _no_evidence(test, alpha: float = ALPHA_TEST) -> bool:
     """Whether a test of calibration found no evidence (the sentences that say what it did not look at)."""
     p = test.p_value
     return not test.method.startswith("certain") and p == p and p >= alpha
@@ -1191,7 +1192,8 @@ def bins_outside(table) -> tuple[int, int]:
 def bands_beside_test(test, table, where: str = "diagram above") -> str:
     """After a test that found no evidence: when more bins of the reliability diagram shown with it (the
     ``where``) lie outside their 90 % band than chance puts there (:func:`pbr_core.significance.bins_outside_p`
-    below 0.05), the sentence that keeps it from reading as an all-clear
+    below its share of the 5 % the page's claims share, ``ALPHA_BINS``), the sentence that keeps it from
+    reading as an all-clear
     (:func:`pbr_core.significance.bins_note`); empty otherwise. One bin in ten outside is the chance rate
     and says nothing (audit 4: the earlier "any bin outside" rule fired on 64-89 % of calibrated files)."""
     from pbr_core.significance import bins_note
@@ -1302,7 +1304,7 @@ def mcb_chance_words(chance) -> str:
 
 
 #: The score decomposition table's columns for MCB against chance (``pbr_core.corp.mcb_against_chance``).
-MCB_CHANCE_COLUMN = "MCB by chance alone (95 % of calibrated draws stay at or below)"
+MCB_CHANCE_COLUMN = f"MCB by chance alone ({1 - ALPHA_MCB:.0%} of calibrated draws stay at or below)"
 MCB_BEYOND_COLUMN = "MCB beyond chance?"
 
 

@@ -5,7 +5,8 @@ with known truth (audit 4).
 The rule (:func:`pbr_core.significance.bins_outside_p`): bins hold disjoint rows, so under calibration
 their outcomes are independent and each lies outside its band with probability at most 0.1; the count
 outside is then stochastically at most Binomial(m, 0.1), and the sentence is said only when
-P(Binomial(m, 0.1) >= k) < 0.05. The earlier rule (any bin outside) fired on most calibrated files
+P(Binomial(m, 0.1) >= k) < ALPHA_BINS = 0.005 (audit 5: its share of the 5 % that the test of
+calibration, this note and the CORP MCB share; it was 0.05, tests/test_claim_family.py). The earlier rule (any bin outside) fired on most calibrated files
 (audit 4: 64 of 99 "no evidence" files at 3,000 rows and 14 bins, 89 of 100 at 20,000 rows).
 
 Measured here (seeded; 200 files per cell): calibrated files drawn from UCI Adult's p(y=1), CIFAR-10's
@@ -17,7 +18,10 @@ files per cell (at most 3.5 %, nominal at most 5 %; 22 of 3,600 in all, 0.6 %); 
 sentence), 5 of 150 calibrated Adult files of 3,000 rows. A Platt fit that squeezes f10-like scores
 into 0.19-0.26 (rows scored 0.6-0.99 right 59-96 % of the time): at 3,000 rows all 17 of the 40 files
 the test calls "no evidence" get the sentence (at 600 rows and B = 8: 14 of 44; at 300 rows and B = 6
-the squeezed rows share one bin and 2 of 47 do; the diagram cannot show it either).
+the squeezed rows share one bin and 2 of 47 do; the diagram cannot show it either). At the levels of
+audit 5 (the test at 0.035, this note at 0.005; /tmp measurement of 100 and 200 squeezed files): 70 of
+the 70 "no evidence" files at 3,000 rows (B = 14) and 77 of 87 at 600 rows (B = 8) still get it (80 of
+80 at 600 rows at 0.05 each).
 """
 
 from __future__ import annotations
@@ -66,8 +70,9 @@ def test_bins_outside_p_is_the_binomial_upper_tail():
 @pytest.mark.parametrize("source", ["adult", "cifar10", "uniform"])
 def test_the_bins_sentence_is_rare_on_calibrated_files_and_the_old_rule_is_not(source):
     """Outcomes drawn from the predictions themselves: the sentence (here without the test beside it,
-    which can only make it rarer: it is said only after "no evidence") in at most 5 % + 3 sd of files
-    in every cell; "any bin outside" in far more."""
+    which can only make it rarer: it is said only after "no evidence") in at most ALPHA_BINS (0.5 %, its
+    share of the 5 % it shares with the test and the MCB) + 3 sd of files in every cell; "any bin
+    outside" in far more than 5 %."""
     pool = _source(source)
     rng = np.random.default_rng(11)
     R = 200
@@ -80,7 +85,7 @@ def test_the_bins_sentence_is_rare_on_calibrated_files_and_the_old_rule_is_not(s
             k, m = S.bins_outside(pbr_core.reliability_diagram(p, y, B))
             new += bool(S.bins_note(None, k, m, "bins"))
             old += k >= 1
-        assert _at_most(new, R), (source, n, B, new)
+        assert _at_most(new, R, S.ALPHA_BINS), (source, n, B, new)
         if n >= 1000:  # the rule this replaced fails the same simulation (at 300 rows CIFAR's few bins: 10 %)
             assert not _at_most(old, R), (source, n, B, old)
 
@@ -98,9 +103,9 @@ def test_the_pages_sentence_with_the_test_beside_it_is_rare_on_calibrated_files(
         y = (rng.random(3000) < p).astype(int)
         test = S.calibration_test(p, y)
         words = texts.overall_test_sentence(test, pbr_core.reliability_diagram(p, y, 14))
-        no_evidence += test.p_value >= 0.05
+        no_evidence += test.p_value >= S.ALPHA_TEST
         said += "Not an all-clear" in words
-    assert no_evidence >= 0.9 * R and _at_most(said, R), (said, no_evidence)
+    assert no_evidence >= 0.9 * R and _at_most(said, R, S.ALPHA_BINS), (said, no_evidence)
 
 
 def _squeezed(rng: np.random.Generator, n: int):
@@ -134,7 +139,7 @@ def test_the_bins_sentence_is_said_beside_predictions_with_a_range_badly_off():
         test = S.calibration_test(p, y)
         table = pbr_core.reliability_diagram(p, y, 14)
         words = texts.overall_test_sentence(test, table)
-        if test.p_value >= 0.05:
+        if test.p_value >= S.ALPHA_TEST:
             no_evidence += 1
             k, m = S.bins_outside(table)
             said += f"Not an all-clear: {k} of the {m} bins with rows in the diagram above lie outside" in words
@@ -151,8 +156,8 @@ def test_the_cli_reports_the_count_its_p_value_and_the_sentence():
     table = evaluation_table(preds)
     k, m = table["bins_outside_band"], table["bins_with_rows"]
     assert k >= 2 and table["bins_outside_p"] == pytest.approx(S.bins_outside_p(k, m))
-    assert table["bins_outside_p"] < 0.05
-    if table["calibration_test_p"] >= 0.05:
+    assert table["bins_outside_p"] < S.ALPHA_BINS
+    if table["calibration_test_p"] >= S.ALPHA_TEST:
         assert f"Not an all-clear: {k} of the {m} bins with rows of the ECE (B = 14)" in table["calibration_verdict"]
     text = _evaluation_text(table)
     # key, spaces, value: the key column's width follows the longest key
@@ -160,7 +165,7 @@ def test_the_cli_reports_the_count_its_p_value_and_the_sentence():
     # a calibrated file: the count and its p-value are there, the sentence is not
     q = rng.choice(_source("adult"), 3000)
     calm = evaluation_table(pbr_core.Predictions.from_arrays(q, (rng.random(3000) < q).astype(int)))
-    assert calm["bins_outside_p"] >= 0.05 and "Not an all-clear" not in calm["calibration_verdict"]
+    assert calm["bins_outside_p"] >= S.ALPHA_BINS and "Not an all-clear" not in calm["calibration_verdict"]
 
 
 def test_evaluate_gives_the_same_count_streamed_and_in_memory_and_writes_p_as_the_pages(capsys, tmp_path):
@@ -181,7 +186,7 @@ def test_evaluate_gives_the_same_count_streamed_and_in_memory_and_writes_p_as_th
         tables[mode] = json.loads(capsys.readouterr().out)
     keys = ("bins_outside_band", "bins_with_rows", "bins_outside_p")
     assert [tables[None][k] for k in keys] == pytest.approx([tables["--stream"][k] for k in keys])
-    assert tables[None]["bins_outside_p"] < 0.05
+    assert tables[None]["bins_outside_p"] < S.ALPHA_BINS
     flat = tmp_path / "flat.csv"  # calibrated in the large and in slope: the doubled p-value is 1
     flat.write_text("p,label\n" + "0.3,1\n" * 120 + "0.3,0\n" * 280)
     assert main(["evaluate", str(flat)]) == EXIT_OK

@@ -91,7 +91,7 @@ def test_the_test_finds_a_plain_shift_that_spiegelhalter_misses(adult_p):
     for _ in range(trials):
         p = rng.choice(pool, 2000)
         y = (rng.random(2000) < p + 0.08).astype(int)
-        found += S.calibration_test(p, y).p_value < 0.05
+        found += S.calibration_test(p, y).p_value < S.ALPHA_TEST  # as the pages decide
         spiegelhalter += G.spiegelhalter_z(p, y)[1] < 0.05
     assert found >= 0.8 * trials
     assert spiegelhalter < 0.8 * trials   # what the old per-group test could not do
@@ -106,7 +106,7 @@ def test_the_detectable_shift_is_detected_at_least_80_percent_of_the_time(adult_
         sign = -1 if p.mean() > 0.5 else 1
         q = np.clip(p + sign * delta, 0, 1)
         trials = 60
-        found = sum(S.calibration_test(p, (rng.random(n) < q).astype(int), seed=t).p_value < 0.05
+        found = sum(S.calibration_test(p, (rng.random(n) < q).astype(int), seed=t).p_value < S.ALPHA_TEST
                     for t in range(trials))
         assert found >= 0.7 * trials, (n, delta, found)   # 0.8 minus simulation noise
 
@@ -130,7 +130,7 @@ def _detected(p: np.ndarray, delta: float, trials: int, rng: np.random.Generator
     ``detectable_shift`` defines it) that the library's own test flags at Holm's first step."""
     q = np.clip(p + (-1 if p.mean() > 0.5 else 1) * delta, 0, 1)
     return float(np.mean([S.calibration_test(p, (rng.random(p.size) < q).astype(float), n_tests=n_tests,
-                                             seed=t).p_value < 0.05 / n_tests for t in range(trials)]))
+                                             seed=t).p_value < S.ALPHA_TEST / n_tests for t in range(trials)]))
 
 
 def test_the_detectable_shift_holds_for_the_decision_the_test_makes():
@@ -155,18 +155,18 @@ def test_the_detectable_shift_holds_for_the_decision_the_test_makes():
                     ("spread", 100)]:
         p = cases[name](n)
         test = S.calibration_test(p, p, n_tests=1)
-        assert test.level == 0.025
+        assert test.level == S.ALPHA_TEST / 2  # the test's share of the page's 5 % (audit 5), halved
         # Monte Carlo p-values (V < 100) cost more: fewer trials, a wider tolerance (0.8 - 3 SE: 0.645 at 60)
         m = 60 if name == "CIFAR-like" else 150 if n == 100 else trials
         found = _detected(p, test.detectable_shift, m, rng)
         assert found >= 0.8 - 3 * np.sqrt(0.16 / m), (name, n, test.detectable_shift, found)
         if name in ("~0.5", "spread") and n == 1000:
-            old_found.append(_detected(p, _old_detectable_shift(S.calibration_sums(p, p), 0.025), trials, rng))
+            old_found.append(_detected(p, _old_detectable_shift(S.calibration_sums(p, p), test.level), trials, rng))
     assert np.mean(old_found) < floor, old_found   # the check can fail: the old figure over-promised
     # Holm's first step over 4 groups, as the Groups page and `pbr-calib groups` compute it
     p = cases["LLM ~0.4"](2800)
     test = S.calibration_test(p, p, n_tests=4)
-    assert test.level == 0.05 / 8 and _detected(p, test.detectable_shift, trials, rng, n_tests=4) >= floor
+    assert test.level == S.ALPHA_TEST / 8 and _detected(p, test.detectable_shift, trials, rng, n_tests=4) >= floor
 
 
 def test_the_detectable_shift_counts_rows_that_cannot_move():

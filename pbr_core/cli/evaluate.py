@@ -95,8 +95,9 @@ def corp_columns(probs, labels) -> dict[str, Any]:
     MCB is what recalibrating that probability by isotonic regression (PAV) would gain on these
     rows, DSC what the recalibrated forecast gains over the base rate, UNC the base rate's score.
     MCB is measured on the rows the PAV was fitted to, so calibrated files show some by chance:
-    ``corp_*_mcb_chance`` is what calibrated predictions of this size stay at or below in 95 % of
-    199 draws with outcomes drawn from the predictions (:func:`pbr_core.corp.mcb_against_chance`, seeded,
+    ``corp_*_mcb_chance`` is what calibrated predictions of this size stay at or below in 99 % of
+    199 draws (1 - :data:`pbr_core.significance.ALPHA_MCB`, the MCB's share of the 5 % that the test,
+    the bins note and this claim share) with outcomes drawn from the predictions (:func:`pbr_core.corp.mcb_against_chance`, seeded,
     at most 10^5 rows), and ``corp_mcb_verdict`` says whether the Brier MCB is beyond it (only then
     partly removable).
     The log loss floors the probability given to the outcome at ``pbr_core.metrics.NLL_EPS``, as

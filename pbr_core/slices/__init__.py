@@ -526,7 +526,7 @@ def guarantee_statement(report: SliceReport) -> str | None:
 
 
 def overall_sentence(report: SliceReport) -> str:
-    return f"Over the whole file ({report.n_rows:,} rows): {S.verdict(report.overall_test)}"
+    return f"Over the whole file ({report.n_rows:,} rows): {S.verdict(report.overall_test, alpha=report.alpha)}"
 
 
 # --------------------------------------------------------------------------------- text and JSON

@@ -15,8 +15,9 @@ def test_columns(test, table=None) -> dict:
     """The test of calibration of all rows as ``evaluate`` reports it (in memory and streamed); with
     ``table``, the reliability table of the ECE's B bins (with consistency bands), how many of its bins
     lie outside their 90 % band and the p-value of that count under calibration
-    (:func:`pbr_core.significance.bins_outside_p`), and the verdict says so when it is below 0.05 and
-    the test found nothing (:func:`pbr_core.significance.bins_note`), as the Reliability page does."""
+    (:func:`pbr_core.significance.bins_outside_p`), and the verdict says so when it is below
+    :data:`~pbr_core.significance.ALPHA_BINS` (0.005) and the test found nothing at
+    :data:`~pbr_core.significance.ALPHA_TEST` (0.035) (:func:`pbr_core.significance.bins_note`), as the Reliability page does."""
     from pbr_core.significance import bins_note, bins_outside, bins_outside_p, verdict
 
     out = {"calibration_test_p": test.p_value, "calibration_test": test.method,

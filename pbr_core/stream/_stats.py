@@ -322,7 +322,7 @@ class CalibrationStatistics:
         return _m._split_interval(self.halves[:B], self.halves[B:], self.boot[:, :B], self.boot[:, B:], self.n, level,
                                   boot_n=None if self.boot_n is None else self.boot_n[:, 0])
 
-    def calibration_test(self, alpha: float = 0.05) -> "_sig.CalibrationTest | None":
+    def calibration_test(self, alpha: float = _sig.ALPHA_TEST) -> "_sig.CalibrationTest | None":
         """The test of calibration of all rows (:func:`pbr_core.significance.calibration_test_from_sums`:
         analytic; a dataset whose rows carry little information says so in ``method``); None for
         statistics made before its sums were kept."""

@@ -151,7 +151,7 @@ def test_mcb_of_a_small_calibrated_file_is_called_chance_not_removable():
     assert "could remove" not in text
     assert texts.mcb_chance_words(chance["brier"]) in text
     assert "within what chance alone gives on 150 calibrated rows" in text
-    assert f"stays at or below {chance['brier'].chance_high:.4f} in 95% of 199 draws" in text
+    assert f"stays at or below {chance['brier'].chance_high:.4f} in 99% of 199 draws" in text  # 1 - ALPHA_MCB
     table = at.table[0].value
     assert table.loc["Brier score", texts.MCB_BEYOND_COLUMN] == "no: within chance"
     assert table.loc["Brier score", texts.MCB_CHANCE_COLUMN] == f"{chance['brier'].chance_high:.4f}"

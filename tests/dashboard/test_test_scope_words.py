@@ -46,7 +46,7 @@ def test_fit_and_apply_does_not_give_an_all_clear_beside_bins_outside_their_band
         warnings.simplefilter("ignore")  # Platt's warning about exact 0/1 scores (its own test)
         run = run_fit(_f10(), FitSettings(method="platt", holdout=0.2, seed=3))
     after = run.tests[1]
-    assert after.p_value >= 0.05  # the test sees nothing ...
+    assert after.p_value >= S.ALPHA_TEST  # the test sees nothing ...
     table = run.reliability_after
     full = table[table["count"] > 0]
     # ... though the truth is known: held-out rows predicted about 0.24 were right far more often
@@ -69,11 +69,11 @@ def test_a_test_that_finds_nothing_beside_bins_inside_their_bands_adds_no_warnin
     y = (rng.random(2000) < p).astype(int)
     test = S.calibration_test(p, y)
     table = pbr_core.reliability_diagram(p, y, 5)
-    assert test.p_value >= 0.05 and texts.bins_outside(table)[0] == 0
+    assert test.p_value >= S.ALPHA_TEST and texts.bins_outside(table)[0] == 0
     assert texts.bands_beside_test(test, table) == ""
     # and a test that finds miscalibration needs no such warning
     bad = S.calibration_test(p, (rng.random(2000) < p + 0.1).astype(int))
-    assert bad.p_value < 0.05 and texts.bands_beside_test(bad, table) == ""
+    assert bad.p_value < S.ALPHA_TEST and texts.bands_beside_test(bad, table) == ""
 
 
 def test_what_the_test_does_not_look_at_follows_no_evidence_only():
@@ -83,7 +83,7 @@ def test_what_the_test_does_not_look_at_follows_no_evidence_only():
     p = rng.uniform(0.3, 0.7, 2000)
     good = S.calibration_test(p, (rng.random(2000) < p).astype(int))
     bad = S.calibration_test(p, (rng.random(2000) < p + 0.1).astype(int))
-    assert good.p_value >= 0.05 and bad.p_value < 0.05
+    assert good.p_value >= S.ALPHA_TEST and bad.p_value < S.ALPHA_TEST
     assert S.NOT_LOCAL in texts.overall_test_sentence(good)
     assert S.NOT_LOCAL not in texts.overall_test_sentence(bad)
     assert texts.held_out_tests((bad, good), 2000).count(S.NOT_LOCAL) == 1

@@ -1,0 +1,72 @@
+"""The three "beyond chance" claims about one set of rows hold 5 % together (audit 5).
+
+The Reliability page, the audit report and ``pbr-calib evaluate`` answer "is this model miscalibrated?"
+three times about the same rows: the test of calibration ("miscalibrated beyond chance",
+:func:`pbr_core.significance.verdict`), the bins note after a "no evidence" ("Not an all-clear: k of the
+m bins ...", :func:`pbr_core.significance.bins_note`) and the CORP MCB against chance ("beyond chance",
+:func:`pbr_core.corp.mcb_against_chance`). Each at 5 %, a calibrated model drew at least one of them in
+11.5 % of 400 calibrated Adult files of 300 rows and 9.0 % of 300 of 2,000 rows (audit 5; 137 of 1,500,
+9.1 %, at 300 rows in the measurement behind the split). The 5 % is now split between them
+(``ALPHA_TEST`` + ``ALPHA_BINS`` + ``ALPHA_MCB``, a union bound), and each is still decided on its own.
+
+Known truth, counted: outcomes drawn from the predictions (calibrated), the product's own sentences,
+any of the three counted per file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pbr_core
+from pbr_core import significance as S
+from pbr_core.corp import MCB_CHANCE_DRAWS, mcb_against_chance
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_data"
+
+
+def _at_most(claims: int, trials: int, rate: float) -> bool:
+    """``claims`` of ``trials`` is within three binomial standard deviations above ``rate``."""
+    return claims <= trials * rate + 3 * np.sqrt(trials * rate * (1 - rate))
+
+
+def test_the_levels_split_the_family_s_5_percent_and_the_mcb_s_is_attainable():
+    assert S.ALPHA_TEST + S.ALPHA_BINS + S.ALPHA_MCB == pytest.approx(S.ALPHA_FAMILY) and S.ALPHA_FAMILY == 0.05
+    assert np.floor(S.ALPHA_MCB * (MCB_CHANCE_DRAWS + 1) + 1e-9) >= 1  # the Monte Carlo test can reach it
+    # every default is the family's share, so no front end can fall back to 5 % for one of them
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0.1, 0.9, 400)
+    y = (rng.random(400) < p).astype(int)
+    assert mcb_against_chance(p, y)["brier"].level == pytest.approx(1 - S.ALPHA_MCB)
+    test = S.calibration_test(p, y)
+    assert test.level == pytest.approx(S.ALPHA_TEST / 2)  # analytic: each statistic at half the level
+    from dashboard import texts
+    assert f"{1 - S.ALPHA_MCB:.0%} of calibrated draws" in texts.MCB_CHANCE_COLUMN
+
+
+def test_a_calibrated_model_draws_any_of_the_three_claims_at_most_5_percent_of_the_time():
+    """300 calibrated files of 300 rows of UCI Adult's p(y=1) (the Monte Carlo test; B = 6): the page's
+    sentence (test and bins note, :func:`dashboard.texts.overall_test_sentence`) or the MCB's "beyond
+    chance" on at most 5 % + 3 sd of files. The same files at 5 % each (the earlier levels) fail the
+    tolerance: the check has power. Measured with 1,500 files: 137 (9.1 %) at 5 % each, 60 (4.0 %) now
+    (test 52, bins 0, MCB 16)."""
+    from dashboard import texts
+
+    adult = pbr_core.load_predictions(SAMPLES / "adult_gradient_boosting.csv.gz").p_positive
+    rng = np.random.default_rng(300)
+    R, n, any_now, any_before = 300, 300, 0, 0
+    for t in range(R):
+        p = rng.choice(adult, n)
+        y = (rng.random(n) < p).astype(int)
+        test = S.calibration_test(p, y, seed=t)
+        table = pbr_core.reliability_diagram(np.c_[1 - p, p], y, pbr_core.optimal_n_bins(n))
+        words = texts.overall_test_sentence(test, table)
+        mcb = mcb_against_chance(p, y, seed=t)["brier"]
+        any_now += "miscalibrated beyond chance" in words or "Not an all-clear" in words or mcb.beyond_chance
+        # the same rows at 5 % each: the MCB's p-value is (1 + draws at least as large) / 200
+        k, m = S.bins_outside(table)
+        any_before += test.p_value < 0.05 or S.bins_outside_p(k, m) < 0.05 or mcb.p_value <= 0.05
+    assert _at_most(any_now, R, S.ALPHA_FAMILY), any_now
+    assert not _at_most(any_before, R, S.ALPHA_FAMILY), any_before
