@@ -19,9 +19,10 @@ sentence), 5 of 150 calibrated Adult files of 3,000 rows. A Platt fit that squee
 into 0.19-0.26 (rows scored 0.6-0.99 right 59-96 % of the time): at 3,000 rows all 17 of the 40 files
 the test calls "no evidence" get the sentence (at 600 rows and B = 8: 14 of 44; at 300 rows and B = 6
 the squeezed rows share one bin and 2 of 47 do; the diagram cannot show it either). At the levels of
-audit 5 (the test at 0.035, this note at 0.005; /tmp measurement of 100 and 200 squeezed files): 70 of
-the 70 "no evidence" files at 3,000 rows (B = 14) and 77 of 87 at 600 rows (B = 8) still get it (80 of
-80 at 600 rows at 0.05 each).
+audit 5 (the test at 0.035, this note at 0.005, benchmarks/bench_claim_family.py): every "no evidence"
+file at 3,000 rows (B = 14) still gets it (71 of 71); at 600 rows (B = 8) most such files have 3 of 8
+bins outside (p = 0.038), no longer enough: 57 of 170 (152 of 163 at 0.05 each), while the CORP MCB
+beside it is beyond chance on all 200 files.
 """
 
 from __future__ import annotations
