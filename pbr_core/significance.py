@@ -684,7 +684,11 @@ def verdict(test: CalibrationTest, p_corrected: float | None = None, alpha: floa
         return "not tested (no row has a probability strictly between 0 and 1)."
     if p < alpha:
         return f"miscalibrated beyond chance ({p_words(p)}{after})."
-    return (f"no evidence {TESTED}, at this sample size ({p_words(p)}{after}); a shift of "
+    # A p-value under the usual 0.05 but above this test's share of the family's level would read as a
+    # contradiction without the level beside it.
+    held = (f", above the {alpha:g} this test is held to: the three checks of one set of rows (this test, the "
+            f"bins outside their bands and the CORP MCB) share {ALPHA_FAMILY:.0%}" if p < ALPHA_FAMILY else "")
+    return (f"no evidence {TESTED}, at this sample size ({p_words(p)}{after}{held}); a shift of "
             f"{shift_words(test.detectable_shift)} between the predicted probabilities and the observed "
             f"frequency would be detected at least 80 % of the time, smaller ones could go unnoticed."
             + (" " + NOT_LOCAL if scope_note else ""))

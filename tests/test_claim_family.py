@@ -70,3 +70,21 @@ def test_a_calibrated_model_draws_any_of_the_three_claims_at_most_5_percent_of_t
         any_before += test.p_value < 0.05 or S.bins_outside_p(k, m) < 0.05 or mcb.p_value <= 0.05
     assert _at_most(any_now, R, S.ALPHA_FAMILY), any_now
     assert not _at_most(any_before, R, S.ALPHA_FAMILY), any_before
+
+
+def test_a_p_value_under_0_05_but_above_the_test_s_share_says_the_level():
+    """p = 0.041 reads "no evidence" now: the sentence says why (the test's share of the family's 5 %),
+    where a p-value under 0.05 would otherwise look like a contradiction; above 0.05, and for groups
+    tested at their own 5 %, the sentence is as before."""
+    import dataclasses
+
+    rng = np.random.default_rng(3)
+    p = rng.uniform(0.1, 0.9, 500)
+    test = S.calibration_test(p, (rng.random(500) < p).astype(int))
+    between = S.verdict(dataclasses.replace(test, p_value=0.041))
+    assert between.startswith("no evidence") and "p = 0.041, above the 0.035 this test is held to" in between
+    assert "share 5%" in between
+    above = S.verdict(dataclasses.replace(test, p_value=0.2))
+    assert "held to" not in above and "share" not in above
+    groups = S.verdict(dataclasses.replace(test, p_value=0.041), alpha=0.05)
+    assert groups.startswith("miscalibrated beyond chance")
