@@ -336,8 +336,8 @@ LIPSCHITZ_HELP = (
     "P(correct | confidence)). 1 is a safe default; a larger L makes coarse bins look worse."
 )
 EPS_HELP = (
-    "ε: the chance that the bound fails. With ε = 0.05 the shaded band contains the true "
-    "calibration error with probability at least 95%."
+    "ε: the chance that the bound fails. With ε = 0.05 the shaded band at any one B contains the true "
+    "calibration error with probability at least 95% (one B at a time, not every B of the chart at once)."
 )
 BMAX_HELP = "Largest number of bins shown on the chart."
 LOG_Y_HELP = "A log scale makes small ECE values and the two bias terms easier to compare."
@@ -358,7 +358,8 @@ of the paper bounds how far off it can be, with probability 1 − ε:
 
 Their sum is smallest when B grows like n^(1/3), which is why the paper (and this dashboard)
 use B = floor(n^(1/3)) by default. The exact minimiser of the bound is marked too; it depends on L
-and ε but grows at the same rate. The shaded band is where the TCE lies: ECE ± bound.
+and ε but grows at the same rate. The shaded band is where the TCE lies: ECE ± bound, at each B
+with probability 1 − ε (for one B at a time, not for every B at once).
 """
 
 THEOREM1_RANGE_MEANING = (
@@ -367,9 +368,10 @@ THEOREM1_RANGE_MEANING = (
     "on the Reliability page, which is the one that answers “how miscalibrated is my model?”."
 )
 BAND_CAPTION = (
-    "Dark line: the ECE measured with B bins. Shaded band: where the true calibration error lies with "
-    "probability 1 − ε (ECE ± Theorem 1's bound, cut at 0). Dashed orange and dotted green: the two "
-    "parts of the bound. Vertical lines: B = floor(n^(1/3)) and the B with the smallest bound."
+    "Dark line: the ECE measured with B bins. Shaded band: at each B, where the true calibration error lies "
+    "with probability 1 − ε (ECE ± Theorem 1's bound at that B, cut at 0); the guarantee holds for one B at a "
+    "time, not for every B of the chart at once. Dashed orange and dotted green: the two parts of the bound. "
+    "Vertical lines: B = floor(n^(1/3)) and the B with the smallest bound."
 )
 
 
