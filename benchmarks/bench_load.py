@@ -470,7 +470,8 @@ def main() -> None:
             f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min; shared machine)",
             f"- Python {platform.python_version()}, streamlit {streamlit.__version__}, plotly {plotly.__version__}, "
             f"numpy {np.__version__}",
-            f"- command: `python benchmarks/bench_load.py --app {args.app} --clients {args.clients} "
+            f"- command: `python benchmarks/bench_load.py --app {args.app} "
+            f"{'' if args.app == 'paired' else f'--clients {args.clients} '}"
             f"--sessions {args.sessions} --rounds {args.rounds}"
             f"{f' --cold-pairs {args.cold_pairs}' if args.app == 'paired' else ''}` "
             f"({time.time() - t0:.0f} s)\n",
