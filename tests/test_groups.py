@@ -237,6 +237,17 @@ def test_group_gaps_follow_the_small_sample_rules_of_every_other_fit(adult):
     assert never and per_group[per_group["group"].isin(never)]["count"].eq(0).all()
 
 
+def _calibrated_grouped(seed: int, n: int, names: list[str], shares: list[float]) -> pbr_core.Predictions:
+    """Binary predictions p ~ Beta(2, 2) with outcomes drawn from p (calibrated in every group), rows
+    assigned to ``names`` with ``shares``, the group column "g"."""
+    rng = np.random.default_rng(seed)
+    p = rng.beta(2, 2, n)
+    y = (rng.random(n) < p).astype(int)
+    group = rng.choice(names, size=n, p=shares)
+    preds = pbr_core.Predictions.from_arrays(np.column_stack([1 - p, p]), y)
+    return pbr_core.Predictions(**{**preds.__dict__, "metadata": pd.DataFrame({"g": group})})
+
+
 def test_a_tiny_calibrated_group_no_longer_makes_the_gap():
     """Known truth: every group is calibrated (outcomes drawn from the predictions). A group with
     ~100 test rows per fold made the "largest gap" on its own (its ECE on so few rows is noise and
@@ -246,15 +257,9 @@ def test_a_tiny_calibrated_group_no_longer_makes_the_gap():
 
     old, new = [], []
     for seed in range(20):
-        rng = np.random.default_rng(seed)
-        n = 6000
-        p = rng.beta(2, 2, n)
-        y = (rng.random(n) < p).astype(int)
-        group = rng.choice(["north", "south", "isles"], size=n, p=[0.49, 0.49, 0.02])
-        preds = pbr_core.Predictions.from_arrays(np.column_stack([1 - p, p]), y)
-        preds = pbr_core.Predictions(**{**preds.__dict__, "metadata": pd.DataFrame({"region": group})})
+        preds = _calibrated_grouped(seed, 6000, ["north", "south", "isles"], [0.49, 0.49, 0.02])
         for keep, min_test in ((old, 1), (new, 144)):
-            table = recalibration_by_group(preds, "platt", "region", n_re=1000, n_folds=1, seed=seed,
+            table = recalibration_by_group(preds, "platt", "g", n_re=1000, n_folds=1, seed=seed,
                                            min_test_rows=min_test)
             keep.append(group_gap_summary(table)[1].set_index("strategy").loc["uncalibrated", "mean"])
             if min_test == 144:
@@ -273,13 +278,7 @@ def test_whether_a_strategy_changed_the_gap_is_a_paired_test_that_holds_its_leve
 
     named = 0
     for seed in range(20):
-        rng = np.random.default_rng(100 + seed)
-        n = 4000
-        p = rng.beta(2, 2, n)
-        y = (rng.random(n) < p).astype(int)
-        group = rng.choice(["a", "b", "c"], size=n, p=[0.8, 0.1, 0.1])
-        preds = pbr_core.Predictions.from_arrays(np.column_stack([1 - p, p]), y)
-        preds = pbr_core.Predictions(**{**preds.__dict__, "metadata": pd.DataFrame({"g": group})})
+        preds = _calibrated_grouped(100 + seed, 4000, ["a", "b", "c"], [0.8, 0.1, 0.1])
         table = recalibration_by_group(preds, "platt", "g", n_re=1000, n_folds=10, seed=seed)
         tests = group_gap_tests(table)
         assert [(r.a, r.b) for r in tests.itertuples()] == list(GAP_PAIRS) and (tests["n_folds"] == 10).all()
