@@ -2018,23 +2018,25 @@ def group_gap_verdicts(tests, n_folds: int) -> str:
     the comparison of methods decides; or why no difference can be shown with this few folds."""
     from pbr_core.experiments import too_few_folds
 
-    head = ("**Did the gap change?** Each strategy's largest gap on the same folds, compared by the paired test of "
-            "the comparison above (corrected for folds that share rows and for the three comparisons; the "
-            "Wilcoxon test must agree).")
+    from pbr_core.significance import p_words
+
+    head = ("**Did the gap change?** Each strategy's largest gap on the same folds, compared by the Compare page's "
+            "paired test (corrected for folds that share rows and for the three comparisons; the Wilcoxon test "
+            "must agree).")
     few = too_few_folds(n_folds)
     if few is not None:
         return head + " " + few.replace("between methods", "between strategies").replace(
             " and name a best method", "")
     if tests is None or len(tests) == 0:
         return head + " Fewer than two folds measured two groups or more: there is no gap to compare."
-    lines = [head]
+    lines = [head, ""]
     for r in tests.itertuples():
         if not r.n_folds:
             continue
         if isinstance(r.better, str):
-            words = f"**{r.better.capitalize()}** leaves the smaller gap (p = {p_value(r.decisive_p)})"
+            words = f"**{r.better.capitalize()}** leaves the smaller gap ({p_words(r.decisive_p)})"
         else:
-            words = f"no difference shown (p = {p_value(r.decisive_p)})"
+            words = f"no difference shown ({p_words(r.decisive_p)})"
         lines.append(f"- {r.a.capitalize()} against {r.b}: largest gap {r.mean_a:.4f} against {r.mean_b:.4f} "
                      f"(mean over {r.n_folds} folds): {words}.")
     return "\n".join(lines)

@@ -305,6 +305,13 @@ def test_the_paired_gap_test_sees_a_gap_that_one_recalibrator_per_group_closes()
     # ... but the test corrected for folds sharing rows (n_te / n_re = 4) does not show it at 10 folds: the
     # claim stays conservative (Nadeau & Bengio's variance term n_te / n_re does not shrink with more folds).
     assert row["better"] is None
+    # The page's words (dashboard.texts.group_gap_verdicts) name the strategy and write p as every page does.
+    from dashboard import texts
+
+    words = texts.group_gap_verdicts(tests, 10)
+    assert "**One per group** leaves the smaller gap (p < 0.001)" in words
+    assert "- One per group against one for everyone: largest gap" in words and "no difference shown (p = 0." in words
+    assert "p = <" not in words and "p = >" not in words
 
 
 def test_a_stopped_group_comparison_keeps_whole_folds(adult):
