@@ -177,3 +177,10 @@ def test_the_venn_abers_words_give_the_right_reason_for_a_probability_outside_it
     assert "2.0% of the rows" in folds and "average of their intervals" in folds and "rescaled" not in folds
     ova = texts.venn_abers_interval_words(IntervalSummary(inside=0.5, outside_reason="renormalised", **base))
     assert "rescaled to add up to 1" in ova
+    # The guarantee is the inductive predictor's, with its condition; the cross predictor's averaged
+    # intervals carry none (audit 6), and no sentence says "whatever the data".
+    single = texts.venn_abers_interval_words(IntervalSummary(inside=1.0, **base))
+    assert "guarantees that one of them is calibrated, as long as the new rows come from the same population" in single
+    cross = texts.venn_abers_interval_words(IntervalSummary(inside=0.98, outside_reason="folds", cross=True, **base))
+    assert "carries no guarantee" in cross and "guarantees" not in cross
+    assert all("whatever the data" not in t for t in (single, cross, folds, ova))
