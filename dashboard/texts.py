@@ -103,6 +103,14 @@ ECE_HELP = (
     "Expected calibration error: the average gap between how confident the model is and how often "
     "it is right, weighted by how many predictions fall in each bin (paper Eq. 2). 0 is perfect."
 )
+#: The "ECE after" cards' colour (``recal_ui.ece_change``): red only where a test shows the rise.
+ECE_CARD_COLOUR = (
+    " The change under the value is red only when these rows show the ECE higher after beyond its own "
+    "noise; otherwise it is grey: a change of ECE alone is not a test (on a few hundred rows it goes "
+    "either way by chance), and nothing here tests a fall."
+)
+#: Where the rows were not the fit's own: what does test them (``held_out_tests``, under the cards).
+ECE_CARD_SEE_TEST = " The test of calibration under the cards says whether the predictions after are calibrated."
 ECE_INTERVAL_HELP = (
     "95% interval for the calibration error that these B bins would show on unlimited data of the same "
     "kind (computed by resampling the rows). The ECE of a limited number of rows overstates it on average, "
@@ -1156,8 +1164,9 @@ def apply_cannot(file_name: str, data_name: str, problem: str) -> str:
     return f"{file_name} cannot be applied to {data_name}: {problem}"
 
 
-def apply_ece_help(n_bins: int, n_eval: int) -> str:
-    return ECE_HELP + f" B = {n_bins} bins on {n_eval:,} rows."
+def apply_ece_help(n_bins: int, n_eval: int, tested: bool = False) -> str:
+    """The Fit & apply page's "ECE after" help; ``tested``: the test of calibration is shown under the cards."""
+    return ECE_HELP + f" B = {n_bins} bins on {n_eval:,} rows." + ECE_CARD_COLOUR + (ECE_CARD_SEE_TEST if tested else "")
 
 
 def held_out_tests(tests, n_rows: int, tables=None) -> str:
@@ -2320,7 +2329,7 @@ def pbr_job_label(method: str, uses_alpha: bool, alpha: float | None, n_re: int)
 
 
 def ece_after_help(before: float, n_bins: int, n_te: int) -> str:
-    return ECE_HELP + f" Before: {before:.4f}. B = {n_bins} bins on {n_te:,} test rows."
+    return ECE_HELP + f" Before: {before:.4f}. B = {n_bins} bins on {n_te:,} test rows." + ECE_CARD_COLOUR
 
 
 def fit_details(device: str, alpha: float | None, alpha_by_cv: bool, draws: str | None, stop_reason: str | None,

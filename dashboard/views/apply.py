@@ -158,14 +158,16 @@ def _start_apply(loaded: state.Loaded, chosen: tuple[Recalibrator, str]) -> None
 
 def _cards(r: runs.ApplyResult) -> None:
     c = st.columns(4)
-    c[0].metric("ECE after", f"{r.after['ece']:.4f}", **recal_ui.change(r.before["ece"], r.after["ece"]),
-                help=texts.apply_ece_help(r.after["n_bins"], r.n_eval))
+    # Red only where the rows show the rise beyond the ECE's noise; otherwise grey (recal_ui.ece_change).
+    c[0].metric("ECE after", f"{r.after['ece']:.4f}",
+                **recal_ui.ece_change(r.before["ece"], r.after["ece"], r.worse_shown),
+                help=texts.apply_ece_help(r.after["n_bins"], r.n_eval, tested=r.tests is not None))
     c[1].metric("ECE before", f"{r.before['ece']:.4f}", help=texts.APPLY_ECE_BEFORE_HELP)
     inf_rows = r.after.get("nll_infinite_rows", 0)
     c[2].metric("NLL after", **recal_ui.nll_card(r.before, r.after),
                 help=texts.nll_infinite_help(inf_rows, r.after["nll"]) if inf_rows else texts.NLL_HELP)
     c[3].metric("Accuracy after", f"{r.after['accuracy']:.2%}",
-                **recal_ui.change(r.before["accuracy"], r.after["accuracy"], points=True, lower_is_better=False),
+                **recal_ui.change(r.before["accuracy"], r.after["accuracy"], points=True),
                 help=texts.ACCURACY_HELP)
 
 

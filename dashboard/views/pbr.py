@@ -133,11 +133,12 @@ def _start(loaded: state.Loaded, s: runs.PBRSettings) -> None:
 
 def _cards(r: runs.PBRResult) -> None:
     c = st.columns(6)
-    c[0].metric("Test ECE after", f"{r.after['ece']:.4f}", **recal_ui.change(r.before["ece"], r.after["ece"]),
+    c[0].metric("Test ECE after", f"{r.after['ece']:.4f}",
+                **recal_ui.ece_change(r.before["ece"], r.after["ece"], r.worse_shown),
                 help=texts.ece_after_help(r.before["ece"], r.after["n_bins"], r.n_te))
     c[1].metric("Test ECE before", f"{r.before['ece']:.4f}", help=texts.ECE_BEFORE_HELP)
     c[2].metric("Accuracy after", f"{r.after['accuracy']:.2%}",
-                **recal_ui.change(r.before["accuracy"], r.after["accuracy"], points=True, lower_is_better=False),
+                **recal_ui.change(r.before["accuracy"], r.after["accuracy"], points=True),
                 help=texts.ACCURACY_HELP)
     c[3].metric("KL(ρ‖π)", texts.kl_card(r.kl), help=texts.KL_HELP)
     fr = r.fit_report

@@ -242,6 +242,10 @@ class FitRun(_Measured):
     #: they are the rows it was fitted on. What says whether a change of ECE on a few hundred rows is more
     #: than chance: the ECE change alone cannot.
     tests: tuple[Any, Any] | None = None
+    #: Whether the measured rows show it worse calibrated than no recalibration beyond the ECE's noise
+    #: (:func:`pbr_core.evaluation.ece_rise_shown`, as :class:`PBRRun`'s); None when its ECE did not
+    #: rise or the rows are the ones it was fitted on. What alone may colour the page's "ECE after" card.
+    worse_shown: bool | None = None
 
     @property
     def settings_binary_ece(self) -> str:
@@ -311,10 +315,11 @@ def interval_summary(recalibrator: Any, data: Predictions, after: np.ndarray, ta
 
 
 def _measure(recalibrator: Recalibrator, data: Predictions, binary_ece: str, notes: list[str],
-             test: bool = True) -> dict[str, Any]:
+             test: bool = True, seed: int = 0) -> dict[str, Any]:
     """Before / after metrics and reliability tables of ``recalibrator`` on ``data`` (and the
     summary of its intervals, for a Venn-Abers predictor); warnings go to ``notes``. With ``test``
-    (rows the recalibrator was not fitted on), the test of calibration before and after."""
+    (rows the recalibrator was not fitted on), the test of calibration before and after, and whether
+    a rise of the ECE is shown beyond its noise (``worse_shown``, bootstrap ``seed``)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         after = recalibrator.predict_proba(data)
@@ -333,7 +338,11 @@ def _measure(recalibrator: Recalibrator, data: Predictions, binary_ece: str, not
             "reliability_after": reliability_table(after, data.labels, kind, binary_ece), "n_eval": data.n,
             "interval": interval,
             "tests": (measured_calibration_test(data.probs, data.labels, kind, binary_ece),
-                      measured_calibration_test(after, data.labels, kind, binary_ece)) if test else None}
+                      measured_calibration_test(after, data.labels, kind, binary_ece)) if test else None,
+            # A higher ECE after is called worse only beyond the ECE's noise (the PBR page's rule): on
+            # 144 held-out rows of calibrated data a temperature scaling's ECE rose in 55 % of files.
+            "worse_shown": (ece_rise_shown(data.probs, after, data.labels, kind, binary_ece, seed=seed)
+                            if test and after_m["ece"] > before["ece"] else None)}
 
 
 def run_fit(preds: Predictions, s: FitSettings, *,
@@ -362,7 +371,7 @@ def run_fit(preds: Predictions, s: FitSettings, *,
     notes += [m for m in dict.fromkeys(str(w.message) for w in caught if not issubclass(w.category, DeprecationWarning))
               if m not in notes]
     # On the rows it was fitted on, a test of calibration after is no test (a fit calibrates its own rows).
-    measured = _measure(recalibrator, eval_set, s.binary_ece, notes, test=bool(n_held))
+    measured = _measure(recalibrator, eval_set, s.binary_ece, notes, test=bool(n_held), seed=s.seed)
     return FitRun(recalibrator=recalibrator, binary_ece=s.binary_ece, fit_report=report,
                   seconds=time.perf_counter() - start, in_sample=not n_held, settings=s, notes=notes,
                   fit_rows=np.asarray(re_idx), kind=preds.kind, **measured)

@@ -50,12 +50,14 @@ def test_fit_with_a_held_out_check_matches_the_library(at):
     assert (result.n_eval, result.in_sample) == (3000, False)
     assert _metric(at, "ECE after") == f"{expected:.4f}"
     # Temperature scaling never changes the top class: "+0.00 pt" was shown green with an up arrow,
-    # as a gain. A change that rounds to 0 is now grey, without an arrow; a real change keeps both.
+    # as a gain. No change is coloured now (the change alone is no test); the number stays.
     acc = next(m for m in at.metric if m.label == "Accuracy after")
     assert acc.proto.delta == "+0.00 pt"
     assert (acc.proto.color, acc.proto.direction) == (acc.proto.GRAY, acc.proto.NONE)
+    # A fall of the ECE is grey too: nothing tests "better" (it was green); the test of calibration does.
     ece = next(m for m in at.metric if m.label == "ECE after")
-    assert ece.proto.delta.startswith("-") and ece.proto.color == ece.proto.GREEN
+    assert ece.proto.delta.startswith("-") and (ece.proto.color, ece.proto.direction) == (ece.proto.GRAY, ece.proto.NONE)
+    assert texts.ECE_CARD_SEE_TEST in ece.proto.help
     assert any("the 3,000 held-out rows" in m.value for m in at.markdown)
     # Whether each side is calibrated beyond chance on those rows: the test of calibration, as the library gives it.
     from pbr_core.evaluation import measured_calibration_test
@@ -69,6 +71,56 @@ def test_fit_with_a_held_out_check_matches_the_library(at):
     # What the JSON button gives is the fitted recalibrator itself.
     doc = json.loads(result.recalibrator_json())
     assert doc["method"] == "temperature" and doc["n_classes"] == 10
+
+
+def _calibrated_csv(n: int = 720, seed: int = 5) -> bytes:
+    """Binary predictions drawn calibrated: y ~ Bernoulli(p), p ~ Beta(2, 2)."""
+    rng = np.random.default_rng(seed)
+    p = rng.beta(2, 2, n)
+    y = (rng.random(n) < p).astype(int)
+    return ("p0,p1,label\n" + "".join(f"{1 - q:.17g},{q:.17g},{int(t)}\n" for q, t in zip(p, y))).encode()
+
+
+def _ece_card(at: AppTest):
+    return next(m for m in at.metric if m.label == "ECE after")
+
+
+@pytest.mark.parametrize("seed,rose", [(1, True), (2, False)])
+def test_the_ece_card_is_grey_unless_a_rise_is_shown(at, seed, rose):
+    """Calibrated data, temperature scaling (no real gain), 144 held-out rows: the ECE card was green or
+    red by the sign of the change (44 % / 55 % of files, audit 6); now grey either way, number kept.
+    Seed 1: the ECE rose by 0.0074, not beyond its noise (ece_rise_shown); seed 2: it fell by 0.0137."""
+    at.switch_page("views/data.py").run()
+    at.file_uploader(key="data_upload").upload("calibrated.csv", _calibrated_csv(), "text/csv").run()
+    at.switch_page(APPLY).run()
+    at.slider(key="ship_holdout").set_value(20).run()
+    at.number_input(key="ship_seed").set_value(seed).run()
+    at.button(key="ship_run").click().run()
+    result = _finish(at, "ship").result
+    assert result.n_eval == 144 and (result.after["ece"] > result.before["ece"]) == rose
+    assert result.worse_shown is (False if rose else None)
+    card = _ece_card(at)
+    assert card.proto.delta == f"{result.after['ece'] - result.before['ece']:+.4f}"
+    assert (card.proto.color, card.proto.direction) == (card.proto.GRAY, card.proto.NONE)
+    assert texts.ECE_CARD_COLOUR in card.proto.help
+    nll = next(m for m in at.metric if m.label == "NLL after")
+    assert nll.proto.delta and (nll.proto.color, nll.proto.direction) == (nll.proto.GRAY, nll.proto.NONE)
+
+
+def test_the_ece_card_is_red_where_the_rise_is_shown(at):
+    """A saved temperature scaling with T = 0.3 (far over-confident) applied to calibrated data: the
+    rows show the rise (ece_rise_shown), and the card is red with an up arrow."""
+    at.switch_page("views/data.py").run()
+    at.file_uploader(key="data_upload").upload("calibrated.csv", _calibrated_csv(), "text/csv").run()
+    at.switch_page(APPLY).run()
+    at.file_uploader(key="apply_upload").upload("t.json", _temperature_doc(at, state={"temperature": 0.3}),
+                                                "application/json").run()
+    at.button(key="apply_run").click().run()
+    result = _finish(at, "apply").result
+    assert result.worse_shown is True
+    card = _ece_card(at)
+    assert card.proto.delta == f"{result.after['ece'] - result.before['ece']:+.4f}"
+    assert (card.proto.color, card.proto.direction) == (card.proto.RED, card.proto.UP)
 
 
 def test_fit_on_every_row_says_the_check_is_in_sample(at):

@@ -285,6 +285,9 @@ def test_pbr_tiny_fit_shows_kl_bounds_and_downloads(at):
                                         True)
     assert "With α = 0 the KL term hardly holds the fit back" in expected
     assert [w.value for w in at.warning if "worse calibrated" in w.value] == [expected]
+    # The rise shown by the rule (worse_shown): the ECE card is red with an up arrow; any other change is grey.
+    card = next(m for m in at.metric if m.label == "Test ECE after")
+    assert card.proto.delta == "+0.0200" and (card.proto.color, card.proto.direction) == (card.proto.RED, card.proto.UP)
     assert _metric(at, "KL") == "15,710"  # such fits have large KLs: whole numbers fit the card, 1.571e+04 did not
     assert "worse calibrated than no recalibration" in _html_text(report.build_report([report.pbr_section(worse)],
                                                                                        data_name="d"))
