@@ -298,7 +298,7 @@ def generalization_section(result: runs.GenResult) -> ReportSection:
     fk = res.across_folds
     paragraphs = _partial(result, len(res.table), len(s.alphas) * s.n_folds) + [
         texts.GEN_INTRO, texts.correlation_reading(fk.verdict, fk.mean_tau, fk.folds_positive, fk.folds_negative,
-                                                   fk.folds, fk.smallest_p)]
+                                                   fk.folds, fk.smallest_p, n_re=s.n_re, n_rows=result.n_rows)]
     figs, shown = [], []
     if result.n_classes == 2:  # binary data: which ECE the gaps are of, as on the page
         paragraphs.append("ECE: " + texts.binary_ece_caption(s.binary_ece))

@@ -992,7 +992,9 @@ GEN_BOUND_CAPTION = (
 ALPHAS_HELP = "The KL weights to try (the paper's grid). Each α is fitted once per fold."
 GEN_N_RE_HELP = (
     "Size of the recalibration set and of the disjoint test subset (the gap compares equal sizes, as "
-    "Corollary 1 assumes). Needs 2·n_re ≤ n, and at least 144 rows (below that a test ECE says nothing)."
+    "Corollary 1 assumes). Needs 2·n_re ≤ n, and at least 144 rows (below that a test ECE says nothing). "
+    "Keep it at most n / 4 (the default): above that the folds re-split mostly the same rows, and whether "
+    "the KL goes with the gap is not read."
 )
 EPS_RECAL_HELP = "ε: the bounds hold with probability at least 1 − ε over the draw of the recalibration set."
 #: The Generalization page's four numbers on "does the KL go with the gap" (pbr_core.experiments.fold_kendall).
@@ -1029,12 +1031,20 @@ KL_GAP_CAPTION = (
 
 
 def correlation_reading(verdict: str, mean_tau: float, positive: int, negative: int, folds: int,
-                        smallest_p: float) -> str:
+                        smallest_p: float, *, n_re: int | None = None, n_rows: int | None = None) -> str:
     """What the fold-by-fold test of KL against the gap says (``pbr_core.experiments.FoldKendall``):
-    its verdict, how many folds carry it, and, when nothing is shown, why that is not "no relation"."""
+    its verdict, how many folds carry it, and, when nothing is shown, why that is not "no relation".
+
+    With ``n_re`` and ``n_rows`` (the file's rows) given and n_re above n_rows / 4
+    (``pbr_core.experiments.folds_overlap_too_much``), no verdict is read: the folds re-split mostly
+    the same rows, and the test claims a relation too often there (8-9 % of null studies at 5 %)."""
     if verdict == "undefined":
         return ("No fold has enough fits to compare their order (at least 3 α values that did not fail, with "
                 "different KLs and gaps): choose more α values.")
+    from pbr_core.experiments import folds_overlap_too_much
+
+    if n_re is not None and n_rows is not None and folds_overlap_too_much(n_re, n_rows):
+        return fold_overlap_reading(positive, negative, folds, mean_tau, n_re, n_rows)
     if verdict == "positive":
         return (f"A larger KL comes with a larger gap in {positive} of {folds} folds (mean τ = {mean_tau:+.2f}): "
                 "more than chance explains (both tests below 5%), as Corollary 1 predicts.")
@@ -1049,6 +1059,24 @@ def correlation_reading(verdict: str, mean_tau: float, positive: int, negative: 
             f"{mean_tau:+.2f}), which chance gives often when KL and gap are unrelated. That is not evidence of "
             "no relation: the gap is noisy (the ECE's own estimation error is of its size); more folds or a "
             "larger n_re help.")
+
+
+def fold_overlap_reading(positive: int, negative: int, folds: int, mean_tau: float, n_re: int, n_rows: int) -> str:
+    """The fold test's reading when n_re is above a quarter of the file's rows: no verdict, why, what to do
+    (a smaller n_re, or, when a quarter of the rows is below the smallest recalibration set, more rows)."""
+    from pbr_core.experiments import MIN_FIT_ROWS
+
+    top = n_rows // 4
+    used = f"all {n_rows:,} of them" if 2 * n_re >= n_rows else f"{2 * n_re:,} of them"
+    todo = (f"choose n_re of at most {top:,} (a quarter of the rows)" if top >= MIN_FIT_ROWS else
+            f"load a file of at least {4 * MIN_FIT_ROWS:,} rows, so that n_re can be {MIN_FIT_ROWS} or more "
+            "and at most a quarter of the rows")
+    return (f"Not read: τ is above 0 in {positive} of {folds} folds and below in {negative} (mean τ = "
+            f"{mean_tau:+.2f}), but the folds re-split one sample of {n_rows:,} rows, each using {used} "
+            f"({n_re:,} to fit on, {n_re:,} to test on), so any two folds share most of their rows. Their fits then follow this sample's own "
+            "pattern together, and the fold test cannot tell a relation between KL and gap from that pattern "
+            "(with half the rows in each set it claims a relation in about 9% of samples where there is none, "
+            f"not 5%). To test it, {todo}.")
 
 
 REPORT_HELP = (

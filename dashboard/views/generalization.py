@@ -6,7 +6,8 @@ import streamlit as st
 
 from dashboard import figures_recal as FR
 from dashboard import jobs, recal_ui, runs, state, tables, texts
-from pbr_core.experiments import MIN_TEST_ROWS, PAPER_ALPHAS, PAPER_N_RE, small_file_problem, small_test_set_problem
+from pbr_core.experiments import (MIN_TEST_ROWS, PAPER_ALPHAS, kl_gap_default_n_re, small_file_problem,
+                                  small_test_set_problem)
 from pbr_core.recalibrators import MAX_ITERATIONS, methods_taking, takes
 
 K_OBJECTIVE = "gen_objective"
@@ -21,8 +22,10 @@ K_FOR = "gen_for"
 
 
 def _reset_for_new_data(loaded: state.Loaded) -> None:
-    # The paper's 1000 when 2,000 rows allow it, else half the rows; at least MIN_TEST_ROWS (the test subset).
-    state.reset_for_data(K_FOR, loaded.key, {K_N_RE: max(2, min(PAPER_N_RE, loaded.preds.n // 2))})
+    # The paper's 1000 when 4,000 rows allow it, else a quarter of the rows, so that the folds share few
+    # rows and their verdict can be read (folds_overlap_too_much); half the rows when a quarter is below
+    # MIN_FIT_ROWS (the verdict is then not read, the fits are still measured).
+    state.reset_for_data(K_FOR, loaded.key, {K_N_RE: max(2, kl_gap_default_n_re(loaded.preds.n))})
 
 
 def _default_folds() -> int:
@@ -103,7 +106,7 @@ def _results(loaded: state.Loaded, result: runs.GenResult) -> None:
     c[2].metric(texts.FOLD_METRICS[2], texts.p_value(fk.wilcoxon_p), help=texts.FOLD_WILCOXON_HELP)
     c[3].metric(texts.FOLD_METRICS[3], texts.p_value(fk.sign_p), help=texts.FOLD_SIGN_HELP)
     st.markdown(texts.correlation_reading(fk.verdict, fk.mean_tau, fk.folds_positive, fk.folds_negative, fk.folds,
-                                          fk.smallest_p))
+                                          fk.smallest_p, n_re=s.n_re, n_rows=result.n_rows))
     extreme = tables.extreme_kl_note(res.table, result.n_classes) if result.n_classes else None
     if extreme:  # a fit that drifted from its prior (alpha = 0): said, marked on the chart, out of the means
         st.warning(extreme, icon=":material/warning:")

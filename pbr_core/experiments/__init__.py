@@ -10,7 +10,9 @@ and Appendices F-G:
   verdict rests on the corrected test (the folds overlap), Holm-corrected over the pairs;
   :func:`shown_best` - the best method only when the folds show it (:data:`MIN_PAIRED_FOLDS` = 6).
 * :func:`kl_vs_ece_gap` - KL against the ECE generalisation gap over alpha (Section 6.1, Figure 2);
-  :func:`fold_kendall` - whether the two go together: Kendall's tau within each fold, tested across folds.
+  :func:`fold_kendall` - whether the two go together: Kendall's tau within each fold, tested across folds;
+  :func:`folds_overlap_too_much` - whether the folds share too many rows for that test to be read
+  (n_re above n / 4), :func:`kl_gap_default_n_re` the n_re a front end proposes (n / 4 at most).
 * :func:`n_re_sweep` - test ECE against the recalibration set size (Figure 3).
 * :func:`split_indices` - one fold's split.
 * :func:`fit_and_test` - one recalibrator fitted on one fold and tested on the rest, with the bounds of the fit.
@@ -70,7 +72,8 @@ from pbr_core.experiments._protocol import (
 )
 from pbr_core.experiments.compare import COMPARE_COLUMNS, compare, fit_and_evaluate
 from pbr_core.experiments.holdout import HeldOutFit, fit_and_test
-from pbr_core.experiments.kl_gap import (KL_GAP_COLUMNS, FoldKendall, KLGapResult, extreme_kl, fold_kendall, kl_limit,
+from pbr_core.experiments.kl_gap import (KL_GAP_COLUMNS, MAX_FOLD_SHARE, FoldKendall, KLGapResult, extreme_kl,
+                                        fold_kendall, folds_overlap_too_much, kl_gap_default_n_re, kl_limit,
                                         kl_vs_ece_gap)
 from pbr_core.experiments.settings import (CompareSettings, FitSettings, GroupGapSettings, KLGapSettings,
                                            PBRSettings, SweepSettings)
@@ -110,6 +113,9 @@ __all__ = [
     "PBRSettings",
     "SweepSettings",
     "FoldKendall",
+    "MAX_FOLD_SHARE",
+    "folds_overlap_too_much",
+    "kl_gap_default_n_re",
     "HeldOutFit",
     "KLGapResult",
     "TEST_NAMES",

@@ -29,6 +29,7 @@ from pbr_core.cancel import Cancelled
 from pbr_core.experiments._protocol import (
     BinaryECE,
     DEFAULT_BINARY_ECE,
+    MIN_FIT_ROWS,
     CancelCallback,
     OnError,
     Runner,
@@ -36,25 +37,68 @@ from pbr_core.experiments._protocol import (
     fold_label,
     check_int,
     check_predictions,
+    default_n_re,
     iter_folds,
     split_indices,
     warn_small_test_set,
 )
 from pbr_core.evaluation import measured_ece
-from pbr_core.paper import PAPER_ALPHAS
+from pbr_core.paper import PAPER_ALPHAS, PAPER_N_RE
 from pbr_core.gp.grid import GridFit, fit_grid, fit_grid_batched
 from pbr_core.parallel import check_n_jobs
 from pbr_core.predictions import Predictions
 from pbr_core.progress import Progress
 from pbr_core.recalibrators import get_recalibrator
 
-__all__ = ["KL_GAP_COLUMNS", "FoldKendall", "KLGapResult", "extreme_kl", "fold_kendall", "kl_limit", "kl_vs_ece_gap"]
+__all__ = ["KL_GAP_COLUMNS", "MAX_FOLD_SHARE", "FoldKendall", "KLGapResult", "extreme_kl", "fold_kendall",
+           "folds_overlap_too_much", "kl_gap_default_n_re", "kl_limit", "kl_vs_ece_gap"]
 
 #: Columns of :attr:`KLGapResult.table`, in order.
 KL_GAP_COLUMNS = ("alpha", "fold", "n_re", "n_bins", "kl", "ece_re", "ece_te", "gap", "bound", "fit_seconds", "error")
 
 
 Verdict = Literal["positive", "negative", "none shown", "undefined"]
+
+#: The largest share n_re / n of a file's rows a fold's recalibration set may take for the fold test
+#: (:class:`FoldKendall`) to be read. Folds re-split one file, so two folds' recalibration sets share
+#: about n_re / n of their rows, and every fold's fits see the same sample's noise; the test treats the
+#: folds' taus as independent. Null simulations (fit family shared across folds, as fits on shared rows
+#: are; audit 6, repeated in tests/test_kl_gap_folds.py): at n_re / n = 1/2 the verdict claimed a relation in 8.3 % and 9.3 %
+#: of studies (33 of 400, 28 of 300; nominal 5 %), at 200 / 900 = 0.22 (the reproduction's 20-22 %) in
+#: 4 % (12 of 300).
+MAX_FOLD_SHARE = 0.25
+
+
+def folds_overlap_too_much(n_re: int, n: int) -> bool:
+    """Whether the folds of a KL-gap study with ``n_re`` rows per set, drawn from a file of ``n`` rows,
+    share too many rows for :attr:`FoldKendall.verdict` to be read: n_re above n / 4
+    (:data:`MAX_FOLD_SHARE`).
+
+    Examples
+    --------
+    >>> folds_overlap_too_much(1000, 2000), folds_overlap_too_much(500, 2000), folds_overlap_too_much(1000, 9090)
+    (True, False, False)
+    """
+    n_re, n = int(n_re), int(n)
+    if n < 1:
+        raise ValueError(f"Expected argument `n` (the file's rows) to be positive, but got {n}.")
+    return n_re > MAX_FOLD_SHARE * n
+
+
+def kl_gap_default_n_re(n: int) -> int:
+    """The n_re a front end proposes for a KL-gap study on a file of ``n`` rows: the paper's 1000
+    (:data:`~pbr_core.experiments.PAPER_N_RE`) or a quarter of the rows, whichever is smaller, so that
+    the folds' verdict can be read (:func:`folds_overlap_too_much`); when a quarter is below
+    :data:`~pbr_core.experiments.MIN_FIT_ROWS`, :func:`~pbr_core.experiments.default_n_re` (half the
+    rows), whose fits are then measurable though its fold verdict is not.
+
+    Examples
+    --------
+    >>> kl_gap_default_n_re(10_000), kl_gap_default_n_re(2_000), kl_gap_default_n_re(576), kl_gap_default_n_re(400)
+    (1000, 500, 144, 200)
+    """
+    quarter = min(PAPER_N_RE, int(n) // 4)
+    return quarter if quarter >= MIN_FIT_ROWS else default_n_re(n)
 
 
 @dataclass(frozen=True)
@@ -67,7 +111,10 @@ class FoldKendall:
     as negative. Folds are random splits of one file, so two folds share some rows (2 n_re of n
     each); the simulations of ``tests/test_paper_figures.py`` draw folds from one pool in this way
     and find the false-alarm rate at or below its nominal level, where one pooled test over every
-    fit raises it several-fold.
+    fit raises it several-fold. That holds while the folds share few rows: with n_re above n / 4
+    the folds are re-splits of mostly the same rows, fits on those rows share a direction of their
+    own, and the verdict claims a relation too often (:func:`folds_overlap_too_much`; front ends then
+    do not read it).
 
     Attributes
     ----------

@@ -26,7 +26,7 @@ from pbr_core.evaluation import ece_rise_shown, evaluation_metrics, measured_cal
 from pbr_core.experiments._protocol import ended_at_prior, split_indices
 from pbr_core.experiments.compare import compare
 from pbr_core.experiments.holdout import Stage, fit_and_test
-from pbr_core.experiments.kl_gap import KLGapResult, kl_vs_ece_gap
+from pbr_core.experiments.kl_gap import KLGapResult, folds_overlap_too_much, kl_vs_ece_gap
 from pbr_core.experiments.settings import (CompareSettings, FitSettings, GroupGapSettings, KLGapSettings,
                                            PBRSettings, SweepSettings)
 from pbr_core.experiments.sweep import n_re_sweep
@@ -191,14 +191,22 @@ def run_sweep(preds: Predictions, s: SweepSettings, *, progress: Progress | None
 
 @dataclass
 class KLGapRun(_Measured):
-    """:func:`~pbr_core.experiments.kl_vs_ece_gap`'s result (maybe partial: ``stopped``) and the data's
-    number of classes (which KLs are extreme: :func:`~pbr_core.experiments.extreme_kl`)."""
+    """:func:`~pbr_core.experiments.kl_vs_ece_gap`'s result (maybe partial: ``stopped``), the data's
+    number of classes (which KLs are extreme: :func:`~pbr_core.experiments.extreme_kl`) and rows
+    (whether the folds share too many rows for their verdict: :func:`~pbr_core.experiments.folds_overlap_too_much`)."""
 
     settings: KLGapSettings
     result: KLGapResult
     n_classes: int | None = None
     kind: str = "multiclass"
     stopped: bool = False
+    n_rows: int | None = None
+
+    @property
+    def folds_overlap(self) -> bool:
+        """Whether the folds re-split so much of one file (n_re above n / 4) that the fold test's
+        verdict is not to be read; False when the file's rows are not known."""
+        return self.n_rows is not None and folds_overlap_too_much(self.settings.n_re, self.n_rows)
 
 
 def run_kl_gap(preds: Predictions, s: KLGapSettings, *, progress: Progress | None = None,
@@ -215,7 +223,8 @@ def run_kl_gap(preds: Predictions, s: KLGapSettings, *, progress: Progress | Non
             stopped = False
         except Cancelled as exc:
             res, stopped = KLGapResult.from_table(exc.partial, objective=s.objective, eps=s.eps), True
-    return KLGapRun(settings=s, result=res, n_classes=preds.n_classes, kind=preds.kind, stopped=stopped)
+    return KLGapRun(settings=s, result=res, n_classes=preds.n_classes, kind=preds.kind, stopped=stopped,
+                    n_rows=preds.n)
 
 
 # ---------------------------------------------------------------------------- a recalibrator to take away

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 
 import numpy as np
@@ -138,6 +139,15 @@ def test_sweep_and_generalization_sections_from_tables():
     assert shown["Kendall τ, fold 1"] == "+1.000" and shown[texts.FOLD_METRICS[1]] == "6 of 6"
     assert shown[texts.FOLD_METRICS[3]] == "0.031"  # 2 / 2^6: six folds all agreeing
     assert any("A larger KL comes with a larger gap in 6 of 6 folds" in p for p in sec.paragraphs)
+    # The same fits on a file of 1,200 rows: n_re 500 is above a quarter, the folds re-split mostly the
+    # same rows, and the report reads no verdict (pbr_core.experiments.folds_overlap_too_much).
+    gen.n_rows = 1200
+    (said,) = [p for p in report.generalization_section(gen).paragraphs if "τ is above 0" in p]
+    assert said.startswith("Not read") and "more than chance" not in said
+    assert "choose n_re of at most 300" in said and "share most of their rows" in said
+    gen.n_rows = 2000  # a quarter: read
+    assert any("A larger KL comes with a larger gap in 6 of 6 folds" in p
+               for p in report.generalization_section(gen).paragraphs)
 
 
 def test_generalization_reading_follows_the_fold_test():
@@ -149,6 +159,26 @@ def test_generalization_reading_follows_the_fold_test():
     few = texts.correlation_reading("none shown", 0.9, 3, 0, 3, 0.25)
     assert "With 3 folds no test can show a relation" in few and "0.25" in few
     assert "choose more α values" in texts.correlation_reading("undefined", float("nan"), 0, 0, 0, 1.0)
+
+
+@pytest.mark.parametrize("verdict", ["positive", "negative", "none shown"])
+def test_no_verdict_is_read_when_the_folds_re_split_mostly_the_same_rows(verdict):
+    """n_re above a quarter of the file's rows: whatever the fold test says, the sentence claims no relation
+    (and no absence of one), says why, and what to do; at a quarter or below, the verdict's own words."""
+    args = (verdict, 0.3, 9, 1, 10, 2 / 1024)
+    half = texts.correlation_reading(*args, n_re=1000, n_rows=2000)
+    assert half.startswith("Not read: τ is above 0 in 9 of 10 folds") and "more than chance" not in half
+    assert "No relation shown" not in half and "one sample of 2,000 rows, each using all 2,000 of them" in half
+    assert "cannot tell a relation" in half and "choose n_re of at most 500 (a quarter of the rows)" in half
+    third = texts.correlation_reading(*args, n_re=700, n_rows=2100)
+    assert "each using 1,400 of them" in third and "at most 525" in third
+    # A quarter of the rows below the smallest recalibration set: more rows, not a smaller n_re.
+    small = texts.correlation_reading(*args, n_re=252, n_rows=504)
+    assert "load a file of at least 576 rows" in small and "choose n_re" not in small
+    assert texts.correlation_reading(*args, n_re=500, n_rows=2000) == texts.correlation_reading(*args)
+    assert texts.correlation_reading(*args, n_re=500) == texts.correlation_reading(*args)  # rows unknown
+    assert "choose more α values" in texts.correlation_reading("undefined", math.nan, 0, 0, 0, 1.0, n_re=1000,
+                                                               n_rows=2000)
 
 
 def test_fit_and_apply_sections(cifar10, tmp_path):

@@ -118,6 +118,19 @@ def test_generalization_page_refuses_a_test_subset_below_144_rows(at):
     assert at.button(key="gen_run").disabled
 
 
+def test_generalization_page_proposes_a_quarter_of_a_small_file():
+    """On 1,200 rows the page proposes n_re = 300 (a quarter: folds sharing few rows, their verdict read;
+    before, 600 of 1,200, where every fold re-split the whole file); on 504 rows a quarter (126) is below
+    the 144 a fit needs, and half the rows stay (the test above)."""
+    app = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=60)
+    app.run()
+    app.file_uploader(key="data_upload").upload("forecasts_1200.csv", small_kitti_csv(1200), "text/csv").run()
+    app.switch_page(GEN).run()
+    assert not app.exception
+    assert app.number_input(key="gen_n_re").value == 300 and not _errors(app)
+    assert "at most n / 4" in app.number_input(key="gen_n_re").help
+
+
 def test_fit_and_apply_holds_out_enough_rows_to_check_the_fit(at):
     at.switch_page(APPLY).run()
     assert not at.exception
