@@ -1073,8 +1073,8 @@ def fold_overlap_reading(positive: int, negative: int, folds: int, mean_tau: flo
             "and at most a quarter of the rows")
     return (f"Not read: τ is above 0 in {positive} of {folds} folds and below in {negative} (mean τ = "
             f"{mean_tau:+.2f}), but the folds re-split one sample of {n_rows:,} rows, each using {used} "
-            f"({n_re:,} to fit on, {n_re:,} to test on), so any two folds share most of their rows. Their fits then follow this sample's own "
-            "pattern together, and the fold test cannot tell a relation between KL and gap from that pattern "
+            f"({n_re:,} to fit on, {n_re:,} to test on), so any two folds share most of their rows. Their fits "
+            "then follow this sample's own pattern together, and the fold test cannot tell a relation between KL and gap from that pattern "
             "(with half the rows in each set it claims a relation in about 9% of samples where there is none, "
             f"not 5%). To test it, {todo}.")
 

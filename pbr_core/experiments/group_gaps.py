@@ -202,7 +202,6 @@ def group_gap_summary(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """
     per_group = (table.groupby(["group", "strategy"], sort=False)["ece"].agg(["mean", "std", "count"])
                  .reset_index())
-    per_fold = (table.dropna(subset=["ece"]).groupby(["fold", "strategy"])["ece"]
-                .agg(lambda v: v.max() - v.min() if v.size >= 2 else np.nan).rename("gap"))
-    gaps = per_fold.reset_index().groupby("strategy")["gap"].agg(["mean", "std", "count"]).reindex(STRATEGIES)
+    per_fold = per_fold_gaps(table).rename(columns={"method": "strategy"})
+    gaps = per_fold.groupby("strategy")["gap"].agg(["mean", "std", "count"]).reindex(STRATEGIES)
     return per_group, gaps.reset_index()

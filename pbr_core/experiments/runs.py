@@ -26,7 +26,7 @@ from pbr_core.evaluation import ece_rise_shown, evaluation_metrics, measured_cal
 from pbr_core.experiments._protocol import ended_at_prior, split_indices
 from pbr_core.experiments.compare import compare
 from pbr_core.experiments.holdout import Stage, fit_and_test
-from pbr_core.experiments.kl_gap import KLGapResult, folds_overlap_too_much, kl_vs_ece_gap
+from pbr_core.experiments.kl_gap import KLGapResult, kl_vs_ece_gap
 from pbr_core.experiments.settings import (CompareSettings, FitSettings, GroupGapSettings, KLGapSettings,
                                            PBRSettings, SweepSettings)
 from pbr_core.experiments.sweep import n_re_sweep
@@ -202,12 +202,6 @@ class KLGapRun(_Measured):
     stopped: bool = False
     n_rows: int | None = None
 
-    @property
-    def folds_overlap(self) -> bool:
-        """Whether the folds re-split so much of one file (n_re above n / 4) that the fold test's
-        verdict is not to be read; False when the file's rows are not known."""
-        return self.n_rows is not None and folds_overlap_too_much(self.settings.n_re, self.n_rows)
-
 
 def run_kl_gap(preds: Predictions, s: KLGapSettings, *, progress: Progress | None = None,
                cancel: CancelCallback | None = None) -> KLGapRun:
@@ -317,10 +311,11 @@ def interval_summary(recalibrator: Any, data: Predictions, after: np.ndarray, ta
     # their arithmetic mean, so p can lie just outside it (1.8 % of CIFAR-10 rows, 2 folds).
     inside = float(np.mean((p >= lo - 1e-12) & (p <= hi + 1e-12)))
     one_vs_all = data.n_classes > 2 and getattr(recalibrator, "multiclass", "one_vs_all") == "one_vs_all"
-    reason = "renormalised" if one_vs_all else "folds" if hasattr(recalibrator, "n_splits") else ""
+    cross = hasattr(recalibrator, "n_splits")
+    reason = "renormalised" if one_vs_all else "folds" if cross else ""
     return IntervalSummary(target=target, mean_width=float(width.mean()), median_width=float(np.median(width)),
                            p90_width=float(np.quantile(width, 0.9)), inside=inside, outside_reason=reason,
-                           cross=hasattr(recalibrator, "n_splits"))
+                           cross=cross)
 
 
 def _measure(recalibrator: Recalibrator, data: Predictions, binary_ece: str, notes: list[str],
