@@ -6,9 +6,10 @@ about 2 minutes on a shared 2-core machine; --quick about 10 s.
 
 The Reliability page, the audit report and ``pbr-calib evaluate`` make three claims about the same rows:
 the test of calibration (``significance.verdict``: p < ALPHA_TEST), the bins note after a "no evidence"
-(``significance.bins_note``: P(Binomial(m, 0.1) >= k) < ALPHA_BINS) and the CORP MCB against chance
+(``significance.bins_note``: the bins count's p-value < ALPHA_BINS; since audit 7 the Poisson-binomial tail of
+each bin's chance of lying outside, ``significance.bins_outside_test``, before it P(Binomial(m, 0.1) >= k)) and the CORP MCB against chance
 (``corp.mcb_against_chance``: above the reference of 199 draws at 1 - ALPHA_MCB). Per file the script
-keeps the three p-values (the MCB's is (1 + draws at least as large) / 200, so "beyond chance" at level
+keeps the p-values (the bins count's by both rules; the MCB's is (1 + draws at least as large) / 200, so "beyond chance" at level
 1 - a is p <= floor(a x 200) / 200) and counts, for the split in the code and for the earlier 5 % each,
 how often each claim and any of the three is made:
 
@@ -57,11 +58,12 @@ def _squeezer(rng: np.random.Generator):
 
 
 def p_values(scenario: str, n: int, files: int, seed: int) -> np.ndarray:
-    """(files, 3): the test's, the bins count's and the MCB's p-value of each file."""
+    """(files, 4): the test's, the bins count's (Poisson-binomial: the code's rule), the MCB's and the bins count's
+    by the binomial rule before audit 7, per file."""
     adult = pbr_core.load_predictions(ROOT / "sample_data" / "adult_gradient_boosting.csv.gz").p_positive
     rng = np.random.default_rng(seed)
     squeeze = _squeezer(rng) if scenario == "squeezed" else None
-    out = np.empty((files, 3))
+    out = np.empty((files, 4))
     for t in range(files):
         if squeeze is not None:
             p, y = squeeze(n)
@@ -70,15 +72,16 @@ def p_values(scenario: str, n: int, files: int, seed: int) -> np.ndarray:
             q = p if scenario == "calibrated" else np.clip(p + 0.03, 0, 1)
             y = (rng.random(n) < q).astype(int)
         test = S.calibration_test(p, y, seed=t)
-        k, m = S.bins_outside(pbr_core.reliability_diagram(np.c_[1 - p, p], y, pbr_core.optimal_n_bins(n)))
-        out[t] = test.p_value, S.bins_outside_p(k, m), mcb_against_chance(p, y, seed=t)["brier"].p_value
+        k, m, p_bins = S.bins_outside_test(pbr_core.reliability_diagram(np.c_[1 - p, p], y, pbr_core.optimal_n_bins(n)))
+        out[t] = test.p_value, p_bins, mcb_against_chance(p, y, seed=t)["brier"].p_value, S.bins_outside_p(k, m)
     return out
 
 
-def counts(ps: np.ndarray, a_test: float, a_bins: float, a_mcb: float) -> tuple[int, int, int, int]:
-    """(test, bins note, MCB, any of the three) claims at the given levels; the note only after "no evidence"."""
+def counts(ps: np.ndarray, a_test: float, a_bins: float, a_mcb: float, binomial: bool = False) -> tuple[int, int, int, int]:
+    """(test, bins note, MCB, any of the three) claims at the given levels; the note only after "no evidence"
+    (``binomial``: by the bins count's rule before audit 7)."""
     test = ps[:, 0] < a_test
-    bins = ~test & (ps[:, 1] < a_bins)
+    bins = ~test & (ps[:, 3 if binomial else 1] < a_bins)
     mcb = ps[:, 2] * (MCB_CHANCE_DRAWS + 1) <= np.floor(a_mcb * (MCB_CHANCE_DRAWS + 1) + 1e-9)
     return int(test.sum()), int(bins.sum()), int(mcb.sum()), int((test | bins | mcb).sum())
 
@@ -90,7 +93,10 @@ def main() -> None:
     f = 0.1 if args.quick else 1.0
     cases = [("calibrated", 300, 1500), ("calibrated", 2000, 600), ("shifted 0.03", 300, 300),
              ("squeezed", 3000, 100), ("squeezed", 600, 200)]
-    splits = {"5 % each (before)": (0.05, 0.05, 0.05), "split (now)": (S.ALPHA_TEST, S.ALPHA_BINS, S.ALPHA_MCB)}
+    split = (S.ALPHA_TEST, S.ALPHA_BINS, S.ALPHA_MCB)
+    splits = {"5 % each, binomial bins count (before audit 5)": (0.05, 0.05, 0.05, True),
+              "split, binomial bins count (audit 5)": (*split, True),
+              "split, Poisson-binomial bins count (now)": (*split, False)}
     lines = ["| case | rows | files | levels (test / bins / MCB) | test | bins note | MCB | any of the three |",
              "|---|---|---|---|---|---|---|---|"]
     for i, (case, n, files) in enumerate(cases):
@@ -98,16 +104,16 @@ def main() -> None:
         ps = p_values(case.split()[0], n, files, seed=1000 + i)
         for name, levels in splits.items():
             c = counts(ps, *levels)
-            lines.append(f"| {case} | {n:,} | {files:,} | {name}: {' / '.join(f'{a:g}' for a in levels)} | "
+            lines.append(f"| {case} | {n:,} | {files:,} | {name}: {' / '.join(f'{a:g}' for a in levels[:3])} | "
                          + " | ".join(f"{v} ({v / files:.1%})" for v in c) + " |")
-        print(lines[-2], lines[-1], sep="\n", flush=True)
+        print(*lines[-len(splits):], sep="\n", flush=True)
     table = "\n".join(lines)
     print(table)
     if not args.quick:
         (ROOT / "benchmarks" / "RESULTS_claim_family.md").write_text(
             "# The three claims about one set of rows, alone and together (bench_claim_family.py)\n\n"
             "Counts of files on which each claim is made (the bins note only after the test found no evidence), "
-            "with the levels of the code and the earlier 5 % each. Calibrated rows: every claim is a false alarm "
+            "with the levels and the bins count's rule of the code and the earlier ones. Calibrated rows: every claim is a false alarm "
             "(any of the three: at most 5 % by the union bound now). Shifted and squeezed rows: power.\n\n"
             + table + "\n")
 

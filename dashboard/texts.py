@@ -1235,12 +1235,13 @@ def bands_beside_test(test, table, where: str = "diagram above") -> str:
     reading as an all-clear
     (:func:`pbr_core.significance.bins_note`); empty otherwise. One bin in ten outside is the chance rate
     and says nothing (audit 4: the earlier "any bin outside" rule fired on 64-89 % of calibrated files)."""
-    from pbr_core.significance import bins_note
+    from pbr_core.significance import bins_note, outside_chances
 
     if table is None or "band_low" not in table:
         return ""
     k, m = bins_outside(table)
-    return bins_note(test, k, m, f"bins with rows in the {where}")
+    return bins_note(test, k, m, f"bins with rows in the {where}",
+                     chances=outside_chances(table) if "mean_confidence" in table else None)
 
 
 def apply_measured_on(origin: str, evaluated_on: str, seconds: float) -> str:
@@ -1776,8 +1777,8 @@ def group_bands_caption(counts: dict, name: str, what: str = "group") -> str:
     than chance after correcting for the groups one can look through (``counts``:
     :func:`pbr_core.groups.bins_outside_by_group` of every group's diagram; ``what``: "group" or "slice").
 
-    The Reliability page's count rule (Binomial(m, 0.1) tail below 0.05), Holm-corrected over the groups:
-    a bar outside its band is no finding by itself (18.4 % of calibrated groups of 100-200 rows had one,
+    The Reliability page's count rule (:func:`pbr_core.significance.bins_outside_test`, its p below 0.05
+    here), Holm-corrected over the groups: a bar outside its band is no finding by itself (18.4 % of calibrated groups of 100-200 rows had one,
     some group of every file of 30 such groups, audit 5)."""
     from pbr_core.significance import p_words
 

@@ -105,8 +105,8 @@ def bins_outside_by_group(diagrams: dict[str, pd.DataFrame], level: float = 0.9
     consistency bands, and whether that is more than chance, corrected for looking at every group.
 
     Returns ``{name: (k, m, p, p_holm)}``: k bins outside of the m bins with rows,
-    p = :func:`pbr_core.significance.bins_outside_p` (P(Binomial(m, 1 - level) >= k), valid under
-    calibration since bins hold disjoint rows), and p_holm its Holm correction over the diagrams with
+    p = :func:`pbr_core.significance.bins_outside_test`'s (the Poisson-binomial tail of each bin's chance of
+    lying outside, valid under calibration since bins hold disjoint rows), and p_holm its Holm correction over the diagrams with
     rows (NaN for a diagram without rows). "More than chance" is p_holm < 0.05.
 
     Why corrected: the pages let the reader look through the groups one by one, and each group's
@@ -117,10 +117,10 @@ def bins_outside_by_group(diagrams: dict[str, pd.DataFrame], level: float = 0.9
     reads so at most 5 %, as the groups' own tests (``p_holm`` of the table) do.
     """
     names = list(diagrams)
-    counts = [S.bins_outside(diagrams[g]) if len(diagrams[g]) else (0, 0) for g in names]
-    p = np.array([S.bins_outside_p(k, m, level) if m else np.nan for k, m in counts])
+    tests = [S.bins_outside_test(diagrams[g], level) if len(diagrams[g]) else (0, 0, np.nan) for g in names]
+    p = np.array([pv if m else np.nan for _, m, pv in tests])
     adjusted = holm(p)
-    return {g: (k, m, float(pv), float(ph)) for g, (k, m), pv, ph in zip(names, counts, p, adjusted)}
+    return {g: (k, m, float(pv), float(ph)) for g, (k, m, _), pv, ph in zip(names, tests, p, adjusted)}
 
 
 def bucket_dates(values: pd.Series | np.ndarray, every: Bucket = "week") -> pd.Series:

@@ -68,25 +68,73 @@ def test_bins_outside_p_is_the_binomial_upper_tail():
         S.bins_outside_p(5, 4)
 
 
+def _poisson_binomial_pmf(ps: np.ndarray) -> np.ndarray:
+    pmf = np.zeros(ps.size + 1)
+    pmf[0] = 1.0
+    for q in ps:
+        pmf[1:] = pmf[1:] * (1 - q) + pmf[:-1] * q
+        pmf[0] *= 1 - q
+    return pmf
+
+
+def test_each_bins_chance_bounds_its_exact_chance_of_lying_outside():
+    """:func:`pbr_core.significance.outside_chances` against a direct computation: a bin of n rows with
+    known probabilities p_i (uniform within the bin's range, or spread by a Beta(0.2, 0.2) as a bin of
+    B = 1 holds them) has an exact Poisson-binomial count of outcomes; its chance of lying outside the
+    band, from that count, is never above the bound (the binomial bound of the same mean alone exceeds it
+    in bins of 1-3 rows with mean p near 0 or 1: Hoeffding's theorem needs the band's count 1 from the
+    mean, and Markov's bound takes over there), and the bound never exceeds 1 - level = 0.1."""
+    rng = np.random.default_rng(21)
+    worst, chances = -1.0, []
+    for _ in range(4000):
+        n, B = int(rng.integers(1, 80)), int(rng.integers(1, 12))
+        b = int(rng.integers(0, B))
+        p = rng.beta(0.2, 0.2, n) if rng.random() < 0.2 else rng.uniform(b / B, (b + 1) / B, n)
+        table = pbr_core.metrics.reliability_table(np.array([n]), np.array([p.sum()]), np.array([0.0]), n, 0.95)
+        low, high = int(round(table["band_low"][0] * n)), int(round(table["band_high"][0] * n))
+        pmf = _poisson_binomial_pmf(p)
+        exact = pmf[:low].sum() + pmf[high + 1:].sum()
+        bound = float(S.outside_chances(table)[0])
+        worst = max(worst, exact - bound)
+        chances.append(bound)
+    assert worst <= 1e-12 and max(chances) <= 0.1 and 0.03 < np.mean(chances) < 0.09, (worst, max(chances))
+
+
+def test_the_count_p_value_is_the_poisson_binomial_tail_of_the_chances():
+    rng = np.random.default_rng(22)
+    for m in (1, 3, 8, 30):
+        q = rng.uniform(0, 0.1, m)
+        pmf = _poisson_binomial_pmf(q)
+        for k in range(m + 1):
+            assert S.bins_outside_p(k, m, chances=q) == pytest.approx(pmf[k:].sum() if k else 1.0, rel=1e-9, abs=1e-15)
+        assert S.bins_outside_p(m, m, chances=q) <= S.bins_outside_p(m, m)  # sharper than the binomial bound
+    with pytest.raises(ValueError, match="2 chances .* 3 bins"):
+        S.bins_outside_p(1, 3, chances=[0.1, 0.1])
+
+
 @pytest.mark.parametrize("source", ["adult", "cifar10", "uniform"])
 def test_the_bins_sentence_is_rare_on_calibrated_files_and_the_old_rule_is_not(source):
     """Outcomes drawn from the predictions themselves: the sentence (here without the test beside it,
     which can only make it rarer: it is said only after "no evidence") in at most ALPHA_BINS (0.5 %, its
-    share of the 5 % it shares with the test and the MCB) + 3 sd of files in every cell; "any bin
-    outside" in far more than 5 %."""
+    share of the 5 % it shares with the test and the MCB) + 3 sd of files in every cell, by the pages'
+    rule (each bin's chance of lying outside, :func:`pbr_core.significance.outside_chances`) and by the
+    coarser binomial one; "any bin outside" in far more than 5 %."""
     pool = _source(source)
     rng = np.random.default_rng(11)
     R = 200
     for n, B in ((300, 6), (1000, 10), (3000, 14), (3000, 10), (3000, 15), (20000, 27)):
         assert B in (pbr_core.optimal_n_bins(n), 10, 15)
-        new = old = 0
+        new = coarse = old = 0
         for _ in range(R):
             p = rng.uniform(0, 1, n) if pool is None else rng.choice(pool, n)
             y = (rng.random(n) < p).astype(int)
-            k, m = S.bins_outside(pbr_core.reliability_diagram(p, y, B))
-            new += bool(S.bins_note(None, k, m, "bins"))
+            table = pbr_core.reliability_diagram(p, y, B)
+            k, m = S.bins_outside(table)
+            new += bool(S.bins_note(None, k, m, "bins", chances=S.outside_chances(table)))
+            coarse += bool(S.bins_note(None, k, m, "bins"))
             old += k >= 1
-        assert _at_most(new, R, S.ALPHA_BINS), (source, n, B, new)
+        assert _at_most(new, R, S.ALPHA_BINS) and _at_most(coarse, R, S.ALPHA_BINS), (source, n, B, new, coarse)
+        assert coarse <= new  # the chances of each bin only sharpen the binomial bound
         if n >= 1000:  # the rule this replaced fails the same simulation (at 300 rows CIFAR's few bins: 10 %)
             assert not _at_most(old, R), (source, n, B, old)
 
@@ -156,7 +204,8 @@ def test_the_cli_reports_the_count_its_p_value_and_the_sentence():
     preds = pbr_core.Predictions.from_arrays(p, y)
     table = evaluation_table(preds)
     k, m = table["bins_outside_band"], table["bins_with_rows"]
-    assert k >= 2 and table["bins_outside_p"] == pytest.approx(S.bins_outside_p(k, m))
+    assert k >= 2 and table["bins_outside_p"] == pytest.approx(S.bins_outside_test(pbr_core.reliability_diagram(p, y))[2])
+    assert table["bins_outside_p"] <= S.bins_outside_p(k, m)  # never above the coarser binomial bound
     assert table["bins_outside_p"] < S.ALPHA_BINS
     if table["calibration_test_p"] >= S.ALPHA_TEST:
         assert f"Not an all-clear: {k} of the {m} bins with rows of the ECE (B = 14)" in table["calibration_verdict"]

@@ -15,17 +15,18 @@ def test_columns(test, table=None) -> dict:
     """The test of calibration of all rows as ``evaluate`` reports it (in memory and streamed); with
     ``table``, the reliability table of the ECE's B bins (with consistency bands), how many of its bins
     lie outside their 90 % band and the p-value of that count under calibration
-    (:func:`pbr_core.significance.bins_outside_p`), and the verdict says so when it is below
+    (:func:`pbr_core.significance.bins_outside_test`), and the verdict says so when it is below
     :data:`~pbr_core.significance.ALPHA_BINS` (0.005) and the test found nothing at
     :data:`~pbr_core.significance.ALPHA_TEST` (0.035) (:func:`pbr_core.significance.bins_note`), as the Reliability page does."""
-    from pbr_core.significance import bins_note, bins_outside, bins_outside_p, verdict
+    from pbr_core.significance import bins_note, bins_outside_test, outside_chances, verdict
 
     out = {"calibration_test_p": test.p_value, "calibration_test": test.method,
            "detectable_shift": test.detectable_shift, "calibration_verdict": verdict(test)}
     if table is not None:
-        k, m = bins_outside(table)
-        out["calibration_verdict"] += bins_note(test, k, m, f"bins with rows of the ECE (B = {len(table)})")
-        out.update({"bins_outside_band": k, "bins_with_rows": m, "bins_outside_p": bins_outside_p(k, m)})
+        k, m, p = bins_outside_test(table)
+        out["calibration_verdict"] += bins_note(test, k, m, f"bins with rows of the ECE (B = {len(table)})",
+                                                chances=outside_chances(table))
+        out.update({"bins_outside_band": k, "bins_with_rows": m, "bins_outside_p": p})
     return out
 
 
