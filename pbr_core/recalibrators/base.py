@@ -9,9 +9,14 @@ from the value otherwise.
 
 Saved files are JSON (never pickle): ``{"format": "pbr-calib-recalibrator", "format_version": 1,
 "method": ..., "params": {...}, "state": {...}, "n_classes": K, "input_type": ...,
-"class_names": [...] or null}``, no other field (the classes' names where the fit data had them, so that
-predictions whose class columns come in another order are matched by name; files written before
-this field are matched by position). Arrays in
+"class_names": [...] or null, "fit_rows": {...}}``, no other field (the classes' names where the fit data had
+them, so that predictions whose class columns come in another order are matched by name; files written
+before this field are matched by position). "fit_rows" is the fingerprint of the rows it was fitted on
+(:mod:`pbr_core.fit_rows`: a 64-bit hash of each row's scores and label, every distinct row up to 100,000,
+a sample beyond), so that a check on other rows can leave out the fit rows (``fit_row_overlap``). It is
+optional: a file written before it (or saved with ``save(path, fit_rows=False)``) has none, still reads
+as format version 1, and says its fit rows are "not recorded". A reader older than the field refuses a
+file that holds it, naming the field (as it refuses every field it does not know). Arrays in
 ``state`` are stored as ``{"__ndarray__": nested lists, "dtype": "float64", "shape": [...]}``;
 Python's float repr round-trips float64 exactly, so a loaded recalibrator predicts identically.
 
@@ -37,6 +42,8 @@ import numpy as np
 from pbr_core.predictions import (TOP_LABEL_NOT_RECALIBRATED, InputType, Predictions, PredictionsError,
                                    real_class_names)
 # The progress protocol lives in pbr_core.progress; these names stay importable from here.
+from pbr_core.fit_rows import FitRowOverlap, FitRows
+from pbr_core.fit_rows import overlap as fit_row_overlap
 from pbr_core.progress import report_progress, track  # noqa: F401
 from pbr_core.recalibrators import _state
 from pbr_core.recalibrators._params import Constraint, check_params
@@ -122,7 +129,7 @@ MAX_FILE_BYTES = 64 * 2**20
 #: The fields of a saved file (``to_dict``); a file holding any other is refused. "calibrated_model"
 #: is optional: the note :meth:`pbr_core.CalibratedModel.save` adds (the model's class, classes and input).
 FILE_FIELDS = ("format", "format_version", "method", "params", "n_classes", "input_type", "class_names", "state",
-               "calibrated_model")
+               "calibrated_model", "fit_rows")
 
 
 def _check_model_note(note: Any, n_classes: int) -> None:
@@ -257,15 +264,39 @@ class Recalibrator:
             self._fit(preds, **fit_args)
         except BaseException:
             # A failed fit (or refit) must not leave an object that looks fitted with half-set state.
-            for name in ("n_classes_", "input_type_", "class_names_"):
+            for name in ("n_classes_", "input_type_", "class_names_", "fit_rows_"):
                 self.__dict__.pop(name, None)
             raise
         self.class_names_ = real_class_names(preds.class_names)  # None: matched by position only
+        self.fit_rows_ = FitRows.of(preds) if preds.has_labels else None
         return self
+
+    def fit_row_overlap(self, X: Predictions) -> FitRowOverlap:
+        """How many rows of ``X`` (labelled predictions) are rows this recalibrator was fitted on.
+
+        A row matches a fit row when its scores and label are exactly equal (the fingerprint of
+        :mod:`pbr_core.fit_rows`, kept in the saved file). Identical rows cannot be told apart: see
+        :class:`~pbr_core.fit_rows.FitRowOverlap` for what is counted as a fit row and what only may be
+        one. ``recorded`` is False where this recalibrator holds no fingerprint (a file written before
+        them, or saved with ``fit_rows=False``, or a fit that did not see its rows).
+
+        Raises
+        ------
+        ValueError
+            ``X`` has no labels, or other classes than the fit.
+        """
+        self._check_fitted()
+        if not isinstance(X, Predictions) or not X.has_labels:
+            raise ValueError("fit_row_overlap needs labelled predictions (a Predictions value with labels): a row is "
+                             "matched on its scores and its label.")
+        if X.n_classes != self.n_classes_:
+            raise ValueError(f"Expected predictions with {self.n_classes_} classes (as in fit), but got {X.n_classes}.")
+        return fit_row_overlap(getattr(self, "fit_rows_", None), self._in_fitted_class_order(X)[0])
 
     @classmethod
     def from_state(cls, state: dict[str, Any], *, n_classes: int, input_type: str,
-                   class_names: Sequence[str] | None = None, **params: Any) -> "Recalibrator":
+                   class_names: Sequence[str] | None = None, fit_rows: FitRows | None = None,
+                   **params: Any) -> "Recalibrator":
         """A fitted recalibrator made from its learned state, checked as a saved file's is.
 
         For fits made outside ``fit`` (:mod:`pbr_core.stream`'s fits on every row of a dataset, by
@@ -273,7 +304,8 @@ class Recalibrator:
         which checks every field, and the marks of a fitted recalibrator. ``state`` holds what
         ``_get_state`` returns (e.g. ``{"temperature": 1.7}``); a bad value raises ``ValueError``
         naming it. Example: ``TemperatureScaling.from_state({"temperature": 1.5}, n_classes=10,
-        input_type="logits")``.
+        input_type="logits")``. ``fit_rows``: the fingerprint of the rows it was fitted on
+        (:class:`~pbr_core.fit_rows.FitSketch` of a streamed fit's chunks), None: not recorded.
         """
         obj = cls(**params)
         obj._validate_params()
@@ -286,6 +318,7 @@ class Recalibrator:
             for name in ("n_classes_", "input_type_", "class_names_"):
                 obj.__dict__.pop(name, None)
             raise ValueError(f"{cls.__name__}.from_state: {str(exc).rstrip('.')}.") from None
+        obj.fit_rows_ = fit_rows
         return obj
 
     def predict_proba(self, X: Predictions | np.ndarray, input_type: InputType = "auto") -> np.ndarray:
@@ -390,8 +423,10 @@ class Recalibrator:
     def is_fitted(self) -> bool:
         return hasattr(self, "n_classes_")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, fit_rows: bool = True) -> dict[str, Any]:
+        """The saved file's fields (:meth:`save`); ``fit_rows=False`` leaves out the fingerprint of the fit rows."""
         self._check_fitted()
+        recorded = getattr(self, "fit_rows_", None) if fit_rows else None
         return {
             "format": FORMAT_NAME,
             "format_version": FORMAT_VERSION,
@@ -401,11 +436,25 @@ class Recalibrator:
             "input_type": self.input_type_,
             "class_names": None if getattr(self, "class_names_", None) is None else list(self.class_names_),
             "state": _encode(self._get_state()),
+            **({} if recorded is None else {"fit_rows": recorded.to_field()}),
         }
 
-    def save(self, path: str | Path) -> Path:
+    def save(self, path: str | Path, fit_rows: bool = True) -> Path:
+        """Write the recalibrator's JSON file (see the module's docstring for its fields).
+
+        Parameters
+        ----------
+        path : str or Path
+        fit_rows : bool
+            Keep the fingerprint of the rows it was fitted on (a 64-bit hash of each row's scores
+            and label, :mod:`pbr_core.fit_rows`), so that ``pbr-calib apply`` and the Fit & apply page
+            measure it on the other rows of a file. The fingerprint allows a membership test (whoever
+            holds the file and a row can tell whether the row was a fit row): ``False`` saves a file
+            with nothing derived from the data's rows, whose checks then cannot tell which rows were
+            used to fit it.
+        """
         path = Path(path)
-        path.write_text(json.dumps(self.to_dict()))
+        path.write_text(json.dumps(self.to_dict(fit_rows=fit_rows)))
         return path
 
     @classmethod
@@ -485,6 +534,8 @@ class Recalibrator:
                                  f"{_state.shown(names)}")
             names = tuple(names)
         obj.class_names_ = names
+        # Absent from files written before it and from files saved without it: not recorded.
+        obj.fit_rows_ = None if data.get("fit_rows") is None else FitRows.from_field(data["fit_rows"])
         state = _state.mapping(_state.field(data, "state", "the file"), "state")
         obj._set_state(_decode(state, "state"))
         _state.no_extra_fields(state, _encode(obj._get_state()), "state")

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from pbr_core.bounds import fit_bounds
+from pbr_core.fit_rows import FitRows
 from pbr_core.gp.device import DTYPE, resolve_device
 from pbr_core.gp import objectives as _objectives
 from pbr_core.gp.model import (
@@ -426,6 +427,8 @@ class _GPRecalibrator(Recalibrator):
             return self.fit(preds)
         self.n_classes_, self.input_type_ = other.n_classes_, other.input_type_
         self.class_names_ = getattr(other, "class_names_", None)
+        # The rows this fit is said to be of (not other's record: only their number was compared).
+        self.fit_rows_ = FitRows.of(preds)
         self.model_, self.input_kind_, self.kl_ = other.model_, other.input_kind_, other.kl_
         self.fit_report_ = {**other.fit_report_, "train_check": result, "fit_shared_with": other.method}
         self.bounds_ = dict(other.bounds_)
