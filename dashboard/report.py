@@ -207,6 +207,10 @@ def apply_section(result: runs.ApplyResult) -> ReportSection:
         settings = {"Recalibrator": result.origin, "Settings": texts.recalibrator_settings(result.recalibrator)}
     settings["Computed"] = _stamp(result)
     paragraphs = [f"{result.origin}; measured on {result.evaluated_on}."]
+    if result.fit_row_check is not None:  # as on the page: were these rows used to fit it?
+        from pbr_core.experiments import MIN_TEST_ROWS
+
+        paragraphs.append(texts.fit_rows_check(result.fit_row_check, MIN_TEST_ROWS))
     if result.tests is not None:  # as on the page: is each side calibrated beyond chance on these rows?
         paragraphs.append(texts.held_out_tests(result.tests, result.n_eval,
                                                (result.reliability_before, result.reliability_after)))
@@ -217,7 +221,7 @@ def apply_section(result: runs.ApplyResult) -> ReportSection:
 
         paragraphs.append("Warning: " + texts.ship_small_file_warning(result.preds.n, MIN_FIT_ROWS, MIN_TEST_ROWS,
                                                                           result.in_sample))
-    elif result.in_sample:
+    elif result.in_sample and result.fit_row_check is None:  # a check's own sentence says it is in-sample
         paragraphs.append(texts.SHIP_IN_SAMPLE)
     note = texts.at_prior_note(result.at_prior, result.recalibrator.get_params().get("alpha"), result.n_fit)
     if note:

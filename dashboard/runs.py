@@ -38,6 +38,7 @@ from pbr_core.experiments.runs import run_sweep as run_sweep_study
 from pbr_core.experiments.settings import (HOLDOUT_MAX, HOLDOUT_STEP, CompareSettings, FitSettings,  # noqa: F401
                                            GroupGapSettings, KLGapSettings, PBRSettings, SweepSettings,
                                            default_holdout_percent, method_settings, min_holdout_percent)
+from pbr_core.fit_rows import FitRowOverlap
 from pbr_core.loading import save_predictions
 from pbr_core.metrics import BINARY_TARGET
 from pbr_core.progress import report_progress
@@ -396,19 +397,25 @@ def run_ship(preds: Predictions, s: FitSettings, reporter: Reporter, *, data_nam
 
 
 def run_apply(preds: Predictions, recalibrator: Recalibrator, source: str, reporter: Reporter, *,
-              binary_ece: str = BINARY_TARGET.default, data_name: str = "", data_key: str = "") -> ApplyResult:
-    """:func:`pbr_core.experiments.runs.run_apply`: a saved (fitted) recalibrator applied to every row
-    of the loaded file and measured there."""
+              binary_ece: str = BINARY_TARGET.default, data_name: str = "", data_key: str = "",
+              check: FitRowOverlap | None = None) -> ApplyResult:
+    """:func:`pbr_core.experiments.runs.run_apply`: a saved (fitted) recalibrator applied to the loaded
+    file and measured on its rows that are not rows it was fitted on (``check``: its
+    ``fit_row_overlap`` of ``preds``, computed here when not given)."""
     from dashboard.texts import applied_origin, evaluated_on_all
 
-    refuse_small_test_set(FitSettings(holdout=0.0), preds.n, rows=preds.n)
+    if check is None:
+        check = recalibrator.fit_row_overlap(preds)
+    rows = check.n_other if check.state == "some" else preds.n
+    refuse_small_test_set(FitSettings(holdout=0.0), preds.n, rows=rows)
     reporter.progress(0, 1)
     reporter.step(f"Applying {_label(recalibrator.method)} to {preds.n:,} rows")
     with watched(reporter):
-        run = run_apply_study(preds, recalibrator, binary_ece=binary_ece)
+        run = run_apply_study(preds, recalibrator, binary_ece=binary_ece, check=check)
     reporter.progress(1, 1, "Done")
     return _page(run, ApplyResult, data_name=data_name, data_key=data_key, preds=preds,
-                 origin=applied_origin(recalibrator.method, source), evaluated_on=evaluated_on_all(preds.n, data_name))
+                 origin=applied_origin(recalibrator.method, source),
+                 evaluated_on=evaluated_on_all(preds.n, data_name, check))
 
 
 def run_group_gaps(preds: Predictions, s: GroupGapSettings, reporter: Reporter, *, data_name: str = "",

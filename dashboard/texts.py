@@ -1640,9 +1640,77 @@ def evaluated_on_words(n_eval: int, n_fit: int, in_sample: bool) -> str:
     return f"the {n_fit:,} rows it was fitted on" if in_sample else f"the {n_eval:,} held-out rows"
 
 
-def evaluated_on_all(n: int, data_name: str) -> str:
-    """Which rows a loaded recalibrator's before / after are measured on: all of them."""
-    return f"all {n:,} rows of {data_name or 'the loaded file'}"
+def evaluated_on_all(n: int, data_name: str, check=None) -> str:
+    """Which rows a loaded recalibrator's before / after are measured on: all of them, or (``check``, a
+    :class:`pbr_core.fit_rows.FitRowOverlap` with some fit rows) those that are not fit rows."""
+    where = data_name or "the loaded file"
+    if check is not None and check.state == "some":
+        return f"the {check.n_other:,} rows of {where} it was not fitted on (of {n:,})"
+    if check is not None and check.state == "all":
+        return f"all {n:,} rows of {where}, the rows it was fitted on"
+    return f"all {n:,} rows of {where}"
+
+
+#: The Fit & apply page's check of a saved recalibrator, when the loaded rows include rows it was
+#: fitted on: measured there, a recalibrator looks better than it is (tests/test_fit_rows.py measures how much).
+FIT_ROWS_WHY = "on the rows it was fitted on, a recalibrator looks better than it will on new data"
+
+
+def _repeated_rows(check) -> str:
+    """Why identical rows may be fit rows or new rows that match by chance (``check.n_possible`` > 0)."""
+    one = check.n_possible == 1
+    return (f"{check.n_possible:,} {'row has' if one else 'rows have'} exactly the scores and label of a row it was "
+            f"fitted on, but identical rows are common in this file ({check.n_distinct:,} different rows among "
+            f"{check.n_rows:,}), so such a match may be chance: {'it' if one else 'they'} may be "
+            f"{'a row' if one else 'rows'} it was fitted on or new {'row' if one else 'rows'} with the same values. "
+            "The page cannot tell which, and leaves them out to be safe")
+
+
+def fit_rows_check(check, min_rows: int) -> str:
+    """Whether the loaded rows include rows the saved recalibrator was fitted on (``check``: a
+    :class:`pbr_core.fit_rows.FitRowOverlap`), and which rows it is therefore measured on. Never says
+    that identical rows are the fit rows: rows that other rows of the file (or the fit rows) repeat are
+    only said to be possible fit rows. ``min_rows``: the fewest rows a check measures on."""
+    n, state = check.n_rows, check.state
+    if state == "not recorded":
+        return ("**Were these rows used to fit it?** The page cannot tell: this recalibrator's file does not record "
+                "the rows it was fitted on (a file saved before pbr-calib recorded them, or saved without them). "
+                f"It is measured on all {n:,} rows; if some of them were used to fit it, {FIT_ROWS_WHY}, and the "
+                "figures below flatter it.")
+    if state == "none" and check.complete:
+        return (f"**Were these rows used to fit it?** No: none of these {n:,} rows is one of the {check.n_fit:,} rows "
+                "it was fitted on (its file records them), so it is measured on all of them.")
+    if state == "none":
+        return (f"**Were these rows used to fit it?** Almost certainly not: its file keeps a sample of its "
+                f"{check.n_fit:,} fit rows, and none of the {check.n_checkable:,} of these rows that the sample can "
+                f"check is one of them, so at most about {check.bound_if_none:,.0f} of these {n:,} rows can be "
+                "(95 % confidence). It is measured on all of them.")
+    if state == "sampled":
+        return (f"**Some of these rows were used to fit it.** About {check.estimated:,.0f} of these {n:,} rows are "
+                f"rows it was fitted on (an estimate: its file keeps a sample of its {check.n_fit:,} fit rows, enough "
+                f"to count them but not to tell which they are), and {FIT_ROWS_WHY}. The page cannot measure it on "
+                "the others: load rows it was not fitted on to check it.")
+    parts = []
+    if check.n_identified:
+        parts.append(f"{check.n_identified:,} of these {n:,} rows {'is a row' if check.n_identified == 1 else 'are rows'} "
+                     "it was fitted on (each has exactly the scores and label of one of its fit rows, and no other "
+                     "row here has them)")
+    if check.n_possible:
+        parts.append(_repeated_rows(check))
+    found = ". ".join(parts)
+    if state == "all":
+        head = ("**This check is in-sample and cannot be used as a check.**" if check.n_identified == n else
+                "**This check cannot tell these rows from the rows it was fitted on, so it cannot be used as a check.**")
+        return (f"{head} {found}. No row is left that it was certainly not fitted on, so the figures below are "
+                f"measured on rows it was{'' if check.n_identified == n else ' or may have been'} fitted on: "
+                f"{FIT_ROWS_WHY}. Load rows it was not fitted on to check it.")
+    head = ("**Some of these rows were used to fit it.**" if check.n_identified
+            else "**Some of these rows may have been used to fit it.**")
+    if check.n_other < min_rows:
+        return (f"{head} {found}. Only {check.n_other:,} other rows are left, fewer than the {min_rows:,} a check "
+                "needs (below that the ECE says nothing), so the page does not measure it: load more rows it was "
+                "not fitted on.")
+    return (f"{head} {found}. It is measured on the other {check.n_other:,} rows only, since {FIT_ROWS_WHY}.")
 
 
 def people_progress(message: str, multiclass: bool = False) -> str:

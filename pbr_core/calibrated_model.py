@@ -166,11 +166,13 @@ class CalibratedModel(_ClassifierMixin, _BaseEstimator):
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
     # ------------------------------------------------------------------ saving
-    def save(self, path: str | Path) -> Path:
+    def save(self, path: str | Path, fit_rows: bool = True) -> Path:
         """The recalibrator's JSON file, with ``"calibrated_model"``: the model's class, classes and
-        input, checked by :meth:`load` against the model it is put behind again."""
+        input, checked by :meth:`load` against the model it is put behind again. ``fit_rows``: keep the
+        fingerprint of the rows it was fitted on (the model's scores and the labels of ``X_cal``;
+        :meth:`pbr_core.recalibrators.Recalibrator.save` says what it allows and what False changes)."""
         self._check_is_fitted()
-        data = self.recalibrator_.to_dict()
+        data = self.recalibrator_.to_dict(fit_rows=fit_rows)
         data["calibrated_model"] = {"model": f"{type(self.estimator).__module__}.{type(self.estimator).__qualname__}",
                                     "classes": [str(c) for c in self.classes_], "input": self.input_}
         path = Path(path)

@@ -615,8 +615,14 @@ def test_compare_on_a_small_file_proposes_half_and_refuses_a_tiny_test_set(capsy
     frame.iloc[rows[:100]].to_csv(tiny, index=False)
     code, out, _ = run(capsys, "apply", model, tiny, "--out", tmp_path / "out.csv")
     assert code == EXIT_OK and "ECE not measured: A test set of 100 rows is too small" in out
+    # The rows it was fitted on: a random forest's scores repeat, so they only may be fit rows; no ECE.
+    code, out, _ = run(capsys, "apply", model, path, "--out", tmp_path / "out.csv")
+    assert code == EXIT_OK and "ECE not measured: 504 rows may be" in out and "-> " not in out
+    assert "in-sample" not in out  # identical rows: never said to be the fit rows
+    assert run(capsys, "fit", path, "--method", "platt", "--out", model, "--quiet", "--no-fit-rows")[0] == EXIT_OK
     code, out, _ = run(capsys, "apply", model, path, "--out", tmp_path / "out.csv")
     assert code == EXIT_OK and "ECE of p(y=1)" in out and "-> " in out
+    assert "fit rows: not recorded in" in out
 
 
 def test_apply_venn_abers_writes_each_class_interval(capsys, tmp_path) -> None:
@@ -693,7 +699,8 @@ def test_apply_measures_ece_on_a_file_whose_label_is_found_by_its_values(capsys,
         f"{10001 + i},{a},{min(max(p + 0.06, 0.01), 0.99):.4f},{int(rng.random() < p)}\n"
         for i, (a, p) in enumerate(zip(age, p_true))))
     model, out_file = tmp_path / "ts.json", tmp_path / "calibrated.csv"
-    assert run(capsys, "fit", path, "--method", "temperature", "--out", model)[0] == EXIT_OK
+    # Saved without its fit rows, so that apply measures the same file (else: in-sample, no ECE).
+    assert run(capsys, "fit", path, "--method", "temperature", "--out", model, "--no-fit-rows")[0] == EXIT_OK
     code, out, _ = run(capsys, "apply", model, path, "--out", out_file)
     assert code == EXIT_OK and "unlabelled" not in out
     assert f"applied temperature to {n} rows of recid.csv: ECE " in out

@@ -14,6 +14,7 @@ import streamlit as st
 from dashboard import figures_recal as FR
 from dashboard import jobs, recal_ui, runs, state, texts
 from pbr_core.experiments import MIN_FIT_ROWS, MIN_TEST_ROWS, small_test_set_problem
+from pbr_core.fit_rows import FitRowOverlap
 from pbr_core.recalibrators import (MAX_ITERATIONS, Recalibrator, RecalibratorFileError, available_methods,
                                     method_family, takes)
 from pbr_core.recalibrators.base import MAX_FILE_BYTES
@@ -30,6 +31,7 @@ K_FOR = "ship_for"               # which data the holdout's default belongs to
 K_UPLOAD = "apply_upload"
 K_PARSED = "apply_parsed"        # (digest, recalibrator or None, error or None) of the last upload
 K_TRIAL = "apply_trial"          # ((digest, data key), error or None): a one-row trial prediction
+K_FIT_ROWS = "apply_fit_rows"    # ((digest, data key), FitRowOverlap): which loaded rows it was fitted on
 
 
 def _ship_controls(loaded: state.Loaded, running: bool) -> runs.FitSettings | None:
@@ -97,7 +99,7 @@ def _parse_upload() -> tuple[Recalibrator | None, str | None, str]:
     return cached[1], cached[2], upload.name
 
 
-def _apply_controls(loaded: state.Loaded, running: bool) -> tuple[Recalibrator, str] | None:
+def _apply_controls(loaded: state.Loaded, running: bool) -> tuple[Recalibrator, str, FitRowOverlap] | None:
     # The browser refuses a larger file before sending it; the library refuses it again, unparsed.
     st.file_uploader("Recalibrator file (JSON, from this page, the PBR page or `pbr-calib fit`)", type=["json"],
                      key=K_UPLOAD, disabled=running, help=texts.APPLY_UPLOAD_HELP,
@@ -124,7 +126,32 @@ def _apply_controls(loaded: state.Loaded, running: bool) -> tuple[Recalibrator, 
     if preds.n < MIN_TEST_ROWS:  # its ECE before / after would say nothing
         st.error(texts.apply_too_small(texts.md(loaded.name), preds.n, MIN_TEST_ROWS), icon=":material/block:")
         return None
-    return rec, name
+    check = _fit_row_check(rec, loaded)
+    _show_fit_row_check(check, before_run=True)
+    if check.state == "sampled" or (check.state == "some" and check.n_other < MIN_TEST_ROWS):
+        return None  # refused, and the sentence above says why
+    return rec, name, check
+
+
+def _show_fit_row_check(check: FitRowOverlap, before_run: bool = False) -> None:
+    """Whether the loaded rows include rows the recalibrator was fitted on, and which rows it is measured on."""
+    words = texts.fit_rows_check(check, MIN_TEST_ROWS)
+    if check.state == "sampled" or (check.state == "some" and check.n_other < MIN_TEST_ROWS):
+        st.error(words, icon=":material/block:")
+    elif check.state in ("some", "all", "not recorded"):
+        st.warning(words, icon=":material/visibility:")
+    elif before_run:  # none is a fit row: said once, before the run; the result says which rows it measured
+        st.info(words, icon=":material/check_circle:")
+
+
+def _fit_row_check(rec: Recalibrator, loaded: state.Loaded) -> FitRowOverlap:
+    """Which loaded rows ``rec`` was fitted on (its file's fingerprint); remembered per (upload, data)."""
+    key = (st.session_state[K_PARSED][0], loaded.key)
+    cached = st.session_state.get(K_FIT_ROWS)
+    if cached is None or cached[0] != key:
+        cached = (key, rec.fit_row_overlap(loaded.preds))
+        st.session_state[K_FIT_ROWS] = cached
+    return cached[1]
 
 
 def _trial(rec: Recalibrator, loaded: state.Loaded) -> str | None:
@@ -146,13 +173,13 @@ def _trial(rec: Recalibrator, loaded: state.Loaded) -> str | None:
     return cached[1]
 
 
-def _start_apply(loaded: state.Loaded, chosen: tuple[Recalibrator, str]) -> None:
-    rec, name = chosen
+def _start_apply(loaded: state.Loaded, chosen: tuple[Recalibrator, str, FitRowOverlap]) -> None:
+    rec, name, check = chosen
     preds, data_name, key = loaded.preds, loaded.name, loaded.key
     binary_ece = state.recal_binary_ece(preds)
     recal_ui.start("apply", texts.apply_job_label(texts.method_label(rec.method), name),
                    lambda ctx: runs.run_apply(preds, rec, name, ctx, binary_ece=binary_ece, data_name=data_name,
-                                              data_key=key),
+                                              data_key=key, check=check),
                    heavy=method_family(rec.method) == "gp")
 
 
@@ -178,6 +205,8 @@ def _result(loaded: state.Loaded, r: runs.ApplyResult, kind: str) -> None:
     st.markdown(texts.apply_measured_on(r.origin, r.evaluated_on, r.seconds))
     if r.unmeasured_small_file:  # below the size the other pages measure at: unmeasured, said plainly
         st.warning(texts.ship_small_file_warning(r.preds.n, MIN_FIT_ROWS, MIN_TEST_ROWS, r.in_sample), icon=":material/warning:")
+    elif r.fit_row_check is not None:  # a saved recalibrator: were these rows used to fit it?
+        _show_fit_row_check(r.fit_row_check)
     elif r.in_sample:
         st.warning(texts.SHIP_IN_SAMPLE, icon=":material/visibility:")
     _cards(r)

@@ -49,11 +49,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     if too_few:  # an ECE before / after on so few rows says nothing: not printed, and why
         print(f"applied {rec.method} to {preds.n} rows of {preds.source}; ECE not measured: {too_few}")
     elif preds.has_labels:
-        before = evaluation_table(preds, interval=False)["ece"]
-        after = evaluation_table(calibrated, interval=False)["ece"]
-        what = f"{_binary_ece_words()}, " if preds.kind == "binary" else ""
-        print(f"applied {rec.method} to {preds.n} rows of {preds.source}: ECE {before:.4f} -> {after:.4f} "
-              f"({what}B = {pbr_core.optimal_n_bins(preds.n)})")
+        _measured_ece(rec, preds, calibrated, args.model)
     else:
         print(f"applied {rec.method} to {preds.n} unlabelled rows of {preds.source} (no labels: ECE not measured)")
     if intervals is not None:
@@ -61,3 +57,63 @@ def cmd_apply(args: argparse.Namespace) -> int:
               "<column>_high")
     print(f"wrote {args.out}")
     return EXIT_OK
+
+
+def _measured_ece(rec, preds, calibrated, model: str) -> None:
+    """The ECE before -> after on the rows of ``preds`` the recalibrator was not fitted on (its file's
+    fingerprint of its fit rows), with a line saying how many rows were fit rows; no ECE where they
+    cannot be left out (every row is one, too few others, or a sampled fingerprint cannot say which)."""
+    import pbr_core
+    from pbr_core.experiments import small_test_set_problem
+
+    check = rec.fit_row_overlap(preds)
+    head = f"applied {rec.method} to {preds.n} rows of {preds.source}"
+    state = check.state
+    if state == "sampled":
+        print(f"{head}; ECE not measured: about {check.estimated:,.0f} of these rows are rows it was fitted on "
+              f"(estimated: {model} keeps a sample of its {check.n_fit:,} fit rows), and which ones cannot be told, so "
+              "it cannot be measured on the others; apply it to rows it was not fitted on to measure it")
+        return
+    if state == "all":
+        sure = "in-sample: " if check.n_identified == check.n_rows else ""
+        print(f"{head}; ECE not measured: {sure}{_fit_rows_found(check)}, and no row is left that it was "
+              "certainly not fitted on (an ECE on its own fit rows flatters a recalibrator); apply it to rows it was "
+              "not fitted on to measure it")
+        return
+    rows = check.rows_to_measure()
+    if rows is not None:
+        too_few = small_test_set_problem(len(rows))
+        if too_few:
+            print(f"{head}; ECE not measured: {_fit_rows_found(check)}, and only {len(rows)} other rows are left: "
+                  f"{too_few}")
+            return
+        preds, calibrated = preds.subset(rows), calibrated.subset(rows)
+    before = evaluation_table(preds, interval=False)["ece"]
+    after = evaluation_table(calibrated, interval=False)["ece"]
+    what = f"{_binary_ece_words()}, " if preds.kind == "binary" else ""
+    on = "" if rows is None else f"; ECE on the {preds.n} rows it was not fitted on"
+    print(f"{head}{on}: ECE {before:.4f} -> {after:.4f} ({what}B = {pbr_core.optimal_n_bins(preds.n)})")
+    if state == "not recorded":
+        print(f"fit rows: not recorded in {model} (saved before pbr-calib recorded them, or with --no-fit-rows): "
+              "cannot tell whether these rows were used to fit it; if they were, the ECE above flatters it")
+    elif state == "none":
+        print(f"fit rows: none of these {check.n_rows} rows is one it was fitted on"
+              + (f" ({check.n_fit} fit rows recorded)" if check.complete else
+                 f" (of the {check.n_checkable} rows its sample of {check.n_fit:,} fit rows can check; at most about "
+                 f"{check.bound_if_none:,.0f} of these rows can be fit rows, 95 % confidence)"))
+    else:
+        print(f"fit rows: {_fit_rows_found(check)}; left out of the ECE, which on its own fit rows flatters a "
+              "recalibrator")
+
+
+def _fit_rows_found(check) -> str:
+    """How many checked rows are, or (identical rows) may be, rows the recalibrator was fitted on."""
+    parts = []
+    if check.n_identified:
+        parts.append(f"{check.n_identified} of these {check.n_rows} rows are rows it was fitted on (the same scores "
+                     "and label, found once here and once among its fit rows)")
+    if check.n_possible:
+        parts.append(f"{check.n_possible} {'more ' if check.n_identified else ''}rows may be: they have the scores and "
+                     f"label of a fit row, but identical rows are common in this file ({check.n_distinct} different "
+                     f"rows among {check.n_rows}), so they may equally be new rows with the same values")
+    return "; ".join(parts)

@@ -78,7 +78,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         raise CLIError(f"{preds.source}: {exc}", EXIT_BAD_INPUT) from exc
     seconds = time.perf_counter() - start
     try:
-        rec.save(args.out)
+        rec.save(args.out, fit_rows=not args.no_fit_rows)
     except OSError as exc:
         raise CLIError(f"cannot write {args.out}: {exc.strerror or exc}", EXIT_USAGE) from exc
     print(f"fitted {rec!r} on {preds.n} rows, K = {preds.n_classes} ({preds.kind}) in {seconds:.2f} s")

@@ -226,7 +226,7 @@ def fit_all_rows(args: argparse.Namespace, rec) -> int:
     finally:
         bar.close()
     try:
-        fitted.save(args.out)
+        fitted.save(args.out, fit_rows=not args.no_fit_rows)
     except OSError as exc:
         raise CLIError(f"cannot write {args.out}: {exc.strerror or exc}", EXIT_USAGE) from exc
     where = f"every row of {ds.spec} ({len(ds.files)} file(s)) in {fitted.fit_passes_} passes"

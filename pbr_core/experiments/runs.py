@@ -23,13 +23,14 @@ import pandas as pd
 
 from pbr_core.cancel import CancelCallback, Cancelled
 from pbr_core.evaluation import ece_rise_shown, evaluation_metrics, measured_calibration_test, reliability_table
-from pbr_core.experiments._protocol import ended_at_prior, split_indices
+from pbr_core.experiments._protocol import check_test_rows, ended_at_prior, split_indices
 from pbr_core.experiments.compare import compare
 from pbr_core.experiments.holdout import Stage, fit_and_test
 from pbr_core.experiments.kl_gap import KLGapResult, kl_vs_ece_gap
 from pbr_core.experiments.settings import (CompareSettings, FitSettings, GroupGapSettings, KLGapSettings,
                                            PBRSettings, SweepSettings)
 from pbr_core.experiments.sweep import n_re_sweep
+from pbr_core.fit_rows import FitRowOverlap
 from pbr_core.metrics import BINARY_TARGET, ece_inputs, nll_infinite_rows
 from pbr_core.predictions import Predictions
 from pbr_core.progress import Progress
@@ -249,6 +250,9 @@ class FitRun(_Measured):
     #: (:func:`pbr_core.evaluation.ece_rise_shown`, as :class:`PBRRun`'s); None when its ECE did not
     #: rise or the rows are the ones it was fitted on. What alone may colour the page's "ECE after" card.
     worse_shown: bool | None = None
+    #: A recalibrator given (:func:`run_apply`): which of the file's rows are rows it was fitted on
+    #: (:meth:`Recalibrator.fit_row_overlap`); the measured rows leave them out. None for a fit here.
+    fit_row_check: FitRowOverlap | None = None
 
     @property
     def settings_binary_ece(self) -> str:
@@ -381,13 +385,34 @@ def run_fit(preds: Predictions, s: FitSettings, *,
                   fit_rows=np.asarray(re_idx), kind=preds.kind, **measured)
 
 
-def run_apply(preds: Predictions, recalibrator: Recalibrator, *, binary_ece: str = BINARY_TARGET.default) -> FitRun:
-    """A fitted recalibrator (e.g. loaded from a file) applied to every row of ``preds`` and measured there."""
+def run_apply(preds: Predictions, recalibrator: Recalibrator, *, binary_ece: str = BINARY_TARGET.default,
+              check: FitRowOverlap | None = None) -> FitRun:
+    """A fitted recalibrator (e.g. loaded from a file) applied to ``preds`` and measured on its rows
+    that are not rows it was fitted on (``check``: :meth:`Recalibrator.fit_row_overlap` of ``preds``,
+    computed here when not given). When every row is a fit row, it is measured on them all and the
+    result is ``in_sample`` (no test of calibration); when the file records no fit rows, on every row.
+
+    Raises
+    ------
+    pbr_core.fit_rows.FitRowsUnknownError
+        A sampled fingerprint found fit rows among ``preds`` but cannot say which.
+    SmallTestSetError
+        Fewer than ``MIN_TEST_ROWS`` rows are left once the fit rows are left out.
+    """
     start = time.perf_counter()
     notes: list[str] = []
-    measured = _measure(recalibrator, preds, binary_ece, notes)
+    if check is None:
+        check = recalibrator.fit_row_overlap(preds)
+    rows = check.rows_to_measure()
+    data = preds if rows is None else preds.subset(rows)
+    in_sample = check.state == "all"
+    if rows is not None:  # a check on the other rows: as few as a held-out part may be, no fewer
+        check_test_rows(data.n)
+    # On the rows it was fitted on, a test of calibration after is no test (a fit calibrates its own rows).
+    measured = _measure(recalibrator, data, binary_ece, notes, test=not in_sample)
     return FitRun(recalibrator=recalibrator, binary_ece=binary_ece, fit_report=fit_report(recalibrator),
-                  seconds=time.perf_counter() - start, notes=notes, kind=preds.kind, **measured)
+                  seconds=time.perf_counter() - start, notes=notes, kind=preds.kind, in_sample=in_sample,
+                  fit_row_check=check, **measured)
 
 
 # ---------------------------------------------------------------------------- groups

@@ -7,6 +7,7 @@ import math
 import numpy as np
 from pbr_core._special import softmax
 
+from pbr_core.fit_rows import FitSketch, prediction_hashes
 from pbr_core.predictions import TOP_LABEL_NOT_RECALIBRATED, PredictionsError, real_class_names
 from pbr_core.progress import Progress
 from pbr_core.stream._source import Dataset
@@ -14,18 +15,27 @@ from pbr_core.stream._source import Dataset
 __all__ = ["fit_platt", "fit_temperature"]
 
 
-def _zeros_pass(dataset: Dataset) -> tuple[int, bool]:
+def _zeros_pass(dataset: Dataset, sketch: FitSketch | None = None) -> tuple[int, bool]:
     """One pass over probability input: (rows, whether any probability is exactly 0), which decide
-    the in-memory fit's input smoothing (:func:`pbr_core.recalibrators.temperature.input_smoothing`)."""
+    the in-memory fit's input smoothing (:func:`pbr_core.recalibrators.temperature.input_smoothing`);
+    ``sketch`` hears every row (the fingerprint of the fit rows)."""
     n, zeros = 0, False
     for unit in dataset.units():
         for _, preds in dataset.predictions(unit):
+            _record(sketch, preds)
             n += preds.n
             zeros = zeros or (preds.logits is None and preds.probs is not None and bool(np.any(preds.probs == 0.0)))
     return n, zeros
 
 
-def _slope_pass(dataset: Dataset, beta: float, smoothing: float = 0.0) -> tuple[float, float, int]:
+def _record(sketch: FitSketch | None, preds) -> None:
+    """The fit rows' fingerprint (:mod:`pbr_core.fit_rows`) of a streamed fit, built in its first pass."""
+    if sketch is not None:
+        sketch.add(prediction_hashes(preds))
+
+
+def _slope_pass(dataset: Dataset, beta: float, smoothing: float = 0.0,
+                sketch: FitSketch | None = None) -> tuple[float, float, int]:
     """One pass: sum over rows of g_n = E_{softmax(beta z_n)}[z_n] - z_{n, y_n} (the NLL's derivative in
     beta) and of its derivative Var_{softmax(beta z_n)}[z_n] (>= 0: the NLL is convex in beta); z are
     the scores the in-memory fit reads (``smoothed_scores``: ln((1 - c) p + c / K) when ``smoothing`` c > 0)."""
@@ -35,6 +45,7 @@ def _slope_pass(dataset: Dataset, beta: float, smoothing: float = 0.0) -> tuple[
     n = 0
     for unit in dataset.units():
         for _, preds in dataset.predictions(unit):
+            _record(sketch, preds)
             z = smoothed_scores(preds, smoothing)
             p = softmax(beta * z, axis=1)
             mean = np.einsum("nk,nk->n", p, z)
@@ -83,13 +94,14 @@ def fit_temperature(dataset: Dataset, *, min_temperature: float = 1e-3, max_temp
     beta = min(max(1.0, lo), hi)
     passes = 0
     smoothing = 0.0
+    sketch = FitSketch()  # heard by the first pass only
     if lay.input_type == "probabilities":
-        n_rows, zeros = _zeros_pass(dataset)
+        n_rows, zeros = _zeros_pass(dataset, sketch)
         passes += 1
         smoothing = float(1.0 / (n_rows + 1)) if zeros else 0.0
     g_lo = g_hi = None
     while True:
-        g, h, n = _slope_pass(dataset, beta, smoothing)
+        g, h, n = _slope_pass(dataset, beta, smoothing, sketch if passes == 0 else None)
         passes += 1
         if progress is not None:  # the passes' count is not known ahead
             progress(passes, None, f"T = {1.0 / beta:.6g}")
@@ -113,7 +125,7 @@ def fit_temperature(dataset: Dataset, *, min_temperature: float = 1e-3, max_temp
     rec = TemperatureScaling.from_state({"temperature": float(1.0 / beta), "input_smoothing": smoothing},
                                         n_classes=lay.n_classes,
                                         input_type=lay.input_type, class_names=real_class_names(lay.class_names),
-                                        **rec.get_params())
+                                        fit_rows=sketch.result(), **rec.get_params())
     rec.fit_passes_ = passes
     return rec
 
@@ -127,14 +139,15 @@ _TRIALS_PER_PASS = 4
 _MIN_SCALE = 1e-10
 
 
-def _count_pass(dataset: Dataset, hard: list[int] | None = None
+def _count_pass(dataset: Dataset, hard: list[int] | None = None, sketch: FitSketch | None = None
                 ) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
     """The first pass: n, K, and per map the positives, sum x over positives and negatives, sum x^2.
 
     These give the objective, gradient and Hessian at the start point (slope 0, where eta is the
     constant intercept) in closed form, and the Gram matrix X^T X of the separation check. ``hard``
     (a list [rows with an exact 0 or 1, such rows that were wrong, batches not all 0 or 1]) is
-    filled for the warning of ``_logistic.hard_scores_warning`` (probabilities only).
+    filled for the warning of ``_logistic.hard_scores_warning`` (probabilities only); ``sketch`` hears
+    every row (the fingerprint of the fit rows).
     """
     from pbr_core.recalibrators._logistic import hard_score_rows
 
@@ -144,6 +157,7 @@ def _count_pass(dataset: Dataset, hard: list[int] | None = None
     pos = sx_pos = sx_neg = sxx = None
     for unit in dataset.units():
         for _, preds in dataset.predictions(unit):
+            _record(sketch, preds)
             if hard is not None and preds.logits is None and preds.probs is not None:
                 n_hard, n_wrong, all_hard = hard_score_rows(preds.probs, preds.labels)
                 hard[0] += n_hard
@@ -370,7 +384,8 @@ def fit_platt(dataset: Dataset, *, targets: str = "auto", max_iter: int = 100, t
     rec = PlattScaling(targets=targets)
     rec._validate_params()
     hard = [0, 0, 0]
-    n, K, pos, sx_pos, sx_neg, sxx, binary = _count_pass(dataset, hard)
+    sketch = FitSketch()
+    n, K, pos, sx_pos, sx_neg, sxx, binary = _count_pass(dataset, hard, sketch)
     passes = 1
     if n < 2:
         raise PredictionsError(f"{dataset.spec}: at least 2 rows are needed to fit, but the dataset has {n}.")
@@ -420,6 +435,7 @@ def fit_platt(dataset: Dataset, *, targets: str = "auto", max_iter: int = 100, t
                       RuntimeWarning, stacklevel=2)
     maps_ = [{"slope": float(m.theta[0]), "intercept": float(m.theta[1]), "targets": m.targets} for m in maps]
     rec = PlattScaling.from_state({"maps": maps_}, n_classes=lay.n_classes, input_type=lay.input_type,
-                                  class_names=real_class_names(lay.class_names), **rec.get_params())
+                                  class_names=real_class_names(lay.class_names), fit_rows=sketch.result(),
+                                  **rec.get_params())
     rec.fit_passes_ = passes
     return rec
