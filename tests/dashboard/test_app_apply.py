@@ -135,20 +135,81 @@ def test_fit_on_every_row_says_the_check_is_in_sample(at):
 
 
 def test_upload_a_saved_recalibrator_and_apply_it(at, tmp_path):
+    """Fitted on rows A (the first 2,000), checked on A and B (all 10,000): measured on B only, and the
+    page says how many rows were fit rows (it measured on all 10,000 before, in-sample in part)."""
     preds = _loaded(at)
     ts = TemperatureScaling().fit(preds.subset(np.arange(2000)))
     path = ts.save(tmp_path / "ts.json")
     at.file_uploader(key="apply_upload").upload("ts.json", path.read_bytes(), "application/json").run()
     assert not at.exception
     assert any("**Temperature scaling** · K = 10 classes, fitted on logits" in m.value for m in at.markdown)
+    found = "2,000 of these 10,000 rows are rows it was fitted on"
+    assert any(found in w.value and "measured on the other 8,000 rows only" in w.value for w in at.warning)
     at.button(key="apply_run").click().run()
     result = _finish(at, "apply").result
-    expected = pbr_core.ece(load_recalibrator(path).predict_proba(preds), preds.labels)
+    other = preds.subset(np.arange(2000, preds.n))
+    expected = pbr_core.ece(load_recalibrator(path).predict_proba(other), other.labels)
     assert result.after["ece"] == pytest.approx(expected, rel=1e-12)
-    assert result.n_eval == preds.n and result.settings is None
-    assert "loaded from ts.json" in result.origin
+    assert result.n_eval == 8000 and result.settings is None and not result.in_sample
+    assert result.tests is not None  # rows it was not fitted on: the test of calibration is a test
+    assert result.fit_row_check.n_identified == 2000 and result.fit_row_check.n_possible == 0
+    assert "loaded from ts.json" in result.origin and "8,000 rows" in result.evaluated_on
     assert _metric(at, "ECE after") == f"{expected:.4f}"
+    assert any(found in w.value for w in at.warning)  # said again with the result
     assert "Fitted recalibrator (JSON)" not in _downloads(at)   # nothing new to download but the predictions
+    from dashboard.report import apply_section
+
+    assert any(found in p for p in apply_section(result).paragraphs)  # the report says the same
+
+
+def test_a_check_on_other_rows_reports_no_overlap(at, tmp_path):
+    preds = _loaded(at)
+    path = TemperatureScaling().fit(preds.subset(np.arange(2000))).save(tmp_path / "ts.json")
+    at.switch_page("views/data.py").run()
+    at.file_uploader(key="data_upload").upload("rest.csv", pbr_core.loading.save_predictions(
+        preds.subset(np.arange(2000, preds.n))), "text/csv").run()
+    at.switch_page(APPLY).run()
+    at.file_uploader(key="apply_upload").upload("ts.json", path.read_bytes(), "application/json").run()
+    assert any("No: none of these 8,000 rows is one of the 2,000 rows it was fitted on" in i.value for i in at.info)
+    at.button(key="apply_run").click().run()
+    result = _finish(at, "apply").result
+    assert result.n_eval == 8000 and result.fit_row_check.state == "none" and result.tests is not None
+
+
+def test_a_check_on_its_own_fit_rows_is_said_to_be_in_sample(at, tmp_path):
+    """The classic mistake (fit on a file, then check on the same file): said to be no check; no test
+    of calibration; the ECE card shown grey as an in-sample figure."""
+    preds = _loaded(at)
+    path = TemperatureScaling().fit(preds).save(tmp_path / "ts.json")
+    at.file_uploader(key="apply_upload").upload("ts.json", path.read_bytes(), "application/json").run()
+    words = "This check is in-sample and cannot be used as a check"
+    assert any(words in w.value for w in at.warning)
+    at.button(key="apply_run").click().run()
+    result = _finish(at, "apply").result
+    assert result.in_sample and result.tests is None and result.worse_shown is None
+    assert not any("Test of calibration on these" in m.value for m in at.markdown)
+    assert any(words in w.value for w in at.warning)
+
+
+def test_too_few_rows_left_once_the_fit_rows_are_out_is_refused(at, tmp_path):
+    preds = _loaded(at)
+    path = TemperatureScaling().fit(preds.subset(np.arange(preds.n - 100))).save(tmp_path / "ts.json")
+    at.file_uploader(key="apply_upload").upload("ts.json", path.read_bytes(), "application/json").run()
+    assert any("Only 100 other rows are left, fewer than the 144 a check needs" in e.value for e in at.error)
+    assert at.button(key="apply_run").disabled
+
+
+def test_a_file_without_fit_rows_says_the_page_cannot_tell(at, tmp_path):
+    """A file written before fingerprints (or saved with fit_rows=False): measured on every row, and
+    the page says it cannot tell whether those rows were used to fit it."""
+    preds = _loaded(at)
+    path = TemperatureScaling().fit(preds).save(tmp_path / "ts.json", fit_rows=False)
+    assert "fit_rows" not in json.loads(path.read_text())
+    at.file_uploader(key="apply_upload").upload("ts.json", path.read_bytes(), "application/json").run()
+    assert any("The page cannot tell" in w.value for w in at.warning)
+    at.button(key="apply_run").click().run()
+    result = _finish(at, "apply").result
+    assert result.n_eval == preds.n and result.fit_row_check.state == "not recorded"
 
 
 @pytest.mark.parametrize("content,message", [
@@ -164,7 +225,8 @@ def test_a_bad_upload_names_the_problem(at, content, message):
 
 def _temperature_doc(at: AppTest, **change) -> bytes:
     preds = _loaded(at)
-    doc = TemperatureScaling().fit(preds.subset(np.arange(500))).to_dict()
+    # A hand-set state is no longer the fit of those rows: saved without them (else left out of checks).
+    doc = TemperatureScaling().fit(preds.subset(np.arange(500))).to_dict(fit_rows=False)
     return json.dumps({**doc, **change}).encode()
 
 
@@ -335,7 +397,7 @@ def test_venn_abers_shows_its_interval_and_downloads_it(at, tmp_path):
 
     preds = _loaded(at)
     va = VennAbers().fit(preds.subset(np.arange(600)))
-    path = va.save(tmp_path / "va.json")
+    path = va.save(tmp_path / "va.json", fit_rows=False)  # measured on every row, as the checks below
     at.file_uploader(key="apply_upload").upload("va.json", path.read_bytes(), "application/json").run()
     at.button(key="apply_run").click().run()
     result = _finish(at, "apply").result
