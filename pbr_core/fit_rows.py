@@ -64,15 +64,19 @@ def row_hashes(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
     (little- or big-endian: the bits are read as numbers, not bytes).
     """
     z = np.asarray(scores, dtype=np.float64)
-    z = z.reshape(len(z), -1)
-    h = np.full(z.shape[0], (int(_GOLDEN) * (z.shape[1] + 1)) % 2**64, dtype=np.uint64)
+    return _hash_words(np.ascontiguousarray(z.reshape(len(z), -1) + 0.0).view(np.uint64), labels)  # + 0.0: -0.0 is 0.0
+
+
+def _hash_words(words: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """The hash of each row of 64-bit ``words`` (n, m) and its label."""
+    h = np.full(words.shape[0], (int(_GOLDEN) * (words.shape[1] + 1)) % 2**64, dtype=np.uint64)
     with np.errstate(over="ignore"):
         # Column by column over blocks of rows: each block's columns read contiguously (a strided
-        # column of 10^6 rows x 100 classes took 1.6 s, blocks 0.5 s), without a transposed copy of z.
-        for lo in range(0, z.shape[0], _BLOCK):
-            block, hb = z[lo:lo + _BLOCK].T + 0.0, h[lo:lo + _BLOCK]  # + 0.0: -0.0 becomes 0.0
-            for column in block:
-                hb ^= np.ascontiguousarray(column).view(np.uint64)
+        # column of 10^6 rows x 100 classes took 1.6 s, blocks 0.5 s), without a transposed copy.
+        for lo in range(0, words.shape[0], _BLOCK):
+            hb = h[lo:lo + _BLOCK]
+            for column in words[lo:lo + _BLOCK].T:
+                hb ^= column
                 hb += _GOLDEN
                 _mix(hb)
         h ^= np.asarray(labels, dtype=np.int64).view(np.uint64)
@@ -92,7 +96,11 @@ def prediction_hashes(preds: Any) -> np.ndarray:
     after the round trip (``tests/test_fit_rows.py``). Rows whose probabilities agree to float32
     (about 7 digits) count as identical, which :class:`FitRowOverlap` treats as it treats every
     repeated row (they only may be fit rows)."""
-    return row_hashes(np.asarray(preds.probs, dtype=np.float32).astype(np.float64), preds.labels)
+    p = np.asarray(preds.probs, dtype=np.float32)
+    k = p.shape[1] + p.shape[1] % 2  # two float32 values per 64-bit word: half the mixing of float64
+    words = np.zeros((p.shape[0], k), dtype=np.float32)
+    words[:, :p.shape[1]] = p + np.float32(0.0)  # -0.0 becomes 0.0
+    return _hash_words(words.view(np.uint64), preds.labels)
 
 
 @dataclass(frozen=True)
@@ -126,12 +134,14 @@ class FitRows:
 
     # --------------------------------------------------------------- the saved field
     def to_field(self) -> dict[str, Any]:
-        """The file's ``fit_rows`` field: base64 of the little-endian uint64 hashes, the counts
-        likewise as uint32 (null where every count is 1, the usual case of real-valued scores)."""
-        ones = bool(np.all(self.counts == 1))
+        """The file's ``fit_rows`` field: base64 of the little-endian uint64 hashes, and "repeats": the
+        counts above 1 only, as little-endian uint32 pairs (position of the hash, count), null where
+        every count is 1 (real-valued scores repeat rarely: 100,000 rows wrote 1.6 MB with every count)."""
+        where = np.flatnonzero(self.counts > 1)
+        pairs = np.column_stack([where, self.counts[where]]).astype("<u4")
         return {"hash": HASH_NAME, "n_rows": int(self.n_rows),
                 "hashes": base64.b64encode(self.hashes.astype("<u8").tobytes()).decode("ascii"),
-                "counts": None if ones else base64.b64encode(self.counts.astype("<u4").tobytes()).decode("ascii")}
+                "repeats": base64.b64encode(pairs.tobytes()).decode("ascii") if len(where) else None}
 
     @classmethod
     def from_field(cls, value: Any) -> "FitRows":
@@ -139,8 +149,8 @@ class FitRows:
         from pbr_core.recalibrators._state import StateError, shown  # not at import: recalibrators imports this
 
         where = "fit_rows"
-        if not isinstance(value, dict) or set(value) != {"hash", "n_rows", "hashes", "counts"}:
-            raise StateError(f'{where} must be a group of the fields "hash", "n_rows", "hashes" and "counts", but the '
+        if not isinstance(value, dict) or set(value) != {"hash", "n_rows", "hashes", "repeats"}:
+            raise StateError(f'{where} must be a group of the fields "hash", "n_rows", "hashes" and "repeats", but the '
                              f"file holds {shown(value)}")
         if value["hash"] != HASH_NAME:
             raise StateError(f'{where}.hash must be the text "{HASH_NAME}", but the file holds {shown(value["hash"])}')
@@ -151,15 +161,18 @@ class FitRows:
         if len(hashes) > MAX_DISTINCT or len(hashes) > n or np.any(hashes[1:] <= hashes[:-1]):
             raise StateError(f"{where}.hashes must hold at most {min(n, MAX_DISTINCT):,} distinct hashes in increasing "
                              f"order, but the file holds {len(hashes):,}" + (" out of order" if len(hashes) <= n else ""))
-        if value["counts"] is None:
-            counts = np.ones(len(hashes), dtype=np.int64)
-        else:
-            counts = _decoded(value["counts"], "<u4", f"{where}.counts").astype(np.int64)
-            if len(counts) != len(hashes) or np.any(counts < 1):
-                raise StateError(f"{where}.counts must hold one count of at least 1 for each of the {len(hashes):,} "
-                                 f"hashes, but the file holds {len(counts):,} counts")
+        counts = np.ones(len(hashes), dtype=np.int64)
+        if value["repeats"] is not None:
+            pairs = _decoded(value["repeats"], "<u4", f"{where}.repeats").astype(np.int64)
+            if len(pairs) % 2:
+                raise StateError(f"{where}.repeats must hold pairs (position, count), but holds {len(pairs)} numbers")
+            position, count = pairs[0::2], pairs[1::2]
+            if np.any(position >= len(hashes)) or np.any(np.diff(position) <= 0) or np.any(count < 2):
+                raise StateError(f"{where}.repeats must hold pairs (position of one of the {len(hashes):,} hashes, in "
+                                 "increasing order; a count of at least 2), but it does not")
+            counts[position] = count
         if int(counts.sum()) > n:
-            raise StateError(f"{where}.counts add up to {int(counts.sum()):,} rows, more than the {n:,} of "
+            raise StateError(f"{where}.repeats add up to {int(counts.sum()):,} rows, more than the {n:,} of "
                              f"{where}.n_rows")
         return cls(n_rows=int(n), hashes=hashes, counts=counts)
 

@@ -49,13 +49,13 @@ def test_the_fingerprint_round_trips_through_save_and_load(tmp_path) -> None:
     rec = PlattScaling().fit(preds)
     doc = rec.to_dict()
     field = doc["fit_rows"]
-    assert field["hash"] == HASH_NAME and field["n_rows"] == 500 and field["counts"] is not None
+    assert field["hash"] == HASH_NAME and field["n_rows"] == 500 and field["repeats"] is not None
     back = load_recalibrator(rec.save(tmp_path / "p.json"))
     assert np.array_equal(back.fit_rows_.hashes, rec.fit_rows_.hashes)
     assert np.array_equal(back.fit_rows_.counts, rec.fit_rows_.counts) and back.fit_rows_.counts.sum() == 500
     assert back.to_dict() == doc
     # Distinct rows: no counts written (each once).
-    assert TemperatureScaling().fit(_binary(300, 2)).to_dict()["fit_rows"]["counts"] is None
+    assert TemperatureScaling().fit(_binary(300, 2)).to_dict()["fit_rows"]["repeats"] is None
 
 
 def test_a_check_on_fit_rows_and_new_rows_measures_on_the_new_rows() -> None:
@@ -134,7 +134,8 @@ def test_old_files_and_files_saved_without_fit_rows_say_not_recorded(tmp_path) -
     (lambda f: {**f, "n_rows": 10}, "fit_rows.hashes must hold at most 10 distinct hashes"),
     (lambda f: {**f, "hashes": "not base64!"}, "fit_rows.hashes must be a base64 text"),
     (lambda f: {**f, "hashes": "AAAA"}, "fit_rows.hashes must hold a whole number of 8-byte values"),
-    (lambda f: {**f, "counts": "AQAAAA=="}, "fit_rows.counts must hold one count of at least 1 for each"),
+    (lambda f: {**f, "repeats": "AQAAAA=="}, "fit_rows.repeats must hold pairs (position, count)"),
+    (lambda f: {**f, "repeats": "AQAAAAEAAAA="}, "fit_rows.repeats must hold pairs (position of one of the"),
     (lambda f: {**f, "extra": 1}, "fit_rows must be a group of the fields"),
 ])
 def test_a_damaged_fit_rows_field_is_refused_and_named(tmp_path, change, message) -> None:
