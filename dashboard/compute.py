@@ -304,11 +304,12 @@ def reliability_equal_mass(view: MetricView, n_bins: int) -> pd.DataFrame:
 def _smooth(key: str, _probs: np.ndarray, _labels: np.ndarray) -> pd.DataFrame:
     from pbr_core.estimators import smooth_reliability
 
-    return smooth_reliability(_probs, _labels, n_boot=100)
+    return smooth_reliability(_probs, _labels)
 
 
 def smooth_curve(view: MetricView) -> pd.DataFrame:
-    """The smoothed reliability curve with its bootstrap band (pbr_core.estimators.smooth_reliability)."""
+    """The smoothed reliability curve with its pointwise 95% interval for the smoothed curve
+    (pbr_core.estimators.smooth_reliability)."""
     return _smooth(view.key, view.probs, view.labels)
 
 

@@ -224,8 +224,8 @@ HOW_TO_READ_RELIABILITY = """
 **How to read the diagram**
 
 * Each blue bar is one bin of predictions with similar confidence. Its height is how often those
-  predictions were right (the black whisker is a 95% Wilson interval: the bar could plausibly lie
-  anywhere on it).
+  predictions were right (the black whisker is a 95% Wilson interval for the bin's true frequency,
+  per bar, not for all bars at once: with many bars, one or two may miss theirs by chance).
 * The dashed diagonal is perfect calibration: "80% confident" should be right 80% of the time.
 * **Red boxes on top of a bar** reach up to the bin's average confidence: the model is
   **over-confident** there (bars below the diagonal).
@@ -240,7 +240,8 @@ HOW_TO_READ_BINARY = """
 **How to read the diagram**
 
 * Each blue bar is one bin of rows with a similar predicted p(y=1). Its height is how often y = 1
-  really was in those rows (the black whisker is a 95% Wilson interval).
+  really was in those rows (the black whisker is a 95% Wilson interval for the bin's true frequency,
+  per bar, not for all bars at once: with many bars, one or two may miss theirs by chance).
 * The dashed diagonal is perfect calibration: of the rows given p(y=1) = 0.3, 30% should be positive.
 * **Red boxes on top of a bar** reach up to the bin's average prediction: the model
   **over-predicts** the positive class there (bars below the diagonal).
@@ -2176,8 +2177,11 @@ BINNING_HELP = (
     "most of them near 1). The card's ECE stays the paper's."
 )
 SMOOTH_HELP = (
-    "A kernel average of the outcome around each confidence, instead of bins (Blasiok & Nakkiran 2023), with "
-    "a 95% bootstrap band; its width is the smooth ECE's own bandwidth. Drawn where there are rows."
+    "A kernel average of the outcome around each confidence, instead of bins (Blasiok & Nakkiran 2023); the "
+    "window's width sigma is the smooth ECE's own bandwidth (the legend gives it). Shaded: at each confidence, "
+    "a 95% interval for the smoothed curve (the outcome frequency averaged over that window), not for the true "
+    "calibration curve, which it can miss where the curve bends; one point at a time, not the whole curve at "
+    "once. Drawn where there are rows."
 )
 EQUAL_MASS_CAPTION = (
     "Equal-mass bins: {B} bins of about the same number of rows; their ECE is {ece:.4f} (the card shows the "

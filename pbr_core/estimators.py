@@ -11,7 +11,7 @@ default everywhere; these are offered next to it, clearly labelled:
 * :func:`smooth_ece` -- the smooth ECE of Blasiok & Nakkiran (2023): kernel smoothing instead of
   bins, with the bandwidth chosen as the fixed point sigma = smECE_sigma (their relplot package's
   algorithm, reproduced here);
-* :func:`smooth_reliability` -- the smoothed reliability curve with a bootstrap band;
+* :func:`smooth_reliability` -- the smoothed reliability curve with a pointwise 95 % interval for it;
 * :func:`library_conventions` -- the ECE as netcal, torchmetrics, scikit-learn's ``calibration_curve``
   and relplot would report it by default on the same data, each with its difference in one line.
 
@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from pbr_core.metrics import (BinaryTarget, _resolve_n_bins, assign_bins, check_binary_target, confidence_and_outcome,
-                              ece_inputs)
+                              _wilson, ece_inputs)
 
 __all__ = [
     "ece_debiased",
@@ -252,29 +252,81 @@ def smooth_ece(probs: np.ndarray, labels: np.ndarray, sigma: float | None = None
     return (value, float(sigma)) if return_sigma else value
 
 
+def _kernel_sums(conf: np.ndarray, out: np.ndarray, sigma: float,
+                 t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sum w, sum w * outcome, sum w^2) at each t, w_i = relplot's reflected Gaussian kernel K(t, c_i).
+
+    The squared weights are why this is not :func:`_reflected_smooth`: near 0 and 1 a row's reflected
+    images overlap, so w^2 has cross terms a convolution with K^2 would miss. The rows are splatted onto
+    a grid of spacing min(0.001, sigma / 10) and each t sums the grid points within min(8 sigma, 0.5)
+    of it, every image written out: relplot's kernel is K(t - y) over the images y of c (c, -c, 2 - c)
+    with |t - y| <= 0.5, and an image is never nearer t than c itself, so the window misses nothing.
+    """
+    points = max(1001, int(np.ceil(10 / sigma)) + 1)
+    step = 1 / (points - 1)
+    counts, outcomes = _splat(conf, np.ones_like(conf), points), _splat(conf, out, points)
+    reach = min(8 * sigma, 0.5)
+    offsets = np.arange(-int(np.ceil(reach / step)), int(np.ceil(reach / step)) + 1)
+    j = np.rint(t / step).astype(np.int64)[:, None] + offsets[None, :]
+    inside = (j >= 0) & (j < points)
+    j = np.clip(j, 0, points - 1)
+    x = j * step
+    w = np.zeros(j.shape)
+    for image in (x, -x, 2 - x):
+        d = t[:, None] - image
+        w += np.where(np.abs(d) <= 0.5, np.exp(-d**2 / (2 * sigma**2)), 0.0)
+    w *= inside
+    return (np.sum(counts[j] * w, axis=1), np.sum(outcomes[j] * w, axis=1), np.sum(counts[j] * w**2, axis=1))
+
+
 def smooth_reliability(probs: np.ndarray, labels: np.ndarray, sigma: float | None = None,
-                       n_boot: int = 100, level: float = 0.95, seed: int | None = 0) -> pd.DataFrame:
-    """The smoothed reliability curve at the smooth ECE's bandwidth, with a bootstrap band.
+                       level: float = 0.95) -> pd.DataFrame:
+    """The smoothed reliability curve at the smooth ECE's bandwidth, with a pointwise interval.
+
+    The curve at confidence t is t - r_sigma(t) (``observed``): the kernel-weighted mean outcome of the
+    rows near t, plus t minus their kernel-weighted mean confidence. The interval at t (``band_low``,
+    ``band_high``) is a Wilson score interval at ``level`` for the kernel-weighted mean outcome, with
+    the effective count n_eff = (sum w)^2 / sum w^2 of the kernel weights w, moved by the same
+    t - mean confidence. It is an interval for the **smoothed** curve of the population (the outcome
+    frequency averaged over the same kernel window, for one t at a time), not for the true calibration
+    curve, which it can miss where that curve bends within a window (the kernel's bias), and not a band
+    for the whole curve at once. Where no row is within reach of t it is NaN.
+
+    Measured (``benchmarks/RESULTS_smooth_band.md``; ``tests/test_estimators.py`` pins it): with
+    outcomes drawn from known chances, it held the smoothed population curve at 93-98 % of the drawn
+    points (density >= 2 % of its maximum) on calibrated and miscalibrated UCI Adult p(y=1) and CIFAR-10
+    top-label files of 200-5,000 rows (60 files a cell), where the percentile bootstrap it replaced (100
+    resamples, sigma fixed) held it at 67-96 %, short where the density is 10-50 % of its maximum. The
+    true curve of the under-confident Adult files (sigmoid(0.6 logit p)) it held at 0.75-0.95, less
+    with more rows (narrower intervals, the same bias). On 10^5 rows it takes 0.03 s beside the
+    bandwidth's 2 s (the bootstrap: 0.65 s).
 
     Returns
     -------
-    DataFrame with columns ``t`` (confidence), ``observed`` (kernel average of the outcome near t,
-    i.e. t minus the smoothed residual), ``band_low``, ``band_high`` (percentile bootstrap over
-    ``n_boot`` resamples of the rows, same bandwidth), ``density`` (of the confidences; plot the
-    curve thinner where it is low) and ``sigma``.
+    DataFrame with columns ``t`` (confidence), ``observed``, ``band_low``, ``band_high``, ``n_eff``
+    (the effective row count of the window), ``density`` (of the confidences; plot the curve only
+    where it is not negligible) and ``sigma``.
     """
+    if not (0 < float(level) < 1):
+        raise ValueError(f"Expected argument `level` to be in (0, 1), but got {level!r}")
     conf, out = confidence_and_outcome(probs, labels)
     if sigma is None:
         sigma = _fixed_point_sigma(conf, out)
+    elif not (0 < float(sigma) <= 1):
+        raise ValueError(f"Expected argument `sigma` to be in (0, 1], but got {sigma!r}")
     t, r, dens = _smooth_at(conf, out, float(sigma))
-    rng = np.random.default_rng(seed)
-    reps = np.empty((n_boot, t.size))
-    for b in range(n_boot):
-        idx = rng.integers(0, conf.shape[0], conf.shape[0])
-        reps[b] = t - _smooth_at(conf[idx], out[idx], float(sigma))[1]
-    lo, hi = np.quantile(reps, [(1 - level) / 2, (1 + level) / 2], axis=0) if n_boot else (np.nan, np.nan)
-    return pd.DataFrame({"t": t, "observed": t - r, "band_low": lo, "band_high": hi,
-                         "density": dens / np.sum(dens) * (t.size - 1), "sigma": float(sigma)})
+    observed = t - r
+    s0, s_out, s2 = _kernel_sums(conf, out, float(sigma), t)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        n_eff = np.where(s2 > 0, s0**2 / s2, 0.0)
+        mean_out = np.clip(s_out / s0, 0.0, 1.0)
+    lo, hi = _wilson(mean_out * n_eff, n_eff, float(level))
+    # The curve is the window's mean outcome moved by t - its mean confidence: move the interval alike.
+    none = n_eff <= 0
+    band_low = np.where(none, np.nan, observed - (mean_out - lo))
+    band_high = np.where(none, np.nan, observed + (hi - mean_out))
+    return pd.DataFrame({"t": t, "observed": observed, "band_low": band_low, "band_high": band_high,
+                         "n_eff": n_eff, "density": dens / np.sum(dens) * (t.size - 1), "sigma": float(sigma)})
 
 
 # --------------------------------------------------------------------------- other libraries

@@ -89,7 +89,8 @@ def reliability(data: Any, labels: Any = None, n_bins: int | None = None, *, tar
         Draw each bin's 90 % consistency band (``band_low`` / ``band_high`` of the table) and mark
         the bars outside it.
     smooth : bool
-        Draw the smoothed reliability curve (:func:`pbr_core.estimators.smooth_reliability`) too.
+        Draw the smoothed reliability curve (:func:`pbr_core.estimators.smooth_reliability`) too, with
+        its pointwise 95 % interval for the smoothed curve (not for the true calibration curve).
     title, x_title, y_title : str, optional
         Words on the figure (defaults: the library's neutral axis titles, :func:`axis_titles`).
 

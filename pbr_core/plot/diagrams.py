@@ -106,8 +106,8 @@ def reliability_figure(
         Binary data measured on p(y=1): the gap boxes are called over- / under-prediction.
     smooth : DataFrame, optional
         A smoothed reliability curve (:func:`pbr_core.estimators.smooth_reliability`: ``t``,
-        ``observed``, ``band_low``, ``band_high``, ``sigma``), drawn over the bars with its band,
-        where the confidences have some density.
+        ``observed``, ``band_low``, ``band_high``, ``sigma``), drawn over the bars with its pointwise
+        95 % interval (for the smoothed curve, not the true one), where the confidences have some density.
     bands : bool
         Draw each bin's consistency band (columns ``band_low``, ``band_high`` of the table, when it
         has them): where its bar would end at least 90 % of the time if the model were calibrated,
@@ -221,11 +221,12 @@ def band_traces(table: pd.DataFrame, centre: np.ndarray, width: np.ndarray, y_ti
 
 
 TRACE_SMOOTH = "Smoothed curve"
-TRACE_SMOOTH_BAND = "Smoothed curve, 95% band"
+TRACE_SMOOTH_BAND = "95% interval for the smoothed curve, point by point"
 
 
 def smooth_traces(smooth: pd.DataFrame, y_title: str) -> list[go.Scatter]:
-    """The smoothed reliability curve and its bootstrap band, drawn only where the confidences have
+    """The smoothed reliability curve and its pointwise 95 % interval (for the smoothed curve, not the
+    true one: :func:`pbr_core.estimators.smooth_reliability`), drawn only where the confidences have
     some density (a kernel average far from any row is an extrapolation)."""
     s = smooth[smooth["density"] >= 0.02 * smooth["density"].max()]
     sigma = float(s["sigma"].iloc[0]) if len(s) else float("nan")

@@ -110,6 +110,26 @@ def test_under_confidence_is_drawn_so_that_the_bar_keeps_its_colour():
         assert "below a bar" not in guide
 
 
+def test_the_intervals_say_what_they_cover(preds):
+    """Audit 7: the smoothed curve's band is a pointwise 95% interval for the smoothed curve (it covered
+    the true curve of a miscalibrated file at 0.72-0.85), and a Wilson whisker holds per bar (all 12
+    bars' whiskers held their bins' frequencies in 340 of 600 Adult files)."""
+    from dashboard import texts
+    from pbr_core.estimators import smooth_reliability
+
+    for words in ("95% interval for the smoothed curve", "not for the true calibration curve",
+                  "one point at a time, not the whole curve at once"):
+        assert words in " ".join(texts.SMOOTH_HELP.split())
+    assert "bootstrap" not in texts.SMOOTH_HELP
+    for guide in (texts.HOW_TO_READ_RELIABILITY, texts.HOW_TO_READ_BINARY):
+        assert "95% Wilson interval for the bin's true frequency, per bar, not for all bars at once" in " ".join(guide.split())
+        assert "plausibly" not in guide
+    fig = F.reliability_figure(pbr_core.reliability_diagram(preds.probs, preds.labels, 10),
+                               smooth=smooth_reliability(preds.probs, preds.labels))
+    names = [t.name for t in fig.data]
+    assert F.TRACE_SMOOTH_BAND == "95% interval for the smoothed curve, point by point" and F.TRACE_SMOOTH_BAND in names
+
+
 def test_binary_legend_uses_the_axis_words(preds):
     y = (preds.labels == 3).astype(int)
     x_title, y_title = "Predicted probability p(y=1)", "Observed frequency of y = 1"
