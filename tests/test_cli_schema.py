@@ -47,7 +47,8 @@ def outputs(tmp_path_factory) -> dict[str, dict]:
     adult = SAMPLE / "adult_gradient_boosting.csv.gz"
     return {
         "binary": run("evaluate", kitti),
-        "binary, every option": run("evaluate", kitti, "--n-bins", "10", "--curve", "--libraries", "--fail-above", "0.05"),
+        "binary, every option": run("evaluate", kitti, "--n-bins", "10", "--curve", "--libraries", "--fail-above", "0.07",
+                                    "--require-below", "0.05"),
         "multiclass logits (NPZ, no column roles)": run("evaluate", SAMPLE / "cifar10_resnet110.npz"),
         "top label": run("evaluate", SAMPLE / "cifar10_resnet110_toplabel.csv", "--n-bins", "15"),
         "by two columns, gates": run("evaluate", adult, "--by", "sex", "--by", "race", "--max-group-gap", "0.01",
@@ -65,6 +66,8 @@ def test_real_outputs_validate(validator, outputs):
         assert _errors(validator, output) == [], name
     # The shapes the fixture meant to cover are there.
     assert "gates" in outputs["by predicted class, gap gate"]
+    assert [(g["gate"], g["status"]) for g in outputs["binary, every option"]["gates"]] == [
+        ("fail_above", "undecided"), ("require_below", "failed")]
     assert outputs["slices"]["slices"]["rows"], "no slice row was validated"
     assert outputs["streamed, by and slices"]["groups"]["rows"]
 

@@ -3,7 +3,7 @@
 Usage::
 
     pbr-calib evaluate FILE [--n-bins B] [--format table|json]
-    pbr-calib evaluate FILE [--fail-above X] [--by COLUMN --max-group-gap X]      (CI gates: exit 5 when one fails)
+    pbr-calib evaluate FILE [--fail-above X | --require-below X] [--by COLUMN --max-group-gap X]   (CI gates: exit 5 when one fails)
     pbr-calib evaluate 'logs/*.parquet' [--stream] [--local-cluster N | --scheduler ADDRESS] [--curve] [--by COLUMN]
     pbr-calib evaluate FILE_OR_GLOB --find-slices [--format json]
     pbr-calib fit FILE --method NAME [--param KEY=VALUE ...] --out MODEL.json
@@ -34,12 +34,15 @@ Exit codes (stable, for scripts):
   recalibrator's;
 * 4 -- fitting failed (the optimiser, or a fit that does not exist, e.g. separable labels with
   ``targets=labels``);
-* 5 -- a calibration gate failed (``evaluate --fail-above X``: the ECE it reports is above X;
-  ``--max-group-gap X`` with ``--by``: the largest gap between groups is real and its bias-corrected
-  estimate above X; see :func:`pbr_core.cli.evaluate.calibration_gates`). The results are printed
-  as without the gate (the JSON gains a ``gates`` list), then one line per failed gate on stderr
-  (``pbr-calib: calibration gate failed: ...``). A usage or input error (2, 3) takes precedence:
-  nothing was measured.
+* 5 -- a calibration gate failed (``evaluate --fail-above X``: the calibration error is shown above
+  X, the ECE's 95 % interval lies above X; an interval that contains X is "undecided": exit 0 with a
+  warning; ``--require-below X``: the calibration error is not shown at most X, the interval reaches
+  above X; ``--max-group-gap X`` with ``--by``: the largest gap between groups is real and its
+  bias-corrected estimate above X; see :func:`pbr_core.cli.evaluate.calibration_gates`). The
+  results are printed as without the gate (the JSON gains a ``gates`` list), then one line per
+  failed gate on stderr (``pbr-calib: calibration gate failed: ...``; ``pbr-calib: warning: ...``
+  for one undecided or not checked). A usage or input error (2, 3) takes precedence: nothing was
+  measured.
 
 ``evaluate --format json`` follows the JSON Schema ``pbr_core/schemas/evaluate.schema.json``
 (:func:`pbr_core.schemas.evaluate_schema`), in memory and streamed, with ``--by``,

@@ -27,9 +27,9 @@ EXIT_BAD_INPUT = 3
 EXIT_FIT_FAILED = 4
 
 
-#: ``evaluate --fail-above`` / ``--max-group-gap``: the predictions were measured, and a calibration
-#: gate failed (distinct from 3 and 4 so that a CI job can tell "worse than allowed" from "could not
-#: measure").
+#: ``evaluate --fail-above`` / ``--require-below`` / ``--max-group-gap``: the predictions were
+#: measured, and a calibration gate failed (distinct from 3 and 4 so that a CI job can tell "worse
+#: than allowed" from "could not measure").
 EXIT_GATE_FAILED = 5
 
 
@@ -38,7 +38,8 @@ _EPILOG = """exit codes:
   2  usage error (unknown subcommand/method/parameter, invalid value, bad output path)
   3  bad input file (invalid predictions, not a pbr-calib recalibrator file, wrong number of classes)
   4  fitting failed (optimiser failure, or no maximum-likelihood fit exists)
-  5  a calibration gate failed (evaluate --fail-above, --max-group-gap); the results are still printed
+  5  a calibration gate failed (evaluate --fail-above: the ECE's 95% interval lies above X;
+     --require-below: it reaches above X; --max-group-gap); the results are still printed
 """
 
 

@@ -83,8 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "scikit-learn, relplot) report it by default, and why each differs")
     gate = p.add_argument_group("calibration gates (for CI: exit code 5 when one fails, the results still printed)")
     gate.add_argument("--fail-above", type=_non_negative_float, default=None, metavar="X",
-                      help="fail (exit 5) when the ECE evaluate reports (B = floor(n^(1/3)), the 'ece' field) is "
-                           "above X")
+                      help="fail (exit 5) when the calibration error is shown above X: the ECE evaluate reports "
+                           "(B = floor(n^(1/3)), the 'ece' field) has its 95%% interval (ece_ci_low, ece_ci_high) "
+                           "above X; an interval that contains X is undecided (a warning, exit 0)")
+    gate.add_argument("--require-below", type=_non_negative_float, default=None, metavar="X",
+                      help="fail (exit 5) unless the calibration error is shown at most X: the ECE's 95%% "
+                           "interval lies at or below X (the opposite burden of proof to --fail-above)")
     gate.add_argument("--max-group-gap", type=_non_negative_float, default=None, metavar="X",
                       help="with --by: fail (exit 5) when the largest gap between groups is real (its adjusted "
                            "interval excludes 0 and the worst group fails its own test) and its bias-corrected "
