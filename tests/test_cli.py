@@ -161,6 +161,27 @@ def test_fit_with_alpha_selected_by_cross_validation(capsys, c10_files, tmp_path
     assert (rec.max_iter, rec.n_mc, rec.objective, rec.mean_approx) == (30, 10, "pbr_total", True)
 
 
+def test_fit_says_a_bound_of_at_least_1_is_vacuous(capsys, c10_files, tmp_path) -> None:
+    """Audit 7: ``fit`` printed "Corollary 1 ... <= 1.0418" without saying that a bound of at least 1
+    says nothing (the dashboard says "Vacuous here"). On 150 CIFAR-10 rows both bounds are above 1."""
+    from pbr_core.cli.fit import VACUOUS, bound_shown
+
+    assert bound_shown(0.9991) == "0.9991" and bound_shown(1.0) == f"1.0000 {VACUOUS}"
+    assert bound_shown(1.0418) == "1.0418 (vacuous: at least 1, says nothing)"
+    fit, _ = c10_files
+    small = tmp_path / "small.npz"
+    d = np.load(fit)
+    np.savez(small, logits=d["logits"][:150], labels=d["labels"][:150])
+    model = tmp_path / "pbr.json"
+    code, out, err = run(capsys, "fit", small, "--method", "pbr", "--param", "max_iter=20", "--param", "n_mc=5",
+                         "--out", model, "--quiet")
+    assert code == EXIT_OK, err
+    b = load_recalibrator(model).bounds_
+    assert b["corollary1"] >= 1 and b["corollary2"] >= 1
+    assert (f"Corollary 1 (E_rho ECE generalisation gap) <= {b['corollary1']:.4f} {VACUOUS}; Corollary 2 "
+            f"(E_rho |TCE - ECE|) <= {b['corollary2']:.4f} {VACUOUS} (n = 150") in out
+
+
 def test_fit_with_alpha_selection_survives_a_failed_fit(capsys, c10_files, tmp_path, monkeypatch) -> None:
     """One (alpha, fold) fit of --select-alpha fails: the command still fits with the best of the
     others, its table marks the failed folds and the warning says which fit failed and why."""

@@ -13,6 +13,16 @@ from pbr_core.cli._common import (CLIError, EXIT_BAD_INPUT, EXIT_FIT_FAILED, EXI
 from pbr_core.cli.stream import fit_all_rows, fit_sample, is_dataset
 
 
+#: Said after a Corollary 1 or 2 bound of at least 1 (the dashboard's "Vacuous here", texts.corollary1_reading).
+VACUOUS = "(vacuous: at least 1, says nothing)"
+
+
+def bound_shown(bound: float) -> str:
+    """A Corollary 1 / 2 bound as ``fit`` prints it: 4 decimals, and :data:`VACUOUS` after a bound of
+    at least 1, which says nothing (an ECE gap and |TCE - ECE| lie in [0, 1] anyway)."""
+    return f"{bound:.4f} {VACUOUS}" if bound >= 1.0 else f"{bound:.4f}"
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     from pbr_core.recalibrators import get_recalibrator
 
@@ -92,9 +102,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
         draws = f" with {draws}" if draws else ""
         print(f"KL = {rec.kl_:.4g}; {report['iterations']} iterations on {report['device']}{draws}, "
               f"{'converged' if report['converged'] else 'NOT converged'} ({report['stop_reason']})")
-        print(f"Corollary 1 (E_rho ECE generalisation gap) <= {b['corollary1']:.4f}; Corollary 2 "
-              f"(E_rho |TCE - ECE|) <= {b['corollary2']:.4f} (n = {b['n']}, B = {b['n_bins']}, eps = {b['eps']:g}, "
-              f"L = {b['lipschitz']:g})")
+        print(f"Corollary 1 (E_rho ECE generalisation gap) <= {bound_shown(b['corollary1'])}; Corollary 2 "
+              f"(E_rho |TCE - ECE|) <= {bound_shown(b['corollary2'])} (n = {b['n']}, B = {b['n_bins']}, "
+              f"eps = {b['eps']:g}, L = {b['lipschitz']:g})")
         print(f"bounds: {_bound_validity(b)}; both are averages over recalibration maps drawn from the fitted "
               "posterior, not bounds on the one saved recalibrator")
         if getattr(rec, "objective", None) == "pbr_total":
