@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -30,11 +31,28 @@ def c10_files(tmp_path_factory) -> tuple[Path, Path]:
     return fit, test
 
 
+def _first_rows(source: Path, n: int, folder: Path) -> Path:
+    """An NPZ file of the first n rows of ``source`` (logits and labels), in ``folder``."""
+    d = np.load(source)
+    small = folder / "small.npz"
+    np.savez(small, logits=d["logits"][:n], labels=d["labels"][:n])
+    return small
+
+
 def run(capsys, *argv: str) -> tuple[int, str, str]:
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
     assert "Traceback" not in err
     return code, out, err
+
+
+def _fit_first_rows(capsys, source: Path, n: int, folder: Path, *argv: str) -> tuple[str, Any]:
+    """``pbr-calib fit`` (with ``argv``, ``--quiet``) on the first n rows of ``source``, saved as
+    ``folder``/model.json: its standard output and the saved recalibrator."""
+    model = folder / "model.json"
+    code, out, err = run(capsys, "fit", _first_rows(source, n, folder), *argv, "--out", model, "--quiet")
+    assert code == EXIT_OK, err
+    return out, load_recalibrator(model)
 
 
 def test_methods_lists_every_registered_method(capsys) -> None:
@@ -135,9 +153,7 @@ def test_fit_with_alpha_selected_by_cross_validation(capsys, c10_files, tmp_path
     from pbr_core.alpha_selection import select_alpha
 
     fit, _ = c10_files
-    small = tmp_path / "small.npz"
-    d = np.load(fit)
-    np.savez(small, logits=d["logits"][:300], labels=d["labels"][:300])
+    small = _first_rows(fit, 300, tmp_path)
     model, scores = tmp_path / "pbr.json", tmp_path / "scores.csv"
     code, out, err = run(capsys, "fit", small, "--method", "pbr_total_app", "--select-alpha", "--alpha-grid", "0,1",
                          "--alpha-folds", "2", "--alpha-metric", "brier", "--alpha-scores", scores, "--jobs", "2",
@@ -168,15 +184,9 @@ def test_fit_says_a_bound_of_at_least_1_is_vacuous(capsys, c10_files, tmp_path) 
 
     assert bound_shown(0.9991) == "0.9991" and bound_shown(1.0) == f"1.0000 {VACUOUS}"
     assert bound_shown(1.0418) == "1.0418 (vacuous: at least 1, says nothing)"
-    fit, _ = c10_files
-    small = tmp_path / "small.npz"
-    d = np.load(fit)
-    np.savez(small, logits=d["logits"][:150], labels=d["labels"][:150])
-    model = tmp_path / "pbr.json"
-    code, out, err = run(capsys, "fit", small, "--method", "pbr", "--param", "max_iter=20", "--param", "n_mc=5",
-                         "--out", model, "--quiet")
-    assert code == EXIT_OK, err
-    b = load_recalibrator(model).bounds_
+    out, rec = _fit_first_rows(capsys, c10_files[0], 150, tmp_path, "--method", "pbr", "--param", "max_iter=20",
+                               "--param", "n_mc=5")
+    b = rec.bounds_
     assert b["corollary1"] >= 1 and b["corollary2"] >= 1
     assert (f"Corollary 1 (E_rho ECE generalisation gap) <= {b['corollary1']:.4f} {VACUOUS}; Corollary 2 "
             f"(E_rho |TCE - ECE|) <= {b['corollary2']:.4f} {VACUOUS} (n = 150") in out
@@ -188,9 +198,7 @@ def test_fit_with_alpha_selection_survives_a_failed_fit(capsys, c10_files, tmp_p
     from recal_doubles import failing_pbr_fits
 
     fit, _ = c10_files
-    small = tmp_path / "small.npz"
-    d = np.load(fit)
-    np.savez(small, logits=d["logits"][:200], labels=d["labels"][:200])
+    small = _first_rows(fit, 200, tmp_path)
     failing_pbr_fits(monkeypatch, lambda alpha, n, nth: alpha == 0.0 and n == 100)  # alpha 0 on both folds
     model = tmp_path / "pbr.json"
     code, out, err = run(capsys, "fit", small, "--method", "pbr", "--select-alpha", "--alpha-grid", "0,1",
@@ -210,9 +218,7 @@ def test_fit_says_when_it_ended_at_the_prior(capsys, c10_files, tmp_path, monkey
     import pbr_core.gp.training as training
 
     fit, _ = c10_files
-    small = tmp_path / "small.npz"
-    d = np.load(fit)
-    np.savez(small, logits=d["logits"][:100], labels=d["labels"][:100])
+    small = _first_rows(fit, 100, tmp_path)
     argv = ("fit", small, "--method", "pbr_app", "--param", "max_iter=5", "--param", "n_mc=5",
             "--out", tmp_path / "m.json", "--quiet")
     code, out, err = run(capsys, *argv)
@@ -489,22 +495,14 @@ def test_compare_defaults_to_the_apps_binary_ece_the_same_as_evaluate(capsys, tm
 
 def test_fit_with_a_prior_split_prints_bounds_valid_as_stated(capsys, c10_files, tmp_path) -> None:
     from pbr_core.cli.fit import bound_shown
-    from pbr_core.recalibrators import load_recalibrator
 
-    fit, _ = c10_files
-    small = tmp_path / "small.npz"
-    d = np.load(fit)
-    np.savez(small, logits=d["logits"][:300], labels=d["labels"][:300])
-    model = tmp_path / "gp.json"
-    code, out, err = run(capsys, "fit", small, "--method", "gp", "--prior-split", "0.4", "--param", "max_iter=30",
-                         "--out", model, "--quiet")
-    assert code == EXIT_OK, err
-    rec = load_recalibrator(model)
+    out, rec = _fit_first_rows(capsys, c10_files[0], 300, tmp_path, "--method", "gp", "--prior-split", "0.4",
+                               "--param", "max_iter=30")
     assert rec.prior_split == 0.4 and rec.bounds_["n"] == 180
     assert "bounds: valid as stated (prior chosen on 120 rows, bounds on the other 180 of 300)" in out
     assert f"E_rho |TCE - ECE|) <= {bound_shown(rec.bounds_['corollary2'])} (n = 180," in out  # 1.09: vacuous
-    code, _, err = run(capsys, "fit", small, "--method", "gp", "--prior-split", "0.4", "--param", "prior_split=0.2",
-                       "--out", model, "--quiet")
+    code, _, err = run(capsys, "fit", tmp_path / "small.npz", "--method", "gp", "--prior-split", "0.4", "--param",
+                       "prior_split=0.2", "--out", tmp_path / "model.json", "--quiet")
     assert code == EXIT_USAGE and "once" in err
 
 

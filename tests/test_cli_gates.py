@@ -90,9 +90,9 @@ def test_fail_above_fails_only_when_the_interval_lies_above_the_limit(capsys):
         (gate,) = json.loads(out)["gates"]
         assert gate == {"gate": "fail_above", "limit": float(limit), "value": table["ece"], "status": "undecided",
                         "message": gate["message"]}
-        assert gate["message"] == (f"these 9,090 rows cannot show that the calibration error is above {float(limit):g}: "
-                                   f"{KITTI_WHAT} contains {float(limit):g} ({KITTI_BINS}), so --fail-above "
-                                   f"{float(limit):g} does not fail")
+        x = float(limit)
+        assert gate["message"] == (f"these 9,090 rows cannot show that the calibration error is above {x:g}: "
+                                   f"{KITTI_WHAT} contains {x:g} ({KITTI_BINS}), so --fail-above {x:g} does not fail")
         assert err.strip().splitlines() == [f"pbr-calib: warning: {gate['message']}"]
     # Above the interval (its upper end itself too): shown at most the limit, passed, silent.
     for limit in ("0.1", repr(table["ece_ci_high"])):
@@ -137,7 +137,8 @@ def test_fail_above_json_and_streamed_say_the_same(capsys):
         code, out, err = run(capsys, "evaluate", KITTI, "--fail-above", limit, "--format", "json")
         assert code == code_wanted
         memory = json.loads(out)["gates"]
-        code, out, err2 = run(capsys, "evaluate", KITTI, "--stream", "--quiet", "--fail-above", limit, "--format", "json")
+        code, out, err2 = run(capsys, "evaluate", KITTI, "--stream", "--quiet", "--fail-above", limit,
+                              "--format", "json")
         assert code == code_wanted
         streamed = json.loads(out)
         assert memory[0]["status"] == streamed["gates"][0]["status"] == status
@@ -256,7 +257,8 @@ def test_the_simulated_gate_is_the_command_s_gate(capsys, tmp_path):
     p, y = next(_simulated_files(500, 0.0, 1, seed=5))
     path = tmp_path / "calibrated500.csv"
     pd.DataFrame({"p_positive": p, "label": y}).to_csv(path, index=False)
-    code, out, err = run(capsys, "evaluate", path, "--fail-above", "0.02", "--require-below", "0.02", "--format", "json")
+    code, out, err = run(capsys, "evaluate", path, "--fail-above", "0.02", "--require-below", "0.02",
+                         "--format", "json")
     table = _simulated_table(p, y)
     got = json.loads(out)
     assert (got["ece"], got["ece_ci_low"], got["ece_ci_high"]) == pytest.approx(

@@ -47,8 +47,8 @@ def outputs(tmp_path_factory) -> dict[str, dict]:
     adult = SAMPLE / "adult_gradient_boosting.csv.gz"
     return {
         "binary": run("evaluate", kitti),
-        "binary, every option": run("evaluate", kitti, "--n-bins", "10", "--curve", "--libraries", "--fail-above", "0.07",
-                                    "--require-below", "0.05"),
+        "binary, every option": run("evaluate", kitti, "--n-bins", "10", "--curve", "--libraries",
+                                    "--fail-above", "0.07", "--require-below", "0.05"),
         "multiclass logits (NPZ, no column roles)": run("evaluate", SAMPLE / "cifar10_resnet110.npz"),
         "top label": run("evaluate", SAMPLE / "cifar10_resnet110_toplabel.csv", "--n-bins", "15"),
         "by two columns, gates": run("evaluate", adult, "--by", "sex", "--by", "race", "--max-group-gap", "0.01",

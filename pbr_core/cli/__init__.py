@@ -3,7 +3,7 @@
 Usage::
 
     pbr-calib evaluate FILE [--n-bins B] [--format table|json]
-    pbr-calib evaluate FILE [--fail-above X | --require-below X] [--by COLUMN --max-group-gap X]   (CI gates: exit 5 when one fails)
+    pbr-calib evaluate FILE [--fail-above X | --require-below X] [--by COLUMN --max-group-gap X]   (CI gates: exit 5)
     pbr-calib evaluate 'logs/*.parquet' [--stream] [--local-cluster N | --scheduler ADDRESS] [--curve] [--by COLUMN]
     pbr-calib evaluate FILE_OR_GLOB --find-slices [--format json]
     pbr-calib fit FILE --method NAME [--param KEY=VALUE ...] --out MODEL.json

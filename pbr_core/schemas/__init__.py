@@ -4,8 +4,9 @@
 in memory and streamed, with ``--n-bins``, ``--curve``, ``--by``, ``--find-slices``,
 ``--libraries`` and the calibration gates (``--fail-above``, ``--require-below``,
 ``--max-group-gap``). It lists every field and forbids others (``additionalProperties: false`` at
-every level), so that a renamed field fails validation: a CI job that reads the JSON can pin it (``jsonschema.validate(output,
-evaluate_schema())``). tests/test_cli_schema.py validates real outputs against it.
+every level), so that a renamed field fails validation: a CI job that reads the JSON can pin it
+(``jsonschema.validate(output, evaluate_schema())``). tests/test_cli_schema.py validates real
+outputs against it.
 """
 
 from __future__ import annotations
