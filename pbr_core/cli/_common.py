@@ -34,7 +34,7 @@ EXIT_GATE_FAILED = 5
 
 
 _EPILOG = """exit codes:
-  0  success (and every calibration gate passed)
+  0  success (and no calibration gate failed; an undecided --fail-above warns on stderr)
   2  usage error (unknown subcommand/method/parameter, invalid value, bad output path)
   3  bad input file (invalid predictions, not a pbr-calib recalibrator file, wrong number of classes)
   4  fitting failed (optimiser failure, or no maximum-likelihood fit exists)
