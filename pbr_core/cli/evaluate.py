@@ -349,9 +349,10 @@ def ece_gate(name: str, limit: float, table: dict[str, Any]) -> dict[str, Any]:
     * ``fail_above``: "failed" (exit 5) when lo > X, the calibration error is above X beyond noise;
       "passed" when hi <= X, shown at most X; "undecided" otherwise (lo <= X < hi: these rows cannot
       show it above X, nor at most X): exit 0 with a warning. A model whose true CE_B is at most X
-      fails at most about 2.5 % of the time, at any n (docs/claims.md row 5b; tests/test_cli_gates.py
-      counts it). The price is power on few rows: where the true CE_B is X + 0.02, Adult-like files
-      fail about 1 % of the time at 200 rows, 3-4 % at 500, 16-36 % at 2,000, 94-100 % at 10,000.
+      fails at most about 2.5 % of the time (at every n simulated, 200-10,000 rows: at most 4 of 300
+      files; docs/claims.md row 5b; tests/test_cli_gates.py counts it). The price is power on few
+      rows: where the true CE_B is X + 0.02, Adult-like files fail about 1 % of the time at 200
+      rows, 3-4 % at 500, 16-36 % at 2,000, 94-100 % at 10,000.
       No number of rows needed is given for an undecided gate: it depends on how far the unknown
       true error lies from X (at exactly X, no number of rows would show it above).
     * ``require_below`` (the opposite burden of proof, for a team that must show calibration):
