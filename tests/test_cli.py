@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -175,6 +176,23 @@ def test_fit_with_alpha_selected_by_cross_validation(capsys, c10_files, tmp_path
     assert "cross entropy, which is unbounded" in out  # PBR total: what the bound does not cover
     assert rec.method == "pbr_total_app" and rec.alpha == expected.best_alpha
     assert (rec.max_iter, rec.n_mc, rec.objective, rec.mean_approx) == (30, 10, "pbr_total", True)
+
+
+def test_evaluate_says_a_theorem_1_bound_of_at_least_1_is_vacuous(tmp_path, capsys):
+    """Audit 7's nit, in ``evaluate`` too: on 20 rows Theorem 1's bound is above 1 and says nothing; the
+    text says so after the number (the JSON keeps the number)."""
+    from pbr_core.cli._common import VACUOUS
+
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0.05, 0.95, 20)
+    path = tmp_path / "tiny.csv"
+    path.write_text("p,y\n" + "".join(f"{a:.4f},{int(rng.random() < a)}\n" for a in p))
+    main(["evaluate", str(path)])
+    out = capsys.readouterr().out
+    bound = pbr_core.theorem1_bound(20, pbr_core.optimal_n_bins(20))
+    assert bound >= 1 and re.search(rf"^theorem1_bound +{bound:.4f} {re.escape(VACUOUS)}$", out, re.M), out
+    main(["evaluate", str(path), "--format", "json"])
+    assert json.loads(capsys.readouterr().out)["theorem1_bound"] == pytest.approx(bound)
 
 
 def test_fit_says_a_bound_of_at_least_1_is_vacuous(capsys, c10_files, tmp_path) -> None:

@@ -15,6 +15,17 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 
+#: Said after a bound of at least 1, which says nothing about a quantity in [0, 1] (``fit``'s Corollary 1 / 2
+#: lines, ``evaluate``'s Theorem 1 bound; the dashboard's "Vacuous here", texts.corollary1_reading).
+VACUOUS = "(vacuous: at least 1, says nothing)"
+
+
+def bound_shown(bound: float, digits: int = 4) -> str:
+    """A bound as the terminal prints it: ``digits`` decimals, and :data:`VACUOUS` after a bound of at
+    least 1, which says nothing (an ECE gap, |TCE - ECE| and |TCE - ECE_B| lie in [0, 1] anyway)."""
+    return f"{bound:.{digits}f} {VACUOUS}" if bound >= 1.0 else f"{bound:.{digits}f}"
+
+
 EXIT_OK = 0
 
 

@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pbr_core.cli._common import CLIError, EXIT_BAD_INPUT, EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE, _load, cli_words
+from pbr_core.cli._common import (CLIError, EXIT_BAD_INPUT, EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE, _load, bound_shown,
+                                  cli_words)
 from pbr_core.cli.stream import evaluate_stream, find_slices_cli, is_dataset
 
 
@@ -159,6 +160,9 @@ def _evaluation_text(table: dict[str, Any]) -> str:
     for key in ("calibration_test_p", "bins_outside_p"):  # as every page writes a p-value ("> 0.99", never 1)
         if isinstance(shown.get(key), float):
             shown[key] = format_p(shown[key])
+    for key in ("theorem1_bound", "theorem1_bound_at_n_bins"):  # at least 1 (a few rows): says nothing, said so
+        if isinstance(shown.get(key), float) and shown[key] >= 1.0:
+            shown[key] = bound_shown(shown[key])
     if shown.get("corp_log_infinite_rows"):  # a wrong exact 0 or 1: the log loss and its MCB are infinite
         rows = shown["corp_log_infinite_rows"]
         for key in ("corp_log", "corp_log_mcb"):

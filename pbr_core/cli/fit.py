@@ -8,19 +8,9 @@ import sys
 import time
 from pathlib import Path
 
-from pbr_core.cli._common import (CLIError, EXIT_BAD_INPUT, EXIT_FIT_FAILED, EXIT_OK, EXIT_USAGE, _binary_ece_words,
-                                  _check_output, _fit_progress, _load, parse_params)
+from pbr_core.cli._common import (VACUOUS, CLIError, EXIT_BAD_INPUT, EXIT_FIT_FAILED, EXIT_OK, EXIT_USAGE,  # noqa: F401
+                                  _binary_ece_words, _check_output, _fit_progress, _load, bound_shown, parse_params)
 from pbr_core.cli.stream import fit_all_rows, fit_sample, is_dataset
-
-
-#: Said after a Corollary 1 or 2 bound of at least 1 (the dashboard's "Vacuous here", texts.corollary1_reading).
-VACUOUS = "(vacuous: at least 1, says nothing)"
-
-
-def bound_shown(bound: float) -> str:
-    """A Corollary 1 / 2 bound as ``fit`` prints it: 4 decimals, and :data:`VACUOUS` after a bound of
-    at least 1, which says nothing (an ECE gap and |TCE - ECE| lie in [0, 1] anyway)."""
-    return f"{bound:.4f} {VACUOUS}" if bound >= 1.0 else f"{bound:.4f}"
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
