@@ -268,7 +268,23 @@ def _with_one_class_note(preds: Predictions) -> Predictions:
     same = constant_score(preds)
     if same is not None:
         preds = dataclasses.replace(preds, notes=(*preds.notes, CONSTANT_SCORE_NOTE.format(what=same)))
+    rounded = _rounding_note(preds)
+    if rounded:
+        preds = dataclasses.replace(preds, notes=(*preds.notes, rounded))
     return preds
+
+
+def _rounding_note(preds: Predictions) -> str:
+    """The note when scores of exactly 0 or 1 may be the file's rounding (:func:`pbr_core.resolution.rounding_note`):
+    "Confidences are written with one decimal of a percent: values of 100.0% stand for anything from 99.95% ..."."""
+    from pbr_core.resolution import rounding_note
+
+    if preds.probs is None and preds.confidence is None:
+        return ""
+    values = preds.probs if preds.probs is not None else preds.confidence
+    # Read as percentages (asked for, or written with a % sign): both notes say so.
+    percent_text = any(" as percentages" in n for n in preds.notes)
+    return rounding_note(values, "Confidences" if preds.probs is None else "Probabilities", percent_text)
 
 
 def unlabelled_classes_note(preds: Predictions) -> str:

@@ -1,0 +1,191 @@
+"""How finely a file wrote its probabilities, and what a score of exactly 0 or 1 then stands for.
+
+An export that writes confidences as "99.3%" (one decimal of a percent) turns every confidence from
+0.9995 up into "100.0%": read back, the file gives probability 1, though the model never did (audit 8:
+333 wrong answers of an LLM read "100.0%"; their real confidences were 0.99952-0.99999988). A
+float32 column does the same from 1 - 2^-25 (about 0.99999997) up. A test that calls a wrong answer
+at probability 1 "impossible" (:mod:`pbr_core.significance`) must then not: the model may have said
+0.9996.
+
+The resolution is read from the values themselves, so that every path that tests a set of rows (a
+file in memory, a stream's sums, a group, a slice) reads the same one from the same rows:
+
+* **decimals**: every value strictly between 0 and 1 is a multiple of 10^-d (d = 1..9; "99.3%" is
+  0.993, d = 3): a score of 1 stands for anything from 1 - 10^-d / 2, one of 0 for anything below
+  10^-d / 2;
+* **float32**: every such value is a float32 number (stored as one, or written out with the 9
+  significant digits that identify one): a score of 1 stands for anything from 1 - 2^-25. A 0 is
+  not a rounding there (float32 holds numbers down to 1e-45).
+
+It is *evident* only from at least :data:`MIN_EVIDENCE` values strictly between 0 and 1 other than
+short binary fractions (k / 16: 0.5 or 0.25 lie on every grid, whatever wrote them): a random
+float64 probability is on a 10^-d grid with chance about 2e-6 and a float32 number with chance
+about 0.1, so 20 such values are not there by chance (a model whose every output is a multiple of
+0.1, k-nearest neighbours with k = 10, is read as rounded too: nothing in the file tells the two
+apart, and the test then only stops calling its wrong 1s impossible). Float64 values with no grid
+have no evident resolution: their 0 and 1 are the model's.
+
+The evidence is a few counts per set of rows (:func:`evidence_terms`), added up like the test's other
+sums (:data:`pbr_core.significance.SUM_NAMES`) over batches, partitions and groups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["DECIMALS", "EVIDENCE_NAMES", "FLOAT32_HALF", "MIN_EVIDENCE", "Resolution", "evidence_terms",
+           "from_evidence", "resolution_of", "rounding_note"]
+
+#: The decimal grids looked for: 10^-1 .. 10^-9 (a confidence written as "99.3%" is on 10^-3).
+DECIMALS = tuple(range(1, 10))
+#: Values strictly between 0 and 1 needed before a grid is taken for the file's resolution.
+MIN_EVIDENCE = 20
+#: Half the float32 spacing just below 1 (2^-24): from 1 - 2^-25 up, a float32 is 1.
+FLOAT32_HALF = 2.0 ** -25
+#: A value counts as a float32 number within this relative distance of one (the 9 significant digits
+#: that identify a float32 place it within 5e-9 of it, relative; its spacing is 6e-8 to 1.2e-7).
+_F32_REL = 5e-9
+#: The counts kept per set of rows, in order.
+EVIDENCE_NAMES = ("interior", *(f"off_grid_{d}" for d in DECIMALS), *(f"off_digits_{d}" for d in DECIMALS),
+                  "off_float32")
+
+
+def evidence_terms(p: np.ndarray) -> list[np.ndarray]:
+    """Per row, one 0/1 array per name of :data:`EVIDENCE_NAMES`: a value that counts (strictly between
+    0 and 1, not a multiple of 1/16), and among those: off the 10^-d grid (for each d), off the grid of d
+    significant digits (for each d), not a float32 number."""
+    p = np.asarray(p, dtype=np.float64)
+    # Only values that are not short binary fractions count: 0.5, 0.25 or 0.8125 (k / 16) lie on every
+    # grid and are float32 numbers, whatever wrote them (a constant 0.5 says nothing of rounding).
+    inner = (p > 0) & (p < 1) & (p * 16 != np.round(p * 16))
+    out = [inner.astype(np.float64)]
+    for d in DECIMALS:
+        scaled = p * 10.0 ** d
+        # 1e-6 of a step: far above float64's error on a value read from d decimals (1e-7 at d = 9),
+        # far below what a value written with more decimals misses the grid by.
+        out.append((inner & (np.abs(scaled - np.round(scaled)) > 1e-6)).astype(np.float64))
+    # d significant digits ("%.9g"): a value v is on the grid of step 10^(floor(log10 v) - d + 1)
+    lead = np.floor(np.log10(np.where(inner, p, 0.5)))
+    for d in DECIMALS:
+        scaled = p / 10.0 ** (lead - d + 1)
+        out.append((inner & (np.abs(scaled - np.round(scaled)) > 1e-6)).astype(np.float64))
+    f32 = p.astype(np.float32).astype(np.float64)
+    out.append((inner & (np.abs(p - f32) > _F32_REL * p)).astype(np.float64))
+    return out
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """How finely the values were written: ``decimals`` (a 10^-d grid), ``digits`` (d significant
+    digits: a 10^-d grid just below 1, none near 0) and/or ``float32``."""
+
+    decimals: int | None
+    float32: bool
+    digits: int | None = None
+
+    @property
+    def half_at_1(self) -> float:
+        """A score of exactly 1 stands for anything from 1 - this."""
+        return max(0.5 * 10.0 ** -self.decimals if self.decimals else 0.0,
+                   0.5 * 10.0 ** -self.digits if self.digits else 0.0, FLOAT32_HALF if self.float32 else 0.0)
+
+    @property
+    def half_at_0(self) -> float:
+        """A score of exactly 0 stands for anything below this (0: a 0 is the model's own)."""
+        return 0.5 * 10.0 ** -self.decimals if self.decimals else 0.0
+
+    def half(self, side: int) -> float:
+        return self.half_at_1 if side else self.half_at_0
+
+    def words(self) -> str:
+        """How the values were written, e.g. "rounded to 3 decimals (steps of 0.1 %)"."""
+        return _words(self)[0]
+
+    def stands_for(self, side: int) -> str:
+        """What a score of exactly 1 (``side`` 1) or 0 stands for, e.g. "anything from 99.95 %"."""
+        h = self.half(side)
+        return f"anything from {percent(1 - h)}" if side else f"anything below {percent(h)}"
+
+
+def _words(res: Resolution) -> tuple[str, str]:
+    """(how the values near 1 were written, "decimals" | "digits" | "float32"): the coarsest that is
+    evident decides what a 1 stands for."""
+    half = res.half_at_1
+    if res.decimals and 0.5 * 10.0 ** -res.decimals == half:
+        d = res.decimals
+        return f"rounded to {d} decimal{'s' if d > 1 else ''} (steps of {_step(d)})", "decimals"
+    if res.digits and 0.5 * 10.0 ** -res.digits == half:
+        d = res.digits
+        return f"rounded to {d} significant digit{'s' if d > 1 else ''} (steps of {_step(d)} just below 1)", "digits"
+    return "stored in single precision (float32, steps of 6e-8 just below 1)", "float32"
+
+
+def _step(d: int) -> str:
+    """A step of 10^-d in words: "0.1 %" down to 0.01 %, then "1e-07"."""
+    return percent(10.0 ** -d) if d <= 4 else f"{10.0 ** -d:g}"
+
+
+def percent(p: float) -> str:
+    """A probability in percent with the digits it needs: 99.95 %, 99.999997 %, 0.05 %."""
+    return f"{100 * p:.10g} %"
+
+
+def from_evidence(counts: np.ndarray) -> Resolution | None:
+    """The resolution the counts (:data:`EVIDENCE_NAMES`, in order) show, None when none is evident."""
+    counts = np.asarray(counts, dtype=np.float64)
+    if counts.size != len(EVIDENCE_NAMES) or counts[0] < MIN_EVIDENCE:
+        return None
+    m = len(DECIMALS)
+    on = [d for d, k in zip(DECIMALS, counts[1:1 + m]) if k == 0]
+    on_digits = [d for d, k in zip(DECIMALS, counts[1 + m:1 + 2 * m]) if k == 0]
+    decimals = on[0] if on else None
+    digits = on_digits[0] if on_digits else None
+    float32 = bool(counts[-1] == 0)
+    if decimals is None and digits is None and not float32:
+        return None
+    return Resolution(decimals, float32, digits)
+
+
+def resolution_of(p: np.ndarray) -> Resolution | None:
+    """The evident resolution of the values ``p`` (any shape), None when none is."""
+    return from_evidence(np.array([t.sum() for t in evidence_terms(np.ravel(p))]))
+
+
+def rounding_note(values: np.ndarray, what: str = "Scores", percent_text: bool = False) -> str:
+    """The loader's note when scores of exactly 0 or 1 may be roundings (an evident resolution, and
+    such scores on a side it rounds): "Confidences are written with one decimal of a percent: values of
+    100.0% stand for anything from 99.95% ..."; "" otherwise. ``percent_text``: the file wrote them
+    as percentages."""
+    v = np.ravel(np.asarray(values, dtype=np.float64))
+    res = resolution_of(v)
+    if res is None:
+        return ""
+    at1 = bool(np.any(v >= 1)) and res.half_at_1 > 0
+    at0 = bool(np.any(v <= 0)) and res.half_at_0 > 0
+    if not (at1 or at0):
+        return ""
+    kind = _words(res)[1]
+    d = res.decimals if kind == "decimals" else res.digits
+    h0 = res.half_at_0
+    if kind == "float32":
+        how = "stored in single precision (float32)"
+        one, from1 = "1", f"{1 - res.half_at_1:.10g}"
+    elif percent_text and d >= 2:
+        pd_ = d - 2
+        how = (f"written with {'no decimals' if pd_ == 0 else 'one decimal' if pd_ == 1 else f'{pd_} decimals'} "
+               "of a percent")
+        one, from1 = f"{100:.{pd_}f}%", f"{100 * (1 - res.half_at_1):.{pd_ + 1}f}%"
+    else:
+        how = f"written with {d} {'decimal' if kind == 'decimals' else 'significant digit'}{'s' if d > 1 else ''}"
+        one, from1 = (f"{1:.{d}f}" if kind == "decimals" else "1"), f"{1 - res.half_at_1:.{d + 1}f}"
+    stands = [f"values of {one} stand for anything from {from1}"] if at1 else []
+    if at0:
+        zero = (f"{0:.{d - 2}f}%" if percent_text and kind == "decimals" and d >= 2 else f"{0:.{res.decimals}f}")
+        below = (f"{100 * h0:.{d - 1}f}%" if percent_text and kind == "decimals" and d >= 2
+                 else f"{h0:.{res.decimals + 1}f}")
+        stands.append(f"values of {zero} {'stand ' if not at1 else ''}for anything below {below}")
+    return (f"{what} are {how}: {' and '.join(stands)}. The test of calibration therefore does not call an "
+            "outcome that went against such a value impossible: it tests those rows within their rounding (at its "
+            "edge when more of them went wrong than even the edge predicts).")
