@@ -10,7 +10,7 @@ at probability 1 "impossible" (:mod:`pbr_core.significance`) must then not: the 
 The resolution is read from the values themselves, so that every path that tests a set of rows (a
 file in memory, a stream's sums, a group, a slice) reads the same one from the same rows:
 
-* **decimals**: every value strictly between 0 and 1 is a multiple of 10^-d (d = 1..9; "99.3%" is
+* **decimals**: every value strictly between 0 and 1 is a multiple of 10^-d (d = 3..9, coarser grids excepted: :data:`MIN_DECIMALS`; "99.3%" is
   0.993, d = 3): a score of 1 stands for anything from 1 - 10^-d / 2, one of 0 for anything below
   10^-d / 2;
 * **float32**: every such value is a float32 number (stored as one, or written out with the 9
@@ -38,8 +38,13 @@ import numpy as np
 __all__ = ["DECIMALS", "EVIDENCE_NAMES", "FLOAT32_HALF", "MIN_EVIDENCE", "Resolution", "evidence_terms",
            "from_evidence", "resolution_of", "rounding_note"]
 
-#: The decimal grids looked for: 10^-1 .. 10^-9 (a confidence written as "99.3%" is on 10^-3).
+#: The grids looked for: 10^-1 .. 10^-9 (a confidence written as "99.3%" is on 10^-3), as decimals and as
+#: significant digits.
 DECIMALS = tuple(range(1, 10))
+#: The coarsest grid read as a rounding: values on 10^-1 or 10^-2 are as likely a model's own outputs
+#: (k-nearest neighbours with k = 10, a random forest of 10 or of scikit-learn's default 100 trees; audit
+#: 3's 10-tree forest gave 1,229 scores of exactly 0), whose 0 and 1 are the model's: "for certain".
+MIN_DECIMALS = 3
 #: Values strictly between 0 and 1 needed before a grid is taken for the file's resolution.
 MIN_EVIDENCE = 20
 #: Half the float32 spacing just below 1 (2^-24): from 1 - 2^-25 up, a float32 is 1.
@@ -140,8 +145,10 @@ def from_evidence(counts: np.ndarray) -> Resolution | None:
     m = len(DECIMALS)
     on = [d for d, k in zip(DECIMALS, counts[1:1 + m]) if k == 0]
     on_digits = [d for d, k in zip(DECIMALS, counts[1 + m:1 + 2 * m]) if k == 0]
-    decimals = on[0] if on else None
-    digits = on_digits[0] if on_digits else None
+    decimals = on[0] if on and on[0] >= MIN_DECIMALS else None
+    digits = on_digits[0] if on_digits and on_digits[0] >= MIN_DECIMALS else None
+    if (on and on[0] < MIN_DECIMALS) or (on_digits and on_digits[0] < MIN_DECIMALS):
+        return None  # a coarse grid: the model's own values as likely as a rounding
     float32 = bool(counts[-1] == 0)
     if decimals is None and digits is None and not float32:
         return None

@@ -97,6 +97,9 @@ def test_the_resolutions_read():
     nine = np.array([float(f"{v:.9g}") for v in u * 1e-3 + 0.99])  # "%.9g": 9 significant digits
     assert R.resolution_of(nine).half_at_1 == pytest.approx(5e-10)
     assert R.resolution_of(u) is None and R.resolution_of(np.round(u, 3)[:10]) is None  # too few values
+    # multiples of 0.1 or 0.01 are as likely a model's own (a forest of 10 or 100 trees): no rounding read
+    assert R.resolution_of(np.round(u, 2)) is None and R.resolution_of(np.round(u, 1)) is None
+    assert R.resolution_of(np.maximum(np.round(u, 1), 1 - np.round(u, 1))) is None  # 0.6000000000000001
 
 
 @pytest.mark.parametrize("n", [600, 4500])
