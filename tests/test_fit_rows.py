@@ -108,7 +108,7 @@ def _discrete_calibrated(n: int, rng: np.random.Generator, decimals: int = 2) ->
     return Predictions.from_arrays(s, (rng.random(n) < s).astype(int))
 
 
-def test_new_rows_with_repeated_scores_are_all_measured() -> None:
+def test_new_rows_with_repeated_scores_are_all_measured(capsys, tmp_path) -> None:
     """Audit 8: on new rows (disjoint from the fit rows) whose scores repeat, the check left out min(c, f)
     rows of each value, which are those of the label the fit rows hold more of: on the fraud file's
     disjoint Q2 it measured 2,502 of 4,071 rows (base rate 0.315 against 0.232). Now every new row is
@@ -122,6 +122,19 @@ def test_new_rows_with_repeated_scores_are_all_measured() -> None:
     assert run.n_eval == 1500 and not run.in_sample and run.tests is not None
     assert run.before["ece"] == pytest.approx(pbr_core.ece(b.probs[:, 1], b.labels), rel=1e-12)
     assert run.after["ece"] == pytest.approx(pbr_core.ece(rec.predict_proba(b)[:, 1], b.labels), rel=1e-12)
+    # pbr-calib apply: the same rows, and the kept rows said to be kept.
+    fit_file, new_file, model = tmp_path / "a.csv", tmp_path / "b.csv", tmp_path / "p.json"
+    save_predictions(a, path_or_buffer=fit_file)
+    save_predictions(b, path_or_buffer=new_file)
+    assert main(["fit", str(fit_file), "--method", "platt", "--out", str(model), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["apply", str(model), str(new_file), "--out", str(tmp_path / "o.csv")]) == 0
+    out = capsys.readouterr().out
+    saved = load_recalibrator(model)
+    before, after = pbr_core.ece(b.probs[:, 1], b.labels), pbr_core.ece(saved.predict_proba(b)[:, 1], b.labels)
+    assert f"applied platt to 1500 rows of b.csv: ECE {before:.4f} -> {after:.4f}" in out
+    assert "480 rows may be rows it was fitted on" in out and "leaving them out would pick rows by their label" in out
+    assert "kept in the ECE (if some were fit rows, the ECE above flatters it)" in out
 
 
 def test_a_check_on_new_rows_calls_a_calibrated_model_miscalibrated_at_its_level() -> None:

@@ -62,7 +62,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
 def _measured_ece(rec, preds, calibrated, model: str) -> None:
     """The ECE before -> after on the rows of ``preds`` the recalibrator was not fitted on (its file's
     fingerprint of its fit rows), with a line saying how many rows were fit rows; no ECE where they
-    cannot be left out (every row is one, too few others, or a sampled fingerprint cannot say which)."""
+    cannot be left out (every row is one, too few others, or a sampled fingerprint cannot say which).
+    Rows that only may be fit rows (identical rows) are kept and said to be: leaving them out would
+    pick new rows by their label (:class:`pbr_core.fit_rows.FitRowOverlap`)."""
     import pbr_core
     from pbr_core.experiments import small_test_set_problem
 
@@ -75,9 +77,9 @@ def _measured_ece(rec, preds, calibrated, model: str) -> None:
               "it cannot be measured on the others; apply it to rows it was not fitted on to measure it")
         return
     if state == "all":
-        sure = "in-sample: " if check.n_identified == check.n_rows else ""
+        sure = "in-sample: " if check.n_identified == check.n_rows or check.contains else ""
         print(f"{head}; ECE not measured: {sure}{_fit_rows_found(check)}, and no row is left that it was "
-              "certainly not fitted on (an ECE on its own fit rows flatters a recalibrator); apply it to rows it was "
+              "not fitted on (an ECE on its own fit rows flatters a recalibrator); apply it to rows it was "
               "not fitted on to measure it")
         return
     rows = check.rows_to_measure()
@@ -101,19 +103,44 @@ def _measured_ece(rec, preds, calibrated, model: str) -> None:
               + (f" ({check.n_fit} fit rows recorded)" if check.complete else
                  f" (of the {check.n_checkable} rows its sample of {check.n_fit:,} fit rows can check; at most about "
                  f"{check.bound_if_none:,.0f} of these rows can be fit rows, 95 % confidence)"))
+    elif state == "shared":
+        print(f"fit rows: {_fit_rows_found(check)}; kept in the ECE (if some were fit rows, the ECE above "
+              "flatters it)")
     else:
         print(f"fit rows: {_fit_rows_found(check)}; left out of the ECE, which on its own fit rows flatters a "
-              "recalibrator")
+              "recalibrator" + (f"; {_possible(check, more=True)}; kept in the ECE (if some were fit rows, it "
+                                "flatters it)" if check.n_possible else ""))
+
+
+def _possible(check, more: bool = False) -> str:
+    """Rows that have the values of fit rows but cannot be told from new rows with the same values."""
+    words = (f"{check.n_possible} {'more ' if more else ''}rows may be rows it was fitted on: they have the scores "
+             f"and label of a fit row, but identical rows are common in this file ({check.n_distinct} different "
+             f"rows among {check.n_rows}), so they may equally be new rows with the same values; leaving them out "
+             "would pick rows by their label and bias the ECE")
+    if check.holds_all:
+        words += (f"; every value of its {check.n_fit} fit rows occurs here at least as often, as it would if this "
+                  f"file held them, but a file of new rows this size would do so by chance (estimated chance "
+                  f"{check.chance_contains:.0%}), so it cannot be told")
+    return words
 
 
 def _fit_rows_found(check) -> str:
-    """How many checked rows are, or (identical rows) may be, rows the recalibrator was fitted on."""
-    parts = []
+    """How many checked rows are rows the recalibrator was fitted on, or (identical rows) may be."""
+    if check.contains:
+        same = check.n_rows == check.n_fit
+        return (f"this file appears to {'be' if same else 'contain'} the {check.n_fit} rows it was fitted on: every "
+                f"value (scores and label) of its fit rows occurs here {'as' if same else 'at least as'} often "
+                f"as among them, which a file of new rows this size would rarely do by chance (estimated "
+                f"probability: {_chance(check.chance_contains)})"
+                + ("" if same else f"; identical rows cannot be told apart, but leaving out {check.n_excluded} rows "
+                   "with the fit rows' values leaves exactly the values of the other rows"))
     if check.n_identified:
-        parts.append(f"{check.n_identified} of these {check.n_rows} rows are rows it was fitted on (the same scores "
-                     "and label, found once here and once among its fit rows)")
-    if check.n_possible:
-        parts.append(f"{check.n_possible} {'more ' if check.n_identified else ''}rows may be: they have the scores and "
-                     f"label of a fit row, but identical rows are common in this file ({check.n_distinct} different "
-                     f"rows among {check.n_rows}), so they may equally be new rows with the same values")
-    return "; ".join(parts)
+        return (f"{check.n_identified} of these {check.n_rows} rows are rows it was fitted on (the same scores "
+                "and label, found once here and once among its fit rows)")
+    return _possible(check)
+
+
+def _chance(p: float) -> str:
+    """A small probability in words: "below 1 in a million" rather than 0."""
+    return "below 1 in a million" if p < 1e-6 else f"{p:.2g}"
