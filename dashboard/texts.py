@@ -1657,21 +1657,48 @@ def evaluated_on_all(n: int, data_name: str, check=None) -> str:
 FIT_ROWS_WHY = "on the rows it was fitted on, a recalibrator looks better than it will on new data"
 
 
+def _chance_words(p: float) -> str:
+    """A probability in words, after "with a probability": "below 1 in a million" rather than 0 %,
+    "of about 1 in 363,000", "of about 0.5 %", "of about 45 %"."""
+    if p < 1e-6:
+        return "below 1 in a million"
+    if p < 1e-3:
+        return f"of about 1 in {float(f'{1 / p:.2g}'):,.0f}"
+    return f"of about {p * 100:.1f} %" if p < 0.1 else f"of about {p * 100:.0f} %"
+
+
 def _repeated_rows(check) -> str:
-    """Why identical rows may be fit rows or new rows that match by chance (``check.n_possible`` > 0)."""
+    """Rows that may be fit rows or new rows with the same values (``check.n_possible`` > 0), and why the
+    page keeps them: leaving them out would pick rows by their label."""
     one = check.n_possible == 1
-    return (f"{check.n_possible:,} {'row has' if one else 'rows have'} exactly the scores and label of a row it was "
-            f"fitted on, but identical rows are common in this file ({check.n_distinct:,} different rows among "
-            f"{check.n_rows:,}), so such a match may be chance: {'it' if one else 'they'} may be "
-            f"{'a row' if one else 'rows'} it was fitted on or new {'row' if one else 'rows'} with the same values. "
-            "The page cannot tell which, and leaves them out to be safe")
+    words = (f"{check.n_possible:,} {'row has' if one else 'rows have'} exactly the scores and label of a row it was "
+             f"fitted on, but identical rows are common in this file ({check.n_distinct:,} different rows among "
+             f"{check.n_rows:,}), so the page cannot tell {'it' if one else 'them'} from new rows with the same values. "
+             "It keeps them: leaving them out would pick rows by their label (for each score, mostly the label the "
+             "fit rows have less of) and bias the check")
+    if check.holds_all:
+        words += (f". Every value (scores and label) of its {check.n_fit:,} fit rows occurs here at least as often as "
+                  "among them, as it would if this file held its fit rows, but a file of new rows this size would do "
+                  f"so by chance too (with a probability {_chance_words(check.chance_contains)}), so the page cannot tell "
+                  "whether it does")
+    return words
+
+
+def _contains_words(check) -> str:
+    """Why a file of identical rows appears to hold the fit rows (``check.contains``)."""
+    same = check.n_rows == check.n_fit
+    return (f"This file appears to {'be' if same else 'contain'} the {check.n_fit:,} rows it was fitted on: every value "
+            f"(scores and label) of its fit rows occurs here {'exactly as' if same else 'at least as'} often as among "
+            f"them, which a file of new rows this size would do by chance with a probability "
+            f"{_chance_words(check.chance_contains)}")
 
 
 def fit_rows_check(check, min_rows: int) -> str:
     """Whether the loaded rows include rows the saved recalibrator was fitted on (``check``: a
     :class:`pbr_core.fit_rows.FitRowOverlap`), and which rows it is therefore measured on. Never says
     that identical rows are the fit rows: rows that other rows of the file (or the fit rows) repeat are
-    only said to be possible fit rows. ``min_rows``: the fewest rows a check measures on."""
+    only said to be possible fit rows, and are kept (leaving them out would pick rows by label), unless
+    the file appears to contain the fit rows. ``min_rows``: the fewest rows a check measures on."""
     n, state = check.n_rows, check.state
     if state == "not recorded":
         return ("**Were these rows used to fit it?** The page cannot tell: this recalibrator's file does not record "
@@ -1691,27 +1718,41 @@ def fit_rows_check(check, min_rows: int) -> str:
                 f"rows it was fitted on (an estimate: its file keeps a sample of its {check.n_fit:,} fit rows, enough "
                 f"to count them but not to tell which they are), and {FIT_ROWS_WHY}. The page cannot measure it on "
                 "the others: load rows it was not fitted on to check it.")
-    parts = []
-    if check.n_identified:
-        parts.append(f"{check.n_identified:,} of these {n:,} rows {'is a row' if check.n_identified == 1 else 'are rows'} "
-                     "it was fitted on (each has exactly the scores and label of one of its fit rows, and no other "
-                     "row here has them)")
+    if state == "shared":
+        return (f"**Some of these rows may have been used to fit it.** {_repeated_rows(check)}. It is measured on all "
+                f"{n:,} rows: if some of them were used to fit it, {FIT_ROWS_WHY}, and the figures below flatter it.")
+    if check.contains:
+        found = _contains_words(check)
+        if state == "all":
+            return (f"**This check is in-sample and cannot be used as a check.** {found}. No row is left that it was "
+                    f"not fitted on, so the figures below are measured on the rows it was fitted on: {FIT_ROWS_WHY}. "
+                    "Load rows it was not fitted on to check it.")
+        head = "**These rows include the rows it was fitted on.**"
+        left = (f"Identical rows cannot be told apart, but leaving out {check.n_excluded:,} rows with the values of its "
+                f"fit rows leaves exactly the values of the other {check.n_other:,} rows")
+        if check.n_other < min_rows:
+            return (f"{head} {found}. Only {check.n_other:,} other rows are left, fewer than the {min_rows:,} a check "
+                    "needs (below that the ECE says nothing), so the page does not measure it: load more rows it was "
+                    "not fitted on.")
+        return f"{head} {found}. {left}, so it is measured on those only, since {FIT_ROWS_WHY}."
+    parts = [f"{check.n_identified:,} of these {n:,} rows {'is a row' if check.n_identified == 1 else 'are rows'} "
+             "it was fitted on (each has exactly the scores and label of one of its fit rows, and no other row here "
+             "has them)"]
     if check.n_possible:
-        parts.append(_repeated_rows(check))
+        parts.append(f"Besides, {_repeated_rows(check)}")
     found = ". ".join(parts)
     if state == "all":
-        head = ("**This check is in-sample and cannot be used as a check.**" if check.n_identified == n else
-                "**This check cannot tell these rows from the rows it was fitted on, so it cannot be used as a check.**")
-        return (f"{head} {found}. No row is left that it was certainly not fitted on, so the figures below are "
-                f"measured on rows it was{'' if check.n_identified == n else ' or may have been'} fitted on: "
-                f"{FIT_ROWS_WHY}. Load rows it was not fitted on to check it.")
-    head = ("**Some of these rows were used to fit it.**" if check.n_identified
-            else "**Some of these rows may have been used to fit it.**")
+        return (f"**This check is in-sample and cannot be used as a check.** {found}. No row is left that it was "
+                f"not fitted on, so the figures below are measured on the rows it was fitted on: {FIT_ROWS_WHY}. "
+                "Load rows it was not fitted on to check it.")
+    head = "**Some of these rows were used to fit it.**"
     if check.n_other < min_rows:
         return (f"{head} {found}. Only {check.n_other:,} other rows are left, fewer than the {min_rows:,} a check "
                 "needs (below that the ECE says nothing), so the page does not measure it: load more rows it was "
                 "not fitted on.")
-    return (f"{head} {found}. It is measured on the other {check.n_other:,} rows only, since {FIT_ROWS_WHY}.")
+    kept = (f" (the {check.n_possible:,} that only may be fit rows among them: if some were, the figures flatter it)"
+            if check.n_possible else "")
+    return f"{head} {found}. It is measured on the other {check.n_other:,} rows only{kept}, since {FIT_ROWS_WHY}."
 
 
 def people_progress(message: str, multiclass: bool = False) -> str:

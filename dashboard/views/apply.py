@@ -138,7 +138,7 @@ def _show_fit_row_check(check: FitRowOverlap, before_run: bool = False) -> None:
     words = texts.fit_rows_check(check, MIN_TEST_ROWS)
     if check.state == "sampled" or (check.state == "some" and check.n_other < MIN_TEST_ROWS):
         st.error(words, icon=":material/block:")
-    elif check.state in ("some", "all", "not recorded"):
+    elif check.state in ("some", "all", "shared", "not recorded"):
         st.warning(words, icon=":material/visibility:")
     elif before_run:  # none is a fit row: said once, before the run; the result says which rows it measured
         st.info(words, icon=":material/check_circle:")

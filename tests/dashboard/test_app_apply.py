@@ -191,6 +191,41 @@ def test_a_check_on_its_own_fit_rows_is_said_to_be_in_sample(at, tmp_path):
     assert any(words in w.value for w in at.warning)
 
 
+def _upload_data(at: AppTest, name: str, preds: pbr_core.Predictions) -> None:
+    at.switch_page("views/data.py").run()
+    at.file_uploader(key="data_upload").upload(name, pbr_core.loading.save_predictions(preds), "text/csv").run()
+    at.switch_page(APPLY).run()
+
+
+def test_new_rows_with_repeated_scores_are_kept_and_its_fit_rows_are_said_to_be_them(at, tmp_path):
+    """Audit 8: a random forest's scores repeat; fitted on its first 3,000 rows and checked on the other
+    rows (none a fit row), the page left out the rows sharing a fit row's values, picking them by label.
+    Now it keeps them, says so, and measures on every row; checked on its 3,000 fit rows, it says the
+    file appears to be them (in-sample, no test)."""
+    from pathlib import Path
+
+    root = Path(pbr_core.__file__).resolve().parent.parent / "sample_data"
+    preds = pbr_core.load_predictions(root / "kitti_random_forest.csv")
+    fit, new = preds.subset(np.arange(3000)), preds.subset(np.arange(3000, preds.n))
+    path = TemperatureScaling().fit(fit).save(tmp_path / "ts.json")
+    _upload_data(at, "new.csv", new)
+    at.file_uploader(key="apply_upload").upload("ts.json", path.read_bytes(), "application/json").run()
+    words = "Some of these rows may have been used to fit it"
+    assert any(words in w.value and "It keeps them: leaving them out would pick rows by their label" in w.value
+               and f"It is measured on all {new.n:,} rows" in w.value for w in at.warning)
+    at.button(key="apply_run").click().run()
+    result = _finish(at, "apply").result
+    assert result.n_eval == new.n and result.fit_row_check.state == "shared" and result.tests is not None
+    assert result.before["ece"] == pytest.approx(pbr_core.ece(new.probs, new.labels), rel=1e-12)
+    _upload_data(at, "fit.csv", fit)
+    at.file_uploader(key="apply_upload").upload("ts.json", path.read_bytes(), "application/json").run()
+    words = "This file appears to be the 3,000 rows it was fitted on"
+    assert any(words in w.value and "This check is in-sample" in w.value for w in at.warning)
+    at.button(key="apply_run").click().run()
+    result = _finish(at, "apply").result
+    assert result.in_sample and result.tests is None and result.worse_shown is None
+
+
 def test_too_few_rows_left_once_the_fit_rows_are_out_is_refused(at, tmp_path):
     preds = _loaded(at)
     path = TemperatureScaling().fit(preds.subset(np.arange(preds.n - 100))).save(tmp_path / "ts.json")
