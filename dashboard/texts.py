@@ -1672,10 +1672,10 @@ def _repeated_rows(check) -> str:
     page keeps them: leaving them out would pick rows by their label."""
     one = check.n_possible == 1
     words = (f"{check.n_possible:,} {'row has' if one else 'rows have'} exactly the scores and label of a row it was "
-             f"fitted on, but identical rows are common in this file ({check.n_distinct:,} different rows among "
+             f"fitted on, but this file holds identical rows ({check.n_distinct:,} different rows among "
              f"{check.n_rows:,}), so the page cannot tell {'it' if one else 'them'} from new rows with the same values. "
-             "It keeps them: leaving them out would pick rows by their label (for each score, mostly the label the "
-             "fit rows have less of) and bias the check")
+             "It keeps them: leaving them out would pick rows by their label (for each score, it would keep mostly "
+             "rows of the label the fit rows have less of) and bias the check")
     if check.holds_all:
         words += (f". Every value (scores and label) of its {check.n_fit:,} fit rows occurs here at least as often as "
                   "among them, as it would if this file held its fit rows, but a file of new rows this size would do "
