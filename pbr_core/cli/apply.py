@@ -115,7 +115,7 @@ def _measured_ece(rec, preds, calibrated, model: str) -> None:
 def _possible(check, more: bool = False) -> str:
     """Rows that have the values of fit rows but cannot be told from new rows with the same values."""
     words = (f"{check.n_possible} {'more ' if more else ''}rows may be rows it was fitted on: they have the scores "
-             f"and label of a fit row, but identical rows are common in this file ({check.n_distinct} different "
+             f"and label of a fit row, but this file holds identical rows ({check.n_distinct} different "
              f"rows among {check.n_rows}), so they may equally be new rows with the same values; leaving them out "
              "would pick rows by their label and bias the ECE")
     if check.holds_all:
