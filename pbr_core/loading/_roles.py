@@ -566,6 +566,48 @@ def _named_forms(header: str) -> set[str]:
     return forms
 
 
+#: Prefixes and endings of a label column's header around the outcome it names (``is_fraud``,
+#: ``churn_flag``, ``y_default``): stripped when matching the label to the score column named after it
+#: (``fraud_score``, ``p_churn``, ``default_prob``), and from a score's header (``p_is_fraud``).
+LABEL_PREFIXES = ("is_", "has_", "had_", "was_", "did_", "will_", "label_", "y_", "target_", "true_", "actual_")
+LABEL_SUFFIXES = ("_flag", "_label", "_ind", "_indicator", "_target", "_outcome", "_yn", "_true", "_actual")
+#: What is left of such a header that names no outcome (``y_true`` -> ``y``, ``true_label`` -> ``true``):
+#: never matched, or ``y_true`` would be the outcome of ``y_prob`` and ``y_pred`` alike.
+_NO_STEM = frozenset(LABEL_COLUMN_NAMES) | {"true", "false", "yes", "no", "0", "1", "pos", "neg", "positive",
+                                             "negative", "flag", "value", "pred", "prob", "score"}
+
+
+def _outcome_stems(form: str) -> set[str]:
+    """``form`` (lower case) and what it names without a label prefix or ending (``is_fraud`` -> ``fraud``)."""
+    stems = {form}
+    stems.update(form[len(x):] for x in LABEL_PREFIXES if form.startswith(x) and len(form) > len(x))
+    stems.update(form[:-len(x)] for x in LABEL_SUFFIXES if form.endswith(x) and len(form) > len(x))
+    return {s for s in stems if s == form or s not in _NO_STEM}
+
+
+def names_outcome(score: str) -> tuple[set[str], set[str]]:
+    """(exact, loose): the outcomes a score column's header names. ``exact`` are the label headers it
+    names as such (:func:`_named_forms` less the header itself: ``fraud`` for ``p_fraud``); ``loose``
+    also without a label prefix or ending (``fraud`` for ``p_is_fraud``), matched to a label's
+    :func:`_outcome_stems` (``is_fraud``, ``fraud_flag``) only where no exact match decides."""
+    exact = _named_forms(score) - {score.strip().lower()}
+    return exact, {stem for form in exact for stem in _outcome_stems(form)}
+
+
+def score_named_after(label: str, columns: Sequence[str]) -> str | None:
+    """The one column of ``columns`` whose header names ``label`` as what it is the probability of:
+    ``p_fraud``, ``fraud_prob``, ``p(fraud)`` beside ``fraud`` first; failing that, with the label's
+    ``is_``/``has_``/``_flag``... (:data:`LABEL_PREFIXES`, :data:`LABEL_SUFFIXES`) set aside:
+    ``fraud_score`` beside ``is_fraud``. None where none, or two at the same step, qualify."""
+    want = label.strip().lower()
+    stems = _outcome_stems(want)
+    named = [(c, *names_outcome(c)) for c in columns if c.strip().lower() != want]
+    for hits in ([c for c, exact, _ in named if want in exact], [c for c, _, loose in named if loose & stems]):
+        if hits:
+            return hits[0] if len(hits) == 1 else None
+    return None
+
+
 def _named_class(header: str, names: Sequence[str]) -> str | None:
     """The one class of ``names`` that a score column's header names (:func:`_named_forms`, compared
     case-insensitively); None where it names none (or, ambiguously, both)."""

@@ -35,9 +35,9 @@ from pbr_core.loading._source import (
 from pbr_core.loading._limits import (ReadLimits, format_bytes, gzip_declared_size, limit_error, scan_text,
                                       table_memory)
 from pbr_core.loading._roles import (_P_OF, DECIMAL_COMMA_NUMBER, DECISION_WORDS, SCORE_PREFIXES, SCORE_SUFFIXES,
-                                     Roles, _named_forms, binary_classes, binary_classes_note, detect_scores,
-                                     duplicates, find_by_name, metadata_by_name, name_words, named_roles, profile,
-                                     strip_prefix)
+                                     Roles, _outcome_stems, binary_classes, binary_classes_note, detect_scores,
+                                     duplicates, find_by_name, metadata_by_name, name_words, named_roles,
+                                     names_outcome, profile, score_named_after, strip_prefix)
 from pbr_core.loading._outcome import label_by_values, no_label_hint
 from pbr_core.loading._percent import from_percent, percent_columns
 from pbr_core.loading._vectors import collapse_roles, expand_score_vectors
@@ -1064,27 +1064,38 @@ def _names_class_0(header: str) -> bool:
 
 def _score_named_after(label: str | None, columns: Sequence[str]) -> str | None:
     """The one column of ``columns`` whose header names ``label`` as what it is the probability of
-    (:func:`_named_forms`: ``p_fraud``, ``fraud_prob``, ``p(fraud)`` for the label ``fraud``), or None."""
-    if label is None:
-        return None
-    want = label.strip().lower()
-    hits = [c for c in columns if c.strip().lower() != want and want in _named_forms(c)]
-    return hits[0] if len(hits) == 1 else None
+    (:func:`score_named_after`: ``p_fraud``, ``fraud_prob``, ``p(fraud)`` for the label ``fraud``;
+    ``fraud_score`` for ``is_fraud``), or None."""
+    return None if label is None else score_named_after(label, columns)
 
 
 def _label_named_by_a_score(df: pd.DataFrame, columns: Sequence[str]) -> tuple[str, str] | None:
     """(label, score column) where exactly one column of at most two distinct values is named by
     another column's header as what it is the probability of (``churn`` and ``p_churn``,
-    ``default`` and ``default_prob``): the label column of a binary file whose label has no usual
-    name. One pass over the headers."""
+    ``default`` and ``default_prob``; failing those, ``is_fraud`` and ``fraud_score``): the label
+    column of a binary file whose label has no usual name. One pass over the headers (dictionaries,
+    not pairs: wide files have tens of thousands of columns)."""
     lower = {c.strip().lower(): c for c in columns if not set(name_words(c)) & DECISION_WORDS}
-    found = {}
-    for s in columns:
-        for form in _named_forms(s) - {s.strip().lower()}:
+    by_stem: dict[str, list[str]] = {}
+    for form, c in lower.items():
+        for stem in _outcome_stems(form):
+            by_stem.setdefault(stem, []).append(c)
+    named = [(s, *names_outcome(s)) for s in columns]
+    exact: dict[str, str] = {}
+    loose: dict[str, str] = {}
+    for s, forms, stems in named:
+        for form in forms:
             if form in lower and lower[form] != s:
-                found.setdefault(lower[form], s)
-    found = {c: s for c, s in found.items() if df[c].nunique(dropna=True) <= 2}
-    return next(iter(found.items())) if len(found) == 1 else None
+                exact.setdefault(lower[form], s)
+        for stem in stems:
+            for c in by_stem.get(stem, ()):
+                if c != s:
+                    loose.setdefault(c, s)
+    for found in (exact, loose):  # p_churn beside churn decides before fraud_score beside is_fraud
+        found = {c: s for c, s in found.items() if df[c].nunique(dropna=True) <= 2}
+        if found:
+            return next(iter(found.items())) if len(found) == 1 else None
+    return None
 
 
 def _binary_names(y: np.ndarray, header: str, label: str, src: _Source, notes: list[str],
