@@ -79,6 +79,7 @@ _K_LOADED = "pbr_loaded"
 _K_ERROR = "pbr_load_error"
 _K_PENDING = "pbr_pending_load"
 _K_READ_STOPPED = "pbr_read_stopped"   # the dataset on the server whose reading the user stopped
+_K_AT_START = "pbr_loaded_at_start"    # the default sample loaded on first start (the object itself)
 _K_BINARY_TARGET = "pbr_binary_target"
 
 # Bundled files get a readable name from their file name: "<dataset>_<model>[_toplabel]";
@@ -358,9 +359,15 @@ def ensure_loaded() -> Loaded | None:
     """On first start load the default sample so every page works immediately."""
     if _K_LOADED not in st.session_state and _K_ERROR not in st.session_state:
         samples = list_samples()
-        if samples:
-            load_sample(samples[0])
+        if samples and load_sample(samples[0]) is None:
+            st.session_state[_K_AT_START] = current()
     return current()
+
+
+def shown_at_start(loaded: Loaded | None) -> bool:
+    """Whether ``loaded`` is the default sample loaded on first start, not data the user chose (the
+    Data page then says "the bundled sample shown at start", never "the data loaded before")."""
+    return loaded is not None and st.session_state.get(_K_AT_START) is loaded
 
 
 def current() -> Loaded | None:

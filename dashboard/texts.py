@@ -2584,14 +2584,18 @@ def server_folder_caption(folder: str) -> str:
     return f"Data folder: `{folder}/` (set by the operator; nothing outside it can be opened)."
 
 
-def read_stopped_note(name: str) -> str:
-    return f"Stopped reading {md(name)}: nothing of it was kept; the data loaded before stays in use."
+def read_stopped_note(name: str, at_start: bool = False) -> str:
+    """``at_start``: the data in use is the bundled sample loaded on first start, not one the user chose."""
+    kept = "the bundled sample shown at start stays in use" if at_start else "the data loaded before stays in use"
+    return f"Stopped reading {md(name)}: nothing of it was kept; {kept}."
 
 
-def load_failed(file_name: str, message: str, hints: list[str], kept: str | None) -> str:
+def load_failed(file_name: str, message: str, hints: list[str], kept: str | None, at_start: bool = False) -> str:
     """A file that could not be loaded: its name, the loader's message (already for the page), the
-    hints that apply, and the data still in use (its name) if any."""
-    still = f"The data loaded before (**{md(kept)}**) is still in use." if kept else ""
+    hints that apply, and the data still in use (its name) if any; ``at_start``: that data is the
+    bundled sample loaded on first start (a new user never loaded it: "loaded before" would puzzle)."""
+    before = "The bundled sample shown at start" if at_start else "The data loaded before"
+    still = f"{before} (**{md(kept)}**) is still in use." if kept else ""
     return "\n\n".join([f"Could not load **{md(file_name)}**: {message}", *hints, still]).strip()
 
 

@@ -191,7 +191,7 @@ def _server_source(cur: state.Loaded | None) -> None:
         st.caption(texts.server_folder_caption(root.name))
         stopped = state.read_stopped()
         if stopped:
-            st.info(texts.read_stopped_note(stopped), icon=":material/stop_circle:")
+            st.info(texts.read_stopped_note(stopped, state.shown_at_start(cur)), icon=":material/stop_circle:")
         with st.form("data_server_form", border=False):
             c = st.columns([4, 1], vertical_alignment="bottom")
             c[0].text_input("Path inside the data folder", key=K_SERVER_PATH, placeholder="logs/*.parquet")
@@ -310,7 +310,8 @@ def _error_box(cur: state.Loaded | None) -> None:
         hints.append(texts.COLUMNS_HINT)
     if "no score columns" in raw or "p(y=1) in [0, 1]" in raw or "ambiguous" in raw:
         hints.append(texts.MAP_SCORES_HINT)
-    st.error(texts.load_failed(err["file_name"], msg, hints, cur.name if cur else None), icon=":material/error:")
+    st.error(texts.load_failed(err["file_name"], msg, hints, cur.name if cur else None, state.shown_at_start(cur)),
+             icon=":material/error:")
 
 
 def _summary(cur: state.Loaded) -> None:
