@@ -343,12 +343,14 @@ def test_blank_lines_at_the_end_are_ignored():
 
 
 @pytest.mark.parametrize("index", [[0, 1, 2], [2, 0, 1], [1, 2, 3], [17, 4, 9]])
-def test_saved_pandas_index_is_dropped_with_a_warning(index):
-    # to_csv() after df.sample() or of a filtered frame writes an index that is not 0..n-1
+def test_saved_pandas_index_is_kept_as_metadata(index):
+    # to_csv() after df.sample() or of a filtered frame writes an index that is not 0..n-1; it is the
+    # rows' ids (audit 8: results must join back to the source), so it is kept, not dropped.
     rows = "".join(f"{i},{a},{1 - a},{y}\n" for i, a, y in zip(index, (0.5, 0.4, 0.9), (0, 1, 0)))
-    with pytest.warns(UserWarning, match="row index"):
-        preds = load_predictions(csv_bytes(",a,b,label\n" + rows), format="csv")
-    assert preds.class_names == ("a", "b") and any("row index" in n for n in preds.notes)
+    preds = load_predictions(csv_bytes(",a,b,label\n" + rows), format="csv")
+    assert preds.class_names == ("a", "b") and any("saved row index" in n for n in preds.notes)
+    assert preds.column_roles[0] == ("row index", "metadata")
+    assert preds.metadata["row index"].tolist() == index
     np.testing.assert_allclose(preds.probs[:, 0], [0.5, 0.4, 0.9])
 
 

@@ -469,7 +469,7 @@ def read_columns(source: Source, *, format: str | None = None, name: str | None 
 def read_table(source: Source, *, format: str | None = None, name: str | None = None,
                limits: ReadLimits | None = None) -> "pd.DataFrame":
     """A CSV / TSV / Parquet file as a DataFrame, read exactly as :func:`load_predictions` reads it
-    (encoding, separator, decimal comma, a saved row index dropped, the same ``limits``), without
+    (encoding, separator, decimal comma, the same ``limits``; a saved row index 0..n-1 dropped), without
     deciding any column's role: for tables that are not predictions yet, e.g. scores to map with
     :func:`pbr_core.scores.map_scores`.
 

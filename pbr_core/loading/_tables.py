@@ -674,7 +674,7 @@ def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]
     df, choice, expanded = expand_score_vectors(df, opts.columns, src, notes)
     if expanded:  # a column of score vectors, now one column per class
         opts, columns = replace(opts, columns=choice), list(df.columns)
-    df = _drop_unnamed(df, columns, src, opts, notes)
+    df, row_index = _drop_unnamed(df, columns, src, opts, notes)
     columns = list(df.columns)
     roles = _table_roles(df, columns, src, opts)
     notes.extend(roles.notes())
@@ -689,8 +689,18 @@ def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]
         if expanded and choice.scores is None:  # the scores came from a vector column taken by guess
             _check_guessed_vector(preds, next(iter(expanded)), src)
     kept = roles.kept()
-    return replace(preds, metadata=df[kept].reset_index(drop=True) if kept else None,
-                   column_roles=collapse_roles(roles.table(columns), expanded))
+    metadata = df[kept].reset_index(drop=True) if kept else None
+    column_roles = collapse_roles(roles.table(columns), expanded)
+    if row_index is not None:  # first, where the file had it: every saved file writes it back there
+        metadata = (row_index.to_frame() if metadata is None
+                    else pd.concat([row_index.to_frame(), metadata], axis=1, copy=False))
+        column_roles = ((str(row_index.name), "metadata"), *column_roles)
+    return replace(preds, metadata=metadata, column_roles=column_roles)
+
+
+#: The name under which an unnamed first column of distinct whole numbers (a saved pandas index) is
+#: kept as metadata, and written back by every file the predictions are saved to.
+ROW_INDEX_COLUMN = "row index"
 
 
 #: A vector column taken for the scores by guess (no score word in its name) is refused when the
@@ -712,13 +722,17 @@ def _check_guessed_vector(preds: Predictions, column: str, src: _Source) -> None
             "this column does hold them, name it as the score column (score_columns=).")
 
 
-def _drop_unnamed(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Options, notes: list[str]) -> pd.DataFrame:
-    """Columns without a header: empty ones (a spreadsheet export's trailing separators) and a first
-    column of distinct whole numbers (a saved row index: ``to_csv()``, also after a shuffle or
-    counted from 1) are dropped, with a note; one the user asked to ignore is left to the roles;
-    any other is an error (its values have no name to be read by)."""
+def _drop_unnamed(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Options,
+                  notes: list[str]) -> tuple[pd.DataFrame, pd.Series | None]:
+    """Columns without a header: empty ones (a spreadsheet export's trailing separators) are dropped,
+    with a note; a first column of distinct whole numbers (a saved row index: ``to_csv()``, also
+    after a shuffle or counted from 1) is taken out of the roles and returned, to be kept as the
+    metadata column :data:`ROW_INDEX_COLUMN` (the rows' ids: results must join back to the source);
+    one the user asked to ignore is left to the roles; any other is an error (its values have no
+    name to be read by)."""
     ignored = set(opts.columns.ignore)
     drop, blank = [], 0
+    row_index: pd.Series | None = None
     for c in [c for c in columns if _is_unnamed(c) and c not in ignored]:
         values = df[c]
         if values.isna().all():
@@ -726,8 +740,13 @@ def _drop_unnamed(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Opt
             blank += 1
         elif c == columns[0] and _is_row_index(values):
             drop.append(c)
-            notes.append("Dropped an unnamed first column of distinct whole numbers (a saved row index).")
-            warnings.warn(f"{src.name}: dropped an unnamed first column holding a row index.", stacklevel=5)
+            name = ROW_INDEX_COLUMN
+            while name in columns:  # a file with a column of that name already
+                name += "_"
+            row_index = values.rename(name).reset_index(drop=True)
+            notes.append(f"Kept an unnamed first column of distinct whole numbers (a saved row index) as metadata "
+                         f"named {name!r}: saved predictions (downloads, pbr-calib apply) write it back as their "
+                         "first column, so their rows join back to the source.")
         else:
             raise src.error(
                 f"column {columns.index(c) + 1} has no header; every column needs one (a class name, the label, "
@@ -736,7 +755,7 @@ def _drop_unnamed(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Opt
     if blank:
         notes.append(f"Dropped {blank} empty column(s) without a header (e.g. the trailing separators of a "
                      "spreadsheet export).")
-    return df.drop(columns=drop) if drop else df
+    return (df.drop(columns=drop) if drop else df), row_index
 
 
 def _is_row_index(values: pd.Series) -> bool:
