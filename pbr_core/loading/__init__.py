@@ -265,6 +265,9 @@ def _with_one_class_note(preds: Predictions) -> Predictions:
         absent = unlabelled_classes_note(preds)
         if absent:
             preds = dataclasses.replace(preds, notes=(*preds.notes, absent))
+    unpredicted = unpredicted_classes_note(preds)
+    if unpredicted:
+        preds = dataclasses.replace(preds, notes=(*preds.notes, unpredicted))
     same = constant_score(preds)
     if same is not None:
         preds = dataclasses.replace(preds, notes=(*preds.notes, CONSTANT_SCORE_NOTE.format(what=same)))
@@ -307,6 +310,31 @@ def unlabelled_classes_note(preds: Predictions) -> str:
             f"{', '.join(shown)}{more}. Every probability the model gives {'it' if one else 'them'} went to an "
             "outcome that did not happen in these rows, so the file can show only that the model over-predicts "
             f"{'it' if one else 'them'}, never that it under-predicts. Check that the file is not a filtered export.")
+
+
+def unpredicted_classes_note(preds: Predictions) -> str:
+    """A note naming the classes that get probability exactly 0 on every row yet are some rows' true
+    class (with how many), or "". The model cannot predict them: its log loss is infinite on those
+    rows, the only other trace of it (audit 8: KITTI's 'pedestrian', 0 on all 9,090 rows, the true class
+    of 234). A class that is merely never the top class gets no note: a calibrated model whose
+    probability of a rare class never exceeds the others' never makes it the top class either."""
+    if preds.probs is None or not preds.has_labels:
+        return ""
+    counts = np.bincount(preds.labels, minlength=preds.n_classes)
+    never = np.flatnonzero((preds.probs.max(axis=0) == 0) & (counts > 0))  # a (K,) max: no (n, K) temporary
+    if never.size == 0:
+        return ""
+    names = [str(n) for n in preds.class_names] if preds.class_names else [str(k) for k in range(preds.n_classes)]
+    one = never.size == 1
+    if one:
+        k = int(never[0])
+        rows = f"{counts[k]:,} row{'s' if counts[k] != 1 else ''}"
+        return (f"Class {names[k]!r} gets probability 0 on every row, yet is the true class of {rows}: the model "
+                f"cannot predict it (its NLL is infinite on {'those rows' if counts[k] != 1 else 'that row'}).")
+    shown = ", ".join(f"{names[k]!r} ({counts[k]:,} row{'s' if counts[k] != 1 else ''})" for k in never[:5])
+    more = f" and {never.size - 5} more" if never.size > 5 else ""
+    return (f"{never.size} classes get probability 0 on every row, yet are the true class of some rows: {shown}{more}. "
+            "The model cannot predict them (its NLL is infinite on those rows).")
 
 
 def constant_score(preds: Predictions) -> str | None:
