@@ -13,6 +13,7 @@ from pbr_core.cli.evaluate import evaluation_table
 def cmd_apply(args: argparse.Namespace) -> int:
     import pbr_core
     from pbr_core.loading import save_predictions
+    from pbr_core.loading.writing import probability_columns
     from pbr_core.predictions import PredictionsError
     from pbr_core.recalibrators import RecalibratorFileError, load_recalibrator
 
@@ -55,8 +56,17 @@ def cmd_apply(args: argparse.Namespace) -> int:
     if intervals is not None:
         print("with each probability column's Venn-Abers interval (p0, p1) in the columns <column>_low and "
               "<column>_high")
-    print(f"wrote {args.out}")
+    print(f"wrote {args.out}: {_calibrated_columns_words(probability_columns(calibrated, preds))}")
     return EXIT_OK
+
+
+def _calibrated_columns_words(columns: list[str]) -> str:
+    """Which columns of the written file now hold the calibrated probabilities: under the file's own
+    names (an earlier issue: downloads keep the user's names), the file alone cannot tell."""
+    shown = ", ".join(repr(c) for c in columns[:5]) + (f", ... ({len(columns)} columns)" if len(columns) > 5 else "")
+    one = len(columns) == 1
+    return (f"column{'' if one else 's'} {shown} now hold{'s' if one else ''} the calibrated probabilities "
+            "(in place of the scores); every other column is as it was")
 
 
 def _measured_ece(rec, preds, calibrated, model: str) -> None:

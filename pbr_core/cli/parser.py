@@ -156,8 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
     loading_options(p)
 
     p = add("apply", "apply a saved recalibrator to a prediction file",
-            "Recalibrate the predictions in FILE with a saved recalibrator and write the probabilities "
-            "(one column per class, plus the label) as CSV or Parquet (from the suffix of --out).")
+            "Recalibrate the predictions in FILE with a saved recalibrator and write them as CSV or Parquet (from "
+            "the suffix of --out): the file's score columns, under their own names, hold the calibrated "
+            "probabilities (scores read as logits: one column per class), with the label and the other columns.")
     p.add_argument("model", type=Path, help="recalibrator saved by `pbr-calib fit` (JSON)")
     p.add_argument("file", help="prediction file with labels, or a dataset (a folder, a glob, a URL)")
     p.add_argument("--out", required=True, type=Path, metavar="CALIBRATED.csv",

@@ -30,8 +30,8 @@ from pbr_core.loading._source import CONFIDENCE_COLUMN_NAMES, LABEL_COLUMN_NAMES
 from pbr_core.loading._tables import _is_unnamed, _names
 from pbr_core.predictions import Predictions, PredictionsError
 
-__all__ = ["FORMULA_STARTS", "INTERVAL_SUFFIXES", "csv_text", "interval_columns", "save_predictions", "spreadsheet_safe",
-           "template_csv"]
+__all__ = ["FORMULA_STARTS", "INTERVAL_SUFFIXES", "csv_text", "interval_columns", "probability_columns",
+           "save_predictions", "spreadsheet_safe", "template_csv"]
 
 #: First characters that make a spreadsheet read a cell as a formula (OWASP, "CSV Injection").
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -150,6 +150,22 @@ def _file_headers(df: pd.DataFrame, preds: Predictions, source: Predictions) -> 
         elif role == "score":  # scores written under the class names (read as logits): where the scores were
             order += [rename.get(n, n) for n in names if rename.get(n, n) in df.columns]
     return df[list(dict.fromkeys(order + list(df.columns)))], rename
+
+
+def probability_columns(preds: Predictions, headers_from: Predictions | None = None) -> list[str]:
+    """The headers under which :func:`save_predictions` writes the probabilities of ``preds`` (with
+    the same ``headers_from``), in the written order: the file's own score columns where it keeps
+    them (``p_dem``; ``0``..``9``), else the class names (``p_<class 1>`` for a binary log-odds
+    column). What ``pbr-calib apply`` says now holds the calibrated probabilities."""
+    names = [str(n) for n in preds.class_names]
+    if headers_from is None or preds.probs is None:
+        return names
+    columns = names + (["label"] if preds.has_labels else [])
+    if preds.metadata is not None:  # as save_predictions adds them: a clash keeps the defaults
+        columns += [str(c) for c in preds.metadata.columns if str(c) not in columns]
+    df, rename = _file_headers(pd.DataFrame(columns=columns), preds, headers_from)
+    written = {rename.get(n, n) for n in names}
+    return [c for c in df.columns if c in written]
 
 
 #: Suffixes of the interval columns written beside each probability column (:func:`save_predictions`' ``intervals``).
