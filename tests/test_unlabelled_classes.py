@@ -55,15 +55,20 @@ def test_no_note_when_every_class_has_rows_or_the_file_is_binary(which):
     assert not any("never the true label" in n for n in preds.notes)
 
 
-def test_the_cli_and_the_data_page_show_it(tmp_path, capsys):
+def shown_by_evaluate_and_the_data_page(path: Path, words: str, capsys) -> None:
+    """``words`` are in ``pbr-calib evaluate``'s output for the file ``path`` and in the Data page's
+    notes once it is uploaded."""
     from streamlit.testing.v1 import AppTest
 
-    df = _cifar_without([5], n=600)
-    path = tmp_path / "missing.csv"
-    df.to_csv(path, index=False)
     assert main(["evaluate", str(path)]) == EXIT_OK
-    assert "One class is never the true label of any row: 'c5'" in capsys.readouterr().out
+    assert words in capsys.readouterr().out
     at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=120).run()
-    at.file_uploader(key="data_upload").upload("missing.csv", path.read_bytes(), "text/csv").run()
+    at.file_uploader(key="data_upload").upload(path.name, path.read_bytes(), "text/csv").run()
     assert not at.exception
-    assert any("One class is never the true label of any row: 'c5'" in i.value for i in at.info)
+    assert any(words in i.value for i in at.info)
+
+
+def test_the_cli_and_the_data_page_show_it(tmp_path, capsys):
+    path = tmp_path / "missing.csv"
+    _cifar_without([5], n=600).to_csv(path, index=False)
+    shown_by_evaluate_and_the_data_page(path, "One class is never the true label of any row: 'c5'", capsys)

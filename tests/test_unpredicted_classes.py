@@ -4,17 +4,15 @@ the Data page's and ``evaluate``'s. Before, its only trace was "nll infinite (25
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 
 import pbr_core
 import pbr_core.metrics
-from pbr_core.cli import EXIT_OK, main
 
-ROOT = Path(__file__).resolve().parents[1]
+from test_unlabelled_classes import shown_by_evaluate_and_the_data_page
+
 NAMES = ["background", "car", "truck", "pedestrian", "tram"]
 
 
@@ -75,13 +73,6 @@ def test_no_note_otherwise(case):
 
 
 def test_evaluate_and_the_data_page_show_it(tmp_path, capsys):
-    from streamlit.testing.v1 import AppTest
-
     path = tmp_path / "tree.csv"
     tree_like(n=800).to_csv(path, index=False)
-    assert main(["evaluate", str(path)]) == EXIT_OK
-    assert "Class 'pedestrian' gets probability 0 on every row" in capsys.readouterr().out
-    at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=120).run()
-    at.file_uploader(key="data_upload").upload("tree.csv", path.read_bytes(), "text/csv").run()
-    assert not at.exception
-    assert any("Class 'pedestrian' gets probability 0 on every row" in i.value for i in at.info)
+    shown_by_evaluate_and_the_data_page(path, "Class 'pedestrian' gets probability 0 on every row", capsys)
