@@ -167,14 +167,17 @@ def at_prior_counts(table: pd.DataFrame) -> dict[str, str]:
 
 def groups_frame(report) -> pd.DataFrame:
     """A :class:`pbr_core.groups.GroupReport`'s table with the page's column names."""
+    from pbr_core.groups import shift_drawn
+
     t = report.table
     rate = "Frequency of y = 1" if report.target == "positive" else "Accuracy"
     return pd.DataFrame({
         "Group": t["group"], "Rows": t["n"], rate: t["rate"], "Mean predicted": t["mean_predicted"],
         "ECE": t["ece"], "ECE 95 % from": t["ece_low"], "to": t["ece_high"], "ECE without noise": t["ece_corrected"],
         "MCE": t["mce"], "Brier": t["brier"], "p (corrected)": [texts.p_value(v) for v in t["p_holm"]],
-        "What the test says": [texts.group_verdict(p, shift, report.alpha, method)
-                               for p, shift, method in zip(t["p_holm"], t["detectable_shift"], t["test_method"])],
+        "What the test says": [texts.group_verdict(p, shift, report.alpha, method, shift_drawn(n, small, method, shift))
+                               for p, shift, method, n, small in zip(t["p_holm"], t["detectable_shift"],
+                                                                     t["test_method"], t["n"], t["too_small"])],
         "Too few rows": t["too_small"],
     })
 

@@ -1917,8 +1917,9 @@ def group_bands_caption(counts: dict, name: str, what: str = "group") -> str:
     return head + said + tail
 
 
-def group_verdict(p_corrected: float, shift: float, alpha: float, method: str = "") -> str:
-    """A group's test in a table cell: what it supports, in a few words."""
+def group_verdict(p_corrected: float, shift: float, alpha: float, method: str = "", shift_drawn: bool = True) -> str:
+    """A group's test in a table cell: what it supports, in a few words (``shift_drawn=False``: a group
+    too small to compare, whose detectable shift was not worked out, pbr_core.groups.shift_drawn)."""
     from pbr_core.significance import shift_words
 
     if method.startswith("certain"):
@@ -1927,6 +1928,8 @@ def group_verdict(p_corrected: float, shift: float, alpha: float, method: str = 
         return "not tested"
     if p_corrected < alpha:
         return "miscalibrated beyond chance"
+    if not shift_drawn:
+        return "no evidence; too few rows to say what would show"
     return f"no evidence; a shift of {shift_words(shift)} would show"
 
 
@@ -2358,6 +2361,13 @@ def groups_curves_drawn(drawn: list[str], flagged: Iterable[str], n_groups: int)
            if bad else "the largest")
     return (f"The curves of {len(drawn)} of the {n_groups} groups ({why}; the table lists every group): "
             f"{md_list(drawn)}.")
+
+
+def groups_every_chosen(every: str, min_rows: int, max_groups: int) -> str:
+    """Which period the page chose for a date column (pbr_core.groups.default_every), and why."""
+    return (f"Dates are grouped **{every}**, chosen from the data: the finest of by day, by week and by month that "
+            f"gives at most {max_groups} groups, half of them or more with {min_rows} rows or more (by month when none "
+            "does). Choose another period under *Dates*.")
 
 
 def groups_small_note(small: list[str], m: int, date_as_is: bool) -> str:

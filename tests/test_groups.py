@@ -428,3 +428,72 @@ def test_the_gap_sentence_names_a_flagged_group_that_is_not_the_worst():
     assert words.startswith("No group is shown to be calibrated worse than another. sex = Female is "
                             "miscalibrated beyond chance by its own test, but not the worst")
     assert "by that measure sex = Male is the worst, and it shows no evidence that the predictions are off on average, too confident or not confident enough (p = 0.072" in words
+
+
+# ------------------------------------------------------------------ dates: the default period, small groups
+def _daily(n: int, days: int, seed: int = 0, regions: int = 0) -> pbr_core.Predictions:
+    """n calibrated rows (p(y=1) from 0.02 to 0.4, outcomes drawn from it) spread over ``days`` days of
+    2026, as the audit's fraud file (8,000 rows over 180 days); ``regions``: a second column of that many values."""
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.02, 0.4, n)
+    y = (rng.random(n) < p).astype(int)
+    when = pd.Timestamp("2026-01-01") + pd.to_timedelta(np.sort(rng.integers(0, days, n)), unit="D")
+    meta = pd.DataFrame({"scored_at": when.strftime("%Y-%m-%d")})
+    if regions:
+        meta["region"] = rng.choice([f"r{i}" for i in range(regions)], n)
+    return pbr_core.Predictions(**{**pbr_core.Predictions.from_arrays(np.c_[1 - p, p], y).__dict__, "metadata": meta})
+
+
+def test_a_date_column_s_default_period_is_chosen_from_the_data():
+    """Audit 8: the dates as they are gave 8,000 rows over 180 days 180 groups of ~44 rows, none big enough to
+    compare. The default is the finest of day, week and month giving at most 60 groups, half of them with
+    MIN_ROWS rows or more; month when none does."""
+    assert G.default_every(_daily(8000, 180), "scored_at") == "week"       # 27 weeks of ~300 rows
+    assert G.default_every(_daily(20000, 60), "scored_at") == "day"        # 60 days of ~333 rows
+    assert G.default_every(_daily(30000, 90), "scored_at") == "week"       # 90 days: more than 60 groups
+    assert G.default_every(_daily(600, 365), "scored_at") == "month"       # ~50 a month: none is enough
+    assert G.default_every(_daily(8000, 180, regions=4), ["scored_at", "region"]) == "month"  # 104 weeks × regions
+    assert G.default_every(_daily(8000, 180, regions=4), "region") is None  # no date column
+    assert G.default_every(_daily(8000, 180), G.PREDICTED_CLASS) is None
+
+
+def test_groups_too_small_are_tested_but_their_detectable_shift_is_not_drawn():
+    """180 one-day groups took 16-24 s, 90 % of it drawing each small group's detectable shift. A group
+    too small to compare keeps its test (the same p-value, counted in Holm's correction) and says that
+    its shift was not worked out, never 'a shift of any size'; groups big enough keep theirs."""
+    from pbr_core import significance as S
+
+    preds = _daily(3000, 90)
+    daily = G.calibration_by_group(preds, "scored_at", every="day", n_boot=20)
+    assert daily.table["too_small"].all() and daily.table["detectable_shift"].isna().all()
+    keys, _ = G.group_keys(preds, "scored_at", "day")
+    row = daily.table.iloc[0]
+    inside = keys == row.group
+    p, y = preds.p_positive[inside], preds.labels[inside].astype(float)
+    order = np.lexsort((y, p))
+    test = S.calibration_test(p[order], y[order], n_tests=len(daily.table), alpha=0.05, seed=0, name=row.group)
+    assert row.p_value == test.p_value and np.isfinite(test.detectable_shift)   # drawn when asked for
+    statements = G.group_statements(daily)
+    assert all(S.SHIFT_NOT_DRAWN in s for s in statements if "no evidence" in s)
+    assert not any("a shift of any size" in s for s in statements)
+    weekly = G.calibration_by_group(preds, "scored_at", every="week", n_boot=20)
+    big = weekly.table[~weekly.table["too_small"]]
+    assert len(big) and big["detectable_shift"].notna().all()
+
+
+def test_cli_evaluate_by_a_date_chooses_the_period_as_the_page_does(tmp_path, capsys):
+    import json
+
+    from pbr_core.cli import main
+
+    preds = _daily(8000, 180)
+    path = tmp_path / "dated.csv"
+    preds.metadata.assign(p=preds.p_positive, label=preds.labels).to_csv(path, index=False)
+    assert main(["evaluate", str(path), "--by", "scored_at", "--format", "json"]) == 0
+    groups = json.loads(capsys.readouterr().out)["groups"]
+    assert (groups["every"], groups["every_chosen"], len(groups["rows"])) == ("week", True, 27)   # 26 weeks and a day
+    assert main(["evaluate", str(path), "--by", "scored_at", "--every", "day"]) == 0
+    text = capsys.readouterr().out
+    assert "(dates by day; p(y=1)" in text and "chosen from the data" not in text
+    assert main(["evaluate", str(path), "--by", "scored_at"]) == 0
+    assert "dates by week, chosen from the data: the finest of day, week and month" in capsys.readouterr().out

@@ -207,10 +207,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     table["notes"] = list(preds.notes)  # how the file was read: which column is what, which class is 1
     report = None
     if args.by:
-        from pbr_core.groups import calibration_by_group
+        from pbr_core.groups import calibration_by_group, default_every
 
         try:
-            report = calibration_by_group(preds, args.by, every=args.every)
+            # A date column without --every: the dashboard's default period (the dates as they are gave
+            # the audit's fraud file 180 one-day groups of ~44 rows, none big enough to compare).
+            chosen = None if args.every else default_every(preds, args.by)
+            report = calibration_by_group(preds, args.by, every=args.every or chosen)
+            report.every_chosen = chosen is not None
         except ValueError as exc:
             raise CLIError(f"{preds.source}: {cli_words(str(exc))}", EXIT_BAD_INPUT) from exc
     slices = find_slices_cli(args, preds) if args.find_slices else None
@@ -433,14 +437,15 @@ def _mapped(args: argparse.Namespace):
 def _groups_json(report) -> dict[str, Any]:
     from pbr_core.groups import gap_statement, group_statements
 
-    return {"by": report.by, "test": report.test, "interval": report.interval, "largest_gap": report.largest_gap,
+    return {"by": report.by, "every": report.every, "every_chosen": report.every_chosen, "test": report.test,
+            "interval": report.interval, "largest_gap": report.largest_gap,
             "statements": {"largest_gap": gap_statement(report), "groups": group_statements(report)},
             "rows": json.loads(report.table.to_json(orient="records", double_precision=15))}
 
 
 def group_text(report) -> str:
     """The per-group table as text, with the test, the small groups and the largest gap."""
-    from pbr_core.groups import gap_statement, group_statements
+    from pbr_core.groups import DATE_MAX_GROUPS, MIN_ROWS, gap_statement, group_statements
     from pbr_core.significance import NOT_LOCAL, format_p
 
     t = report.table
@@ -451,7 +456,11 @@ def group_text(report) -> str:
                      "Brier"]
     shown["p (Holm)"] = [format_p(p) for p in t["p_holm"]]
     shown.insert(1, "", ["(too few rows)" if small else "" for small in t["too_small"]])
-    lines = [f"calibration by {' × '.join(report.by)} ({'p(y=1)' if report.target == 'positive' else 'top label'}; "
+    every = (f"dates by {report.every}" + (f", chosen from the data: the finest of day, week and month giving at most "
+                                         f"{DATE_MAX_GROUPS} groups, half of them with {MIN_ROWS} rows or more (month "
+                                         "when none does); --every to choose" if report.every_chosen else "") + "; "
+             if report.every else "")
+    lines = [f"calibration by {' × '.join(report.by)} ({every}{'p(y=1)' if report.target == 'positive' else 'top label'}; "
              f"ECE with B = floor(n_group^(1/3)), {report.level:.0%} {report.interval}; ECE corrected: with the "
              f"part noise adds removed; test: {report.test})",
              shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"),

@@ -232,7 +232,7 @@ class GroupStatistics:
             both = np.concatenate(self.kept.get(g, [np.zeros((2, 0))]), axis=1)
             return both[0], both[1]
 
-        tests = group_tests(self.tests, list(cfg.groups), kept_rows, level, cfg.seed)
+        tests = group_tests(self.tests, list(cfg.groups), kept_rows, level, cfg.seed, min_rows)
         rows, diagrams, corrected = [], {}, {}
         for g, name in enumerate(cfg.groups):
             n, B, o = int(self.n[g]), int(nb[g]), int(self.offsets[g])

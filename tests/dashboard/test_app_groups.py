@@ -296,3 +296,27 @@ def test_a_negative_bias_corrected_error_is_explained():
     words = gap_statement(negative)
     assert "0.1144 and -0.1136 (below 0: " in words and "read it as about 0" in words
     assert "Below 0" in texts.GROUPS_CORRECTED_HELP and "about 0" in texts.GROUPS_CORRECTED_HELP
+
+
+def test_a_date_column_opens_on_the_period_its_rows_support(at):
+    """Audit 8: grouping by a date started at the dates as they are (a group a day: 180 groups of ~44 rows on
+    the fraud file, 28 s, 'Fewer than two groups have enough rows to compare'). The page now chooses the period
+    from the data, says so, and keeps the user's own choice; one-day groups read 'too few rows to say'."""
+    from dashboard import state, texts
+    from pbr_core.groups import DATE_MAX_GROUPS, MIN_ROWS
+
+    at.session_state["pbr_loaded"] = state.Loaded(preds=_dated(), name="dated", file_name="dated.csv",
+                                                  origin="upload", key="test:dated")
+    at.switch_page(GROUPS).run()
+    at.selectbox(key="groups_by").set_value("scored_at").run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="groups_every").value == "week" and len(at.dataframe[0].value) == 26
+    chosen = texts.groups_every_chosen("by week", MIN_ROWS, DATE_MAX_GROUPS)
+    assert chosen in [c.value for c in at.caption]
+    at.selectbox(key="groups_every").set_value("day").run()
+    assert at.selectbox(key="groups_every").value == "day" and chosen not in [c.value for c in at.caption]
+    cells = at.dataframe[0].value["What the test says"]
+    assert cells.str.contains("too few rows to say what would show").any() and not cells.str.contains("any size").any()
+    at.switch_page("views/data.py").run()
+    at.switch_page(GROUPS).run()   # the user's choice stands
+    assert at.selectbox(key="groups_every").value == "day"
