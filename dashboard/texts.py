@@ -2031,6 +2031,14 @@ SLICES_NONE = (
     "a segment, a region, an age or a date may stay in the file: they are kept next to the predictions."
 )
 SLICES_DIAGRAM_LABEL = "One slice's reliability diagram (its held-out rows), beside the whole file's"
+#: The label when no slice held up: the slices offered are the search's proposals (audit 8: the diagram of
+#: "region = North and amount from 71.66 to under 128.4" followed "No slice holds up" without a word).
+SLICES_DIAGRAM_LABEL_PROPOSED = ("One slice the search proposed, which did not hold up: its reliability diagram (its "
+                                 "held-out rows), beside the whole file's")
+#: Under a slice's diagram when it did not hold up (its caption starts with it).
+SLICES_NOT_HELD = ("Proposed by the search, this slice did **not** hold up on its held-out rows (it was not both "
+                   "calibrated differently from the rest and miscalibrated beyond chance there): its diagram is here "
+                   "to look at, not a finding.")
 SLICES_DIAGRAM_HELP = (
     "The slice's diagram is drawn from its held-out rows only, those its test was made on: the rows the search "
     "looked at would exaggerate its gaps, since the search picks the largest. Grey bands: where each bar would "
@@ -2130,7 +2138,8 @@ def slices_diagram_captions(report, name: str) -> tuple[str, str]:
     row = report.table.set_index("slice").loc[name]
     from pbr_core.groups import bins_outside_by_group
 
-    return (f"{md(name)}: {int(row['n_confirm']):,} held-out rows. "
+    lead = "" if name in report.held_up else SLICES_NOT_HELD + " "
+    return (f"{lead}{md(name)}: {int(row['n_confirm']):,} held-out rows. "
             + group_bands_caption(bins_outside_by_group(report.diagrams), name, "slice"),
             md(overall_sentence(report)))
 
@@ -2417,9 +2426,9 @@ def bullet(line: str) -> str:
     return f"- {line}"
 
 
-def slice_title(name: str) -> str:
-    """A slice's name (user values) as the bold title of its diagram."""
-    return f"**{md(name)}**"
+def slice_title(name: str, held_up: bool = True) -> str:
+    """A slice's name (user values) as the bold title of its diagram; one that did not hold up says so."""
+    return f"**{md(name)}**" + ("" if held_up else " (proposed by the search; did not hold up)")
 
 
 def slice_recal_intro(name: str) -> str:

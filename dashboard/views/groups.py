@@ -349,12 +349,14 @@ def _slice_diagram(report, view: state.MetricView) -> None:
     names = report.held_up or report.table["slice"].tolist()
     if st.session_state.get(K_SLICE_ONE) not in names:
         st.session_state[K_SLICE_ONE] = names[0]
-    name = st.selectbox(texts.SLICES_DIAGRAM_LABEL, names, key=K_SLICE_ONE, help=texts.SLICES_DIAGRAM_HELP)
+    # No slice held up: the ones offered are only the search's proposals, and the page says so.
+    label = texts.SLICES_DIAGRAM_LABEL if report.held_up else texts.SLICES_DIAGRAM_LABEL_PROPOSED
+    name = st.selectbox(label, names, key=K_SLICE_ONE, help=texts.SLICES_DIAGRAM_HELP)
     x_title, y_title = texts.axis_titles(view.binary_positive)
     left, right = texts.slices_diagram_captions(report, name)
     c = st.columns(2, gap="medium")
     with c[0]:
-        st.markdown(texts.slice_title(name))
+        st.markdown(texts.slice_title(name, name in report.held_up))
         st.plotly_chart(FR.group_diagram_figure(report.diagrams[name], x_title=x_title, y_title=y_title,
                                                 binary_positive=view.binary_positive),
                         key="slices_one_chart", config={"displaylogo": False})

@@ -207,3 +207,27 @@ def test_a_file_too_small_to_cut_describes_no_search():
     section = audit.slices_section(loaded, state.metric_view(loaded, "positive"))
     words = " ".join(section.paragraphs)
     assert "nothing was searched" in words and "How the search is guarded" not in words
+
+
+def test_a_slice_that_did_not_hold_up_is_shown_as_a_proposal(at):
+    """Audit 8: after 'No slice holds up', the page showed 'One slice's reliability diagram … region = North and
+    amount from 71.66 to under 128.4' as if it were a finding. With no slice planted, the slices offered are the
+    search's proposals: the label, the title and the caption say it did not hold up; the report draws none."""
+    from dashboard import audit, texts
+
+    at.session_state["pbr_loaded"] = state.Loaded(preds=planted_adult(shift=0.0), name="adult", file_name="adult.csv",
+                                                  origin="upload", key="test:no-slice")
+    at.switch_page(GROUPS).run()
+    at.button(key="slices_run").click().run()
+    assert not at.exception, at.exception
+    assert any("No slice holds up" in i.value for i in at.info)
+    box = at.selectbox(key="slices_one")
+    assert box.label == texts.SLICES_DIAGRAM_LABEL_PROPOSED
+    name = box.value
+    markdown = [m.value for m in at.markdown]
+    assert texts.slice_title(name, held_up=False) in markdown and "did not hold up" in texts.slice_title(name, False)
+    assert any(c.value.startswith(texts.SLICES_NOT_HELD) for c in at.caption)
+    loaded = at.session_state["pbr_loaded"]
+    section = audit.slices_section(loaded, state.metric_view(loaded, "positive"))
+    assert section is not None and not section.figures   # the report draws held-up slices only
+    assert texts.slice_title("a = 1") == "**a = 1**"   # a slice that held up: its name alone
