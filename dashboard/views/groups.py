@@ -90,12 +90,12 @@ def _controls(loaded: state.Loaded) -> tuple[tuple[str, ...], str] | None:
         auto = _default_every(loaded, first, second)
         every = c[2].selectbox("Dates", list(EVERY), format_func=EVERY.get, key=K_EVERY, persist_state="session",
                                help=texts.GROUPS_EVERY_HELP)
-    if auto and every == auto:   # the choice the page made is said, with how to change it
-        st.caption(texts.groups_every_chosen(EVERY[auto], G.MIN_ROWS, G.DATE_MAX_GROUPS))
         if loaded.stream is not None:
             st.form_submit_button("Measure the groups", key=K_MEASURE, icon=":material/groups:",
                                   on_click=_measure_requested, args=(loaded.key,),
                                   help=texts.GROUPS_STREAM_BUTTON_HELP.format(n=loaded.stream.n_total))
+    if auto and every == auto:   # the choice the page made is said, with how to change it
+        st.caption(texts.groups_every_chosen(EVERY[auto], G.MIN_ROWS, G.DATE_MAX_GROUPS))
     if first == CHOOSE:
         return None
     by = (first,) if second in (NONE, first, CHOOSE) or first == G.EACH_CLASS else (first, second)
