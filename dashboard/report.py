@@ -213,7 +213,8 @@ def apply_section(result: runs.ApplyResult) -> ReportSection:
         paragraphs.append(texts.fit_rows_check(result.fit_row_check, MIN_TEST_ROWS))
     if result.tests is not None:  # as on the page: is each side calibrated beyond chance on these rows?
         paragraphs.append(texts.held_out_tests(result.tests, result.n_eval,
-                                               (result.reliability_before, result.reliability_after)))
+                                               (result.reliability_before, result.reliability_after),
+                                               (result.before["ece"], result.after["ece"])))
     if result.preds.kind == "binary":  # which ECE, as on the page
         paragraphs.append("ECE: " + texts.binary_ece_caption(result.binary_ece))
     if result.unmeasured_small_file:  # as on the page: unmeasured, below the other pages' size

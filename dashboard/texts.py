@@ -1198,21 +1198,39 @@ def apply_ece_help(n_bins: int, n_eval: int, tested: bool = False) -> str:
     return ECE_HELP + f" B = {n_bins} bins on {n_eval:,} rows." + ECE_CARD_COLOUR + (ECE_CARD_SEE_TEST if tested else "")
 
 
-def held_out_tests(tests, n_rows: int, tables=None) -> str:
+def held_out_tests(tests, n_rows: int, tables=None, ece: tuple[float, float] | None = None) -> str:
     """Under the after / before cards of rows a recalibrator was not fitted on: the test of calibration
     of those rows before and after (:func:`pbr_core.significance.verdict`), since a change of ECE on a
     few hundred rows says nothing by itself about whether it is more than chance. ``tables``: the
     before and after reliability tables drawn beside it: more of their bins outside their bands than
     chance puts there keep "no evidence" from reading as an all-clear (:func:`bands_beside_test`);
-    what the test does not look at is said once, when a side found no evidence."""
+    what the test does not look at is said once, when a side found no evidence. ``ece``: the ECE before
+    and after on these rows; when it fell while the test found no evidence before and miscalibration
+    after, :func:`held_out_tests_disagree` follows."""
     from pbr_core.significance import NOT_LOCAL, verdict
 
     tables = tables or (None, None)
     sides = [verdict(t, scope_note=False) + bands_beside_test(t, table, f"{side} diagram")
              for t, table, side in zip(tests, tables, ("before", "after"))]
     scope = f" {NOT_LOCAL}" if any(_no_evidence(t) for t in tests) else ""
+    # Audit 8: "ECE after 0.0108 (-0.0176)" above "Before: no evidence (p = 0.173)... After: miscalibrated
+    # beyond chance (p = 0.034)" read as a contradiction; the sentence says why both can hold.
+    fell = ece is not None and ece[1] < ece[0]
+    reconcile = (" " + held_out_tests_disagree(n_rows) if fell and _no_evidence(tests[0]) and not _no_evidence(tests[1])
+                 and tests[1].p_value == tests[1].p_value else "")
     return (f"**Test of calibration on these {n_rows:,} rows** (the change of ECE alone cannot say whether it "
-            f"is more than chance). Before: {sides[0]} After: {sides[1]}{scope}")
+            f"is more than chance). Before: {sides[0]} After: {sides[1]}{scope}{reconcile}")
+
+
+def held_out_tests_disagree(n_rows: int) -> str:
+    """After :func:`held_out_tests` when the ECE fell but the test finds the rows after miscalibrated and
+    found no evidence before: why both can hold, and that neither difference is a test of "worse"."""
+    return (f"Why the ECE fell while the test now finds miscalibration: the two measure different things. The ECE "
+            "averages the gaps between the predictions and the outcomes within bins of predictions; the test asks "
+            "whether the predictions as a whole are off on average or too confident or not confident enough, which "
+            "small gaps that all lean one way can show. And on "
+            f"{n_rows:,} rows neither change is shown beyond chance: a fall of the ECE is not a test, and a p-value "
+            f"above {ALPHA_TEST:g} before and below it after is not a test of the difference between them.")
 
 
 def _no_evidence(test, alpha: float = ALPHA_TEST) -> bool:

@@ -69,6 +69,16 @@ def _ship_controls(loaded: state.Loaded, running: bool) -> runs.FitSettings | No
         todo = texts.holdout_todo(preds.n, MIN_TEST_ROWS, runs.min_holdout_percent(preds.n))
         st.error(f"{problem} {todo}", icon=":material/block:")
         return None
+    # What the fit would warn about that the data alone decide, said before Fit is clicked, in the
+    # words the result (and the CLI's fit) use (audit 8: a 60-row file, 55 of its scores exactly 0 or 1).
+    from pbr_core.experiments import small_file_problem
+    from pbr_core.experiments.runs import fit_warnings_ahead
+
+    if small_file_problem(preds.n) is not None:
+        st.warning(texts.ship_small_file_warning(preds.n, MIN_FIT_ROWS, MIN_TEST_ROWS, in_sample=n_held == 0),
+                   icon=":material/warning:")
+    for note in fit_warnings_ahead(preds, settings):
+        st.warning(texts.fit_words(note), icon=":material/warning:")
     return settings
 
 
@@ -211,7 +221,8 @@ def _result(loaded: state.Loaded, r: runs.ApplyResult, kind: str) -> None:
         st.warning(texts.SHIP_IN_SAMPLE, icon=":material/visibility:")
     _cards(r)
     if r.tests is not None:  # rows it was not fitted on: is each side calibrated beyond chance?
-        st.markdown(texts.held_out_tests(r.tests, r.n_eval, (r.reliability_before, r.reliability_after)))
+        st.markdown(texts.held_out_tests(r.tests, r.n_eval, (r.reliability_before, r.reliability_after),
+                                         (r.before["ece"], r.after["ece"])))
     if r.preds.kind == "binary":  # which ECE the cards are: the app's one choice
         st.caption(texts.binary_ece_caption(r.binary_ece))
     for note in r.notes:

@@ -37,6 +37,7 @@ from pbr_core.progress import Progress
 from pbr_core.recalibrators import Recalibrator, get_recalibrator
 
 __all__ = ["CompareRun", "FitRun", "GroupGapRun", "IntervalSummary", "KLGapRun", "PBRRun", "SweepRun", "fit_report",
+           "fit_warnings_ahead",
            "interval_summary", "run_apply", "run_compare", "run_fit", "run_group_gaps", "run_kl_gap", "run_pbr", "run_sweep"]
 
 
@@ -351,6 +352,23 @@ def _measure(recalibrator: Recalibrator, data: Predictions, binary_ece: str, not
             # 144 held-out rows of calibrated data a temperature scaling's ECE rose in 55 % of files.
             "worse_shown": (ece_rise_shown(data.probs, after, data.labels, kind, binary_ece, seed=seed)
                             if test and after_m["ece"] > before["ece"] else None)}
+
+
+def fit_warnings_ahead(preds: Predictions, s: FitSettings) -> list[str]:
+    """The warnings :func:`run_fit`'s fit would give that the data alone decide, to say before fitting
+    (the Fit & apply page, before Fit is clicked; the fit's own notes repeat them after): a logistic map
+    (Platt, beta) on fit rows whose probabilities of exactly 0 or 1 were sometimes wrong
+    (:func:`pbr_core.recalibrators._logistic.hard_scores_warning`, which the CLI's ``fit`` prints).
+    The fit rows are :func:`run_fit`'s (the same split), so the counts are the fit's."""
+    from pbr_core.recalibrators._logistic import TargetsRecalibrator, hard_scores_warning
+
+    recalibrator = get_recalibrator(s.method, **s.params())
+    if not isinstance(recalibrator, TargetsRecalibrator) or preds.logits is not None or preds.probs is None:
+        return []
+    n_fit, n_held = s.split(preds.n)
+    fit_set = preds.subset(split_indices(preds.n, n_fit, fold=0, seed=s.seed)[0]) if n_held else preds
+    message = hard_scores_warning(fit_set, type(recalibrator).__name__, top_label=recalibrator._top_label())
+    return [message] if message else []
 
 
 def run_fit(preds: Predictions, s: FitSettings, *,

@@ -476,3 +476,55 @@ def test_compare_lists_and_runs_the_venn_abers_predictors(at):
                                             n_re=300, n_folds=2)
     pd.testing.assert_series_equal(table["ece"], expected["ece"])
     assert labels <= set(at.dataframe[0].value.index)
+
+
+def _tiny_spam(n: int = 60, hard: int = 55, wrong: int = 13, seed: int = 0) -> pbr_core.Predictions:
+    """The audit's tiny_spam_60.csv in kind: ``hard`` of ``n`` scores exactly 0 or 1, ``wrong`` of them wrong."""
+    rng = np.random.default_rng(seed)
+    p = np.r_[rng.integers(0, 2, hard).astype(float), rng.uniform(0.2, 0.8, n - hard)]
+    y = (rng.random(n) < p).astype(int)
+    y[:wrong] = 1 - p[:wrong].astype(int)   # these exact scores were wrong
+    return pbr_core.Predictions.from_arrays(np.c_[1 - p, p], y)
+
+
+def test_a_small_file_is_warned_about_before_the_fit(at):
+    """Audit 8: on a 60-row file the page said only 'Fits on all 60 rows. Nothing is held out…' before Fit; the
+    CLI warned that fewer than 288 rows leave the fit unmeasured and that 55 of 60 scores are exactly 0/1 (which
+    throws Platt off). The page now says both before Fit is clicked, in the words the result and the CLI use."""
+    from dashboard import state
+    from pbr_core.experiments import MIN_FIT_ROWS, MIN_TEST_ROWS
+    from pbr_core.recalibrators._logistic import hard_scores_warning
+
+    preds = _tiny_spam()
+    at.session_state["pbr_loaded"] = state.Loaded(preds=preds, name="tiny", file_name="tiny.csv", origin="upload",
+                                                  key="test:tiny")
+    at.switch_page(APPLY).run()
+    assert not at.exception, at.exception
+    small = texts.ship_small_file_warning(60, MIN_FIT_ROWS, MIN_TEST_ROWS, in_sample=True)
+    warnings = [w.value for w in at.warning]
+    assert small in warnings and MIN_FIT_ROWS + MIN_TEST_ROWS == 288
+    assert not any("exactly 0 or 1" in w for w in warnings)   # temperature scaling is not thrown off by them
+    at.selectbox(key="ship_method").set_value("platt").run()
+    hard = texts.fit_words(hard_scores_warning(preds, "PlattScaling"))
+    assert "55 of 60 rows have a probability of exactly 0 or 1, and 13 of those" in hard
+    assert hard in [w.value for w in at.warning] and small in [w.value for w in at.warning]
+    assert not at.session_state["ship_holdout"]   # nothing held out on 60 rows: the in-sample words
+
+
+def test_a_fall_of_the_ece_beside_a_test_that_now_finds_miscalibration_is_explained():
+    """Audit 8 (CIFAR-100, 450 fit rows, 150 held out): 'ECE after 0.0108, -0.0176' (grey: a fall is not
+    coloured, test_fit_with_a_held_out_check_matches_the_library) above 'Before: no evidence (p = 0.173)… After:
+    miscalibrated beyond chance (p = 0.034)'. A sentence now says why both can hold, only in that case."""
+    from pbr_core.significance import CalibrationTest
+
+    def test(p: float) -> CalibrationTest:
+        return CalibrationTest(n=150, effective_n=10.0, p_value=p, method="analytic", z=0.0, p_spiegelhalter=p,
+                               chi2_cox=1.0, p_cox=p, detectable_shift=0.067, level=0.035)
+
+    why = texts.held_out_tests_disagree(150)
+    assert "on 150 rows neither change is shown beyond chance" in why and "above 0.035 before" in why
+    assert texts.held_out_tests((test(0.173), test(0.034)), 150, ece=(0.0284, 0.0108)).endswith(why)
+    assert why not in texts.held_out_tests((test(0.173), test(0.034)), 150, ece=(0.0108, 0.0284))  # it rose
+    assert why not in texts.held_out_tests((test(0.173), test(0.2)), 150, ece=(0.0284, 0.0108))
+    assert why not in texts.held_out_tests((test(0.01), test(0.034)), 150, ece=(0.0284, 0.0108))
+    assert why not in texts.held_out_tests((test(0.173), test(0.034)), 150)
