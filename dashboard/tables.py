@@ -175,9 +175,11 @@ def groups_frame(report) -> pd.DataFrame:
         "Group": t["group"], "Rows": t["n"], rate: t["rate"], "Mean predicted": t["mean_predicted"],
         "ECE": t["ece"], "ECE 95 % from": t["ece_low"], "to": t["ece_high"], "ECE without noise": t["ece_corrected"],
         "MCE": t["mce"], "Brier": t["brier"], "p (corrected)": [texts.p_value(v) for v in t["p_holm"]],
-        "What the test says": [texts.group_verdict(p, shift, report.alpha, method, shift_drawn(n, small, method, shift))
-                               for p, shift, method, n, small in zip(t["p_holm"], t["detectable_shift"],
-                                                                     t["test_method"], t["n"], t["too_small"])],
+        "What the test says": [texts.group_verdict(p, shift, report.alpha, method, shift_drawn(n, small, method, shift),
+                                                   int(r))
+                               for p, shift, method, n, small, r in zip(t["p_holm"], t["detectable_shift"],
+                                                                        t["test_method"], t["n"], t["too_small"],
+                                                                        t["rounded_rows"])],
         "Too few rows": t["too_small"],
     })
 

@@ -1935,17 +1935,21 @@ def group_bands_caption(counts: dict, name: str, what: str = "group") -> str:
     return head + said + tail
 
 
-def group_verdict(p_corrected: float, shift: float, alpha: float, method: str = "", shift_drawn: bool = True) -> str:
+def group_verdict(p_corrected: float, shift: float, alpha: float, method: str = "", shift_drawn: bool = True,
+                  rounded_rows: int = 0) -> str:
     """A group's test in a table cell: what it supports, in a few words (``shift_drawn=False``: a group
-    too small to compare, whose detectable shift was not worked out, pbr_core.groups.shift_drawn)."""
+    too small to compare, whose detectable shift was not worked out, pbr_core.groups.shift_drawn;
+    ``rounded_rows``: outcomes against a score of exactly 0 or 1 that the file's rounding may have made,
+    tested within it rather than called impossible)."""
     from pbr_core.significance import shift_words
 
     if method.startswith("certain"):
         return "miscalibrated (an outcome it called impossible happened)"
     if p_corrected != p_corrected:
         return "not tested"
+    rounded = (f" ({rounded_rows:,} wrong at a rounded 0 or 100 %)" if rounded_rows else "")
     if p_corrected < alpha:
-        return "miscalibrated beyond chance"
+        return "miscalibrated beyond chance" + rounded
     if not shift_drawn:
         return "no evidence; too few rows to say what would show"
     return f"no evidence; a shift of {shift_words(shift)} would show"

@@ -613,12 +613,12 @@ def shift_drawn(n: int, too_small: bool, method: str, detectable_shift: float) -
 
 def test_columns(test: S.CalibrationTest) -> dict[str, float | str]:
     return {"z": test.z, "chi2_cox": test.chi2_cox, "p_value": test.p_value, "test_method": test.method,
-            "detectable_shift": test.detectable_shift}
+            "detectable_shift": test.detectable_shift, "rounded_rows": int(test.rounded_rows)}
 
 
 TABLE_COLUMNS = ["group", "n", "share", "rate", "mean_predicted", "n_bins", "ece", "ece_low", "ece_high",
                  "ece_corrected", "mce", "brier", "z", "chi2_cox", "p_value", "p_holm", "test_method",
-                 "detectable_shift", "too_small"]
+                 "detectable_shift", "rounded_rows", "too_small"]
 
 
 def group_report(rows: list[dict], diagrams: dict[str, pd.DataFrame], names: list[str], target: Target,
@@ -785,7 +785,10 @@ def _row_test(row) -> S.CalibrationTest:
     return S.CalibrationTest(n=int(row.n), effective_n=float("nan"), p_value=float(row.p_value),
                              method=str(row.test_method), z=float(row.z), p_spiegelhalter=float("nan"),
                              chi2_cox=float(row.chi2_cox), p_cox=float("nan"),
-                             detectable_shift=float(row.detectable_shift), level=float("nan"))
+                             detectable_shift=float(row.detectable_shift), level=float("nan"),
+                             rounded_rows=int(row.rounded_rows),
+                             rounding=(f"{int(row.rounded_rows):,} outcome(s) went against a score of exactly 0 or 1 "
+                                       "that may be the file's rounding, tested within it" if row.rounded_rows else ""))
 
 
 # ------------------------------------------------------------------------------------ unnamed groups

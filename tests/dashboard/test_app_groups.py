@@ -65,9 +65,11 @@ def test_groups_of_llm_records_and_no_classes(at):
     table = at.dataframe[0].value
     assert set(table["Group"]) == {"gpt-4-turbo", "Llama3-70b", "Yi-34b", "Mistral"}
     assert "Accuracy" in table.columns
-    # Two models said "confidence 1.0" on answers that were wrong: certain, whatever the other rows say
+    # Two models said "confidence 1.0" on answers that were wrong; the file is written with 9 decimals, so
+    # 1.0 may be a rounding (audit 8): those rows are tested within it, and the cell says so
     assert table["What the test says"].str.startswith("miscalibrated").all()
-    assert table["What the test says"].str.contains("called impossible").any()
+    assert table["What the test says"].str.contains(r"wrong at a rounded 0 or 100 %").any()
+    assert not table["What the test says"].str.contains("called impossible").any()
     assert any("4 of 4 groups are miscalibrated beyond chance" in m.value for m in at.markdown)
 
 
