@@ -1229,7 +1229,7 @@ def held_out_tests_disagree(n_rows: int) -> str:
             "averages the gaps between the predictions and the outcomes within bins of predictions; the test asks "
             "whether the predictions as a whole are off on average or too confident or not confident enough, which "
             "small gaps that all lean one way can show. And on "
-            f"{n_rows:,} rows neither change is shown beyond chance: a fall of the ECE is not a test, and a p-value "
+            f"{n_rows:,} rows neither change has been tested here: a fall of the ECE is not a test, and a p-value "
             f"above {ALPHA_TEST:g} before and below it after is not a test of the difference between them.")
 
 

@@ -280,7 +280,7 @@ def _kernel_sums(conf: np.ndarray, out: np.ndarray, sigma: float,
 
 
 def smooth_reliability(probs: np.ndarray, labels: np.ndarray, sigma: float | None = None,
-                       level: float = 0.95) -> pd.DataFrame:
+                       level: float = 0.95, n_boot: int | None = None, seed: int | None = None) -> pd.DataFrame:
     """The smoothed reliability curve at the smooth ECE's bandwidth, with a pointwise interval.
 
     The curve at confidence t is t - r_sigma(t) (``observed``): the kernel-weighted mean outcome of the
@@ -306,7 +306,16 @@ def smooth_reliability(probs: np.ndarray, labels: np.ndarray, sigma: float | Non
     DataFrame with columns ``t`` (confidence), ``observed``, ``band_low``, ``band_high``, ``n_eff``
     (the effective row count of the window), ``density`` (of the confidences; plot the curve only
     where it is not negligible) and ``sigma``.
+
+    ``n_boot`` and ``seed`` (the bootstrap's, before audit 7) are accepted and ignored, with a
+    DeprecationWarning: the interval draws nothing.
     """
+    if n_boot is not None or seed is not None:
+        import warnings
+
+        warnings.warn("smooth_reliability: n_boot and seed no longer do anything (the interval is a Wilson "
+                      "interval, not a bootstrap, since audit 7) and will be removed.", DeprecationWarning,
+                      stacklevel=2)
     if not (0 < float(level) < 1):
         raise ValueError(f"Expected argument `level` to be in (0, 1), but got {level!r}")
     conf, out = confidence_and_outcome(probs, labels)

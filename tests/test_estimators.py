@@ -407,3 +407,23 @@ def test_cli_prints_what_other_libraries_would_report(capsys):
     assert main(["evaluate", path, "--libraries"]) == 0
     text = capsys.readouterr().out
     assert "torchmetrics calibration_error()" in text and "float32" in text
+
+
+def test_smooth_reliability_still_accepts_the_bootstrap_arguments_with_a_warning():
+    """n_boot / seed belonged to the bootstrap band the Wilson interval replaced (audit 7): a caller
+    passing them gets the same result and a DeprecationWarning, not a TypeError."""
+    import warnings
+
+    from pbr_core.estimators import smooth_reliability
+
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0, 1, 400)
+    y = (rng.random(400) < p).astype(int)
+    plain = smooth_reliability(p, y, sigma=0.1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        old = smooth_reliability(p, y, sigma=0.1, n_boot=100, seed=3)
+    assert any(issubclass(w.category, DeprecationWarning) for w in caught)
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(plain, old)

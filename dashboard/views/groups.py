@@ -15,6 +15,7 @@ from dashboard import compute, recal_ui, state, tables, texts
 from dashboard import figures_recal as FR
 from pbr_core import groups as G
 from pbr_core.groups import MIN_ROWS
+from pbr_core.loading._tables import ROW_INDEX_COLUMN
 from pbr_core.loading.writing import csv_text
 
 K_BY = state.K_GROUPS_BY
@@ -36,12 +37,14 @@ logger = logging.getLogger(__name__)
 EVERY = {"": "as they are", "day": "by day", "week": "by week", "month": "by month"}
 
 def _other_columns(loaded: state.Loaded) -> list[str]:
-    """The columns besides scores and labels. A dataset on the server: from its columns' roles (its
-    sample in memory holds scores and labels only; the streamed pass reads the column chosen)."""
+    """The columns besides scores and labels (not the saved row index the loader kept). A dataset on the
+    server: from its columns' roles (its sample in memory holds scores and labels only; the streamed pass
+    reads the column chosen)."""
     p = loaded.preds
     if loaded.stream is not None:
         return [str(c) for c, role in p.column_roles if role in ("group", "metadata")]
-    return [] if p.metadata is None else [str(c) for c in p.metadata.columns]
+    # The saved row index the loader kept (its name is the loader's, one group per row): not offered
+    return [] if p.metadata is None else [str(c) for c in p.metadata.columns if str(c) != ROW_INDEX_COLUMN]
 
 
 def _columns(loaded: state.Loaded) -> list[str]:

@@ -66,8 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "'predicted class' groups by the class the model predicted, 'each class' measures "
                         "every class against the rest); the column is kept as a group column")
     p.add_argument("--every", choices=["day", "week", "month"], default=None,
-                   help="with --by on a date column: group the dates by day, week or month (default: chosen "
-                        "from the data, the finest giving at most 60 groups, half of them with 100 rows or more)")
+                   help="with --by on a date column: group the dates by day, week or month (default, for a file "
+                        "in memory: chosen from the data, the finest giving at most 60 groups, half of them with "
+                        "100 rows or more; a streamed dataset groups the dates as they are)")
     p.add_argument("--find-slices", action="store_true",
                    help="search the other columns (values, quantile bands of numbers, months; and pairs) for slices "
                         "whose calibration departs from the rest, and report those confirmed on held-out rows "

@@ -229,6 +229,36 @@ def test_the_page_never_opens_on_an_id_column(at):
     assert any("No column of this file makes groups worth comparing" in i.value for i in at.info)
 
 
+def test_a_saved_row_index_is_not_offered_as_a_group_column(at):
+    """Audit 8 / review: the loader keeps a pandas index as 'row index' (written back by downloads); one
+    group per row is never worth offering, and a file whose only other column is that index says it has
+    none."""
+    import numpy as np
+    import pandas as pd
+
+    from pbr_core.loading._tables import ROW_INDEX_COLUMN
+
+    preds = pbr_core.load_predictions(ROOT / "sample_data" / "kitti_random_forest.csv")
+    n = 600
+    df = pd.DataFrame({"p_car": preds.p_positive[:n], "label": preds.labels[:n],
+                       "site": np.random.default_rng(0).choice(["north", "south"], n)},
+                      index=np.arange(1000, 1000 + n))
+    at.file_uploader(key="data_upload").upload("indexed.csv", df.to_csv().encode(), "text/csv").run()
+    assert not at.exception, at.exception
+    assert ROW_INDEX_COLUMN in at.session_state["pbr_loaded"].preds.metadata.columns
+    at.switch_page(GROUPS).run()
+    assert not at.exception and not at.error
+    assert ROW_INDEX_COLUMN not in at.selectbox(key="groups_by").options and at.selectbox(key="groups_by").value == "site"
+    at.switch_page("views/data.py").run()
+    at.file_uploader(key="data_upload").upload("only_index.csv", df.drop(columns="site").to_csv().encode(),
+                                               "text/csv").run()
+    at.switch_page(GROUPS).run()
+    assert not at.exception and not at.error
+    from dashboard import texts
+
+    assert any(texts.GROUPS_NONE[:40] in i.value for i in at.info)
+
+
 # ------------------------------------------------------------------------ calibration over time
 def _dated(n: int = 3000, seed: int = 0) -> pbr_core.Predictions:
     """The audit's dated file in small: Jan-Jun 2024, outcomes drifting up to 15 points above p by June."""
