@@ -224,6 +224,14 @@ def lazy_button(label: str, make: Callable[[], bytes], file_name: str, mime: str
                        on_click="ignore", help=help)
 
 
+def recalibrator_download(r: runs.Downloads, file_name: str, key: str, help: str | None = None) -> None:
+    """The fitted recalibrator's download (JSON), with beside it the choice to leave out the fingerprint of
+    its fit rows and what keeping it tells whoever holds the file (``texts.LEAVE_OUT_FIT_ROWS``)."""
+    leave_out = st.checkbox(texts.LEAVE_OUT_FIT_ROWS, key=f"{key}_no_fit_rows", help=texts.LEAVE_OUT_FIT_ROWS_HELP)
+    lazy_button("Fitted recalibrator (JSON)", lambda: r.recalibrator_json(fit_rows=not leave_out), file_name,
+                "application/json", key, icon=":material/data_object:", help=help)
+
+
 def start(kind: str, label: str, work: Callable[[jobs.JobContext], runs.JobResult], *, heavy: bool) -> None:
     """Start the job and rerun, so the page redraws at once with its controls disabled."""
     from dashboard import jobs

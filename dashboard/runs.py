@@ -201,10 +201,13 @@ class Downloads:
         return save_predictions(self.preds.with_probs(probs, source="recalibrated"), extra_columns=extra,
                                 headers_from=self.preds, intervals=intervals)
 
-    def recalibrator_json(self) -> bytes:
+    def recalibrator_json(self, fit_rows: bool = True) -> bytes:
+        """The recalibrator's saved file; ``fit_rows=False`` leaves out the fingerprint of its fit rows,
+        which tells whoever holds the file whether a row was a fit row and, from a fit row's scores, its
+        label (:mod:`pbr_core.fit_rows`)."""
         import json
 
-        return json.dumps(self.recalibrator.to_dict()).encode()
+        return json.dumps(self.recalibrator.to_dict(fit_rows=fit_rows)).encode()
 
 
 @dataclass

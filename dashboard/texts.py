@@ -1145,6 +1145,16 @@ SHIP_TITLE = "Fit a recalibrator to take away"
 APPLY_CHECK_TITLE = "Check a saved recalibrator on this data"
 APPLY_ECE_BEFORE_HELP = "The uncalibrated predictions of the same rows."
 SHIP_RECALIBRATOR_JSON_HELP = "The fitted recalibrator, to apply to new predictions of the same model."
+#: Beside every download of a fitted recalibrator (Fit & apply, PBR): what its file's fingerprint of the fit
+#: rows tells whoever holds it, and the way to leave it out (:mod:`pbr_core.fit_rows`).
+LEAVE_OUT_FIT_ROWS = ("Leave out the fit rows' fingerprint (the file then cannot tell which rows it was fitted on; "
+                      "with it, anyone holding the file can tell whether a row was a fit row and, from a row's scores, "
+                      "its label)")
+LEAVE_OUT_FIT_ROWS_HELP = ("The file keeps a 64-bit hash of each fit row's scores and label, so that a check of it "
+                           "(this page, `pbr-calib apply`) leaves its fit rows out. Whoever holds the file can hash a "
+                           "row and see whether it was a fit row, and can hash a fit row's scores with each label to "
+                           "learn its true label. Tick this for a file that must carry nothing derived from the rows; "
+                           "its checks then say they cannot tell whether the rows they measure on were used to fit it.")
 SHIP_SNIPPET_TITLE = "**Use it on new predictions of the same model**"
 
 
@@ -1675,19 +1685,11 @@ def evaluated_on_all(n: int, data_name: str, check=None) -> str:
 FIT_ROWS_WHY = "on the rows it was fitted on, a recalibrator looks better than it will on new data"
 
 
-def _chance_words(p: float) -> str:
-    """A probability in words, after "with a probability": "below 1 in a million" rather than 0 %,
-    "of about 1 in 363,000", "of about 0.5 %", "of about 45 %"."""
-    if p < 1e-6:
-        return "below 1 in a million"
-    if p < 1e-3:
-        return f"of about 1 in {float(f'{1 / p:.2g}'):,.0f}"
-    return f"of about {p * 100:.1f} %" if p < 0.1 else f"of about {p * 100:.0f} %"
-
-
 def _repeated_rows(check) -> str:
     """Rows that may be fit rows or new rows with the same values (``check.n_possible`` > 0), and why the
     page keeps them: leaving them out would pick rows by their label."""
+    from pbr_core.fit_rows import chance_words
+
     one = check.n_possible == 1
     words = (f"{check.n_possible:,} {'row has' if one else 'rows have'} exactly the scores and label of a row it was "
              f"fitted on, but this file holds identical rows ({check.n_distinct:,} different rows among "
@@ -1697,74 +1699,75 @@ def _repeated_rows(check) -> str:
     if check.holds_all:
         words += (f". Every value (scores and label) of its {check.n_fit:,} fit rows occurs here at least as often as "
                   "among them, as it would if this file held its fit rows, but a file of new rows this size would do "
-                  f"so by chance too (with a probability {_chance_words(check.chance_contains)}), so the page cannot tell "
-                  "whether it does")
+                  f"so by chance too (estimated chance: {chance_words(check.chance_contains)}), so the page cannot "
+                  "tell whether it does")
     return words
 
 
-def _contains_words(check) -> str:
-    """Why a file of identical rows appears to hold the fit rows (``check.contains``)."""
-    same = check.n_rows == check.n_fit
-    return (f"This file appears to {'be' if same else 'contain'} the {check.n_fit:,} rows it was fitted on: every value "
-            f"(scores and label) of its fit rows occurs here {'exactly as' if same else 'at least as'} often as among "
-            f"them, which a file of new rows this size would do by chance with a probability "
-            f"{_chance_words(check.chance_contains)}")
+def _found_rows(check) -> str:
+    """How the rows left out were found (``check.found``): the file appears to contain the fit rows, or
+    rows found once here and once among them (and, besides, rows that only may be fit rows)."""
+    from pbr_core.fit_rows import chance_words
+
+    if check.found == "contains":
+        same = check.n_rows == check.n_fit
+        return (f"This file appears to {'be' if same else 'contain'} the {check.n_fit:,} rows it was fitted on: every "
+                f"value (scores and label) of its fit rows occurs here {'exactly as' if same else 'at least as'} often "
+                "as among them, which a file of new rows this size would rarely do by chance (estimated chance: "
+                f"{chance_words(check.chance_contains)})" + ("" if same else
+                f". Identical rows cannot be told apart, but leaving out {check.n_excluded:,} rows with the values of "
+                f"its fit rows leaves exactly the values of the other {check.n_other:,} rows"))
+    words = (f"{check.n_identified:,} of these {check.n_rows:,} rows "
+             f"{'is a row' if check.n_identified == 1 else 'are rows'} it was fitted on (each has exactly the scores "
+             "and label of one of its fit rows, and no other row here has them)")
+    return words + (f". Besides, {_repeated_rows(check)}" if check.n_possible else "")
 
 
 def fit_rows_check(check, min_rows: int) -> str:
     """Whether the loaded rows include rows the saved recalibrator was fitted on (``check``: a
-    :class:`pbr_core.fit_rows.FitRowOverlap`), and which rows it is therefore measured on. Never says
-    that identical rows are the fit rows: rows that other rows of the file (or the fit rows) repeat are
-    only said to be possible fit rows, and are kept (leaving them out would pick rows by label), unless
-    the file appears to contain the fit rows. ``min_rows``: the fewest rows a check measures on."""
-    n, state = check.n_rows, check.state
-    if state == "not recorded":
-        return ("**Were these rows used to fit it?** The page cannot tell: this recalibrator's file does not record "
-                "the rows it was fitted on (a file saved before pbr-calib recorded them, or saved without them). "
-                f"It is measured on all {n:,} rows; if some of them were used to fit it, {FIT_ROWS_WHY}, and the "
-                "figures below flatter it.")
-    if state == "none" and check.complete:
-        return (f"**Were these rows used to fit it?** No: none of these {n:,} rows is one of the {check.n_fit:,} rows "
-                "it was fitted on (its file records them), so it is measured on all of them.")
-    if state == "none":
-        return (f"**Were these rows used to fit it?** Almost certainly not: its file keeps a sample of its "
-                f"{check.n_fit:,} fit rows, and none of the {check.n_checkable:,} of these rows that the sample can "
-                f"check is one of them, so at most about {check.bound_if_none:,.0f} of these {n:,} rows can be "
-                "(95 % confidence). It is measured on all of them.")
-    if state == "sampled":
+    :class:`pbr_core.fit_rows.FitRowOverlap`, whose ``verdict`` and ``found`` decide the sentence), and
+    which rows it is therefore measured on. Never says that identical rows are the fit rows: rows that
+    other rows of the file (or the fit rows) repeat are only said to be possible fit rows, and are kept
+    (leaving them out would pick rows by label), unless the file appears to contain the fit rows. Says
+    what was checked (exact scores and label), and that it cannot tell where the rows are written more
+    coarsely than the fit rows. ``min_rows``: the fewest rows a check measures on."""
+    from pbr_core.fit_rows import grid_words
+
+    n, verdict = check.n_rows, check.verdict(min_rows)
+    asked = "**Were these rows used to fit it?**"
+    flatter = f"if some of them were used to fit it, {FIT_ROWS_WHY}, and the figures below flatter it."
+    if verdict == "not recorded":
+        return (f"{asked} The page cannot tell: this recalibrator's file does not record the rows it was fitted on (a "
+                f"file saved before pbr-calib recorded them, or saved without them). It is measured on all {n:,} rows; "
+                f"{flatter}")
+    if verdict == "coarser":
+        return (f"{asked} The page cannot tell: these rows are written with fewer decimals than the rows it was fitted "
+                f"on ({grid_words(check.written_here)} here, {grid_words(check.written_fit)} in the fit), so its fit "
+                f"rows would not be recognised among them. It is measured on all {n:,} rows; {flatter}")
+    if verdict == "none":
+        return (f"{asked} Not as far as its file can tell: none of these {n:,} rows has exactly the scores and label "
+                f"of one of the {check.n_fit:,} rows it was fitted on (its file records them all), so it is measured "
+                "on all of them.")
+    if verdict == "none of the sample":
+        return (f"{asked} None of the {check.n_checkable:,} of these rows that its file's sample of its "
+                f"{check.n_fit:,} fit rows can check is a fit row; at most about {check.bound_if_none:,.0f} of the "
+                f"{n:,} can be (95 %). It is measured on all of them.")
+    if verdict == "sampled":
         return (f"**Some of these rows were used to fit it.** About {check.estimated:,.0f} of these {n:,} rows are "
                 f"rows it was fitted on (an estimate: its file keeps a sample of its {check.n_fit:,} fit rows, enough "
                 f"to count them but not to tell which they are), and {FIT_ROWS_WHY}. The page cannot measure it on "
                 "the others: load rows it was not fitted on to check it.")
-    if state == "shared":
+    if verdict == "shared":
         return (f"**Some of these rows may have been used to fit it.** {_repeated_rows(check)}. It is measured on all "
-                f"{n:,} rows: if some of them were used to fit it, {FIT_ROWS_WHY}, and the figures below flatter it.")
-    if check.contains:
-        found = _contains_words(check)
-        if state == "all":
-            return (f"**This check is in-sample and cannot be used as a check.** {found}. No row is left that it was "
-                    f"not fitted on, so the figures below are measured on the rows it was fitted on: {FIT_ROWS_WHY}. "
-                    "Load rows it was not fitted on to check it.")
-        head = "**These rows include the rows it was fitted on.**"
-        left = (f"Identical rows cannot be told apart, but leaving out {check.n_excluded:,} rows with the values of its "
-                f"fit rows leaves exactly the values of the other {check.n_other:,} rows")
-        if check.n_other < min_rows:
-            return (f"{head} {found}. Only {check.n_other:,} other rows are left, fewer than the {min_rows:,} a check "
-                    "needs (below that the ECE says nothing), so the page does not measure it: load more rows it was "
-                    "not fitted on.")
-        return f"{head} {found}. {left}, so it is measured on those only, since {FIT_ROWS_WHY}."
-    parts = [f"{check.n_identified:,} of these {n:,} rows {'is a row' if check.n_identified == 1 else 'are rows'} "
-             "it was fitted on (each has exactly the scores and label of one of its fit rows, and no other row here "
-             "has them)"]
-    if check.n_possible:
-        parts.append(f"Besides, {_repeated_rows(check)}")
-    found = ". ".join(parts)
-    if state == "all":
+                f"{n:,} rows: {flatter}")
+    found = _found_rows(check)
+    if verdict == "in-sample":
         return (f"**This check is in-sample and cannot be used as a check.** {found}. No row is left that it was "
                 f"not fitted on, so the figures below are measured on the rows it was fitted on: {FIT_ROWS_WHY}. "
                 "Load rows it was not fitted on to check it.")
-    head = "**Some of these rows were used to fit it.**"
-    if check.n_other < min_rows:
+    head = ("**These rows include the rows it was fitted on.**" if check.found == "contains"
+            else "**Some of these rows were used to fit it.**")
+    if verdict == "too few left":
         return (f"{head} {found}. Only {check.n_other:,} other rows are left, fewer than the {min_rows:,} a check "
                 "needs (below that the ECE says nothing), so the page does not measure it: load more rows it was "
                 "not fitted on.")

@@ -15,10 +15,20 @@ rows whether the fit read the file whole or streamed it), with their exact count
 of rows fitted. A checked row whose hash is at most the largest kept one is then checked exactly;
 the others cannot be checked, so the overlap is estimated and said to be.
 
-Privacy: the fingerprint allows a membership test: whoever holds the file and a row can tell
-whether that row (its exact scores and label) was among the fit rows. A file that must carry
+Rows match only when their float32 probabilities are identical: a file written again with fewer
+decimals (a CSV of 6 decimals holds other float32 values than the fit's float64 ones: 13 of 500
+Platt fit rows matched) holds the fit rows unrecognisable. So the fingerprint also records how
+finely the fit's probabilities were written (``resolution``: the grids of
+:func:`pbr_core.resolution.grids_from_evidence`), and a checked file whose values lie on a grid the
+fit's do not is said to be written more coarsely (:attr:`FitRowOverlap.coarser`): whether it holds fit
+rows cannot be told, and it is measured on all its rows with that caveat.
+
+Privacy: the fingerprint tells membership and labels. Whoever holds the file and a row can tell
+whether that row (its exact scores and label) was among the fit rows; and whoever knows a fit row's
+scores can hash them with each label and so learn its true label. A file that must carry
 nothing derived from the data is saved without it (``save(path, fit_rows=False)``,
-``pbr-calib fit --no-fit-rows``); such a file, like one written before fingerprints, cannot tell.
+``pbr-calib fit --no-fit-rows``, the dashboard's download option); such a file, like one written
+before fingerprints, cannot tell.
 """
 
 from __future__ import annotations
@@ -28,6 +38,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from pbr_core.resolution import DECIMALS, EVIDENCE_NAMES, MIN_EVIDENCE, Resolution, evidence_counts, grids_from_evidence
 
 
 #: Distinct fit rows kept in full; beyond it a bottom-k sample of this many (8 bytes each in the file).
@@ -110,11 +122,14 @@ def prediction_hashes(preds: Any) -> np.ndarray:
 class FitRows:
     """The fingerprint of a fit's rows: ``hashes`` (sorted, distinct, uint64) with ``counts``, of
     ``n_rows`` rows fitted. ``complete``: every fit row is in it; otherwise it holds every distinct
-    fit row whose hash is at most ``hashes[-1]`` (a bottom-k sample)."""
+    fit row whose hash is at most ``hashes[-1]`` (a bottom-k sample). ``resolution``: the grids every fit
+    probability lies on (:func:`pbr_core.resolution.grids_from_evidence`), None where not recorded (files
+    written before it, fits that did not read the probabilities)."""
 
     n_rows: int
     hashes: np.ndarray
     counts: np.ndarray
+    resolution: Resolution | None = None
 
     @property
     def complete(self) -> bool:
@@ -127,24 +142,29 @@ class FitRows:
 
     @classmethod
     def of_hashes(cls, hashes: np.ndarray, cap: int = MAX_DISTINCT) -> "FitRows":
-        """The fingerprint of rows with these hashes."""
+        """The fingerprint of rows with these hashes (their resolution not recorded)."""
         return FitSketch(cap).add(hashes).result()
 
     @classmethod
     def of(cls, preds: Any, cap: int = MAX_DISTINCT) -> "FitRows":
-        """The fingerprint of a Predictions value's rows."""
-        return cls.of_hashes(prediction_hashes(preds), cap)
+        """The fingerprint of a Predictions value's rows, with the resolution of its probabilities."""
+        return FitSketch(cap).add(prediction_hashes(preds), preds.probs).result()
 
     # --------------------------------------------------------------- the saved field
     def to_field(self) -> dict[str, Any]:
         """The file's ``fit_rows`` field: base64 of the little-endian uint64 hashes, and "repeats": the
         counts above 1 only, as little-endian uint32 pairs (position of the hash, count), null where
-        every count is 1 (real-valued scores repeat rarely: 100,000 rows wrote 1.6 MB with every count)."""
+        every count is 1 (real-valued scores repeat rarely: 100,000 rows wrote 1.6 MB with every count);
+        and, where recorded, "resolution": the grids every fit probability lies on ({"decimals": d or null,
+        "digits": d or null, "float32": true/false}; optional: files written before it hold none)."""
         where = np.flatnonzero(self.counts > 1)
         pairs = np.column_stack([where, self.counts[where]]).astype("<u4")
+        res = self.resolution
         return {"hash": HASH_NAME, "n_rows": int(self.n_rows),
                 "hashes": base64.b64encode(self.hashes.astype("<u8").tobytes()).decode("ascii"),
-                "repeats": base64.b64encode(pairs.tobytes()).decode("ascii") if len(where) else None}
+                "repeats": base64.b64encode(pairs.tobytes()).decode("ascii") if len(where) else None,
+                **({} if res is None else
+                   {"resolution": {"decimals": res.decimals, "digits": res.digits, "float32": res.float32}})}
 
     @classmethod
     def from_field(cls, value: Any) -> "FitRows":
@@ -152,9 +172,10 @@ class FitRows:
         from pbr_core.recalibrators._state import StateError, shown  # not at import: recalibrators imports this
 
         where = "fit_rows"
-        if not isinstance(value, dict) or set(value) != {"hash", "n_rows", "hashes", "repeats"}:
-            raise StateError(f'{where} must be a group of the fields "hash", "n_rows", "hashes" and "repeats", but the '
-                             f"file holds {shown(value)}")
+        fields = {"hash", "n_rows", "hashes", "repeats"}
+        if not isinstance(value, dict) or set(value) not in (fields, fields | {"resolution"}):
+            raise StateError(f'{where} must be a group of the fields "hash", "n_rows", "hashes", "repeats" and '
+                             f'(optional) "resolution", but the file holds {shown(value)}')
         if value["hash"] != HASH_NAME:
             raise StateError(f'{where}.hash must be the text "{HASH_NAME}", but the file holds {shown(value["hash"])}')
         n = value["n_rows"]
@@ -177,7 +198,61 @@ class FitRows:
         if int(counts.sum()) > n:
             raise StateError(f"{where}.repeats add up to {int(counts.sum()):,} rows, more than the {n:,} of "
                              f"{where}.n_rows")
-        return cls(n_rows=int(n), hashes=hashes, counts=counts)
+        return cls(n_rows=int(n), hashes=hashes, counts=counts, resolution=_resolution_field(value.get("resolution")))
+
+
+def _resolution_field(value: Any) -> Resolution | None:
+    """The ``fit_rows.resolution`` field (absent from files written before it: None, not recorded)."""
+    from pbr_core.recalibrators._state import StateError, shown
+
+    if value is None:
+        return None
+    where = "fit_rows.resolution"
+    if not isinstance(value, dict) or set(value) != {"decimals", "digits", "float32"}:
+        raise StateError(f'{where} must be a group of the fields "decimals", "digits" and "float32", but the file '
+                         f"holds {shown(value)}")
+    for name in ("decimals", "digits"):
+        d = value[name]
+        if d is not None and (isinstance(d, bool) or not isinstance(d, int) or d not in DECIMALS):
+            raise StateError(f"{where}.{name} must be null or a whole number from {DECIMALS[0]} to {DECIMALS[-1]}, but "
+                             f"the file holds {shown(d)}")
+    if not isinstance(value["float32"], bool):
+        raise StateError(f"{where}.float32 must be true or false, but the file holds {shown(value['float32'])}")
+    return Resolution(value["decimals"], value["float32"], value["digits"])
+
+
+def written_more_coarsely(here: Resolution | None, fit: Resolution | None) -> bool:
+    """Whether checked values with the grids ``here`` cannot hold the fit's values as the fit saw them
+    (``fit``: the fingerprint's record): they lie on a 10^-d grid, or on a grid of d significant digits,
+    that the fit's values do not lie on. Values written as float32 numbers never are (the hash rounds to
+    float32 anyway); unknown grids (None) never are said to be."""
+    if here is None or fit is None or here.float32:
+        return False
+    if here.decimals is not None and not (fit.decimals is not None and fit.decimals <= here.decimals):
+        return True
+    # A value below 1 on the 10^-d grid has at most d significant digits.
+    return here.digits is not None and not any(g is not None and g <= here.digits for g in (fit.digits, fit.decimals))
+
+
+def grid_words(res: Resolution | None) -> str:
+    """How finely values were written, briefly: "6 decimals", "7 significant digits", "float32", "full precision"."""
+    if res is None:
+        return "not recorded"
+    if res.decimals is not None:
+        return f"{res.decimals} decimal{'s' if res.decimals > 1 else ''}"
+    if res.digits is not None:
+        return f"{res.digits} significant digit{'s' if res.digits > 1 else ''}"
+    return "float32" if res.float32 else "full precision"
+
+
+def chance_words(p: float) -> str:
+    """A probability in words, the one format of both front ends: "below 1 in a million" rather than 0,
+    "about 1 in 363,000", "about 1.2 %" (never "1 %" for 0.012, beside a 1 % limit), "about 45 %"."""
+    if p < 1e-6:
+        return "below 1 in a million"
+    if p < 1e-3:
+        return f"about 1 in {float(f'{1 / p:.2g}'):,.0f}"
+    return f"about {p * 100:.1f} %" if p < 0.1 else f"about {p * 100:.0f} %"
 
 
 def _decoded(text: Any, dtype: str, where: str) -> np.ndarray:
@@ -205,9 +280,17 @@ class FitSketch:
         self.n_rows = 0
         self._hashes = np.zeros(0, dtype=np.uint64)
         self._counts = np.zeros(0, dtype=np.int64)
+        # The resolution's counts (pbr_core.resolution.EVIDENCE_NAMES), added up over the parts; None once a
+        # part came without its probabilities (not recorded).
+        self._evidence: np.ndarray | None = np.zeros(len(EVIDENCE_NAMES))
 
-    def add(self, hashes: np.ndarray) -> "FitSketch":
+    def add(self, hashes: np.ndarray, probs: np.ndarray | None = None) -> "FitSketch":
+        """Rows with these hashes, and their probabilities (for the resolution; None: not recorded)."""
         hashes = np.asarray(hashes, dtype=np.uint64)
+        if probs is None or self._evidence is None:
+            self._evidence = None
+        else:
+            self._evidence = self._evidence + evidence_counts(probs)
         self.n_rows += len(hashes)
         both = np.concatenate([self._hashes, hashes])
         weights = np.concatenate([self._counts, np.ones(len(hashes), dtype=np.int64)])
@@ -217,7 +300,8 @@ class FitSketch:
         return self
 
     def result(self) -> FitRows:
-        return FitRows(n_rows=self.n_rows, hashes=self._hashes.copy(), counts=self._counts.copy())
+        res = None if self._evidence is None else grids_from_evidence(self._evidence)
+        return FitRows(n_rows=self.n_rows, hashes=self._hashes.copy(), counts=self._counts.copy(), resolution=res)
 
 
 @dataclass(frozen=True)
@@ -272,6 +356,16 @@ class FitRowOverlap:
     #: Where ``holds_all``: the estimated chance that a file of new rows of this size, from the same source,
     #: would hold every fit value as often (1.0 where not computed).
     chance_contains: float = 1.0
+    #: How finely the checked rows' probabilities are written (grids, None: too few values to tell) and the
+    #: fit's (None: not recorded in its file).
+    written_here: Resolution | None = None
+    written_fit: Resolution | None = None
+
+    @property
+    def coarser(self) -> bool:
+        """The checked rows are written more coarsely than the fit rows were (:func:`written_more_coarsely`):
+        a fit row written so is not recognised, so which of them are fit rows cannot be told."""
+        return written_more_coarsely(self.written_here, self.written_fit)
 
     @property
     def contains(self) -> bool:
@@ -304,12 +398,15 @@ class FitRowOverlap:
 
     @property
     def state(self) -> str:
-        """"not recorded"; "none" (no row matches a fit row); "shared" (rows share their values with fit
-        rows, none is left out: they only may be fit rows); "some" or "all" (rows left out: the identified
-        fit rows, or the fit rows' values of a file that contains them); or "sampled" (a sample found
-        fit rows here: which rows cannot be told)."""
+        """"not recorded"; "coarser" (the rows are written more coarsely than the fit rows: whether they
+        hold fit rows cannot be told, whatever matched); "none" (no row matches a fit row); "shared" (rows
+        share their values with fit rows, none is left out: they only may be fit rows); "some" or "all"
+        (rows left out: the identified fit rows, or the fit rows' values of a file that contains them); or
+        "sampled" (a sample found fit rows here: which rows cannot be told)."""
         if not self.recorded:
             return "not recorded"
+        if self.coarser:
+            return "coarser"
         if self.n_matched == 0:
             return "none"
         if self.n_excluded == 0:
@@ -317,6 +414,32 @@ class FitRowOverlap:
         if not self.complete:
             return "sampled"
         return "all" if self.n_other == 0 else "some"
+
+    def verdict(self, min_rows: int) -> str:
+        """What a check says, the one list both front ends put in words (``min_rows``: the fewest rows a
+        check measures on): the :attr:`state`, with "none" split into "none" (every fit row checked) and
+        "none of the sample" (a sampled fingerprint: at most about :attr:`bound_if_none` rows can be fit
+        rows), and "some" into "too few left" (fewer than ``min_rows`` others: not measured) and "some";
+        "all" is "in-sample". How fit rows were found (in "some", "too few left", "in-sample") is
+        :attr:`found`."""
+        state = self.state
+        if state == "none":
+            return "none" if self.complete else "none of the sample"
+        if state == "all":
+            return "in-sample"
+        if state == "some" and self.n_other < min_rows:
+            return "too few left"
+        return state
+
+    @property
+    def found(self) -> str:
+        """How the left-out rows were found: "contains" (the file holds every fit value as often, which new
+        rows would rarely do by chance: the fit rows' values are left out; ``n_rows == n_fit``: it is them),
+        "identified" (rows found once here and once among the fit rows; ``n_possible`` more only may be),
+        or "" (none left out)."""
+        if self.contains:
+            return "contains"
+        return "identified" if self.n_identified else ""
 
     def rows_to_measure(self) -> np.ndarray | None:
         """The rows a check of the recalibrator measures on: None for every row (none is a fit row, or
@@ -333,7 +456,7 @@ class FitRowOverlap:
                 f"About {self.estimated:,.0f} of these {self.n_rows:,} rows are rows the recalibrator was fitted on "
                 f"(estimated: its file keeps a sample of its {self.n_fit:,} fit rows), and which ones cannot be told, "
                 "so it cannot be measured on the others.")
-        return np.flatnonzero(~self.mask) if self.state == "some" else None
+        return np.flatnonzero(~self.mask) if self.state == "some" else None  # "coarser": every row, said to
 
 
 class FitRowsUnknownError(ValueError):
@@ -345,6 +468,9 @@ def overlap(fit_rows: FitRows | None, preds: Any) -> FitRowOverlap:
     n = int(preds.n)
     if fit_rows is None:
         return FitRowOverlap(recorded=False, n_rows=n)
+    counts = evidence_counts(preds.probs)
+    # Read only from enough values (as the loader's rounding note): a few values on a grid say nothing.
+    grids_here = grids_from_evidence(counts) if counts[0] >= MIN_EVIDENCE else None
     h = prediction_hashes(preds)
     unique, inverse, counts_here = np.unique(h, return_inverse=True, return_counts=True)
     checkable = h <= np.uint64(fit_rows.threshold)
@@ -379,7 +505,8 @@ def overlap(fit_rows: FitRows | None, preds: Any) -> FitRowOverlap:
                          n_checkable=int(checkable.sum()), n_matched=int(matched.sum()),
                          n_matched_repeated=int((matched & (here > 1)).sum()), n_identified=int(identified.sum()),
                          n_possible=int((may & ~mask).sum()), n_distinct=len(unique), mask=mask,
-                         chance_matches=chance, holds_all=holds_all, chance_contains=chance_contains)
+                         chance_matches=chance, holds_all=holds_all, chance_contains=chance_contains,
+                         written_here=grids_here, written_fit=fit_rows.resolution)
 
 
 def _containment(fit_rows: FitRows, h: np.ndarray) -> tuple[bool, float]:

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["DECIMALS", "EVIDENCE_NAMES", "FLOAT32_HALF", "MIN_EVIDENCE", "Resolution", "evidence_terms",
-           "from_evidence", "resolution_of", "rounding_note"]
+__all__ = ["DECIMALS", "EVIDENCE_NAMES", "FLOAT32_HALF", "MIN_EVIDENCE", "Resolution", "evidence_counts",
+           "evidence_terms", "from_evidence", "grids_from_evidence", "resolution_of", "rounding_note"]
 
 #: The grids looked for: 10^-1 .. 10^-9 (a confidence written as "99.3%" is on 10^-3), as decimals and as
 #: significant digits.
@@ -155,9 +155,28 @@ def from_evidence(counts: np.ndarray) -> Resolution | None:
     return Resolution(decimals, float32, digits)
 
 
+def evidence_counts(p: np.ndarray) -> np.ndarray:
+    """The counts of :data:`EVIDENCE_NAMES` (in order) over the values ``p`` (any shape)."""
+    return np.array([t.sum() for t in evidence_terms(np.ravel(p))])
+
+
 def resolution_of(p: np.ndarray) -> Resolution | None:
     """The evident resolution of the values ``p`` (any shape), None when none is."""
-    return from_evidence(np.array([t.sum() for t in evidence_terms(np.ravel(p))]))
+    return from_evidence(evidence_counts(p))
+
+
+def grids_from_evidence(counts: np.ndarray) -> Resolution:
+    """Every grid that all the counted values lie on, however coarse, without :func:`from_evidence`'s
+    thresholds: the coarsest 10^-d grid (``decimals``), the fewest significant digits (``digits``),
+    and whether every value is a float32 number; ``Resolution(None, False)`` for float64 values on no
+    grid. For telling whether two sets of values were written alike (a saved recalibrator's fit rows
+    and a checked file, :mod:`pbr_core.fit_rows`), not for reading a 0 or 1 as a rounding: a model's
+    own coarse values count here. Without counted values every grid holds them (1 decimal, float32)."""
+    counts = np.asarray(counts, dtype=np.float64)
+    m = len(DECIMALS)
+    decimals = next((d for d, k in zip(DECIMALS, counts[1:1 + m]) if k == 0), None)
+    digits = next((d for d, k in zip(DECIMALS, counts[1 + m:1 + 2 * m]) if k == 0), None)
+    return Resolution(decimals, bool(counts[-1] == 0), digits)
 
 
 def rounding_note(values: np.ndarray, what: str = "Scores", percent_text: bool = False) -> str:

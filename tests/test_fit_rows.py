@@ -274,6 +274,13 @@ def test_old_files_and_files_saved_without_fit_rows_say_not_recorded(tmp_path) -
     (lambda f: {**f, "repeats": "AQAAAA=="}, "fit_rows.repeats must hold pairs (position, count)"),
     (lambda f: {**f, "repeats": "AQAAAAEAAAA="}, "fit_rows.repeats must hold pairs (position of one of the"),
     (lambda f: {**f, "extra": 1}, "fit_rows must be a group of the fields"),
+    (lambda f: {**f, "resolution": 6}, 'fit_rows.resolution must be a group of the fields "decimals"'),
+    (lambda f: {**f, "resolution": {"decimals": 12, "digits": None, "float32": False}},
+     "fit_rows.resolution.decimals must be null or a whole number from 1 to 9"),
+    (lambda f: {**f, "resolution": {"decimals": None, "digits": True, "float32": False}},
+     "fit_rows.resolution.digits must be null or a whole number"),
+    (lambda f: {**f, "resolution": {"decimals": None, "digits": None, "float32": "no"}},
+     "fit_rows.resolution.float32 must be true or false"),
 ])
 def test_a_damaged_fit_rows_field_is_refused_and_named(tmp_path, change, message) -> None:
     doc = PlattScaling().fit(_binary(300, 12)).to_dict()
@@ -365,7 +372,8 @@ def test_apply_measures_on_the_rows_it_was_not_fitted_on(capsys, tmp_path) -> No
     # Other rows: measured on all of them, and said.
     save_predictions(b, path_or_buffer=tmp_path / "b.csv")
     assert main(["apply", str(model), str(tmp_path / "b.csv"), "--out", str(tmp_path / "o.csv")]) == 0
-    assert "fit rows: none of these 600 rows is one it was fitted on" in capsys.readouterr().out
+    assert ("fit rows: none of these 600 rows has exactly the scores and label of one of the 400 rows it was fitted "
+            "on") in capsys.readouterr().out
     # --no-fit-rows: nothing recorded, and apply says it cannot tell.
     assert main(["fit", str(fit_file), "--method", "platt", "--out", str(model), "--quiet", "--no-fit-rows"]) == 0
     assert "fit_rows" not in json.loads(model.read_text())
@@ -396,3 +404,99 @@ def test_a_check_on_the_fit_rows_is_optimistic_and_is_no_longer_reported(method)
     assert gap > (0.015 if method == "platt" else 0.05), (in_sample.mean(), fresh.mean())
     assert np.mean(in_sample < fresh) > (0.65 if method == "platt" else 0.99)
     np.testing.assert_allclose(reported, fresh[:20], rtol=1e-12)
+
+
+def test_rows_written_with_fewer_decimals_than_the_fit_rows_cannot_be_told(capsys, tmp_path) -> None:
+    """Platt fitted on 500 float64 rows, checked on the same rows written with 6 decimals: 13 rows happen to
+    keep their float32 value, and the check said "some" (13 fit rows, measured on the other 487) though all
+    500 are fit rows; with 3 decimals none matched and it said "none". Both now say it cannot tell, and
+    measure on every row. The fit's own decimals, and float32 exports, are still recognised."""
+    rng = np.random.default_rng(0)
+    p = rng.beta(2, 2, 500)
+    y = (rng.random(500) < p).astype(int)
+    rec = PlattScaling().fit(Predictions.from_arrays(p, y))
+    assert rec.to_dict()["fit_rows"]["resolution"] == {"decimals": None, "digits": None, "float32": False}
+    for d in (3, 6, 9):
+        check = rec.fit_row_overlap(Predictions.from_arrays(np.round(p, d), y))
+        assert check.coarser and check.state == "coarser" and check.rows_to_measure() is None
+        assert run_apply(Predictions.from_arrays(np.round(p, d), y), rec, check=check).n_eval == 500
+    assert rec.fit_row_overlap(Predictions.from_arrays(p, y)).state == "all"
+    # Fitted on 6 decimals: the same file is recognised; 4 decimals is coarser; 8 decimals of it is the same grid.
+    r6 = PlattScaling().fit(Predictions.from_arrays(np.round(p, 6), y))
+    assert r6.fit_rows_.resolution.decimals == 6
+    assert r6.fit_row_overlap(Predictions.from_arrays(np.round(p, 6), y)).state == "all"
+    assert r6.fit_row_overlap(Predictions.from_arrays(np.round(p, 4), y)).state == "coarser"
+    # A file of new rows written as finely as the fit's: an ordinary check, not "cannot tell".
+    q = rng.beta(2, 2, 500)
+    assert r6.fit_row_overlap(Predictions.from_arrays(np.round(q, 6), y)).state in ("none", "shared")
+    # The CLI: measured on all 500 rows, and why it cannot tell.
+    model = rec.save(tmp_path / "p.json")
+    assert load_recalibrator(model).fit_rows_.resolution == rec.fit_rows_.resolution
+    csv = tmp_path / "r6.csv"
+    csv.write_text("p,label\n" + "".join(f"{v:.6f},{t}\n" for v, t in zip(p, y)))
+    capsys.readouterr()
+    assert main(["apply", str(model), str(csv), "--out", str(tmp_path / "o.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "ECE on the" not in out and "-> " in out
+    assert ("fit rows: cannot tell: these rows are written with fewer decimals than the rows it was fitted on "
+            "(6 decimals here, full precision in the fit), so its fit rows would not be recognised; ECE on all 500 "
+            "rows") in out
+
+
+def test_files_without_the_resolution_still_load_and_check_as_before(tmp_path) -> None:
+    preds = _binary(400, 21)
+    doc = PlattScaling().fit(preds).to_dict()
+    del doc["fit_rows"]["resolution"]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(doc))
+    back = load_recalibrator(path)
+    assert back.fit_rows_.resolution is None
+    assert back.fit_row_overlap(preds).state == "all"
+    assert back.fit_row_overlap(Predictions.from_arrays(np.round(preds.probs[:, 1], 6), preds.labels)).state != "coarser"
+
+
+def test_streamed_fits_record_the_resolution_of_their_rows(tmp_path) -> None:
+    from pbr_core.fit_rows import FitSketch as Sketch
+
+    preds = _binary(600, 22, decimals=5)
+    whole = FitRows.of(preds)
+    parts = Sketch()
+    for lo in range(0, 600, 250):
+        part = preds.subset(np.arange(lo, min(lo + 250, 600)))
+        parts.add(prediction_hashes(part), part.probs)
+    assert parts.result().resolution == whole.resolution and whole.resolution.decimals == 5
+    assert Sketch().add(prediction_hashes(preds)).result().resolution is None  # no probabilities: not recorded
+
+
+def test_chance_words_is_one_format() -> None:
+    from pbr_core.fit_rows import chance_words
+
+    assert chance_words(0.012) == "about 1.2 %"  # "1%" beside a 1 % limit read as at, not above, it
+    assert chance_words(0.45) == "about 45 %"
+    assert chance_words(1 / 363_000) == "about 1 in 360,000"
+    assert chance_words(1e-9) == "below 1 in a million"
+
+
+def test_a_sampled_fingerprint_s_none_says_what_its_sample_checked(capsys) -> None:
+    """A sample of 20 of 2,000 fit rows checked against 1,000 new rows: no match among the rows the sample can
+    check, which bounds the fit rows at about 3 n / checked (95 %), hundreds here: both front ends say that
+    bound, not "none of these rows is one it was fitted on" (CLI) or "Almost certainly not" (the page)."""
+    from dashboard import texts
+    from pbr_core.cli.apply import _measured_ece
+
+    rec = PlattScaling().fit(_binary(2000, 31))
+    rec.fit_rows_ = FitRows.of(_binary(2000, 31), cap=20)
+    new = _binary(1000, 32)
+    check = rec.fit_row_overlap(new)
+    assert check.verdict(100) == "none of the sample" and check.n_checkable < 1000
+    bound = f"{check.bound_if_none:,.0f}"
+    assert check.bound_if_none > 100  # hundreds of the 1,000 rows
+    words = texts.fit_rows_check(check, 100)
+    assert (f"None of the {check.n_checkable:,} of these rows that its file's sample of its 2,000 fit rows can check "
+            f"is a fit row; at most about {bound} of the 1,000 can be (95 %)") in words
+    assert "Almost certainly not" not in words
+    _measured_ece(rec, new, new.with_probs(rec.predict_proba(new)), "m.json")
+    out = capsys.readouterr().out
+    assert (f"fit rows: none of the {check.n_checkable} rows its sample of 2,000 fit rows can check is a fit row; "
+            f"at most about {bound} of the 1000 can be (95 %)") in out
+    assert "none of these 1000 rows" not in out

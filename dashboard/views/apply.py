@@ -138,7 +138,7 @@ def _apply_controls(loaded: state.Loaded, running: bool) -> tuple[Recalibrator, 
         return None
     check = _fit_row_check(rec, loaded)
     _show_fit_row_check(check, before_run=True)
-    if check.state == "sampled" or (check.state == "some" and check.n_other < MIN_TEST_ROWS):
+    if check.verdict(MIN_TEST_ROWS) in ("sampled", "too few left"):
         return None  # refused, and the sentence above says why
     return rec, name, check
 
@@ -146,9 +146,10 @@ def _apply_controls(loaded: state.Loaded, running: bool) -> tuple[Recalibrator, 
 def _show_fit_row_check(check: FitRowOverlap, before_run: bool = False) -> None:
     """Whether the loaded rows include rows the recalibrator was fitted on, and which rows it is measured on."""
     words = texts.fit_rows_check(check, MIN_TEST_ROWS)
-    if check.state == "sampled" or (check.state == "some" and check.n_other < MIN_TEST_ROWS):
+    verdict = check.verdict(MIN_TEST_ROWS)
+    if verdict in ("sampled", "too few left"):
         st.error(words, icon=":material/block:")
-    elif check.state in ("some", "all", "shared", "not recorded"):
+    elif verdict not in ("none", "none of the sample"):  # fit rows found, or possible, or it cannot tell
         st.warning(words, icon=":material/visibility:")
     elif before_run:  # none is a fit row: said once, before the run; the result says which rows it measured
         st.info(words, icon=":material/check_circle:")
@@ -246,9 +247,8 @@ def _result(loaded: state.Loaded, r: runs.ApplyResult, kind: str) -> None:
                                  r.n_fit, r.interval is not None))
     if kind == "ship":
         with c[1]:
-            recal_ui.lazy_button("Fitted recalibrator (JSON)", r.recalibrator_json, f"{r.method}_recalibrator.json",
-                                 "application/json", "ship_dl_recalibrator", icon=":material/data_object:",
-                                 help=texts.SHIP_RECALIBRATOR_JSON_HELP)
+            recal_ui.recalibrator_download(r, f"{r.method}_recalibrator.json", "ship_dl_recalibrator",
+                                           help=texts.SHIP_RECALIBRATOR_JSON_HELP)
         st.markdown(texts.SHIP_SNIPPET_TITLE)
         st.code(texts.ship_snippet(f"{r.method}_recalibrator.json"), language="python")
     with c[2]:

@@ -225,9 +225,8 @@ def _results(loaded: state.Loaded, r: runs.PBRResult) -> None:
                              help=texts.pbr_predictions_help(r.data_name, texts.method_label(r.settings.method),
                                                              runs.FIT_ROWS_COLUMN, r.settings.n_re, r.n_te))
     with c[1]:
-        recal_ui.lazy_button("Fitted recalibrator (JSON)", r.recalibrator_json, f"{r.settings.method}_recalibrator.json",
-                             "application/json", "pbr_dl_recalibrator", icon=":material/data_object:",
-                             help=texts.RECALIBRATOR_JSON_HELP)
+        recal_ui.recalibrator_download(r, f"{r.settings.method}_recalibrator.json", "pbr_dl_recalibrator",
+                                       help=texts.RECALIBRATOR_JSON_HELP)
     with c[2]:
         recal_ui.report_button("pbr_dl_report")
 

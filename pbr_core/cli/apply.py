@@ -74,48 +74,53 @@ def _measured_ece(rec, preds, calibrated, model: str) -> None:
     fingerprint of its fit rows), with a line saying how many rows were fit rows; no ECE where they
     cannot be left out (every row is one, too few others, or a sampled fingerprint cannot say which).
     Rows that only may be fit rows (identical rows) are kept and said to be: leaving them out would
-    pick new rows by their label (:class:`pbr_core.fit_rows.FitRowOverlap`)."""
+    pick new rows by their label (:class:`pbr_core.fit_rows.FitRowOverlap`, whose ``verdict`` and
+    ``found`` decide the words, as on the Fit & apply page)."""
     import pbr_core
-    from pbr_core.experiments import small_test_set_problem
+    from pbr_core.experiments import MIN_TEST_ROWS, small_test_set_problem
+    from pbr_core.fit_rows import grid_words
 
     check = rec.fit_row_overlap(preds)
     head = f"applied {rec.method} to {preds.n} rows of {preds.source}"
-    state = check.state
-    if state == "sampled":
+    verdict = check.verdict(MIN_TEST_ROWS)
+    flatters = "if some were fit rows, the ECE above flatters it"
+    if verdict == "sampled":
         print(f"{head}; ECE not measured: about {check.estimated:,.0f} of these rows are rows it was fitted on "
               f"(estimated: {model} keeps a sample of its {check.n_fit:,} fit rows), and which ones cannot be told, so "
               "it cannot be measured on the others; apply it to rows it was not fitted on to measure it")
         return
-    if state == "all":
-        sure = "in-sample: " if check.n_identified == check.n_rows or check.contains else ""
-        print(f"{head}; ECE not measured: {sure}{_fit_rows_found(check)}, and no row is left that it was "
+    if verdict == "in-sample":
+        print(f"{head}; ECE not measured: in-sample: {_fit_rows_found(check)}, and no row is left that it was "
               "not fitted on (an ECE on its own fit rows flatters a recalibrator); apply it to rows it was "
               "not fitted on to measure it")
         return
+    if verdict == "too few left":
+        print(f"{head}; ECE not measured: {_fit_rows_found(check)}, and only {check.n_other} other rows are left: "
+              f"{small_test_set_problem(check.n_other)}")
+        return
     rows = check.rows_to_measure()
     if rows is not None:
-        too_few = small_test_set_problem(len(rows))
-        if too_few:
-            print(f"{head}; ECE not measured: {_fit_rows_found(check)}, and only {len(rows)} other rows are left: "
-                  f"{too_few}")
-            return
         preds, calibrated = preds.subset(rows), calibrated.subset(rows)
     before = evaluation_table(preds, interval=False)["ece"]
     after = evaluation_table(calibrated, interval=False)["ece"]
     what = f"{_binary_ece_words()}, " if preds.kind == "binary" else ""
     on = "" if rows is None else f"; ECE on the {preds.n} rows it was not fitted on"
     print(f"{head}{on}: ECE {before:.4f} -> {after:.4f} ({what}B = {pbr_core.optimal_n_bins(preds.n)})")
-    if state == "not recorded":
+    if verdict == "not recorded":
         print(f"fit rows: not recorded in {model} (saved before pbr-calib recorded them, or with --no-fit-rows): "
               "cannot tell whether these rows were used to fit it; if they were, the ECE above flatters it")
-    elif state == "none":
-        print(f"fit rows: none of these {check.n_rows} rows is one it was fitted on"
-              + (f" ({check.n_fit} fit rows recorded)" if check.complete else
-                 f" (of the {check.n_checkable} rows its sample of {check.n_fit:,} fit rows can check; at most about "
-                 f"{check.bound_if_none:,.0f} of these rows can be fit rows, 95 % confidence)"))
-    elif state == "shared":
-        print(f"fit rows: {_fit_rows_found(check)}; kept in the ECE (if some were fit rows, the ECE above "
-              "flatters it)")
+    elif verdict == "coarser":
+        print(f"fit rows: cannot tell: these rows are written with fewer decimals than the rows it was fitted on "
+              f"({grid_words(check.written_here)} here, {grid_words(check.written_fit)} in the fit), so its fit rows "
+              f"would not be recognised; ECE on all {check.n_rows} rows: {flatters}")
+    elif verdict == "none":
+        print(f"fit rows: none of these {check.n_rows} rows has exactly the scores and label of one of the "
+              f"{check.n_fit} rows it was fitted on ({model} records them all)")
+    elif verdict == "none of the sample":
+        print(f"fit rows: none of the {check.n_checkable} rows its sample of {check.n_fit:,} fit rows can check is a "
+              f"fit row; at most about {check.bound_if_none:,.0f} of the {check.n_rows} can be (95 %)")
+    elif verdict == "shared":
+        print(f"fit rows: {_fit_rows_found(check)}; kept in the ECE ({flatters})")
     else:
         print(f"fit rows: {_fit_rows_found(check)}; left out of the ECE, which on its own fit rows flatters a "
               "recalibrator" + (f"; {_possible(check, more=True)}; kept in the ECE (if some were fit rows, it "
@@ -124,33 +129,33 @@ def _measured_ece(rec, preds, calibrated, model: str) -> None:
 
 def _possible(check, more: bool = False) -> str:
     """Rows that have the values of fit rows but cannot be told from new rows with the same values."""
+    from pbr_core.fit_rows import chance_words
+
     words = (f"{check.n_possible} {'more ' if more else ''}rows may be rows it was fitted on: they have the scores "
              f"and label of a fit row, but this file holds identical rows ({check.n_distinct} different "
              f"rows among {check.n_rows}), so they may equally be new rows with the same values; leaving them out "
              "would pick rows by their label and bias the ECE")
     if check.holds_all:
         words += (f"; every value of its {check.n_fit} fit rows occurs here at least as often, as it would if this "
-                  f"file held them, but a file of new rows this size would do so by chance (estimated chance "
-                  f"{check.chance_contains:.0%}), so it cannot be told")
+                  f"file held them, but a file of new rows this size would do so by chance (estimated chance: "
+                  f"{chance_words(check.chance_contains)}), so it cannot be told")
     return words
 
 
 def _fit_rows_found(check) -> str:
-    """How many checked rows are rows the recalibrator was fitted on, or (identical rows) may be."""
-    if check.contains:
+    """How many checked rows are rows the recalibrator was fitted on (``check.found``), or (identical rows)
+    may be."""
+    from pbr_core.fit_rows import chance_words
+
+    if check.found == "contains":
         same = check.n_rows == check.n_fit
         return (f"this file appears to {'be' if same else 'contain'} the {check.n_fit} rows it was fitted on: every "
                 f"value (scores and label) of its fit rows occurs here {'as' if same else 'at least as'} often "
-                f"as among them, which a file of new rows this size would rarely do by chance (estimated "
-                f"probability: {_chance(check.chance_contains)})"
+                f"as among them, which a file of new rows this size would rarely do by chance (estimated chance: "
+                f"{chance_words(check.chance_contains)})"
                 + ("" if same else f"; identical rows cannot be told apart, but leaving out {check.n_excluded} rows "
                    "with the fit rows' values leaves exactly the values of the other rows"))
-    if check.n_identified:
+    if check.found == "identified":
         return (f"{check.n_identified} of these {check.n_rows} rows are rows it was fitted on (the same scores "
                 "and label, found once here and once among its fit rows)")
     return _possible(check)
-
-
-def _chance(p: float) -> str:
-    """A small probability in words: "below 1 in a million" rather than 0."""
-    return "below 1 in a million" if p < 1e-6 else f"{p:.2g}"

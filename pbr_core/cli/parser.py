@@ -124,8 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-fit-rows", action="store_true",
                    help="save the recalibrator without the fingerprint of the rows it was fitted on (a 64-bit hash "
                         "of each row's scores and label, which `apply` uses to leave those rows out of its ECE, but "
-                        "which also tells whoever holds the file whether a given row was a fit row); `apply` then "
-                        "cannot tell whether the rows it measures on were fitted on")
+                        "which also tells whoever holds the file whether a given row was a fit row and, from a fit "
+                        "row's scores, its label: hashed with each label, one matches); `apply` then cannot tell "
+                        "whether the rows it measures on were fitted on")
     p.add_argument("--prior-split", type=_probability, default=None, metavar="SHARE",
                    help="GP methods: choose the prior (kernel settings, inducing points) on this share of the rows "
                         "and fit and bound on the rest, so that the printed Corollary 1-2 bounds hold as stated "

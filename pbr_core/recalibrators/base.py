@@ -13,7 +13,9 @@ Saved files are JSON (never pickle): ``{"format": "pbr-calib-recalibrator", "for
 them, so that predictions whose class columns come in another order are matched by name; files written
 before this field are matched by position). "fit_rows" is the fingerprint of the rows it was fitted on
 (:mod:`pbr_core.fit_rows`: a 64-bit hash of each row's scores and label, every distinct row up to 100,000,
-a sample beyond), so that a check on other rows can leave out the fit rows (``fit_row_overlap``). It is
+a sample beyond, and how finely the fit's probabilities were written), so that a check on other rows can
+leave out the fit rows (``fit_row_overlap``); it tells whoever holds the file whether a row was a fit row
+and, from a fit row's scores, its label. It is
 optional: a file written before it (or saved with ``save(path, fit_rows=False)``) has none, still reads
 as format version 1, and says its fit rows are "not recorded". A reader older than the field refuses a
 file that holds it, naming the field (as it refuses every field it does not know). Arrays in
@@ -424,7 +426,9 @@ class Recalibrator:
         return hasattr(self, "n_classes_")
 
     def to_dict(self, fit_rows: bool = True) -> dict[str, Any]:
-        """The saved file's fields (:meth:`save`); ``fit_rows=False`` leaves out the fingerprint of the fit rows."""
+        """The saved file's fields (:meth:`save`); ``fit_rows=False`` leaves out the fingerprint of the fit rows,
+        which tells whoever holds the fields whether a row was a fit row and, from a fit row's scores, its
+        label (see :meth:`save`)."""
         self._check_fitted()
         recorded = getattr(self, "fit_rows_", None) if fit_rows else None
         return {
@@ -448,10 +452,11 @@ class Recalibrator:
         fit_rows : bool
             Keep the fingerprint of the rows it was fitted on (a 64-bit hash of each row's scores
             and label, :mod:`pbr_core.fit_rows`), so that ``pbr-calib apply`` and the Fit & apply page
-            measure it on the other rows of a file. The fingerprint allows a membership test (whoever
-            holds the file and a row can tell whether the row was a fit row): ``False`` saves a file
-            with nothing derived from the data's rows, whose checks then cannot tell which rows were
-            used to fit it.
+            measure it on the other rows of a file. The fingerprint tells membership and labels:
+            whoever holds the file and a row can tell whether the row was a fit row, and whoever
+            knows a fit row's scores can hash them with each label and so learn its true label.
+            ``False`` saves a file with nothing derived from the data's rows, whose checks then
+            cannot tell which rows were used to fit it.
         """
         path = Path(path)
         path.write_text(json.dumps(self.to_dict(fit_rows=fit_rows)))

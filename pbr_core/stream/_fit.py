@@ -31,7 +31,7 @@ def _zeros_pass(dataset: Dataset, sketch: FitSketch | None = None) -> tuple[int,
 def _record(sketch: FitSketch | None, preds) -> None:
     """The fit rows' fingerprint (:mod:`pbr_core.fit_rows`) of a streamed fit, built in its first pass."""
     if sketch is not None:
-        sketch.add(prediction_hashes(preds))
+        sketch.add(prediction_hashes(preds), preds.probs)
 
 
 def _slope_pass(dataset: Dataset, beta: float, smoothing: float = 0.0,

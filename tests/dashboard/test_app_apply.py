@@ -170,7 +170,8 @@ def test_a_check_on_other_rows_reports_no_overlap(at, tmp_path):
         preds.subset(np.arange(2000, preds.n))), "text/csv").run()
     at.switch_page(APPLY).run()
     at.file_uploader(key="apply_upload").upload("ts.json", path.read_bytes(), "application/json").run()
-    assert any("No: none of these 8,000 rows is one of the 2,000 rows it was fitted on" in i.value for i in at.info)
+    assert any("Not as far as its file can tell: none of these 8,000 rows has exactly the scores and label of one of "
+               "the 2,000 rows it was fitted on" in i.value for i in at.info)
     at.button(key="apply_run").click().run()
     result = _finish(at, "apply").result
     assert result.n_eval == 8000 and result.fit_row_check.state == "none" and result.tests is not None
@@ -528,3 +529,50 @@ def test_a_fall_of_the_ece_beside_a_test_that_now_finds_miscalibration_is_explai
     assert why not in texts.held_out_tests((test(0.173), test(0.2)), 150, ece=(0.0284, 0.0108))
     assert why not in texts.held_out_tests((test(0.01), test(0.034)), 150, ece=(0.0284, 0.0108))
     assert why not in texts.held_out_tests((test(0.173), test(0.034)), 150)
+
+
+def test_rows_written_with_fewer_decimals_are_said_to_be_unrecognisable(at, tmp_path):
+    """Platt fitted on 1,000 float64 rows, checked on the same rows written with 6 decimals: 13 or so keep
+    their float32 value, and the page said "Some of these rows were used to fit it ... measured on the other
+    ... rows only" though every row is a fit row. It now says it cannot tell, and measures on all of them."""
+    from pbr_core.recalibrators import PlattScaling
+
+    rng = np.random.default_rng(4)
+    p = rng.beta(2, 2, 1000)
+    y = (rng.random(1000) < p).astype(int)
+    path = PlattScaling().fit(pbr_core.Predictions.from_arrays(p, y)).save(tmp_path / "platt.json")
+    _upload_data(at, "rounded.csv", pbr_core.Predictions.from_arrays(np.round(p, 6), y))
+    at.file_uploader(key="apply_upload").upload("platt.json", path.read_bytes(), "application/json").run()
+    words = ("The page cannot tell: these rows are written with fewer decimals than the rows it was fitted on (6 "
+             "decimals here, full precision in the fit), so its fit rows would not be recognised among them. It is "
+             "measured on all 1,000 rows")
+    assert any(words in w.value for w in at.warning), [w.value for w in at.warning]
+    assert not any("Some of these rows were used" in w.value for w in at.warning)
+    at.button(key="apply_run").click().run()
+    result = _finish(at, "apply").result
+    assert result.n_eval == 1000 and result.fit_row_check.state == "coarser"
+
+
+def test_the_recalibrator_download_can_leave_out_its_fit_rows(at, monkeypatch):
+    """Beside the download of a fitted recalibrator: what its fingerprint tells (membership, and labels from
+    scores), and a box to leave it out; the file downloaded follows the box."""
+    from dashboard import recal_ui
+
+    made: dict[str, dict] = {}
+    real = recal_ui.lazy_button
+
+    def capture(label, make, file_name, mime, key, **kwargs):  # the deferred download, made at once
+        if key == "ship_dl_recalibrator":
+            made["doc"] = json.loads(make())
+        real(label, make, file_name, mime, key, **kwargs)
+
+    monkeypatch.setattr(recal_ui, "lazy_button", capture)
+    at.button(key="ship_run").click().run()
+    _finish(at, "ship")
+    box = at.checkbox(key="ship_dl_recalibrator_no_fit_rows")
+    assert box.label == texts.LEAVE_OUT_FIT_ROWS and not box.value
+    assert "from a row's scores, its label" in box.label and "whether a row was a fit row" in box.label
+    assert made["doc"]["fit_rows"]["n_rows"] == 8000  # kept by default: the check of the file leaves them out
+    box.check().run()
+    assert not at.exception
+    assert "fit_rows" not in made["doc"] and made["doc"]["method"] == "temperature"
