@@ -77,12 +77,13 @@ def reliability(view: MetricView, n_bins: int) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _calibration_test(key: str, _probs: np.ndarray, _labels: np.ndarray):
+def _calibration_test(key: str, _probs: np.ndarray, _labels: np.ndarray, _row_sums: np.ndarray | None = None):
     from pbr_core import metrics as M
     from pbr_core.significance import calibration_test
 
     conf, out = M.confidence_and_outcome(_probs, _labels)
-    return calibration_test(conf, out)
+    # renormalised rows: how finely the file rounded is read from the values as written
+    return calibration_test(conf, out, written=None if _row_sums is None else conf * _row_sums)
 
 
 def calibration_test(view: MetricView):
@@ -90,7 +91,7 @@ def calibration_test(view: MetricView):
     Carlo p-values where the rows carry little information; a server dataset's from its streamed sums."""
     if view.stats is not None:
         return view.stats.calibration_test()
-    return _calibration_test(view.key, view.probs, view.labels)
+    return _calibration_test(view.key, view.probs, view.labels, view.row_sums_as_written)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -191,6 +191,10 @@ class MetricView:
     #: A dataset on the server: the streamed statistics of ALL its rows (pbr_core.stream), which the
     #: calibration numbers use; ``probs`` / ``labels`` / ``n`` are then a random sample of the rows.
     stats: CalibrationStatistics | None = None
+    #: Each row's sum as the file wrote it, where the loader renormalised the rows
+    #: (``Predictions.row_sums_as_written``): the test of calibration reads how finely the file rounded
+    #: from the values as written. None: the values are as written.
+    row_sums_as_written: np.ndarray | None = None
 
     @property
     def rows(self) -> int:
@@ -198,8 +202,9 @@ class MetricView:
         return int(self.stats.n) if self.stats is not None else self.n
 
     def subsample(self, index: np.ndarray, tag: str) -> "MetricView":
+        scale = self.row_sums_as_written
         return replace(self, key=f"{self.key}|{tag}", probs=self.probs[index], labels=self.labels[index],
-                       n=int(index.size), stats=None)
+                       n=int(index.size), stats=None, row_sums_as_written=None if scale is None else scale[index])
 
 
 # --------------------------------------------------------------------------- samples
@@ -498,13 +503,14 @@ def metric_view(loaded: Loaded, target: BinaryTarget | None = None) -> MetricVie
         return MetricView(key=f"{loaded.key}|pos", probs=preds.p_positive, labels=preds.labels, n=preds.n,
                           x_title=x_title, y_title=y_title,
                           what="the predicted probability of the positive class, p(y=1)",
-                          binary_positive=True, stats=stats.get("pos"))
+                          binary_positive=True, stats=stats.get("pos"), row_sums_as_written=preds.row_sums_as_written)
     probs, labels = preds.metric_inputs()
     x_title, y_title = texts.axis_titles(False)
     return MetricView(key=f"{loaded.key}|top", probs=probs, labels=labels, n=preds.n,
                       x_title=x_title, y_title=y_title,
                       what="the confidence of the predicted class (top-label calibration)",
-                      top_label_only=preds.kind == "top_label", stats=stats.get("top"))
+                      top_label_only=preds.kind == "top_label", stats=stats.get("top"),
+                      row_sums_as_written=preds.row_sums_as_written)
 
 
 def kind_label(preds: Predictions) -> str:

@@ -510,21 +510,24 @@ def calibration_by_group(preds: Predictions, by: Sequence[str] | str, *, target:
             raise ValueError(f"{EACH_CLASS!r} (one class against the rest, over all rows) cannot be combined "
                              "with another column.")
         parts, what = _one_vs_rest(preds), "top_label"
+        as_written = [preds.as_written(p) for _, p, _, _ in parts]
         n_rows = preds.n
         # K classes over all n rows cost what n x K rows cost: as many replicates as that many rows get
         n_boot = min(int(n_boot), M.default_n_boot(n_rows * len(parts)))
     else:
         conf, out, brier = _inputs(preds, target)
+        written = preds.as_written(conf)   # how finely the file rounded is read from the values as written
         keys, names = group_keys(preds, by, every)
         groups, inverse = np.unique(keys.astype(str), return_inverse=True)
         check_group_count(groups.size, names, every, max_groups)
         order = np.argsort(inverse, kind="stable")
         bounds = np.searchsorted(inverse[order], np.arange(groups.size + 1))
-        parts = [(name, conf[idx], out[idx], brier[idx])
-                 for name, idx in ((str(g), order[bounds[i]:bounds[i + 1]]) for i, g in enumerate(groups))]
+        idxs = [order[bounds[i]:bounds[i + 1]] for i in range(groups.size)]
+        parts = [(str(g), conf[idx], out[idx], brier[idx]) for g, idx in zip(groups, idxs)]
+        as_written = [written[idx] for idx in idxs]
         what = M.BINARY_TARGET.measured(preds.kind, target)
         n_rows = conf.size
-    sums = np.stack([S.calibration_sums(c, o) for _, c, o, _ in parts], axis=1)
+    sums = np.stack([S.calibration_sums(c, o, w) for (_, c, o, _), w in zip(parts, as_written)], axis=1)
     exact = exact_eligible([c.size for _, c, _, _ in parts])
     tests = group_tests(sums, [name for name, *_ in parts],
                         lambda g: (parts[g][1], parts[g][2]) if exact[g] else None, level, seed, min_rows)
@@ -580,7 +583,7 @@ def exact_eligible(counts: Sequence[int]) -> np.ndarray:
 
 
 def group_tests(sums: np.ndarray, names: Sequence[str], rows_of, level: float, seed: int,
-                min_rows: int = 0) -> list[S.CalibrationTest]:
+                min_rows: int = 0, evidence: np.ndarray | None = None) -> list[S.CalibrationTest]:
     """The test of every group from its sums (N_SUMS, G), Monte Carlo where a group needs it and
     ``rows_of(g)`` gives its (p, y) (None: analytic). The rows are put in a canonical order (by p,
     then y) first: the p-value does not depend on the order in which a stream met them.
@@ -588,8 +591,16 @@ def group_tests(sums: np.ndarray, names: Sequence[str], rows_of, level: float, s
     Groups of fewer than ``min_rows`` rows (flagged too small) are tested as the others (their
     p-values count in Holm's correction, and a small group off beyond chance is still named), but get
     no drawn detectable shift (:func:`shift_drawn`): those draws were 90 % of the time of 180 one-day
-    groups of ~44 rows (20 of 22 s), for a figure about groups too small to compare."""
+    groups of ~44 rows (20 of 22 s), for a figure about groups too small to compare.
+
+    Every group reads how finely the file wrote its values from ``evidence``, the whole file's
+    (:func:`pbr_core.significance.file_evidence`; None: the total over the groups, which make up the file),
+    never from its own rows: in a file rounded to 3 decimals a 15-row group with a wrong 1.000 read
+    "miscalibrated for certain" (too few values between 0 and 1 to show the grid) and a 41-row group of the
+    same file read it within its rounding, as the whole file did."""
     alpha, G = 1.0 - level, sums.shape[1]
+    evidence = S.file_evidence(sums) if evidence is None else np.asarray(evidence, dtype=np.float64)
+    sums = S.with_evidence(sums, evidence)
     out = []
     for g in range(G):
         test = S.calibration_test_from_sums(sums[:, g], n_tests=G, alpha=alpha)
@@ -598,7 +609,7 @@ def group_tests(sums: np.ndarray, names: Sequence[str], rows_of, level: float, s
             p, y = (np.asarray(a, dtype=np.float64) for a in rows)
             order = np.lexsort((y, p))
             test = S.calibration_test(p[order], y[order], n_tests=G, alpha=alpha, seed=seed, name=names[g],
-                                      draw_shift=test.n >= min_rows)
+                                      draw_shift=test.n >= min_rows, evidence=evidence)
         out.append(test)
     return out
 
@@ -787,8 +798,16 @@ def _row_test(row) -> S.CalibrationTest:
                              chi2_cox=float(row.chi2_cox), p_cox=float("nan"),
                              detectable_shift=float(row.detectable_shift), level=float("nan"),
                              rounded_rows=int(row.rounded_rows),
-                             rounding=(f"{int(row.rounded_rows):,} outcome(s) went against a score of exactly 0 or 1 "
-                                       "that may be the file's rounding, tested within it" if row.rounded_rows else ""))
+                             rounding=_rounded_words(int(row.rounded_rows)))
+
+
+def _rounded_words(k: int) -> str:
+    """What a group's sentence says first of its ``k`` outcomes against a score of 0 or 1 that may be the
+    file's rounding ("" when none): "1 outcome went against ...", "2 outcomes went against ..."."""
+    if not k:
+        return ""
+    return (f"{k:,} outcome{'' if k == 1 else 's'} went against a score of exactly 0 or 1 that may be the file's "
+            "rounding, tested within it")
 
 
 # ------------------------------------------------------------------------------------ unnamed groups

@@ -246,6 +246,11 @@ class Predictions:
     metadata: "pd.DataFrame | None" = field(default=None, repr=False, compare=False)
     column_roles: tuple[tuple[str, str], ...] = ()
     labels_as_names: bool = False
+    #: (n,) each row's sum as the file wrote it, where the loader divided the rows by it (``renormalize=True``
+    #: and rows that did not sum to 1); None when the probabilities are as written. How finely the file
+    #: rounded its values (:mod:`pbr_core.resolution`: a "1.000" may stand for 0.9995) is read from the
+    #: values as written (:meth:`as_written`): divided by 0.998, a value of a 3-decimal file is off its grid.
+    row_sums_as_written: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     # ------------------------------------------------------------------ basic facts
     @property
@@ -326,6 +331,14 @@ class Predictions:
         return replace(self, probs=self.probs[:, perm], logits=None if self.logits is None else self.logits[:, perm],
                        labels=inv[self.labels], predicted=inv[self.predicted], class_names=tuple(names))
 
+    def as_written(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (one per row: a column of ``probs``, the confidence, p(y=1)) as the file wrote them,
+        before the loader renormalised the rows (:attr:`row_sums_as_written`); ``values`` when it did not."""
+        if self.row_sums_as_written is None:
+            return values
+        values = np.asarray(values, dtype=np.float64)
+        return values * (self.row_sums_as_written[:, None] if values.ndim == 2 else self.row_sums_as_written)
+
     def subset(self, index: np.ndarray | Sequence[int]) -> "Predictions":
         """A new Predictions with only the rows in ``index`` (integer positions or boolean mask)."""
         idx = np.asarray(index)
@@ -346,6 +359,7 @@ class Predictions:
             metadata=None if self.metadata is None else self.metadata.iloc[idx].reset_index(drop=True),
             column_roles=self.column_roles,
             labels_as_names=self.labels_as_names,
+            row_sums_as_written=take(self.row_sums_as_written),
         )
 
     def with_probs(self, probs: np.ndarray, source: str | None = None) -> "Predictions":
@@ -608,7 +622,9 @@ class Predictions:
             notes.append(f"Renormalised {int(off.sum())} rows whose probabilities did not sum to 1 (as asked).")
         # Tiny float drift (within tolerance) is always removed so that downstream maths is exact.
         s = np.divide(s, sums[:, None], out=s if own else None)
-        return cls._build(s, None, y, "binary" if K == 2 else "multiclass", "probabilities", names, notes, source)
+        built = cls._build(s, None, y, "binary" if K == 2 else "multiclass", "probabilities", names, notes, source)
+        # Renormalised: the values as written (and how finely they were rounded) are s * sums.
+        return replace(built, row_sums_as_written=sums) if off.any() else built
 
     @classmethod
     def from_top_label(

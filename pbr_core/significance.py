@@ -86,7 +86,7 @@ from pbr_core import resolution as _res
 
 __all__ = ["ALPHA_BINS", "ALPHA_FAMILY", "ALPHA_MCB", "ALPHA_TEST", "CalibrationTest", "EXACT_BELOW_V",
            "EXACT_MAX_ROWS", "N_SUMS", "SHIFT_DRAWN_MAX_ROWS", "SHIFT_NOT_DRAWN", "calibration_sums",
-           "calibration_sums_by", "calibration_test", "calibration_test_from_sums", "consistency_band", "detectable_shift",
+           "calibration_sums_by", "calibration_test", "file_evidence", "with_evidence", "calibration_test_from_sums", "consistency_band", "detectable_shift",
            "drawn_detectable_shift", "format_p", "needs_exact", "verdict", "bins_outside", "bins_outside_p",
            "bins_outside_test", "outside_chances", "bins_note"]
 
@@ -194,24 +194,52 @@ def _room(p: np.ndarray):
             yield np.minimum(room, g)
 
 
-def _edges(p: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
-    """Per row, 0/1 for each of "at0_y0", "at0_y1", "at1_y0", "at1_y1" then the resolution's evidence."""
+def _edges(p: np.ndarray, y: np.ndarray, written: np.ndarray | None = None) -> list[np.ndarray]:
+    """Per row, 0/1 for each of "at0_y0", "at0_y1", "at1_y0", "at1_y1" then the resolution's evidence
+    (read from ``written``, the values as the file wrote them, when given)."""
     p = np.asarray(p, dtype=np.float64)
     one = np.asarray(y, dtype=np.float64) > 0
     at0, at1 = p <= 0, p >= 1
-    return [(m & o).astype(np.float64) for m in (at0, at1) for o in (~one, one)] + _res.evidence_terms(p)
+    return ([(m & o).astype(np.float64) for m in (at0, at1) for o in (~one, one)]
+            + _res.evidence_terms(p if written is None else written))
 
 
-def calibration_sums(p: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """The sums (:data:`SUM_NAMES`) of probabilities ``p`` of 0/1 outcomes ``y``, shape (N_SUMS,)."""
+def calibration_sums(p: np.ndarray, y: np.ndarray, written: np.ndarray | None = None) -> np.ndarray:
+    """The sums (:data:`SUM_NAMES`) of probabilities ``p`` of 0/1 outcomes ``y``, shape (N_SUMS,).
+    ``written``: the same values as the file wrote them, where the loader changed them
+    (:meth:`pbr_core.predictions.Predictions.as_written`: renormalised rows), whose grid tells how finely
+    the file rounded them; None: ``p``."""
     return np.concatenate([_terms(p, y).sum(axis=1), [float(m.sum()) for m in _room(p)],
-                           [float(m.sum()) for m in _edges(p, y)]])
+                           [float(m.sum()) for m in _edges(p, y, written)]])
 
 
-def calibration_sums_by(codes: np.ndarray, n_groups: int, p: np.ndarray, y: np.ndarray) -> np.ndarray:
+def calibration_sums_by(codes: np.ndarray, n_groups: int, p: np.ndarray, y: np.ndarray,
+                        written: np.ndarray | None = None) -> np.ndarray:
     """The sums of every group at once: (N_SUMS, n_groups), rows of group ``codes[i]``."""
-    rows = [*_terms(p, y), *_room(p), *_edges(p, y)]
+    rows = [*_terms(p, y), *_room(p), *_edges(p, y, written)]
     return np.stack([np.bincount(codes, weights=row, minlength=n_groups) for row in rows])
+
+
+def file_evidence(sums: np.ndarray) -> np.ndarray:
+    """The resolution's evidence (:data:`pbr_core.resolution.EVIDENCE_NAMES`) of sets of rows that make up a
+    file: the total over the sets' sums, (N_SUMS,) or (N_SUMS, sets). How finely the file wrote its values is
+    a fact of the file, not of a group: a 15-row group of a file rounded to 3 decimals holds too few values
+    strictly between 0 and 1 (:data:`pbr_core.resolution.MIN_EVIDENCE`) to show the grid on its own, and its
+    wrong 1.000 read "miscalibrated for certain" while the whole file read it within its rounding."""
+    sums = np.asarray(sums, dtype=np.float64)
+    ev = sums[_EVID0:]
+    return ev.sum(axis=1) if ev.ndim == 2 else ev.copy()
+
+
+def with_evidence(sums: np.ndarray, evidence: np.ndarray | None) -> np.ndarray:
+    """``sums`` ((N_SUMS,) or (N_SUMS, sets)) with every set's evidence replaced by ``evidence`` (the file's,
+    :func:`file_evidence`); ``sums`` unchanged when None. The sums still add: only the evidence is the file's."""
+    if evidence is None:
+        return sums
+    out = np.array(sums, dtype=np.float64)
+    ev = np.asarray(evidence, dtype=np.float64)
+    out[_EVID0:] = ev[:, None] if out.ndim == 2 else ev
+    return out
 
 
 @dataclass(frozen=True)
@@ -471,7 +499,8 @@ def monte_carlo_draws(n_tests: int, alpha: float, cost: float) -> int:
 
 
 def calibration_test(p: np.ndarray, y: np.ndarray, *, n_tests: int = 1, alpha: float = ALPHA_TEST, seed: int = 0,
-                     name: str = "", _resolution_read: bool = False, draw_shift: bool = True) -> CalibrationTest:
+                     name: str = "", _resolution_read: bool = False, draw_shift: bool = True,
+                     evidence: np.ndarray | None = None, written: np.ndarray | None = None) -> CalibrationTest:
     """Test of calibration of probabilities ``p`` of 0/1 outcomes ``y``: analytic when the rows carry
     enough information, Monte Carlo (exact) otherwise (:func:`needs_exact`).
 
@@ -480,6 +509,9 @@ def calibration_test(p: np.ndarray, y: np.ndarray, *, n_tests: int = 1, alpha: f
     a set that would get :func:`drawn_detectable_shift` (the Monte Carlo test's, at most
     :data:`SHIFT_DRAWN_MAX_ROWS` rows) gets NaN instead (:data:`SHIFT_NOT_DRAWN`): the draws cost ~0.1 s
     a set, 20 s for the 180 one-day groups of ~44 rows of the audit's fraud file, all flagged too small.
+    ``evidence``: how finely the file wrote its values (:func:`file_evidence` of the whole file), read in
+    place of the rows' own when they are a group or slice of it (None: the rows' own); ``written``: the
+    rows' values as the file wrote them (:func:`calibration_sums`), read for the rows' own.
 
     Examples
     --------
@@ -491,7 +523,7 @@ def calibration_test(p: np.ndarray, y: np.ndarray, *, n_tests: int = 1, alpha: f
     """
     p = np.asarray(p, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    sums = calibration_sums(p, y)
+    sums = with_evidence(calibration_sums(p, y, written), evidence)
     rounded = _within_rounding(sums)
     if rounded is not None:  # the rows at 0 / 1 moved within their rounding, as the sums' test moves them
         moved = p.copy()
@@ -822,7 +854,7 @@ def verdict(test: CalibrationTest, p_corrected: float | None = None, alpha: floa
     if test.method.startswith("certain"):
         return f"miscalibrated for certain: {test.method.split(': ', 1)[1]}."
     if test.rounding:  # outcomes against a score of 0 or 1 that may be the file's rounding: tested, not certain
-        rest = verdict(replace(test, rounding=""), p_corrected, alpha, scope_note)
+        rest = verdict(replace(test, rounding=""), p_corrected, alpha, scope_note, shift_drawn)
         return f"{test.rounding}: {rest}"
     if not np.isfinite(p):
         return "not tested (no row has a probability strictly between 0 and 1)."

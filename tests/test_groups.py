@@ -11,6 +11,7 @@ import pytest
 
 import pbr_core
 from pbr_core import groups as G
+from pbr_core.significance import SHIFT_NOT_DRAWN
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_data"
 
@@ -497,3 +498,80 @@ def test_cli_evaluate_by_a_date_chooses_the_period_as_the_page_does(tmp_path, ca
     assert "(dates by day; p(y=1)" in text and "chosen from the data" not in text
     assert main(["evaluate", str(path), "--by", "scored_at"]) == 0
     assert "dates by week, chosen from the data: the finest of day, week and month" in capsys.readouterr().out
+
+
+# ------------------------------------------- a rounded file: every group reads the file's rounding (review 9)
+def _rounded_review_file() -> pd.DataFrame:
+    """3,000 rows of p(y=1) written with 3 decimals, two of them wrong at 1.000: one in a group of 15 rows,
+    one in a group of 42 (review 9's case)."""
+    rng = np.random.default_rng(0)
+    n = 3000
+    p = np.round(rng.beta(8, 1, n), 3)
+    y = (rng.random(n) < np.where(p >= 1, 0.9997, p)).astype(int)
+    at1, below = np.flatnonzero(p >= 1), np.flatnonzero(p < 1)
+    y[at1] = 1
+    y[at1[:2]] = 0
+    cohort = np.full(n, "rest", dtype=object)
+    cohort[np.r_[at1[0], below[:14]]] = "small"
+    cohort[np.r_[at1[1], below[14:55]]] = "mid"
+    return pd.DataFrame({"score": p, "label": y, "cohort": cohort})
+
+
+def test_a_small_group_of_a_rounded_file_reads_the_file_s_rounding():
+    """Review 9: the whole file read its wrong 1.000 within the rounding, but a 15-row group (too few
+    values between 0 and 1 to show the grid on its own) read "miscalibrated for certain" and a 42-row
+    group of the same file the rounding. Every group now reads the file's."""
+    from pbr_core import resolution as R
+
+    df = _rounded_review_file()
+    small = df.score[df.cohort == "small"].to_numpy()
+    assert R.resolution_of(small) is None and R.resolution_of(df.score.to_numpy()) is not None
+    report = G.calibration_by_group(pbr_core.load_predictions(df, group_columns=["cohort"]), "cohort", n_boot=50)
+    t = report.table.set_index("group")
+    assert not t.test_method.str.startswith("certain").any()
+    assert t.loc["small", "rounded_rows"] == 1 and t.loc["mid", "rounded_rows"] == 1
+    assert t.loc["small", "test_method"].startswith("Monte Carlo")
+    lines = dict(zip(report.table.group, G.group_statements(report)))
+    assert "(15 rows): 1 outcome went against a score of exactly 0 or 1 that may be the file's rounding" in lines["small"]
+    assert all("for certain" not in line and "outcome(s)" not in line for line in lines.values())
+
+
+def _llm_by_day(days: int = 30, per_day: int = 15, seed: int = 4) -> tuple[pd.DataFrame, np.ndarray]:
+    """An LLM export grouped by date: 90 % of the confidences are "100.0%" (1 - 10^U(-7, -3.2) written with
+    3 decimals), outcomes drawn from the real confidences; returns the frame and each row's day."""
+    rng = np.random.default_rng(seed)
+    n = days * per_day
+    near = rng.random(n) < 0.9
+    c = np.where(near, 1 - 10 ** rng.uniform(-7, -3.2, n), rng.uniform(0.3, 0.99, n))
+    y = (rng.random(n) < c).astype(int)
+    day = np.repeat(np.arange(days), per_day)
+    written = np.round(c, 3)
+    at1 = np.flatnonzero(written >= 1)
+    # wrong answers at "100.0%": one on some days, two on others
+    for d, k in ((3, 1), (7, 2), (12, 1), (20, 2)):
+        y[at1[day[at1] == d][:k]] = 0
+    dates = (pd.Timestamp("2025-03-01") + pd.to_timedelta(day, unit="D")).strftime("%Y-%m-%d")
+    return pd.DataFrame({"answered_on": dates, "confidence": written, "correct": y}), day
+
+
+def test_groups_of_a_rounded_file_never_read_certain_for_a_rounded_one():
+    """Known truth: every 0 at "100.0%" is a wrong answer the model gave 99.95 % or more, never an
+    impossible one. Over 30 one-day groups of 15 rows (1.5 values between 0 and 1 each on average), none
+    reads "for certain", each counts its own wrong 1.000s, and the sentences pluralise and keep the
+    shift sentence whole."""
+    df, day = _llm_by_day()
+    preds = pbr_core.load_predictions(df, group_columns=["answered_on"])
+    report = G.calibration_by_group(preds, "answered_on", every="day", n_boot=50)
+    t = report.table
+    assert len(t) == 30 and not t.test_method.str.startswith("certain").any()
+    c, o = preds.confidence, preds.correct
+    wrong = pd.Series(((c >= 1) & (o < 1)).astype(int)).groupby(day).sum()
+    assert sorted(t.rounded_rows) == sorted(wrong)
+    assert sorted(t.rounded_rows)[-4:] == [1, 1, 2, 2]
+    lines = G.group_statements(report)
+    assert sum("1 outcome went against" in line for line in lines) == 2
+    assert sum("2 outcomes went against" in line for line in lines) == 2
+    for row, line in zip(t.itertuples(), lines):
+        assert "for certain" not in line and "a shift of a shift" not in line and "outcome(s)" not in line
+        if row.rounded_rows and "no evidence" in line:  # Monte Carlo, too small: the shift was not drawn
+            assert line.endswith(SHIFT_NOT_DRAWN + ".")

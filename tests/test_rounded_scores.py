@@ -138,3 +138,57 @@ def test_evaluate_text_and_json(export, capsys):
     row = out[0] if isinstance(out, list) else out
     assert row["calibration_verdict"].startswith("the file gives probability 1 to")
     assert row["calibration_test"] == "analytic" or row["calibration_test"].startswith("Monte Carlo")
+
+
+def _rounded_multiclass(path) -> int:
+    """Review 9: 2,000 rows of 3 classes written with 3 decimals (422 rows then do not sum to 1), 3 of the
+    "1.000" rows wrong. Returns how many rows were wrong at 1.000."""
+    rng = np.random.default_rng(0)
+    n, K = 2000, 3
+    z = rng.normal(size=(n, K)) * 4
+    p = np.exp(z)
+    p /= p.sum(1, keepdims=True)
+    y = np.array([rng.choice(K, p=q) for q in p])
+    written = np.round(p, 3)
+    at1 = np.flatnonzero(written.max(1) >= 1)[:3]
+    y[at1] = (written[at1].argmax(1) + 1) % K
+    frame = {name: written[:, k] for k, name in enumerate("abc")}
+    import pandas as pd
+    pd.DataFrame({**frame, "label": np.array(list("abc"))[y]}).to_csv(path, index=False)
+    return at1.size
+
+
+def test_a_renormalised_multiclass_file_keeps_its_rounding(tmp_path, capsys):
+    """Review 9: a 3-decimal multiclass file is refused until renormalize=True, whose division moves the
+    values off the 10^-3 grid: no rounding was read, and its wrong "1.000" rows (still exactly 1) read
+    "miscalibrated for certain: 3 outcomes happened that the model gave probability 0". The rounding is now
+    read from the values as written (Predictions.row_sums_as_written), in memory, in groups and streamed."""
+    from pbr_core import groups as G
+    from pbr_core.stream import compute_statistics, open_dataset
+
+    path = tmp_path / "rounded_3_classes.csv"
+    wrong = _rounded_multiclass(path)
+    preds = load_predictions(path, renormalize=True)
+    assert preds.row_sums_as_written is not None and R.resolution_of(preds.probs) is None
+    assert R.resolution_of(preds.as_written(preds.probs)).decimals == 3
+    assert any(n.startswith("Probabilities are written with 3 decimals: values of 1.000 stand for anything from "
+                            "0.9995") for n in preds.notes)
+    c, o = confidence_and_outcome(preds.probs, preds.labels)
+    assert S.calibration_test(c, o).method.startswith("certain")          # the values alone: off the grid
+    test = S.calibration_test(c, o, written=preds.as_written(c))
+    assert test.rounded_rows == wrong and "rounded to 3 decimals" in test.rounding
+    assert "for certain" not in S.verdict(test)
+    # a subset keeps the sums as written; new probabilities are not the file's
+    half = preds.subset(np.arange(0, preds.n, 2))
+    np.testing.assert_array_equal(half.row_sums_as_written, preds.row_sums_as_written[::2])
+    assert preds.with_probs(preds.probs).row_sums_as_written is None
+    # groups and the streamed sums read the same rounding
+    report = G.calibration_by_group(preds, G.PREDICTED_CLASS, n_boot=20)
+    assert not report.table.test_method.str.startswith("certain").any() and report.table.rounded_rows.sum() == wrong
+    stats = compute_statistics(open_dataset(path, renormalize=True, batch_rows=300), n_boot=20)
+    streamed = stats.calibration_test()
+    assert streamed.rounded_rows == wrong and streamed.rounding == test.rounding
+    # the CLI
+    assert main(["evaluate", str(path), "--renormalize"]) == 0
+    text = capsys.readouterr().out
+    assert "for certain" not in text and "the file gives probability 1 to 3 outcomes" in text

@@ -384,3 +384,23 @@ def test_probabilities_within_1e_18_of_0_or_1_do_not_break_the_exact_test():
     y_one = y.copy()
     y_one[:5] = 1
     assert 0 < S.calibration_test(almost_one, y_one).p_value <= 1
+
+
+def test_a_rounding_sentence_keeps_the_shift_not_drawn():
+    """Review 9: verdict's rounding sentence dropped ``shift_drawn``: a small group tested by Monte Carlo
+    with a wrong 1.000 of a rounded file read "...; a shift of a shift of any size between ...". The test of
+    such rows (3 decimals, 15 rows, the file's evidence) without a drawn shift now says it was not worked out."""
+    rng = np.random.default_rng(2)
+    p = np.round(rng.uniform(0.3, 0.99, 40), 3)
+    evidence = S.file_evidence(S.calibration_sums(p, p))          # 40 values on a 10^-3 grid: the file's
+    q = np.r_[np.ones(13), 0.512, 0.733]
+    y = np.r_[0.0, np.ones(12), 1.0, 1.0]
+    # one of 30 groups (Holm's first step: 0.05 / 30), as calibration_by_group tests it
+    test = S.calibration_test(q, y, n_tests=30, alpha=0.05, evidence=evidence, draw_shift=False)
+    assert test.rounded_rows == 1 and test.method.startswith("Monte Carlo")
+    assert not np.isfinite(test.detectable_shift) and 30 * test.p_value >= 0.05
+    words = S.verdict(test, min(1.0, 30 * test.p_value), 0.05, scope_note=False, shift_drawn=False)
+    assert words.startswith("the file gives probability 1 to 1 outcome that did not happen")
+    assert words.endswith(S.SHIFT_NOT_DRAWN + ".") and "a shift of a shift" not in words
+    # without the file's evidence the 15 rows show no rounding: "for certain", as before
+    assert S.calibration_test(q, y).method.startswith("certain")

@@ -511,3 +511,24 @@ def test_the_rest_is_compared_around_the_search_half_s_maximum_likelihood_line()
     assert a == pytest.approx(ref.intercept_[0], abs=1e-5) and b == pytest.approx(ref.coef_[0, 0], abs=1e-5)
     assert recalibration_line(p, np.ones_like(y)) == (0.0, 1.0)
     assert recalibration_line(p[:1], y[:1]) == (0.0, 1.0)
+
+
+def test_a_slice_of_a_rounded_file_reads_the_file_s_rounding():
+    """Review 9: a slice's rows alone may hold too few values strictly between 0 and 1 to show how the file
+    was rounded (17 in region A, 99 % of whose answers are "100.0%"); its wrong 1.000s are still tested
+    within the file's rounding (3 decimals, read from every row), never "miscalibrated for certain"."""
+    from pbr_core import resolution as R
+
+    rng = np.random.default_rng(5)
+    n = 4000
+    region = rng.choice(list("ABCDEFGH"), n)
+    near = rng.random(n) < np.where(region == "A", 0.99, 0.9)
+    c = np.where(near, 1 - 10 ** rng.uniform(-7, -3.2, n), rng.uniform(0.3, 0.99, n))
+    y = rng.random(n) < c - 0.06 * ((region == "A") & near)   # region A: overconfident at "100.0%"
+    df = pd.DataFrame({"region": region, "prob": np.round(c, 3), "label": y.astype(int)})
+    assert R.resolution_of(df.prob[region == "A"].to_numpy()) is None
+    report = find_slices(pbr_core.load_predictions(df))
+    t = report.table
+    assert t.slice.tolist() == ["region = A"] and bool(t.held_up[0])
+    assert t.test_method[0].startswith("Monte Carlo")   # not "certain: ... probability 0"
+    assert not any("for certain" in line for line in slice_statements(report))

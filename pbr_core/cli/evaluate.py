@@ -69,7 +69,8 @@ def evaluation_table(preds, n_bins: int | None = None, lipschitz: float = 1.0, e
         from pbr_core.significance import calibration_test
         from pbr_core.stream._report import test_columns
 
-        row.update(test_columns(calibration_test(*pbr_core.metrics.confidence_and_outcome(probs, labels)),
+        conf, out = pbr_core.metrics.confidence_and_outcome(probs, labels)
+        row.update(test_columns(calibration_test(conf, out, written=preds.as_written(conf)),
                                 pbr_core.reliability_diagram(probs, labels, B_opt)))
     row["lipschitz"] = lipschitz
     row["eps"] = eps

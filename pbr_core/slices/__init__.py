@@ -264,7 +264,7 @@ def find_slices(preds: Predictions, columns: Sequence[str] | str | None = None, 
     search = SearchSample.empty(plan).update(matrix, half, h, conf, out)
     choice = choose(plan, search, min_rows=min_rows, max_slices=max_slices, screen=screen)
     confirm = ConfirmSums.empty(bin_ranges(plan, choice.chosen, search.counts[1]), n, choice.line)
-    confirm.update(masks(plan, choice.chosen, codes, n), half, conf, out)
+    confirm.update(masks(plan, choice.chosen, codes, n), half, conf, out, preds.as_written(conf))
     return assemble(plan, choice, confirm, target=what, level=level, seed=seed, max_order=max_order,
                      min_rows=min_rows, max_slices=max_slices, screen=screen)
 
@@ -293,7 +293,8 @@ def assemble(plan: Plan, choice: Choice, confirm: ConfirmSums, *, target: Target
     chosen = choice.chosen
     names = [" and ".join(plan.columns[i].condition(code) for i, code in c.conditions) for c in chosen]
     sums = confirm.sums
-    tests = group_tests(sums, names, confirm.rows, level, seed)
+    # every slice reads how finely the file wrote its values from the whole file's rows, not its own
+    tests = group_tests(sums, names, confirm.rows, level, seed, evidence=S.file_evidence(confirm.overall))
     p_holm = holm([t.p_value for t in tests]) if tests else np.zeros(0)
     # Does the slice differ from the rest? The search's own score (the Wald statistic of the difference
     # between the two recalibration lines) on the held-out rows, against the rest as the search saw it
@@ -397,7 +398,7 @@ def _overall_test(confirm: ConfirmSums, seed: int, alpha: float) -> S.Calibratio
         return S.calibration_test_from_sums(confirm.overall, alpha=alpha)
     p, y = rows
     order = np.lexsort((y, p))
-    return S.calibration_test(p[order], y[order], alpha=alpha, seed=seed)
+    return S.calibration_test(p[order], y[order], alpha=alpha, seed=seed, evidence=S.file_evidence(confirm.overall))
 
 
 # --------------------------------------------------------------------------------- the sentences

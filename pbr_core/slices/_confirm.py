@@ -112,11 +112,14 @@ class ConfirmSums:
                    overall_sums=np.zeros((3, B)), line=(float(line[0]), float(line[1])),
                    recal=np.zeros((6, k)), recal_total=np.zeros(6))
 
-    def update(self, inside: np.ndarray, half: np.ndarray, p: np.ndarray, y: np.ndarray) -> "ConfirmSums":
-        """Add rows: ``inside`` (rows, slices) from :func:`masks`, their half, p and y."""
+    def update(self, inside: np.ndarray, half: np.ndarray, p: np.ndarray, y: np.ndarray,
+               written: np.ndarray | None = None) -> "ConfirmSums":
+        """Add rows: ``inside`` (rows, slices) from :func:`masks`, their half, p and y (``written``: p as the
+        file wrote them, :meth:`pbr_core.predictions.Predictions.as_written`). How finely the file rounded
+        its values is read from every row (``overall``): each slice is tested with the file's."""
         p = np.asarray(p, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
-        self.overall += S.calibration_sums(p, y)
+        self.overall += S.calibration_sums(p, y, written)
         self._bin(self.overall_sums, p, y, self.overall_bins)
         if self.keep_all:
             self.kept_all.append(np.stack([p, y]))

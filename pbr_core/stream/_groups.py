@@ -156,16 +156,16 @@ class GroupStatistics:
             for k in range(len(cfg.groups)):
                 p = np.asarray(preds.probs[:, k], dtype=np.float64)
                 y = (preds.labels == k).astype(np.float64)
-                self._add(p, y, (p - y) ** 2, np.full(preds.n, k, dtype=np.intp), (*key, k))
+                self._add(p, y, (p - y) ** 2, np.full(preds.n, k, dtype=np.intp), (*key, k), preds.as_written(p))
             return self
         conf, out = confidence_outcome(preds, cfg.target)
         conf = np.asarray(conf, dtype=np.float64)
         out = np.asarray(out, dtype=np.float64)
-        self._add(conf, out, brier_terms(preds, cfg.target), codes, key)
+        self._add(conf, out, brier_terms(preds, cfg.target), codes, key, preds.as_written(conf))
         return self
 
     def _add(self, conf: np.ndarray, out: np.ndarray, brier: np.ndarray, codes: np.ndarray,
-             key: tuple[int, ...]) -> None:
+             key: tuple[int, ...], written: np.ndarray | None = None) -> None:
         cfg = self.config
         G, T = self.n.size, self.bins.shape[1]
         nb = cfg.n_bins
@@ -182,7 +182,7 @@ class GroupStatistics:
         self.n += np.bincount(codes, minlength=G)
         for i, w in enumerate((conf, out, brier)):
             self.sums[i] += np.bincount(codes, weights=w, minlength=G)
-        self.tests += _sig.calibration_sums_by(codes, G, conf, out)
+        self.tests += _sig.calibration_sums_by(codes, G, conf, out, written)
         for g in np.flatnonzero(cfg.exact & (np.bincount(codes, minlength=G) > 0)):
             rows = codes == g
             self.kept.setdefault(int(g), []).append(np.stack([conf[rows], out[rows]]))

@@ -109,10 +109,11 @@ def unit_summaries(dataset: Dataset, unit: Unit, names: tuple[str, ...], dates: 
 
 # --------------------------------------------------------------------------------- the two passes over rows
 def _batches(dataset: Dataset, unit: Unit, columns: Sequence[str], target: str):
-    """(first row, p, y, the columns) of every validated batch of ``unit``."""
+    """(first row, p, y, the columns, p as the file wrote them) of every validated batch of ``unit``."""
     for start, preds in dataset.predictions(unit, tuple(columns)):
         conf, out = confidence_outcome(preds, target)
-        yield start, np.asarray(conf, dtype=np.float64), np.asarray(out, dtype=np.float64), preds.metadata
+        conf = np.asarray(conf, dtype=np.float64)
+        yield start, conf, np.asarray(out, dtype=np.float64), preds.metadata, preds.as_written(conf)
 
 
 def _codes(plan: Plan, which: Sequence[int], meta: pd.DataFrame, unit: Unit, start: int) -> dict[int, np.ndarray]:
@@ -128,7 +129,7 @@ def unit_search(dataset: Dataset, unit: Unit, plan: Plan, target: str, seed: int
     """The search rows and cell counts of one unit (a Dask task of the search pass)."""
     out = SearchSample.empty(plan)
     which = range(len(plan.columns))
-    for start, p, y, meta in _batches(dataset, unit, plan.names, target):
+    for start, p, y, meta, _ in _batches(dataset, unit, plan.names, target):
         codes = _codes(plan, which, meta, unit, start)
         matrix = np.stack([codes[i] for i in which], axis=1) if plan.columns else np.zeros((p.size, 0), np.intp)
         h = row_hash(seed, unit.file_index, start, p.size)
@@ -146,10 +147,10 @@ def unit_confirm(dataset: Dataset, unit: Unit, plan: Plan, chosen: tuple[Candida
     half's recalibration line (:attr:`pbr_core.slices._search.Choice.line`)."""
     out = ConfirmSums.empty(ranges, n_rows, line)
     used = columns_used(list(chosen))
-    for start, p, y, meta in _batches(dataset, unit, [plan.columns[i].name for i in used], target):
+    for start, p, y, meta, written in _batches(dataset, unit, [plan.columns[i].name for i in used], target):
         codes = _codes(plan, used, meta, unit, start)
         out.update(masks(plan, list(chosen), codes, p.size), halves(row_hash(seed, unit.file_index, start, p.size)),
-                   p, y)
+                   p, y, written)
         if on_rows is not None:
             on_rows(p.size)
     return out

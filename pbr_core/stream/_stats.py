@@ -156,7 +156,7 @@ class CalibrationStatistics:
         self.n += rows
         self.n_correct += int(np.count_nonzero(preds.predicted == preds.labels))
         if self.tests is not None:
-            self.tests += _sig.calibration_sums(conf, out)
+            self.tests += _sig.calibration_sums(conf, out, preds.as_written(conf))
         if cfg.measures_vector:
             p2, y = preds.probs, preds.labels
             self.brier_sum += float(_m._brier_terms(p2, y).sum())

@@ -223,3 +223,26 @@ def test_each_class_against_the_rest_streamed_equals_in_memory(tmp_path):
     streamed = _streamed(tmp_path / "kitti", ["each class"], n_boot=100)
     _same(streamed, memory)
     assert (memory.table["n"] == len(df)).all() and (memory.table["share"] == 1.0).all()
+
+
+def test_streamed_groups_of_a_rounded_file_read_the_file_s_rounding(tmp_path):
+    """Review 9: each group reads how finely the file wrote its values from the whole file (the sums'
+    evidence is the total over the groups), streamed as in memory: 30 one-day groups of 15 rows of an LLM
+    export at "100.0%" (3 decimals), none "for certain", the same p-values and rounded rows."""
+    rng = np.random.default_rng(4)
+    n = 450
+    near = rng.random(n) < 0.9
+    c = np.round(np.where(near, 1 - 10 ** rng.uniform(-7, -3.2, n), rng.uniform(0.3, 0.99, n)), 3)
+    y = (rng.random(n) < np.minimum(c, 0.9999)).astype(int)
+    at1 = np.flatnonzero(c >= 1)
+    y[at1[[0, 40, 41, 200]]] = 0
+    day = (pd.Timestamp("2025-03-01") + pd.to_timedelta(np.repeat(np.arange(30), 15), unit="D")).strftime("%Y-%m-%d")
+    frame = pd.DataFrame({"answered_on": day, "confidence": c, "correct": y})
+    write_parts(frame, tmp_path / "parts", 3, row_group_size=40)
+    write_parts(frame, tmp_path / "whole", 1)
+    memory = _in_memory(tmp_path / "whole" / "part0.parquet", ["answered_on"], every="day", n_boot=50)
+    streamed = _streamed(tmp_path / "parts", ["answered_on"], batch_rows=37, every="day", n_boot=50)
+    _same(streamed, memory)
+    t = streamed.table
+    assert not t.test_method.str.startswith("certain").any() and t.rounded_rows.sum() == 4
+    assert t.rounded_rows.tolist() == memory.table.rounded_rows.tolist()
