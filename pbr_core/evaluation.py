@@ -103,16 +103,23 @@ def measured_ece(probs: np.ndarray, labels: np.ndarray, kind: str, binary_ece: s
 
 
 def measured_calibration_test(probs: np.ndarray, labels: np.ndarray, kind: str,
-                              binary_ece: str = BINARY_TARGET.default):
+                              binary_ece: str = BINARY_TARGET.default, row_sums_as_written: np.ndarray | None = None):
     """The test of calibration (:func:`pbr_core.significance.calibration_test`: exact Monte Carlo
     p-values where the rows carry little information) of what :func:`measured_ece` measures: p(y=1)
     against y, or the top label's confidence against correctness. It needs no bins, and it is what
     says whether the rows show miscalibration beyond chance, which an ECE (or a change of ECE) on
-    a few hundred rows cannot."""
+    a few hundred rows cannot.
+
+    ``row_sums_as_written``: the file's own probabilities' row sums before the loader renormalised them
+    (:attr:`pbr_core.predictions.Predictions.row_sums_as_written`), so that a score of exactly 1 that the
+    file's rounding made is tested within its rounding; only for the file's own probabilities (a
+    recalibration's are not the file's)."""
     from pbr_core.significance import calibration_test
 
     target = BINARY_TARGET.measured(kind, binary_ece)
-    return calibration_test(*confidence_and_outcome(*ece_inputs(probs, labels, target)))
+    conf, outcome = confidence_and_outcome(*ece_inputs(probs, labels, target))
+    written = None if row_sums_as_written is None else conf * np.asarray(row_sums_as_written, dtype=np.float64)
+    return calibration_test(conf, outcome, written=written)
 
 
 def ece_rise_shown(before: np.ndarray, after: np.ndarray, labels: np.ndarray, kind: str,

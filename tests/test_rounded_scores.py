@@ -192,3 +192,25 @@ def test_a_renormalised_multiclass_file_keeps_its_rounding(tmp_path, capsys):
     assert main(["evaluate", str(path), "--renormalize"]) == 0
     text = capsys.readouterr().out
     assert "for certain" not in text and "the file gives probability 1 to 3 outcomes" in text
+
+
+def test_fit_and_apply_s_held_out_test_reads_the_rounding_as_written(tmp_path):
+    """Review 9's leftover: Fit & apply's held-out test of the model before recalibration
+    (evaluation.measured_calibration_test through experiments.runs) read the rounding from the
+    renormalised values, so a 3-decimal multiclass file's wrong "1.000" rows read "for certain" there while
+    the Reliability page tested them within the rounding. The held-out rows keep their row sums as written."""
+    from pbr_core.evaluation import measured_calibration_test
+    from pbr_core.experiments import FitSettings
+    from pbr_core.experiments.runs import run_fit
+
+    path = tmp_path / "rounded_3_classes.csv"
+    wrong = _rounded_multiclass(path)
+    preds = load_predictions(path, renormalize=True)
+    plain = measured_calibration_test(preds.probs, preds.labels, preds.kind)
+    read = measured_calibration_test(preds.probs, preds.labels, preds.kind, row_sums_as_written=preds.row_sums_as_written)
+    assert plain.method.startswith("certain") and read.rounded_rows == wrong and not read.method.startswith("certain")
+    run = run_fit(preds, FitSettings(method="temperature", holdout=0.5, seed=0))
+    assert run.tests is not None and not run.tests[0].method.startswith("certain")
+    held = preds.subset(np.setdiff1d(np.arange(preds.n), run.fit_rows))
+    c, o = confidence_and_outcome(held.probs, held.labels)
+    assert run.tests[0].rounded_rows == S.calibration_test(c, o, written=held.as_written(c)).rounded_rows

@@ -346,7 +346,8 @@ def _measure(recalibrator: Recalibrator, data: Predictions, binary_ece: str, not
             "reliability_before": reliability_table(data.probs, data.labels, kind, binary_ece),
             "reliability_after": reliability_table(after, data.labels, kind, binary_ece), "n_eval": data.n,
             "interval": interval,
-            "tests": (measured_calibration_test(data.probs, data.labels, kind, binary_ece),
+            "tests": (measured_calibration_test(data.probs, data.labels, kind, binary_ece,
+                                                row_sums_as_written=data.row_sums_as_written),
                       measured_calibration_test(after, data.labels, kind, binary_ece)) if test else None,
             # A higher ECE after is called worse only beyond the ECE's noise (the PBR page's rule): on
             # 144 held-out rows of calibrated data a temperature scaling's ECE rose in 55 % of files.
