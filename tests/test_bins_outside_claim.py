@@ -14,7 +14,9 @@ top-label confidence and uniform probabilities at 300, 1,000, 3,000 and 20,000 r
 B = floor(n^(1/3)) (6, 10, 14, 27) and B = 10, 15 at 3,000 rows: the new rule fires on 0 to 7 of 200
 files per cell (at most 3.5 %, nominal at most 5 %; 22 of 3,600 in all, 0.6 %); the old rule on 30-94 %
 (60-187 of 200) of Adult's, 34-94 % of uniform's, 26-80 % of CIFAR-10's from 1,000 rows (19 of 200 at
-300 rows, where its confidences fill few bins). With the test beside it (the Reliability page's own
+300 rows, where its confidences fill few bins). Since audit 7 the count's p-value uses each bin's own
+chance of lying outside (:func:`pbr_core.significance.outside_chances`): at ALPHA_BINS, 7 of the same
+3,600 files, 0-2 of 200 per cell (the binomial bound: 0). With the test beside it (the Reliability page's own
 sentence), 5 of 150 calibrated Adult files of 3,000 rows. A Platt fit that squeezes f10-like scores
 into 0.19-0.26 (rows scored 0.6-0.99 right 59-96 % of the time): at 3,000 rows all 17 of the 40 files
 the test calls "no evidence" get the sentence (at 600 rows and B = 8: 14 of 44; at 300 rows and B = 6
