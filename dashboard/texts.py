@@ -1731,7 +1731,7 @@ def fit_rows_check(check, min_rows: int) -> str:
     (leaving them out would pick rows by label), unless the file appears to contain the fit rows. Says
     what was checked (exact scores and label), and that it cannot tell where the rows are written more
     coarsely than the fit rows. ``min_rows``: the fewest rows a check measures on."""
-    from pbr_core.fit_rows import grid_words
+    from pbr_core.fit_rows import coarser_words
 
     n, verdict = check.n_rows, check.verdict(min_rows)
     asked = "**Were these rows used to fit it?**"
@@ -1741,9 +1741,8 @@ def fit_rows_check(check, min_rows: int) -> str:
                 f"file saved before pbr-calib recorded them, or saved without them). It is measured on all {n:,} rows; "
                 f"{flatter}")
     if verdict == "coarser":
-        return (f"{asked} The page cannot tell: these rows are written with fewer decimals than the rows it was fitted "
-                f"on ({grid_words(check.written_here)} here, {grid_words(check.written_fit)} in the fit), so its fit "
-                f"rows would not be recognised among them. It is measured on all {n:,} rows; {flatter}")
+        return (f"{asked} The page cannot tell: {coarser_words(check)} among them. It is measured on all {n:,} "
+                f"rows; {flatter}")
     if verdict == "none":
         return (f"{asked} Not as far as its file can tell: none of these {n:,} rows has exactly the scores and label "
                 f"of one of the {check.n_fit:,} rows it was fitted on (its file records them all), so it is measured "

@@ -245,6 +245,14 @@ def grid_words(res: Resolution | None) -> str:
     return "float32" if res.float32 else "full precision"
 
 
+def coarser_words(check: "FitRowOverlap") -> str:
+    """Why a check whose rows are written more coarsely than its fit rows (verdict "coarser") cannot tell
+    which are fit rows: the one clause of both front ends."""
+    return (f"these rows are written with fewer decimals than the rows it was fitted on "
+            f"({grid_words(check.written_here)} here, {grid_words(check.written_fit)} in the fit), so its fit rows "
+            "would not be recognised")
+
+
 def chance_words(p: float) -> str:
     """A probability in words, the one format of both front ends: "below 1 in a million" rather than 0,
     "about 1 in 363,000", "about 1.2 %" (never "1 %" for 0.012, beside a 1 % limit), "about 45 %"."""

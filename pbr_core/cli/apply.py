@@ -78,7 +78,7 @@ def _measured_ece(rec, preds, calibrated, model: str) -> None:
     ``found`` decide the words, as on the Fit & apply page)."""
     import pbr_core
     from pbr_core.experiments import MIN_TEST_ROWS, small_test_set_problem
-    from pbr_core.fit_rows import grid_words
+    from pbr_core.fit_rows import coarser_words
 
     check = rec.fit_row_overlap(preds)
     head = f"applied {rec.method} to {preds.n} rows of {preds.source}"
@@ -110,9 +110,7 @@ def _measured_ece(rec, preds, calibrated, model: str) -> None:
         print(f"fit rows: not recorded in {model} (saved before pbr-calib recorded them, or with --no-fit-rows): "
               "cannot tell whether these rows were used to fit it; if they were, the ECE above flatters it")
     elif verdict == "coarser":
-        print(f"fit rows: cannot tell: these rows are written with fewer decimals than the rows it was fitted on "
-              f"({grid_words(check.written_here)} here, {grid_words(check.written_fit)} in the fit), so its fit rows "
-              f"would not be recognised; ECE on all {check.n_rows} rows: {flatters}")
+        print(f"fit rows: cannot tell: {coarser_words(check)}; ECE on all {check.n_rows} rows: {flatters}")
     elif verdict == "none":
         print(f"fit rows: none of these {check.n_rows} rows has exactly the scores and label of one of the "
               f"{check.n_fit} rows it was fitted on ({model} records them all)")
