@@ -19,7 +19,7 @@ SAMPLE = "CIFAR-10 · ResNet-110 (logits, 10 classes, npz)"
 
 #: Per paired table on the page: the grid's visible width, its laid-out columns (title, width) and,
 #: per verdict cell, the text's width in the grid's font (the cell padding is 8 px a side).
-_MEASURE = """() => [...document.querySelectorAll('[data-testid="stDataFrame"]')].map(d => {
+_MEASURE = """(only) => [...document.querySelectorAll('[data-testid="stDataFrame"]')].filter((d, i) => only === null || i === only).map(d => {
   const scroller = d.querySelector('.dvn-scroller');
   const canvas = d.querySelector('canvas');
   if (!scroller || !canvas) return {visible: null, cols: null, verdicts: []};  // not drawn (off screen)
@@ -64,7 +64,19 @@ def test_paired_verdict_is_readable_in_full_at_1400_px(page, app_url):
     no_exception(page)
     page.get_by_text("Compare A").first.scroll_into_view_if_needed()
     page.wait_for_timeout(1000)
-    tables = [t for t in page.evaluate(_MEASURE) if t["cols"] and any(c[0] == "verdict" for c in t["cols"])]
+    # The grid writes its cells' accessible text only once it has drawn them on screen: bring each paired
+    # table into view and wait (up to 20 s) until its verdict cells exist, so a busy machine is not a failure.
+    grids = page.locator('[data-testid="stDataFrame"]')
+    tables = []
+    for k in range(grids.count()):
+        grids.nth(k).scroll_into_view_if_needed()
+        for _ in range(40):
+            (t,) = page.evaluate(_MEASURE, k)
+            if t["cols"] and (not any(c[0] == "verdict" for c in t["cols"]) or t["verdicts"]):
+                break
+            page.wait_for_timeout(500)
+        if t["cols"] and any(c[0] == "verdict" for c in t["cols"]):
+            tables.append(t)
     assert len(tables) == 2  # the chosen pair and the default pairs
     for t in tables:
         titles = [c[0] for c in t["cols"]]
