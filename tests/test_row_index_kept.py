@@ -65,3 +65,50 @@ def test_cli_apply_writes_it_back_first(proba_csv, tmp_path, capsys, suffix):
     written = pd.read_csv(out) if suffix == ".csv" else pd.read_parquet(out)
     assert list(written.columns)[:2] == ["row index", "0"]
     np.testing.assert_array_equal(written["row index"].to_numpy(), _index_of(proba_csv))
+
+
+def _ids_parquet(path, name: str | None) -> pd.DataFrame:
+    """A frame indexed by transaction ids, saved with ``to_parquet()``: pandas stores the index as a column."""
+    rng = np.random.default_rng(81)
+    p = rng.uniform(size=300)
+    df = pd.DataFrame({"fraud_score": p, "is_fraud": (rng.uniform(size=300) < p).astype(int),
+                       "region": rng.choice(["north", "south"], size=300)},
+                      index=pd.Index([f"tx{i:05d}" for i in rng.permutation(300)], name=name))
+    df.to_parquet(path)
+    return df
+
+
+@pytest.mark.parametrize("name", ["txn", None])
+def test_a_parquet_index_is_kept_as_metadata(tmp_path, name):
+    """Before, ``to_parquet()``'s stored index was silently dropped (the ids gone from every download)."""
+    df = _ids_parquet(tmp_path / "tx.parquet", name)
+    preds = pbr_core.load_predictions(tmp_path / "tx.parquet")
+    column = name or "index"  # as a loaded DataFrame's unnamed index (reset_index's name)
+    assert column in preds.metadata.columns and preds.n == 300
+    assert preds.metadata[column].tolist() == df.index.tolist()
+    np.testing.assert_allclose(preds.probs[:, 1], df["fraud_score"].to_numpy())
+
+
+def test_a_parquet_range_index_stays_dropped(tmp_path):
+    rng = np.random.default_rng(82)
+    p = rng.uniform(size=100)
+    pd.DataFrame({"score": p, "label": (rng.uniform(size=100) < p).astype(int)}).iloc[20:].to_parquet(tmp_path / "r.parquet")
+    preds = pbr_core.load_predictions(tmp_path / "r.parquet")  # RangeIndex(20, 100): metadata only, no ids
+    assert preds.metadata is None and preds.n == 80
+
+
+def test_a_parquet_index_can_be_grouped_by_when_streamed(tmp_path, capsys):
+    """The streamed reader sees the stored index too (before: "group column 'txn' is not a column")."""
+    import json
+
+    rng = np.random.default_rng(83)
+    p = rng.uniform(size=300)
+    pd.DataFrame({"score": p, "label": (rng.uniform(size=300) < p).astype(int)},
+                 index=pd.Index([f"shop{i % 3}" for i in range(300)], name="shop")).to_parquet(tmp_path / "s.parquet")
+    outs = []
+    for stream in (["--stream"], []):
+        assert main(["evaluate", str(tmp_path / "s.parquet"), *stream, "--by", "shop", "--format", "json"]) == EXIT_OK
+        outs.append(json.loads(capsys.readouterr().out)["groups"])
+    streamed, whole = outs
+    assert streamed["by"] == whole["by"] == ["shop"]
+    assert sorted(g["n"] for g in streamed["rows"]) == sorted(g["n"] for g in whole["rows"]) == [100, 100, 100]

@@ -347,11 +347,19 @@ def _arrow_frame(table, csv: bool = False, consume: bool = True) -> pd.DataFrame
         if "" in names:
             table = table.rename_columns([n if n != "" else f"Unnamed: {i}" for i, n in enumerate(names)])
     nbytes = table.nbytes
+    # A pandas index the writer stored as columns (``to_parquet()`` of a frame indexed by ids) comes
+    # back as the frame's index: it becomes a column again, as a loaded DataFrame's index does
+    # (``in_memory_table``), so that it is kept as metadata and can be grouped by, not lost. A
+    # RangeIndex is stored as metadata only, with no column: it carries no ids and stays dropped.
+    pandas_meta = table.schema.pandas_metadata if table.schema.metadata else None
+    stored_index = any(isinstance(c, str) for c in (pandas_meta or {}).get("index_columns", ()))
     # One block per column lets the numbers be handed over without a copy; a wide table (thousands
     # of class columns, few rows) is cheap to copy but slow to slice as thousands of blocks.
     split = table.num_columns <= _SPLIT_MAX_COLUMNS
     frame = table.to_pandas(split_blocks=split, self_destruct=consume, types_mapper=_date_dtype)
     del table
+    if stored_index:
+        frame = frame.reset_index(allow_duplicates=True)  # a clash is then named by the duplicate-header check
     if consume:
         _release_arrow_memory(nbytes)
     return frame
