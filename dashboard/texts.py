@@ -1954,6 +1954,8 @@ def group_verdict(p_corrected: float, shift: float, alpha: float, method: str = 
         return "miscalibrated beyond chance" + rounded
     if not shift_drawn:
         return "no evidence; too few rows to say what would show"
+    if shift != shift:  # none, however large, would show 80 % of the time
+        return "no evidence; too few rows for any shift to show"
     return f"no evidence; a shift of {shift_words(shift)} would show"
 
 

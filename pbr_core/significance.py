@@ -85,7 +85,7 @@ import numpy as np
 from pbr_core import resolution as _res
 
 __all__ = ["ALPHA_BINS", "ALPHA_FAMILY", "ALPHA_MCB", "ALPHA_TEST", "CalibrationTest", "EXACT_BELOW_V",
-           "EXACT_MAX_ROWS", "N_SUMS", "SHIFT_DRAWN_MAX_ROWS", "SHIFT_NOT_DRAWN", "calibration_sums",
+           "EXACT_MAX_ROWS", "N_SUMS", "SHIFT_DRAWN_MAX_ROWS", "SHIFT_NONE", "SHIFT_NOT_DRAWN", "calibration_sums",
            "calibration_sums_by", "calibration_test", "file_evidence", "with_evidence", "calibration_test_from_sums", "consistency_band", "detectable_shift",
            "drawn_detectable_shift", "format_p", "needs_exact", "verdict", "bins_outside", "bins_outside_p",
            "bins_outside_test", "outside_chances", "bins_note"]
@@ -819,8 +819,8 @@ def p_words(p: float) -> str:
 
 def shift_words(delta: float) -> str:
     """A shift of the outcome rate in points (percentage points), e.g. '3.1 points'."""
-    if not np.isfinite(delta):
-        return "a shift of any size"
+    if not np.isfinite(delta):  # callers say SHIFT_NONE instead of a size
+        return "no size"
     pts = 100 * delta
     return f"{pts:.2g} points" if pts < 1 else f"{pts:.1f} points"
 
@@ -838,6 +838,12 @@ NOT_LOCAL = ("The test looks at the predictions as a whole (their average and ho
 #: What a "no evidence" sentence says in place of the detectable shift where it was not drawn
 #: (``calibration_test(draw_shift=False)``: the groups too small to compare).
 SHIFT_NOT_DRAWN = "too few rows to work out how large a miscalibration the test would detect"
+
+
+#: ... where it was drawn and no shift, however large, would be detected 80 % of the time (a handful of
+#: rows: :func:`drawn_detectable_shift` is NaN). "A shift of any size would be detected" said the opposite.
+SHIFT_NONE = ("too few rows: no miscalibration, however large, would be detected even 80 % of the time, so this "
+              "says nothing about calibration")
 
 
 def verdict(test: CalibrationTest, p_corrected: float | None = None, alpha: float = ALPHA_TEST,
@@ -864,9 +870,13 @@ def verdict(test: CalibrationTest, p_corrected: float | None = None, alpha: floa
     # contradiction without the level beside it.
     held = (f", above the {alpha:g} this test is held to: the three checks of one set of rows (this test, the "
             f"bins outside their bands and the CORP MCB) share {ALPHA_FAMILY:.0%}" if p < ALPHA_FAMILY else "")
-    shift = (f"a shift of {shift_words(test.detectable_shift)} between the predicted probabilities and the "
-             f"observed frequency would be detected at least 80 % of the time, smaller ones could go unnoticed"
-             if shift_drawn else SHIFT_NOT_DRAWN)
+    if not shift_drawn:
+        shift = SHIFT_NOT_DRAWN
+    elif not np.isfinite(test.detectable_shift):  # no shift up to the whole range reaches 80 % power
+        shift = SHIFT_NONE
+    else:
+        shift = (f"a shift of {shift_words(test.detectable_shift)} between the predicted probabilities and the "
+                 f"observed frequency would be detected at least 80 % of the time, smaller ones could go unnoticed")
     return (f"no evidence {TESTED}, at this sample size ({p_words(p)}{after}{held}); {shift}."
             + (" " + NOT_LOCAL if scope_note else ""))
 

@@ -134,13 +134,39 @@ def test_the_no_evidence_shift_is_detected_at_least_80_percent_of_the_time_on_sm
     assert not _at_least(earlier, 300, 0.8), earlier                     # the check can fail
 
 
-def test_the_drawn_shift_is_seeded_and_says_any_size_when_nothing_can_be_detected():
+def test_the_drawn_shift_is_seeded_and_nan_when_nothing_can_be_detected():
     p = np.full(3, 0.5)
     assert np.isnan(S.drawn_detectable_shift(p, 0.001))  # 3 coin flips: never below 0.001
     p = np.random.default_rng(0).uniform(0.1, 0.9, 40)
     a = S.drawn_detectable_shift(p, rng=np.random.default_rng(1))
     assert a == S.drawn_detectable_shift(p, rng=np.random.default_rng(1)) and 0 < a < 1
     assert S.calibration_test(p, p).detectable_shift == S.calibration_test(p, p).detectable_shift  # same seed
+
+
+def test_a_file_too_small_to_detect_any_shift_says_so_and_writes_strict_json(tmp_path, capsys):
+    """Audit 9a: on 3 rows the verdict said "a shift of a shift of any size ... would be detected at least
+    80 % of the time" (the opposite of the truth: the shift is NaN because no shift up to 1 reaches 80 %
+    power), and ``evaluate --format json`` wrote ``"detectable_shift": NaN``, which JavaScript's
+    JSON.parse and jq refuse."""
+    import json
+
+    from dashboard import texts
+    from pbr_core.cli import EXIT_OK, main
+
+    p = np.array([0.2, 0.7, 0.9])
+    test = S.calibration_test(p, np.array([0, 1, 1]))
+    assert np.isnan(test.detectable_shift)
+    words = S.verdict(test)
+    assert S.SHIFT_NONE in words and "would be detected at least" not in words and "any size" not in words
+    assert "too few rows for any shift" in texts.group_verdict(0.5, float("nan"), 0.05)
+    (tmp_path / "three.csv").write_text("p_gt50k,label\n0.2,0\n0.7,1\n0.9,1\n")
+    assert main(["evaluate", str(tmp_path / "three.csv"), "--format", "json"]) == EXIT_OK
+
+    def refuse(token: str) -> None:
+        raise AssertionError(f"not JSON: {token}")
+
+    document = json.loads(capsys.readouterr().out, parse_constant=refuse)
+    assert document["detectable_shift"] is None and S.SHIFT_NONE in document["calibration_verdict"]
 
 
 # --------------------------------------------------------- Groups page: a flagged group, on a small file

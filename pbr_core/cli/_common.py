@@ -20,6 +20,22 @@ from typing import Any, Iterator, Sequence
 VACUOUS = "(vacuous: at least 1, says nothing)"
 
 
+def json_text(document: Any) -> str:
+    """``document`` as standard JSON: a NaN or infinite number (a quantity that could not be worked
+    out, e.g. the detectable shift of 3 rows) is written null, since ``NaN`` is not JSON and strict
+    parsers (JavaScript's ``JSON.parse``, jq) refuse the whole document."""
+    def clean(v: Any) -> Any:
+        if isinstance(v, float):
+            return v if math.isfinite(v) else None
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [clean(x) for x in v]
+        return v
+
+    return json.dumps(clean(document), indent=2, allow_nan=False)
+
+
 def bound_shown(bound: float, digits: int = 4) -> str:
     """A bound as the terminal prints it: ``digits`` decimals, and :data:`VACUOUS` after a bound of at
     least 1, which says nothing (an ECE gap, |TCE - ECE| and |TCE - ECE_B| lie in [0, 1] anyway)."""

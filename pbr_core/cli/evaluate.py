@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pbr_core.cli._common import (CLIError, EXIT_BAD_INPUT, EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE, _load, bound_shown,
-                                  cli_words)
+                                  cli_words, json_text)
 from pbr_core.cli.stream import evaluate_stream, find_slices_cli, is_dataset
 
 
@@ -244,7 +244,7 @@ def _emit(args: argparse.Namespace, table: dict[str, Any], report: Any, slices: 
             table["slices"] = slices_json(slices)
         if gates:
             table["gates"] = gates
-        print(json.dumps(table, indent=2))
+        print(json_text(table))
         return _gate_exit(gates)
     print(_evaluation_text(table))
     if conventions is not None:
