@@ -131,6 +131,10 @@ def _check_level(level: float) -> float:
 
 
 def _check_probs(probs: np.ndarray) -> np.ndarray:
+    if probs is None:  # Predictions.probs of top-label files: audit 9a's "got shape ()" named nothing
+        raise ValueError("`probs` is None: these predictions have no probability vectors (a top-label or "
+                         "(confidence, correct) file). Pass `*preds.metric_inputs()` (the confidence and whether "
+                         "the prediction was right), e.g. `ece(*preds.metric_inputs())`.")
     try:
         p = np.asarray(probs, dtype=np.float64)
     except (TypeError, ValueError) as err:

@@ -676,8 +676,11 @@ class Predictions:
         the answer was right: top-label data without class ids.
 
         ``correct`` holds 0/1 or booleans. The value is a top-label Predictions whose ``correct`` is
-        ``correct`` (internally: predicted class 0 for every row, true class 0 where correct and 1
-        where not), so every top-label metric applies unchanged.
+        ``correct`` (internally: predicted class 1 for every row, true class 1 where correct and 0
+        where not), so every top-label metric applies unchanged, and ``labels`` is the outcome the
+        confidence predicts: ``ece(preds.confidence, preds.labels)`` is the top-label ECE, as
+        ``ece(*preds.metric_inputs())`` is (audit 9a: with class 0 predicted, ``labels`` was 1 - correct
+        and that call gave 0.632 for a true 0.178, without a warning).
         """
         k = np.asarray(correct)
         if k.dtype != bool:
@@ -691,7 +694,7 @@ class Predictions:
             k = kf == 1.0
         notes = [*notes, "Confidence and correctness only (no class ids): ECE and reliability diagrams work, "
                          "recalibration needs full probability vectors."]
-        built = cls.from_top_label(confidence, np.zeros(k.shape[0], dtype=np.int64), (~k).astype(np.int64),
+        built = cls.from_top_label(confidence, np.ones(k.shape[0], dtype=np.int64), k.astype(np.int64),
                                    source=source, notes=())
         return replace(built, notes=tuple(notes), has_class_ids=False)
 

@@ -289,3 +289,23 @@ def test_top_label_data_is_refused_with_one_sentence(tmp_path):
         with pytest.raises(PredictionsError) as raised:
             call()
         assert str(raised.value) == f"{dataset.spec}: {TOP_LABEL_NOT_RECALIBRATED}"
+
+
+def test_confidence_correct_labels_are_the_correctness_so_the_obvious_call_is_right():
+    """Audit 9a: on (confidence, correct) records ``labels`` was 1 - correct (class 0 predicted), so the
+    natural ``ece(preds.confidence, preds.labels)`` gave 0.632 for a true 0.178, without a warning; and
+    ``ece(preds.probs, preds.labels)`` failed with "got shape ()", naming nothing."""
+    import pbr_core
+
+    rng = np.random.default_rng(9)
+    conf = rng.uniform(0.3, 1.0, 2000)
+    correct = rng.uniform(size=2000) < conf - 0.15          # 15 points too confident
+    preds = Predictions.from_confidence_correct(conf, correct)
+    np.testing.assert_array_equal(preds.labels, correct.astype(np.int64))
+    np.testing.assert_array_equal(preds.correct, correct.astype(np.float64))
+    slow = sum(abs(correct[b].mean() - conf[b].mean()) * b.sum() for b in
+               [(conf >= lo) & ((conf < lo + 1 / 12) | (lo + 1 / 12 >= 1)) for lo in np.arange(12) / 12] if b.any()) / 2000
+    assert pbr_core.ece(preds.confidence, preds.labels) == pytest.approx(slow, abs=1e-12)
+    assert pbr_core.ece(*preds.metric_inputs()) == pytest.approx(slow, abs=1e-12)
+    with pytest.raises(ValueError, match=r"`probs` is None.*metric_inputs"):
+        pbr_core.ece(preds.probs, preds.labels)
