@@ -34,6 +34,7 @@ import pandas as pd
 from pbr_core import metrics as M
 from pbr_core import significance as S
 from pbr_core.metrics import BinaryTarget
+from pbr_core.outcome_columns import group_warning, outcome_columns
 from pbr_core.predictions import Predictions
 
 Target = BinaryTarget
@@ -212,6 +213,10 @@ class GroupReport:
     #: the data (:func:`default_every`) because the caller named none (``evaluate --by`` without ``--every``).
     every: Bucket | None = None
     every_chosen: bool = False
+    #: Warnings the grouping carries: a column that restates the outcome on these rows (each of its values
+    #: holds a single outcome, :func:`pbr_core.outcome_columns.outcome_columns`), whose groups are
+    #: miscalibrated by construction. Measured all the same, since it was chosen.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def small(self) -> list[str]:
@@ -226,8 +231,9 @@ class GroupReport:
                  S.verdict(_row_test(r), float(r.p_holm) if len(t) > 1 else None, self.alpha, scope_note=False,
                            shift_drawn=_shift_drawn_row(r)))
                 for r in t.itertuples()]
+        warned = "".join(f" {w[0].upper()}{w[1:]}" for w in self.warnings)
         return _html.table(["group", "rows", "ECE", "ECE without noise", "p (corrected)", "what the test says"], rows,
-                           caption=f"Calibration by {' × '.join(self.by)}. Largest gap: {gap_statement(self)}")
+                           caption=f"Calibration by {' × '.join(self.by)}.{warned} Largest gap: {gap_statement(self)}")
 
     @property
     def alpha(self) -> float:
@@ -404,8 +410,10 @@ def default_group_column(preds: Predictions, max_levels: int = DEFAULT_MAX_LEVEL
     # Among the others, the words audits group by first (sex, race, region...), then the file's order.
     others.sort(key=lambda c: not (set(name_words(str(c))) & _AUDIT_WORDS))
     fits, every_group_fits = [], []
+    # never a column that restates the outcome (its groups are miscalibrated by construction)
+    restating = outcome_columns(preds)
     for name in [*named, *others]:
-        if metadata_by_name(str(name)) in _NOT_A_SEGMENT:
+        if metadata_by_name(str(name)) in _NOT_A_SEGMENT or str(name) in restating:
             continue
         counts = meta[name].value_counts(dropna=False)
         if not 2 <= counts.size <= max_levels:
@@ -545,7 +553,15 @@ def calibration_by_group(preds: Predictions, by: Sequence[str] | str, *, target:
     report = group_report(rows, diagrams, names, what, level, every)
     report.largest_gap = largest_gap(report.table, level,
                                      {k: (v.split, v.sd_split, v.ece, v.sd_ece) for k, v in split.items()})
+    report.warnings = outcome_warnings(preds, names)
     return report
+
+
+def outcome_warnings(preds: Predictions, names: Sequence[str]) -> list[str]:
+    """The warning of each column of ``names`` that restates the outcome on these rows (audit 9a:
+    ``--by grade`` of an LLM file, whose 'Correct' / 'Wrong' groups are right always or never)."""
+    columns = [c for c in names if preds.metadata is not None and c in preds.metadata.columns]
+    return [group_warning(found) for found in outcome_columns(preds, columns).values()] if columns else []
 
 
 def _one_vs_rest(preds: Predictions) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:

@@ -441,7 +441,8 @@ def _groups_json(report) -> dict[str, Any]:
     return {"by": report.by, "every": report.every, "every_chosen": report.every_chosen, "test": report.test,
             "interval": report.interval, "largest_gap": report.largest_gap,
             "statements": {"largest_gap": gap_statement(report), "groups": group_statements(report)},
-            "rows": json.loads(report.table.to_json(orient="records", double_precision=15))}
+            "rows": json.loads(report.table.to_json(orient="records", double_precision=15)),
+            "warnings": list(report.warnings)}
 
 
 def group_text(report) -> str:
@@ -461,10 +462,10 @@ def group_text(report) -> str:
                                          f"{DATE_MAX_GROUPS} groups, half of them with {MIN_ROWS} rows or more (month "
                                          "when none does); --every to choose" if report.every_chosen else "") + "; "
              if report.every else "")
-    lines = [f"calibration by {' × '.join(report.by)} ({every}{'p(y=1)' if report.target == 'positive' else 'top label'}; "
+    lines = [*report.warnings, f"calibration by {' × '.join(report.by)} ({every}{'p(y=1)' if report.target == 'positive' else 'top label'}; "
              f"ECE with B = floor(n_group^(1/3)), {report.level:.0%} {report.interval}; ECE corrected: with the "
              f"part noise adds removed; test: {report.test})",
              shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"),
              "largest gap: " + gap_statement(report), "each group:", *(f"  {s}" for s in group_statements(report)),
-             f"  {NOT_LOCAL}"]
+             f"  {NOT_LOCAL}", *report.warnings]
     return "\n".join(lines)

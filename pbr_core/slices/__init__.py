@@ -13,7 +13,11 @@ The search
   an identifier, a data split, a weight or a per-record measurement (as
   :func:`pbr_core.groups.default_group_column`: a slice of one row, a split of the data, or rows
   selected by something measured with the outcome, which would make any model look miscalibrated,
-  as grouping by the true class does). Text and categorical values as they are; numbers with more
+  as grouping by the true class does), and those that restate the outcome on these rows (every value
+  holds a single outcome, as an LLM benchmark's ``grade`` of which ``correct`` is made:
+  :func:`pbr_core.outcome_columns.outcome_columns`; slices by them are miscalibrated by construction,
+  so they are left out even when named, and the report says so in ``restating``). Text and
+  categorical values as they are; numbers with more
   than 10 values in 5 quantile bands (quintiles, "age 25–34"); dates by month. Single columns and,
   with ``max_order=2``, every pair of them (each value of one with each value of the other). A slice
   needs at least ``min_rows`` rows (default 100); values with fewer rows are never a slice, alone or
@@ -99,6 +103,7 @@ import pandas as pd
 from pbr_core import metrics as M
 from pbr_core import significance as S
 from pbr_core.groups import MIN_ROWS, TRUE_CLASS, TRUE_CLASS_REFUSED, Target, _inputs, group_tests, holm
+from pbr_core.outcome_columns import outcome_columns
 from pbr_core.predictions import Predictions
 from pbr_core.slices._confirm import ConfirmSums, bin_ranges, masks, own
 from pbr_core.slices._plan import (DATE_HEAD, MAX_CELLS, MAX_LEVELS, N_BANDS, Plan, build_plan, date_columns, halves,
@@ -107,7 +112,7 @@ from pbr_core.slices._search import SEARCH_ROWS, Choice, SearchSample, choose, d
 
 __all__ = ["MAX_CELLS", "MAX_LEVELS", "MAX_SLICES", "SCREEN", "SEARCH_ROWS", "SliceReport", "find_slices",
            "guarantee_statement", "searched", "slice_headline", "slice_mask", "slice_statements", "slice_words",
-           "slices_json", "slices_text"]
+           "slices_json", "slices_text", "left_out_words"]
 
 #: Slices sent to confirmation (the Holm correction is over this many at most).
 MAX_SLICES = 10
@@ -138,6 +143,8 @@ class SliceReport:
     columns: list[tuple[str, str]] = field(default_factory=list)   # (column, how it was cut)
     skipped: list[tuple[str, str]] = field(default_factory=list)   # (column, why not)
     notes: list[str] = field(default_factory=list)
+    #: (column, why) of the columns left out because they restate the outcome (each value one outcome)
+    restating: list[tuple[str, str]] = field(default_factory=list)
     scored: int = 0            # slices with enough rows, scored on the search half
     screened: int = 0          # of which proposed (worse than the rest, p < screen)
     n_rows: int = 0
@@ -252,6 +259,10 @@ def find_slices(preds: Predictions, columns: Sequence[str] | str | None = None, 
     conf, out, _ = _inputs(preds, target)
     what: Target = M.BINARY_TARGET.measured(preds.kind, target)
     names, skipped = candidate_columns(list(meta.columns), columns)
+    # Left out even when named: a slice by a column whose every value holds one outcome is
+    # miscalibrated by construction (audit 9a: 'grade' made all 5 slices of an LLM file "hold up").
+    restating = [(c, found.why) for c, found in outcome_columns(preds, names).items()]
+    names = [c for c in names if c not in dict(restating)]
     n = conf.size
     h = row_hash(seed, 0, 0, n)
     half = halves(h)
@@ -265,8 +276,10 @@ def find_slices(preds: Predictions, columns: Sequence[str] | str | None = None, 
     choice = choose(plan, search, min_rows=min_rows, max_slices=max_slices, screen=screen)
     confirm = ConfirmSums.empty(bin_ranges(plan, choice.chosen, search.counts[1]), n, choice.line)
     confirm.update(masks(plan, choice.chosen, codes, n), half, conf, out, preds.as_written(conf))
-    return assemble(plan, choice, confirm, target=what, level=level, seed=seed, max_order=max_order,
-                     min_rows=min_rows, max_slices=max_slices, screen=screen)
+    report = assemble(plan, choice, confirm, target=what, level=level, seed=seed, max_order=max_order,
+                      min_rows=min_rows, max_slices=max_slices, screen=screen)
+    report.restating = restating
+    return report
 
 
 def slice_mask(preds: Predictions, report: SliceReport, name: str) -> np.ndarray:
@@ -486,6 +499,9 @@ def slice_headline(report: SliceReport) -> str:
                 f"rest of the file, and miscalibrated, beyond chance on rows the search never saw (searched: "
                 f"{searched}; {report.tested} tested).")
     if not report.columns:
+        if report.restating and not report.skipped:
+            return ("No column was searched: every column restates the outcome (see below), and slices by such a "
+                    "column would be miscalibrated by construction.")
         return "No column could be cut into slices (see why below), so nothing was searched."
     if report.tested == 0:
         return (f"No slice holds up: none of the {searched} departed from the rest of the file on the search half "
@@ -539,10 +555,16 @@ def slices_json(report: SliceReport) -> dict[str, Any]:
             "n_search": report.n_search, "n_confirm": report.n_confirm, "scored": report.scored,
             "tested": report.tested, "max_order": report.max_order, "min_rows": report.min_rows,
             "columns": [{"column": c, "cut": how} for c, how in report.columns],
-            "skipped": [{"column": c, "why": why} for c, why in report.skipped], "notes": report.notes,
+            "skipped": [{"column": c, "why": why} for c, why in report.skipped],
+            "restating": [{"column": c, "why": why} for c, why in report.restating], "notes": report.notes,
             "rows": json.loads(report.table.to_json(orient="records", double_precision=15)),
             "diagrams": {k: json.loads(v.to_json(orient="records", double_precision=15))
                          for k, v in report.diagrams.items()}}
+
+
+def left_out_words(column: str, why: str) -> str:
+    """One column left out because it restates the outcome, as the terminal shows it."""
+    return f"left out {column!r}: {why}"
 
 
 def slices_text(report: SliceReport) -> str:
@@ -576,5 +598,6 @@ def slices_text(report: SliceReport) -> str:
         lines.append("columns searched: " + ", ".join(f"{c} ({how})" for c, how in report.columns))
     if report.skipped:
         lines.append("not searched: " + "; ".join(f"{c} ({why})" for c, why in report.skipped))
+    lines += [left_out_words(c, why) for c, why in report.restating]
     lines += [f"note: {n}" for n in report.notes]
     return "\n".join(lines)

@@ -46,6 +46,12 @@ from pbr_core.stream._stats import confidence_outcome
 
 __all__ = ["compute_slices"]
 
+#: Said by a streamed search: the check of :func:`pbr_core.outcome_columns.outcome_columns` needs every
+#: row's outcome by value, which the planning pass (the slice columns only) does not read.
+STREAM_RESTATING_NOTE = ("columns that restate the outcome (every value holds a single outcome, as a 'grade' from "
+                         "which 'correct' is made) are not looked for on a streamed dataset: a slice by such a column "
+                         "would be miscalibrated by construction; the same file loaded in memory leaves them out")
+
 
 
 def _frames(dataset: Dataset, unit: Unit, names: Sequence[str]):
@@ -210,8 +216,11 @@ def compute_slices(
         ranges = bin_ranges(plan, choice.chosen, search.counts[1])
         confirm = run("confirming the slices", unit_confirm,
                       (plan, tuple(choice.chosen), ranges, n, what, int(seed), choice.line), n, c)
-        return assemble(plan, choice, confirm, target=what, level=level, seed=int(seed), max_order=max_order,
-                        min_rows=min_rows, max_slices=max_slices, screen=screen)
+        report = assemble(plan, choice, confirm, target=what, level=level, seed=int(seed), max_order=max_order,
+                          min_rows=min_rows, max_slices=max_slices, screen=screen)
+        if plan.columns:
+            report.notes.append(STREAM_RESTATING_NOTE)
+        return report
 
     if not units:
         raise PredictionsError(f"{dataset.spec}: the dataset has no data rows.")
