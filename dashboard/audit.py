@@ -136,7 +136,8 @@ def groups_section(loaded: state.Loaded, view: state.MetricView, choices: AuditC
     by = " × ".join(rep.by) + (f" (dates by {choices.group_every})" if choices.group_every else "")
     from pbr_core.groups import group_statements
 
-    paragraphs = [texts.GROUPS_INTRO, f"Grouped by {texts.md(by)}: {len(rep.table)} groups. "
+    paragraphs = [texts.GROUPS_INTRO, *(texts.groups_outcome_warning(found) for found in rep.restating),
+                  f"Grouped by {texts.md(by)}: {len(rep.table)} groups. "
                   + texts.groups_headline(rep), texts.GROUPS_TEST_HELP, texts.GROUPS_INTERVAL_NOTE, "**Largest gap.** " + texts.gap_sentence(rep),
                   "**What each group's test says.**\n\n" + "\n".join(f"- {texts.md(line)}" for line in group_statements(rep))]
     if loaded.stream is not None:
@@ -160,7 +161,8 @@ def slices_section(loaded: state.Loaded, view: state.MetricView) -> ReportSectio
 
     guarantee = texts.slices_guarantee(rep)  # None when nothing was searched
     paragraphs = [texts.SLICES_INTRO, "**" + texts.slices_headline(rep) + "**",
-                  *(f"- {line}" for line in texts.slices_lines(rep)), *([guarantee] if guarantee else []),
+                  *(f"- {line}" for line in texts.slices_lines(rep)), *texts.slices_left_out(rep),
+                  *([guarantee] if guarantee else []),
                   texts.slices_searched(rep)]
     shown = [("Every slice tested on held-out rows. " + texts.SLICES_TABLE_HELP,
               tables.slices_frame(rep).set_index("Slice"))] if len(rep.table) else []

@@ -2057,6 +2057,42 @@ SLICES_NONE = (
     "a segment, a region, an age or a date may stay in the file: they are kept next to the predictions."
 )
 SLICES_DIAGRAM_LABEL = "One slice's reliability diagram (its held-out rows), beside the whole file's"
+
+
+def _one_outcome_each(found) -> str:
+    """Which value goes with which outcome, in words ("rows with grade Correct were always right; rows with
+    grade Wrong or Unparseable were always wrong"), at most three values an outcome."""
+    by_outcome: dict[str, list[str]] = {}
+    for value, outcome in found.outcomes.items():
+        by_outcome.setdefault(outcome, []).append(value)
+    parts = []
+    for outcome, values in by_outcome.items():
+        shown = " or ".join(md(v) for v in values[:3]) + (f" (and {len(values) - 3} more values)" if len(values) > 3 else "")
+        if found.outcome == "whether the prediction was right":
+            then = f"the prediction was always {outcome}"
+        elif found.outcome == "the label":
+            then = f"the label was always {md(outcome)}"
+        else:
+            then = f"the true class was always {md(outcome)}"
+        parts.append(f"where {md(found.column)} is {shown}, {then}")
+    return "; ".join(parts)
+
+
+def slices_left_out(report) -> list[str]:
+    """One sentence per column the search left out because it restates the outcome (audit 9a: 'grade')."""
+    return [f"**Left out {md(f.column)}**: each of its values goes with a single outcome on these rows ("
+            f"{_one_outcome_each(f)}), so this column restates the outcome instead of describing the rows. Slices "
+            f"by it would look miscalibrated whatever the model did, so the search does not use it."
+            for f in report.restating]
+
+
+def groups_outcome_warning(found) -> str:
+    """The warning above the groups of a column that restates the outcome (it is measured all the same)."""
+    return (f"**{md(found.column)} restates the outcome.** Each of its values goes with a single outcome on these "
+            f"rows ({_one_outcome_each(found)}). A group that is always right, or always wrong, cannot match any "
+            "confidence short of 100 % or 0 %, so these groups look miscalibrated whatever the model did: their "
+            "tests and the largest gap below say nothing about the model. Group by something known before the "
+            "outcome, such as a segment, a model or a date.")
 #: The label when no slice held up: the slices offered are the search's proposals (audit 8: the diagram of
 #: "region = North and amount from 71.66 to under 128.4" followed "No slice holds up" without a word).
 SLICES_DIAGRAM_LABEL_PROPOSED = ("One slice the search proposed, which did not hold up: its reliability diagram (its "

@@ -34,7 +34,7 @@ import pandas as pd
 from pbr_core import metrics as M
 from pbr_core import significance as S
 from pbr_core.metrics import BinaryTarget
-from pbr_core.outcome_columns import group_warning, outcome_columns
+from pbr_core.outcome_columns import OutcomeColumn, group_warning, outcome_columns
 from pbr_core.predictions import Predictions
 
 Target = BinaryTarget
@@ -213,10 +213,15 @@ class GroupReport:
     #: the data (:func:`default_every`) because the caller named none (``evaluate --by`` without ``--every``).
     every: Bucket | None = None
     every_chosen: bool = False
-    #: Warnings the grouping carries: a column that restates the outcome on these rows (each of its values
-    #: holds a single outcome, :func:`pbr_core.outcome_columns.outcome_columns`), whose groups are
-    #: miscalibrated by construction. Measured all the same, since it was chosen.
-    warnings: list[str] = field(default_factory=list)
+    #: The grouping columns that restate the outcome on these rows (each of their values holds a single
+    #: outcome, :func:`pbr_core.outcome_columns.outcome_columns`): their groups are miscalibrated by
+    #: construction. Measured all the same, since they were chosen; ``warnings`` says so.
+    restating: list[OutcomeColumn] = field(default_factory=list)
+
+    @property
+    def warnings(self) -> list[str]:
+        """One warning per grouping column that restates the outcome (CLI text and JSON, notebooks)."""
+        return [group_warning(found) for found in self.restating]
 
     @property
     def small(self) -> list[str]:
@@ -553,15 +558,15 @@ def calibration_by_group(preds: Predictions, by: Sequence[str] | str, *, target:
     report = group_report(rows, diagrams, names, what, level, every)
     report.largest_gap = largest_gap(report.table, level,
                                      {k: (v.split, v.sd_split, v.ece, v.sd_ece) for k, v in split.items()})
-    report.warnings = outcome_warnings(preds, names)
+    report.restating = restating_columns(preds, names)
     return report
 
 
-def outcome_warnings(preds: Predictions, names: Sequence[str]) -> list[str]:
-    """The warning of each column of ``names`` that restates the outcome on these rows (audit 9a:
-    ``--by grade`` of an LLM file, whose 'Correct' / 'Wrong' groups are right always or never)."""
+def restating_columns(preds: Predictions, names: Sequence[str]) -> list[OutcomeColumn]:
+    """The columns of ``names`` that restate the outcome on these rows (audit 9a: ``--by grade`` of an
+    LLM file, whose 'Correct' / 'Wrong' groups are right always or never)."""
     columns = [c for c in names if preds.metadata is not None and c in preds.metadata.columns]
-    return [group_warning(found) for found in outcome_columns(preds, columns).values()] if columns else []
+    return list(outcome_columns(preds, columns).values()) if columns else []
 
 
 def _one_vs_rest(preds: Predictions) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:

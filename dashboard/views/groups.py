@@ -168,6 +168,8 @@ def render() -> None:
     x_title, y_title = texts.axis_titles(view.binary_positive)
     st.markdown(texts.groups_measured_on(view.what, loaded.stream.n_total if loaded.stream is not None else None, by,
                                          EVERY[every] if every else "", len(report.table)))
+    for found in report.restating:  # measured since it was chosen, but its groups are off by construction
+        st.warning(texts.groups_outcome_warning(found), icon=":material/warning:")
     st.markdown(texts.groups_headline(report))
     st.dataframe(tables.groups_frame(report), hide_index=True, key="groups_table", column_config={
         c: st.column_config.NumberColumn(format="%.4f") for c in
@@ -297,6 +299,8 @@ def find_slices_section(loaded: state.Loaded) -> None:
                                       icon=":material/target:" if held else ":material/info:")
     for line in texts.slices_lines(report):
         st.markdown(texts.bullet(line))
+    for line in texts.slices_left_out(report):
+        st.info(line, icon=":material/block:")
     guarantee = texts.slices_guarantee(report)
     if guarantee is not None:  # nothing searched: no search to describe (audit 3, C1)
         st.caption(guarantee)

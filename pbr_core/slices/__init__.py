@@ -103,7 +103,7 @@ import pandas as pd
 from pbr_core import metrics as M
 from pbr_core import significance as S
 from pbr_core.groups import MIN_ROWS, TRUE_CLASS, TRUE_CLASS_REFUSED, Target, _inputs, group_tests, holm
-from pbr_core.outcome_columns import outcome_columns
+from pbr_core.outcome_columns import OutcomeColumn, outcome_columns
 from pbr_core.predictions import Predictions
 from pbr_core.slices._confirm import ConfirmSums, bin_ranges, masks, own
 from pbr_core.slices._plan import (DATE_HEAD, MAX_CELLS, MAX_LEVELS, N_BANDS, Plan, build_plan, date_columns, halves,
@@ -143,8 +143,8 @@ class SliceReport:
     columns: list[tuple[str, str]] = field(default_factory=list)   # (column, how it was cut)
     skipped: list[tuple[str, str]] = field(default_factory=list)   # (column, why not)
     notes: list[str] = field(default_factory=list)
-    #: (column, why) of the columns left out because they restate the outcome (each value one outcome)
-    restating: list[tuple[str, str]] = field(default_factory=list)
+    #: The columns left out because they restate the outcome (each value one outcome; ``.why`` says so)
+    restating: list[OutcomeColumn] = field(default_factory=list)
     scored: int = 0            # slices with enough rows, scored on the search half
     screened: int = 0          # of which proposed (worse than the rest, p < screen)
     n_rows: int = 0
@@ -261,8 +261,8 @@ def find_slices(preds: Predictions, columns: Sequence[str] | str | None = None, 
     names, skipped = candidate_columns(list(meta.columns), columns)
     # Left out even when named: a slice by a column whose every value holds one outcome is
     # miscalibrated by construction (audit 9a: 'grade' made all 5 slices of an LLM file "hold up").
-    restating = [(c, found.why) for c, found in outcome_columns(preds, names).items()]
-    names = [c for c in names if c not in dict(restating)]
+    restating = list(outcome_columns(preds, names).values())
+    names = [c for c in names if c not in {found.column for found in restating}]
     n = conf.size
     h = row_hash(seed, 0, 0, n)
     half = halves(h)
@@ -556,7 +556,7 @@ def slices_json(report: SliceReport) -> dict[str, Any]:
             "tested": report.tested, "max_order": report.max_order, "min_rows": report.min_rows,
             "columns": [{"column": c, "cut": how} for c, how in report.columns],
             "skipped": [{"column": c, "why": why} for c, why in report.skipped],
-            "restating": [{"column": c, "why": why} for c, why in report.restating], "notes": report.notes,
+            "restating": [{"column": f.column, "why": f.why} for f in report.restating], "notes": report.notes,
             "rows": json.loads(report.table.to_json(orient="records", double_precision=15)),
             "diagrams": {k: json.loads(v.to_json(orient="records", double_precision=15))
                          for k, v in report.diagrams.items()}}
@@ -598,6 +598,6 @@ def slices_text(report: SliceReport) -> str:
         lines.append("columns searched: " + ", ".join(f"{c} ({how})" for c, how in report.columns))
     if report.skipped:
         lines.append("not searched: " + "; ".join(f"{c} ({why})" for c, why in report.skipped))
-    lines += [left_out_words(c, why) for c, why in report.restating]
+    lines += [left_out_words(f.column, f.why) for f in report.restating]
     lines += [f"note: {n}" for n in report.notes]
     return "\n".join(lines)
