@@ -127,7 +127,7 @@ def _flags(reps: int, sizes: tuple[int, ...], seed: int = 1) -> dict[str, int]:
 def test_calibrated_outcomes_flag_ordinary_columns_almost_never():
     """Outcomes drawn from real scores: the ordinary columns are flagged in none of 360 files (30 to 1,000
     rows; by construction each at most CHANCE = 1e-6 a file), the column made from the outcome in every
-    file of 1,000 rows. docs/claims.md row 6b: 0 of 12,000 files for each ordinary column (1,000 per
+    file of 1,000 rows. docs/claims.md row 6b: 0 of 16,000 files for each ordinary column (4 score sets incl. CIFAR-10, 1,000 per
     cell), the restating column in 1,000 of 1,000 at 1,000 rows and 0-100 % below (too few rows of the rarer
     outcome on confident scores)."""
     flags = _flags(30, (30, 100, 300, 1000))
