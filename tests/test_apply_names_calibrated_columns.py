@@ -60,7 +60,23 @@ def test_apply_says_which_columns_hold_the_calibrated_probabilities(layout, says
     capsys.readouterr()
     assert main(["apply", str(model), str(data), *flags, "--out", str(out)]) == EXIT_OK
     last = capsys.readouterr().out.strip().splitlines()[-1]
-    assert last == f"wrote {out}: {says}" + ("" if says.endswith("(in place of the scores)") else
+    assert last == f"wrote {out} (comma-separated, '.' decimal points): {says}" + ("" if says.endswith("(in place of the scores)") else
                                                " (in place of the scores)") + "; every other column is as it was"
     header = out.read_text().splitlines()[0].split(",")
     assert all(c.strip("'") in header for c in says.split(" now ")[0].split(" ", 1)[1].split(", "))
+
+
+def test_apply_to_another_class_count_says_what_to_do(tmp_path, capsys):
+    """Audit 9a: "Expected predictions with 2 classes (as in fit), but got 10" named the problem only."""
+    from pbr_core.cli import EXIT_BAD_INPUT
+
+    frames = _frames()
+    binary, multi, model = tmp_path / "b.csv", tmp_path / "m.csv", tmp_path / "platt.json"
+    frames["binary p"][0].to_csv(binary, index=False)
+    frames["multiclass"][0].to_csv(multi, index=False)
+    assert main(["fit", str(binary), "--method", "platt", "--out", str(model)]) == EXIT_OK
+    capsys.readouterr()
+    assert main(["apply", str(model), str(multi), "--out", str(tmp_path / "out.csv")]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "Expected predictions with 2 classes (as in fit), but got 3" in err
+    assert "the same classes" in err and "fit a new recalibrator" in err

@@ -271,6 +271,10 @@ def test_the_simulated_gate_is_the_command_s_gate(capsys, tmp_path):
     (["--max-group-gap", "0.05"], EXIT_USAGE, "--max-group-gap needs --by"),
     (["--fail-above", "-0.1"], EXIT_USAGE, "expected a finite number >= 0"),
     (["--fail-above", "x"], EXIT_USAGE, "expected a number"),
+    # audit 9a: a limit no ECE can exceed was accepted, a gate that can never fail
+    (["--fail-above", "1.5"], EXIT_USAGE, "this gate could never fail"),
+    (["--max-group-gap", "1", "--by", "predicted class"], EXIT_USAGE, "this gate could never fail"),
+    (["--require-below", "0"], EXIT_USAGE, "could pass only where every prediction is exactly right"),
 ])
 def test_gate_usage_errors(capsys, argv, code, words):
     got, out, err = run(capsys, "evaluate", KITTI, *argv)

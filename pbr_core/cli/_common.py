@@ -120,6 +120,25 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
+def _fail_limit(text: str) -> float:
+    """--fail-above / --max-group-gap X: an ECE and a gap between two are at most 1, so a limit of 1 or
+    more is a gate that can never fail (audit 9a: --fail-above 1.5 was accepted)."""
+    value = _non_negative_float(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to below 1, got {text!r}: a calibration error "
+                                         "is at most 1, so this gate could never fail")
+    return value
+
+
+def _pass_limit(text: str) -> float:
+    """--require-below X: at 0 the gate could pass only on an interval of exactly 0."""
+    value = _non_negative_float(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number above 0 and at most 1, got {text!r}: at 0 this gate "
+                                         "could pass only where every prediction is exactly right")
+    return value
+
+
 def _probability(text: str) -> float:
     value = _non_negative_float(text)
     if not 0 < value < 1:

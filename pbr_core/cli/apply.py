@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from pbr_core.cli._common import (CLIError, EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, _binary_ece_words, _check_output,
                                   _load, regular_file)
@@ -56,7 +57,10 @@ def cmd_apply(args: argparse.Namespace) -> int:
     if intervals is not None:
         print("with each probability column's Venn-Abers interval (p0, p1) in the columns <column>_low and "
               "<column>_high")
-    print(f"wrote {args.out}: {_calibrated_columns_words(probability_columns(calibrated, preds))}")
+    # Said for every CSV: a semicolon / decimal-comma input is written back in the standard dialect (audit
+    # 9a: "every other column is as it was" read as if the file's format were kept too).
+    dialect = " (comma-separated, '.' decimal points)" if Path(args.out).suffix.lower() == ".csv" else ""
+    print(f"wrote {args.out}{dialect}: {_calibrated_columns_words(probability_columns(calibrated, preds))}")
     return EXIT_OK
 
 

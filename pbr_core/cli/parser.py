@@ -7,7 +7,8 @@ import argparse
 from pathlib import Path
 
 from pbr_core.evaluation import CV_SCORES, EVALUATION_METRICS
-from pbr_core.cli._common import _EPILOG, _alpha_grid, _jobs, _non_negative_float, _port, _positive_int, _probability
+from pbr_core.cli._common import (_EPILOG, _alpha_grid, _fail_limit, _jobs, _non_negative_float, _pass_limit, _port,
+                                  _positive_int, _probability)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,14 +85,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also print the ECE as other estimators and libraries (netcal, torchmetrics, "
                         "scikit-learn, relplot) report it by default, and why each differs")
     gate = p.add_argument_group("calibration gates (for CI: exit code 5 when one fails, the results still printed)")
-    gate.add_argument("--fail-above", type=_non_negative_float, default=None, metavar="X",
+    gate.add_argument("--fail-above", type=_fail_limit, default=None, metavar="X",
                       help="fail (exit 5) when the calibration error is shown above X: the ECE evaluate reports "
                            "(B = floor(n^(1/3)), the 'ece' field) has its 95%% interval (ece_ci_low, ece_ci_high) "
                            "above X; an interval that contains X is undecided (a warning, exit 0)")
-    gate.add_argument("--require-below", type=_non_negative_float, default=None, metavar="X",
+    gate.add_argument("--require-below", type=_pass_limit, default=None, metavar="X",
                       help="fail (exit 5) unless the calibration error is shown at most X: the ECE's 95%% "
                            "interval lies at or below X (the opposite burden of proof to --fail-above)")
-    gate.add_argument("--max-group-gap", type=_non_negative_float, default=None, metavar="X",
+    gate.add_argument("--max-group-gap", type=_fail_limit, default=None, metavar="X",
                       help="with --by: fail (exit 5) when the largest gap between groups is real (its adjusted "
                            "interval excludes 0 and the worst group fails its own test) and its bias-corrected "
                            "estimate is above X; a gap within noise never fails")

@@ -292,7 +292,7 @@ class Recalibrator:
             raise ValueError("fit_row_overlap needs labelled predictions (a Predictions value with labels): a row is "
                              "matched on its scores and its label.")
         if X.n_classes != self.n_classes_:
-            raise ValueError(f"Expected predictions with {self.n_classes_} classes (as in fit), but got {X.n_classes}.")
+            raise ValueError(self._class_count_words(X.n_classes))
         return fit_row_overlap(getattr(self, "fit_rows_", None), self._in_fitted_class_order(X)[0])
 
     @classmethod
@@ -323,6 +323,12 @@ class Recalibrator:
         obj.fit_rows_ = fit_rows
         return obj
 
+    def _class_count_words(self, got: int) -> str:
+        """A wrong number of classes, and what to do (audit 9a: the message named the problem only)."""
+        return (f"Expected predictions with {self.n_classes_} classes (as in fit), but got {got}: this recalibrator "
+                f"was fitted on the scores of a {self.n_classes_}-class model; apply it to new predictions of that "
+                "model (the same classes), or fit a new recalibrator on labelled predictions of this one.")
+
     def predict_proba(self, X: Predictions | np.ndarray, input_type: InputType = "auto") -> np.ndarray:
         """Recalibrated probabilities, an (n, K) array whose rows sum to one (binary: K = 2).
 
@@ -332,9 +338,7 @@ class Recalibrator:
         self._check_fitted()
         preds = as_predictions(X, None, input_type)
         if preds.n_classes != self.n_classes_:
-            raise ValueError(
-                f"Expected predictions with {self.n_classes_} classes (as in fit), but got {preds.n_classes}."
-            )
+            raise ValueError(self._class_count_words(preds.n_classes))
         ordered, back = self._in_fitted_class_order(preds)
         probs = self._predict_proba(ordered)
         return probs if back is None else probs[:, back]  # back in the input's class order
