@@ -394,8 +394,19 @@ def _bands(name: str, s: ColumnSummary, min_rows: int, n_bands: int) -> tuple[Sl
     v = np.sort(s.sample_values)
     if v.size == 0:
         return None, "no numbers"
-    qs = np.quantile(v, np.arange(1, n_bands) / n_bands, method="inverted_cdf")
-    edges = np.unique(qs[qs > v[0]])  # a band starts at each edge; ties collapse bands
+    if v[-1] == v[0]:
+        return None, "one value only"
+    at_min = np.searchsorted(v, v[0], side="right")
+    if at_min * n_bands >= v.size:
+        # The smallest value holds a band's share or more (a count that is mostly 0: capital gains, days
+        # overdue): its quantiles collapse onto it, and audit 9a's 'capital_gain' became "1 quantile
+        # bands", the whole file. That value is a band of its own; the rest is cut into the other bands.
+        rest = v[at_min:]
+        qs = np.quantile(rest, np.arange(1, n_bands - 1) / (n_bands - 1), method="inverted_cdf")
+        edges = np.unique(np.r_[rest[0], qs[qs > rest[0]]])
+    else:
+        qs = np.quantile(v, np.arange(1, n_bands) / n_bands, method="inverted_cdf")
+        edges = np.unique(qs[qs > v[0]])  # a band starts at each edge; ties collapse bands
     bounds = [s.lo, *edges.tolist(), s.hi]
     levels = []
     for k in range(len(bounds) - 1):
