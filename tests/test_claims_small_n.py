@@ -357,6 +357,47 @@ def test_the_ece_interval_covers_the_binned_error_on_small_files(n):
         assert _at_least(hits, trials, 0.95), (n, truth, hits)
 
 
+def _gate(name: str, limit: float, p: np.ndarray, y: np.ndarray) -> str:
+    """The CLI's gate on these rows, computed as ``evaluate`` computes its table (B = floor(n^(1/3)))."""
+    from pbr_core.cli.evaluate import ece_gate
+
+    n = p.size
+    B = M.optimal_n_bins(n)
+    lo, hi = pbr_core.ece_bootstrap_ci(p, y, n_bins=B, n_boot=M.default_n_boot(n))
+    table = {"ece": pbr_core.ece(p, y, n_bins=B), "ece_ci_low": lo, "ece_ci_high": hi, "optimal_n_bins": B,
+             "n": n, "ece_type": "binary"}
+    return ece_gate(name, limit, table)["status"]
+
+
+def test_a_calibrated_tiny_or_rare_event_file_rarely_fails_fail_above(adult_p):
+    """Audit 9b: a bin whose outcomes all came out the same gave the bootstrap no outcome noise to see,
+    so the interval's lower end sat on the plug-in ECE: calibrated 10-row Adult files failed
+    ``--fail-above 0.02`` in 9.8 % of files (the lower end above the true 0 in 23 %), files with scores
+    near 0.1 % failed ``--fail-above 0.0005`` in 30 % at 500 rows. The outcome noise of each bin
+    (metrics.outcome_noise) now tops up the bootstrap's variance: 0-1.7 % at 5-150 rows, nominal 2.5 %."""
+    rng = np.random.default_rng(91)
+    trials = 300
+    tiny = sum(_gate("fail_above", 0.02, p, (rng.random(10) < p).astype(int)) == "failed"
+               for p in (rng.choice(adult_p, 10) for _ in range(trials)))
+    rare_pool = _sigmoid(np.log(adult_p / (1 - adult_p)) - 9.527)            # mean score about 0.1 %
+    rare = sum(_gate("fail_above", 0.0005, p, (rng.random(500) < p).astype(int)) == "failed"
+               for p in (rng.choice(rare_pool, 500) for _ in range(trials)))
+    assert _at_most(tiny, trials, 0.025) and _at_most(rare, trials, 0.025), (tiny, rare)
+
+
+def test_require_below_rarely_passes_a_rare_event_model_above_its_limit():
+    """Audit 9b: every score 0.001 while 3 % of outcomes happen (CE_B = 0.029): with no outcome in a bin
+    the interval was [0.0009, 0.0010], "shown at most 0.02" in 73 % of 10-row files, 54 % at 20 rows;
+    scores 0.01 against a rate of 5 %: 60 % at 10 rows. Now 0 of 300 in every such cell (nominal 2.5 %)."""
+    rng = np.random.default_rng(92)
+    trials = 200
+    for score, rate, limit, n in ((0.001, 0.03, 0.02, 10), (0.001, 0.03, 0.02, 80), (0.01, 0.05, 0.03, 20)):
+        p = np.full(n, score)
+        passed = sum(_gate("require_below", limit, p, (rng.random(n) < rate).astype(int)) == "passed"
+                     for _ in range(trials))
+        assert _at_most(passed, trials, 0.025), (score, n, passed)
+
+
 def test_the_ece_interval_leaves_out_0_for_a_clearly_miscalibrated_small_file():
     """Power (so the coverage above is not bought by intervals from 0 to 1): 200 rows over-confident by
     a third (f(c) = c^3), the interval's lower end is above 0 in most files."""
