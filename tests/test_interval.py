@@ -72,20 +72,22 @@ def slow_interval(conf, out, B: int, n_boot: int, level: float, seed: int, metho
 
     reps = [statistics_of(draws[r]) for r in range(n_boot)]
     plug_in, split, _ = statistics_of(range(n))
-    # Outcome noise (M.outcome_noise, audit 9b): per bin m q (1 - q), q the mean confidence or the rate
-    # in the 95 % Wilson interval of k of m nearest 1/2; the bootstrap's variance of the bin's sum is
-    # topped up to it, the shortfall added to both estimates' variances.
+    # Outcome noise (M.outcome_noise, audit 9b): per bin m q (1 - q), q = (k + 2) / (m + 4), or below 10
+    # outcomes of either kind the rate in the 95 % Wilson interval of k of m nearest 1/2; the bootstrap's
+    # variance of the bin's sum is topped up to it, the shortfall added to both estimates' variances.
     z95 = statistics.NormalDist().inv_cdf(0.975)
     shortfall = 0.0
     for k_bin in range(B):
         rows = [i for i in range(n) if bins[i] == k_bin]
         m = len(rows)
-        c = sum(float(conf[i]) for i in rows) / m if m else 0.0
         k = sum(float(out[i]) for i in rows)
-        centre = (k + z95 ** 2 / 2) / (m + z95 ** 2)
-        half = z95 * math.sqrt(k * (m - k) / max(m, 1) + z95 ** 2 / 4) / (m + z95 ** 2)
-        q = min(max(0.5, centre - half), centre + half)
-        noise = m * max(c * (1 - c), q * (1 - q))
+        if min(k, m - k) < 10:
+            centre = (k + z95 ** 2 / 2) / (m + z95 ** 2)
+            half = z95 * math.sqrt(k * (m - k) / max(m, 1) + z95 ** 2 / 4) / (m + z95 ** 2)
+            q = min(max(0.5, centre - half), centre + half)
+        else:
+            q = (k + 2) / (m + 4)
+        noise = m * q * (1 - q)
         shortfall += max(0.0, noise - statistics.pvariance([r[2][k_bin] for r in reps]))
     shortfall /= n ** 2
     z = statistics.NormalDist().inv_cdf(0.5 + level / 2)
