@@ -79,6 +79,7 @@ from pbr_core.loading import _source
 from pbr_core.loading._limits import ReadLimitError, ReadLimits, default_limits
 from pbr_core.loading._roles import ColumnChoice, column_list
 from pbr_core.loading._numpy import _load_numpy
+from pbr_core.loading._duplicates import duplicate_note
 from pbr_core.loading._excel import _load_excel, read_excel_frame
 from pbr_core.loading._json import _load_json, read_json_frame
 from pbr_core.loading._source import (
@@ -257,7 +258,9 @@ def load_predictions(
 
 
 def _with_one_class_note(preds: Predictions) -> Predictions:
-    """The notes on labels of one class only and on scores that are the same on every row."""
+    """The notes on labels of one class only, on scores that are the same on every row, on scores of 0
+    or 1 that may be roundings and on rows that are exact copies of another row (every path of
+    :func:`load_predictions`, files and tables in memory, ends here)."""
     only = preds.only_label()
     if only is not None:
         preds = dataclasses.replace(preds, notes=(*preds.notes, ONE_CLASS_NOTE.format(name=only)))
@@ -274,6 +277,9 @@ def _with_one_class_note(preds: Predictions) -> Predictions:
     rounded = _rounding_note(preds)
     if rounded:
         preds = dataclasses.replace(preds, notes=(*preds.notes, rounded))
+    copies = duplicate_note(preds)
+    if copies:
+        preds = dataclasses.replace(preds, notes=(*preds.notes, copies))
     return preds
 
 

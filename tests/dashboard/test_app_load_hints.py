@@ -55,3 +55,18 @@ def test_rounded_probabilities_get_only_the_renormalise_hint(at):
     assert texts.COLUMNS_HINT not in message and message.count("Columns and reading options") <= 2
     # Audit 4: the rounding is the whole problem, so no "The score columns are ...; name the right ones".
     assert "name the right ones" not in message and "The score columns are" not in message
+
+
+def test_a_doubled_file_gets_the_copies_note_on_the_data_page(at):
+    """Audit 9b, finding 3: every row twice (a join that doubled the file) is said among the loader's notes,
+    and nothing is dropped."""
+    rng = np.random.default_rng(4)
+    p = rng.beta(2, 5, 150)
+    df = pd.DataFrame({"p_churn": p, "churn": (rng.random(150) < p).astype(int), "plan": rng.choice(["a", "b"], 150)})
+    df = df.loc[np.repeat(df.index, 2)]
+    _upload(at, "joined.csv", df.to_csv(index=False).encode())
+    assert not at.error
+    notes = [i.value for i in at.info if "What the loader decided" in i.value]
+    assert notes and "150 of the 300 rows (50 %) are exact copies of another row" in notes[0]
+    assert "remove them and load the file again" in notes[0]
+    assert at.session_state["pbr_loaded"].preds.n == 300
