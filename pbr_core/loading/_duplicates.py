@@ -18,8 +18,8 @@ exp(-l) l^k / k! over the rows' distinct values, and for any rate l
 f_k at most :func:`chance_share` (k) x (f_{k-1} + f_{k+1}), whatever the values and their frequencies.
 A file whose every row appears twice has f_2 = n / 2 and f_1 = f_3 = 0, far beyond that. The bound holds
 for every mixture, so it never needs to know how coarse the scores are; the price is that a copy of a
-small part of a fine-grained file (its rows otherwise seen once) is not caught until about half the
-rows are doubled (:data:`MIN_SHARE`, :data:`MIN_Z`; measured in docs/claims.md row 13).
+part of a fine-grained file (its rows otherwise seen once) is not caught until about 40 % of the rows
+are copies (:data:`MIN_SHARE`, :data:`MIN_Z`; measured in docs/claims.md row 1b).
 
 Nothing is removed: the loader only says so (:func:`duplicate_note`), in words for a person, because
 copies may also be real separate cases (the same inputs seen twice).
@@ -152,7 +152,7 @@ def duplicate_note(preds) -> str:
     return (f"{d.copies:,} of the {d.n:,} rows ({share:.0f} %) are exact copies of another row: the same scores, "
             "label and every other column, far more than repeated values give by chance. The tests of calibration "
             "count each row as a separate case, so copies make a calibrated model look miscalibrated (in a "
-            "simulation where every row appeared twice, a calibrated model was called miscalibrated about 5 times "
+            "simulation where every row appeared twice, a calibrated model was called miscalibrated 4 to 5 times "
             "as often as it should be). If the copies come from a join or an export that repeated rows, remove "
             "them and load the file again; if each row is a real separate case (the same inputs seen again), "
             "leave them. Nothing was removed.")
