@@ -1946,6 +1946,11 @@ def group_verdict(p_corrected: float, shift: float, alpha: float, method: str = 
     from pbr_core.significance import shift_words
 
     if method.startswith("certain"):
+        from pbr_core.resolution import COARSE_CAVEAT_MARK
+
+        if COARSE_CAVEAT_MARK in method:  # coarse values: the 0 / 1 may be an export's rounding (audit 9b)
+            return ("miscalibrated (an outcome it called impossible happened, unless the file's 0 and 1 are an "
+                    "export's rounding: its scores have few decimals)")
         return "miscalibrated (an outcome it called impossible happened)"
     if p_corrected != p_corrected:
         return "not tested"

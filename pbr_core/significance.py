@@ -467,7 +467,10 @@ def calibration_test_from_sums(sums: np.ndarray, n_tests: int = 1, alpha: float 
     method = "analytic"
     impossible = int(round(sums[10]))
     if impossible:
-        return CalibrationTest(n=n, effective_n=V, p_value=0.0, method=_impossible_words(impossible), z=z,
+        # Said with its condition where the values lie on a grid not read as a rounding (1 or 2 decimals):
+        # the 0 and 1 may be an export's (resolution.coarse_caveat).
+        method = _impossible_words(impossible) + _res.coarse_caveat(sums[_EVID0:])
+        return CalibrationTest(n=n, effective_n=V, p_value=0.0, method=method, z=z,
                                p_spiegelhalter=p_sp, chi2_cox=chi, p_cox=p_cox,
                                detectable_shift=detectable_shift(sums, level), level=level)
     if V < EXACT_BELOW_V and n > 0:

@@ -98,10 +98,17 @@ def test_certain_miscalibration_is_said_once_with_its_count_in_words():
     preds = _f10()
     test = S.calibration_test(*pbr_core.metrics.confidence_and_outcome(*preds.metric_inputs()))
     words = texts.overall_test_sentence(test, pbr_core.reliability_diagram(*preds.metric_inputs(), 14))
-    assert words == ("**Is this model calibrated?** Over all 3,000 rows: miscalibrated for certain: 28 outcomes "
-                     "happened that the model gave probability 0.")
+    # f10's scores are written with 1 decimal: the certainty holds only if its 0 and 1 are the model's own
+    # (audit 9b, finding 4), said once
+    assert words.startswith("**Is this model calibrated?** Over all 3,000 rows: miscalibrated for certain: 28 outcomes "
+                            "happened that the model gave probability 0, if those scores of 0 and 1 are the model's "
+                            "own. But every score in this file is written with at most 1 decimal")
+    assert words.count("for certain") == 1 and words.count("rounded to 1 decimal") == 1
     one = S.calibration_test(np.r_[0.0, np.full(99, 0.5)], np.r_[1, np.zeros(99)])
-    assert S.verdict(one) == "miscalibrated for certain: 1 outcome happened that the model gave probability 0."
+    assert S.verdict(one).startswith("miscalibrated for certain: 1 outcome happened that the model gave probability 0, "
+                                     "if those scores of 0 and 1 are the model's own. But every score in this file is 0, "
+                                     "1 or a simple fraction such as 0.5: if the file was exported rounded to 1 "
+                                     "decimal, say, a score written 1 stands for anything from 0.95")
     assert "outcome(s)" not in S.verdict(test)
 
 
