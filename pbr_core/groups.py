@@ -630,7 +630,8 @@ def group_tests(sums: np.ndarray, names: Sequence[str], rows_of, level: float, s
             p, y = (np.asarray(a, dtype=np.float64) for a in rows)
             order = np.lexsort((y, p))
             test = S.calibration_test(p[order], y[order], n_tests=G, alpha=alpha, seed=seed, name=names[g],
-                                      draw_shift=test.n >= min_rows, evidence=evidence)
+                                      draw_shift=test.n >= min_rows, evidence=evidence,
+                                      shift_work=S.GROUP_SHIFT_WORK)
         out.append(test)
     return out
 
@@ -639,7 +640,7 @@ def shift_drawn(n: int, too_small: bool, method: str, detectable_shift: float) -
     """Whether a group's detectable shift was worked out: False for a group too small to compare
     that :func:`group_tests` tested by Monte Carlo without drawing it (its NaN then means "not worked
     out", not "a shift of any size")."""
-    return not (too_small and n <= S.SHIFT_DRAWN_MAX_ROWS and str(method).startswith("Monte Carlo")
+    return not (too_small and str(method).startswith("Monte Carlo")
                 and not np.isfinite(detectable_shift))
 
 

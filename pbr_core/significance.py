@@ -85,7 +85,7 @@ import numpy as np
 from pbr_core import resolution as _res
 
 __all__ = ["ALPHA_BINS", "ALPHA_FAMILY", "ALPHA_MCB", "ALPHA_TEST", "CalibrationTest", "EXACT_BELOW_V",
-           "EXACT_MAX_ROWS", "N_SUMS", "SHIFT_DRAWN_MAX_ROWS", "SHIFT_NONE", "SHIFT_NOT_DRAWN", "calibration_sums",
+           "EXACT_MAX_ROWS", "GROUP_SHIFT_WORK", "N_SUMS", "SHIFT_NONE", "SHIFT_NOT_DRAWN", "calibration_sums",
            "calibration_sums_by", "calibration_test", "file_evidence", "with_evidence", "calibration_test_from_sums", "consistency_band", "detectable_shift",
            "drawn_detectable_shift", "format_p", "needs_exact", "verdict", "bins_outside", "bins_outside_p",
            "bins_outside_test", "outside_chances", "bins_note"]
@@ -134,14 +134,15 @@ EXACT_BELOW_V = 100.0
 #: this size to test them as the whole file in memory would). A larger set with V below
 #: EXACT_BELOW_V (a million rows of p ~ 0.99999) is tested analytically and flagged ``approximate``.
 EXACT_MAX_ROWS = 50_000
-#: Sets tested by Monte Carlo draws with at most this many rows get their detectable shift from draws of
-#: the test itself (:func:`drawn_detectable_shift`), not from :func:`detectable_shift`'s normal
-#: approximation, which is not to be trusted on so few rows (the earlier formula's shift was detected in
-#: 62 % of draws of 10 UCI Adult rows, 74-77 % of 20-30 CIFAR-10 confidences). From 60 rows on the
-#: formula's shift was detected in 85-100 % of draws (60-150 rows of UCI Adult, CIFAR-10 and LLM
-#: probabilities; 91.8-100 % at 135 to 10,000 rows, benchmarks/RESULTS_claims.md, table 3).
-SHIFT_DRAWN_MAX_ROWS = 60
-#: Outcome vectors drawn per candidate shift (common random numbers across the bisection's shifts).
+#: A group's detectable shift is drawn (:func:`drawn_detectable_shift`) where that draws at most this many
+#: outcomes under calibration (:func:`_shift_work`), else it is the normal bound's (:func:`detectable_shift`):
+#: 90 one-day groups of ~222 rows of Adult-like scores, each at alpha / 90, took 20.5 s drawn, 0.6 s
+#: with the bound. The groups this leaves to the bound carry many uncertain outcomes (sum of min(p, 1 - p)
+#: above ~55 at 90 groups, ~300 at 10), where the outcome count is not coarse: the bound's figure was
+#: detected in 78.8-82.0 % of 400 draws at V ~ 21 (every score 0.2, 0.05, 0.01, 0.002; 10 groups), 85-100 %
+#: on Adult-like scores; rare events, where it failed (58-62 %), cost little to draw and are drawn.
+GROUP_SHIFT_WORK = 2e6
+#: Outcome vectors drawn per candidate shift (coupled across the bisection's shifts, :class:`_ShiftedDraws`).
 _SHIFT_DRAWS = 1000
 #: Probabilities are clipped to [EPS, 1 - EPS] for logit(p) (an event of probability 0 that
 #: happens then gives an enormous statistic, as it should).
@@ -503,15 +504,18 @@ def monte_carlo_draws(n_tests: int, alpha: float, cost: float) -> int:
 
 def calibration_test(p: np.ndarray, y: np.ndarray, *, n_tests: int = 1, alpha: float = ALPHA_TEST, seed: int = 0,
                      name: str = "", _resolution_read: bool = False, draw_shift: bool = True,
-                     evidence: np.ndarray | None = None, written: np.ndarray | None = None) -> CalibrationTest:
+                     evidence: np.ndarray | None = None, written: np.ndarray | None = None,
+                     shift_work: float | None = None) -> CalibrationTest:
     """Test of calibration of probabilities ``p`` of 0/1 outcomes ``y``: analytic when the rows carry
     enough information, Monte Carlo (exact) otherwise (:func:`needs_exact`).
 
     ``seed`` and ``name`` (a group's name) seed the draws: the same rows give the same p-value in any
     process and on a stream. ``n_tests``: see :func:`calibration_test_from_sums`. ``draw_shift=False``:
-    a set that would get :func:`drawn_detectable_shift` (the Monte Carlo test's, at most
-    :data:`SHIFT_DRAWN_MAX_ROWS` rows) gets NaN instead (:data:`SHIFT_NOT_DRAWN`): the draws cost ~0.1 s
-    a set, 20 s for the 180 one-day groups of ~44 rows of the audit's fraud file, all flagged too small.
+    a set that would get :func:`drawn_detectable_shift` (every set the Monte Carlo test decides and does
+    not flag) gets NaN instead (:data:`SHIFT_NOT_DRAWN`): the draws cost ~0.1 s a set, 20 s for the 180
+    one-day groups of ~44 rows of the audit's fraud file, all flagged too small. ``shift_work``: draw the
+    shift only where its draws cost at most this much (:func:`_shift_work`), else keep the normal bound's
+    figure (None: always draw; the groups pass :data:`GROUP_SHIFT_WORK`).
     ``evidence``: how finely the file wrote its values (:func:`file_evidence` of the whole file), read in
     place of the rows' own when they are a group or slice of it (None: the rows' own); ``written``: the
     rows' values as the file wrote them (:func:`calibration_sums`), read for the rows' own.
@@ -534,7 +538,7 @@ def calibration_test(p: np.ndarray, y: np.ndarray, *, n_tests: int = 1, alpha: f
             if not np.isnan(rounded.values[side]):
                 moved[at] = rounded.values[side]
         test = calibration_test(moved, y, n_tests=n_tests, alpha=alpha, seed=seed, name=name,
-                                _resolution_read=True, draw_shift=draw_shift)
+                                _resolution_read=True, draw_shift=draw_shift, shift_work=shift_work)
         return replace(test, **_rounded_fields(rounded))
     if _resolution_read:
         sums = _without_evidence(sums)
@@ -551,11 +555,19 @@ def calibration_test(p: np.ndarray, y: np.ndarray, *, n_tests: int = 1, alpha: f
     # below that level is flagged whatever the other sets' (Holm), so its "no evidence" sentence, the
     # only one that states the shift, is never written: the draws are spent only where it can be.
     level = alpha / max(int(n_tests), 1)
-    if p.size <= SHIFT_DRAWN_MAX_ROWS and not p_mc < level:
+    if not p_mc < level and (not draw_shift or shift_work is None or _shift_work(p, level) <= shift_work):
         shift = {"detectable_shift": drawn_detectable_shift(p, level, rng=np.random.default_rng([*key, 1]))
                  if draw_shift else float("nan"), "level": level}
     return CalibrationTest(**{**analytic.as_dict(), "p_value": p_mc, "method": f"Monte Carlo, {draws:,} draws",
                               **shift})
+
+
+def _shift_work(p: np.ndarray, level: float) -> float:
+    """The outcomes :func:`drawn_detectable_shift` draws under calibration at ``level`` (draws x the rows
+    whose outcome is uncertain): most of its cost."""
+    q = np.minimum(p, 1 - p)
+    cost = float(np.sum(np.where(q >= _DENSE_Q, 1.0, q)))
+    return max(monte_carlo_draws(1, level, cost), min(_SHIFT_NULL_DRAWS, 2e8 // max(cost, 1.0))) * max(cost, 1.0)
 
 
 def drawn_detectable_shift(p: np.ndarray, level: float = ALPHA_TEST, power: float = 0.8, *,
@@ -564,18 +576,26 @@ def drawn_detectable_shift(p: np.ndarray, level: float = ALPHA_TEST, power: floa
     towards 1/2 from the rows' mean p, as :func:`detectable_shift`) that the Monte Carlo test at
     ``level`` detects with probability at least ``power``, found by drawing outcomes and testing them.
 
-    The test rejects when its combined statistic (the smaller p-value of Cox's and Spiegelhalter's,
-    doubled) is at most the ``level`` quantile of the statistic's distribution under calibration, which
-    ``monte_carlo_draws`` draws of outcomes from ``p`` estimate (ties count as extreme, as in the test);
-    an outcome of probability 0 is always detected. For each candidate delta, ``draws`` outcome vectors
-    from p + delta (the same uniforms for every delta, so the estimated power rises with delta) give the
-    share detected; bisection finds the smallest delta whose share is at least ``power`` plus two
-    binomial standard deviations of that share (2.5 points at 1000 draws), so the figure errs on the
-    large side. NaN when no shift up to 1 is detected that often ("a shift of any size").
+    The test's statistic is the smaller p-value of Cox's and Spiegelhalter's, doubled; its p-value is the
+    share of draws under calibration at least as extreme, drawn sequentially (:func:`_monte_carlo_p`).
+    Each shifted outcome vector's tail chance under calibration (the share of :data:`_SHIFT_NULL_DRAWS`
+    draws of outcomes from ``p`` at least as extreme; ties count as extreme, as in the test) gives the
+    chance that the test's own draws put its p-value below ``level`` (:func:`_sequential_power`: not 1
+    below the level and 0 above, which overstated the power where the outcome count is coarse); an
+    outcome of probability 0 is always detected. For each candidate delta, ``draws`` outcome vectors
+    from p + delta (coupled: the same randomness for every delta, so the estimated power rises with
+    delta; :class:`_ShiftedDraws`) give the share detected; bisection finds the smallest delta whose
+    share is at least ``power`` plus two binomial standard deviations of that share (2.5 points at 1000
+    draws), so the figure errs on the large side. NaN when no shift up to 1 is detected that often ("a
+    shift of any size").
 
-    For few rows (at most :data:`SHIFT_DRAWN_MAX_ROWS`: the draws cost about 13 x ``draws`` x n), where
-    a normal approximation is not to be trusted (the earlier formula's shift was detected in 62 % of
-    draws of 10 rows of UCI Adult's p(y=1)). ``rng`` seeds the draws (the same seed, the same figure).
+    Used for every set the Monte Carlo test decides (V = sum p(1 - p) < :data:`EXACT_BELOW_V`), where
+    :func:`detectable_shift`'s normal approximation of the outcomes' sum is not to be trusted: its figure
+    was detected in 62 % of draws of 10 rows of UCI Adult's p(y=1), in 58-60 % of files of 100-300 rows
+    whose every score is 0.001 and in 75.5 % at 100 rows of 0.05 (audit 9b). The draws cost about
+    ``draws`` x (the rows whose outcome is uncertain: sum of min(p, 1 - p) + n delta) per candidate:
+    a few milliseconds for 10,000 rows of rare events. ``rng`` seeds the draws (the same seed, the same
+    figure).
     """
     p = np.asarray(p, dtype=np.float64).ravel()
     if p.size == 0 or not 0 < level < 1:
@@ -587,31 +607,128 @@ def drawn_detectable_shift(p: np.ndarray, level: float = ALPHA_TEST, power: floa
     _, _, inv, rank = _cox(sums)
     sp_var = float(sums[8])
     q = np.minimum(p, 1 - p)
-    r0 = monte_carlo_draws(1, level, float(np.sum(np.where(q >= _DENSE_Q, 1.0, q))))  # as the test at ``level``
+    cost = float(np.sum(np.where(q >= _DENSE_Q, 1.0, q)))
+    r_max = monte_carlo_draws(1, level, cost)  # the test's most draws at ``level``
+    # the null distribution, more finely than the test draws it: each shifted draw's tail chance is read
+    # from it (20,000 draws: +-0.13 points at a tail chance of 3.5 %)
+    r0 = int(max(r_max, min(_SHIFT_NULL_DRAWS, 2e8 // max(cost, 1.0))))
     null = np.sort(_statistic(*_Sampler(p, x, rng).sums(r0), inv, rank, sp_var))
     if not np.all(np.isfinite(null)):
         return float("nan")
     W = np.stack([np.ones_like(p), x, 1 - 2 * p])
-    uniforms = rng.random((int(draws), p.size))
     sign = -1.0 if p.mean() > 0.5 else 1.0
     target = min(1.0, power + 2 * np.sqrt(power * (1 - power) / int(draws)))
 
-    def detected(delta: float) -> float:
-        shifted = np.clip(p + sign * delta, 0.0, 1.0)
-        y = uniforms < shifted
-        impossible = np.any((y & (p <= 0)) | (~y & (p >= 1)), axis=1)
-        r, rx, rs = W @ (y - p).T
+    def share(drawn: _ShiftedDraws, delta: float) -> float:
+        r, rx, rs, impossible = drawn.sums(delta)
         t = _statistic(r, rx, rs, inv, rank, sp_var)
-        extreme = np.searchsorted(null, t * (1 + 1e-9), side="right")
-        return float(np.mean(impossible | ((extreme + 1) / (r0 + 1) < level)))
+        tail = np.searchsorted(null, t * (1 + 1e-9), side="right") / r0  # ties count as extreme, as in the test
+        return float(np.mean(np.where(impossible, 1.0, _sequential_power(tail, level, r_max))))
 
-    if detected(1.0) < target:
-        return float("nan")
-    lo, hi = 0.0, 1.0
-    for _ in range(12):  # 2.4e-4 of probability: below what the sentence prints (2 digits of points)
+    # The draws cover shifts up to ``hi`` only (their cost grows with it): start at twice the normal
+    # bound's figure and double until that shift is detected often enough.
+    start = detectable_shift(sums, level / 2, power)
+    hi = min(1.0, 2 * start) if np.isfinite(start) and start > 0 else 1.0
+    while True:
+        drawn = _ShiftedDraws(p, W, sign, hi, int(draws), rng)
+        if share(drawn, hi) >= target:
+            break
+        if hi >= 1.0:
+            return float("nan")
+        hi = min(1.0, 2 * hi)
+    lo = 0.0
+    for _ in range(14):  # hi / 16,384: far below what the sentence prints (2 digits of points)
         mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if detected(mid) < target else (lo, mid)
+        lo, hi = (mid, hi) if share(drawn, mid) < target else (lo, mid)
     return hi
+
+
+def _sequential_power(tail: np.ndarray, level: float, r_max: int) -> np.ndarray:
+    """The chance that the sequential Monte Carlo test (:func:`_monte_carlo_p`: stop at the
+    :data:`_H`-th draw as extreme as the data, p = H / draws; else (extreme + 1) / (r_max + 1)) gives a
+    p-value below ``level`` to data whose statistic is as extreme as a share ``tail`` of the draws under
+    calibration. Its draws are a sample: at a tail chance equal to the level it rejects about half the
+    time, at 3 % with level 3.5 % about 70 % (a set of 100 rows at 0.05: every outcome count at the
+    edge of the test's region, which the fixed threshold counted as always detected)."""
+    from scipy.special import bdtr
+
+    tail = np.clip(np.asarray(tail, dtype=np.float64), 0.0, 1.0)
+    # stopped: the H-th extreme draw comes after H / level draws (p = H / d < level) and by r_max
+    after = int(np.floor(_H / level))
+    out = np.zeros_like(tail)
+    if r_max > after:
+        out += bdtr(_H - 1, after, tail) - bdtr(_H - 1, r_max, tail)
+    # not stopped: e < H extreme draws in r_max, (e + 1) / (r_max + 1) < level
+    most = min(_H - 1, int(np.ceil(level * (r_max + 1))) - 2)
+    if most >= 0:
+        out += bdtr(most, r_max, tail)
+    return out
+
+
+#: Draws of the statistic under calibration from which :func:`drawn_detectable_shift` reads each shifted
+#: draw's tail chance (at least the test's own number of draws).
+_SHIFT_NULL_DRAWS = 20_000
+#: :class:`_ShiftedDraws` draws rows whose unlikely outcome may reach this probability one uniform per
+#: row and draw; the others by the draws in which it can happen (:func:`_bernoulli_positions`).
+_DENSE_SHIFTED = 0.25
+#: At most this many uniforms at once (dense rows x draws), regenerated from their seed at each delta.
+_BLOCK = 2_000_000
+
+
+class _ShiftedDraws:
+    """``draws`` outcome vectors of rows whose P(Y = 1) is clip(p + sign delta, 0, 1), for every delta in
+    [0, ``hi``], coupled: row i's outcome is its unlikely one (1 where p <= 1/2, 0 above) when its
+    uniform U_i is below that outcome's probability tau_i(delta), so as delta grows each outcome moves
+    one way only. Only the draws where U_i < max tau_i on [0, hi] (e_i) can differ from the likely
+    outcome: for rows of small e_i they are found from Geometric(e_i) waiting times, with U_i uniform
+    on (0, e_i) there, at a cost of about draws x sum e_i; rows of larger e_i get one uniform per draw,
+    regenerated from a fixed seed for each delta (memory stays at most :data:`_BLOCK` values).
+    """
+
+    def __init__(self, p: np.ndarray, W: np.ndarray, sign: float, hi: float, draws: int,
+                 rng: np.random.Generator):
+        self.p, self.sign, self.draws = p, sign, draws
+        self.likely = p > 0.5
+        # y - p changes by +1 (likely 0) or -1 (likely 1) when a row takes its unlikely outcome
+        Wf = W * np.where(self.likely, -1.0, 1.0)
+        self.base = W @ (self.likely - p)
+        # its unlikely outcome has probability 0 under calibration: detected whenever it happens
+        self.edge = (p <= 0) | (p >= 1)
+        e = np.maximum(self.tau(0.0), self.tau(hi))
+        dense = e >= _DENSE_SHIFTED
+        self.dense, self.Wf_dense = np.flatnonzero(dense), Wf[:, dense]
+        sparse = np.flatnonzero(~dense & (e > 0))
+        rows, self.pos = _bernoulli_positions(e[sparse], draws, rng)
+        self.rows = sparse[rows]
+        self.marks = rng.random(self.rows.size) * e[self.rows]
+        self.Wf_rows = Wf[:, self.rows]
+        self.seed = int(rng.integers(2 ** 62))
+
+    def tau(self, delta: float, idx=slice(None)) -> np.ndarray:
+        """Each row's chance of its unlikely outcome under the shift ``delta``."""
+        q = np.clip(self.p[idx] + self.sign * delta, 0.0, 1.0)
+        return np.where(self.likely[idx], 1.0 - q, q)
+
+    def sums(self, delta: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Sums of (y - p), (y - p) x, (y - p)(1 - 2p) of every draw under ``delta``, and whether the
+        draw holds an outcome of probability 0."""
+        m = self.draws
+        out = np.repeat(self.base[:, None], m, axis=1)
+        hit = self.marks < self.tau(delta, self.rows)
+        pos = self.pos[hit]
+        for j in range(3):
+            out[j] += np.bincount(pos, weights=self.Wf_rows[j, hit], minlength=m)
+        impossible = np.zeros(m, dtype=bool)
+        impossible[pos[self.edge[self.rows[hit]]]] = True
+        if self.dense.size:
+            tau, edge = self.tau(delta, self.dense), self.edge[self.dense]
+            block = max(1, _BLOCK // self.dense.size)
+            for b, r0 in enumerate(range(0, m, block)):
+                mm = min(block, m - r0)
+                Y = np.random.default_rng([self.seed, b]).random((mm, self.dense.size)) < tau
+                out[:, r0:r0 + mm] += self.Wf_dense @ Y.T
+                impossible[r0:r0 + mm] |= (Y & edge).any(axis=1)
+        return out[0], out[1], out[2], impossible
 
 
 def _statistic(r: np.ndarray, rx: np.ndarray, rs: np.ndarray, inv: np.ndarray | None, rank: int,
@@ -677,37 +794,44 @@ class _Sampler:
         return out
 
     def _sparse_draws(self, m: int) -> tuple[np.ndarray, np.ndarray]:
-        """(row, draw) of every outcome that differs from its row's likely value in m draws: for each
-        row, the gaps between such draws are Geometric(q) (the waiting times of Bernoulli(q) trials),
-        drawn in one flat array for all rows, a few more than expected; rows whose gaps have not
-        reached m draws get more in the next round."""
-        q = self.q_sparse
-        want = np.ceil(m * q + 6 * np.sqrt(m * q) + 6).astype(np.int64)
-        start = np.zeros(q.size, dtype=np.int64)
-        active = np.arange(q.size)
-        got_rows, got_pos = [], []
-        while active.size:
-            c = want[active]
-            rows = np.repeat(active, c)
-            # A gap past the block is as good as any larger one (the row has no more outcomes here),
-            # so gaps are capped at m + 1: for q below ~1e-18 numpy's geometric saturates at the
-            # int64 maximum and the running sum wrapped round to negative positions (a Platt fit whose
-            # p(y=1) came within 1e-18 of 0 or 1 crashed the test). The same draws, the same result
-            # for every position inside the block.
-            gaps = np.minimum(self.rng.geometric(q[rows]), m + 1)
-            ends = np.cumsum(c)
-            first = ends - c
-            cs = np.cumsum(gaps)
-            cs -= np.repeat(cs[first] - gaps[first], c)          # the cumulative sum within each row
-            pos = start[rows] + cs - 1
-            keep = pos < m
-            got_rows.append(rows[keep])
-            got_pos.append(pos[keep])
-            last = pos[ends - 1]
-            more = last < m                                      # not yet past the block: draw on
-            start[active[more]] = last[more] + 1
-            active = active[more]
-        return np.concatenate(got_rows), np.concatenate(got_pos)
+        """(row, draw) of every outcome that differs from its row's likely value in m draws
+        (:func:`_bernoulli_positions`)."""
+        return _bernoulli_positions(self.q_sparse, m, self.rng)
+
+
+def _bernoulli_positions(q: np.ndarray, m: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(row, draw) of every success of independent Bernoulli(q[row]) trials in m draws: for each
+    row, the gaps between successes are Geometric(q) (the waiting times of Bernoulli(q) trials),
+    drawn in one flat array for all rows, a few more than expected; rows whose gaps have not
+    reached m draws get more in the next round. Work: about m x sum(q), not m x rows."""
+    if q.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    want = np.ceil(m * q + 6 * np.sqrt(m * q) + 6).astype(np.int64)
+    start = np.zeros(q.size, dtype=np.int64)
+    active = np.arange(q.size)
+    got_rows, got_pos = [], []
+    while active.size:
+        c = want[active]
+        rows = np.repeat(active, c)
+        # A gap past the block is as good as any larger one (the row has no more outcomes here),
+        # so gaps are capped at m + 1: for q below ~1e-18 numpy's geometric saturates at the
+        # int64 maximum and the running sum wrapped round to negative positions (a Platt fit whose
+        # p(y=1) came within 1e-18 of 0 or 1 crashed the test). The same draws, the same result
+        # for every position inside the block.
+        gaps = np.minimum(rng.geometric(q[rows]), m + 1)
+        ends = np.cumsum(c)
+        first = ends - c
+        cs = np.cumsum(gaps)
+        cs -= np.repeat(cs[first] - gaps[first], c)          # the cumulative sum within each row
+        pos = start[rows] + cs - 1
+        keep = pos < m
+        got_rows.append(rows[keep])
+        got_pos.append(pos[keep])
+        last = pos[ends - 1]
+        more = last < m                                      # not yet past the block: draw on
+        start[active[more]] = last[more] + 1
+        active = active[more]
+    return np.concatenate(got_rows), np.concatenate(got_pos)
 
 
 def _monte_carlo_p(p: np.ndarray, observed: float, r_max: int, rng: np.random.Generator) -> tuple[float, int]:

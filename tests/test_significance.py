@@ -155,7 +155,9 @@ def test_the_detectable_shift_holds_for_the_decision_the_test_makes():
                     ("spread", 100)]:
         p = cases[name](n)
         test = S.calibration_test(p, p, n_tests=1)
-        assert test.level == S.ALPHA_TEST / 2  # the test's share of the page's 5 % (audit 5), halved
+        # the test's share of the page's 5 % (audit 5), halved for the analytic test's two statistics; the
+        # Monte Carlo test's shift is drawn at its own level (audit 9b)
+        assert test.level == (S.ALPHA_TEST if test.method.startswith("Monte Carlo") else S.ALPHA_TEST / 2)
         # Monte Carlo p-values (V < 100) cost more: fewer trials, a wider tolerance (0.8 - 3 SE: 0.645 at 60)
         m = 60 if name == "CIFAR-like" else 150 if n == 100 else trials
         found = _detected(p, test.detectable_shift, m, rng)
