@@ -143,3 +143,25 @@ def test_evaluate_lists_it_under_how_the_file_was_read(tmp_path, capsys):
     assert main(["evaluate", str(path), "--format", "json"]) == 0
     notes = json.loads(capsys.readouterr().out)["notes"]
     assert any("of the 300 rows (50 %) are exact copies of another row" in n for n in notes)
+
+
+def test_a_list_valued_column_loads_and_its_copies_are_still_counted(tmp_path):
+    """Review 10: a column of lists (an LLM export's 'choices') made the row hash raise, and every load of
+    such a file failed (DataFrame, JSON Lines, Parquet), copies or not."""
+    import pandas as pd
+
+    import pbr_core
+
+    frame = pd.DataFrame({"p": [0.2, 0.2, 0.7], "label": [0, 0, 1], "tags": [["a"], ["a", "b"], ["b"]]})
+    assert pbr_core.load_predictions(frame).n == 3
+    frame.to_json(tmp_path / "records.jsonl", orient="records", lines=True)
+    frame.to_parquet(tmp_path / "records.parquet")
+    for name in ("records.jsonl", "records.parquet"):
+        assert pbr_core.load_predictions(tmp_path / name).n == 3
+    rng = np.random.default_rng(4)
+    p = rng.uniform(size=300)
+    one = pd.DataFrame({"p": p, "label": (rng.random(300) < p).astype(int),
+                        "tags": [[f"t{i % 7}", f"u{i % 5}"] for i in range(300)]})
+    doubled = pbr_core.load_predictions(pd.concat([one, one], ignore_index=True))
+    assert any("exact copies of another row" in note for note in doubled.notes)
+    assert not any("exact copies" in note for note in pbr_core.load_predictions(one).notes)

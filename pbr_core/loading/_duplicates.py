@@ -76,8 +76,8 @@ def _row_hashes(columns: list, rows: np.ndarray | None = None, h: np.ndarray | N
         c = col(rows) if callable(col) else (col if rows is None else col[rows])
         try:  # pandas' hash of each value (NaN as NaN, -0.0 as 0.0; text by its characters)
             v = pd.util.hash_array(np.ascontiguousarray(c))
-        except TypeError:  # mixed objects that pandas cannot hash as they are: by their text
-            v = pd.util.hash_array(np.asarray(c).astype(str).astype(object))
+        except (TypeError, ValueError):  # mixed objects, lists (a JSON 'choices' column): by their text
+            v = pd.util.hash_array(np.array([repr(x) for x in c], dtype=object))
         h = v if h is None else (h * np.uint64(1000003)) ^ v  # mixed column after column
     return h
 
@@ -145,7 +145,10 @@ def duplicate_rows(preds) -> DuplicateRows:
 
 def duplicate_note(preds) -> str:
     """The loader's note when a notable share of rows are exact copies beyond chance, else ""."""
-    d = duplicate_rows(preds)
+    try:
+        d = duplicate_rows(preds)
+    except (TypeError, ValueError):  # a value no hash can read: a note must never stop a load
+        return ""
     if not d.notable:
         return ""
     share = 100 * d.copies / d.n
