@@ -415,10 +415,8 @@ def default_group_column(preds: Predictions, max_levels: int = DEFAULT_MAX_LEVEL
     # Among the others, the words audits group by first (sex, race, region...), then the file's order.
     others.sort(key=lambda c: not (set(name_words(str(c))) & _AUDIT_WORDS))
     fits, every_group_fits = [], []
-    # never a column that restates the outcome (its groups are miscalibrated by construction)
-    restating = outcome_columns(preds)
     for name in [*named, *others]:
-        if metadata_by_name(str(name)) in _NOT_A_SEGMENT or str(name) in restating:
+        if metadata_by_name(str(name)) in _NOT_A_SEGMENT:
             continue
         counts = meta[name].value_counts(dropna=False)
         if not 2 <= counts.size <= max_levels:
@@ -428,6 +426,11 @@ def default_group_column(preds: Predictions, max_levels: int = DEFAULT_MAX_LEVEL
             fits.append(str(name))
             if big.size == counts.size:
                 every_group_fits.append(str(name))
+    # never a column that restates the outcome (its groups are miscalibrated by construction); checked
+    # on the few columns that fit only (every column of a wide file took seconds on each page render)
+    restating = outcome_columns(preds, fits) if fits else {}
+    fits = [c for c in fits if c not in restating]
+    every_group_fits = [c for c in every_group_fits if c not in restating]
     if named and fits and fits[0] in named:
         return fits[0]
     return (every_group_fits or fits or [None])[0]
