@@ -1851,7 +1851,7 @@ GROUPS_TEST_HELP = (
 GROUPS_INTERVAL_NOTE = (
     "Each group's ECE interval (*ECE 95 % from … to*) is that group's own, not adjusted for comparing many "
     "groups: among many calibrated groups, one of them or more often has an interval that leaves out 0 by "
-    "chance (in about 1 file in 5 with 30 calibrated groups of 100-200 rows). Which groups are miscalibrated "
+    "chance (in about 1 file in 10 with 30 calibrated groups of 100-200 rows). Which groups are miscalibrated "
     "is what the test's column says, corrected for the number of groups."
 )
 GROUPS_CORRECTED_HELP = (

@@ -66,8 +66,8 @@ def gap_files(tmp_path_factory) -> dict[str, Path]:
 # ------------------------------------------------------------------------------ --fail-above
 
 
-# KITTI's random forest: ECE 0.0733, its 95% interval 0.0679 to 0.0770 (9,090 rows, B = 20).
-KITTI_WHAT = "ECE 0.0733, its 95% interval 0.0679 to 0.0770"
+# KITTI's random forest: ECE 0.0733, its 95% interval 0.0679 to 0.0771 (9,090 rows, B = 20).
+KITTI_WHAT = "ECE 0.0733, its 95% interval 0.0679 to 0.0771"
 KITTI_BINS = "B = 20, binary ECE on p(y=1) (Appendix A)"
 
 
@@ -275,6 +275,7 @@ def test_the_simulated_gate_is_the_command_s_gate(capsys, tmp_path):
     (["--fail-above", "1.5"], EXIT_USAGE, "this gate could never fail"),
     (["--max-group-gap", "1", "--by", "predicted class"], EXIT_USAGE, "this gate could never fail"),
     (["--require-below", "0"], EXIT_USAGE, "could pass only where every prediction is exactly right"),
+    (["--require-below", "1"], EXIT_USAGE, "at 1 or more it could never fail"),
 ])
 def test_gate_usage_errors(capsys, argv, code, words):
     got, out, err = run(capsys, "evaluate", KITTI, *argv)

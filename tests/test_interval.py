@@ -72,7 +72,7 @@ def slow_interval(conf, out, B: int, n_boot: int, level: float, seed: int, metho
 
     reps = [statistics_of(draws[r]) for r in range(n_boot)]
     plug_in, split, _ = statistics_of(range(n))
-    # Outcome noise (M.outcome_noise, audit 9b): per bin m q (1 - q), q = (k + 2) / (m + 4), or below 10
+    # Outcome noise (M.outcome_noise, audit 9b): per bin m q (1 - q), q = (k + 2) / (m + 4), or below M.FEW_OUTCOMES (30)
     # outcomes of either kind the rate in the 95 % Wilson interval of k of m nearest 1/2; the bootstrap's
     # variance of the bin's sum is topped up to it, the shortfall added to both estimates' variances.
     z95 = statistics.NormalDist().inv_cdf(0.975)
@@ -81,7 +81,7 @@ def slow_interval(conf, out, B: int, n_boot: int, level: float, seed: int, metho
         rows = [i for i in range(n) if bins[i] == k_bin]
         m = len(rows)
         k = sum(float(out[i]) for i in rows)
-        if min(k, m - k) < 10:
+        if min(k, m - k) < M.FEW_OUTCOMES:
             centre = (k + z95 ** 2 / 2) / (m + z95 ** 2)
             half = z95 * math.sqrt(k * (m - k) / max(m, 1) + z95 ** 2 / 4) / (m + z95 ** 2)
             q = min(max(0.5, centre - half), centre + half)

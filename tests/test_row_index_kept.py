@@ -112,3 +112,15 @@ def test_a_parquet_index_can_be_grouped_by_when_streamed(tmp_path, capsys):
     streamed, whole = outs
     assert streamed["by"] == whole["by"] == ["shop"]
     assert sorted(g["n"] for g in streamed["rows"]) == sorted(g["n"] for g in whole["rows"]) == [100, 100, 100]
+
+
+def test_a_parquet_index_named_like_a_column_is_left_out(tmp_path):
+    """Review 10: set_index('txn', drop=False).to_parquet() stores 'txn' twice (column and index); the file
+    was refused with "duplicate column header(s) 'txn'" although its columns are unique."""
+    rng = np.random.default_rng(84)
+    p = rng.uniform(size=120)
+    frame = pd.DataFrame({"txn": [f"t{i}" for i in range(120)], "score": p, "label": (rng.random(120) < p).astype(int)})
+    frame.set_index("txn", drop=False).to_parquet(tmp_path / "both.parquet")
+    preds = pbr_core.load_predictions(tmp_path / "both.parquet")
+    assert preds.n == 120 and list(preds.metadata.columns) == ["txn"]
+    assert preds.metadata["txn"].tolist() == frame["txn"].tolist()

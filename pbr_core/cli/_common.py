@@ -131,11 +131,13 @@ def _fail_limit(text: str) -> float:
 
 
 def _pass_limit(text: str) -> float:
-    """--require-below X: at 0 the gate could pass only on an interval of exactly 0."""
+    """--require-below X: at 0 the gate could pass only on an interval of exactly 0; at 1 or more it
+    could never fail (the interval ends at 1 at most: review 10)."""
     value = _non_negative_float(text)
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number above 0 and at most 1, got {text!r}: at 0 this gate "
-                                         "could pass only where every prediction is exactly right")
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number above 0 and below 1, got {text!r}: at 0 this gate "
+                                         "could pass only where every prediction is exactly right, at 1 or more it "
+                                         "could never fail")
     return value
 
 

@@ -359,7 +359,13 @@ def _arrow_frame(table, csv: bool = False, consume: bool = True) -> pd.DataFrame
     frame = table.to_pandas(split_blocks=split, self_destruct=consume, types_mapper=_date_dtype)
     del table
     if stored_index:
-        frame = frame.reset_index(allow_duplicates=True)  # a clash is then named by the duplicate-header check
+        # An index named like a column (set_index(..., drop=False)) is that column again: left out, as
+        # before (review 10: "duplicate column header(s) 'txn'" refused a file whose columns are unique).
+        clash = [name for name in frame.index.names if name is not None and name in frame.columns]
+        if len(clash) == frame.index.nlevels:
+            frame = frame.reset_index(drop=True)
+        else:
+            frame = (frame.reset_index(level=clash, drop=True) if clash else frame).reset_index()
     if consume:
         _release_arrow_memory(nbytes)
     return frame
