@@ -137,7 +137,12 @@ def test_a_server_dataset_streams_and_outside_paths_are_refused(page, server_url
     report = calibration_by_group(whole, "predicted class")
     gap = report.largest_gap
     worst, best = group_label(report, gap["worst"]), group_label(report, gap["best"])
-    main.get_by_text(f"{worst} is calibrated worse than {best}", exact=False).first.wait_for(timeout=TIMEOUT_MS)
+    # The streamed split draws its own halves, so whether this borderline gap is shown real may differ from
+    # the in-memory report (real there, 'cannot tell' streamed since the outcome-noise top-up); the pair is
+    # the same either way, and each sentence names it: "{worst} is ... calibrated worse than {best}".
+    statement = main.get_by_text(f"calibrated worse than {best}", exact=False).first
+    statement.wait_for(timeout=TIMEOUT_MS)
+    assert statement.inner_text().startswith(worst) or f"{worst} is" in main.inner_text()
     assert "Traceback" not in main.inner_text()
 
 
