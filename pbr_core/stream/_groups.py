@@ -240,7 +240,7 @@ class GroupStatistics:
             a, b = 2 * o, 2 * o + B
             est = _m.split_estimates_from_sums(self.halves[a:b], self.halves[b:b + B], self.boot[:, a:b],
                                                self.boot[:, b:b + B], n, boot_n=replicate_rows(g),
-                                               noise=_m.outcome_noise(count, s_conf, s_out))
+                                               noise=_m.outcome_noise(count, s_out))
             lo, hi = est.interval(level)
             corrected[name] = (est.split, est.sd_split, est.ece, est.sd_ece)
             nz = count > 0

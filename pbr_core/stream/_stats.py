@@ -319,10 +319,10 @@ class CalibrationStatistics:
         level = _m._check_level(level)
         self._check()
         B = self.config.n_bins
-        count, s_conf, s_out, _ = self.bin_sums(B)
+        count, _, s_out, _ = self.bin_sums(B)
         return _m._split_interval(self.halves[:B], self.halves[B:], self.boot[:, :B], self.boot[:, B:], self.n, level,
                                   boot_n=None if self.boot_n is None else self.boot_n[:, 0],
-                                  noise=_m.outcome_noise(count, s_conf, s_out))
+                                  noise=_m.outcome_noise(count, s_out))
 
     def calibration_test(self, alpha: float = _sig.ALPHA_TEST) -> "_sig.CalibrationTest | None":
         """The test of calibration of all rows (:func:`pbr_core.significance.calibration_test_from_sums`:
