@@ -220,10 +220,13 @@ def _chance_words(log10_chance: float) -> str:
     return "below 1e-300" if log10_chance < -300 else f"about 1e{int(np.floor(log10_chance))}"
 
 
+def _cut_words(found: OutcomeColumn) -> str:
+    return "each of its values" if found.cut == "values" else "each of its quintile bands"
+
+
 def restates_words(found: OutcomeColumn) -> str:
     """Why the slice search leaves the column out, in words (after "left out 'grade': ")."""
-    cut = "each of its values" if found.cut == "values" else "each of its quintile bands"
-    return (f"{cut} has a single outcome ({found.outcome}; {found.n_values} value"
+    return (f"{_cut_words(found)} has a single outcome ({found.outcome}; {found.n_values} value"
             f"{'s' if found.n_values != 1 else ''} of {MIN_VALUE_ROWS} rows or more, {found.covered:.0%} of the "
             f"rows), so it restates the outcome; slices by it would be miscalibrated by construction (chance of "
             f"such purity were the predictions calibrated: {_chance_words(found.log10_chance)})")
@@ -231,8 +234,7 @@ def restates_words(found: OutcomeColumn) -> str:
 
 def group_warning(found: OutcomeColumn) -> str:
     """The warning a grouping by the column carries (CLI text and JSON, notebooks)."""
-    cut = "each of its values" if found.cut == "values" else "each of its quintile bands"
-    return (f"warning: {found.column!r} restates the outcome: {cut} has a single outcome ({found.outcome}) on these "
+    return (f"warning: {found.column!r} restates the outcome: {_cut_words(found)} has a single outcome ({found.outcome}) on these "
             f"rows, so its groups are miscalibrated by construction (a group that is always right or always "
             f"wrong cannot match any confidence short of 100 % or 0 %); their tests and gaps say nothing about the "
             f"model. Group by a column known before the outcome (a segment, a model, a date).")
