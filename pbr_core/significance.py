@@ -592,8 +592,8 @@ def drawn_detectable_shift(p: np.ndarray, level: float = ALPHA_TEST, power: floa
     from p + delta (coupled: the same randomness for every delta, so the estimated power rises with
     delta; :class:`_ShiftedDraws`) give the share detected; bisection finds the smallest delta whose
     share is at least ``power`` plus two binomial standard deviations of that share (2.5 points at 1000
-    draws), so the figure errs on the large side. NaN when no shift up to 1 is detected that often ("a
-    shift of any size").
+    draws), so the figure errs on the large side. NaN when no shift up to 1 is detected that often
+    (the verdict then says :data:`SHIFT_NONE`).
 
     Used for every set the Monte Carlo test decides (V = sum p(1 - p) < :data:`EXACT_BELOW_V`), where
     :func:`detectable_shift`'s normal approximation of the outcomes' sum is not to be trusted: its figure
