@@ -28,7 +28,9 @@ class of multiclass data) when, cutting the column into its values (and, for a n
   this condition, a column of small values on confident predictions (an LLM right 97 % of the time,
   values of 10-20 rows) is pure by chance: ``tests/test_outcome_columns.py`` measures how often.
 
-The rule needs every row's outcome: it is for data in memory.
+In memory, :func:`outcome_columns` applies the rule to every row; a streamed grouping by one column
+applies it to the sums its pass keeps per value (:func:`restating_from_sums`: the values only, not the
+quintile bands, and the outcome the groups measure only).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ import pandas as pd
 from pbr_core.predictions import Predictions
 
 __all__ = ["CHANCE", "COVER", "MIN_VALUE_ROWS", "OutcomeColumn", "outcome_columns", "restates_words",
-           "group_warning"]
+           "group_warning", "restating_from_sums"]
 
 #: A value with fewer rows is not judged (it neither shows nor spoils the rule).
 MIN_VALUE_ROWS = 10
@@ -144,19 +146,30 @@ def _cuts(col: pd.Series) -> list[tuple[str, np.ndarray, "_Words | list[str]"]]:
 def _check(codes: np.ndarray, words: list[str], y: np.ndarray, logp: np.ndarray, names: tuple[str, ...]
            ) -> tuple[int, float, float, dict[str, str]] | None:
     """(values judged, share covered, log10 chance, value -> outcome) when the cut restates ``y``."""
-    n = y.size
     L = len(words)
     counts = np.bincount(codes, minlength=L)
     judged = counts >= MIN_VALUE_ROWS
-    if not judged.any() or counts[judged].sum() < COVER * n:
+    if not judged.any() or counts[judged].sum() < COVER * y.size:
         return None
     first = np.full(L, -1, dtype=np.intp)
     first[codes[::-1]] = y[::-1]           # some row's outcome of each value (the first one)
     mixed = np.bincount(codes, weights=(y != first[codes]).astype(np.float64), minlength=L) > 0
+    per_class = np.stack([np.bincount(codes, weights=logp[:, k], minlength=L) for k in range(logp.shape[1])], axis=1)
+    return _judge(counts, first, mixed, per_class, words, names)
+
+
+def _judge(counts: np.ndarray, first: np.ndarray, mixed: np.ndarray, per_class: np.ndarray, words,
+           names: tuple[str, ...]) -> tuple[int, float, float, dict[str, str]] | None:
+    """The rule of the module docstring on each value's sums: its rows (``counts``), one of its
+    outcomes (``first``), whether its rows hold another (``mixed``), and the sum over its rows of the
+    log-probability of each outcome (``per_class``, (L, K))."""
+    n = int(counts.sum())
+    judged = counts >= MIN_VALUE_ROWS
+    if not judged.any() or counts[judged].sum() < COVER * n:
+        return None
     if np.any(mixed & judged) or np.unique(first[judged]).size < 2:
         return None
     # log P(every judged value pure | outcomes drawn from the predictions)
-    per_class = np.stack([np.bincount(codes, weights=logp[:, k], minlength=L) for k in range(logp.shape[1])], axis=1)
     log_pure = np.logaddexp.reduce(per_class[judged], axis=1)
     log10_chance = float(log_pure.sum() / np.log(10))
     if not log10_chance < np.log10(CHANCE):
@@ -165,6 +178,40 @@ def _check(codes: np.ndarray, words: list[str], y: np.ndarray, logp: np.ndarray,
     idx = idx[np.argsort(-counts[idx], kind="stable")][:20]
     return (int(judged.sum()), float(counts[judged].sum() / n), log10_chance,
             {words[i]: names[first[i]] for i in idx})
+
+
+def restating_from_sums(column: str, values: Sequence[str], counts: np.ndarray, outcomes: np.ndarray,
+                        log_probs: np.ndarray, outcome: str, names: tuple[str, str]) -> OutcomeColumn | None:
+    """:func:`outcome_columns`' rule for one column from per-value sums, as a streamed pass keeps them
+    (:class:`pbr_core.stream.GroupStatistics`): no row is needed.
+
+    Parameters
+    ----------
+    column : str
+        The column's name.
+    values : sequence of str
+        Its values (the groups), in the order of the arrays.
+    counts, outcomes : array (L,)
+        Each value's rows, and the sum of their 0/1 outcomes.
+    log_probs : array (2, L)
+        Each value's sum over its rows of log P(outcome 0) and of log P(outcome 1) under the predictions
+        (probabilities clipped as :func:`outcome_columns` clips them).
+    outcome : str
+        What the 0/1 outcome is ("the label", "whether the prediction was right").
+    names : (str, str)
+        The outcomes 0 and 1 in words.
+
+    Returns
+    -------
+    OutcomeColumn or None
+        What the column restates (``cut`` "values"), or None.
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    outcomes = np.asarray(outcomes, dtype=np.float64)
+    first = (outcomes > 0).astype(np.intp)           # all 1 when pure at 1, all 0 when pure at 0
+    mixed = (outcomes > 0) & (outcomes < counts)
+    hit = _judge(counts, first, mixed, np.asarray(log_probs, dtype=np.float64).T, list(map(str, values)), names)
+    return None if hit is None else OutcomeColumn(str(column), outcome, "values", *hit)
 
 
 def outcome_columns(preds: Predictions, columns: Sequence[str] | str | None = None) -> dict[str, OutcomeColumn]:

@@ -45,6 +45,7 @@ from pbr_core.groups import (EACH_CLASS, MAX_GROUPS, MIN_ROWS, PREDICTED_CLASS, 
                              exact_eligible, group_report, group_tests, is_date_column, join_keys, largest_gap,
                              test_columns)
 from pbr_core.metrics import BINARY_TARGET, default_n_boot
+from pbr_core.outcome_columns import _EPS, OutcomeColumn, restating_from_sums
 from pbr_core.progress import Progress
 from pbr_core.predictions import Predictions, PredictionsError
 from pbr_core.stream._passes import merged_pass, with_client
@@ -109,6 +110,8 @@ class GroupsConfig:
     counts: tuple[int, ...]         # rows per group, from the counting pass
     n_boot: int
     seed: int = 0
+    #: The measured 0/1 outcome in words (the binary file's classes, or wrong / right).
+    outcome_names: tuple[str, str] = ("0", "1")
 
     @property
     def n_bins(self) -> np.ndarray:
@@ -135,6 +138,8 @@ class GroupStatistics:
     halves: np.ndarray = field(repr=False)       # (2T,) per group: gap sums of half 0 (B_g), then half 1
     boot: np.ndarray = field(repr=False)         # (n_boot, 2T) the same, Poisson-weighted per replicate
     boot_n: np.ndarray | None = field(default=None, repr=False)  # (n_boot, G) each replicate's rows per group
+    #: (2, G) the sums of log P(outcome 0) and log P(outcome 1): whether the column restates the outcome
+    logs: np.ndarray | None = field(default=None, repr=False)
     #: (p, y) blocks of the groups that may get the exact test (:func:`pbr_core.groups.exact_eligible`)
     kept: dict[int, list[np.ndarray]] = field(default_factory=dict, repr=False)
 
@@ -145,7 +150,8 @@ class GroupStatistics:
         offsets = np.concatenate([[0], np.cumsum(nb)[:-1]]).astype(np.intp)
         return cls(config=config, offsets=offsets, n=np.zeros(G, dtype=np.int64), sums=np.zeros((3, G)),
                    tests=np.zeros((_sig.N_SUMS, G)), bins=np.zeros((4, T)), halves=np.zeros(2 * T),
-                   boot=np.zeros((config.n_boot, 2 * T)), boot_n=np.zeros((config.n_boot, G)))
+                   boot=np.zeros((config.n_boot, 2 * T)), boot_n=np.zeros((config.n_boot, G)),
+                   logs=np.zeros((2, G)))
 
     def update(self, preds: Predictions, codes: np.ndarray, key: tuple[int, ...]) -> "GroupStatistics":
         """Add a validated batch whose row i belongs to group ``codes[i]`` (an index into
@@ -182,6 +188,9 @@ class GroupStatistics:
         self.n += np.bincount(codes, minlength=G)
         for i, w in enumerate((conf, out, brier)):
             self.sums[i] += np.bincount(codes, weights=w, minlength=G)
+        clipped = np.clip(conf, _EPS, 1 - _EPS)
+        for i, w in enumerate((np.log1p(-clipped), np.log(clipped))):
+            self.logs[i] += np.bincount(codes, weights=w, minlength=G)
         self.tests += _sig.calibration_sums_by(codes, G, conf, out, written)
         for g in np.flatnonzero(cfg.exact & (np.bincount(codes, minlength=G) > 0)):
             rows = codes == g
@@ -204,6 +213,7 @@ class GroupStatistics:
         self.halves += other.halves
         self.boot += other.boot
         self.boot_n = None if self.boot_n is None or other.boot_n is None else self.boot_n + other.boot_n
+        self.logs = None if self.logs is None or other.logs is None else self.logs + other.logs
         return self
 
     def report(self, level: float = 0.95, min_rows: int = MIN_ROWS) -> GroupReport:
@@ -255,7 +265,19 @@ class GroupStatistics:
         report = group_report(rows, diagrams, list(cfg.spec.by), target, level, cfg.spec.every)
         report.interval = f"split interval, Poisson bootstrap ({cfg.n_boot} replicates)"
         report.largest_gap = largest_gap(report.table, level, corrected)
+        report.restating = self._restating(target)
         return report
+
+    def _restating(self, target: str) -> list[OutcomeColumn]:
+        """The grouping column when it restates the measured outcome (``GroupReport.restating``), from the
+        groups' sums; one column of values only (not the predicted class, each class, or date buckets)."""
+        spec = self.config.spec
+        if self.logs is None or len(spec.by) != 1 or spec.by[0] in (PREDICTED_CLASS, EACH_CLASS) or spec.dates[0]:
+            return []
+        what = "the label" if target == "positive" else "whether the prediction was right"
+        found = restating_from_sums(spec.by[0], self.config.groups, self.n, self.sums[1], self.logs, what,
+                                    self.config.outcome_names)
+        return [] if found is None else [found]
 
 
 # ---------------------------------------------------------------------------------------- counting
@@ -425,6 +447,14 @@ def _n_boot(n_boot: int | None, rows: int, classes: int) -> int:
     return default_n_boot(rows) if n_boot is None else _m._check_n_bins(n_boot, "n_boot")
 
 
+def _outcome_names(lay, measured: str) -> tuple[str, str]:
+    """The measured 0/1 outcome's two values in words: a binary file's classes, or wrong / right."""
+    if measured != "positive":
+        return ("wrong", "right")
+    names = tuple(map(str, lay.class_names or ()))
+    return names if len(names) == 2 else ("0", "1")
+
+
 def compute_group_statistics(
     dataset: Dataset,
     by: Sequence[str] | str,
@@ -518,9 +548,10 @@ def compute_group_statistics(
         if names == [EACH_CLASS]:  # every class over all rows, in class order
             groups = tuple(lay.class_names) if lay.class_names else tuple(map(str, range(lay.n_classes)))
             counts = (total,) * len(groups)
-        config = GroupsConfig(kind=lay.kind, target=BINARY_TARGET.measured(lay.kind, target), spec=spec, groups=groups, counts=counts,
+        measured = BINARY_TARGET.measured(lay.kind, target)
+        config = GroupsConfig(kind=lay.kind, target=measured, spec=spec, groups=groups, counts=counts,
                               n_boot=_n_boot(n_boot, total, len(groups) if names == [EACH_CLASS] else 1),
-                              seed=int(seed))
+                              seed=int(seed), outcome_names=_outcome_names(lay, measured))
         part = run("measuring each group", unit_group_statistics, (config, overall), total, c)
         return part.groups, part.overall
 

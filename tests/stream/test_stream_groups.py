@@ -246,3 +246,74 @@ def test_streamed_groups_of_a_rounded_file_read_the_file_s_rounding(tmp_path):
     t = streamed.table
     assert not t.test_method.str.startswith("certain").any() and t.rounded_rows.sum() == 4
     assert t.rounded_rows.tolist() == memory.table.rounded_rows.tolist()
+
+
+# ------------------------------------------------------------------ a column that restates the outcome
+def test_a_streamed_grouping_by_a_column_that_restates_the_outcome_warns_as_in_memory(tmp_path, adult_frame):
+    """Review 10 left it: a streamed ``--by`` never looked for a column that restates the outcome (every
+    value one outcome: its groups are miscalibrated by construction). The streamed pass now applies the
+    rule to the sums it keeps per group (pbr_core.outcome_columns.restating_from_sums): the same column,
+    values, outcomes and chance as the in-memory check; an ordinary column is not flagged."""
+    df = adult_frame.assign(verdict=np.where(adult_frame["label"] == 1, "over 50K", "50K or less"))
+    folder = tmp_path / "logs"
+    write_parts(df, folder, 3)
+    streamed = _streamed(folder, ["verdict"])
+    whole = _in_memory(_whole(tmp_path, df), ["verdict"])
+    assert [f.column for f in streamed.restating] == [f.column for f in whole.restating] == ["verdict"]
+    s, m = streamed.restating[0], whole.restating[0]
+    assert (s.outcome, s.cut, s.n_values, s.outcomes) == (m.outcome, m.cut, m.n_values, m.outcomes)
+    assert s.covered == pytest.approx(m.covered) and s.log10_chance == pytest.approx(m.log10_chance, rel=1e-9)
+    assert streamed.warnings == whole.warnings
+    assert _streamed(folder, ["sex"]).restating == [] == _in_memory(_whole(tmp_path, df), ["sex"]).restating
+    out = _run_cli("evaluate", str(folder), "--by", "verdict")
+    assert "warning: 'verdict' restates the outcome: each of its values has a single outcome (the label)" in out
+
+
+def test_the_streamed_restating_rule_equals_the_in_memory_one_on_drawn_files(tmp_path):
+    """Known truth: outcomes drawn from real scores (Adult p(y=1), calibrated), a column made of the drawn
+    outcome, a column of 10-row values at random and one cut along the score (pure at its ends). On every
+    file the streamed verdict for each column is the in-memory verdict for the measured outcome (rows 6b's
+    rule: the restating column flagged from 300 rows here, the others never)."""
+    from pbr_core import outcome_columns as O
+
+    rng = np.random.default_rng(3)
+    s = pd.read_csv(SAMPLE / "adult_gradient_boosting.csv.gz")["p_gt50k"].to_numpy()
+    flagged = {"restating": 0, "random10": 0, "along10": 0}
+    for i, n in enumerate((60, 300, 1000, 1000)):
+        p = s[rng.choice(s.size, n, replace=False)]
+        y = (rng.random(n) < p).astype(int)
+        along = np.empty(n, dtype=int)
+        along[np.argsort(p, kind="stable")] = np.arange(n) // 10
+        df = pd.DataFrame({"p_gt50k": p, "label": y, "random10": rng.integers(0, n // 10, n).astype(str),
+                           "along10": along.astype(str), "restating": np.where(y == 1, "A", "B")})
+        folder = tmp_path / f"f{i}"
+        write_parts(df, folder, 2)
+        preds = pbr_core.load_predictions(_whole(tmp_path / f"w{i}", df))
+        for col in flagged:
+            streamed = _streamed(folder, [col], max_groups=1000).restating
+            memory = O._check(*_value_codes(preds.metadata[col]), np.asarray(preds.labels),
+                              np.log(np.clip(preds.probs, O._EPS, 1.0)), ("0", "1"))
+            assert bool(streamed) == (memory is not None), (n, col)
+            flagged[col] += bool(streamed)
+    assert flagged == {"restating": 3, "random10": 0, "along10": 0}
+
+
+def _value_codes(col: pd.Series):
+    codes, uniques = pd.factorize(col, use_na_sentinel=False)
+    return codes.astype(np.intp), [str(u) for u in uniques]
+
+
+def _whole(folder, df):
+    folder.mkdir(parents=True, exist_ok=True)
+    write_parts(df, folder / "whole", 1)
+    return folder / "whole" / "part0.parquet"
+
+
+def _run_cli(*argv) -> str:
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(list(argv)) == EXIT_OK
+    return buf.getvalue()
