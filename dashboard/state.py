@@ -638,13 +638,21 @@ def load_server(path: str, options: LoadOptions = LoadOptions()) -> str | None:
         bar.empty()
         stop.empty()
     # The sample's notes first say what it is; the loader's notes about the columns follow.
-    sample = _replace(sample, notes=(*sample.notes, *lay.notes), column_roles=lay.column_roles)
+    sample = _replace(sample, notes=_stream_notes(sample, lay, ds, stats), column_roles=lay.column_roles)
     info = StreamInfo(stats=stats, n_total=int(stats["top"].n), n_files=len(files), sample_n=sample.n, path=shown,
                       files=tuple(files))
     st.session_state[_K_LOADED] = Loaded(preds=read_only(sample), name=f"{shown} (dataset on the server)",
                                          file_name=shown, origin="server", key=key, options=options, stream=info)
     st.session_state.pop(_K_ERROR, None)
     return None
+
+
+def _stream_notes(sample, lay, ds, stats) -> tuple[str, ...]:
+    """A streamed dataset's notes: what its sample is, how the columns were read, and files or rows
+    that are copies of others (from the whole pass, not the sample: ``pbr_core.stream.copies_notes``)."""
+    from pbr_core.stream import copies_notes
+
+    return (*sample.notes, *lay.notes, *copies_notes(ds, stats["top"]))
 
 
 # --------------------------------------------------------------------------- uploads read in a stream
@@ -733,7 +741,7 @@ def _stream_upload(data: bytes, digest: str, file_name: str, options: LoadOption
     finally:
         bar.empty()
         stop.empty()
-    sample = _replace(sample, notes=(*sample.notes, *lay.notes), column_roles=lay.column_roles)
+    sample = _replace(sample, notes=_stream_notes(sample, lay, ds, stats), column_roles=lay.column_roles)
     info = StreamInfo(stats=stats, n_total=int(stats["top"].n), n_files=1, sample_n=sample.n, path=file_name,
                       files=(path,))
     loaded = Loaded(preds=read_only(sample), name=file_name, file_name=file_name, origin="upload",

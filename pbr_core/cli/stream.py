@@ -89,7 +89,7 @@ def evaluate_stream(args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
     (the groups are counted in a pass over their columns, then measured in the same pass as the rest).
     """
     from pbr_core.predictions import PredictionsError
-    from pbr_core.stream import compute_group_statistics, compute_statistics, evaluate_dataset, stats_config
+    from pbr_core.stream import compute_group_statistics, compute_statistics, copies_notes, evaluate_dataset, stats_config
 
     for option, given in (("--map-scores", args.map_scores), ("--libraries", args.libraries)):
         if given:
@@ -122,7 +122,8 @@ def evaluate_stream(args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
     finally:
         bar.close()
     table = evaluate_dataset(ds, stats, args.n_bins, args.lipschitz, args.eps, curve=args.curve)
-    table["notes"] = list(ds.layout().notes)  # how the first batch was read (the same for every batch)
+    # how the first batch was read (the same for every batch), and files or rows that are copies
+    table["notes"] = [*ds.layout().notes, *copies_notes(ds, stats)]
     return table, report
 
 

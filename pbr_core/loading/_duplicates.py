@@ -31,7 +31,8 @@ import math
 
 import numpy as np
 
-__all__ = ["MIN_COPIES", "MIN_SHARE", "MIN_Z", "DuplicateRows", "chance_share", "duplicate_note", "duplicate_rows"]
+__all__ = ["MIN_COPIES", "MIN_SHARE", "MIN_Z", "DuplicateRows", "RowHashes", "chance_share", "duplicate_note",
+           "duplicate_rows", "identical_files_note", "streamed_duplicate_note"]
 
 #: The repeats beyond chance must be at least this share of the rows before the note is shown: a few
 #: copies change no test by much (a 5 % share widens the test's real spread by at most about 5 %).
@@ -82,9 +83,10 @@ def _row_hashes(columns: list, rows: np.ndarray | None = None, h: np.ndarray | N
     return h
 
 
-def _columns(preds) -> list:
+def _columns(preds, other_columns: bool = True) -> list:
     """Every value a row carries: its scores as read, its label (or outcome) and every other column
-    (these as functions of the rows wanted: a text column is converted only for the rows compared)."""
+    (these as functions of the rows wanted: a text column is converted only for the rows compared;
+    left out with ``other_columns=False``, as a streamed pass reads the predictions only)."""
     cols: list = []
     if preds.has_labels:
         cols.append(preds.labels)
@@ -96,7 +98,7 @@ def _columns(preds) -> list:
     else:
         cols += [preds.confidence, preds.predicted]
     meta = preds.metadata
-    if meta is not None:
+    if meta is not None and other_columns:
         for name in meta.columns:
             series = meta[name]
             cols.append(lambda rows, s=series: (s if rows is None else s.iloc[rows]).to_numpy())
@@ -125,8 +127,14 @@ def duplicate_rows(preds) -> DuplicateRows:
     sizes = pd.Series(full).value_counts(sort=False).to_numpy()
     f = np.bincount(sizes)
     f[1] += n - rows.size
+    return _beyond_chance(n, f)
+
+
+def _beyond_chance(n: int, f: np.ndarray) -> DuplicateRows:
+    """The copies among ``n`` rows whose distinct rows are seen k times ``f[k]`` times (f_k), and how
+    many of them chance does not explain (module docstring)."""
+    f = np.append(np.asarray(f, dtype=np.int64), 0)  # f_{k+1} of the largest k
     copies = int(n - f[1:].sum())
-    f = np.append(f, 0)  # f_{k+1} of the largest k
     beyond, z = 0.0, 0.0
     for k in range(2, f.size - 1):
         if f[k] == 0:
@@ -143,6 +151,91 @@ def duplicate_rows(preds) -> DuplicateRows:
     return DuplicateRows(n, copies, beyond, z)
 
 
+class RowHashes:
+    """The rows' hashes (scores and label) of a streamed dataset, kept for :func:`duplicate_rows`' rule
+    in bounded memory: each distinct row's hash with its count of rows. A distinct row is kept when its
+    hash is at most ``limit``, and ``limit`` halves whenever more than ``cap`` distinct rows are kept.
+    The choice depends on the row's values only, so a row's copies are all kept or all left out, and the
+    kept rows are a random sample of the distinct rows with every copy of each (the frequencies f_k of
+    the rule, thinned by the same factor for every k: the chance bound holds on the sample as on the
+    whole). Batches add, partial samples merge; both ways give the same sample."""
+
+    CAP = 1 << 19  # distinct rows kept: 8 MB of hashes and counts
+
+    def __init__(self, cap: int = CAP) -> None:
+        self.cap = int(cap)
+        self.limit = np.uint64(2**64 - 1)
+        self.n = 0                      # rows seen
+        self._parts: list[tuple[np.ndarray, np.ndarray]] = []  # (distinct hashes, their rows), may overlap
+        self._size = 0
+
+    def add(self, preds) -> "RowHashes":
+        """Add a validated batch of predictions."""
+        self.n += preds.n
+        if preds.n:
+            h = _row_hashes(_columns(preds, other_columns=False))
+            self._keep(*np.unique(h[h <= self.limit], return_counts=True))
+        return self
+
+    def merge(self, other: "RowHashes") -> "RowHashes":
+        """Both samples' rows (in place; returns self)."""
+        self.n += other.n
+        self.limit = min(self.limit, other.limit)
+        for h, c in other._parts:
+            self._keep(h, c)
+        self._thin()
+        return self
+
+    def _keep(self, h: np.ndarray, c: np.ndarray) -> None:
+        if h.size:
+            self._parts.append((h, c.astype(np.int64)))
+            self._size += h.size
+            if self._size > 2 * self.cap:
+                self._thin()
+
+    def _thin(self) -> None:
+        """One part of distinct hashes at most ``limit``, halving ``limit`` until at most ``cap`` are left."""
+        h, c = self._compact()
+        while h.size > self.cap:
+            self.limit = np.uint64(int(self.limit) // 2)
+            keep = h <= self.limit
+            h, c = h[keep], c[keep]
+        self._parts = [(h, c)] if h.size else []
+        self._size = h.size
+
+    def _compact(self) -> tuple[np.ndarray, np.ndarray]:
+        if not self._parts:
+            return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
+        h = np.concatenate([p[0] for p in self._parts])
+        c = np.concatenate([p[1] for p in self._parts])
+        keep = h <= self.limit
+        h, inverse = np.unique(h[keep], return_inverse=True)
+        return h, np.bincount(inverse, weights=c[keep], minlength=h.size).astype(np.int64)
+
+    @property
+    def sampled(self) -> bool:
+        """Whether only a sample of the rows was kept."""
+        return int(self.limit) < 2**64 - 1
+
+    def rows(self) -> DuplicateRows:
+        """:class:`DuplicateRows` of the kept rows (all rows unless :attr:`sampled`)."""
+        h, c = self._compact()
+        n = int(c.sum())
+        if n < 2:
+            return DuplicateRows(n, 0, 0.0, 0.0)
+        return _beyond_chance(n, np.bincount(c))
+
+    def __getstate__(self) -> dict:  # one pair of arrays on the wire (Dask), not the batches' parts
+        h, c = self._compact()
+        return {"cap": self.cap, "limit": int(self.limit), "n": self.n, "hashes": h, "counts": c}
+
+    def __setstate__(self, state: dict) -> None:
+        self.cap, self.limit, self.n = state["cap"], np.uint64(state["limit"]), state["n"]
+        h, c = state["hashes"], state["counts"]
+        self._parts = [(h, c)] if h.size else []
+        self._size = int(h.size)
+
+
 def duplicate_note(preds) -> str:
     """The loader's note when a notable share of rows are exact copies beyond chance, else ""."""
     try:
@@ -151,11 +244,50 @@ def duplicate_note(preds) -> str:
         return ""
     if not d.notable:
         return ""
+    return _note_words(f"{d.copies:,} of the {d.n:,} rows ({100 * d.copies / d.n:.0f} %)",
+                       "the same scores, label and every other column")
+
+
+def streamed_duplicate_note(sample: RowHashes | None) -> str:
+    """The note of :func:`duplicate_note` for a streamed dataset, from its :class:`RowHashes` ("" when
+    no notable share of copies, or no sample was kept)."""
+    if sample is None:
+        return ""
+    d = sample.rows()
+    if not d.notable:
+        return ""
     share = 100 * d.copies / d.n
-    return (f"{d.copies:,} of the {d.n:,} rows ({share:.0f} %) are exact copies of another row: the same scores, "
-            "label and every other column, far more than repeated values give by chance. The tests of calibration "
-            "count each row as a separate case, so copies make a calibrated model look miscalibrated (in a "
-            "simulation where every row appeared twice, a calibrated model was called miscalibrated 4 to 5 times "
-            "as often as it should be). If the copies come from a join or an export that repeated rows, remove "
-            "them and load the file again; if each row is a real separate case (the same inputs seen again), "
-            "leave them. Nothing was removed.")
+    if sample.sampled:
+        how_many = (f"About {share:.0f} % of the {sample.n:,} rows (measured on {d.n:,} of them, chosen so that a "
+                    "row and its copies are in or out together)")
+    else:
+        how_many = f"{d.copies:,} of the {d.n:,} rows ({share:.0f} %)"
+    return _note_words(how_many, "the same scores and label (the other columns are not read in a streamed pass)")
+
+
+def _note_words(how_many: str, same: str) -> str:
+    return (f"{how_many} are exact copies of another row: {same}, far more than repeated values give by chance. "
+            "The tests of calibration count each row as a separate case, so copies make a calibrated model look "
+            "miscalibrated (in a simulation where every row appeared twice, a calibrated model was called "
+            "miscalibrated 4 to 5 times as often as it should be). If the copies come from a join or an export "
+            "that repeated rows, remove them and load the file again; if each row is a real separate case (the "
+            "same inputs seen again), leave them. Nothing was removed.")
+
+
+def identical_files_note(groups: list[list[str]]) -> str:
+    """The note on files of a dataset with the same bytes as another of its files
+    (:meth:`pbr_core.stream.Dataset.identical_files`), else ""."""
+    if not groups:
+        return ""
+    import os
+
+    names = [p for group in groups for p in group]
+    short = len({os.path.basename(p) for p in names}) == len(names)
+    name = (lambda p: repr(os.path.basename(p))) if short else repr
+    sets = [f"{' and '.join(name(p) for p in group[1:])} {'has' if len(group) == 2 else 'have'} the same contents as "
+            f"{name(group[0])}" for group in groups[:5]]
+    more = f"; and {len(groups) - 5} more such sets" if len(groups) > 5 else ""
+    return (f"Some files are copies of another file of the dataset: {'; '.join(sets)}{more}. Every file is read, so "
+            "their rows count two or more times. The tests of calibration count each row as a separate case, so "
+            "copies make a calibrated model look miscalibrated. If a file was copied in by mistake, remove the copy "
+            "and run again. Nothing was left out.")

@@ -25,7 +25,7 @@ from __future__ import annotations
 from pbr_core.stream._apply import RowSample, apply_to_dataset, sample_dataset
 from pbr_core.stream._fit import fit_platt, fit_temperature
 from pbr_core.stream._groups import GroupsConfig, GroupStatistics, compute_group_statistics
-from pbr_core.stream._report import evaluate_dataset
+from pbr_core.stream._report import copies_notes, evaluate_dataset
 from pbr_core.stream._run import compute_statistics, count_rows, scan_dataset, stats_config, unit_statistics
 from pbr_core.stream._server import ServerPathError, data_root, resolve_server_path
 from pbr_core.stream._slices import compute_slices
@@ -46,6 +46,7 @@ __all__ = [
     "compute_group_statistics",
     "compute_slices",
     "compute_statistics",
+    "copies_notes",
     "count_rows",
     "data_root",
     "evaluate_dataset",

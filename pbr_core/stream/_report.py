@@ -8,7 +8,17 @@ from pbr_core.bounds import optimal_n_bins, theorem1_bound
 from pbr_core.stream._source import Dataset
 from pbr_core.stream._stats import CalibrationStatistics
 
-__all__ = ["evaluate_dataset"]
+__all__ = ["copies_notes", "evaluate_dataset"]
+
+
+def copies_notes(dataset: Dataset, stats: CalibrationStatistics) -> list[str]:
+    """The notes on copies a streamed pass can give: files with the same contents as another file of
+    the dataset (exact, from their bytes), else rows that are exact copies of another row far beyond
+    chance (from the pass's :class:`~pbr_core.loading._duplicates.RowHashes`)."""
+    from pbr_core.loading._duplicates import identical_files_note
+
+    note = identical_files_note(dataset.identical_files()) or stats.duplicate_note()
+    return [note] if note else []
 
 
 def test_columns(test, table=None) -> dict:

@@ -142,6 +142,38 @@ class Dataset:
             return None
         return int(sum(u.n_rows for u in self.units()))
 
+    def identical_files(self) -> list[list[str]]:
+        """Files of the dataset with the same bytes as another of its files (a day's log copied into the
+        folder again: its rows would count twice), as lists of two or more paths in file order. Only
+        files of equal size are read, in 1 MB blocks; a file that cannot be sized or read is left out."""
+        import hashlib
+
+        fs = self._fs()
+        by_size: dict[int, list[str]] = {}
+        for path in self.files:
+            try:
+                size = int(fs.size(path)) if fs is not None else os.path.getsize(path)
+            except (OSError, ValueError, TypeError):
+                continue
+            by_size.setdefault(size, []).append(path)
+        same: list[list[str]] = []
+        for paths in by_size.values():
+            if len(paths) < 2:
+                continue
+            by_digest: dict[bytes, list[str]] = {}
+            for path in paths:
+                digest = hashlib.blake2b(digest_size=20)
+                try:
+                    with self._open(path) as fh:
+                        for block in iter(lambda: fh.read(1 << 20), b""):
+                            digest.update(block)
+                except OSError:
+                    continue
+                by_digest.setdefault(digest.digest(), []).append(path)
+            same += [group for group in by_digest.values() if len(group) > 1]
+        order = {path: i for i, path in enumerate(self.files)}
+        return sorted(same, key=lambda group: order[group[0]])
+
     # ------------------------------------------------------------------ batches
     def raw_batches(self, unit: Unit, columns: Sequence[str] | None = None) -> Iterator[tuple[int, "object"]]:
         """(first row of the batch in its file, pyarrow RecordBatch) for every batch of ``unit``."""

@@ -32,6 +32,7 @@ import pandas as pd
 
 from pbr_core import metrics as _m
 from pbr_core import significance as _sig
+from pbr_core.loading._duplicates import RowHashes, streamed_duplicate_note
 from pbr_core.predictions import Predictions
 
 __all__ = ["CalibrationStatistics", "StatsConfig", "confidence_outcome", "poisson_weights"]
@@ -120,6 +121,9 @@ class CalibrationStatistics:
     #: The sums of the test of calibration (:data:`pbr_core.significance.SUM_NAMES`); None in
     #: statistics made before they were kept.
     tests: np.ndarray | None = field(default=None, repr=False)
+    #: The rows' hashes kept to look for exact copies (:class:`pbr_core.loading._duplicates.RowHashes`,
+    #: at most 8 MB); None in statistics made before they were kept.
+    copies: RowHashes | None = field(default=None, repr=False)
 
     @classmethod
     def empty(cls, config: StatsConfig) -> "CalibrationStatistics":
@@ -131,7 +135,7 @@ class CalibrationStatistics:
             config=config, edges=edges, cells=np.zeros((4, edges.size)),
             classwise=np.zeros(config.n_classes * B) if config.has_vector else None,
             halves=np.zeros(2 * B), boot=np.zeros((config.n_boot, 2 * B)), boot_n=np.zeros((config.n_boot, 1)),
-            tests=np.zeros(_sig.N_SUMS),
+            tests=np.zeros(_sig.N_SUMS), copies=RowHashes(),
         )
 
     # ------------------------------------------------------------------ accumulate
@@ -167,6 +171,8 @@ class CalibrationStatistics:
         if cfg.has_vector:
             self._add_classwise(preds.probs, preds.labels)
         self._add_bootstrap(conf, gap, key)
+        if self.copies is not None:
+            self.copies.add(preds)
         self.n_batches += 1
         return self
 
@@ -203,10 +209,16 @@ class CalibrationStatistics:
         self.boot += other.boot
         self.boot_n = None if self.boot_n is None or other.boot_n is None else self.boot_n + other.boot_n
         self.tests = None if self.tests is None or other.tests is None else self.tests + other.tests
+        self.copies = None if self.copies is None or other.copies is None else self.copies.merge(other.copies)
         self.n_batches += other.n_batches
         return self
 
     # ------------------------------------------------------------------ results
+    def duplicate_note(self) -> str:
+        """The loader's note on rows that are exact copies of another row, far beyond chance
+        (:func:`pbr_core.loading._duplicates.streamed_duplicate_note`), else ""."""
+        return streamed_duplicate_note(self.copies)
+
     def _check(self) -> None:
         if self.n == 0:
             raise ValueError("No rows: the statistics are empty.")
