@@ -515,7 +515,8 @@ def read_table(source: Source, *, format: str | None = None, name: str | None = 
     """
     import pandas as pd
 
-    from pbr_core.loading._tables import _check_cells, _read_csv_frame, check_csv_size, read_parquet_table
+    from pbr_core.loading._tables import (_check_cells, _decoded_dictionaries, _read_csv_frame, check_csv_size,
+                                          read_parquet_table)
 
     src = _resolve_source(source, name)
     head, fmt = _head_and_format(src, format)
@@ -528,7 +529,7 @@ def read_table(source: Source, *, format: str | None = None, name: str | None = 
             if len(df.columns) == len(header.columns):
                 df.columns = header.columns
         elif fmt == "parquet":
-            df = read_parquet_table(src, limits).to_pandas()
+            df = _decoded_dictionaries(read_parquet_table(src, limits)).to_pandas()
         elif fmt in ("json", "jsonl"):
             df = read_json_frame(src, fmt, head, limits=limits)
         elif fmt == "xlsx":

@@ -336,6 +336,7 @@ def _arrow_frame(table, csv: bool = False, consume: bool = True) -> pd.DataFrame
     """
     import pyarrow as pa
 
+    table = _decoded_dictionaries(table)
     if csv:
         schema = table.schema
         for i, t in enumerate(schema.types):
@@ -371,6 +372,26 @@ def _arrow_frame(table, csv: bool = False, consume: bool = True) -> pd.DataFrame
     return frame
 
 
+def _decoded_dictionaries(table):
+    """``table`` with its dictionary-encoded columns decoded to their values' type (text, numbers).
+
+    A pandas ``category`` column reaches here as an Arrow dictionary column: from a DataFrame, a
+    ``to_parquet()`` of one (pandas records the dtype), or a ``dictionary_encode()``d pyarrow column.
+    Converted as it is it would become a pandas Categorical, which every later step would have to
+    treat apart (an unordered one has no ``max``; its codes are not its values). Decoded, it is the
+    plain column of text or numbers the same data written without the dtype gives, read the same way.
+    The decoded text is no larger than that plain column's, which the read limits already allow for.
+    """
+    import pyarrow as pa
+
+    schema = table.schema
+    coded = [i for i, t in enumerate(schema.types) if pa.types.is_dictionary(t)]
+    for i in coded:
+        f = schema.field(i)
+        table = table.set_column(i, f.with_type(f.type.value_type), table.column(i).cast(f.type.value_type))
+    return table
+
+
 # ------------------------------------------------------------------------------------ Parquet
 def _load_parquet(src: _Source, head: bytes, opts: _Options) -> Predictions:
     if not head.startswith(b"PAR1"):
@@ -385,8 +406,11 @@ def _load_parquet(src: _Source, head: bytes, opts: _Options) -> Predictions:
 
 
 def _is_text_type(t) -> bool:
+    """Text or bytes, also dictionary-encoded (a pandas ``category`` column of text, decoded when read)."""
     import pyarrow as pa
 
+    if pa.types.is_dictionary(t):
+        t = t.value_type
     return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
 
 
@@ -489,6 +513,8 @@ def _check_cells(df: pd.DataFrame, src: _Source, limit: int | None) -> None:
         if (_is_plain_numeric(dtype) or pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_datetime64_any_dtype(dtype)
                 or (isinstance(dtype, pd.ArrowDtype) and not pd.api.types.is_string_dtype(dtype))):
             continue
+        if isinstance(dtype, pd.CategoricalDtype):  # its values, not its codes (an unordered one has no max)
+            series = series.astype(object)
         text_dtype = isinstance(dtype, (pd.StringDtype, pd.ArrowDtype))  # Arrow-backed: lengths at C speed
         lengths = series.str.len() if text_dtype else series.map(_text_length)
         longest = lengths.max()
