@@ -313,7 +313,7 @@ def _load(source: bytes | str, digest: str, file_name: str, origin: Literal["sam
         return _set_error(file_name, str(exc), _columns_of(exc), options)
     except Exception as exc:  # noqa: BLE001 - a bad file must never crash the app
         logger.exception("reading %s failed", file_name)
-        return _set_error(file_name, f"it could not be read ({type(exc).__name__}).", [], options)
+        return _set_error(file_name, texts.read_unexpected(type(exc).__name__), [], options)
     if options.map_scores_column:
         name = f"{name} · {options.map_scores_column} mapped to probabilities"
     loaded = Loaded(preds=preds, name=name, file_name=file_name, origin=origin, key=key, options=options)
@@ -633,7 +633,7 @@ def load_server(path: str, options: LoadOptions = LoadOptions()) -> str | None:
         return _set_error(shown, within_data_root(str(exc)), [], options)
     except Exception as exc:  # noqa: BLE001 - a bad dataset must never crash the app
         logger.exception("reading the server dataset %s failed", shown)
-        return _set_error(shown, f"it could not be read ({type(exc).__name__}).", [], options)
+        return _set_error(shown, texts.read_unexpected(type(exc).__name__), [], options)
     finally:
         bar.empty()
         stop.empty()
@@ -734,7 +734,7 @@ def _stream_upload(data: bytes, digest: str, file_name: str, options: LoadOption
     except Exception as exc:  # noqa: BLE001 - a bad file must never crash the app
         os.unlink(path)
         logger.exception("streaming the upload %s failed", file_name)
-        return _set_error(file_name, f"it could not be read ({type(exc).__name__}).", _columns_of(why), options)
+        return _set_error(file_name, texts.read_unexpected(type(exc).__name__), _columns_of(why), options)
     except BaseException:  # Stop reading (Streamlit interrupts the run): nothing is kept
         os.unlink(path)
         raise

@@ -1136,6 +1136,13 @@ APPLY_UPLOAD_UNEXPECTED = (
     "{name}: this file could not be read because of an unexpected error in pbr-calib (not a problem "
     "the file checks know). The details are in the server's log; please include them in a bug report."
 )
+def read_unexpected(error: str) -> str:
+    """The load message for a file or dataset that failed with an error the file checks do not know
+    (a fault in pbr-calib, not in the file): it says so, rather than the bare error's type."""
+    return (f"it could not be read because of an unexpected error in pbr-calib ({error}), not a problem the file "
+            "checks know. The details are in the server's log; please include them in a bug report.")
+
+
 APPLY_TRIAL_UNEXPECTED = (
     "it failed on the first row with an unexpected error in pbr-calib. The details are in the server's "
     "log; please include them in a bug report."
