@@ -71,11 +71,17 @@ def evidence_terms(p: np.ndarray) -> list[np.ndarray]:
         # 1e-6 of a step: far above float64's error on a value read from d decimals (1e-7 at d = 9),
         # far below what a value written with more decimals misses the grid by.
         out.append((inner & (np.abs(scaled - np.round(scaled)) > 1e-6)).astype(np.float64))
-    # d significant digits ("%.9g"): a value v is on the grid of step 10^(floor(log10 v) - d + 1)
-    lead = np.floor(np.log10(np.where(inner, p, 0.5)))
+    # d significant digits ("%.9g"): a value v is on the grid of step 10^(floor(log10 v) - d + 1).
+    # A subnormal value (below 2.2e-308, as GaussianNB's predict_proba gives: 1e-320) holds too few
+    # digits of its own to show how many were written: it is no evidence either way (its step,
+    # 10^-328 at d = 9, is 0 in float64 and divided to inf and NaN with RuntimeWarnings). Scaling
+    # by 10^-lead, then 10^(d-1), keeps every factor a normal float64 (10^308 at most).
+    normal = inner & (p >= np.finfo(np.float64).tiny)
+    lead = np.floor(np.log10(np.where(normal, p, 0.5)))
+    unit = p * 10.0 ** -lead  # in [1, 10) where normal
     for d in DECIMALS:
-        scaled = p / 10.0 ** (lead - d + 1)
-        out.append((inner & (np.abs(scaled - np.round(scaled)) > 1e-6)).astype(np.float64))
+        scaled = unit * 10.0 ** (d - 1)
+        out.append((normal & (np.abs(scaled - np.round(scaled)) > 1e-6)).astype(np.float64))
     f32 = p.astype(np.float32).astype(np.float64)
     out.append((inner & (np.abs(p - f32) > _F32_REL * p)).astype(np.float64))
     return out
