@@ -636,6 +636,24 @@ def binary_classes(names: Sequence[object], header: str) -> tuple[object, object
     return None
 
 
+def one_binary_class(name: str, header: str) -> tuple[str, str, str | None] | None:
+    """(class 0, class 1, how) of binary labels whose only value is ``name`` (a day without fraud: every
+    label 'no'), where ``name`` is a word of :data:`BINARY_NAME_PAIRS` (case-insensitive): the pair is
+    completed by its other word, written in the same case ('No' -> 'Yes', 'N' -> 'Y'), and decided as
+    :func:`binary_classes` decides two names (the class the score column names, else the "yes" of the
+    pair). None for any other value: one name alone does not say which class it is."""
+    word = str(name).strip().lower()
+    other = next((b if word == a else a for a, b in BINARY_NAME_PAIRS if word in (a, b)), None)
+    if other is None:
+        return None
+    text = str(name).strip()
+    if text.isupper():
+        other = other.upper()
+    elif text[:1].isupper():
+        other = other.capitalize()
+    return binary_classes([name, other], header)
+
+
 def binary_classes_note(negative: object, positive: object, how: str | None, header: str,
                         logits: bool = False) -> str:
     """The note that says which of two label values is class 1 (:func:`binary_classes`); ``logits``:

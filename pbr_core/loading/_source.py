@@ -256,6 +256,9 @@ class _Options:
     #: (class 0, class 1) of binary data whose labels are class names, when already known (a later
     #: batch of a streamed dataset, which may hold only one of the two names).
     binary_names: tuple[str, str] | None = None
+    #: Binary labels with one name only may be read by that name's meaning (no/yes...); False for a
+    #: stream's first rows, whose later rows may hold the other name (they settle the classes then).
+    one_label_name: bool = True
     #: The scores (or the confidence) are percentages: divided by 100 (:mod:`pbr_core.loading._percent`).
     percent: bool = False
     #: Bounds on the read (:mod:`pbr_core.loading._limits`); none for the batches of a streamed

@@ -35,9 +35,10 @@ from pbr_core.loading._source import (
 from pbr_core.loading._limits import (ReadLimits, format_bytes, gzip_declared_size, limit_error, scan_text,
                                       table_memory)
 from pbr_core.loading._roles import (_P_OF, DECIMAL_COMMA_NUMBER, DECISION_WORDS, SCORE_PREFIXES, SCORE_SUFFIXES,
-                                     Roles, _outcome_stems, binary_classes, binary_classes_note, detect_scores,
-                                     duplicates, find_by_name, metadata_by_name, name_words, named_roles,
-                                     names_outcome, profile, score_named_after, strip_prefix)
+                                     Roles, _named_class, _outcome_stems, binary_classes, binary_classes_note,
+                                     detect_scores, duplicates, find_by_name, metadata_by_name, name_words,
+                                     named_roles, names_outcome, one_binary_class, profile, score_named_after,
+                                     strip_prefix)
 from pbr_core.loading._outcome import label_by_values, no_label_hint
 from pbr_core.loading._percent import from_percent, percent_columns
 from pbr_core.loading._vectors import collapse_roles, expand_score_vectors
@@ -1032,7 +1033,8 @@ def _full_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Options, no
         class_names = None
         logits = opts.input_type == "logits"
         if kind == "names":
-            y, class_names = _binary_names(y, score_cols[0], label, src, notes, opts.binary_names, logits)
+            y, class_names = _binary_names(y, score_cols[0], label, src, notes, opts.binary_names, logits,
+                                           opts.one_label_name)
         scores = scores[:, 0]
         class_0 = kind != "names" and not logits and _names_class_0(score_cols[0])
         as_bool = kind != "names" and pd.api.types.is_bool_dtype(df[label].dtype)
@@ -1158,7 +1160,8 @@ def _label_named_by_a_score(df: pd.DataFrame, columns: Sequence[str]) -> tuple[s
 
 
 def _binary_names(y: np.ndarray, header: str, label: str, src: _Source, notes: list[str],
-                  known: tuple[str, str] | None = None, logits: bool = False) -> tuple[np.ndarray, list[str]]:
+                  known: tuple[str, str] | None = None, logits: bool = False,
+                  one_name: bool = True) -> tuple[np.ndarray, list[str]]:
     """Class 1 of binary data whose labels are two class names: the class the score column's header
     names, else the "yes" of a pair such as no/yes or negative/positive; otherwise the file does not
     say which class the score is the probability of, and guessing (e.g. by sorted order) would
@@ -1171,6 +1174,8 @@ def _binary_names(y: np.ndarray, header: str, label: str, src: _Source, notes: l
             raise src.error(f"column {label!r} holds {_cell(other[0])}, but the classes are {known[0]!r} and "
                             f"{known[1]!r} (as decided on the first rows).")
         return (y == known[1]).astype(np.int64), list(known)
+    if len(names) == 1:
+        return _one_binary_name(y, names[0], header, label, src, notes, logits, one_name)
     if len(names) != 2:
         raise src.error(
             f"one score column means binary data, so the labels must be 0/1 or exactly two class names, "
@@ -1181,12 +1186,52 @@ def _binary_names(y: np.ndarray, header: str, label: str, src: _Source, notes: l
         negative, positive, how = found
         notes.append(binary_classes_note(negative, positive, how, header, logits))
         return (y == positive).astype(np.int64), [negative, positive]
-    a, b = names
-    raise src.error(
-        f"one score column ({header!r}) and two class names in column {label!r} ({a!r}, {b!r}): the file does "
-        f"not say which class {header!r} is the probability of. Name the score column after that class "
-        f"(e.g. {b!r} or 'p_{b}'), or write the labels as 0/1 with 1 for that class."
-    )
+    raise src.error(two_label_names_message(names[0], names[1], header, label))
+
+
+def two_label_names_message(a: str, b: str, header: str, label: str) -> str:
+    """Why two class names beside one score column cannot be read (which is class 1?), and what to do."""
+    return (f"one score column ({header!r}) and two class names in column {label!r} ({a!r}, {b!r}): the file does "
+            f"not say which class {header!r} is the probability of. Name the score column after that class "
+            f"(e.g. {b!r} or 'p_{b}'), or write the labels as 0/1 with 1 for that class.")
+
+
+class OneLabelNameError(PredictionsError):
+    """Binary labels with one name only, which does not say its class (``label``: the column; ``name``:
+    the value; ``header``: the score column). A streamed dataset looks for the other name in its later
+    rows before it gives up (:meth:`pbr_core.stream.Dataset.layout`)."""
+
+    def __init__(self, message: str, label: str, name: str, header: str) -> None:
+        super().__init__(message)
+        self.label, self.name, self.header = label, name, header
+
+
+def one_label_name_message(name: str, header: str, label: str) -> str:
+    """Why one class name alone cannot be read (without the file's name), and what to do."""
+    named = _named_class(header, [name]) is not None
+    what = (f"it is the class the score column {header!r} names, but the file does not name the other class"
+            if named else f"one name alone does not say whether it is the class the score column {header!r} is "
+            "the probability of, or the other one")
+    return (f"column {label!r} holds one class name only, {name!r}, on every row: {what}. Write the labels as 0/1 "
+            f"(1 for the class {header!r} is the probability of), or with the words no/yes, false/true or "
+            "negative/positive, whose meaning is known.")
+
+
+def _one_binary_name(y: np.ndarray, name: str, header: str, label: str, src: _Source, notes: list[str],
+                     logits: bool, opts_one_name: bool = True) -> tuple[np.ndarray, list[str]]:
+    """Binary labels that hold one name only (a day without fraud, all 'no'): a word of a known pair
+    (:func:`one_binary_class`: no/yes, false/true, negative/positive...) is read as its class, with a
+    note; any other name is an error saying how to write the labels. ``opts_one_name`` False: every
+    single name is that error (a stream's first rows: the later rows may hold the other name)."""
+    found = one_binary_class(name, header) if opts_one_name else None
+    if found is None:
+        raise OneLabelNameError(f"{src.name}: {one_label_name_message(name, header, label)}", label, name, header)
+    negative, positive, how = found
+    k, other = (1, negative) if name == positive else (0, positive)
+    notes.append(f"Column {label!r} holds one class name only, {name!r}, read as class {k}: its pair is "
+                 f"{negative!r}/{positive!r}, and no row holds {other!r}. "
+                 + binary_classes_note(negative, positive, how, header, logits))
+    return (y == positive).astype(np.int64), [negative, positive]
 
 
 def _header_numbers(headers: Sequence[str]) -> tuple[list[int], bool] | None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator, Sequence
 
+import numpy as np
 
 from pbr_core.loading._limits import ReadLimits, default_limits
 from pbr_core.loading._roles import ColumnChoice, column_list
@@ -280,20 +281,75 @@ class Dataset:
         return self._layout
 
     def _detect(self) -> Layout:
-        from pbr_core.loading._tables import _arrow_frame, _from_table
+        import pyarrow as pa
+
+        from pbr_core.loading._tables import OneLabelNameError, _arrow_frame, _from_table
 
         for unit in self.units():
             for start, rb in self.raw_batches(unit):
                 if rb.num_rows == 0:
                     continue
-                import pyarrow as pa
-
-                df = _arrow_frame(pa.Table.from_batches([rb]), csv=unit.fmt != "parquet")
                 src = _Source(f"{unit.path} (first batch, used to detect the columns)")
                 header_notes = list(self._csv_dialect(unit).notes) if unit.fmt != "parquet" else []
-                preds = _from_table(df, src, self.options, header_notes)
+
+                def read(opts: _Options, notes: Sequence[str] = ()) -> Predictions:
+                    df = _arrow_frame(pa.Table.from_batches([rb]), csv=unit.fmt != "parquet")
+                    return _from_table(df, src, opts, [*header_notes, *notes])
+
+                try:  # binary labels of one name in the first rows: the later rows settle the two classes
+                    preds = read(replace(self.options, one_label_name=False))
+                except OneLabelNameError as exc:
+                    preds = self._settle_label_names(exc, unit, read)
                 return _layout_of(preds, self.options)
         raise PredictionsError(f"{self.spec}: the dataset has no data rows ({len(self.files)} file(s)).")
+
+    def _settle_label_names(self, exc, first: Unit, read) -> Predictions:
+        """The first batch's binary labels hold one name only (a quiet first day, all 'no'; a file
+        sorted by its outcome): the classes are decided as the in-memory loader decides them for the
+        whole dataset. The label column of the later rows is read until another name appears; the two
+        names are then decided as two names in one file are (:func:`binary_classes`: the class the score
+        column names, else the "yes" of a known pair). Where no other name appears, the one name is
+        read as one name in one file is (a word of a known pair, else an error)."""
+        from pbr_core.loading._roles import binary_classes, binary_classes_note
+        from pbr_core.loading._tables import OneLabelNameError, one_label_name_message, two_label_names_message
+
+        found = self._other_label_name(exc.label, exc.name)
+        if found is None:
+            try:
+                return read(self.options)
+            except OneLabelNameError:
+                raise PredictionsError(
+                    f"{self.spec}: every row of the dataset ({len(self.files)} file(s)) is of one class: "
+                    + one_label_name_message(exc.name, exc.header, exc.label)) from None
+        other, where = found
+        a, b = sorted((exc.name, other))
+        decided = binary_classes([a, b], exc.header)
+        if decided is None:
+            raise PredictionsError(
+                f"{self.spec}: the first rows ({first.path}) hold only {exc.name!r} and {where} also holds "
+                f"{other!r}: " + two_label_names_message(a, b, exc.header, exc.label))
+        negative, positive, how = decided
+        note = (f"The first rows ({first.path}) hold only {exc.name!r} in column {exc.label!r}; {other!r} first "
+                f"appears in {where}. " + binary_classes_note(negative, positive, how, exc.header,
+                                                              self.options.input_type == "logits"))
+        return read(replace(self.options, binary_names=(negative, positive)), [note])
+
+    def _other_label_name(self, label: str, name: str) -> tuple[str, str] | None:
+        """(the first label value other than ``name``, the file holding it) in the dataset's label column
+        ``label``, read alone (one column: a whole pass over it where every row holds ``name``); None
+        where every row holds ``name``."""
+        import pandas as pd
+
+        for unit in self.units():
+            for start, rb in self.raw_batches(unit, [label]):
+                if rb.num_rows == 0:
+                    continue
+                values = pd.Series(rb.column(0).to_pandas()).dropna().astype(str).str.strip()
+                other = np.flatnonzero((values != name).to_numpy())
+                if other.size:
+                    r = int(values.index[other[0]])
+                    return str(values.iloc[other[0]]), f"{unit.path} (row {start + r + 1} of the file)"
+        return None
 
     def predictions(self, unit: Unit, groups: Sequence[str] = ()) -> Iterator[tuple[int, Predictions]]:
         """(first row in the file, validated Predictions) for every batch of ``unit``.
