@@ -37,10 +37,11 @@ def cmd_apply(args: argparse.Namespace) -> int:
     calibrated = preds.with_probs(probs, source=str(args.out))
     # A Venn-Abers predictor's (p0, p1) interval of each class, beside its probability column.
     intervals = rec.predict_interval(preds) if hasattr(rec, "predict_interval") else None
+    as_written = _columns_as_written(args.file, preds, csv_out=Path(args.out).suffix.lower() == ".csv")
     try:
         # The file's own column names and order (p_dem, won; not 0, 1, label).
         save_predictions(calibrated, path_or_buffer=args.out, spreadsheet_safe=not args.raw_csv, headers_from=preds,
-                         intervals=intervals)
+                         intervals=intervals, as_written=as_written)
     except OSError as exc:
         raise CLIError(f"cannot write {args.out}: {exc.strerror or exc}", EXIT_USAGE) from exc
     except PredictionsError as exc:  # an interval column's name taken by a column of the file
@@ -60,8 +61,32 @@ def cmd_apply(args: argparse.Namespace) -> int:
     # Said for every CSV: a semicolon / decimal-comma input is written back in the standard dialect (audit
     # 9a: "every other column is as it was" read as if the file's format were kept too).
     dialect = " (comma-separated, '.' decimal points)" if Path(args.out).suffix.lower() == ".csv" else ""
-    print(f"wrote {args.out}{dialect}: {_calibrated_columns_words(probability_columns(calibrated, preds))}")
+    kept = ""
+    if as_written is not None and not dialect:  # a CSV's columns into Parquet: said, as they are text now
+        shown = ", ".join(map(repr, as_written.columns[:5])) + (", ..." if as_written.shape[1] > 5 else "")
+        kept = f" ({shown} as text, as the CSV wrote them)"
+    print(f"wrote {args.out}{dialect}: {_calibrated_columns_words(probability_columns(calibrated, preds))}{kept}")
     return EXIT_OK
+
+
+def _columns_as_written(path: str, preds, csv_out: bool):
+    """The columns of a CSV input that apply does not change, as the text written in them
+    (:func:`pbr_core.loading.read_csv_text`): the loader reads a ZIP code 01234 as the number 1234,
+    which written back would no longer match the rows it came from. Into a CSV every such column,
+    the label's too; into a Parquet file the other columns (text columns, as a CSV's cells are),
+    the label keeping its type as the streamed apply of a folder writes it. None for other inputs."""
+    from pbr_core.loading import read_csv_text
+    from pbr_core.predictions import PredictionsError
+
+    kept = ("metadata", "label") if csv_out else ("metadata",)
+    columns = [c for c, role in preds.column_roles if role in kept]
+    if not columns:
+        return None
+    try:
+        return read_csv_text(path, columns, preds.n)
+    except PredictionsError as exc:
+        raise CLIError(f"{path}: could not read the columns again as written, to write them back unchanged: "
+                       f"{exc}", EXIT_BAD_INPUT) from exc
 
 
 def _calibrated_columns_words(columns: list[str]) -> str:

@@ -188,7 +188,9 @@ def apply_stream(args: argparse.Namespace, rec) -> int:
     added = ("calibrated_<class> with its Venn-Abers interval (p0, p1) in calibrated_<class>_low and "
              "calibrated_<class>_high" if hasattr(rec, "predict_interval") else "calibrated_<class>")
     print(f"applied {rec.method} to {len(ds.files)} file(s) of {ds.spec}; wrote {len(written)} Parquet file(s) "
-          f"under {out} (original columns plus {added})")
+          f"under {out} (original columns plus {added}"
+          + ("; the label and score columns as numbers, the others as the text written in the CSV files, "
+             "leading zeros kept)" if ds.fmt != "parquet" else ")"))
     return EXIT_OK
 
 

@@ -104,6 +104,7 @@ __all__ = [
     "ReadLimits",
     "default_limits",
     "read_columns",
+    "read_csv_text",
     "read_table",
     "CONFIDENCE_COLUMN_NAMES",
     "CORRECT_COLUMN_NAMES",
@@ -543,3 +544,45 @@ def read_table(source: Source, *, format: str | None = None, name: str | None = 
         if pd.api.types.is_integer_dtype(values.dtype) and np.array_equal(values.to_numpy(), np.arange(len(df))):
             df = df.drop(columns=c)
     return df
+
+
+def read_csv_text(source: Source, columns: Sequence[str], n_rows: int, *, format: str | None = None,
+                  name: str | None = None) -> "pd.DataFrame | None":
+    """The ``columns`` of a CSV / TSV file as the text written in them, for the ``n_rows`` data rows
+    that :func:`load_predictions` read; None for a file of another format. Names not in the file's
+    header (``row index``, which the loader names) are left out.
+
+    The loader reads numbers as numbers: a ZIP code 01234 becomes 1234, an account 000789 becomes 789,
+    1.50 becomes 1.5. A file written back from loaded predictions (``pbr-calib apply``) takes these
+    columns instead (:func:`save_predictions`' ``as_written``), so that every column it does not
+    change is as it was. The header is read as the loader reads it (separator, encoding, compression);
+    every cell is text, an empty cell the empty text.
+
+    Raises
+    ------
+    PredictionsError
+        The file cannot be read again, or it holds other than ``n_rows`` data
+        rows (beyond empty rows at the end, which the loader leaves out too).
+    """
+    import pandas as pd
+
+    src = _resolve_source(source, name)
+    head, fmt = _head_and_format(src, format)
+    if fmt not in ("csv", "tsv"):
+        return None
+    with _as_input_error(src, fmt):
+        header = _csv_header(src, fmt, head)
+        columns = [c for c in dict.fromkeys(columns) if c in header.columns]
+        positions = [header.columns.index(c) for c in columns]
+        df = pd.read_csv(src.reader_arg(), sep=header.sep, compression=header.compression, encoding=header.encoding,
+                         usecols=positions, dtype=str, keep_default_na=False, na_filter=False, engine="c",
+                         skip_blank_lines=True)
+    # usecols keeps the file's order: back to the order asked, under the loader's (stripped) names
+    df.columns = [header.columns[i] for i in sorted(positions)]
+    df = df[list(columns)]
+    if len(df) > n_rows and (df.iloc[n_rows:] == "").all(axis=None):
+        df = df.iloc[:n_rows]  # empty rows at the end (",,,"): left out by the loader as well
+    if len(df) != n_rows:
+        raise src.error(f"read again as text, the file has {len(df):,} data rows, not the {n_rows:,} read before "
+                        "(did it change?).")
+    return df.reset_index(drop=True)

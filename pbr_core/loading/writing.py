@@ -205,6 +205,7 @@ def save_predictions(
     spreadsheet_safe: bool = True,
     headers_from: Predictions | None = None,
     intervals: tuple[np.ndarray, np.ndarray] | None = None,
+    as_written: pd.DataFrame | None = None,
 ) -> bytes | None:
     """Write (e.g. recalibrated) probabilities as one column per class plus ``label``.
 
@@ -243,6 +244,11 @@ def save_predictions(
         ``predict_interval``), written right after that class's probability column as
         ``<column>_low`` and ``<column>_high`` (:func:`interval_columns`; for a binary file written
         with its one p(y=1) column, that column's only). Probabilities only.
+    as_written : DataFrame, optional
+        Columns of the input file as the text written in it, one row per row of the predictions
+        (:func:`~pbr_core.loading.read_csv_text`): each is written in place of the column of the same
+        name (under ``headers_from``'s names), so that a ZIP code 01234 or an account 000789 is not
+        written back as the number 1234 or 789. The probability columns are never replaced.
     spreadsheet_safe : bool, default True
         CSV only: text cells and headers that a spreadsheet would run as a formula (starting with
         ``=``, ``+``, ``-``, ``@``, a tab or a carriage return, and not a plain number) are written
@@ -317,6 +323,14 @@ def save_predictions(
     rename: dict[str, str] = {}
     if headers_from is not None and preds.probs is not None:
         df, rename = _file_headers(df, preds, headers_from)
+    if as_written is not None:
+        if len(as_written) != preds.n:
+            raise PredictionsError(f"save_predictions: as_written has {len(as_written)} rows, but there are "
+                                   f"{preds.n} rows.")
+        probabilities = {rename.get(str(n), str(n)) for n in preds.class_names} if preds.probs is not None else set()
+        for name in as_written.columns:
+            if name in df.columns and name not in probabilities:
+                df[name] = as_written[name].to_numpy()
     if intervals is not None:
         if preds.probs is None:
             raise PredictionsError("save_predictions: intervals need probabilities of every class, not top-label-only data.")

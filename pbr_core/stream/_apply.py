@@ -219,7 +219,7 @@ def apply_to_dataset(recalibrator, dataset: Dataset, out: str | os.PathLike, *, 
                             low, high = recalibrator.predict_interval(preds) if with_intervals else (None, None)
                         except ValueError as exc:
                             raise PredictionsError(f"{unit.path}: {exc}") from None
-                        table = pa.Table.from_batches([raw])
+                        table = raw if isinstance(raw, pa.Table) else pa.Table.from_batches([raw])
                         for k, c in enumerate(prob_cols):
                             table = table.append_column(c, pa.array(probs[:, k], type=pa.float64()))
                             if with_intervals:
@@ -256,7 +256,8 @@ def _schema_of(dataset: Dataset, file_index: int):
 
 
 def _batches_with_rows(dataset: Dataset, unit):
-    """(first row, the batch with all its columns, validated Predictions of it) for every batch of ``unit``."""
+    """(first row, the batch with all its columns, validated Predictions of it) for every batch of ``unit``;
+    a CSV's batch is a Table whose columns other than the label and scores hold the text written."""
     import pyarrow as pa
 
     from pbr_core.loading._source import _Source
@@ -265,13 +266,56 @@ def _batches_with_rows(dataset: Dataset, unit):
 
     lay = dataset.layout()
     opts = _batch_options(dataset.options, lay)
-    for start, rb in dataset.raw_batches(unit):
+    csv = unit.fmt != "parquet"
+    # A CSV's other columns are written back as the text they hold (a ZIP code 01234, not the number
+    # 1234 its reading as a number gives), read by a second reader in step with the first.
+    names = [c or f"Unnamed: {i}" for i, c in enumerate(dataset._csv_dialect(unit).columns)] if csv else []
+    text = _text_rows(dataset, unit, [c for c in names if c not in lay.read_columns]) if csv else None
+    for start, rb in dataset.raw_batches(unit, list(lay.read_columns) if text is not None else None):
         if rb.num_rows == 0:
             continue
         sel = pa.Table.from_batches([rb]).select(list(lay.read_columns))
-        df = _arrow_frame(sel, csv=unit.fmt != "parquet")
+        df = _arrow_frame(sel, csv=csv)
         try:
             preds = _from_table(df, _Source(unit.path), opts, [])
         except PredictionsError as exc:
             raise PredictionsError(_where(str(exc), unit, start)) from None
+        if text is not None:
+            rb = _in_file_order(pa.Table.from_batches([rb]), text.take(rb.num_rows), names)
         yield start, rb, preds
+
+
+class _TextRows:
+    """The rows of a CSV unit's ``columns`` as text, handed out ``take(k)`` rows at a time in file order
+    (the typed reader's batches may be cut elsewhere: the rows are re-cut to its counts)."""
+
+    def __init__(self, batches) -> None:
+        self._batches = batches
+        self._pending: list = []
+        self._rows = 0
+
+    def take(self, k: int):
+        import pyarrow as pa
+
+        while self._rows < k:
+            _, rb = next(self._batches)
+            self._pending.append(pa.Table.from_batches([rb]))
+            self._rows += rb.num_rows
+        table = pa.concat_tables(self._pending)
+        head, rest = table.slice(0, k), table.slice(k)
+        self._pending, self._rows = [rest], rest.num_rows
+        return head
+
+
+def _text_rows(dataset: Dataset, unit, columns: list[str]) -> _TextRows | None:
+    return _TextRows(iter(dataset.raw_batches(unit, columns, as_text=True))) if columns else None
+
+
+def _in_file_order(typed, text, columns: list[str]):
+    """One table of the typed columns and the text columns, in the file's column order."""
+    import pyarrow as pa
+
+    parts = {name: typed.column(name) for name in typed.column_names}
+    parts.update({name: text.column(name) for name in text.column_names})
+    order = [c for c in columns if c in parts] + [c for c in parts if c not in columns]
+    return pa.table({c: parts[c] for c in order})

@@ -176,8 +176,12 @@ class Dataset:
         return sorted(same, key=lambda group: order[group[0]])
 
     # ------------------------------------------------------------------ batches
-    def raw_batches(self, unit: Unit, columns: Sequence[str] | None = None) -> Iterator[tuple[int, "object"]]:
-        """(first row of the batch in its file, pyarrow RecordBatch) for every batch of ``unit``."""
+    def raw_batches(self, unit: Unit, columns: Sequence[str] | None = None,
+                    as_text: bool = False) -> Iterator[tuple[int, "object"]]:
+        """(first row of the batch in its file, pyarrow RecordBatch) for every batch of ``unit``.
+
+        ``as_text`` (CSV only): every column as the text written in it, an empty cell the empty text
+        (what ``pbr-calib apply`` writes back: a ZIP code 01234 is not the number 1234)."""
         cols = list(columns) if columns is not None else None
         if unit.fmt == "parquet":
             pf = self._parquet(unit.path)
@@ -214,6 +218,11 @@ class Dataset:
                                "strings_can_be_null": True}
                     if cols:
                         convert["include_columns"] = cols
+                    if as_text:
+                        import pyarrow as pa
+
+                        text_types = {c: pa.string() for c in (cols or names)}
+                        convert.update(null_values=[], strings_can_be_null=False, quoted_strings_can_be_null=False)
                     if text_types:
                         convert["column_types"] = text_types
                     reader = pacsv.open_csv(
