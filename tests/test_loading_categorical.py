@@ -107,3 +107,16 @@ def test_the_cli_reads_a_category_parquet_file(tmp_path, capsys) -> None:
     out, err = capsys.readouterr()
     assert code == EXIT_OK, err
     assert json.loads(out)["n"] == len(df)
+
+
+def test_the_cell_limit_measures_a_categorical_by_its_values() -> None:
+    """A Categorical reaching the cell check itself (no reader makes one now) is measured, not refused
+    with pandas' TypeError."""
+    from pbr_core.loading._limits import ReadLimitError
+    from pbr_core.loading._source import _Source
+    from pbr_core.loading._tables import _check_cells
+
+    df = pd.DataFrame({"s": pd.Categorical(["Male", "Female", "Male"])})
+    _check_cells(df, _Source("t"), 6)
+    with pytest.raises(ReadLimitError, match="column 's' at row 2"):
+        _check_cells(df, _Source("t"), 5)
