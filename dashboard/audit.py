@@ -137,15 +137,18 @@ def groups_section(loaded: state.Loaded, view: state.MetricView, choices: AuditC
     from pbr_core.groups import group_statements
 
     paragraphs = [texts.GROUPS_INTRO, *(texts.groups_outcome_warning(found) for found in rep.restating),
-                  f"Grouped by {texts.md(by)}: {len(rep.table)} groups. "
-                  + texts.groups_headline(rep), texts.GROUPS_TEST_HELP, texts.GROUPS_INTERVAL_NOTE, "**Largest gap.** " + texts.gap_sentence(rep),
+                  texts.groups_measured_on(texts.groups_what(rep.measures, view.what),
+                                           loaded.stream.n_total if loaded.stream is not None else None, rep.by,
+                                           f"dates by {choices.group_every}" if choices.group_every else "",
+                                           len(rep.table)) + " " + texts.groups_headline(rep), texts.GROUPS_TEST_HELP, texts.GROUPS_INTERVAL_NOTE, "**Largest gap.** " + texts.gap_sentence(rep),
                   "**What each group's test says.**\n\n" + "\n".join(f"- {texts.md(line)}" for line in group_statements(rep))]
     if loaded.stream is not None:
         paragraphs.append(texts.GROUPS_STREAM_NOTE)
     if rep.small:
         paragraphs.append(texts.groups_small_note(rep.small, MIN_ROWS, False))
-    fig = FR.groups_overlay_figure(rep.diagrams, rep.small, rep.table["group"].tolist(), x_title=view.x_title,
-                                   y_title=view.y_title, flagged=rep.miscalibrated)
+    x_title, y_title = texts.groups_axis_titles(rep.measures, view.x_title, view.y_title)
+    fig = FR.groups_overlay_figure(rep.diagrams, rep.small, rep.table["group"].tolist(), x_title=x_title,
+                                   y_title=y_title, flagged=rep.miscalibrated)
     return ReportSection(title=f"Calibration by group: {by}", paragraphs=paragraphs,
                          tables=[("Every group", tables.groups_frame(rep).set_index("Group"))],
                          figures=[(texts.GROUPS_OVERLAY_CAPTION, fig)])

@@ -170,7 +170,7 @@ def groups_frame(report) -> pd.DataFrame:
     from pbr_core.groups import shift_drawn
 
     t = report.table
-    rate = "Frequency of y = 1" if report.target == "positive" else "Accuracy"
+    rate = texts.GROUPS_RATE_COLUMN[report.measures]
     return pd.DataFrame({
         "Group": t["group"], "Rows": t["n"], rate: t["rate"], "Mean predicted": t["mean_predicted"],
         "ECE": t["ece"], "ECE 95 % from": t["ece_low"], "to": t["ece_high"], "ECE without noise": t["ece_corrected"],

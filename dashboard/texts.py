@@ -2468,6 +2468,28 @@ SLICES_UNREADABLE = ("Cannot search for slices: the data could not be read again
 SLICES_WHOLE_FILE_TITLE = "**The whole file**"
 
 
+#: The Groups table's column of each group's outcome rate, by ``GroupReport.measures``: grouped by each
+#: class, the rate is the class's frequency (p_k against 1[y = k]), not an accuracy (audit 10a).
+GROUPS_RATE_COLUMN = {"positive": "Frequency of y = 1", "top_label": "Accuracy",
+                      "each class": "Frequency of the class"}
+#: What the Groups page measures when it is grouped by each class (the page's metric view says top label).
+GROUPS_EACH_CLASS_WHAT = ("each class's predicted probability against whether the row is of that class "
+                          "(one class against the rest)")
+
+
+def groups_what(measures: str, what: str) -> str:
+    """What the group table measures: ``what`` (``MetricView.what``), except each class against the rest."""
+    return GROUPS_EACH_CLASS_WHAT if measures == "each class" else what
+
+
+def groups_axis_titles(measures: str, x_title: str, y_title: str) -> tuple[str, str]:
+    """(x, y) axis titles of the groups' reliability curves: the view's (:func:`axis_titles`), except each
+    class against the rest (a class's probability against how often the rows are of that class)."""
+    if measures == "each class":
+        return "Predicted probability of the class", "Observed frequency of the class"
+    return x_title, y_title
+
+
 def groups_measured_on(what: str, n_total: int | None, by: Iterable[object], every: str, n_groups: int) -> str:
     """What the group table measures: ``what`` (``MetricView.what``), over every row of a server dataset
     (``n_total``), grouped by ``by`` (user column names), by period ``every`` (its words, or "")."""

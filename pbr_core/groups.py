@@ -60,11 +60,21 @@ TRUE_CLASS_REFUSED = (
     "calibrated model looks miscalibrated in every group (rows of class 1 all have outcome 1, whatever was "
     f"predicted). Group by {PREDICTED_CLASS!r} (rows by the class the model predicted), or use {EACH_CLASS!r} "
     "(the calibration of each class's probability against whether the row is of that class, over all rows).")
+#: What each group's ECE is measured on and what its ``rate`` column counts, in the words of the CLI
+#: and notebooks (the dashboard's are in dashboard/texts.py), by :attr:`GroupReport.measures`. Each
+#: class against the rest measures p_k against 1[y = k], whose rate is the class's frequency, not an
+#: accuracy (audit 10a: "top label" and "accuracy" headed 0.1123, class zero's frequency, where the
+#: top-label accuracy was 0.9655).
+MEASURED_WORDS: dict[str, tuple[str, str]] = {
+    "positive": ("p(y=1)", "frequency of y=1"),
+    "top_label": ("top label", "accuracy"),
+    EACH_CLASS: ("p(class) against 1[y = class]", "frequency of the class"),
+}
 TEST_WORDS = ("Cox's recalibration test (calibration in the large and slope) with Spiegelhalter's z, exact "
               "Monte Carlo p-values for small groups, Holm-corrected over the groups")
 
 __all__ = ["EACH_CLASS", "GroupReport", "default_every", "default_group_column", "find_slices", "MAX_GROUPS", "MIN_ROWS", "PREDICTED_CLASS", "TRUE_CLASS",
-           "TRUE_CLASS_REFUSED", "bucket_dates", "calibration_by_group", "check_group_count", "group_keys", "holm",
+           "TRUE_CLASS_REFUSED", "MEASURED_WORDS", "bucket_dates", "calibration_by_group", "check_group_count", "group_keys", "holm",
            "largest_gap", "bins_outside_by_group", "spiegelhalter_z"]
 
 
@@ -222,6 +232,14 @@ class GroupReport:
     def warnings(self) -> list[str]:
         """One warning per grouping column that restates the outcome (CLI text and JSON, notebooks)."""
         return [group_warning(found) for found in self.restating]
+
+    @property
+    def measures(self) -> Literal["positive", "top_label", "each class"]:
+        """What each group's ECE measures: p(y=1) ("positive"), the top label ("top_label"), or, grouped
+        by :data:`EACH_CLASS`, each class's probability against whether the row is of that class
+        (``target`` then says "top_label", what the binary-target rule reads, but ``rate`` is the
+        class's frequency). The key of :data:`MEASURED_WORDS`."""
+        return EACH_CLASS if self.by == [EACH_CLASS] else self.target
 
     @property
     def small(self) -> list[str]:
@@ -498,7 +516,8 @@ def calibration_by_group(preds: Predictions, by: Sequence[str] | str, *, target:
     -------
     GroupReport
         ``table`` (largest group first; in time order for dates) columns: group, n, share, rate
-        (accuracy, or the frequency of y = 1), mean_predicted, n_bins (floor(n_g^(1/3))), ece,
+        (accuracy, or the frequency of y = 1; each class: the class's frequency, see
+        :attr:`GroupReport.measures`), mean_predicted, n_bins (floor(n_g^(1/3))), ece,
         ece_low, ece_high, ece_corrected (the split estimate, see :func:`pbr_core.metrics.ece_bootstrap_ci`:
         0 on average for a calibrated group of any size), mce, brier, z (Spiegelhalter), chi2_cox,
         p_value, p_holm, test_method, detectable_shift, too_small. ``largest_gap``: see

@@ -171,6 +171,32 @@ def test_cli_evaluate_by_group(adult, capsys):
     assert "'nope' is not a column" in capsys.readouterr().err
 
 
+def test_each_class_is_said_to_be_one_class_against_the_rest(capsys):
+    """Audit 10a: ``--by 'each class'`` headed its table "top label" and its rate "accuracy", though the
+    rate is each class's frequency and the ECE that of p_k against 1[y = k]."""
+    import json
+
+    from pbr_core.cli import main
+
+    path = SAMPLES / "kitti_multiclass_random_forest.csv"
+    preds = pbr_core.load_predictions(path)
+    report = G.calibration_by_group(preds, "each class", n_boot=20)
+    assert report.measures == "each class" and G.calibration_by_group(preds, "predicted class", n_boot=5).measures == "top_label"
+    frequency = [(preds.labels == k).mean() for k in range(preds.n_classes)]
+    np.testing.assert_allclose(report.table["rate"], frequency, atol=1e-15)
+    assert report.table["rate"].iloc[0] != pytest.approx((preds.predicted == preds.labels).mean())
+    assert main(["evaluate", str(path), "--by", "each class", "--n-boot", "20"]) == 0
+    text = capsys.readouterr().out.split("calibration by each class", 1)[1]
+    heading, columns = text.splitlines()[:2]
+    assert heading.startswith(" (p(class) against 1[y = class];") and "top label" not in heading
+    assert "frequency of the class" in columns and "accuracy" not in columns
+    assert main(["evaluate", str(path), "--by", "each class", "--n-boot", "20", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["groups"]["measured"] == "each class"
+    assert main(["evaluate", str(path), "--by", "predicted class", "--n-boot", "20"]) == 0
+    text = capsys.readouterr().out.split("calibration by predicted class", 1)[1]
+    assert text.startswith(" (top label;") and "accuracy" in text.splitlines()[1]
+
+
 # --------------------------------------------------------------------------- does recalibration close the gaps?
 def test_one_temperature_per_group_closes_a_gap_one_for_everyone_cannot():
     """Real CIFAR-10 logits, made over-confident (x 2.5) in one group and under-confident (x 0.4) in

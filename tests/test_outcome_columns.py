@@ -177,6 +177,9 @@ def test_the_cli_leaves_grade_out_of_the_slices_and_warns_on_its_groups(plaut_cs
     assert data["groups"]["warnings"] and "'grade' restates the outcome" in data["groups"]["warnings"][0]
     code, text = _cli("evaluate", plaut_csv, "--by", "grade")
     assert "warning: 'grade' restates the outcome: each of its values has a single outcome" in text
+    # once, above the table (audit 10a: it was printed above and again below the groups' statements)
+    assert text.count("restates the outcome") == 1
+    assert text.index("restates the outcome") < text.index("calibration by grade")
     code, out = _cli("evaluate", plaut_csv, "--by", "model", "--format", "json")
     assert json.loads(out)["groups"]["warnings"] == []
 

@@ -165,15 +165,15 @@ def render() -> None:
         logger.exception("calibration by group of %s failed", loaded.file_name)
         st.error(texts.cannot_group_unreadable(by), icon=":material/error:")
         return
-    x_title, y_title = texts.axis_titles(view.binary_positive)
-    st.markdown(texts.groups_measured_on(view.what, loaded.stream.n_total if loaded.stream is not None else None, by,
+    x_title, y_title = texts.groups_axis_titles(report.measures, *texts.axis_titles(view.binary_positive))
+    st.markdown(texts.groups_measured_on(texts.groups_what(report.measures, view.what), loaded.stream.n_total if loaded.stream is not None else None, by,
                                          EVERY[every] if every else "", len(report.table)))
     for found in report.restating:  # measured since it was chosen, but its groups are off by construction
         st.warning(texts.groups_outcome_warning(found), icon=":material/warning:")
     st.markdown(texts.groups_headline(report))
     st.dataframe(tables.groups_frame(report), hide_index=True, key="groups_table", column_config={
         c: st.column_config.NumberColumn(format="%.4f") for c in
-        ("ECE", "MCE", "Brier", "Mean predicted", "Frequency of y = 1", "Accuracy")}
+        ("ECE", "MCE", "Brier", "Mean predicted", *texts.GROUPS_RATE_COLUMN.values())}
         | {c: st.column_config.NumberColumn(format="%.4f", help=texts.GROUPS_INTERVAL_NOTE) for c in ("ECE 95 % from", "to")}
         | {"Group": st.column_config.TextColumn(width="medium"),   # "week of 2024-01-01" in full
            "ECE without noise": st.column_config.NumberColumn(format="%.4f", help=texts.GROUPS_CORRECTED_HELP),

@@ -438,7 +438,7 @@ def _mapped(args: argparse.Namespace):
 def _groups_json(report) -> dict[str, Any]:
     from pbr_core.groups import gap_statement, group_statements
 
-    return {"by": report.by, "every": report.every, "every_chosen": report.every_chosen, "test": report.test,
+    return {"by": report.by, "measured": report.measures, "every": report.every, "every_chosen": report.every_chosen, "test": report.test,
             "interval": report.interval, "largest_gap": report.largest_gap,
             "statements": {"largest_gap": gap_statement(report), "groups": group_statements(report)},
             "rows": json.loads(report.table.to_json(orient="records", double_precision=15)),
@@ -447,13 +447,13 @@ def _groups_json(report) -> dict[str, Any]:
 
 def group_text(report) -> str:
     """The per-group table as text, with the test, the small groups and the largest gap."""
-    from pbr_core.groups import DATE_MAX_GROUPS, MIN_ROWS, gap_statement, group_statements
+    from pbr_core.groups import DATE_MAX_GROUPS, MEASURED_WORDS, MIN_ROWS, gap_statement, group_statements
     from pbr_core.significance import NOT_LOCAL, format_p
 
     t = report.table
     shown = t[["group", "n", "rate", "mean_predicted", "ece", "ece_low", "ece_high", "ece_corrected", "mce",
                "brier"]].copy()
-    rate = "frequency of y=1" if report.target == "positive" else "accuracy"
+    measured, rate = MEASURED_WORDS[report.measures]
     shown.columns = ["group", "n", rate, "mean predicted", "ECE", "ECE low", "ECE high", "ECE corrected", "MCE",
                      "Brier"]
     shown["p (Holm)"] = [format_p(p) for p in t["p_holm"]]
@@ -462,10 +462,11 @@ def group_text(report) -> str:
                                          f"{DATE_MAX_GROUPS} groups, half of them with {MIN_ROWS} rows or more (month "
                                          "when none does); --every to choose" if report.every_chosen else "") + "; "
              if report.every else "")
-    lines = [*report.warnings, f"calibration by {' × '.join(report.by)} ({every}{'p(y=1)' if report.target == 'positive' else 'top label'}; "
+    # A grouping column that restates the outcome is warned of once, above the table (as the Groups page does).
+    lines = [*report.warnings, f"calibration by {' × '.join(report.by)} ({every}{measured}; "
              f"ECE with B = floor(n_group^(1/3)), {report.level:.0%} {report.interval}; ECE corrected: with the "
              f"part noise adds removed; test: {report.test})",
              shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"),
              "largest gap: " + gap_statement(report), "each group:", *(f"  {s}" for s in group_statements(report)),
-             f"  {NOT_LOCAL}", *report.warnings]
+             f"  {NOT_LOCAL}"]
     return "\n".join(lines)

@@ -83,6 +83,18 @@ def test_a_file_without_group_columns_offers_the_classes_not_the_true_class(at):
     assert not at.exception
     table = at.dataframe[0].value
     assert len(table) == 100 and (table["Rows"] == 10000).all()
+    # Each class against the rest: the rate is the class's frequency, not an accuracy (audit 10a), and the
+    # page and the audit report say what is measured
+    from dashboard import recal_ui, state, texts
+
+    assert "Frequency of the class" in table.columns and "Accuracy" not in table.columns
+    assert any(texts.GROUPS_EACH_CLASS_WHAT in m.value for m in at.markdown)
+    loaded = at.session_state["pbr_loaded"]
+    ss = {k: at.session_state[k] for k in ("groups_by", "groups_by2", "groups_every", "groups_for")}
+    view = state.metric_view(loaded)
+    html = recal_ui.session_report(loaded, view, recal_ui.audit_choices(view, session=ss, data_key=loaded.key), {})
+    assert "Frequency of the class" in html and texts.GROUPS_EACH_CLASS_WHAT.replace("'", "&#x27;") in html
+    assert "Observed frequency of the class" in html
 
 
 def test_the_audit_report_includes_the_groups_chosen_on_the_page(at):
