@@ -272,6 +272,10 @@ def test_fit_says_when_it_ended_at_the_prior(capsys, c10_files, tmp_path, monkey
     (["evaluate", "{fit}", "--eps", "1.5"], "(0, 1)"),
     (["fit", "{fit}", "--method", "pbr", "--select-alpha", "--jobs", "0", "--out", "{tmp}/m.json"], "-1 (every core)"),
     (["fit", "{fit}", "--method", "pbr", "--jobs", "2", "--out", "{tmp}/m.json"], "--jobs needs --select-alpha"),
+    # no file could make these valid: a usage choice, not a bad input file (audit 10a: it exited 3)
+    (["evaluate", "{fit}", "--by", "true class"], "--by 'true class': grouping by the true class is not offered"),
+    (["evaluate", "{tmp}/logs", "--by", "true class"], "--by 'true class': grouping by the true class is not offered"),
+    (["evaluate", "{fit}", "--by", "each class", "--by", "predicted class"], "cannot be combined with another --by"),
 ])
 def test_usage_errors_exit_2(capsys, c10_files, tmp_path, argv, message) -> None:
     argv = [a.format(fit=c10_files[0], tmp=tmp_path) for a in argv]

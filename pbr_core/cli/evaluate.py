@@ -183,9 +183,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise CLIError("--every needs --by (a date column)", EXIT_USAGE)
     if args.max_group_gap is not None and not args.by:
         raise CLIError("--max-group-gap needs --by (the column whose groups are compared)", EXIT_USAGE)
-    from pbr_core.groups import EACH_CLASS, PREDICTED_CLASS
+    from pbr_core.groups import EACH_CLASS, PREDICTED_CLASS, TRUE_CLASS, TRUE_CLASS_REFUSED
 
-    wanted = [c for c in args.by if c not in (PREDICTED_CLASS, EACH_CLASS, "true class")]
+    # Choices of --by that no file could make valid are usage errors (2), as an invalid value is; the
+    # library's refusal came back as a bad input file (3) (audit 10a, finding 9).
+    if TRUE_CLASS in args.by:
+        raise CLIError(f"--by {TRUE_CLASS!r}: {cli_words(TRUE_CLASS_REFUSED)}", EXIT_USAGE)
+    if EACH_CLASS in args.by and len(args.by) > 1:
+        raise CLIError(f"--by {EACH_CLASS!r} (one class against the rest, over all rows) cannot be combined with "
+                       "another --by", EXIT_USAGE)
+    wanted = [c for c in args.by if c not in (PREDICTED_CLASS, EACH_CLASS)]
     if wanted:  # a column to group by is never read as a score
         named = [c.strip() for c in (args.group_columns or "").split(",") if c.strip()]
         args.group_columns = ",".join(dict.fromkeys([*named, *wanted]))
