@@ -104,3 +104,32 @@ def test_readme_python_example_runs(index, tmp_path, monkeypatch):
         if i < index and slow[i]:
             continue  # earlier slow blocks: what later blocks need from them is re-made here
         exec(compile(blocks[i], f"README.md python block {i + 1}", "exec"), namespace)
+
+
+def _cli_json(capsys, *argv: str) -> tuple[dict, str]:
+    import json
+
+    assert cli_main([*argv, "--format", "json"]) in (0, 5)
+    out = capsys.readouterr()
+    return json.loads(out.out), out.err
+
+
+def test_readme_ece_intervals_are_the_cli_s(capsys, monkeypatch):
+    """Every ECE interval the README quotes is the one the CLI prints: a CLI example's "(here .0107 to
+    .0221" and the In CI section's gate messages (audit 10a: ".0108 to .0219" went stale when each bin's
+    outcome noise started to widen the interval; the CLI printed .0107 to .0221)."""
+    monkeypatch.chdir(ROOT)
+    quoted = [(line, m) for line in _cli_lines() if (m := re.search(r"here (\.\d+) to (\.\d+)", line))]
+    assert quoted, "no CLI example quotes its interval any more: drop this part of the test"
+    for line, m in quoted:
+        table, _ = _cli_json(capsys, *shlex.split(line.split("#", 1)[0])[1:])
+        printed = tuple(f"{table[k]:.4f}".removeprefix("0") for k in ("ece_ci_low", "ece_ci_high"))
+        assert printed == m.groups(), f"{line}: the CLI prints {printed[0]} to {printed[1]}"
+    text = " ".join((ROOT / "README.md").read_text().split())
+    section = text[text.index("## In CI"):]
+    failed = re.search(r"`(pbr-calib: calibration gate failed: [^`]*)`", section).group(1)
+    undecided = re.search(r"`(pbr-calib: warning: [^`…]*)…`", section).group(1)
+    kitti = "sample_data/kitti_random_forest.csv"
+    for limit, words in (("0.05", failed), ("0.07", undecided)):
+        _, err = _cli_json(capsys, "evaluate", kitti, "--fail-above", limit)
+        assert words in " ".join(err.split()), f"the README quotes {words!r}; the CLI says {err!r}"
