@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from pbr_core.evaluation import CV_SCORES, METRICS
 from pbr_core.significance import ALPHA_MCB, ALPHA_TEST
+from pbr_core.wording import other_rows, these_rows
 
 if TYPE_CHECKING:
     from pbr_core.recalibrators import Recalibrator
@@ -1235,7 +1236,7 @@ def held_out_tests(tests, n_rows: int, tables=None, ece: tuple[float, float] | N
     fell = ece is not None and ece[1] < ece[0]
     reconcile = (" " + held_out_tests_disagree(n_rows) if fell and _no_evidence(tests[0]) and not _no_evidence(tests[1])
                  and tests[1].p_value == tests[1].p_value else "")
-    return (f"**Test of calibration on these {n_rows:,} rows** (the change of ECE alone cannot say whether it "
+    return (f"**Test of calibration on {these_rows(n_rows)}** (the change of ECE alone cannot say whether it "
             f"is more than chance). Before: {sides[0]} After: {sides[1]}{scope}{reconcile}")
 
 
@@ -1723,9 +1724,10 @@ def _found_rows(check) -> str:
                 "as among them, which a file of new rows this size would rarely do by chance (estimated chance: "
                 f"{chance_words(check.chance_contains)})" + ("" if same else
                 f". Identical rows cannot be told apart, but leaving out {check.n_excluded:,} rows with the values of "
-                f"its fit rows leaves exactly the values of the other {check.n_other:,} rows"))
-    words = (f"{check.n_identified:,} of these {check.n_rows:,} rows "
-             f"{'is a row' if check.n_identified == 1 else 'are rows'} it was fitted on (each has exactly the scores "
+                f"its fit rows leaves exactly the values of {other_rows(check.n_other)}"))
+    found = ("This row is one" if check.n_rows == 1 else f"{check.n_identified:,} of these {check.n_rows:,} rows "
+             f"{'is a row' if check.n_identified == 1 else 'are rows'}")
+    words = (f"{found} it was fitted on (each has exactly the scores "
              "and label of one of its fit rows, and no other row here has them)")
     return words + (f". Besides, {_repeated_rows(check)}" if check.n_possible else "")
 
@@ -1751,7 +1753,8 @@ def fit_rows_check(check, min_rows: int) -> str:
         return (f"{asked} The page cannot tell: {coarser_words(check)} among them. It is measured on all {n:,} "
                 f"rows; {flatter}")
     if verdict == "none":
-        return (f"{asked} Not as far as its file can tell: none of these {n:,} rows has exactly the scores and label "
+        none = "this row does not have" if n == 1 else f"none of these {n:,} rows has"
+        return (f"{asked} Not as far as its file can tell: {none} exactly the scores and label "
                 f"of one of the {check.n_fit:,} rows it was fitted on (its file records them all), so it is measured "
                 "on all of them.")
     if verdict == "none of the sample":
@@ -1759,9 +1762,11 @@ def fit_rows_check(check, min_rows: int) -> str:
                 f"{check.n_fit:,} fit rows can check is a fit row; at most about {check.bound_if_none:,.0f} of the "
                 f"{n:,} can be (95 %). It is measured on all of them.")
     if verdict == "sampled":
-        return (f"**Some of these rows were used to fit it.** About {check.estimated:,.0f} of these {n:,} rows are "
-                f"rows it was fitted on (an estimate: its file keeps a sample of its {check.n_fit:,} fit rows, enough "
-                f"to count them but not to tell which they are), and {FIT_ROWS_WHY}. The page cannot measure it on "
+        about = ("This row may be one" if n == 1 else f"About {check.estimated:,.0f} of these {n:,} rows "
+                 f"{'is a row' if f'{check.estimated:,.0f}' == '1' else 'are rows'}")
+        return (f"**Some of these rows were used to fit it.** {about} it was fitted on (an estimate: its file keeps "
+                f"a sample of its {check.n_fit:,} fit rows, enough to count them but not to tell which they are), "
+                f"and {FIT_ROWS_WHY}. The page cannot measure it on "
                 "the others: load rows it was not fitted on to check it.")
     if verdict == "shared":
         return (f"**Some of these rows may have been used to fit it.** {_repeated_rows(check)}. It is measured on all "
@@ -1774,12 +1779,13 @@ def fit_rows_check(check, min_rows: int) -> str:
     head = ("**These rows include the rows it was fitted on.**" if check.found == "contains"
             else "**Some of these rows were used to fit it.**")
     if verdict == "too few left":
-        return (f"{head} {found}. Only {check.n_other:,} other rows are left, fewer than the {min_rows:,} a check "
+        left = f"{check.n_other:,} other row{' is' if check.n_other == 1 else 's are'} left"
+        return (f"{head} {found}. Only {left}, fewer than the {min_rows:,} a check "
                 "needs (below that the ECE says nothing), so the page does not measure it: load more rows it was "
                 "not fitted on.")
     kept = (f" (the {check.n_possible:,} that only may be fit rows among them: if some were, the figures flatter it)"
             if check.n_possible else "")
-    return f"{head} {found}. It is measured on the other {check.n_other:,} rows only{kept}, since {FIT_ROWS_WHY}."
+    return f"{head} {found}. It is measured on {other_rows(check.n_other)} only{kept}, since {FIT_ROWS_WHY}."
 
 
 def people_progress(message: str, multiclass: bool = False) -> str:

@@ -460,10 +460,12 @@ class FitRowOverlap:
             A sampled fingerprint found fit rows here: which of the rows are fit rows cannot be told.
         """
         if self.state == "sampled":
+            about = ("This row may be one the recalibrator was fitted on" if self.n_rows == 1 else
+                     f"About {self.estimated:,.0f} of these {self.n_rows:,} rows "
+                     f"{'is a row' if f'{self.estimated:,.0f}' == '1' else 'are rows'} the recalibrator was fitted on")
             raise FitRowsUnknownError(
-                f"About {self.estimated:,.0f} of these {self.n_rows:,} rows are rows the recalibrator was fitted on "
-                f"(estimated: its file keeps a sample of its {self.n_fit:,} fit rows), and which ones cannot be told, "
-                "so it cannot be measured on the others.")
+                f"{about} (estimated: its file keeps a sample of its {self.n_fit:,} fit rows), and which ones cannot "
+                "be told, so it cannot be measured on the others.")
         return np.flatnonzero(~self.mask) if self.state == "some" else None  # "coarser": every row, said to
 
 

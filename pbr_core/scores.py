@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from pbr_core.predictions import Predictions, PredictionsError
+from pbr_core.wording import other_rows
 
 Method = Literal["isotonic", "logistic"]
 
@@ -196,7 +197,7 @@ def map_scores(frame: pd.DataFrame, score_column: str, label_column: str, *, sha
         f"The column {score_column!r} holds scores, not probabilities: a monotone map "
         f"({'isotonic regression' if method == 'isotonic' else 'a logistic curve'}, "
         f"{'increasing' if increasing else 'decreasing'}) was fitted on {n_fit:,} random rows ({share:.0%}, "
-        f"seed {seed}) and turns the scores of the other {n - n_fit:,} rows into p({label_column} = {positive}).",
+        f"seed {seed}) and turns the scores of {other_rows(n - n_fit)} into p({label_column} = {positive}).",
         "Everything measured here is on those other rows: it says how well these scores can be turned into "
         "calibrated probabilities on new rows, not how calibrated the raw scores are (they are not probabilities).",
     ]

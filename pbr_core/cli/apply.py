@@ -124,7 +124,7 @@ def _measured_ece(rec, preds, calibrated, model: str) -> None:
               "not fitted on to measure it")
         return
     if verdict == "too few left":
-        print(f"{head}; ECE not measured: {_fit_rows_found(check)}, and only {check.n_other} other rows are left: "
+        print(f"{head}; ECE not measured: {_fit_rows_found(check)}, and only {check.n_other} other row{' is' if check.n_other == 1 else 's are'} left: "
               f"{small_test_set_problem(check.n_other)}")
         return
     rows = check.rows_to_measure()
@@ -141,7 +141,8 @@ def _measured_ece(rec, preds, calibrated, model: str) -> None:
     elif verdict == "coarser":
         print(f"fit rows: cannot tell: {coarser_words(check)}; ECE on all {check.n_rows} rows: {flatters}")
     elif verdict == "none":
-        print(f"fit rows: none of these {check.n_rows} rows has exactly the scores and label of one of the "
+        none = "this row does not have" if check.n_rows == 1 else f"none of these {check.n_rows} rows has"
+        print(f"fit rows: {none} exactly the scores and label of one of the "
               f"{check.n_fit} rows it was fitted on ({model} records them all)")
     elif verdict == "none of the sample":
         print(f"fit rows: none of the {check.n_checkable} rows its sample of {check.n_fit:,} fit rows can check is a "
@@ -183,6 +184,7 @@ def _fit_rows_found(check) -> str:
                 + ("" if same else f"; identical rows cannot be told apart, but leaving out {check.n_excluded} rows "
                    "with the fit rows' values leaves exactly the values of the other rows"))
     if check.found == "identified":
-        return (f"{check.n_identified} of these {check.n_rows} rows are rows it was fitted on (the same scores "
-                "and label, found once here and once among its fit rows)")
+        found = ("this row is one" if check.n_rows == 1 else f"{check.n_identified} of these {check.n_rows} rows "
+                 f"{'is a row' if check.n_identified == 1 else 'are rows'}")
+        return f"{found} it was fitted on (the same scores and label, found once here and once among its fit rows)"
     return _possible(check)

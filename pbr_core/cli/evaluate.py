@@ -378,11 +378,13 @@ def ece_gate(name: str, limit: float, table: dict[str, Any]) -> dict[str, Any]:
 
     ``value`` is the ECE; an interval that is missing (None) gives "not checked" (a warning).
     """
+    from pbr_core.wording import rows as count_rows, these_rows
+
     option = f"{_ECE_GATE_OPTION[name]} {limit:g}"
     ece, lo, hi = table["ece"], table.get("ece_ci_low"), table.get("ece_ci_high")
     B = table.get("ece_bins", table["optimal_n_bins"])
     bins = f"B = {B}, {table['ece_type']}"
-    rows = f"{table['n']:,} rows, {bins}"
+    rows = f"{count_rows(table['n'])}, {bins}"
     if lo is None or hi is None:
         return {"gate": name, "limit": limit, "value": None if ece is None else float(ece), "status": "not checked",
                 "message": f"{option} not checked: the ECE has no interval here ({rows})"}
@@ -396,11 +398,11 @@ def ece_gate(name: str, limit: float, table: dict[str, Any]) -> dict[str, Any]:
         message = f"the calibration error is shown at most {limit:g}: {figures} lies at or below {option} ({rows})"
     elif name == "fail_above":
         status = "undecided"
-        message = (f"these {table['n']:,} rows cannot show that the calibration error is above {limit:g}: {figures} "
+        message = (f"{these_rows(table['n'])} cannot show that the calibration error is above {limit:g}: {figures} "
                    f"contains {limit:g} ({bins}), so {option} does not fail")
     else:
         status = "failed"
-        message = (f"these {table['n']:,} rows cannot show that the calibration error is at most {limit:g}: "
+        message = (f"{these_rows(table['n'])} cannot show that the calibration error is at most {limit:g}: "
                    f"{figures} reaches above {option} ({bins})")
     return {"gate": name, "limit": limit, "value": ece, "status": status, "message": message}
 
