@@ -266,6 +266,7 @@ def _batches_with_rows(dataset: Dataset, unit):
 
     lay = dataset.layout()
     opts = _batch_options(dataset.options, lay)
+    dataset.require_columns(lay.read_columns)  # every batch is read by name: a file lacking one is refused
     csv = unit.fmt != "parquet"
     # A CSV's other columns are written back as the text they hold (a ZIP code 01234, not the number
     # 1234 its reading as a number gives), read by a second reader in step with the first.

@@ -104,6 +104,62 @@ class Dataset:
     _layout: Layout | None = None
     #: How each CSV file's header reads (``_csv_dialect``), sniffed once per file, not per pass.
     _dialects: dict = field(default_factory=dict, repr=False, compare=False)
+    #: Each file's columns (read by name, in any order), from :func:`_check_schemas`; an empty CSV file has none.
+    file_columns: dict = field(default_factory=dict, repr=False, compare=False)
+    #: The column sets :meth:`require_columns` found in every file (checked once, not per batch).
+    _required: set = field(default_factory=set, repr=False, compare=False)
+
+    # ------------------------------------------------------------------ columns
+    def partial_columns(self) -> dict[str, list[str]]:
+        """The columns that some files of the dataset lack (ignored columns left out), each with the
+        files that lack it, in file order. Every file is read by column name, so such a column is
+        harmless until a run needs it (:meth:`require_columns`)."""
+        ignored = set(self.options.columns.ignore)
+        held = [(path, cols) for path, cols in self.file_columns.items() if cols]
+        lacking: dict[str, list[str]] = {}
+        for column in self.columns:
+            if column not in ignored:
+                absent = [path for path, cols in held if column not in cols]
+                if absent:
+                    lacking[column] = absent
+        return lacking
+
+    def column_notes(self) -> list[str]:
+        """A note naming the columns some files lack (:meth:`partial_columns`), or none."""
+        lacking = self.partial_columns()
+        if not lacking:
+            return []
+        n = sum(1 for cols in self.file_columns.values() if cols)
+
+        def absent(paths: list[str]) -> str:
+            others = len(paths) - 1
+            return (f"not in {Path(paths[0]).name}" + (f" and {others} other file{'s' if others > 1 else ''}"
+                                                        if others else "") + f"; in {n - len(paths)} of {n} files")
+
+        shown = "; ".join(f"{c!r} ({absent(paths)})" for c, paths in list(lacking.items())[:5])
+        more = f" and {len(lacking) - 5} more" if len(lacking) > 5 else ""
+        return [f"Not in every file of the dataset, so not read: {shown}{more}. A column the run reads (the label, a "
+                "score, a column to group by) must be in every file; the files may hold their columns in any order."]
+
+    def require_columns(self, columns: Sequence[str]) -> None:
+        """Every file of the dataset holds ``columns``, or a PredictionsError naming the first file that
+        lacks one, and what the column is for. Checked before a pass reads its first batch, so that a
+        file lacking the label stops the run at once, not when the pass reaches it."""
+        key = frozenset(columns)
+        if key in self._required or not self.file_columns:
+            return
+        somewhere = [c for c in columns if c in self.columns]  # a name in no file: the reader's own message
+        for path, cols in self.file_columns.items():
+            missing = [c for c in somewhere if cols and c not in cols]
+            if missing:
+                have = next(p for p, other in self.file_columns.items() if missing[0] in other)
+                words = _column_words(missing, self._layout, self.options.columns)
+                raise PredictionsError(
+                    f"{path}: this file has no column {words}, which {Path(have).name} has; every file of a "
+                    "dataset must hold the columns the run reads (the label, the scores and any column to group "
+                    "by), in any order. Add the column to this file, or put the files without it in another "
+                    "folder.")
+        self._required.add(key)
 
     # ------------------------------------------------------------------ files
     def _fs(self):
@@ -183,6 +239,8 @@ class Dataset:
         ``as_text`` (CSV only): every column as the text written in it, an empty cell the empty text
         (what ``pbr-calib apply`` writes back: a ZIP code 01234 is not the number 1234)."""
         cols = list(columns) if columns is not None else None
+        if cols:
+            self.require_columns(cols)
         if unit.fmt == "parquet":
             pf = self._parquet(unit.path)
             start = unit.first_row
@@ -286,7 +344,8 @@ class Dataset:
     def layout(self) -> Layout:
         """The layout and column roles, detected by the loader on the first non-empty batch."""
         if self._layout is None:
-            self._layout = self._detect()
+            lay = self._detect()
+            self._layout = replace(lay, notes=(*lay.notes, *self.column_notes()))
         return self._layout
 
     def _detect(self) -> Layout:
@@ -294,25 +353,32 @@ class Dataset:
 
         from pbr_core.loading._tables import OneLabelNameError, _arrow_frame, _from_table
 
+        # The columns named for a role are read from every file: one that some files lack is refused
+        # now, naming such a file (a name in no file is left to the loader's "is not a column").
+        named = self.options.columns
+        self.require_columns([c for c in (named.label, *(named.scores or ()), *named.groups) if c])
         for unit in self.units():
             for start, rb in self.raw_batches(unit):
                 if rb.num_rows == 0:
                     continue
                 src = _Source(f"{unit.path} (first batch, used to detect the columns)")
                 header_notes = list(self._csv_dialect(unit).notes) if unit.fmt != "parquet" else []
+                # A column to ignore that this file lacks (other files hold it) is ignored already.
+                ignore = tuple(c for c in named.ignore if c in rb.schema.names or c not in self.columns)
+                options = replace(self.options, columns=replace(named, ignore=ignore))
 
                 def read(opts: _Options, notes: Sequence[str] = ()) -> Predictions:
                     df = _arrow_frame(pa.Table.from_batches([rb]), csv=unit.fmt != "parquet")
                     return _from_table(df, src, opts, [*header_notes, *notes])
 
                 try:  # binary labels of one name in the first rows: the later rows settle the two classes
-                    preds = read(replace(self.options, one_label_name=False))
+                    preds = read(replace(options, one_label_name=False))
                 except OneLabelNameError as exc:
-                    preds = self._settle_label_names(exc, unit, read)
+                    preds = self._settle_label_names(exc, unit, read, options)
                 return _layout_of(preds, self.options)
         raise PredictionsError(f"{self.spec}: the dataset has no data rows ({len(self.files)} file(s)).")
 
-    def _settle_label_names(self, exc, first: Unit, read) -> Predictions:
+    def _settle_label_names(self, exc, first: Unit, read, options: _Options) -> Predictions:
         """The first batch's binary labels hold one name only (a quiet first day, all 'no'; a file
         sorted by its outcome): the classes are decided as the in-memory loader decides them for the
         whole dataset. The label column of the later rows is read until another name appears; the two
@@ -325,7 +391,7 @@ class Dataset:
         found = self._other_label_name(exc.label, exc.name)
         if found is None:
             try:
-                return read(self.options)
+                return read(options)
             except OneLabelNameError:
                 raise PredictionsError(
                     f"{self.spec}: every row of the dataset ({len(self.files)} file(s)) is of one class: "
@@ -340,8 +406,8 @@ class Dataset:
         negative, positive, how = decided
         note = (f"The first rows ({first.path}) hold only {exc.name!r} in column {exc.label!r}; {other!r} first "
                 f"appears in {where}. " + binary_classes_note(negative, positive, how, exc.header,
-                                                              self.options.input_type == "logits"))
-        return read(replace(self.options, binary_names=(negative, positive)), [note])
+                                                              options.input_type == "logits"))
+        return read(replace(options, binary_names=(negative, positive)), [note])
 
     def _other_label_name(self, label: str, name: str) -> tuple[str, str] | None:
         """(the first label value other than ``name``, the file holding it) in the dataset's label column
@@ -391,6 +457,22 @@ class Dataset:
                     f"{list(preds.class_names)}, but the first batch of the dataset named {list(lay.class_names)}; "
                     "use 0/1 labels so that every batch means the same classes.")
             yield start, preds
+
+
+def _column_words(missing: Sequence[str], lay: Layout | None, named: ColumnChoice) -> str:
+    """The missing columns and what each is for ("'label' (the label)", "'segment' (a column to group
+    or slice by)"), from the layout once detected, else from the roles named."""
+    def role(c: str) -> str:
+        if c == named.label or (lay is not None and c == lay.label):
+            return "the label"
+        if c in (named.scores or ()) or (lay is not None and c in lay.scores):
+            return "a score"
+        if lay is not None and c in lay.read_columns:
+            return "read for the predictions"
+        return "a column to group or slice by"
+
+    return ", ".join(f"{c!r} ({role(c)})" for c in missing[:5]) + (f" and {len(missing) - 5} more"
+                                                                 if len(missing) > 5 else "")
 
 
 def _where(message: str, unit: Unit, start: int) -> str:
@@ -598,13 +680,16 @@ def open_dataset(
     and ``_``-prefixed names skipped), a glob, or a list of these; a URL for any installed fsspec
     filesystem. The options are those of :func:`pbr_core.load_predictions`.
 
-    Every file must have the same columns (a folder with mixed schemas is an error naming the
-    first file that differs) and one format (all Parquet or all CSV / TSV).
+    Every file is read by column name: the files may hold their columns in any order, and a column
+    that some files lack is not read (a note says so, unless ``ignore_columns`` names it) until a
+    run needs it (the label, a score, a column to group by), which is then an error naming the
+    first file that lacks it. One format: all Parquet or all CSV / TSV.
 
     Raises
     ------
     PredictionsError
-        No file matches, mixed formats, mixed columns, an unreadable file.
+        No file matches, mixed formats, an unreadable file; a needed column absent from a file (when
+        a pass reads it).
 
     Examples
     --------
@@ -654,7 +739,9 @@ def open_dataset(
     return ds
 
 
-def _columns_of(ds: Dataset, path: str) -> list[str]:
+def _columns_of(ds: Dataset, index: int, path: str) -> list[str]:
+    """A file's columns as its batches are read: Parquet's schema; a CSV file's header as the loader
+    reads it (separator, quotes; an empty name is "Unnamed: i"), none for an empty file."""
     if ds.fmt == "parquet":
         return list(ds._parquet(path).schema_arrow.names)
     with ds._open(path) as raw:
@@ -666,29 +753,21 @@ def _columns_of(ds: Dataset, path: str) -> list[str]:
         line = stream.readline().decode("utf-8-sig", errors="replace").rstrip("\r\n")
     if not line.strip():
         return []  # an empty CSV file: no header, no rows
-    return [c.strip().strip('"') for c in line.split("\t" if ds.fmt == "tsv" else ",")]
+    dialect = ds._csv_dialect(Unit(index, path, ds.fmt, None, 0, None))
+    return [c or f"Unnamed: {i}" for i, c in enumerate(dialect.columns)]
 
 
 def _check_schemas(ds: Dataset) -> list[str]:
-    first: list[str] | None = None
-    first_path = ""
-    for path in ds.files:
-        cols = _columns_of(ds, path)
-        if not cols and ds.fmt != "parquet":
-            continue
-        if first is None:
-            first, first_path = cols, path
-            continue
-        if cols != first:
-            missing = [c for c in first if c not in cols]
-            extra = [c for c in cols if c not in first]
-            what = "; ".join(x for x in (
-                f"it lacks {missing[:8]}" if missing else "",
-                f"it has {extra[:8]} that {Path(first_path).name} has not" if extra else "",
-                "the same columns in another order" if not missing and not extra else "") if x)
-            raise PredictionsError(
-                f"{path}: this file's columns differ from those of {first_path} ({what}). Every file of a "
-                "dataset must have the same columns; put files with other columns in another folder.")
-    if first is None:
+    """Every file's columns (``ds.file_columns``), and all of them in the order first met. Files that
+    differ are not refused here (audit 10a: one added column on a later day, or a CSV day written with
+    its columns in another order, stopped the whole folder, and --ignore-columns did not help): every
+    batch is read by name, a column some files lack is noted (:meth:`Dataset.column_notes`), and one
+    the run needs is refused when a pass starts (:meth:`Dataset.require_columns`)."""
+    union: dict[str, None] = {}
+    for i, path in enumerate(ds.files):
+        cols = _columns_of(ds, i, path)
+        ds.file_columns[path] = tuple(cols)
+        union.update(dict.fromkeys(cols))
+    if not union:
         raise PredictionsError(f"{ds.spec}: every file of the dataset is empty.")
-    return first
+    return list(union)

@@ -97,6 +97,36 @@ def test_fit_on_a_sample_then_apply_to_the_dataset(capsys, cifar10_parts, cifar1
     assert code == EXIT_USAGE and "not empty" in err
 
 
+def test_a_month_of_logs_with_an_added_column_and_another_order(capsys, cifar10_frame, tmp_path) -> None:
+    """Audit 10a: one column added on a later day was refused even with --ignore-columns, and a CSV day
+    with its columns in another order was refused. Both are read by name now; a column the run needs
+    and a file lacks is still refused, naming the file (exit 3)."""
+    files = write_parts(cifar10_frame, tmp_path / "logs", 3, fmt="csv")
+    last = pd.read_csv(files[2]).assign(model_version="v2")
+    last[last.columns[::-1]].to_csv(files[2], index=False)   # another order, and one more column
+    code, out, err = run(capsys, "evaluate", tmp_path / "logs", "--quiet", "--ignore-columns", "model_version",
+                         "--format", "json")
+    assert code == EXIT_OK, err
+    t = json.loads(out)
+    assert t["n"] == 10000 and not any("Not in every file" in n for n in t["notes"])
+    assert t["ece"] == pytest.approx(pbr_core.ece(cifar10_frame[SCORES].to_numpy(), cifar10_frame["label"].to_numpy(),
+                                                  n_bins=21), abs=1e-12)
+    code, out, _ = run(capsys, "evaluate", tmp_path / "logs", "--quiet")
+    assert code == EXIT_OK and "Not in every file of the dataset, so not read: 'model_version' (not in part0.csv" in out
+    code, _, err = run(capsys, "evaluate", tmp_path / "logs", "--quiet", "--by", "model_version")
+    assert code == EXIT_BAD_INPUT and "part0.csv: this file has no column 'model_version'" in err
+    model = tmp_path / "ts.json"
+    assert run(capsys, "fit", tmp_path / "logs", "--sample", "3000", "--method", "temperature", "--out", model,
+               "--quiet")[0] == EXIT_OK
+    code, _, err = run(capsys, "apply", model, tmp_path / "logs", "--out", tmp_path / "calibrated", "--quiet")
+    assert code == EXIT_OK, err
+    back = pd.read_parquet(tmp_path / "calibrated" / "part2.parquet")
+    assert "model_version" in back.columns and "calibrated_c0" in back.columns
+    pd.read_csv(files[1]).drop(columns=["label"]).to_csv(files[1], index=False)
+    code, _, err = run(capsys, "evaluate", tmp_path / "logs", "--quiet")
+    assert code == EXIT_BAD_INPUT and "part1.csv: this file has no column 'label' (the label)" in err
+
+
 def test_missing_text_and_the_curve_are_the_same_streamed_and_in_memory(capsys, tmp_path) -> None:
     """Empty text cells are the group '(missing)' in both (the streamed CSV reader made them a group ''),
     and --curve reports the ECE curve for one file in memory too (it was silently left out)."""

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pbr_core.predictions import PredictionsError
-from pbr_core.stream import compute_statistics, open_dataset
+from pbr_core.stream import compute_group_statistics, compute_statistics, open_dataset
 
 from stream_testdata import write_parts
 
@@ -65,14 +65,76 @@ def test_bad_rows_in_a_later_file_are_named(cifar10_frame, tmp_path) -> None:
         compute_statistics(open_dataset(tmp_path / "sum"), n_boot=5)
 
 
-def test_mixed_schemas_are_a_clear_error(cifar10_frame, tmp_path) -> None:
+def test_a_column_some_files_lack_is_noted_and_refused_only_where_needed(cifar10_frame, tmp_path) -> None:
+    """Audit 10a: a folder whose files differ in any column was refused, and --ignore-columns did not
+    help. Every batch is read by name: a column some files lack is noted, not read, and refused only
+    when the run needs it (a column to group by, the label), naming the first file that lacks it."""
     write_parts(cifar10_frame, tmp_path / "mixed", 2)
     other = cifar10_frame.drop(columns=["segment"]).rename(columns={"id": "request_id"})
     pq.write_table(pa.Table.from_pandas(other.iloc[:100], preserve_index=False), tmp_path / "mixed" / "part9.parquet")
+    ds = open_dataset(tmp_path / "mixed")
+    note = ds.layout().notes[-1]
+    assert note.startswith("Not in every file of the dataset, so not read: 'id' (not in part9.parquet; in 2 of 3 "
+                           "files); 'segment' (not in part9.parquet; in 2 of 3 files); 'request_id' (not in "
+                           "part0.parquet and 1 other file; in 1 of 3 files).")
+    assert compute_statistics(ds, n_boot=5).n == 10100
     with pytest.raises(PredictionsError) as err:
-        open_dataset(tmp_path / "mixed")
-    msg = str(err.value)
-    assert "part9.parquet" in msg and "columns differ" in msg and "'segment'" in msg and "request_id" in msg
+        compute_group_statistics(open_dataset(tmp_path / "mixed"), "segment", n_boot=5)
+    assert str(err.value).startswith(f"{tmp_path / 'mixed' / 'part9.parquet'}: this file has no column 'segment' (a "
+                                     "column to group or slice by), which part0.parquet has")
+    # --ignore-columns leaves the columns it names out of the note
+    ignored = open_dataset(tmp_path / "mixed", ignore_columns="id,request_id").layout().notes[-1]
+    assert "'segment'" in ignored and "id'" not in ignored
+    assert not any("Not in every file" in n
+                   for n in open_dataset(tmp_path / "mixed", ignore_columns="id,request_id,segment").layout().notes)
+    # a needed column missing from a later file stops the pass before it reads a row, naming the file
+    pq.write_table(pa.Table.from_pandas(cifar10_frame.drop(columns=["label"]).iloc[:100], preserve_index=False),
+                   tmp_path / "mixed" / "part5.parquet")
+    with pytest.raises(PredictionsError, match=r"part5\.parquet: this file has no column 'label' \(the label\)"):
+        compute_statistics(open_dataset(tmp_path / "mixed"), n_boot=5)
+    with pytest.raises(PredictionsError, match=r"part5\.parquet: this file has no column 'label' \(the label\)"):
+        open_dataset(tmp_path / "mixed", label_column="label").layout()
+
+
+def test_an_extra_column_on_a_later_day_changes_nothing(cifar10_frame, tmp_path) -> None:
+    """One column added on the last day (audit 10a: "it has ['model_version'] that day0.parquet has
+    not", refused even with --ignore-columns model_version): the same numbers as without it."""
+    plain = write_parts(cifar10_frame, tmp_path / "plain", 3)
+    drift = tmp_path / "drift"
+    shutil.copytree(tmp_path / "plain", drift)
+    last = pd.read_parquet(plain[-1]).assign(model_version="v2")
+    pq.write_table(pa.Table.from_pandas(last, preserve_index=False), drift / plain[-1].name, row_group_size=700)
+    ds = open_dataset(drift, ignore_columns="model_version")
+    assert not any("Not in every file" in n for n in ds.layout().notes)
+    with_it, without = compute_statistics(ds, n_boot=10), compute_statistics(open_dataset(tmp_path / "plain"), n_boot=10)
+    assert with_it.n == without.n == 10000 and with_it.ece() == without.ece()
+    assert with_it.ece_interval() == without.ece_interval()
+    assert "'model_version' (not in part0.parquet and 1 other file; in 1 of 3 files)" in open_dataset(drift).layout().notes[-1]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_the_same_columns_in_another_order_are_read_by_name(kitti_csv_parts, tmp_path, fmt) -> None:
+    """A day written with its columns in another order (audit 10a: refused, "the same columns in another
+    order") is read by name: the same statistics, by group too."""
+    df = pd.concat([pd.read_csv(p) for p in sorted(kitti_csv_parts.glob("*.csv"))], ignore_index=True)
+    df["segment"] = np.where(np.arange(len(df)) % 3 == 0, "web", "app")
+    same = write_parts(df, tmp_path / "same", 3, fmt=fmt)
+    turned = tmp_path / "turned"
+    shutil.copytree(tmp_path / "same", turned)
+    part = pd.read_csv(same[1]) if fmt == "csv" else pd.read_parquet(same[1])
+    part = part[part.columns[::-1]]
+    if fmt == "csv":
+        part.to_csv(turned / same[1].name, index=False)
+    else:
+        pq.write_table(pa.Table.from_pandas(part, preserve_index=False), turned / same[1].name, row_group_size=700)
+    a, b = open_dataset(turned), open_dataset(tmp_path / "same")
+    assert not any("Not in every file" in n for n in a.layout().notes)
+    assert a.layout().scores == b.layout().scores and a.layout().label == b.layout().label
+    sa, sb = compute_statistics(a, n_boot=10), compute_statistics(b, n_boot=10)
+    assert sa.n == sb.n == len(df) and sa.ece() == sb.ece() and sa.ece_interval() == sb.ece_interval()
+    ga = compute_group_statistics(a, "segment", n_boot=10)[0].report().table
+    gb = compute_group_statistics(b, "segment", n_boot=10)[0].report().table
+    pd.testing.assert_frame_equal(ga, gb)
 
 
 def test_what_is_not_a_dataset(tmp_path, cifar10_parts) -> None:
