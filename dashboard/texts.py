@@ -1205,6 +1205,14 @@ def apply_other_model(file_name: str, n_fitted: int, data_name: str, n_data: int
             f"{n_data}: it belongs to another model.")
 
 
+def apply_classes_by_case(data_name: str, by_case: dict[str, str]) -> str:
+    """The loaded data names the recalibrator's classes in other upper / lower case ('NO' for 'no'):
+    matched ignoring case (``Recalibrator.classes_matched_by_case``; data name Markdown-safe already)."""
+    pairs = ", ".join(f"{md(a)} as {md(b)}" for a, b in by_case.items())
+    return (f"{data_name} names the classes as the recalibrator's file does but for upper and lower case: they are "
+            f"matched ignoring case ({pairs}).")
+
+
 def apply_cannot(file_name: str, data_name: str, problem: str) -> str:
     """An uploaded recalibrator that failed its trial prediction (``problem``: the library's words, as
     page text already; names as Markdown-safe text already)."""

@@ -133,6 +133,9 @@ def _apply_controls(loaded: state.Loaded, running: bool) -> tuple[Recalibrator, 
         st.error(texts.apply_cannot(texts.md(name), texts.md(loaded.name), texts.md_message(problem)),
                  icon=":material/error:")
         return None
+    by_case = rec.classes_matched_by_case(preds)
+    if by_case:  # 'NO' / 'YES' against a fit on 'no' / 'yes': the same classes, said so
+        st.info(texts.apply_classes_by_case(texts.md(loaded.name), by_case), icon=":material/info:")
     if preds.n < MIN_TEST_ROWS:  # its ECE before / after would say nothing
         st.error(texts.apply_too_small(texts.md(loaded.name), preds.n, MIN_TEST_ROWS), icon=":material/block:")
         return None

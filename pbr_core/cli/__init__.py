@@ -76,8 +76,19 @@ COMMANDS = {"evaluate": cmd_evaluate, "fit": cmd_fit, "apply": cmd_apply, "compa
             "dashboard": cmd_dashboard}
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"pbr-calib: warning: {message}", file=sys.stderr)
+def _warning_printer():
+    """``warnings.showwarning`` for one command: each warning on stderr, the same sentence once (the
+    library's "default" filter forgets what it said whenever a filter changes inside the command, and a
+    check made on the same rows twice, as apply's class names are, said it twice)."""
+    said: set[str] = set()
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        text = str(message)
+        if text not in said:
+            said.add(text)
+            print(f"pbr-calib: warning: {text}", file=sys.stderr)
+
+    return show
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -93,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             # Library deprecations (torch, gpytorch) are for developers, not for the user of the tool.
             warnings.simplefilter("ignore", DeprecationWarning)
             warnings.simplefilter("ignore", PendingDeprecationWarning)
-            warnings.showwarning = _show_warning
+            warnings.showwarning = _warning_printer()
             return COMMANDS[args.command](args)
     except CLIError as exc:
         print(f"pbr-calib: error: {exc}", file=sys.stderr)

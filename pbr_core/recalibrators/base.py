@@ -51,6 +51,23 @@ from pbr_core.recalibrators import _state
 from pbr_core.recalibrators._params import Constraint, check_params
 from pbr_core.recalibrators._state import StateError
 
+def case_matched(got: Sequence[str], fitted: Sequence[str]) -> dict[str, str] | None:
+    """Each name of ``got`` with the name of ``fitted`` it equals ignoring case, when the two lists
+    are the same names but for case and case-folding keeps the names of each list distinct; else None.
+
+    >>> case_matched(("NO", "YES"), ("no", "yes"))
+    {'NO': 'no', 'YES': 'yes'}
+    >>> case_matched(("a", "B"), ("A", "a")) is None
+    True
+    """
+    folded = {n.casefold(): n for n in fitted}
+    if len(folded) != len(fitted) or len({n.casefold() for n in got}) != len(got):
+        return None
+    if sorted(n.casefold() for n in got) != sorted(folded):
+        return None
+    return {n: folded[n.casefold()] for n in got}
+
+
 FORMAT_NAME = "pbr-calib-recalibrator"
 FORMAT_VERSION = 1
 
@@ -343,19 +360,45 @@ class Recalibrator:
         probs = self._predict_proba(ordered)
         return probs if back is None else probs[:, back]  # back in the input's class order
 
+    def classes_matched_by_case(self, X: Predictions) -> dict[str, str] | None:
+        """Each class name of ``X`` with the name it was fitted under, when the two differ only in
+        case ('NO' / 'YES' against a fit on 'no' / 'yes'); None when they are the same names (in any
+        order), or other classes, or either side has no names. :meth:`predict_proba` matches such
+        names ignoring case, with a warning; the front ends say so in their own words."""
+        names = getattr(self, "class_names_", None)
+        got = tuple(X.class_names) if isinstance(X, Predictions) and X.named_classes else None
+        if names is None or got is None or sorted(got) == sorted(names):
+            return None
+        return case_matched(got, names)
+
     def _in_fitted_class_order(self, preds: Predictions) -> tuple[Predictions, list[int] | None]:
         """``preds`` with its classes in the order seen in ``fit``, and the column index that puts an
         (n, K) result back in the input's order (None: already in it). Classes are matched by name
         where both sides have names: a file whose class columns come in another order gets each
-        class's own parameters (by position it got another class's)."""
+        class's own parameters (by position it got another class's). Names that differ only in case
+        are the same classes (audit 10a: labels 0/1 were applied to a fit on 'no'/'yes' by position,
+        but 'NO'/'YES' were refused), matched with a warning; case-folding must keep each side's
+        names distinct ('a' and 'A' as two classes are never matched this way)."""
         names = getattr(self, "class_names_", None)
         if names is None or not preds.named_classes or tuple(preds.class_names) == names:
             return preds, None
         if sorted(preds.class_names) != sorted(names):
-            raise ValueError(
-                f"These predictions name the classes {list(preds.class_names)}, but the recalibrator was fitted "
-                f"on {list(names)}: apply it to predictions of the same classes."
-            )
+            by_case = case_matched(tuple(preds.class_names), names)
+            if by_case is None:
+                raise ValueError(
+                    f"These predictions name the classes {list(preds.class_names)}, but the recalibrator was fitted "
+                    f"on {list(names)}: apply it to predictions of the same classes."
+                )
+            import warnings
+
+            warnings.warn(f"These predictions name the classes {list(preds.class_names)} and the recalibrator was "
+                          f"fitted on {list(names)}: matched ignoring case ("
+                          + ", ".join(f"{a!r} as {b!r}" for a, b in by_case.items()) + ").", stacklevel=3)
+            from dataclasses import replace
+
+            preds = replace(preds, class_names=tuple(by_case[c] for c in preds.class_names))
+            if tuple(preds.class_names) == names:
+                return preds, None
         return preds.in_class_order(names), [names.index(c) for c in preds.class_names]
 
     def n_fits(self) -> int:

@@ -576,3 +576,26 @@ def test_the_recalibrator_download_can_leave_out_its_fit_rows(at, monkeypatch):
     box.check().run()
     assert not at.exception
     assert "fit_rows" not in made["doc"] and made["doc"]["method"] == "temperature"
+
+
+def test_labels_that_differ_from_the_fit_only_in_case_are_matched_and_said_so(at, tmp_path):
+    """Audit 10a: a recalibrator fitted on no / yes refused NO / YES (0 / 1 applied by position)."""
+    import pandas as pd
+
+    from pbr_core.recalibrators import PlattScaling
+
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0.02, 0.98, 1200)
+    frame = pd.DataFrame({"p_churn": p, "churn": np.where(rng.uniform(size=1200) < p ** 1.5, "yes", "no")})
+    fitted = pbr_core.load_predictions(frame.iloc[:600].to_csv(index=False).encode(), format="csv")
+    path = PlattScaling().fit(fitted).save(tmp_path / "platt.json")
+    at.switch_page("views/data.py").run()
+    at.file_uploader(key="data_upload").upload("upper.csv", frame.iloc[600:].assign(
+        churn=lambda f: f["churn"].str.upper()).to_csv(index=False).encode(), "text/csv").run()
+    at.switch_page(APPLY).run()
+    at.file_uploader(key="apply_upload").upload("platt.json", path.read_bytes(), "application/json").run()
+    assert not at.error and not at.exception
+    assert any("names the classes as the recalibrator's file does but for upper and lower case" in i.value
+               and "matched ignoring case" in i.value for i in at.info)
+    at.button(key="apply_run").click().run()
+    assert _finish(at, "apply").result.n_eval == 600

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from pbr_core.recalibrators import (
@@ -337,6 +338,62 @@ def test_a_file_whose_class_columns_come_in_another_order_gets_each_class_its_ow
     assert np.abs(loaded.predict_proba(z[:, order], input_type="logits") - same[:, order]).max() > 0.05
     with pytest.raises(ValueError, match=r"name the classes \['zebra', 'apple', 'pear'\].*fitted on"):
         loaded.predict_proba(_named(z, y, ("zebra", "apple", "pear")))
+
+
+def test_class_names_that_differ_only_in_case_are_the_same_classes(tmp_path):
+    """Audit 10a: a recalibrator fitted on 'no' / 'yes' applied to 0/1 labels (by position) but refused
+    'NO' / 'YES'. Names equal but for case are matched, in any order, with a warning; names that
+    case-folding would merge ('a' and 'A' as two classes) are never matched this way."""
+    import warnings
+
+    from pbr_core.recalibrators.base import case_matched
+
+    rng = np.random.default_rng(4)
+    z = rng.normal(0, 2, size=(300, 3)) * np.array([3.0, 1.0, 0.5])
+    y = np.array([rng.choice(3, p=np.exp(r) / np.exp(r).sum()) for r in z / 2])
+    names = ("zebra", "apple", "mango")
+    loaded = load_recalibrator(VectorScaling().fit(_named(z, y, names)).save(tmp_path / "vs.json"))
+    same = loaded.predict_proba(_named(z, y, names))
+    order = [2, 0, 1]
+    shouted = _named(z[:, order], np.argsort(order)[y], ("MANGO", "Zebra", "APPLE"))
+    assert loaded.classes_matched_by_case(shouted) == {"MANGO": "mango", "Zebra": "zebra", "APPLE": "apple"}
+    assert loaded.classes_matched_by_case(_named(z, y, names)) is None
+    with pytest.warns(UserWarning, match=r"name the classes \['MANGO', 'Zebra', 'APPLE'\] and the recalibrator was "
+                                         r"fitted on \['zebra', 'apple', 'mango'\]: matched ignoring case \('MANGO' as "
+                                         r"'mango', 'Zebra' as 'zebra', 'APPLE' as 'apple'\)"):
+        moved = loaded.predict_proba(shouted)
+    np.testing.assert_allclose(moved, same[:, order], rtol=0, atol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loaded.predict_proba(_named(z, y, names))   # the same names: no warning
+    with pytest.raises(ValueError, match="name the classes"):
+        loaded.predict_proba(_named(z, y, ("ZEBRA", "APPLE", "pear")))
+    assert case_matched(("A", "b"), ("a", "A")) is None and case_matched(("a", "A"), ("a", "b")) is None
+    assert case_matched(("NO", "YES"), ("no", "yes")) == {"NO": "no", "YES": "yes"}
+
+
+def test_apply_matches_labels_that_differ_only_in_case(tmp_path, capsys):
+    """The CLI end to end (audit 10a's churn files): fitted on no/yes, applied to NO/YES, the same
+    probabilities as on no/yes, one warning."""
+    from pbr_core.cli import main
+
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0.02, 0.98, 1200)
+    churn = np.where(rng.uniform(size=1200) < p ** 1.5, "yes", "no")
+    frame = pd.DataFrame({"p_churn": p, "churn": churn})
+    frame.iloc[:600].to_csv(tmp_path / "fit.csv", index=False)
+    frame.iloc[600:].to_csv(tmp_path / "lower.csv", index=False)
+    frame.iloc[600:].assign(churn=lambda f: f["churn"].str.upper()).to_csv(tmp_path / "upper.csv", index=False)
+    assert main(["fit", str(tmp_path / "fit.csv"), "--method", "platt", "--out", str(tmp_path / "m.json"),
+                 "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["apply", str(tmp_path / "m.json"), str(tmp_path / "lower.csv"), "--out", str(tmp_path / "a.csv")]) == 0
+    lower = capsys.readouterr()
+    assert main(["apply", str(tmp_path / "m.json"), str(tmp_path / "upper.csv"), "--out", str(tmp_path / "b.csv")]) == 0
+    upper = capsys.readouterr()
+    assert upper.out.splitlines()[0].replace("upper.csv", "lower.csv") == lower.out.splitlines()[0]   # the same ECEs
+    assert upper.err.count("matched ignoring case ('NO' as 'no', 'YES' as 'yes')") == 1
+    np.testing.assert_array_equal(pd.read_csv(tmp_path / "a.csv")["p_churn"], pd.read_csv(tmp_path / "b.csv")["p_churn"])
 
 
 def test_files_without_class_names_and_unnamed_data_are_matched_by_position(tmp_path, logits_labels):
