@@ -239,7 +239,7 @@ class Dataset:
         ``as_text`` (CSV only): every column as the text written in it, an empty cell the empty text
         (what ``pbr-calib apply`` writes back: a ZIP code 01234 is not the number 1234)."""
         cols = list(columns) if columns is not None else None
-        if cols:
+        if cols and not as_text:  # the text reader reads this file's own other columns (apply)
             self.require_columns(cols)
         if unit.fmt == "parquet":
             pf = self._parquet(unit.path)
