@@ -405,7 +405,11 @@ class Predictions:
         class_names : sequence, optional
             The classes in the columns' order (a model's ``classes_``). Default: the sorted distinct
             labels, scikit-learn's order (so the positive class of a 1-D ``y_prob`` is the larger
-            label, ``classes_[1]``).
+            label, ``classes_[1]``). With a 1-D ``y_prob`` and one label value in ``y_true`` (a
+            slice of one outcome), that value's class is decided as scikit-learn's ``pos_label``
+            default does: 1 and True are the positive class, 0, -1 and False the negative one; a
+            text label is placed by its meaning where it is one of a pair such as no/yes or
+            negative/positive (the file loader's words), and otherwise ``class_names`` must say.
 
         Examples
         --------
@@ -413,6 +417,8 @@ class Predictions:
         >>> preds = Predictions.from_predictions(["no", "yes", "yes"], np.array([0.2, 0.7, 0.9]))
         >>> preds.kind, preds.class_names, preds.labels.tolist()
         ('binary', ('no', 'yes'), [0, 1, 1])
+        >>> Predictions.from_predictions([1, 1, 1], np.array([0.2, 0.7, 0.9])).labels.tolist()
+        [1, 1, 1]
         """
         y = np.asarray(y_true)
         p = np.asarray(y_prob, dtype=np.float64)
@@ -431,8 +437,9 @@ class Predictions:
         except KeyError as exc:
             raise PredictionsError(f"{source}: label {exc.args[0]!r} is not one of the classes "
                                    f"{[str(c) for c in classes.tolist()]}.") from None
-        if p.ndim == 1 and classes.size == 1:  # one class seen: it is the negative one unless named
-            classes = np.asarray([classes[0], "positive"], dtype=object)
+        if p.ndim == 1 and classes.size == 1:  # one class seen: which of the two is it?
+            classes = _lone_binary_classes(classes[0], source)
+            labels = np.full(labels.shape, classes.tolist().index(y[0]), dtype=np.int64)
         names = [str(c) for c in classes.tolist()]
         return cls.from_arrays(p, labels, input_type="probabilities", class_names=names, source=source)
 
@@ -705,6 +712,39 @@ class Predictions:
             kind=kind, input_type=input_type, probs=probs, logits=logits, class_names=names,
             notes=tuple(notes), source=source,
         )
+
+
+def _lone_binary_classes(value: object, source: str) -> np.ndarray:
+    """The two classes (negative, positive) of binary labels of which ``y_true`` holds only ``value``.
+
+    As scikit-learn's ``pos_label`` default (``brier_score_loss``, ``calibration_curve``): 1 / True
+    is the positive class, 0 / -1 / False the negative one. A text label is placed by the loader's
+    pairs of words whose meaning fixes class 1 (no/yes, false/true, negative/positive...), its
+    partner written in the same case; any other value would be a guess that inverts every number
+    when wrong (audit 10a: ``[1, 1, 1]`` was made class 0, with ECE 0.6 for a true 0.4), so it is
+    refused, asking for ``class_names``.
+    """
+    from pbr_core.loading._roles import BINARY_NAME_PAIRS
+
+    value = value.item() if isinstance(value, np.generic) else value  # shown as '>50K', not np.str_('>50K')
+    if isinstance(value, bool):
+        return np.asarray([False, True], dtype=object)
+    if isinstance(value, (int, float)):
+        if value == 1:  # the other class in the label's own type: 0 beside 1, 0.0 beside 1.0
+            return np.asarray([value * 0, value], dtype=object)
+        if value in (0, -1):
+            return np.asarray([value, value * 0 + 1], dtype=object)
+    elif isinstance(value, str):
+        word = value.strip().lower()
+        for no, yes in BINARY_NAME_PAIRS:
+            if word in (no, yes):
+                other = yes if word == no else no
+                other = other.upper() if value.isupper() else other.title() if value.istitle() else other
+                return np.asarray([value, other] if word == no else [other, value], dtype=object)
+    raise PredictionsError(
+        f"{source}: every label in y_true is {value!r}, so it does not say whether {value!r} is the class whose "
+        "probability y_prob holds (the positive class) or the other one. Give class_names=[negative, positive] "
+        "(e.g. the model's classes_), or write the labels as 0/1 with 1 for the class of y_prob.")
 
 
 def _integer_labels(y: np.ndarray, source: str, what: str = "label") -> np.ndarray:

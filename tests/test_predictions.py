@@ -309,3 +309,45 @@ def test_confidence_correct_labels_are_the_correctness_so_the_obvious_call_is_ri
     assert pbr_core.ece(*preds.metric_inputs()) == pytest.approx(slow, abs=1e-12)
     with pytest.raises(ValueError, match=r"`probs` is None.*metric_inputs"):
         pbr_core.ece(preds.probs, preds.labels)
+
+
+# ----------------------------------------------------------------------------- from_predictions, one label value
+@pytest.mark.parametrize("y, names", [([1, 1, 1], ("0", "1")), ([True, True, True], ("False", "True")),
+                                      ([1.0, 1.0, 1.0], ("0.0", "1.0")), (["yes", "yes", "yes"], ("no", "yes")),
+                                      (["Positive"] * 3, ("Negative", "Positive"))])
+def test_from_predictions_one_positive_label_is_class_1(y, names):
+    # audit 10a: the only label was made class 0 beside an invented 'positive', every number inverted
+    import pbr_core
+
+    preds = Predictions.from_predictions(np.array(y), np.array([0.2, 0.7, 0.9]))
+    assert preds.class_names == names and preds.labels.tolist() == [1, 1, 1]
+    # three bins of one row each: |0.2 - 1| + |0.7 - 1| + |0.9 - 1| over 3 = 0.4 (it gave 0.6)
+    assert pbr_core.ece(preds.p_positive, preds.labels) == pytest.approx(0.4)
+
+
+@pytest.mark.parametrize("y", [[0, 0], [False, False], [-1, -1], ["no", "no"], ["FALSE", "FALSE"]])
+def test_from_predictions_one_negative_label_is_class_0(y):
+    preds = Predictions.from_predictions(np.array(y), np.array([0.2, 0.7]))
+    assert preds.labels.tolist() == [0, 0] and len(preds.class_names) == 2
+
+
+@pytest.mark.parametrize("y", [[">50K", ">50K"], [2, 2], ["cat", "cat"]])
+def test_from_predictions_one_label_of_unknown_side_asks_for_class_names(y):
+    with pytest.raises(PredictionsError, match="class_names=\\[negative, positive\\]"):
+        Predictions.from_predictions(np.array(y), np.array([0.2, 0.7]))
+    named = Predictions.from_predictions(np.array(y), np.array([0.2, 0.7]), class_names=["other", y[0]])
+    assert named.labels.tolist() == [1, 1]
+
+
+def test_from_predictions_adult_rows_of_one_outcome_match_scikit_learn():
+    from sklearn.metrics import brier_score_loss
+
+    import pbr_core
+
+    adult = pbr_core.load_predictions(Path(__file__).parents[1] / "sample_data" / "adult_gradient_boosting.csv.gz")
+    rows = adult.labels == 1
+    p = adult.p_positive[rows]
+    preds = Predictions.from_predictions(adult.labels[rows], p)
+    summary = pbr_core.calibration_summary(preds.p_positive, preds.labels, n_boot=10)
+    # 0.2288 (it gave 0.4831 with the labels inverted)
+    assert summary["brier"] == pytest.approx(brier_score_loss(np.ones(p.size), p), rel=1e-12)
