@@ -15,6 +15,7 @@ with skops (``skops.io.dump(model, "model.skops")``), which, unlike pickle, load
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -181,8 +182,11 @@ class CalibratedModel(_ClassifierMixin, _BaseEstimator):
 
     @classmethod
     def load(cls, path: str | Path, estimator: Any) -> "CalibratedModel":
-        """A fitted CalibratedModel from :meth:`save`'s file and the model it was fitted behind (whose
-        classes must be the file's)."""
+        """A fitted CalibratedModel from :meth:`save`'s file and the model it was fitted behind.
+
+        The model's classes must be the file's, and it must have the method the recalibrator was fitted on
+        (``predict_proba`` or ``decision_function``, recorded in the file): otherwise ``ValueError``. A
+        model of another class than the recorded one is accepted with a warning."""
         from pbr_core.recalibrators.base import Recalibrator, RecalibratorFileError
 
         data = json.loads(Path(path).read_text())
@@ -196,6 +200,19 @@ class CalibratedModel(_ClassifierMixin, _BaseEstimator):
         if note.get("input") not in ("predict_proba", "decision_function"):
             raise RecalibratorFileError(f"{Path(path).name}: calibrated_model.input must be 'predict_proba' or "
                                         "'decision_function'.")
+        # The model's output is the recalibrator's input: a model without the recorded method would
+        # fail at the first predict_proba with a bare AttributeError (audit 10a), one of another class
+        # gives scores the recalibrator was not fitted on.
+        recorded = str(note.get("model"))
+        given = f"{type(estimator).__module__}.{type(estimator).__qualname__}"
+        if not callable(getattr(estimator, note["input"], None)):
+            raise ValueError(f"{Path(path).name}: fitted on the {note['input']} of a {recorded}, but this "
+                             f"{type(estimator).__name__} has no {note['input']}: load it with the model it was "
+                             "fitted behind.")
+        if given != recorded:
+            warnings.warn(f"{Path(path).name}: fitted behind a {recorded}, but this model is a {given}: the "
+                          f"recalibration was fitted on the first model's {note['input']}, and another model's "
+                          "scores may need another one (fit it again behind this model).", UserWarning, stacklevel=2)
         rec = Recalibrator.from_dict(data, source=Path(path).name)
         obj = cls(estimator, rec, note["input"])
         obj.classes_ = np.asarray(estimator.classes_)

@@ -149,6 +149,34 @@ def test_calibrated_model_uses_the_decision_function_for_scaling_on_logits():
         pbr_core.CalibratedModel(LogisticRegression()).fit(X, y)
 
 
+def test_calibrated_model_load_checks_the_model_against_the_file(tmp_path):
+    # audit 10a finding 10: a model without the recorded input was accepted, then failed with a bare
+    # AttributeError at predict_proba
+    import warnings
+
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.linear_model import LogisticRegression, SGDClassifier
+    from sklearn.naive_bayes import GaussianNB
+
+    from pbr_core.recalibrators import TemperatureScaling
+
+    X, y = load_breast_cancer(return_X_y=True)
+    lr = LogisticRegression(max_iter=5000).fit(X[:300], y[:300])
+    path = pbr_core.CalibratedModel(lr, TemperatureScaling()).fit(X[300:], y[300:]).save(tmp_path / "cm.json")
+    with pytest.raises(ValueError, match=r"cm.json: fitted on the decision_function of a sklearn.linear_model.*"
+                                         r"this GaussianNB has no decision_function"):
+        pbr_core.CalibratedModel.load(path, GaussianNB().fit(X[:300], y[:300]))
+    other = SGDClassifier(random_state=0).fit(X[:300], y[:300])   # has decision_function, another class
+    with pytest.warns(UserWarning, match="fitted behind a sklearn.linear_model._logistic.LogisticRegression, but this "
+                                         "model is a sklearn.linear_model._stochastic_gradient.SGDClassifier"):
+        back = pbr_core.CalibratedModel.load(path, other)
+    assert back.predict_proba(X[:3]).shape == (3, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        same = pbr_core.CalibratedModel.load(path, lr)   # the model it was fitted behind: silent
+    assert same.predict_proba(X[:3]).shape == (3, 2)
+
+
 def test_a_damaged_model_note_is_refused(tmp_path):
     import json
 
