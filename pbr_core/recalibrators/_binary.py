@@ -36,13 +36,13 @@ References
 from __future__ import annotations
 
 import warnings
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
 from pbr_core._special import softmax
 
-from pbr_core.predictions import Predictions
+from pbr_core.predictions import Predictions, real_class_names
 from pbr_core.recalibrators import _state
 from pbr_core.recalibrators._params import Constraint, one_of
 from pbr_core.recalibrators._state import StateError
@@ -96,6 +96,20 @@ def fit_rest_mixing(rest_true: np.ndarray, n_classes: int) -> float:
     return float(brentq(slope, 1e-300 if np.any(r == 0) else 0.0, 1.0, xtol=1e-15, maxiter=500))
 
 
+def map_names(class_names: Sequence[str], n_classes: int) -> list[str]:
+    """What messages call each map of a one-vs-all fit: the class's own name where the classes have names
+    ("class 'six'"), else its position ("class 6"); binary data's one map is p(y=1) (``p(y='yes')``).
+    Audit 10a: Platt on digits named 'zero'..'nine' warned of "class 6, class 8"."""
+    names = real_class_names(class_names)
+    if names is not None and len(names) != n_classes:
+        names = None
+    if n_classes == 2:
+        return [f"p(y={names[1]!r})" if names else "p(y=1)"]
+    # 'class_2' says "class" itself: "class 'class_2'" would say it twice
+    return [(repr(names[k]) if "class" in names[k].lower() else f"class {names[k]!r}") if names else f"class {k}"
+            for k in range(n_classes)]
+
+
 class BinaryRecalibrator(Recalibrator):
     """Base of recalibrators that map one probability to one probability.
 
@@ -117,8 +131,9 @@ class BinaryRecalibrator(Recalibrator):
     def _fit(self, preds: Predictions) -> None:
         probs, labels = preds.probs, preds.labels
         self._fit_notes: list[str] = []
+        map_words = map_names(preds.class_names, preds.n_classes)
         if preds.n_classes == 2:
-            self.maps_ = [self._fit_binary(probs[:, 1], (labels == 1).astype(np.float64), "p(y=1)")]
+            self.maps_ = [self._fit_binary(probs[:, 1], (labels == 1).astype(np.float64), map_words[0])]
         elif self._top_label():
             top = probs.argmax(axis=1)
             self.maps_ = [self._fit_binary(probs[np.arange(preds.n), top], (labels == top).astype(np.float64),
@@ -134,7 +149,7 @@ class BinaryRecalibrator(Recalibrator):
         else:
             K = preds.n_classes
             self.maps_ = [
-                self._fit_binary(probs[:, k], (labels == k).astype(np.float64), f"class {k}")
+                self._fit_binary(probs[:, k], (labels == k).astype(np.float64), map_words[k])
                 for k in track(range(K), total=K, desc=f"{self.method} (one-vs-all)")
             ]
         if self._fit_notes:

@@ -394,7 +394,9 @@ def fit_platt(dataset: Dataset, *, targets: str = "auto", max_iter: int = 100, t
     hard_message = hard_scores_message("PlattScaling", n, hard[0], hard[1], hard[2] == 0, K)
     if hard_message:
         warnings.warn(hard_message, RuntimeWarning, stacklevel=2)
-    names = ["p(y=1)"] if binary else [f"class {k}" for k in range(K)]
+    from pbr_core.recalibrators._binary import map_names
+
+    names = map_names(lay.class_names, 2 if binary else K)
 
     def start(k: int, used: str) -> _Map:
         return _Map(names[k], used, n, float(pos[k]), float(sx_pos[k]), float(sx_neg[k]), float(sxx[k]),

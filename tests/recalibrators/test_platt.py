@@ -76,6 +76,28 @@ def test_separable_labels_fail_or_fall_back_to_platt_targets() -> None:
     assert np.all(np.diff(q) > 0) and np.all((q > 0) & (q < 1))
 
 
+def test_messages_name_the_classes_by_their_names() -> None:
+    # audit 10a finding 13: digits named 'zero'..'nine' were warned of as "class 6, class 8"
+    from pbr_core import Predictions
+
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet(np.ones(4), 400)
+    y = P.argmax(axis=1)
+    P[:, 2] = np.where(y == 2, 0.9, 0.01)   # class 2 perfectly separated by its own probability
+    P /= P.sum(axis=1, keepdims=True)
+    named = Predictions.from_arrays(P, y, class_names=["zero", "one", "two", "three"])
+    with pytest.warns(RuntimeWarning, match="the labels of class 'two' are perfectly separated"):
+        PlattScaling().fit(named)
+    with pytest.warns(RuntimeWarning, match="the labels of class 2 are perfectly separated"):
+        PlattScaling().fit(P, y)   # no names: positions, as before
+    with pytest.raises(RuntimeError, match="Platt scaling failed for class 'two'"):
+        PlattScaling(targets="labels").fit(named)
+    p = np.array([0.1, 0.2, 0.3, 0.7, 0.8, 0.9])
+    binary = Predictions.from_predictions(np.array(["no"] * 3 + ["yes"] * 3), p)
+    with pytest.warns(RuntimeWarning, match="labels of p\\(y='yes'\\) are perfectly separated"):
+        PlattScaling().fit(binary)
+
+
 def test_a_failed_fit_or_refit_leaves_the_object_unfitted() -> None:
     from pbr_core.recalibrators.base import NotFittedError
 

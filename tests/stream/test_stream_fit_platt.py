@@ -60,7 +60,7 @@ def test_separated_classes_fall_back_to_platt_targets_as_in_memory(tmp_path) -> 
     # Platt's targets (in later passes here) and warns once, naming them, as PlattScaling.fit does.
     name = "kitti_multiclass_random_forest.csv"
     write_parts(pd.read_csv(SAMPLE / name), tmp_path / "logs", 3, fmt="csv")
-    with pytest.warns(RuntimeWarning, match=r"class 2, class 6 are perfectly separated") as streamed_warnings:
+    with pytest.warns(RuntimeWarning, match=r"'class_2', 'class_6' are perfectly separated") as streamed_warnings:
         streamed = fit_platt(open_dataset(tmp_path / "logs"))
     with pytest.warns(RuntimeWarning) as memory_warnings:
         in_memory = PlattScaling().fit(pbr_core.load_predictions(SAMPLE / name))
@@ -73,7 +73,7 @@ def test_separated_classes_fall_back_to_platt_targets_as_in_memory(tmp_path) -> 
     assert any("exactly 0 or 1" in m for m in messages(streamed_warnings))
     assert [m["targets"] for m in streamed.maps_].count("platt") == 2
     assert_same_maps(streamed, in_memory)
-    with pytest.raises(RuntimeError, match=r"Platt scaling failed for class 2: .*separated.*targets='auto'"):
+    with pytest.raises(RuntimeError, match=r"Platt scaling failed for 'class_2': .*separated.*targets='auto'"):
         fit_platt(open_dataset(tmp_path / "logs"), targets="labels")
 
 
