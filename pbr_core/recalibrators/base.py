@@ -167,11 +167,13 @@ def _check_model_note(note: Any, n_classes: int) -> None:
 
 
 def as_predictions(X: Predictions | np.ndarray, y: np.ndarray | None = None,
-                   input_type: InputType = "auto") -> Predictions:
+                   input_type: InputType = "auto", class_names: Sequence[str] | None = None) -> Predictions:
     """Coerce the public ``(X, y)`` arguments into a validated :class:`Predictions`.
 
     With a Predictions value, ``y`` must be None (the labels are in the value). With arrays and no
     labels (prediction time), dummy zero labels are used; only the scores matter then.
+    ``class_names``: the classes of an array's columns, in their order (a DataFrame's headers, matched
+    to a fitted recalibrator's classes by :meth:`Recalibrator._input_predictions`).
     """
     if isinstance(X, Predictions):
         if y is not None:
@@ -186,7 +188,7 @@ def as_predictions(X: Predictions | np.ndarray, y: np.ndarray | None = None,
     if np.iscomplexobj(X):
         raise ValueError("Complex data not supported: recalibrators take real probabilities or logits.")
     labels = np.zeros(X.shape[0] if X.ndim >= 1 else 0, dtype=np.int64) if y is None else y
-    return Predictions.from_arrays(X, labels, input_type=input_type)
+    return Predictions.from_arrays(X, labels, input_type=input_type, class_names=class_names)
 
 
 def _encode(value: Any) -> Any:
@@ -347,13 +349,17 @@ class Recalibrator:
                 "model (the same classes), or fit a new recalibrator on labelled predictions of this one.")
 
     def predict_proba(self, X: Predictions | np.ndarray, input_type: InputType = "auto") -> np.ndarray:
-        """Recalibrated probabilities, an (n, K) array whose rows sum to one (binary: K = 2).
+        """Recalibrated probabilities, an (n, K) array whose rows sum to one (binary: K = 2), its
+        columns in the input's class order.
+
+        A DataFrame whose headers name the classes is matched by name (any column order); headers
+        naming other classes are refused (:meth:`_input_predictions`); an array is read by position.
 
         Raises :class:`NotFittedError` before ``fit`` and ``ValueError`` when the number of classes
         differs from the one seen in ``fit``.
         """
         self._check_fitted()
-        preds = as_predictions(X, None, input_type)
+        preds = self._input_predictions(X, input_type)
         if preds.n_classes != self.n_classes_:
             raise ValueError(self._class_count_words(preds.n_classes))
         ordered, back = self._in_fitted_class_order(preds)
@@ -370,6 +376,34 @@ class Recalibrator:
         if names is None or got is None or sorted(got) == sorted(names):
             return None
         return case_matched(got, names)
+
+    def _input_predictions(self, X: Any, input_type: InputType = "auto") -> Predictions:
+        """``X`` to apply this fitted recalibrator to, as validated predictions.
+
+        A table with headers (a pandas or polars DataFrame: anything with ``.columns``) whose headers
+        name this recalibrator's classes (``cat``, or ``p_cat`` / ``cat_prob`` as the file loader reads
+        them) is matched by name, in any column order, as the CLI and ``load_predictions`` match a
+        file's columns (audit 10a: a DataFrame with the classes in another order was read by position,
+        silently, and test log loss went from 0.48 to 2.06). Headers that name other classes are
+        refused. Arrays, tables whose headers are only positions (0..K-1), and recalibrators fitted
+        without class names are read by position.
+        """
+        names = getattr(self, "class_names_", None)
+        columns = getattr(X, "columns", None)
+        if isinstance(X, Predictions) or columns is None or names is None:
+            return as_predictions(X, None, input_type)
+        headers = [str(c) for c in list(columns)]
+        if len(headers) != len(names) or real_class_names(headers) is None:
+            return as_predictions(X, None, input_type)  # by position (another count: the count error follows)
+        from pbr_core.loading._roles import _named_class
+
+        matched = [h if h in names else _named_class(h, names) for h in headers]
+        if None in matched or len(set(matched)) != len(matched):
+            raise ValueError(
+                f"The columns of X are named {headers}, but this recalibrator was fitted on the classes {list(names)}: "
+                "name the columns after those classes (in any order: they are matched by name), or pass an array "
+                "(X.to_numpy()) to have the columns read by position, in the fit's order.")
+        return as_predictions(X, None, input_type, class_names=matched)
 
     def _in_fitted_class_order(self, preds: Predictions) -> tuple[Predictions, list[int] | None]:
         """``preds`` with its classes in the order seen in ``fit``, and the column index that puts an

@@ -41,7 +41,7 @@ from pbr_core.predictions import Predictions
 from pbr_core.recalibrators import _state
 from pbr_core.recalibrators._binary import MULTICLASS_CONSTRAINT, BinaryRecalibrator, top_label_rest
 from pbr_core.recalibrators._params import MAX_FOLDS, NON_NEGATIVE_INT, Constraint, int_range, or_none
-from pbr_core.recalibrators.base import as_predictions, register
+from pbr_core.recalibrators.base import register
 
 
 def _hull_links(X: np.ndarray, Y: np.ndarray) -> tuple[list[int], list[int]]:
@@ -189,7 +189,7 @@ class VennAbers(BinaryRecalibrator):
         each class's map, before the renormalisation that ``predict_proba`` applies.
         """
         self._check_fitted()
-        preds = as_predictions(X)
+        preds = self._input_predictions(X)   # a DataFrame's columns matched by name, as predict_proba does
         if preds.n_classes != self.n_classes_:
             raise ValueError(f"Expected predictions with {self.n_classes_} classes, but got {preds.n_classes}.")
         ordered, back = self._in_fitted_class_order(preds)  # classes matched by name, as predict_proba does

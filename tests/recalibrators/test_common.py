@@ -178,6 +178,34 @@ def test_predictions_value_and_arrays_agree(method: str, kind: str, fitted, smal
     np.testing.assert_array_equal(X, X_before)  # inputs are not modified
 
 
+CIFAR10_NAMES = ["plane", "car", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+
+
+@pytest.mark.parametrize("method", methods())
+def test_a_dataframe_is_matched_by_its_column_names(method: str, small_multiclass) -> None:
+    # audit 10a finding 3: a DataFrame whose headers name the classes in another order was read by position
+    import pandas as pd
+
+    X, y = small_multiclass[0][200:], small_multiclass[1]
+    # fitted on other rows: a step map (Venn-Abers, binning) evaluated at its own fit scores jumps on
+    # a 1-ulp difference of the softmax taken in another column order
+    rec = make(method).fit(Predictions.from_arrays(small_multiclass[0][:200], y[:200], class_names=CIFAR10_NAMES))
+    expected = rec.predict_proba(X)   # an array: by position, in the fit's order
+    shuffled = CIFAR10_NAMES[::-1]
+    frame = pd.DataFrame(X, columns=CIFAR10_NAMES)[shuffled]
+    # by name, in the frame's order (equal up to the float rounding of sums taken in another order)
+    np.testing.assert_allclose(rec.predict_proba(frame), expected[:, ::-1], rtol=1e-9, atol=1e-15)
+    prefixed = frame.rename(columns=lambda c: f"p_{c}")   # as the file loader reads p_cat
+    np.testing.assert_allclose(rec.predict_proba(prefixed), expected[:, ::-1], rtol=1e-9, atol=1e-15)
+    np.testing.assert_array_equal(rec.predict_proba(pd.DataFrame(X)), expected)   # headers 0..9: by position
+    other = pd.DataFrame(X, columns=[f"k{j}" for j in range(10)])
+    with pytest.raises(ValueError, match=r"The columns of X are named \['k0'.*fitted on the classes \['plane'"):
+        rec.predict_proba(other)
+    if hasattr(rec, "predict_interval"):
+        low, high = rec.predict_interval(frame)
+        np.testing.assert_allclose(low, rec.predict_interval(X)[0][:, ::-1], rtol=1e-9, atol=1e-15)
+
+
 @pytest.mark.parametrize("method,kind", methods_x("multiclass", "binary"))
 def test_save_load_round_trip_is_exact(method: str, kind: str, fitted, small_multiclass, small_binary, tmp_path) -> None:
     X, y = data(kind, small_multiclass, small_binary)
