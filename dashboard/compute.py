@@ -38,8 +38,9 @@ def _summary(key: str, _probs: np.ndarray, _labels: np.ndarray, n_bins: int, top
     # resamples, so the dashboard and `pbr-calib evaluate` show the same interval (~0.3 s on 10,000
     # rows, then cached). The bootstrap costs O(n x resamples): large files get fewer resamples so a
     # 10M-row file stays interactive (the interval is then very narrow anyway).
+    # The view's arrays are what its target measures already (metric_view): two columns left are the top label.
     return pbr_core.calibration_summary(_probs, _labels, n_bins=n_bins, top_label_only=top_label_only,
-                                        n_boot=bootstrap_resamples(len(_labels)))
+                                        binary_target="top_label", n_boot=bootstrap_resamples(len(_labels)))
 
 
 def bootstrap_resamples(n: int) -> int:
@@ -152,7 +153,7 @@ def ece_at(view: MetricView, n_bins: int, curve: np.ndarray | None = None) -> fl
         return float(curve[n_bins - 1])
     if view.stats is not None:
         return view.stats.ece(int(n_bins))
-    return float(pbr_core.ece(view.probs, view.labels, n_bins=int(n_bins)))
+    return float(pbr_core.ece(view.probs, view.labels, n_bins=int(n_bins), binary_target="top_label"))
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,7 @@ def measured_ece(probs: np.ndarray, labels: np.ndarray, kind: str, binary_ece: s
     :meth:`BINARY_TARGET.measured <pbr_core.metrics.BinaryTargetChoice.measured>`), with
     B = floor(n^(1/3)) bins unless ``n_bins`` is given."""
     target = BINARY_TARGET.measured(kind, binary_ece)
-    return ece(*ece_inputs(probs, labels, target), n_bins=optimal_n_bins(labels.shape[0]) if n_bins is None else n_bins)
+    return ece(probs, labels, n_bins=optimal_n_bins(labels.shape[0]) if n_bins is None else n_bins, binary_target=target)
 
 
 def measured_calibration_test(probs: np.ndarray, labels: np.ndarray, kind: str,

@@ -23,7 +23,7 @@ import math
 import warnings
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Iterable, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
 
 import numpy as np
 
@@ -60,6 +60,8 @@ __all__ = [
     "nll_shown",
     "reliability_diagram",
     "target_brier_nll",
+    "top_label_confidence",
+    "TopLabelConfidence",
 ]
 
 #: Elements per temporary array in chunked code paths (32 MB of float64).
@@ -115,6 +117,60 @@ BINARY_TARGET = BinaryTargetChoice(
 
 #: :attr:`BINARY_TARGET.default <BinaryTargetChoice.default>`, under the name the API documents.
 DEFAULT_BINARY_TARGET: BinaryTarget = BINARY_TARGET.default  # type: ignore[assignment]
+
+
+class TopLabelConfidence(np.ndarray):
+    """Top-label confidences, as :meth:`Predictions.metric_inputs() <pbr_core.Predictions.metric_inputs>`
+    returns them for data without probability vectors (a top-label or (confidence, correct) file).
+
+    A plain 1-D array is binary p(y=1) to the metrics, whose accuracy predicts class 1 where p > 0.5;
+    a confidence is the probability that the prediction was right, so its accuracy is the share of
+    right predictions. :func:`accuracy` and :func:`calibration_summary` read this mark as
+    ``top_label_only=True`` (audit 10a: ``calibration_summary(*preds.metric_inputs())['accuracy']`` on
+    the bundled LLM records gave 0.7269, the share of right answers being 0.7201); every other metric is
+    the same number either way. Arithmetic on it gives a plain array (``1 - c`` is not a confidence);
+    a slice of it stays marked.
+    """
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        plain = lambda a: a.view(np.ndarray) if isinstance(a, TopLabelConfidence) else a  # noqa: E731
+        if "out" in kwargs:
+            kwargs["out"] = tuple(plain(o) for o in kwargs["out"])
+        return getattr(ufunc, method)(*map(plain, inputs), **kwargs)
+
+
+def top_label_confidence(confidence: np.ndarray) -> TopLabelConfidence:
+    """``confidence`` (1-D) marked as top-label confidences (:class:`TopLabelConfidence`), not p(y=1)."""
+    return np.asarray(confidence, dtype=np.float64).view(TopLabelConfidence)
+
+
+#: Whether the warning of :func:`_binary_columns` was given in this process (it is given once).
+_TWO_COLUMN_WARNED = False
+
+
+def _binary_columns(probs: Any, binary_target: BinaryTarget | None, name: str) -> Any:
+    """``probs`` as :func:`ece`, :func:`mce` and :func:`calibration_summary` measure it: a two-column
+    (binary) matrix with ``binary_target="positive"`` becomes p(y=1); with None it stays the top label, as
+    these functions have always measured it (the paper's Eq. 2; their results are pinned against
+    netcal's and torchmetrics'), and a warning, once per process, says so. The app measures p(y=1) of
+    binary data (plot.reliability, pbr-calib evaluate, the dashboard; :data:`BINARY_TARGET`): audit 10a
+    set ``calibration_summary(preds.probs, ...)`` (top label, ECE 0.018) beside the reliability diagram
+    of the same array (p(y=1), 0.098) and found no word of the difference."""
+    global _TWO_COLUMN_WARNED
+    if binary_target is not None:
+        check_binary_target(binary_target)
+        return ece_inputs(probs, None, binary_target)[0]
+    if np.ndim(probs) == 2 and np.shape(probs)[1] == 2 and not _TWO_COLUMN_WARNED:
+        _TWO_COLUMN_WARNED = True
+        brier = (", and its Brier score sums the squared errors of both columns (twice scikit-learn's "
+                 "brier_score_loss)") if name == "calibration_summary" else ""
+        warnings.warn(
+            f"{name}: `probs` has two columns (binary data), so this is the top-label ECE (the confidence of the "
+            "predicted class, the paper's Eq. 2), not the ECE of p(y=1) that pbr_core.plot.reliability, "
+            f"pbr-calib evaluate and the dashboard show for binary data{brier}. Pass binary_target='positive' (or the "
+            "1-D p(y=1): preds.p_positive) for that; binary_target='top_label' keeps this and says nothing. "
+            "(This warning is shown once.)", UserWarning, stacklevel=3)
+    return probs
 
 
 # --------------------------------------------------------------------------- validation
@@ -287,7 +343,8 @@ def _ece_from_sums(sum_gap: np.ndarray, n: int) -> float:
 
 
 # --------------------------------------------------------------------------- top-label / binary
-def ece(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = None) -> float:
+def ece(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = None, *,
+        binary_target: BinaryTarget | None = None) -> float:
     """Expected calibration error with uniform-width binning (paper Eq. 2).
 
     ECE = sum_i (|I_i| / n) * |mean confidence in I_i - accuracy in I_i|.
@@ -300,6 +357,11 @@ def ece(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = None) -> flo
         True labels.
     n_bins : int or None
         Number of bins B; None uses the paper's optimum floor(n^(1/3)) (Theorem 1).
+    binary_target : {"positive", "top_label"} or None
+        What a two-column (binary) ``probs`` measures: "positive", p(y=1) (what
+        ``pbr_core.plot.reliability``, ``pbr-calib evaluate`` and the dashboard show); "top_label",
+        the confidence of the predicted class. None: the top label, with a warning (once) that says
+        so. No effect on other shapes.
 
     Examples
     --------
@@ -307,18 +369,20 @@ def ece(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = None) -> flo
     >>> round(pbr_core.ece(np.array([0.9, 0.8, 0.3]), np.array([1, 1, 0]), n_bins=2), 4)
     0.2
     """
-    conf, out = confidence_and_outcome(probs, labels)
+    conf, out = confidence_and_outcome(_binary_columns(probs, binary_target, "ece"), labels)
     B = _resolve_n_bins(n_bins, conf.shape[0])
     sum_gap = np.bincount(bin_index(conf, B), weights=conf - out, minlength=B)
     return _ece_from_sums(sum_gap, conf.shape[0])
 
 
-def mce(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = None) -> float:
+def mce(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = None, *,
+        binary_target: BinaryTarget | None = None) -> float:
     """Maximum calibration error: the largest |confidence - accuracy| over non-empty bins.
 
-    Same bins and inputs as :func:`ece`; MCE >= ECE always (a maximum bounds a weighted mean).
+    Same bins and inputs (``binary_target`` included) as :func:`ece`; MCE >= ECE always (a maximum
+    bounds a weighted mean).
     """
-    conf, out = confidence_and_outcome(probs, labels)
+    conf, out = confidence_and_outcome(_binary_columns(probs, binary_target, "mce"), labels)
     B = _resolve_n_bins(n_bins, conf.shape[0])
     count, sum_conf, sum_out = _bin_sums(conf, out, B)
     nz = count > 0
@@ -912,7 +976,12 @@ def accuracy(probs: np.ndarray, labels: np.ndarray) -> float:
     """Fraction of samples whose argmax equals the label (binary p(y=1): predicts 1 iff p > 0.5).
 
     A tie p = 0.5 predicts class 0, like ``argmax([1 - p, p])`` and torchmetrics' threshold rule.
+    Top-label confidences marked as such (:class:`TopLabelConfidence`, what
+    ``preds.metric_inputs()`` returns for data without probability vectors) with ``labels`` =
+    1[correct]: the share of right predictions, mean(labels).
     """
+    if isinstance(probs, TopLabelConfidence):
+        return float(_validated(probs, labels)[1].mean())
     return _accuracy(*_probs_labels(probs, labels))
 
 
@@ -1033,6 +1102,7 @@ def calibration_summary(
     n_bins: int | None = None,
     *,
     top_label_only: bool = False,
+    binary_target: BinaryTarget | None = None,
     n_boot: int = 1000,
     level: float = 0.95,
     seed: int | None = 0,
@@ -1050,7 +1120,13 @@ def calibration_summary(
         B for ECE and MCE; None uses floor(n^(1/3)) (Theorem 1).
     top_label_only : bool
         The input is (confidence, correct) of top-label-only data. Then ``accuracy`` is
-        mean(correct).
+        mean(correct). Implied by confidences marked as such (:class:`TopLabelConfidence`: what
+        ``preds.metric_inputs()`` returns for data without probability vectors), so
+        ``calibration_summary(*preds.metric_inputs())`` is right for every kind of data.
+    binary_target : {"positive", "top_label"} or None
+        What a two-column (binary) ``probs`` measures, as in :func:`ece`: "positive" gives the ECE,
+        MCE, Brier score (scikit-learn's ``brier_score_loss``) and NLL of p(y=1), as ``pbr-calib
+        evaluate`` and the dashboard report binary data; None (the top label) warns once.
 
     ``brier`` and ``nll`` score what the ECE measures (:func:`brier_terms`, :func:`nll_terms`): a
     1-D ``probs`` (binary p(y=1), or top-label confidences against correctness) gives mean (p - y)^2
@@ -1072,7 +1148,8 @@ def calibration_summary(
     level = _check_level(level)
     n_boot = _check_n_boot(n_boot)
     ci_method = _check_method(ci_method)
-    p, y = _validated(probs, labels)
+    top_label_only = top_label_only or isinstance(probs, TopLabelConfidence)
+    p, y = _validated(_binary_columns(probs, binary_target, "calibration_summary"), labels)
     if top_label_only and p.ndim != 1:
         raise ValueError(
             f"Expected 1-D confidences with `top_label_only=True`, but got `probs` of shape {p.shape}."

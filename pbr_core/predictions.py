@@ -298,10 +298,15 @@ class Predictions:
         """The (probs, labels) pair the metrics take: full vector, or (confidence, correct) for top-label-only.
 
         ``pbr_core.ece(conf, correct)`` on top-label-only data is exactly the top-label ECE, because
-        a 1-D input is binned on its value and compared with the 0/1 outcome.
+        a 1-D input is binned on its value and compared with the 0/1 outcome. The confidence comes
+        marked (:class:`pbr_core.metrics.TopLabelConfidence`, a NumPy array) so that the accuracy of
+        ``calibration_summary(*preds.metric_inputs())`` and ``accuracy(*preds.metric_inputs())`` is the
+        share of right predictions, not that of a 1-D p(y=1) thresholded at 0.5.
         """
         if self.probs is None:
-            return self.confidence, self.correct
+            from pbr_core.metrics import top_label_confidence
+
+            return top_label_confidence(self.confidence), self.correct
         return self.probs, self.labels
 
     @property

@@ -626,3 +626,72 @@ def test_ece_inputs_measures_binary_data_on_p1_only_when_asked():
     assert M.ece_inputs(p[:, 1], y, "positive")[0].shape == (2,)  # 1-D p(y=1) stays as it is
     with pytest.raises(ValueError, match="`binary_ece` to be 'positive' or 'top_label'"):
         M.check_binary_target("p1", "binary_ece")
+
+
+# ----------------------------------------------------------------------------- audit 10a: what a call measures
+def _binary_rows(n: int = 2000) -> tuple[np.ndarray, np.ndarray]:
+    """p(y=1) and outcomes 0.1 above it (the audit's rows): the ECE of p(y=1) ~0.1, the top label's ~0.02."""
+    rng = np.random.default_rng(1)
+    p = rng.uniform(0, 1, n)
+    return p, (rng.uniform(size=n) < np.clip(p + 0.1, 0, 1)).astype(int)
+
+
+def test_two_columns_measure_the_top_label_with_one_warning_or_p1_when_asked(monkeypatch):
+    # finding 5: ece/calibration_summary of an (n, 2) array gave the top label (0.018) and the two-column
+    # Brier, without a word, beside plot.reliability and pbr-calib evaluate's p(y=1) (0.098, sklearn's Brier)
+    from sklearn.metrics import brier_score_loss
+
+    p, y = _binary_rows()
+    P = np.column_stack([1 - p, p])
+    monkeypatch.setattr(M, "_TWO_COLUMN_WARNED", False)
+    with pytest.warns(UserWarning, match=r"ece: `probs` has two columns .* top-label ECE .* binary_target='positive'"):
+        top = M.ece(P, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert M.ece(P, y) == top   # once: not again
+        monkeypatch.setattr(M, "_TWO_COLUMN_WARNED", False)
+        assert M.ece(P, y, binary_target="top_label") == top   # said explicitly: silent, the same number
+        assert M.ece(p, y) == pytest.approx(0.0977153, abs=1e-6) and top == pytest.approx(0.0176718, abs=1e-6)
+        assert M.ece(P, y, binary_target="positive") == M.ece(p, y)
+        assert M.mce(P, y, binary_target="positive") == M.mce(p, y)
+        s = M.calibration_summary(P, y, binary_target="positive", n_boot=20)
+        assert s == M.calibration_summary(p, y, n_boot=20)
+        assert s["brier"] == pytest.approx(brier_score_loss(y, p), rel=1e-12)   # 0.1713, not 0.3427
+        # the protocols' and the CLI's ECE of binary data: the same number
+        from pbr_core.evaluation import measured_ece
+
+        assert s["ece"] == measured_ece(P, y, "binary", "positive")
+        assert M.ece(P, np.array(y), binary_target="positive", n_bins=7) == M.ece(p, y, n_bins=7)
+        for K in (1, 3):   # no effect on other shapes, and no warning there
+            Q = np.full((4, 3), 1 / 3) if K == 3 else p
+            labels = np.array([0, 1, 2, 0]) if K == 3 else y
+            assert M.ece(Q, labels, binary_target="positive") == M.ece(Q, labels)
+    monkeypatch.setattr(M, "_TWO_COLUMN_WARNED", False)
+    with pytest.warns(UserWarning, match=r"calibration_summary: .* Brier score sums the squared errors of both columns"):
+        M.calibration_summary(P, y, n_boot=20)
+    with pytest.raises(ValueError, match="`binary_target` to be 'positive' or 'top_label'"):
+        M.ece(P, y, binary_target="p1")
+
+
+def test_metric_inputs_of_confidence_correct_records_give_the_share_right():
+    # finding 7: calibration_summary(*preds.metric_inputs())['accuracy'] thresholded the confidence at 0.5:
+    # 0.7269 on the bundled LLM records, whose share of right answers is 0.7201
+    from pathlib import Path
+
+    llm = pbr_core.load_predictions(Path(__file__).parents[1] / "sample_data" / "llm_qa_confidence_correct.csv.gz")
+    c, right = llm.metric_inputs()
+    share = float(np.asarray(right).mean())
+    assert share == pytest.approx(0.7201032, abs=1e-7)
+    assert pbr_core.calibration_summary(*llm.metric_inputs(), n_boot=20)["accuracy"] == share
+    assert pbr_core.accuracy(*llm.metric_inputs()) == share == llm.accuracy
+    plain = np.asarray(c).view(np.ndarray)
+    assert pbr_core.accuracy(plain, right) == pytest.approx(0.7269468, abs=1e-7)   # a plain array is p(y=1)
+    # every other number is the same with or without the mark
+    marked = pbr_core.calibration_summary(c, right, n_boot=20)
+    unmarked = pbr_core.calibration_summary(plain, right, n_boot=20)
+    assert {k: v for k, v in marked.items() if k != "accuracy"} == {k: v for k, v in unmarked.items() if k != "accuracy"}
+    assert pbr_core.ece(c, right) == pbr_core.ece(plain, right)
+    # arithmetic gives plain arrays (1 - c is no confidence); a slice stays a confidence
+    assert type(1 - c) is np.ndarray and type(c * 1.0) is np.ndarray and isinstance(c.mean(), float)
+    assert isinstance(c[:100], M.TopLabelConfidence)
+    assert pbr_core.accuracy(c[:100], right[:100]) == float(np.asarray(right[:100]).mean())

@@ -40,11 +40,11 @@ def evaluation_table(preds, n_bins: int | None = None, lipschitz: float = 1.0, e
         "accuracy": preds.accuracy,
         "ece_type": {"binary": "binary ECE on p(y=1) (Appendix A)"}.get(preds.kind, "top-label ECE (Eq. 2)"),
         "optimal_n_bins": B_opt,
-        "ece": pbr_core.ece(probs, labels, n_bins=B_opt),
+        "ece": pbr_core.ece(probs, labels, n_bins=B_opt, binary_target=target),
     }
     if interval:
         row["ece_ci_low"], row["ece_ci_high"] = ci(B_opt)
-    row["mce"] = pbr_core.mce(probs, labels, n_bins=B_opt)
+    row["mce"] = pbr_core.mce(probs, labels, n_bins=B_opt, binary_target=target)
     if interval:  # the estimators beside the paper's ECE (pbr_core.estimators), as evaluate prints them
         from pbr_core import estimators
 
@@ -56,10 +56,10 @@ def evaluation_table(preds, n_bins: int | None = None, lipschitz: float = 1.0, e
         row["smooth_ece"] = estimators.smooth_ece(probs, labels)
     if n_bins is not None:
         row["n_bins"] = n_bins
-        row["ece_at_n_bins"] = pbr_core.ece(probs, labels, n_bins=n_bins)
+        row["ece_at_n_bins"] = pbr_core.ece(probs, labels, n_bins=n_bins, binary_target=target)
         if interval:
             row["ece_at_n_bins_ci_low"], row["ece_at_n_bins_ci_high"] = ci(n_bins)
-        row["mce_at_n_bins"] = pbr_core.mce(probs, labels, n_bins=n_bins)
+        row["mce_at_n_bins"] = pbr_core.mce(probs, labels, n_bins=n_bins, binary_target=target)
     # The Brier score and NLL of what the ECE measures: p(y=1) of binary data, the confidence of a
     # top-label file against correctness, the probability vector of multiclass data.
     row.update(pbr_core.metrics.target_brier_nll(*preds.metric_inputs(), target))
