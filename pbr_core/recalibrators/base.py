@@ -184,11 +184,30 @@ def as_predictions(X: Predictions | np.ndarray, y: np.ndarray | None = None,
     if type(X).__module__.startswith("scipy.sparse"):  # np.asarray would make a 0-d object array of it
         raise TypeError(f"A {type(X).__name__} was passed: sparse input is not supported by recalibrators; pass a "
                         "dense array of probabilities or logits (e.g. X.toarray()).")
+    if class_names is None:
+        class_names = header_class_names(X)
     X = np.asarray(X)
     if np.iscomplexobj(X):
         raise ValueError("Complex data not supported: recalibrators take real probabilities or logits.")
     labels = np.zeros(X.shape[0] if X.ndim >= 1 else 0, dtype=np.int64) if y is None else y
     return Predictions.from_arrays(X, labels, input_type=input_type, class_names=class_names)
+
+
+def header_class_names(X: Any) -> list[str] | None:
+    """The classes a table's headers name (a DataFrame's ``.columns``: ``cat``, ``dog``; ``p_cat``,
+    ``p_dog`` without their shared prefix, as the file loader reads them), or None: not a table, one
+    column, or headers that are only positions (0..K-1). A recalibrator fitted on such a table keeps
+    the names, so that a table with the columns in another order is matched by name later."""
+    columns = getattr(X, "columns", None)
+    if columns is None or isinstance(X, Predictions):
+        return None
+    headers = [str(c) for c in list(columns)]
+    if len(headers) < 2 or len(set(headers)) != len(headers) or real_class_names(headers) is None:
+        return None
+    from pbr_core.loading._roles import strip_prefix
+
+    names = strip_prefix(headers) or headers
+    return names if real_class_names(names) is not None else None
 
 
 def _encode(value: Any) -> Any:

@@ -201,6 +201,12 @@ def test_a_dataframe_is_matched_by_its_column_names(method: str, small_multiclas
     other = pd.DataFrame(X, columns=[f"k{j}" for j in range(10)])
     with pytest.raises(ValueError, match=r"The columns of X are named \['k0'.*fitted on the classes \['plane'"):
         rec.predict_proba(other)
+    # fitted on a DataFrame: its headers are the classes (without a shared p_ prefix), matched later
+    on_frame = make(method).fit(pd.DataFrame(small_multiclass[0][:200], columns=[f"p_{c}" for c in CIFAR10_NAMES]),
+                                y[:200])
+    assert on_frame.class_names_ == tuple(CIFAR10_NAMES)
+    np.testing.assert_allclose(on_frame.predict_proba(frame), expected[:, ::-1], rtol=1e-9, atol=1e-15)
+    assert make(method).fit(pd.DataFrame(small_multiclass[0][:200]), y[:200]).class_names_ is None   # 0..9
     if hasattr(rec, "predict_interval"):
         low, high = rec.predict_interval(frame)
         np.testing.assert_allclose(low, rec.predict_interval(X)[0][:, ::-1], rtol=1e-9, atol=1e-15)
