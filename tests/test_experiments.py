@@ -346,7 +346,7 @@ def test_binary_methods_and_binary_ece(binary):
     assert row["nll"] == pytest.approx(log_loss(y, p1), rel=1e-10)
     # The paper's tables (KITTI, after Wenger et al.): the top-label ECE and the two-class Brier score.
     top = compare(binary, ["uncalibrated"], n_re=500, n_folds=1, seed=SEED, binary_ece="top_label")
-    assert top["ece"].iloc[0] == pytest.approx(pbr_core.ece(binary.probs[te], y), abs=1e-12)
+    assert top["ece"].iloc[0] == pytest.approx(pbr_core.ece(binary.probs[te], y, binary_target="top_label"), abs=1e-12)
     assert top["ece"].iloc[0] != pytest.approx(row["ece"], abs=1e-6)  # the two definitions differ here
     assert top["brier"].iloc[0] == pbr_core.brier_score(binary.probs[te], y)  # bit for bit, as before
     assert top["nll"].iloc[0] == pbr_core.nll(binary.probs[te], y)
