@@ -71,7 +71,7 @@ def _reliability(key: str, _probs: np.ndarray, _labels: np.ndarray, n_bins: int)
 
 
 def reliability(view: MetricView, n_bins: int) -> pd.DataFrame:
-    """Per-bin statistics of the reliability diagram (Wilson 95% intervals)."""
+    """Per-bin statistics of the reliability diagram (Clopper-Pearson 95% intervals)."""
     if view.stats is not None:
         return view.stats.reliability_diagram(int(n_bins))
     return _reliability(view.key, view.probs, view.labels, int(n_bins))

@@ -225,8 +225,9 @@ HOW_TO_READ_RELIABILITY = """
 **How to read the diagram**
 
 * Each blue bar is one bin of predictions with similar confidence. Its height is how often those
-  predictions were right (the black whisker is a 95% Wilson interval for the bin's true frequency,
-  per bar, not for all bars at once: with many bars, one or two may miss theirs by chance).
+  predictions were right (the black whisker is a 95% exact (Clopper-Pearson) interval for the bin's
+  true frequency, per bar, not for all bars at once: with many bars, one or two may miss theirs by
+  chance).
 * The dashed diagonal is perfect calibration: "80% confident" should be right 80% of the time.
 * **Red boxes on top of a bar** reach up to the bin's average confidence: the model is
   **over-confident** there (bars below the diagonal).
@@ -241,8 +242,9 @@ HOW_TO_READ_BINARY = """
 **How to read the diagram**
 
 * Each blue bar is one bin of rows with a similar predicted p(y=1). Its height is how often y = 1
-  really was in those rows (the black whisker is a 95% Wilson interval for the bin's true frequency,
-  per bar, not for all bars at once: with many bars, one or two may miss theirs by chance).
+  really was in those rows (the black whisker is a 95% exact (Clopper-Pearson) interval for the bin's
+  true frequency, per bar, not for all bars at once: with many bars, one or two may miss theirs by
+  chance).
 * The dashed diagonal is perfect calibration: of the rows given p(y=1) = 0.3, 30% should be positive.
 * **Red boxes on top of a bar** reach up to the bin's average prediction: the model
   **over-predicts** the positive class there (bars below the diagonal).

@@ -98,16 +98,16 @@ def reliability_equal_mass(probs: np.ndarray, labels: np.ndarray, n_bins: int | 
     """The reliability-diagram table of :func:`pbr_core.reliability_diagram` with equal-mass bins.
 
     Same columns (``bin, lower, upper, count, mean_confidence, accuracy, gap, weight, ci_low,
-    ci_high``: Wilson intervals); the bins' edges are those of :func:`equal_mass_edges`, so their
+    ci_high``: Clopper-Pearson intervals, as the uniform bins' whiskers); the bins' edges are those of :func:`equal_mass_edges`, so their
     widths differ and each holds about n / B rows. Their weighted gaps sum to :func:`ece_equal_mass`.
     """
-    from pbr_core.metrics import _wilson
+    from pbr_core.metrics import _clopper_pearson
 
     conf, out = confidence_and_outcome(probs, labels)
     B = _resolve_n_bins(n_bins, conf.shape[0])
     edges = equal_mass_edges(conf, B)
     count, mean_conf, mean_out = _binned(conf, out, edges)
-    lo, hi = _wilson(mean_out * count, count, level)
+    lo, hi = _clopper_pearson(mean_out * count, count, level)
     lower = np.concatenate([[0.0], edges[:-1]])
     return pd.DataFrame({"bin": np.arange(1, edges.size + 1), "lower": lower, "upper": edges,
                          "count": count.astype(np.int64), "mean_confidence": mean_conf, "accuracy": mean_out,

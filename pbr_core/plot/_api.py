@@ -97,8 +97,8 @@ def reliability(data: Any, labels: Any = None, n_bins: int | None = None, *, tar
     Returns
     -------
     plotly.graph_objects.Figure
-        The bars are :func:`pbr_core.reliability_diagram`'s ``accuracy`` column (with its Wilson
-        interval), the gap boxes its ``mean_confidence``, the histogram its ``count``
+        The bars are :func:`pbr_core.reliability_diagram`'s ``accuracy`` column (with its
+        Clopper-Pearson interval), the gap boxes its ``mean_confidence``, the histogram its ``count``
         (:func:`pbr_core.plot.reliability_figure`).
 
     Examples

@@ -116,7 +116,7 @@ def reliability_figure(
     Returns
     -------
     plotly.graph_objects.Figure
-        Row 1: accuracy bars with Wilson interval error bars, the gap from the accuracy to the bin's
+        Row 1: accuracy bars with Clopper-Pearson interval error bars, the gap from the accuracy to the bin's
         mean confidence (the bar's share of the ECE; :func:`gap_traces`: red boxes on the bar where
         over-confident, orange hatched outlines inside it where under-confident), and the diagonal.
         Row 2: the number of samples per bin (text on the bars when B <= ``MAX_BINS_WITH_TEXT``,
@@ -149,7 +149,7 @@ def reliability_figure(
                      color="#333333", thickness=1.2, width=2),
         customdata=custom,
         hovertemplate=(hover_bin + "<br>" + y_title + " %{customdata[4]:.3f} "
-                       "(95% Wilson interval %{customdata[5]:.3f} to %{customdata[6]:.3f})"
+                       "(95% Clopper-Pearson interval %{customdata[5]:.3f} to %{customdata[6]:.3f})"
                        "<br>mean confidence %{customdata[3]:.3f}<extra></extra>"),
     ), row=1, col=1)
     gap_hover = (hover_bin + "<br>mean confidence %{customdata[3]:.3f}<br>" + y_title +

@@ -286,7 +286,7 @@ class CalibrationStatistics:
         return np.add.reduceat(np.abs(sums), offsets) / self.n
 
     def reliability_diagram(self, n_bins: int | None = None, level: float = 0.95) -> pd.DataFrame:
-        """The table of :func:`pbr_core.metrics.reliability_diagram` (same columns, Wilson intervals)."""
+        """The table of :func:`pbr_core.metrics.reliability_diagram` (same columns, Clopper-Pearson intervals)."""
         level = _m._check_level(level)
         count, s_conf, s_out, _ = self.bin_sums(n_bins)
         return reliability_table(count, s_conf, s_out, self.n, level)
