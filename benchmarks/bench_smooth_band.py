@@ -17,9 +17,12 @@ For each file the interval is computed at the file's own bandwidth sigma and com
 the page draws (density >= 2 % of its maximum), with the **smoothed population curve** at that
 sigma (``_smooth_at`` on the whole population with outcome q: what the interval is for) and with the
 **true curve** q(t) where it is a function of t (Adult; CIFAR-10 calibrated: t). Coverage = covered
-points / drawn points, pooled over the files. Both rules on the same files: the Wilson interval with
-the window's effective count (``estimators.smooth_reliability``, since audit 7) and the percentile
-bootstrap it replaced (100 resamples of the rows, sigma fixed; written out below as it was).
+points / drawn points, pooled over the files. Both rules on the same files: the library's interval
+with the window's effective count (``estimators.smooth_reliability``: Wilson's from audit 7,
+Clopper-Pearson's on the curve's own weights since audit 10b; the "Wilson n_eff" columns print
+whatever the library computes) and the percentile bootstrap it replaced (100 resamples of the rows,
+sigma fixed; written out below as it was). One point per file, rare-event files and the Wilson rule
+side by side: ``benchmarks/bench_figure_intervals.py``.
 
 Speed: both rules on one file of ``--speed-rows`` Adult rows (sigma found once, outside the timing).
 """
