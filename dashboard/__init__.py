@@ -25,3 +25,11 @@ Start it with ``streamlit run dashboard/app.py``. Layout:
 
 How the parts fit, and where to add a page: ``docs/architecture.md``.
 """
+
+import warnings as _warnings
+
+# Classes matched ignoring case ('NO' / 'YES' against a fit on 'no' / 'yes'): the Fit & apply page says so
+# in its own words (texts.apply_classes_by_case); the library's ClassCaseWarning would only reach the
+# server's log on every prediction, or stop the page where warnings are errors. Matched by message so that
+# importing the dashboard does not import the recalibrators; set once per process.
+_warnings.filterwarnings("ignore", message=r"These predictions name the classes .* matched ignoring case")

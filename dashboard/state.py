@@ -626,7 +626,7 @@ def load_server(path: str, options: LoadOptions = LoadOptions()) -> str | None:
         base = _replace(base, curve_bins=tuple(top_bins))
         configs = {"top": _replace(base, target="top_label")}
         if lay.kind == "binary":
-            configs["pos"] = base
+            configs["pos"] = _replace(base, copies=False)  # the same rows: their copies are looked for once
         stats, sample = scan_dataset(ds, configs, sample_size=server_sample_rows(), progress=progress)
         key = _server_key(files, options)
     except (ServerPathError, PredictionsError) as exc:
@@ -652,7 +652,9 @@ def _stream_notes(sample, lay, ds, stats) -> tuple[str, ...]:
     that are copies of others (from the whole pass, not the sample: ``pbr_core.stream.copies_notes``)."""
     from pbr_core.stream import copies_notes
 
-    return (*sample.notes, *lay.notes, *copies_notes(ds, stats["top"]))
+    notes = (*sample.notes, *lay.notes, *copies_notes(ds, stats["top"]))
+    stats["top"].copies = None  # read once: its hashes (up to 8 MB) need not stay in the session
+    return notes
 
 
 # --------------------------------------------------------------------------- uploads read in a stream
@@ -788,7 +790,7 @@ def _stream_configs(ds, n_rows: int | None = None) -> dict:
     base = _replace(base, curve_bins=tuple(range(1, max(SERVER_CURVE_BINS, base.n_bins) + 1)))
     configs = {"top": _replace(base, target="top_label")}
     if ds.layout().kind == "binary":
-        configs["pos"] = base
+        configs["pos"] = _replace(base, copies=False)  # the same rows: their copies are looked for once
     return configs
 
 

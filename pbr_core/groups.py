@@ -35,6 +35,7 @@ from pbr_core import metrics as M
 from pbr_core import significance as S
 from pbr_core.metrics import BinaryTarget
 from pbr_core.outcome_columns import OutcomeColumn, group_warning, outcome_columns
+from pbr_core.wording import rows as rows_words
 from pbr_core.predictions import Predictions
 
 Target = BinaryTarget
@@ -825,7 +826,7 @@ def group_statements(report: GroupReport) -> list[str]:
     alpha = report.alpha
     out = []
     for row in report.table.itertuples():
-        out.append(f"{group_label(report, row.group)} ({row.n:,} rows): "
+        out.append(f"{group_label(report, row.group)} ({rows_words(int(row.n))}): "
                    + S.verdict(_row_test(row), float(row.p_holm) if len(report.table) > 1 else None, alpha,
                                scope_note=False, shift_drawn=_shift_drawn_row(row)))
     return out

@@ -73,3 +73,18 @@ def test_the_other_rows_of_mapped_scores():
     frame = pd.DataFrame({"score": rng.normal(size=40), "y": rng.integers(0, 2, 40)})
     notes = map_scores(frame, "score", "y", share=0.5).preds.notes
     assert any("turns the scores of the other 20 rows into" in n for n in notes)
+
+
+def test_a_one_row_group_s_statement_speaks_of_one_row():
+    """Review 11: 'seg = solo (1 rows): no evidence …' in the CLI, the Groups page and the audit report."""
+    import numpy as np
+    import pandas as pd
+
+    import pbr_core
+    from pbr_core.groups import calibration_by_group, group_statements
+
+    rng = np.random.default_rng(0)
+    p = rng.random(201)
+    df = pd.DataFrame({"p": p, "label": (rng.random(p.size) < p).astype(int), "seg": ["solo"] + ["many"] * 200})
+    lines = group_statements(calibration_by_group(pbr_core.load_predictions(df), "seg"))
+    assert any("solo (1 row): " in line for line in lines) and any("many (200 rows): " in line for line in lines)

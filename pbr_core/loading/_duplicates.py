@@ -160,7 +160,9 @@ class RowHashes:
     the rule, thinned by the same factor for every k: the chance bound holds on the sample as on the
     whole). Batches add, partial samples merge; both ways give the same sample."""
 
-    CAP = 1 << 19  # distinct rows kept: 8 MB of hashes and counts
+    #: Distinct rows kept: 4 MB of hashes and counts once compacted (as pickled, e.g. for a Dask merge),
+    #: at most twice that while batches accumulate between thinnings.
+    CAP = 1 << 18
 
     def __init__(self, cap: int = CAP) -> None:
         self.cap = int(cap)
@@ -225,7 +227,8 @@ class RowHashes:
             return DuplicateRows(n, 0, 0.0, 0.0)
         return _beyond_chance(n, np.bincount(c))
 
-    def __getstate__(self) -> dict:  # one pair of arrays on the wire (Dask), not the batches' parts
+    def __getstate__(self) -> dict:  # one pair of arrays of at most ``cap`` on the wire (Dask)
+        self._thin()
         h, c = self._compact()
         return {"cap": self.cap, "limit": int(self.limit), "n": self.n, "hashes": h, "counts": c}
 

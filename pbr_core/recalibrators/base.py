@@ -126,6 +126,11 @@ def _not_fitted_error(message: str) -> NotFittedError:
     return (_SKLEARN_NOT_FITTED or NotFittedError)(message)
 
 
+class ClassCaseWarning(UserWarning):
+    """Classes matched ignoring case ('NO' / 'YES' against a fit on 'no' / 'yes'): a front end that says so
+    in its own words (the dashboard's Fit & apply page) filters this category."""
+
+
 class RecalibratorFileError(ValueError):
     """A saved recalibrator that cannot be loaded: not JSON, not a pbr-calib recalibrator, another
     format version, an unknown method, or a missing or invalid field.
@@ -446,7 +451,8 @@ class Recalibrator:
 
             warnings.warn(f"These predictions name the classes {list(preds.class_names)} and the recalibrator was "
                           f"fitted on {list(names)}: matched ignoring case ("
-                          + ", ".join(f"{a!r} as {b!r}" for a, b in by_case.items()) + ").", stacklevel=3)
+                          + ", ".join(f"{a!r} as {b!r}" for a, b in by_case.items()) + ").", ClassCaseWarning,
+                          stacklevel=3)
             from dataclasses import replace
 
             preds = replace(preds, class_names=tuple(by_case[c] for c in preds.class_names))

@@ -96,8 +96,9 @@ def _on_dask(dataset: Dataset, units: Sequence[Unit], config: StatsConfig, *, sc
              total: int | None = None) -> CalibrationStatistics:
     """:func:`unit_statistics` mapped over the units on a Dask cluster and merged.
 
-    One task per unit (a Parquet row group or a CSV file); the partial statistics (a few MB at most:
-    per-cell sums, n_boot x 2B bootstrap sums, K x B classwise sums, whatever the unit's rows) are
+    One task per unit (a Parquet row group or a CSV file); the partial statistics (at most about 5 MB
+    whatever the unit's rows: per-cell sums, n_boot x 2B bootstrap sums, K x B classwise sums, the rows'
+    hashes for the copies note (4 MB), the rows themselves while there are at most 50,000) are
     merged on the workers by a binary tree of merge tasks over the units in order, so only the final
     statistics travel to the client, and the floating-point additions happen in the same order
     however the tasks were scheduled (the result does not depend on which task finished first).

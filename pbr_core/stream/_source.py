@@ -199,10 +199,12 @@ class Dataset:
             return None
         return int(sum(u.n_rows for u in self.units()))
 
-    def identical_files(self) -> list[list[str]]:
+    def identical_files(self, min_rows: int = 10) -> list[list[str]]:
         """Files of the dataset with the same bytes as another of its files (a day's log copied into the
         folder again: its rows would count twice), as lists of two or more paths in file order. Only
-        files of equal size are read, in 1 MB blocks; a file that cannot be sized or read is left out."""
+        files of equal size are read, in 1 MB blocks; a file that cannot be sized or read is left out,
+        and so are files of fewer than ``min_rows`` rows (a header-only or empty quiet day, or a few rows
+        of coarse scores, can be equal to another by chance)."""
         import hashlib
 
         fs = self._fs()
@@ -212,7 +214,8 @@ class Dataset:
                 size = int(fs.size(path)) if fs is not None else os.path.getsize(path)
             except (OSError, ValueError, TypeError):
                 continue
-            by_size.setdefault(size, []).append(path)
+            if size > 0:
+                by_size.setdefault(size, []).append(path)
         same: list[list[str]] = []
         for paths in by_size.values():
             if len(paths) < 2:
@@ -220,16 +223,29 @@ class Dataset:
             by_digest: dict[bytes, list[str]] = {}
             for path in paths:
                 digest = hashlib.blake2b(digest_size=20)
+                lines = 0
                 try:
                     with self._open(path) as fh:
                         for block in iter(lambda: fh.read(1 << 20), b""):
                             digest.update(block)
+                            lines += block.count(b"\n")
                 except OSError:
                     continue
-                by_digest.setdefault(digest.digest(), []).append(path)
+                if self._rows_at_least(path, lines, min_rows):
+                    by_digest.setdefault(digest.digest(), []).append(path)
             same += [group for group in by_digest.values() if len(group) > 1]
         order = {path: i for i, path in enumerate(self.files)}
         return sorted(same, key=lambda group: order[group[0]])
+
+    def _rows_at_least(self, path: str, newlines: int, min_rows: int) -> bool:
+        """Whether a file holds at least ``min_rows`` rows: a Parquet file's footer says; a CSV's lines
+        after its header (a quoted line break counts as a row: only ever more)."""
+        if self.fmt == "parquet":
+            try:
+                return self._parquet(path).metadata.num_rows >= min_rows
+            except PredictionsError:
+                return False
+        return newlines >= min_rows  # a header line, then at least min_rows - 1 more line breaks
 
     # ------------------------------------------------------------------ batches
     def raw_batches(self, unit: Unit, columns: Sequence[str] | None = None,

@@ -77,6 +77,9 @@ class StatsConfig:
     #: Binary data only: "positive" measures p(y=1) (paper Appendix A), "top_label" the confidence
     #: max(p, 1 - p) of the predicted class (the dashboard offers both).
     target: str = "positive"
+    #: Keep the rows' hashes to look for exact copies (:meth:`CalibrationStatistics.duplicate_note`); a pass
+    #: measuring two targets of the same rows keeps them in one.
+    copies: bool = True
 
     @property
     def has_vector(self) -> bool:
@@ -122,7 +125,7 @@ class CalibrationStatistics:
     #: statistics made before they were kept.
     tests: np.ndarray | None = field(default=None, repr=False)
     #: The rows' hashes kept to look for exact copies (:class:`pbr_core.loading._duplicates.RowHashes`,
-    #: at most 8 MB); None in statistics made before they were kept.
+    #: 4-8 MB at most); None where the config does not keep them (``StatsConfig.copies``) or in statistics made before.
     copies: RowHashes | None = field(default=None, repr=False)
     #: The (confidence, outcome) rows of each batch by its key, while there are at most
     #: :data:`pbr_core.significance.EXACT_MAX_ROWS` rows (None beyond, or in statistics made before they
@@ -139,7 +142,7 @@ class CalibrationStatistics:
             config=config, edges=edges, cells=np.zeros((4, edges.size)),
             classwise=np.zeros(config.n_classes * B) if config.has_vector else None,
             halves=np.zeros(2 * B), boot=np.zeros((config.n_boot, 2 * B)), boot_n=np.zeros((config.n_boot, 1)),
-            tests=np.zeros(_sig.N_SUMS), copies=RowHashes(), kept={},
+            tests=np.zeros(_sig.N_SUMS), copies=RowHashes() if config.copies else None, kept={},
         )
 
     # ------------------------------------------------------------------ accumulate

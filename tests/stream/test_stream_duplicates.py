@@ -158,3 +158,22 @@ def test_a_streamed_csv_upload_of_a_doubled_file_says_so(tmp_path):
     import re
 
     assert re.search(r"1,5\d\d of the 3,000 rows \(5\d %\) are exact copies of another row: the same scores and label", text)
+
+
+def test_quiet_days_and_tiny_equal_files_are_not_called_copies(tmp_path):
+    """Review 11: zero-byte and header-only CSV days (quiet days) were 'copies of another file' whose rows
+    'count two or more times', and hid the rows' note. Files of fewer than 10 rows are not compared: two
+    3-row days of coarse scores can be equal by chance."""
+    rng = np.random.default_rng(6)
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    p = rng.random(500)
+    pd.DataFrame({"p": p, "label": (rng.random(p.size) < p).astype(int)}).to_csv(folder / "day0.csv", index=False)
+    for name in ("day1.csv", "day2.csv"):
+        (folder / name).write_text("p,label\n")
+    tiny = "p,label\n0.5,1\n0.5,0\n0.5,1\n"
+    for name in ("day3.csv", "day4.csv"):
+        (folder / name).write_text(tiny)
+    ds = open_dataset(folder)
+    assert ds.identical_files() == []
+    assert copies_notes(ds, compute_statistics(ds)) == []
