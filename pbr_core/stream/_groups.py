@@ -392,6 +392,8 @@ def _check_columns(dataset: Dataset, names: list[str]) -> None:
                                  "binary data the one calibration is that of p(y=1)).")
         elif name not in have:
             check_not_outcome(name)
+            if name in dataset.columns:  # a column some files lack (not read): the message naming such a file
+                dataset.require_columns([name])
             raise ValueError(f"no column {name!r} to group by; the dataset's other columns are {have or 'none'} "
                              f"(or {PREDICTED_CLASS!r}, or {EACH_CLASS!r} alone).")
 

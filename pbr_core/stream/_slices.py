@@ -193,6 +193,9 @@ def compute_slices(
     _m.check_binary_target(target, "target")
     lay = dataset.layout()
     available = [c for c, role in lay.column_roles if role in ("group", "metadata")]
+    if columns is not None:  # a column named that some files lack (not read): the message naming such a file
+        named = [columns] if isinstance(columns, str) else [str(c) for c in columns]
+        dataset.require_columns([c for c in named if c in dataset.columns and c not in available])
     if not available:
         raise ValueError("finding slices needs columns besides the predictions (a segment, a region, an age, a date...): "
                          "this dataset has none.")

@@ -365,16 +365,47 @@ class Dataset:
         return self._layout
 
     def _detect(self) -> Layout:
-        import pyarrow as pa
-
-        from pbr_core.loading._tables import OneLabelNameError, _arrow_frame, _from_table
-
         # The columns named for a role are read from every file: one that some files lack is refused
         # now, naming such a file (a name in no file is left to the loader's "is not a column").
         named = self.options.columns
         self.require_columns([c for c in (named.label, *(named.scores or ()), *named.groups) if c])
+        # The columns some files lack are not read (column_notes says so): the first batch's detection
+        # leaves them out too, or a first file holding one saw it (audit 11: a numeric one made the
+        # scores "ambiguous" and refused the run, a text one was listed as metadata), while the same
+        # files in another order ran. The detection then sees what the folder without them shows.
+        # (A column to ignore that some files lack is left out as well: read, it would be required.)
+        held = [set(cols) for cols in self.file_columns.values() if cols]
+        everywhere = set.intersection(*held) if held else set()
+        if all(set(cols) <= everywhere for cols in held):
+            return self._detect_on(None)
+        try:
+            return self._detect_on(everywhere)
+        except PredictionsError as exc:
+            # Without them the first batch has no label or no score: where the first file's own columns
+            # give one that some files lack (the label missing from a later day), that file is named.
+            try:
+                lay = self._detect_on(None)
+            except PredictionsError:
+                raise exc from None
+            self._layout = lay  # the columns' roles in the message ("'label' (the label)")
+            try:
+                self.require_columns(lay.read_columns)
+            finally:
+                self._layout = None
+            raise
+
+    def _detect_on(self, everywhere: set | None) -> Layout:
+        """The layout read from the first non-empty batch, of the columns in ``everywhere`` only (None:
+        all the file's columns)."""
+        import pyarrow as pa
+
+        from pbr_core.loading._tables import OneLabelNameError, _arrow_frame, _from_table
+
+        named = self.options.columns
         for unit in self.units():
-            for start, rb in self.raw_batches(unit):
+            own = self.file_columns.get(unit.path, ())
+            wanted = None if everywhere is None else [c for c in own if c in everywhere]
+            for start, rb in self.raw_batches(unit, wanted or None):
                 if rb.num_rows == 0:
                     continue
                 src = _Source(f"{unit.path} (first batch, used to detect the columns)")

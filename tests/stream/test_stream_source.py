@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import numpy as np
@@ -110,6 +111,50 @@ def test_an_extra_column_on_a_later_day_changes_nothing(cifar10_frame, tmp_path)
     assert with_it.n == without.n == 10000 and with_it.ece() == without.ece()
     assert with_it.ece_interval() == without.ece_interval()
     assert "'model_version' (not in part0.parquet and 1 other file; in 1 of 3 files)" in open_dataset(drift).layout().notes[-1]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_extra_columns_in_the_first_file_only_are_not_read(kitti_csv_parts, tmp_path, fmt, capsys) -> None:
+    """Audit 11 finding 2: the first file holding columns the later files lack. Its first batch, which
+    detects the columns, still looked at them: a numeric one ('amount', 4.50) made the scores
+    "ambiguous" and the run was refused, a text one was listed as metadata in the JSON `columns` while
+    the note said "not read" (the same files with the column on a later day ran). Now they are left
+    out as --ignore-columns leaves a column out: the numbers of the folder without them."""
+    from pbr_core.cli import EXIT_OK, main
+
+    df = pd.concat([pd.read_csv(p) for p in sorted(kitti_csv_parts.glob("*.csv"))], ignore_index=True)
+    plain = write_parts(df, tmp_path / "plain", 3, fmt=fmt)
+    extra = tmp_path / "extra"
+    shutil.copytree(tmp_path / "plain", extra)
+    first = pd.read_csv(plain[0]) if fmt == "csv" else pd.read_parquet(plain[0])
+    first = first.assign(model_version=np.where(np.arange(len(first)) % 2 == 0, "a", "b"),
+                         amount=4.5 + np.arange(len(first)) % 7)
+    if fmt == "csv":
+        first.to_csv(extra / plain[0].name, index=False)
+    else:
+        pq.write_table(pa.Table.from_pandas(first, preserve_index=False), extra / plain[0].name, row_group_size=700)
+    a, b = open_dataset(extra), open_dataset(tmp_path / "plain")
+    lay = a.layout()
+    assert lay.column_roles == b.layout().column_roles and lay.read_columns == b.layout().read_columns
+    assert lay.notes[-1].startswith(f"Not in every file of the dataset, so not read: 'model_version' (not in "
+                                    f"part1.{fmt} and 1 other file; in 1 of 3 files); 'amount' (not in part1.{fmt} "
+                                    "and 1 other file; in 1 of 3 files).")
+    sa, sb = compute_statistics(a, n_boot=10), compute_statistics(b, n_boot=10)
+    assert sa.n == sb.n == len(df) and sa.ece() == sb.ece() and sa.ece_interval() == sb.ece_interval()
+    # the CLI's JSON lists the columns read, as the note says: not the two left out
+    assert main(["evaluate", str(extra), "--stream", "--format", "json", "--quiet"]) == EXIT_OK
+    t = json.loads(capsys.readouterr().out)
+    assert t["columns"] == dict(b.layout().column_roles) and t["n"] == len(df)
+    assert not {"model_version", "amount"} & set(t["columns"])
+    assert any(n.startswith("Not in every file of the dataset, so not read: 'model_version'") for n in t["notes"])
+    # grouping or slicing by one of them names a file that lacks it, as when a later file holds it
+    from pbr_core.stream import compute_slices
+
+    lacks = rf"part1\.{fmt}: this file has no column '(model_version|amount)' \(a column to group or slice by\)"
+    with pytest.raises(PredictionsError, match=lacks):
+        compute_group_statistics(open_dataset(extra), "model_version", n_boot=5)
+    with pytest.raises(PredictionsError, match=lacks):
+        compute_slices(open_dataset(extra), ["amount"])
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
