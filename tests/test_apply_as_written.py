@@ -79,22 +79,57 @@ def test_csv_to_csv_keeps_every_cell_it_does_not_change(capsys, tmp_path, platt)
 def test_a_semicolon_decimal_comma_export_keeps_its_cells(capsys, tmp_path, platt) -> None:
     rows = [[r[0], r[1], r[2].replace(".", ","), r[3], r[4].replace(".", ","), r[5]] for r in _rows(60)]
     _write(tmp_path / "in.csv", rows, sep=";")
-    _run(capsys, "apply", platt, tmp_path / "in.csv", "--out", tmp_path / "out.csv", *SCORES)
+    said = _run(capsys, "apply", platt, tmp_path / "in.csv", "--out", tmp_path / "out.csv", *SCORES)
     out = pd.read_csv(tmp_path / "out.csv", dtype=str, keep_default_na=False)
     assert out["zip"].tolist() == [r[0] for r in rows]
     assert out["price"].tolist() == [r[4] for r in rows]  # "1,50" as written, quoted in the comma file
+    # audit 11: the line said "'.' decimal points" above cells that keep their decimal commas
+    assert ("(comma-separated; the probabilities with '.' decimal points, your other columns as written)"
+            in said)
+    assert "'.' decimal points)" not in said
+    assert all("," not in p and "." in p for p in out["p_positive"])
 
 
-def test_csv_to_parquet_writes_the_other_columns_as_their_text(capsys, tmp_path, platt) -> None:
-    rows = _rows()
-    _write(tmp_path / "in.csv", rows)
+def _numbers(cells: list[str], decimal: str = ".") -> list[float]:
+    return [float(c.replace(decimal, ".")) if c not in ("", "NA") else np.nan for c in cells]
+
+
+@pytest.mark.parametrize("sep,decimal", [(",", "."), (";", ",")])
+def test_csv_to_parquet_writes_text_only_where_a_number_would_not_give_it_back(capsys, tmp_path, platt, sep,
+                                                                                decimal) -> None:
+    """Audit 11 finding 4: into Parquet, which is typed, every other column had become text (an amount
+    4.50 a string). Only the columns whose numbers lose what was written (the ZIP 01234, the account
+    000789) or that are not numbers (a day/month date) are text; the price (1.50, 2.00, 7.0, empty,
+    NA) stays a number column, with nulls, as before, also written with decimal commas."""
+    rows = [[r[0], r[1], r[2].replace(".", decimal), r[3], r[4].replace(".", decimal), r[5]] for r in _rows()]
+    _write(tmp_path / "in.csv", rows, sep=sep)
     out = _run(capsys, "apply", platt, tmp_path / "in.csv", "--out", tmp_path / "out.parquet", *SCORES)
-    assert "as text, as the CSV wrote them" in out
+    assert ("('zip', 'account_no', 'day' as text, as the CSV wrote them: as numbers they would lose leading zeros "
+            "or digits, or they are not numbers; the other columns keep their types)") in out
     df = pd.read_parquet(tmp_path / "out.parquet")
     assert df["zip"].tolist() == [r[0] for r in rows]
     assert df["account_no"].tolist() == [r[1] for r in rows]
-    assert df["price"].tolist() == [r[4] for r in rows]
+    assert df["day"].tolist() == [r[5] for r in rows]
+    assert df["price"].dtype == np.float64
+    np.testing.assert_array_equal(df["price"].to_numpy(), _numbers([r[4] for r in rows], decimal))
     assert df["label"].tolist() == [int(r[3]) for r in rows]  # the label keeps its type
+
+
+def test_which_columns_numbers_give_back() -> None:
+    from pbr_core.loading.writing import numbers_as_written
+
+    def kind(cells, decimal="."):
+        return numbers_as_written(pd.Series(cells), decimal)
+
+    assert kind(["4.50", "2.00", "7.0", "", "NA"]) == "float"
+    assert kind(["1", "-2", "+3", "0"]) == "int"
+    assert kind(["0.5", ".5", "1e-3"]) == "float"
+    assert kind(["", "NA"]) == "float"  # all missing: a CSV reader's float column
+    assert kind(["01234", "10001"]) is None and kind(["000789"]) is None and kind(["-01"]) is None
+    assert kind(["1234567890123456789"]) is None  # 19 digits: a float keeps 15 to 17
+    assert kind(["123456789012345"]) == "int"
+    assert kind(["01/03/2024"]) is None and kind(["yes", "1"]) is None
+    assert kind(["11,50", "4,5"], ",") == "float" and kind(["11,50"]) is None
 
 
 def test_streamed_apply_of_a_csv_folder_keeps_the_text(capsys, tmp_path, platt) -> None:
@@ -103,13 +138,22 @@ def test_streamed_apply_of_a_csv_folder_keeps_the_text(capsys, tmp_path, platt) 
     days = [_rows(150, seed=2), _rows(90, seed=3)]
     for i, rows in enumerate(days):
         _write(folder / f"day{i}.csv", rows)
+    # a third day whose accounts have no leading zero: numbers in that day's file (one schema per file)
+    days.append([[r[0], str(1000 + i), *r[2:]] for i, r in enumerate(_rows(40, seed=5))])
+    _write(folder / "day2.csv", days[2])
     out = _run(capsys, "apply", platt, folder, "--out", tmp_path / "out", *SCORES)
-    assert "leading zeros kept" in out
+    assert ("in each file, another column is the text written in the CSV file where a cell is not a number or "
+            "would lose leading zeros or digits as one, and numbers otherwise") in out
     for i, rows in enumerate(days):
         df = pd.read_parquet(tmp_path / "out" / f"day{i}.parquet")
         assert df["zip"].tolist() == [r[0] for r in rows]
-        assert df["account_no"].tolist() == [r[1] for r in rows]
-        assert df["price"].tolist() == [r[4] for r in rows]
+        if i < 2:
+            assert df["account_no"].tolist() == [r[1] for r in rows]
+        else:
+            assert df["account_no"].dtype == np.int64 and df["account_no"].tolist() == [int(r[1]) for r in rows]
+        # audit 11: the price (4.50) had become text; a number column stays one, nulls where empty / NA
+        assert df["price"].dtype == np.float64
+        np.testing.assert_array_equal(df["price"].to_numpy(), _numbers([r[4] for r in rows]))
         assert df["day"].tolist() == [r[5] for r in rows]
         np.testing.assert_allclose(df["p_positive"], [float(r[2]) for r in rows])
 
@@ -126,6 +170,8 @@ def test_streamed_text_rows_follow_small_batches(tmp_path, platt) -> None:
                                tmp_path / "out")
     df = pd.read_parquet(written[0])
     assert df["account_no"].tolist() == [r[1] for r in rows]
+    # decided over the whole file, not batch by batch (one schema for the file's 8 batches)
+    np.testing.assert_array_equal(df["price"].to_numpy(), _numbers([r[4] for r in rows]))
 
 
 def test_read_csv_text_leaves_out_trailing_empty_rows_and_refuses_a_changed_file(tmp_path) -> None:

@@ -59,12 +59,18 @@ def cmd_apply(args: argparse.Namespace) -> int:
         print("with each probability column's Venn-Abers interval (p0, p1) in the columns <column>_low and "
               "<column>_high")
     # Said for every CSV: a semicolon / decimal-comma input is written back in the standard dialect (audit
-    # 9a: "every other column is as it was" read as if the file's format were kept too).
-    dialect = " (comma-separated, '.' decimal points)" if Path(args.out).suffix.lower() == ".csv" else ""
+    # 9a: "every other column is as it was" read as if the file's format were kept too); the columns
+    # written back as written keep their own cells, a decimal comma too (audit 11: "11,50" under a line
+    # that said "'.' decimal points").
+    dialect = ""
+    if Path(args.out).suffix.lower() == ".csv":
+        dialect = (" (comma-separated; the probabilities with '.' decimal points, your other columns as written)"
+                   if as_written is not None else " (comma-separated, '.' decimal points)")
     kept = ""
-    if as_written is not None and not dialect:  # a CSV's columns into Parquet: said, as they are text now
+    if as_written is not None and not dialect and as_written.shape[1]:  # text in a typed file: said, and why
         shown = ", ".join(map(repr, as_written.columns[:5])) + (", ..." if as_written.shape[1] > 5 else "")
-        kept = f" ({shown} as text, as the CSV wrote them)"
+        kept = (f" ({shown} as text, as the CSV wrote them: as numbers they would lose leading zeros or "
+                "digits, or they are not numbers; the other columns keep their types)")
     print(f"wrote {args.out}{dialect}: {_calibrated_columns_words(probability_columns(calibrated, preds))}{kept}")
     return EXIT_OK
 
@@ -73,9 +79,15 @@ def _columns_as_written(path: str, preds, csv_out: bool):
     """The columns of a CSV input that apply does not change, as the text written in them
     (:func:`pbr_core.loading.read_csv_text`): the loader reads a ZIP code 01234 as the number 1234,
     which written back would no longer match the rows it came from. Into a CSV every such column,
-    the label's too; into a Parquet file the other columns (text columns, as a CSV's cells are),
-    the label keeping its type as the streamed apply of a folder writes it. None for other inputs."""
+    the label's too. Into a Parquet file, which is typed, only the other columns whose numbers would
+    not give back what was written (leading zeros, more digits than a float holds) or that are not
+    numbers (:func:`~pbr_core.loading.writing.numbers_as_written`): a number column (an amount 4.50)
+    keeps its type (audit 11: every column had become text), and the label keeps its type as the
+    streamed apply of a folder writes it. None for other inputs."""
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
     from pbr_core.loading import read_csv_text
+    from pbr_core.loading.writing import numbers_as_written
     from pbr_core.predictions import PredictionsError
 
     kept = ("metadata", "label") if csv_out else ("metadata",)
@@ -83,10 +95,19 @@ def _columns_as_written(path: str, preds, csv_out: bool):
     if not columns:
         return None
     try:
-        return read_csv_text(path, columns, preds.n)
+        text = read_csv_text(path, columns, preds.n)
     except PredictionsError as exc:
         raise CLIError(f"{path}: could not read the columns again as written, to write them back unchanged: "
                        f"{exc}", EXIT_BAD_INPUT) from exc
+    if text is None or csv_out:
+        return text
+    meta = preds.metadata
+
+    def typed(c: str) -> bool:  # the loader's numbers, and the text says they give it back
+        return (meta is not None and c in meta.columns and is_numeric_dtype(meta[c]) and not is_bool_dtype(meta[c])
+                and numbers_as_written(text[c], text.attrs.get("decimal", ".")) is not None)
+
+    return text[[c for c in text.columns if not typed(c)]]
 
 
 def _calibrated_columns_words(columns: list[str]) -> str:

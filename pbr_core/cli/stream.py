@@ -189,8 +189,9 @@ def apply_stream(args: argparse.Namespace, rec) -> int:
              "calibrated_<class>_high" if hasattr(rec, "predict_interval") else "calibrated_<class>")
     print(f"applied {rec.method} to {len(ds.files)} file(s) of {ds.spec}; wrote {len(written)} Parquet file(s) "
           f"under {out} (original columns plus {added}"
-          + ("; the label and score columns as numbers, the others as the text written in the CSV files, "
-             "leading zeros kept)" if ds.fmt != "parquet" else ")"))
+          + ("; the label and score columns as numbers; in each file, another column is the text written in "
+             "the CSV file where a cell is not a number or would lose leading zeros or digits as one, and "
+             "numbers otherwise)" if ds.fmt != "parquet" else ")"))
     return EXIT_OK
 
 

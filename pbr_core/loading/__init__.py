@@ -556,7 +556,7 @@ def read_csv_text(source: Source, columns: Sequence[str], n_rows: int, *, format
     1.50 becomes 1.5. A file written back from loaded predictions (``pbr-calib apply``) takes these
     columns instead (:func:`save_predictions`' ``as_written``), so that every column it does not
     change is as it was. The header is read as the loader reads it (separator, encoding, compression);
-    every cell is text, an empty cell the empty text.
+    every cell is text, an empty cell the empty text. ``attrs["decimal"]`` is the file's decimal mark.
 
     Raises
     ------
@@ -585,4 +585,6 @@ def read_csv_text(source: Source, columns: Sequence[str], n_rows: int, *, format
     if len(df) != n_rows:
         raise src.error(f"read again as text, the file has {len(df):,} data rows, not the {n_rows:,} read before "
                         "(did it change?).")
-    return df.reset_index(drop=True)
+    df = df.reset_index(drop=True)
+    df.attrs["decimal"] = header.decimal  # how its numbers are written (0,25 in a ';' export): numbers_as_written
+    return df

@@ -31,7 +31,8 @@ from pbr_core.loading._tables import _is_unnamed, _names
 from pbr_core.predictions import Predictions, PredictionsError
 
 __all__ = ["FORMULA_STARTS", "INTERVAL_SUFFIXES", "csv_text", "interval_columns", "probability_columns",
-           "save_predictions", "spreadsheet_safe", "template_csv"]
+           "numbers_as_written", "save_predictions", "spreadsheet_safe", "template_csv",
+           "typed_as_written"]
 
 #: First characters that make a spreadsheet read a cell as a formula (OWASP, "CSV Injection").
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -101,6 +102,55 @@ def _holds_cr(col: pd.Series) -> bool:
 
 
 _spreadsheet_safe = spreadsheet_safe  # csv_text's keyword shadows the function's name
+
+
+def numbers_as_written(text: pd.Series, decimal: str = ".", empty: str = "float") -> str | None:
+    """How a CSV column read as the text written in it (:func:`~pbr_core.loading.read_csv_text`) can be
+    written into a typed (Parquet) file and read back as what was written: ``"int"`` or ``"float"``
+    where every cell is a missing value (empty, ``NA``...: the loader's missing cells, a null) or a
+    plain number that the number gives back, None where the column must stay text.
+
+    A number does not give back its text where it drops a leading zero (a ZIP code 01234 or an
+    account 000789 is not the number 1234 or 789) or digits a float does not hold (more than 15
+    significant digits: an 18-digit id); a cell that is not a number (a date, a code, ``yes``) keeps
+    the column text. Trailing zeros (4.50) and the decimal comma of a ``;`` export (``decimal=","``)
+    are how a number is written, not part of it: such a column is a number column. An all-empty
+    column is ``empty`` (``"float"``, as a CSV reader types it; a caller deciding over several
+    batches passes another word, to combine them).
+    """
+    from pbr_core.loading._tables import PANDAS_NA_VALUES
+
+    cells = text.astype(str).str.strip()
+    present = cells[~cells.isin(PANDAS_NA_VALUES)]
+    if present.empty:
+        return empty
+    point = re.escape(decimal)
+    parts = present.str.extract(rf"^[+-]?(\d*){point}?(\d*)(?:[eE][+-]?\d+)?$")
+    numeric = present.str.fullmatch(rf"[+-]?(?:\d+(?:{point}\d*)?|{point}\d+)(?:[eE][+-]?\d+)?")
+    if not numeric.all() or present.str.match(r"[+-]?0\d").any():
+        return None
+    digits = (parts[0].fillna("") + parts[1].fillna("")).str.lstrip("0").str.rstrip("0").str.len()
+    if (digits > 15).any():
+        return None
+    whole = present.str.fullmatch(r"[+-]?\d+") & (parts[0].str.len() <= 18)
+    return "int" if whole.all() else "float"
+
+
+def typed_as_written(text: pd.Series, decimal: str = ".", kind: str | None = "decide") -> pd.Series | None:
+    """The column of :func:`numbers_as_written` as numbers (missing cells null), or None where it
+    must stay text. ``kind``: ``"int"`` or ``"float"`` as decided before (over a whole file)."""
+    if kind == "decide":
+        kind = numbers_as_written(text, decimal)
+    if kind is None:
+        return None
+    from pbr_core.loading._tables import PANDAS_NA_VALUES
+
+    cells = text.astype(str).str.strip()
+    cells = cells.where(~cells.isin(PANDAS_NA_VALUES))
+    if decimal != ".":
+        cells = cells.str.replace(decimal, ".", regex=False)
+    values = pd.to_numeric(cells, errors="raise")
+    return values.astype("Int64") if kind == "int" else values.astype(np.float64)
 
 
 def _check_writable_names(names: Sequence[str]) -> None:

@@ -271,7 +271,10 @@ def _batches_with_rows(dataset: Dataset, unit):
     # A CSV's other columns are written back as the text they hold (a ZIP code 01234, not the number
     # 1234 its reading as a number gives), read by a second reader in step with the first.
     names = [c or f"Unnamed: {i}" for i, c in enumerate(dataset._csv_dialect(unit).columns)] if csv else []
-    text = _text_rows(dataset, unit, [c for c in names if c not in lay.read_columns]) if csv else None
+    others = [c for c in names if c not in lay.read_columns]
+    text = _text_rows(dataset, unit, others) if csv else None
+    decimal = dataset._csv_dialect(unit).decimal if csv else "."
+    kinds = _number_columns(dataset, unit, others, decimal) if text is not None else {}
     for start, rb in dataset.raw_batches(unit, list(lay.read_columns) if text is not None else None):
         if rb.num_rows == 0:
             continue
@@ -282,8 +285,49 @@ def _batches_with_rows(dataset: Dataset, unit):
         except PredictionsError as exc:
             raise PredictionsError(_where(str(exc), unit, start)) from None
         if text is not None:
-            rb = _in_file_order(pa.Table.from_batches([rb]), text.take(rb.num_rows), names)
+            rb = _in_file_order(pa.Table.from_batches([rb]), _typed(text.take(rb.num_rows), kinds, decimal), names)
         yield start, rb, preds
+
+
+def _number_columns(dataset: Dataset, unit, columns: list[str], decimal: str) -> dict[str, str]:
+    """The text columns of a CSV file that are written as numbers, ``"int"`` or ``"float"``: those whose
+    every cell in the file is a missing value or a number that gives back what was written
+    (:func:`~pbr_core.loading.writing.numbers_as_written`). Decided over the whole file (one pass over
+    these columns' text before the file is written), so that each output file has one schema: a ZIP
+    column of 01234 is text, an amount of 4.50 stays a number (audit 11: every column had become
+    text). Another file of the folder may decide otherwise (a day whose ids all lack leading zeros)."""
+    from pbr_core.loading.writing import numbers_as_written
+
+    kinds: dict[str, str | None] = {}
+    rank = {"empty": 0, "int": 1, "float": 2}
+    for _, rb in dataset.raw_batches(unit, columns, as_text=True):
+        frame = rb.to_pandas()
+        for c in columns:
+            if c in kinds and kinds[c] is None:
+                continue
+            kind = numbers_as_written(frame[c], decimal, empty="empty")
+            before = kinds.get(c, "empty")
+            kinds[c] = None if kind is None else max(before, kind, key=rank.__getitem__)
+    return {c: ("float" if k == "empty" else k) for c, k in kinds.items() if k is not None}
+
+
+def _typed(text, kinds: dict[str, str], decimal: str):
+    """The text columns of a batch, those of ``kinds`` as numbers."""
+    import pyarrow as pa
+
+    from pbr_core.loading.writing import typed_as_written
+
+    if not kinds:
+        return text
+    cols = {}
+    for name in text.column_names:
+        if name in kinds:
+            values = typed_as_written(text.column(name).to_pandas(), decimal, kinds[name])
+            cols[name] = pa.array(values, type=pa.int64() if kinds[name] == "int" else pa.float64(),
+                                  from_pandas=True)
+        else:
+            cols[name] = text.column(name)
+    return pa.table(cols)
 
 
 class _TextRows:
