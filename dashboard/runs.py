@@ -178,7 +178,7 @@ class Downloads:
     recalibrator: Recalibrator
     fit_rows: np.ndarray | None
 
-    def calibrated_csv(self) -> bytes:
+    def calibrated_csv(self, as_written: Any = None) -> bytes:
         """The whole loaded file recalibrated by the recalibrator, as CSV (save_predictions), under the
         file's own column names and order (``headers_from``).
 
@@ -187,8 +187,14 @@ class Downloads:
         :data:`FIT_ROWS_COLUMN` says for every row
         whether the recalibrator was fitted on it (True) or not (False: the test part of the PBR
         page, the held-out rows of Fit & apply), so nobody scores it on its own training rows.
+
+        ``as_written``: the file's label and other columns as the text written in them (a CSV upload,
+        ``state.as_written_for``), written in place of their values as read (a ZIP code 01234, not
+        1234); used only when it has a row for each row.
         """
         probs = self.recalibrator.predict_proba(self.preds)
+        if as_written is not None and len(as_written) != self.preds.n:
+            as_written = None
         extra = None
         if self.fit_rows is not None:
             used = np.zeros(self.preds.n, dtype=bool)
@@ -199,7 +205,7 @@ class Downloads:
             else None
         # Under the user's column names (p_dem, won, not 0, 1, label), in the file's column order.
         return save_predictions(self.preds.with_probs(probs, source="recalibrated"), extra_columns=extra,
-                                headers_from=self.preds, intervals=intervals)
+                                headers_from=self.preds, intervals=intervals, as_written=as_written)
 
     def recalibrator_json(self, fit_rows: bool = True) -> bytes:
         """The recalibrator's saved file; ``fit_rows=False`` leaves out the fingerprint of its fit rows,

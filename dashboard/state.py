@@ -155,6 +155,13 @@ class Loaded:
     options: LoadOptions = field(default_factory=LoadOptions)
     #: A dataset on the server: its streamed statistics (``preds`` is then a random sample of it).
     stream: "StreamInfo | None" = None
+    #: A CSV upload's label and other columns (not the scores) as the text written in them
+    #: (:func:`pbr_core.loading.read_csv_text`), for the calibrated-predictions download: the loader
+    #: reads a ZIP code 01234 as the number 1234 (audit 11, finding 3). None: not a CSV upload, or too
+    #: large to keep (:data:`AS_WRITTEN_MAX_BYTES`; ``numbers_as_read`` then says so).
+    as_written: Any = field(default=None, repr=False, compare=False)
+    #: A CSV whose text is not kept: the download writes its numbers as read (01234 as 1234).
+    numbers_as_read: bool = False
 
 
 @dataclass(frozen=True)
@@ -316,11 +323,78 @@ def _load(source: bytes | str, digest: str, file_name: str, origin: Literal["sam
         return _set_error(file_name, texts.read_unexpected(type(exc).__name__), [], options)
     if options.map_scores_column:
         name = f"{name} · {options.map_scores_column} mapped to probabilities"
-    loaded = Loaded(preds=preds, name=name, file_name=file_name, origin=origin, key=key, options=options)
+    text, as_read = _upload_text(source, file_name, preds, options) if origin == "upload" else (None, False)
+    loaded = Loaded(preds=preds, name=name, file_name=file_name, origin=origin, key=key, options=options,
+                    as_written=text, numbers_as_read=as_read)
     SHARED.hold(key, loaded)  # the shared entry lives as long as a session holds it (uploads)
     st.session_state[_K_LOADED] = loaded
     st.session_state.pop(_K_ERROR, None)
     return None
+
+
+#: A CSV upload up to this size keeps its other columns' text for the download (at most about as many
+#: bytes as the file, beside its parsed predictions); a larger one is written with its numbers as read,
+#: and the download's words say so. ``PBR_CALIB_AS_WRITTEN_BYTES`` (bytes) overrides it.
+AS_WRITTEN_MAX_BYTES = 64 * 2**20
+_CSV_NAMES = (".csv", ".tsv", ".csv.gz", ".tsv.gz", ".txt")
+
+
+def _written_columns(preds: Predictions) -> list[str]:
+    """The columns a download writes back unchanged: the label and the other columns, not the scores."""
+    return [c for c, role in preds.column_roles if role in ("metadata", "label")] if preds.probs is not None else []
+
+
+def _upload_text(source: bytes | str, file_name: str, preds: Predictions,
+                 options: LoadOptions) -> tuple[Any, bool]:
+    """(the upload's label and other columns as written, or None; whether a CSV's numbers are written
+    as read instead): only for a CSV upload, only its non-score columns, only up to
+    :data:`AS_WRITTEN_MAX_BYTES`."""
+    from pbr_core.loading import read_csv_text
+
+    columns = _written_columns(preds)
+    csv = file_name.lower().endswith(_CSV_NAMES)
+    if not csv or not columns or options.map_scores_column or not isinstance(source, bytes):
+        return None, False
+    if len(source) > int(_env_bytes("PBR_CALIB_AS_WRITTEN_BYTES", AS_WRITTEN_MAX_BYTES)):
+        return None, True
+    try:
+        text = read_csv_text(source, columns, preds.n, name=file_name)
+    except (PredictionsError, ValueError, OSError, MemoryError):
+        logger.info("the columns of %s as written could not be read again; numbers written as read", file_name)
+        return None, True
+    return text, text is None
+
+
+def _env_bytes(name: str, default: int) -> int:
+    value = os.environ.get(name, "")
+    return int(value) if value.strip().isdigit() else default
+
+
+def as_written_for(data_key: str) -> tuple[Callable[[], Any], bool]:
+    """For a result computed on the data of ``data_key``: (a function giving its label and other
+    columns as written, or None, for ``save_predictions``' ``as_written``; whether the download
+    writes them as they were, False where a CSV's numbers are written as read). A bundled CSV sample
+    is read again as text when the download is made (a file on disk: nothing kept per session)."""
+    loaded = current()
+    if loaded is None or loaded.key != data_key:
+        return (lambda: None), True
+    if loaded.stream is not None:
+        return (lambda: None), not loaded.file_name.lower().endswith(_CSV_NAMES)
+    if loaded.origin == "sample" and loaded.file_name.lower().endswith(_CSV_NAMES) \
+            and not loaded.options.map_scores_column:
+        path, preds = SAMPLE_DIR / loaded.file_name, loaded.preds
+
+        def sample_text():
+            from pbr_core.loading import read_csv_text
+
+            columns = _written_columns(preds)
+            try:
+                return read_csv_text(str(path), columns, preds.n) if columns else None
+            except (PredictionsError, ValueError, OSError):
+                return None
+        return sample_text, True
+    text = loaded.as_written
+    return (lambda: text), not loaded.numbers_as_read
 
 
 def _columns_of(exc: Exception) -> list[str]:

@@ -1302,16 +1302,31 @@ CALIBRATED_COLUMNS_WORDS = (
     "logits become probabilities: one column per class, or, for a single log-odds column, one column "
     "named p_ and the class it is the probability of), the label and your other columns as they were"
 )
+#: The same where a CSV upload is too large for its cells to be kept as written (state.AS_WRITTEN_MAX_BYTES):
+#: its numbers come back as read (audit 11: "as they were" while a ZIP code 01234 came back as 1234).
+CALIBRATED_COLUMNS_AS_READ_WORDS = (
+    "the score columns now hold the calibrated probabilities in place of your scores (scores read as "
+    "logits become probabilities: one column per class, or, for a single log-odds column, one column "
+    "named p_ and the class it is the probability of); the label and your other columns hold what was "
+    "read from them, with numbers written as read: this file is too large to keep its cells as written, "
+    "so a code written 01234 comes back as 1234 and 4.50 as 4.5"
+)
+
+
+def calibrated_columns_words(as_written: bool = True) -> str:
+    """What a calibrated-predictions download's columns hold: the other columns as they were, or
+    (``as_written`` False: a large CSV upload) their numbers as read."""
+    return CALIBRATED_COLUMNS_WORDS if as_written else CALIBRATED_COLUMNS_AS_READ_WORDS
 
 
 def calibrated_predictions_help(data_name: str, method: str, fit_column: str | None, n_fit: int,
-                                venn_abers: bool) -> str:
+                                venn_abers: bool, as_written: bool = True) -> str:
     """The Fit & apply page's calibrated-predictions download: its columns (``fit_column``: the column
     marking the rows it was fitted on, None when there is none), and a Venn-Abers predictor's intervals."""
     marked = (f" and a last column *{fit_column}*: True for the {n_fit:,} rows it was fitted on, "
               "False for the held-out rows" if fit_column is not None else "")
     return (f"Every row of {md(data_name)} recalibrated by the {method}, under your file's own column "
-            f"names and order: {CALIBRATED_COLUMNS_WORDS}{marked} (reads back on the Data page)."
+            f"names and order: {calibrated_columns_words(as_written)}{marked} (reads back on the Data page)."
             + (VENN_ABERS_DOWNLOAD_NOTE if venn_abers else ""))
 
 
@@ -2637,10 +2652,11 @@ def alpha_choice_title(alpha: float) -> str:
     return f"Automatic choice of α: α = {alpha:g}"
 
 
-def pbr_predictions_help(data_name: str, method: str, fit_column: str, n_re: int, n_te: int) -> str:
+def pbr_predictions_help(data_name: str, method: str, fit_column: str, n_re: int, n_te: int,
+                         as_written: bool = True) -> str:
     """The calibrated-predictions download of the PBR page: what its columns are, which rows to score."""
     return (f"Every row of {md(data_name)} recalibrated by the fitted {method}, under your file's own "
-            f"column names and order: {CALIBRATED_COLUMNS_WORDS}, and a last column "
+            f"column names and order: {calibrated_columns_words(as_written)}, and a last column "
             f"*{fit_column}*: True for the {n_re:,} recalibration rows "
             f"it was fitted on, False for the {n_te:,} rows of the test part. Score it only "
             "on the False rows. Reads back on the Data page.")

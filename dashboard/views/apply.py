@@ -243,11 +243,13 @@ def _result(loaded: state.Loaded, r: runs.ApplyResult, kind: str) -> None:
     c[1].plotly_chart(after, key=f"{kind}_after_chart", config={"displaylogo": False})
     c = st.columns(3)
     with c[0]:
-        recal_ui.lazy_button("Calibrated predictions (CSV)", r.calibrated_csv, f"{r.method}_calibrated.csv",
-                             "text/csv", f"{kind}_dl_predictions",
+        # The file's other columns as written (a CSV's ZIP code 01234, not 1234), or said to be as read.
+        text, exact = state.as_written_for(r.data_key)
+        recal_ui.lazy_button("Calibrated predictions (CSV)", lambda: r.calibrated_csv(as_written=text()),
+                             f"{r.method}_calibrated.csv", "text/csv", f"{kind}_dl_predictions",
                              help=texts.calibrated_predictions_help(
                                  r.data_name, label, runs.FIT_ROWS_COLUMN if r.fit_rows is not None else None,
-                                 r.n_fit, r.interval is not None))
+                                 r.n_fit, r.interval is not None, as_written=exact))
     if kind == "ship":
         with c[1]:
             recal_ui.recalibrator_download(r, f"{r.method}_recalibrator.json", "ship_dl_recalibrator",

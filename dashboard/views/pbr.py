@@ -220,10 +220,13 @@ def _results(loaded: state.Loaded, r: runs.PBRResult) -> None:
     st.subheader("Downloads")
     c = st.columns(3)
     with c[0]:
-        recal_ui.lazy_button("Calibrated predictions (CSV)", r.calibrated_csv, f"{r.settings.method}_calibrated.csv",
-                             "text/csv", "pbr_dl_predictions",
+        # The file's other columns as written (a CSV's ZIP code 01234, not 1234), or said to be as read.
+        text, exact = state.as_written_for(r.data_key)
+        recal_ui.lazy_button("Calibrated predictions (CSV)", lambda: r.calibrated_csv(as_written=text()),
+                             f"{r.settings.method}_calibrated.csv", "text/csv", "pbr_dl_predictions",
                              help=texts.pbr_predictions_help(r.data_name, texts.method_label(r.settings.method),
-                                                             runs.FIT_ROWS_COLUMN, r.settings.n_re, r.n_te))
+                                                             runs.FIT_ROWS_COLUMN, r.settings.n_re, r.n_te,
+                                                             as_written=exact))
     with c[1]:
         recal_ui.recalibrator_download(r, f"{r.settings.method}_recalibrator.json", "pbr_dl_recalibrator",
                                        help=texts.RECALIBRATOR_JSON_HELP)

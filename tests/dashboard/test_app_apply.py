@@ -599,3 +599,60 @@ def test_labels_that_differ_from_the_fit_only_in_case_are_matched_and_said_so(at
                and "matched ignoring case" in i.value for i in at.info)
     at.button(key="apply_run").click().run()
     assert _finish(at, "apply").result.n_eval == 600
+
+
+def _padded_csv(n: int = 720, seed: int = 5) -> tuple[bytes, list[str], list[str]]:
+    """Calibrated binary predictions with a zero-padded ZIP code and an amount written 4.50."""
+    rng = np.random.default_rng(seed)
+    p = rng.beta(2, 2, n)
+    y = (rng.random(n) < p).astype(int)
+    zips = [f"{z:05d}" for z in rng.integers(0, 3000, n)]  # 00501, 01234...
+    amounts = [f"{a:.2f}" for a in rng.integers(1, 40, n) / 4]  # 4.50, 2.00
+    rows = "".join(f"{z},{a},{q:.6f},{int(t)}\n" for z, a, q, t in zip(zips, amounts, p, y))
+    return ("zip,amount,p_yes,label\n" + rows).encode(), zips, amounts
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_the_download_keeps_a_csv_uploads_other_columns_as_written(at, monkeypatch, kept):
+    """Audit 11 finding 3: the calibrated-predictions download wrote a ZIP code 01234 of a CSV upload
+    back as 1234 (the CLI's apply keeps it) while its words promised "your other columns as they
+    were". The page's button now writes the upload's text; an upload too large to keep it (here a
+    bound of 10 bytes) is written as read and the words say so."""
+    import io
+
+    import pandas as pd
+
+    from dashboard import recal_ui
+
+    if not kept:
+        monkeypatch.setenv("PBR_CALIB_AS_WRITTEN_BYTES", "10")
+    made: dict = {}
+    real = recal_ui.lazy_button
+
+    def record(label, make, file_name, mime, key, **kw):  # the page's own download, as the click makes it
+        made[key] = (make, kw.get("help"))
+        real(label, make, file_name, mime, key, **kw)
+
+    monkeypatch.setattr(recal_ui, "lazy_button", record)
+    data, zips, amounts = _padded_csv()
+    at.switch_page("views/data.py").run()
+    at.file_uploader(key="data_upload").upload("zips.csv", data, "text/csv").run()
+    at.multiselect(key="data_score_columns").set_value(["p_yes"])  # the amount is a number, not a score
+    at.button(key="data_apply").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["pbr_loaded"].file_name == "zips.csv"
+    at.switch_page(APPLY).run()
+    at.slider(key="ship_holdout").set_value(20).run()
+    at.button(key="ship_run").click().run()
+    _finish(at, "ship")
+    make, help_text = made["ship_dl_predictions"]
+    written = pd.read_csv(io.BytesIO(make()), dtype=str, keep_default_na=False)
+    assert list(written.columns[:4]) == ["zip", "amount", "p_yes", "label"]
+    if kept:
+        assert written["zip"].tolist() == zips
+        assert written["amount"].tolist() == amounts
+        assert texts.CALIBRATED_COLUMNS_WORDS in help_text
+    else:
+        assert written["zip"].tolist() == [str(int(z)) for z in zips]
+        assert texts.CALIBRATED_COLUMNS_AS_READ_WORDS in help_text and texts.CALIBRATED_COLUMNS_WORDS not in help_text
+    assert any(z.startswith("0") for z in zips) and any(a.endswith("0") for a in amounts)
