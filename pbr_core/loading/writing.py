@@ -104,11 +104,23 @@ def _holds_cr(col: pd.Series) -> bool:
 _spreadsheet_safe = spreadsheet_safe  # csv_text's keyword shadows the function's name
 
 
-def numbers_as_written(text: pd.Series, decimal: str = ".", empty: str = "float") -> str | None:
-    """How a CSV column read as the text written in it (:func:`~pbr_core.loading.read_csv_text`) can be
-    written into a typed (Parquet) file and read back as what was written: ``"int"`` or ``"float"``
-    where every cell is a missing value (empty, ``NA``...: the loader's missing cells, a null) or a
-    plain number that the number gives back, None where the column must stay text.
+def _arrow_text(text):
+    """A text column (a pandas Series or a pyarrow array) as a pyarrow string array."""
+    import pyarrow as pa
+
+    if isinstance(text, pd.Series):
+        return pa.array(text.astype(str).to_numpy(dtype=object), type=pa.string())
+    if isinstance(text, pa.ChunkedArray):
+        text = text.combine_chunks()
+    return text if pa.types.is_string(text.type) else text.cast(pa.string())
+
+
+def numbers_as_written(text, decimal: str = ".", empty: str = "float") -> str | None:
+    """How a CSV column read as the text written in it (:func:`~pbr_core.loading.read_csv_text`; a
+    pandas Series or a pyarrow array) can be written into a typed (Parquet) file and read back as what
+    was written: ``"int"`` or ``"float"`` where every cell is a missing value (empty, ``NA``...: the
+    loader's missing cells, a null) or a plain number that the number gives back, None where the
+    column must stay text.
 
     A number does not give back its text where it drops a leading zero (a ZIP code 01234 or an
     account 000789 is not the number 1234 or 789) or digits a float does not hold (more than 15
@@ -118,39 +130,53 @@ def numbers_as_written(text: pd.Series, decimal: str = ".", empty: str = "float"
     column is ``empty`` (``"float"``, as a CSV reader types it; a caller deciding over several
     batches passes another word, to combine them).
     """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     from pbr_core.loading._tables import PANDAS_NA_VALUES
 
-    cells = text.astype(str).str.strip()
-    present = cells[~cells.isin(PANDAS_NA_VALUES)]
-    if present.empty:
+    cells = pc.utf8_trim_whitespace(_arrow_text(text))
+    present = cells.filter(pc.invert(pc.is_in(cells, value_set=pa.array(PANDAS_NA_VALUES))))
+    present = present.filter(pc.is_valid(present))
+    if len(present) == 0:
         return empty
     point = re.escape(decimal)
-    parts = present.str.extract(rf"^[+-]?(\d*){point}?(\d*)(?:[eE][+-]?\d+)?$")
-    numeric = present.str.fullmatch(rf"[+-]?(?:\d+(?:{point}\d*)?|{point}\d+)(?:[eE][+-]?\d+)?")
-    if not numeric.all() or present.str.match(r"[+-]?0\d").any():
+    number = rf"^[+-]?(?:\d+(?:{point}\d*)?|{point}\d+)(?:[eE][+-]?\d+)?$"
+    if not pc.all(pc.match_substring_regex(present, number)).as_py():
         return None
-    digits = (parts[0].fillna("") + parts[1].fillna("")).str.lstrip("0").str.rstrip("0").str.len()
-    if (digits > 15).any():
+    if pc.any(pc.match_substring_regex(present, r"^[+-]?0\d")).as_py():
         return None
-    whole = present.str.fullmatch(r"[+-]?\d+") & (parts[0].str.len() <= 18)
-    return "int" if whole.all() else "float"
+    digits = pc.replace_substring_regex(pc.replace_substring_regex(present, r"[eE].*$", ""), r"[^0-9]", "")
+    digits = pc.utf8_rtrim(pc.utf8_ltrim(digits, characters="0"), characters="0")
+    if pc.max(pc.utf8_length(digits)).as_py() > 15:
+        return None
+    whole = pc.all(pc.match_substring_regex(present, r"^[+-]?\d+$")).as_py()
+    return "int" if whole and pc.max(pc.utf8_length(present)).as_py() <= 18 else "float"
 
 
-def typed_as_written(text: pd.Series, decimal: str = ".", kind: str | None = "decide") -> pd.Series | None:
-    """The column of :func:`numbers_as_written` as numbers (missing cells null), or None where it
-    must stay text. ``kind``: ``"int"`` or ``"float"`` as decided before (over a whole file)."""
+def typed_as_written(text, decimal: str = ".", kind: str | None = "decide"):
+    """The column of :func:`numbers_as_written` as numbers (missing cells null): a pandas Series
+    (nullable ``Int64`` or float64) for a Series, a pyarrow array (int64 or float64) for an array;
+    None where it must stay text. ``kind``: ``"int"`` or ``"float"`` as decided before (over a whole
+    file)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pbr_core.loading._tables import PANDAS_NA_VALUES
+
     if kind == "decide":
         kind = numbers_as_written(text, decimal)
     if kind is None:
         return None
-    from pbr_core.loading._tables import PANDAS_NA_VALUES
-
-    cells = text.astype(str).str.strip()
-    cells = cells.where(~cells.isin(PANDAS_NA_VALUES))
+    cells = pc.utf8_trim_whitespace(_arrow_text(text))
+    cells = pc.if_else(pc.is_in(cells, value_set=pa.array(PANDAS_NA_VALUES)), pa.scalar(None, pa.string()), cells)
     if decimal != ".":
-        cells = cells.str.replace(decimal, ".", regex=False)
-    values = pd.to_numeric(cells, errors="raise")
-    return values.astype("Int64") if kind == "int" else values.astype(np.float64)
+        cells = pc.replace_substring(cells, decimal, ".")
+    cells = pc.replace_substring_regex(cells, r"^\+", "")  # "+3": a sign Arrow's parser does not take
+    values = cells.cast(pa.int64() if kind == "int" else pa.float64())
+    if isinstance(text, pd.Series):
+        return values.to_pandas().astype("Int64" if kind == "int" else np.float64).set_axis(text.index)
+    return values
 
 
 def _check_writable_names(names: Sequence[str]) -> None:

@@ -301,11 +301,10 @@ def _number_columns(dataset: Dataset, unit, columns: list[str], decimal: str) ->
     kinds: dict[str, str | None] = {}
     rank = {"empty": 0, "int": 1, "float": 2}
     for _, rb in dataset.raw_batches(unit, columns, as_text=True):
-        frame = rb.to_pandas()
         for c in columns:
             if c in kinds and kinds[c] is None:
                 continue
-            kind = numbers_as_written(frame[c], decimal, empty="empty")
+            kind = numbers_as_written(rb.column(rb.schema.get_field_index(c)), decimal, empty="empty")
             before = kinds.get(c, "empty")
             kinds[c] = None if kind is None else max(before, kind, key=rank.__getitem__)
     return {c: ("float" if k == "empty" else k) for c, k in kinds.items() if k is not None}
@@ -322,9 +321,7 @@ def _typed(text, kinds: dict[str, str], decimal: str):
     cols = {}
     for name in text.column_names:
         if name in kinds:
-            values = typed_as_written(text.column(name).to_pandas(), decimal, kinds[name])
-            cols[name] = pa.array(values, type=pa.int64() if kinds[name] == "int" else pa.float64(),
-                                  from_pandas=True)
+            cols[name] = typed_as_written(text.column(name), decimal, kinds[name])
         else:
             cols[name] = text.column(name)
     return pa.table(cols)
