@@ -72,7 +72,8 @@ def p_values(scenario: str, n: int, files: int, seed: int) -> np.ndarray:
             q = p if scenario == "calibrated" else np.clip(p + 0.03, 0, 1)
             y = (rng.random(n) < q).astype(int)
         test = S.calibration_test(p, y, seed=t)
-        k, m, p_bins = S.bins_outside_test(pbr_core.reliability_diagram(np.c_[1 - p, p], y, pbr_core.optimal_n_bins(n)))
+        k, m, p_bins = S.bins_outside_test(pbr_core.reliability_diagram(np.c_[1 - p, p], y, pbr_core.optimal_n_bins(n),
+                                                                             binary_target="top_label"))
         out[t] = test.p_value, p_bins, mcb_against_chance(p, y, seed=t)["brier"].p_value, S.bins_outside_p(k, m)
     return out
 

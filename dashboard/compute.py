@@ -67,7 +67,8 @@ def summary(view: MetricView, n_bins: int) -> dict:
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _reliability(key: str, _probs: np.ndarray, _labels: np.ndarray, n_bins: int) -> pd.DataFrame:
-    return pbr_core.reliability_diagram(_probs, _labels, n_bins=n_bins)
+    # the view's arrays are what its target measures already (metric_view): two columns left are the top label
+    return pbr_core.reliability_diagram(_probs, _labels, n_bins=n_bins, binary_target="top_label")
 
 
 def reliability(view: MetricView, n_bins: int) -> pd.DataFrame:
@@ -97,7 +98,7 @@ def calibration_test(view: MetricView):
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _ece_curve(key: str, _probs: np.ndarray, _labels: np.ndarray, max_bins: int) -> np.ndarray:
-    return pbr_core.ece_curve(_probs, _labels, n_bins=range(1, max_bins + 1))
+    return pbr_core.ece_curve(_probs, _labels, n_bins=range(1, max_bins + 1), binary_target="top_label")
 
 
 def ece_curve(view: MetricView, max_bins: int) -> np.ndarray:

@@ -148,8 +148,8 @@ def ece_rise_shown(before: np.ndarray, after: np.ndarray, labels: np.ndarray, ki
     target = BINARY_TARGET.measured(kind, binary_ece)
     n = int(np.asarray(labels).shape[0])
     B, reps = optimal_n_bins(n), default_n_boot(n) if n_boot is None else int(n_boot)
-    old = split_estimates(*ece_inputs(before, labels, target), n_bins=B, n_boot=reps, seed=seed)
-    new = split_estimates(*ece_inputs(after, labels, target), n_bins=B, n_boot=reps, seed=seed)
+    old = split_estimates(before, labels, n_bins=B, n_boot=reps, seed=seed, binary_target=target)
+    new = split_estimates(after, labels, n_bins=B, n_boot=reps, seed=seed, binary_target=target)
     z = NormalDist().inv_cdf(0.5 + level / 2)
     return bool(new.split - old.ece > z * float(np.hypot(new.sd_split, old.sd_ece)))
 
@@ -181,5 +181,5 @@ def reliability_table(probs: np.ndarray, labels: np.ndarray, kind: str, binary_e
                       n_bins: int | None = None) -> pd.DataFrame:
     """Per-bin statistics (:func:`pbr_core.reliability_diagram`) of what :func:`measured_ece` measures, at
     B = floor(n^(1/3)) unless ``n_bins`` is given: the reliability diagram beside a protocol's ECE."""
-    p, y = ece_inputs(probs, labels, BINARY_TARGET.measured(kind, binary_ece))
-    return reliability_diagram(p, y, n_bins=n_bins or optimal_n_bins(labels.shape[0]))
+    return reliability_diagram(probs, labels, n_bins=n_bins or optimal_n_bins(labels.shape[0]),
+                               binary_target=BINARY_TARGET.measured(kind, binary_ece))

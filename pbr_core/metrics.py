@@ -144,32 +144,59 @@ def top_label_confidence(confidence: np.ndarray) -> TopLabelConfidence:
     return np.asarray(confidence, dtype=np.float64).view(TopLabelConfidence)
 
 
-#: Whether the warning of :func:`_binary_columns` was given in this process (it is given once).
+#: Whether the warning of :func:`_binary_columns` was given in this process (it is given once, by
+#: whichever metric first gets a two-column array without ``binary_target``).
 _TWO_COLUMN_WARNED = False
+
+#: What each metric computes from a two-column (binary) ``probs`` without ``binary_target`` (the
+#: warning's words): every one of them reads it as the top label, so the interval, the curve and the
+#: bars of an ECE measure the same thing as the ECE beside them (review 11 finding 5: an interval
+#: of the top label, (0.0009, 0.0123), beside the ECE of p(y=1), 0.0186, on KITTI xgboost).
+_TWO_COLUMN_MEANS = {
+    "ece": "this is the top-label ECE",
+    "mce": "this is the top-label MCE",
+    "ece_curve": "these are top-label ECEs",
+    "ece_bootstrap_ci": "this is an interval of the top-label ECE",
+    "split_estimates": "these are estimates of the top-label ECE",
+    "reliability_diagram": "these are the top label's bins",
+    "calibration_summary": "this is the top-label ECE",
+}
+#: The two-column Brier score's words (:func:`brier_score`'s warning, and :func:`calibration_summary`'s).
+_TWO_COLUMN_BRIER = ("its Brier score sums the squared errors of both columns (twice scikit-learn's "
+                     "brier_score_loss)")
 
 
 def _binary_columns(probs: Any, binary_target: BinaryTarget | None, name: str) -> Any:
-    """``probs`` as :func:`ece`, :func:`mce` and :func:`calibration_summary` measure it: a two-column
-    (binary) matrix with ``binary_target="positive"`` becomes p(y=1); with None it stays the top label, as
-    these functions have always measured it (the paper's Eq. 2; their results are pinned against
-    netcal's and torchmetrics'), and a warning, once per process, says so. The app measures p(y=1) of
-    binary data (plot.reliability, pbr-calib evaluate, the dashboard; :data:`BINARY_TARGET`): audit 10a
-    set ``calibration_summary(preds.probs, ...)`` (top label, ECE 0.018) beside the reliability diagram
-    of the same array (p(y=1), 0.098) and found no word of the difference."""
+    """``probs`` as the binned metrics of this module measure it (:data:`_TWO_COLUMN_MEANS`, and
+    :func:`brier_score`): a two-column (binary) matrix with ``binary_target="positive"`` becomes
+    p(y=1); with None it stays the top label, as these functions have always measured it (the paper's
+    Eq. 2; their results are pinned against netcal's and torchmetrics'), and a warning, once per
+    process whichever of them gets such an array first, says so. The app measures p(y=1) of binary
+    data (plot.reliability, pbr-calib evaluate, the dashboard; :data:`BINARY_TARGET`): audit 10a set
+    ``calibration_summary(preds.probs, ...)`` (top label, ECE 0.018) beside the reliability diagram of
+    the same array (p(y=1), 0.098) and found no word of the difference."""
     global _TWO_COLUMN_WARNED
     if binary_target is not None:
         check_binary_target(binary_target)
         return ece_inputs(probs, None, binary_target)[0]
     if np.ndim(probs) == 2 and np.shape(probs)[1] == 2 and not _TWO_COLUMN_WARNED:
         _TWO_COLUMN_WARNED = True
-        brier = (", and its Brier score sums the squared errors of both columns (twice scikit-learn's "
-                 "brier_score_loss)") if name == "calibration_summary" else ""
+        # brier_score of a 1-D p(y=1) is the two-class sum too: only the keyword gives p(y=1) alone there
+        one_d = "" if name == "brier_score" else " (or the 1-D p(y=1): preds.p_positive)"
+        if name == "brier_score":
+            what = (f"{_TWO_COLUMN_BRIER}, not the Brier score of p(y=1) alone (scikit-learn's) that pbr-calib "
+                    "evaluate and the dashboard show for binary data")
+        else:
+            brier = f", and {_TWO_COLUMN_BRIER}" if name == "calibration_summary" else ""
+            what = (f"{_TWO_COLUMN_MEANS[name]} (the confidence of the predicted class, the paper's Eq. 2), not the "
+                    "ECE of p(y=1) that pbr_core.plot.reliability, pbr-calib evaluate and the dashboard show for "
+                    f"binary data{brier}")
         warnings.warn(
-            f"{name}: `probs` has two columns (binary data), so this is the top-label ECE (the confidence of the "
-            "predicted class, the paper's Eq. 2), not the ECE of p(y=1) that pbr_core.plot.reliability, "
-            f"pbr-calib evaluate and the dashboard show for binary data{brier}. Pass binary_target='positive' (or the "
-            "1-D p(y=1): preds.p_positive) for that; binary_target='top_label' keeps this and says nothing. "
-            "(This warning is shown once.)", UserWarning, stacklevel=3)
+            f"{name}: `probs` has two columns (binary data), so {what}. Pass binary_target='positive'{one_d} "
+            "for that, to this and to every other metric of pbr_core "
+            "(ece, mce, ece_curve, ece_bootstrap_ci, reliability_diagram, brier_score, calibration_summary); "
+            "binary_target='top_label' keeps this and says nothing. (This warning is shown once.)",
+            UserWarning, stacklevel=3)
     return probs
 
 
@@ -274,7 +301,8 @@ def ece_inputs(probs: np.ndarray, labels: np.ndarray, target: BinaryTarget) -> t
     Eq. 2). No copy is made and nothing is validated here: the metrics validate.
     """
     if target == "positive" and np.ndim(probs) == 2 and np.shape(probs)[1] == 2:
-        return probs[:, 1], labels
+        # a nested list or a DataFrame has no [:, 1]: the column of its array
+        return (probs if isinstance(probs, np.ndarray) else np.asarray(probs))[:, 1], labels
     return probs, labels
 
 
@@ -404,7 +432,8 @@ def _check_bin_list(n_bins: Iterable[int]) -> np.ndarray:
     return Bs.astype(np.int64)
 
 
-def ece_curve(probs: np.ndarray, labels: np.ndarray, n_bins: Iterable[int] = range(1, 201)) -> np.ndarray:
+def ece_curve(probs: np.ndarray, labels: np.ndarray, n_bins: Iterable[int] = range(1, 201), *,
+              binary_target: BinaryTarget | None = None) -> np.ndarray:
     """ECE (paper Eq. 2) for every B in ``n_bins`` in one vectorised pass.
 
     The outcome is 0 or 1, so the rows split into "outcome 1" and "outcome 0". Each part's
@@ -414,8 +443,10 @@ def ece_curve(probs: np.ndarray, labels: np.ndarray, n_bins: Iterable[int] = ran
     sum(B) log n); no Python loop over samples or over B (the B values are only split into groups
     when sum(B) is in the millions, to bound memory). ``result[j]`` equals
     ``ece(probs, labels, n_bins[j])`` up to float rounding of the cumulative sums (~1e-15).
+    ``binary_target``: what a two-column (binary) ``probs`` measures, as in :func:`ece` (None: the top
+    label, with the one-time warning).
     """
-    conf, out = confidence_and_outcome(probs, labels)
+    conf, out = confidence_and_outcome(_binary_columns(probs, binary_target, "ece_curve"), labels)
     Bs = _check_bin_list(n_bins)
     if Bs.size == 0:
         return np.zeros(0)
@@ -739,12 +770,12 @@ def _split_sums(idx: np.ndarray, conf: np.ndarray, out: np.ndarray, n_bins: int,
 
 
 def split_estimates(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = None, n_boot: int = 1000,
-                    seed: int | None = 0) -> SplitEstimates:
+                    seed: int | None = 0, *, binary_target: BinaryTarget | None = None) -> SplitEstimates:
     """The plug-in ECE, the split (bias-corrected) estimate and their bootstrap standard deviations, as
     :func:`ece_bootstrap_ci` computes them (same seed, same numbers: its interval is
-    ``split_estimates(...).interval(level)``)."""
+    ``split_estimates(...).interval(level)``; ``binary_target`` as there)."""
     n_boot = _check_n_boot(n_boot)
-    conf, out = confidence_and_outcome(probs, labels)
+    conf, out = confidence_and_outcome(_binary_columns(probs, binary_target, "split_estimates"), labels)
     B = _resolve_n_bins(n_bins, conf.shape[0])
     return _split_sums(bin_index(conf, B), conf, out, B, n_boot, seed)
 
@@ -784,6 +815,8 @@ def ece_bootstrap_ci(
     level: float = 0.95,
     seed: int | None = 0,
     method: IntervalMethod = "split",
+    *,
+    binary_target: BinaryTarget | None = None,
 ) -> tuple[float, float]:
     """Confidence interval at ``level`` for the binned calibration error CE_B (paper Eq. 2, B fixed).
 
@@ -837,6 +870,10 @@ def ece_bootstrap_ci(
     seed : int or None
         Seeds the random split and the resamples (same seed, same interval).
     method : {"split"}
+    binary_target : {"positive", "top_label"} or None
+        What a two-column (binary) ``probs`` measures, as in :func:`ece`: pass the same value to both,
+        so that the interval is one of the ECE it is shown with ("positive": p(y=1), as ``pbr-calib
+        evaluate`` and the dashboard; None: the top label, with the one-time warning).
 
     Returns
     -------
@@ -859,7 +896,7 @@ def ece_bootstrap_ci(
     level = _check_level(level)
     n_boot = _check_n_boot(n_boot)
     method = _check_method(method)
-    conf, out = confidence_and_outcome(probs, labels)
+    conf, out = confidence_and_outcome(_binary_columns(probs, binary_target, "ece_bootstrap_ci"), labels)
     B = _resolve_n_bins(n_bins, conf.shape[0])
     return _split_sums(bin_index(conf, B), conf, out, B, n_boot, seed).interval(level)
 
@@ -925,6 +962,8 @@ def reliability_diagram(
     level: float = 0.95,
     interval: Literal["clopper-pearson", "wilson"] = "clopper-pearson",
     band_level: float = 0.9,
+    *,
+    binary_target: BinaryTarget | None = None,
 ) -> pd.DataFrame:
     """Per-bin statistics of a reliability diagram (bins of paper Eq. 2).
 
@@ -938,12 +977,14 @@ def reliability_diagram(
     (:func:`pbr_core.significance.consistency_band`; Broecker & Smith 2007): a calibrated bin lies
     outside it at most 1 - ``band_level`` of the time, so one bar outside is no evidence by itself
     (:func:`pbr_core.significance.bins_outside_p` counts them). Empty bins have count 0 and NaN statistics (scikit-learn's
-    ``calibration_curve`` drops them instead).
+    ``calibration_curve`` drops them instead). ``binary_target``: what a two-column (binary) ``probs``
+    measures, as in :func:`ece` ("positive": the bars of p(y=1), as ``pbr_core.plot.reliability`` draws
+    them; None: the top label's, with the one-time warning).
     """
     if interval not in WHISKER_INTERVALS:
         raise ValueError(f"Expected argument `interval` to be one of {WHISKER_INTERVALS}, but got {interval!r}.")
     level = _check_level(level)
-    conf, out = confidence_and_outcome(probs, labels)
+    conf, out = confidence_and_outcome(_binary_columns(probs, binary_target, "reliability_diagram"), labels)
     B = _resolve_n_bins(n_bins, conf.shape[0])
     count, sum_conf, sum_out = _bin_sums(conf, out, B)
     return reliability_table(count, sum_conf, sum_out, conf.shape[0], level, _check_level(band_level), interval)
@@ -1023,12 +1064,33 @@ def accuracy(probs: np.ndarray, labels: np.ndarray) -> float:
     return _accuracy(*_probs_labels(probs, labels))
 
 
-def brier_score(probs: np.ndarray, labels: np.ndarray) -> float:
+def brier_score(probs: np.ndarray, labels: np.ndarray, *, binary_target: BinaryTarget | None = None) -> float:
     """Multiclass Brier score mean_n ||e_y - p_n||_2^2 (the Brier term of the paper's PBR objective, Eq. eq_vi_obj3).
 
     A 1-D binary input is expanded to the two-column vector [1-p, p], so the value is twice the
     scikit-learn ``brier_score_loss`` on the same data.
+
+    ``binary_target`` says what binary data scores, as the ``brier`` of :func:`calibration_summary`
+    and :func:`target_brier_nll` do: "positive" scores p(y=1) alone, mean (p_1 - y)^2 (scikit-learn's
+    ``brier_score_loss``, what ``pbr-calib evaluate`` and the dashboard show), of a two-column
+    ``probs`` or of a 1-D p(y=1) (a 1-D ``probs`` is p(y=1) by this module's convention, so
+    "positive" means the same number for both); "top_label" keeps the multiclass score above (the
+    paper's protocol), of either shape; None keeps it too, and a two-column ``probs`` then gets the
+    one-time warning of the other metrics. No effect on multiclass data.
+
+    Examples
+    --------
+    >>> p = np.array([[0.8, 0.2], [0.3, 0.7]])
+    >>> [round(brier_score(p, [0, 1], binary_target=t), 3) for t in ("top_label", "positive")]
+    [0.13, 0.065]
     """
+    if binary_target is not None:
+        check_binary_target(binary_target)
+        if binary_target == "positive" and (np.ndim(probs) == 1 or (np.ndim(probs) == 2 and np.shape(probs)[1] == 2)):
+            # the binned metrics' 1-D convention (brier_terms): p against y, not the two-class sum
+            return float(_brier_terms(*_validated(_binary_columns(probs, "positive", "brier_score"), labels)).mean())
+    else:
+        _binary_columns(probs, None, "brier_score")   # the one-time warning, where two columns
     return _brier(*_probs_labels(probs, labels))
 
 
@@ -1125,7 +1187,7 @@ def target_brier_nll(probs: np.ndarray, labels: np.ndarray, target: BinaryTarget
     Examples
     --------
     >>> p = np.array([[0.8, 0.2], [0.3, 0.7]])
-    >>> round(target_brier_nll(p, [0, 1])["brier"], 3), round(brier_score(p, [0, 1]), 3)
+    >>> round(target_brier_nll(p, [0, 1])["brier"], 3), round(brier_score(p, [0, 1], binary_target="top_label"), 3)
     (0.065, 0.13)
     """
     check_binary_target(target, "target")

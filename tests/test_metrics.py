@@ -563,7 +563,7 @@ def test_target_brier_nll_scores_what_the_ece_measures(real):
         assert got["nll"] == pytest.approx(log_loss(y, p1), rel=1e-10)
     assert target_brier_nll(two, y) == target_brier_nll(two, y, DEFAULT_BINARY_TARGET)
     paper = target_brier_nll(two, y, "top_label")
-    assert paper["brier"] == pytest.approx(pbr_core.brier_score(two, y), abs=1e-15)
+    assert paper["brier"] == pytest.approx(pbr_core.brier_score(two, y, binary_target="top_label"), abs=1e-15)
     assert paper["nll"] == pytest.approx(pbr_core.nll(two, y), abs=1e-15)
     p, labels = real["cifar10"]
     for target in ("positive", "top_label"):  # multiclass: the vector whatever the binary choice
@@ -747,3 +747,143 @@ def test_metric_inputs_of_confidence_correct_records_give_the_share_right():
     assert type(1 - c) is np.ndarray and type(c * 1.0) is np.ndarray and isinstance(c.mean(), float)
     assert isinstance(c[:100], M.TopLabelConfidence)
     assert pbr_core.accuracy(c[:100], right[:100]) == float(np.asarray(right[:100]).mean())
+
+
+# ----------------------------------------------------------------------------- review 11 finding 5: every metric
+#: Every metric that reads a two-column (binary) array as its top label, with small arguments (n_boot 20).
+_TWO_COLUMN_METRICS = {
+    "ece": lambda P, y, **kw: M.ece(P, y, **kw),
+    "mce": lambda P, y, **kw: M.mce(P, y, **kw),
+    "ece_curve": lambda P, y, **kw: M.ece_curve(P, y, range(1, 30), **kw),
+    "ece_bootstrap_ci": lambda P, y, **kw: M.ece_bootstrap_ci(P, y, n_boot=20, **kw),
+    "split_estimates": lambda P, y, **kw: M.split_estimates(P, y, n_boot=20, **kw),
+    "reliability_diagram": lambda P, y, **kw: M.reliability_diagram(P, y, **kw),
+    "calibration_summary": lambda P, y, **kw: M.calibration_summary(P, y, n_boot=20, **kw),
+    "brier_score": lambda P, y, **kw: M.brier_score(P, y, **kw),
+}
+
+
+def _same(a, b) -> bool:
+    """Exactly the same result (floats, tuples, arrays, tables with NaN in empty bins, estimates)."""
+    import dataclasses
+
+    import pandas as pd
+
+    if isinstance(a, pd.DataFrame):
+        try:
+            pd.testing.assert_frame_equal(a, b, check_exact=True)
+        except AssertionError:
+            return False
+        return True
+    if dataclasses.is_dataclass(a):
+        return dataclasses.asdict(a) == dataclasses.asdict(b)
+    if isinstance(a, dict):
+        return a == b
+    return np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+
+
+@pytest.mark.parametrize("name", sorted(_TWO_COLUMN_METRICS))
+def test_every_metric_takes_binary_target_and_warns_once_without_it(name, monkeypatch):
+    # review 11 finding 5: ece_bootstrap_ci(P, y) gave the top label's interval (0.0009, 0.0123) beside
+    # ece(P, y, binary_target='positive') = 0.0186 on KITTI xgboost, and brier_score(P, y) the two-column
+    # sum, silently; the curve and the bars likewise
+    f = _TWO_COLUMN_METRICS[name]
+    p, y = _binary_rows(600)
+    P = np.column_stack([1 - p, p])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        monkeypatch.setattr(M, "_TWO_COLUMN_WARNED", False)
+        positive = f(P, y, binary_target="positive")
+        top = f(P, y, binary_target="top_label")
+        # 'positive' is the 1-D p(y=1) call exactly; for the Brier score that is p against y (scikit-learn's
+        # brier_score_loss, calibration_summary's 'brier'), since brier_score of a bare 1-D p is the two-class sum
+        assert _same(positive, f(p, y, **({"binary_target": "positive"} if name == "brier_score" else {})))
+        assert not _same(positive, top)   # the rows are made so that the two differ
+        assert _same(f(P.tolist(), y, binary_target="positive"), positive)   # a nested list has no [:, 1]
+        assert not M._TWO_COLUMN_WARNED   # said explicitly: no warning, none spent
+    # without it: the top label (the same number as 'top_label'), with the warning once, naming the function
+    with pytest.warns(UserWarning, match=rf"^{name}: `probs` has two columns .* binary_target='positive'"):
+        assert _same(f(P, y), top)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _same(f(P, y), top)   # once per process: not again ...
+        monkeypatch.setattr(M, "_TWO_COLUMN_WARNED", False)
+        M.ece(P, y, binary_target="positive")
+        other = "ece" if name != "ece" else "mce"
+        with pytest.warns(UserWarning, match=rf"^{other}: "):
+            _TWO_COLUMN_METRICS[other](P, y)
+        assert _same(f(P, y), top)   # ... whichever metric gave it first
+    with pytest.raises(ValueError, match="`binary_target` to be 'positive' or 'top_label'"):
+        f(P, y, binary_target="p1")
+
+
+def test_brier_score_of_p1_is_scikit_learns_and_the_summary_s():
+    from sklearn.metrics import brier_score_loss
+
+    p, y = _binary_rows(600)
+    P = np.column_stack([1 - p, p])
+    for target in ("positive", "top_label"):   # brier_score says what calibration_summary's 'brier' says
+        summary = M.calibration_summary(P, y, binary_target=target, n_boot=20)["brier"]
+        assert M.brier_score(P, y, binary_target=target) == pytest.approx(summary, rel=1e-14)
+        assert M.brier_score(P, y, binary_target=target) == M.target_brier_nll(P, y, target)["brier"]
+    assert M.brier_score(P, y, binary_target="positive") == pytest.approx(brier_score_loss(y, p), rel=1e-12)
+    assert M.brier_score(P, y, binary_target="top_label") == pytest.approx(2 * brier_score_loss(y, p), rel=1e-12)
+    assert M.brier_score(p, y, binary_target="top_label") == M.brier_score(p, y)   # a bare 1-D p: as before
+    Q = softmax(np.random.default_rng(0).normal(size=(50, 3)))   # multiclass: no effect
+    yq = np.arange(50) % 3
+    assert M.brier_score(Q, yq, binary_target="positive") == M.brier_score(Q, yq)
+
+
+def test_metrics_that_read_two_columns_as_p1_anyway_need_no_binary_target():
+    # ece_k, nll and accuracy give a two-column array the number of its 1-D p(y=1): nothing to choose, no warning
+    p, y = _binary_rows(600)
+    P = np.column_stack([1 - p, p])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert M.ece_k(P, y) == M.ece_k(p, y)
+        assert M.nll(P, y) == pytest.approx(M.nll(p, y), rel=1e-14)
+        assert M.accuracy(P, y) == M.accuracy(p, y)
+
+
+def test_kitti_interval_brackets_the_ece_it_is_shown_with():
+    # the review's figures: the interval of p(y=1) holds the ECE of p(y=1); the top label's did not
+    from pathlib import Path
+
+    k = pbr_core.load_predictions(Path(__file__).parents[1] / "sample_data" / "kitti_xgboost.csv")
+    e = M.ece(k.probs, k.labels, binary_target="positive")
+    lo, hi = M.ece_bootstrap_ci(k.probs, k.labels, binary_target="positive")
+    assert e == pytest.approx(0.0185737, abs=1e-7) and lo <= e <= hi
+    assert (lo, hi) == M.ece_bootstrap_ci(k.p_positive, k.labels)
+    assert (lo, hi) == pytest.approx((0.0106826, 0.0221132), abs=1e-7)
+    assert M.ece_bootstrap_ci(k.probs, k.labels, binary_target="top_label")[1] < e   # (0.0009, 0.0123)
+    assert M.brier_score(k.probs, k.labels, binary_target="positive") == pytest.approx(0.0283361, abs=1e-7)
+
+
+def test_the_library_s_own_callers_say_what_a_binary_array_measures(monkeypatch):
+    # the one-time warning is for a notebook user's call: pbr-calib evaluate, the figures and the protocols
+    # pass binary_target to every metric they give a two-column array, whichever target they measure
+    from pathlib import Path
+
+    from pbr_core import evaluation as E
+    from pbr_core import plot
+    from pbr_core.cli.evaluate import evaluation_table
+
+    left_to_chance = []
+    plain = M._binary_columns
+
+    def spy(probs, binary_target, name):
+        if binary_target is None and np.ndim(probs) == 2 and np.shape(probs)[1] == 2:
+            left_to_chance.append(name)
+        return plain(probs, binary_target, name)
+
+    monkeypatch.setattr(M, "_binary_columns", spy)
+    k = pbr_core.load_predictions(Path(__file__).parents[1] / "sample_data" / "kitti_xgboost.csv")
+    P, y = k.probs, k.labels
+    evaluation_table(k)
+    for target in ("positive", "top_label"):
+        plot.reliability(k, target=target)
+        plot.ece_vs_bins(k, target=target, max_bins=20)
+        E.evaluation_metrics(P, y, "binary", target)
+        E.reliability_table(P, y, "binary", target)
+        E.ece_rise_shown(P, np.clip(P + 0.01, 0, 1), y, "binary", target, n_boot=20)
+    assert left_to_chance == []

@@ -25,7 +25,8 @@ def evaluation_table(preds, n_bins: int | None = None, lipschitz: float = 1.0, e
     import pbr_core
 
     def ci(B: int) -> tuple[float, float]:
-        return pbr_core.ece_bootstrap_ci(probs, labels, n_bins=B, n_boot=pbr_core.default_n_boot(preds.n))
+        return pbr_core.ece_bootstrap_ci(probs, labels, n_bins=B, n_boot=pbr_core.default_n_boot(preds.n),
+                                         binary_target=target)
 
     # ``evaluate`` measures binary data as every page does (the app's one choice: p(y=1), Appendix A).
     target = pbr_core.metrics.DEFAULT_BINARY_TARGET
@@ -71,7 +72,7 @@ def evaluation_table(preds, n_bins: int | None = None, lipschitz: float = 1.0, e
 
         conf, out = pbr_core.metrics.confidence_and_outcome(probs, labels)
         row.update(test_columns(calibration_test(conf, out, written=preds.as_written(conf)),
-                                pbr_core.reliability_diagram(probs, labels, B_opt)))
+                                pbr_core.reliability_diagram(probs, labels, B_opt, binary_target=target)))
     row["lipschitz"] = lipschitz
     row["eps"] = eps
     row["theorem1_bound"] = pbr_core.theorem1_bound(preds.n, B_opt, lipschitz=lipschitz, eps=eps)
@@ -210,8 +211,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         import pbr_core
 
         bins = sorted(set(range(1, 201)) | ({args.n_bins} if args.n_bins else set()))
-        probs, labels = pbr_core.metrics.ece_inputs(*preds.metric_inputs(), pbr_core.metrics.DEFAULT_BINARY_TARGET)
-        table["ece_curve"] = {int(b): float(v) for b, v in zip(bins, pbr_core.ece_curve(probs, labels, bins))}
+        target = pbr_core.metrics.DEFAULT_BINARY_TARGET
+        probs, labels = pbr_core.metrics.ece_inputs(*preds.metric_inputs(), target)
+        curve = pbr_core.ece_curve(probs, labels, bins, binary_target=target)
+        table["ece_curve"] = {int(b): float(v) for b, v in zip(bins, curve)}
     table["notes"] = list(preds.notes)  # how the file was read: which column is what, which class is 1
     report = None
     if args.by:

@@ -126,7 +126,8 @@ def _metric(probs: np.ndarray, labels: np.ndarray, metric: str) -> float:
     if metric in ("nll", "nll+brier"):
         values["nll"] = nll(probs, labels, eps=CHECK_NLL_EPS)
     if metric in ("brier", "nll+brier"):
-        values["brier"] = brier_score(probs, labels)
+        # the multiclass score of the vector (the PBR objective's term), as the check has always used
+        values["brier"] = brier_score(probs, labels, binary_target="top_label")
     return values["nll"] + values["brier"] if metric == "nll+brier" else values[metric]
 
 

@@ -119,7 +119,8 @@ def reliability(data: Any, labels: Any = None, n_bins: int | None = None, *, tar
 
         table = reliability_equal_mass(probs, y, n_bins=B)
     else:
-        table = reliability_diagram(probs, y, B)
+        # measured_inputs made them what `target` measures: two columns left are the top label
+        table = reliability_diagram(probs, y, B, binary_target="top_label")
     smoothed = None
     if smooth:
         from pbr_core.estimators import smooth_reliability
@@ -216,7 +217,7 @@ def ece_vs_bins(data: Any, labels: Any = None, *, max_bins: int | None = None, l
     bmax = min(DEFAULT_MAX_BINS, max(n, 10)) if max_bins is None else int(max_bins)
     if bmax < 1:
         raise ValueError(f"Expected argument `max_bins` to be an integer larger than 0, but got {max_bins}.")
-    curve = ece_curve(probs, y, n_bins=range(1, bmax + 1))
+    curve = ece_curve(probs, y, n_bins=range(1, bmax + 1), binary_target="top_label")  # as in reliability()
     return theorem1_figure(n, curve, lipschitz=lipschitz, eps=eps, log_y=log_y, title=title)
 
 

@@ -134,7 +134,7 @@ def test_training_check_metrics_are_pbr_core_metrics_with_the_smallest_nll_floor
     y = np.array([0, 1, 0])
     assert _metric(p, y, "nll") == nll(p, y, eps=np.finfo(np.float64).tiny)
     assert _metric(p, y, "nll") == pytest.approx((690.7755 - math.log(0.7) - math.log(0.6)) / 3, rel=1e-6)
-    assert _metric(p, y, "brier") == brier_score(p, y)
+    assert _metric(p, y, "brier") == brier_score(p, y, binary_target="top_label")   # the multiclass sum, as before
     assert _metric(p, y, "nll+brier") == _metric(p, y, "nll") + _metric(p, y, "brier")
     assert math.isnan(_metric(np.array([[np.nan, 1.0]]), np.array([0]), "brier"))
 
