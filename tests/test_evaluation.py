@@ -49,7 +49,7 @@ def test_evaluation_metrics_measure_the_chosen_target() -> None:
     pos, top = evaluation_metrics(probs, y, "binary", "positive"), evaluation_metrics(probs, y, "binary", "top_label")
     B = pbr_core.optimal_n_bins(500)
     assert pos["n_bins"] == B and pos["ece"] == pbr_core.ece(p1, y, n_bins=B) == measured_ece(probs, y, "binary")
-    assert top["ece"] == pbr_core.ece(probs, y, n_bins=B) != pos["ece"]
+    assert top["ece"] == pbr_core.ece(probs, y, n_bins=B, binary_target="top_label") != pos["ece"]
     assert pos["brier"] == pytest.approx(top["brier"] / 2) and pos["accuracy"] == top["accuracy"]
     assert reliability_table(probs, y, "binary").equals(pbr_core.reliability_diagram(p1, y, n_bins=B))
 
