@@ -18,6 +18,11 @@ if TYPE_CHECKING:
 Kind = Literal["multiclass", "binary", "top_label"]
 InputType = Literal["auto", "probabilities", "logits"]
 
+#: Two label names whose meaning fixes which is class 1 (compared case-insensitively): (class 0, class 1).
+#: The loader (pbr_core.loading._roles) and Predictions.from_predictions' one-label rule read it.
+BINARY_NAME_PAIRS = (("no", "yes"), ("n", "y"), ("false", "true"), ("f", "t"), ("negative", "positive"),
+                     ("neg", "pos"), ("incorrect", "correct"), ("wrong", "right"), ("fail", "pass"))
+
 #: Rows of a probability matrix may differ from 1 by at most this much before they count as
 #: "not summing to one" (float32 softmax outputs routinely drift by ~1e-6).
 DEFAULT_SUM_TOLERANCE = 1e-3
@@ -729,8 +734,6 @@ def _lone_binary_classes(value: object, source: str) -> np.ndarray:
     when wrong (audit 10a: ``[1, 1, 1]`` was made class 0, with ECE 0.6 for a true 0.4), so it is
     refused, asking for ``class_names``.
     """
-    from pbr_core.loading._roles import BINARY_NAME_PAIRS
-
     value = value.item() if isinstance(value, np.generic) else value  # shown as '>50K', not np.str_('>50K')
     if isinstance(value, bool):
         return np.asarray([False, True], dtype=object)

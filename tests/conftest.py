@@ -28,3 +28,22 @@ def cifar10() -> tuple[np.ndarray, np.ndarray]:
     """Real CIFAR-10 ResNet-110 test logits (10000 x 10) and labels."""
     d = np.load(SAMPLE_DATA / "cifar10_resnet110.npz", allow_pickle=False)
     return d["logits"].astype(np.float64), d["labels"]
+
+
+@pytest.fixture
+def unnamed_binary_targets(monkeypatch) -> list[str]:
+    """The names of the metrics given a two-column (binary) array without ``binary_target`` while the test
+    runs: the library's one-time warning is for a notebook user, never spent by pbr-calib's own callers
+    (review 11 finding 5). Spies on ``pbr_core.metrics._binary_columns``, where every such metric resolves it."""
+    from pbr_core import metrics as M
+
+    left_to_chance: list[str] = []
+    plain = M._binary_columns
+
+    def spy(probs, binary_target, name):
+        if binary_target is None and np.ndim(probs) == 2 and np.shape(probs)[1] == 2:
+            left_to_chance.append(name)
+        return plain(probs, binary_target, name)
+
+    monkeypatch.setattr(M, "_binary_columns", spy)
+    return left_to_chance

@@ -859,7 +859,7 @@ def test_kitti_interval_brackets_the_ece_it_is_shown_with():
     assert M.brier_score(k.probs, k.labels, binary_target="positive") == pytest.approx(0.0283361, abs=1e-7)
 
 
-def test_the_library_s_own_callers_say_what_a_binary_array_measures(monkeypatch):
+def test_the_library_s_own_callers_say_what_a_binary_array_measures(unnamed_binary_targets):
     # the one-time warning is for a notebook user's call: pbr-calib evaluate, the figures and the protocols
     # pass binary_target to every metric they give a two-column array, whichever target they measure
     from pathlib import Path
@@ -868,15 +868,7 @@ def test_the_library_s_own_callers_say_what_a_binary_array_measures(monkeypatch)
     from pbr_core import plot
     from pbr_core.cli.evaluate import evaluation_table
 
-    left_to_chance = []
-    plain = M._binary_columns
-
-    def spy(probs, binary_target, name):
-        if binary_target is None and np.ndim(probs) == 2 and np.shape(probs)[1] == 2:
-            left_to_chance.append(name)
-        return plain(probs, binary_target, name)
-
-    monkeypatch.setattr(M, "_binary_columns", spy)
+    left_to_chance = unnamed_binary_targets
     k = pbr_core.load_predictions(Path(__file__).parents[1] / "sample_data" / "kitti_xgboost.csv")
     P, y = k.probs, k.labels
     evaluation_table(k)

@@ -549,8 +549,8 @@ def read_table(source: Source, *, format: str | None = None, name: str | None = 
 def read_csv_text(source: Source, columns: Sequence[str], n_rows: int, *, format: str | None = None,
                   name: str | None = None) -> "pd.DataFrame | None":
     """The ``columns`` of a CSV / TSV file as the text written in them, for the ``n_rows`` data rows
-    that :func:`load_predictions` read; None for a file of another format. Names not in the file's
-    header (``row index``, which the loader names) are left out.
+    that :func:`load_predictions` read; None for a file of another format, or when none of ``columns``
+    is in the file's header. Names not in it (``row index``, which the loader names) are left out.
 
     The loader reads numbers as numbers: a ZIP code 01234 becomes 1234, an account 000789 becomes 789,
     1.50 becomes 1.5. A file written back from loaded predictions (``pbr-calib apply``) takes these
@@ -573,6 +573,8 @@ def read_csv_text(source: Source, columns: Sequence[str], n_rows: int, *, format
     with _as_input_error(src, fmt):
         header = _csv_header(src, fmt, head)
         columns = [c for c in dict.fromkeys(columns) if c in header.columns]
+        if not columns:  # only names the loader gave (a saved index's 'row index'): nothing written to read
+            return None
         positions = [header.columns.index(c) for c in columns]
         df = pd.read_csv(src.reader_arg(), sep=header.sep, compression=header.compression, encoding=header.encoding,
                          usecols=positions, dtype=str, keep_default_na=False, na_filter=False, engine="c",

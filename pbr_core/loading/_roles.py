@@ -35,7 +35,7 @@ from typing import Literal, Sequence
 import numpy as np
 import pandas as pd
 
-from pbr_core.predictions import UNIT_SLACK, PredictionsError
+from pbr_core.predictions import BINARY_NAME_PAIRS, UNIT_SLACK, PredictionsError  # the pairs: beside Predictions, which reads them too
 from pbr_core.loading._source import (
     CONFIDENCE_COLUMN_NAMES,
     LABEL_COLUMN_NAMES,
@@ -541,9 +541,6 @@ def duplicates(names: Sequence[str]) -> list[str]:
     return sorted(n for n, k in Counter(names).items() if k > 1 and n)
 
 
-#: Two label names whose meaning fixes which is class 1 (compared case-insensitively): (class 0, class 1).
-BINARY_NAME_PAIRS = (("no", "yes"), ("n", "y"), ("false", "true"), ("f", "t"), ("negative", "positive"),
-                     ("neg", "pos"), ("incorrect", "correct"), ("wrong", "right"), ("fail", "pass"))
 
 #: Endings that mark a column as the probability of the class it names (``churn_prob``).
 SCORE_SUFFIXES = ("_probability", "_proba", "_prob", "_score", "_pred", "_p", " probability", " prob")
