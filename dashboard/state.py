@@ -673,7 +673,7 @@ def load_server(path: str, options: LoadOptions = LoadOptions()) -> str | None:
     """
     from dataclasses import replace as _replace
 
-    from pbr_core.stream import ServerPathError, open_dataset, resolve_server_path, scan_dataset, stats_config
+    from pbr_core.stream import ServerPathError, open_dataset, resolve_server_path, scan_dataset
 
     root = server_root()
     shown = path.strip() or "(empty path)"
@@ -696,13 +696,7 @@ def load_server(path: str, options: LoadOptions = LoadOptions()) -> str | None:
         files = resolve_server_path(path, root)
         ds = open_dataset(files, **options.dataset_kwargs())
         lay = ds.layout()
-        base = stats_config(ds, curve_bins=range(1, SERVER_CURVE_BINS + 1))
-        top_bins = range(1, max(SERVER_CURVE_BINS, base.n_bins) + 1)
-        base = _replace(base, curve_bins=tuple(top_bins))
-        configs = {"top": _replace(base, target="top_label")}
-        if lay.kind == "binary":
-            configs["pos"] = _replace(base, copies=False)  # the same rows: their copies are looked for once
-        stats, sample = scan_dataset(ds, configs, sample_size=server_sample_rows(), progress=progress)
+        stats, sample = scan_dataset(ds, _stream_configs(ds), sample_size=server_sample_rows(), progress=progress)
         key = _server_key(files, options)
     except (ServerPathError, PredictionsError) as exc:
         return _set_error(shown, within_data_root(str(exc)), [], options)
