@@ -154,29 +154,20 @@ def numbers_as_written(text, decimal: str = ".", empty: str = "float") -> str | 
     return "int" if whole and pc.max(pc.utf8_length(present)).as_py() <= 18 else "float"
 
 
-def typed_as_written(text, decimal: str = ".", kind: str | None = "decide"):
-    """The column of :func:`numbers_as_written` as numbers (missing cells null): a pandas Series
-    (nullable ``Int64`` or float64) for a Series, a pyarrow array (int64 or float64) for an array;
-    None where it must stay text. ``kind``: ``"int"`` or ``"float"`` as decided before (over a whole
-    file)."""
+def typed_as_written(text, decimal: str, kind: str):
+    """A text column (a pyarrow array) that :func:`numbers_as_written` found to be ``kind`` (``"int"`` or
+    ``"float"``, decided over a whole file) as a pyarrow int64 or float64 array, missing cells null."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     from pbr_core.loading._tables import PANDAS_NA_VALUES
 
-    if kind == "decide":
-        kind = numbers_as_written(text, decimal)
-    if kind is None:
-        return None
     cells = pc.utf8_trim_whitespace(_arrow_text(text))
     cells = pc.if_else(pc.is_in(cells, value_set=pa.array(PANDAS_NA_VALUES)), pa.scalar(None, pa.string()), cells)
     if decimal != ".":
         cells = pc.replace_substring(cells, decimal, ".")
     cells = pc.replace_substring_regex(cells, r"^\+", "")  # "+3": a sign Arrow's parser does not take
-    values = cells.cast(pa.int64() if kind == "int" else pa.float64())
-    if isinstance(text, pd.Series):
-        return values.to_pandas().astype("Int64" if kind == "int" else np.float64).set_axis(text.index)
-    return values
+    return cells.cast(pa.int64() if kind == "int" else pa.float64())
 
 
 def _check_writable_names(names: Sequence[str]) -> None:
