@@ -120,3 +120,26 @@ def test_the_cell_limit_measures_a_categorical_by_its_values() -> None:
     _check_cells(df, _Source("t"), 6)
     with pytest.raises(ReadLimitError, match="column 's' at row 2"):
         _check_cells(df, _Source("t"), 5)
+
+
+def test_a_category_column_of_long_text_is_measured_before_it_is_decoded(tmp_path, monkeypatch) -> None:
+    """A small bomb: one 1,000-character category on each of 10,000 rows is 10 KB as the file stores it
+    (a dictionary of one value) and 10 MB decoded. The memory estimate counts a dictionary column's
+    decoded text, so a 4 MB limit refuses the file before any text is decoded; 12 MB reads it."""
+    import pyarrow.compute as pc
+
+    from pbr_core.loading import ReadLimitError, ReadLimits
+
+    df = pd.DataFrame({"p": np.full(10_000, 0.5), "label": np.ones(10_000, dtype=int),
+                       "note": pd.Categorical(["n" * 1000] * 10_000)})
+    path = tmp_path / "category_text.parquet"
+    df.to_parquet(path, index=False)
+    assert pa.types.is_dictionary(pq.read_schema(path).field("note").type)
+    casts = []
+    real_cast = pc.cast
+    monkeypatch.setattr(pc, "cast", lambda *a, **k: casts.append(1) or real_cast(*a, **k))
+    with pytest.raises(ReadLimitError) as info:
+        pbr_core.load_predictions(path, limits=ReadLimits(max_memory=4 * 2**20))
+    assert info.value.kind == "memory" and casts == []
+    preds = pbr_core.load_predictions(path, limits=ReadLimits(max_memory=12 * 2**20))
+    assert preds.metadata["note"].tolist() == ["n" * 1000] * 10_000
