@@ -295,7 +295,7 @@ def slice_report(loaded, view: MetricView, progress: Callable[[str, int, "int | 
 def _reliability_equal_mass(key: str, _probs: np.ndarray, _labels: np.ndarray, n_bins: int) -> pd.DataFrame:
     from pbr_core.estimators import reliability_equal_mass
 
-    return reliability_equal_mass(_probs, _labels, n_bins=n_bins)
+    return reliability_equal_mass(_probs, _labels, n_bins=n_bins, binary_target="top_label")
 
 
 def reliability_equal_mass(view: MetricView, n_bins: int) -> pd.DataFrame:
@@ -307,7 +307,7 @@ def reliability_equal_mass(view: MetricView, n_bins: int) -> pd.DataFrame:
 def _smooth(key: str, _probs: np.ndarray, _labels: np.ndarray) -> pd.DataFrame:
     from pbr_core.estimators import smooth_reliability
 
-    return smooth_reliability(_probs, _labels)
+    return smooth_reliability(_probs, _labels, binary_target="top_label")
 
 
 def smooth_curve(view: MetricView) -> pd.DataFrame:

@@ -29,8 +29,9 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from pbr_core.metrics import (BinaryTarget, _resolve_n_bins, assign_bins, check_binary_target, confidence_and_outcome,
-                              _clopper_pearson, ece_inputs)
+from pbr_core import metrics as _metrics
+from pbr_core.metrics import (BinaryTarget, _clopper_pearson, _resolve_n_bins, assign_bins,
+                              check_binary_target, confidence_and_outcome, ece_inputs)
 
 __all__ = [
     "ece_debiased",
@@ -71,12 +72,14 @@ def _binned(conf: np.ndarray, out: np.ndarray, edges: np.ndarray) -> tuple[np.nd
     return count, mean_conf, mean_out
 
 
-def ece_equal_mass(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = None) -> float:
+def ece_equal_mass(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = None, *,
+                   binary_target: BinaryTarget | None = None) -> float:
     """ECE with equal-mass ("adaptive") bins: the paper's Eq. 2 with bins of equal size in rows.
 
     Parameters
     ----------
-    probs, labels : as for :func:`pbr_core.ece`
+    probs, labels, binary_target : as for :func:`pbr_core.ece` (``binary_target``: what a two-column
+        binary ``probs`` measures, p(y=1) or the top label)
     n_bins : int, optional
         Number of bins; None -> floor(n^(1/3)), the paper's choice for equal-width bins.
 
@@ -86,7 +89,7 @@ def ece_equal_mass(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = N
     spend the resolution where the rows are. Pinned in the tests against Kumar et al.'s
     ``calibration.get_ece_em(debias=False)`` (package ``uncertainty-calibration``).
     """
-    conf, out = confidence_and_outcome(probs, labels)
+    conf, out = confidence_and_outcome(_metrics._binary_columns(probs, binary_target, "ece_equal_mass"), labels)
     B = _resolve_n_bins(n_bins, conf.shape[0])
     count, mean_conf, mean_out = _binned(conf, out, equal_mass_edges(conf, B))
     keep = count > 0
@@ -94,14 +97,14 @@ def ece_equal_mass(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = N
 
 
 def reliability_equal_mass(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = None,
-                           level: float = 0.95) -> pd.DataFrame:
+                           level: float = 0.95, *, binary_target: BinaryTarget | None = None) -> pd.DataFrame:
     """The reliability-diagram table of :func:`pbr_core.reliability_diagram` with equal-mass bins.
 
     Same columns (``bin, lower, upper, count, mean_confidence, accuracy, gap, weight, ci_low,
     ci_high``: Clopper-Pearson intervals, as the uniform bins' whiskers); the bins' edges are those of :func:`equal_mass_edges`, so their
     widths differ and each holds about n / B rows. Their weighted gaps sum to :func:`ece_equal_mass`.
     """
-    conf, out = confidence_and_outcome(probs, labels)
+    conf, out = confidence_and_outcome(_metrics._binary_columns(probs, binary_target, "reliability_equal_mass"), labels)
     B = _resolve_n_bins(n_bins, conf.shape[0])
     edges = equal_mass_edges(conf, B)
     count, mean_conf, mean_out = _binned(conf, out, edges)
@@ -113,7 +116,8 @@ def reliability_equal_mass(probs: np.ndarray, labels: np.ndarray, n_bins: int | 
 
 
 def ece_debiased(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = None,
-                 binning: Literal["equal_mass", "equal_width"] = "equal_mass") -> float:
+                 binning: Literal["equal_mass", "equal_width"] = "equal_mass", *,
+                 binary_target: BinaryTarget | None = None) -> float:
     """The debiased ECE of Kumar, Liang & Ma (2019): the plug-in ECE corrected for its upward bias.
 
     Within a bin of n_b rows the observed accuracy is noisy (standard deviation
@@ -128,7 +132,8 @@ def ece_debiased(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = Non
 
     Parameters
     ----------
-    probs, labels : as for :func:`pbr_core.ece`
+    probs, labels, binary_target : as for :func:`pbr_core.ece` (``binary_target``: what a two-column
+        binary ``probs`` measures, p(y=1) or the top label)
     n_bins : int, optional
         None -> floor(n^(1/3)).
     binning : {"equal_mass", "equal_width"}
@@ -141,7 +146,7 @@ def ece_debiased(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = Non
     """
     from scipy.stats import norm
 
-    conf, out = confidence_and_outcome(probs, labels)
+    conf, out = confidence_and_outcome(_metrics._binary_columns(probs, binary_target, "ece_debiased"), labels)
     n = conf.shape[0]
     B = _resolve_n_bins(n_bins, n)
     if binning == "equal_mass":
@@ -227,7 +232,7 @@ def _fixed_point_sigma(conf: np.ndarray, out: np.ndarray, eps: float = 1e-3, ref
 
 
 def smooth_ece(probs: np.ndarray, labels: np.ndarray, sigma: float | None = None,
-               return_sigma: bool = False) -> float | tuple[float, float]:
+               return_sigma: bool = False, *, binary_target: BinaryTarget | None = None) -> float | tuple[float, float]:
     """The smooth ECE of Blasiok & Nakkiran (2023): no bins, a kernel of bandwidth sigma.
 
     smECE_sigma = integral over t of |r_sigma(t)| delta_sigma(t) dt, where r_sigma is the kernel
@@ -237,11 +242,13 @@ def smooth_ece(probs: np.ndarray, labels: np.ndarray, sigma: float | None = None
     The numerics (grid, reflection, bisection) are those of the authors' relplot package, so the
     value equals ``relplot.smECE`` (pinned in the tests).
 
+    ``binary_target``: what a two-column (binary) ``probs`` measures, as in :func:`pbr_core.ece`.
+
     Returns
     -------
     float, or (float, sigma) with ``return_sigma=True``
     """
-    conf, out = confidence_and_outcome(probs, labels)
+    conf, out = confidence_and_outcome(_metrics._binary_columns(probs, binary_target, "smooth_ece"), labels)
     if sigma is None:
         sigma = _fixed_point_sigma(conf, out)
     elif not (0 < float(sigma) <= 1):
@@ -294,7 +301,8 @@ def _kernel_sums(conf: np.ndarray, out: np.ndarray, sigma: float,
 
 
 def smooth_reliability(probs: np.ndarray, labels: np.ndarray, sigma: float | None = None,
-                       level: float = 0.95, n_boot: int | None = None, seed: int | None = None) -> pd.DataFrame:
+                       level: float = 0.95, n_boot: int | None = None, seed: int | None = None, *,
+                       binary_target: BinaryTarget | None = None) -> pd.DataFrame:
     """The smoothed reliability curve at the smooth ECE's bandwidth, with a pointwise interval.
 
     The curve at confidence t is t - r_sigma(t) (``observed``): the kernel-weighted mean outcome of the
@@ -327,6 +335,7 @@ def smooth_reliability(probs: np.ndarray, labels: np.ndarray, sigma: float | Non
 
     ``n_boot`` and ``seed`` (the bootstrap's, before audit 7) are accepted and ignored, with a
     DeprecationWarning: the interval draws nothing.
+    ``binary_target``: what a two-column (binary) ``probs`` measures, as in :func:`pbr_core.ece`.
     """
     if n_boot is not None or seed is not None:
         import warnings
@@ -336,7 +345,7 @@ def smooth_reliability(probs: np.ndarray, labels: np.ndarray, sigma: float | Non
                       stacklevel=2)
     if not (0 < float(level) < 1):
         raise ValueError(f"Expected argument `level` to be in (0, 1), but got {level!r}")
-    conf, out = confidence_and_outcome(probs, labels)
+    conf, out = confidence_and_outcome(_metrics._binary_columns(probs, binary_target, "smooth_reliability"), labels)
     if sigma is None:
         sigma = _fixed_point_sigma(conf, out)
     elif not (0 < float(sigma) <= 1):
@@ -515,7 +524,8 @@ def library_conventions(probs: np.ndarray, labels: np.ndarray, binary_target: Bi
 
     Parameters
     ----------
-    probs, labels : as for :func:`pbr_core.ece`
+    probs, labels, binary_target : as for :func:`pbr_core.ece` (``binary_target``: what a two-column
+        binary ``probs`` measures, p(y=1) or the top label)
     binary_target : {"positive", "top_label"}, optional
         For binary data (probs of shape (n, 2), or 1-D p(y=1)): what pbr-calib's own rows measure.
         The libraries' rows follow each library's default for binary data (netcal, torchmetrics'

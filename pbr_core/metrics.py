@@ -160,6 +160,11 @@ _TWO_COLUMN_MEANS = {
     "split_estimates": "these are estimates of the top-label ECE",
     "reliability_diagram": "these are the top label's bins",
     "calibration_summary": "this is the top-label ECE",
+    "ece_equal_mass": "this is the top-label ECE with equal-mass bins",
+    "reliability_equal_mass": "these are the top label's equal-mass bins",
+    "ece_debiased": "this is the top label's debiased ECE",
+    "smooth_ece": "this is the top label's smooth ECE",
+    "smooth_reliability": "this is the top label's smoothed curve",
 }
 #: The two-column Brier score's words (:func:`brier_score`'s warning, and :func:`calibration_summary`'s).
 _TWO_COLUMN_BRIER = ("its Brier score sums the squared errors of both columns (twice scikit-learn's "
@@ -194,7 +199,8 @@ def _binary_columns(probs: Any, binary_target: BinaryTarget | None, name: str) -
         warnings.warn(
             f"{name}: `probs` has two columns (binary data), so {what}. Pass binary_target='positive'{one_d} "
             "for that, to this and to every other metric of pbr_core "
-            "(ece, mce, ece_curve, ece_bootstrap_ci, reliability_diagram, brier_score, calibration_summary); "
+            "(ece, mce, ece_curve, ece_bootstrap_ci, reliability_diagram, brier_score, calibration_summary, and "
+            "pbr_core.estimators' ece_equal_mass, reliability_equal_mass, ece_debiased, smooth_ece, smooth_reliability); "
             "binary_target='top_label' keeps this and says nothing. (This warning is shown once.)",
             UserWarning, stacklevel=3)
     return probs

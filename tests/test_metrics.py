@@ -25,6 +25,7 @@ import pytest
 
 import pbr_core
 from pbr_core import metrics as M
+from pbr_core import estimators as E
 from pbr_core.predictions import softmax
 
 BS = [1, 2, 3, 7, 10, 15, 21, 37, 100]
@@ -760,6 +761,12 @@ _TWO_COLUMN_METRICS = {
     "reliability_diagram": lambda P, y, **kw: M.reliability_diagram(P, y, **kw),
     "calibration_summary": lambda P, y, **kw: M.calibration_summary(P, y, n_boot=20, **kw),
     "brier_score": lambda P, y, **kw: M.brier_score(P, y, **kw),
+    # pbr_core.estimators (the Reliability page's other estimators; without it before this change)
+    "ece_equal_mass": lambda P, y, **kw: E.ece_equal_mass(P, y, **kw),
+    "reliability_equal_mass": lambda P, y, **kw: E.reliability_equal_mass(P, y, **kw),
+    "ece_debiased": lambda P, y, **kw: E.ece_debiased(P, y, **kw),
+    "smooth_ece": lambda P, y, **kw: E.smooth_ece(P, y, **kw),
+    "smooth_reliability": lambda P, y, **kw: E.smooth_reliability(P, y, **kw),
 }
 
 
@@ -874,6 +881,7 @@ def test_the_library_s_own_callers_say_what_a_binary_array_measures(unnamed_bina
     evaluation_table(k)
     for target in ("positive", "top_label"):
         plot.reliability(k, target=target)
+        plot.reliability(k, target=target, binning="mass", smooth=True)   # pbr_core.estimators' too
         plot.ece_vs_bins(k, target=target, max_bins=20)
         E.evaluation_metrics(P, y, "binary", target)
         E.reliability_table(P, y, "binary", target)

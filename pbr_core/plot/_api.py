@@ -117,7 +117,7 @@ def reliability(data: Any, labels: Any = None, n_bins: int | None = None, *, tar
     if binning == "mass":
         from pbr_core.estimators import reliability_equal_mass
 
-        table = reliability_equal_mass(probs, y, n_bins=B)
+        table = reliability_equal_mass(probs, y, n_bins=B, binary_target="top_label")
     else:
         # measured_inputs made them what `target` measures: two columns left are the top label
         table = reliability_diagram(probs, y, B, binary_target="top_label")
@@ -125,7 +125,7 @@ def reliability(data: Any, labels: Any = None, n_bins: int | None = None, *, tar
     if smooth:
         from pbr_core.estimators import smooth_reliability
 
-        smoothed = smooth_reliability(probs, y)
+        smoothed = smooth_reliability(probs, y, binary_target="top_label")
     xt, yt = axis_titles(positive)
     return reliability_figure(table, x_title=x_title or xt, y_title=y_title or yt, title=title, height=height,
                               binary_positive=positive, smooth=smoothed, bands=bands)
