@@ -25,6 +25,7 @@ file in memory get the same halves, plan, choice and p-values.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -33,6 +34,7 @@ import pandas as pd
 
 from pbr_core import metrics as _m
 from pbr_core.groups import MIN_ROWS
+from pbr_core.outcome_columns import _EPS, OutcomeColumn, restating_from_sums
 from pbr_core.progress import Progress
 from pbr_core.predictions import PredictionsError
 from pbr_core.slices import MAX_SLICES, SCREEN, SliceReport, assemble, candidate_columns, check_settings
@@ -40,17 +42,18 @@ from pbr_core.slices._confirm import ConfirmSums, bin_ranges, columns_used, mask
 from pbr_core.slices._plan import (DATE_HEAD, N_BANDS, ColumnSummary, Plan, build_plan, date_columns, halves,
                                    row_hash, summarize)
 from pbr_core.slices._search import Candidate, SearchSample, choose
+from pbr_core.stream._groups import _outcome_names
 from pbr_core.stream._passes import merged_pass, with_client
 from pbr_core.stream._source import Dataset, Unit
 from pbr_core.stream._stats import confidence_outcome
 
 __all__ = ["compute_slices"]
 
-#: Said by a streamed search: the check of :func:`pbr_core.outcome_columns.outcome_columns` needs every
-#: row's outcome by value, which the planning pass (the slice columns only) does not read.
+#: How a streamed search looks for columns that restate the outcome (a note of its report).
 STREAM_RESTATING_NOTE = ("columns that restate the outcome (every value holds a single outcome, as a 'grade' from "
-                         "which 'correct' is made) are not looked for on a streamed dataset: a slice by such a column "
-                         "would be miscalibrated by construction; the same file loaded in memory leaves them out")
+                         "which 'correct' is made) are looked for by their values (the rare ones together; a number "
+                         "with more than 5,000 values by its quintile bands only) and for the measured outcome only; "
+                         "the same file loaded in memory also looks at every outcome")
 
 
 
@@ -130,19 +133,102 @@ def _codes(plan: Plan, which: Sequence[int], meta: pd.DataFrame, unit: Unit, sta
         raise PredictionsError(f"{unit.path}: {group}rows from {start + 1}: {exc}") from None
 
 
+#: A number cut into bands is also judged by its values (as in memory) while it has at most this many.
+VALUE_CAP = 5000
+
+
+@dataclass
+class _Searched:
+    """The search pass's result: the search rows and cell counts (``sample``), and for every code of every
+    plan column the sums that tell whether the column restates the outcome (``sums``, (4, codes): rows,
+    outcomes, sum of log P(outcome 0) and of log P(outcome 1); :func:`restating_from_sums`); for a number
+    cut into bands the same sums per value (``values``: column index -> value -> 4 sums, or None past
+    :data:`VALUE_CAP` values)."""
+
+    sample: SearchSample
+    sums: np.ndarray = field(repr=False)
+    values: dict = field(default_factory=dict, repr=False)
+
+    def merge(self, other: "_Searched") -> "_Searched":
+        self.sample.merge(other.sample)
+        self.sums += other.sums
+        for i, theirs in other.values.items():
+            self.values[i] = _merge_values(self.values.get(i, {}), theirs)
+        return self
+
+
+def _merge_values(mine: dict | None, theirs: dict | None) -> dict | None:
+    if mine is None or theirs is None:
+        return None
+    for k, v in theirs.items():
+        mine[k] = mine[k] + v if k in mine else v
+    return mine if len(mine) <= VALUE_CAP else None
+
+
+def _value_sums(col: pd.Series, weights: tuple) -> dict | None:
+    """Per value of a batch of a number column: its rows and the other three sums (None past the cap)."""
+    x = col.to_numpy(dtype=np.float64, na_value=np.nan) if pd.api.types.is_numeric_dtype(col) else \
+        pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    keys, inverse = np.unique(x, return_inverse=True)
+    if keys.size > VALUE_CAP:
+        return None
+    sums = np.stack([np.bincount(inverse, weights=w, minlength=keys.size) for w in weights], axis=1)
+    return {("(missing)" if np.isnan(k) else float(k)): row for k, row in zip(keys.tolist(), sums)}
+
+
+def _code_offsets(plan: Plan) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum([c.n_codes for c in plan.columns])]).astype(np.intp)
+
+
 def unit_search(dataset: Dataset, unit: Unit, plan: Plan, target: str, seed: int,
-                on_rows: Callable[[int], None] | None = None) -> SearchSample:
-    """The search rows and cell counts of one unit (a Dask task of the search pass)."""
-    out = SearchSample.empty(plan)
+                on_rows: Callable[[int], None] | None = None) -> _Searched:
+    """The search rows and cell counts of one unit, and its sums per column code and per value of a
+    banded number (a Dask task of the search pass)."""
+    out = _Searched(SearchSample.empty(plan), np.zeros((4, int(_code_offsets(plan)[-1]))))
+    off = _code_offsets(plan)
     which = range(len(plan.columns))
     for start, p, y, meta, _ in _batches(dataset, unit, plan.names, target):
         codes = _codes(plan, which, meta, unit, start)
         matrix = np.stack([codes[i] for i in which], axis=1) if plan.columns else np.zeros((p.size, 0), np.intp)
         h = row_hash(seed, unit.file_index, start, p.size)
-        out.update(matrix, halves(h), h, p, y)
+        out.sample.update(matrix, halves(h), h, p, y)
+        q = np.clip(p, _EPS, 1 - _EPS)
+        weights = (np.ones(p.size), y, np.log1p(-q), np.log(q))
+        for i in which:
+            L = plan.columns[i].n_codes
+            for k, w in enumerate(weights):
+                out.sums[k, off[i]:off[i + 1]] += np.bincount(codes[i], weights=w, minlength=L)
+            if plan.columns[i].how == "bands" and out.values.get(i, {}) is not None:
+                out.values[i] = _merge_values(out.values.get(i, {}),
+                                              _value_sums(meta[plan.columns[i].name], weights))
         if on_rows is not None:
             on_rows(p.size)
     return out
+
+
+def _restating(plan: Plan, searched: _Searched, target: str, names: tuple[str, str]) -> list[OutcomeColumn]:
+    """The plan's columns that restate the measured outcome, judged on their codes' sums and a banded
+    number's values' sums, as :func:`pbr_core.outcome_columns.outcome_columns` judges values and bands
+    (:data:`STREAM_RESTATING_NOTE`)."""
+    off = _code_offsets(plan)
+    what = "the label" if target == "positive" else "whether the prediction was right"
+    found = []
+    for i, col in enumerate(plan.columns):
+        hit = None
+        by_value = searched.values.get(i)
+        if by_value:
+            words = [k if isinstance(k, str) else f"{k:g}" for k in by_value]
+            part = np.stack(list(by_value.values()), axis=1)
+            hit = restating_from_sums(col.name, words, part[0], part[1], part[2:], what, names)
+        if hit is None:
+            part = searched.sums[:, off[i]:off[i + 1]]
+            hit = restating_from_sums(col.name, [*col.levels, "(rare values)"], part[0], part[1], part[2:],
+                                      what, names)
+            if hit is not None and col.how == "bands":
+                hit = dataclasses.replace(hit, cut="quintile bands")
+        if hit is not None:
+            found.append(hit)
+    return found
 
 
 def unit_confirm(dataset: Dataset, unit: Unit, plan: Plan, chosen: tuple[Candidate, ...],
@@ -214,14 +300,23 @@ def compute_slices(
             raise PredictionsError(f"{dataset.spec}: the dataset has no data rows.")
         plan = build_plan(names, summaries.columns, dates, n_rows=n, min_rows=min_rows, max_order=max_order,
                           n_bands=n_bands, skipped=skipped)
-        search = run("searching the slices", unit_search, (plan, what, int(seed)), n, c)
+        searched = run("searching the slices", unit_search, (plan, what, int(seed)), n, c)
+        restating = _restating(plan, searched, what, _outcome_names(lay, what))
+        if restating:  # planned again without them, and searched again (a pass more, only then)
+            gone = {f.column for f in restating}
+            kept = [c for c in names if c not in gone]
+            plan = build_plan(kept, {k: v for k, v in summaries.columns.items() if k in kept}, dates, n_rows=n,
+                              min_rows=min_rows, max_order=max_order, n_bands=n_bands, skipped=skipped)
+            searched = run("searching the slices", unit_search, (plan, what, int(seed)), n, c)
+        search = searched.sample
         choice = choose(plan, search, min_rows=min_rows, max_slices=max_slices, screen=screen)
         ranges = bin_ranges(plan, choice.chosen, search.counts[1])
         confirm = run("confirming the slices", unit_confirm,
                       (plan, tuple(choice.chosen), ranges, n, what, int(seed), choice.line), n, c)
         report = assemble(plan, choice, confirm, target=what, level=level, seed=int(seed), max_order=max_order,
                           min_rows=min_rows, max_slices=max_slices, screen=screen)
-        if plan.columns:
+        report.restating = restating
+        if plan.columns or restating:
             report.notes.append(STREAM_RESTATING_NOTE)
         return report
 
