@@ -25,7 +25,9 @@ Parts
 * ``first-fit``: ``--repeats`` fresh ``python -c`` processes, each timing the import of the
   library (``from pbr_core.recalibrators import PBR``), the first fit (K = 10, the first 1000 rows
   of sample_data/cifar10_resnet110.npz, alpha = .5) and a second fit of the same rows; and, in
-  separate processes, what the imports cost on their own (torch, gpytorch, the library).
+  separate processes, what the imports cost on their own (torch, gpytorch, the library). ``--python``
+  runs them in another interpreter (``--label`` names its section): a virtual environment with only
+  pbr-calib's own requirements is what a user's install imports (no pyro, which netcal brings).
 
 Writes its tables into benchmarks/RESULTS_pbr_scale.md between ``<!-- begin/end PART -->`` markers.
 
@@ -34,6 +36,8 @@ Examples
 ::
 
     python benchmarks/bench_pbr_scale.py --parts first-fit --repeats 5
+    python -m venv /tmp/user && /tmp/user/bin/pip install "torch==2.13.0" . && \
+        python benchmarks/bench_pbr_scale.py --parts first-fit --python /tmp/user/bin/python --label user-install
     python benchmarks/bench_pbr_scale.py --parts table --sizes 1000,10000,100000,1000000
     python benchmarks/bench_pbr_scale.py --parts quality --nets resnet110,densenet121 --alphas 0.1,0.5,1
 """
@@ -204,17 +208,26 @@ IMPORTS = {
 }
 
 
+def _environment(python: str) -> str:
+    """What the interpreter's environment holds that a first fit's imports read: GPyTorch imports pyro
+    when it is installed (0.12 s here; pbr-calib's own requirements do not bring it, netcal does)."""
+    code = ("import importlib.util as u, sys; print(sys.prefix, 'with' if u.find_spec('pyro') else 'without')")
+    prefix, pyro = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    return f"Run by the interpreter of `{prefix}`, {pyro} pyro installed"
+
+
 def first_fit(args) -> None:
+    python = args.python or sys.executable
     rows = []
     for _ in range(args.repeats):
-        out = subprocess.run([sys.executable, "-c", FIRST_FIT.format(sample=str(SAMPLE))], capture_output=True,
+        out = subprocess.run([python, "-c", FIRST_FIT.format(sample=str(SAMPLE))], capture_output=True,
                              text=True, cwd=ROOT, check=True)
         rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
     imports = {}
     for label, code in IMPORTS.items():
         times = []
         for _ in range(args.repeats):
-            out = subprocess.run([sys.executable, "-c", "import time; c, t = time.process_time(), time.perf_counter()\n"
+            out = subprocess.run([python, "-c", "import time; c, t = time.process_time(), time.perf_counter()\n"
                                   f"{code}\nprint(time.process_time() - c, time.perf_counter() - t)"],
                                  capture_output=True, text=True, cwd=ROOT, check=True)
             times.append([float(x) for x in out.stdout.split()])
@@ -223,7 +236,7 @@ def first_fit(args) -> None:
     body = [f"{args.repeats} fresh processes (`python -c`), one after another; median (min-max). PBR, alpha = .5, "
             "K = 10, the first 1000 rows of sample_data/cifar10_resnet110.npz, the library's defaults (one torch "
             "thread by its thread policy). 'import' is `from pbr_core.recalibrators import PBR`; 'first fit' "
-            "includes everything the first fit of a process pays once.", "",
+            f"includes everything the first fit of a process pays once. {_environment(python)}.", "",
             "| step | CPU s | wall s |", "|---|---|---|"]
     for key, label in (("import", "import"), ("first", "first fit"), ("total", "import + first fit"),
                        ("second", "second fit (a warm process)")):
@@ -236,7 +249,9 @@ def first_fit(args) -> None:
     for label, times in imports.items():
         body.append(f"| `{IMPORTS[label]}` | {statistics.median(t[0] for t in times):.2f} | "
                     f"{statistics.median(t[1] for t in times):.2f} |")
-    write_section("first-fit", f"The first fit of a process ({machine()})", body)
+    key = "first-fit" + (f"-{args.label}" if args.label else "")
+    title = "The first fit of a process" + (f", {args.label.replace('-', ' ')}" if args.label else "")
+    write_section(key, f"{title} ({machine()})", body)
 
 
 # ---------------------------------------------------------------------- table by n
@@ -348,6 +363,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--test-rows", type=int, default=20_000)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--cache", type=Path, default=Path("/tmp/pbr_scale_cache"))
+    p.add_argument("--python", help="the interpreter of the first-fit processes (default: this one), e.g. a "
+                   "virtual environment with only pbr-calib's own requirements")
+    p.add_argument("--label", default="", help="the first-fit section's name suffix, e.g. user-install")
     p.add_argument("--worker")
     args = p.parse_args(argv)
     if args.worker:
