@@ -3,8 +3,9 @@ memory and streamed (audit 10a, finding 4: refused even with --label-column, and
 worked or failed by which file came first).
 
 Decided: a word of a known pair (no/yes, false/true, negative/positive..., case-insensitive: the
-vocabulary that decides which of two names is class 1) is read as its class, with a note; any other
-single name is an error that says how to write the labels. A stream whose first rows hold one name
+vocabulary that decides which of two names is class 1) is read as its class, with a note; so is a
+name beside a score column whose header names the other class (audit 12a: 'legit' only beside
+p_fraud is class 0); any other single name is an error that says how to write the labels. A stream whose first rows hold one name
 reads the label column further until the other appears, and decides the two as one file would."""
 
 from __future__ import annotations
@@ -73,9 +74,14 @@ def test_a_file_of_no_only_through_the_cli_with_and_without_label_column(capsys,
 
 
 def test_an_unknown_single_name_is_a_clear_error() -> None:
+    # p_fraud names class 1: 'legit', another name, is class 0 (before audit 12a: this error)
     df = pd.DataFrame({"p_fraud": [0.1, 0.2, 0.05], "label": ["legit"] * 3})
+    preds = pbr_core.load_predictions(df)
+    assert preds.class_names == ("legit", "fraud") and preds.labels.tolist() == [0, 0, 0]
+    assert any("holds one class name only, 'legit': read as class 0" in n for n in preds.notes)
+    # a header that names no class: one name alone says nothing
     with pytest.raises(PredictionsError) as info:
-        pbr_core.load_predictions(df)
+        pbr_core.load_predictions(df.rename(columns={"p_fraud": "score"}))
     message = str(info.value)
     assert "holds one class name only, 'legit'" in message
     assert "Write the labels as 0/1" in message and "no/yes" in message
@@ -120,11 +126,16 @@ def test_a_stream_of_one_name_throughout(capsys, tmp_path) -> None:
     code, out, err = _run(capsys, "evaluate", tmp_path / "quiet.csv", "--stream", "--format", "json", "--quiet")
     assert code == EXIT_OK, err
     assert json.loads(out)["ece"] == pytest.approx(_ece(df), abs=1e-12)
-    df["churn"] = "stayed"
+    df["churn"] = "stayed"  # p_churn names class 1, churn: 'stayed' is class 0 (audit 12a), as in memory
+    df.to_csv(tmp_path / "quiet.csv", index=False)
+    code, out, err = _run(capsys, "evaluate", tmp_path / "quiet.csv", "--stream", "--format", "json", "--quiet")
+    assert code == EXIT_OK, err
+    assert json.loads(out)["ece"] == pytest.approx(_ece(df, yes="churn"), abs=1e-12)
+    df["churn"] = "churned"  # a form of the class the header names, perhaps: not read as its opposite
     df.to_csv(tmp_path / "quiet.csv", index=False)
     code, _, err = _run(capsys, "evaluate", tmp_path / "quiet.csv", "--stream", "--quiet")
     assert code == EXIT_BAD_INPUT
-    assert "every row of the dataset" in err and "holds one class name only, 'stayed'" in err
+    assert "every row of the dataset" in err and "holds one class name only, 'churned'" in err
 
 
 def test_streamed_names_outside_the_vocabulary_are_settled_by_the_score_column(tmp_path) -> None:

@@ -184,7 +184,8 @@ def _load(path: str, args: argparse.Namespace, require_labels: bool = True):
         return load_predictions(path, input_type=args.input_type, label_column=args.label_column,
                                 score_columns=args.score_columns, group_columns=args.group_columns,
                                 ignore_columns=args.ignore_columns, renormalize=args.renormalize,
-                                percent=args.percent, require_labels=require_labels)
+                                percent=args.percent, positive_class=getattr(args, "positive_class", None),
+                                require_labels=require_labels)
     except PredictionsError as exc:
         raise CLIError(cli_words(str(exc)), EXIT_BAD_INPUT) from exc
     except OSError as exc:
@@ -196,6 +197,7 @@ _CLI_WORDS = (
     ("(label_column=)", "(--label-column)"), ("(score_columns=)", "(--score-columns)"),
     ("(ignore_columns=)", "(--ignore-columns)"), ("label_column=", "--label-column"),
     ("renormalize=True", "--renormalize"), ("input_type='logits'", "--input-type logits"), ("percent=True", "--percent"),
+    ("positive_class=", "--positive-class "),
     ("input_type='probabilities'", "--input-type probabilities"),
     ("`n_re`", "--n-re"), ("n_re=", "--n-re "), ("`n_te`", "--n-te"), ("n_te=", "--n-te "),
     ("every='day'", "--every day"), ("every='week'", "--every week"), ("every='month'", "--every month"),

@@ -37,7 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="divide probability rows that do not sum to 1 by their sum instead of failing")
         p.add_argument("--percent", action="store_true",
                        help="the scores (or the confidence) are percentages, 0 to 100 ('31.1' for 0.311): "
-                            "divide them by 100")
+                            "divide them by 100 (a column written with %% signs, '93.3%%', is read so without it)")
+        p.add_argument("--positive-class", default=None, metavar="NAME",
+                       help="for one score column beside labels written as two names: the class the score is the "
+                            "probability of, when the file does not say it (e.g. approved)")
 
     def raw_csv_option(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
         p.add_argument("--raw-csv", action="store_true",

@@ -33,7 +33,8 @@ def _open(args: argparse.Namespace, require_labels: bool = True):
     try:
         ds = open_dataset(str(args.file), label_column=args.label_column, score_columns=args.score_columns,
                           group_columns=args.group_columns, ignore_columns=args.ignore_columns,
-                          input_type=args.input_type, renormalize=args.renormalize, percent=args.percent)
+                          input_type=args.input_type, renormalize=args.renormalize, percent=args.percent,
+                          positive_class=getattr(args, "positive_class", None))
         if not require_labels:
             from dataclasses import replace
 

@@ -77,7 +77,7 @@ import numpy as np
 
 from pbr_core.loading import _source
 from pbr_core.loading._limits import ReadLimitError, ReadLimits, default_limits
-from pbr_core.loading._roles import ColumnChoice, column_list
+from pbr_core.loading._roles import FIT_ROWS_COLUMN, ColumnChoice, column_list
 from pbr_core.loading._numpy import _load_numpy
 from pbr_core.loading._duplicates import duplicate_note
 from pbr_core.loading._excel import _load_excel, read_excel_frame
@@ -99,6 +99,7 @@ from pbr_core.loading.writing import save_predictions, template_csv
 from pbr_core.predictions import DEFAULT_SUM_TOLERANCE, InputType, Predictions, PredictionsError
 
 __all__ = [
+    "FIT_ROWS_COLUMN",
     "ACCEPTED_SUFFIXES",
     "ReadLimitError",
     "ReadLimits",
@@ -122,6 +123,11 @@ FileFormat = _source.FileFormat
 
 
 # ------------------------------------------------------------------------------------ public API
+def _positive_class(value: object) -> str | None:
+    """``positive_class`` as text (a form's empty choice: None, the file decides)."""
+    return None if value is None or not str(value).strip() else str(value)
+
+
 def load_predictions(
     source: Source,
     *,
@@ -136,6 +142,7 @@ def load_predictions(
     max_rows: int | None = None,
     name: str | None = None,
     percent: bool = False,
+    positive_class: str | None = None,
     require_labels: bool = True,
     limits: ReadLimits | None = None,
 ) -> Predictions:
@@ -173,7 +180,14 @@ def load_predictions(
         The score columns (or the confidence column) hold percentages, 0 to 100 ("31.1" for 0.311):
         divided by 100, with a note. Never decided by the loader itself (numbers in [0, 100] may be
         logits); values outside [0, 100], or all inside [0, 1] (fractions already), are an error.
-        Tables only (CSV, TSV, Excel, Parquet, JSON); not with ``input_type="logits"``.
+        Tables only (CSV, TSV, Excel, Parquet, JSON); not with ``input_type="logits"``. A column whose
+        every cell is written with a % sign ("93.3%", "93,3%" in a file of decimal commas) is read as
+        fractions without this option, with a note.
+    positive_class : str, optional
+        For one score column beside labels written as two class names: the class the score is the
+        probability of (class 1), when the file does not say it (``approval_score`` beside
+        approved/denied; a header such as ``p_approved`` or a pair such as no/yes says it). Must be
+        one of the label's values; with labels of one name only, another name is class 0.
     max_rows : int, optional
         Refuse files with more rows than this (checked before the data is parsed where the format
         allows). None: no limit.
@@ -232,7 +246,7 @@ def load_predictions(
         raise src.error(str(exc)) from None
     limits = _limits_or_default(src, limits)
     opts = _Options(columns, input_type, renormalize, float(tolerance), max_rows, bool(require_labels), limits=limits,
-                    percent=bool(percent))
+                    percent=bool(percent), positive_class=_positive_class(positive_class))
     if table is not None:  # a DataFrame or Arrow table in memory: the roles and notes of a file's table
         with _as_input_error(src, "table", "read the"):
             preds = _load_in_memory(table, src, opts)
@@ -455,9 +469,15 @@ def _as_input_error(src: _Source, fmt: str, doing: str = "read the file as"):
 
 def _with_columns(exc: PredictionsError, src: _Source) -> PredictionsError:
     """``exc`` with ``exc.columns``: the file's column (or array) names when the reader got as far as
-    reading them, else None; a front end offers them to name the roles without reading the file again."""
+    reading them, else None; a front end offers them to name the roles without reading the file again.
+    Also ``exc.undecided_classes``: (label column, (name, name), score column) when the read stopped at
+    not knowing which of a binary label's two names the score is the probability of, else None."""
     if getattr(exc, "columns", None) is None:
         exc.columns = src.seen.get("columns")
+    if getattr(exc, "undecided_classes", None) is None:
+        # (label column, its two names, the score column) when the file does not say which name the
+        # score is the probability of: a front end offers the names (positive_class=)
+        exc.undecided_classes = src.seen.get("undecided_classes")
     return exc
 
 

@@ -89,13 +89,14 @@ def _as_read(x: np.ndarray, percent: bool) -> np.ndarray | None:
 
 def label_by_values(df: pd.DataFrame, columns: Sequence[str], src: _Source, renormalize: bool = False,
                     percent: bool = False, input_type: str = "auto", ask: bool = True,
-                    scores: Sequence[str] | None = None) -> tuple[str, str] | None:
+                    scores: Sequence[str] | None = None, positive: str | None = None) -> tuple[str, str] | None:
     """(column, why) of the one column of ``columns`` whose values make it the label, or None.
 
     ``percent`` and ``input_type`` are the reading options: the scores are matched as they will be
     read. ``scores``: the score columns the user named (not in ``columns``); the label is then
     matched to them, every other column being metadata, instead of to scores detected among
-    ``columns``. Raises the loader's error when several columns could each be the label (the user
+    ``columns``. ``positive``: the class the one score column is the probability of, as the user said
+    (``positive_class``). Raises the loader's error when several columns could each be the label (the user
     names it), or when the score columns are ambiguous (:class:`MixedScoresError`), unless ``ask`` is
     False (labels not required: None, the file is read without labels).
     """
@@ -114,7 +115,9 @@ def label_by_values(df: pd.DataFrame, columns: Sequence[str], src: _Source, reno
         raise _no_scores(trial, src)
     classlike = [p.name for p in profile_columns(df, [c for c in columns if c not in scores])
                  if (p.kind in ("text", "bool") or (p.kind == "number" and p.whole and not p.missing))
-                 and not metadata_by_name(p.name) and not set(name_words(p.name)) & DECISION_WORDS]
+                 and not metadata_by_name(p.name)
+                 and (not set(name_words(p.name)) & DECISION_WORDS
+                      or _holds_the_named_class(df[p.name], scores, positive))]
     if not classlike:
         return None
     x = df[scores].to_numpy(dtype=np.float64, na_value=np.nan)
@@ -123,7 +126,7 @@ def label_by_values(df: pd.DataFrame, columns: Sequence[str], src: _Source, reno
     x = _as_read(x, percent)
     if x is None:
         return None
-    fits = [f for c in classlike if (f := _fit(df[c], c, scores, x, input_type == "logits")) is not None]
+    fits = [f for c in classlike if (f := _fit(df[c], c, scores, x, input_type == "logits", positive)) is not None]
     good = [f for f in fits if not f.decision]
     if len(good) == 1:
         return good[0].column, f"not named as a label, taken for its values: {good[0].why}"
@@ -144,13 +147,37 @@ def label_by_values(df: pd.DataFrame, columns: Sequence[str], src: _Source, reno
     return None
 
 
-def _fit(series: pd.Series, column: str, scores: list[str], x: np.ndarray, logits: bool = False) -> _Fit | None:
+def _holds_the_named_class(series: pd.Series, scores: Sequence[str], positive: str | None = None) -> bool:
+    """Whether a column named as a decision (``decision``: approved/denied) holds the class that the one
+    score column is named after (``p_approved``): then it is that score's outcome by name, and may be
+    the label like any other column (the checks of :func:`_fit` still apply: a decision that a
+    threshold on the score reproduces is the model's own, named in the message, never taken). So it
+    is when it holds the class the user said the score is the probability of (``positive``). Other
+    words of the model's output (``predicted``, ``score``) keep a column out."""
+    if len(scores) != 1 or set(name_words(str(series.name))) & DECISION_WORDS != {"decision"}:
+        return False
+    names = series.dropna().astype(str).str.strip().unique()[:3].tolist()
+    found = _two_classes(names, scores[0], positive) if len(names) == 2 else None
+    return found is not None and found[2] is not None  # class 1 named by the score's header
+
+
+def _two_classes(names: list, header: str, positive: str | None) -> tuple[object, object, str | None] | None:
+    """(class 0, class 1, how) of two label values beside the score column ``header``: as the user said
+    (``positive``, one of them), else as the file says (:func:`binary_classes`); None when neither does."""
+    if positive is not None:
+        hit = [n for n in names if str(n).strip().casefold() == str(positive).strip().casefold()]
+        return ([n for n in names if n != hit[0]][0], hit[0], "as asked") if len(hit) == 1 else None
+    return binary_classes(names, header)
+
+
+def _fit(series: pd.Series, column: str, scores: list[str], x: np.ndarray, logits: bool = False,
+         positive: str | None = None) -> _Fit | None:
     """How ``column`` fits as the label of the score block ``x``; None when it cannot be the label.
     ``logits``: the one score column holds log-odds (any real number)."""
     if series.isna().any():
         return None
     if len(scores) == 1:
-        found = _zero_one(series, scores[0])
+        found = _zero_one(series, scores[0], positive)
         return None if found is None else _binary_fit(column, scores[0], x[:, 0], *found, logits=logits)
     codes, how = _class_codes(series, scores)
     if codes is None or np.unique(codes).size < 2:
@@ -167,7 +194,7 @@ def _fit(series: pd.Series, column: str, scores: list[str], x: np.ndarray, logit
     return _Fit(column, f"{how}; the highest-scoring class matches it on {agree:.0%} of the rows")
 
 
-def _zero_one(series: pd.Series, header: str) -> tuple[np.ndarray, str] | None:
+def _zero_one(series: pd.Series, header: str, positive: str | None = None) -> tuple[np.ndarray, str] | None:
     """(0/1, how they are written) for a column of two values whose class 1 is known beside the score
     column ``header``: 0/1, or two values that the loader maps for a label column named as such
     (:func:`~pbr_core.loading._roles.binary_classes`: true/false, no/yes..., or the class the header
@@ -183,7 +210,7 @@ def _zero_one(series: pd.Series, header: str) -> tuple[np.ndarray, str] | None:
         else:
             text = series.astype(str).str.strip()
             names = sorted(text.unique()[:3].tolist())
-            found = binary_classes(names, header) if len(names) == 2 else None
+            found = _two_classes(names, header, positive) if len(names) == 2 else None
             if found is None:
                 return None
             negative, positive, _ = found
@@ -247,6 +274,30 @@ def _no_scores(trial: Roles, src: _Source) -> PredictionsError:
         "the true labels (label_column=).")
 
 
+def _unknown_class_hint(df: pd.DataFrame, columns: Sequence[str], score: str, src: _Source) -> str:
+    """For one score column: the columns of two names (approved/denied; not an id, not named as the
+    model's output other than ``decision``) that could be its label if the file said which name the
+    score is the probability of; the sentence that says how to say it ("" when there are none). One
+    such column is recorded in ``src.seen["undecided_classes"]``."""
+    named = []
+    for c in columns:
+        words = set(name_words(c)) & DECISION_WORDS
+        if metadata_by_name(c) or (words and words != {"decision"}) or pd.api.types.is_numeric_dtype(df[c].dtype):
+            continue
+        names = df[c].dropna().astype(str).str.strip().unique()[:3].tolist()
+        if len(names) == 2 and binary_classes(names, score) is None:
+            named.append((c, sorted(names)))
+    if not named:
+        return ""
+    c, (a, b) = named[0]
+    if len(named) == 1:  # for a front end's choice of the class (:func:`pbr_core.loading._with_columns`)
+        src.seen["undecided_classes"] = (c, (a, b), score)
+    more = f" (also {_short([n for n, _ in named[1:]], 6)})" if len(named) > 1 else ""
+    return (f" Column {c!r}{more} holds two names, {a!r} and {b!r}, but the file does not say which class {score!r} "
+            f"is the probability of: say which (positive_class={a!r} or positive_class={b!r}), and the label is "
+            "then found by its values.")
+
+
 def no_label_hint(df: pd.DataFrame, columns: Sequence[str], src: _Source, renormalize: bool = False,
                   percent: bool = False, input_type: str = "auto", scores: Sequence[str] | None = None) -> str:
     """What the message for a file without a label column adds: the columns of two values that could
@@ -263,6 +314,8 @@ def no_label_hint(df: pd.DataFrame, columns: Sequence[str], src: _Source, renorm
     out = ""
     if two:
         out += f" Column{'s' if len(two) > 1 else ''} with two values, which could be the label: {_short(two, 8)}."
+    if len(scores) == 1:
+        out += _unknown_class_hint(df, [c for c in columns if c not in scores and c not in two], scores[0], src)
     if len(scores) == 1 and not percent and input_type != "logits":
         x = pd.to_numeric(df[scores[0]], errors="coerce").to_numpy(dtype=np.float64)
         x = x[np.isfinite(x)]

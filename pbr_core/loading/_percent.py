@@ -4,10 +4,15 @@
 Only on request: a column of numbers in [0, 100] may as well be logits or a count, so the loader
 never divides by 100 on its own (it says "percentages?" in its error instead). What is divided is
 said in a note, with the first value before and after.
+
+A column whose every cell carries a % sign ("93.3%", "93,3%" in a file of decimal commas, "100 %")
+says so itself: :func:`signed_percent_columns` reads it as fractions before the columns' roles are
+decided, whatever role it then gets (score, confidence), with a note; the option is then not needed.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 import numpy as np
@@ -15,6 +20,12 @@ import pandas as pd
 
 from pbr_core.loading._roles import _name_shape
 from pbr_core.loading._source import _Source
+
+#: A cell written as a percentage with the decimal mark ``{d}``: "92%", "92.5 %", "-3%", ".5%".
+_PERCENT_CELL = r"\s*-?(?:\d+(?:{d}\d*)?|{d}\d+)\s*%\s*"
+
+#: The note on a column written with % signs, read as fractions.
+SIGNED_NOTE = ("Column {column!r} is written as percentages ({cell}): read as fractions of 1 ({value:.4g}).")
 
 #: The note on scores read as percentages.
 PERCENT_NOTE = ("Read {what} as percentages, as asked: divided by 100 ({before:.6g} -> {after:.6g} in the first "
@@ -73,3 +84,45 @@ def _is_percent_block(df: pd.DataFrame, cols: Sequence[str], several: bool) -> b
     if np.isnan(v).any() or v.min() < 0 or v.max() > 100 or v.max() <= 1:
         return False
     return len(cols) == 1 or bool(np.all(np.abs(v.sum(axis=1) - 100) <= min(0.5 * len(cols), 5.0)))
+
+
+def percent_cells(series: pd.Series, decimal: str = ".") -> np.ndarray | None:
+    """The column's values as fractions of 1 when every cell that is not empty is written as a
+    percentage ("92%" -> 0.92; "92,5%" -> 0.925 where ``decimal`` is ","), else None (numbers,
+    text, or percentages mixed with plain numbers: a column half in percent is not guessed at)."""
+    if pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
+        return None
+    text = series.astype(object).map(lambda v: v.decode("latin-1") if isinstance(v, bytes) else v)
+    present = text.notna().to_numpy()
+    if not present.any():
+        return None
+    cells = text[present].astype(str)
+    if not cells.str.fullmatch(_PERCENT_CELL.format(d=re.escape(decimal))).all():
+        return None
+    numbers = cells.str.replace("%", "", regex=False).str.strip()
+    if decimal != ".":
+        numbers = numbers.str.replace(decimal, ".", regex=False)
+    out = np.full(len(series), np.nan)
+    out[present] = numbers.astype(np.float64).to_numpy() / 100.0
+    return out
+
+
+def signed_percent_columns(df: pd.DataFrame, decimal: str, notes: list[str],
+                           columns: Sequence[str] | None = None) -> list[str]:
+    """Replace (in ``df``) every column written with % signs on all its cells by its fractions, with a
+    note each, before the roles are decided: detection then sees the probabilities they are (a score
+    "93,3%" of an Excel export, a confidence "87%"). ``columns``: those to look at (default: all).
+    Returns the columns so read."""
+    done = []
+    for c in (df.columns if columns is None else columns):
+        if pd.api.types.is_numeric_dtype(df[c].dtype) or pd.api.types.is_bool_dtype(df[c].dtype):
+            continue
+        values = percent_cells(df[c], decimal)
+        if values is None:
+            continue
+        first = int(np.flatnonzero(~np.isnan(values))[0])
+        cell = str(df[c].iloc[first]).strip()
+        df[c] = values
+        notes.append(SIGNED_NOTE.format(column=str(c), cell=cell, value=values[first]))
+        done.append(str(c))
+    return done

@@ -59,7 +59,13 @@ METADATA_NAME_WORDS: dict[str, str] = {
                     "a per-record measurement"),
 }
 #: Whole names that are metadata whatever their last word.
-METADATA_NAMES = {"row_number": "an identifier", "row_index": "an identifier", "sample": "an identifier",
+#: The column in which the calibrated downloads (the dashboard's, ``pbr-calib apply``'s where it knows
+#: them) mark the rows the recalibrator was fitted on (True / False). Read back as metadata by its name,
+#: never as the label: its two values beside one score column would otherwise be a candidate.
+FIT_ROWS_COLUMN = "used_for_fit"
+
+METADATA_NAMES = {FIT_ROWS_COLUMN: "the rows a recalibrator was fitted on (a calibrated download's own column)",
+                  "row_number": "an identifier", "row_index": "an identifier", "sample": "an identifier",
                   "set": "a data split",
                   # per-record scores of an evaluation harness (lm-evaluation-harness: acc, acc_norm)
                   # ("acc" and "pass" are not among them: class names too, UCI car's unacc/acc/good/vgood)
@@ -421,6 +427,10 @@ def detect_scores(df: pd.DataFrame, names: Sequence[str], src: _Source, roles: R
         chosen = unit  # a probability block, plus numbers outside [0, 1] that cannot belong to it
     elif (block := _corrupted_block(df, profiles, unit + flags, outside)) is not None:
         chosen = block  # probabilities with a cell outside [0, 1]: the loader names it
+    elif (lone := _lone_named_probability(df, unit, outside)) is not None:
+        chosen = [lone]  # approval_score (93.3%) beside a loan_amount: p(y=1) and a covariate, by their names
+        left_out = (f"not a score: outside [0, 1], and not named as one, while {lone.name!r} is named as a "
+                    "probability and stays inside [0, 1]")
     elif unit and many:
         inside = [p.name for p in unit]
         raise MixedScoresError(_ambiguous(src, candidates,
@@ -447,6 +457,34 @@ def detect_scores(df: pd.DataFrame, names: Sequence[str], src: _Source, roles: R
                                "outside [0, 1] while the other score columns are probabilities summing to 1")
             _keep(roles, p, why)
     roles.scores = [p.name for p in profiles if p.name in chosen_names]
+
+
+#: Words of a header that name a probability (``approval_score``, ``p_approved``, ``default_prob``).
+PROBABILITY_WORDS = frozenset(("p", "prob", "probs", "proba", "probability", "score"))
+
+#: Words of a header that name a number outside [0, 1] as a model's output (log-odds, a margin).
+OUTPUT_WORDS = frozenset(("logit", "logits", "log", "margin", "logodds", "odds", "decision", "raw", "z"))
+
+
+#: A number beyond this in size is no model's log-odds (p within 4e-44 of 0 or 1): an amount, a count.
+NO_LOG_ODDS = 100.0
+
+
+def _lone_named_probability(df: pd.DataFrame, unit: Sequence[Profile], outside: Sequence[Profile]) -> Profile | None:
+    """The one column inside [0, 1] named as a probability, beside numbers outside [0, 1] of which none
+    is named as a score or a model's output and each reaches beyond any log-odds (a ``loan_amount`` of
+    504 to 49,993, an ``income``): the score of a binary file, the others its covariates. None
+    otherwise (``p`` beside ``logit_p``, or beside a ratio of 0.5 to 3.7: the user says which)."""
+    named = [p for p in unit if set(name_words(p.name)) & PROBABILITY_WORDS]
+    if len(unit) != 1 or len(named) != 1 or not outside:
+        return None
+    if any(set(name_words(p.name)) & (PROBABILITY_WORDS | OUTPUT_WORDS) for p in outside):
+        return None
+    if not all(np.nanmax(np.abs(pd.to_numeric(df[p.name], errors="coerce").to_numpy(dtype=np.float64,
+                                                                                    na_value=np.nan)))
+               > NO_LOG_ODDS for p in outside):
+        return None  # a balance_ratio of 0.5 to 3.7 may be log-odds: the user says which
+    return named[0]
 
 
 def _name_shape(name: str) -> str | None:
@@ -611,6 +649,43 @@ def _named_class(header: str, names: Sequence[str]) -> str | None:
     forms = _named_forms(header)
     hits = [n for n in names if str(n).strip().lower() in forms]
     return hits[0] if len(hits) == 1 else None
+
+
+def header_class(header: str) -> str | None:
+    """The class a lone score column's header names, as written there (``p_approved`` -> ``approved``,
+    ``churn_prob`` -> ``churn``, ``p(fraud)`` -> ``fraud``); None for a header that names no class
+    (``score``, ``p``, ``prediction``) or names it in two ways. Only a probability's prefix or ending
+    counts: ``risk_score`` need not be the probability of a class "risk"."""
+    h = header.strip()
+    low = h.lower()
+    found = {h[len(x):] for x in SCORE_PREFIXES if _of_probability(x) and low.startswith(x) and len(h) > len(x)}
+    found |= {h[:-len(x)] for x in SCORE_SUFFIXES if _of_probability(x) and low.endswith(x) and len(h) > len(x)}
+    m = _P_OF.fullmatch(low)
+    if m:
+        found.add(h[m.start(1):m.end(1)])
+    found = {f.strip(" _-.") for f in found} - {""}
+    return next(iter(found)) if len(found) == 1 and not re.fullmatch(r"\d+", next(iter(found))) else None
+
+
+def _of_probability(affix: str) -> bool:
+    """A score prefix or ending that says "probability of" (``p_``, ``_prob``), not ``score_``, ``logit_``."""
+    return bool(re.fullmatch(r"[ _]?(p|prob|probs|proba|probability|probabilities|pred_prob|pred_proba)[ _]?",
+                             affix))
+
+
+def other_class_by_header(name: str, header: str) -> str | None:
+    """Class 1, for binary labels that hold one name only, ``name``, which is not the class the score
+    column's header names (``denied`` beside ``p_approved``): that class (``approved``), and ``name``
+    is class 0. None when the header names no class, or one that ``name`` may be a form of
+    (``approval_score`` beside ``approved``: a shared start, or one inside the other), which would
+    read a class as its own opposite."""
+    named = header_class(header)
+    if named is None:
+        return None
+    a, b = named.casefold(), str(name).strip().casefold()
+    if a in b or b in a or os.path.commonprefix([a, b]).__len__() >= 4:
+        return None
+    return named
 
 
 def binary_classes(names: Sequence[object], header: str) -> tuple[object, object, str | None] | None:

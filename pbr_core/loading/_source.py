@@ -261,6 +261,9 @@ class _Options:
     one_label_name: bool = True
     #: The scores (or the confidence) are percentages: divided by 100 (:mod:`pbr_core.loading._percent`).
     percent: bool = False
+    #: The class a lone score column is the probability of, among a binary label's two names
+    #: (``positive_class=``), when the file does not say it (``approval_score`` beside approved/denied).
+    positive_class: str | None = None
     #: Bounds on the read (:mod:`pbr_core.loading._limits`); none for the batches of a streamed
     #: dataset, whose size the stream bounds.
     limits: ReadLimits = ReadLimits.none()

@@ -37,10 +37,10 @@ from pbr_core.loading._limits import (ReadLimits, format_bytes, gzip_declared_si
 from pbr_core.loading._roles import (_P_OF, DECIMAL_COMMA_NUMBER, DECISION_WORDS, SCORE_PREFIXES, SCORE_SUFFIXES,
                                      Roles, _named_class, _outcome_stems, binary_classes, binary_classes_note,
                                      detect_scores, duplicates, find_by_name, metadata_by_name, name_words,
-                                     named_roles, names_outcome, one_binary_class, profile, score_named_after,
+                                     named_roles, names_outcome, one_binary_class, other_class_by_header, profile, score_named_after,
                                      strip_prefix)
 from pbr_core.loading._outcome import label_by_values, no_label_hint
-from pbr_core.loading._percent import from_percent, percent_columns
+from pbr_core.loading._percent import from_percent, percent_cells, percent_columns, signed_percent_columns
 from pbr_core.loading._vectors import collapse_roles, expand_score_vectors
 from pbr_core.predictions import Predictions, PredictionsError
 
@@ -98,7 +98,8 @@ def _csv_header(src: _Source, fmt: FileFormat, head: bytes) -> _CsvHeader:
     if sep in (";", "\t"):  # spreadsheet exports in many European locales: "0,25;0,75;1" (or tab-separated)
         # Up to 50 data rows of the head (the first may hold only whole numbers: "1;0;0;0").
         rows = [line.decode(encoding, errors="replace") for line in head.split(b"\n")[1:51]]
-        cells = [c.strip().strip('"') for row in rows[:-1] for c in row.split(sep)]
+        # A percentage "40,4%" shows the decimal mark as a number does.
+        cells = [re.sub(r"\s*%$", "", c.strip().strip('"')) for row in rows[:-1] for c in row.split(sep)]
         comma = [c for c in cells if re.fullmatch(DECIMAL_COMMA_NUMBER, c, flags=re.I)]
         if sep == "\t" and (any(re.fullmatch(r"-?\d*\.\d+(?:e-?\d+)?", c, flags=re.I) for c in cells)
                             or all(re.fullmatch(r"-?\d{1,3}(?:,\d{3})+", c) for c in comma)):
@@ -123,7 +124,7 @@ def _load_csv(src: _Source, fmt: FileFormat, head: bytes, opts: _Options) -> Pre
     df = _read_csv_frame(src, header.sep, header.compression, header.encoding, header.decimal)
     if len(df.columns) == len(raw_header):
         df.columns = raw_header
-    return _from_table(df, src, opts, notes)
+    return _from_table(df, src, opts, notes, header.decimal)
 
 
 def check_csv_size(src: _Source, header: _CsvHeader, limits: ReadLimits, max_rows: int | None = None) -> None:
@@ -688,7 +689,10 @@ def _class_codes(y: np.ndarray, names: Sequence[str], label: str, src: _Source, 
     return _codes(y, names, label, src, "class-name labels must equal a score column's header.")
 
 
-def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]) -> Predictions:
+def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str],
+                decimal: str = ".") -> Predictions:
+    """The predictions of a table read from a file (or given in memory). ``decimal``: the file's
+    decimal mark (a ``;`` export's ","), for the cells written as percentages ("93,3%")."""
     # Empty headers get pandas' positional names first ("Unnamed: 2"): a spreadsheet export's
     # trailing empty columns have several, and ignore_columns= can then name one.
     columns = [str(c).strip() or f"Unnamed: {i}" for i, c in enumerate(df.columns)]
@@ -712,6 +716,7 @@ def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]
         df = df.iloc[:n_keep]
     if len(df) == 0:
         raise src.error(f"the file is empty: a header ({_names(columns)}) but no data rows.")
+    df, opts = _read_signed_percentages(df, opts, decimal, notes)
     df, choice, expanded = expand_score_vectors(df, opts.columns, src, notes)
     if expanded:  # a column of score vectors, now one column per class
         opts, columns = replace(opts, columns=choice), list(df.columns)
@@ -737,6 +742,25 @@ def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]
                     else pd.concat([row_index.to_frame(), metadata], axis=1, copy=False))
         column_roles = ((str(row_index.name), "metadata"), *column_roles)
     return replace(preds, metadata=metadata, column_roles=column_roles)
+
+
+def _read_signed_percentages(df: pd.DataFrame, opts: _Options, decimal: str,
+                             notes: list[str]) -> tuple[pd.DataFrame, _Options]:
+    """The table with its columns written with % signs ("93,3%") read as fractions, before any role is
+    decided (:func:`~pbr_core.loading._percent.signed_percent_columns`); a copy only when there are
+    such columns (a frame given in memory is not changed). The percentages option, if set, is then
+    not applied again: the signs said which columns are percentages."""
+    signed = [c for c in df.columns if not pd.api.types.is_numeric_dtype(df[c].dtype)
+              and percent_cells(df[c].iloc[:50].dropna(), decimal) is not None]
+    if not signed:
+        return df, opts
+    df = df.copy(deep=False)
+    read = signed_percent_columns(df, decimal, notes, signed)
+    if read and opts.percent:
+        notes.append(f"The percentages option was not applied again to {_names(read)}: their % signs say "
+                     "they are percentages, read as fractions already.")
+        opts = replace(opts, percent=False)
+    return df, opts
 
 
 #: The name under which an unnamed first column of distinct whole numbers (a saved pandas index) is
@@ -851,7 +875,8 @@ def _table_roles(df: pd.DataFrame, columns: list[str], src: _Source, opts: _Opti
             # covariate such as a BMI is metadata, never a score the label is matched to).
             named_scores = roles.scores if choice.scores is not None else None
             by_values = label_by_values(df, [c for c in rest if c != pred], src, opts.renormalize, opts.percent,
-                                        opts.input_type, ask=opts.require_labels, scores=named_scores)
+                                        opts.input_type, ask=opts.require_labels, scores=named_scores,
+                                        positive=opts.positive_class)
             if by_values is not None:  # won, two_year_recid, diagnosis: an outcome by its values
                 roles.label, roles.reasons[by_values[0]] = by_values
         if roles.label is None and opts.require_labels and not (conf and correct and not pred):
@@ -1034,7 +1059,7 @@ def _full_table(df: pd.DataFrame, roles: Roles, src: _Source, opts: _Options, no
         logits = opts.input_type == "logits"
         if kind == "names":
             y, class_names = _binary_names(y, score_cols[0], label, src, notes, opts.binary_names, logits,
-                                           opts.one_label_name)
+                                           opts.one_label_name, opts.positive_class)
         scores = scores[:, 0]
         class_0 = kind != "names" and not logits and _names_class_0(score_cols[0])
         as_bool = kind != "names" and pd.api.types.is_bool_dtype(df[label].dtype)
@@ -1161,7 +1186,7 @@ def _label_named_by_a_score(df: pd.DataFrame, columns: Sequence[str]) -> tuple[s
 
 def _binary_names(y: np.ndarray, header: str, label: str, src: _Source, notes: list[str],
                   known: tuple[str, str] | None = None, logits: bool = False,
-                  one_name: bool = True) -> tuple[np.ndarray, list[str]]:
+                  one_name: bool = True, positive: str | None = None) -> tuple[np.ndarray, list[str]]:
     """Class 1 of binary data whose labels are two class names: the class the score column's header
     names, else the "yes" of a pair such as no/yes or negative/positive; otherwise the file does not
     say which class the score is the probability of, and guessing (e.g. by sorted order) would
@@ -1174,6 +1199,8 @@ def _binary_names(y: np.ndarray, header: str, label: str, src: _Source, notes: l
             raise src.error(f"column {label!r} holds {_cell(other[0])}, but the classes are {known[0]!r} and "
                             f"{known[1]!r} (as decided on the first rows).")
         return (y == known[1]).astype(np.int64), list(known)
+    if positive is not None:
+        return _binary_names_as_asked(y, names, positive, header, label, src, notes)
     if len(names) == 1:
         return _one_binary_name(y, names[0], header, label, src, notes, logits, one_name)
     if len(names) != 2:
@@ -1186,14 +1213,41 @@ def _binary_names(y: np.ndarray, header: str, label: str, src: _Source, notes: l
         negative, positive, how = found
         notes.append(binary_classes_note(negative, positive, how, header, logits))
         return (y == positive).astype(np.int64), [negative, positive]
+    src.seen["undecided_classes"] = (label, (str(names[0]), str(names[1])), header)
     raise src.error(two_label_names_message(names[0], names[1], header, label))
 
 
 def two_label_names_message(a: str, b: str, header: str, label: str) -> str:
     """Why two class names beside one score column cannot be read (which is class 1?), and what to do."""
     return (f"one score column ({header!r}) and two class names in column {label!r} ({a!r}, {b!r}): the file does "
-            f"not say which class {header!r} is the probability of. Name the score column after that class "
-            f"(e.g. {b!r} or 'p_{b}'), or write the labels as 0/1 with 1 for that class.")
+            f"not say which class {header!r} is the probability of. Say which (positive_class={b!r} or "
+            f"positive_class={a!r}), name the score column after that class (e.g. 'p_{b}'), or write the labels "
+            "as 0/1 with 1 for that class.")
+
+
+def _binary_names_as_asked(y: np.ndarray, names: list, positive: str, header: str, label: str, src: _Source,
+                           notes: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Class 1 as the user said (``positive_class``): one of the label's names (compared as written,
+    then ignoring case and spaces); with one name only, a name other than it is class 0."""
+    text = [str(n) for n in names]
+    hit = next((n for n in text if n == positive), None) or next(
+        (n for n in text if n.strip().casefold() == str(positive).strip().casefold()), None)
+    if hit is None and len(text) == 2:
+        raise src.error(f"positive_class={positive!r} is not one of the values of the label column {label!r} "
+                        f"({_names(text)}): name one of them.")
+    if hit is None:
+        negative, hit = text[0], str(positive)
+        notes.append(f"Column {label!r} holds one class name only, {negative!r}: read as class 0, since the score "
+                     f"column {header!r} is the probability of {hit!r}, as asked (positive_class).")
+        return np.zeros(len(y), dtype=np.int64), [negative, hit]
+    if len(text) == 1:
+        raise src.error(f"column {label!r} holds one class name only, {hit!r}, the class {header!r} is the "
+                        "probability of (positive_class): the file does not name the other class. Write the labels "
+                        "as 0/1, or with the words no/yes, false/true or negative/positive, whose meaning is known.")
+    negative = [n for n in text if n != hit][0]
+    notes.append(f"Binary labels: {hit!r} is class 1 (as asked: the score column {header!r} is its probability), "
+                 f"{negative!r} is class 0.")
+    return (np.asarray(y).astype(str) == hit).astype(np.int64), [negative, hit]
 
 
 class OneLabelNameError(PredictionsError):
@@ -1224,6 +1278,11 @@ def _one_binary_name(y: np.ndarray, name: str, header: str, label: str, src: _So
     note; any other name is an error saying how to write the labels. ``opts_one_name`` False: every
     single name is that error (a stream's first rows: the later rows may hold the other name)."""
     found = one_binary_class(name, header) if opts_one_name else None
+    other = other_class_by_header(name, header) if opts_one_name and found is None else None
+    if other is not None:  # denied beside p_approved: the header names class 1, so this name is class 0
+        notes.append(f"Column {label!r} holds one class name only, {name!r}: read as class 0, since the score column "
+                     f"{header!r} is named after the other class, {other!r} (class 1), which no row holds.")
+        return np.zeros(len(y), dtype=np.int64), [str(name), other]
     if found is None:
         raise OneLabelNameError(f"{src.name}: {one_label_name_message(name, header, label)}", label, name, header)
     negative, positive, how = found
@@ -1284,10 +1343,6 @@ def _labels_by_integer_header(y: np.ndarray, headers: list[str], label: str, src
     return idx.astype(np.int64)
 
 
-#: A cell written as a percentage: "92%", "92.5 %", "-3%".
-_PERCENT_CELL = r"-?\d+(?:\.\d*)?\s*%"
-
-
 def _confidence_by_word(df: pd.DataFrame, columns: Sequence[str]) -> str | None:
     """Beside a column that says whether each answer was right, the one column whose name holds the
     word "confidence" (``verbal_confidence``, ``Confidence (elicited)``); of several such, the one
@@ -1295,25 +1350,8 @@ def _confidence_by_word(df: pd.DataFrame, columns: Sequence[str]) -> str | None:
     checked when it is read, with a message naming the first cell that is not a number.)"""
     hits = [c for c in columns if "confidence" in name_words(c)]
     if len(hits) > 1:
-        hits = [c for c in hits if _is_plain_numeric(df[c].dtype) or _percent_cells(df[c]) is not None]
+        hits = [c for c in hits if _is_plain_numeric(df[c].dtype) or percent_cells(df[c]) is not None]
     return hits[0] if len(hits) == 1 else None
-
-
-def _percent_cells(series: pd.Series) -> np.ndarray | None:
-    """The column's values as fractions of 1 when every cell that is not empty is written as a
-    percentage ("92%" -> 0.92), else None (numbers, text, or percentages mixed with plain numbers)."""
-    if _is_plain_numeric(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
-        return None
-    text = series.astype(object).map(lambda v: v.decode("latin-1") if isinstance(v, bytes) else v)
-    present = text.notna().to_numpy()
-    if not present.any():
-        return None
-    cells = text[present].astype(str).str.strip()
-    if not cells.str.fullmatch(_PERCENT_CELL).all():
-        return None
-    out = np.full(len(series), np.nan)
-    out[present] = cells.str.rstrip("%").str.strip().astype(np.float64).to_numpy() / 100.0
-    return out
 
 
 def _confidence_values(df: pd.DataFrame, conf: str, src: _Source, notes: list[str],
@@ -1321,7 +1359,7 @@ def _confidence_values(df: pd.DataFrame, conf: str, src: _Source, notes: list[st
     """The confidence column as floats: numbers (divided by 100 when ``as_percent``: the user said
     they are percentages), or percentages written with a % sign (read as fractions of 1, with a
     note: the sign says what they are)."""
-    percent = _percent_cells(df[conf])
+    percent = percent_cells(df[conf])
     if percent is None:
         values = _float_column(df[conf], conf, src)
         return from_percent(values, [conf], src, notes, "confidence") if as_percent else values

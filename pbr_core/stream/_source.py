@@ -720,6 +720,7 @@ def open_dataset(
     renormalize: bool = False,
     tolerance: float = DEFAULT_SUM_TOLERANCE,
     percent: bool = False,
+    positive_class: str | None = None,
     storage_options: dict | None = None,
     batch_rows: int = BATCH_ROWS,
 ) -> Dataset:
@@ -780,7 +781,8 @@ def open_dataset(
     # value of 300 MB fails): the loader's own check, batch by batch.
     cells = ReadLimits(max_bytes=None, max_memory=None, max_cell_bytes=default_limits().max_cell_bytes)
     opts = _Options(choice, input_type, bool(renormalize), float(tolerance), None, True, percent=bool(percent),
-                    limits=cells)
+                    positive_class=None if positive_class is None or not str(positive_class).strip()
+                    else str(positive_class), limits=cells)
     ds = Dataset(shown, files, fmt, [], opts, storage_options, int(batch_rows))
     ds.columns = _check_schemas(ds)
     return ds
