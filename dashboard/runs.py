@@ -24,7 +24,7 @@ from typing import Any, Iterator, Protocol, Sequence
 
 import numpy as np
 
-from pbr_core import Predictions
+from pbr_core import Predictions, loading
 from pbr_core.cancel import cancel_when
 from pbr_core.experiments.runs import CompareRun, FitRun, GroupGapRun, KLGapRun, PBRRun, SweepRun
 from pbr_core.experiments.runs import run_apply as run_apply_study
@@ -134,8 +134,8 @@ def _progress(reporter: Reporter, multiclass: bool, total: int | None = None, pr
 
 
 #: The calibrated-predictions downloads mark the rows the recalibrator was fitted on in this column
-#: (True / False), after the scores and the label.
-FIT_ROWS_COLUMN = "used_for_fit"
+#: (True / False), after the scores and the label; the loader reads it back as metadata, by its name.
+FIT_ROWS_COLUMN = loading.FIT_ROWS_COLUMN
 
 
 def refuse_small_test_set(s: Any, n: int, rows: int | None = None) -> None:

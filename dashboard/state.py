@@ -116,6 +116,9 @@ class LoadOptions:
     max_rows: int | None = None
     score_columns: tuple[str, ...] = ()      # empty: detect
     percent: bool = False                    # the scores are percentages (0-100): divided by 100
+    #: The class one score column is the probability of, among the label's two names, where the file
+    #: does not say it (``approval_score`` beside approved/denied); None: the file says.
+    positive_class: str | None = None
     group_columns: tuple[str, ...] = ()
     ignore_columns: tuple[str, ...] = ()
     #: A column of scores that are not probabilities: mapped to p(label) on ``map_share`` of the rows
@@ -128,7 +131,8 @@ class LoadOptions:
         return dict(label_column=self.label_column or None, input_type=self.input_type,
                     renormalize=self.renormalize, max_rows=self.max_rows or None,
                     score_columns=list(self.score_columns) or None, group_columns=list(self.group_columns),
-                    ignore_columns=list(self.ignore_columns), percent=self.percent)
+                    ignore_columns=list(self.ignore_columns), percent=self.percent,
+                    positive_class=self.positive_class or None)
 
     def dataset_kwargs(self) -> dict[str, Any]:
         """:meth:`as_kwargs` for ``pbr_core.stream.open_dataset``: a streamed pass reads every row (no cap)."""
@@ -140,7 +144,8 @@ class LoadOptions:
         cols = "|".join(",".join(c) for c in (self.score_columns, self.group_columns, self.ignore_columns))
         mapping = f";map={self.map_scores_column}:{self.map_share:g}:{self.map_method}" if self.map_scores_column else ""
         return (f"lc={self.label_column or ''};it={self.input_type};rn={int(self.renormalize)};"
-                f"mr={self.max_rows or 0};cols={cols}{mapping}" + (";pc=1" if self.percent else ""))
+                f"mr={self.max_rows or 0};cols={cols}{mapping}" + (";pc=1" if self.percent else "")
+                + (f";pos={self.positive_class}" if self.positive_class else ""))
 
 
 @dataclass(frozen=True)
@@ -317,7 +322,7 @@ def _load(source: bytes | str, digest: str, file_name: str, origin: Literal["sam
             return _stream_upload(source, digest, file_name, options, exc)
         return _set_error(file_name, texts.too_large(exc), _columns_of(exc), options)
     except PredictionsError as exc:
-        return _set_error(file_name, str(exc), _columns_of(exc), options)
+        return _set_error(file_name, str(exc), _columns_of(exc), options, getattr(exc, "undecided_classes", None))
     except Exception as exc:  # noqa: BLE001 - a bad file must never crash the app
         logger.exception("reading %s failed", file_name)
         return _set_error(file_name, texts.read_unexpected(type(exc).__name__), [], options)
@@ -404,15 +409,16 @@ def _columns_of(exc: Exception) -> list[str]:
 
 
 def _set_error(file_name: str, message: str, columns: list[str] | tuple[str, ...] = (),
-               options: LoadOptions | None = None) -> str:
+               options: LoadOptions | None = None, classes: tuple | None = None) -> str:
     """Keep a failed load's message for the Data page, with the failed file's ``columns`` (which the
     loader read before it failed: ``PredictionsError.columns``; never read a second time) for its
-    column choices."""
+    column choices, and ``classes`` (``PredictionsError.undecided_classes``: label column, its two
+    names, score column) when the file does not say which name the score is the probability of."""
     # The loader starts its messages with the file name; the error box names the file already.
     if message.startswith(f"{file_name}: "):
         message = message[len(file_name) + 2:]
     st.session_state[_K_ERROR] = {"file_name": file_name, "message": message, "columns": list(columns),
-                                  "options": options or LoadOptions()}
+                                  "options": options or LoadOptions(), "classes": classes}
     return message
 
 
@@ -468,8 +474,9 @@ def read_stopped() -> str | None:
 
 
 def last_error() -> dict | None:
-    """{"file_name", "message", "columns", "options"} of the last failed load, until the next
-    successful one (``columns``: the failed file's columns, for the Data page's column choices)."""
+    """{"file_name", "message", "columns", "options", "classes"} of the last failed load, until the next
+    successful one (``columns``: the failed file's columns, for the Data page's column choices;
+    ``classes``: see :func:`_set_error`)."""
     return st.session_state.get(_K_ERROR)
 
 

@@ -301,8 +301,18 @@ RENORMALISE_HELP = (
 )
 PERCENT_HELP = (
     "On: the score columns (or the confidence) are written as percentages, 31.1 for 0.311; they are "
-    "divided by 100, and the summary says so. Never done on its own: numbers up to 100 may as well be logits."
+    "divided by 100, and the summary says so. Never done on its own: numbers up to 100 may as well be logits. "
+    "Not needed for a column written with % signs (93.3%, or 93,3% with decimal commas): it is read as "
+    "percentages without this."
 )
+POSITIVE_CLASS_LABEL = "The score is the probability of:"
+
+
+def positive_class_help(score: str, label: str) -> str:
+    """The help of the Data page's choice of the class a lone score column is the probability of."""
+    return (f"The file does not say which of the two values of {label!r} the score column {score!r} is the "
+            "probability of (a header such as p_approved, or values such as no/yes, would). Choose it: that value "
+            "is class 1, the other class 0. A wrong choice turns every probability into its opposite.")
 ROW_LIMIT_HELP = (
     "Refuse files with more rows than this, with a message, instead of reading them (the check comes "
     "before the data is parsed). Useful on a shared server; to analyse a huge file, upload a random "
@@ -334,6 +344,11 @@ _PAGE_WORDS = (
     (r"Read them as percentages \(percent=True\)", "Tick *Scores are percentages* under **Columns and reading options**"),
     (r"\(percent=True with input_type='logits'\)", "(*Scores are percentages* with *The score columns hold* logits)"),
     (r"Read them without the percentages option\.", "Untick *Scores are percentages*."),
+    (r"say which \(positive_class='[^']*' or positive_class='[^']*'\)",
+     "choose it under *The score is the probability of* in **Columns and reading options**"),
+    (r"Say which \(positive_class='[^']*' or positive_class='[^']*'\)",
+     "Choose it under *The score is the probability of* in **Columns and reading options**"),
+    (r"positive_class=('[^']*') is not one of the values", r"the class \1 chosen is not one of the values"),
 )
 
 

@@ -30,6 +30,7 @@ K_IGNORE = "data_ignore_columns"
 K_INPUT = "data_input_type"
 K_RENORM = "data_renormalize"
 K_PERCENT = "data_percent"
+K_POSITIVE = "data_positive_class"
 K_MAXROWS = "data_max_rows"
 K_OPTIONS_FOR = "data_options_for"    # which file the option widgets currently describe
 K_MAP_SCORE = "data_map_score"
@@ -44,6 +45,7 @@ K_SERVER_PATH = "data_server_path"
 K_SERVER_OPEN = "data_server_open"
 
 DETECT = "(find it by name)"
+FILE_SAYS = "(choose)"
 INPUT_TYPES = {"auto": "detect (auto)", "probabilities": "probabilities", "logits": "logits"}
 
 TEMPLATES = [  # (kind for pbr_core.template_csv, button label, file name)
@@ -66,6 +68,25 @@ def _target(cur: state.Loaded | None) -> tuple[str, list[str], state.LoadOptions
     return cur.key, [c for c, _ in cur.preds.column_roles], cur.options
 
 
+def _class_choice(target: tuple[str, list[str], state.LoadOptions] | None,
+                  cur: state.Loaded | None) -> tuple[str, tuple[str, str], str] | None:
+    """(label column, its two names, score column) where the user must say which name the one score
+    column is the probability of: the file that failed for not saying it (the loader's
+    ``undecided_classes``), or the loaded file read with such a choice (to change it); else None
+    (the file says it: no control)."""
+    if target is None:
+        return None
+    if target[0].startswith("failed:"):
+        classes = (state.last_error() or {}).get("classes")
+        return tuple(classes) if classes else None
+    if cur is None or not cur.options.positive_class or cur.preds.kind != "binary" or not cur.preds.class_names:
+        return None
+    roles = dict(cur.preds.column_roles)
+    label = next((c for c, r in roles.items() if r == "label"), None)
+    score = next((c for c, r in roles.items() if r == "score"), None)
+    return (label, tuple(cur.preds.class_names), score) if label and score else None
+
+
 def _sync_widgets(target: tuple[str, list[str], state.LoadOptions] | None) -> list[str]:
     """Set the option widgets to the options of the file they now describe; returns its columns."""
     if target is None:
@@ -80,6 +101,7 @@ def _sync_widgets(target: tuple[str, list[str], state.LoadOptions] | None) -> li
         K_INPUT: opts.input_type,
         K_RENORM: opts.renormalize,
         K_PERCENT: opts.percent,
+        K_POSITIVE: opts.positive_class or FILE_SAYS,
         K_MAXROWS: int(opts.max_rows or 0),
     }, also=K_LABEL not in st.session_state)
     return columns
@@ -93,6 +115,7 @@ def _options() -> state.LoadOptions:
         input_type=ss.get(K_INPUT, "auto"),
         renormalize=bool(ss.get(K_RENORM, False)),
         percent=bool(ss.get(K_PERCENT, False)),
+        positive_class=None if ss.get(K_POSITIVE) in (None, FILE_SAYS) else str(ss.get(K_POSITIVE)),
         max_rows=int(ss.get(K_MAXROWS) or 0) or None,
         score_columns=tuple(ss.get(K_SCORES) or ()),
         group_columns=tuple(ss.get(K_GROUPS) or ()),
@@ -219,6 +242,7 @@ def _reading_options(cur: state.Loaded | None) -> None:
                 c[0].multiselect("Group columns (kept to compare groups)", columns, key=K_GROUPS,
                                  help=texts.GROUP_COLUMNS_HELP)
                 c[1].multiselect("Columns to ignore", columns, key=K_IGNORE, help=texts.IGNORE_COLUMNS_HELP)
+                _positive_class_control(_class_choice(target, cur))
             c = st.columns(3, gap="medium")
             c[0].selectbox("The score columns hold", list(INPUT_TYPES), format_func=INPUT_TYPES.get, key=K_INPUT,
                            help=texts.INPUT_TYPE_HELP)
@@ -231,6 +255,18 @@ def _reading_options(cur: state.Loaded | None) -> None:
                                   icon=":material/refresh:", key="data_apply")
     if columns:
         _map_scores_form(target, cur)
+
+
+def _positive_class_control(choice: tuple[str, tuple[str, str], str] | None) -> None:
+    """The choice of the class the one score column is the probability of, beside the label and score
+    columns, shown only where the file does not say it."""
+    if choice is None:
+        return
+    label, names, score = choice
+    options = [FILE_SAYS, *[str(n) for n in names]]
+    if st.session_state.get(K_POSITIVE) not in options:
+        st.session_state[K_POSITIVE] = FILE_SAYS
+    st.selectbox(texts.POSITIVE_CLASS_LABEL, options, key=K_POSITIVE, help=texts.positive_class_help(score, label))
 
 
 def _map_defaults(target: tuple[str, list[str], state.LoadOptions], cur: state.Loaded | None) -> dict[str, str]:
