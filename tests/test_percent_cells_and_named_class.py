@@ -204,3 +204,26 @@ def test_labels_of_one_name_beside_a_header_that_names_the_other_class():
     asked = load_predictions(plain.to_csv(index=False).encode(), format="csv", label_column="decision",
                              positive_class="approved")
     assert asked.class_names == ("denied", "approved") and not asked.labels.any()
+
+
+# ------------------------------------------------------------------- item 4: a download read back
+def test_the_downloads_used_for_fit_column_is_never_taken_for_the_label():
+    """An old calibrated download: used_for_fit (True / False) beside the real outcome. Where the fit
+    rows were not drawn at random (the first rows of a drifting log), its True rows also get higher
+    scores, and both columns could be the label by their values: the loader asked which. Its name
+    says what it is: metadata."""
+    rng = np.random.default_rng(5)
+    n = 600
+    p = np.clip(np.linspace(0.7, 0.3, n) + rng.normal(0, 0.15, n), 0.02, 0.98)   # scores drift down the file
+    y = (rng.random(n) < p).astype(int)
+    used = np.arange(n) < 300                                # fitted on the first half
+    df = pd.DataFrame({"calibrated_p": p, "won": y, "used_for_fit": used})
+    preds = load_predictions(df.to_csv(index=False).encode(), format="csv")
+    roles = dict(preds.column_roles)
+    assert roles["won"] == "label" and roles["used_for_fit"] == "metadata"
+    np.testing.assert_array_equal(preds.labels, y)
+    np.testing.assert_array_equal(preds.metadata["used_for_fit"].to_numpy(), used)
+    # without the real outcome it is not offered as the label either
+    with pytest.raises(PredictionsError) as info:
+        load_predictions(df.drop(columns="won").to_csv(index=False).encode(), format="csv")
+    assert "used_for_fit" not in str(info.value).split("The columns are")[0]
