@@ -28,8 +28,15 @@ def test_a_day_without_churn_loads_with_a_note(at):
 
 
 def test_an_unknown_single_name_says_what_to_do(at):
+    # 'stayed' beside p_churn: the header names class 1, so 'stayed' is class 0 (audit 12a)
     at.file_uploader(key="data_upload").upload("stayed.csv", _csv("stayed"), "text/csv").run()
     assert not at.exception, at.exception
+    assert not at.error
+    preds = at.session_state["pbr_loaded"].preds
+    assert preds.class_names == ("stayed", "churn") and not preds.labels.any()
+    # 'churned' may be a form of the class the header names: not read as its opposite
+    at.file_uploader(key="data_upload").upload("churned.csv", _csv("churned"), "text/csv").run()
+    assert not at.exception, at.exception
     shown = " ".join(str(e.value) for e in at.error)
-    assert "one class name only, 'stayed'" in shown and "Write the labels as 0/1" in shown
+    assert "one class name only, 'churned'" in shown and "Write the labels as 0/1" in shown
     assert "label_column=" not in shown
