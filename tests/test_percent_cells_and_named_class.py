@@ -227,3 +227,13 @@ def test_the_downloads_used_for_fit_column_is_never_taken_for_the_label():
     with pytest.raises(PredictionsError) as info:
         load_predictions(df.drop(columns="won").to_csv(index=False).encode(), format="csv")
     assert "used_for_fit" not in str(info.value).split("The columns are")[0]
+
+
+def test_a_percent_column_kept_beside_the_predictions_keeps_its_cells_as_written():
+    df = _credit(300).assign(interest_rate=lambda d: [f"{r:.1f}%" for r in np.linspace(2.5, 9.5, len(d))])
+    data = df.assign(approval_score=df["approval_score"].map(lambda v: f"{100 * v:.1f}%")).to_csv(index=False).encode()
+    preds = load_predictions(data, format="csv", score_columns=["approval_score"], positive_class="approved")
+    assert dict(preds.column_roles)["interest_rate"] == "metadata"
+    assert preds.metadata["interest_rate"].tolist() == df["interest_rate"].tolist()   # "2.5%", not 0.025
+    assert not any("'interest_rate' is written as percentages" in n for n in preds.notes)
+    np.testing.assert_allclose(preds.p_positive, _truth(df)[0], rtol=0, atol=1e-12)

@@ -716,13 +716,16 @@ def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]
         df = df.iloc[:n_keep]
     if len(df) == 0:
         raise src.error(f"the file is empty: a header ({_names(columns)}) but no data rows.")
-    df, opts = _read_signed_percentages(df, opts, decimal, notes)
+    asked_percent = opts.percent
+    df, opts, signed = _read_signed_percentages(df, opts, decimal)
     df, choice, expanded = expand_score_vectors(df, opts.columns, src, notes)
     if expanded:  # a column of score vectors, now one column per class
         opts, columns = replace(opts, columns=choice), list(df.columns)
     df, row_index = _drop_unnamed(df, columns, src, opts, notes)
     columns = list(df.columns)
     roles = _table_roles(df, columns, src, opts)
+    if signed:
+        df = _signed_percentages_kept(df, roles, signed, asked_percent, notes)
     notes.extend(roles.notes())
     if roles.correct is not None:
         preds = _confidence_correct_table(df, roles, src, opts, notes)
@@ -744,23 +747,44 @@ def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]
     return replace(preds, metadata=metadata, column_roles=column_roles)
 
 
-def _read_signed_percentages(df: pd.DataFrame, opts: _Options, decimal: str,
-                             notes: list[str]) -> tuple[pd.DataFrame, _Options]:
+def _read_signed_percentages(df: pd.DataFrame, opts: _Options,
+                             decimal: str) -> tuple[pd.DataFrame, _Options, dict[str, tuple[pd.Series, str]]]:
     """The table with its columns written with % signs ("93,3%") read as fractions, before any role is
     decided (:func:`~pbr_core.loading._percent.signed_percent_columns`); a copy only when there are
-    such columns (a frame given in memory is not changed). The percentages option, if set, is then
-    not applied again: the signs said which columns are percentages."""
+    such columns (a frame given in memory is not changed). Also {column: (its cells as written, the
+    note on its reading)}, for :func:`_signed_percentages_kept`. The percentages option, if set, is
+    then not applied again: the signs said which columns are percentages."""
     signed = [c for c in df.columns if not pd.api.types.is_numeric_dtype(df[c].dtype)
               and percent_cells(df[c].iloc[:50].dropna(), decimal) is not None]
     if not signed:
-        return df, opts
+        return df, opts, {}
+    originals = {c: df[c] for c in signed}
     df = df.copy(deep=False)
-    read = signed_percent_columns(df, decimal, notes, signed)
+    said: list[str] = []
+    read = signed_percent_columns(df, decimal, said, signed)
     if read and opts.percent:
+        opts = replace(opts, percent=False)
+    return df, opts, {c: (originals[c], note) for c, note in zip(read, said)}
+
+
+def _signed_percentages_kept(df: pd.DataFrame, roles: Roles, signed: dict[str, tuple[pd.Series, str]],
+                             asked_percent: bool, notes: list[str]) -> pd.DataFrame:
+    """A column written with % signs that is kept beside the predictions (an interest rate "3.5%") keeps
+    its cells as written; one read as a score or a confidence gets the note on its reading (and, where
+    the percentages option was set, the note that it was not applied to it again)."""
+    kept = set(roles.kept()) | set(roles.ignored)
+    back = [c for c in signed if c in kept]
+    if back:
+        df = df.copy(deep=False)
+        for c in back:
+            df[c] = signed[c][0]
+            roles.kinds[c] = "text"
+    read = [c for c in signed if c not in kept]
+    notes.extend(signed[c][1] for c in read)
+    if read and asked_percent:
         notes.append(f"The percentages option was not applied again to {_names(read)}: their % signs say "
                      "they are percentages, read as fractions already.")
-        opts = replace(opts, percent=False)
-    return df, opts
+    return df
 
 
 #: The name under which an unnamed first column of distinct whole numbers (a saved pandas index) is
