@@ -37,8 +37,8 @@ from pbr_core.loading._limits import (ReadLimits, format_bytes, gzip_declared_si
 from pbr_core.loading._roles import (_P_OF, DECIMAL_COMMA_NUMBER, DECISION_WORDS, SCORE_PREFIXES, SCORE_SUFFIXES,
                                      Roles, _named_class, _outcome_stems, binary_classes, binary_classes_note,
                                      detect_scores, duplicates, find_by_name, metadata_by_name, name_words,
-                                     named_roles, names_outcome, one_binary_class, other_class_by_header, profile, score_named_after,
-                                     strip_prefix)
+                                     named_roles, names_outcome, one_binary_class, other_class_by_header, profile,
+                                     score_named_after, strip_prefix)
 from pbr_core.loading._outcome import label_by_values, no_label_hint
 from pbr_core.loading._percent import from_percent, percent_cells, percent_columns, signed_percent_columns
 from pbr_core.loading._vectors import collapse_roles, expand_score_vectors
@@ -779,7 +779,7 @@ def _signed_percentages_kept(df: pd.DataFrame, roles: Roles, signed: dict[str, t
         for c in back:
             df[c] = signed[c][0]
             roles.kinds[c] = "text"
-    read = [c for c in signed if c not in kept]
+    read = [c for c in signed if c in roles.scores or c == roles.confidence]
     notes.extend(signed[c][1] for c in read)
     if read and asked_percent:
         notes.append(f"The percentages option was not applied again to {_names(read)}: their % signs say "
