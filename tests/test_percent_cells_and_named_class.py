@@ -237,3 +237,19 @@ def test_a_percent_column_kept_beside_the_predictions_keeps_its_cells_as_written
     assert preds.metadata["interest_rate"].tolist() == df["interest_rate"].tolist()   # "2.5%", not 0.025
     assert not any("'interest_rate' is written as percentages" in n for n in preds.notes)
     np.testing.assert_allclose(preds.p_positive, _truth(df)[0], rtol=0, atol=1e-12)
+
+
+def test_a_streamed_excel_export_reads_its_percentages_as_the_file_loaded_whole(tmp_path, capsys):
+    import json
+
+    df = _credit(300)
+    path = tmp_path / "credit.csv"
+    path.write_bytes(_excel_csv(df))
+    results = []
+    for extra in ((), ("--stream",)):
+        assert cli_main(["evaluate", str(path), "--positive-class", "approved", "--format", "json", "--quiet",
+                         *extra]) == 0
+        results.append(json.loads(capsys.readouterr().out))
+    p, y = _truth(df)
+    for report in results:
+        assert report["n"] == 300 and report["brier"] == pytest.approx(np.mean((p - y) ** 2), abs=1e-12)

@@ -329,6 +329,10 @@ class Dataset:
             raise PredictionsError(f"{unit.path}: could not read the CSV file near data row {start + 1}: "
                                    f"{_first_line(exc)}") from exc
 
+    def _decimal(self, unit: Unit) -> str:
+        """The file's decimal mark, for its cells written as percentages ("93,3%" in a ';' export)."""
+        return "." if unit.fmt == "parquet" else self._csv_dialect(unit).decimal
+
     def _csv_dialect(self, unit: Unit):
         """How the in-memory loader reads this CSV file's header (``_csv_header``: separator, encoding,
         decimal comma, compression, the column names), so that a streamed file is read as the same
@@ -416,7 +420,7 @@ class Dataset:
 
                 def read(opts: _Options, notes: Sequence[str] = ()) -> Predictions:
                     df = _arrow_frame(pa.Table.from_batches([rb]), csv=unit.fmt != "parquet")
-                    return _from_table(df, src, opts, [*header_notes, *notes])
+                    return _from_table(df, src, opts, [*header_notes, *notes], self._decimal(unit))
 
                 try:  # binary labels of one name in the first rows: the later rows settle the two classes
                     preds = read(replace(options, one_label_name=False))
@@ -495,7 +499,7 @@ class Dataset:
             src = _Source(unit.path)
             df = _arrow_frame(pa.Table.from_batches([rb]), csv=unit.fmt != "parquet")
             try:
-                preds = _from_table(df, src, opts, [])
+                preds = _from_table(df, src, opts, [], self._decimal(unit))
             except PredictionsError as exc:
                 raise PredictionsError(_where(str(exc), unit, start)) from None
             if lay.kind != "top_label" and preds.class_names != lay.class_names and preds.kind == "binary":
