@@ -42,6 +42,7 @@ from pbr_core.metrics import BinaryTarget
 from pbr_core.predictions import InputType
 
 if TYPE_CHECKING:  # imported where used: reading datasets brings in pyarrow
+    from pbr_core.loading.dialect import CsvDialect
     from pbr_core.stream import CalibrationStatistics
 
 logger = logging.getLogger(__name__)
@@ -355,16 +356,17 @@ def _upload_text(source: bytes | str, file_name: str, preds: Predictions,
     """(the upload's label and other columns as written, or None; whether a CSV's numbers are written
     as read instead): only for a CSV upload, only its non-score columns, only up to
     :data:`AS_WRITTEN_MAX_BYTES` of text (estimated before it is read)."""
-    from pbr_core.loading import read_csv_text
+    from pbr_core.loading import read_as_written
 
     columns = _written_columns(preds)
     csv = file_name.lower().endswith(_CSV_NAMES)
     if not csv or not columns or options.map_scores_column or not isinstance(source, bytes):
         return None, False
-    if len(source) + 8 * preds.n * len(columns) > _env_bytes("PBR_CALIB_AS_WRITTEN_BYTES", AS_WRITTEN_MAX_BYTES):
+    read = len(columns) + len(preds.columns_with_role("score"))  # the scores are read too, for their style
+    if len(source) + 8 * preds.n * read > _env_bytes("PBR_CALIB_AS_WRITTEN_BYTES", AS_WRITTEN_MAX_BYTES):
         return None, True
     try:
-        text = read_csv_text(source, columns, preds.n, name=file_name)
+        text = read_as_written(source, preds, columns, name=file_name)
     except (PredictionsError, ValueError, OSError, MemoryError):
         logger.info("the columns of %s as written could not be read again; numbers written as read", file_name)
         return None, True
@@ -391,16 +393,32 @@ def as_written_for(data_key: str) -> tuple[Callable[[], Any], bool]:
         path, preds = SAMPLE_DIR / loaded.file_name, loaded.preds
 
         def sample_text():
-            from pbr_core.loading import read_csv_text
+            from pbr_core.loading import read_as_written
 
             columns = _written_columns(preds)
             try:
-                return read_csv_text(str(path), columns, preds.n) if columns else None
+                return read_as_written(str(path), preds, columns) if columns else None
             except (PredictionsError, ValueError, OSError):
                 return None
         return sample_text, True
     text = loaded.as_written
     return (lambda: text), not loaded.numbers_as_read
+
+
+def download_format(data_key: str) -> "CsvDialect | bool":
+    """How the calibrated-predictions download of a result on ``data_key`` is written: the upload's
+    own CSV dialect (kept with its text: separator, decimal mark, byte-order mark, line ends, the
+    score columns that held percentages); True for a bundled CSV sample (its own format too, read
+    when the download is made); False for a standard CSV (not a CSV, or a CSV too large to keep)."""
+    from pbr_core.loading.dialect import CsvDialect
+
+    loaded = current()
+    if loaded is None or loaded.key != data_key or loaded.stream is not None:
+        return False
+    if loaded.as_written is not None:
+        return CsvDialect.of(loaded.as_written)
+    return (loaded.origin == "sample" and loaded.file_name.lower().endswith(_CSV_NAMES)
+            and not loaded.options.map_scores_column)
 
 
 def _columns_of(exc: Exception) -> list[str]:

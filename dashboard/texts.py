@@ -14,6 +14,7 @@ from pbr_core.significance import ALPHA_MCB, ALPHA_TEST
 from pbr_core.wording import other_rows, these_rows
 
 if TYPE_CHECKING:
+    from pbr_core.loading.dialect import CsvDialect
     from pbr_core.recalibrators import Recalibrator
 
 # ---------------------------------------------------------------------- user-provided text
@@ -1334,15 +1335,40 @@ def calibrated_columns_words(as_written: bool = True) -> str:
     return CALIBRATED_COLUMNS_WORDS if as_written else CALIBRATED_COLUMNS_AS_READ_WORDS
 
 
+#: How a calibrated-predictions download is written when the upload's own CSV format is not kept (not a
+#: CSV, or too large a CSV: state.AS_WRITTEN_MAX_BYTES).
+STANDARD_CSV_WORDS = ("Written as a standard CSV: comma-separated, '.' decimal points, the calibrated probabilities "
+                      "as fractions from 0 to 1.")
+#: The same for a CSV whose format is kept but not known before the download is made (a bundled sample).
+OWN_CSV_WORDS = ("Written in your file's own CSV format (its separator, decimal mark, byte-order mark and line "
+                 "ends); a score column that held percentages (93,3% or, read with the percentages option, 93,3) "
+                 "gets the calibrated probabilities as percentages in the same style (84,55% for 0.8455), the "
+                 "others as fractions from 0 to 1, so that the file reads back as yours did.")
+
+
+def download_format_words(written_as: "CsvDialect | bool") -> str:
+    """How a calibrated-predictions download is written (``state.download_format``): in the upload's
+    own CSV dialect (audit 12a: a ';' export with decimal commas came back comma-separated, one column
+    in a European spreadsheet), percentages where the file wrote percentages; or a standard CSV."""
+    if written_as is False:
+        return STANDARD_CSV_WORDS
+    if written_as is True:
+        return OWN_CSV_WORDS
+    percent = written_as.percent_words()
+    return (f"Written in your file's own CSV format: {written_as.words()}; "
+            + (f"{percent}." if percent else "the calibrated probabilities as fractions from 0 to 1."))
+
+
 def calibrated_predictions_help(data_name: str, method: str, fit_column: str | None, n_fit: int,
-                                venn_abers: bool, as_written: bool = True) -> str:
+                                venn_abers: bool, as_written: bool = True,
+                                written_as: "CsvDialect | bool" = False) -> str:
     """The Fit & apply page's calibrated-predictions download: its columns (``fit_column``: the column
     marking the rows it was fitted on, None when there is none), and a Venn-Abers predictor's intervals."""
     marked = (f" and a last column *{fit_column}*: True for the {n_fit:,} rows it was fitted on, "
               "False for the held-out rows" if fit_column is not None else "")
     return (f"Every row of {md(data_name)} recalibrated by the {method}, under your file's own column "
-            f"names and order: {calibrated_columns_words(as_written)}{marked} (reads back on the Data page)."
-            + (VENN_ABERS_DOWNLOAD_NOTE if venn_abers else ""))
+            f"names and order: {calibrated_columns_words(as_written)}{marked} (reads back on the Data page). "
+            + download_format_words(written_as) + (VENN_ABERS_DOWNLOAD_NOTE if venn_abers else ""))
 
 
 # ----------------------------------------------------------------------- Venn-Abers intervals (issue 37)
@@ -2668,13 +2694,14 @@ def alpha_choice_title(alpha: float) -> str:
 
 
 def pbr_predictions_help(data_name: str, method: str, fit_column: str, n_re: int, n_te: int,
-                         as_written: bool = True) -> str:
-    """The calibrated-predictions download of the PBR page: what its columns are, which rows to score."""
+                         as_written: bool = True, written_as: "CsvDialect | bool" = False) -> str:
+    """The calibrated-predictions download of the PBR page: what its columns are, which rows to score,
+    how it is written (:func:`download_format_words`)."""
     return (f"Every row of {md(data_name)} recalibrated by the fitted {method}, under your file's own "
             f"column names and order: {calibrated_columns_words(as_written)}, and a last column "
             f"*{fit_column}*: True for the {n_re:,} recalibration rows "
             f"it was fitted on, False for the {n_te:,} rows of the test part. Score it only "
-            "on the False rows. Reads back on the Data page.")
+            "on the False rows. Reads back on the Data page. " + download_format_words(written_as))
 
 
 # --------------------------------------------------------------------------- Reliability page (the page's own lines)

@@ -80,14 +80,16 @@ def test_a_semicolon_decimal_comma_export_keeps_its_cells(capsys, tmp_path, plat
     rows = [[r[0], r[1], r[2].replace(".", ","), r[3], r[4].replace(".", ","), r[5]] for r in _rows(60)]
     _write(tmp_path / "in.csv", rows, sep=";")
     said = _run(capsys, "apply", platt, tmp_path / "in.csv", "--out", tmp_path / "out.csv", *SCORES)
-    out = pd.read_csv(tmp_path / "out.csv", dtype=str, keep_default_na=False)
+    # audit 12a: written back in the file's own dialect (before: comma-separated, which a European
+    # spreadsheet opens as one column), the probabilities with its decimal comma
+    out = pd.read_csv(tmp_path / "out.csv", sep=";", dtype=str, keep_default_na=False)
+    assert list(out.columns) == HEADER
     assert out["zip"].tolist() == [r[0] for r in rows]
-    assert out["price"].tolist() == [r[4] for r in rows]  # "1,50" as written, quoted in the comma file
-    # audit 11: the line said "'.' decimal points" above cells that keep their decimal commas
-    assert ("(comma-separated; the probabilities with '.' decimal points, your other columns as written)"
-            in said)
-    assert "'.' decimal points)" not in said
-    assert all("," not in p and "." in p for p in out["p_positive"])
+    assert out["price"].tolist() == [r[4] for r in rows]  # "1,50" as written
+    assert ("(in your file's own format: semicolon-separated, decimal commas, UTF-8, LF line ends; your other "
+            "columns as written; the probabilities as fractions from 0 to 1)") in said
+    assert "'.' decimal points" not in said
+    assert all("." not in p and "," in p for p in out["p_positive"])
 
 
 def _numbers(cells: list[str], decimal: str = ".") -> list[float]:

@@ -60,7 +60,8 @@ def test_apply_says_which_columns_hold_the_calibrated_probabilities(layout, says
     capsys.readouterr()
     assert main(["apply", str(model), str(data), *flags, "--out", str(out)]) == EXIT_OK
     last = capsys.readouterr().out.strip().splitlines()[-1]
-    assert last == f"wrote {out} (comma-separated; the probabilities with '.' decimal points, your other columns as written): {says}" + ("" if says.endswith("(in place of the scores)") else
+    assert last == (f"wrote {out} (in your file's own format: comma-separated, '.' decimal points, UTF-8, LF line ends; "
+                    f"your other columns as written; the probabilities as fractions from 0 to 1): {says}") + ("" if says.endswith("(in place of the scores)") else
                                                " (in place of the scores)") + "; every other column is as it was"
     header = out.read_text().splitlines()[0].split(",")
     assert all(c.strip("'") in header for c in says.split(" now ")[0].split(" ", 1)[1].split(", "))

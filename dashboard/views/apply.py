@@ -249,7 +249,8 @@ def _result(loaded: state.Loaded, r: runs.ApplyResult, kind: str) -> None:
                              f"{r.method}_calibrated.csv", "text/csv", f"{kind}_dl_predictions",
                              help=texts.calibrated_predictions_help(
                                  r.data_name, label, runs.FIT_ROWS_COLUMN if r.fit_rows is not None else None,
-                                 r.n_fit, r.interval is not None, as_written=exact))
+                                 r.n_fit, r.interval is not None, as_written=exact,
+                                 written_as=state.download_format(r.data_key)))
     if kind == "ship":
         with c[1]:
             recal_ui.recalibrator_download(r, f"{r.method}_recalibrator.json", "ship_dl_recalibrator",

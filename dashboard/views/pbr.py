@@ -226,7 +226,8 @@ def _results(loaded: state.Loaded, r: runs.PBRResult) -> None:
                              f"{r.settings.method}_calibrated.csv", "text/csv", "pbr_dl_predictions",
                              help=texts.pbr_predictions_help(r.data_name, texts.method_label(r.settings.method),
                                                              runs.FIT_ROWS_COLUMN, r.settings.n_re, r.n_te,
-                                                             as_written=exact))
+                                                             as_written=exact,
+                                                             written_as=state.download_format(r.data_key)))
     with c[1]:
         recal_ui.recalibrator_download(r, f"{r.settings.method}_recalibrator.json", "pbr_dl_recalibrator",
                                        help=texts.RECALIBRATOR_JSON_HELP)

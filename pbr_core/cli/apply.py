@@ -58,14 +58,11 @@ def cmd_apply(args: argparse.Namespace) -> int:
     if intervals is not None:
         print("with each probability column's Venn-Abers interval (p0, p1) in the columns <column>_low and "
               "<column>_high")
-    # Said for every CSV: a semicolon / decimal-comma input is written back in the standard dialect (audit
-    # 9a: "every other column is as it was" read as if the file's format were kept too); the columns
-    # written back as written keep their own cells, a decimal comma too (audit 11: "11,50" under a line
-    # that said "'.' decimal points").
+    # Said for every CSV: how it is written (audit 9a: "every other column is as it was" read as if the
+    # file's format were kept; audit 12a: now it is, a ';' export's too) and how the probabilities are.
     dialect = ""
     if Path(args.out).suffix.lower() == ".csv":
-        dialect = (" (comma-separated; the probabilities with '.' decimal points, your other columns as written)"
-                   if as_written is not None else " (comma-separated, '.' decimal points)")
+        dialect = _csv_words(as_written)
     kept = ""
     if as_written is not None and not dialect and as_written.shape[1]:  # text in a typed file: said, and why
         shown = ", ".join(map(repr, as_written.columns[:5])) + (", ..." if as_written.shape[1] > 5 else "")
@@ -75,9 +72,22 @@ def cmd_apply(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _csv_words(as_written) -> str:
+    """How a CSV written by apply is written, in words: in the input CSV's own format (``as_written``'s
+    dialect, :func:`pbr_core.loading.read_as_written`), or the standard one for another input."""
+    from pbr_core.loading.dialect import CsvDialect
+
+    if as_written is None:
+        return " (comma-separated, '.' decimal points, the probabilities as fractions from 0 to 1)"
+    dialect = CsvDialect.of(as_written)
+    percent = dialect.percent_words()
+    return (f" (in your file's own format: {dialect.words()}; your other columns as written; "
+            + (f"{percent})" if percent else "the probabilities as fractions from 0 to 1)"))
+
+
 def _columns_as_written(path: str, preds, csv_out: bool):
-    """The columns of a CSV input that apply does not change, as the text written in them
-    (:func:`pbr_core.loading.read_csv_text`): the loader reads a ZIP code 01234 as the number 1234,
+    """The columns of a CSV input that apply does not change, as the text written in them, with the
+    file's dialect (:func:`pbr_core.loading.read_as_written`): the loader reads a ZIP code 01234 as the number 1234,
     which written back would no longer match the rows it came from. Into a CSV every such column,
     the label's too. Into a Parquet file, which is typed, only the other columns whose numbers would
     not give back what was written (leading zeros, more digits than a float holds) or that are not
@@ -86,16 +96,14 @@ def _columns_as_written(path: str, preds, csv_out: bool):
     streamed apply of a folder writes it. None for other inputs."""
     from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
-    from pbr_core.loading import read_csv_text
+    from pbr_core.loading import read_as_written
     from pbr_core.loading.writing import numbers_as_written
     from pbr_core.predictions import PredictionsError
 
     kept = ("metadata", "label") if csv_out else ("metadata",)
     columns = [c for c, role in preds.column_roles if role in kept]
-    if not columns:
-        return None
-    try:
-        text = read_csv_text(path, columns, preds.n)
+    try:  # also with no such column: the file's dialect, which the written CSV keeps
+        text = read_as_written(path, preds, columns)
     except PredictionsError as exc:
         raise CLIError(f"{path}: could not read the columns again as written, to write them back unchanged: "
                        f"{exc}", EXIT_BAD_INPUT) from exc

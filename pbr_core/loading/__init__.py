@@ -95,6 +95,7 @@ from pbr_core.loading._source import (
     _resolve_source,
 )
 from pbr_core.loading._tables import _csv_header, _is_unnamed, _load_csv, _load_parquet
+from pbr_core.loading.dialect import DIALECT_ATTR, csv_dialect, percent_columns_as_written
 from pbr_core.loading.writing import save_predictions, template_csv
 from pbr_core.predictions import DEFAULT_SUM_TOLERANCE, InputType, Predictions, PredictionsError
 
@@ -105,6 +106,7 @@ __all__ = [
     "ReadLimits",
     "default_limits",
     "read_columns",
+    "read_as_written",
     "read_csv_text",
     "read_table",
     "CONFIDENCE_COLUMN_NAMES",
@@ -609,4 +611,27 @@ def read_csv_text(source: Source, columns: Sequence[str], n_rows: int, *, format
                         "(did it change?).")
     df = df.reset_index(drop=True)
     df.attrs["decimal"] = header.decimal  # how its numbers are written (0,25 in a ';' export): numbers_as_written
+    # How the file is written (separator, decimal mark, byte-order mark, line ends): a file written back
+    # from it (save_predictions' as_written) is written the same way (audit 12a).
+    df.attrs[DIALECT_ATTR] = csv_dialect(head, header.sep, header.decimal, header.encoding, header.compression)
     return df
+
+
+def read_as_written(source: Source, preds: Predictions, columns: Sequence[str], *,
+                    name: str | None = None) -> "pd.DataFrame | None":
+    """What a file written back from ``preds`` (loaded from the CSV ``source``) needs to be written as
+    the file was (:func:`save_predictions`' ``as_written``): the ``columns`` as the text written in
+    them (:func:`read_csv_text`), and in ``attrs`` the file's dialect (:class:`~pbr_core.loading.dialect.CsvDialect`:
+    separator, decimal mark, byte-order mark, line ends) with the score columns that held percentages
+    (read here as text, then left out). None for a file of another format. ``pbr-calib apply`` and the
+    dashboard's download both read it so: one rule for both.
+    """
+    scores = preds.columns_with_role("score") if preds.probs is not None else []
+    text = read_csv_text(source, list(columns) + [c for c in scores if c not in columns], preds.n, name=name)
+    if text is None:
+        return None
+    dialect = text.attrs[DIALECT_ATTR]
+    percent = percent_columns_as_written(text, preds, dialect.decimal)
+    kept = text[[c for c in text.columns if c in columns]]
+    kept.attrs[DIALECT_ATTR] = dataclasses.replace(dialect, percent=percent)
+    return kept

@@ -26,6 +26,7 @@ from typing import IO, Literal, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from pbr_core.loading.dialect import CsvDialect, percent_text
 from pbr_core.loading._source import CONFIDENCE_COLUMN_NAMES, LABEL_COLUMN_NAMES, PREDICTED_COLUMN_NAMES
 from pbr_core.loading._tables import _is_unnamed, _names
 from pbr_core.predictions import Predictions, PredictionsError
@@ -78,10 +79,14 @@ def spreadsheet_safe(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def csv_text(df: pd.DataFrame, *, spreadsheet_safe: bool = True) -> str:
+def csv_text(df: pd.DataFrame, *, spreadsheet_safe: bool = True, dialect: CsvDialect | None = None) -> str:
     """``df`` as CSV text (no index, "\\n" line ends; "\\r\\n" when a cell holds a carriage return), its formula-like text cells neutralised unless
     ``spreadsheet_safe=False`` (:func:`spreadsheet_safe`). Every CSV the project writes goes through
-    here: downloads on the dashboard, the CLI's ``--out`` files, :func:`save_predictions`."""
+    here: downloads on the dashboard, the CLI's ``--out`` files, :func:`save_predictions`.
+    ``dialect``: the separator, decimal mark (of float columns) and line ends of the file written
+    back (:class:`~pbr_core.loading.dialect.CsvDialect`; its encoding and byte-order mark are
+    :meth:`~pbr_core.loading.dialect.CsvDialect.encode`'s); default the standard CSV."""
+    dialect = dialect or CsvDialect()
     table = _spreadsheet_safe(df) if spreadsheet_safe else df
     # Python's CSV writer quotes a cell holding the line terminator, but not a lone carriage return:
     # written bare, a spreadsheet (and pandas) starts a new row there, and what follows becomes a cell
@@ -89,7 +94,8 @@ def csv_text(df: pd.DataFrame, *, spreadsheet_safe: bool = True) -> str:
     # (as RFC 4180 writes them), which makes the writer quote every cell holding "\r" or "\n".
     crlf = any(_holds_cr(table.iloc[:, i]) for i in range(table.shape[1])) or any(
         isinstance(c, str) and "\r" in c for c in table.columns)
-    return table.to_csv(index=False, lineterminator="\r\n" if crlf else "\n")
+    crlf = crlf or dialect.line_end == "\r\n"
+    return table.to_csv(index=False, sep=dialect.sep, decimal=dialect.decimal, lineterminator="\r\n" if crlf else "\n")
 
 
 def _holds_cr(col: pd.Series) -> bool:
@@ -315,7 +321,11 @@ def save_predictions(
         Columns of the input file as the text written in it, one row per row of the predictions
         (:func:`~pbr_core.loading.read_csv_text`): each is written in place of the column of the same
         name (under ``headers_from``'s names), so that a ZIP code 01234 or an account 000789 is not
-        written back as the number 1234 or 789. The probability columns are never replaced.
+        written back as the number 1234 or 789. The probability columns are never replaced. A CSV is
+        written in the dialect its ``attrs`` carry (:func:`~pbr_core.loading.read_as_written`: the
+        input's separator, decimal mark, byte-order mark, line ends and encoding), the probabilities
+        with its decimal mark, and as percentages in the style written (``84,55%``) in a column that
+        held percentages, so that the file reads back as the input did.
     spreadsheet_safe : bool, default True
         CSV only: text cells and headers that a spreadsheet would run as a formula (starting with
         ``=``, ``+``, ``-``, ``@``, a tab or a carriage return, and not a plain number) are written
@@ -409,7 +419,10 @@ def save_predictions(
 
     buf = io.BytesIO()
     if format == "csv":
-        buf.write(csv_text(df, spreadsheet_safe=spreadsheet_safe).encode("utf-8"))
+        dialect = CsvDialect.of(as_written)  # the input CSV's own dialect (audit 12a), else the standard one
+        if dialect.percent and preds.probs is not None:
+            df = _as_percentages(df, [rename.get(str(n), str(n)) for n in preds.class_names], dialect)
+        buf.write(dialect.encode(csv_text(df, spreadsheet_safe=spreadsheet_safe, dialect=dialect)))
     else:
         df.to_parquet(buf, index=False)
     data = buf.getvalue()
@@ -420,6 +433,21 @@ def save_predictions(
     else:
         path_or_buffer.write(data)
     return None
+
+
+def _as_percentages(df: pd.DataFrame, written: Sequence[str], dialect: CsvDialect) -> pd.DataFrame:
+    """``df`` with each probability column (among ``written``) that held percentages in the input file
+    (``dialect.percent``), and its interval columns, written as percentages in the same style
+    (``84,55%``), so that the file reads back as the input did."""
+    df = df.copy()
+    for column in written:
+        sign = dialect.percent.get(column)
+        if sign is None or column not in df.columns:
+            continue
+        for name in (column, *interval_columns(column)):
+            if name in df.columns:
+                df[name] = percent_text(df[name].to_numpy(dtype=np.float64), dialect.decimal, sign == "%")
+    return df
 
 
 def template_csv(kind: Literal["multiclass", "binary", "top_label"] = "multiclass", n_rows: int = 5) -> str:

@@ -656,3 +656,49 @@ def test_the_download_keeps_a_csv_uploads_other_columns_as_written(at, monkeypat
         assert written["zip"].tolist() == [str(int(z)) for z in zips]
         assert texts.CALIBRATED_COLUMNS_AS_READ_WORDS in help_text and texts.CALIBRATED_COLUMNS_WORDS not in help_text
     assert any(z.startswith("0") for z in zips) and any(a.endswith("0") for a in amounts)
+
+
+def test_the_download_of_an_excel_export_keeps_its_dialect_and_percentages(at, monkeypatch):
+    """Audit 12a: the calibrated-predictions download of a ';' export with decimal commas, a
+    byte-order mark and CRLF came back comma-separated (one column in the same spreadsheet), and its
+    percentages (93,3, read with *Scores are percentages*) came back as fractions under the same
+    header. It is now written as the upload was, and the button's help says how."""
+    from dashboard import recal_ui
+    from test_download_dialect import BOM, HEADER, _lines, excel_export
+
+    made: dict = {}
+    real = recal_ui.lazy_button
+
+    def record(label, make, file_name, mime, key, **kw):  # the page's own download, as the click makes it
+        made[key] = (make, kw.get("help"))
+        real(label, make, file_name, mime, key, **kw)
+
+    monkeypatch.setattr(recal_ui, "lazy_button", record)
+    data, rows = excel_export(720, seed=3)
+    at.switch_page("views/data.py").run()
+    at.file_uploader(key="data_upload").upload("export.csv", data, "text/csv").run()
+    at.selectbox(key="data_label_column").set_value("decision")
+    at.multiselect(key="data_score_columns").set_value(["p_approved"])
+    at.checkbox(key="data_percent").check()
+    at.button(key="data_apply").click().run()
+    assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
+    loaded = at.session_state["pbr_loaded"]
+    at.switch_page(APPLY).run()
+    at.slider(key="ship_holdout").set_value(20).run()
+    at.button(key="ship_run").click().run()
+    result = _finish(at, "ship").result
+    make, help_text = made["ship_dl_predictions"]
+    written = make()
+    assert written.startswith(BOM)
+    lines = _lines(written)
+    assert lines[0] == ";".join(HEADER + [runs.FIT_ROWS_COLUMN]) and len(lines) == len(rows) + 2
+    expected = result.recalibrator.predict_proba(loaded.preds)[:, 1]
+    for row, line, p in zip(rows, lines[1:], expected):
+        cells = line.rsplit(";", 3)
+        assert cells[0] == ";".join(row[:3]) + ";" + ('"' + row[3].replace('"', '""') + '"' if ";" in row[3]
+                                                      or '"' in row[3] else row[3])
+        assert float(cells[1].replace(",", ".")) == pytest.approx(100 * p, rel=1e-11, abs=1e-13)
+        assert "." not in cells[1] and cells[2] == row[5]
+    assert ("Written in your file's own CSV format: semicolon-separated, decimal commas, UTF-8 with a byte-order "
+            "mark, CRLF (Windows) line ends; 'p_approved' held percentages: the calibrated probabilities are "
+            "written there as percentages too (0.8455 as 84,55)") in help_text
