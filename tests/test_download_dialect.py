@@ -140,3 +140,21 @@ def test_read_as_written_records_the_dialect_of_a_plain_and_a_gzip_file(tmp_path
     (tmp_path / "b.csv").write_bytes(plain)
     text = read_as_written(tmp_path / "b.csv", load_predictions(tmp_path / "b.csv"), [])
     assert CsvDialect.of(text) == CsvDialect()
+
+
+def test_a_latin1_file_is_written_back_in_latin1(tmp_path, capsys) -> None:
+    """A Windows export in Latin-1 (``région``, ``Süd`` with the one byte 0xFC) comes back in Latin-1: in UTF-8 the
+    spreadsheet that wrote it would show ``SÃ¼d``."""
+    rng = np.random.default_rng(1)
+    p = rng.uniform(0.05, 0.95, 200)
+    y = (rng.uniform(size=200) < p).astype(int)
+    text = "région;p_yes;label\n" + "".join(f"{['Süd', 'Nord'][i % 2]};{v:.3f};{t}\n".replace(".", ",")
+                                            for i, (v, t) in enumerate(zip(p, y)))
+    (tmp_path / "in.csv").write_bytes(text.encode("latin-1"))
+    preds = load_predictions(tmp_path / "in.csv")
+    PlattScaling().fit(preds).save(tmp_path / "platt.json")
+    assert main(["apply", str(tmp_path / "platt.json"), str(tmp_path / "in.csv"), "--out",
+                 str(tmp_path / "out.csv")]) == EXIT_OK
+    assert "semicolon-separated, decimal commas, Latin-1, LF line ends" in capsys.readouterr().out
+    out = (tmp_path / "out.csv").read_bytes()
+    assert out.split(b"\n")[1].startswith(b"S\xfcd;") and out.split(b"\n")[0] == b"r\xe9gion;p_yes;label"
