@@ -52,7 +52,7 @@ def reliability_section(loaded: state.Loaded, view: state.MetricView, choices: A
         (f"Calibration metrics at B = {B}", tables.metric_cards_frame(s)),
         ("Theorem 1's bound at the chosen B", tables.bound_at_b_frame(bound, s["ece"], choices.eps)),
     ]
-    shown.append(("Other estimators, and the ECE other libraries would report: " + texts.ESTIMATORS_INTRO,
+    shown.append((texts.ESTIMATORS_EXPANDER + "\n\n" + texts.ESTIMATORS_INTRO,
                   tables.conventions_frame(compute.conventions(view)).set_index(
                       "Estimator or library (default settings)")))
     paragraphs = [f"Measured on {view.what} of {texts.md(loaded.name)} (n = {view.rows:,}).", texts.ECE_HELP,
@@ -167,7 +167,7 @@ def slices_section(loaded: state.Loaded, view: state.MetricView) -> ReportSectio
                   *(f"- {line}" for line in texts.slices_lines(rep)), *texts.slices_left_out(rep),
                   *([guarantee] if guarantee else []),
                   texts.slices_searched(rep)]
-    shown = [("Every slice tested on held-out rows. " + texts.SLICES_TABLE_HELP,
+    shown = [("Every slice tested on held-out rows\n\n" + texts.SLICES_TABLE_HELP,
               tables.slices_frame(rep).set_index("Slice"))] if len(rep.table) else []
     figs = []
     for name in rep.held_up[:3]:

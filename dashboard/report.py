@@ -43,6 +43,7 @@ class ReportSection:
     settings_title: str = "Settings"
     bullets: list[str] = field(default_factory=list)          # Markdown, one line each
     bullets_title: str = ""
+    #: (caption, table): the caption's title, then after a blank line what the table holds (caption text)
     tables: list[tuple[str, pd.DataFrame | Styler]] = field(default_factory=list)
     figures: list[tuple[str, go.Figure]] = field(default_factory=list)   # (Markdown caption, figure)
 
@@ -66,6 +67,21 @@ def _table_html(table: pd.DataFrame | Styler) -> str:
     return table.to_html(border=0, classes="data", float_format=lambda v: f"{v:.4f}", na_rep="–", index=not plain)
 
 
+#: A table caption longer than this, with no title of its own, is not a heading.
+_HEADING_MAX_CHARS = 100
+
+
+def _table_caption_html(caption: str) -> str:
+    """A table's caption: its title as a small heading, and what follows a blank line (``"Title\\n\\n
+    what the table holds..."``) as ordinary caption text above the table. A long caption with no
+    title is caption text as a whole (audit 12a: two paragraphs were set as large bold headings)."""
+    title, _, note = caption.partition("\n\n")
+    if len(title) > _HEADING_MAX_CHARS:
+        title, note = "", caption.replace("\n\n", " ")
+    head = f"<h3>{inline_html(title)}</h3>" if title else ""
+    return head + (f'<div class="caption">{markdown_html(note)}</div>' if note.strip() else "")
+
+
 def _figure_html(fig: go.Figure) -> str:
     return pio.to_html(fig, include_plotlyjs=False, full_html=False, config=_PLOTLY_CONFIG)
 
@@ -79,7 +95,7 @@ table { border-collapse: collapse; margin: .8em 0; font-size: 14px; }
 th, td { border: 1px solid #d8dce6; padding: 4px 10px; text-align: right; }
 th { background: #f3f5f9; }
 table.settings th { text-align: left; } table.settings td { text-align: left; }
-figure { margin: 1em 0; } figcaption { color: #555; font-size: 14px; }
+figure { margin: 1em 0; } figcaption, .caption { color: #555; font-size: 14px; }
 nav ul { columns: 2; }
 """
 
@@ -123,7 +139,7 @@ def build_report(sections: Sequence[ReportSection], *, data_name: str,
             parts.append((f"<h3>{_text(s.bullets_title)}</h3>" if s.bullets_title else "") + "<ul>" +
                          "".join(f"<li>{inline_html(b)}</li>" for b in s.bullets) + "</ul>")
         for caption, table in s.tables:
-            parts.append(f"<h3>{inline_html(caption)}</h3>{_table_html(table)}")
+            parts.append(_table_caption_html(caption) + _table_html(table))
         for caption, fig in s.figures:
             parts.append(f"<figure>{_figure_html(fig)}<figcaption>{markdown_html(caption)}</figcaption></figure>")
         parts.append("</section>")
@@ -291,7 +307,7 @@ def group_gap_section(result: runs.GroupGapResult) -> ReportSection:
         figs.append((texts.GROUP_GAP_CAPTION, FR.group_gap_figure(per_group)))
         paragraphs.append(texts.group_gap_verdicts(group_gap_tests(result.table), int(result.table["fold"].nunique())))
         shown += [("Test ECE of each group", wide.set_index("Group")),
-                  ("The gap between groups: " + texts.GROUP_GAP_GAPS_HELP, gaps.set_index("Strategy"))]
+                  ("The gap between groups\n\n" + texts.GROUP_GAP_GAPS_HELP, gaps.set_index("Strategy"))]
     return ReportSection(title="Does recalibration close the gaps between groups?", settings=settings,
                          paragraphs=paragraphs, tables=shown, figures=figs)
 
