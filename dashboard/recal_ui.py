@@ -137,7 +137,10 @@ def session_report(loaded: state.Loaded | None, view: state.MetricView | None, c
         names.append(loaded.name)
     recal = [_section_for(k, r) for k, r in results.items()]
     if secs and not recal:
-        recal = [report.ReportSection(title="Recalibration", paragraphs=[report.NOTHING_RUN + " " + texts.NO_RECAL_YET])]
+        # A top-label file: not "yet" (the pages refuse it), and what would make recalibration possible
+        words = (report.NOTHING_RUN + " " + texts.NO_RECAL_YET if loaded.preds.can_recalibrate
+                 else texts.NO_RECAL_TOP_LABEL)
+        recal = [report.ReportSection(title="Recalibration", paragraphs=[words])]
     names += [r.data_name for r in results.values() if r.data_name]
     return report.build_report(secs + recal, data_name=", ".join(dict.fromkeys(names)) or "–")
 

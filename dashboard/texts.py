@@ -413,7 +413,8 @@ def method_label(name: str, multiclass: bool = False) -> str:
 
 
 TOP_LABEL_NO_RECAL = (
-    "This file holds only the top label (confidence, predicted class, true class). Recalibration "
+    "This file holds only the top label (the confidence of the predicted class and whether it was "
+    "right). Recalibration "
     "needs the **full probability (or logit) vector of every row**: a recalibrator reshapes the whole "
     "vector, and the paper's protocols score it on every class. Load a file with one column per class "
     "(or a binary p(y=1) column) on the Data page to use this page."
@@ -1116,6 +1117,15 @@ NO_RECAL_YET = (
     "The pages under Recalibration (PBR, Compare, Generalization, Fit & apply) fit recalibrators; their "
     "results join this report when run."
 )
+#: The same for a file that cannot be recalibrated (audit 12a: the report promised results the pages refuse).
+NO_RECAL_TOP_LABEL = (
+    "This file holds only the top label (the confidence of the predicted class and whether it was right), "
+    "so it cannot be recalibrated: a recalibrator reshapes the probability of every class, and the pages "
+    "under Recalibration (PBR, Compare, Generalization, Fit & apply) say so and run nothing on it. To "
+    "recalibrate, load a file with one probability (or logit) column per class, or a binary p(y=1) column; "
+    "its recalibration results then join this report."
+)
+
 STALE_RESULT = (
     "These results were computed on **{name}**, not on the data loaded now. Run again to use the "
     "loaded data; the downloads below still refer to {name}."

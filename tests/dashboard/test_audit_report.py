@@ -207,3 +207,35 @@ def test_report_tables_show_no_plain_row_numbers():
     assert "<th></th>" not in plain and "<th>0</th>" not in plain and "<th>method</th>" in plain
     labelled = report._table_html(pd.DataFrame({"value": [1.5]}, index=["KL"]))
     assert "<th>KL</th>" in labelled
+
+
+def test_a_top_label_report_says_the_file_cannot_be_recalibrated():
+    """Audit 12a: on top-label (confidence, correct) data the Recalibration part said the pages'
+    results "join this report when run", while those pages refuse such a file."""
+    from dashboard import texts
+
+    loaded = _loaded("cifar10_resnet110_toplabel.csv")
+    assert not loaded.preds.can_recalibrate
+    view = state.metric_view(loaded)
+    text = _parse(recal_ui.session_report(loaded, view, audit.AuditChoices.defaults(view.n), {}))
+    assert "join this report when run" not in text and "No recalibration has been run" not in text
+    assert "so it cannot be recalibrated" in text and re.sub(r"\s+", " ", texts.NO_RECAL_TOP_LABEL) in text
+    full = _loaded("kitti_xgboost.csv")
+    view = state.metric_view(full, "positive")
+    text = _parse(recal_ui.session_report(full, view, audit.AuditChoices.defaults(view.n), {}))
+    assert "No recalibration has been run in this session yet. " + texts.NO_RECAL_YET in text
+
+
+def test_long_table_captions_are_caption_text_not_headings(cifar10_audit):
+    """Audit 12a: the estimators' and the slices' explanations were set as large bold <h3> headings;
+    a caption is its short title as a heading and its explanation as caption text."""
+    _, _, _, doc = cifar10_audit
+    heads = re.findall(r"<h3>(.*?)</h3>", doc, re.S)
+    assert heads and max(len(h) for h in heads) <= report._HEADING_MAX_CHARS, max(heads, key=len)
+    assert "<h3>Other estimators, and the ECE other libraries would report</h3><div class=\"caption\"><p>" in doc
+    caption = report._table_caption_html("Every slice tested on held-out rows\n\nEach row is **one** slice.")
+    assert caption == ('<h3>Every slice tested on held-out rows</h3><div class="caption"><p>Each row is '
+                       '<b>one</b> slice.</p></div>')
+    long = "A caption of many words " * 6
+    assert report._table_caption_html(long).startswith('<div class="caption"><p>A caption')
+    assert report._table_caption_html("Every fold") == "<h3>Every fold</h3>"
