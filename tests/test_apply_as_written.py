@@ -86,8 +86,10 @@ def test_a_semicolon_decimal_comma_export_keeps_its_cells(capsys, tmp_path, plat
     assert list(out.columns) == HEADER
     assert out["zip"].tolist() == [r[0] for r in rows]
     assert out["price"].tolist() == [r[4] for r in rows]  # "1,50" as written
-    assert ("(in your file's own format: semicolon-separated, decimal commas, UTF-8, LF line ends; your other "
-            "columns as written; the probabilities as fractions from 0 to 1)") in said
+    # csv.writer ends its rows in CRLF, as the output does
+    assert ("(in your file's own format: semicolon-separated, decimal commas, UTF-8, CRLF (Windows) line ends; your "
+            "other columns as written; the probabilities as fractions from 0 to 1)") in said
+    assert (tmp_path / "out.csv").read_bytes().count(b"\r\n") == len(rows) + 1
     assert "'.' decimal points" not in said
     assert all("." not in p and "," in p for p in out["p_positive"])
 
