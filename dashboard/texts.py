@@ -962,9 +962,19 @@ GRID_CAPTION = (
     "One reliability diagram per method on fold 1's test rows (the same rows for every method). "
     "The panel title gives that fold's test ECE."
 )
+def _sparse_bins_words() -> str:
+    """What the hollow circles of an overlaid reliability chart are (plot.diagrams.MIN_CURVE_BIN_ROWS)."""
+    from pbr_core.plot.diagrams import MIN_CURVE_BIN_ROWS as m
+
+    return (f"A bin of fewer than {m} rows is a hollow circle, not joined to its curve: with so few rows its "
+            f"observed rate can lie almost anywhere (its 95% interval, the whisker on the Reliability page's "
+            f"bars, spans a third of the axis or more); it still counts in the ECE.")
+
+
 OVERLAY_CAPTION = (
     "Every method's reliability curve on one chart: each point is a bin (its mean confidence and its "
-    "accuracy). The closer a curve runs to the dashed diagonal, the better calibrated the method."
+    "accuracy). The closer a curve runs to the dashed diagonal, the better calibrated the method. "
+    + _sparse_bins_words()
 )
 COMPARE_FOLDS_CAPTION = (
     "Each method's test ECE on every fold (a dot per fold) and its mean ± one standard deviation over the "
@@ -2118,7 +2128,7 @@ def groups_problem(message: str) -> str:
 
 GROUPS_OVERLAY_CAPTION = (
     "One curve per group: each point is a bin of that group (its mean confidence and its observed rate). "
-    "The closer to the dashed diagonal, the better calibrated the group."
+    "The closer to the dashed diagonal, the better calibrated the group. " + _sparse_bins_words()
 )
 
 

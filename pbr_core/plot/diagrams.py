@@ -298,6 +298,14 @@ def reliability_grid_figure(
     return fig
 
 
+#: The fewest rows of a bin that an overlaid reliability curve passes through (a bin of fewer is
+#: drawn as a hollow circle, not joined): below 10 rows a bin's 95 % interval (its Clopper-Pearson
+#: whisker on the Reliability page) spans more than 0.33 of the axis at every rate, 0.65 near one half.
+MIN_CURVE_BIN_ROWS = 10
+#: The hollow circles' legend entry.
+TRACE_SPARSE_BINS = "Bin of few rows, not joined"
+
+
 def reliability_overlay_figure(
     tables: Mapping[str, pd.DataFrame],
     *,
@@ -305,23 +313,43 @@ def reliability_overlay_figure(
     x_title: str = "Confidence",
     y_title: str = "Accuracy",
     height: int = 520,
+    min_rows: int = MIN_CURVE_BIN_ROWS,
 ) -> go.Figure:
-    """Every method's reliability curve in one figure: (mean confidence, accuracy) of its non-empty bins."""
+    """Every method's (or group's) reliability curve in one figure: (mean confidence, accuracy) of its
+    non-empty bins. The curve joins the bins of at least ``min_rows`` (:data:`MIN_CURVE_BIN_ROWS`)
+    rows; a bin of fewer is a hollow circle of the same colour, not joined: with 1 or 2 rows its
+    rate is 0, 0.5 or 1, and curves through such bins tangled at the sparse end (audit 12a). The
+    Reliability page's bars show the same bins with their whiskers."""
     names = list(tables)
     colors = method_colors(names)
     fig = go.Figure()
     fig.add_trace(go.Scatter(name=TRACE_DIAGONAL, x=[0, 1], y=[0, 1], mode="lines",
                              line=dict(color=COLORS["diagonal"], dash="dash", width=1.5), hoverinfo="skip"))
+    any_sparse = False
     for m in names:
         t = tables[m]
         t = t[t["count"] > 0]
+        dense = t["count"].to_numpy() >= min_rows
+        name = label_of(labels, m)
+        hover = (f"{name}<br>mean confidence %{{x:.3f}}<br>{y_title} %{{y:.3f}}<br>%{{customdata:,}} samples")
         fig.add_trace(go.Scatter(
-            name=label_of(labels, m), x=t["mean_confidence"], y=t["accuracy"], mode="lines+markers",
+            name=name, legendgroup=m, x=t["mean_confidence"][dense], y=t["accuracy"][dense], mode="lines+markers",
             line=dict(color=colors[m], width=2), marker=dict(size=7),
-            customdata=t["count"].to_numpy(),
-            hovertemplate=f"{label_of(labels, m)}<br>mean confidence %{{x:.3f}}<br>{y_title} %{{y:.3f}}"
-                          "<br>%{customdata:,} samples<extra></extra>",
+            customdata=t["count"].to_numpy()[dense], hovertemplate=hover + "<extra></extra>",
         ))
+        if not dense.all():
+            any_sparse = True
+            fig.add_trace(go.Scatter(
+                name=f"{name}: {TRACE_SPARSE_BINS.lower()}", legendgroup=m, showlegend=False,
+                x=t["mean_confidence"][~dense], y=t["accuracy"][~dense], mode="markers",
+                marker=dict(size=6, color=colors[m], symbol="circle-open", line=dict(width=1.5)),
+                customdata=t["count"].to_numpy()[~dense],
+                hovertemplate=hover + f" (fewer than {min_rows}: not on the curve)<extra></extra>",
+            ))
+    if any_sparse:  # one legend entry for the hollow circles of every curve
+        fig.add_trace(go.Scatter(name=f"{TRACE_SPARSE_BINS} (fewer than {min_rows} rows)", x=[None], y=[None],
+                                 mode="markers", hoverinfo="skip",
+                                 marker=dict(size=7, color=COLORS["diagonal"], symbol="circle-open")))
     fig.update_xaxes(range=[0, 1], title_text=x_title)
     fig.update_yaxes(range=[0, 1.02], title_text=y_title)
     fig.update_layout(height=height)

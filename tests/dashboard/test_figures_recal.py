@@ -63,12 +63,46 @@ def test_reliability_overlay_draws_the_non_empty_bins_of_each_method(tables):
     t = tables["uncalibrated"].copy()
     t.loc[0, ["count", "mean_confidence", "accuracy"]] = [0, np.nan, np.nan]  # an empty bin draws nothing
     fig = FR.reliability_overlay_figure({"uncalibrated": t, "temperature": tables["temperature"]})
-    assert [tr.name for tr in fig.data] == [FR.TRACE_DIAGONAL, "uncalibrated", "temperature"]
+    assert [tr.name for tr in fig.data if tr.showlegend is not False][:3] == [FR.TRACE_DIAGONAL, "uncalibrated",
+                                                                              "temperature"]
     line = fig.data[1]
-    kept = t[t["count"] > 0]
+    kept = t[t["count"] >= 10]  # the curve joins bins of 10 rows or more (the test below)
     np.testing.assert_array_equal(np.asarray(line.x, dtype=float), kept["mean_confidence"].to_numpy(float))
     np.testing.assert_array_equal(np.asarray(line.y, dtype=float), kept["accuracy"].to_numpy(float))
-    assert fig.data[1].line.color != fig.data[2].line.color
+    assert line.line.color != _traces(fig, "temperature")[0].line.color
+
+
+def test_overlaid_curves_join_only_bins_of_ten_rows_or_more():
+    """Audit 12a (Groups page by model, an LLM file): bins of 1-2 rows at the low-confidence end were
+    full points of every curve, a tangle of lines between rates of 0, 0.5 and 1. The curve now joins
+    the bins of at least MIN_CURVE_BIN_ROWS rows; the others are hollow circles, not joined, with one
+    legend entry, and the captions say so."""
+    from dashboard import texts
+    from pbr_core.plot.diagrams import MIN_CURVE_BIN_ROWS, TRACE_SPARSE_BINS
+
+    # Bins of 1, 2, 9 (all under 10), 0 (empty: drawn nowhere), 10 and 250 rows.
+    table = _bins([1, 2, 9, 0, 10, 250], [0.05, 0.15, 0.25, np.nan, 0.45, 0.9], [0.0, 0.5, 0.333, np.nan, 0.4, 0.85])
+    counts = table["count"].to_numpy()
+    assert MIN_CURVE_BIN_ROWS == 10
+    fig = FR.reliability_overlay_figure({"gpt": table, "other": _bins([40, 60], [0.3, 0.8], [0.3, 0.7])})
+    line, hollow = _traces(fig, "gpt")[0], _traces(fig, f"gpt: {TRACE_SPARSE_BINS.lower()}")[0]
+    dense = counts >= 10
+    np.testing.assert_array_equal(np.asarray(line.x, dtype=float), table["mean_confidence"].to_numpy()[dense])
+    np.testing.assert_array_equal(np.asarray(line.y, dtype=float), table["accuracy"].to_numpy()[dense])
+    sparse = (counts > 0) & ~dense
+    np.testing.assert_array_equal(np.asarray(hollow.x, dtype=float), table["mean_confidence"].to_numpy()[sparse])
+    np.testing.assert_array_equal(np.asarray(hollow.customdata), counts[sparse])
+    assert hollow.mode == "markers" and hollow.marker.symbol == "circle-open" and hollow.showlegend is False
+    assert hollow.marker.color == line.line.color and hollow.legendgroup == line.legendgroup == "gpt"
+    assert not _traces(fig, f"other: {TRACE_SPARSE_BINS.lower()}")  # every bin of 'other' has 10 rows or more
+    assert [t.name for t in fig.data if t.showlegend is not False][-1] == f"{TRACE_SPARSE_BINS} (fewer than 10 rows)"
+    for caption in (texts.GROUPS_OVERLAY_CAPTION, texts.OVERLAY_CAPTION):
+        assert "A bin of fewer than 10 rows is a hollow circle, not joined to its curve" in caption
+
+
+def _bins(count, conf, acc) -> pd.DataFrame:
+    """A reliability table's columns that an overlaid curve draws."""
+    return pd.DataFrame({"count": count, "mean_confidence": conf, "accuracy": acc})
 
 
 def test_alpha_selection_marks_the_chosen_alpha():
