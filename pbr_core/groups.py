@@ -770,12 +770,9 @@ def gap_statement(report: GroupReport) -> str:
     level = f"{g['level']:.0%}"
     interval = (f"{g['gap']:.4f} ({level} interval {g['low']:.4f} to {g['high']:.4f}, adjusted for comparing "
                 f"{_n_groups(g['pairs'])} groups)")
-    # An unbiased estimate of an error of 0 falls below 0 about half the time: said so where it does,
-    # or "-0.1136" reads as better than perfect (the difference uses the value as it is, which is right).
-    below = (" (below 0: an estimate that noise can push under 0 when a group is calibrated; read it as about 0)"
-             if min(g["corrected_worst"], g["corrected_best"]) < 0 else "")
-    corrected = (f"bias-corrected calibration errors {g['corrected_worst']:.4f} and {g['corrected_best']:.4f}{below} "
-                 f"(measured ECE {g['ece_worst']:.4f} and {g['ece_best']:.4f})")
+    errors = (f"{_corrected(g['corrected_worst'])} and {_corrected(g['corrected_best'])} (measured ECE "
+              f"{g['ece_worst']:.4f} and {g['ece_best']:.4f})")
+    corrected = f"bias-corrected calibration errors {errors}"
     if g["real"]:
         return (f"{worst} is calibrated worse than {best}: {corrected}, a difference of {interval}; {worst} is "
                 f"itself miscalibrated beyond chance ({S.p_words(g['p_holm_worst'])} after correcting for the "
@@ -786,9 +783,14 @@ def gap_statement(report: GroupReport) -> str:
     span = (f"{level} interval {g['low']:.4f} to {g['high']:.4f}, adjusted for comparing {_n_groups(g['pairs'])} "
             "groups")
     if g["p_holm_worst"] < round(1 - g["level"], 12):  # not real: so the interval reaches 0
+        # The verdict in words first, then the figures (audit 12a: a reader met "-0.1062" and "-0.1354 to
+        # 0.7003" before learning that the comparison says nothing either way).
         return (f"{worst} is miscalibrated beyond chance ({S.p_words(g['p_holm_worst'])} after correcting for the "
-                f"other groups), but these rows cannot tell whether it is calibrated worse than {best}: "
-                f"{corrected}, consistent with no difference ({span}).")
+                f"other groups), but whether it is calibrated worse than {best} is inconclusive: these rows cannot "
+                f"tell. Their bias-corrected calibration errors (the part of the ECE that noise adds removed) are "
+                f"{errors}; the difference lies "
+                f"somewhere from {g['low']:.4f} to {g['high']:.4f} ({level} interval, adjusted for comparing "
+                f"{_n_groups(g['pairs'])} groups), which includes no difference at all.")
     if g["low"] <= 0:
         difference = f"is consistent with no difference from {best} ({span})"
     else:  # the interval leaves out 0, but the worst group's own test finds nothing: no gap is claimed
@@ -814,6 +816,17 @@ def gap_statement(report: GroupReport) -> str:
             f"correcting for the other groups), and with the part of each ECE that noise adds removed (more in "
             f"smaller groups) it {difference}. Measured ECE {g['ece_worst']:.4f} and "
             f"{g['ece_best']:.4f}.")
+
+
+def _corrected(value: float) -> str:
+    """A bias-corrected calibration error in words. The estimate subtracts the part of the ECE that noise
+    is expected to add, so for a group whose error is near 0 it falls below 0 about half the time: said
+    as about 0, or "-0.1136" reads as better than perfect (the difference uses the value as it is,
+    which is right)."""
+    if value >= 0:
+        return f"{value:.4f}"
+    return (f"about 0 ({value:.4f}: its measured ECE is smaller than what noise alone is expected to add, so "
+            "this measure cannot tell its error from 0)")
 
 
 def _n_groups(pairs: int) -> int:

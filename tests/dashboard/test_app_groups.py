@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from apptest_tools import sent_figure
 from streamlit.testing.v1 import AppTest
@@ -335,11 +336,37 @@ def test_a_negative_bias_corrected_error_is_explained():
     from pbr_core.groups import gap_statement
 
     report = calibration_by_group(_dated(), "scored_at", every="month")
-    assert report.largest_gap["corrected_best"] > 0 and "read it as about 0" not in gap_statement(report)
+    assert report.largest_gap["corrected_best"] > 0 and "about 0" not in gap_statement(report)
     negative = dataclasses.replace(report, largest_gap={**report.largest_gap, "corrected_best": -0.1136})
     words = gap_statement(negative)
-    assert "0.1144 and -0.1136 (below 0: " in words and "read it as about 0" in words
+    assert ("0.1144 and about 0 (-0.1136: its measured ECE is smaller than what noise alone is expected to add, "
+            "so this measure cannot tell its error from 0)") in words
     assert "Below 0" in texts.GROUPS_CORRECTED_HELP and "about 0" in texts.GROUPS_CORRECTED_HELP
+
+
+def test_an_inconclusive_largest_gap_says_so_in_words_before_its_figures():
+    """Audit 12a (an LLM file by subject): "... cannot tell whether it is calibrated worse than Y:
+    bias-corrected calibration errors 0.1577 and -0.1062 (below 0: ...) (measured ECE 0.1602 and 0.0825),
+    consistent with no difference (95% interval -0.1354 to 0.7003, ...)". The sentence now calls the
+    comparison inconclusive first, reads the negative estimate as about 0, and keeps every figure."""
+    import dataclasses
+
+    from pbr_core.groups import gap_statement
+
+    report = calibration_by_group(_dated(), "scored_at", every="month")
+    g = {**report.largest_gap, "real": False, "p_holm_worst": 0.009, "corrected_worst": 0.1577,
+         "corrected_best": -0.1062, "ece_worst": 0.1602, "ece_best": 0.0825, "low": -0.1354, "high": 0.7003}
+    words = gap_statement(dataclasses.replace(report, largest_gap=g))
+    worst, best = (f"scored_at = {g['worst']}", f"scored_at = {g['best']}")
+    verdict = (f"{worst} is miscalibrated beyond chance (p = 0.009 after correcting for the other groups), but "
+               f"whether it is calibrated worse than {best} is inconclusive: these rows cannot tell. ")
+    assert words.startswith(verdict), words
+    k = int(round((1 + np.sqrt(1 + 8 * g["pairs"])) / 2))
+    assert words[len(verdict):] == (
+        "Their bias-corrected calibration errors (the part of the ECE that noise adds removed) are 0.1577 and "
+        "about 0 (-0.1062: its measured ECE is smaller than what noise alone is expected to add, so this measure "
+        "cannot tell its error from 0) (measured ECE 0.1602 and 0.0825); the difference lies somewhere from "
+        f"-0.1354 to 0.7003 (95% interval, adjusted for comparing {k} groups), which includes no difference at all.")
 
 
 def test_a_date_column_opens_on_the_period_its_rows_support(at):
