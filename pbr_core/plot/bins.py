@@ -21,7 +21,8 @@ TRACE_ECE_REFERENCE = "ECE on all rows"
 TRACE_BAND_LOW = "TCE lower limit"
 TRACE_BAND_HIGH = "Where the TCE lies"
 TRACE_BINNING = "Binning bias (1+L)/B"
-TRACE_ESTIMATION = "Estimation bias"
+#: The paper's name, and in words what it is (the binned estimate's sampling noise with n rows in B bins).
+TRACE_ESTIMATION = "Estimation bias (sampling noise)"
 TRACE_OPTIMAL_B = "B = floor(n^(1/3))"
 TRACE_MINIMISING_B = "Bound-minimising B"
 
@@ -114,7 +115,7 @@ def ece_vs_bins_figure(
     fig.add_trace(go.Scatter(
         name=TRACE_ESTIMATION, x=B, y=arrays["estimation_bias"], mode="lines",
         line=dict(color=COLORS["estimation"], dash="dot", width=1.8),
-        hovertemplate="B = %{x}<br>estimation bias %{y:.4f}<extra></extra>",
+        hovertemplate="B = %{x}<br>estimation bias (sampling noise of n rows in B bins) %{y:.4f}<extra></extra>",
     ))
     # The y-axis shows the band from B = floor(n^(1/3)) on with room to spare, not the whole band:
     # the bias terms reach (1+L) at B = 1 and would squash the curves of interest. What is cut off

@@ -184,3 +184,20 @@ def test_the_venn_abers_words_give_the_right_reason_for_a_probability_outside_it
     cross = texts.venn_abers_interval_words(IntervalSummary(inside=0.98, outside_reason="folds", cross=True, **base))
     assert "carries no guarantee" in cross and "guarantees" not in cross
     assert all("whatever the data" not in t for t in (single, cross, folds, ova))
+
+
+def test_the_estimation_bias_is_said_to_be_the_sampling_noise_of_the_binned_estimate():
+    """Audit 12a: Bins & bias called the square-root term of Theorem 1 the "estimation bias" (the
+    paper's name, kept) without saying what it is; a teacher read it as a fixed offset. It is the
+    sampling noise of the binned estimate with n rows in B bins, bounded with probability 1 - eps."""
+    from pbr_core.plot.bins import TRACE_ESTIMATION
+
+    words = texts.WHY_CUBE_ROOT
+    assert "the **estimation bias** (the paper's name for it) 2·√(2·(B·log 2 + log(1/ε)) / n): the *sampling" in words
+    assert "noise* of the binned estimate. The n rows are shared among B bins, about n/B rows each" in words
+    assert "It is not a fixed offset" in words and "*grows* like √(B/n)" in words
+    assert TRACE_ESTIMATION == "Estimation bias (sampling noise)"
+    # the term is the one Theorem 1 bounds: 2 sqrt(2 (B log 2 + log(1/eps)) / n) at lambda = sqrt(n (B log 2 + log 1/eps) / 2)
+    n, B, eps = 1000, 10, 0.05
+    assert pbr_core.theorem1_estimation_bias(n, B, eps) == pytest.approx(
+        2 * np.sqrt(2 * (B * np.log(2) + np.log(1 / eps)) / n), rel=1e-12)
