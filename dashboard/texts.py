@@ -381,8 +381,11 @@ of the paper bounds how far off it can be, with probability 1 − ε:
 |TCE − ECE| ≤ (1 + L)/B  +  2·√(2·(B·log 2 + log(1/ε)) / n)
 
 * the **binning bias** (1 + L)/B: coarse bins average away real miscalibration; it *falls* like 1/B;
-* the **estimation bias**: with more bins each bin holds fewer rows and its accuracy is noisy; it
-  *grows* like √(B/n).
+* the **estimation bias** (the paper's name for it) 2·√(2·(B·log 2 + log(1/ε)) / n): the *sampling
+  noise* of the binned estimate. The n rows are shared among B bins, about n/B rows each, and each
+  bin's observed accuracy is off its true value by chance, as any rate measured on a sample is; this
+  term bounds how far that chance can move the ECE (with probability 1 − ε). It is not a fixed offset
+  that could be subtracted, and it *grows* like √(B/n): more bins, fewer rows in each.
 
 Their sum is smallest when B grows like n^(1/3), which is why the paper (and this dashboard)
 use B = floor(n^(1/3)) by default. The exact minimiser of the bound is marked too; it depends on L
@@ -2288,8 +2291,11 @@ def slices_guarantee(report) -> str | None:
 
 def slices_searched(report) -> str:
     """Which columns were searched and how they were cut, and which were not and why."""
+    from pbr_core.slices import searched
+
     cut = ", ".join(f"{md(c)} ({how})" for c, how in report.columns) or "none"
-    out = f"Columns searched: {cut}."
+    out = (f"Columns searched: {cut}." if searched(report) or not report.columns else
+           f"Columns cut, but no slice of them has {report.min_rows:,} rows: {cut}.")
     if report.skipped:
         out += " Not searched: " + "; ".join(f"{md(c)} ({md(why)})" for c, why in report.skipped) + "."
     for note in report.notes:

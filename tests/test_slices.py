@@ -608,3 +608,42 @@ def test_streamed_restating_check_flags_no_column_of_calibrated_files():
             df.to_csv(path, index=False)
             report = ps.compute_slices(ps.open_dataset(str(path)), seed=i)
             assert report.restating == [], (i, n, [f.column for f in report.restating])
+
+
+def tiny_banded_file(n: int = 12) -> pd.DataFrame:
+    """A file of ``n`` rows whose numeric columns are cut into bands, none of them (nor any value) with
+    100 rows: columns are cut, but no slice can be formed."""
+    rng = np.random.default_rng(3)
+    p = np.round(rng.uniform(0.05, 0.95, n), 3)
+    return pd.DataFrame({"age": rng.integers(18, 80, n), "amount": np.round(rng.uniform(500, 5e4, n), 2),
+                         "prob": p, "label": rng.binomial(1, p)})
+
+
+def test_a_file_with_no_slice_of_enough_rows_says_so_plainly(tmp_path):
+    """Audit 12a: a 12-row file read "No slice holds up: none of the 0 slices of 3 columns and their pairs
+    departed from the rest ..." and "the rows were split at random into two halves of 8 and 4 rows", as
+    if a search had run. It now says how many rows a slice needs and how many the file has, and
+    describes no search."""
+    from pbr_core.slices import searched
+
+    report = find_slices(_loaded(tmp_path, tiny_banded_file()))
+    assert report.columns and report.scored == 0 and report.n_rows == 12 and report.min_rows == 100
+    assert not searched(report) and guarantee_statement(report) is None
+    assert slice_headline(report) == ("No slice could be formed, so nothing was searched or tested: a slice needs at "
+                                      "least 100 rows, and this file has 12. This says nothing about whether parts "
+                                      "of the file are calibrated; a larger file can be searched.")
+    text = slices_text(report)
+    assert "0 slices" not in text and "halves" not in text and "(p(y=1); not searched)" in text
+    assert "columns cut, with no slice of enough rows: age (5 quantile bands), amount (5 quantile bands)" in text
+    # More rows than a slice needs, but no value or band with that many: said so too.
+    big = find_slices(_loaded(tmp_path, tiny_banded_file(300)), min_rows=100, max_order=1)
+    assert big.scored == 0 and big.columns
+    assert slice_headline(big).startswith(
+        "No slice could be formed, so nothing was searched or tested: a slice needs at least 100 rows, and no value "
+        "or band of the 2 columns that could be cut holds that many of this file's 300 rows.")
+
+
+def _loaded(tmp_path, df: pd.DataFrame) -> pbr_core.Predictions:
+    path = tmp_path / f"tiny{len(df)}.csv"
+    df.to_csv(path, index=False)
+    return pbr_core.load_predictions(path, score_columns="prob")

@@ -491,7 +491,8 @@ def slice_statements(report: SliceReport) -> list[str]:
 def slice_headline(report: SliceReport) -> str:
     """What the search found, in one or two sentences (never 'calibrated')."""
     pairs = " and their pairs" if report.max_order >= 2 and len(report.columns) > 1 else ""
-    searched = (f"{report.scored:,} slices of {len(report.columns)} column{'s' if len(report.columns) != 1 else ''}"
+    searched = (f"{report.scored:,} slice{'s' if report.scored != 1 else ''} of {len(report.columns)} "
+                f"column{'s' if len(report.columns) != 1 else ''}"
                 f"{pairs}")
     held = report.held_up
     if held:
@@ -503,6 +504,8 @@ def slice_headline(report: SliceReport) -> str:
             return ("No column was searched: every column restates the outcome (see below), and slices by such a "
                     "column would be miscalibrated by construction.")
         return "No column could be cut into slices (see why below), so nothing was searched."
+    if report.scored == 0:  # columns were cut, but no value, band or pair has min_rows rows (a tiny file)
+        return _none_formed(report)
     if report.tested == 0:
         return (f"No slice holds up: none of the {searched} departed from the rest of the file on the search half "
                 f"(p < {report.screen:g}) while calibrated worse than it, so none was tested. This is not proof "
@@ -517,10 +520,24 @@ def slice_headline(report: SliceReport) -> str:
             + shown)
 
 
+def _none_formed(report: SliceReport) -> str:
+    """The headline when no slice has ``min_rows`` rows: how many a slice needs and how many the file
+    has, in plain words (audit 12a: a 12-row file read "none of the 0 slices of 3 columns departed ...
+    two halves of 8 and 4 rows", as if a search had run)."""
+    n, m, k = report.n_rows, report.min_rows, len(report.columns)
+    why = (f"a slice needs at least {m:,} rows, and this file has {n:,}" if n <= m else
+           f"a slice needs at least {m:,} rows, and no value or band of the {k} column{'s' if k != 1 else ''} "
+           f"that could be cut{' (nor any pair of them)' if report.max_order >= 2 and k > 1 else ''} holds that "
+           f"many of this file's {n:,} rows")
+    return (f"No slice could be formed, so nothing was searched or tested: {why}. This says nothing about "
+            "whether parts of the file are calibrated; a larger file can be searched.")
+
+
 def searched(report: SliceReport) -> bool:
-    """Whether any column could be cut into slices, so that a search ran (False on a file too small
-    for any slice of ``min_rows`` rows: then nothing was split, scored or tested)."""
-    return bool(report.columns)
+    """Whether a search ran: some column could be cut into slices and some slice had ``min_rows`` rows
+    (False on a file too small for any such slice: then nothing was scored or tested, and no split
+    into halves is described)."""
+    return bool(report.columns) and report.scored > 0
 
 
 def guarantee_statement(report: SliceReport) -> str | None:
@@ -595,7 +612,8 @@ def slices_text(report: SliceReport) -> str:
     lines += [*(f"  {s}" for s in slice_statements(report)), overall_sentence(report),
               *([guarantee] if guarantee else [])]
     if report.columns:
-        lines.append("columns searched: " + ", ".join(f"{c} ({how})" for c, how in report.columns))
+        lines.append(("columns searched: " if searched(report) else "columns cut, with no slice of enough rows: ")
+                     + ", ".join(f"{c} ({how})" for c, how in report.columns))
     if report.skipped:
         lines.append("not searched: " + "; ".join(f"{c} ({why})" for c, why in report.skipped))
     lines += [left_out_words(f.column, f.why) for f in report.restating]

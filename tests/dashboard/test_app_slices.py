@@ -231,3 +231,29 @@ def test_a_slice_that_did_not_hold_up_is_shown_as_a_proposal(at):
     section = audit.slices_section(loaded, state.metric_view(loaded, "positive"))
     assert section is not None and not section.figures   # the report draws held-up slices only
     assert texts.slice_title("a = 1") == "**a = 1**"   # a slice that held up: its name alone
+
+
+def test_a_file_with_no_slice_of_enough_rows_says_how_many_a_slice_needs():
+    """Audit 12a: on a 12-row file the page said "none of the 0 slices of 3 columns ..." and described two
+    halves of 8 and 4 rows. It now says that no slice could be formed, how many rows a slice needs and
+    how many the file has, and describes no search."""
+    from streamlit.testing.v1 import AppTest
+
+    from test_slices import tiny_banded_file
+
+    at = AppTest.from_file(str(ROOT / "dashboard" / "app.py"), default_timeout=120)
+    at.run()
+    at.file_uploader(key="data_upload").upload("tiny12.csv", tiny_banded_file().to_csv(index=False).encode(),
+                                               "text/csv").run()
+    at.multiselect(key="data_score_columns").set_value(["prob"])
+    at.button(key="data_apply").click().run()
+    assert at.session_state["pbr_loaded"].preds.n == 12
+    at.switch_page(GROUPS).run()
+    at.button(key="slices_run").click().run()
+    assert not at.exception, at.exception
+    text = _text(at)
+    assert ("No slice could be formed, so nothing was searched or tested: a slice needs at least 100 rows, and "
+            "this file has 12.") in text
+    assert "0 slices" not in text and "halves" not in text and "How the search is guarded" not in text
+    assert any("Columns cut, but no slice of them has 100 rows: age (5 quantile bands)" in m.value
+               for m in at.markdown)
