@@ -1377,7 +1377,7 @@ def download_format_words(written_as: "CsvDialect | bool") -> str:
         return STANDARD_CSV_WORDS
     if written_as is True:
         return OWN_CSV_WORDS
-    percent = written_as.percent_words()
+    percent = md(written_as.percent_words())  # names the file's columns: literal text
     return (f"Written in your file's own CSV format: {written_as.words()}; "
             + (f"{percent}." if percent else "the calibrated probabilities as fractions from 0 to 1."))
 

@@ -201,3 +201,16 @@ def test_the_estimation_bias_is_said_to_be_the_sampling_noise_of_the_binned_esti
     n, B, eps = 1000, 10, 0.05
     assert pbr_core.theorem1_estimation_bias(n, B, eps) == pytest.approx(
         2 * np.sqrt(2 * (B * np.log(2) + np.log(1 / eps)) / n), rel=1e-12)
+
+
+def test_the_download_format_words_name_columns_as_literal_text():
+    """The help of the calibrated-predictions download names the columns that held percentages: a
+    column named like a Markdown image is shown as typed (texts.md), and each dialect is said in words."""
+    from pbr_core.loading.dialect import CsvDialect
+
+    image = "![x](http://127.0.0.1:9/x.png)"
+    words = texts.download_format_words(CsvDialect(sep=";", decimal=",", percent={image: "%"}))
+    assert image not in words and texts.md(repr(image)) in words and "(0.8455 as 84,55%)" in words
+    assert words.startswith("Written in your file's own CSV format: semicolon-separated, decimal commas, UTF-8, LF")
+    assert texts.download_format_words(False) == texts.STANDARD_CSV_WORDS
+    assert texts.download_format_words(True) == texts.OWN_CSV_WORDS
