@@ -102,6 +102,12 @@ def test_a_percent_sign_is_written_back_with_the_calibrated_percentages() -> Non
     assert percent_columns_as_written(pd.DataFrame({"p_yes": ["93,3", "5", "50", "0"]}), named, ",") == {"p_yes": ""}
     assert percent_columns_as_written(pd.DataFrame({"p_yes": ["0,933", "0,05", "0,5", "0"]}), named, ",") == {}
     assert percent_columns_as_written(pd.DataFrame({"p_yes": ["93,3%", "5", "50", "0"]}), named, ",") == {}
+    # Decided on the whole column: a head of zeros (0 is 100 times 0) does not decide it either way.
+    zeros = _with_score_column(pbr_core.Predictions.from_predictions([0] * 25 + [1], [0.0] * 25 + [0.5]), "p_yes")
+    assert percent_columns_as_written(pd.DataFrame({"p_yes": ["0"] * 25 + ["50"]}), zeros, ",") == {"p_yes": ""}
+    assert percent_columns_as_written(pd.DataFrame({"p_yes": ["0"] * 25 + ["0,5"]}), zeros, ",") == {}
+    assert percent_columns_as_written(pd.DataFrame({"p_yes": ["0"] * 26}), _with_score_column(
+        pbr_core.Predictions.from_predictions([0] * 25 + [1], [0.0] * 26), "p_yes"), ",") == {}
     dialect = CsvDialect(sep=";", decimal=",", bom=True, line_end="\r\n", percent={"p_yes": "%"})
     as_written = pd.DataFrame(index=range(4))
     as_written.attrs["dialect"] = dialect

@@ -125,21 +125,27 @@ def percent_columns_as_written(text: "pd.DataFrame", preds: "Predictions", decim
     return found
 
 
-def _percent_style(cells: np.ndarray, loaded: np.ndarray, decimal: str) -> str | None:
+def _percent_style(cells: np.ndarray, loaded: np.ndarray, decimal: str, whole: bool = True) -> str | None:
     """"%" or "" when the ``cells`` are 100 times the ``loaded`` probabilities (with or without a
-    percent sign on every cell), None otherwise."""
-    cells = np.array([str(c).strip() for c in cells], dtype=object)
-    signed = np.array([c.endswith("%") for c in cells], dtype=bool)
-    if 0 < signed.sum() < len(cells):
+    percent sign on every cell), None otherwise. The first rows decide most columns (fractions are
+    not 100 times themselves), so a file of many score columns is not parsed whole; a head of zeros
+    (0 is 100 times 0) is left to the whole column (``whole``: at least one value not 0)."""
+    head = min(len(cells), 20)
+    if head == 0 or (head < len(cells) and _percent_style(cells[:head], loaded[:head], decimal, False) is None):
         return None
+    import pandas as pd
+
+    text = pd.Series(cells, dtype=object).astype(str).str.strip()
+    signed = text.str.endswith("%").to_numpy(dtype=bool)
+    if 0 < signed.sum() < len(text):
+        return None
+    bare = text.str[:-1].str.rstrip() if signed.all() else text
     # The file's decimal mark, or a point (a column the export left with points: the loader reads both)
     point = f"[{re.escape(decimal)}.]"
-    number = re.compile(rf"[+-]?(?:\d+(?:{point}\d*)?|{point}\d+)(?:[eE][+-]?\d+)?")
-    bare = [c[:-1].rstrip() if s else c for c, s in zip(cells, signed)]
-    if not bare or not all(number.fullmatch(c) for c in bare):
+    if not bare.str.fullmatch(rf"[+-]?(?:\d+(?:{point}\d*)?|{point}\d+)(?:[eE][+-]?\d+)?").all():
         return None
-    values = np.array([float(c.replace(decimal, ".")) for c in bare])
-    if not np.any(values != 0) or not np.allclose(values, 100.0 * loaded, rtol=1e-6, atol=1e-9):
+    values = bare.str.replace(decimal, ".", regex=False).astype(np.float64).to_numpy()
+    if (whole and not np.any(values != 0)) or not np.allclose(values, 100.0 * loaded, rtol=1e-6, atol=1e-9):
         return None
     return "%" if signed.all() else ""
 
