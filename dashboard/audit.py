@@ -81,7 +81,7 @@ def corp_section(loaded: state.Loaded, view: state.MetricView) -> ReportSection:
         paragraphs.append(texts.server_sample_note(view.rows, view.n, "the CORP part"))
     return ReportSection(title=texts.CORP_EXPANDER, paragraphs=paragraphs,
                          tables=[("Score decomposition", tables.score_decomposition_frame(brier, log, chance))],
-                         figures=[(texts.corp_band_reading(rows_outside, CHANCE_OUTSIDE_SHARE), fig)])
+                         figures=[(texts.corp_band_reading(rows_outside, CHANCE_OUTSIDE_SHARE, compute.corp_grid(view)), fig)])
 
 
 def classwise_section(loaded: state.Loaded, n_bins: int) -> ReportSection | None:

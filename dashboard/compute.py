@@ -376,6 +376,20 @@ def _corp(key: str, _probs: np.ndarray, _labels: np.ndarray):
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
+def _corp_grid(key: str, _probs: np.ndarray, _labels: np.ndarray) -> str:
+    from pbr_core import metrics as M
+    from pbr_core.resolution import coarse_grid_words
+
+    return coarse_grid_words(M.confidence_and_outcome(_probs, _labels)[0])
+
+
+def corp_grid(view: MetricView) -> str:
+    """How coarsely the scores :func:`corp` reads were written ("written with at most 1 decimal"), "" for
+    scores on no coarse grid (:func:`pbr_core.resolution.coarse_grid_words`): the CORP reading's caveat."""
+    return _corp_grid(view.key, view.probs, view.labels)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
 def _mcb_chance(key: str, _probs: np.ndarray, _labels: np.ndarray):
     from pbr_core import metrics as M
     from pbr_core.corp import mcb_against_chance

@@ -1450,10 +1450,14 @@ CORP_INTRO = (
 )
 
 
-def corp_band_reading(rows_outside: float, chance: float) -> str:
+def corp_band_reading(rows_outside: float, chance: float, grid: str = "") -> str:
     """How much of the CORP curve lies outside its consistency band (``rows_outside``: the share of
     rows whose predicted probability is at such a place; ``chance``: the most a calibrated model's
-    curve reaches by chance, ``pbr_core.corp.CHANCE_OUTSIDE_SHARE``), one sentence."""
+    curve reaches by chance, ``pbr_core.corp.CHANCE_OUTSIDE_SHARE``), one sentence. ``grid``: how coarsely
+    the file wrote its scores (:func:`dashboard.compute.corp_grid`, "" for fine scores): "the predictions
+    are off there" is then said of the values as written, which an export's rounding alone can make off
+    (audit 12b: Adult rounded to 1 decimal, outcomes from the unrounded scores, 300 rows: 82 % of files read
+    "off"), so the sentence says so, as the test of calibration's coarse caveat does."""
     # Inside the band is no verdict of calibration: the band is a weaker check than the test of calibration
     # (40 overconfident rows: 20 % outside, "no more than chance", beside a test with p = 0.008).
     stronger = " The test of calibration (under the reliability diagram) is the stronger check."
@@ -1463,7 +1467,13 @@ def corp_band_reading(rows_outside: float, chance: float) -> str:
         return (f"For {rows_outside:.0%} of the rows the curve lies outside the band: no more than chance gives a "
                 f"calibrated model (in simulations it stays at or below about {chance:.0%}), so the band alone "
                 "shows no miscalibration." + stronger)
+    rounding = (f" But every score in this file is {grid}: if the file was exported rounded, part of this can be the "
+                "rounding itself (a true 1.2 % written as 0.0 is off by 1.2 points), not the model's own predictions."
+                if grid else "")
     return (f"For {rows_outside:.0%} of the rows the curve lies outside the band, more than chance gives a calibrated "
+            f"model (in simulations at most about {chance:.0%}): the predictions are off there, as written." + rounding
+            if grid else
+            f"For {rows_outside:.0%} of the rows the curve lies outside the band, more than chance gives a calibrated "
             f"model (in simulations at most about {chance:.0%}): the predictions are off there.")
 
 

@@ -223,6 +223,20 @@ def rounding_note(values: np.ndarray, what: str = "Scores", percent_text: bool =
             "edge when more of them went wrong than even the edge predicts).")
 
 
+def coarse_grid_words(values: np.ndarray) -> str:
+    """How coarsely ``values`` were written when that is coarse enough for an export's rounding to move a
+    reliability curve (1 or 2 decimals, 1 or 2 significant digits, or only 0, 1 and simple fractions):
+    "written with at most 1 decimal"; "" otherwise. The same grids as :func:`coarse_caveat` reads."""
+    counts = evidence_counts(np.asarray(values, dtype=np.float64))
+    if counts[0] == 0:
+        return "0, 1 or a simple fraction such as 0.5"
+    g = grids_from_evidence(counts)
+    for d, kind in ((g.decimals, "decimal"), (g.digits, "significant digit")):
+        if d is not None and d < MIN_DECIMALS:
+            return f"written with at most {d} {kind}{'s' if d > 1 else ''}"
+    return ""
+
+
 #: What a "for certain" verdict adds when the values could be an export's rounding (:func:`coarse_caveat`);
 #: front ends look for it to shorten the caveat (a table cell).
 COARSE_CAVEAT_MARK = "if those scores of 0 and 1 are the model's own"

@@ -110,7 +110,7 @@ def _corp(loaded: state.Loaded, view: state.MetricView) -> None:
         diagram, brier, log, rows_outside = compute.corp(view)
         st.plotly_chart(figures_corp.corp_figure(diagram, x_title=view.x_title, y_title=view.y_title),
                         key="rel_corp_chart", config={"displaylogo": False})
-        st.caption(texts.corp_band_reading(rows_outside, CHANCE_OUTSIDE_SHARE))
+        st.caption(texts.corp_band_reading(rows_outside, CHANCE_OUTSIDE_SHARE, compute.corp_grid(view)))
         chance = compute.mcb_chance(view)
         st.markdown(texts.corp_decomposition_words(brier, log, view.what, chance["brier"]))
         st.table(tables.score_decomposition_frame(brier, log, chance))

@@ -3,6 +3,8 @@ and the log loss's split, with the library's numbers, on multiclass, binary and 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from apptest_tools import sent_figure
@@ -170,3 +172,46 @@ def test_mcb_of_an_over_confident_model_is_beyond_chance():
     assert "This is more than chance alone gives" in text and "recalibrating could remove" in text
     assert "on new data the gain is at most this" in text
     assert at.table[0].value.loc["Brier score", texts.MCB_BEYOND_COLUMN] == "yes: partly removable"
+
+
+def test_the_more_than_chance_reading_of_rounded_scores_says_the_rounding_can_make_it():
+    """Audit 12b: Adult's p(y=1) written with 1 decimal, outcomes drawn from the unrounded p: "the predictions
+    are off there" in 82 % of 300-row files, true of the written values (a score of 0.0 covering 46 % of the
+    rows whose true rate is 1.25 %) but said without the condition the test of calibration's coarse caveat
+    states. It is now said of the values as written, with the rounding as a possible cause; fine scores get
+    no such words (the same file unrounded), and the page shows the sentence the library's numbers give."""
+    import pandas as pd
+
+    from pbr_core.resolution import coarse_grid_words
+
+    frame = pd.read_csv(Path(__file__).parents[2] / "sample_data" / "adult_gradient_boosting.csv.gz")
+    rng = np.random.default_rng(5)
+    rows = rng.choice(len(frame), 300, replace=False)
+    p = frame["p_gt50k"].to_numpy()[rows]
+    y = (rng.uniform(size=300) < p).astype(int)
+    rounded = np.round(p, 1)
+    assert coarse_grid_words(rounded) == "written with at most 1 decimal" and coarse_grid_words(p) == ""
+    assert coarse_grid_words(np.array([0.0, 1.0, 0.5, 0.25])) == "0, 1 or a simple fraction such as 0.5"
+    assert coarse_grid_words(np.round(p, 2)) == "written with at most 2 decimals"
+    assert coarse_grid_words(np.round(p, 4)) == ""   # 4 decimals: read as a rounding elsewhere, no caveat here
+    words = texts.corp_band_reading(0.4, CHANCE_OUTSIDE_SHARE, "written with at most 1 decimal")
+    assert "off there, as written. But every score in this file is written with at most 1 decimal" in words
+    assert "rounding itself" in words
+    assert "rounding" not in texts.corp_band_reading(0.4, CHANCE_OUTSIDE_SHARE)
+    assert "rounding" not in texts.corp_band_reading(0.1, CHANCE_OUTSIDE_SHARE, "written with at most 1 decimal")
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.run()
+    for name, scores, caveat in (("rounded.csv", rounded, True), ("fine.csv", p, False)):
+        data = pd.DataFrame({"p_gt50k": scores, "label": y}).to_csv(index=False).encode()
+        at.file_uploader(key="data_upload").upload(name, data, "text/csv").run()
+        at.switch_page(RELIABILITY).run()
+        at.session_state["rel_corp_open"] = True
+        at.run()
+        assert not at.exception, at.exception
+        loaded = at.session_state["pbr_loaded"].preds
+        conf, out = M.confidence_and_outcome(loaded.p_positive, loaded.labels)   # p(y=1), as the page measures
+        diagram = corp_reliability(conf, out)
+        grid = "written with at most 1 decimal" if caveat else ""
+        expected = texts.corp_band_reading(outside_band_share(diagram, conf), CHANCE_OUTSIDE_SHARE, grid)
+        assert expected in _text(at), name
+        at.switch_page("views/data.py").run()
