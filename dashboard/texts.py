@@ -925,7 +925,7 @@ P_VALUE_MEANING = (
 
 def p_value(p: float | None) -> str:
     """A p-value as every page, table and report writes it (:func:`pbr_core.significance.format_p`, the
-    CLI's format too: three decimals cut, "< 0.001" below 0.001, "> 0.99" above 0.99), "–" when there is
+    CLI's format too: two significant digits cut from 0.001 to 0.1, "< 0.001" below 0.001, "> 0.99" above 0.99), "–" when there is
     none.
 
     Examples

@@ -916,17 +916,21 @@ def holm_level_count(p_values: Sequence[float]) -> int:
 
 # ------------------------------------------------------------------------------------ the sentences
 def format_p(p: float) -> str:
-    """A p-value as every front end writes it (the dashboard's tables, the reports and the CLI): three
-    decimals, cut rather than rounded so that the text sits on the same side of a level such as 0.05
-    as the number (0.0499 is "0.049", never "0.050"), "< 0.001" below 0.001, "> 0.99" above 0.99 (the
-    doubled smaller p-value of the test of calibration is 1 whenever both are above 0.5: "1.000" read as
-    "perfect"), "n/a" when there is none. One format, so that 4.69e-7 and 0.00000135 never stand side by
-    side.
+    """A p-value as every front end writes it (the dashboard's tables, the reports and the CLI): its
+    first two significant digits from 0.001 to 0.1 and three decimals above (0.0499 is "0.049",
+    0.00195 is "0.0019"), cut rather than rounded so that the text sits on the same side of every level
+    the pages use (0.05, 0.035, 0.01, 0.005) as the number (0.0499 is never "0.050"); "< 0.001" below
+    0.001, "> 0.99" above 0.99 (the doubled smaller p-value of the test of calibration is 1 whenever both
+    are above 0.5: "1.000" read as "perfect"), "n/a" when there is none. One format, so that 4.69e-7 and
+    0.00000135 never stand side by side.
+
+    Why two digits below 0.01: three decimals cut wrote the Wilcoxon test's 2/1024 = 0.00195 and a
+    Holm-corrected 0.0016 as "0.001", half their size, beside an analytic "< 0.001" (a user audit).
 
     Examples
     --------
-    >>> [format_p(v) for v in (0.52, 0.0499, 0.0004, 4.69e-7, 0.995, 1.0, float("nan"))]
-    ['0.520', '0.049', '< 0.001', '< 0.001', '> 0.99', '> 0.99', 'n/a']
+    >>> [format_p(v) for v in (0.52, 0.0499, 0.00195, 0.0016, 0.0004, 4.69e-7, 0.995, 1.0, float("nan"))]
+    ['0.520', '0.049', '0.0019', '0.0016', '< 0.001', '< 0.001', '> 0.99', '> 0.99', 'n/a']
     """
     if p is None or not np.isfinite(p):
         return "n/a"
@@ -934,6 +938,8 @@ def format_p(p: float) -> str:
         return "< 0.001"
     if p > 0.99:
         return "> 0.99"
+    if p < 0.01:
+        return f"{np.floor(p * 10_000 * (1 + 1e-12)) / 10_000:.4f}"
     return f"{np.floor(p * 1000 * (1 + 1e-12)) / 1000:.3f}"
 
 

@@ -318,6 +318,30 @@ def test_better_is_rarely_claimed_between_equally_good_methods_on_overlapping_fo
     assert old >= 120 and not _at_most_level(old, 400)  # the simulation can tell a bad rule
 
 
+def test_verdicts_are_two_sided_and_their_p_values_are_shown_at_their_size():
+    """The verdict reads a two-sided p-value in either direction, so the chance of a false "better"
+    verdict is the stated level in all, about half of it each way (400 data sets of two equally good
+    methods: one-sided tests in both directions would give twice the level). And the p-values are
+    shown at their size: 10 of 10 folds one way give the Wilcoxon test's exact two-sided 2/1024 =
+    0.00195, written "0.0019" (it was written "0.001", as was a corrected 0.0016, a user audit)."""
+    from dashboard import texts
+
+    t = _overlapping_folds_table(np.random.default_rng(1), 400, 2)
+    out = paired_tests(t, pairs=[("m0", "m1")], group_by=["sim"])
+    named = out["better"].value_counts()
+    assert _at_most_level(int(out["better"].notna().sum()), 400)
+    for m in ("m0", "m1"):  # each direction about level / 2, not level
+        assert stats.binom.sf(int(named.get(m, 0)) - 1, 400, LEVEL / 2) > 0.001
+    # The corrected test is two-sided: twice the smaller tail of its t statistic.
+    d = t[t["sim"] == 0].pivot(index="fold", columns="method", values="ece")
+    d = (d["m0"] - d["m1"]).to_numpy()
+    t_c = d.mean() / (d.std(ddof=1) * np.sqrt(1 / FOLDS + (N_ROWS - N_RE) / N_RE))
+    assert out["corrected_t_p"].iloc[0] == pytest.approx(2 * stats.t.sf(abs(t_c), FOLDS - 1), rel=1e-12)
+    r = paired_test(np.arange(10) * 0.001, np.arange(10) * 0.001 + 0.01 + np.arange(10) * 1e-4)
+    assert r["wilcoxon_p"] == pytest.approx(2 / 1024, rel=1e-12)
+    assert texts.p_value(r["wilcoxon_p"]) == "0.0019" and texts.p_value(0.0016) == "0.0016"
+
+
 def test_no_winner_among_four_equally_good_methods_in_the_default_table():
     """Known truth: four equally good methods, the default pairs (each against the best mean, chosen
     from the data), 150 data sets. The chance that ANY row names a winner is at most the level

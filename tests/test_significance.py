@@ -343,7 +343,13 @@ def test_consistency_band_is_the_binomial_quantile():
 # ----------------------------------------------------------------------------- words
 def test_p_values_have_one_format():
     assert [S.format_p(p) for p in (0.52, 0.0499, 0.0012, 0.00012, 4.69e-7, 1.0, float("nan"))] == \
-        ["0.520", "0.049", "0.001", "< 0.001", "< 0.001", "> 0.99", "n/a"]
+        ["0.520", "0.049", "0.0012", "< 0.001", "< 0.001", "> 0.99", "n/a"]
+    # Two significant digits, cut, from 0.001 to 0.1: never written smaller than it is by more than the
+    # last digit shown (0.00195 was "0.001", half its size), never pushed over a level such as 0.005.
+    for p in np.exp(np.random.default_rng(0).uniform(np.log(1e-3), np.log(0.99), 2000)):
+        shown = float(S.format_p(p))
+        assert shown <= p and (p - shown) / p < 0.1
+    assert S.format_p(0.00499) == "0.0049" and S.format_p(0.00999) == "0.0099"
     from dashboard import texts
 
     assert texts.p_value(0.0499) == S.format_p(0.0499) and texts.p_value(None) == "–"
