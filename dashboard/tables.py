@@ -4,6 +4,7 @@ the experiments' per-fold tables in the words the pages use, and the tables of a
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -381,12 +382,17 @@ def paired_frame(table: pd.DataFrame, multiclass: bool, metric: str = "ece",
     # column was cut at its right edge ("Temperature sc…", a user audit).
     return pd.DataFrame({
         "A": [label[a] for a in tests["a"]], "B": [label[b] for b in tests["b"]],
-        "verdict": [texts.paired_verdict(label[b] if b else None, d, w, independent)
-                    for b, d, w in zip(tests["better"], tests["decisive_p"], tests["wilcoxon_p"])],
+        "verdict": [texts.paired_verdict(label[r.better] if r.better else None, r.decisive_p, r.wilcoxon_p, independent,
+                                         (label[r.a], r.a_infinite_folds, label[r.b], r.b_infinite_folds, r.n_folds))
+                    for r in tests.itertuples(index=False)],
         decides: [p(v) for v in tests["decisive_p"]],
-        f"mean {METRICS[metric].in_words if metric in METRICS else metric} A − B": [f"{d:+.4f}" for d in tests["mean_diff"]],
+        # An infinite NLL on some fold: the difference is infinite (or undefined), never a floored number.
+        f"mean {METRICS[metric].in_words if metric in METRICS else metric} A − B": [
+            "–" if d != d else ("+infinite" if d > 0 else "−infinite") if math.isinf(d) else f"{d:+.4f}"
+            for d in tests["mean_diff"]],
         # The corrected test's interval (the plain t interval only without fold sizes): see its help.
-        texts.PAIRED_INTERVAL_COLUMN: [f"[{lo:+.4f}, {hi:+.4f}]" for lo, hi in zip(tests["ci_low"], tests["ci_high"])],
+        texts.PAIRED_INTERVAL_COLUMN: ["–" if lo != lo else f"[{lo:+.4f}, {hi:+.4f}]"
+                                       for lo, hi in zip(tests["ci_low"], tests["ci_high"])],
         corrected: [p(v) for v in tests["corrected_t_p"]],
         t_test: [p(v) for v in tests["t_p"]], wilcoxon: [p(v) for v in tests["wilcoxon_p"]],
         "A better on": [f"{k} of {n} folds" for k, n in zip(tests["a_better_folds"], tests["n_folds"])],

@@ -907,16 +907,28 @@ PAIRED_P_COLUMNS = {
 }
 
 
-def paired_verdict(better: str | None, decisive_p: float, wilcoxon_p: float, independent: bool = False) -> str:
+def paired_verdict(better: str | None, decisive_p: float, wilcoxon_p: float, independent: bool = False,
+                   infinite: tuple[str, int, str, int, int] | None = None) -> str:
     """The verdict cell of a paired-test row: the better method's name, or why none is named.
 
     ``independent``: the table had no fold sizes, so the verdict treated the folds as independent.
+    ``infinite``: (A, its folds with an infinite NLL, B, its, folds paired) where either count is above 0
+    (:func:`infinite_nll_verdict`).
     """
     from pbr_core.experiments import verdict_kind
 
+    if infinite is not None and (infinite[1] or infinite[3]):
+        return infinite_nll_verdict(*infinite)
     text = {"better": f"{better} better", "wilcoxon_disagrees": "no difference shown (the Wilcoxon test does not agree)",
             "no_difference": "no difference shown"}[verdict_kind(better, decisive_p, wilcoxon_p)]
     return text + (" (folds assumed independent)" if independent else "")
+
+
+def infinite_nll_verdict(a: str, a_folds: int, b: str, b_folds: int, folds: int) -> str:
+    """:func:`pbr_core.experiments.infinite_nll_verdict`: the CLI's words too."""
+    from pbr_core.experiments import infinite_nll_verdict as words
+
+    return words(a, a_folds, b, b_folds, folds)
 P_VALUE_MEANING = (
     "p-value: how often a difference at least this large would come up by chance if A and B were equally good. "
     "Below 0.05: unlikely to be chance."

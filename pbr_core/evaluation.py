@@ -164,7 +164,9 @@ def evaluation_metrics(probs: np.ndarray, labels: np.ndarray, kind: str,
     included, report it, as Wenger et al. do). The NLL and Brier score are those of what the ECE
     measures (:func:`pbr_core.metrics.target_brier_nll`): of p(y=1) against y with "positive" (the
     Brier score is then half the two-class sum), the multiclass ones of the vector otherwise (the paper's).
-    Returns ``{"n_bins", "ece", "accuracy", "nll", "brier"}`` (:data:`EVALUATION_METRICS` and B).
+    Returns ``{"n_bins", "ece", "accuracy", "nll", "brier", "nll_infinite_rows"}`` (:data:`EVALUATION_METRICS`,
+    B, and the rows that make the NLL infinite, :func:`pbr_core.metrics.nll_infinite_rows`: above 0, ``nll``
+    is a number set by the floor and the comparison's tables say "infinite").
     """
     n_bins = optimal_n_bins(labels.shape[0])
     scores = target_brier_nll(probs, labels, BINARY_TARGET.measured(kind, binary_ece))
@@ -174,6 +176,7 @@ def evaluation_metrics(probs: np.ndarray, labels: np.ndarray, kind: str,
         "accuracy": accuracy(probs, labels),
         "nll": scores["nll"],
         "brier": scores["brier"],
+        "nll_infinite_rows": scores["nll_infinite_rows"],
     }
 
 

@@ -1148,8 +1148,14 @@ def _nll_terms(p: np.ndarray, y: np.ndarray, eps: float = NLL_EPS) -> np.ndarray
 
 
 def nll_infinite_rows(probs: np.ndarray, labels: np.ndarray) -> int:
-    """How many rows give what happened a probability of exactly 0 (a score of exactly 0 or 1 that was
-    wrong), as :func:`nll_terms` measures it: each makes the true NLL infinite.
+    """How many rows give what happened a probability of 0 (a score of exactly 0 or 1 that was wrong,
+    or one within the floor ``NLL_EPS`` = 2.2e-16 of it), as :func:`nll_terms` measures it: each makes the
+    NLL infinite as the library reads it.
+
+    A probability below the floor counts as 0: :func:`nll` would charge it the floor's 36.04 nats, not
+    its own (-log 4.9e-308 = 708), so a mean over it is set by the floor, and double precision cannot
+    write it on the other side (p(y=1) = 1 - 1e-20 is stored as exactly 1). The Compare page, the
+    ``compare`` command and the report treat a fold with such a row as infinite, as this count does.
 
     :func:`nll`, :func:`nll_terms` and the ``nll`` of :func:`calibration_summary` floor such a row at
     ``eps`` (scikit-learn's ``log_loss`` convention: 36.04 nats a row at the default), so their value
@@ -1169,8 +1175,11 @@ def nll_shown(value: float, infinite_rows: int) -> str:
 
 
 def _nll_infinite_rows(p: np.ndarray, y: np.ndarray) -> int:
+    # Below the floor counts as 0: its NLL term would be set by the floor, not by the data (PBR's 4.9e-308
+    # cost 36 nats, not its 708, a user audit), and the other side cannot hold it: p(y=1) = 1 - 1e-20
+    # is stored as exactly 1, so a wrong row at 1e-20 from 1 reads as 0 whichever way it was written.
     py = np.where(y == 1, p, 1.0 - p) if p.ndim == 1 else p[np.arange(p.shape[0]), y]
-    return int(np.count_nonzero(py <= 0.0))
+    return int(np.count_nonzero(py < NLL_EPS))
 
 
 def target_brier_nll(probs: np.ndarray, labels: np.ndarray, target: BinaryTarget = DEFAULT_BINARY_TARGET, *,

@@ -180,6 +180,11 @@ def _paired_text(tests, metric: str) -> str:
         if r.n_folds < 2:
             lines.append(f"  {r.a} vs {r.b}: fewer than 2 folds with both values, no test")
             continue
+        if r.a_infinite_folds or r.b_infinite_folds:  # the NLL is infinite on some folds: no test reads the floor
+            from pbr_core.experiments import infinite_nll_verdict
+
+            lines.append(f"  {r.a} - {r.b}: {infinite_nll_verdict(r.a, r.a_infinite_folds, r.b, r.b_infinite_folds, r.n_folds)}")
+            continue
         verdict = {"better": f"{r.better} better",
                    "wilcoxon_disagrees": "no difference shown at the 5% level (the Wilcoxon test does not agree)",
                    "no_difference": "no difference shown at the 5% level"}[verdict_kind(r.better, r.decisive_p,

@@ -77,7 +77,7 @@ from pbr_core.experiments.kl_gap import (KL_GAP_COLUMNS, MAX_FOLD_SHARE, FoldKen
                                         kl_vs_ece_gap)
 from pbr_core.experiments.settings import (CompareSettings, FitSettings, GroupGapSettings, KLGapSettings,
                                            PBRSettings, SweepSettings)
-from pbr_core.experiments.paired import (MIN_PAIRED_FOLDS, PAIRED_COLUMNS, TEST_NAMES, default_pairs, min_paired_folds,
+from pbr_core.experiments.paired import (MIN_PAIRED_FOLDS, PAIRED_COLUMNS, TEST_NAMES, default_pairs, infinite_nll_verdict, min_paired_folds,
                                         paired_test, paired_tests, shown_best, too_few_folds,
                                         verdict_kind)
 from pbr_core.experiments.summary import HIGHER_IS_BETTER, LOWER_IS_BETTER, best_mask, summarize, summary_table
@@ -100,6 +100,7 @@ __all__ = [
     "MIN_MEASURED_ROWS",
     "MIN_TEST_ROWS",
     "PAIRED_COLUMNS",
+    "infinite_nll_verdict",
     "PAPER_ALPHAS",
     "PAPER_N_RE",
     "PAPER_N_RE_VALUES",

@@ -43,7 +43,7 @@ __all__ = ["COMPARE_COLUMNS", "compare", "fit_and_evaluate"]
 
 #: Columns of :func:`compare`'s table, in order.
 COMPARE_COLUMNS = (
-    "method", "fold", "n_re", "n_te", "n_bins", *EVALUATION_METRICS, "kl", "at_prior",
+    "method", "fold", "n_re", "n_te", "n_bins", *EVALUATION_METRICS, "nll_infinite_rows", "kl", "at_prior",
     "fit_seconds", "predict_seconds", "fit_shared_with", "error",
 )
 

@@ -85,14 +85,19 @@ from pbr_core.experiments.summary import HIGHER_IS_BETTER
 from pbr_core.groups import holm
 
 __all__ = ["MIN_PAIRED_FOLDS", "PAIRED_COLUMNS", "TEST_NAMES", "default_pairs", "min_paired_folds", "paired_test",
-           "paired_tests", "shown_best", "too_few_folds", "verdict_kind"]
+           "infinite_nll_verdict", "paired_tests", "shown_best", "too_few_folds", "verdict_kind"]
 
 #: Columns of :func:`paired_tests` after the grouping keys.
 PAIRED_COLUMNS = (
     "metric", "a", "b", "n_folds", "mean_a", "mean_b", "mean_diff", "ci_low", "ci_high", "confidence",
     "ci_pairs", "t_statistic", "t_p", "wilcoxon_statistic", "wilcoxon_p", "corrected_t_p", "pair_p", "decisive_p",
-    "holm_pairs", "folds_assumed_independent", "a_better_folds", "better",
+    "holm_pairs", "folds_assumed_independent", "a_better_folds", "better", "a_infinite_folds", "b_infinite_folds",
 )
+
+#: The per-fold column that counts, for the NLL, the test rows given a probability that counts as 0 for
+#: what happened (:func:`pbr_core.metrics.nll_infinite_rows`): above 0, that fold's NLL is infinite and
+#: its ``nll`` a number set by the floor.
+INFINITE_COLUMN = {"nll": "nll_infinite_rows"}
 
 #: How the tests are named wherever their p-values are shown.
 TEST_NAMES = {
@@ -172,14 +177,29 @@ def shown_best(table: pd.DataFrame, metric: str = "ece", *, level: float = 0.05,
     methods = list(dict.fromkeys(ok["method"]))
     if len(methods) < 2 or ok["fold"].nunique() < min_paired_folds(level):
         return None
-    means = ok.groupby("method", sort=False)[metric].mean()
+    means = _means(ok, metric)
+    if not np.isfinite(means).any():
+        return None
     best = means.idxmax() if metric in HIGHER_IS_BETTER else means.idxmin()
     tests = paired_tests(ok, metric, [(best, m) for m in methods if m != best], level=level, reference=reference)
     if (tests["n_folds"] < min_paired_folds(level)).any():
         return None
     # Each pair at ``level``, uncorrected (intersection-union, above): ``better`` is Holm-corrected.
     wins = (tests["mean_diff"] > 0) if metric in HIGHER_IS_BETTER else (tests["mean_diff"] < 0)
-    return best if ((tests["pair_p"] < level) & (tests["wilcoxon_p"] < level) & wins).all() else None
+    # A method whose NLL is infinite on some fold loses to one finite on every fold without a test.
+    finite_win = (tests["b_infinite_folds"] > 0) & (tests["a_infinite_folds"] == 0)
+    return best if (((tests["pair_p"] < level) & (tests["wilcoxon_p"] < level) & wins) | finite_win).all() else None
+
+
+def _means(table: pd.DataFrame, metric: str) -> pd.Series:
+    """Each method's mean ``metric`` over its folds, infinite for a method whose NLL is infinite on
+    some fold (:data:`INFINITE_COLUMN`): its floored mean would rank it by the floor."""
+    means = table.groupby("method", sort=False)[metric].mean()
+    infinite = _infinite_folds(table, metric)
+    if infinite.size:
+        hit = infinite.any(axis=0)
+        means[hit[hit].index.intersection(means.index)] = math.inf
+    return means
 
 
 def paired_test(a: Sequence[float], b: Sequence[float], confidence: float = 0.95,
@@ -272,7 +292,7 @@ def default_pairs(table: pd.DataFrame, metric: str = "ece", reference: str = "un
     The best is the lowest mean of ``metric`` (highest for accuracy) over the table's rows; a pair
     is listed once, in the order (method, reference) or (method, best).
     """
-    means = table.groupby("method", sort=False)[metric].mean().dropna()
+    means = _means(table, metric).dropna()
     methods = list(means.index)
     if not methods:
         return []
@@ -371,15 +391,22 @@ def paired_tests(table: pd.DataFrame, metric: str = "ece", pairs: Sequence[tuple
             if a == b:
                 raise ValueError(f"A pair needs two different methods, but got ({a!r}, {b!r}).")
         wide_all = part.pivot_table(index="fold", columns="method", values=metric, aggfunc="first", dropna=False)
+        infinite = _infinite_folds(part, metric)
         sizes = _fold_sizes(part)
         group_rows, wides = [], []
         for a, b in todo:
             wide = wide_all.reindex(columns=[a, b]).dropna()
+            inf_a, inf_b = (int(infinite.reindex(index=wide.index, columns=[m]).fillna(False).to_numpy().sum())
+                            for m in (a, b))
             wides.append(wide)
             row = dict(zip(group_by, key))
             row.update(metric=metric, a=a, b=b, mean_a=float(wide[a].mean()) if len(wide) else math.nan,
                        mean_b=float(wide[b].mean()) if len(wide) else math.nan, confidence=confidence)
-            row.update(_pair_row(wide, a, b, sizes, confidence, lower_better))
+            row.update(_pair_row(wide, a, b, sizes, confidence, lower_better) if not (inf_a or inf_b)
+                       else _infinite_row(wide, a, inf_a, b, inf_b))
+            row.update(a_infinite_folds=inf_a, b_infinite_folds=inf_b)
+            if inf_a or inf_b:  # the NLL is infinite on some fold: its mean is too, and no test reads the floor
+                row.update(mean_a=math.inf if inf_a else row["mean_a"], mean_b=math.inf if inf_b else row["mean_b"])
             group_rows.append(row)
         # Every row is its own claim: Holm over the family of pairs. The default pairs against the best
         # mean are chosen after looking at the data, so their family is every pair of the group's
@@ -388,7 +415,7 @@ def paired_tests(table: pd.DataFrame, metric: str = "ece", pairs: Sequence[tuple
         # A pair picked after seeing the results (holm_family="all") is as chosen as the default ones:
         # Holm over a family of its own would announce a winner that the default table rejects.
         everything = pairs is None or holm_family == "all"
-        family = _family(group_rows, _all_pairs(wide_all) if everything else todo, wide_all, sizes)
+        family = _family(group_rows, _all_pairs(wide_all) if everything else todo, wide_all, sizes, infinite)
         adjusted = dict(zip(family, holm(list(family.values()))))
         m = int(sum(np.isfinite(list(family.values()))))
         for r, wide in zip(group_rows, wides):
@@ -399,6 +426,9 @@ def paired_tests(table: pd.DataFrame, metric: str = "ece", pairs: Sequence[tuple
             # leaving out 0 means pair_p < (1 - confidence)/m, hence decisive_p <= m * pair_p < 1 - confidence.
             # Each pair's own interval left out 0 beside "no difference shown" (an audit of the paired table).
             r["ci_pairs"] = max(m, 1)
+            if r["a_infinite_folds"] or r["b_infinite_folds"]:  # no test, no interval: read without one
+                r["better"] = _infinite_better(r)
+                continue
             if r["n_folds"] >= 2 and m > 1:
                 d = wide[r["a"]].to_numpy() - wide[r["b"]].to_numpy()
                 r["ci_low"], r["ci_high"] = _interval(d, 1.0 - (1.0 - confidence) / m,
@@ -416,14 +446,21 @@ def paired_tests(table: pd.DataFrame, metric: str = "ece", pairs: Sequence[tuple
     return out
 
 
-def verdict_kind(better: str | None, decisive_p: float, wilcoxon_p: float, level: float = 0.05) -> str:
+def verdict_kind(better: str | None, decisive_p: float, wilcoxon_p: float, level: float = 0.05,
+                 a_infinite_folds: int = 0, b_infinite_folds: int = 0) -> str:
     """Which verdict a row of :func:`paired_tests` gives, for the front ends' words: ``"better"`` (a
     method is named), ``"wilcoxon_disagrees"`` (``decisive_p`` is below ``level`` but the Wilcoxon
     test is not, so no method is named) or ``"no_difference"``.
 
     >>> verdict_kind(None, 0.01, 0.08)
     'wilcoxon_disagrees'
+
+    Where the NLL of one method or both is infinite on some folds (``a_infinite_folds``,
+    ``b_infinite_folds``), no test is read: ``"infinite"`` (one side only: the finite one is named
+    better) or ``"both_infinite"``.
     """
+    if a_infinite_folds or b_infinite_folds:
+        return "both_infinite" if a_infinite_folds and b_infinite_folds else "infinite"
     if isinstance(better, str) and better:
         return "better"
     if decisive_p == decisive_p and decisive_p < level and not wilcoxon_p < level:
@@ -447,22 +484,74 @@ def _pair_row(wide: pd.DataFrame, a: str, b: str, sizes: pd.DataFrame | None, co
     return row
 
 
+def _infinite_folds(part: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """fold x method: True where ``metric`` is infinite on that fold (the NLL of a fold where a test row
+    was given a probability that counts as 0 for what happened: :data:`INFINITE_COLUMN`); all False
+    for other metrics and for tables without the count."""
+    column = INFINITE_COLUMN.get(metric)
+    if column is None or column not in part.columns:
+        return pd.DataFrame(index=pd.Index([], name="fold"))
+    flags = part.assign(_inf=part[column].fillna(0) > 0)
+    return flags.pivot_table(index="fold", columns="method", values="_inf", aggfunc="max", fill_value=False)
+
+
+def _infinite_row(wide: pd.DataFrame, a: str, inf_a: int, b: str, inf_b: int) -> dict:
+    """A pair where the NLL of one method or both is infinite on some folds: no test is run (the
+    numbers there are set by the floor, not by the data) and the mean difference is infinite (or
+    undefined when both are)."""
+    diff = math.nan if inf_a and inf_b else (math.inf if inf_a else -math.inf)
+    return dict(n_folds=len(wide), mean_diff=diff, ci_low=math.nan, ci_high=math.nan, t_statistic=math.nan,
+                t_p=math.nan, wilcoxon_statistic=math.nan, wilcoxon_p=math.nan, corrected_t_p=math.nan,
+                pair_p=math.nan, folds_assumed_independent=False,
+                a_better_folds=int(np.sum(wide[a].to_numpy() < wide[b].to_numpy())))
+
+
+def _infinite_better(row: dict) -> str | None:
+    """The verdict of a pair whose NLL is infinite on some folds, read without a test: the method
+    whose NLL is finite on every fold is better than one that gave an outcome that happened a
+    probability of 0 on some held-out row (its NLL there is infinite: no finite loss is worse). Both
+    infinite somewhere: None (the floor would decide, not the data)."""
+    if row["a_infinite_folds"] and row["b_infinite_folds"]:
+        return None
+    return row["b"] if row["a_infinite_folds"] else row["a"]
+
+
+def infinite_nll_verdict(a: str, a_folds: int, b: str, b_folds: int, folds: int) -> str:
+    """The verdict of a pair whose NLL is infinite on some folds (a held-out row was given a probability
+    of 0, or below the floor of 2.2e-16, for what happened), read without a test: the folds' numbers are
+    set by the floor, not by the data. A method finite on every fold is better than one infinite on some.
+
+    >>> infinite_nll_verdict("Temperature scaling", 0, "Uncalibrated", 2, 10)
+    "Temperature scaling better: Uncalibrated's NLL is infinite on 2 of 10 folds (it gave outcomes that happened a probability of 0), Temperature scaling's is finite on every fold; no test is needed"
+    """
+    if a_folds and b_folds:
+        return (f"no test: both NLLs are infinite on some folds ({a} on {a_folds}, {b} on {b_folds} of {folds}: "
+                "each gave outcomes that happened a probability of 0), so neither can be called better")
+    worse, k, good = (a, a_folds, b) if a_folds else (b, b_folds, a)
+    return (f"{good} better: {worse}'s NLL is infinite on {k} of {folds} folds (it gave outcomes that happened a "
+            f"probability of 0), {good}'s is finite on every fold; no test is needed")
+
+
 def _all_pairs(wide_all: pd.DataFrame) -> list[tuple[str, str]]:
     methods = [m for m in wide_all.columns if wide_all[m].notna().any()]
     return [(m, o) for i, m in enumerate(methods) for o in methods[i + 1:]]
 
 
 def _family(rows: list[dict], pairs: Sequence[tuple[str, str]], wide_all: pd.DataFrame,
-            sizes: pd.DataFrame | None) -> dict[frozenset, float]:
-    """pair -> pair_p over Holm's family ``pairs`` (each unordered pair once), reusing ``rows``' tests."""
+            sizes: pd.DataFrame | None, infinite: pd.DataFrame) -> dict[frozenset, float]:
+    """pair -> pair_p over Holm's family ``pairs`` (each unordered pair once), reusing ``rows``' tests.
+    A pair with an infinite NLL on some fold has no test (NaN), so it is not counted in the family."""
     known = {frozenset((r["a"], r["b"])): r["pair_p"] for r in rows}
     family: dict[frozenset, float] = {}
     for a, b in pairs:
         k = frozenset((a, b))
         if k not in family:
             # A pair in the family but not shown: the same tests as a shown row (its interval unused).
-            family[k] = known[k] if k in known else _pair_row(wide_all.reindex(columns=[a, b]).dropna(), a, b,
-                                                                 sizes, 0.95, True)["pair_p"]
+            folds = wide_all.reindex(columns=[a, b]).dropna()
+            if k not in known and bool(infinite.reindex(index=folds.index, columns=[a, b]).fillna(False).any(axis=None)):
+                family[k] = math.nan
+                continue
+            family[k] = known[k] if k in known else _pair_row(folds, a, b, sizes, 0.95, True)["pair_p"]
     return family
 
 

@@ -95,8 +95,24 @@ def summarize(table: pd.DataFrame, metrics: Sequence[str] | None = None, by: Seq
         parts.append(frame.melt(ignore_index=False, var_name="metric", value_name=stat).set_index("metric", append=True))
     tidy = pd.concat(parts, axis=1).reset_index()
     tidy["n"] = tidy["n"].astype(int)
+    tidy["infinite_folds"] = _infinite_folds(table, tidy, by)
     tidy["best"] = _best_flags(tidy, by)
     return tidy
+
+
+def _infinite_folds(table: pd.DataFrame, tidy: pd.DataFrame, by: list[str]) -> np.ndarray:
+    """Per row of the tidy summary: the folds on which its metric is infinite. Only the NLL can be, on a
+    fold where a test row was given a probability that counts as 0 for what happened (the per-fold
+    ``nll_infinite_rows``, :func:`pbr_core.metrics.nll_infinite_rows`): its mean and std are then those
+    of numbers set by the floor, which the display form shows as "infinite", never as a mean."""
+    out = np.zeros(len(tidy), dtype=np.int64)
+    if "nll_infinite_rows" not in table.columns or not (tidy["metric"] == "nll").any():
+        return out
+    hit = (table["nll_infinite_rows"].fillna(0) > 0).groupby([table[k] for k in by], sort=False).sum()
+    for i in np.flatnonzero((tidy["metric"] == "nll").to_numpy()):
+        key = tuple(tidy.iloc[i][k] for k in by)
+        out[i] = int(hit.get(key if len(by) > 1 else key[0], 0))
+    return out
 
 
 def _best_flags(tidy: pd.DataFrame, by: list[str]) -> pd.Series:
@@ -104,7 +120,7 @@ def _best_flags(tidy: pd.DataFrame, by: list[str]) -> pd.Series:
     peers = [k for k in by if k != "method"] if "method" in by else []
     keys = [*peers, "metric"]
     sign = tidy["metric"].map(lambda m: -1.0 if m in HIGHER_IS_BETTER else 1.0)
-    score = tidy["mean"] * sign
+    score = (tidy["mean"] * sign).where(tidy["infinite_folds"] == 0)  # an infinite NLL is never best
     best_score = score.groupby([tidy[k] for k in keys], sort=False).transform("min")
     directional = tidy["metric"].isin(LOWER_IS_BETTER | HIGHER_IS_BETTER)
     return (directional & score.notna() & np.isclose(score, best_score, rtol=0.0, atol=0.0)).astype(bool)
@@ -129,7 +145,8 @@ def summary_table(summary: pd.DataFrame, precision: int = 4) -> pd.DataFrame:
     """
     if "metric" not in summary.columns:
         summary = summarize(summary)
-    text = summary.apply(lambda r: _format(r["mean"], r["std"], precision), axis=1)
+    text = summary.apply(lambda r: _format(r["mean"], r["std"], precision, int(r.get("infinite_folds", 0) or 0),
+                                           int(r["n"])), axis=1)
     return _wide(summary.assign(text=text), "text")
 
 
@@ -140,7 +157,9 @@ def best_mask(summary: pd.DataFrame) -> pd.DataFrame:
     return _wide(summary, "best").fillna(False).astype(bool)
 
 
-def _format(mean: float, std: float, precision: int) -> str:
+def _format(mean: float, std: float, precision: int, infinite_folds: int = 0, n: int = 0) -> str:
+    if infinite_folds:  # the NLL is infinite on these folds: a mean of floored numbers would hide it
+        return f"infinite (on {infinite_folds} of {n} folds)"
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
         return "–"
     if std is None or (isinstance(std, float) and math.isnan(std)):
