@@ -2026,15 +2026,21 @@ def bands_caption(table) -> str:
             f"predictions were calibrated, at most about 1 in 10 would, by chance. " + BANDS_READING)
 
 
-def group_bands_caption(counts: dict, name: str, what: str = "group") -> str:
+def group_bands_caption(counts: dict, name: str, what: str = "group", table=None) -> str:
     """The bands of one group's (or slice's) diagram: how many bars lie outside, and whether that is more
     than chance after correcting for the groups one can look through (``counts``:
     :func:`pbr_core.groups.bins_outside_by_group` of every group's diagram; ``what``: "group" or "slice").
 
     The Reliability page's count rule (:func:`pbr_core.significance.bins_outside_test`, its p below 0.05
     here), Holm-corrected over the groups: a bar outside its band is no finding by itself (18.4 % of calibrated groups of 100-200 rows had one,
-    some group of every file of 30 such groups, audit 5)."""
-    from pbr_core.significance import p_words
+    some group of every file of 30 such groups, audit 5).
+
+    ``table``: the group's diagram. Where even every bin outside could not have been beyond chance
+    (:func:`pbr_core.significance.bins_outside_smallest_p` at or above 0.05: a few bins holding rows),
+    the caption says that the count cannot tell, never "no more than chance"; otherwise a count within
+    chance says that it weighs neither how far a bar lies outside nor how many rows it holds, and names
+    a bar outside that holds most of the rows."""
+    from pbr_core.significance import bins_outside_smallest_p, p_words
 
     k, m, _, p_holm = counts[name]
     if m == 0:
@@ -2050,8 +2056,12 @@ def group_bands_caption(counts: dict, name: str, what: str = "group") -> str:
     elif p_holm < 0.05:
         said = (f": more than chance puts there ({p_words(p_holm)}{corrected}), so some ranges of this {what}'s "
                 "predictions are off.")
+    elif table is not None and bins_outside_smallest_p(table) >= 0.05:
+        said = (f": with only {m} bins holding rows, this count cannot tell (even every bin outside would not be "
+                f"beyond chance); read the bars themselves and the {what}'s own test.")
     else:
-        said = f": no more than chance puts there ({p_words(p_holm)}{corrected})."
+        said = (f": no more than chance puts there ({p_words(p_holm)}{corrected}); the count weighs neither how "
+                f"far a bar lies outside nor how many rows it holds{_crowded_bar_outside(table)}.")
     tail = " If the predictions were calibrated, about 1 bar in 10 would fall outside by chance"
     if many > 1:
         tail += (f", and looking through {many} {what}s finds bars outside in some of them by chance: the count is "
@@ -2059,6 +2069,20 @@ def group_bands_caption(counts: dict, name: str, what: str = "group") -> str:
     else:
         tail += "."
     return head + said + tail
+
+
+def _crowded_bar_outside(table) -> str:
+    """", and the bar outside holds 396 of the 402 rows" where a bar outside its band holds most rows."""
+    if table is None or not len(table):
+        return ""
+    import numpy as np
+
+    count = np.asarray(table["count"], dtype=np.float64)
+    acc = np.asarray(table["accuracy"], dtype=np.float64)
+    out = (count > 0) & ((acc < np.asarray(table["band_low"]) - 1e-12) | (acc > np.asarray(table["band_high"]) + 1e-12))
+    if not out.any() or count[out].max() * 2 <= count.sum():
+        return ""
+    return f", and a bar outside holds {int(count[out].max()):,} of the {int(count.sum()):,} rows"
 
 
 def group_verdict(p_corrected: float, shift: float, alpha: float, method: str = "", shift_drawn: bool = True,
@@ -2334,7 +2358,7 @@ def slices_diagram_captions(report, name: str) -> tuple[str, str]:
 
     lead = "" if name in report.held_up else SLICES_NOT_HELD + " "
     return (f"{lead}{md(name)}: {int(row['n_confirm']):,} held-out rows. "
-            + group_bands_caption(bins_outside_by_group(report.diagrams), name, "slice"),
+            + group_bands_caption(bins_outside_by_group(report.diagrams), name, "slice", report.diagrams.get(name)),
             md(overall_sentence(report)))
 
 

@@ -229,7 +229,7 @@ def _one_group(report, view: state.MetricView, x_title: str, y_title: str) -> No
                                             binary_positive=view.binary_positive),
                     key="groups_one_chart", config={"displaylogo": False})
     # the count rule of the Reliability page, corrected for the groups one can look through
-    st.caption(texts.group_bands_caption(G.bins_outside_by_group(report.diagrams), name))
+    st.caption(texts.group_bands_caption(G.bins_outside_by_group(report.diagrams), name, table=report.diagrams.get(name)))
 
 
 def _measure(loaded: state.Loaded, view: state.MetricView, by: tuple[str, ...], every: str):

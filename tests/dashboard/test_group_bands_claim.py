@@ -137,3 +137,44 @@ def test_the_caption_s_words():
                                                             "consistency band (grey): more than chance puts there "
                                                             "(p < 0.001)")
     assert "the 3 slices" in texts.group_bands_caption(counts, "a", "slice")
+
+
+def _crowded_slice(small_rows: list[int]):
+    """Audit 12a's slice: 396 rows at confidence 0.99 right 61 % of the time (far outside its band), and
+    a few rows spread over other bins (``small_rows`` per bin)."""
+    from pbr_core.metrics import reliability_diagram
+
+    conf = [np.full(396, 0.99)] + [np.full(k, v) for k, v in zip(small_rows, (0.55, 0.68, 0.79))]
+    outcome = [(np.arange(396) < 242).astype(int)] + [np.arange(k) % 2 for k in small_rows]
+    return reliability_diagram(np.concatenate(conf), np.concatenate(outcome), n_bins=7)
+
+
+def test_a_count_that_could_never_be_beyond_chance_says_it_cannot_tell():
+    """One bin of 1-row bins' neighbours can lie outside its band: even every bin outside would not be
+    beyond chance (the smallest reachable p is that bin's chance, about 0.07), so the caption says the
+    count cannot tell, never "no more than chance puts there" (before: "1 of 4 bins ... no more than
+    chance puts there (p = 0.104)" beside "38.3 points too confident ... miscalibrated")."""
+    from pbr_core.significance import bins_outside_smallest_p, outside_chances
+
+    t = _crowded_slice([1, 1, 1])
+    chances = outside_chances(t)
+    assert (chances > 0).sum() == 1  # a bin of 1 row can never lie outside its band
+    assert bins_outside_smallest_p(t) == pytest.approx(chances.max(), rel=1e-12) and chances.max() >= 0.05
+    words = texts.group_bands_caption(G.bins_outside_by_group({"s": t, "r": t}), "s", "slice", t)
+    assert words.startswith("1 of 4 bins") and "cannot tell" in words and "no more" not in words
+
+
+def test_a_count_within_chance_says_what_it_does_not_weigh():
+    """Where the count could have been beyond chance but is not, the caption says so and that it weighs
+    neither how far a bar lies outside nor its rows, naming the bar outside that holds most of them."""
+    from pbr_core.significance import bins_outside_smallest_p, bins_outside_test, outside_chances
+
+    t = _crowded_slice([3, 3, 3])
+    k, m, p = bins_outside_test(t)
+    assert (k, m) == (1, 4) and p >= 0.05
+    # the smallest reachable p is the product of the chances of the bins that can lie outside
+    chances = outside_chances(t)
+    smallest = bins_outside_smallest_p(t)
+    assert smallest == pytest.approx(np.prod(chances[chances > 0]), rel=1e-9) and smallest < 0.05
+    words = texts.group_bands_caption(G.bins_outside_by_group({"s": t}), "s", "slice", t)
+    assert "no more than chance puts there" in words and "weighs neither" in words and "holds 396 of the 405 rows" in words
