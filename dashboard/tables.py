@@ -14,6 +14,7 @@ from pandas.io.formats.style import Styler
 from dashboard import texts
 from pbr_core import Predictions
 from pbr_core.evaluation import EVALUATION_METRICS, METRICS
+from pbr_core.significance import at_floor
 
 if TYPE_CHECKING:
     from dashboard import compute, runs
@@ -175,7 +176,7 @@ def groups_frame(report) -> pd.DataFrame:
     return pd.DataFrame({
         "Group": t["group"], "Rows": t["n"], rate: t["rate"], "Mean predicted": t["mean_predicted"],
         "ECE": t["ece"], "ECE 95 % from": t["ece_low"], "to": t["ece_high"], "ECE without noise": t["ece_corrected"],
-        "MCE": t["mce"], "Brier": t["brier"], "p (corrected)": [texts.p_value(v) for v in t["p_holm"]],
+        "MCE": t["mce"], "Brier": t["brier"], "p (corrected)": [texts.p_value(v, at_floor(p, m)) for v, p, m in zip(t["p_holm"], t["p_value"], t["test_method"])],
         "What the test says": [texts.group_verdict(p, shift, report.alpha, method, shift_drawn(n, small, method, shift),
                                                    int(r))
                                for p, shift, method, n, small, r in zip(t["p_holm"], t["detectable_shift"],
@@ -196,7 +197,7 @@ def slices_frame(report) -> pd.DataFrame:
         texts.SLICES_HELD_MEAN: t["mean_predicted"], texts.slices_held_rate(top): t["rate"],
         texts.SLICES_HELD_GAP: 100 * t["gap"], texts.SLICES_HELD_REST: 100 * t["rest_gap"],
         texts.SLICES_HELD_SLOPE: t["slope"], texts.SLICES_P_REST: [texts.p_value(v) for v in t["rest_p_holm"]],
-        texts.SLICES_P_OWN: [texts.p_value(v) for v in t["p_holm"]],
+        texts.SLICES_P_OWN: [texts.p_value(v, at_floor(p, m)) for v, p, m in zip(t["p_holm"], t["p_value"], t["test_method"])],
         "Holds up": t["held_up"],
     })
 

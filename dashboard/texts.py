@@ -935,7 +935,7 @@ P_VALUE_MEANING = (
 )
 
 
-def p_value(p: float | None) -> str:
+def p_value(p: float | None, at_most: bool = False) -> str:
     """A p-value as every page, table and report writes it (:func:`pbr_core.significance.format_p`, the
     CLI's format too: two significant digits cut from 0.001 to 0.1, "< 0.001" below 0.001, "> 0.99" above 0.99), "–" when there is
     none.
@@ -947,7 +947,7 @@ def p_value(p: float | None) -> str:
     """
     from pbr_core.significance import format_p
 
-    return "–" if p is None or p != p else format_p(p)
+    return "–" if p is None or p != p else format_p(p, at_most)
 
 
 #: The sidebar's choice of ECE on binary data (``pbr_core.metrics.BINARY_TARGET``'s values), as it names them.

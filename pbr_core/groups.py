@@ -251,7 +251,7 @@ class GroupReport:
         from pbr_core import _html
 
         t = self.table
-        rows = [(r.group, f"{r.n:,}", r.ece, r.ece_corrected, S.format_p(r.p_holm),
+        rows = [(r.group, f"{r.n:,}", r.ece, r.ece_corrected, S.format_p(r.p_holm, S.at_floor(r.p_value, r.test_method)),
                  S.verdict(_row_test(r), float(r.p_holm) if len(t) > 1 else None, self.alpha, scope_note=False,
                            shift_drawn=_shift_drawn_row(r)))
                 for r in t.itertuples()]
@@ -739,6 +739,7 @@ def largest_gap(table: pd.DataFrame, level: float,
     gap = est[worst][0] - est[best][0]
     by = ok.set_index("group")
     p_worst = float(by.loc[worst, "p_holm"])
+    floor_worst = S.at_floor(float(by.loc[worst, "p_value"]), str(by.loc[worst, "test_method"]))
     split_w, sd_split_w, ece_w, sd_ece_w = est[worst]
     split_b, sd_split_b, ece_b, sd_ece_b = est[best]
     # The worst's error at its lowest against the best's at its highest (the plain ECE, biased up), and
@@ -750,7 +751,7 @@ def largest_gap(table: pd.DataFrame, level: float,
             "ece_best": float(by.loc[best, "ece"]), "corrected_worst": float(est[worst][0]),
             "corrected_best": float(est[best][0]), "gap": float(gap),
             "measured_gap": float(by.loc[worst, "ece"] - by.loc[best, "ece"]), "low": float(low), "high": float(high),
-            "pairs": pairs, "p_holm_worst": p_worst, "real": bool(p_worst < alpha and low > 0), "level": level}
+            "pairs": pairs, "p_holm_worst": p_worst, "p_worst_at_floor": floor_worst, "real": bool(p_worst < alpha and low > 0), "level": level}
 
 
 # ------------------------------------------------------------------------------------ the sentences
@@ -775,7 +776,7 @@ def gap_statement(report: GroupReport) -> str:
     corrected = f"bias-corrected calibration errors {errors}"
     if g["real"]:
         return (f"{worst} is calibrated worse than {best}: {corrected}, a difference of {interval}; {worst} is "
-                f"itself miscalibrated beyond chance ({S.p_words(g['p_holm_worst'])} after correcting for the "
+                f"itself miscalibrated beyond chance ({S.p_words(g['p_holm_worst'], g.get('p_worst_at_floor', False))} after correcting for the "
                 "other groups).")
     # A gap not shown real is said without its point figure: the difference of the largest and smallest
     # of k noisy estimates is large even when every group is calibrated (audit 5: 0.126 on average for 30
@@ -785,7 +786,7 @@ def gap_statement(report: GroupReport) -> str:
     if g["p_holm_worst"] < round(1 - g["level"], 12):  # not real: so the interval reaches 0
         # The verdict in words first, then the figures (audit 12a: a reader met "-0.1062" and "-0.1354 to
         # 0.7003" before learning that the comparison says nothing either way).
-        return (f"{worst} is miscalibrated beyond chance ({S.p_words(g['p_holm_worst'])} after correcting for the "
+        return (f"{worst} is miscalibrated beyond chance ({S.p_words(g['p_holm_worst'], g.get('p_worst_at_floor', False))} after correcting for the "
                 f"other groups), but whether it is calibrated worse than {best} is inconclusive: these rows cannot "
                 f"tell. Their bias-corrected calibration errors (the part of the ECE that noise adds removed) are "
                 f"{errors}; the difference lies "
@@ -808,10 +809,10 @@ def gap_statement(report: GroupReport) -> str:
                 f"{'are' if many else 'is'} miscalibrated beyond chance by {'their' if many else 'its'} own "
                 f"test, but not the worst by the bias-corrected calibration error, which ranks the groups by the "
                 f"size of their error once the noise of small groups is removed; by that measure {worst} is the "
-                f"worst, and it shows no evidence {S.TESTED} ({S.p_words(g['p_holm_worst'])} after ")
+                f"worst, and it shows no evidence {S.TESTED} ({S.p_words(g['p_holm_worst'], g.get('p_worst_at_floor', False))} after ")
     else:
         lead = (f"No group is shown to be calibrated worse than another: {worst}, the worst by its bias-corrected "
-                f"calibration error, shows no evidence {S.TESTED} ({S.p_words(g['p_holm_worst'])} after ")
+                f"calibration error, shows no evidence {S.TESTED} ({S.p_words(g['p_holm_worst'], g.get('p_worst_at_floor', False))} after ")
     return (lead +
             f"correcting for the other groups), and with the part of each ECE that noise adds removed (more in "
             f"smaller groups) it {difference}. Measured ECE {g['ece_worst']:.4f} and "

@@ -90,7 +90,7 @@ import numpy as np
 
 from pbr_core import resolution as _res
 
-__all__ = ["ALPHA_BINS", "ALPHA_FAMILY", "ALPHA_MCB", "ALPHA_TEST", "CalibrationTest", "EXACT_BELOW_V",
+__all__ = ["ALPHA_BINS", "ALPHA_FAMILY", "ALPHA_MCB", "ALPHA_TEST", "CalibrationTest", "at_floor", "EXACT_BELOW_V",
            "EXACT_MAX_ROWS", "GROUP_SHIFT_WORK", "N_SUMS", "SHIFT_NONE", "SHIFT_NOT_DRAWN", "calibration_sums",
            "calibration_sums_by", "calibration_test", "file_evidence", "with_evidence", "calibration_test_from_sums", "consistency_band", "detectable_shift",
            "drawn_detectable_shift", "format_p", "needs_exact", "verdict", "bins_outside", "bins_outside_p",
@@ -915,7 +915,29 @@ def holm_level_count(p_values: Sequence[float]) -> int:
 
 
 # ------------------------------------------------------------------------------------ the sentences
-def format_p(p: float) -> str:
+def at_floor(p_value: float, method: str) -> bool:
+    """Whether a test's p-value is a Monte Carlo p-value at its floor: no draw came out as extreme as
+    the data, so p = 1 / (draws + 1) says only that the true p-value is at most that (Besag & Clifford,
+    :func:`_monte_carlo_p`). Written "≤ X" (:func:`format_p`'s ``at_most``), never "= X": a user audit
+    read "p = 0.001" (Mistral, ECE 0.39, z = 267) as weaker than Yi-34b's analytic "< 0.001" (ECE 0.043)."""
+    text = str(method)
+    if not text.startswith("Monte Carlo, ") or not np.isfinite(p_value):
+        return False
+    try:
+        draws = int(text.split(", ", 1)[1].split(" ", 1)[0].replace(",", ""))
+    except ValueError:
+        return False
+    return draws > 0 and p_value <= (1.0 + 1e-9) / (draws + 1)
+
+
+def _ceil_2_digits(p: float) -> str:
+    """``p`` rounded up to two significant digits (three decimals from 0.01), as text: a bound that stays true."""
+    unit = 10.0 ** (np.floor(np.log10(p)) - 1) if p < 0.01 else 1e-3
+    decimals = max(int(round(-np.log10(unit))), 3)
+    return f"{np.ceil(p / unit * (1 - 1e-12)) * unit:.{decimals}f}"
+
+
+def format_p(p: float, at_most: bool = False) -> str:
     """A p-value as every front end writes it (the dashboard's tables, the reports and the CLI): its
     first two significant digits from 0.001 to 0.1 and three decimals above (0.0499 is "0.049",
     0.00195 is "0.0019"), cut rather than rounded so that the text sits on the same side of every level
@@ -923,6 +945,10 @@ def format_p(p: float) -> str:
     0.001, "> 0.99" above 0.99 (the doubled smaller p-value of the test of calibration is 1 whenever both
     are above 0.5: "1.000" read as "perfect"), "n/a" when there is none. One format, so that 4.69e-7 and
     0.00000135 never stand side by side.
+
+    ``at_most``: the p-value is a Monte Carlo p-value at its floor (:func:`at_floor`), corrected or not:
+    "≤ X", X rounded up (2.5e-3 is "≤ 0.0025", 5e-4 "≤ 0.00050"), so that it never reads as an exact p-value
+    weaker than an analytic "< 0.001".
 
     Why two digits below 0.01: three decimals cut wrote the Wilcoxon test's 2/1024 = 0.00195 and a
     Holm-corrected 0.0016 as "0.001", half their size, beside an analytic "< 0.001" (a user audit).
@@ -934,6 +960,8 @@ def format_p(p: float) -> str:
     """
     if p is None or not np.isfinite(p):
         return "n/a"
+    if at_most and p <= 0.99:  # a Monte Carlo p-value at its floor (:func:`at_floor`), after any correction
+        return f"≤ {_ceil_2_digits(p)}"
     if p < 1e-3:
         return "< 0.001"
     if p > 0.99:
@@ -943,7 +971,7 @@ def format_p(p: float) -> str:
     return f"{np.floor(p * 1000 * (1 + 1e-12)) / 1000:.3f}"
 
 
-def p_words(p: float) -> str:
+def p_words(p: float, at_most: bool = False) -> str:
     """'p = 0.031', 'p < 0.001', 'p > 0.99' (:func:`format_p`'s bounds never written "p = < 0.001"),
     'p = n/a'.
 
@@ -952,8 +980,8 @@ def p_words(p: float) -> str:
     >>> [p_words(v) for v in (0.0312, 4.69e-7, 1.0, float("nan"))]
     ['p = 0.031', 'p < 0.001', 'p > 0.99', 'p = n/a']
     """
-    text = format_p(p)
-    return f"p {text}" if text[0] in "<>" else f"p = {text}"
+    text = format_p(p, at_most)
+    return f"p {text}" if text[0] in "<>≤" else f"p = {text}"
 
 
 def shift_words(delta: float) -> str:
@@ -1003,8 +1031,9 @@ def verdict(test: CalibrationTest, p_corrected: float | None = None, alpha: floa
         return f"{test.rounding}: {rest}"
     if not np.isfinite(p):
         return "not tested (no row has a probability strictly between 0 and 1)."
+    floor = at_floor(test.p_value, test.method)  # "≤": a Monte Carlo p-value at its floor, corrected or not
     if p < alpha:
-        return f"miscalibrated beyond chance ({p_words(p)}{after})."
+        return f"miscalibrated beyond chance ({p_words(p, floor)}{after})."
     # A p-value under the usual 0.05 but above this test's share of the family's level would read as a
     # contradiction without the level beside it.
     held = (f", above the {alpha:g} this test is held to: the three checks of one set of rows (this test, the "
@@ -1016,7 +1045,7 @@ def verdict(test: CalibrationTest, p_corrected: float | None = None, alpha: floa
     else:
         shift = (f"a shift of {shift_words(test.detectable_shift)} between the predicted probabilities and the "
                  f"observed frequency would be detected at least 80 % of the time, smaller ones could go unnoticed")
-    return (f"no evidence {TESTED}, at this sample size ({p_words(p)}{after}{held}); {shift}."
+    return (f"no evidence {TESTED}, at this sample size ({p_words(p, floor)}{after}{held}); {shift}."
             + (" " + NOT_LOCAL if scope_note else ""))
 
 

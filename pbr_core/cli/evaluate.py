@@ -468,7 +468,9 @@ def group_text(report) -> str:
     measured, rate = MEASURED_WORDS[report.measures]
     shown.columns = ["group", "n", rate, "mean predicted", "ECE", "ECE low", "ECE high", "ECE corrected", "MCE",
                      "Brier"]
-    shown["p (Holm)"] = [format_p(p) for p in t["p_holm"]]
+    from pbr_core.significance import at_floor
+
+    shown["p (Holm)"] = [format_p(p, at_floor(v, m)) for p, v, m in zip(t["p_holm"], t["p_value"], t["test_method"])]
     shown.insert(1, "", ["(too few rows)" if small else "" for small in t["too_small"]])
     every = (f"dates by {report.every}" + (f", chosen from the data: the finest of day, week and month giving at most "
                                          f"{DATE_MAX_GROUPS} groups, half of them with {MIN_ROWS} rows or more (month "

@@ -461,7 +461,7 @@ def slice_sentence(report: SliceReport, row: Any) -> str:
     # the same rows are on all of them and differ a little.
     return (f"Predictions for {slice_words(row)}, on its {int(row.n_confirm):,} held-out rows (of "
             f"{int(row.n):,} in all), {lead}: {seen}{rest}; confirmed there, calibrated differently from that rest "
-            f"({S.p_words(row.rest_p_holm)}) and miscalibrated ({S.p_words(row.p_holm)}), after correcting for the "
+            f"({S.p_words(row.rest_p_holm)}) and miscalibrated ({S.p_words(row.p_holm, S.at_floor(row.p_value, row.test_method))}), after correcting for the "
             f"{report.tested} slice{'s' if report.tested != 1 else ''} tested.")
 
 
@@ -484,7 +484,7 @@ def slice_statements(report: SliceReport) -> list[str]:
         if not row.held_up:
             out.append(f"{slice_words(row)} ({int(row.n):,} rows): proposed by the search, not confirmed on "
                        f"{int(row.n_confirm):,} held-out rows (after correction: different from the rest, "
-                       f"{S.p_words(row.rest_p_holm)}; miscalibrated, {S.p_words(row.p_holm)}).")
+                       f"{S.p_words(row.rest_p_holm)}; miscalibrated, {S.p_words(row.p_holm, S.at_floor(row.p_value, row.test_method))}).")
     return out
 
 
@@ -599,7 +599,7 @@ def slices_text(report: SliceReport) -> str:
         shown["rest: pred - obs (points)*"] = 100 * t["rest_gap"]
         shown["slope*"] = t["slope"]
         shown["p vs rest (Holm)"] = [S.format_p(p) for p in t["rest_p_holm"]]
-        shown["p (Holm)"] = [S.format_p(p) for p in t["p_holm"]]
+        shown["p (Holm)"] = [S.format_p(p, S.at_floor(v, m)) for p, v, m in zip(t["p_holm"], t["p_value"], t["test_method"])]
         shown["holds up"] = ["yes" if h else "no" for h in t["held_up"]]
         lines.append(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         lines.append("* on the held-out rows only (the search's half would overstate the gaps); n: all the "
