@@ -198,8 +198,8 @@ def nll_value(value: float, infinite_rows: int) -> str:
 def nll_infinite_help(infinite_rows: int, floored: float) -> str:
     """Why the NLL card says infinite (``pbr_core.metrics.nll_infinite_rows``), and what the floored mean is."""
     rows = f"{infinite_rows:,} row{'s' if infinite_rows != 1 else ''}"
-    return (f"Infinite: {rows} gave what happened a probability of exactly 0 (a score of exactly 0 or 1 that "
-            "was wrong), and −log 0 is infinite. With that probability floored at 2.2e-16 (scikit-learn's "
+    return (f"Infinite: {rows} gave what happened a probability of 0 (a score of exactly 0 or 1 that was wrong, "
+            "or one within 2.2e-16 of it, which counts as 0), and −log 0 is infinite. With that probability floored at 2.2e-16 (scikit-learn's "
             f"convention) the mean would be {floored:.4f}, a number set by the floor, not by the data.")
 
 

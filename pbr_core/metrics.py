@@ -1170,7 +1170,7 @@ def nll_shown(value: float, infinite_rows: int) -> str:
     """The NLL as a person should read it: "infinite (N rows ...)" where rows make it so, else 4 decimals."""
     if infinite_rows:
         return (f"infinite ({infinite_rows:,} row{'s' if infinite_rows != 1 else ''} gave what happened a "
-                f"probability of exactly 0; {value:.4f} with it floored at {NLL_EPS:.1e})")
+                f"probability of 0 (or below {NLL_EPS:.1e}); {value:.4f} with it floored at {NLL_EPS:.1e})")
     return f"{value:.4f}"
 
 
