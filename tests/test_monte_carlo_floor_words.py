@@ -53,3 +53,22 @@ def test_the_groups_table_and_sentences_write_the_floor_as_a_bound(tmp_path):
     assert f"p ≤ {S._ceil_2_digits(floor)}" in text or expected in text
     assert f"p = {S.format_p(floor)}" not in text  # never an exact-looking p for the floor
     assert isinstance(report.table["p_holm"].iloc[0], float)  # the numbers stay numbers
+
+
+def test_evaluate_text_writes_the_floor_as_a_bound(tmp_path, capsys):
+    """`evaluate` on one small, far-off file (tested by Monte Carlo, no draw as extreme): its text says
+    "≤", its JSON keeps the number."""
+    import json
+
+    from pbr_core.cli import main
+
+    path = tmp_path / "sure.csv"
+    pd.DataFrame({"p_positive": np.full(150, 0.97), "label": np.arange(150) % 2}).to_csv(path, index=False)
+    main(["evaluate", str(path), "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert out["calibration_test"].startswith("Monte Carlo") and isinstance(out["calibration_test_p"], float)
+    assert S.at_floor(out["calibration_test_p"], out["calibration_test"])
+    main(["evaluate", str(path)])
+    text = capsys.readouterr().out
+    line = next(v for v in text.splitlines() if v.startswith("calibration_test_p"))
+    assert "≤ 0.0005" in line

@@ -157,11 +157,12 @@ def _evaluation_text(table: dict[str, Any]) -> str:
         from pbr_core.metrics import nll_shown
 
         shown["nll"] = nll_shown(shown["nll"], shown["nll_infinite_rows"])
-    from pbr_core.significance import format_p
+    from pbr_core.significance import at_floor, format_p
 
     for key in ("calibration_test_p", "bins_outside_p"):  # as every page writes a p-value ("> 0.99", never 1)
-        if isinstance(shown.get(key), float):
-            shown[key] = format_p(shown[key])
+        if isinstance(shown.get(key), float):  # a Monte Carlo p at its floor: "≤ X", as the pages write it
+            floor = key == "calibration_test_p" and at_floor(shown[key], str(shown.get("calibration_test", "")))
+            shown[key] = format_p(shown[key], floor)
     for key in ("theorem1_bound", "theorem1_bound_at_n_bins"):  # at least 1 (a few rows): says nothing, said so
         if isinstance(shown.get(key), float) and shown[key] >= 1.0:
             shown[key] = bound_shown(shown[key])
