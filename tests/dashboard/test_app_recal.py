@@ -642,3 +642,34 @@ def test_calibration_pages_offer_the_audit_report(at):
         assert not at.exception, page
         buttons = [d for d in at.get("download_button") if d.label == "Audit report (HTML)"]
         assert len(buttons) == 1 and not buttons[0].disabled, page
+
+
+def test_compare_says_the_nll_is_infinite_and_reads_no_test_from_the_floor(at):
+    """Audit 12a: a file that gives probability exactly 0 to outcomes that happened. The summary says the
+    uncalibrated NLL is infinite on the folds holding them (not a mean of floored numbers), and with
+    Metric = NLL the paired table names temperature scaling (finite everywhere) better without a p-value."""
+    rng = np.random.default_rng(3)
+    n = 1200
+    p = rng.uniform(0.05, 0.95, n)
+    y = (rng.random(n) < p).astype(int)
+    p[:40], y[:40] = 0.0, 0
+    y[:3] = 1
+    csv = pd.DataFrame({"p_positive": p, "label": y}).to_csv(index=False).encode()
+    at.file_uploader(key="data_upload").upload("zeros.csv", csv, "text/csv").run()
+    at.switch_page(COMPARE).run()
+    assert not at.exception
+    at.multiselect(key="cmp_methods").set_value(["uncalibrated", "temperature"]).run()
+    at.number_input(key="cmp_n_re").set_value(400).run()
+    at.number_input(key="cmp_n_folds").set_value(8).run()
+    at.button(key="cmp_run").click().run()
+    job = _finish(at, "compare")
+    hit = int((job.result.table.query("method == 'uncalibrated'")["nll_infinite_rows"] > 0).sum())
+    assert hit >= 1
+    shown = at.dataframe[0].value
+    assert shown.loc["Uncalibrated", "NLL"] == f"infinite (on {hit} of 8 folds)"
+    assert "±" in shown.loc["Temperature scaling", "NLL"]
+    at.selectbox(key="cmp_paired_metric").set_value("nll").run()
+    paired = next(d.value for d in at.dataframe if "verdict" in getattr(d.value, "columns", []))
+    row = paired.iloc[0]
+    assert row["verdict"].startswith("Temperature scaling better: Uncalibrated's NLL is infinite on")
+    assert row[list(texts.PAIRED_P_COLUMNS)[0]] == "–"
