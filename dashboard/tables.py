@@ -4,7 +4,6 @@ the experiments' per-fold tables in the words the pages use, and the tables of a
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -389,8 +388,8 @@ def paired_frame(table: pd.DataFrame, multiclass: bool, metric: str = "ece",
         decides: [p(v) for v in tests["decisive_p"]],
         # An infinite NLL on some fold: the difference is infinite (or undefined), never a floored number.
         f"mean {METRICS[metric].in_words if metric in METRICS else metric} A − B": [
-            "–" if d != d else ("+infinite" if d > 0 else "−infinite") if math.isinf(d) else f"{d:+.4f}"
-            for d in tests["mean_diff"]],
+            ("–" if ia and ib else "+infinite" if ia else "−infinite") if ia or ib else f"{d:+.4f}"
+            for d, ia, ib in zip(tests["mean_diff"], tests["a_infinite_folds"], tests["b_infinite_folds"])],
         # The corrected test's interval (the plain t interval only without fold sizes): see its help.
         texts.PAIRED_INTERVAL_COLUMN: ["–" if lo != lo else f"[{lo:+.4f}, {hi:+.4f}]"
                                        for lo, hi in zip(tests["ci_low"], tests["ci_high"])],

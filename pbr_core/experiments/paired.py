@@ -355,7 +355,12 @@ def paired_tests(table: pd.DataFrame, metric: str = "ece", pairs: Sequence[tuple
         ``folds_assumed_independent`` (True where no corrected test could be run), the folds on
         which A is better than B, and ``better``: the name of the better method when ``decisive_p``
         < ``level``, the Wilcoxon p < ``level`` and the mean difference is not 0, else None ("no
-        difference shown"). See the module docstring for why this test decides.
+        difference shown"). See the module docstring for why this test decides. ``a_infinite_folds``,
+        ``b_infinite_folds``: for the NLL, the paired folds where A's (B's) NLL is infinite (a test row
+        given a probability of 0, or below the floor 2.2e-16, for what happened: the per-fold
+        ``nll_infinite_rows``). Above 0, no test is run (p-values and interval NaN, out of Holm's
+        family), the means are the floored numbers, and ``better`` is the method finite on every fold
+        (None when both are infinite somewhere): :func:`infinite_nll_verdict` says it in words.
 
     Examples
     --------
@@ -404,9 +409,9 @@ def paired_tests(table: pd.DataFrame, metric: str = "ece", pairs: Sequence[tuple
                        mean_b=float(wide[b].mean()) if len(wide) else math.nan, confidence=confidence)
             row.update(_pair_row(wide, a, b, sizes, confidence, lower_better) if not (inf_a or inf_b)
                        else _infinite_row(wide, a, inf_a, b, inf_b))
+            # The NLL is infinite on some folds: the means stay the floored numbers (JSON-safe, as the
+            # library's ``nll``) beside these counts, which every front end reads first.
             row.update(a_infinite_folds=inf_a, b_infinite_folds=inf_b)
-            if inf_a or inf_b:  # the NLL is infinite on some fold: its mean is too, and no test reads the floor
-                row.update(mean_a=math.inf if inf_a else row["mean_a"], mean_b=math.inf if inf_b else row["mean_b"])
             group_rows.append(row)
         # Every row is its own claim: Holm over the family of pairs. The default pairs against the best
         # mean are chosen after looking at the data, so their family is every pair of the group's
@@ -497,9 +502,10 @@ def _infinite_folds(part: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def _infinite_row(wide: pd.DataFrame, a: str, inf_a: int, b: str, inf_b: int) -> dict:
     """A pair where the NLL of one method or both is infinite on some folds: no test is run (the
-    numbers there are set by the floor, not by the data) and the mean difference is infinite (or
-    undefined when both are)."""
-    diff = math.nan if inf_a and inf_b else (math.inf if inf_a else -math.inf)
+    numbers there are set by the floor, not by the data). ``mean_diff`` is the floored numbers'
+    difference, kept for JSON beside ``a_infinite_folds`` / ``b_infinite_folds``: the true one is
+    infinite (undefined when both are), and the front ends say so."""
+    diff = float((wide[a] - wide[b]).mean()) if len(wide) else math.nan
     return dict(n_folds=len(wide), mean_diff=diff, ci_low=math.nan, ci_high=math.nan, t_statistic=math.nan,
                 t_p=math.nan, wilcoxon_statistic=math.nan, wilcoxon_p=math.nan, corrected_t_p=math.nan,
                 pair_p=math.nan, folds_assumed_independent=False,
