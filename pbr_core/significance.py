@@ -927,7 +927,8 @@ def at_floor(p_value: float, method: str) -> bool:
         draws = int(text.split(", ", 1)[1].split(" ", 1)[0].replace(",", ""))
     except ValueError:
         return False
-    return draws > 0 and p_value <= (1.0 + 1e-9) / (draws + 1)
+    # exactly 1 / (draws + 1): an early stop (H extreme draws) gives H / draws, never this
+    return draws > 0 and abs(p_value * (draws + 1) - 1.0) < 1e-9
 
 
 def _ceil_2_digits(p: float) -> str:

@@ -31,6 +31,7 @@ def _file(tmp_path):
 def test_at_floor_reads_the_draws():
     assert S.at_floor(1 / 2000, "Monte Carlo, 1,999 draws")
     assert not S.at_floor(2 / 2000, "Monte Carlo, 1,999 draws") and not S.at_floor(1e-9, "analytic")
+    assert not S.at_floor(20 / 20, "Monte Carlo, 20 draws") and not S.at_floor(0.041, "Monte Carlo, 20 draws")
     assert S.format_p(0.0025, at_most=True) == "≤ 0.0025" and S.p_words(5e-4, True) == "p ≤ 0.00050"
     # rounded up, so that the bound stays true; never below the number
     for p in np.exp(np.random.default_rng(1).uniform(np.log(1e-5), np.log(0.9), 500)):

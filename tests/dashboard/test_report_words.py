@@ -89,7 +89,8 @@ def test_one_p_value_format_everywhere(compare_result_small):
     assert [c for c in paired.columns if c.startswith("p: ")] == p_columns
     assert not {"t-test p", "Wilcoxon p", "corrected t p"} & set(paired.columns)
     for c in p_columns:
-        assert all(v == "–" or v == "< 0.001" or re.fullmatch(r"[01]\.\d{3}", v) for v in paired[c]), paired[c]
+        # three decimals, or two significant digits from 0.001 to 0.01 (0.0051)
+        assert all(v == "–" or v == "< 0.001" or re.fullmatch(r"[01]\.\d{3}|0\.00[1-9]\d", v) for v in paired[c]), paired[c]
 
 
 @pytest.fixture(scope="module")
