@@ -358,7 +358,7 @@ def test_an_inconclusive_largest_gap_says_so_in_words_before_its_figures():
          "corrected_best": -0.1062, "ece_worst": 0.1602, "ece_best": 0.0825, "low": -0.1354, "high": 0.7003}
     words = gap_statement(dataclasses.replace(report, largest_gap=g))
     worst, best = (f"scored_at = {g['worst']}", f"scored_at = {g['best']}")
-    verdict = (f"{worst} is miscalibrated beyond chance (p = 0.009 after correcting for the other groups), but "
+    verdict = (f"{worst} is miscalibrated beyond chance (p = 0.0090 after correcting for the other groups), but "
                f"whether it is calibrated worse than {best} is inconclusive: these rows cannot tell. ")
     assert words.startswith(verdict), words
     k = int(round((1 + np.sqrt(1 + 8 * g["pairs"])) / 2))
