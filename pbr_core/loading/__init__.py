@@ -308,10 +308,13 @@ def _rounding_note(preds: Predictions) -> str:
     if preds.probs is None and preds.confidence is None:
         return ""
     # as written: a renormalised 3-decimal file is off its grid, but its "1.000" still stands for 0.9995 up
-    values = preds.as_written(preds.probs) if preds.probs is not None else preds.confidence
+    # (row_scale: rows scaled block by block; preds.as_written would copy the whole score table)
+    values = preds.probs if preds.probs is not None else preds.confidence
+    scale = preds.row_sums_as_written if preds.probs is not None else None
     # Read as percentages (asked for, or written with a % sign): both notes say so.
     percent_text = any(" as percentages" in n for n in preds.notes)
-    return rounding_note(values, "Confidences" if preds.probs is None else "Probabilities", percent_text)
+    return rounding_note(values, "Confidences" if preds.probs is None else "Probabilities", percent_text,
+                         row_scale=scale)
 
 
 def unlabelled_classes_note(preds: Predictions) -> str:

@@ -1,0 +1,91 @@
+"""Small files that expand at read time (audit 12c): the loader's work after the read stays within the
+memory its read limit estimates (:func:`pbr_core.loading._limits.table_memory`), or the file is refused
+before the memory is spent, with a message in plain words.
+
+Item by item: the rounding check reads the score table a block at a time (:func:`pbr_core.resolution.
+evidence_counts`), with the same counts as over all values at once.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from pbr_core import load_predictions
+from pbr_core import resolution as res
+from pbr_core.loading._limits import table_memory
+
+
+def _whole(p: np.ndarray) -> np.ndarray:
+    """The counts over every value at once (what evidence_counts computed before it read blocks)."""
+    return np.array([t.sum() for t in res.evidence_terms(np.ravel(np.asarray(p, dtype=np.float64)))])
+
+
+def _samples(rng: np.random.Generator) -> list[np.ndarray]:
+    raw = rng.dirichlet(np.ones(7), size=301)
+    one_hot = np.eye(5)[rng.integers(0, 5, 200)]
+    return [raw, np.round(raw, 3), raw.astype(np.float32), np.round(raw, 6) * 100 / 100, one_hot,
+            np.concatenate([np.round(raw[:, :3], 4), np.zeros((301, 1)), np.ones((301, 1))], axis=1),
+            rng.random(1000), np.array([1e-320, 0.5, 0.25, 0.999, 1.0, 0.0])]
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, res.CHUNK_VALUES])
+def test_evidence_counts_in_blocks_equal_the_counts_over_all_values(monkeypatch, chunk):
+    monkeypatch.setattr(res, "CHUNK_VALUES", chunk)
+    for p in _samples(np.random.default_rng(0)):
+        blocks = np.zeros(len(res.EVIDENCE_NAMES))
+        for b in res.value_blocks(p, chunk=chunk):
+            blocks += [t.sum() for t in res.evidence_terms(b)]
+        np.testing.assert_array_equal(blocks, _whole(p))
+        np.testing.assert_array_equal(res.evidence_counts(p), _whole(p))
+
+
+def test_the_rounding_note_with_row_scale_is_the_note_of_the_scaled_values():
+    rng = np.random.default_rng(1)
+    written = np.round(rng.dirichlet(np.ones(4), size=500), 3)
+    written[:20] = [1.0, 0.0, 0.0, 0.0]
+    sums = written.sum(axis=1)
+    probs = written / sums[:, None]
+    note = res.rounding_note(probs, "Probabilities", row_scale=sums)
+    assert note and note == res.rounding_note(probs * sums[:, None], "Probabilities")
+    assert "1.000 stand for anything from 0.9995" in note
+
+
+def test_the_bundled_samples_give_the_same_counts_in_blocks():
+    from pathlib import Path
+
+    files = sorted((Path(__file__).resolve().parents[1] / "sample_data").glob("*.*"))
+    assert files
+    for f in files:
+        try:
+            preds = load_predictions(f)
+        except Exception:  # noqa: BLE001 - a sample meant to fail (bad input) has nothing to count
+            continue
+        values = preds.probs if preds.probs is not None else preds.confidence
+        np.testing.assert_array_equal(res.evidence_counts(values), _whole(values))
+
+
+def _peak_of(fn) -> int:
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_loading_many_one_hot_scores_stays_within_the_estimate(tmp_path):
+    """A one-hot NPZ of 2,000 rows x 1,000 classes (compressed to a few KB): the rounding check took
+    ~160 bytes a score (~320 MB), where the read limit counts 16 (32 MB)."""
+    n, k = 2000, 1000
+    rng = np.random.default_rng(2)
+    labels = rng.integers(0, k, n)
+    probs = np.eye(k)[labels]
+    path = tmp_path / "onehot.npz"
+    np.savez_compressed(path, probs=probs, labels=labels)
+    del probs
+    peak = _peak_of(lambda: load_predictions(path))
+    estimate = table_memory(n, k)
+    assert peak <= 1.5 * estimate, (peak, estimate)
