@@ -13,7 +13,8 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from pbr_core import load_predictions
+from pbr_core import PredictionsError, load_predictions
+from pbr_core.loading import ReadLimitError, ReadLimits
 from pbr_core import resolution as res
 from pbr_core.loading._limits import table_memory
 
@@ -89,3 +90,56 @@ def test_loading_many_one_hot_scores_stays_within_the_estimate(tmp_path):
     peak = _peak_of(lambda: load_predictions(path))
     estimate = table_memory(n, k)
     assert peak <= 1.5 * estimate, (peak, estimate)
+
+
+# ------------------------------------------------------------------------------ score vectors in one cell
+def _vector_csv(k: int, rows: int) -> bytes:
+    """A CSV of ``rows`` one-hot score vectors of ``k`` classes in a ``probs`` column, and labels."""
+    zeros = " ".join(["0"] * (k - 1))
+    lines = ["probs,label"] + [f'"[1 {zeros}]",0' for _ in range(rows)]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_a_vector_of_more_classes_than_the_limit_is_refused_before_the_matrix(monkeypatch):
+    from pbr_core.loading import _limits, _vectors
+
+    monkeypatch.setattr(_vectors, "MAX_VECTOR_CLASSES", 500)
+    built = []
+    monkeypatch.setattr(_vectors.np, "empty", lambda *a, **kw: built.append(a) or np.zeros(*a, **kw))
+    with pytest.raises(PredictionsError) as info:
+        load_predictions(_vector_csv(501, 3), name="vec.csv")
+    assert "this file has 501 classes; at most 500 can be read" in str(info.value)
+    assert not built  # refused before the (rows, K) matrix was allocated
+    assert _limits.MAX_VECTOR_CLASSES == 20_000  # the number the cell limit's documentation promises
+    assert load_predictions(_vector_csv(500, 3), name="vec.csv").n_classes == 500
+
+
+def test_a_vector_table_over_the_memory_limit_is_refused_with_its_size():
+    """Rows x K counted before the matrix is built: the vector column was counted as one column."""
+    data = _vector_csv(2000, 50)  # 50 x 2,000 scores: ~1.5 MB estimated, the text only 200 KB
+    limits = ReadLimits(max_memory=1 << 20)
+    with pytest.raises(ReadLimitError) as info:
+        load_predictions(data, name="vec.csv", limits=limits)
+    assert info.value.kind == "memory" and info.value.size == table_memory(50, 2001)
+    assert "its 50 rows of 2,000 scores each (in column 'probs'), once spread into one column per class" in \
+        str(info.value)
+    assert load_predictions(data, name="vec.csv", limits=ReadLimits(max_memory=4 << 20)).n_classes == 2000
+
+
+def test_named_roles_looks_each_name_up_in_a_set():
+    """20,000 class names were each searched for in a list (K^2: 1.6 s; 200,000: ~160 s)."""
+    from pbr_core.loading._roles import named_roles
+    from pbr_core.loading._source import ColumnChoice, _resolve_source
+
+    class Columns(list):
+        searched = 0
+
+        def __contains__(self, item):
+            Columns.searched += 1
+            return super().__contains__(item)
+
+    names = [str(i) for i in range(3000)]
+    columns = Columns([*names, "label"])
+    roles = named_roles(columns, ColumnChoice(label="label", scores=tuple(names)), _resolve_source(b"", "t.csv"))
+    assert roles.scores == names and roles.label == "label"
+    assert Columns.searched == 0

@@ -46,6 +46,11 @@ MAX_READ_MEMORY = 2 << 30
 #: Default of :attr:`ReadLimits.max_cell_bytes`.
 MAX_CELL_BYTES = 1 << 20
 
+#: The most classes a vector of scores in one cell may hold: the cell limit's docstring promises a vector of
+#: 20,000 class scores; a 1 MiB cell holds up to ~500,000 one-digit scores, which became 500,000 columns
+#: (audit 12c: a 79 KB .csv.gz of 200 rows x 200,000 scores ran 227 s, then ran out of memory).
+MAX_VECTOR_CLASSES = 20_000
+
 ENV_MAX_BYTES = "PBR_CALIB_MAX_READ_BYTES"
 ENV_MAX_MEMORY = "PBR_CALIB_MAX_READ_MEMORY"
 ENV_MAX_CELL = "PBR_CALIB_MAX_CELL_BYTES"

@@ -198,9 +198,12 @@ def metadata_by_name(name: str) -> str | None:
     return METADATA_NAMES.get("_".join(words)) or METADATA_NAME_WORDS.get(words[-1])
 
 
-def resolve(columns: Sequence[str], wanted: str, what: str, src: _Source) -> str:
-    """The column the user means by ``wanted`` (exact, else the one case-insensitive match)."""
-    if wanted in columns:
+def resolve(columns: Sequence[str], wanted: str, what: str, src: _Source,
+            present: frozenset[str] | None = None) -> str:
+    """The column the user means by ``wanted`` (exact, else the one case-insensitive match).
+    ``present``: ``columns`` as a set, for many look-ups (a list is searched a name at a time: the
+    20,000 class columns of a score vector took 1.6 s, 200,000 about 160 s; audit 12c)."""
+    if wanted in (present if present is not None else columns):
         return wanted
     ci = [c for c in columns if c.lower() == str(wanted).strip().lower()]
     if len(ci) == 1:
@@ -212,6 +215,7 @@ def named_roles(columns: Sequence[str], choice: ColumnChoice, src: _Source) -> R
     """The roles the user named, checked: every name exists and no column has two roles."""
     roles = Roles()
     taken: dict[str, str] = {}
+    present = frozenset(columns)
 
     def take(col: str, role: str) -> None:
         if col in taken and taken[col] != role:
@@ -219,18 +223,18 @@ def named_roles(columns: Sequence[str], choice: ColumnChoice, src: _Source) -> R
         taken[col] = role
 
     if choice.label:
-        roles.label = resolve(columns, choice.label, "label column", src)
+        roles.label = resolve(columns, choice.label, "label column", src, present)
         take(roles.label, "the label")
     for c in choice.scores or ():
-        col = resolve(columns, c, "score column", src)
+        col = resolve(columns, c, "score column", src, present)
         take(col, "a score column")
         roles.scores.append(col)
     for c in choice.groups:
-        col = resolve(columns, c, "group column", src)
+        col = resolve(columns, c, "group column", src, present)
         take(col, "a group column")
         roles.groups.append(col)
     for c in choice.ignore:
-        col = resolve(columns, c, "column to ignore", src)
+        col = resolve(columns, c, "column to ignore", src, present)
         take(col, "a column to ignore")
         roles.ignored.append(col)
     roles.scores = list(dict.fromkeys(roles.scores))

@@ -718,7 +718,7 @@ def _from_table(df: pd.DataFrame, src: _Source, opts: _Options, notes: list[str]
         raise src.error(f"the file is empty: a header ({_names(columns)}) but no data rows.")
     asked_percent = opts.percent
     df, opts, signed = _read_signed_percentages(df, opts, decimal)
-    df, choice, expanded = expand_score_vectors(df, opts.columns, src, notes)
+    df, choice, expanded = expand_score_vectors(df, opts.columns, src, notes, opts.limits)
     if expanded:  # a column of score vectors, now one column per class
         opts, columns = replace(opts, columns=choice), list(df.columns)
     df, row_index = _drop_unnamed(df, columns, src, opts, notes)

@@ -18,6 +18,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from pbr_core.loading._limits import MAX_VECTOR_CLASSES, ReadLimits, limit_error, table_memory
 from pbr_core.loading._roles import metadata_by_name, name_words
 from pbr_core.loading._source import LABEL_COLUMN_NAMES, ColumnChoice, _Source, table_row
 
@@ -94,13 +95,33 @@ def _uniform(values: pd.Series, kind: str) -> bool:
     return bool(np.isfinite(head).all() and np.any(head != np.round(head)))
 
 
-def _matrix(values: pd.Series, kind: str, column: str, src: _Source) -> np.ndarray:
-    """The whole column as an (n, K) matrix; a row that is not K numbers is an error naming it."""
+def check_vector_size(k: int, rows: int, other_columns: int, column: str, src: _Source,
+                      limits: ReadLimits | None) -> None:
+    """Refuse a score vector of ``k`` classes before its (rows, k) matrix is built: more classes than
+    :data:`MAX_VECTOR_CLASSES`, or a table (its ``other_columns`` and the k new ones) whose read takes more
+    memory than ``limits`` allows (:func:`table_memory`: the vector column was counted as one column)."""
+    if k > MAX_VECTOR_CLASSES:
+        raise src.error(f"column {column!r} holds {k:,} scores per row: this file has {k:,} classes; at most "
+                        f"{MAX_VECTOR_CLASSES:,} can be read. Check that the column holds one score per class.")
+    if limits is None or limits.max_memory is None:
+        return
+    estimate = table_memory(rows, other_columns + k)
+    if estimate > limits.max_memory:
+        raise limit_error(src.name, kind="memory", size=estimate, limit=limits.max_memory, rows=rows,
+                          what=f"its {rows:,} rows of {k:,} scores each (in column {column!r}), once spread into "
+                               "one column per class,")
+
+
+def _matrix(values: pd.Series, kind: str, column: str, src: _Source, *, other_columns: int = 0,
+            limits: ReadLimits | None = None) -> np.ndarray:
+    """The whole column as an (n, K) matrix; a row that is not K numbers is an error naming it. K is
+    checked against the limits (:func:`check_vector_size`) from the first row, before the matrix is made."""
     cells = values.tolist()
     first = _cell_vector(cells[0], kind)
     if first is None or first.size < 2:
         raise src.error(f"column {column!r} is named as the scores, but its first row holds {str(cells[0])[:60]!r}, "
                         "not a list of one number per class.")
+    check_vector_size(first.size, len(cells), other_columns, column, src, limits)
     m = np.empty((len(cells), first.size), dtype=np.float64)
     for i, cell in enumerate(cells):
         row = None if cell is None or (isinstance(cell, float) and np.isnan(cell)) else _cell_vector(cell, kind)
@@ -136,8 +157,8 @@ def _other_scores(df: pd.DataFrame, column: str, choice: ColumnChoice) -> bool:
                and c.strip().lower() not in LABEL_COLUMN_NAMES and not metadata_by_name(c) for c in df.columns)
 
 
-def expand_score_vectors(df: pd.DataFrame, choice: ColumnChoice, src: _Source,
-                         notes: list[str]) -> tuple[pd.DataFrame, ColumnChoice, dict[str, list[str]]]:
+def expand_score_vectors(df: pd.DataFrame, choice: ColumnChoice, src: _Source, notes: list[str],
+                         limits: ReadLimits | None = None) -> tuple[pd.DataFrame, ColumnChoice, dict[str, list[str]]]:
     """The frame with a score-vector column replaced by one column per class, the column choice
     with that column's name replaced by the new ones, and {vector column: its new columns}.
 
@@ -149,7 +170,7 @@ def expand_score_vectors(df: pd.DataFrame, choice: ColumnChoice, src: _Source,
     features (:data:`FEATURE_WORDS`: a file whose only float vectors are such a column is an error
     saying so). Columns are decided on their
     first cells; the chosen column is converted whole (a row of it that is not K numbers is an
-    error naming it)."""
+    error naming it), once K passes :func:`check_vector_size` under ``limits``."""
     named = set(choice.scores or ())
     found: dict[str, str] = {}
     candidates: set[str] = set()  # expanded, but the scores are still decided among all columns
@@ -190,8 +211,9 @@ def expand_score_vectors(df: pd.DataFrame, choice: ColumnChoice, src: _Source,
                         "which holds the scores (score_columns=).")
     column, kind = next(iter(found.items()))
     if kind == "labelled":
+        check_vector_size(len(df[column].iloc[0]), len(df), df.shape[1] - 1, column, src, limits)
         df, column, kind = _by_label(df, column, src)
-    m = _matrix(df[column], kind, column, src)
+    m = _matrix(df[column], kind, column, src, other_columns=df.shape[1] - 1, limits=limits)
     k = m.shape[1]
     names = [str(i) for i in range(k)] if kind != "labelled_sorted" else [str(d["label"]) for d in df[column].iloc[0]]
     if set(names) & set(map(str, df.columns)):
