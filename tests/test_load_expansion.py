@@ -114,16 +114,21 @@ def test_a_vector_of_more_classes_than_the_limit_is_refused_before_the_matrix(mo
     assert load_predictions(_vector_csv(500, 3), name="vec.csv").n_classes == 500
 
 
-def test_a_vector_table_over_the_memory_limit_is_refused_with_its_size():
-    """Rows x K counted before the matrix is built: the vector column was counted as one column."""
-    data = _vector_csv(2000, 50)  # 50 x 2,000 scores: ~1.5 MB estimated, the text only 200 KB
-    limits = ReadLimits(max_memory=1 << 20)
+def test_a_vector_table_over_the_memory_limit_is_refused_with_its_size(tmp_path):
+    """Rows x K counted before the matrix is built: the vector column was counted as one column (a
+    Parquet list column of 50 x 2,000 one-hot scores: a few KB on disk, 1.5 MB estimated once spread)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    probs = np.eye(2000)[np.zeros(50, dtype=int)]
+    path = tmp_path / "vec.parquet"
+    pq.write_table(pa.table({"probs": list(probs), "label": np.zeros(50, dtype=int)}), path)
     with pytest.raises(ReadLimitError) as info:
-        load_predictions(data, name="vec.csv", limits=limits)
+        load_predictions(path, limits=ReadLimits(max_memory=1 << 20))
     assert info.value.kind == "memory" and info.value.size == table_memory(50, 2001)
     assert "its 50 rows of 2,000 scores each (in column 'probs'), once spread into one column per class" in \
         str(info.value)
-    assert load_predictions(data, name="vec.csv", limits=ReadLimits(max_memory=4 << 20)).n_classes == 2000
+    assert load_predictions(path, limits=ReadLimits(max_memory=4 << 20)).n_classes == 2000
 
 
 def test_named_roles_looks_each_name_up_in_a_set():
@@ -143,3 +148,78 @@ def test_named_roles_looks_each_name_up_in_a_set():
     roles = named_roles(columns, ColumnChoice(label="label", scores=tuple(names)), _resolve_source(b"", "t.csv"))
     assert roles.scores == names and roles.label == "label"
     assert Columns.searched == 0
+
+
+# ------------------------------------------------------------------------------ long text cells
+def _long_text_csv_gz(path, rows: int, cell: int):
+    import gzip
+
+    with gzip.open(path, "wt", compresslevel=6) as f:
+        f.write("confidence,correct,note\n")
+        for i in range(rows):
+            f.write(f"0.{(i * 7) % 1000:03d},{i % 2},{i}{'x' * cell}\n")
+    return path
+
+
+def test_numbers_are_estimated_as_before_and_long_text_at_its_parsed_cost():
+    from pbr_core.loading._limits import NUMBER_CELL_BYTES, TEXT_PEAK_FACTOR, text_table_memory
+
+    # 1.85 M rows x 14 columns in 300 MB (benchmarks/RESULTS_memory.md): no text beyond numbers' width
+    assert text_table_memory(1_850_000, 14, 300 << 20) == table_memory(1_850_000, 14, 300 << 20)
+    text = 1000 * 900_000
+    excess = text - NUMBER_CELL_BYTES * 1000 * 3
+    assert text_table_memory(1000, 3, text) == table_memory(1000, 3, text) + (TEXT_PEAK_FACTOR - 1) * excess
+
+
+def test_long_text_cells_are_refused_before_they_are_parsed(monkeypatch, tmp_path):
+    """20 rows of a 100 KB note (2 MB of text, each cell under the cell limit) peak near 8 times the
+    text once parsed: over a 10 MB limit, refused before the parser runs, the message in plain words."""
+    from pbr_core.loading import _tables
+
+    path = _long_text_csv_gz(tmp_path / "notes.csv.gz", 20, 100_000)
+    limits = ReadLimits(max_memory=10 << 20)
+    monkeypatch.setattr(_tables, "_read_csv_frame", lambda *a, **kw: pytest.fail("parsed"))
+    with pytest.raises(ReadLimitError) as info:
+        load_predictions(path, limits=limits)
+    message = str(info.value)
+    assert info.value.kind == "memory"
+    assert "most of it is long text (the longest line holds 97.7 KB)" in message
+    assert "xxxx" not in message
+    monkeypatch.undo()
+    assert load_predictions(path, limits=ReadLimits(max_memory=40 << 20)).n == 20
+
+
+def test_a_failed_allocation_while_reading_is_a_plain_message(monkeypatch):
+    """Arrow's own text quoted the cell ("Unknown error: Wrapping 5721xxxx..."); its ArrowMemoryError went
+    on as an "unexpected error"."""
+    import pyarrow as pa
+
+    from pbr_core.loading import _tables
+
+    for exc in (pa.ArrowMemoryError("malloc of size 1234 failed"), pa.ArrowException("Unknown error: Wrapping " + "7x" * 400),
+                MemoryError()):
+        def fail(*a, _exc=exc, **kw):
+            raise _exc
+
+        monkeypatch.setattr(_tables, "_read_csv_frame", fail)
+        with pytest.raises(PredictionsError) as info:
+            load_predictions(b"p,label\n0.5,1\n", name="t.csv")
+        message = str(info.value)
+        assert message.startswith("t.csv: ran out of memory reading this file") and "7x7x" not in message
+        assert "Arrow" not in message
+
+
+def test_an_unforeseen_reader_error_is_quoted_short():
+    from pbr_core.loading._errors import QUOTE_CHARS, plain_read_error
+
+    text = plain_read_error(ValueError("bad cell " + "y" * 5000 + "\nsecond line"), "read the file as", "csv")
+    assert text.startswith("could not read the file as CSV: ValueError: bad cell yyy") and text.endswith("...")
+    assert len(text) < QUOTE_CHARS + 60 and "second line" not in text
+
+
+def test_deeply_nested_json_says_so_in_plain_words():
+    data = b'{"a":' * 5000 + b"1" + b"}" * 5000
+    with pytest.raises(PredictionsError) as info:
+        load_predictions(data, name="deep.json")
+    assert "it is nested too deeply" in str(info.value)
+    assert "RecursionError" not in str(info.value) and "recursion" not in str(info.value)

@@ -76,6 +76,7 @@ from typing import Sequence
 import numpy as np
 
 from pbr_core.loading import _source
+from pbr_core.loading._errors import plain_read_error
 from pbr_core.loading._limits import ReadLimitError, ReadLimits, default_limits
 from pbr_core.loading._roles import FIT_ROWS_COLUMN, ColumnChoice, column_list
 from pbr_core.loading._numpy import _load_numpy
@@ -466,10 +467,9 @@ def _as_input_error(src: _Source, fmt: str, doing: str = "read the file as"):
     except PredictionsError as exc:
         _with_columns(exc, src)
         raise
-    except MemoryError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a broken file is the caller's input
-        raise _with_columns(src.error(f"could not {doing} {fmt.upper()}: {type(exc).__name__}: {exc}"), src) from exc
+    except Exception as exc:  # noqa: BLE001 - a broken file is the caller's input; MemoryError too (a file
+        # that expands past the memory left): the server goes on, the user reads what to do (_errors)
+        raise _with_columns(src.error(plain_read_error(exc, doing, fmt)), src) from exc
 
 
 def _with_columns(exc: PredictionsError, src: _Source) -> PredictionsError:

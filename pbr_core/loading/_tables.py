@@ -33,7 +33,7 @@ from pbr_core.loading._source import (
     table_row,
 )
 from pbr_core.loading._limits import (ReadLimits, format_bytes, gzip_declared_size, limit_error, scan_text,
-                                      table_memory)
+                                      table_memory, text_table_memory)
 from pbr_core.loading._roles import (_P_OF, DECIMAL_COMMA_NUMBER, DECISION_WORDS, SCORE_PREFIXES, SCORE_SUFFIXES,
                                      Roles, _named_class, _outcome_stems, binary_classes, binary_classes_note,
                                      detect_scores, duplicates, find_by_name, metadata_by_name, name_words,
@@ -158,12 +158,21 @@ def check_csv_size(src: _Source, header: _CsvHeader, limits: ReadLimits, max_row
         raise limit_error(src.name, kind="cell", size=scan.longest_line, limit=limits.max_cell_bytes,
                           what=f"line {scan.longest_at:,} of the file ({n_columns} column{'s' if n_columns > 1 else ''})",
                           streamable=True)
-    estimate = table_memory(scan.data_rows, n_columns, scan.n_bytes)
+    estimate = text_table_memory(scan.data_rows, n_columns, scan.n_bytes)
     if limits.max_memory is not None and estimate > limits.max_memory:
         grown = (f"its {format_bytes(size)} expand to {format_bytes(scan.n_bytes)} of text; "
                  if compressed else f"its {format_bytes(size)} of text hold {scan.data_rows:,} rows; ")
+        grown += _long_text_words(scan, n_columns, estimate)
         raise limit_error(src.name, kind="memory", size=estimate, limit=limits.max_memory, rows=scan.data_rows,
                           what=grown + "reading them", streamable=True)
+
+
+def _long_text_words(scan, n_columns: int, estimate: int) -> str:
+    """What the memory message adds when long text cells make most of the estimate, else ""."""
+    if estimate <= 2 * table_memory(scan.data_rows, n_columns, scan.n_bytes):
+        return ""
+    return (f"most of it is long text (the longest line holds {format_bytes(scan.longest_line)}), which takes "
+            "several times its size once read; ")
 
 
 def _fits_without_counting(size: int, n_columns: int, limits: ReadLimits) -> bool:
