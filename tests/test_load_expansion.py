@@ -223,3 +223,57 @@ def test_deeply_nested_json_says_so_in_plain_words():
         load_predictions(data, name="deep.json")
     assert "it is nested too deeply" in str(info.value)
     assert "RecursionError" not in str(info.value) and "recursion" not in str(info.value)
+
+
+# ------------------------------------------------------------------------------ many text columns
+def _reference_text_profile(series):
+    """What profile() decided for a mostly non-numeric column with pandas' string methods (before)."""
+    import pandas as pd
+
+    from pbr_core.loading._roles import _DATE_RE, _TRUE_FALSE, DECIMAL_COMMA_NUMBER
+
+    texts = series.dropna().astype(object).map(str)
+    texts = pd.Series(texts.tolist(), dtype=object)
+    lowered = set(texts.str.strip().str.lower().unique()[:10])
+    if lowered <= _TRUE_FALSE:
+        return "bool", False
+    if texts.str.match(_DATE_RE).mean() > 0.9:
+        return "date", False
+    return "text", bool(texts.str.strip().str.fullmatch(DECIMAL_COMMA_NUMBER, case=False).mean() > 0.9)
+
+
+TEXT_COLUMNS = {
+    "yes_no": ["yes", "No", " t", "F", "TRUE", "false"] * 5,
+    "many_words": ["yes", "no", "maybe"] * 10,
+    "dates": ["2024-01-02", "2024/3/4 10:00", "1.2.24"] * 10,
+    "some_dates": ["2024-01-02"] * 9 + ["soon"] * 2,
+    "comma": ["0,25", "-1,5e-3", " 3,0 ", "0,5E-2"] * 5,
+    "comma_few": ["0,25"] * 9 + ["x"] * 2,
+    "words": ["alpha", "beta", "gamma delta", ""] * 5,
+    "ten_plus": [f"w{i}" for i in range(12)] + ["yes"],
+}
+
+
+@pytest.mark.parametrize("name", list(TEXT_COLUMNS))
+def test_a_text_column_s_profile_is_what_pandas_string_methods_gave(name):
+    import pandas as pd
+
+    from pbr_core.loading._roles import profile
+
+    series = pd.Series(TEXT_COLUMNS[name], dtype="string[pyarrow]")
+    got = profile(series, name)
+    assert (got.kind, got.decimal_comma) == _reference_text_profile(series)
+
+
+def test_profiling_text_columns_uses_no_per_column_pandas_string_methods(monkeypatch):
+    """pandas' string methods cost ~1.5 ms a column in overhead: 200 rows x 20,000 text columns took
+    35 CPU s to load (audit 12c); the sample is now read in plain Python (linear, ~0.2 ms a column)."""
+    import pandas as pd
+    from pandas.core.strings.accessor import StringMethods
+
+    from pbr_core.loading._roles import profile_columns
+
+    for method in ("match", "fullmatch", "strip", "lower"):
+        monkeypatch.setattr(StringMethods, method, lambda *a, **kw: pytest.fail("a pandas string method"))
+    df = pd.DataFrame({f"m{c}": pd.Series(["a", "b"] * 10, dtype="string[pyarrow]") for c in range(50)})
+    assert all(p.kind == "text" for p in profile_columns(df, list(df.columns)))

@@ -289,21 +289,32 @@ def profile(series: pd.Series, name: str) -> Profile:
     if first.size == 0:
         return _numeric_profiles([name], np.full((len(series), 1), np.nan), False)[0]
     sample = series.iloc[first].astype(object)
-    texts = sample.map(lambda v: v.decode("latin-1") if isinstance(v, bytes) else str(v))
-    if float(pd.to_numeric(texts, errors="coerce").notna().mean()) < 0.5:
-        lowered = set(texts.str.strip().str.lower().unique()[:10])
-        if lowered <= _TRUE_FALSE:
-            return Profile(name, "bool")
-        if texts.str.match(_DATE_RE).mean() > 0.9:
-            return Profile(name, "date")
-        comma = texts.str.strip().str.fullmatch(DECIMAL_COMMA_NUMBER, case=False).mean() > 0.9
-        return Profile(name, "text", decimal_comma=bool(comma))
+    texts = [v.decode("latin-1") if isinstance(v, bytes) else str(v) for v in sample.tolist()]
+    if float(pd.to_numeric(pd.Series(texts, dtype=object), errors="coerce").notna().mean()) < 0.5:
+        return _text_profile(name, texts)
     values = series.astype(object)
     coerced = pd.to_numeric(values, errors="coerce")
     prof = _numeric_profiles([name], coerced.to_numpy(dtype=np.float64, na_value=np.nan)[:, None],
                              pd.api.types.is_integer_dtype(coerced.dtype))[0]
     prof.bad_cells = int((coerced.isna() & values.notna()).sum())
     return prof
+
+
+_DECIMAL_COMMA_RE = re.compile(DECIMAL_COMMA_NUMBER, re.IGNORECASE)
+
+
+def _text_profile(name: str, texts: list[str]) -> Profile:
+    """The profile of a column whose sample ``texts`` are mostly not numbers: yes/no words, dates, numbers
+    with a decimal comma, or text. In plain Python on the sample: pandas' string methods cost ~1.5 ms a
+    column in overhead (200 rows x 20,000 text columns took 35 CPU s to load; audit 12c)."""
+    stripped = [t.strip() for t in texts]
+    lowered = set(list(dict.fromkeys(t.lower() for t in stripped))[:10])  # the first 10 distinct, as unique()
+    if lowered <= _TRUE_FALSE:
+        return Profile(name, "bool")
+    if np.mean([_DATE_RE.match(t) is not None for t in texts]) > 0.9:
+        return Profile(name, "date")
+    comma = np.mean([_DECIMAL_COMMA_RE.fullmatch(t) is not None for t in stripped]) > 0.9
+    return Profile(name, "text", decimal_comma=bool(comma))
 
 
 def profile_columns(df: pd.DataFrame, names: Sequence[str]) -> list[Profile]:
