@@ -55,6 +55,13 @@ SIZES = {
     "parquet row group": (50_000_000, "rows"),  # one row group
     "csv.gz cell": (300_000_000, "bytes"),      # one cell
     "xlsx cell": (200_000_000, "bytes"),        # one shared string
+    # audit 12c: small files whose reading expanded (sizes of the audit's files)
+    "npz one-hot": (10_000, "rows x 1,000 classes"),             # 80 MB of probabilities, ~100 KB on disk
+    "csv.gz one-hot wide": (20_000, "score columns x 2,000 rows"),
+    "csv.gz score vectors": (200_000, "classes in a cell x 200 rows"),
+    "parquet score vectors": (100_000, "classes in a cell x 100 rows"),
+    "csv.gz long text": (1_000, "rows of a 900 KB cell"),
+    "csv.gz text columns": (20_000, "text columns x 200 rows"),
 }
 
 _CHILD = r"""
@@ -75,7 +82,7 @@ if mode == "dashboard":
 base = status("VmRSS")
 with open("/proc/self/clear_refs", "w") as f:
     f.write("5")  # VmHWM := VmRSS: the peak from here on
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 outcome, message, held, gone, elapsed = "loaded", "", None, None, None
 try:
     if mode == "library":
@@ -105,7 +112,8 @@ except MemoryError:
 except Exception as exc:
     outcome, message = "refused" if type(exc).__name__.endswith("Error") else "failed", f"{type(exc).__name__}: {exc}"
 print("RESULT " + json.dumps({"outcome": outcome, "message": message[:300], "seconds": elapsed or time.perf_counter() - t0,
-                              "base": base, "hwm": status("VmHWM"), "end": held or status("VmRSS"), "gone": gone}))
+                              "base": base, "hwm": status("VmHWM"), "end": held or status("VmRSS"), "gone": gone,
+                              "cpu": time.process_time() - c0}))
 """
 
 
@@ -139,15 +147,15 @@ def run_one(path: Path, mode: str, cap_gb: float, timeout: float) -> dict:
 
 def table(rows: list[dict]) -> str:
     lines = ["| bomb | file (KB) | expands to | read by | outcome | peak above imports (MB) | "
-             "held after (MB) | after the session ended (MB) | time (s) | message |",
-             "|---|---:|---|---|---|---:|---:|---:|---:|---|"]
+             "held after (MB) | after the session ended (MB) | time (s) | CPU (s) | message |",
+             "|---|---:|---|---|---|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         peak = f"{r['hwm'] - r['base']:.0f}" if r["hwm"] else "-"
         held = f"{r['end'] - r['base']:.0f}" if r["end"] else "-"
         gone = f"{r['gone'] - r['base']:.0f}" if r.get("gone") else "-"
         message = r["message"].replace("|", "/").replace("\n", " ")
         lines.append(f"| {r['kind']} | {r['file_kb']:.0f} | {r['expands']} | {r['mode']} | {r['outcome']} | {peak} | "
-                     f"{held} | {gone} | {r['seconds']:.1f} | {message[:160]} |")
+                     f"{held} | {gone} | {r['seconds']:.1f} | {r.get('cpu', 0):.1f} | {message[:160]} |")
     return "\n".join(lines)
 
 
@@ -169,7 +177,8 @@ def main() -> None:
     for kind in [k.strip() for k in args.kinds.split(",") if k.strip()]:
         path, size = build(kind, args.scale)
         what = SIZES[kind][1]
-        expands = (f"{size / 1e6:.0f} MB cell" if what == "bytes" else f"{size / 1e6:.1f} M {what}")
+        expands = (f"{size / 1e6:.0f} MB cell" if what == "bytes" else f"{size / 1e6:.1f} M {what}"
+                   if what.startswith("rows") and size >= 1e6 else f"{size:,} {what}")
         for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
             r = run_one(path, mode, args.cap_gb, args.timeout)
             r.update(kind=kind, mode=mode, expands=expands, file_kb=path.stat().st_size / 1024)

@@ -200,6 +200,71 @@ def truncated_npy(path: Path, rows: int, keep: float = 0.5) -> Path:
     return path
 
 
+# ------------------------------------------------------------------------------ audit 12c: expansion at read time
+# Files well within every byte and cell limit whose reading expanded: one-hot scores (the rounding check's
+# temporaries), a score vector of many classes in one cell, long text cells, many text columns.
+def npz_one_hot(path: Path, rows: int, classes: int = 1000) -> Path:
+    """An NPZ of ``rows`` one-hot probability rows of ``classes`` classes (class 0) and labels 0."""
+    probs = np.zeros((rows, classes))
+    probs[:, 0] = 1.0
+    np.savez_compressed(path, probs=probs, labels=np.zeros(rows, dtype=np.int64))
+    return path
+
+
+def csv_gz_one_hot_wide(path: Path, classes: int, rows: int = 2000) -> Path:
+    """A ``.csv.gz`` of ``rows`` rows of ``classes`` one-hot score columns (class 0) and the label 0."""
+    header = (",".join(f"p{k}" for k in range(classes)) + ",label\n").encode()
+    row = ("1," + ",".join(["0"] * (classes - 1)) + ",0\n").encode()
+    with open(path, "wb") as f:
+        _gzip_repeated(f, header, row, rows * len(row))
+    return path
+
+
+def csv_gz_score_vectors(path: Path, classes: int, rows: int = 200) -> Path:
+    """A ``.csv.gz`` with a ``probs`` column of one-hot vectors of ``classes`` scores ("[1 0 0 ...]")."""
+    row = ('"[1 ' + " ".join(["0"] * (classes - 1)) + ']",0\n').encode()
+    with open(path, "wb") as f:
+        _gzip_repeated(f, b"probs,label\n", row, rows * len(row))
+    return path
+
+
+def parquet_score_vectors(path: Path, classes: int, rows: int = 100) -> Path:
+    """A Parquet file with a list<double> ``probs`` column of one-hot vectors of ``classes`` scores."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    one = np.zeros(classes)
+    one[0] = 1.0
+    values = pa.array(np.tile(one, rows))
+    probs = pa.ListArray.from_arrays(pa.array(np.arange(0, rows * classes + 1, classes, dtype=np.int32)), values)
+    pq.write_table(pa.table({"probs": probs, "label": pa.array(np.zeros(rows, dtype=np.int64))}), path)
+    return path
+
+
+def csv_gz_long_text(path: Path, rows: int, cell: int = 900_000) -> Path:
+    """A ``.csv.gz`` of ``rows`` rows, each with a distinct text cell of ``cell`` bytes (under the cell limit)."""
+    pad = b"x" * cell
+    comp = zlib.compressobj(9, zlib.DEFLATED, 31)
+    with open(path, "wb") as f:
+        f.write(comp.compress(b"confidence,correct,note\n"))
+        for i in range(rows):
+            f.write(comp.compress(f"0.{(i * 7) % 1000:03d},{i % 2},{i}".encode() + pad + b"\n"))
+        f.write(comp.flush())
+    return path
+
+
+def csv_gz_text_columns(path: Path, columns: int, rows: int = 200) -> Path:
+    """A ``.csv.gz`` of a confidence, a 0/1 outcome and ``columns`` one-letter text columns."""
+    comp = zlib.compressobj(9, zlib.DEFLATED, 31)
+    with open(path, "wb") as f:
+        f.write(comp.compress(("confidence,correct," + ",".join(f"m{c}" for c in range(columns)) + "\n").encode()))
+        for i in range(rows):
+            cells = ",".join("a" if (i + c) % 2 else "b" for c in range(columns))
+            f.write(comp.compress(f"0.{(i * 7) % 1000:03d},{i % 2},{cells}\n".encode()))
+        f.write(comp.flush())
+    return path
+
+
 BUILDERS = {
     "csv.gz rows": (csv_gz_rows, "data.csv.gz"),
     "csv.gz wide rows": (csv_gz_wide_rows, "wide.csv.gz"),
@@ -209,5 +274,11 @@ BUILDERS = {
     "parquet row group": (parquet_row_group, "data.parquet"),
     "csv.gz cell": (csv_gz_cell, "cell.csv.gz"),
     "xlsx cell": (xlsx_cell, "cell.xlsx"),
+    "npz one-hot": (npz_one_hot, "onehot.npz"),
+    "csv.gz one-hot wide": (csv_gz_one_hot_wide, "onehot_wide.csv.gz"),
+    "csv.gz score vectors": (csv_gz_score_vectors, "vectors.csv.gz"),
+    "parquet score vectors": (parquet_score_vectors, "vectors.parquet"),
+    "csv.gz long text": (csv_gz_long_text, "longtext.csv.gz"),
+    "csv.gz text columns": (csv_gz_text_columns, "textcols.csv.gz"),
 }
 

@@ -19,8 +19,10 @@ The limits (:class:`ReadLimits`; defaults below, each overridable by an environm
     The memory the read is estimated to take (:func:`table_memory`): the parsed table and the
     predictions built from it. A 300 MB CSV of 1.85 M rows x 14 columns is estimated at 0.74 GiB
     (measured: 0.51 GiB above the file's bytes, benchmarks/RESULTS_memory.md), a 256 MiB ``.csv.gz`` of
-    44.7 M short rows at 3.25 GiB (measured: 3.16 GiB, benchmarks/RESULTS_bombs.md). Every size in
-    these messages is in powers of 1024 (GB meaning GiB).
+    44.7 M short rows at 3.25 GiB (measured: 3.16 GiB, benchmarks/RESULTS_bombs.md). A CSV's long text
+    cells count at their parsed cost (:func:`text_table_memory`), a score vector in one cell at its
+    rows x classes (``_vectors.check_vector_size``, at most :data:`MAX_VECTOR_CLASSES` classes). Every
+    size in these messages is in powers of 1024 (GB meaning GiB).
 ``max_cell_bytes`` (``PBR_CALIB_MAX_CELL_BYTES``, default 1 MiB)
     The longest text cell. Long enough for a vector of 20,000 class scores written in one cell,
     far beyond any id, group value or class name; a page that shows a 300 MB cell fails.
