@@ -207,7 +207,8 @@ def npz_one_hot(path: Path, rows: int, classes: int = 1000) -> Path:
     """An NPZ of ``rows`` one-hot probability rows of ``classes`` classes (class 0) and labels 0."""
     probs = np.zeros((rows, classes))
     probs[:, 0] = 1.0
-    np.savez_compressed(path, probs=probs, labels=np.zeros(rows, dtype=np.int64))
+    with open(path, "wb") as f:  # a file object: numpy adds ".npz" to a path without it
+        np.savez_compressed(f, probs=probs, labels=np.zeros(rows, dtype=np.int64))
     return path
 
 
