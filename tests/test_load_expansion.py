@@ -277,3 +277,18 @@ def test_profiling_text_columns_uses_no_per_column_pandas_string_methods(monkeyp
         monkeypatch.setattr(StringMethods, method, lambda *a, **kw: pytest.fail("a pandas string method"))
     df = pd.DataFrame({f"m{c}": pd.Series(["a", "b"] * 10, dtype="string[pyarrow]") for c in range(50)})
     assert all(p.kind == "text" for p in profile_columns(df, list(df.columns)))
+
+
+def test_a_failed_allocation_is_not_retried_with_the_next_reader(monkeypatch):
+    """The CSV reader fell back to two more readers after Arrow ran out of memory, each taking it again."""
+    import pyarrow as pa
+
+    from pbr_core.loading import _tables
+
+    def fail(*a, **kw):
+        raise pa.ArrowMemoryError("malloc of size 1234 failed")
+
+    monkeypatch.setattr(_tables, "_read_csv_typed", fail)
+    monkeypatch.setattr(_tables, "_read_csv_whole", lambda *a, **kw: pytest.fail("retried"))
+    with pytest.raises(PredictionsError, match="ran out of memory reading this file"):
+        load_predictions(b"p,label\n0.5,1\n", name="t.csv")

@@ -32,6 +32,7 @@ from pbr_core.loading._source import (
     _too_many_rows,
     table_row,
 )
+from pbr_core.loading._errors import out_of_memory
 from pbr_core.loading._limits import (ReadLimits, format_bytes, gzip_declared_size, limit_error, scan_text,
                                       table_memory, text_table_memory)
 from pbr_core.loading._roles import (_P_OF, DECIMAL_COMMA_NUMBER, DECISION_WORDS, SCORE_PREFIXES, SCORE_SUFFIXES,
@@ -196,6 +197,13 @@ _SPLIT_MAX_COLUMNS = 1000
 STREAM_BLOCK_BYTES = 16 << 20
 
 
+def _raise_if_out_of_memory(exc: Exception) -> None:
+    """A failed allocation goes on (to a plain message, loading/_errors.py): the next reader would take
+    the same memory again (audit 12c: three readers in turn on a file of long text cells)."""
+    if out_of_memory(exc):
+        raise exc
+
+
 def _read_csv_frame(src: _Source, sep: str, compression: str | None, encoding: str,
                     decimal: str = ".") -> pd.DataFrame:
     # Blank lines are kept (as all-missing rows) so that row numbers match the file's lines.
@@ -205,12 +213,12 @@ def _read_csv_frame(src: _Source, sep: str, compression: str | None, encoding: s
     else:
         try:
             return _read_csv_typed(src, sep, compression, encoding)
-        except Exception:  # noqa: BLE001 - a type change after the first block, or a malformed file: infer from all
-            pass
+        except Exception as exc:  # noqa: BLE001 - a type change after the first block, or a malformed file: infer from all
+            _raise_if_out_of_memory(exc)
         try:
             return _read_csv_whole(src, sep, compression, encoding)
-        except Exception:  # pyarrow's messages do not say where; the C engine's do
-            pass
+        except Exception as exc:  # pyarrow's messages do not say where; the C engine's do
+            _raise_if_out_of_memory(exc)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # mixed-type columns are diagnosed later, per column
