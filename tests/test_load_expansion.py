@@ -114,20 +114,40 @@ def test_a_vector_of_more_classes_than_the_limit_is_refused_before_the_matrix(mo
     assert load_predictions(_vector_csv(500, 3), name="vec.csv").n_classes == 500
 
 
-def test_a_vector_table_over_the_memory_limit_is_refused_with_its_size(tmp_path):
-    """Rows x K counted before the matrix is built: the vector column was counted as one column (a
-    Parquet list column of 50 x 2,000 one-hot scores: a few KB on disk, 1.5 MB estimated once spread)."""
+def test_a_vector_table_over_the_memory_limit_is_refused_with_its_size():
+    """Rows x K counted before the matrix is built: the vector column was counted as one column (50 rows
+    of 2,000 one-hot scores: 1.5 MB estimated once spread)."""
+    import pandas as pd
+
+    from pbr_core.loading._source import ColumnChoice, _resolve_source
+    from pbr_core.loading._vectors import expand_score_vectors
+
+    one = [1.0] + [0.0] * 1999
+    df = pd.DataFrame({"probs": [list(one) for _ in range(50)], "label": [0] * 50})
+    src = _resolve_source(b"", "vec.parquet")
+    with pytest.raises(ReadLimitError) as info:
+        expand_score_vectors(df, ColumnChoice(), src, [], ReadLimits(max_memory=1 << 20))
+    assert info.value.kind == "memory" and info.value.size == table_memory(50, 2001)
+    assert "its 50 rows of 2,000 scores each (in column 'probs'), once spread into one column per class" in \
+        str(info.value)
+    out, _, expanded = expand_score_vectors(df, ColumnChoice(), src, [], ReadLimits(max_memory=4 << 20))
+    assert out.shape == (50, 2001) and len(expanded["probs"]) == 2000
+
+
+def test_a_parquet_list_column_counts_its_values_before_the_file_is_read(monkeypatch, tmp_path):
+    """The footer's value count of a list column gives its width: 1.2 KB of Parquet held 100 rows of
+    100,000 scores (audit 12c), read whole before the vector was checked."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     probs = np.eye(2000)[np.zeros(50, dtype=int)]
     path = tmp_path / "vec.parquet"
     pq.write_table(pa.table({"probs": list(probs), "label": np.zeros(50, dtype=int)}), path)
+    monkeypatch.setattr(pq.ParquetFile, "read", lambda *a, **kw: pytest.fail("read"))
     with pytest.raises(ReadLimitError) as info:
         load_predictions(path, limits=ReadLimits(max_memory=1 << 20))
-    assert info.value.kind == "memory" and info.value.size == table_memory(50, 2001)
-    assert "its 50 rows of 2,000 scores each (in column 'probs'), once spread into one column per class" in \
-        str(info.value)
+    assert info.value.kind == "memory" and info.value.size == table_memory(50, 2 + 2000)
+    monkeypatch.undo()
     assert load_predictions(path, limits=ReadLimits(max_memory=4 << 20)).n_classes == 2000
 
 
