@@ -21,6 +21,11 @@ entry knows when no session holds the data any more:
 :meth:`SharedLoads.prune` applies these rules; it runs on every lookup and store, and from the
 session sweeper (:mod:`dashboard.sessions`) after a closed tab's session was released, so that an
 idle server frees what nobody holds without waiting for the next visitor.
+
+Several sessions that upload the same bytes with the same options at the same time parse them once
+(:meth:`SharedLoads.get_or_parse`): the first parses, the others wait for it and get its predictions
+(or its error). Before, four tabs uploading one 94 KB NPZ that expands to 2 GB parsed it four times
+at once, and the server went from 208 MB to 5.75 GB (audit 12c).
 """
 
 from __future__ import annotations
@@ -79,6 +84,15 @@ class _Entry:
         return any(ref() is not None for ref in self.holders.values())
 
 
+class _Flight:
+    """A parse in progress: the sessions that ask for the same key meanwhile wait for its outcome."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.preds: Predictions | None = None
+        self.error: Exception | None = None
+
+
 class SharedLoads:
     """The cache (see the module docstring). Thread-safe; ``clock`` is a parameter for the tests."""
 
@@ -90,6 +104,7 @@ class SharedLoads:
         self._clock = clock
         self._lock = threading.RLock()
         self._entries: "OrderedDict[str, _Entry]" = OrderedDict()
+        self._flights: dict[str, _Flight] = {}
 
     def get(self, key: str) -> Predictions | None:
         """The shared predictions for ``key``, or None; a hit counts as a use."""
@@ -112,6 +127,43 @@ class SharedLoads:
             self._entries[key] = _Entry(preds, nbytes, keep_unheld, self._clock())
             self._entries.move_to_end(key)
             return True
+
+    def get_or_parse(self, key: str, parse: Callable[[], Predictions], keep_unheld: bool) -> Predictions:
+        """The shared predictions for ``key``, parsed by ``parse()`` (then stored as :meth:`put` does)
+        when there are none. While one session parses a key, every other one asking for the same key
+        waits for it and gets the same predictions, or the same error: the same bytes are never parsed
+        twice at once, whether or not the result is small enough to be kept afterwards. A parse that
+        ended without an outcome (the user's run was stopped) lets the next waiter parse instead."""
+        while True:
+            with self._lock:
+                preds = self.get(key)
+                if preds is not None:
+                    return preds
+                flight = self._flights.get(key)
+                first = flight is None
+                if first:
+                    flight = self._flights[key] = _Flight()
+            if first:
+                return self._parse_first(key, flight, parse, keep_unheld)
+            flight.done.wait()
+            if flight.error is not None:
+                raise flight.error
+            if flight.preds is not None:
+                return flight.preds
+
+    def _parse_first(self, key: str, flight: _Flight, parse: Callable[[], Predictions],
+                     keep_unheld: bool) -> Predictions:
+        try:
+            flight.preds = parse()
+            self.put(key, flight.preds, keep_unheld)
+            return flight.preds
+        except Exception as exc:  # shared with the waiters: the same file fails the same way for them
+            flight.error = exc
+            raise
+        finally:  # also on a stopped run (not an Exception): the waiters then parse themselves
+            with self._lock:
+                self._flights.pop(key, None)
+            flight.done.set()
 
     def hold(self, key: str, holder: Any) -> None:
         """``holder`` (a session's ``Loaded``, referenced weakly) keeps the entry's data in use."""

@@ -37,7 +37,7 @@ import pbr_core
 from dashboard import memory, texts
 from dashboard.load_cache import SHARED
 from pbr_core import Predictions, PredictionsError
-from pbr_core.loading import ACCEPTED_SUFFIXES, ReadLimitError
+from pbr_core.loading import ACCEPTED_SUFFIXES, ReadLimitError, ReadLimits, default_limits
 from pbr_core.metrics import BinaryTarget
 from pbr_core.predictions import InputType
 
@@ -252,14 +252,15 @@ def describe_sample(file_name: str) -> str:
 
 
 # --------------------------------------------------------------------------- loading
-def _read(digest: str, _source: bytes | str, file_name: str, tag: str, _options: LoadOptions) -> Predictions:
+def _read(digest: str, _source: bytes | str, file_name: str, tag: str, _options: LoadOptions,
+          limits: ReadLimits | None = None) -> Predictions:
     if _options.map_scores_column:  # scores that are not probabilities: map, then audit the other rows
         from pbr_core.loading import read_table
         from pbr_core.scores import map_scores
 
         if not _options.label_column:
             raise PredictionsError(f"{file_name}: choose the outcome column the scores are mapped to.")
-        frame = read_table(_source, name=file_name)
+        frame = read_table(_source, name=file_name, limits=limits)
         try:
             return read_only(map_scores(frame, _options.map_scores_column, _options.label_column,
                                        share=_options.map_share, method=_options.map_method,
@@ -267,7 +268,7 @@ def _read(digest: str, _source: bytes | str, file_name: str, tag: str, _options:
         except PredictionsError as exc:
             exc.columns = [str(c) for c in frame.columns]  # for the Data page's choices, without a second read
             raise
-    return read_only(pbr_core.load_predictions(_source, name=file_name, **_options.as_kwargs()))
+    return read_only(pbr_core.load_predictions(_source, name=file_name, limits=limits, **_options.as_kwargs()))
 
 
 def read_only(preds: Predictions) -> Predictions:
@@ -292,11 +293,54 @@ def _session_copy(preds: Predictions) -> Predictions:
     return replace(preds, metadata=preds.metadata.copy(deep=False))
 
 
-#: Uploads from this size on are parsed one at a time: two big parses at once add up their temporary
-#: memory for no gain on a small server, and a file of a few MB can expand to the read limit
-#: (pbr_core.loading: 2 GiB of memory by default), so "big" is counted in compressed bytes.
-SERIAL_LOAD_BYTES = 1 * 2**20
+#: Reads the loader estimates at this much memory or more (``pbr_core.loading``'s own estimate, the one
+#: its ``max_memory`` limit is checked against, made before anything is parsed) wait for one another:
+#: one runs at a time, server-wide, with the streamed reads of uploads. Two big parses at once add up
+#: their memory for no gain on a small server. Counted in estimated memory, not in the file's bytes:
+#: a 94 KB NPZ of 10,000 x 1,000 one-hot probabilities expands to 2 GB, and four tabs uploading it
+#: at once, each under the old 1 MiB "big file" line, took the server to 5.75 GB (audit 12c).
+#: ``PBR_CALIB_SERIAL_LOAD_MEMORY`` (bytes) overrides it.
+SERIAL_LOAD_MEMORY = 128 * 2**20
 _big_load = threading.Lock()
+
+
+def serial_load_memory() -> int:
+    """The estimated memory from which a read waits its turn: ``$PBR_CALIB_SERIAL_LOAD_MEMORY``, else
+    :data:`SERIAL_LOAD_MEMORY`."""
+    return _env_bytes("PBR_CALIB_SERIAL_LOAD_MEMORY", SERIAL_LOAD_MEMORY)
+
+
+@contextlib.contextmanager
+def big_read_turn(on_wait: Callable[[], None] | None = None):
+    """Hold the server's one turn for a big read (in memory or streamed); ``on_wait`` is called once
+    when another read holds it, before waiting (the page then says why nothing happens yet)."""
+    if not _big_load.acquire(blocking=False):
+        if on_wait is not None:
+            on_wait()
+        _big_load.acquire()
+    try:
+        yield
+    finally:
+        _big_load.release()
+
+
+def _read_queued(source: bytes | str, digest: str, file_name: str, options: LoadOptions,
+                 on_wait: Callable[[], None] | None = None) -> Predictions:
+    """Read, taking the big-read turn when the loader estimates the read at :func:`serial_load_memory`
+    or more. The first attempt runs with that as its memory limit: the loader checks its estimate
+    before it parses anything, so a big file stops there at the cost of its counting pass, and is
+    read again, within the real limits, in its turn. A file over the real limit is refused without
+    waiting for a turn."""
+    full = default_limits()
+    small_limit = serial_load_memory() if full.max_memory is None else min(serial_load_memory(), full.max_memory)
+    try:
+        return _read(digest, source, file_name, options.tag(), options, replace(full, max_memory=small_limit))
+    except ReadLimitError as exc:
+        if exc.kind != "memory" or small_limit == full.max_memory:
+            raise  # the real limits' answer already
+        refused = full.max_memory is not None and not exc.at_least and exc.size > full.max_memory
+    with contextlib.nullcontext() if refused else big_read_turn(on_wait):
+        return _read(digest, source, file_name, options.tag(), options, full)
 
 
 def _load(source: bytes | str, digest: str, file_name: str, origin: Literal["sample", "upload"],
@@ -310,13 +354,11 @@ def _load(source: bytes | str, digest: str, file_name: str, origin: Literal["sam
     allows (:func:`_stream_upload`), else refused with how large it really is.
     """
     key = f"{digest}|{options.tag()}"
-    size = len(source) if isinstance(source, bytes) else 0
+    waiting = st.empty()
     try:
-        preds = SHARED.get(key)
-        if preds is None:
-            with _big_load if size >= SERIAL_LOAD_BYTES else contextlib.nullcontext():
-                preds = _read(digest, source, file_name, options.tag(), options)
-            SHARED.put(key, preds, keep_unheld=origin == "sample")
+        preds = SHARED.get_or_parse(key, lambda: _read_queued(source, digest, file_name, options,
+                                                              lambda: waiting.info(texts.WAITING_FOR_READ_TURN)),
+                                    keep_unheld=origin == "sample")
         preds = _session_copy(preds)
     except ReadLimitError as exc:
         if origin == "upload" and isinstance(source, bytes) and exc.streamable and exc.kind != "cell":
@@ -327,6 +369,8 @@ def _load(source: bytes | str, digest: str, file_name: str, origin: Literal["sam
     except Exception as exc:  # noqa: BLE001 - a bad file must never crash the app
         logger.exception("reading %s failed", file_name)
         return _set_error(file_name, texts.read_unexpected(type(exc).__name__), [], options)
+    finally:
+        waiting.empty()
     if options.map_scores_column:
         name = f"{name} · {options.map_scores_column} mapped to probabilities"
     text, as_read = _upload_text(source, file_name, preds, options) if origin == "upload" else (None, False)
@@ -528,8 +572,9 @@ def process_pending() -> None:
             load_sample(file_name, options)
         else:
             load_upload(data, file_name, options)
-    if kind == "upload" and len(data) >= SERIAL_LOAD_BYTES:
-        # The parser's temporaries are free now; hand back what the allocators keep of them.
+    if kind == "upload":
+        # The parser's temporaries are free now; hand back what the allocators keep of them (after
+        # any upload: a small file can expand a thousand times when read).
         memory.release_free_memory()
 
 

@@ -2917,6 +2917,9 @@ def serving_unsafe(keys: "Iterable[str]") -> str:
 # --------------------------------------------------------------------------- files too large for memory
 #: After "Could not load FILE: " when the user pressed "Stop reading" while an upload was read in a stream.
 UPLOAD_READ_STOPPED = "you stopped reading it; nothing of it was kept."
+#: Shown while a big read waits for another session's big read to finish (dashboard.state.big_read_turn).
+WAITING_FOR_READ_TURN = ("Another large file is being read on this server; this one is read as soon as that "
+                         "read is done (one large read at a time keeps the server's memory for everyone).")
 
 
 def too_large(exc) -> str:
