@@ -194,3 +194,77 @@ def estimate(n_re: int, n_total: int, k: int, auto_alpha: bool, n_alphas: int, n
     predict = per_entry * float(n_total) * k * scale
     return Estimate(fits=fits, seconds=seconds + predict, worst=seconds * WORST_FACTOR + predict,
                     measured_here=measured, gpu=gpu)
+
+
+# --------------------------------------------------------------------------- classical fits of K x K matrices
+#: The fits whose parameters grow like K^2 (``pbr_core.recalibrators.class_power``: matrix scaling,
+#: Dirichlet calibration, SMS): one fit's seconds at ``RECAL_REF_ROWS`` rows and ``RECAL_REF_CLASSES``
+#: classes, and the powers of K and n it grows with. Measured with the library's defaults (max_iter
+#: 2,000), one BLAS thread, on the 2-core test machine (benchmarks/bench_recal_classes.py,
+#: benchmarks/RESULTS_recal_classes.md): matrix scaling 0.85 s at K = 100, 3.7 s at 200, 17.5 s at 300
+#: (n = 2,000), 2.1 s at K = 100 and n = 5,000; Dirichlet calibration 12.8 s at K = 100, 105 s at 200,
+#: 207 s at 300, 14.4 s at n = 5,000; SMS 1.6 s at K = 100, 5.1 s at 200, 7.1 s at 300, 6.1 s at n =
+#: 5,000. The powers are fitted from K = 100 to 300 (the times from 10 to 50 classes are a second or
+#: less, where the model may be off by more without consequence). Before, they ran as "classical" fits, never queued: matrix scaling at K = 2,000
+#: ran over 275 s and took 1.9 GB, Dirichlet at K = 1,000 over 230 s (audit 12c).
+RECAL_FIT_MODELS: dict[str, tuple[float, float, float]] = {
+    "matrix_scaling": (0.85, 2.75, 1.0),
+    "dirichlet": (12.8, 2.5, 0.15),
+    "sms": (1.6, 1.4, 1.5),
+}
+RECAL_REF_ROWS, RECAL_REF_CLASSES = 2000, 100
+#: A K^2 method not measured above is estimated as the slowest one.
+_RECAL_DEFAULT_MODEL = RECAL_FIT_MODELS["dirichlet"]
+#: From this many classes on a K^2 fit runs as a heavy job: queued with the GP fits, one at a time.
+RECAL_HEAVY_CLASSES = 50
+#: A run of K^2 fits estimated beyond this many seconds is refused (``PBR_CALIB_RECAL_MAX_SECONDS`` overrides).
+RECAL_MAX_SECONDS = 600.0
+
+
+def recal_max_seconds() -> float:
+    import os
+
+    try:
+        value = float(os.environ.get("PBR_CALIB_RECAL_MAX_SECONDS", ""))
+    except ValueError:
+        return RECAL_MAX_SECONDS
+    return value if value > 0 else RECAL_MAX_SECONDS
+
+
+def _quadratic(method: str) -> bool:
+    from pbr_core.recalibrators import class_power
+
+    return class_power(method) >= 2
+
+
+def recal_seconds(method: str, n: int, k: int, max_iter: int | None = None) -> float:
+    """Typical seconds of one fit of a K^2 method on ``n`` rows and ``k`` classes (0 for the others:
+    their fits take seconds at any K). ``max_iter`` beyond the method's default lets the optimiser run
+    that many times longer on data where it does not converge sooner: counted in full."""
+    if not _quadratic(method):
+        return 0.0
+    from pbr_core.recalibrators import default_params
+
+    base, k_power, n_power = RECAL_FIT_MODELS.get(method, _RECAL_DEFAULT_MODEL)
+    seconds = base * (max(k, 2) / RECAL_REF_CLASSES) ** k_power * (max(n, 1) / RECAL_REF_ROWS) ** n_power
+    default_iter = default_params(method).get("max_iter") or 0
+    if max_iter and default_iter and max_iter > default_iter:
+        seconds *= max_iter / default_iter
+    return seconds
+
+
+def recal_heavy(method: str, k: int | None) -> bool:
+    """Whether a fit of ``method`` on ``k`` classes runs as a heavy job (queued, one at a time)."""
+    return _quadratic(method) and (k or 0) >= RECAL_HEAVY_CLASSES
+
+
+def recal_run_seconds(methods, n: int, k: int, fits: int = 1, max_iter: int | None = None) -> float:
+    """Typical seconds of ``fits`` fits (folds) of each of ``methods`` (the K^2 ones; 0 when none)."""
+    return fits * sum(recal_seconds(m, n, k, max_iter) for m in methods)
+
+
+def recal_sentence(seconds: float, fits: int) -> str:
+    """The page's line before a run of K^2 fits: how long it will typically take, and how sure that is."""
+    what = "1 fit" if fits == 1 else f"{fits} fits"
+    return (f"Estimated time: about {_words(seconds)} for {what} of a K × K matrix (from measurements on a "
+            f"2-core CPU; the optimiser stops when it converges, so a fit can take a few times as long or less).")

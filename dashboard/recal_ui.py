@@ -235,6 +235,29 @@ def recalibrator_download(r: runs.Downloads, file_name: str, key: str, help: str
                 "application/json", key, icon=":material/data_object:", help=help)
 
 
+def matrix_fit_time(methods: list[str], n: int, k: int | None, fits: int = 1, max_iter: int | None = None) -> bool:
+    """Before a run with fits of a K x K matrix (matrix scaling, Dirichlet calibration, SMS): say how long
+    they will typically take, or refuse the run beyond the server's limit with what to do instead
+    (``fit_estimate``; audit 12c: Dirichlet calibration on 1,000 classes ran for minutes unannounced).
+    Returns whether the run may start; nothing is shown for runs without such fits."""
+    from dashboard import fit_estimate
+
+    chosen = [m for m in methods if fit_estimate.recal_seconds(m, n, k or 2) > 0]
+    if not chosen or not k:
+        return True
+    seconds = fit_estimate.recal_run_seconds(chosen, n, k, fits, max_iter)
+    if seconds > fit_estimate.recal_max_seconds():
+        st.error(texts.recal_too_long([texts.method_label(m) for m in chosen], k, n, seconds,
+                                      fit_estimate.recal_max_seconds(), fits), icon=":material/block:")
+        return False
+    sentence = fit_estimate.recal_sentence(seconds, fits * len(chosen))
+    if seconds > 60:
+        st.info(sentence, icon=":material/hourglass_top:")
+    else:
+        st.caption(texts.estimate_caption(sentence))
+    return True
+
+
 def start(kind: str, label: str, work: Callable[[jobs.JobContext], runs.JobResult], *, heavy: bool) -> None:
     """Start the job and rerun, so the page redraws at once with its controls disabled."""
     from dashboard import jobs

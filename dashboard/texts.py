@@ -2711,6 +2711,20 @@ def pbr_split(n_re: int, n: int) -> str:
     return f"Fit on **{n_re:,}** rows, test on **{n - n_re:,}** rows."
 
 
+def recal_too_long(labels: list[str], k: int, n: int, seconds: float, limit: float, folds: int = 1) -> str:
+    """A run of K^2 fits (matrix scaling, Dirichlet calibration, SMS) refused for its estimated time
+    (``fit_estimate.recal_run_seconds``), with what to do instead."""
+    from dashboard.fit_estimate import _words
+
+    what = " and ".join(labels)
+    runs_ = f" over {folds:,} folds" if folds > 1 else ""
+    fewer = "fewer folds, " if folds > 1 else ""
+    return (f"{what} fit{'s' if len(labels) == 1 else ''} a {k:,} × {k:,} matrix here: on {n:,} rows{runs_} that "
+            f"would take about {_words(seconds)} (estimated), more than the {_words(limit)} this server allows "
+            f"for one run. Choose vector scaling or temperature scaling instead, which fit {k:,} numbers or one "
+            f"and take seconds, or use {fewer}fewer rows or a file with fewer classes.")
+
+
 def estimate_caption(sentence: str) -> str:
     """A short fit's time estimate (``fit_estimate``'s sentence) as a caption."""
     return f":material/schedule: {sentence}"

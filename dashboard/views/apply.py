@@ -13,6 +13,7 @@ import streamlit as st
 
 from dashboard import figures_recal as FR
 from dashboard import jobs, recal_ui, runs, state, texts
+from dashboard.fit_estimate import recal_heavy
 from pbr_core.experiments import MIN_FIT_ROWS, MIN_TEST_ROWS, small_test_set_problem
 from pbr_core.fit_rows import FitRowOverlap
 from pbr_core.recalibrators import (MAX_ITERATIONS, Recalibrator, RecalibratorFileError, available_methods,
@@ -64,6 +65,8 @@ def _ship_controls(loaded: state.Loaded, running: bool) -> runs.FitSettings | No
     n_fit, n_held = settings.split(preds.n)
     device = runs.device_label() if method_family(method) == "gp" else None
     st.caption(texts.ship_split_caption(n_fit, n_held, device))
+    if not recal_ui.matrix_fit_time([method], n_fit, preds.n_classes, max_iter=max_iter):
+        return None
     problem = small_test_set_problem(n_held) if n_held else None
     if problem:  # a check on too few held-out rows says nothing: refused, with what to do
         todo = texts.holdout_todo(preds.n, MIN_TEST_ROWS, runs.min_holdout_percent(preds.n))
@@ -86,7 +89,7 @@ def _start_ship(loaded: state.Loaded, s: runs.FitSettings) -> None:
     preds, name, key = loaded.preds, loaded.name, loaded.key
     recal_ui.start("ship", texts.ship_job_label(texts.method_label(s.method)),
                    lambda ctx: runs.run_ship(preds, s, ctx, data_name=name, data_key=key),
-                   heavy=method_family(s.method) == "gp")
+                   heavy=method_family(s.method) == "gp" or recal_heavy(s.method, preds.n_classes))
 
 
 def _parse_upload() -> tuple[Recalibrator | None, str | None, str]:

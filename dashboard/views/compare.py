@@ -14,6 +14,7 @@ import streamlit as st
 
 from dashboard import figures_recal as FR
 from dashboard import jobs, recal_ui, runs, state, tables, texts
+from dashboard.fit_estimate import recal_heavy
 from dashboard.sections import group_gaps, sweep
 from dashboard.settings_ui import DEFAULT_ALPHA, K_ALPHA, K_MAX_ITER, K_METHODS, K_N_RE, K_SEED, CompareChoices
 from pbr_core.evaluation import EVALUATION_METRICS
@@ -93,6 +94,8 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.CompareSettings | Non
     if problem:  # folds too small to measure anything (the file, the fit part or the test part): refused
         st.error(problem, icon=":material/block:")
         return None
+    if not recal_ui.matrix_fit_time(chosen, int(n_re), preds.n_classes, int(n_folds), max_iter):
+        return None
     return settings
 
 
@@ -133,7 +136,7 @@ def _paired(table, multiclass: bool) -> None:
 def _start_compare(loaded: state.Loaded, s: runs.CompareSettings) -> None:
     preds, name, key = loaded.preds, loaded.name, loaded.key
     recal_ui.start("compare", texts.compare_job_label(len(s.methods), s.n_folds, s.n_re), lambda ctx: runs.run_compare(preds, s, ctx, data_name=name, data_key=key),
-                   heavy=any(method_family(m) == "gp" for m in s.methods))
+                   heavy=any(method_family(m) == "gp" or recal_heavy(m, preds.n_classes) for m in s.methods))
 
 
 def _results(loaded: state.Loaded, result: runs.CompareResult) -> None:

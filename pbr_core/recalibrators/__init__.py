@@ -89,6 +89,7 @@ __all__ = [
     "accepted_params",
     "default_params",
     "method_family",
+    "class_power",
     "param_names",
     "takes",
     "load_recalibrator",
@@ -198,6 +199,13 @@ def method_family(name: str) -> str:
     top-label on multiclass data, see ``_binary``) or "gp"
     (slow, may use the GPU: a front end runs it as a heavy job). ValueError for an unknown name."""
     return method_class(name).family
+
+
+def class_power(name: str) -> int:
+    """How method ``name``'s fitted parameters grow with the classes K: 1 (K, or fewer) or 2 (K^2: matrix
+    scaling, Dirichlet calibration, SMS; their fits take minutes from a few hundred classes on, so a
+    front end queues them and refuses the longest). ValueError for an unknown name."""
+    return method_class(name).class_power
 
 
 def gp_method(objective: str, mean_approx: bool) -> str:

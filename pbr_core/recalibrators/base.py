@@ -263,6 +263,9 @@ class Recalibrator:
     #: fitted one-vs-all or on the top label on multiclass data (``_binary``); "gp": the GP family
     #: (slow, may use the GPU).
     family: ClassVar[Literal["classical", "binary", "gp"]] = "classical"
+    #: How the number of fitted parameters grows with the classes K: 1 (a vector, a temperature) or 2
+    #: (a K x K matrix: its fit's time grows faster still, and a front end queues and bounds it).
+    class_power: ClassVar[int] = 1
     #: "probs": the method works on probabilities; "scores": on logits (or log-probabilities).
     uses: ClassVar[Literal["probs", "scores"]] = "probs"
     #: What each constructor parameter may be, checked in this order by ``_validate_params``.

@@ -130,6 +130,7 @@ class DirichletCalibration(Recalibrator):
 
     method: ClassVar[str] = "dirichlet"
     label: ClassVar[str] = "Dirichlet calibration (ODIR)"
+    class_power: ClassVar[int] = 2  # a K x K matrix
     uses: ClassVar[str] = "probs"
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
         "reg_lambda": or_none(FINITE_NON_NEGATIVE), "reg_mu": or_none(FINITE_NON_NEGATIVE),

@@ -298,6 +298,7 @@ class MatrixScaling(_AffineScaling):
 
     method: ClassVar[str] = "matrix_scaling"
     label: ClassVar[str] = "Matrix scaling"
+    class_power: ClassVar[int] = 2  # a K x K matrix
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
         "off_diagonal_reg": FINITE_NON_NEGATIVE, "bias_reg": FINITE_NON_NEGATIVE,
         **_AffineScaling._optimizer_constraints}

@@ -242,6 +242,7 @@ class StructuredMatrixScaling(_StructuredScaling):
 
     method: ClassVar[str] = "sms"
     label: ClassVar[str] = "Structured matrix scaling (SMS)"
+    class_power: ClassVar[int] = 2  # a K x K matrix
     _parameter_constraints: ClassVar[dict[str, Constraint]] = {
         "lambda_off_diagonal": FINITE_NON_NEGATIVE, **_StructuredScaling._common_constraints}
 

@@ -1,0 +1,97 @@
+"""Fits of a K x K matrix (matrix scaling, Dirichlet calibration, SMS) are queued, estimated and bounded
+by their cost (audit 12c, finding 2): before, they ran as "classical" fits, never queued, with no word
+of their time, and Dirichlet calibration on 1,000 classes ran for minutes.
+
+The pages run on the bundled CIFAR-100 sample (10,000 rows, K = 100); the server's limit is scaled
+down through ``PBR_CALIB_RECAL_MAX_SECONDS`` so that the refusal shows without a long file.
+"""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard import fit_estimate, recal_ui
+from test_app_recal import APP
+
+CIFAR100 = "cifar100_densenet121.npz"
+
+
+@pytest.fixture
+def app() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    at.selectbox(key="data_sample").set_value(CIFAR100).run()
+    return at
+
+
+@pytest.fixture
+def started(monkeypatch) -> list:
+    """Each job the page starts, as (kind, heavy), without running it."""
+    calls: list = []
+    monkeypatch.setattr(recal_ui, "start", lambda kind, label, work, *, heavy: calls.append((kind, heavy)))
+    return calls
+
+
+def _texts(at: AppTest) -> str:
+    return "\n".join([e.value for e in at.error] + [i.value for i in at.info] + [c.value for c in at.caption])
+
+
+def test_the_estimate_follows_the_measured_model():
+    # matrix scaling: 0.85 s at n = 2,000, K = 100, times (K/100)^2.75 (n/2000)^1
+    assert fit_estimate.recal_seconds("matrix_scaling", 4000, 200) == pytest.approx(0.85 * 2 ** 2.75 * 2)
+    assert fit_estimate.recal_seconds("dirichlet", 2000, 300) == pytest.approx(12.8 * 3 ** 2.5)
+    # max_iter beyond the default (2,000) lets a fit run that many times longer
+    assert fit_estimate.recal_seconds("dirichlet", 2000, 100, max_iter=20_000) == pytest.approx(128.0)
+    assert fit_estimate.recal_seconds("temperature", 10 ** 6, 10_000) == 0.0
+    assert fit_estimate.recal_heavy("matrix_scaling", 100) and not fit_estimate.recal_heavy("matrix_scaling", 10)
+    assert not fit_estimate.recal_heavy("vector_scaling", 10_000)
+
+
+def test_fit_and_apply_queues_a_matrix_fit_on_many_classes_with_the_gp_fits(app, started):
+    app.switch_page("views/apply.py").run()
+    app.selectbox(key="ship_method").set_value("matrix_scaling").run()
+    assert "Estimated time: about 3 s for 1 fit of a K × K matrix" in _texts(app)  # 0.85 * 4 * 8000/2000
+    app.button(key="ship_run").click().run()
+    assert started == [("ship", True)]
+
+
+def test_fit_and_apply_refuses_a_matrix_fit_beyond_the_limit_and_offers_vector_scaling(app, started, monkeypatch):
+    monkeypatch.setenv("PBR_CALIB_RECAL_MAX_SECONDS", "10")
+    app.switch_page("views/apply.py").run()
+    app.selectbox(key="ship_method").set_value("dirichlet").run()
+    text = _texts(app)
+    # 12.8 s * (8000/2000)^0.15 = 15.8 s
+    assert ("Dirichlet calibration (ODIR) fits a 100 × 100 matrix here: on 8,000 rows that would take about 16 s "
+            "(estimated), more than the 10 s this server allows for one run. Choose vector scaling or temperature "
+            "scaling instead") in text
+    assert app.button(key="ship_run").disabled  # nothing to start
+    assert started == []
+
+
+def test_temperature_scaling_says_nothing_of_a_matrix(app, started):
+    app.switch_page("views/apply.py").run()
+    app.selectbox(key="ship_method").set_value("temperature").run()
+    assert "K × K matrix" not in _texts(app)
+    app.button(key="ship_run").click().run()
+    assert started == [("ship", False)]
+
+
+def test_compare_counts_every_fold_and_refuses_with_fewer_folds_offered(app, started, monkeypatch):
+    monkeypatch.setenv("PBR_CALIB_RECAL_MAX_SECONDS", "60")
+    app.switch_page("views/compare.py").run()
+    app.multiselect(key="cmp_methods").set_value(["temperature", "matrix_scaling"]).run()
+    app.number_input(key="cmp_n_re").set_value(2000).run()
+    app.number_input(key="cmp_n_folds").set_value(50).run()
+    text = _texts(app)  # 50 folds x 0.85 s
+    assert "over 50 folds" not in text  # 42.5 s: within 60 s
+    assert "Estimated time: about 42 s for 50 fits of a K × K matrix" in text
+    app.number_input(key="cmp_n_folds").set_value(10).run()
+    app.button(key="cmp_run").click().run()
+    assert started == [("compare", True)]
+    app.multiselect(key="cmp_methods").set_value(["temperature", "dirichlet"]).run()
+    text = _texts(app)  # 10 folds x 12.8 s = 128 s
+    assert ("Dirichlet calibration (ODIR) fits a 100 × 100 matrix here: on 2,000 rows over 10 folds that would take "
+            "about 2 min (estimated), more than the 60 s this server allows for one run. Choose vector scaling or "
+            "temperature scaling instead, which fit 100 numbers or one and take seconds, or use fewer folds, fewer "
+            "rows or a file with fewer classes.") in text
