@@ -217,6 +217,10 @@ RECAL_REF_ROWS, RECAL_REF_CLASSES = 2000, 100
 _RECAL_DEFAULT_MODEL = RECAL_FIT_MODELS["dirichlet"]
 #: From this many classes on a K^2 fit runs as a heavy job: queued with the GP fits, one at a time.
 RECAL_HEAVY_CLASSES = 50
+#: Beyond this many classes a K^2 method is neither fitted nor applied on the pages, however few the rows:
+#: its matrix and the optimiser's history of it grow like K^2 (matrix scaling at K = 2,000 took 1.9 GB,
+#: audit 12c), and a saved one of 5,000 classes is a 48 MB file that took 1.37 GB to read.
+RECAL_MAX_CLASSES = 1000
 #: A run of K^2 fits estimated beyond this many seconds is refused (``PBR_CALIB_RECAL_MAX_SECONDS`` overrides).
 RECAL_MAX_SECONDS = 600.0
 

@@ -235,6 +235,45 @@ def recalibrator_download(r: runs.Downloads, file_name: str, key: str, help: str
                 "application/json", key, icon=":material/data_object:", help=help)
 
 
+#: A saved recalibrator uploaded to Fit & apply is refused unread beyond this many bytes: reading JSON
+#: numbers takes ~28 times the file's bytes (a 48 MiB file, matrix scaling at K = 5,000, peaked at 1.37 GB,
+#: audit 12c). The largest file the pages can use, matrix scaling at their class limit (1,000 classes:
+#: a million numbers), is about 21 MB; the library's own bound (MAX_FILE_BYTES) is 64 MiB.
+SAVED_MAX_BYTES = 24 * 2**20
+#: Files from this size on are read in the server's one turn for big reads (dashboard.state.big_read_turn).
+SAVED_SERIAL_BYTES = 4 * 2**20
+
+
+def saved_file_problem(data: bytes, name: str) -> str | None:
+    """Why an uploaded recalibrator file is refused before it is parsed, or None: over
+    :data:`SAVED_MAX_BYTES`, or (from its first 64 KB, where a file written by pbr-calib declares them)
+    a K^2 method of more classes than the pages use."""
+    import re
+
+    from dashboard import fit_estimate
+    from pbr_core.loading._limits import format_bytes
+
+    if len(data) > SAVED_MAX_BYTES:
+        return texts.saved_too_large(name, format_bytes(len(data)), format_bytes(SAVED_MAX_BYTES))
+    head = bytes(data[:1 << 16])
+    method = re.search(rb'"method"\s*:\s*"([a-z_]{1,40})"', head)
+    classes = re.search(rb'"n_classes"\s*:\s*(\d{1,12})\b', head)
+    if method and classes:
+        return saved_classes_problem(method.group(1).decode(), int(classes.group(1)), name)
+    return None
+
+
+def saved_classes_problem(method: str, k: int | None, name: str) -> str | None:
+    """Why a saved recalibrator of ``method`` on ``k`` classes is refused (a K^2 method beyond the pages'
+    class limit), or None; an unknown method is left to the library's own words."""
+    from dashboard import fit_estimate
+    from pbr_core.recalibrators import available_methods, class_power
+
+    if method not in available_methods() or class_power(method) < 2 or not k or k <= fit_estimate.RECAL_MAX_CLASSES:
+        return None
+    return texts.saved_too_many_classes(name, texts.method_label(method), k, fit_estimate.RECAL_MAX_CLASSES)
+
+
 def matrix_fit_time(methods: list[str], n: int, k: int | None, fits: int = 1, max_iter: int | None = None) -> bool:
     """Before a run with fits of a K x K matrix (matrix scaling, Dirichlet calibration, SMS): say how long
     they will typically take, or refuse the run beyond the server's limit with what to do instead
@@ -245,6 +284,10 @@ def matrix_fit_time(methods: list[str], n: int, k: int | None, fits: int = 1, ma
     chosen = [m for m in methods if fit_estimate.recal_seconds(m, n, k or 2) > 0]
     if not chosen or not k:
         return True
+    if k > fit_estimate.RECAL_MAX_CLASSES:
+        st.error(texts.recal_too_many_classes([texts.method_label(m) for m in chosen], k,
+                                              fit_estimate.RECAL_MAX_CLASSES), icon=":material/block:")
+        return False
     seconds = fit_estimate.recal_run_seconds(chosen, n, k, fits, max_iter)
     if seconds > fit_estimate.recal_max_seconds():
         st.error(texts.recal_too_long([texts.method_label(m) for m in chosen], k, n, seconds,

@@ -2725,6 +2725,28 @@ def recal_too_long(labels: list[str], k: int, n: int, seconds: float, limit: flo
             f"and take seconds, or use {fewer}fewer rows or a file with fewer classes.")
 
 
+def recal_too_many_classes(labels: list[str], k: int, limit: int) -> str:
+    """A K^2 fit refused for its number of classes, whatever the rows (``fit_estimate.RECAL_MAX_CLASSES``)."""
+    what = " and ".join(labels)
+    return (f"{what} fit{'s' if len(labels) == 1 else ''} a {k:,} × {k:,} matrix here, more than this server fits "
+            f"(up to {limit:,} classes): its memory and time grow with the square of the classes. Choose vector "
+            f"scaling or temperature scaling instead, which fit {k:,} numbers or one and take seconds.")
+
+
+def saved_too_large(name: str, size: str, limit: str) -> str:
+    """A saved recalibrator upload refused unread for its bytes (``recal_ui.SAVED_MAX_BYTES``)."""
+    return (f"{name}: {size}, more than the {limit} a recalibrator file may be here; it was not read. A file "
+            f"written by this page or `pbr-calib fit` for data this page can use is smaller (matrix scaling on "
+            f"1,000 classes, the largest, is about 21 MB).")
+
+
+def saved_too_many_classes(name: str, label: str, k: int, limit: int) -> str:
+    """A saved K^2 recalibrator refused for its declared classes (before it is parsed where it says so first)."""
+    return (f"{name}: a saved {label} of {k:,} classes, more than the {limit:,} classes this page applies for "
+            f"that method (a {k:,} × {k:,} matrix). Fit vector scaling or temperature scaling instead, which "
+            f"apply to any number of classes.")
+
+
 def estimate_caption(sentence: str) -> str:
     """A short fit's time estimate (``fit_estimate``'s sentence) as a caption."""
     return f":material/schedule: {sentence}"

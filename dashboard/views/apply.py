@@ -6,6 +6,7 @@ fit can take minutes), controls disabled, results kept across page switches and 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 
@@ -102,7 +103,9 @@ def _parse_upload() -> tuple[Recalibrator | None, str | None, str]:
     cached = st.session_state.get(K_PARSED)
     if cached is None or cached[0] != digest:
         try:
-            cached = (digest, Recalibrator.loads(data, source=upload.name), None)
+            cached = (digest, None, recal_ui.saved_file_problem(data, upload.name))
+            if cached[2] is None:
+                cached = (digest, _read_saved(data, upload.name), None)
         except RecalibratorFileError as exc:  # the message starts with the file name and names the field
             cached = (digest, None, str(exc))
         except Exception:  # noqa: BLE001 - a bug, not a damaged file: logged, never a traceback on the page
@@ -112,11 +115,23 @@ def _parse_upload() -> tuple[Recalibrator | None, str | None, str]:
     return cached[1], cached[2], upload.name
 
 
+def _read_saved(data: bytes, name: str) -> Recalibrator:
+    """The upload read (a large one in the server's one turn for big reads), refused again after reading
+    when its method and classes are beyond the page's (a file that declared them late)."""
+    turn = state.big_read_turn() if len(data) >= recal_ui.SAVED_SERIAL_BYTES else contextlib.nullcontext()
+    with turn:
+        rec = Recalibrator.loads(data, source=name)
+    problem = recal_ui.saved_classes_problem(rec.method, rec.n_classes_, name)
+    if problem:
+        raise RecalibratorFileError(problem)
+    return rec
+
+
 def _apply_controls(loaded: state.Loaded, running: bool) -> tuple[Recalibrator, str, FitRowOverlap] | None:
     # The browser refuses a larger file before sending it; the library refuses it again, unparsed.
     st.file_uploader("Recalibrator file (JSON, from this page, the PBR page or `pbr-calib fit`)", type=["json"],
                      key=K_UPLOAD, disabled=running, help=texts.APPLY_UPLOAD_HELP,
-                     max_upload_size=max(1, MAX_FILE_BYTES // 2**20))
+                     max_upload_size=max(1, min(MAX_FILE_BYTES, recal_ui.SAVED_MAX_BYTES) // 2**20))
     rec, error, name = _parse_upload()
     if error:  # the library's words, quoting the file's name and values: shown as text
         st.error(texts.md_message(error), icon=":material/error:")

@@ -95,3 +95,61 @@ def test_compare_counts_every_fold_and_refuses_with_fewer_folds_offered(app, sta
             "about 2 min (estimated), more than the 60 s this server allows for one run. Choose vector scaling or "
             "temperature scaling instead, which fit 100 numbers or one and take seconds, or use fewer folds, fewer "
             "rows or a file with fewer classes.") in text
+
+
+def _matrix_doc(k: int) -> bytes:
+    """A saved matrix-scaling recalibrator of ``k`` classes as pbr-calib writes one (its weights 0),
+    as in the audit's probe: 48 MiB at k = 5,000."""
+    row = "[" + ",".join(["0"] * k) + "]"
+    return (('{"format": "pbr-calib-recalibrator", "format_version": 1, "method": "matrix_scaling", "params": '
+             '{"off_diagonal_reg": 1000.0, "bias_reg": 1.0, "max_iter": 2000, "tol": 1e-09}, "n_classes": %d, '
+             '"input_type": "probabilities", "class_names": null, "state": {"weights": {"__ndarray__": [%s], '
+             '"dtype": "float64", "shape": [%d, %d]}, "bias": {"__ndarray__": [%s], "dtype": "float64", "shape": '
+             '[%d]}, "input_smoothing": 0.0}}') % (k, ",".join([row] * k), k, k, ",".join(["0"] * k), k)).encode()
+
+
+@pytest.fixture
+def never_parsed(monkeypatch):
+    from pbr_core.recalibrators import Recalibrator
+
+    def refuse(cls, text, source="recalibrator"):
+        raise AssertionError("the file was parsed")
+    monkeypatch.setattr(Recalibrator, "loads", classmethod(refuse))
+
+
+def test_a_saved_matrix_of_more_classes_than_the_page_uses_is_refused_unparsed(app, never_parsed):
+    app.switch_page("views/apply.py").run()
+    app.file_uploader(key="apply_upload").upload("big_matrix.json", _matrix_doc(1500), "application/json").run()
+    assert not app.exception
+    assert [e.value for e in app.error] == [
+        "big_matrix.json: a saved Matrix scaling of 1,500 classes, more than the 1,000 classes this page applies "
+        "for that method (a 1,500 × 1,500 matrix). Fit vector scaling or temperature scaling instead, which apply to "
+        "any number of classes."]
+    assert app.button(key="apply_run").disabled
+
+
+def test_a_saved_recalibrator_over_the_pages_byte_limit_is_refused_unread(app, never_parsed, monkeypatch):
+    monkeypatch.setattr(recal_ui, "SAVED_MAX_BYTES", 10_240)  # scaled down from 24 MiB
+    app.switch_page("views/apply.py").run()
+    doc = _matrix_doc(100)
+    assert len(doc) == 20_815  # 20.3 KB
+    app.file_uploader(key="apply_upload").upload("m.json", doc, "application/json").run()
+    assert len(app.error) == 1 and app.error[0].value.startswith(
+        "m.json: 20.3 KB, more than the 10 KB a recalibrator file may be here; it was not read.")
+
+
+def test_a_saved_matrix_within_the_limits_is_read(app):
+    app.switch_page("views/apply.py").run()
+    app.file_uploader(key="apply_upload").upload("m.json", _matrix_doc(100), "application/json").run()
+    assert not app.error and not app.exception
+    assert not app.button(key="apply_run").disabled
+
+
+def test_fit_refuses_a_matrix_of_more_classes_than_the_limit(monkeypatch, app, started):
+    monkeypatch.setattr(fit_estimate, "RECAL_MAX_CLASSES", 50)  # the sample's 100 classes over it
+    app.switch_page("views/apply.py").run()
+    app.selectbox(key="ship_method").set_value("sms").run()
+    assert ("Structured matrix scaling (SMS) fits a 100 × 100 matrix here, more than this server fits (up to 50 "
+            "classes): its memory and time grow with the square of the classes. Choose vector scaling or temperature "
+            "scaling instead, which fit 100 numbers or one and take seconds.") in _texts(app)
+    assert app.button(key="ship_run").disabled
