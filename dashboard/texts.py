@@ -2172,6 +2172,8 @@ def groups_problem(message: str) -> str:
         (re.escape("or a date with every='day', 'week' or 'month'"),
          "or a date column with *Dates* set to by day, week or month"),
         (re.escape("a wider bucket of dates (every='week' or 'month')"), "wider periods of time (*Dates* by week or by month)"),
+        (re.escape("a wider bucket of dates (every='week')"), "wider periods of time (*Dates* by week)"),
+        (re.escape("a wider bucket of dates (every='month')"), "wider periods of time (*Dates* by month)"),
         (re.escape("(or 'predicted class', or 'each class' alone)"), "(or the predicted class, or each class)")])
 
 

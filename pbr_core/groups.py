@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Literal, Sequence
+from typing import Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -468,15 +468,52 @@ def default_group_column_by_name(columns: Sequence[str], named: Sequence[str] = 
     return None
 
 
+#: The buckets of dates wider than each: what a grouping with too many groups may try instead.
+WIDER_BUCKETS: dict[str, tuple[str, ...]] = {"day": ("week", "month"), "week": ("month",), "month": ()}
+
+
+def wider_bucket_counts(preds: Predictions, by: Sequence[str] | str, every: Bucket) -> dict[str, int]:
+    """The number of groups each bucket of dates wider than ``every`` gives (for the advice of
+    :func:`check_group_count`; computed only when a grouping has too many groups)."""
+    counts = {}
+    for wider in WIDER_BUCKETS.get(every, ()):
+        keys, _ = group_keys(preds, by, wider)  # type: ignore[arg-type]
+        counts[wider] = int(np.unique(keys.astype(str)).size)
+    return counts
+
+
+def _date_advice(every: Bucket, max_groups: int, wider: Mapping[str, int] | None) -> str:
+    """What to group by instead when a bucket of dates gives too many groups: only the wider buckets that
+    give at most ``max_groups`` (``wider``: their counts), or none when none does (dates over 10,000 years
+    are over a thousand months: "week or month" was advised, and month failed the same way, audit 12c);
+    ``wider`` None (counts not known): the wider buckets, on that condition."""
+    options = WIDER_BUCKETS.get(every, ())
+    fewer = "a column with fewer values (a segment, a category, a model version), or the rows of a shorter period"
+    if wider is None:
+        if not options:
+            return f"{fewer}: a month each is the widest bucket of dates"
+        named = " or ".join(f"'{o}'" for o in options)
+        return f"a wider bucket of dates (every={named}) if one gives at most {max_groups:,} groups, or {fewer}"
+    fits = [o for o in options if wider.get(o, max_groups + 1) <= max_groups]
+    if fits:
+        return "a wider bucket of dates (every=" + " or ".join(f"'{o}'" for o in fits) + ")"
+    widest = options[-1] if options else "month"
+    counted = f" (by {widest}, {wider[widest]:,} groups)" if widest in wider else ""
+    return f"{fewer}: no bucket of dates gives few enough groups{counted}"
+
+
 def check_group_count(n_groups: int, names: Sequence[str], every: Bucket | None = None,
-                      max_groups: int = MAX_GROUPS, more: bool = False) -> None:
+                      max_groups: int = MAX_GROUPS, more: bool = False,
+                      wider: Mapping[str, int] | None = None) -> None:
     """A ``ValueError`` in plain words when grouping by ``names`` gives more than ``max_groups`` groups
-    (``more``: counting stopped there, there are at least that many)."""
+    (``more``: counting stopped there, there are at least that many). ``wider``: the groups each wider
+    bucket of dates would give (:func:`wider_bucket_counts`), so that the advice names only those that
+    would do."""
     if n_groups <= max_groups:
         return
     what = " × ".join(names)
     count = f"more than {max_groups:,}" if more else f"{n_groups:,}"
-    advice = ("a wider bucket of dates (every='week' or 'month')" if every is not None else
+    advice = (_date_advice(every, max_groups, wider) if every is not None else
               "a column with fewer values (a segment, a category, a model version), or a date with every='day', "
               "'week' or 'month'")
     raise ValueError(f"grouping by {what} gives {count} groups (at most {max_groups:,} can be measured): a column "
@@ -555,7 +592,9 @@ def calibration_by_group(preds: Predictions, by: Sequence[str] | str, *, target:
         written = preds.as_written(conf)   # how finely the file rounded is read from the values as written
         keys, names = group_keys(preds, by, every)
         groups, inverse = np.unique(keys.astype(str), return_inverse=True)
-        check_group_count(groups.size, names, every, max_groups)
+        if groups.size > max_groups:
+            check_group_count(groups.size, names, every, max_groups,
+                              wider=wider_bucket_counts(preds, by, every) if every is not None else None)
         order = np.argsort(inverse, kind="stable")
         bounds = np.searchsorted(inverse[order], np.arange(groups.size + 1))
         idxs = [order[bounds[i]:bounds[i + 1]] for i in range(groups.size)]

@@ -391,3 +391,63 @@ def test_a_date_column_opens_on_the_period_its_rows_support(at):
     at.switch_page("views/data.py").run()
     at.switch_page(GROUPS).run()   # the user's choice stands
     assert at.selectbox(key="groups_every").value == "day"
+
+
+def _dated_over(days: int, n: int = 3000, seed: int = 4) -> "pbr_core.Predictions":
+    """n rows whose dates spread uniformly over ``days`` days from 1900-01-01 (audit 12c: a file of dates
+    over 10,000 years was advised to group "by week or month", and month gave over 1,000 groups too)."""
+    import dataclasses
+
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    when = pd.Timestamp("1900-01-01") + pd.to_timedelta(rng.integers(0, days, n), unit="D")
+    p = rng.uniform(0.05, 0.9, n)
+    y = (rng.random(n) < p).astype(int)
+    return dataclasses.replace(pbr_core.Predictions.from_arrays(np.c_[1 - p, p], y),
+                               metadata=pd.DataFrame({"scored_at": when.strftime("%Y-%m-%d")}))
+
+
+def _too_many(at: AppTest, preds, every: str) -> str:
+    from dashboard import state
+
+    at.session_state["pbr_loaded"] = state.Loaded(preds=preds, name="dated", file_name="dated.csv",
+                                                  origin="upload", key=f"test:dated:{preds.n}:{every}")
+    at.switch_page(GROUPS).run()
+    at.selectbox(key="groups_by").set_value("scored_at").run()
+    at.selectbox(key="groups_every").set_value(every).run()
+    assert not at.exception, at.exception
+    return next(e.value for e in at.error if "groups (at most 1,000 can be measured)" in e.value).replace("\\", "")
+
+
+def test_too_many_groups_by_day_suggests_only_the_periods_within_the_limit(at):
+    import pandas as pd
+
+    preds = _dated_over(200 * 365)  # 200 years: weeks and months both over 1,000 among 3,000 rows
+    months = pd.to_datetime(preds.metadata["scored_at"]).dt.to_period("M").nunique()
+    assert months > 1000
+    text = _too_many(at, preds, "day")
+    assert text.endswith(f"Group by a column with fewer values (a segment, a category, a model version), or the "
+                         f"rows of a shorter period: no bucket of dates gives few enough groups (by month, "
+                         f"{months:,} groups).")
+
+
+def test_too_many_groups_by_day_suggests_month_where_weeks_are_too_many_too(at):
+    import pandas as pd
+
+    preds = _dated_over(30 * 365, n=5000)  # 30 years: ~1,500 weeks, 360 months
+    weeks = pd.to_datetime(preds.metadata["scored_at"]).dt.to_period("W-SUN").nunique()
+    assert weeks > 1000
+    text = _too_many(at, preds, "day")
+    assert text.endswith("Group by wider periods of time (*Dates* by month).")
+
+
+def test_check_group_count_with_unknown_counts_names_the_condition():
+    from pbr_core.groups import check_group_count
+
+    with pytest.raises(ValueError) as exc:
+        check_group_count(5000, ["when"], "day", more=True)
+    assert str(exc.value).endswith("Group by a wider bucket of dates (every='week' or 'month') if one gives at most "
+                                   "1,000 groups, or a column with fewer values (a segment, a category, a model "
+                                   "version), or the rows of a shorter period.")
