@@ -177,3 +177,34 @@ def test_hostile_recalibrator_uploads_give_a_plain_error(page, app_url, tmp_path
     assert text.startswith("negative_temperature.json: "), page.locator('[data-testid="stMain"]').inner_text()
     assert "temperature must be a finite number above 0" in text and "-1.5" in text
     assert page.get_by_role("button", name="Apply", exact=True).is_disabled()
+
+
+def test_a_matrix_fit_says_its_time_and_a_saved_matrix_beyond_the_class_limit_is_refused(page, app_url, tmp_path):
+    """Fit & apply on CIFAR-100 (K = 100), audit 12c: Dirichlet calibration says its estimated time before
+    the fit (it ran unannounced for minutes on many classes), and a saved matrix scaling of 1,500 classes
+    is refused in words before it is parsed (a 48 MB one of 5,000 classes took 1.37 GB to read)."""
+    load_sample(page, app_url, "CIFAR-100 · DenseNet-121 (logits, 100 classes, npz)", "CIFAR-100 · DenseNet-121")
+    nav(page, "Fit & apply", "Fit & apply")
+    box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Method").first
+    box.click(timeout=TIMEOUT_MS)
+    page.get_by_role("option", name="Dirichlet calibration (ODIR)", exact=True).click(timeout=TIMEOUT_MS)
+    wait_idle(page)
+    main = page.locator('[data-testid="stMain"]')
+    main.get_by_text("Estimated time: about 16 s for 1 fit of a K × K matrix").wait_for(timeout=TIMEOUT_MS)
+    no_exception(page)
+
+    k = 1500
+    row = "[" + ",".join(["0"] * k) + "]"
+    saved = tmp_path / "matrix_1500.json"
+    saved.write_text(json.dumps({"format": "pbr-calib-recalibrator", "format_version": 1, "method": "matrix_scaling",
+                                 "params": {}, "n_classes": k, "input_type": "probabilities"})[:-1]
+                     + ', "state": {"weights": {"__ndarray__": [' + ",".join([row] * k) + ']}}}')
+    uploader = page.locator('[data-testid="stFileUploaderDropzoneInput"]')
+    _upload_and_settle(page, uploader, saved, "matrix_1500.json:")
+    no_exception(page)
+    error = page.locator('[data-testid="stAlertContentError"] [data-testid="stMarkdownContainer"]')
+    assert error.first.inner_text() == (
+        "matrix_1500.json: a saved Matrix scaling of 1,500 classes, more than the 1,000 classes this page applies "
+        "for that method (a 1,500 × 1,500 matrix). Fit vector scaling or temperature scaling instead, which apply "
+        "to any number of classes.")
+    assert page.get_by_role("button", name="Apply", exact=True).is_disabled()
