@@ -7,6 +7,7 @@ import streamlit as st
 
 from dashboard import figures_recal as FR
 from dashboard import recal_ui, runs, state, tables, texts
+from dashboard.fit_estimate import recal_heavy
 from dashboard.settings_ui import CompareChoices
 from pbr_core.recalibrators import available_methods, method_family
 
@@ -57,7 +58,7 @@ def render(loaded: state.Loaded, choices: CompareChoices, running: bool) -> None
         name, key = loaded.name, loaded.key
         recal_ui.start("groupgap", texts.group_gap_job_label(texts.method_label(method, multiclass), by),
                        lambda ctx: runs.run_group_gaps(preds, s, ctx, data_name=name, data_key=key),
-                       heavy=method_family(method) == "gp")
+                       heavy=method_family(method) == "gp" or recal_heavy(method, preds.n_classes))
     recal_ui.job_status("groupgap")
     result = recal_ui.result_of("groupgap")
     if result is None:

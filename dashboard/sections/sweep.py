@@ -7,6 +7,7 @@ import streamlit as st
 
 from dashboard import figures_recal as FR
 from dashboard import recal_ui, runs, state, tables, texts
+from dashboard.fit_estimate import recal_heavy
 from dashboard.settings_ui import CompareChoices
 from pbr_core.experiments import (MIN_FIT_ROWS, MIN_TEST_ROWS, PAPER_N_RE, PAPER_N_RE_VALUES, max_n_re,
                                   small_file_problem)
@@ -57,7 +58,7 @@ def render(loaded: state.Loaded, choices: CompareChoices, running: bool) -> None
         name, key = loaded.name, loaded.key
         recal_ui.start("sweep", texts.sweep_job_label(len(chosen), len(methods)),
                        lambda ctx: runs.run_sweep(preds, s, ctx, data_name=name, data_key=key),
-                       heavy=any(method_family(m) == "gp" for m in methods))
+                       heavy=any(method_family(m) == "gp" or recal_heavy(m, preds.n_classes) for m in methods))
     recal_ui.job_status("sweep")
     result = recal_ui.result_of("sweep")
     if result is None:

@@ -13,6 +13,7 @@ import streamlit as st
 
 from dashboard import compute, recal_ui, state, tables, texts
 from dashboard import figures_recal as FR
+from dashboard.fit_estimate import recal_heavy
 from pbr_core import groups as G
 from pbr_core.groups import MIN_ROWS
 from pbr_core.loading._tables import ROW_INDEX_COLUMN
@@ -423,7 +424,7 @@ def _slice_recalibration(loaded: state.Loaded, report, view: state.MetricView) -
         data_name, key = f"{loaded.name} · {name}", loaded.key
         recal_ui.start(SLICE_JOB, texts.slice_gap_job_label(texts.method_label(method, multiclass), name),
                        lambda ctx: runs.run_group_gaps(grouped, s, ctx, data_name=data_name, data_key=key),
-                       heavy=method_family(method) == "gp")
+                       heavy=method_family(method) == "gp" or recal_heavy(method, preds.n_classes))
     recal_ui.job_status(SLICE_JOB)
     result = recal_ui.result_of(SLICE_JOB)
     if result is None or result.table.empty:

@@ -153,3 +153,14 @@ def test_fit_refuses_a_matrix_of_more_classes_than_the_limit(monkeypatch, app, s
             "classes): its memory and time grow with the square of the classes. Choose vector scaling or temperature "
             "scaling instead, which fit 100 numbers or one and take seconds.") in _texts(app)
     assert app.button(key="ship_run").disabled
+
+
+def test_the_sweep_of_a_matrix_fit_on_many_classes_is_queued_too(app, started):
+    from dashboard.sections import sweep
+
+    app.switch_page("views/compare.py").run()
+    app.multiselect(key="cmp_methods").set_value(["matrix_scaling"]).run()
+    values = app.multiselect(key=sweep.K_SWEEP_VALUES)
+    values.set_value(values.options[:1] if not values.value else values.value[:1]).run()
+    app.button(key="sweep_run").click().run()
+    assert started == [("sweep", True)]
