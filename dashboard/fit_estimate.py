@@ -205,8 +205,9 @@ def estimate(n_re: int, n_total: int, k: int, auto_alpha: bool, n_alphas: int, n
 #: (n = 2,000), 2.1 s at K = 100 and n = 5,000; Dirichlet calibration 12.8 s at K = 100, 105 s at 200,
 #: 207 s at 300, 14.4 s at n = 5,000; SMS 1.6 s at K = 100, 5.1 s at 200, 7.1 s at 300, 6.1 s at n =
 #: 5,000. The powers are fitted from K = 100 to 300 (the times from 10 to 50 classes are a second or
-#: less, where the model may be off by more without consequence). Before, they ran as "classical" fits, never queued: matrix scaling at K = 2,000
-#: ran over 275 s and took 1.9 GB, Dirichlet at K = 1,000 over 230 s (audit 12c).
+#: less, where the model may be off by more without consequence). Before, they ran as "classical"
+#: fits, never queued: matrix scaling at K = 2,000 ran over 275 s and took 1.9 GB, Dirichlet at
+#: K = 1,000 over 230 s (audit 12c).
 RECAL_FIT_MODELS: dict[str, tuple[float, float, float]] = {
     "matrix_scaling": (0.85, 2.75, 1.0),
     "dirichlet": (12.8, 2.5, 0.15),
