@@ -49,13 +49,16 @@ The guarantee
 Only the kept slices are tested, on the **confirmation half**, twice, each family corrected with
 **Holm's method over the slices tested**:
 
-* **Does it differ from the rest?** The search's own score on the held-out rows: the Wald statistic
-  of the difference between the slice's recalibration line and the rest's, the rest being the
-  held-out rows in neither it nor a slice chosen before it (the rest the search compared it with),
-  both measured around the recalibration line of the whole search half (fitted by maximum
-  likelihood on rows the confirmation never uses). Around the predictions themselves a file
-  miscalibrated everywhere alike would look different slice by slice: the one-step estimates' variance
-  p(1 - p) is then wrong, and their bias depends on where a slice's scores lie.
+* **Does it differ from the rest?** Its outcomes against the rest's **at the same predicted
+  probability** (:mod:`pbr_core.slices._strata`): within fine strata of the score cut on the search
+  half (about 25 held-out rows each), the slice's outcomes against its share of the stratum's
+  (Cochran-Mantel-Haenszel), an overall shift and one that grows along the score (2 df), exact
+  (hypergeometric draws given each stratum's margins) where the chi^2 tail is below 0.1. The rest is
+  the held-out rows in neither it nor a slice chosen before it (the rest the search compared it
+  with). This tests what the sentence says, E[y | p, slice] = E[y | p, rest], whatever shape the file's
+  shared miscalibration has. Before audit 12b it compared logistic recalibration lines around one
+  line fitted on the search half: under one shared curve not linear in logit p (p + 0.08, a bend),
+  slices whose scores lie elsewhere got other lines, and 42-100 % of such files named a slice.
 * **Is it miscalibrated?** The test of calibration of :mod:`pbr_core.significance` (Cox's test with
   Spiegelhalter's z; exact Monte Carlo p-values where a slice carries little information).
 
@@ -108,7 +111,8 @@ from pbr_core.predictions import Predictions
 from pbr_core.slices._confirm import ConfirmSums, bin_ranges, masks, own
 from pbr_core.slices._plan import (DATE_HEAD, MAX_CELLS, MAX_LEVELS, N_BANDS, Plan, build_plan, date_columns, halves,
                                    row_hash, skip_by_name, summarize)
-from pbr_core.slices._search import SEARCH_ROWS, Choice, SearchSample, choose, departure
+from pbr_core.slices._search import SEARCH_ROWS, Choice, SearchSample, choose
+from pbr_core.slices._strata import compare
 
 __all__ = ["MAX_CELLS", "MAX_LEVELS", "MAX_SLICES", "SCREEN", "SEARCH_ROWS", "SliceReport", "find_slices",
            "guarantee_statement", "searched", "slice_headline", "slice_mask", "slice_statements", "slice_words",
@@ -274,7 +278,7 @@ def find_slices(preds: Predictions, columns: Sequence[str] | str | None = None, 
     matrix = np.stack([codes[i] for i in range(len(plan.columns))], axis=1) if plan.columns else np.zeros((n, 0), np.intp)
     search = SearchSample.empty(plan).update(matrix, half, h, conf, out)
     choice = choose(plan, search, min_rows=min_rows, max_slices=max_slices, screen=screen)
-    confirm = ConfirmSums.empty(bin_ranges(plan, choice.chosen, search.counts[1]), n, choice.line)
+    confirm = ConfirmSums.empty(bin_ranges(plan, choice.chosen, search.counts[1]), n, choice.edges)
     confirm.update(masks(plan, choice.chosen, codes, n), half, conf, out, preds.as_written(conf))
     report = assemble(plan, choice, confirm, target=what, level=level, seed=seed, max_order=max_order,
                       min_rows=min_rows, max_slices=max_slices, screen=screen)
@@ -309,18 +313,17 @@ def assemble(plan: Plan, choice: Choice, confirm: ConfirmSums, *, target: Target
     # every slice reads how finely the file wrote its values from the whole file's rows, not its own
     tests = group_tests(sums, names, confirm.rows, level, seed, evidence=S.file_evidence(confirm.overall))
     p_holm = holm([t.p_value for t in tests]) if tests else np.zeros(0)
-    # Does the slice differ from the rest? The search's own score (the Wald statistic of the difference
-    # between the two recalibration lines) on the held-out rows, against the rest as the search saw it
-    # when it chose the slice: the held-out rows in neither it nor a slice chosen before it (its own rows
-    # are disjoint from theirs, so that rest is the total less the running sum). Miscalibrated alone is
-    # not enough: a file miscalibrated everywhere alike has every slice miscalibrated (audit 5: 40 of 40
-    # such files named a slice, 4.9 on average, under a heading of slices "departing from the rest").
+    # Does the slice differ from the rest? Its outcomes against the rest's at the same predicted
+    # probability, within strata of the score cut on the search half (pbr_core.slices._strata), the rest
+    # being the held-out rows in neither it nor a slice chosen before it (the rest the search compared it
+    # with when it chose it; its own rows are disjoint from theirs, so that rest is the total less the
+    # running sum). Miscalibrated alone is not enough: a file miscalibrated everywhere alike has every
+    # slice miscalibrated (audit 5: 40 of 40 such files named a slice, 4.9 on average). Nor is a
+    # different recalibration line, the test before audit 12b: under one shared curve not linear in
+    # logit p, slices whose scores lie elsewhere get other best lines (42-100 % of such files named one).
     rests = confirm.confirm_total[:, None] - np.cumsum(sums, axis=1) if len(chosen) else np.zeros((S.N_SUMS, 0))
-    # ... measured around the search half's recalibration line (ConfirmSums.recal), not around the
-    # predictions themselves: around p, a file miscalibrated alike everywhere gives one-step estimates
-    # whose variance p(1 - p) is wrong (14 of 40 such files still named a slice).
-    recal = confirm.recal
-    vs_rest = departure(recal, confirm.recal_total[:, None] - np.cumsum(recal, axis=1))
+    strata = confirm.strata
+    vs_rest = compare(strata, confirm.strata_total[:, :, None] - np.cumsum(strata, axis=2), seed)
     rest_p = np.where(np.isfinite(vs_rest["p"]), vs_rest["p"], 1.0)   # nothing to compare: no evidence
     rest_holm = holm(list(rest_p)) if len(chosen) else np.zeros(0)
     rows, diagrams = [], {}
@@ -549,7 +552,7 @@ def guarantee_statement(report: SliceReport) -> str | None:
             f"{report.n_search:,} and {report.n_confirm:,} rows. The search scored every slice on the first half "
             f"only and sent the ones that departed most from the rest (at most {report.max_slices}) to be tested on "
             "the second half, which it never saw. A slice is reported only when, there, it is calibrated "
-            "differently from the rest (the search's comparison) and miscalibrated (the test of calibration, exact "
+            "differently from the rest (its outcomes against the rest's at the same predicted probabilities) and miscalibrated (the test of calibration, exact "
             "for small slices), each corrected for the number tested (Holm). So, whatever the search picked and "
             "whatever the truth, the chance that a search like this names even one slice that is in fact calibrated "
             f"like the rest of the file is at most {report.alpha:.0%}, and the chance that it names even one slice "

@@ -17,7 +17,8 @@ from pbr_core import metrics as M
 from pbr_core import significance as S
 from pbr_core.groups import exact_eligible
 from pbr_core.slices._plan import Plan
-from pbr_core.slices._search import Candidate, recalibrated, search_terms
+from pbr_core.slices._search import Candidate
+from pbr_core.slices._strata import stratum
 
 
 def masks(plan: Plan, chosen: list[Candidate], codes: dict[int, np.ndarray], n: int) -> np.ndarray:
@@ -93,24 +94,25 @@ class ConfirmSums:
     overall_sums: np.ndarray = field(repr=False)  # (3, B)
     kept: dict = field(default_factory=dict, repr=False)   # slice -> list of (2, m) blocks
     kept_all: list = field(default_factory=list, repr=False)
-    # The search's score terms (:func:`~pbr_core.slices._search.search_terms`) of the predictions moved
-    # onto the search half's recalibration line ``line``: each slice's own confirmation rows, and the
-    # confirmation half's total (the slice against the rest, around the line the whole file follows).
-    line: tuple[float, float] = (0.0, 1.0)
-    recal: np.ndarray = field(default=None, repr=False)          # (6, k)
-    recal_total: np.ndarray = field(default=None, repr=False)    # (6,)
+    # Strata of the score (inner ``edges`` from the search half, :func:`~pbr_core.slices._strata.strata_edges`):
+    # rows, outcome sum and score sum per stratum of each slice's own confirmation rows, and of the
+    # confirmation half's (the rest: that less the slice and those chosen before it), for the comparison
+    # at the same predicted probability (:func:`~pbr_core.slices._strata.compare`).
+    edges: tuple[float, ...] = ()
+    strata: np.ndarray = field(default=None, repr=False)         # (3, K, k)
+    strata_total: np.ndarray = field(default=None, repr=False)   # (3, K)
 
     @classmethod
     def empty(cls, ranges: tuple[tuple[int, int], ...], n_rows: int,
-              line: tuple[float, float] = (0.0, 1.0)) -> "ConfirmSums":
+              edges: tuple[float, ...] = ()) -> "ConfirmSums":
         k = len(ranges)
         B = M.optimal_n_bins(n_rows) if n_rows > 0 else 1
         return cls(ranges=tuple(ranges), overall_bins=B, keep_all=n_rows <= S.EXACT_MAX_ROWS,
                    sums=np.zeros((S.N_SUMS, k)), moments=np.zeros((2, k)), own_rows=np.zeros((2, k)), overlap=np.zeros((k, k)),
                    confirm_total=np.zeros(S.N_SUMS), overall=np.zeros(S.N_SUMS),
                    bins=[[np.zeros((3, b)) for b in range(lo, hi + 1)] for lo, hi in ranges],
-                   overall_sums=np.zeros((3, B)), line=(float(line[0]), float(line[1])),
-                   recal=np.zeros((6, k)), recal_total=np.zeros(6))
+                   overall_sums=np.zeros((3, B)), edges=tuple(float(e) for e in edges),
+                   strata=np.zeros((3, len(edges) + 1, k)), strata_total=np.zeros((3, len(edges) + 1)))
 
     def update(self, inside: np.ndarray, half: np.ndarray, p: np.ndarray, y: np.ndarray,
                written: np.ndarray | None = None) -> "ConfirmSums":
@@ -131,13 +133,16 @@ class ConfirmSums:
         self.own_rows[1] += mine[conf].sum(axis=0)
         pc, yc = p[conf], y[conf]
         self.confirm_total += S.calibration_sums(pc, yc)
-        terms = search_terms(recalibrated(pc, self.line), yc)
-        self.recal_total += terms.sum(axis=1)
-        self.recal += terms @ mine[conf].astype(np.float64)
+        K = len(self.edges) + 1
+        at = stratum(pc, self.edges)
+        for i, v in enumerate((None, yc, pc)):
+            self.strata_total[i] += np.bincount(at, weights=v, minlength=K)
         for s, (lo, hi) in enumerate(self.ranges):
             rows = mine[conf, s]
             ps, ys = pc[rows], yc[rows]
             self.sums[:, s] += S.calibration_sums(ps, ys)
+            for i, v in enumerate((None, ys, ps)):
+                self.strata[i, :, s] += np.bincount(at[rows], weights=v, minlength=K)
             self.moments[:, s] += (ps @ ps, ys @ ps)
             for B, into in zip(range(lo, hi + 1), self.bins[s]):
                 self._bin(into, ps, ys, B)
@@ -163,10 +168,10 @@ class ConfirmSums:
         into[2] += np.bincount(b, weights=y, minlength=B)
 
     def merge(self, other: "ConfirmSums") -> "ConfirmSums":
-        if (other.ranges, other.overall_bins, other.line) != (self.ranges, self.overall_bins, self.line):
+        if (other.ranges, other.overall_bins, other.edges) != (self.ranges, self.overall_bins, self.edges):
             raise ValueError("Cannot merge the confirmation sums of other slices.")
-        for name in ("sums", "moments", "own_rows", "overlap", "confirm_total", "overall", "overall_sums", "recal",
-                     "recal_total"):
+        for name in ("sums", "moments", "own_rows", "overlap", "confirm_total", "overall", "overall_sums", "strata",
+                     "strata_total"):
             getattr(self, name).__iadd__(getattr(other, name))
         for mine, theirs in zip(self.bins, other.bins):
             for a, b in zip(mine, theirs):

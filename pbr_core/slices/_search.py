@@ -32,55 +32,11 @@ import numpy as np
 
 from pbr_core.significance import EPS
 from pbr_core.slices._plan import Plan, _sample_key
+from pbr_core.slices._strata import strata_edges
 
 #: Rows of the search half the search scores (a uniform sample by hash beyond that: 1M rows of 10
 #: slice columns are ~36 MB).
 SEARCH_ROWS = 1_000_000
-
-
-def recalibration_line(p: np.ndarray, y: np.ndarray, max_iter: int = 50) -> tuple[float, float]:
-    """The maximum-likelihood recalibration line (a, b) of P(Y = 1) = sigmoid(a + b logit p) on these
-    rows (Newton's method from (0, 1)); (0, 1) when it cannot be fitted (no rows, one outcome only, or
-    every row with the same p: then only a is fitted).
-
-    Why: the confirmation compares a slice with the rest around this line, fitted on the search half
-    (rows the confirmation never uses). Around (0, 1) the one-step estimates of a file miscalibrated
-    everywhere alike are biased and their variance, p(1 - p), is wrong, so a slice would "differ from
-    the rest" merely because the whole file is miscalibrated (or because its scores lie elsewhere)."""
-    p = np.asarray(p, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if p.size < 2 or y.min(initial=1.0) == y.max(initial=0.0):
-        return 0.0, 1.0
-    pc = np.clip(p, EPS, 1 - EPS)
-    x = np.log(pc) - np.log1p(-pc)
-    vary = bool(np.ptp(x) > 1e-9)
-    a, b = 0.0, 1.0
-    for _ in range(max_iter):
-        q = 1.0 / (1.0 + np.exp(-(a + b * x)))
-        r, w = y - q, np.maximum(q * (1 - q), 1e-12)
-        if vary:
-            g = np.array([r.sum(), r @ x])
-            H = np.array([[w.sum(), w @ x], [w @ x, w @ (x * x)]])
-            try:
-                step = np.linalg.solve(H, g)
-            except np.linalg.LinAlgError:
-                return 0.0, 1.0
-        else:
-            step = np.array([r.sum() / w.sum(), 0.0])
-        step *= min(1.0, 5.0 / max(float(np.abs(step).max()), 1e-300))   # damped: separable data stays finite
-        a, b = a + float(step[0]), b + float(step[1])
-        if np.abs(step).max() < 1e-10:
-            break
-    return (a, b) if np.isfinite(a) and np.isfinite(b) else (0.0, 1.0)
-
-
-def recalibrated(p: np.ndarray, line: tuple[float, float]) -> np.ndarray:
-    """sigmoid(a + b logit p): the predictions moved onto the recalibration line ``line``."""
-    a, b = line
-    if (a, b) == (0.0, 1.0):
-        return np.asarray(p, dtype=np.float64)
-    pc = np.clip(np.asarray(p, dtype=np.float64), EPS, 1 - EPS)
-    return 1.0 / (1.0 + np.exp(-(a + b * (np.log(pc) - np.log1p(-pc)))))
 
 
 def search_terms(p: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -225,7 +181,8 @@ class Choice:
     screened: int      # of which departed from the rest at the screening level at the first step
     sample: int = 0    # search rows scored
     search_rows: int = 0
-    line: tuple[float, float] = (0.0, 1.0)   # the search rows' recalibration line (the confirmation's reference)
+    # inner edges of the score's strata, from the search rows (the confirmation compares within them)
+    edges: tuple[float, ...] = ()
 
 
 def choose(plan: Plan, search: SearchSample, *, min_rows: int, max_slices: int, screen: float) -> Choice:
@@ -268,7 +225,7 @@ def choose(plan: Plan, search: SearchSample, *, min_rows: int, max_slices: int, 
         active &= ~rows
     return Choice(chosen=chosen, scored=int(idx.size), screened=screened, sample=int(codes.shape[0]),
                   search_rows=int(round(n_half.sum() / max(len(plan.groupings), 1))),
-                  line=recalibration_line(search.p, search.y) if chosen else (0.0, 1.0))
+                  edges=strata_edges(search.p, n_conf.sum() / max(len(plan.groupings), 1)) if chosen else ())
 
 
 def _slice_cells(plan: Plan) -> np.ndarray:

@@ -233,11 +233,11 @@ def _restating(plan: Plan, searched: _Searched, target: str, names: tuple[str, s
 
 def unit_confirm(dataset: Dataset, unit: Unit, plan: Plan, chosen: tuple[Candidate, ...],
                  ranges: tuple[tuple[int, int], ...], n_rows: int, target: str, seed: int,
-                 line: tuple[float, float] = (0.0, 1.0),
+                 edges: tuple[float, ...] = (),
                  on_rows: Callable[[int], None] | None = None) -> ConfirmSums:
-    """The confirmation sums of one unit (a Dask task of the confirmation pass); ``line``: the search
-    half's recalibration line (:attr:`pbr_core.slices._search.Choice.line`)."""
-    out = ConfirmSums.empty(ranges, n_rows, line)
+    """The confirmation sums of one unit (a Dask task of the confirmation pass); ``edges``: the inner
+    edges of the score's strata, from the search half (:attr:`pbr_core.slices._search.Choice.edges`)."""
+    out = ConfirmSums.empty(ranges, n_rows, edges)
     used = columns_used(list(chosen))
     for start, p, y, meta, written in _batches(dataset, unit, [plan.columns[i].name for i in used], target):
         codes = _codes(plan, used, meta, unit, start)
@@ -312,7 +312,7 @@ def compute_slices(
         choice = choose(plan, search, min_rows=min_rows, max_slices=max_slices, screen=screen)
         ranges = bin_ranges(plan, choice.chosen, search.counts[1])
         confirm = run("confirming the slices", unit_confirm,
-                      (plan, tuple(choice.chosen), ranges, n, what, int(seed), choice.line), n, c)
+                      (plan, tuple(choice.chosen), ranges, n, what, int(seed), choice.edges), n, c)
         report = assemble(plan, choice, confirm, target=what, level=level, seed=int(seed), max_order=max_order,
                           min_rows=min_rows, max_slices=max_slices, screen=screen)
         report.restating = restating
