@@ -18,7 +18,10 @@ and a new seed:
 * **false**: a slice that holds up has no row in S (its rows are calibrated: a false discovery).
 
 With no planted slice, any slice that holds up is a false discovery; the promise is at most 5 % of
-trials. Cost: the in-memory search over every single column and pair of Adult (median of repeats),
+trials. **Shared curve** (audit 12b): outcomes from one curve g shared by every row (p + 0.08, a bend,
+sigmoid(0.6 logit p), odds doubled on scores moved to a mean of 1 %), files of 1,000 to 16,281 of
+Adult's rows: no slice is calibrated differently from the rest, so any slice named breaks the first
+half of the guarantee. Cost: the in-memory search over every single column and pair of Adult (median of repeats),
 and a streamed run over R rows built from Adult by repetition with fresh outcomes (Parquet files of
 1M rows, row groups of 250k, in a temporary folder), in a fresh process: CPU seconds and peak RSS.
 
@@ -179,6 +182,49 @@ def stream_run(folder: Path) -> dict:
     return res
 
 
+def _to_mean(p: np.ndarray, mean: float) -> np.ndarray:
+    """p moved to mean ``mean`` by one common logit shift (the ranking kept): rare events."""
+    from scipy.optimize import brentq
+
+    x = np.log(np.clip(p, 1e-12, 1 - 1e-12)) - np.log1p(-np.clip(p, 1e-12, 1 - 1e-12))
+    c = brentq(lambda c: (1 / (1 + np.exp(-(x + c)))).mean() - mean, -30, 30)
+    return 1 / (1 + np.exp(-(x + c)))
+
+
+#: One curve g shared by every row (so no slice is calibrated differently from the rest): name, g, rows
+#: kept (p <= 0.9 for p + 0.08, so nothing is clipped), and a mean to move p to first (rare events).
+SHARED_CURVES = {
+    "p + 0.08 (p <= 0.9)": (lambda p: p + 0.08, 0.9, None),
+    "bend: p below 0.5, 0.5 + 0.6 (p - 0.5) above": (lambda p: np.where(p < 0.5, p, 0.5 + 0.6 * (p - 0.5)), None, None),
+    "sigmoid(0.6 logit p)": (lambda p: 1 / (1 + (p / (1 - p)) ** -0.6), None, None),
+    "odds x 2, p moved to a mean of 1 %": (lambda p: 2 * p / (1 + p), None, 0.01),
+}
+
+
+def shared_curve_table(adult, cells: list[tuple[str, int]], trials: int, seed: int = 7) -> list[dict]:
+    """Audit 12b: files of n of Adult's rows (its real columns), outcomes from one shared curve g: how
+    often a search names a slice (each one is a false "calibrated differently from the rest")."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for name, n in cells:
+        g, pmax, mean = SHARED_CURVES[name]
+        p_all = adult.p_positive
+        keep = np.flatnonzero(p_all <= pmax) if pmax else np.arange(p_all.size)
+        named = tested = 0
+        for t in range(trials):
+            rows = rng.choice(keep, min(n, keep.size), replace=False)
+            p = p_all[rows] if mean is None else _to_mean(p_all[rows], mean)
+            y = (rng.random(rows.size) < np.clip(g(p), 0, 1)).astype(int)
+            preds = dataclasses.replace(pbr_core.Predictions.from_arrays(np.c_[1 - p, p], y),
+                                        metadata=adult.metadata.iloc[rows].reset_index(drop=True))
+            report = find_slices(preds, seed=t)
+            named += bool(report.held_up)
+            tested += report.tested
+        out.append({"curve": name, "n": int(min(n, keep.size)), "trials": trials, "named": named,
+                    "tested": tested / max(trials, 1)})
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="250,500,1000,2000,4000")
@@ -188,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-slices", type=int, default=None)
     ap.add_argument("--screen", type=float, default=None)
     ap.add_argument("--stream-rows", type=float, default=1e7, help="0: no streamed run")
+    ap.add_argument("--shared-trials", type=int, default=100, help="files per cell of the shared-curve table; 0: none")
+    ap.add_argument("--shared-rows", default="1000,3000,16281")
     ap.add_argument("--dir", default=None, help="where the streamed rows are written (default: a temp folder)")
     args = ap.parse_args(argv)
     settings = {k: v for k, v in (("max_slices", args.max_slices), ("screen", args.screen)) if v is not None}
@@ -206,6 +254,18 @@ def main(argv: list[str] | None = None) -> int:
         t = r["trials"]
         print(f"| ~{r['size']:,} | {r['pool']} | {100 * r['shift']:g} | {r['found'] / t:.0%} | {r['exact'] / t:.0%} | "
               f"{r['located'] / t:.0%} | {r['false'] / t:.0%} |")
+    if args.shared_trials > 0:
+        from scipy.stats import beta
+
+        cells = [(c, int(float(n))) for c in SHARED_CURVES for n in args.shared_rows.split(",")]
+        print("\n| one curve g shared by every row | rows | files | a slice named (no slice differs) | 95 % interval "
+              "| slices tested per file |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for r in shared_curve_table(adult, cells, args.shared_trials):
+            k, t = r["named"], r["trials"]
+            lo = beta.ppf(0.025, k, t - k + 1) if k else 0.0
+            hi = beta.ppf(0.975, k + 1, t - k) if k < t else 1.0
+            print(f"| {r['curve']} | {r['n']:,} | {t} | {k} ({k / t:.1%}) | [{lo:.1%}, {hi:.1%}] | {r['tested']:.1f} |")
     if args.stream_rows > 0:
         n = int(args.stream_rows)
         meta = adult.metadata
