@@ -2291,7 +2291,8 @@ SLICES_TABLE_HELP = (
     "1 is right, below 1 the predictions are too extreme, above 1 too timid. A slice that shares rows with "
     "one chosen before it (named in brackets) is measured on its other rows, and the rest it is compared with "
     "leaves out the slices chosen before it. A slice holds up when both p-values are below 0.05: it is "
-    "calibrated differently from the rest, and it is miscalibrated."
+    "calibrated differently from the rest (at the same predicted probabilities, its outcomes differ from the "
+    "rest's), and it is miscalibrated."
 )
 SLICES_RECAL_INTRO = (
     "Does recalibration close this slice's gap? In every fold the same test rows are scored uncalibrated, with "
