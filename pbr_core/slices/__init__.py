@@ -53,7 +53,8 @@ Only the kept slices are tested, on the **confirmation half**, twice, each famil
   probability** (:mod:`pbr_core.slices._strata`): within fine strata of the score cut on the search
   half (about 25 held-out rows each), the slice's outcomes against its share of the stratum's
   (Cochran-Mantel-Haenszel), an overall shift and one that grows along the score (2 df), exact
-  (hypergeometric draws given each stratum's margins) where the chi^2 tail is below 0.1. The rest is
+  (hypergeometric draws given each stratum's margins) where the chi^2 tail is below 0.1 and its variance
+  below 100 (few outcomes). The rest is
   the held-out rows in neither it nor a slice chosen before it (the rest the search compared it
   with). This tests what the sentence says, E[y | p, slice] = E[y | p, rest], whatever shape the file's
   shared miscalibration has. Before audit 12b it compared logistic recalibration lines around one
