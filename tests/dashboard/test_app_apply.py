@@ -612,8 +612,24 @@ def _padded_csv(n: int = 720, seed: int = 5) -> tuple[bytes, list[str], list[str
     return ("zip,amount,p_yes,label\n" + rows).encode(), zips, amounts
 
 
+@pytest.fixture
+def made(monkeypatch) -> dict:
+    """The page's downloads as its buttons would make them: key -> (the bytes' maker, the button's help)."""
+    from dashboard import recal_ui
+
+    recorded: dict = {}
+    real = recal_ui.lazy_button
+
+    def record(label, make, file_name, mime, key, **kw):  # the page's own download, as the click makes it
+        recorded[key] = (make, kw.get("help"))
+        real(label, make, file_name, mime, key, **kw)
+
+    monkeypatch.setattr(recal_ui, "lazy_button", record)
+    return recorded
+
+
 @pytest.mark.parametrize("kept", [True, False])
-def test_the_download_keeps_a_csv_uploads_other_columns_as_written(at, monkeypatch, kept):
+def test_the_download_keeps_a_csv_uploads_other_columns_as_written(at, monkeypatch, kept, made):
     """Audit 11 finding 3: the calibrated-predictions download wrote a ZIP code 01234 of a CSV upload
     back as 1234 (the CLI's apply keeps it) while its words promised "your other columns as they
     were". The page's button now writes the upload's text; an upload too large to keep it (here a
@@ -622,18 +638,8 @@ def test_the_download_keeps_a_csv_uploads_other_columns_as_written(at, monkeypat
 
     import pandas as pd
 
-    from dashboard import recal_ui
-
     if not kept:
         monkeypatch.setenv("PBR_CALIB_AS_WRITTEN_BYTES", "10")
-    made: dict = {}
-    real = recal_ui.lazy_button
-
-    def record(label, make, file_name, mime, key, **kw):  # the page's own download, as the click makes it
-        made[key] = (make, kw.get("help"))
-        real(label, make, file_name, mime, key, **kw)
-
-    monkeypatch.setattr(recal_ui, "lazy_button", record)
     data, zips, amounts = _padded_csv()
     at.switch_page("views/data.py").run()
     at.file_uploader(key="data_upload").upload("zips.csv", data, "text/csv").run()
@@ -658,22 +664,13 @@ def test_the_download_keeps_a_csv_uploads_other_columns_as_written(at, monkeypat
     assert any(z.startswith("0") for z in zips) and any(a.endswith("0") for a in amounts)
 
 
-def test_the_download_of_an_excel_export_keeps_its_dialect_and_percentages(at, monkeypatch):
+def test_the_download_of_an_excel_export_keeps_its_dialect_and_percentages(at, made):
     """Audit 12a: the calibrated-predictions download of a ';' export with decimal commas, a
     byte-order mark and CRLF came back comma-separated (one column in the same spreadsheet), and its
     percentages (93,3, read with *Scores are percentages*) came back as fractions under the same
     header. It is now written as the upload was, and the button's help says how."""
-    from dashboard import recal_ui
     from test_download_dialect import BOM, HEADER, _lines, excel_export
 
-    made: dict = {}
-    real = recal_ui.lazy_button
-
-    def record(label, make, file_name, mime, key, **kw):  # the page's own download, as the click makes it
-        made[key] = (make, kw.get("help"))
-        real(label, make, file_name, mime, key, **kw)
-
-    monkeypatch.setattr(recal_ui, "lazy_button", record)
     data, rows = excel_export(720, seed=3)
     at.switch_page("views/data.py").run()
     at.file_uploader(key="data_upload").upload("export.csv", data, "text/csv").run()
