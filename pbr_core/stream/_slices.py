@@ -304,7 +304,7 @@ def compute_slices(
         restating = _restating(plan, searched, what, _outcome_names(lay, what))
         if restating:  # planned again without them, and searched again (a pass more, only then)
             gone = {f.column for f in restating}
-            kept = [c for c in names if c not in gone]
+            kept = [col for col in names if col not in gone]
             plan = build_plan(kept, {k: v for k, v in summaries.columns.items() if k in kept}, dates, n_rows=n,
                               min_rows=min_rows, max_order=max_order, n_bands=n_bands, skipped=skipped)
             searched = run("searching the slices", unit_search, (plan, what, int(seed)), n, c)
