@@ -343,6 +343,25 @@ def _read_queued(source: bytes | str, digest: str, file_name: str, options: Load
         return _read(digest, source, file_name, options.tag(), options, full)
 
 
+class _WaitNote:
+    """The "waiting for the big-read turn" message's slot, made only when the message is shown: a slot made
+    on every load moved the elements after it, and the browser re-created the moved file uploader, losing
+    an upload in flight (tests/browser/test_dashboard_browser.py::
+    test_a_corrected_file_right_after_a_failed_one_is_loaded)."""
+
+    def __init__(self) -> None:
+        self.slot = None
+
+    def show(self) -> None:
+        if self.slot is None:
+            self.slot = st.empty()
+        self.slot.info(texts.WAITING_FOR_READ_TURN)
+
+    def clear(self) -> None:
+        if self.slot is not None:
+            self.slot.empty()
+
+
 def _load(source: bytes | str, digest: str, file_name: str, origin: Literal["sample", "upload"],
           options: LoadOptions, name: str) -> str | None:
     """Load and, on success, make it current. Returns the error message or None.
@@ -354,10 +373,9 @@ def _load(source: bytes | str, digest: str, file_name: str, origin: Literal["sam
     allows (:func:`_stream_upload`), else refused with how large it really is.
     """
     key = f"{digest}|{options.tag()}"
-    waiting = st.empty()
+    waiting = _WaitNote()
     try:
-        preds = SHARED.get_or_parse(key, lambda: _read_queued(source, digest, file_name, options,
-                                                              lambda: waiting.info(texts.WAITING_FOR_READ_TURN)),
+        preds = SHARED.get_or_parse(key, lambda: _read_queued(source, digest, file_name, options, waiting.show),
                                     keep_unheld=origin == "sample")
         preds = _session_copy(preds)
     except ReadLimitError as exc:
@@ -370,7 +388,7 @@ def _load(source: bytes | str, digest: str, file_name: str, origin: Literal["sam
         logger.exception("reading %s failed", file_name)
         return _set_error(file_name, texts.read_unexpected(type(exc).__name__), [], options)
     finally:
-        waiting.empty()
+        waiting.clear()
     if options.map_scores_column:
         name = f"{name} · {options.map_scores_column} mapped to probabilities"
     text, as_read = _upload_text(source, file_name, preds, options) if origin == "upload" else (None, False)
@@ -851,12 +869,12 @@ def _stream_upload(data: bytes, digest: str, file_name: str, options: LoadOption
             raise _TooManyRows(done, False)
         bar.progress(min(1.0, done / total) if total else 0.0, text=texts.streaming_upload(file_name, why, done, total))
 
-    waiting = st.empty()
+    waiting = _WaitNote()
     try:
         # One big read at a time, server-wide, with the in-memory ones (4 tabs streaming a 1.8 MB file
         # at once took the server to 2 GB, audit 12c).
-        with big_read_turn(lambda: waiting.info(texts.WAITING_FOR_READ_TURN)):
-            waiting.empty()
+        with big_read_turn(waiting.show):
+            waiting.clear()
             ds = open_dataset(path, **options.dataset_kwargs())
             counted = ds.num_rows()  # Parquet: from the footer
             if counted is not None and counted > limit:
@@ -887,7 +905,7 @@ def _stream_upload(data: bytes, digest: str, file_name: str, options: LoadOption
     finally:
         bar.empty()
         stop.empty()
-        waiting.empty()
+        waiting.clear()
     sample = _replace(sample, notes=_stream_notes(sample, lay, ds, stats), column_roles=lay.column_roles)
     info = StreamInfo(stats=stats, n_total=int(stats["top"].n), n_files=1, sample_n=sample.n, path=file_name,
                       files=(path,))
