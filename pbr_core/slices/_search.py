@@ -32,7 +32,7 @@ import numpy as np
 
 from pbr_core.significance import EPS
 from pbr_core.slices._plan import Plan, _sample_key
-from pbr_core.slices._strata import strata_edges
+from pbr_core.slices._strata import _pinv2, _quad, strata_edges
 
 #: Rows of the search half the search scores (a uniform sample by hash beyond that: 1M rows of 10
 #: slice columns are ~36 MB).
@@ -111,24 +111,6 @@ class SearchSample:
 
 
 # --------------------------------------------------------------------------------- the score
-def _pinv2(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Pseudo-inverse and rank of symmetric 2 x 2 matrices [[a, b], [b, c]] (arrays). Rank 1 (every
-    row with the same p: only calibration in the large can be measured): M / trace(M)^2."""
-    tr = a + c
-    det = a * c - b * b
-    full = (tr > 0) & (det > 1e-10 * tr * tr)
-    one = (tr > 0) & ~full
-    with np.errstate(divide="ignore", invalid="ignore"):
-        pa = np.where(full, c / det, np.where(one, a / tr ** 2, 0.0))
-        pb = np.where(full, -b / det, np.where(one, b / tr ** 2, 0.0))
-        pc = np.where(full, a / det, np.where(one, c / tr ** 2, 0.0))
-    return pa, pb, pc, np.where(full, 2, np.where(one, 1, 0))
-
-
-def _quad(P, u0, u1):
-    return P[0] * u0 * u0 + 2 * P[1] * u0 * u1 + P[2] * u1 * u1
-
-
 def departure(s: np.ndarray, r: np.ndarray) -> dict[str, np.ndarray]:
     """The departure of slices (sums ``s``, (6, m)) from their rests (``r``, (6, m) or (6,)): the
     statistic D, its degrees of freedom and p-value (chi^2), and each side's chi^2 per row (how

@@ -50,6 +50,24 @@ EXACT_BELOW = 0.1
 EXACT_MAX_VAR = 100.0
 
 
+def _pinv2(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Pseudo-inverse and rank of symmetric 2 x 2 matrices [[a, b], [b, c]] (arrays). Rank 1 (every
+    row with the same p: only calibration in the large can be measured): M / trace(M)^2."""
+    tr = a + c
+    det = a * c - b * b
+    full = (tr > 0) & (det > 1e-10 * tr * tr)
+    one = (tr > 0) & ~full
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pa = np.where(full, c / det, np.where(one, a / tr ** 2, 0.0))
+        pb = np.where(full, -b / det, np.where(one, b / tr ** 2, 0.0))
+        pc = np.where(full, a / det, np.where(one, c / tr ** 2, 0.0))
+    return pa, pb, pc, np.where(full, 2, np.where(one, 1, 0))
+
+
+def _quad(P, u0, u1):
+    return P[0] * u0 * u0 + 2 * P[1] * u0 * u1 + P[2] * u1 * u1
+
+
 def n_strata(n_confirm: float) -> int:
     """One stratum per :data:`ROWS_PER_STRATUM` rows of the confirmation half, at most
     :data:`MAX_STRATA` (see the module docstring for why)."""
@@ -77,7 +95,6 @@ def _stat(ys: np.ndarray, ns: np.ndarray, N: np.ndarray, T: np.ndarray, w: np.nd
     U = (sum e, sum w e)."""
     e = ys - ns * T / N
     u1, u2 = e.sum(axis=-1), (w * e).sum(axis=-1)
-    from pbr_core.slices._search import _quad
 
     return np.maximum(_quad(P, u1, u2), 0.0)
 
@@ -88,7 +105,6 @@ def compare(slice_: np.ndarray, rest: np.ndarray, seed: int = 0) -> dict[str, np
     compared), p (NaN where df = 0) and method ("chi2" or "monte carlo")."""
     from scipy.special import chdtrc
 
-    from pbr_core.slices._search import _pinv2
 
     ns_all, ys_all, ps_all = (np.asarray(a, dtype=np.float64) for a in slice_)
     nr_all, yr_all, pr_all = (np.asarray(a, dtype=np.float64) for a in rest)
