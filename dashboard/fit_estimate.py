@@ -227,13 +227,9 @@ RECAL_MAX_SECONDS = 600.0
 
 
 def recal_max_seconds() -> float:
-    import os
+    from dashboard.load_cache import env_number
 
-    try:
-        value = float(os.environ.get("PBR_CALIB_RECAL_MAX_SECONDS", ""))
-    except ValueError:
-        return RECAL_MAX_SECONDS
-    return value if value > 0 else RECAL_MAX_SECONDS
+    return env_number("PBR_CALIB_RECAL_MAX_SECONDS", RECAL_MAX_SECONDS)
 
 
 def _quadratic(method: str) -> bool:

@@ -51,7 +51,8 @@ MAX_BYTES = 256 << 20
 TTL_S = 1800.0
 
 
-def _env_number(name: str, default: float) -> float:
+def env_number(name: str, default: float) -> float:
+    """``$name`` as a number when it is a positive one, else ``default`` (the dashboard's numeric settings)."""
     try:
         value = float(os.environ.get(name, ""))
     except ValueError:
@@ -99,8 +100,8 @@ class SharedLoads:
     def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int | None = None, ttl_s: float | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.max_entries = max_entries
-        self.max_bytes = int(max_bytes if max_bytes is not None else _env_number("PBR_CALIB_CACHE_BYTES", MAX_BYTES))
-        self.ttl_s = float(ttl_s if ttl_s is not None else _env_number("PBR_CALIB_CACHE_TTL_S", TTL_S))
+        self.max_bytes = int(max_bytes if max_bytes is not None else env_number("PBR_CALIB_CACHE_BYTES", MAX_BYTES))
+        self.ttl_s = float(ttl_s if ttl_s is not None else env_number("PBR_CALIB_CACHE_TTL_S", TTL_S))
         self._clock = clock
         self._lock = threading.RLock()
         self._entries: "OrderedDict[str, _Entry]" = OrderedDict()

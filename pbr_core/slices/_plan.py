@@ -132,6 +132,13 @@ def is_numeric(col: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype)
 
 
+def band_numbers(col: pd.Series) -> np.ndarray:
+    """A banded column's values as float64, NaN where missing or not a number (text cells read as numbers)."""
+    if is_numeric(col):
+        return col.to_numpy(dtype=np.float64, na_value=np.nan)
+    return pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+
+
 def summarize(col: pd.Series, is_date: bool, h: np.ndarray) -> ColumnSummary:
     """The summary of one batch of a column (``h``: the rows' hashes)."""
     out = ColumnSummary()
@@ -228,8 +235,7 @@ class SliceColumn:
         saw: the data changed between passes)."""
         L = len(self.levels)
         if self.how == "bands":
-            x = col.to_numpy(dtype=np.float64, na_value=np.nan) if is_numeric(col) else \
-                pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+            x = band_numbers(col)
             out = np.searchsorted(np.asarray(self.edges, dtype=np.float64), x, side="right").astype(np.intp)
             bad = ~np.isfinite(x)
             out[bad] = L - 1 if self.missing else L

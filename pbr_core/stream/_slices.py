@@ -39,8 +39,8 @@ from pbr_core.progress import Progress
 from pbr_core.predictions import PredictionsError
 from pbr_core.slices import MAX_SLICES, SCREEN, SliceReport, assemble, candidate_columns, check_settings
 from pbr_core.slices._confirm import ConfirmSums, bin_ranges, columns_used, masks
-from pbr_core.slices._plan import (DATE_HEAD, N_BANDS, ColumnSummary, Plan, build_plan, date_columns, halves,
-                                   row_hash, summarize)
+from pbr_core.slices._plan import (DATE_HEAD, N_BANDS, ColumnSummary, Plan, band_numbers, build_plan, date_columns,
+                                   halves, row_hash, summarize)
 from pbr_core.slices._search import Candidate, SearchSample, choose
 from pbr_core.stream._groups import _outcome_names
 from pbr_core.stream._passes import merged_pass, with_client
@@ -167,8 +167,7 @@ def _merge_values(mine: dict | None, theirs: dict | None) -> dict | None:
 
 def _value_sums(col: pd.Series, weights: tuple) -> dict | None:
     """Per value of a batch of a number column: its rows and the other three sums (None past the cap)."""
-    x = col.to_numpy(dtype=np.float64, na_value=np.nan) if pd.api.types.is_numeric_dtype(col) else \
-        pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    x = band_numbers(col)   # the values the plan's bands cut
     keys, inverse = np.unique(x, return_inverse=True)
     if keys.size > VALUE_CAP:
         return None
