@@ -92,10 +92,15 @@ def percent_cells(series: pd.Series, decimal: str = ".") -> np.ndarray | None:
     text, or percentages mixed with plain numbers: a column half in percent is not guessed at)."""
     if pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
         return None
-    text = series.astype(object).map(lambda v: v.decode("latin-1") if isinstance(v, bytes) else v)
-    present = text.notna().to_numpy()
+    present = series.notna().to_numpy()
     if not present.any():
         return None
+    # Every text column of every file comes here: one cell that cannot match (every match ends in "%")
+    # settles most of them before the whole column is decoded and matched.
+    first = series.iloc[int(present.argmax())]
+    if not (first.decode("latin-1") if isinstance(first, bytes) else str(first)).rstrip().endswith("%"):
+        return None
+    text = series.astype(object).map(lambda v: v.decode("latin-1") if isinstance(v, bytes) else v)
     cells = text[present].astype(str)
     if not cells.str.fullmatch(_PERCENT_CELL.format(d=re.escape(decimal))).all():
         return None
@@ -115,9 +120,7 @@ def signed_percent_columns(df: pd.DataFrame, decimal: str, notes: list[str],
     Returns the columns so read."""
     done = []
     for c in (df.columns if columns is None else columns):
-        if pd.api.types.is_numeric_dtype(df[c].dtype) or pd.api.types.is_bool_dtype(df[c].dtype):
-            continue
-        values = percent_cells(df[c], decimal)
+        values = percent_cells(df[c], decimal)   # None for numbers and booleans too
         if values is None:
             continue
         first = int(np.flatnonzero(~np.isnan(values))[0])
