@@ -7,8 +7,9 @@ calibration pages (Reliability, Bins & bias) use :func:`report_button` too.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypeVar
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -274,26 +275,30 @@ def saved_classes_problem(method: str, k: int | None, name: str) -> str | None:
     return texts.saved_too_many_classes(name, texts.method_label(method), k, fit_estimate.RECAL_MAX_CLASSES)
 
 
-def matrix_fit_time(methods: list[str], n: int, k: int | None, fits: int = 1, max_iter: int | None = None) -> bool:
+def matrix_fit_time(methods: list[str], n: int | Sequence[int], k: int | None, fits: int = 1,
+                    max_iter: int | None = None) -> bool:
     """Before a run with fits of a K x K matrix (matrix scaling, Dirichlet calibration, SMS): say how long
     they will typically take, or refuse the run beyond the server's limit with what to do instead
     (``fit_estimate``; audit 12c: Dirichlet calibration on 1,000 classes ran for minutes unannounced).
+    ``n`` is the rows of each method's fit, or the rows of each of its fits in one fold (the sweep fits
+    every n_re value; a group-gap run fits every row and each group); ``fits`` is the folds.
     Returns whether the run may start; nothing is shown for runs without such fits."""
     from dashboard import fit_estimate
 
-    chosen = [m for m in methods if fit_estimate.recal_seconds(m, n, k or 2) > 0]
-    if not chosen or not k:
+    sizes = [int(n)] if isinstance(n, (int, np.integer)) else [int(v) for v in n]
+    chosen = [m for m in methods if fit_estimate.recal_seconds(m, 2, k or 2) > 0]
+    if not chosen or not k or not sizes:
         return True
     if k > fit_estimate.RECAL_MAX_CLASSES:
         st.error(texts.recal_too_many_classes([texts.method_label(m) for m in chosen], k,
                                               fit_estimate.RECAL_MAX_CLASSES), icon=":material/block:")
         return False
-    seconds = fit_estimate.recal_run_seconds(chosen, n, k, fits, max_iter)
+    seconds = sum(fit_estimate.recal_run_seconds(chosen, size, k, fits, max_iter) for size in sizes)
     if seconds > fit_estimate.recal_max_seconds():
-        st.error(texts.recal_too_long([texts.method_label(m) for m in chosen], k, n, seconds,
-                                      fit_estimate.recal_max_seconds(), fits), icon=":material/block:")
+        st.error(texts.recal_too_long([texts.method_label(m) for m in chosen], k, max(sizes), seconds,
+                                      fit_estimate.recal_max_seconds(), fits, len(sizes)), icon=":material/block:")
         return False
-    sentence = fit_estimate.recal_sentence(seconds, fits * len(chosen))
+    sentence = fit_estimate.recal_sentence(seconds, fits * len(chosen) * len(sizes))
     if seconds > 60:
         st.info(sentence, icon=":material/hourglass_top:")
     else:

@@ -2367,6 +2367,12 @@ def slices_diagram_captions(report, name: str) -> tuple[str, str]:
 
 # --------------------------------------------------------------------------- Compare page: group gaps
 GROUP_GAP_TITLE = "Does recalibration close the gaps between groups?"
+#: A column box's first entry when no column is chosen for the user (Groups page, Compare's group gaps).
+CHOOSE_COLUMN = "(choose a column)"
+GROUP_GAP_CHOOSE = (
+    "No column of this file makes groups worth comparing by itself (a few values, each with enough rows; "
+    "ids give groups of one row): choose the column to group by."
+)
 GROUP_GAP_NO_COLUMN = (
     "This needs a column that groups the rows (a segment, a region, a model version...). The file "
     "has none besides the predictions; see the Groups page for what such a file looks like."
@@ -2714,15 +2720,22 @@ def pbr_split(n_re: int, n: int) -> str:
     return f"Fit on **{n_re:,}** rows, test on **{n - n_re:,}** rows."
 
 
-def recal_too_long(labels: list[str], k: int, n: int, seconds: float, limit: float, folds: int = 1) -> str:
+def recal_too_long(labels: list[str], k: int, n: int, seconds: float, limit: float, folds: int = 1,
+                   fits_per_fold: int = 1) -> str:
     """A run of K^2 fits (matrix scaling, Dirichlet calibration, SMS) refused for its estimated time
-    (``fit_estimate.recal_run_seconds``), with what to do instead."""
+    (``fit_estimate.recal_run_seconds``), with what to do instead. ``fits_per_fold`` > 1: each fold fits
+    several sets of rows (the sweep's n_re values, a group-gap run's groups), of at most ``n`` rows."""
     from dashboard.fit_estimate import _words
 
     what = " and ".join(labels)
     runs_ = f" over {folds:,} folds" if folds > 1 else ""
+    if fits_per_fold > 1:
+        runs_ = f" ({fits_per_fold:,} fits{' per fold' if folds > 1 else ''}){runs_}"
+        n_words = f"up to {n:,} rows"
+    else:
+        n_words = f"{n:,} rows"
     fewer = "fewer folds, " if folds > 1 else ""
-    return (f"{what} fit{'s' if len(labels) == 1 else ''} a {k:,} × {k:,} matrix here: on {n:,} rows{runs_} that "
+    return (f"{what} fit{'s' if len(labels) == 1 else ''} a {k:,} × {k:,} matrix here: on {n_words}{runs_} that "
             f"would take about {_words(seconds)} (estimated), more than the {_words(limit)} this server allows "
             f"for one run. Choose vector scaling or temperature scaling instead, which fit {k:,} numbers or one "
             f"and take seconds, or use {fewer}fewer rows or a file with fewer classes.")

@@ -6,10 +6,13 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import figures_recal as FR
-from dashboard import recal_ui, runs, state, tables, texts
+from dashboard import fit_estimate, recal_ui, runs, state, tables, texts
 from dashboard.fit_estimate import recal_heavy
 from dashboard.settings_ui import CompareChoices
+from pbr_core.groups import default_group_column
 from pbr_core.recalibrators import available_methods, method_family
+
+CHOOSE = texts.CHOOSE_COLUMN  # the box's entry when no column makes groups worth comparing
 
 K_GAP_BY = "gap_by"
 K_GAP_METHOD = "gap_method"
@@ -17,6 +20,17 @@ K_GAP_FOLDS = "gap_n_folds"
 #: Default folds of a group-gap run: enough for the paired test to name a strategy (at least
 #: pbr_core.experiments.MIN_PAIRED_FOLDS = 6; it was 5, with which no difference could ever be shown).
 GAP_FOLDS = 10
+
+
+def _fit_rows(preds, method: str, by: str, n_re: int) -> list[int]:
+    """The rows of each fit of one fold, for the time estimate of a K x K method (none for the others): every
+    row of the n_re, then each group's share of them where it is enough to fit on."""
+    from pbr_core.experiments.group_gaps import MIN_FIT_ROWS
+
+    if fit_estimate.recal_seconds(method, 2, preds.n_classes or 2) <= 0:
+        return []
+    sizes = preds.metadata[by].value_counts(dropna=False).to_numpy() * (n_re / preds.n)
+    return [int(n_re), *(int(round(v)) for v in sizes if v >= MIN_FIT_ROWS)]
 
 
 def render(loaded: state.Loaded, choices: CompareChoices, running: bool) -> None:
@@ -42,18 +56,26 @@ def render(loaded: state.Loaded, choices: CompareChoices, running: bool) -> None
     methods = [m for m in available_methods() if m != "uncalibrated"]
     if st.session_state.get(K_GAP_METHOD) not in methods:
         st.session_state[K_GAP_METHOD] = "temperature" if "temperature" in methods else methods[0]
-    groups = preds.columns_with_role("group")
-    if st.session_state.get(K_GAP_BY) not in columns:
-        st.session_state[K_GAP_BY] = groups[0] if groups else columns[0]
+    # Opens as the Groups page does: never on an identifier (504 one-row groups), a column whose groups are
+    # worth comparing, else a choice to make (issue 35).
+    default = default_group_column(preds)
+    options = ([] if default else [CHOOSE]) + columns
+    if st.session_state.get(K_GAP_BY) not in options:
+        st.session_state[K_GAP_BY] = default or CHOOSE
     c = st.columns([2, 2, 1, 1.4], gap="medium", vertical_alignment="bottom")
-    by = c[0].selectbox("Group by", columns, key=K_GAP_BY, disabled=running)
+    by = c[0].selectbox("Group by", options, key=K_GAP_BY, disabled=running)
     method = c[1].selectbox("Recalibrator", methods, key=K_GAP_METHOD, disabled=running,
                             format_func=lambda m: texts.method_label(m, multiclass))
     n_folds = int(c[2].number_input("Folds", min_value=1, max_value=20, value=GAP_FOLDS, key=K_GAP_FOLDS,
                                     disabled=running))
-    go = c[3].button("Run", key="gap_run", type="primary", icon=":material/play_arrow:", disabled=running)
     st.caption(texts.group_gap_splits(choices.n_re, choices.seed))
-    if go:
+    if by == CHOOSE:
+        st.caption(texts.GROUP_GAP_CHOOSE)
+    allowed = by != CHOOSE and recal_ui.matrix_fit_time([method], _fit_rows(preds, method, by, choices.n_re),
+                                                        preds.n_classes, n_folds, choices.max_iter)
+    go = c[3].button("Run", key="gap_run", type="primary", icon=":material/play_arrow:",
+                     disabled=running or not allowed)
+    if go and allowed:
         s = choices.group_gaps(method, by, n_folds, state.recal_binary_ece(preds))
         name, key = loaded.name, loaded.key
         recal_ui.start("groupgap", texts.group_gap_job_label(texts.method_label(method, multiclass), by),

@@ -48,12 +48,15 @@ def render(loaded: state.Loaded, choices: CompareChoices, running: bool) -> None
                               disabled=running or not values, help=texts.N_RE_VALUES_HELP)
     n_folds = c[1].number_input("Folds", min_value=1, max_value=20, value=3, key=K_SWEEP_FOLDS,
                                 persist_state="session", disabled=running, help=texts.SWEEP_FOLDS_HELP)
-    go = c[2].button("Run the sweep", key="sweep_run", type="primary", icon=":material/play_arrow:",
-                     disabled=running or not chosen or not methods)
     multiclass = preds.kind == "multiclass"
     st.caption(texts.sweep_plan((texts.method_label(m, multiclass) for m in methods),
                                 len(chosen) * len(methods) * int(n_folds)))
-    if go:
+    # K x K fits: estimated, and refused beyond the server's limit, as the comparison's own run
+    allowed = not chosen or recal_ui.matrix_fit_time(methods, [int(v) for v in chosen], preds.n_classes, int(n_folds),
+                                                          choices.max_iter)
+    go = c[2].button("Run the sweep", key="sweep_run", type="primary", icon=":material/play_arrow:",
+                     disabled=running or not chosen or not methods or not allowed)
+    if go and allowed:
         s = choices.sweep(chosen, int(n_folds), state.recal_binary_ece(preds))
         name, key = loaded.name, loaded.key
         recal_ui.start("sweep", texts.sweep_job_label(len(chosen), len(methods)),

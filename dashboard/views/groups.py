@@ -25,7 +25,7 @@ K_EVERY = state.K_GROUPS_EVERY
 K_FOR = state.K_GROUPS_FOR
 NONE = state.GROUPS_NONE
 #: The first option when no column of the file makes groups worth comparing: nothing is measured.
-CHOOSE = "(choose a column)"
+CHOOSE = texts.CHOOSE_COLUMN
 K_ONE = "groups_one"
 K_MEASURE = "groups_measure"
 K_MEASURED = "groups_measured_for"   # the server dataset whose groups the user asked to measure

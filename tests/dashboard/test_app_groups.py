@@ -242,6 +242,32 @@ def test_the_page_never_opens_on_an_id_column(at):
     assert any("No column of this file makes groups worth comparing" in i.value for i in at.info)
 
 
+def test_compares_group_gaps_never_open_on_an_id_column(at):
+    """Compare's group gaps open as the Groups page does: on the segment, not the file's first column (an id,
+    which gave 504 one-row groups); with no segment, a choice to make and no Run."""
+    import pandas as pd
+
+    preds = pbr_core.load_predictions(ROOT / "sample_data" / "kitti_random_forest.csv")
+    rng = np.random.default_rng(0)
+    n = 2000
+    df = pd.DataFrame({"person_id": np.arange(n), "race_id": [f"race-{i}" for i in range(n)],
+                       "p_dem": preds.p_positive[:n], "label": preds.labels[:n],
+                       "branch": rng.choice(["house", "senate"], n)})
+    at.file_uploader(key="data_upload").upload("forecasts.csv", df.to_csv(index=False).encode(), "text/csv").run()
+    at.switch_page("views/compare.py").run()
+    assert not at.exception
+    assert at.selectbox(key="gap_by").value == "branch" and not at.button(key="gap_run").disabled
+    at.switch_page("views/data.py").run()
+    at.file_uploader(key="data_upload").upload("ids.csv", df.drop(columns="branch").to_csv(index=False).encode(),
+                                               "text/csv").run()
+    at.switch_page("views/compare.py").run()
+    assert not at.exception
+    assert at.selectbox(key="gap_by").value == "(choose a column)" and at.button(key="gap_run").disabled
+    assert any("choose the column to group by" in c.value for c in at.caption)
+    at.selectbox(key="gap_by").set_value("person_id").run()  # the user's own choice stays possible
+    assert not at.button(key="gap_run").disabled
+
+
 def test_a_saved_row_index_is_not_offered_as_a_group_column(at):
     """Audit 8 / review: the loader keeps a pandas index as 'row index' (written back by downloads); one
     group per row is never worth offering, and a file whose only other column is that index says it has

@@ -164,3 +164,42 @@ def test_the_sweep_of_a_matrix_fit_on_many_classes_is_queued_too(app, started):
     values.set_value(values.options[:1] if not values.value else values.value[:1]).run()
     app.button(key="sweep_run").click().run()
     assert started == [("sweep", True)]
+
+
+def test_the_sweep_says_how_long_its_matrix_fits_take_and_refuses_beyond_the_limit(app, started, monkeypatch):
+    """The sweep fits each chosen n_re value in each fold: its estimate counts them all, and a sweep over the
+    server's limit is refused as the comparison's own run is (it used to start with no word of its time)."""
+    from dashboard.sections import sweep
+
+    app.switch_page("views/compare.py").run()
+    app.multiselect(key="cmp_methods").set_value(["matrix_scaling"]).run()
+    app.multiselect(key=sweep.K_SWEEP_VALUES).set_value([1000, 3000]).run()
+    assert app.multiselect(key=sweep.K_SWEEP_VALUES).value == [1000, 3000]
+    app.number_input(key=sweep.K_SWEEP_FOLDS).set_value(3).run()
+    # 3 folds x (0.425 s at 1,000 rows + 1.275 s at 3,000) = 5.1 s
+    assert "Estimated time: about 5 s for 6 fits of a K × K matrix" in _texts(app)
+    assert not app.button(key="sweep_run").disabled
+    monkeypatch.setenv("PBR_CALIB_RECAL_MAX_SECONDS", "3")
+    app.run()
+    assert ("Matrix scaling fits a 100 × 100 matrix here: on up to 3,000 rows (2 fits per fold) over 3 folds that "
+            "would take about 5 s (estimated), more than the 3 s this server allows for one run.") in _texts(app)
+    assert app.button(key="sweep_run").disabled and started == []
+
+
+def test_a_group_gap_run_of_a_matrix_fit_counts_every_groups_fit(started, monkeypatch):
+    """Group gaps fit every row and each group in each fold: estimated from them all, refused beyond the limit."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    at.selectbox(key="data_sample").set_value("adult_gradient_boosting.csv.gz").run()
+    at.switch_page("views/compare.py").run()
+    at.number_input(key="cmp_n_re").set_value(3000).run()
+    at.selectbox(key="gap_by").set_value("sex").run()
+    at.selectbox(key="gap_method").set_value("matrix_scaling").run()
+    at.number_input(key="gap_n_folds").set_value(2).run()
+    assert "for 6 fits of a K × K matrix" in _texts(at)  # 2 folds x (every row, then the two sexes)
+    monkeypatch.setenv("PBR_CALIB_RECAL_MAX_SECONDS", "0.0001")
+    at.run()
+    assert "on up to 3,000 rows (3 fits per fold) over 2 folds that would take about" in _texts(at)
+    assert at.button(key="gap_run").disabled
+    at.selectbox(key="gap_method").set_value("platt").run()
+    assert "K × K matrix" not in _texts(at) and not at.button(key="gap_run").disabled
