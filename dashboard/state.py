@@ -304,9 +304,9 @@ SERIAL_LOAD_MEMORY = 128 * 2**20
 _big_load = threading.Lock()
 
 
-def serial_load_memory() -> int:
+def serial_load_memory() -> int | None:
     """The estimated memory from which a read waits its turn: ``$PBR_CALIB_SERIAL_LOAD_MEMORY``, else
-    :data:`SERIAL_LOAD_MEMORY`."""
+    :data:`SERIAL_LOAD_MEMORY`; None (``0`` or ``none``): reads in memory never wait for one another."""
     return _env_bytes("PBR_CALIB_SERIAL_LOAD_MEMORY", SERIAL_LOAD_MEMORY)
 
 
@@ -331,8 +331,9 @@ def _read_queued(source: bytes | str, digest: str, file_name: str, options: Load
     before it parses anything, so a big file stops there at the cost of its counting pass, and is
     read again, within the real limits, in its turn. A file over the real limit is refused without
     waiting for a turn."""
-    full = default_limits()
-    small_limit = serial_load_memory() if full.max_memory is None else min(serial_load_memory(), full.max_memory)
+    full, serial = default_limits(), serial_load_memory()
+    small_limit = full.max_memory if serial is None or full.max_memory is not None and serial > full.max_memory \
+        else serial
     try:
         return _read(digest, source, file_name, options.tag(), options, replace(full, max_memory=small_limit))
     except ReadLimitError as exc:
@@ -425,7 +426,8 @@ def _upload_text(source: bytes | str, file_name: str, preds: Predictions,
     if not csv or not columns or options.map_scores_column or not isinstance(source, bytes):
         return None, False
     read = len(columns) + len(preds.columns_with_role("score"))  # the scores are read too, for their style
-    if len(source) + 8 * preds.n * read > _env_bytes("PBR_CALIB_AS_WRITTEN_BYTES", AS_WRITTEN_MAX_BYTES):
+    limit = _env_bytes("PBR_CALIB_AS_WRITTEN_BYTES", AS_WRITTEN_MAX_BYTES)
+    if limit is not None and len(source) + 8 * preds.n * read > limit:
         return None, True
     try:
         text = read_as_written(source, preds, columns, name=file_name)
@@ -435,9 +437,19 @@ def _upload_text(source: bytes | str, file_name: str, preds: Predictions,
     return text, text is None
 
 
-def _env_bytes(name: str, default: int) -> int:
-    value = os.environ.get(name, "")
-    return int(value) if value.strip().isdigit() else default
+def _env_bytes(name: str, default: int) -> int | None:
+    """``$name`` as a size written as the read limits are (``134217728``, ``512MB``, ``2GiB``; ``0`` or
+    ``none``: None, no limit), else ``default``. Text that is no size is an error naming the variable, as
+    for the read limits (it was ignored, and ``512MB`` silently meant the default)."""
+    from pbr_core.loading._limits import parse_size
+
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return parse_size(raw)
+    except ValueError as exc:
+        raise PredictionsError(f"environment variable {name}: {exc}") from None
 
 
 def as_written_for(data_key: str) -> tuple[Callable[[], Any], bool]:

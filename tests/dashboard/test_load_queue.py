@@ -212,3 +212,32 @@ def test_a_streamed_upload_waits_for_the_big_read_turn(monkeypatch, tmp_path):
         assert thread.is_alive() and not streamed  # written to its temporary file, waiting for its turn
     thread.join(60)
     assert errors == [None] and streamed == [True]
+
+
+def test_the_line_is_written_as_the_read_limits_are(monkeypatch):
+    """``PBR_CALIB_SERIAL_LOAD_MEMORY`` takes sizes as the read limits do: ``4MB`` is 4 MiB (it was ignored
+    for not being digits, the default used without a word), ``0`` / ``none`` means no read waits, and text
+    that is no size is an error naming the variable."""
+    data = _onehot_npz(2000, 200)  # estimated at 6.5 MB
+    monkeypatch.setenv("PBR_CALIB_SERIAL_LOAD_MEMORY", "4MB")
+    assert state.serial_load_memory() == 4 << 20
+    errors: list = []
+    with state.big_read_turn():
+        thread = _load_in_thread(data, "onehot.npz", errors)
+        thread.join(1.5)
+        assert thread.is_alive() and not errors  # over the 4 MiB line: waits
+    thread.join(30)
+    assert errors == [None]
+    for off in ("0", "none"):
+        monkeypatch.setenv("PBR_CALIB_SERIAL_LOAD_MEMORY", off)
+        assert state.serial_load_memory() is None
+        load_cache.SHARED.clear()
+        errors = []
+        with state.big_read_turn():
+            thread = _load_in_thread(data, "onehot.npz", errors)
+            thread.join(30)
+            assert not thread.is_alive() and errors == [None]  # no line: never waits
+    monkeypatch.setenv("PBR_CALIB_SERIAL_LOAD_MEMORY", "lots")
+    load_cache.SHARED.clear()
+    message = state.load_upload(data, "onehot.npz")
+    assert message and "PBR_CALIB_SERIAL_LOAD_MEMORY" in message and "512MB" in message
