@@ -214,19 +214,22 @@ def test_bins_and_bias_teaches_the_estimators_on_simulated_data(at):
     assert F.trace(fig, "True calibration error = 0.000") is not None
 
 
-def test_the_page_never_opens_on_an_id_column(at):
-    """Issue 35's files: an id column first (person_id, image_id, item), a column of 504 one-row values,
-    then a segment. The page opens on the segment; with no segment it asks for a column and measures
-    nothing (it used to open on the id: 'Cannot group by', or 504 one-row groups)."""
-    import numpy as np
+def _forecasts(n: int):
+    """Issue 35's forecasts: an id, a text id of one row each, KITTI's p(y=1) and labels, a two-valued segment."""
     import pandas as pd
 
     preds = pbr_core.load_predictions(ROOT / "sample_data" / "kitti_random_forest.csv")
     rng = np.random.default_rng(0)
-    n = 504
-    df = pd.DataFrame({"person_id": np.arange(n), "race_id": [f"race-{i}" for i in range(n)],
-                       "p_dem": preds.p_positive[:n], "label": preds.labels[:n],
-                       "branch": rng.choice(["house", "senate"], n)})
+    return pd.DataFrame({"person_id": np.arange(n), "race_id": [f"race-{i}" for i in range(n)],
+                         "p_dem": preds.p_positive[:n], "label": preds.labels[:n],
+                         "branch": rng.choice(["house", "senate"], n)})
+
+
+def test_the_page_never_opens_on_an_id_column(at):
+    """Issue 35's files: an id column first (person_id, image_id, item), a column of 504 one-row values,
+    then a segment. The page opens on the segment; with no segment it asks for a column and measures
+    nothing (it used to open on the id: 'Cannot group by', or 504 one-row groups)."""
+    df = _forecasts(504)
     at.file_uploader(key="data_upload").upload("forecasts.csv", df.to_csv(index=False).encode(), "text/csv").run()
     assert not at.exception, at.exception
     at.switch_page(GROUPS).run()
@@ -245,14 +248,7 @@ def test_the_page_never_opens_on_an_id_column(at):
 def test_compares_group_gaps_never_open_on_an_id_column(at):
     """Compare's group gaps open as the Groups page does: on the segment, not the file's first column (an id,
     which gave 504 one-row groups); with no segment, a choice to make and no Run."""
-    import pandas as pd
-
-    preds = pbr_core.load_predictions(ROOT / "sample_data" / "kitti_random_forest.csv")
-    rng = np.random.default_rng(0)
-    n = 2000
-    df = pd.DataFrame({"person_id": np.arange(n), "race_id": [f"race-{i}" for i in range(n)],
-                       "p_dem": preds.p_positive[:n], "label": preds.labels[:n],
-                       "branch": rng.choice(["house", "senate"], n)})
+    df = _forecasts(2000)
     at.file_uploader(key="data_upload").upload("forecasts.csv", df.to_csv(index=False).encode(), "text/csv").run()
     at.switch_page("views/compare.py").run()
     assert not at.exception
