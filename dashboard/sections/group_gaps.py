@@ -6,10 +6,9 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import figures_recal as FR
-from dashboard import fit_estimate, recal_ui, runs, state, tables, texts
+from dashboard import compute, fit_estimate, recal_ui, runs, state, tables, texts
 from dashboard.fit_estimate import recal_heavy
 from dashboard.settings_ui import CompareChoices
-from pbr_core.groups import default_group_column
 from pbr_core.recalibrators import available_methods, method_family
 
 CHOOSE = texts.CHOOSE_COLUMN  # the box's entry when no column makes groups worth comparing
@@ -58,7 +57,7 @@ def render(loaded: state.Loaded, choices: CompareChoices, running: bool) -> None
         st.session_state[K_GAP_METHOD] = "temperature" if "temperature" in methods else methods[0]
     # Opens as the Groups page does: never on an identifier (504 one-row groups), a column whose groups are
     # worth comparing, else a choice to make (issue 35).
-    default = default_group_column(preds)
+    default = compute.default_group_column(loaded)
     options = ([] if default else [CHOOSE]) + columns
     if st.session_state.get(K_GAP_BY) not in options:
         st.session_state[K_GAP_BY] = default or CHOOSE

@@ -64,7 +64,7 @@ def _default(loaded: state.Loaded) -> str | None:
     p = loaded.preds
     if loaded.stream is not None:  # the values are not in memory: by the columns' names and roles
         return G.default_group_column_by_name(_other_columns(loaded), p.columns_with_role("group"))
-    return G.default_group_column(p)
+    return compute.default_group_column(loaded)
 
 
 def _controls(loaded: state.Loaded) -> tuple[tuple[str, ...], str] | None:
