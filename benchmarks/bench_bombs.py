@@ -62,6 +62,7 @@ SIZES = {
     "parquet score vectors": (100_000, "classes in a cell x 100 rows"),
     "csv.gz long text": (1_000, "rows of a 900 KB cell"),
     "csv.gz text columns": (20_000, "text columns x 200 rows"),
+    "parquet long text": (300, "rows of a 900 KB cell"),  # 270 MB of distinct text in ~1 MB of zstd
 }
 
 _CHILD = r"""

@@ -942,10 +942,10 @@ def _check_batch_text(path: str, batch_rows: int, why: ReadLimitError) -> None:
     from pbr_core.loading._tables import parquet_widest_text_row
 
     limit = default_limits().max_memory
-    widest = parquet_widest_text_row(path)
+    widest = parquet_widest_text_row(path, stop_at=None if limit is None else limit // max(batch_rows, 1) + 1)
     if limit is not None and batch_rows * widest > limit:
         raise _TextBomb(limit_error(path, kind="memory", size=batch_rows * widest, limit=limit, streamable=False,
-                                    what=f"its text columns hold up to {widest:,} bytes a row; reading "
+                                    what=f"its text columns hold {widest:,} bytes or more in a row; reading "
                                          f"{batch_rows:,} rows at a time"))
 
 

@@ -254,6 +254,20 @@ def csv_gz_long_text(path: Path, rows: int, cell: int = 900_000) -> Path:
     return path
 
 
+def parquet_long_text(path: Path, rows: int, cell: int = 900_000) -> Path:
+    """A Parquet file of ``rows`` rows, each with a distinct text note of ``cell`` bytes (under the cell
+    limit): a few MB on disk, compressed, for hundreds of MB of text."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pad = "x" * (cell - 12)
+    notes = pa.array([f"{i:012d}{pad}" for i in range(rows)])
+    conf = pa.array([(i * 7 % 1000) / 1000 for i in range(rows)])
+    pq.write_table(pa.table({"confidence": conf, "correct": pa.array([i % 2 for i in range(rows)]), "note": notes}),
+                   path, compression="zstd")
+    return path
+
+
 def csv_gz_text_columns(path: Path, columns: int, rows: int = 200) -> Path:
     """A ``.csv.gz`` of a confidence, a 0/1 outcome and ``columns`` one-letter text columns."""
     comp = zlib.compressobj(9, zlib.DEFLATED, 31)
@@ -281,5 +295,6 @@ BUILDERS = {
     "parquet score vectors": (parquet_score_vectors, "vectors.parquet"),
     "csv.gz long text": (csv_gz_long_text, "longtext.csv.gz"),
     "csv.gz text columns": (csv_gz_text_columns, "textcols.csv.gz"),
+    "parquet long text": (parquet_long_text, "longtext.parquet"),
 }
 

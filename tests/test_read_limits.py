@@ -227,15 +227,42 @@ def test_parquet_text_repeated_on_every_row_is_measured_before_it_is_decoded(mon
     casts = []
     real_cast = pc.cast
     monkeypatch.setattr(pc, "cast", lambda *a, **k: casts.append(1) or real_cast(*a, **k))
-    with pytest.raises(ReadLimitError, match=r"with 9.54 MB of text; reading them would take about 10.4 MB"):
+    # 2.5 x 9.54 MB decoded + 72 bytes a cell + 88 bytes a row (_limits.parquet_text_memory, table_memory)
+    assert 2.5 * 10_000_000 + 72 * 10_000 + 88 * 10_000 == pytest.approx(25.4 * MB, rel=0.002)
+    with pytest.raises(ReadLimitError, match=r"with 9.54 MB of text; reading them would take about 25.4 MB"):
         load_predictions(path, limits=ReadLimits(max_memory=4 * MB))
     assert casts == []  # refused before the text was decoded
     with pytest.raises(ReadLimitError, match=r"column 'note' at row 1 \(data row, header excluded\) holds 1000 bytes of "
                                              r"text, more than the limit of 999 bytes for one cell"):
         load_predictions(path, limits=ReadLimits(max_cell_bytes=999))
-    preds = load_predictions(path, limits=ReadLimits(max_memory=12 * MB))
+    preds = load_predictions(path, limits=ReadLimits(max_memory=26 * MB))
     assert preds.metadata["note"].tolist() == df["note"].tolist()  # decoded as a plain read gives it
     assert str(preds.metadata["note"].dtype) == str(pd.read_parquet(path)["note"].dtype)
+
+
+def test_parquet_text_is_counted_at_what_reading_it_costs_not_once(tmp_path):
+    """Distinct long notes cost about 8 times their text once read (100,000 notes of 1,000 characters, 95 MB:
+    768 MB; benchmarks/RESULTS_bombs.md), and each text cell its own bytes: counted once, as a Parquet file's
+    text was, 50 notes of 200 KB (9.5 MB) passed a 20 MB limit and a million short ids were estimated at
+    less than half their cost (audit 12c's 'Parquet text counted once')."""
+    from pbr_core.loading._limits import parquet_text_memory
+
+    rng = np.random.default_rng(0)
+    notes = pd.DataFrame({"p": np.full(50, 0.5), "label": np.ones(50, dtype=int),
+                          "note": ["".join(rng.choice(list("abcdefgh"), 200_000)) for _ in range(50)]})
+    path = tmp_path / "notes.parquet"
+    notes.to_parquet(path, index=False)
+    text = 50 * 200_000
+    # distinct text: 2.5 x all of it, 5.5 x what a number's 26 bytes a cell cannot explain, 72 bytes a cell
+    expected = 2.5 * text + 5.5 * (text - 26 * 50) + 72 * 50 + 50 * (16 * 3 + 40)
+    assert parquet_text_memory(50, 1, text) + 50 * (16 * 3 + 40) == pytest.approx(expected, abs=1)
+    with pytest.raises(ReadLimitError) as info:
+        load_predictions(path, limits=ReadLimits(max_memory=20 * MB))
+    assert info.value.kind == "memory" and info.value.streamable
+    assert info.value.size >= 7.9 * text  # counted once it was ~1.0 x the text
+    assert load_predictions(path, limits=ReadLimits(max_memory=int(8.1 * text))).n == 50
+    # short ids: the cells' own cost, not just their characters
+    assert parquet_text_memory(1_000_000, 2, 13_000_000) >= 13_000_000 + 64 * 2_000_000
 
 
 # ------------------------------------------------------------------------------ one huge cell

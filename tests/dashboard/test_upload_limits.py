@@ -215,7 +215,7 @@ def test_a_parquet_text_bomb_is_not_streamed(app, tmp_path):
     _upload(app, path)
     text = _error(app)
     assert text.startswith("Could not load **texts.parquet**: it is too large to read in memory, and even in a stream "
-                           "its text columns hold up to 1,500 bytes a row; reading 262,144 rows at a time would take "
+                           "its text columns hold 1,500 bytes or more in a row; reading 262,144 rows at a time would take "
                            "about 375 MB")
     assert set(temp.glob("pbr-calib-upload-*")) == before  # its temporary copy is gone
 
@@ -229,3 +229,25 @@ def test_the_widest_text_row_of_a_parquet_file(tmp_path):
     df.to_parquet(tmp_path / "t.parquet", index=False, row_group_size=2)
     assert parquet_widest_text_row(str(tmp_path / "t.parquet")) == max(1 + 1, 3 + 2, 0 + 4, 2 + 0)
     assert parquet_widest_text_row(str(tmp_path / "t.parquet")) == 5
+
+
+def test_distinct_long_text_is_refused_from_the_parquet_footer_without_decoding_it(tmp_path, monkeypatch):
+    """300 distinct notes of 900 KB in a 17 KB file: the text a row holds on average (the footer's) is over
+    what a streamed batch may hold, so the stream is refused without decoding the notes (which peaked at
+    1.27 GB, benchmarks/RESULTS_bombs.md); a file whose rows are short on average is still read to the end."""
+    import pyarrow.parquet as pq
+
+    from pbr_core.loading._tables import parquet_widest_text_row
+
+    path = bombs.parquet_long_text(tmp_path / "notes.parquet", 30)
+    assert path.stat().st_size < 100_000
+    monkeypatch.setattr(pq.ParquetFile, "read_row_group", lambda *a, **k: pytest.fail("the notes were decoded"))
+    assert parquet_widest_text_row(str(path), stop_at=8_192) >= 900_000
+    monkeypatch.undo()
+    assert parquet_widest_text_row(str(path)) == 900_000  # without a bound: the exact widest row
+    # a short-text file is read to its widest row, past the average
+    import pandas as pd
+
+    short = tmp_path / "short.parquet"
+    pd.DataFrame({"p": [0.5] * 100, "note": ["a"] * 99 + ["b" * 5_000]}).to_parquet(short, index=False)
+    assert parquet_widest_text_row(str(short), stop_at=8_192) == 5_000
