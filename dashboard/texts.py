@@ -7,7 +7,7 @@ generalisation bounds, reuse the L and eps texts). Written for someone who has n
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 from pbr_core.evaluation import CV_SCORES, METRICS
 from pbr_core.significance import ALPHA_MCB, ALPHA_TEST
@@ -2502,6 +2502,39 @@ MAP_SCORE_HELP = (
     "The column of the model's scores (a risk decile, a margin, a credit score). An identifier (a person or "
     "row number) is refused: a map from it would fit row numbers, not the model."
 )
+class MapNote(NamedTuple):
+    """Why a box of the map panel is left empty; ``nothing_to_map``: no column of the file can be the
+    outcome, so the button is off (no choice of the user's could make the map work)."""
+
+    text: str
+    nothing_to_map: bool
+
+
+def map_columns_note(score: str | None, outcome: str | None, two: list[str] | None,
+                     n_classes: int | None) -> MapNote | None:
+    """The map panel's plain sentence when it offers no score or no outcome column, or None.
+
+    ``two``: the file's columns of exactly two values (None: not known, a file that is no table);
+    ``n_classes``: the class count of a multiclass file that loaded (its probabilities need no map)."""
+    if two is not None and not two:
+        if n_classes:
+            return MapNote(f"This file already loaded as probabilities for its {n_classes} classes, and none of its "
+                           "columns holds exactly two values to be the outcome a score predicts: there is nothing "
+                           "here to map.", True)
+        return MapNote("No column of this file holds exactly two values (0 and 1, yes and no), so none can be the "
+                       "outcome the scores predict: the map needs one.", True)
+    parts = []
+    if outcome is None and two:
+        parts.append(f"Several columns hold two values ({', '.join(md(repr(c)) for c in two[:6])}): choose the "
+                     "one the scores predict as the outcome.")
+    if score is None:
+        parts.append("No column looks like scores to map (numbers of more than two values that are not an "
+                     "identifier, a split, a date or a count): choose the column of the model's scores.")
+    return MapNote(" ".join(parts), False) if parts else None
+
+
+MAP_CHOOSE_FIRST = "Choose the score column and the outcome column first."
+
 MAP_SCORES_HINT = (
     "If a column holds scores on another scale than probabilities (a risk decile, a margin), open *My scores "
     "are not probabilities* under the reading options: the page can map them to probabilities on part of the "

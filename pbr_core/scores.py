@@ -21,7 +21,8 @@ from pbr_core.wording import other_rows
 
 Method = Literal["isotonic", "logistic"]
 
-__all__ = ["MappedScores", "identifier_reason", "map_scores", "suggest_map_columns"]
+__all__ = ["MappedScores", "identifier_reason", "map_scores", "natural_order", "outcome_candidates",
+           "suggest_map_columns"]
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ def _binary_labels(values: pd.Series, column: str, positive: str | None, source:
     if len(v) != len(values):
         r = int(np.flatnonzero(values.isna().to_numpy())[0])
         raise PredictionsError(f"{source}: missing value in column {column!r} at row {r + 1} (data row).")
-    distinct = sorted(pd.unique(values.astype(str)).tolist())
+    distinct = natural_order(pd.unique(values.astype(str)).tolist())
     if len(distinct) != 2:
         raise PredictionsError(f"{source}: the label column {column!r} must hold exactly two values for scores to be "
                                f"mapped to p(y=1), but it holds {len(distinct)}: {distinct[:6]}.")
@@ -51,6 +52,19 @@ def _binary_labels(values: pd.Series, column: str, positive: str | None, source:
     if positive not in distinct:
         raise PredictionsError(f"{source}: {positive!r} is not a value of {column!r} ({distinct}).")
     return (values.astype(str) == positive).to_numpy().astype(np.int64), positive
+
+
+def natural_order(values: Sequence[str]) -> list[str]:
+    """``values`` with the numbers first, in numeric order ('2' before '10'), then the other texts in
+    alphabetical order: the order a reader expects in a list of examples (text order puts '10' after '1')."""
+    def key(v: str) -> tuple[int, float, str]:
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            return 1, 0.0, str(v)
+        return (0, x, str(v)) if np.isfinite(x) else (1, 0.0, str(v))
+
+    return sorted(values, key=key)
 
 
 #: Words in a column's name that say it holds a model's score (``decile_score``, ``risk``, ``credit_rating``).
@@ -84,33 +98,48 @@ def identifier_reason(values: pd.Series | None, name: str) -> str | None:
     return None
 
 
+def outcome_candidates(frame: pd.DataFrame) -> list[str]:
+    """The columns of ``frame`` that can be the outcome a score predicts: exactly two values, none missing
+    (map_scores refuses any other); in the frame's order."""
+    return [str(c) for c in frame.columns if frame[c].notna().all() and frame[c].nunique() == 2]
+
+
+def _whole_numbers(numbers: pd.Series) -> bool:
+    v = numbers.to_numpy(dtype=np.float64)
+    return bool(np.all(v == np.round(v)))
+
+
 def suggest_map_columns(frame: pd.DataFrame, about: Sequence[str] = ()) -> tuple[str | None, str | None]:
     """(score column, outcome column) to offer for :func:`map_scores` on ``frame``; None where none fits.
 
-    The outcome: the column named like a label (:data:`pbr_core.loading.LABEL_COLUMN_NAMES`), else the
-    one column of exactly two values (0/1 first). The score: the first column of ``about`` (the
-    columns a loader error was about, in its order) that can be a score, those named like one
-    (:data:`_SCORE_WORDS`) first; else the first column named like one; else the first that can: numbers with more than two values, not the outcome
-    and not an identifier (:func:`identifier_reason`).
+    The outcome: a column of exactly two values (:func:`outcome_candidates`): the one named like a label
+    (:data:`pbr_core.loading.LABEL_COLUMN_NAMES`), else the only one, else the only 0/1 one; a label of
+    100 classes is no outcome for a map. The score: the first column of ``about`` (the columns a loader
+    error was about, in its order) that can be a score, those named like one (:data:`_SCORE_WORDS`)
+    first; else the first column named like one; else the first that can. A column can be a score when
+    it holds numbers of more than two values, is not the outcome, and is none of what the loader keeps
+    as metadata by its name or values: an identifier (:func:`identifier_reason`), a data split, a date
+    or time, a weight (``fold``, ``year``: :func:`pbr_core.loading._roles.metadata_by_name`), or whole
+    numbers (an id, a code or a count: ``age``) unless named like a score (``decile_score``).
     """
     from pbr_core.loading import LABEL_COLUMN_NAMES
+    from pbr_core.loading._roles import metadata_by_name, name_words
 
     columns = [str(c) for c in frame.columns]
-    outcome = next((c for c in columns if c.strip().lower() in LABEL_COLUMN_NAMES), None)
-    if outcome is None:
-        two = [c for c in columns if frame[c].nunique(dropna=True) == 2 and frame[c].notna().all()]
-        zero_one = [c for c in two if set(pd.to_numeric(frame[c], errors="coerce").tolist()) == {0, 1}]
-        outcome = (zero_one or two or [None])[0] if len(zero_one) == 1 or len(two) == 1 else None
+    two = outcome_candidates(frame)
+    named_label = [c for c in two if c.strip().lower() in LABEL_COLUMN_NAMES]
+    zero_one = [c for c in two if set(pd.to_numeric(frame[c], errors="coerce").tolist()) == {0, 1}]
+    outcome = next((found[0] for found in (named_label, two, zero_one) if len(found) == 1), None)
+    named = [c for c in columns if set(name_words(c)) & _SCORE_WORDS]
 
     def can_score(c: str) -> bool:
         values = frame[c]
         numbers = pd.to_numeric(values, errors="coerce")
-        return (c != outcome and bool(numbers.notna().all()) and numbers.nunique() > 2
-                and not pd.api.types.is_bool_dtype(values.dtype) and identifier_reason(values, c) is None)
+        if (c == outcome or not numbers.notna().all() or numbers.nunique() <= 2
+                or pd.api.types.is_bool_dtype(values.dtype) or metadata_by_name(c)):
+            return False
+        return identifier_reason(values, c) is None and (c in named or not _whole_numbers(numbers))
 
-    from pbr_core.loading._roles import name_words
-
-    named = [c for c in columns if set(name_words(c)) & _SCORE_WORDS]
     about = [c for c in about if c in columns]
     ordered = [c for c in about if c in named] + about + named + columns
     score = next((c for c in ordered if can_score(c)), None)

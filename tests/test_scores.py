@@ -125,3 +125,28 @@ def test_the_columns_offered_for_the_map_are_the_score_and_the_outcome(scorecard
     assert suggest_map_columns(t, about) == ("decile_score", "two_year_recid")
     assert suggest_map_columns(t) == ("decile_score", "two_year_recid")
     assert suggest_map_columns(t[["person_id", "two_year_recid"]]) == (None, "two_year_recid")
+
+
+def test_a_label_of_many_values_is_refused_with_examples_in_natural_order():
+    """Audit 13, item 1: the refusal listed '0', '1', '10', '11' (text order) for a label of 100 classes."""
+    from pbr_core.scores import map_scores
+
+    t = pd.DataFrame({"score": np.linspace(0, 1, 200), "label": np.arange(200) % 100})
+    with pytest.raises(PredictionsError, match=r"holds 100: \['0', '1', '2', '3', '4', '5'\]"):
+        map_scores(t, "score", "label")
+
+
+def test_the_map_is_never_offered_a_split_an_id_a_count_or_an_outcome_of_many_values():
+    """A multiclass file's columns: id, fold, age (whole numbers), the class names (7 values). No score
+    and no outcome is offered; a score named like one (decile_score, whole numbers) still is."""
+    from pbr_core.scores import outcome_candidates, suggest_map_columns
+
+    rng = np.random.default_rng(0)
+    n = 140
+    t = pd.DataFrame({"id": np.arange(n) + 1000, "fold": np.arange(n) % 5, "age": rng.integers(18, 90, n),
+                      "year": 2018 + np.arange(n) % 3, "label": np.array(list("abcdefg"))[np.arange(n) % 7]})
+    assert suggest_map_columns(t) == (None, None) and outcome_candidates(t) == []
+    t["decile_score"] = rng.integers(1, 11, n)
+    t["recid"] = rng.integers(0, 2, n)
+    assert suggest_map_columns(t, ["age", "decile_score"]) == ("decile_score", "recid")
+    assert outcome_candidates(t) == ["recid"]

@@ -38,6 +38,8 @@ K_MAP_LABEL = "data_map_label"
 K_MAP_SHARE = "data_map_share"
 K_MAP_METHOD = "data_map_method"
 K_MAP_FOR = "data_map_for"            # which file the map's column choices describe
+K_MAP_ASK = "data_map_ask"            # the button was pressed with a box empty
+K_MAP_NOTE = "data_map_note"          # why a map column is left to choose, or none can be (texts.MapNote)
 MAP_METHODS = {"isotonic": "Isotonic regression (steps; suits few distinct scores)",
                "logistic": "Logistic curve (smooth; suits margins)"}
 K_SEEN_UPLOAD = "data_seen_upload"    # file_id of the last upload handed to the loader
@@ -164,8 +166,12 @@ def _on_apply(options: state.LoadOptions | None = None) -> None:
 
 
 def _on_map() -> None:
-    """Read the file again as scores to map to probabilities (pbr_core.scores.map_scores)."""
+    """Read the file again as scores to map to probabilities (pbr_core.scores.map_scores); a box left
+    empty is asked for instead (reading without the map would load the file as it was)."""
     ss = st.session_state
+    ss[K_MAP_ASK] = ss.get(K_MAP_SCORE) is None or ss.get(K_MAP_LABEL) is None
+    if ss[K_MAP_ASK]:
+        return
     _on_apply(state.LoadOptions(label_column=ss.get(K_MAP_LABEL), map_scores_column=ss.get(K_MAP_SCORE),
                                 map_share=int(ss.get(K_MAP_SHARE, 30)) / 100, map_method=ss.get(K_MAP_METHOD, "isotonic"),
                                 max_rows=int(ss.get(K_MAXROWS) or 0) or None))
@@ -269,53 +275,85 @@ def _positive_class_control(choice: tuple[str, tuple[str, str], str] | None) -> 
     st.selectbox(texts.POSITIVE_CLASS_LABEL, options, key=K_POSITIVE, help=texts.positive_class_help(score, label))
 
 
-def _map_defaults(target: tuple[str, list[str], state.LoadOptions], cur: state.Loaded | None) -> dict[str, str]:
-    """The map's score and outcome columns to start from: the map in use; else, for a file that failed,
-    the column its error was about (never an identifier: pbr_core.scores.suggest_map_columns) and its
-    outcome; for the loaded file, its label and a kept numeric column."""
-    from pbr_core import PredictionsError
-    from pbr_core.loading import read_table
-    from pbr_core.scores import identifier_reason, suggest_map_columns
+def _map_defaults(target: tuple[str, list[str], state.LoadOptions], cur: state.Loaded | None) -> dict[str, object]:
+    """The map's score and outcome columns to start from, and the sentence for what cannot be chosen: the
+    map in use; else, for a file that failed, the column its error was about and its outcome; for the
+    loaded file, its label (when it has two classes) or its correct column, and a kept numeric column.
 
+    Never a column the loader keeps as an identifier, a split, a date or a count, and never an outcome
+    of other than two values (:func:`pbr_core.scores.suggest_map_columns`): a box left empty, with the
+    reason (:func:`texts.map_columns_note`), rather than a choice the button would refuse."""
     key, columns, opts = target
     if opts.map_scores_column in columns and opts.label_column in columns:
-        return {K_MAP_SCORE: opts.map_scores_column, K_MAP_LABEL: opts.label_column}
-    score = outcome = None
+        return {K_MAP_SCORE: opts.map_scores_column, K_MAP_LABEL: opts.label_column, K_MAP_NOTE: None}
     if key.startswith("failed:"):
-        err, f = state.last_error() or {}, st.session_state.get(K_UPLOAD)
-        about = [c for c in re.findall(r"'([^']+)'", err.get("message", "")) if c in columns]
-        try:
-            score, outcome = suggest_map_columns(read_table(f.getvalue(), name=f.name), about)
-        except PredictionsError:  # not a table (NPZ): the error's first column that is not an id by name
-            score = next((c for c in about if not identifier_reason(None, c)), None)
-    elif cur is not None:
-        p = cur.preds
-        outcome = next((c for c, role in p.column_roles if role == "label"), None)
-        if p.metadata is not None:
-            score, _ = suggest_map_columns(p.metadata.drop(columns=[outcome], errors="ignore"))
-        score = score or next((c for c, role in p.column_roles if role in ("score", "confidence")), None)
-    fallback = [c for c in columns if not identifier_reason(None, c)] or columns
-    return {K_MAP_SCORE: score if score in columns else fallback[0],
-            K_MAP_LABEL: outcome if outcome in columns else columns[-1]}
+        score, outcome, two = _map_columns_of_failed(columns)
+        n_classes = None
+    else:
+        score, outcome, two = _map_columns_of_loaded(cur) if cur is not None else (None, None, None)
+        n_classes = cur.preds.n_classes if cur is not None and cur.preds.kind == "multiclass" else None
+    score, outcome = (score if score in columns else None), (outcome if outcome in columns else None)
+    return {K_MAP_SCORE: score, K_MAP_LABEL: outcome,
+            K_MAP_NOTE: texts.map_columns_note(score, outcome, two, n_classes)}
+
+
+def _map_columns_of_failed(columns: list[str]) -> tuple[str | None, str | None, list[str] | None]:
+    """(score, outcome, the columns of two values; None: not known) for the upload that failed to load."""
+    from pbr_core import PredictionsError
+    from pbr_core.loading import read_table
+    from pbr_core.scores import identifier_reason, outcome_candidates, suggest_map_columns
+
+    err, f = state.last_error() or {}, st.session_state.get(K_UPLOAD)
+    about = [c for c in re.findall(r"'([^']+)'", err.get("message", "")) if c in columns]
+    try:
+        frame = read_table(f.getvalue(), name=f.name)
+    except PredictionsError:  # not a table (NPZ): the error's first column that is not an id by name
+        return next((c for c in about if not identifier_reason(None, c)), None), None, None
+    return (*suggest_map_columns(frame, about), outcome_candidates(frame))
+
+
+def _map_columns_of_loaded(cur: state.Loaded) -> tuple[str | None, str | None, list[str]]:
+    """(score, outcome, the columns of two values) for the loaded file: its label when it has two classes,
+    else its correct column (top-label files), else a kept column of two values; the score a kept column
+    that can be one, else the file's own one score (binary, top-label), never one of K class columns."""
+    from pbr_core.scores import outcome_candidates, suggest_map_columns
+
+    p = cur.preds
+    role = {r: c for c, r in reversed(p.column_roles)}  # the first column of each role
+    meta = p.metadata
+    two = outcome_candidates(meta) if meta is not None else []
+    own = [role[r] for r, ok in (("label", p.kind == "binary"), ("correct", True)) if ok and r in role]
+    outcome = own[0] if own else (suggest_map_columns(meta)[1] if meta is not None else None)
+    score = suggest_map_columns(meta.drop(columns=[outcome], errors="ignore"))[0] if meta is not None else None
+    if score is None and p.kind != "multiclass":
+        score = next((c for c, r in p.column_roles if r in ("score", "confidence")), None)
+    return score, outcome, own + two
 
 
 def _map_scores_form(target: tuple[str, list[str], state.LoadOptions], cur: state.Loaded | None) -> None:
     columns = target[1]
+    ss = st.session_state
     state.reset_for_data(K_MAP_FOR, target[0], lambda: _map_defaults(target, cur),
-                         also=st.session_state.get(K_MAP_SCORE) not in columns
-                         or st.session_state.get(K_MAP_LABEL) not in columns)
+                         also=any(ss.get(k) is not None and ss.get(k) not in columns for k in (K_MAP_SCORE, K_MAP_LABEL)))
+    note = ss.get(K_MAP_NOTE)
     with st.expander("My scores are not probabilities (a risk decile, a margin, a credit score)"):
         st.markdown(texts.MAP_SCORES_INTRO)
+        if note:
+            st.info(note.text, icon=":material/info:")
+        if ss.pop(K_MAP_ASK, False):
+            st.warning(texts.MAP_CHOOSE_FIRST, icon=":material/warning:")
         with st.form("data_map_form", border=False):
             c = st.columns(2, gap="medium")
-            c[0].selectbox("Score column", columns, key=K_MAP_SCORE, help=texts.MAP_SCORE_HELP)
-            c[1].selectbox("Outcome column (two values: what the score predicts)", columns, key=K_MAP_LABEL)
+            c[0].selectbox("Score column", columns, key=K_MAP_SCORE, help=texts.MAP_SCORE_HELP,
+                           placeholder="Choose the column of scores")
+            c[1].selectbox("Outcome column (two values: what the score predicts)", columns, key=K_MAP_LABEL,
+                           placeholder="Choose the outcome column")
             c = st.columns(2, gap="medium")
             c[0].slider("Rows used to fit the map", 10, 50, 30, 5, key=K_MAP_SHARE, format="%d%%",
                         help=texts.MAP_SHARE_HELP)
             c[1].radio("Map", list(MAP_METHODS), format_func=MAP_METHODS.get, key=K_MAP_METHOD)
             st.form_submit_button("Map the scores and audit the other rows", on_click=_on_map, key="data_map",
-                                  icon=":material/swap_horiz:")
+                                  icon=":material/swap_horiz:", disabled=bool(note and note.nothing_to_map))
 
 
 def _templates() -> None:

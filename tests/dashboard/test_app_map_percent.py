@@ -123,3 +123,68 @@ def test_a_true_false_outcome_beside_log_odds_is_found_once_they_are_read_as_log
     said = "\n".join(str(m.value) for m in at.markdown)
     assert "read as **the log-odds of class 1** (turned into a probability with the logistic function" in said
     assert "softmax" not in said
+
+
+def _multiclass_with_ids(k: int = 5, n: int = 300, seed: int = 3) -> pd.DataFrame:
+    """A multiclass export as a new user brings it: an id, a fold, an age (whole numbers), one probability
+    column per class and the label (k classes)."""
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(n, k)) * 2
+    p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    df = pd.DataFrame({"id": np.arange(50_000, 50_000 + n), "fold": np.arange(n) % 5,
+                       "age": rng.integers(18, 90, size=n)})
+    for j in range(k):
+        df[f"p_{j}"] = p[:, j].round(6)
+    df["label"] = [int(rng.choice(k, p=row)) for row in p]
+    return df
+
+
+def _map_note(at) -> str:
+    return _infos(at)
+
+
+def test_the_map_offers_no_split_id_or_count_and_no_outcome_of_many_values(at):
+    """Audit 13, item 1: a multiclass file that loaded fine opened the map on Score = 'fold' and Outcome =
+    'label' (5 classes); the button then failed. Now both boxes are empty, one sentence says why and the
+    button is off."""
+    _upload(at, "multiclass.csv", _multiclass_with_ids())
+    assert not at.error and at.session_state["pbr_loaded"].preds.n_classes == 5
+    assert at.selectbox(key="data_map_score").value is None
+    assert at.selectbox(key="data_map_label").value is None
+    assert "already loaded as probabilities for its 5 classes" in _map_note(at)
+    assert at.button(key="data_map").disabled
+
+
+def test_a_failed_file_without_a_two_valued_outcome_offers_no_outcome(at):
+    """A file of scores on another scale whose only label-like column has 7 values (a diagnosis): the
+    score offered is the score, never the fold, the id or the age; no outcome; the button is off."""
+    df = _multiclass_with_ids(k=7)
+    df = df.drop(columns=[f"p_{j}" for j in range(7)]).assign(
+        risk_score=np.random.default_rng(1).normal(size=len(df)) * 10)
+    df["diagnosis"] = np.array(list("abcdefg"))[df.pop("label")]
+    _upload(at, "scores.csv", df)
+    assert at.error
+    assert at.selectbox(key="data_map_score").value == "risk_score"
+    assert at.selectbox(key="data_map_label").value is None
+    assert "No column of this file holds exactly two values" in _map_note(at)
+    assert at.button(key="data_map").disabled
+
+
+def test_a_box_left_empty_is_asked_for_not_read_without_the_map(at):
+    """Two columns of two values: the outcome is the user's choice; pressing the button without it asks
+    for it and loads nothing else."""
+    df = _multiclass_with_ids(k=2).drop(columns=["p_0", "p_1", "label"])
+    rng = np.random.default_rng(2)
+    df["risk_score"] = rng.normal(size=len(df))
+    df["sex"] = rng.choice(["F", "M"], size=len(df))
+    df["reoffended"] = rng.integers(0, 2, size=len(df)).astype(str).astype(object)
+    df["reoffended"] = df["reoffended"].map({"0": "no", "1": "yes"})
+    _upload(at, "two.csv", df)
+    assert at.selectbox(key="data_map_score").value == "risk_score"
+    assert at.selectbox(key="data_map_label").value is None
+    assert "Several columns hold two values" in _map_note(at) and not at.button(key="data_map").disabled
+    at.button(key="data_map").click().run()
+    assert any("Choose the score column and the outcome column first" in w.value for w in at.warning)
+    at.selectbox(key="data_map_label").set_value("reoffended")
+    at.button(key="data_map").click().run()
+    assert not at.exception and "risk_score mapped to probabilities" in at.session_state["pbr_loaded"].name
