@@ -350,6 +350,8 @@ _PAGE_WORDS = (
     (r"Say which \(positive_class='[^']*' or positive_class='[^']*'\)",
      "Choose it under *The score is the probability of* in **Columns and reading options**"),
     (r"positive_class=('[^']*') is not one of the values", r"the class \1 chosen is not one of the values"),
+    (r"\(pbr_core\.scores\.map_scores; --map-scores on the command line\)",
+     "(open *My scores are not probabilities* below **Columns and reading options**)"),
 )
 
 

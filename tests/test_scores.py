@@ -150,3 +150,26 @@ def test_the_map_is_never_offered_a_split_an_id_a_count_or_an_outcome_of_many_va
     t["recid"] = rng.integers(0, 2, n)
     assert suggest_map_columns(t, ["age", "decile_score"]) == ("decile_score", "recid")
     assert outcome_candidates(t) == ["recid"]
+
+
+def test_the_error_for_a_file_of_scores_on_another_scale_names_the_one_outcome_by_its_values():
+    """Audit 13, item 6: a COMPAS-like export (decile_score, two_year_recid 0/1) was refused with every
+    other column listed as metadata and the outcome left out. The message now names it and the map;
+    with two 0/1 columns it names neither (which one is the outcome is the user's choice)."""
+    rng = np.random.default_rng(0)
+    n = 120
+    t = pd.DataFrame({"person_id": np.arange(n) + 1003, "sex": rng.choice(["Male", "Female"], n),
+                      "age": rng.integers(18, 70, n), "decile_score": rng.integers(1, 11, n),
+                      "two_year_recid": rng.integers(0, 2, n)})
+    with pytest.raises(PredictionsError) as err:
+        pbr_core.load_predictions(t.to_csv(index=False).encode(), format="csv")
+    message = str(err.value)
+    assert ("The column 'two_year_recid' holds only 0 and 1: if it is the outcome" in message
+            and "pbr_core.scores.map_scores; --map-scores" in message), message
+    t["violent_recid"] = rng.choice(["yes", "no"], n)
+    with pytest.raises(PredictionsError) as err:
+        pbr_core.load_predictions(t.to_csv(index=False).encode(), format="csv")
+    assert "holds only" not in str(err.value)
+    with pytest.raises(PredictionsError) as err:
+        pbr_core.load_predictions(t.drop(columns="two_year_recid").to_csv(index=False).encode(), format="csv")
+    assert "The column 'violent_recid' holds only 'no' and 'yes': if it is the outcome" in str(err.value)

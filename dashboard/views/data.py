@@ -382,7 +382,7 @@ def _error_box(cur: state.Loaded | None) -> None:
     elif not sum_check and any(w in raw.lower() for w in ("label column", "score columns", "label_column=",
                                                           "score_columns=")):
         hints.append(texts.COLUMNS_HINT)
-    if "no score columns" in raw or "p(y=1) in [0, 1]" in raw or "ambiguous" in raw:
+    if ("no score columns" in raw or "p(y=1) in [0, 1]" in raw or "ambiguous" in raw) and "--map-scores" not in raw:
         hints.append(texts.MAP_SCORES_HINT)
     st.error(texts.load_failed(err["file_name"], msg, hints, cur.name if cur else None, state.shown_at_start(cur)),
              icon=":material/error:")

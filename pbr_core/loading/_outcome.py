@@ -112,7 +112,7 @@ def label_by_values(df: pd.DataFrame, columns: Sequence[str], src: _Source, reno
             return None
         # Nothing holds probabilities or logits (a lone 0/1 column is the outcome more likely than a
         # score): that, not the label's name, is what the user must fix.
-        raise _no_scores(trial, src)
+        raise _no_scores(trial, src, _outcome_by_values(df, columns))
     classlike = [p.name for p in profile_columns(df, [c for c in columns if c not in scores])
                  if (p.kind in ("text", "bool") or (p.kind == "number" and p.whole and not p.missing))
                  and not metadata_by_name(p.name)
@@ -265,12 +265,47 @@ def _class_codes(series: pd.Series, headers: list[str]) -> tuple[np.ndarray | No
     return None, ""
 
 
-def _no_scores(trial: Roles, src: _Source) -> PredictionsError:
+#: Two values that say yes or no, in the order (no, yes), lower case.
+_NO_YES = {frozenset(("false", "true")): ("False", "True"), frozenset(("no", "yes")): ("no", "yes"),
+           frozenset(("f", "t")): ("f", "t"), frozenset(("0", "1")): ("0", "1")}
+
+
+def _outcome_by_values(df: pd.DataFrame, columns: Sequence[str]) -> tuple[str, str] | None:
+    """(column, "0 and 1") for the one column of ``columns`` that can be an outcome by its values alone:
+    exactly two values, none missing, written 0/1, true/false or yes/no, and no identifier, split or
+    date by its name; None when there is no such column or more than one (the user then chooses)."""
+    found = []
+    for c in columns:
+        v = df[c]
+        if metadata_by_name(c) or v.isna().any():
+            continue
+        text = v.astype(str).str.strip()
+        if pd.api.types.is_numeric_dtype(v.dtype) and not pd.api.types.is_bool_dtype(v.dtype):
+            text = pd.to_numeric(v).map(lambda x: f"{x:g}")
+        names = text.unique()[:3].tolist()
+        pair = _NO_YES.get(frozenset(n.lower() for n in names)) if len(names) == 2 else None
+        if pair is not None:
+            no, yes = sorted(names, key=lambda n: n.lower() == pair[1].lower())
+            found.append((c, f"{no} and {yes}" if pair[0] == "0" else f"{no!r} and {yes!r}"))
+    return found[0] if len(found) == 1 else None
+
+
+def _no_scores(trial: Roles, src: _Source, outcome: tuple[str, str] | None = None) -> PredictionsError:
+    """The error for a file with neither scores nor a label by name; ``outcome``: the one column that can
+    be the outcome by its values (:func:`_outcome_by_values`), named with the way to map a score column
+    that is on another scale (a decile) against it, since the metadata list leaves it out."""
     kept = "; ".join(f"{c!r}: {trial.reasons.get(c, 'metadata')}" for c in trial.metadata[:8])
+    hint = ""
+    if outcome is not None:
+        column, written = outcome
+        hint = (f" The column {column!r} holds only {written}: if it is the outcome, and a column holds the model's "
+                "scores on another scale (a risk decile, a margin, a credit score), map those scores to "
+                f"probabilities with {column!r} as the outcome (pbr_core.scores.map_scores; --map-scores on the "
+                "command line).")
     return src.error(
         "no label column and no score columns: no column is named like a label, and no column holds "
-        "probabilities or logits" + (f" (kept as metadata: {kept})" if kept else "")
-        + ". A prediction file needs the model's probabilities or logits, one column per class (or p(y=1)), and "
+        "probabilities or logits" + (f" (kept as metadata: {kept})" if kept else "") + "." + hint
+        + " A prediction file needs the model's probabilities or logits, one column per class (or p(y=1)), and "
         "the true labels (label_column=).")
 
 

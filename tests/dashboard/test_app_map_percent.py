@@ -188,3 +188,12 @@ def test_a_box_left_empty_is_asked_for_not_read_without_the_map(at):
     at.selectbox(key="data_map_label").set_value("reoffended")
     at.button(key="data_map").click().run()
     assert not at.exception and "risk_score mapped to probabilities" in at.session_state["pbr_loaded"].name
+
+
+def test_the_error_names_the_outcome_and_the_map_panel(at, recidivism):
+    """Audit 13, item 6: the red box named every other column and left out 'two_year_recid'."""
+    _upload(at, "compas.csv", recidivism)
+    box = at.error[0].value
+    assert "The column 'two_year_recid' holds only 0 and 1: if it is the outcome" in box, box
+    assert "open *My scores are not probabilities* below **Columns and reading options**" in box
+    assert "pbr_core" not in box and box.count("My scores are not probabilities") == 1
