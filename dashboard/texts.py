@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Iterable, NamedTuple
 
+from pbr_core import groups as _G
 from pbr_core.evaluation import CV_SCORES, METRICS
 from pbr_core.significance import ALPHA_MCB, ALPHA_TEST
 from pbr_core.wording import other_rows, these_rows
@@ -2000,10 +2001,13 @@ GROUPS_BY_HELP = (
     "rows). Grouping by the true class is not offered: it selects rows by their outcome, so even a "
     "perfectly calibrated model would look miscalibrated in every group."
 )
+#: The rule of pbr_core.groups.default_group_column in numbers: a file of 16 subjects of ~31 rows each
+#: (audit 13, item 11) was told "enough rows" without how many.
 GROUPS_NO_DEFAULT = (
-    "No column of this file makes groups worth comparing by itself (a few values, each with enough rows): "
-    "ids and per-row values give groups of a row or two. Pick a column, the predicted class, or a date "
-    "column with *Dates* set to by week or by month."
+    f"No column of this file makes groups worth comparing by itself: that takes 2 to {_G.DEFAULT_MAX_LEVELS} "
+    f"values, at least two of them with {_G.MIN_ROWS} rows or more, holding 80 % of the rows together (ids and "
+    "per-row values give groups of a row or two; smaller groups can be chosen, with wide intervals). Pick a "
+    "column, the predicted class, or a date column with *Dates* set to by week or by month."
 )
 #: What a bar outside its band does and does not show (audit 5: "a bar outside its band is a gap larger
 #: than chance" was read per bar, and 18.4 % of calibrated groups of 100-200 rows had one).

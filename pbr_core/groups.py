@@ -352,7 +352,11 @@ def join_keys(parts: Sequence[pd.Series]) -> np.ndarray:
 
 def is_date_column(col: pd.Series) -> bool:
     """Whether ``every`` buckets this column as dates: a date / time type, or text of which more
-    than 90 % of the first 200 values that are not missing parse as dates."""
+    than 90 % of the first 200 values that are not missing parse as dates. A column of numbers is
+    grouped by its values: a year written 2018 parses as a date, but bucketed it became one group,
+    1970-01-01 (2018 nanoseconds after 1970), where its values are the groups wanted."""
+    if pd.api.types.is_numeric_dtype(col.dtype) and not pd.api.types.is_bool_dtype(col.dtype):
+        return False
     return pd.api.types.is_datetime64_any_dtype(col) or _looks_like_dates(col)
 
 
@@ -410,6 +414,17 @@ DEFAULT_MAX_LEVELS = 20
 #: row, a split of the data, or a measurement per row, not a segment of the population).
 _NOT_A_SEGMENT = ("an identifier", "a data split", "a date or time", "a weight", "a per-record measurement",
                   "a per-record evaluation metric")
+#: Names of a calendar period alone: the loader keeps them as dates by name, but with few values (2018,
+#: 2020, 2022 of an election file) their rows are segments like a region's, unlike a date's or a
+#: timestamp's instants; the values test (2..max_levels, groups of MIN_ROWS) still decides.
+_PERIOD_NAMES = frozenset(("year", "month", "week", "day"))
+
+
+def _never_a_segment(name: str) -> bool:
+    """Whether a column's name rules it out as a default grouping, whatever its values (an id, a fold...)."""
+    from pbr_core.loading._roles import metadata_by_name, name_words
+
+    return metadata_by_name(name) in _NOT_A_SEGMENT and "_".join(name_words(name)) not in _PERIOD_NAMES
 
 
 #: Words of column names audits group by: preferred as the default column.
@@ -423,8 +438,9 @@ def default_group_column(preds: Predictions, max_levels: int = DEFAULT_MAX_LEVEL
     comparing: 2 to ``max_levels`` values, at least two of them with :data:`MIN_ROWS` rows, which
     together hold at least 80 % of the rows, preferably every one of them. Columns named as groups
     (``group_columns=``) come first, then names audits group by (sex, race, region, model...), then
-    the file's order. None when no column qualifies (a page then says so and lets the user pick)."""
-    from pbr_core.loading._roles import metadata_by_name, name_words
+    the file's order. A year or a month column (:data:`_PERIOD_NAMES`) is a segment when its values fit.
+    None when no column qualifies (a page then says so and lets the user pick)."""
+    from pbr_core.loading._roles import name_words
 
     meta = preds.metadata
     if meta is None or meta.empty:
@@ -435,7 +451,7 @@ def default_group_column(preds: Predictions, max_levels: int = DEFAULT_MAX_LEVEL
     others.sort(key=lambda c: not (set(name_words(str(c))) & _AUDIT_WORDS))
     fits, every_group_fits = [], []
     for name in [*named, *others]:
-        if metadata_by_name(str(name)) in _NOT_A_SEGMENT:
+        if _never_a_segment(str(name)):
             continue
         counts = meta[name].value_counts(dropna=False)
         if not 2 <= counts.size <= max_levels:

@@ -601,3 +601,35 @@ def test_groups_of_a_rounded_file_never_read_certain_for_a_rounded_one():
         assert "for certain" not in line and "a shift of a shift" not in line and "outcome(s)" not in line
         if row.rounded_rows and "no evidence" in line:  # Monte Carlo, too small: the shift was not drawn
             assert line.endswith(SHIFT_NOT_DRAWN + ".")
+
+
+def test_the_default_group_column_takes_a_year_of_a_few_values_never_a_date_or_a_fold():
+    """Audit 13, item 11: 'year' (3 values of ~167 rows) was ruled out by its name, as a date; a year or
+    month of a few values is a segment. A fold, an id or a date of as few values is still never opened on,
+    and a branch of one group of 100 rows (House 436, Senate 34, Governor 30) is not a grouping."""
+    from pbr_core.groups import default_group_column
+
+    rng = np.random.default_rng(0)
+    n = 500
+    p = rng.uniform(0.05, 0.95, n)
+    base = pd.DataFrame({"p": p.round(4), "label": (rng.uniform(size=n) < p).astype(int)})
+    three = np.repeat([2018, 2020, 2022], [169, 164, 167])
+    branch = np.repeat(["House", "Senate", "Governor"], [436, 34, 30])
+
+    def default(**cols):
+        return default_group_column(pbr_core.load_predictions(base.assign(**cols), label_column="label"))
+
+    assert default(year=three) == "year"
+    assert default(month=np.repeat(["2024-01", "2024-02"], [250, 250])) == "month"
+    assert default(branch=branch) is None
+    assert default(branch=branch, year=three) == "year"
+    assert default(fold=three) is None and default(date=three) is None and default(race_id=three) is None
+
+
+def test_a_column_of_year_numbers_is_grouped_by_its_values_not_bucketed_as_dates():
+    """A year written 2018 parsed as a date; bucketed by day it became one group, 1970-01-01."""
+    import pbr_core.groups as G
+
+    years = pd.Series(np.repeat([2018, 2020, 2022], 4))
+    assert not G.is_date_column(years) and not G.is_date_column(years.astype(float))
+    assert G.is_date_column(pd.Series(["2018-01-05", "2020-03-01"]))

@@ -473,3 +473,54 @@ def test_check_group_count_with_unknown_counts_names_the_condition():
     assert str(exc.value).endswith("Group by a wider bucket of dates (every='week' or 'month') if one gives at most "
                                    "1,000 groups, or a column with fewer values (a segment, a category, a model "
                                    "version), or the rows of a shorter period.")
+
+
+def _elections(seed: int = 5) -> "pd.DataFrame":
+    """Audit 13, item 11: an election forecasts file, 500 races: an id, three years of ~167 races each,
+    20 states of ~25, a branch of one big group (House 436, Senate 34, Governor 30), p_dem and won."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    year = np.repeat([2018, 2020, 2022], [169, 164, 167])
+    branch = np.repeat(["House", "Senate", "Governor"], [436, 34, 30])
+    rng.shuffle(branch)
+    p = rng.uniform(0.02, 0.98, 500).round(3)
+    return pd.DataFrame({"race_id": [f"{y}-{i:03d}" for i, y in enumerate(year)], "year": year,
+                         "state": rng.choice([f"S{i}" for i in range(20)], 500), "branch": branch,
+                         "p_dem": p, "won": (rng.uniform(size=500) < p).astype(int)})
+
+
+def test_a_year_of_a_few_values_is_a_segment_to_open_on(at):
+    """The page said 'No column of this file makes groups worth comparing' on a file with a year of three
+    values of ~167 rows each (the name 'year' read as a date); it now opens on the year. The branch (one
+    group of 100 rows or more, two of ~30) is still not opened on: two groups of 34 and 30 rows cannot
+    be compared to anything."""
+    df = _elections()
+    at.file_uploader(key="data_upload").upload("elections.csv", df.to_csv(index=False).encode(), "text/csv").run()
+    assert not at.exception, at.exception
+    at.switch_page(GROUPS).run()
+    assert not at.exception and not at.error
+    assert at.selectbox(key="groups_by").value == "year"
+    table = at.dataframe[0].value
+    assert sorted(table["Group"].astype(str)) == ["2018", "2020", "2022"]
+    preds = at.session_state["pbr_loaded"].preds
+    assert table["ECE"].tolist() == pytest.approx(calibration_by_group(preds, "year").table["ece"].tolist(), abs=1e-15)
+
+
+def test_a_file_of_many_small_subjects_is_told_the_rule_in_numbers(at):
+    """Audit 13, item 11: an LLM file of 16 subjects of ~31 rows: no subject has 100 rows, so the page opens
+    on no column, and says how many rows a group needs rather than 'enough rows'."""
+    import pandas as pd
+
+    rng = np.random.default_rng(4)
+    conf = rng.uniform(0.25, 1.0, 500).round(4)
+    df = pd.DataFrame({"subject": np.repeat([f"subject_{i}" for i in range(16)], [32] * 4 + [31] * 12),
+                       "question_idx": rng.integers(0, 300, 500), "confidence": conf,
+                       "correct": (rng.uniform(size=500) < conf).astype(int)})
+    at.file_uploader(key="data_upload").upload("mmlu.csv", df.to_csv(index=False).encode(), "text/csv").run()
+    at.switch_page(GROUPS).run()
+    assert not at.exception and not at.error
+    assert at.selectbox(key="groups_by").value == "(choose a column)"
+    assert any("at least two of them with 100 rows or more" in i.value for i in at.info)
+    at.selectbox(key="groups_by").set_value("subject").run()
+    assert not at.exception and len(at.dataframe[0].value) == 16
