@@ -2032,7 +2032,7 @@ def bands_caption(table) -> str:
             f"predictions were calibrated, at most about 1 in 10 would, by chance. " + BANDS_READING)
 
 
-def group_bands_caption(counts: dict, name: str, what: str = "group", table=None) -> str:
+def group_bands_caption(counts: dict, name: str, what: str = "group", table=None, not_held=None) -> str:
     """The bands of one group's (or slice's) diagram: how many bars lie outside, and whether that is more
     than chance after correcting for the groups one can look through (``counts``:
     :func:`pbr_core.groups.bins_outside_by_group` of every group's diagram; ``what``: "group" or "slice").
@@ -2045,7 +2045,12 @@ def group_bands_caption(counts: dict, name: str, what: str = "group", table=None
     (:func:`pbr_core.significance.bins_outside_smallest_p` at or above 0.05: a few bins holding rows),
     the caption says that the count cannot tell, never "no more than chance"; otherwise a count within
     chance says that it weighs neither how far a bar lies outside nor how many rows it holds, and names
-    a bar outside that holds most of the rows."""
+    a bar outside that holds most of the rows.
+
+    ``not_held``: for a slice that did not hold up, its verdict's corrected p-values and level
+    (``p_holm``, ``rest_p_holm``, ``alpha``, whether ``p_holm`` is at its floor): a count beyond chance is
+    then worded as what it is beside the verdict (:func:`_count_beside_verdict`), never "this slice's
+    predictions are off" under a label that says it did not hold up (audit 13, item 8)."""
     from pbr_core.significance import bins_outside_smallest_p, p_words
 
     k, m, _, p_holm = counts[name]
@@ -2059,6 +2064,8 @@ def group_bands_caption(counts: dict, name: str, what: str = "group", table=None
         head = f"{k} of {m} bins with rows fall outside their 90 % consistency band (grey)"
     if k == 0:
         said = "."
+    elif p_holm < 0.05 and not_held is not None:
+        said = _count_beside_verdict(f"{p_words(p_holm)}{corrected}", *not_held)
     elif p_holm < 0.05:
         said = (f": more than chance puts there ({p_words(p_holm)}{corrected}), so some ranges of this {what}'s "
                 "predictions are off.")
@@ -2075,6 +2082,23 @@ def group_bands_caption(counts: dict, name: str, what: str = "group", table=None
     else:
         tail += "."
     return head + said + tail
+
+
+def _count_beside_verdict(count_p: str, p_holm: float, rest_p_holm: float, alpha: float, at_floor: bool) -> str:
+    """The bins-outside count of a slice that did not hold up, beyond chance by itself (``count_p``), in
+    words that keep to the verdict: the slice's two tests, corrected for every slice tested, decide
+    whether it is a finding. Miscalibrated but not shown different from the rest: the rest of the file
+    may be off the same way; not shown miscalibrated by its test: the count alone makes no finding."""
+    from pbr_core.significance import p_words
+
+    if p_holm < alpha:
+        return (f": more than chance puts there ({count_p}), and its test finds it miscalibrated, but not calibrated "
+                f"differently from the rest of the file ({p_words(rest_p_holm)} after correcting for the slices "
+                "tested): the rest of the file may be off in the same way, so this is no finding about the slice.")
+    return (f": more than chance puts there by this count alone ({count_p}), but the slice's own test of "
+            f"miscalibration, which decides whether it holds up, finds nothing beyond chance "
+            f"({p_words(p_holm, at_floor)} after correcting for the slices tested): the count alone does not make "
+            "the slice a finding.")
 
 
 def _crowded_bar_outside(table) -> str:
@@ -2365,9 +2389,15 @@ def slices_diagram_captions(report, name: str) -> tuple[str, str]:
     row = report.table.set_index("slice").loc[name]
     from pbr_core.groups import bins_outside_by_group
 
-    lead = "" if name in report.held_up else SLICES_NOT_HELD + " "
+    from pbr_core.significance import at_floor
+
+    held = name in report.held_up
+    lead = "" if held else SLICES_NOT_HELD + " "
+    verdict = None if held else (float(row["p_holm"]), float(row["rest_p_holm"]), report.alpha,
+                                 at_floor(row["p_value"], row["test_method"]))
     return (f"{lead}{md(name)}: {int(row['n_confirm']):,} held-out rows. "
-            + group_bands_caption(bins_outside_by_group(report.diagrams), name, "slice", report.diagrams.get(name)),
+            + group_bands_caption(bins_outside_by_group(report.diagrams), name, "slice", report.diagrams.get(name),
+                                  not_held=verdict),
             md(overall_sentence(report)))
 
 

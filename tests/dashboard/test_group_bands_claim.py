@@ -179,3 +179,44 @@ def test_a_count_within_chance_says_what_it_does_not_weigh():
     assert smallest == pytest.approx(np.prod(chances[chances > 0]), rel=1e-9) and smallest < 0.05
     words = texts.group_bands_caption(G.bins_outside_by_group({"s": t}), "s", "slice", t)
     assert "no more than chance puts there" in words and "weighs neither" in words and "holds 396 of the 405 rows" in words
+
+
+def _slice_report(held: bool, p_holm: float, rest_p_holm: float):
+    """A slice report's parts that the diagram's captions read: slice 'b' with 4 of 5 bins outside (the
+    count's p = 0.0013 after Holm over the 3 slices), its verdict as given."""
+    import types
+
+    def table(acc):
+        n = len(acc)
+        return pd.DataFrame({"count": [40] * n, "accuracy": acc, "band_low": [0.4] * n, "band_high": [0.6] * n})
+
+    diagrams = {"a": table([0.5, 0.5, 0.9, 0.5, 0.5]), "b": table([0.9, 0.9, 0.9, 0.9, 0.5]), "c": table([0.5])}
+    rows = pd.DataFrame({"slice": ["a", "b", "c"], "n_confirm": [200, 200, 40], "p_holm": [0.5, p_holm, 0.9],
+                         "rest_p_holm": [0.5, rest_p_holm, 0.9], "p_value": [0.3, p_holm / 3, 0.9],
+                         "test_method": ["analytic"] * 3, "held_up": [False, held, False]})
+    return types.SimpleNamespace(table=rows, diagrams=diagrams, alpha=0.05, n_rows=880,
+                                 held_up=["b"] if held else [],
+                                 overall_test=pbr_core.significance.calibration_test(np.full(400, 0.5),
+                                                                                     np.arange(400) % 2))
+
+
+def test_a_slice_that_did_not_hold_up_is_never_called_off_by_its_bins():
+    """Audit 13, item 8: a proposed slice labelled "did not hold up" was then said to have "some ranges of
+    this slice's predictions are off" (its bins outside, p = 0.038). The count is now worded beside the
+    verdict: no finding where the slice's own test of miscalibration found nothing; none about the slice
+    where it is miscalibrated but not shown different from the rest. A slice that held up keeps the words."""
+    counts = G.bins_outside_by_group(_slice_report(True, 0.01, 0.01).diagrams)
+    # each bin outside its 90 % band with chance 0.1 under calibration: P(4 or 5 of 5), Holm x 3 (the smallest)
+    assert counts["b"][3] == pytest.approx(3 * binom.sf(3, 5, 0.1), rel=1e-9)
+    held, _ = texts.slices_diagram_captions(_slice_report(True, 0.01, 0.01), "b")
+    assert "so some ranges of this slice's predictions are off." in held and "not hold up" not in held
+    quiet, _ = texts.slices_diagram_captions(_slice_report(False, 0.2, 0.01), "b")
+    assert quiet.startswith(texts.SLICES_NOT_HELD)
+    assert "some ranges of this slice's predictions are off" not in quiet
+    assert ("4 of 5 bins with rows fall outside their 90 % consistency band (grey): more than chance puts there by "
+            "this count alone (p = 0.0013 after correcting for the 3 slices), but the slice's own test of "
+            "miscalibration, which decides whether it holds up, finds nothing beyond chance (p = 0.200 after "
+            "correcting for the slices tested): the count alone does not make the slice a finding.") in quiet
+    like_rest, _ = texts.slices_diagram_captions(_slice_report(False, 0.01, 0.3), "b")
+    assert "not calibrated differently from the rest of the file (p = 0.300 after correcting for the slices tested)" \
+        in like_rest and "so some ranges" not in like_rest and "no finding about the slice" in like_rest
