@@ -2554,9 +2554,9 @@ def map_columns_note(score: str | None, outcome: str | None, two: list[str] | No
     ``n_classes``: the class count of a multiclass file that loaded (its probabilities need no map)."""
     if two is not None and not two:
         if n_classes:
-            return MapNote(f"This file already loaded as probabilities for its {n_classes} classes, and none of its "
-                           "columns holds exactly two values to be the outcome a score predicts: there is nothing "
-                           "here to map.", True)
+            return MapNote(f"This file already loaded as the model's predictions for its {n_classes} classes, and "
+                           "none of its columns holds exactly two values to be the outcome a score predicts: there is "
+                           "nothing here to map.", True)
         return MapNote("No column of this file holds exactly two values (0 and 1, yes and no), so none can be the "
                        "outcome the scores predict: the map needs one.", True)
     parts = []

@@ -334,7 +334,8 @@ def _map_scores_form(target: tuple[str, list[str], state.LoadOptions], cur: stat
     columns = target[1]
     ss = st.session_state
     state.reset_for_data(K_MAP_FOR, target[0], lambda: _map_defaults(target, cur),
-                         also=any(ss.get(k) is not None and ss.get(k) not in columns for k in (K_MAP_SCORE, K_MAP_LABEL)))
+                         also=any(ss.get(k) is not None and ss.get(k) not in columns
+                                  for k in (K_MAP_SCORE, K_MAP_LABEL)))
     note = ss.get(K_MAP_NOTE)
     with st.expander("My scores are not probabilities (a risk decile, a margin, a credit score)"):
         st.markdown(texts.MAP_SCORES_INTRO)

@@ -151,7 +151,7 @@ def test_the_map_offers_no_split_id_or_count_and_no_outcome_of_many_values(at):
     assert not at.error and at.session_state["pbr_loaded"].preds.n_classes == 5
     assert at.selectbox(key="data_map_score").value is None
     assert at.selectbox(key="data_map_label").value is None
-    assert "already loaded as probabilities for its 5 classes" in _map_note(at)
+    assert "already loaded as the model's predictions for its 5 classes" in _map_note(at)
     assert at.button(key="data_map").disabled
 
 
