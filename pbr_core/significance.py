@@ -940,8 +940,8 @@ def _ceil_2_digits(p: float) -> str:
 
 def format_p(p: float, at_most: bool = False) -> str:
     """A p-value as every front end writes it (the dashboard's tables, the reports and the CLI): its
-    first two significant digits from 0.001 to 0.1 and three decimals above (0.0499 is "0.049",
-    0.00195 is "0.0019"), cut rather than rounded so that the text sits on the same side of every level
+    first two significant digits from 0.001 to 0.99 (0.0499 is "0.049", 0.00195 is "0.0019", 0.398 is
+    "0.39"), cut rather than rounded so that the text sits on the same side of every level
     the pages use (0.05, 0.035, 0.01, 0.005) as the number (0.0499 is never "0.050"); "< 0.001" below
     0.001, "> 0.99" above 0.99 (the doubled smaller p-value of the test of calibration is 1 whenever both
     are above 0.5: "1.000" read as "perfect"), "n/a" when there is none. One format, so that 4.69e-7 and
@@ -953,11 +953,13 @@ def format_p(p: float, at_most: bool = False) -> str:
 
     Why two digits below 0.01: three decimals cut wrote the Wilcoxon test's 2/1024 = 0.00195 and a
     Holm-corrected 0.0016 as "0.001", half their size, beside an analytic "< 0.001" (a user audit).
+    Why two above 0.1 too: one rule in every column; "0.398" beside "0.016" and "0.0097" in one table
+    read as three formats (a later audit), and no level the pages use lies above 0.1.
 
     Examples
     --------
-    >>> [format_p(v) for v in (0.52, 0.0499, 0.00195, 0.0016, 0.0004, 4.69e-7, 0.995, 1.0, float("nan"))]
-    ['0.520', '0.049', '0.0019', '0.0016', '< 0.001', '< 0.001', '> 0.99', '> 0.99', 'n/a']
+    >>> [format_p(v) for v in (0.52, 0.398, 0.0499, 0.00195, 0.0016, 0.0004, 4.69e-7, 0.995, 1.0, float("nan"))]
+    ['0.52', '0.39', '0.049', '0.0019', '0.0016', '< 0.001', '< 0.001', '> 0.99', '> 0.99', 'n/a']
     """
     if p is None or not np.isfinite(p):
         return "n/a"
@@ -969,7 +971,9 @@ def format_p(p: float, at_most: bool = False) -> str:
         return "> 0.99"
     if p < 0.01:
         return f"{np.floor(p * 10_000 * (1 + 1e-12)) / 10_000:.4f}"
-    return f"{np.floor(p * 1000 * (1 + 1e-12)) / 1000:.3f}"
+    if p < 0.1:
+        return f"{np.floor(p * 1000 * (1 + 1e-12)) / 1000:.3f}"
+    return f"{np.floor(p * 100 * (1 + 1e-12)) / 100:.2f}"
 
 
 def p_words(p: float, at_most: bool = False) -> str:

@@ -343,7 +343,10 @@ def test_consistency_band_is_the_binomial_quantile():
 # ----------------------------------------------------------------------------- words
 def test_p_values_have_one_format():
     assert [S.format_p(p) for p in (0.52, 0.0499, 0.0012, 0.00012, 4.69e-7, 1.0, float("nan"))] == \
-        ["0.520", "0.049", "0.0012", "< 0.001", "< 0.001", "> 0.99", "n/a"]
+        ["0.52", "0.049", "0.0012", "< 0.001", "< 0.001", "> 0.99", "n/a"]
+    # One rule in one table (audit 13: "0.398", "0.016" and "0.0097" side by side read as three formats):
+    # two significant digits, cut, from 0.001 to 0.99.
+    assert [S.format_p(p) for p in (0.3989, 0.0169, 0.00979, 0.1, 0.0999)] == ["0.39", "0.016", "0.0097", "0.10", "0.099"]
     # Two significant digits, cut, from 0.001 to 0.1: never written smaller than it is by more than the
     # last digit shown (0.00195 was "0.001", half its size), never pushed over a level such as 0.005.
     for p in np.exp(np.random.default_rng(0).uniform(np.log(1e-3), np.log(0.99), 2000)):

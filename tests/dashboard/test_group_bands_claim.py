@@ -121,7 +121,7 @@ def test_the_caption_s_words():
     counts = G.bins_outside_by_group(diagrams)
     a = texts.group_bands_caption(counts, "a")
     assert a.startswith("1 of 5 bins with rows fall outside their 90 % consistency band (grey): no more than "
-                        "chance puts there (p = 0.819 after correcting for the 3 groups); the count weighs neither how far "
+                        "chance puts there (p = 0.81 after correcting for the 3 groups); the count weighs neither how far "
                         "a bar lies outside nor how many rows it holds.")
     assert "looking through 3 groups finds bars outside in some of them by chance" in a
     assert "larger than chance" not in a

@@ -120,7 +120,7 @@ def test_p_values_above_099_are_not_written_as_1():
     words = S.verdict(test)
     assert "(p > 0.99)" in words and "1.000" not in words
     assert texts.p_value(1.0) == S.format_p(1.0) == "> 0.99" and S.p_words(0.995) == "p > 0.99"
-    assert S.format_p(0.99) == "0.990"
+    assert S.format_p(0.99) == "0.99"
 
 
 @pytest.fixture
