@@ -49,7 +49,8 @@ def reliability_section(loaded: state.Loaded, view: state.MetricView, choices: A
                                      binary_positive=view.binary_positive,
                                      title=f"Reliability diagram · B = {B} · ECE {s['ece']:.4f}")
     shown: list[tuple[str, object]] = [
-        (f"Calibration metrics at B = {B}", tables.metric_cards_frame(s)),
+        (f"Calibration metrics at B = {B}", tables.metric_cards_frame(
+            s, texts.measured_probability(view.binary_positive, view.top_label_only))),
         ("Theorem 1's bound at the chosen B", tables.bound_at_b_frame(bound, s["ece"], choices.eps)),
     ]
     shown.append((texts.ESTIMATORS_EXPANDER + "\n\n" + texts.ESTIMATORS_INTRO,
@@ -140,8 +141,11 @@ def groups_section(loaded: state.Loaded, view: state.MetricView, choices: AuditC
                   texts.groups_measured_on(texts.groups_what(rep.measures, view.what),
                                            loaded.stream.n_total if loaded.stream is not None else None, rep.by,
                                            f"dates by {choices.group_every}" if choices.group_every else "",
-                                           len(rep.table)) + " " + texts.groups_headline(rep), texts.GROUPS_TEST_HELP, texts.GROUPS_INTERVAL_NOTE, "**Largest gap.** " + texts.gap_sentence(rep),
+                                           len(rep.table)) + " " + texts.groups_headline(rep), texts.GROUPS_TEST_CAPTION, texts.GROUPS_INTERVAL_NOTE, "**Largest gap.** " + texts.gap_sentence(rep),
                   "**What each group's test says.**\n\n" + "\n".join(f"- {texts.md(line)}" for line in group_statements(rep))]
+    below = rep.table.loc[rep.table["ece_corrected"] < 0, "group"].tolist()
+    if below:  # the table writes them "≈ 0 (-0.0108: noise)": why, as on the page
+        paragraphs.append(texts.groups_below_zero_note(below))
     if loaded.stream is not None:
         paragraphs.append(texts.GROUPS_STREAM_NOTE)
     if rep.small:

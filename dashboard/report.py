@@ -60,7 +60,9 @@ def _settings_table(settings: Mapping[str, Any]) -> str:
 
 def _table_html(table: pd.DataFrame | Styler) -> str:
     if isinstance(table, Styler):  # formatted by its builder (tables.fold_styler, FR.summary_styler)
-        return table.hide(axis="index", names=True).to_html()
+        # hide(axis="index") hides the row numbers; names=True alone hid only the index's name, and the
+        # report's "Every fold" table showed a 0, 1, 2... column (a user audit)
+        return table.hide(axis="index").to_html()
     # A plain 0..n-1 index means nothing to a reader (the pages hide it too); a named or labelled one
     # (the bounds' "KL", "ECE on the rows"...) is part of the table.
     plain = isinstance(table.index, pd.RangeIndex) and table.index.name is None

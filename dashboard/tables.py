@@ -166,21 +166,34 @@ def at_prior_counts(table: pd.DataFrame) -> dict[str, str]:
     return {m: f"{int(g['at_prior'].astype(bool).sum())} of {len(g)}" for m, g in known.groupby("method", sort=False)}
 
 
+#: The Groups table's columns the page configures (dashboard.views.groups) and the tests read.
+GROUPS_P_COLUMN = "p-value (corrected)"
+GROUPS_VERDICT_COLUMN = "What the test says"
+GROUPS_CORRECTED_COLUMN = "ECE without noise"
+
+
 def groups_frame(report) -> pd.DataFrame:
-    """A :class:`pbr_core.groups.GroupReport`'s table with the page's column names."""
+    """A :class:`pbr_core.groups.GroupReport`'s table with the page's column names.
+
+    The group, its rows, what its test says and the p-value come first: at 1,400 px the page shows
+    about 940 px of the table, and a user audit found the verdict and the p-value off-screen after nine
+    columns of numbers. An ECE without noise below 0 is written "≈ 0 (-0.0108: noise)", its estimate kept
+    (:func:`dashboard.texts.corrected_ece_cell`)."""
     from pbr_core.groups import shift_drawn
 
     t = report.table
     rate = texts.GROUPS_RATE_COLUMN[report.measures]
     return pd.DataFrame({
-        "Group": t["group"], "Rows": t["n"], rate: t["rate"], "Mean predicted": t["mean_predicted"],
-        "ECE": t["ece"], "ECE 95 % from": t["ece_low"], "to": t["ece_high"], "ECE without noise": t["ece_corrected"],
-        "MCE": t["mce"], "Brier": t["brier"], "p (corrected)": [texts.p_value(v, at_floor(p, m)) for v, p, m in zip(t["p_holm"], t["p_value"], t["test_method"])],
-        "What the test says": [texts.group_verdict(p, shift, report.alpha, method, shift_drawn(n, small, method, shift),
-                                                   int(r))
-                               for p, shift, method, n, small, r in zip(t["p_holm"], t["detectable_shift"],
-                                                                        t["test_method"], t["n"], t["too_small"],
-                                                                        t["rounded_rows"])],
+        "Group": t["group"], "Rows": t["n"],
+        GROUPS_VERDICT_COLUMN: [texts.group_verdict(p, shift, report.alpha, method, shift_drawn(n, small, method, shift),
+                                                    int(r))
+                                for p, shift, method, n, small, r in zip(t["p_holm"], t["detectable_shift"],
+                                                                         t["test_method"], t["n"], t["too_small"],
+                                                                         t["rounded_rows"])],
+        GROUPS_P_COLUMN: [texts.p_value(v, at_floor(p, m)) for v, p, m in zip(t["p_holm"], t["p_value"], t["test_method"])],
+        "ECE": t["ece"], "ECE 95 % from": t["ece_low"], "to": t["ece_high"],
+        GROUPS_CORRECTED_COLUMN: [texts.corrected_ece_cell(v) for v in t["ece_corrected"]],
+        "MCE": t["mce"], "Brier": t["brier"], rate: t["rate"], "Mean predicted": t["mean_predicted"],
         "Too few rows": t["too_small"],
     })
 
@@ -224,18 +237,19 @@ def group_gap_unmeasured(table: pd.DataFrame) -> list[str]:
     return [str(g) for g in dict.fromkeys(table["group"]) if g not in measured]
 
 
-def metric_cards_frame(summary: dict) -> pd.DataFrame:
+def metric_cards_frame(summary: dict, one_probability: str | None = "p(y=1)") -> pd.DataFrame:
     """The Reliability page's metric cards as a table: value, and the ECE's 95% bootstrap interval.
 
     The Brier score and NLL are those of what the ECE measures (``pbr_core.calibration_summary``: a
-    (confidence, correct) file's confidence against correctness too)."""
+    (confidence, correct) file's confidence against correctness too); ``one_probability``
+    (:func:`dashboard.texts.measured_probability`) None: of the whole vector, named so as on the cards."""
     rows = {
         "ECE": (f"{summary['ece']:.4f}", f"{summary['ece_ci_low']:.4f} – {summary['ece_ci_high']:.4f}"
                 if summary.get("ece_ci_low") is not None else
                 f"n/a at this B (streamed: at B = {summary.get('interval_bins')} only)"),
         "MCE": (f"{summary['mce']:.4f}", ""),
-        "Brier score": (f"{summary['brier']:.4f}", ""),
-        "NLL": (texts.nll_value(summary["nll"], summary.get("nll_infinite_rows", 0)), ""),
+        texts.brier_label(one_probability): (f"{summary['brier']:.4f}", ""),
+        texts.nll_label(one_probability): (texts.nll_value(summary["nll"], summary.get("nll_infinite_rows", 0)), ""),
         "Accuracy": (f"{summary['accuracy']:.2%}", ""),
     }
     return pd.DataFrame(rows.values(), index=list(rows), columns=["value", "95% interval"])
@@ -463,7 +477,24 @@ def sweep_at_prior_notes(result: runs.SweepResult) -> list[str]:
 
 
 #: :func:`per_alpha_frame`'s column counting the fits left out of its KL and bound means.
-EXTREME_KL_COLUMN = "fits with an extreme KL (not in the KL and bound means)"
+EXTREME_KL_COLUMN = "extreme KL fits"
+#: What its short header means (the column's help on the page): the long header pushed the bound column
+#: off a 1,400 px page ("mean Corollary 1 bo…", a user audit).
+EXTREME_KL_HELP = "Fits with an extreme KL (drifted from the prior): left out of the mean KL and the mean bound."
+
+
+def bound_column(eps: float) -> str:
+    """:func:`per_alpha_frame`'s bound column, short; its help names Corollary 1 (:func:`per_alpha_config`)."""
+    return f"mean bound ({1 - eps:.0%})"
+
+
+def per_alpha_config(eps: float) -> dict:
+    """The per-α table's column help on the page: the theorem behind the short bound header."""
+    import streamlit as st
+
+    return {EXTREME_KL_COLUMN: st.column_config.NumberColumn(help=EXTREME_KL_HELP),
+            bound_column(eps): st.column_config.NumberColumn(
+                help=f"Corollary 1's bound ({1 - eps:.0%}) on the gap, the mean over folds.")}
 
 
 def per_alpha_frame(table: pd.DataFrame, eps: float, n_classes: int | None = None) -> pd.DataFrame:
@@ -485,7 +516,7 @@ def per_alpha_frame(table: pd.DataFrame, eps: float, n_classes: int | None = Non
         per_alpha["kl"] = per_alpha["alpha"].map(kept["kl"])
         per_alpha["bound"] = per_alpha["alpha"].map(kept["bound"])
     per_alpha.columns = ["α", "mean KL", "mean ECE (recal.)", "mean ECE (test subset)", "mean gap",
-                         f"mean Corollary 1 bound ({1 - eps:.0%})"]
+                         bound_column(eps)]
     if extreme is not None and extreme.any():
         # Beside the mean KL it explains (last, it was cut off at the right edge of a 1400 px page).
         per_alpha.insert(2, EXTREME_KL_COLUMN, per_alpha["α"].map(extreme.groupby(ok["alpha"]).sum()).astype(int))

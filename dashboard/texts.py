@@ -166,10 +166,28 @@ ECE_INTERVAL_ZERO_NOTE = (
 
 MCE_HELP = "Maximum calibration error: the largest gap in any non-empty bin (sensitive to small bins)."
 BRIER_HELP = (
-    "Brier score: mean squared distance between the predicted probability vector and the true "
-    "one-hot label. Lower is better; it rewards both accuracy and calibration."
+    "Brier score over all classes: mean squared distance between the predicted probability vector and the "
+    "true one-hot label (the paper's tables report this one, so it can be compared with them). It is not of "
+    "the confidence the ECE measures: that one (confidence against whether the prediction was right) is the "
+    "score the CORP decomposition below splits. Lower is better; it rewards both accuracy and calibration."
 )
-NLL_HELP = "Negative log-likelihood: how surprised the model is by the true labels. Lower is better."
+NLL_HELP = ("Negative log-likelihood of the true class: the mean of −log of the probability the model gave to "
+            "the class that happened (the paper's tables report this one). Lower is better.")
+#: The Brier and NLL cards' names where they are of the whole probability vector (multiclass), not of the
+#: one probability the ECE measures: a user audit read "Measured on the confidence of the predicted class"
+#: above a Brier of 0.2459 that is the all-classes one (the confidence's is 0.1054).
+BRIER_ALL_CLASSES = "Brier score (all classes)"
+NLL_TRUE_CLASS = "NLL (true class)"
+
+
+def brier_label(one_probability: str | None) -> str:
+    """The Brier card's (and the report's row's) name: "(all classes)" when it is of the vector."""
+    return "Brier score" if one_probability is not None else BRIER_ALL_CLASSES
+
+
+def nll_label(one_probability: str | None) -> str:
+    """The NLL card's name, like :func:`brier_label`."""
+    return "NLL" if one_probability is not None else NLL_TRUE_CLASS
 ACCURACY_HELP = "Share of rows where the most probable class is the true class."
 
 
@@ -836,13 +854,13 @@ COMPARE_ALPHA_HELP = "α of the PBR methods in this comparison (the PBR page can
 SUMMARY_HELP = (
     "Mean ± standard deviation over folds of each test metric. ECE uses B = floor(n_te^(1/3)) bins. "
     "Green: the method with the best mean in that column (lowest, or highest accuracy) when the paired "
-    "tests show it better than every other method, by a test that allows for the folds sharing rows; no "
-    "green when they do not. KL exists only for GP methods."
+    "tests show it better than every other method, by a test that allows for the folds sharing rows (the "
+    "t-test for overlapping folds, with the Wilcoxon test agreeing); no green when they do not. KL exists only for GP methods."
 )
 BEST_SHOWN = (
     "Green: the best mean in its column, shown better than every other method: against each of them, the "
-    "t-test that allows for the folds sharing rows gives p < 0.05, and the Wilcoxon test agrees (the "
-    "paired tests below). \"Better than every other\" is one claim that needs each of its tests to pass, "
+    "paired tests below give a p-value under 0.05 and their rank test agrees (the ? beside the paired "
+    "tests' title names the tests). \"Better than every other\" is one claim that needs each of its tests to pass, "
     "so no correction for the number of methods is needed; each row of the table below is a claim of its "
     "own and is corrected, so a row against the green method can still say \"no difference shown\"."
 )
@@ -865,13 +883,13 @@ PAIRED_INTERVAL_MEANING = (
     "the range of the mean difference A − B that the folds support, from the same t-test for overlapping "
     "folds (mean ± t · sd · √(1/F + n_te/n_re)), widened for the number of pairs compared so that all the "
     "table's intervals hold together with 95% confidence. An interval that leaves out 0 always comes with "
-    "*p: decides* below 0.05; a verdict can stand with its interval just reaching 0, since the correction "
-    "behind *p: decides* is a little less strict than this widening for all but the clearest pair. Without "
+    "*p-value* below 0.05; a verdict can stand with its interval just reaching 0, since the correction "
+    "behind *p-value* is a little less strict than this widening for all but the clearest pair. Without "
     "the fold sizes (a table from elsewhere) it is the plain t interval, which treats the folds as "
     "independent and is too narrow."
 )
 PAIRED_HELP = (
-    "**Which test decides** (column *p: decides*): the folds are random splits of the same file, so "
+    "**Which test decides** (column *p-value*): the folds are random splits of the same file, so "
     "they share rows, and a fold that favours A makes the others lean the same way. Tests that treat "
     "the folds as independent come out far too sure of themselves: between two equally good methods the "
     "plain t-test and the Wilcoxon test both said \"better\" in about half of simulated files. So the "
@@ -881,9 +899,10 @@ PAIRED_HELP = (
     "methods for the default table, since its \"best mean\" was picked from these results). A method "
     "is called better when that p is below 0.05 and the Wilcoxon test agrees (p below 0.05): then equally "
     "good methods are called different in at most about 5 % of files. "
-    "The other columns are for reading, not deciding: *p: t-test for overlapping folds* is the same test "
-    "for this pair alone, before the correction; **paired t-test** (*p: t-test*) assumes independent, "
-    "roughly normal fold differences; **Wilcoxon signed-rank test** (*p: Wilcoxon*) assumes independent "
+    "The other columns are for reading, not deciding: *p-value, this pair alone* is the same test "
+    "for this pair alone, before the correction; *p-value, folds as independent* is the **paired t-test**, "
+    "which assumes independent, roughly normal fold differences; *p-value, rank test* is the **Wilcoxon "
+    "signed-rank test**, which assumes independent "
     "differences symmetric about their median, no normality, and with F folds its smallest possible p is "
     "2/2^F (0.002 for 10 folds, 0.0625 for 5). "
     f"*{PAIRED_INTERVAL_COLUMN}*: {PAIRED_INTERVAL_MEANING}"
@@ -892,21 +911,25 @@ PAIRED_PICK_HELP = "Choose two methods of this comparison to test against each o
 
 
 def paired_pick_caption(n_methods: int, n_pairs: int) -> str:
-    """Under the pair picker's row: which correction its *p: decides* has (the default table's)."""
-    return (f"*p: decides* and the verdict of the pair you pick are corrected for all {n_pairs} pair"
-            f"{'s' if n_pairs != 1 else ''} of the {n_methods} methods with results (Holm's correction), as in "
+    """Under the pair picker's row: which correction its *p-value* has (the default table's)."""
+    return (f"*p-value* and the verdict of the pair you pick are corrected for all {n_pairs} pair"
+            f"{'s' if n_pairs != 1 else ''} of the {n_methods} methods with results, as in "
             "the table below: the pair is picked after seeing the results, and tested alone it would look more "
             "certain than it is. A pair in both tables has the same verdict in both.")
 #: The paired-test table's p-value columns (dashboard.tables.paired_frame) and what each one is.
+#: Plain names in the header (a user audit: "p: t-test for overlapping folds" is jargon to most readers,
+#: and cut off at 1,400 px); the tests' names are in each column's help.
 PAIRED_P_COLUMNS = {
-    "p: decides": ("the p-value the verdict uses: the t-test that allows for the folds sharing rows, raised for "
-                    "the number of pairs compared (Holm's correction: every row is a separate claim). Below 0.05, "
-                    "with the Wilcoxon test agreeing: a method is called better"),
-    "p: t-test for overlapping folds": ("the t-test corrected for folds that share rows (Nadeau & Bengio), for this "
-                                        "pair alone, before the correction for several pairs"),
-    "p: t-test": "the plain paired t-test over the folds; it treats them as independent, so it is too sure here",
-    "p: Wilcoxon": ("the Wilcoxon signed-rank test over the folds (no normality assumed, but independent folds); "
-                    "it must also be below 0.05 for a verdict"),
+    "p-value": ("the p-value the verdict uses: the t-test for overlapping folds (Nadeau & Bengio, 2003), which "
+                "allows for the folds sharing rows, raised for the number of pairs compared (Holm's correction: "
+                "every row is a separate claim). Below 0.05, with the rank test (Wilcoxon) agreeing: a method is "
+                "called better"),
+    "p-value, this pair alone": ("the same t-test for overlapping folds (Nadeau & Bengio), for this pair alone, "
+                                 "before the correction for several pairs"),
+    "p-value, folds as independent": ("the plain paired t-test over the folds; it treats them as independent, so "
+                                      "it is too sure here"),
+    "p-value, rank test": ("the Wilcoxon signed-rank test over the folds (no normality assumed, but independent "
+                           "folds); it must also be below 0.05 for a verdict"),
 }
 
 
@@ -940,7 +963,7 @@ P_VALUE_MEANING = (
 
 def p_value(p: float | None, at_most: bool = False) -> str:
     """A p-value as every page, table and report writes it (:func:`pbr_core.significance.format_p`, the
-    CLI's format too: two significant digits cut from 0.001 to 0.1, "< 0.001" below 0.001, "> 0.99" above 0.99), "–" when there is
+    CLI's format too: two significant digits cut from 0.001 to 0.99, "< 0.001" below 0.001, "> 0.99" above 0.99), "–" when there is
     none.
 
     Examples
@@ -1047,17 +1070,21 @@ GEN_N_RE_HELP = (
 )
 EPS_RECAL_HELP = "ε: the bounds hold with probability at least 1 − ε over the draw of the recalibration set."
 #: The Generalization page's four numbers on "does the KL go with the gap" (pbr_core.experiments.fold_kendall).
-FOLD_METRICS = ("Kendall τ within folds (mean)", "Folds with τ > 0", "p-value (Wilcoxon, over folds)",
-                "p-value (sign test, over folds)")
-FOLD_TAU_ROW = "Kendall τ, fold {fold}"
-FOLDS_NEGATIVE = "Folds with τ < 0"
+#: Plain words on the cards and rows (a user audit: "Kendall τ within folds (mean)", "p-value (Wilcoxon, over
+#: folds)" are jargon to most readers); each card's help names the statistic and the test.
+FOLD_METRICS = ("Agreement of KL and gap", "Folds agreeing", "p-value (size of agreement)",
+                "p-value (folds agreeing)")
+FOLD_TAU_ROW = "Agreement of KL and gap, fold {fold}"
+FOLDS_NEGATIVE = "Folds disagreeing"
 FOLD_TAU_HELP = (
-    "Kendall's τ within one fold: over that fold's fits (one per α, all on the same rows), the share of pairs "
-    "of fits ordered the same way by KL and by gap, minus the share ordered oppositely; +1 when a larger KL "
-    "always comes with a larger gap, 0 when the order is unrelated. Shown: the mean over the folds."
+    "Agreement of KL and gap: Kendall's τ within one fold, over that fold's fits (one per α, all on the same "
+    "rows): the share of pairs of fits ordered the same way by KL and by gap, minus the share ordered "
+    "oppositely; +1 when a larger KL always comes with a larger gap, 0 when the order is unrelated. Shown: "
+    "the mean over the folds."
 )
 FOLDS_POSITIVE_HELP = (
-    "How many folds have τ above 0 (the rest are below 0, or exactly 0). If KL and gap were unrelated, each "
+    "How many folds agree: a larger KL goes with a larger gap (Kendall's τ above 0; the rest disagree, τ "
+    "below 0, or are exactly 0). If KL and gap were unrelated, each "
     "fold would be as likely to fall on either side."
 )
 FOLD_WILCOXON_HELP = (
@@ -1596,6 +1623,8 @@ COLUMN_TITLES: dict[str, str] = {
     "n_te": "Test rows", "n_bins": "Bins B", **{name: m.label for name, m in METRICS.items()},
     "ece": "Test ECE",  # a per-fold table's ECE is measured on the fold's test rows
     "at_prior": "Ended at the prior", "fit_shared_with": "Fit shared with", "error": "Error",
+    # pbr_core.metrics.nll_infinite_rows: above 0, the NLL is infinite (a probability of 0 for what happened)
+    "nll_infinite_rows": "Rows that make the NLL infinite",
 }
 
 
@@ -1962,16 +1991,25 @@ GROUPS_INTRO = (
     "the ECE without the part "
     "that noise adds, a test of calibration and what it supports, and its own reliability curve."
 )
-GROUPS_TEST_HELP = (
+#: Under the Groups table, in plain words (a user audit: "Cox's test", "Spiegelhalter's z beside them",
+#: "Holm's method" are jargon to most readers); the tests' names are in GROUPS_TEST_HELP, the "?" of the
+#: p-value column.
+GROUPS_TEST_CAPTION = (
     "The test asks whether the group's outcomes could come from its predicted probabilities: is the mean "
-    "outcome the mean prediction (calibration in the large), are the predictions too extreme or too timid "
-    "(the slope; Cox's test), with Spiegelhalter's z beside them. It needs no bins. For a small group the "
-    "p-value comes from redrawing the outcomes from the predictions thousands of times, so it is exact at "
-    "any size. The p-values are corrected for testing several groups at once (Holm's method): below 0.05, "
+    "outcome the mean prediction, and are the predictions too extreme or too timid? It needs no bins. For a "
+    "small group the p-value comes from redrawing the outcomes from the predictions thousands of times, so "
+    "it is exact at any size. The p-values are corrected for testing several groups at once: below 0.05, "
     "the group is miscalibrated beyond chance. Above it, the rows show no evidence that the predictions are "
-    "off on average, too confident or not confident enough, which is not proof of calibration: the last "
-    "column says how large a miscalibration would have shown, and the test does not look at single ranges of "
-    "predictions (the group's reliability curve and its bands do)."
+    "off on average, too confident or not confident enough, which is not proof of calibration: the column "
+    "*What the test says* says how large a miscalibration would have shown, and the test does not look at "
+    "single ranges of predictions (the group's reliability curve and its bands do)."
+)
+GROUPS_TEST_HELP = (
+    "The test of calibration: calibration in the large (is the mean outcome the mean prediction) and the "
+    "slope (are the predictions too extreme or too timid), together Cox's test, with Spiegelhalter's z "
+    "beside them; for a small group a Monte Carlo p-value (outcomes redrawn from the predictions). The "
+    "p-values are corrected for the number of groups with Holm's method: below 0.05, the group is "
+    "miscalibrated beyond chance."
 )
 #: Under the Groups table (audit 5: with 30 calibrated groups of 100-200 rows, some group's interval left
 #: out 0 in 20 of 100 files; no sentence claims anything from them, but a reader scanning the column would).
@@ -2160,13 +2198,43 @@ def overall_test_sentence(test, table=None) -> str:
 
 def groups_headline(report) -> str:
     """One line above the groups table: how many groups the corrected tests find miscalibrated."""
-    bad = report.miscalibrated
+    from pbr_core.groups import group_label
+
+    bad = [group_label(report, name) for name in report.miscalibrated]  # "fold = 0", not a bare "0"
     if not bad:
-        return ("**No group shows evidence of miscalibration** at its size (corrected tests at 5 %); see the last "
-                "column for how large a miscalibration each test would have found.")
+        return ("**No group shows evidence of miscalibration** at its size (corrected tests at 5 %); see the "
+                "column *What the test says* for how large a miscalibration each test would have found.")
     shown = md_list(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
     return (f"**{len(bad)} of {len(report.table)} groups are miscalibrated beyond chance** (corrected tests at 5 %): "
             f"{shown}.")
+def groups_csv_help() -> str:
+    """The Groups CSV download's "?": its columns keep the library's short names (scripts read them,
+    ``pbr_core.groups.TABLE_COLUMNS``), so this says what each one is."""
+    from pbr_core.groups import TABLE_COLUMN_MEANINGS
+
+    return ("The table with the library's column names, for scripts: "
+            + "; ".join(f"`{k}`: {v}" for k, v in TABLE_COLUMN_MEANINGS.items()) + ".")
+
+
+def corrected_ece_cell(value: float) -> str:
+    """An ECE without noise in a table cell: below 0 (noise pushed the estimate under 0, as it does about
+    half the time for a calibrated group) written "≈ 0 (-0.0108: noise)", so that a reader never takes it
+    for an error below zero; the estimate itself stays in the cell, the download and the report (clipping
+    it at 0 would bias it upward)."""
+    if value != value:
+        return "–"
+    return f"{value:.4f}" if value >= 0 else f"≈ 0 ({value:.4f}: noise)"
+
+
+def groups_below_zero_note(groups: "list[str]") -> str:
+    """Under the Groups table when some group's ECE without noise is below 0: why, in plain words."""
+    return (f"*≈ 0* in *ECE without noise* ({md_list(list(groups)[:5])}{' and more' if len(groups) > 5 else ''}): "
+            "the estimate came out below 0 (the number in brackets). It subtracts the part of the ECE that noise "
+            "is expected to add, and for a group whose error is about 0 noise pushes it under 0 about half the "
+            "time: read it as no error that this measure can tell from 0, not as better than perfect. The "
+            "estimate is kept as it is in the downloaded table.")
+
+
 GROUPS_SMALL_NOTE = (
     "Groups with fewer than {m} rows are marked *too few rows*: their reliability curve has only a few bins "
     "of a few rows, and their ECE is mostly noise. They stay in the table, and out of the largest gap."
@@ -2856,16 +2924,26 @@ def ece_after_help(before: float, n_bins: int, n_te: int) -> str:
 
 def fit_details(device: str, alpha: float | None, alpha_by_cv: bool, draws: str | None, stop_reason: str | None,
                 converged: bool) -> str:
-    """The caption under a fit's cards: its device (from the fit report), α (chosen by CV or not), the
-    Monte Carlo draws (the library's description) and why it stopped."""
+    """The caption under a fit's cards: its device (from the fit report), α (chosen by CV or not) and, in
+    plain words, whether the fit converged; then, for experts, the Monte Carlo draws (the library's
+    description) and the optimiser's own stop reason (a user audit: "stopped: tolerance (L-BFGS: gradient
+    or objective change)" and "32 Monte Carlo draws per entry" said nothing to most readers)."""
     extra = [f"device: **{md(device)}**"]
     if alpha is not None:
         extra.append(f"α = **{alpha:g}**" + (" (chosen by cross-validation)" if alpha_by_cv else ""))
-    if draws:
-        extra.append(draws)
     if stop_reason:
-        extra.append(f"stopped: {fit_words(stop_reason)}" + ("" if converged else " (not converged)"))
-    return " · ".join(extra)
+        extra.append(FIT_CONVERGED if converged else FIT_NOT_CONVERGED)
+    details = []
+    if draws:
+        details.append(f"{draws} (the fit averages its objective over that many random draws)")
+    if stop_reason:
+        details.append(f"optimiser's stop reason: {fit_words(stop_reason)}")
+    return " · ".join(extra) + (f"  \nDetails: {'; '.join(details)}." if details else "")
+
+
+#: fit_details' plain words on whether the optimiser converged.
+FIT_CONVERGED = "the fit stopped because it had converged"
+FIT_NOT_CONVERGED = "the fit stopped before it had converged (see the details)"
 
 
 def fit_warning(warning: str) -> str:

@@ -505,14 +505,14 @@ CONVENTIONS: dict[str, Convention] = {
                            "removes the upward bias that bin noise adds: lower, can be slightly negative"),
     "smooth": Convention("smooth ECE (Blasiok & Nakkiran 2023; relplot.smECE)", "", "no bins (kernel)",
                          "a kernel of width sigma = smECE instead of bins; the relplot package's default"),
-    "netcal": Convention("netcal ECE()", "", "10",
+    "netcal": Convention("netcal (its ECE class)", "", "10",
                          "10 bins [a, b) (last closed), values clipped to [eps, 1 - eps]; binary data: p(y=1)"),
-    "torchmetrics": Convention("torchmetrics calibration_error()", "", "15",
+    "torchmetrics": Convention("torchmetrics (calibration_error)", "", "15",
                                "15 bins [a, b) on float32 edges (0.2, 0.4 and 7/15 fall in the bin below), sums in "
                                "float32, a confidence of exactly 1.0 in a bin of its own"),
-    "sklearn": Convention("scikit-learn calibration_curve(), weighted", "p(y=1)", "5",
+    "sklearn": Convention("scikit-learn (calibration_curve), weighted", "p(y=1)", "5",
                           "5 bins (a, b], empty bins dropped; it reports the curve, not an ECE: gaps weighted by rows"),
-    "sklearn_unweighted": Convention("scikit-learn calibration_curve(), plain mean of the gaps", "p(y=1)", "5",
+    "sklearn_unweighted": Convention("scikit-learn (calibration_curve), plain mean of the gaps", "p(y=1)", "5",
                                      "the same 5 gaps averaged without weights: a nearly empty bin counts as much "
                                      "as a full one"),
 }

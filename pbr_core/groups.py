@@ -730,6 +730,32 @@ def test_columns(test: S.CalibrationTest) -> dict[str, float | str]:
 TABLE_COLUMNS = ["group", "n", "share", "rate", "mean_predicted", "n_bins", "ece", "ece_low", "ece_high",
                  "ece_corrected", "mce", "brier", "z", "chi2_cox", "p_value", "p_holm", "test_method",
                  "detectable_shift", "rounded_rows", "too_small"]
+#: What each column of :data:`TABLE_COLUMNS` holds, in words. The names stay short and machine-readable
+#: (the Groups page's CSV download, ``evaluate --by``, notebooks: scripts read them); this is their
+#: documentation, shown by the download button's "?" and in the README.
+TABLE_COLUMN_MEANINGS: dict[str, str] = {
+    "group": "the group's value of the grouping column(s)",
+    "n": "rows in the group",
+    "share": "the group's share of all rows",
+    "rate": "observed frequency of the outcome (of y = 1, of a correct prediction, or of the class)",
+    "mean_predicted": "mean predicted probability",
+    "n_bins": "bins of the group's ECE, floor(n^(1/3))",
+    "ece": "the group's ECE",
+    "ece_low": "lower end of the ECE's 95 % interval",
+    "ece_high": "upper end of the ECE's 95 % interval",
+    "ece_corrected": ("ECE without noise (the part noise adds removed); can be below 0 for a calibrated "
+                      "group: read it as about 0"),
+    "mce": "largest gap of one bin (maximum calibration error)",
+    "brier": "Brier score",
+    "z": "Spiegelhalter's z (calibration test statistic)",
+    "chi2_cox": "Cox's chi-squared statistic (calibration in the large and slope)",
+    "p_value": "p-value of the group's calibration test, before the correction for several groups",
+    "p_holm": "p-value corrected for the number of groups (Holm's method): below 0.05, miscalibrated",
+    "test_method": "how the p-value was computed: analytic (Cox's test), Monte Carlo (outcomes redrawn) or certain",
+    "detectable_shift": "smallest shift of the outcome rate the test would find 80 % of the time",
+    "rounded_rows": "outcomes against a score of exactly 0 or 1 that the file's rounding may have made",
+    "too_small": "True for a group with too few rows to compare (its ECE is mostly noise)",
+}
 
 
 def group_report(rows: list[dict], diagrams: dict[str, pd.DataFrame], names: list[str], target: Target,

@@ -461,7 +461,7 @@ def test_cli_prints_what_other_libraries_would_report(capsys):
     assert out["smooth_ece"] == pytest.approx(E.smooth_ece(preds.probs, preds.labels), abs=1e-15)
     assert main(["evaluate", path, "--libraries"]) == 0
     text = capsys.readouterr().out
-    assert "torchmetrics calibration_error()" in text and "float32" in text
+    assert "torchmetrics (calibration_error)" in text and "float32" in text
 
 
 def test_smooth_reliability_still_accepts_the_bootstrap_arguments_with_a_warning():

@@ -46,7 +46,7 @@ def test_the_groups_table_and_sentences_write_the_floor_as_a_bound(tmp_path):
     assert t.loc["sure", "test_method"].startswith("Monte Carlo")
     assert S.at_floor(t.loc["sure", "p_value"], t.loc["sure", "test_method"])
     assert t.loc["shifted", "p_holm"] < 1e-6 and t.loc["shifted", "test_method"] == "analytic"
-    frame = tables.groups_frame(report).set_index("Group")["p (corrected)"]
+    frame = tables.groups_frame(report).set_index("Group")[tables.GROUPS_P_COLUMN]
     floor = t.loc["sure", "p_holm"]
     expected = f"≤ {S._ceil_2_digits(floor)}"
     assert frame["sure"] == expected and frame["shifted"] == "< 0.001"

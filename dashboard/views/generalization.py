@@ -115,7 +115,8 @@ def _results(loaded: state.Loaded, result: runs.GenResult) -> None:
     st.caption(texts.KL_GAP_CAPTION + (" " + texts.binary_ece_caption(s.binary_ece)
                                        if result.n_classes == 2 else ""))
     st.markdown(texts.PER_ALPHA_TITLE)
-    st.dataframe(tables.per_alpha_frame(res.table, s.eps, result.n_classes), hide_index=True)
+    st.dataframe(tables.per_alpha_frame(res.table, s.eps, result.n_classes), hide_index=True,
+                 column_config=tables.per_alpha_config(s.eps), key="gen_per_alpha")
     st.caption(texts.GEN_BOUND_CAPTION)
     with st.expander("Every fit"):
         st.dataframe(tables.fold_styler(res.table), hide_index=True)

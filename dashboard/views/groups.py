@@ -177,10 +177,14 @@ def render() -> None:
         ("ECE", "MCE", "Brier", "Mean predicted", *texts.GROUPS_RATE_COLUMN.values())}
         | {c: st.column_config.NumberColumn(format="%.4f", help=texts.GROUPS_INTERVAL_NOTE) for c in ("ECE 95 % from", "to")}
         | {"Group": st.column_config.TextColumn(width="medium"),   # "week of 2024-01-01" in full
-           "ECE without noise": st.column_config.NumberColumn(format="%.4f", help=texts.GROUPS_CORRECTED_HELP),
-           "p (corrected)": st.column_config.TextColumn(help=texts.GROUPS_TEST_HELP),   # texts.p_value's format
-           "What the test says": st.column_config.TextColumn(width="large", help=texts.GROUPS_VERDICT_HELP)})
-    st.caption(texts.GROUPS_TEST_HELP)
+           "Rows": st.column_config.NumberColumn(width="small"),
+           tables.GROUPS_CORRECTED_COLUMN: st.column_config.TextColumn(help=texts.GROUPS_CORRECTED_HELP),
+           tables.GROUPS_P_COLUMN: st.column_config.TextColumn(help=texts.GROUPS_TEST_HELP),   # texts.p_value's format
+           tables.GROUPS_VERDICT_COLUMN: st.column_config.TextColumn(width="large", help=texts.GROUPS_VERDICT_HELP)})
+    below = report.table.loc[report.table["ece_corrected"] < 0, "group"].tolist()
+    if below:
+        st.caption(texts.groups_below_zero_note(below))
+    st.caption(texts.GROUPS_TEST_CAPTION)
     st.caption(texts.GROUPS_INTERVAL_NOTE)
     if loaded.stream is not None:
         st.caption(texts.GROUPS_STREAM_NOTE)
@@ -203,7 +207,7 @@ def render() -> None:
     c = st.columns(2)
     with c[0]:
         st.download_button("Groups table (CSV)", data=csv_text(report.table).encode(),
-                           file_name="calibration_by_group.csv", mime="text/csv", key="groups_dl",
+                           file_name="calibration_by_group.csv", mime="text/csv", key="groups_dl", help=texts.groups_csv_help(),
                            icon=":material/table_view:", on_click="ignore")
     with c[1]:
         recal_ui.report_button("groups_dl_report", label="Audit report (HTML)", help=texts.AUDIT_REPORT_HELP)

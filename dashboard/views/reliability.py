@@ -48,9 +48,9 @@ def _metric_cards(loaded: state.Loaded, view: state.MetricView, n_bins: int) -> 
     c[1].metric("MCE", f"{s['mce']:.4f}", help=texts.MCE_HELP)
     # Brier and NLL of what the ECE measures: p(y=1), a confidence against correctness, or the vector.
     one = texts.measured_probability(view.binary_positive, top_label_only)
-    c[2].metric("Brier score", f"{s['brier']:.4f}", help=texts.brier_help(one))
+    c[2].metric(texts.brier_label(one), f"{s['brier']:.4f}", help=texts.brier_help(one))
     inf_rows = s.get("nll_infinite_rows", 0)  # streamed statistics do not count them
-    c[3].metric("NLL", texts.nll_value(s["nll"], inf_rows),
+    c[3].metric(texts.nll_label(one), texts.nll_value(s["nll"], inf_rows),
                 help=texts.nll_infinite_help(inf_rows, s["nll"]) if inf_rows else texts.nll_help(one))
     c[4].metric("Accuracy", f"{s['accuracy']:.2%}", help=texts.ACCURACY_HELP)
     if s["ece_ci_low"] is not None and s["ece_ci_low"] <= 0.0:  # too long for the card's column: full width

@@ -12,6 +12,8 @@ from __future__ import annotations
 import pytest
 from browser_ui import load_sample, nav, no_exception, wait_idle
 
+from dashboard import texts
+
 pytestmark = pytest.mark.browser
 
 TIMEOUT_MS = 90_000
@@ -83,6 +85,9 @@ def test_paired_verdict_is_readable_in_full_at_1400_px(page, app_url):
         i = titles.index("verdict")
         right_edge = sum(w for _, w in t["cols"][: i + 1])
         assert right_edge <= t["visible"], (t["cols"], t["visible"])  # not cut at the page's right edge
+        # the p-value the verdict uses, right after it, is on screen too (audit 13 item 3)
+        j = titles.index(next(iter(texts.PAIRED_P_COLUMNS)))
+        assert j == i + 1 and sum(w for _, w in t["cols"][: j + 1]) <= t["visible"], (t["cols"], t["visible"])
         assert t["verdicts"], t
         for text, width in t["verdicts"]:
             assert width + 16 <= t["cols"][i][1], (text, width, t["cols"][i])  # not truncated in its cell

@@ -159,6 +159,9 @@ def test_bins_slider_updates_the_ece_card(at, cifar100):
     assert _metric(at, "MCE") == f"{pbr_core.mce(preds.probs, preds.labels, 5):.4f}"
     assert _metric(at, "Brier") == f"{pbr_core.brier_score(preds.probs, preds.labels):.4f}"
     assert _metric(at, "NLL") == f"{pbr_core.nll(preds.probs, preds.labels):.4f}"
+    # Of the whole vector, not of the confidence the ECE measures: said on the cards (audit 13 item 10)
+    labels = [m.label for m in at.metric]
+    assert "Brier score (all classes)" in labels and "NLL (true class)" in labels
     at.session_state["rel_classwise_open"] = True  # the user opens the classwise expander
     at.run()
     assert _metric(at, "Classwise") == f"{pbr_core.classwise_ece(preds.probs, preds.labels, 5):.4f}"
@@ -196,7 +199,7 @@ def test_reliability_expanders_are_drawn_and_computed_only_once_opened(at, monke
     at.session_state["rel_estimators_open"] = True
     at.run()
     assert calls == ["conventions"] and len(at.dataframe) == 1
-    assert "torchmetrics calibration_error()" in at.dataframe[0].value.iloc[:, 0].tolist()
+    assert "torchmetrics (calibration_error)" in at.dataframe[0].value.iloc[:, 0].tolist()
     at.session_state["rel_classwise_open"] = True
     at.slider(key="rel_n_bins").set_value(7).run()
     assert not at.exception

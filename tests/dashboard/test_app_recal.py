@@ -294,7 +294,13 @@ def test_pbr_tiny_fit_shows_kl_bounds_and_downloads(at):
     # The caption says how the expectation was estimated: this fit drew every class of each row; a
     # fit with many classes draws only each row's largest scores (pbr_core.gp.objectives.ClassSplit).
     caption = next(c.value for c in at.caption if c.value.startswith("device:"))
-    assert f"{r.fit_report['n_mc']} Monte Carlo draws per entry ·" in caption and "largest scores" not in caption
+    assert f"Details: {r.fit_report['n_mc']} Monte Carlo draws per entry (" in caption and "largest scores" not in caption
+    # The plain line first (a user audit: "stopped: tolerance (L-BFGS: ...)" is jargon); the optimiser's
+    # reason and the draws only in the details for experts.
+    plain, details = caption.split("Details:")
+    assert (texts.FIT_CONVERGED if r.fit_report["converged"] else texts.FIT_NOT_CONVERGED) in plain
+    assert "L-BFGS" not in plain and "Monte Carlo" not in plain and "stopped: " not in plain
+    assert f"optimiser's stop reason: {texts.fit_words(r.fit_report['stop_reason'])}" in details
     split = dataclasses.replace(r, fit_report={**r.fit_report, "n_mc": 16, "mc_classes": 24})
     shown = jobs.start_job("pbr", "split", lambda ctx: split, heavy=False, lock=None)
     assert shown.join(5)
@@ -393,7 +399,7 @@ def test_generalization_two_alphas_two_folds(at):
     res = job.result.result
     assert len(res.table) == 4
     # Two α per fold: no order to compare within a fold, so no τ, and the page says why.
-    assert res.across_folds.folds == 0 and _metric(at, "Kendall τ within folds") == "–"
+    assert res.across_folds.folds == 0 and _metric(at, texts.FOLD_METRICS[0]) == "–"
     assert any("No fold has enough fits" in m.value for m in at.markdown)
     assert len(at.get("plotly_chart")) == 1
     assert _downloads(at) == ["Results table (CSV, every fit)", "Session report (HTML)"]
@@ -488,15 +494,15 @@ def test_compare_page_shows_paired_tests_and_a_chosen_pair(at):
     table = job.result.table
     tests = pbr_core.experiments.paired_tests(table, "ece")
     def paired_frames() -> list[pd.DataFrame]:  # the chosen pair first, then the default pairs
-        return [d.value for d in at.dataframe if "p: Wilcoxon" in d.value.columns]
+        return [d.value for d in at.dataframe if "p-value, rank test" in d.value.columns]
 
     shown = paired_frames()[1]
     assert list(shown["A"]) == [texts.method_label(m) for m in tests["a"]]
-    assert list(shown["p: t-test"]) == [texts.p_value(v) for v in tests["t_p"]]
-    assert list(shown["p: Wilcoxon"]) == [texts.p_value(v) for v in tests["wilcoxon_p"]]
+    assert list(shown["p-value, folds as independent"]) == [texts.p_value(v) for v in tests["t_p"]]
+    assert list(shown["p-value, rank test"]) == [texts.p_value(v) for v in tests["wilcoxon_p"]]
     # The verdict rests on the Holm-corrected test for overlapping folds, shown first (issue: the plain
     # tests' verdicts on overlapping folds were false claims half of the time between equal methods).
-    assert list(shown["p: decides"]) == [texts.p_value(v) for v in tests["decisive_p"]]
+    assert list(shown["p-value"]) == [texts.p_value(v) for v in tests["decisive_p"]]
     assert (tests["holm_pairs"] == 3).all()  # default pairs: every pair of the 3 methods
     assert list(shown["verdict"]) == [texts.paired_verdict(None if b is None else texts.method_label(b), d, w)
                                       for b, d, w in zip(tests["better"], tests["decisive_p"], tests["wilcoxon_p"])]
@@ -510,7 +516,7 @@ def test_compare_page_shows_paired_tests_and_a_chosen_pair(at):
     assert len(row) == 1
     pd.testing.assert_frame_equal(pair.reset_index(drop=True), row.reset_index(drop=True))
     alone = pbr_core.experiments.paired_tests(table, "ece", [("beta", "uncalibrated")]).iloc[0]
-    assert pair["p: decides"].iloc[0] != texts.p_value(alone["decisive_p"])  # Holm over one pair: not the table's
+    assert pair["p-value"].iloc[0] != texts.p_value(alone["decisive_p"])  # Holm over one pair: not the table's
     assert texts.paired_pick_caption(3, 3) in [c.value for c in at.caption]
     at.selectbox(key="cmp_pair_a").set_value("beta").run()
     at.selectbox(key="cmp_pair_b").set_value("platt").run()
@@ -521,7 +527,7 @@ def test_compare_page_shows_paired_tests_and_a_chosen_pair(at):
     assert pair["95% interval"].iloc[0] == f"[{one['ci_low']:+.4f}, {one['ci_high']:+.4f}]"
     assert one["ci_low"] < stats.ttest_rel(*(table[table["method"] == m]["ece"].to_numpy() for m in ("beta", "platt"))
                                            ).confidence_interval(0.95).low
-    assert one["holm_pairs"] == 3 and pair["p: decides"].iloc[0] == texts.p_value(one["decisive_p"])
+    assert one["holm_pairs"] == 3 and pair["p-value"].iloc[0] == texts.p_value(one["decisive_p"])
     at.selectbox(key="cmp_paired_metric").set_value("brier").run()
     one = pbr_core.experiments.paired_tests(table, "brier", [("beta", "platt")], holm_family="all").iloc[0]
     assert paired_frames()[0]["mean Brier score A − B"].iloc[0] == f"{one['mean_diff']:+.4f}"

@@ -98,7 +98,8 @@ def test_a_plain_audit_report_holds_every_part(cifar10_audit):
     # The metric cards at the page's B = 7, with the ECE interval (pbr_core's, same bootstrap).
     s = pbr_core.calibration_summary(p.probs, p.labels, n_bins=7)
     assert f"ECE {s['ece']:.4f} {s['ece_ci_low']:.4f} – {s['ece_ci_high']:.4f}" in text
-    for name, key in (("MCE", "mce"), ("Brier score", "brier"), ("NLL", "nll")):
+    # multiclass: of the whole vector, named so as on the page's cards (audit 13 item 10)
+    for name, key in (("MCE", "mce"), ("Brier score (all classes)", "brier"), ("NLL (true class)", "nll")):
         assert f"{name} {s[key]:.4f}" in text
     assert f"Accuracy {s['accuracy']:.2%}" in text
     # The bin choice and Theorem 1 at that B, with the Bins & bias page's L and eps.

@@ -60,11 +60,11 @@ def test_compare_section_from_a_real_run(compare_result):
     assert (paired["A"].iloc[0], paired["B"].iloc[0]) == ("Temperature scaling", "Uncalibrated")
     # The verdict right after the pair (read in full at 1400 px), then the p-value that decides it; the
     # pair's own tests after them.
-    assert list(paired.columns[:4]) == ["A", "B", "verdict", "p: decides"]
-    assert paired["p: decides"].iloc[0] == texts.p_value(tests["decisive_p"])
-    assert paired["p: t-test for overlapping folds"].iloc[0] == texts.p_value(tests["corrected_t_p"])
-    assert paired["p: t-test"].iloc[0] == texts.p_value(tests["t_p"])
-    assert paired["p: Wilcoxon"].iloc[0] == texts.p_value(tests["wilcoxon_p"])
+    assert list(paired.columns[:4]) == ["A", "B", "verdict", "p-value"]
+    assert paired["p-value"].iloc[0] == texts.p_value(tests["decisive_p"])
+    assert paired["p-value, this pair alone"].iloc[0] == texts.p_value(tests["corrected_t_p"])
+    assert paired["p-value, folds as independent"].iloc[0] == texts.p_value(tests["t_p"])
+    assert paired["p-value, rank test"].iloc[0] == texts.p_value(tests["wilcoxon_p"])
     assert paired["verdict"].iloc[0] == texts.paired_verdict(None, tests["decisive_p"], tests["wilcoxon_p"])
     assert any("Wilcoxon signed-rank test" in p and "Nadeau" in p and "Which test decides" in p for p in sec.paragraphs)
     styled = sec.tables[0][1]
@@ -136,7 +136,7 @@ def test_sweep_and_generalization_sections_from_tables():
     assert len(sec.figures) == 1
     assert sec.tables[0][0] == "Correlation between KL and ECE gap"
     shown = sec.tables[0][1]["value"]
-    assert shown["Kendall τ, fold 1"] == "+1.000" and shown[texts.FOLD_METRICS[1]] == "6 of 6"
+    assert shown[texts.FOLD_TAU_ROW.format(fold=1)] == "+1.000" and shown[texts.FOLD_METRICS[1]] == "6 of 6"
     assert shown[texts.FOLD_METRICS[3]] == "0.031"  # 2 / 2^6: six folds all agreeing
     assert any("A larger KL comes with a larger gap in 6 of 6 folds" in p for p in sec.paragraphs)
     # The same fits on a file of 1,200 rows: n_re 500 is above a quarter, the folds re-split mostly the

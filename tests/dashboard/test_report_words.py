@@ -83,14 +83,15 @@ def test_the_audit_report_shows_no_raw_markdown():
 
 def test_one_p_value_format_everywhere(compare_result_small):
     assert [texts.p_value(v) for v in (0.04912, 0.0004, 4.69e-7, 1.35e-6, 0.2, float("nan"))] == [
-        "0.049", "< 0.001", "< 0.001", "< 0.001", "0.200", "–"]
+        "0.049", "< 0.001", "< 0.001", "< 0.001", "0.20", "–"]
     paired = tables.paired_frame(compare_result_small.table, multiclass=True)
     p_columns = list(texts.PAIRED_P_COLUMNS)
-    assert [c for c in paired.columns if c.startswith("p: ")] == p_columns
+    assert [c for c in paired.columns if c.startswith("p-value")] == p_columns
     assert not {"t-test p", "Wilcoxon p", "corrected t p"} & set(paired.columns)
     for c in p_columns:
-        # three decimals, or two significant digits from 0.001 to 0.01 (0.0051)
-        assert all(v == "–" or v == "< 0.001" or re.fullmatch(r"[01]\.\d{3}|0\.00[1-9]\d", v) for v in paired[c]), paired[c]
+        # two significant digits, cut (0.39, 0.016, 0.0051): one rule in every column (audit 13)
+        assert all(v in ("–", "< 0.001", "> 0.99") or re.fullmatch(r"0\.[1-9]\d|0\.0[1-9]\d|0\.00[1-9]\d", v)
+                   for v in paired[c]), paired[c]
 
 
 @pytest.fixture(scope="module")

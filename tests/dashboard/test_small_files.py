@@ -98,13 +98,13 @@ def test_compare_names_no_best_method_the_folds_cannot_support(at):
     assert (job.result.table["n_te"] == 252).all()
     assert any(too_few_folds(3) in c.value for c in at.caption)  # under the summary
     assert any(too_few_folds(3) in i.value for i in at.info)  # instead of the paired tests
-    assert not [d for d in at.dataframe if "p: Wilcoxon" in d.value.columns]
+    assert not [d for d in at.dataframe if "p-value, rank test" in d.value.columns]
     assert "#d8f0dc" not in str([d.proto for d in at.dataframe])
     at.number_input(key="cmp_n_folds").set_value(10).run()
     at.button(key="cmp_run").click().run()
     job = _finish(at, "compare")
     best = shown_best(job.result.table)
-    assert [d for d in at.dataframe if "p: Wilcoxon" in d.value.columns]
+    assert [d for d in at.dataframe if "p-value, rank test" in d.value.columns]
     assert ("#d8f0dc" in str([d.proto for d in at.dataframe])) == (best is not None)
 
 
