@@ -121,3 +121,14 @@ def test_a_real_alpha_zero_fit_drifts_past_the_line_and_alpha_half_does_not():
     z, y = d["logits"][:100].astype(float), d["labels"][:100]
     assert extreme_kl(PBR(alpha=0.0, device="cpu").fit(z, y).kl_, 100, 10)
     assert not extreme_kl(PBR(alpha=0.5, device="cpu").fit(z, y).kl_, 100, 10)
+
+
+def test_the_per_alpha_headers_are_short_enough_for_a_1400_px_page():
+    """Audit 13 item 3: "fits with an extreme KL (not in the KL and bound means)" pushed the bound column
+    off a 1,400 px page ("mean Corollary 1 bo…"); the headers are short, their meaning in the help."""
+    shown = tables.per_alpha_frame(_study(), 0.05, 7)
+    assert list(shown.columns) == ["α", "mean KL", tables.EXTREME_KL_COLUMN, "mean ECE (recal.)",
+                                   "mean ECE (test subset)", "mean gap", "mean bound (95%)"]
+    assert max(len(c) for c in shown.columns) <= 22
+    config = tables.per_alpha_config(0.05)
+    assert "Corollary 1" in config["mean bound (95%)"]["help"] and "left out" in config[tables.EXTREME_KL_COLUMN]["help"]
