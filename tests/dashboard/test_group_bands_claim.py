@@ -215,8 +215,8 @@ def test_a_slice_that_did_not_hold_up_is_never_called_off_by_its_bins():
     assert "some ranges of this slice's predictions are off" not in quiet
     assert ("4 of 5 bins with rows fall outside their 90 % consistency band (grey): more than chance puts there by "
             "this count alone (p = 0.0013 after correcting for the 3 slices), but the slice's own test of "
-            "miscalibration, which decides whether it holds up, finds nothing beyond chance (p = 0.200 after "
+            "miscalibration, which decides whether it holds up, finds nothing beyond chance (p = 0.20 after "
             "correcting for the slices tested): the count alone does not make the slice a finding.") in quiet
     like_rest, _ = texts.slices_diagram_captions(_slice_report(False, 0.01, 0.3), "b")
-    assert "not calibrated differently from the rest of the file (p = 0.300 after correcting for the slices tested)" \
+    assert "not calibrated differently from the rest of the file (p = 0.30 after correcting for the slices tested)" \
         in like_rest and "so some ranges" not in like_rest and "no finding about the slice" in like_rest
