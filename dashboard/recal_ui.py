@@ -191,15 +191,18 @@ def change(before: float, after: float, *, points: bool = False) -> dict[str, An
     return {"delta": text, "delta_color": "off", "delta_arrow": "off"}
 
 
-def ece_change(before: float, after: float, worse_shown: bool | None) -> dict[str, Any]:
+def ece_change(before: float, after: float, worse_shown: bool | None,
+               better_shown: bool | None = None) -> dict[str, Any]:
     """``st.metric`` keyword arguments for the "ECE after" card: the change, red with an up arrow only
     where the rows show the rise beyond the ECE's noise (``worse_shown``, the run's
-    :func:`pbr_core.evaluation.ece_rise_shown`); otherwise grey without an arrow. A fall stays grey:
+    :func:`pbr_core.evaluation.ece_rise_shown`), green with a down arrow where they show the fall beyond
+    it (``better_shown``: the PBR page's run tests both ways); otherwise grey without an arrow. Without
+    ``better_shown`` a fall stays grey:
     the library has no tested rule for "better" (the test of calibration under the cards is what says
     whether the rows after are calibrated); ``texts.ECE_CARD_COLOUR`` says so in the card's help."""
     grey = change(before, after)
-    if worse_shown:
-        return {"delta": grey["delta"], "delta_color": "inverse"}   # a rise, inverse: red with the arrow
+    if worse_shown or better_shown:  # inverse: a rise red with the up arrow, a fall green with the down arrow
+        return {"delta": grey["delta"], "delta_color": "inverse"}
     return grey
 
 

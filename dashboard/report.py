@@ -183,6 +183,9 @@ def pbr_section(result: runs.PBRResult) -> ReportSection:
     worse = tables.pbr_worse_on_test_note(result)
     if worse:
         paragraphs.append(worse)
+    fall = tables.pbr_ece_fall_note(result)
+    if fall:
+        paragraphs.append(fall)
     extreme = tables.pbr_extreme_kl_note(result)
     if extreme:
         paragraphs.append(extreme)

@@ -454,6 +454,13 @@ def pbr_worse_on_test_note(result: runs.PBRResult) -> str | None:
                                     result.settings.n_re, result.n_te, result.at_prior, result.worse_shown)
 
 
+def pbr_ece_fall_note(result: runs.PBRResult) -> str | None:
+    """The PBR page's (and its report's) note on a fit whose test ECE fell: beyond the two ECEs' noise
+    or not (:func:`dashboard.texts.ece_fall_note`), or None."""
+    return texts.ece_fall_note(result.before["ece"], result.after["ece"], result.n_te, result.at_prior,
+                               result.better_shown)
+
+
 def pbr_extreme_kl_note(result: runs.PBRResult) -> str | None:
     """The PBR page's (and its report's) note on a fit whose KL is extreme (above n_re·ln K nats,
     ``pbr_core.experiments.extreme_kl``), or None."""

@@ -680,6 +680,24 @@ def worse_on_test_note(before: float, after: float, ece_re: float, alpha: float 
     return text
 
 
+def ece_fall_note(before: float, after: float, n_te: int, at_prior: bool | None, better_shown: bool | None) -> str | None:
+    """What a fit whose test ECE is below the uncalibrated model's means, or None for any other fit
+    (and for a fit that ended at the prior, which :func:`at_prior_note` explains): the mirror of
+    :func:`worse_on_test_note`, by the same rule (:func:`pbr_core.evaluation.ece_change_shown`, the
+    run's ``better_shown``). Audit 13: "Test ECE after 0.0106 (−0.0045), before 0.0151" read as a
+    gain while only a rise was checked against the ECEs' noise; a recalibration no better in truth
+    has the lower ECE about half the time."""
+    if at_prior or not after < before:
+        return None
+    if better_shown:
+        return (f"The test ECE is lower after this fit than without it ({after:.4f} against {before:.4f}), by more "
+                f"than the two ECEs' own noise on {n_te:,} test rows: on these rows the fit is better calibrated "
+                "than no recalibration.")
+    return (f"The test ECE is lower after this fit than without it ({after:.4f} against {before:.4f}), by less "
+            f"than the two ECEs' own noise on {n_te:,} test rows: these rows cannot tell whether the fit is better or "
+            "worse than no recalibration. More test rows (a larger file) would tell them apart.")
+
+
 def _numbers(values: list[int]) -> str:
     return ", ".join(str(v) for v in values[:-1]) + (" and " if len(values) > 1 else "") + str(values[-1])
 
@@ -2918,8 +2936,16 @@ def pbr_job_label(method: str, uses_alpha: bool, alpha: float | None, n_re: int)
     return f"{what} (n_re = {n_re:,})"
 
 
+#: The PBR page's "ECE after" card, whose change is tested both ways (``PBRRun.worse_shown`` / ``better_shown``).
+ECE_CARD_COLOUR_BOTH = (
+    " The change under the value is red when these rows show the ECE higher after beyond the two ECEs' own "
+    "noise, green when they show it lower beyond that noise, and grey otherwise: a change of ECE alone is not "
+    "a test (on a few hundred rows it goes either way by chance)."
+)
+
+
 def ece_after_help(before: float, n_bins: int, n_te: int) -> str:
-    return ECE_HELP + f" Before: {before:.4f}. B = {n_bins} bins on {n_te:,} test rows." + ECE_CARD_COLOUR
+    return ECE_HELP + f" Before: {before:.4f}. B = {n_bins} bins on {n_te:,} test rows." + ECE_CARD_COLOUR_BOTH
 
 
 def fit_details(device: str, alpha: float | None, alpha_by_cv: bool, draws: str | None, stop_reason: str | None,

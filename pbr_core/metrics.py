@@ -158,6 +158,7 @@ _TWO_COLUMN_MEANS = {
     "ece_curve": "these are top-label ECEs",
     "ece_bootstrap_ci": "this is an interval of the top-label ECE",
     "split_estimates": "these are estimates of the top-label ECE",
+    "split_differences": "these are estimates of the top-label ECE",
     "reliability_diagram": "these are the top label's bins",
     "calibration_summary": "this is the top-label ECE",
     "ece_equal_mass": "this is the top-label ECE with equal-mass bins",
@@ -773,6 +774,59 @@ def _split_sums(idx: np.ndarray, conf: np.ndarray, out: np.ndarray, n_bins: int,
     noise = outcome_noise(np.bincount(idx, minlength=n_bins), np.bincount(idx, weights=out, minlength=n_bins))
     return split_estimates_from_sums(sums[:n_bins], sums[n_bins:], reps[:, :n_bins], reps[:, n_bins:], idx.shape[0],
                                      noise=noise)
+
+
+def _split_replicates(probs: np.ndarray, labels: np.ndarray, B: int, n_boot: int, seed: int | None, n_halves: int,
+                      binary_target: BinaryTarget | None) -> tuple[np.ndarray, np.ndarray, float]:
+    """(plug-in, split averaged over ``n_halves`` random halvings) of the rows (entry 0) and of ``n_boot``
+    resamples (entries 1..), and the outcome-noise shortfall of the variance (see
+    :func:`split_estimates_from_sums`). The halvings and the resampled rows depend only on n, ``n_boot``
+    and ``seed``: two calls on the same rows with the same seed resample the same rows, so their
+    replicates pair up."""
+    conf, out = confidence_and_outcome(_binary_columns(probs, binary_target, "split_differences"), labels)
+    idx, n = bin_index(conf, B), conf.shape[0]
+    gap = conf - out
+    plug_ins, splits = [], []
+    for k in range(n_halves):
+        keys = idx + B * _random_halves(n, np.random.default_rng([seed or 0, k]))
+        sums = np.bincount(keys, weights=gap, minlength=2 * B)
+        reps = _bootstrap_bin_sums(keys, gap, 2 * B, n_boot, np.random.default_rng([seed or 0, n_halves]))
+        plug_in, split = _split_statistics(np.vstack([sums[:B], reps[:, :B]]), np.vstack([sums[B:], reps[:, B:]]), n)
+        plug_ins.append(plug_in)
+        splits.append(split)
+    noise = outcome_noise(np.bincount(idx, minlength=B), np.bincount(idx, weights=out, minlength=B))
+    shortfall = float(np.maximum(noise - (reps[:, :B] + reps[:, B:]).var(axis=0), 0.0).sum()) / float(n) ** 2
+    return plug_ins[0], np.mean(splits, axis=0), shortfall
+
+
+def split_differences(first: np.ndarray, second: np.ndarray, labels: np.ndarray, n_bins: int | None = None,
+                      n_boot: int = 1000, seed: int | None = 0, *, binary_target: BinaryTarget | None = None
+                      ) -> tuple[tuple[float, float], tuple[float, float]]:
+    """(split(first) - ECE(second), its sd) and (split(second) - ECE(first), its sd): the split estimate
+    of one prediction's CE_B minus the plug-in ECE of the other on the same rows and bins, and the
+    standard deviation of that difference over paired bootstrap resamples (the same rows drawn for
+    both; its variance topped up by both predictions' outcome-noise shortfall).
+
+    Why this difference: E[split(a)] <= CE_B(a) and E[ECE(b)] >= CE_B(b) (see
+    :func:`ece_bootstrap_ci`), so in expectation it is at most CE_B(a) - CE_B(b): a test that it
+    is above 0 rarely says the one is worse calibrated when it is not. Why paired: both are
+    measured on the same rows, so their noise is shared; the sd of the difference of paired replicates
+    counts that, where the root sum of the two variances does not. The split estimate is averaged over
+    up to 8 random halvings (each has a mean at most CE_B, so their mean too): one halving's noise made
+    it the larger part of the sd (0.027 against the ECE's 0.015 on 750 rows), and a drop of the ECE from
+    0.10 to 0.03 was shown in 12 of 100 simulated files, 29 with 8 halvings. Fewer halvings on large
+    files (n x n_boot x halvings kept near 2e7 draws), where the sd is small anyway.
+    """
+    n_boot = _check_n_boot(n_boot)
+    n = int(np.asarray(labels).shape[0])
+    B = _resolve_n_bins(n_bins, n)
+    halves = int(np.clip(2e7 // max(n * n_boot, 1), 1, 8))
+    ece_1, split_1, short_1 = _split_replicates(first, labels, B, n_boot, seed, halves, binary_target)
+    ece_2, split_2, short_2 = _split_replicates(second, labels, B, n_boot, seed, halves, binary_target)
+    out = []
+    for diff in (split_1 - ece_2, split_2 - ece_1):
+        out.append((float(diff[0]), float(np.sqrt(diff[1:].var() + short_1 + short_2))))
+    return out[0], out[1]
 
 
 def split_estimates(probs: np.ndarray, labels: np.ndarray, n_bins: int | None = None, n_boot: int = 1000,

@@ -134,7 +134,7 @@ def _start(loaded: state.Loaded, s: runs.PBRSettings) -> None:
 def _cards(r: runs.PBRResult) -> None:
     c = st.columns(6)
     c[0].metric("Test ECE after", f"{r.after['ece']:.4f}",
-                **recal_ui.ece_change(r.before["ece"], r.after["ece"], r.worse_shown),
+                **recal_ui.ece_change(r.before["ece"], r.after["ece"], r.worse_shown, r.better_shown),
                 help=texts.ece_after_help(r.before["ece"], r.after["n_bins"], r.n_te))
     c[1].metric("Test ECE before", f"{r.before['ece']:.4f}", help=texts.ECE_BEFORE_HELP)
     c[2].metric("Accuracy after", f"{r.after['accuracy']:.2%}",
@@ -158,6 +158,9 @@ def _cards(r: runs.PBRResult) -> None:
     worse = tables.pbr_worse_on_test_note(r)
     if worse:
         st.warning(worse, icon=":material/warning:")
+    fall = tables.pbr_ece_fall_note(r)  # a fall is read against the same noise as a rise
+    if fall:
+        st.info(fall, icon=":material/info:")
 
 
 def _bounds(r: runs.PBRResult) -> None:
