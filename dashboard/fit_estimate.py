@@ -149,10 +149,15 @@ class Estimate:
     worst: float        # when fits need many more iterations or end at the prior and are redone
     measured_here: bool  # rescaled by fits that ran in this server process
     gpu: bool = False
+    folds: int | None = None    # a run of folds (Compare, Generalization): said with its workers
+    workers: int = 1
 
     def sentence(self) -> str:
         """One line for the page."""
         what = "1 fit" if self.fits == 1 else f"{self.fits} fits"
+        if self.folds:
+            what += (f" in {self.folds} fold{'s' if self.folds > 1 else ''}"
+                     + (f", {self.workers} folds at a time in worker processes" if self.workers > 1 else ""))
         measured_on = "one H200 GPU" if self.gpu else "a 2-core CPU"
         basis = ("from the fits already run on this server" if self.measured_here
                  else f"from measurements on {measured_on}; it adapts after the first fit here")
@@ -194,6 +199,25 @@ def estimate(n_re: int, n_total: int, k: int, auto_alpha: bool, n_alphas: int, n
     predict = per_entry * float(n_total) * k * scale
     return Estimate(fits=fits, seconds=seconds + predict, worst=seconds * WORST_FACTOR + predict,
                     measured_here=measured, gpu=gpu)
+
+
+def folds_estimate(n_re: int, n_test: int, k: int, fits_per_fold: int, n_folds: int, n_jobs: int = 1,
+                   gpu: bool = False) -> Estimate:
+    """Seconds for a run of ``n_folds`` folds of ``fits_per_fold`` GP fits on ``n_re`` rows each, each
+    fit then predicting ``n_test`` rows: the Compare page's GP fits (its other methods take a second
+    or less; the K x K ones have :func:`recal_sentence`) and the Generalization page's α values. The
+    folds run ``n_jobs`` at a time in worker processes (each paying ``WORKER_START_S``), as
+    :func:`estimate` counts the PBR page's, with the same rescaling by the fits run here and the same
+    sentence (audit 13: Compare's GP fits took 160 s unannounced where the PBR page estimated its own)."""
+    scale, measured = _scale()
+    per_entry = GPU_PREDICT_PER_ENTRY_S if gpu else PREDICT_PER_ENTRY_S
+    rounds = n_folds if n_jobs <= 1 else -(-n_folds // n_jobs)
+    fitting = rounds * fits_per_fold * model_seconds(n_re, k, gpu) * scale
+    predict = rounds * fits_per_fold * per_entry * float(n_test) * k * scale
+    start = WORKER_START_S if n_jobs > 1 else 0.0
+    return Estimate(fits=fits_per_fold * n_folds, seconds=fitting + predict + start,
+                    worst=fitting * WORST_FACTOR + predict + start, measured_here=measured, gpu=gpu,
+                    folds=n_folds, workers=max(1, min(n_jobs, n_folds)))
 
 
 # --------------------------------------------------------------------------- classical fits of K x K matrices

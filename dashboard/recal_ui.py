@@ -278,6 +278,15 @@ def saved_classes_problem(method: str, k: int | None, name: str) -> str | None:
     return texts.saved_too_many_classes(name, texts.method_label(method), k, fit_estimate.RECAL_MAX_CLASSES)
 
 
+def gp_fit_time(est) -> None:
+    """Say a GP run's time estimate (``fit_estimate.Estimate``) before it starts, as the PBR page does:
+    a box when it is long (over a minute), a caption otherwise."""
+    if est.long:
+        st.info(est.sentence(), icon=":material/hourglass_top:")
+    else:
+        st.caption(texts.estimate_caption(est.sentence()))
+
+
 def matrix_fit_time(methods: list[str], n: int | Sequence[int], k: int | None, fits: int = 1,
                     max_iter: int | None = None) -> bool:
     """Before a run with fits of a K x K matrix (matrix scaling, Dirichlet calibration, SMS): say how long

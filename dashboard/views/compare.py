@@ -13,7 +13,7 @@ import dataclasses
 import streamlit as st
 
 from dashboard import figures_recal as FR
-from dashboard import jobs, recal_ui, runs, state, tables, texts
+from dashboard import fit_estimate, jobs, recal_ui, runs, state, tables, texts
 from dashboard.fit_estimate import recal_heavy
 from dashboard.sections import group_gaps, sweep
 from dashboard.settings_ui import DEFAULT_ALPHA, K_ALPHA, K_MAX_ITER, K_METHODS, K_N_RE, K_SEED, CompareChoices
@@ -82,8 +82,6 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.CompareSettings | Non
     fits, n_gp = settings.fits_per_fold()  # a method and its "app." variant share one fit
     if n_gp:  # GP fits take seconds each: their folds go to worker processes (which take seconds to start)
         settings = dataclasses.replace(settings, n_jobs=runs.fold_jobs(int(n_folds)))
-    st.caption(texts.compare_plan(int(n_folds), fits, n_gp, runs.device_label() if n_gp else "", int(n_re), preds.n,
-                                  n_te))
     if not chosen:
         st.info(texts.CHOOSE_A_METHOD)
         return None
@@ -91,9 +89,16 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.CompareSettings | Non
         st.error(texts.compare_rows_too_many(int(n_re), n_te, preds.n))
         return None
     problem = texts.split_refusal(preds.n, int(n_re), n_te)
-    if problem:  # folds too small to measure anything (the file, the fit part or the test part): refused
+    if problem:  # folds too small to measure anything (the file, the fit part or the test part): refused,
+        # with no plan of a run that will not start (audit 13: "40 fits in all … each fold fits on 22 rows")
         st.error(problem, icon=":material/block:")
         return None
+    st.caption(texts.compare_plan(int(n_folds), fits, n_gp, runs.device_label() if n_gp else "", int(n_re), preds.n,
+                                  n_te))
+    if n_gp:  # the GP fits' time, in the PBR page's words (fit_estimate)
+        recal_ui.gp_fit_time(fit_estimate.folds_estimate(int(n_re), n_te or preds.n - int(n_re), preds.n_classes,
+                                                         n_gp, int(n_folds), settings.n_jobs,
+                                                         gpu=runs.device_label() != "CPU"))
     if not recal_ui.matrix_fit_time(chosen, int(n_re), preds.n_classes, int(n_folds), max_iter):
         return None
     return settings
