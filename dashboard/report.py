@@ -334,7 +334,8 @@ def generalization_section(result: runs.GenResult) -> ReportSection:
             paragraphs.append(extreme)
         figs.append((texts.KL_GAP_CAPTION, FR.kl_gap_figure(res.table, eps=s.eps, n_classes=result.n_classes)))
         shown.append(("Correlation between KL and ECE gap", tables.correlations_frame(res)))
-        shown.append(("Per α, mean over folds", tables.per_alpha_frame(res.table, s.eps, result.n_classes)))
+        shown.append(("Per α, mean over folds",
+                      tables.per_alpha_styler(tables.per_alpha_frame(res.table, s.eps, result.n_classes))))
         shown.append(("Every fit", tables.fold_styler(res.table)))
     return ReportSection(title=f"Generalization: KL against ECE gap ({texts.method_label(s.objective)})",
                          paragraphs=paragraphs, settings=settings, tables=shown, figures=figs)

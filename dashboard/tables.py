@@ -499,8 +499,9 @@ def per_alpha_config(eps: float) -> dict:
     """The per-α table's column help on the page: the theorem behind the short bound header."""
     import streamlit as st
 
-    return {EXTREME_KL_COLUMN: st.column_config.NumberColumn(help=EXTREME_KL_HELP),
-            bound_column(eps): st.column_config.NumberColumn(
+    # Column, not NumberColumn: the styler's words ("below 0.001", "– (every fit extreme)") stay as written
+    return {EXTREME_KL_COLUMN: st.column_config.Column(help=EXTREME_KL_HELP),
+            bound_column(eps): st.column_config.Column(
                 help=f"Corollary 1's bound ({1 - eps:.0%}) on the gap, the mean over folds.")}
 
 
@@ -530,6 +531,30 @@ def per_alpha_frame(table: pd.DataFrame, eps: float, n_classes: int | None = Non
     return per_alpha
 
 
+def _kl_text(v: float) -> str:
+    """A mean KL in words a reader takes in: "below 0.001" for a fit that stayed at its prior (1e-8 was
+    written 0.00000001), 4 significant digits otherwise."""
+    return "below 0.001" if 0 <= v < 1e-3 else texts.kl_card(v)
+
+
+#: What a per-α mean KL or bound reads when every fit of that α was left out of it (audit 13: "None").
+EVERY_FIT_EXTREME = "– (every fit extreme)"
+
+
+def per_alpha_styler(frame: pd.DataFrame) -> Styler:
+    """:func:`per_alpha_frame` as the page and the report show it: the KL in :func:`_kl_text`'s words,
+    the ECEs, gap and bound to 4 decimals, and where every fit of an α had an extreme KL (left out of
+    the KL and bound means) :data:`EVERY_FIT_EXTREME` instead of "None"."""
+    kl, bound = "mean KL", frame.columns[-1]
+    formats = {c: "{:.4f}" for c in frame.columns if c not in ("α", kl, EXTREME_KL_COLUMN)}
+    formats[kl] = _kl_text
+    formats["α"] = "{:g}"
+    styler = frame.style
+    for column, how in formats.items():  # one column a call: a call resets the columns it does not name
+        styler = styler.format(how, na_rep=EVERY_FIT_EXTREME if column in (kl, bound) else "–", subset=[column])
+    return styler
+
+
 def extreme_kl_note(table: pd.DataFrame, n_classes: int) -> str | None:
     """The Generalization page's (and its report's) note on the fits whose KL is extreme, or None."""
     from pbr_core.experiments import extreme_kl, kl_limit
@@ -540,7 +565,7 @@ def extreme_kl_note(table: pd.DataFrame, n_classes: int) -> str | None:
         return None
     n_re = int(hit["n_re"].iloc[0])
     return texts.extreme_kl_note(hit["kl"], [f"α = {a:g}, fold {int(f) + 1}" for a, f in zip(hit["alpha"], hit["fold"])],
-                                 n_re, n_classes, kl_limit(n_re, n_classes))
+                                 n_re, n_classes, kl_limit(n_re, n_classes), alphas=hit["alpha"])
 
 
 def correlations_frame(res: KLGapResult) -> pd.DataFrame:

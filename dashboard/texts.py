@@ -599,16 +599,33 @@ def kl_card(kl: float) -> str:
     return f"{kl:,.0f}" if 1e4 <= abs(kl) < 1e7 else f"{kl:.4g}"
 
 
-def extreme_kl_note(kls: "Iterable[float]", where: "Iterable[str]", n_re: int, n_classes: int, limit: float) -> str:
+def _extreme_kl_why(alphas: "Iterable[float]") -> str:
+    """Why the flagged fits' α let their KL grow: no KL term at α = 0; a cheap one at a small α > 0
+    (audit 13: "α = 0.01, fold 3: KL = 211.3" was explained by "At α = 0 the objective has no KL term")."""
+    alphas = sorted(set(float(a) for a in alphas))
+    zero = ("At α = 0 the objective has no KL term, so nothing holds the posterior near its prior and the "
+            "optimiser can move it arbitrarily far")
+    small = [a for a in alphas if a > 0]
+    if not small:
+        return zero
+    which = ", ".join(f"{a:g}" for a in small)
+    cheap = (f"At α = {which} the KL enters the objective only as α·KL/n_re, so a small α makes each nat of KL "
+             "cheap: the optimiser moves the posterior far from its prior for a small gain in fitting the "
+             "recalibration rows")
+    return f"{zero}; {cheap[0].lower() + cheap[1:]}" if 0.0 in alphas else cheap
+
+
+def extreme_kl_note(kls: "Iterable[float]", where: "Iterable[str]", n_re: int, n_classes: int, limit: float,
+                    alphas: "Iterable[float]" = (0.0,)) -> str:
     """Why some fits' KL is extreme (``pbr_core.experiments.extreme_kl``: above n_re·ln K nats) and
-    what the page does with them; ``where`` names each fit ("α = 0, fold 2")."""
+    what the page does with them; ``where`` names each fit ("α = 0, fold 2"), ``alphas`` their α
+    (the explanation is that of the α values flagged)."""
     kls, where = list(kls), list(where)
     fits = "; ".join(f"{w}: KL = {kl_card(k)}" for w, k in zip(where[:5], kls[:5])) + (" …" if len(kls) > 5 else "")
     one = len(kls) == 1
     return (f"{'One fit has' if one else f'{len(kls)} fits have'} an extreme KL ({fits}), above n_re·ln K = "
             f"{n_re:,}·ln {max(n_classes, 2)} = {limit:,.0f} nats, more information than the labels of the "
-            f"{n_re:,} recalibration rows can carry. At α = 0 the objective has no KL term, so nothing holds the "
-            "posterior near its prior and the optimiser can move it arbitrarily far: such a KL measures that "
+            f"{n_re:,} recalibration rows can carry. {_extreme_kl_why(alphas)}: such a KL measures that "
             "drift, not what was learned, and its Corollary 1 bound says nothing. "
             f"{'It is' if one else 'They are'} marked ✕ on the chart (KL on a log scale) and left out of the mean "
             "KL and mean bound below; the ECE gap is measured as for any fit.")

@@ -126,7 +126,7 @@ def ece_vs_bins_figure(
     _vertical_marker(fig, TRACE_MINIMISING_B, int(minimising_b), y_top, COLORS["minimising"], "dot")
     fig.update_xaxes(title_text="Number of bins B", range=[0.5, float(B.max()) + 0.5] if B.size else None)
     if log_y:
-        fig.update_yaxes(title_text="Calibration error (log scale)", type="log")
+        fig.update_yaxes(title_text="Calibration error (log scale)", type="log", exponentformat="power")
     else:
         fig.update_yaxes(title_text="Calibration error", range=[0.0, y_top])
     fig.update_layout(height=height)
@@ -157,7 +157,7 @@ def estimator_convergence_figure(table: pd.DataFrame, labels: dict[str, str], tc
     if len(table):
         fig.add_trace(go.Scatter(name=f"True calibration error = {tce:.3f}", x=[table["n"].min(), table["n"].max()],
                                  y=[tce, tce], mode="lines", line=dict(color="#333333", dash="dash", width=1.5)))
-    fig.update_xaxes(type="log", title_text="Number of rows n (log scale)")
+    fig.update_xaxes(type="log", exponentformat="power", title_text="Number of rows n (log scale)")
     fig.update_yaxes(title_text="Estimated calibration error", rangemode="tozero")
     fig.update_layout(height=height)
     layout_defaults(fig)

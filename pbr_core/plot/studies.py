@@ -183,10 +183,10 @@ def kl_gap_figure(table: pd.DataFrame, *, eps: float = 0.05, height: int = 480,
     fig.update_xaxes(title_text="KL(ρ‖π) of the fitted posterior" + (" (log scale)" if log_kl else ""), row=1, col=1)
     fig.update_xaxes(title_text="KL(ρ‖π)" + (" (log scale)" if log_kl else ""), row=1, col=2)
     if log_kl:
-        fig.update_xaxes(type="log", row=1, col=1)
-        fig.update_xaxes(type="log", row=1, col=2)
+        fig.update_xaxes(type="log", exponentformat="power", row=1, col=1)
+        fig.update_xaxes(type="log", exponentformat="power", row=1, col=2)
     fig.update_yaxes(title_text="|ECE(test) − ECE(recalibration set)|", rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(type="log", dtick=1, title_text="log scale", row=1, col=2)
+    fig.update_yaxes(type="log", dtick=1, exponentformat="power", title_text="log scale", row=1, col=2)
     fig.add_hline(y=1.0, line=dict(color="#999999", width=1, dash="dash"), row=1, col=2,
                   annotation_text="1 (vacuous above)", annotation_position="bottom right")
     fig.update_layout(height=height)

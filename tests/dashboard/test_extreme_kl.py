@@ -91,7 +91,7 @@ def test_the_report_carries_the_note_the_marked_chart_and_the_means():
                          result=res, n_classes=7)
     sec = report.generalization_section(gen)
     assert any("One fit has an extreme KL" in p for p in sec.paragraphs)
-    per_alpha = dict(sec.tables)["Per α, mean over folds"]
+    per_alpha = dict(sec.tables)["Per α, mean over folds"].data  # a Styler: its numbers
     assert per_alpha[tables.EXTREME_KL_COLUMN].sum() == 1 and per_alpha["mean KL"].max() < 100
     assert texts.KL_GAP_EXTREME_TRACE in {tr.name for tr in sec.figures[0][1].data}
 
