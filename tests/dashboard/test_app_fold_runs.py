@@ -143,3 +143,16 @@ def test_compare_prints_no_plan_above_a_refused_run():
     assert not at.exception, at.exception
     assert at.error, "the 45-row file's comparison is refused"
     assert not any("fits in all" in t or "each fold fits on" in t or "Estimated time" in t for t in _texts(at))
+
+
+def test_the_fold_estimates_follow_the_gp_fits_measured_here():
+    """A comparison's or a KL-gap study's GP fits rescale later estimates, as a PBR fit does: the HAM
+    file's fits (1,500 rows x 7 classes) ended at the prior and were redone, 4.3 s each against the
+    model's 1.9, and the first estimate said about 12 s for a run of 28 s."""
+    before = fit_estimate.folds_estimate(750, 750, 7, 1, 10, 2)
+    assert not before.measured_here
+    runs._record_fits(pd.DataFrame({"fit_seconds": [4.3, 4.3, np.nan]}), 750, 7)
+    after = fit_estimate.folds_estimate(750, 750, 7, 1, 10, 2)
+    ratio = 4.3 / fit_estimate.model_seconds(750, 7)
+    assert after.measured_here and "from the fits already run on this server" in after.sentence()
+    assert after.seconds - fit_estimate.WORKER_START_S == pytest.approx(ratio * (before.seconds - fit_estimate.WORKER_START_S))
