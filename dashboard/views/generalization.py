@@ -64,7 +64,6 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.KLGapSettings | None:
             if runs.device_label() != "CPU":
                 batched = st.checkbox("Fit all α × folds together on the GPU", key=K_BATCHED, persist_state="session",
                                       disabled=running, help=texts.GEN_BATCHED_HELP)
-    st.caption(texts.gen_plan(len(alphas), n_folds, runs.device_label()))
     if not alphas:
         st.info(texts.CHOOSE_AN_ALPHA)
         return None
@@ -78,6 +77,7 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.KLGapSettings | None:
     if problem:
         st.error(f"{problem} {texts.gen_too_small_todo(preds.n, MIN_TEST_ROWS)}", icon=":material/block:")
         return None
+    st.caption(texts.gen_plan(len(alphas), n_folds, runs.device_label()))  # no plan above a refusal
     # the fits' time, in the PBR page's words: each fold fits every α on n_re rows and measures n_re others
     recal_ui.gp_fit_time(fit_estimate.folds_estimate(n_re, n_re, preds.n_classes, len(alphas), n_folds,
                                                      runs.fold_jobs(n_folds), gpu=runs.device_label() != "CPU"))

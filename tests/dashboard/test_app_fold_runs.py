@@ -156,3 +156,12 @@ def test_the_fold_estimates_follow_the_gp_fits_measured_here():
     ratio = 4.3 / fit_estimate.model_seconds(750, 7)
     assert after.measured_here and "from the fits already run on this server" in after.sentence()
     assert after.seconds - fit_estimate.WORKER_START_S == pytest.approx(ratio * (before.seconds - fit_estimate.WORKER_START_S))
+
+
+def test_generalization_prints_no_plan_above_a_refused_run():
+    """As Compare (item 12): the 45-row file is refused with one sentence, and no "48 GP fits" above it."""
+    at = _app(45)
+    at.switch_page(GEN).run()
+    assert not at.exception, at.exception
+    assert at.error or at.info, "the 45-row file's study is refused"
+    assert not any("GP fits on" in t or "Estimated time" in t for t in _texts(at)), _texts(at)
