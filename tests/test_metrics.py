@@ -887,3 +887,53 @@ def test_the_library_s_own_callers_say_what_a_binary_array_measures(unnamed_bina
         E.reliability_table(P, y, "binary", target)
         E.ece_rise_shown(P, np.clip(P + 0.01, 0, 1), y, "binary", target, n_boot=20)
     assert left_to_chance == []
+
+
+def test_split_differences_equal_a_slow_loop_over_halvings_and_paired_resamples():
+    """``split_differences`` against a plain loop: the same halvings (seeds [seed, k]) and the same
+    resampled rows for both predictions (seed [seed, halvings]), each statistic computed row by row;
+    the sd is that of the paired differences of the replicates, its variance topped up by each
+    prediction's outcome-noise shortfall (``outcome_noise`` beyond the resampled bin sums' variance)."""
+    from pbr_core.metrics import bin_index, outcome_noise, split_differences
+
+    rng = np.random.default_rng(5)
+    n, B, n_boot = 90, 4, 40
+    p1 = rng.uniform(0.05, 0.95, n)
+    p2 = np.clip(p1 + rng.normal(0, 0.1, n), 0.01, 0.99)
+    y = (rng.random(n) < p1).astype(int)
+    halves = int(np.clip(2e7 // (n * n_boot), 1, 8))
+    draws = np.random.default_rng([0, halves]).integers(0, n, size=(n_boot, n))
+
+    def stats(p, rows, half):
+        idx = bin_index(p, B)
+        a, b = np.zeros(B), np.zeros(B)
+        for i in rows:
+            (a if half[i] == 0 else b)[idx[i]] += p[i] - y[i]
+        plug = sum(abs(a[j] + b[j]) for j in range(B)) / n
+        split = sum(np.sign(a[j]) * b[j] + np.sign(b[j]) * a[j] for j in range(B)) / n
+        return plug, split
+
+    def all_stats(p):
+        plug, split = [], []
+        for k in range(halves):
+            half = (np.random.default_rng([0, k]).permutation(n) < n // 2).astype(int)
+            got = [stats(p, rows, half) for rows in [np.arange(n), *draws]]
+            plug.append([g[0] for g in got])
+            split.append([g[1] for g in got])
+        return np.array(plug[0]), np.mean(split, axis=0)
+
+    e1, s1 = all_stats(p1)
+    e2, s2 = all_stats(p2)
+    def shortfall(p):
+        idx = bin_index(p, B)
+        sums = np.array([[sum(p[i] - y[i] for i in rows if idx[i] == j) for j in range(B)] for rows in draws])
+        noise = outcome_noise(np.bincount(idx, minlength=B), np.bincount(idx, weights=y, minlength=B))
+        return float(np.maximum(noise - sums.var(axis=0), 0.0).sum()) / n ** 2
+
+    top_up = shortfall(p1) + shortfall(p2)
+    (d12, sd12), (d21, sd21) = split_differences(np.c_[1 - p1, p1], np.c_[1 - p2, p2], y, n_bins=B, n_boot=n_boot,
+                                                 binary_target="positive")
+    assert d12 == pytest.approx(s1[0] - e2[0]) and d21 == pytest.approx(s2[0] - e1[0])
+    assert sd12 == pytest.approx(np.sqrt((s1[1:] - e2[1:]).var() + top_up))
+    assert sd21 == pytest.approx(np.sqrt((s2[1:] - e1[1:]).var() + top_up))
+    assert d12 + d21 <= 1e-12  # split <= plug-in for each: at most one difference is positive
