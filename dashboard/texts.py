@@ -1157,17 +1157,17 @@ def correlation_reading(verdict: str, mean_tau: float, positive: int, negative: 
     if n_re is not None and n_rows is not None and folds_overlap_too_much(n_re, n_rows):
         return fold_overlap_reading(positive, negative, folds, mean_tau, n_re, n_rows)
     if verdict == "positive":
-        return (f"A larger KL comes with a larger gap in {positive} of {folds} folds (mean τ = {mean_tau:+.2f}): "
+        return (f"A larger KL comes with a larger gap in {positive} of {folds} folds (mean agreement {mean_tau:+.2f}): "
                 "more than chance explains (both tests below 5%), as Corollary 1 predicts.")
     if verdict == "negative":
-        return (f"A larger KL comes with a smaller gap in {negative} of {folds} folds (mean τ = {mean_tau:+.2f}): "
+        return (f"A larger KL comes with a smaller gap in {negative} of {folds} folds (mean agreement {mean_tau:+.2f}): "
                 "more than chance explains (both tests below 5%), the opposite of what Corollary 1 suggests. "
                 "Look at the fits: at small α a fit can follow the noise of its rows.")
     if smallest_p >= 0.05:
         return (f"With {folds} folds no test can show a relation at 5% (the smallest possible p-value is "
                 f"{smallest_p:.2f}, when every fold agrees): use at least 6 folds, or 10 as the paper does.")
-    return (f"No relation shown: τ is above 0 in {positive} of {folds} folds and below in {negative} (mean τ = "
-            f"{mean_tau:+.2f}), which chance gives often when KL and gap are unrelated. That is not evidence of "
+    return (f"No relation shown: a larger KL comes with a larger gap in {positive} of {folds} folds and with a "
+            f"smaller one in {negative} (mean agreement {mean_tau:+.2f}), which chance gives often when KL and gap are unrelated. That is not evidence of "
             "no relation: the gap is noisy (the ECE's own estimation error is of its size); more folds or a "
             "larger n_re help.")
 
@@ -1182,8 +1182,8 @@ def fold_overlap_reading(positive: int, negative: int, folds: int, mean_tau: flo
     todo = (f"choose n_re of at most {top:,} (a quarter of the rows)" if top >= MIN_FIT_ROWS else
             f"load a file of at least {4 * MIN_FIT_ROWS:,} rows, so that n_re can be {MIN_FIT_ROWS} or more "
             "and at most a quarter of the rows")
-    return (f"Not read: τ is above 0 in {positive} of {folds} folds and below in {negative} (mean τ = "
-            f"{mean_tau:+.2f}), but the folds re-split one sample of {n_rows:,} rows, each using {used} "
+    return (f"Not read: a larger KL comes with a larger gap in {positive} of {folds} folds and with a smaller "
+            f"one in {negative} (mean agreement {mean_tau:+.2f}), but the folds re-split one sample of {n_rows:,} rows, each using {used} "
             f"({n_re:,} to fit on, {n_re:,} to test on), so any two folds share most of their rows. Their fits "
             "then follow this sample's own pattern together, and the fold test cannot tell a relation between KL and gap from that pattern "
             "(with half the rows in each set it claims a relation in about 9% of samples where there is none, "
@@ -2400,8 +2400,8 @@ SLICES_HELD_MEAN = "Mean predicted (held-out rows)"
 SLICES_HELD_GAP = "Gap = predicted − observed (points, held-out rows)"
 SLICES_HELD_REST = "Rest of the file: predicted − observed (points, held-out rows)"
 #: The two corrected p-values of a slice: is it calibrated differently from the rest, is it miscalibrated.
-SLICES_P_REST = "p: differs from the rest (corrected)"
-SLICES_P_OWN = "p: miscalibrated (corrected)"
+SLICES_P_REST = "p-value: differs from the rest (corrected)"
+SLICES_P_OWN = "p-value: miscalibrated (corrected)"
 #: The help of the two gap columns: the sign, which the sentences say in words ("8.1 points too low").
 SLICES_GAP_HELP = (
     "The mean prediction minus the observed frequency, in points: below 0 the predictions are too low (too "

@@ -142,7 +142,7 @@ def test_sweep_and_generalization_sections_from_tables():
     # The same fits on a file of 1,200 rows: n_re 500 is above a quarter, the folds re-split mostly the
     # same rows, and the report reads no verdict (pbr_core.experiments.folds_overlap_too_much).
     gen.n_rows = 1200
-    (said,) = [p for p in report.generalization_section(gen).paragraphs if "τ is above 0" in p]
+    (said,) = [p for p in report.generalization_section(gen).paragraphs if "comes with a larger gap in" in p]
     assert said.startswith("Not read") and "more than chance" not in said
     assert "choose n_re of at most 300" in said and "share most of their rows" in said
     gen.n_rows = 2000  # a quarter: read
@@ -167,7 +167,7 @@ def test_no_verdict_is_read_when_the_folds_re_split_mostly_the_same_rows(verdict
     (and no absence of one), says why, and what to do; at a quarter or below, the verdict's own words."""
     args = (verdict, 0.3, 9, 1, 10, 2 / 1024)
     half = texts.correlation_reading(*args, n_re=1000, n_rows=2000)
-    assert half.startswith("Not read: τ is above 0 in 9 of 10 folds") and "more than chance" not in half
+    assert half.startswith("Not read: a larger KL comes with a larger gap in 9 of 10 folds") and "more than chance" not in half
     assert "No relation shown" not in half and "one sample of 2,000 rows, each using all 2,000 of them" in half
     assert "cannot tell a relation" in half and "choose n_re of at most 500 (a quarter of the rows)" in half
     third = texts.correlation_reading(*args, n_re=700, n_rows=2100)
