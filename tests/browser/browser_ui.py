@@ -38,3 +38,20 @@ def load_sample(page, app_url: str, option: str, sidebar: str, exact: bool = Fal
     page.get_by_role("option", name=option, exact=exact).click(timeout=TIMEOUT_MS)
     page.locator('[data-testid="stSidebar"]').get_by_text(sidebar).wait_for(timeout=TIMEOUT_MS)
     wait_idle(page)
+
+
+#: A JavaScript function ``gridColumns(canvas)``: the columns an ``st.dataframe`` grid laid out, as
+#: [title, width] pairs, read from the React props of its canvas (the grid draws on a canvas, so its
+#: cells are not in the DOM), or null. Paste it into a page.evaluate() function body.
+GRID_COLUMNS_JS = """function gridColumns(canvas) {
+  const key = Object.keys(canvas).find(k => k.startsWith('__reactFiber$'));
+  let f = canvas[key];
+  while (f) {
+    const p = f.memoizedProps;
+    if (p && Array.isArray(p.columns) && p.columns.length && typeof p.columns[0].width === 'number') {
+      return p.columns.map(c => [c.title, c.width]);
+    }
+    f = f.return;
+  }
+  return null;
+}"""

@@ -10,7 +10,7 @@ width, and that the header cells exist for screen readers.
 from __future__ import annotations
 
 import pytest
-from browser_ui import TIMEOUT_MS, load_sample, nav, no_exception, wait_idle
+from browser_ui import GRID_COLUMNS_JS, TIMEOUT_MS, load_sample, nav, no_exception, wait_idle
 
 from dashboard import tables, texts
 
@@ -18,19 +18,12 @@ pytestmark = pytest.mark.browser
 
 #: The first grid of the page: its visible width and its laid-out columns (title, width).
 _COLUMNS = """() => {
+""" + GRID_COLUMNS_JS + """
   const d = document.querySelector('[data-testid="stDataFrame"]');
   const scroller = d && d.querySelector('.dvn-scroller');
   const canvas = d && d.querySelector('canvas');
   if (!scroller || !canvas) return null;
-  const key = Object.keys(canvas).find(k => k.startsWith('__reactFiber$'));
-  let f = canvas[key], cols = null;
-  while (f && !cols) {
-    const p = f.memoizedProps;
-    if (p && Array.isArray(p.columns) && p.columns.length && typeof p.columns[0].width === 'number') {
-      cols = p.columns.map(c => [c.title, c.width]);
-    }
-    f = f.return;
-  }
+  const cols = gridColumns(canvas);
   const headers = [...d.querySelectorAll('[role=columnheader]')].map(h => h.innerText.trim());
   return {visible: scroller.clientWidth, cols: cols, headers: headers};
 }"""

@@ -9,21 +9,13 @@ from __future__ import annotations
 
 import re
 
-import pandas as pd
-
 from dashboard import figures_recal as FR
+from kl_studies import election_study
 
 SI = re.compile(r"\d\s*[yzafpnμumkMGTPEB]$")
 
 
-def _study() -> pd.DataFrame:
-    rows = []
-    for fold in range(3):
-        for alpha, kl in ((0.0, 5e4 * (fold + 1)), (0.01, 211.3 if fold == 2 else 40.0), (0.75, 1e-8)):
-            rows.append({"alpha": alpha, "fold": fold, "n_re": 250, "n_bins": 6, "kl": kl, "ece_re": 0.03,
-                         "ece_te": 0.05 + 0.01 * fold, "gap": 0.02 + 0.01 * fold, "bound": 0.9, "fit_seconds": 1.0,
-                         "error": None})
-    return pd.DataFrame(rows)
+_study = election_study  # the audit's election file's study (tests/kl_studies.py)
 
 
 def test_the_kl_axes_read_in_powers_of_ten(page, tmp_path):

@@ -10,7 +10,7 @@ enough for its text.
 from __future__ import annotations
 
 import pytest
-from browser_ui import load_sample, nav, no_exception, wait_idle
+from browser_ui import GRID_COLUMNS_JS, load_sample, nav, no_exception, wait_idle
 
 from dashboard import texts
 
@@ -22,18 +22,11 @@ SAMPLE = "CIFAR-10 · ResNet-110 (logits, 10 classes, npz)"
 #: Per paired table on the page: the grid's visible width, its laid-out columns (title, width) and,
 #: per verdict cell, the text's width in the grid's font (the cell padding is 8 px a side).
 _MEASURE = """(only) => [...document.querySelectorAll('[data-testid="stDataFrame"]')].filter((d, i) => only === null || i === only).map(d => {
+""" + GRID_COLUMNS_JS + """
   const scroller = d.querySelector('.dvn-scroller');
   const canvas = d.querySelector('canvas');
   if (!scroller || !canvas) return {visible: null, cols: null, verdicts: []};  // not drawn (off screen)
-  const key = Object.keys(canvas).find(k => k.startsWith('__reactFiber$'));
-  let f = canvas[key], cols = null;
-  while (f && !cols) {
-    const p = f.memoizedProps;
-    if (p && Array.isArray(p.columns) && p.columns.length && typeof p.columns[0].width === 'number') {
-      cols = p.columns.map(c => [c.title, c.width]);
-    }
-    f = f.return;
-  }
+  const cols = gridColumns(canvas);
   const ctx = document.createElement('canvas').getContext('2d');
   ctx.font = getComputedStyle(d).fontSize + ' ' + getComputedStyle(d).fontFamily;
   const vi = cols ? cols.findIndex(c => c[0] === 'verdict') : -1;

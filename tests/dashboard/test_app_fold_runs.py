@@ -16,6 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import fit_estimate, jobs, report, runs, tables
+from kl_studies import election_study
 from pbr_core.experiments import MIN_PAIRED_FOLDS, KLGapResult, kl_gap_default_n_re
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,17 +72,7 @@ def test_generalization_defaults_to_folds_that_can_show_a_relation_and_says_how_
     assert any(f"for {n_alphas * 10} fits in 10 folds" in t for t in _texts(at))
 
 
-def _study() -> pd.DataFrame:
-    """A KL-gap table of α = 0, 0.01, 0.75 × 3 folds (n_re = 250, 2 classes: the line is 250 ln 2 = 173
-    nats) as the audit's election file gave it: every α = 0 fit extreme, α = 0.01 extreme in fold 3,
-    α = 0.75 at its prior (KL 1e-8)."""
-    rows = []
-    for fold in range(3):
-        for alpha, kl in ((0.0, 5e4 * (fold + 1)), (0.01, 211.3 if fold == 2 else 40.0), (0.75, 1e-8)):
-            rows.append({"alpha": alpha, "fold": fold, "n_re": 250, "n_bins": 6, "kl": kl, "ece_re": 0.03,
-                         "ece_te": 0.05 + 0.01 * fold, "gap": 0.02 + 0.01 * fold, "bound": 0.9, "fit_seconds": 1.0,
-                         "error": None})
-    return pd.DataFrame(rows)
+_study = election_study  # the audit's election file's study (tests/kl_studies.py)
 
 
 def test_generalization_explains_the_flagged_alpha_and_writes_kl_and_axes_readably():
