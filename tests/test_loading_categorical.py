@@ -125,7 +125,8 @@ def test_the_cell_limit_measures_a_categorical_by_its_values() -> None:
 def test_a_category_column_of_long_text_is_measured_before_it_is_decoded(tmp_path, monkeypatch) -> None:
     """A small bomb: one 1,000-character category on each of 10,000 rows is 10 KB as the file stores it
     (a dictionary of one value) and 10 MB decoded. The memory estimate counts a dictionary column's
-    decoded text, so a 4 MB limit refuses the file before any text is decoded; 12 MB reads it."""
+    decoded text (at what reading it costs, 2.5 times: pbr_core.loading._limits.parquet_text_memory), so a
+    4 MB limit refuses the file before any text is decoded; 26 MB reads it."""
     import pyarrow.compute as pc
 
     from pbr_core.loading import ReadLimitError, ReadLimits
@@ -141,5 +142,5 @@ def test_a_category_column_of_long_text_is_measured_before_it_is_decoded(tmp_pat
     with pytest.raises(ReadLimitError) as info:
         pbr_core.load_predictions(path, limits=ReadLimits(max_memory=4 * 2**20))
     assert info.value.kind == "memory" and casts == []
-    preds = pbr_core.load_predictions(path, limits=ReadLimits(max_memory=12 * 2**20))
+    preds = pbr_core.load_predictions(path, limits=ReadLimits(max_memory=26 * 2**20))
     assert preds.metadata["note"].tolist() == ["n" * 1000] * 10_000
