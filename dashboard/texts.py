@@ -1637,6 +1637,46 @@ LOG_LOSS_SPLIT_ZEROS = ("some probabilities are exactly 0, whose logarithm is mi
                         "cannot rescale them.")
 
 
+def score_map_file_name(score_column: str) -> str:
+    """The saved score map's file name: the column's name, made safe for a file name."""
+    import re
+
+    return f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', score_column).strip('_') or 'score'}_map.json"
+
+
+def ship_mapped_scores_warning(score_column: str) -> str:
+    """Fit & apply on scores mapped to probabilities (the Data page's map): the recalibrator takes
+    probabilities, but the model's new predictions are scores on their own scale (audit 14, finding A)."""
+    c = md(score_column)
+    return (f"These predictions are **{c}** mapped to probabilities on the Data page, and the recalibrator takes "
+            f"probabilities, not {c}. New predictions of the model must first go through **the same map**: "
+            f"download it (**Score map (JSON)**) with the recalibrator and apply both, as the code below does; "
+            f"a recalibrator given raw {c} values would take them for probabilities and its output would mean nothing.")
+
+
+SCORE_MAP_JSON_HELP = ("The map from the model's score to p(y=1) fitted on the Data page (the steps of the isotonic "
+                       "regression, or the logistic curve's intercept and slope): new scores of the model go through it "
+                       "before the recalibrator (pbr_core.scores.apply_score_map).")
+
+
+def ship_snippet_mapped(file_name: str, map_file: str, score_column: str) -> str:
+    """The code to use a recalibrator fitted on mapped scores: the map first, then the recalibrator."""
+    return (
+        "import json\n\n"
+        "import numpy as np\n"
+        "from pbr_core.recalibrators import load_recalibrator\n"
+        "from pbr_core.scores import apply_score_map\n\n"
+        f"# new_scores: the model's {score_column} on new rows, on its own scale (not probabilities)\n"
+        f'with open("{map_file}") as f:\n'
+        "    score_map = json.load(f)\n"
+        "p = apply_score_map(score_map, new_scores)   # the same map as on the Data page: p(y=1)\n"
+        f'recalibrator = load_recalibrator("{file_name}")\n'
+        "calibrated = recalibrator.predict_proba(np.column_stack([1 - p, p]))   # (n, 2): p(y=0), p(y=1)\n\n"
+        "# pbr-calib apply reads probabilities: write 1 - p and p as the new file's score columns first, then\n"
+        f"# pbr-calib apply {file_name} new_predictions.csv --out calibrated.csv"
+    )
+
+
 def ship_snippet(file_name: str) -> str:
     return (
         "from pbr_core.recalibrators import load_recalibrator\n\n"
@@ -3106,9 +3146,14 @@ def loaded_title(name: str) -> str:
     return f"Loaded: {md(name)}"
 
 
-def scores_read_as(input_type: str, log_odds: bool = False) -> str:
+def scores_read_as(input_type: str, log_odds: bool = False, mapped: str | None = None) -> str:
     """How the score columns were read: logits (turned into probabilities) or probabilities;
-    ``log_odds``: one column of the log-odds of class 1 (the logistic function, not a softmax)."""
+    ``log_odds``: one column of the log-odds of class 1 (the logistic function, not a softmax); ``mapped``:
+    the score column that was mapped to probabilities (``pbr_core.scores.map_scores``): it was not read as
+    probabilities, and saying so right under "… mapped to probabilities" would contradict it (audit 14, A)."""
+    if mapped:
+        return (f"The score column **{md(mapped)}** was not read as probabilities: it was **mapped to "
+                "probabilities** by a map fitted on part of the rows (below, what the loader decided).")
     if log_odds:
         return ("The score column was read as **the log-odds of class 1** (turned into a probability with the "
                 "logistic function, 1 / (1 + exp(−x))).")

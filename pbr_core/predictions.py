@@ -256,6 +256,9 @@ class Predictions:
     #: rounded its values (:mod:`pbr_core.resolution`: a "1.000" may stand for 0.9995) is read from the
     #: values as written (:meth:`as_written`): divided by 0.998, a value of a 3-decimal file is off its grid.
     row_sums_as_written: np.ndarray | None = field(default=None, repr=False, compare=False)
+    #: Scores that were not probabilities, mapped to p(y=1) (:func:`pbr_core.scores.map_scores`): the map, as
+    #: JSON-ready numbers, for new scores of the same model (:func:`pbr_core.scores.apply_score_map`); else None.
+    score_map: "dict | None" = field(default=None, repr=False, compare=False)
 
     # ------------------------------------------------------------------ basic facts
     @property

@@ -21,8 +21,11 @@ from pbr_core.wording import other_rows
 
 Method = Literal["isotonic", "logistic"]
 
-__all__ = ["MappedScores", "identifier_reason", "map_scores", "natural_order", "outcome_candidates",
-           "suggest_map_columns"]
+__all__ = ["MappedScores", "SCORE_MAP_FORMAT", "apply_score_map", "identifier_reason", "map_scores", "natural_order",
+           "outcome_candidates", "suggest_map_columns"]
+
+#: The ``format`` of a saved score map (:attr:`MappedScores.score_map`).
+SCORE_MAP_FORMAT = "pbr-calib score map"
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,9 @@ class MappedScores:
     increasing: bool            # the map's direction (a higher score means a higher probability)
     thresholds: np.ndarray      # the map on a grid of scores: (score, probability) pairs, for plots
     probabilities: np.ndarray
+    #: The fitted map as plain JSON-ready numbers (:func:`apply_score_map` applies it): a recalibrator fitted
+    #: on the audit rows takes probabilities, and the model's new scores must go through this same map first.
+    score_map: dict | None = None
 
 
 def _binary_labels(values: pd.Series, column: str, positive: str | None, source: str) -> tuple[np.ndarray, str]:
@@ -216,11 +222,15 @@ def map_scores(frame: pd.DataFrame, score_column: str, label_column: str, *, sha
         iso = IsotonicRegression(y_min=0.0, y_max=1.0, increasing=increasing, out_of_bounds="clip")
         iso.fit(scores[fit_rows], y[fit_rows])
         p_audit, p_grid = iso.predict(scores[audit_rows]), iso.predict(grid)
+        shape = {"scores": [float(v) for v in iso.X_thresholds_],
+                 "probabilities": [float(v) for v in iso.y_thresholds_]}
     else:
         mu, sd = scores[fit_rows].mean(), scores[fit_rows].std() or 1.0
         lr = LogisticRegression(C=1e6).fit(((scores[fit_rows] - mu) / sd)[:, None], y[fit_rows])
         p_audit = lr.predict_proba(((scores[audit_rows] - mu) / sd)[:, None])[:, 1]
         p_grid = lr.predict_proba(((grid - mu) / sd)[:, None])[:, 1]
+        slope = float(lr.coef_[0, 0]) / sd  # on the raw score: intercept + slope * score
+        shape = {"intercept": float(lr.intercept_[0]) - slope * mu, "slope": slope}
     meta = frame.drop(columns=[label_column]).iloc[audit_rows].reset_index(drop=True)
     notes = [
         f"The column {score_column!r} holds scores, not probabilities: a monotone map "
@@ -230,10 +240,36 @@ def map_scores(frame: pd.DataFrame, score_column: str, label_column: str, *, sha
         "Everything measured here is on those other rows: it says how well these scores can be turned into "
         "calibrated probabilities on new rows, not how calibrated the raw scores are (they are not probabilities).",
     ]
+    score_map = {"format": SCORE_MAP_FORMAT, "version": 1, "score_column": str(score_column),
+                 "outcome": f"{label_column} = {positive}", "method": method, "increasing": bool(increasing),
+                 "fit_rows": n_fit, **shape}
     preds = Predictions.from_arrays(np.clip(p_audit, 0.0, 1.0), y[audit_rows], input_type="probabilities",
                                     class_names=("not " + positive, positive) if positive not in ("1", "True")
                                     else ("0", "1"), source=source, notes=notes)
     roles = tuple((c, "metadata") for c in meta.columns if c != score_column) + ((score_column, "metadata"),)
-    preds = replace(preds, metadata=meta, column_roles=((label_column, "label"),) + roles)
+    preds = replace(preds, metadata=meta, column_roles=((label_column, "label"),) + roles, score_map=score_map)
     return MappedScores(preds=preds, fit_rows=fit_rows, audit_rows=audit_rows, method=method, increasing=increasing,
-                        thresholds=grid, probabilities=p_grid)
+                        thresholds=grid, probabilities=p_grid, score_map=score_map)
+
+
+def apply_score_map(score_map: dict, scores) -> np.ndarray:
+    """p(y=1) of new scores by a saved map (:attr:`MappedScores.score_map`, or its JSON file read with
+    ``json.load``), the same numbers :func:`map_scores` gave the audit rows.
+
+    A recalibrator fitted on mapped scores takes probabilities: the model's new scores (a decile, a margin)
+    go through this map first. Isotonic: linear interpolation between the fitted steps, the ends held
+    (scikit-learn's ``IsotonicRegression.predict`` with ``out_of_bounds="clip"``); logistic:
+    1 / (1 + exp(-(intercept + slope * score))).
+    """
+    from scipy.special import expit
+
+    if not isinstance(score_map, dict) or score_map.get("format") != SCORE_MAP_FORMAT:
+        raise ValueError(f"Expected a score map saved by pbr-calib (format {SCORE_MAP_FORMAT!r}), but got "
+                         f"{type(score_map).__name__} of format {getattr(score_map, 'get', lambda _: None)('format')!r}.")
+    s = np.asarray(scores, dtype=np.float64)
+    if not np.all(np.isfinite(s)):
+        raise ValueError("The scores must be finite numbers; some are missing or infinite.")
+    if score_map["method"] == "isotonic":
+        x, p = np.asarray(score_map["scores"], float), np.asarray(score_map["probabilities"], float)
+        return np.clip(np.interp(s, x, p), 0.0, 1.0) if x.size > 1 else np.full(s.shape, float(p[0]))
+    return expit(float(score_map["intercept"]) + float(score_map["slope"]) * s)

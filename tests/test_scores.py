@@ -173,3 +173,27 @@ def test_the_error_for_a_file_of_scores_on_another_scale_names_the_one_outcome_b
     with pytest.raises(PredictionsError) as err:
         pbr_core.load_predictions(t.drop(columns="two_year_recid").to_csv(index=False).encode(), format="csv")
     assert "The column 'violent_recid' holds only 'no' and 'yes': if it is the outcome" in str(err.value)
+
+
+@pytest.mark.parametrize("column, method", [("risk_decile", "isotonic"), ("margin", "logistic"),
+                                            ("margin", "isotonic")])
+def test_the_saved_map_turns_new_scores_into_the_audit_rows_probabilities(scorecard, column, method):
+    """Audit 14, finding A: a recalibrator fitted on mapped scores takes probabilities, so the model's new
+    scores need the same map; the saved map (through JSON) gives the audit rows' p(y=1) again, and for a
+    decile it is the pooled fit-row frequency of y = 1 per decile (checked by hand where those rise)."""
+    import json
+
+    from pbr_core.scores import apply_score_map
+
+    m = map_scores(scorecard, column, "label", method=method)
+    saved = json.loads(json.dumps(m.score_map))
+    scores = scorecard[column].to_numpy(dtype=float)
+    np.testing.assert_allclose(apply_score_map(saved, scores[m.audit_rows]), m.preds.p_positive, rtol=0, atol=1e-12)
+    assert m.preds.score_map == m.score_map and saved["score_column"] == column
+    if column == "risk_decile":
+        y = scorecard["label"].to_numpy()[m.fit_rows]
+        freq = pd.Series(y).groupby(scores[m.fit_rows]).mean()
+        assert freq.is_monotonic_increasing  # no pooling: isotonic regression is each decile's frequency
+        np.testing.assert_allclose(apply_score_map(saved, freq.index.to_numpy()), freq.to_numpy(), atol=1e-12)
+    with pytest.raises(ValueError, match="score map saved by pbr-calib"):
+        apply_score_map({"method": "isotonic"}, scores)

@@ -404,7 +404,8 @@ def _summary(cur: state.Loaded) -> None:
     c[3].metric("Kind", state.kind_label(p),
                 help=texts.KIND_HELP)
     # Logits or probabilities: a sentence, not a card (the word does not fit a card's large font).
-    st.markdown(texts.scores_read_as(p.input_type, log_odds=LOG_ODDS_NOTE in p.notes))
+    mapped = p.score_map.get("score_column") if p.score_map else None
+    st.markdown(texts.scores_read_as(p.input_type, log_odds=LOG_ODDS_NOTE in p.notes, mapped=mapped))
     only = p.only_label() if cur.stream is None else None
     notes = [n for n in p.notes if only is None or n != ONE_CLASS_NOTE.format(name=only)]
     if only is not None:  # a filtered export, most likely: shown as a warning, not among the notes
