@@ -541,13 +541,21 @@ def _kl_text(v: float) -> str:
 EVERY_FIT_EXTREME = "– (every fit extreme)"
 
 
+def _bound_text(v: float) -> str:
+    """A mean Corollary 1 bound to 4 decimals, marked "(vacuous)" from 1 on, as the chart marks it: a bound
+    on a gap between two ECEs in [0, 1] says nothing there (audit 14, B: "2.0669" shown bare)."""
+    return f"{v:.4f} (vacuous)" if v >= 1 else f"{v:.4f}"
+
+
 def per_alpha_styler(frame: pd.DataFrame) -> Styler:
     """:func:`per_alpha_frame` as the page and the report show it: the KL in :func:`_kl_text`'s words,
-    the ECEs, gap and bound to 4 decimals, and where every fit of an α had an extreme KL (left out of
-    the KL and bound means) :data:`EVERY_FIT_EXTREME` instead of "None"."""
+    the ECEs, gap and bound to 4 decimals (a bound of 1 or more marked vacuous, :func:`_bound_text`), and
+    where every fit of an α had an extreme KL (left out of the KL and bound means) :data:`EVERY_FIT_EXTREME`
+    instead of "None"."""
     kl, bound = "mean KL", frame.columns[-1]
     formats = {c: "{:.4f}" for c in frame.columns if c not in ("α", kl, EXTREME_KL_COLUMN)}
     formats[kl] = _kl_text
+    formats[bound] = _bound_text
     formats["α"] = "{:g}"
     styler = frame.style
     for column, how in formats.items():  # one column a call: a call resets the columns it does not name
@@ -568,15 +576,17 @@ def extreme_kl_note(table: pd.DataFrame, n_classes: int) -> str | None:
                                  n_re, n_classes, kl_limit(n_re, n_classes), alphas=hit["alpha"])
 
 
-def correlations_frame(res: KLGapResult) -> pd.DataFrame:
+def correlations_frame(res: KLGapResult, not_read: bool = False) -> pd.DataFrame:
     """The fold-by-fold test of KL against the gap (``res.across_folds``): Kendall's τ of each fold, then
-    the mean, the folds on each side of 0 and the two p-values over folds, in the page's words."""
+    the mean, the folds on each side of 0 and the two p-values over folds, in the page's words; ``not_read``
+    (the folds overlap too much, ``pbr_core.experiments.folds_overlap_too_much``): the p-values as not read."""
     fk = res.across_folds
+    shown_p = (lambda p: texts.FOLD_P_NOT_READ) if not_read else texts.p_value
     rows = [(texts.FOLD_TAU_ROW.format(fold=int(f) + 1), "–" if t != t else f"{t:+.3f}") for f, t in fk.taus.items()]
     rows += [(texts.FOLD_METRICS[0], "–" if not fk.folds else f"{fk.mean_tau:+.3f}"),
              (texts.FOLD_METRICS[1], f"{fk.folds_positive} of {fk.folds}"),
              (texts.FOLDS_NEGATIVE, f"{fk.folds_negative} of {fk.folds}"),
-             (texts.FOLD_METRICS[2], texts.p_value(fk.wilcoxon_p)), (texts.FOLD_METRICS[3], texts.p_value(fk.sign_p))]
+             (texts.FOLD_METRICS[2], shown_p(fk.wilcoxon_p)), (texts.FOLD_METRICS[3], shown_p(fk.sign_p))]
     return pd.DataFrame({"value": [v for _, v in rows]}, index=pd.Index([k for k, _ in rows], name=""))
 
 

@@ -1132,13 +1132,49 @@ FOLD_SIGN_HELP = (
     "With F folds it cannot go below 2 / 2^F: 3 folds can never show a relation at 5%, 6 only when all agree."
 )
 KL_GAP_EXTREME_TRACE = "Extreme KL (drifted from the prior; left out of the means)"
-KL_GAP_CAPTION = (
-    "Left: one point per fit (α, fold), colour = α. Right: Corollary 1's bound for each fit (dotted, "
-    "log scale) against the measured gaps: a worst-case bound, far above a typical gap (and only "
-    "approximate when the prior was fitted on the same rows). Whether the gaps grow with the KL on these "
-    "rows is what the fold-by-fold test above answers, not the chart. The ECE gap itself is noisy: at "
-    "n_re = 1000 Theorem 1's worst-case bound on the error of one ECE is of order 0.1 (paper Section 6.1)."
-)
+def kl_gap_caption(n_re: int, eps: float) -> str:
+    """The KL-gap chart's caption; how noisy one ECE is, by Theorem 1 at the run's own n_re and ε with the
+    page's B = floor(n_re^(1/3)) and L = 1 (``pbr_core.bounds.theorem1_bound``). It said "at n_re = 1000
+    … of order 0.1" under every run (audit 14, B: a run at n_re = 250), a figure the formula does not give
+    (0.48 at n_re = 1000, ε = 0.05)."""
+    from pbr_core.bounds import optimal_n_bins, theorem1_bound
+
+    n_bins = optimal_n_bins(n_re)
+    bound = theorem1_bound(n_re, n_bins, eps=eps)
+    figure = (f"is {bound:.2f}" if bound < 1 else "is at least 1, so it says nothing")
+    return ("Left: one point per fit (α, fold), colour = α. Right: Corollary 1's bound for each fit (dotted, "
+            "log scale) against the measured gaps: a worst-case bound, far above a typical gap (and only "
+            "approximate when the prior was fitted on the same rows). Whether the gaps grow with the KL on these "
+            "rows is what the fold-by-fold test above answers, not the chart. The ECE gap itself is noisy: at "
+            f"this run's n_re = {n_re:,} (B = {n_bins}), Theorem 1's worst-case bound on the error of one ECE "
+            f"({1 - eps:.0%}, a curve of Lipschitz constant 1) {figure}.")
+
+
+#: The fold test's two p-value cards where its verdict is not read (the folds overlap too much).
+FOLD_P_NOT_READ = "not read"
+FOLD_P_NOT_READ_HELP = ("Not read on this run: the folds share most of their rows (see the sentence below), so this "
+                        "p-value would claim a relation too often.")
+
+
+def fold_test_not_read_before_run(n_re: int, n_rows: int) -> str:
+    """Under the Generalization controls, before the run: with n_re above a quarter of the rows
+    (``pbr_core.experiments.folds_overlap_too_much``) the fits are measured but the fold test will be
+    "Not read"; said before a minute or more of fits (audit 14, B: 81 s on 500 rows, then "Not read")."""
+    return (f"With these settings the chart and the tables will show every fit's KL and gap, but the fold test "
+            f"cannot give a verdict: n_re = {n_re:,} is more than a quarter of the {n_rows:,} rows, so the folds "
+            f"share most of their rows and the test would claim a relation too often. To test it, "
+            f"{_fold_overlap_todo(n_rows)}.")
+
+
+def _fold_overlap_todo(n_rows: int) -> str:
+    """What makes the fold test readable: a smaller n_re, or, when a quarter of the rows is below the
+    smallest recalibration set, more rows."""
+    from pbr_core.experiments import MIN_FIT_ROWS
+
+    top = n_rows // 4
+    return (f"choose n_re of at most {top:,} (a quarter of the rows)" if top >= MIN_FIT_ROWS else
+            f"load a file of at least {4 * MIN_FIT_ROWS:,} rows, so that n_re can be {MIN_FIT_ROWS} or more "
+            "and at most a quarter of the rows")
 
 
 def correlation_reading(verdict: str, mean_tau: float, positive: int, negative: int, folds: int,
@@ -1175,13 +1211,8 @@ def correlation_reading(verdict: str, mean_tau: float, positive: int, negative: 
 def fold_overlap_reading(positive: int, negative: int, folds: int, mean_tau: float, n_re: int, n_rows: int) -> str:
     """The fold test's reading when n_re is above a quarter of the file's rows: no verdict, why, what to do
     (a smaller n_re, or, when a quarter of the rows is below the smallest recalibration set, more rows)."""
-    from pbr_core.experiments import MIN_FIT_ROWS
-
-    top = n_rows // 4
     used = f"all {n_rows:,} of them" if 2 * n_re >= n_rows else f"{2 * n_re:,} of them"
-    todo = (f"choose n_re of at most {top:,} (a quarter of the rows)" if top >= MIN_FIT_ROWS else
-            f"load a file of at least {4 * MIN_FIT_ROWS:,} rows, so that n_re can be {MIN_FIT_ROWS} or more "
-            "and at most a quarter of the rows")
+    todo = _fold_overlap_todo(n_rows)
     return (f"Not read: a larger KL comes with a larger gap in {positive} of {folds} folds and with a smaller "
             f"one in {negative} (mean agreement {mean_tau:+.2f}), but the folds re-split one sample of {n_rows:,} rows, each using {used} "
             f"({n_re:,} to fit on, {n_re:,} to test on), so any two folds share most of their rows. Their fits "

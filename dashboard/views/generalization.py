@@ -6,8 +6,8 @@ import streamlit as st
 
 from dashboard import figures_recal as FR
 from dashboard import fit_estimate, jobs, recal_ui, runs, state, tables, texts
-from pbr_core.experiments import (MIN_PAIRED_FOLDS, MIN_TEST_ROWS, PAPER_ALPHAS, kl_gap_default_n_re, small_file_problem,
-                                  small_test_set_problem)
+from pbr_core.experiments import (MIN_PAIRED_FOLDS, MIN_TEST_ROWS, PAPER_ALPHAS, folds_overlap_too_much,
+                                  kl_gap_default_n_re, small_file_problem, small_test_set_problem)
 from pbr_core.recalibrators import MAX_ITERATIONS, methods_taking, takes
 
 K_OBJECTIVE = "gen_objective"
@@ -78,6 +78,8 @@ def _controls(loaded: state.Loaded, running: bool) -> runs.KLGapSettings | None:
         st.error(f"{problem} {texts.gen_too_small_todo(preds.n, MIN_TEST_ROWS)}", icon=":material/block:")
         return None
     st.caption(texts.gen_plan(len(alphas), n_folds, runs.device_label()))  # no plan above a refusal
+    if folds_overlap_too_much(n_re, preds.n):  # said before the fits, not only after them (audit 14, B)
+        st.info(texts.fold_test_not_read_before_run(n_re, preds.n), icon=":material/info:")
     # the fits' time, in the PBR page's words: each fold fits every α on n_re rows and measures n_re others
     recal_ui.gp_fit_time(fit_estimate.folds_estimate(n_re, n_re, preds.n_classes, len(alphas), n_folds,
                                                      runs.fold_jobs(n_folds), gpu=runs.device_label() != "CPU"))
@@ -109,8 +111,12 @@ def _results(loaded: state.Loaded, result: runs.GenResult) -> None:
     c[0].metric(texts.FOLD_METRICS[0], "–" if not fk.folds else f"{fk.mean_tau:+.3f}", help=texts.FOLD_TAU_HELP)
     c[1].metric(texts.FOLD_METRICS[1], "–" if not fk.folds else f"{fk.folds_positive} of {fk.folds}",
                 help=texts.FOLDS_POSITIVE_HELP)
-    c[2].metric(texts.FOLD_METRICS[2], texts.p_value(fk.wilcoxon_p), help=texts.FOLD_WILCOXON_HELP)
-    c[3].metric(texts.FOLD_METRICS[3], texts.p_value(fk.sign_p), help=texts.FOLD_SIGN_HELP)
+    if result.n_rows is not None and folds_overlap_too_much(s.n_re, result.n_rows):  # beside "Not read": no p-values
+        for i in (2, 3):
+            c[i].metric(texts.FOLD_METRICS[i], texts.FOLD_P_NOT_READ, help=texts.FOLD_P_NOT_READ_HELP)
+    else:
+        c[2].metric(texts.FOLD_METRICS[2], texts.p_value(fk.wilcoxon_p), help=texts.FOLD_WILCOXON_HELP)
+        c[3].metric(texts.FOLD_METRICS[3], texts.p_value(fk.sign_p), help=texts.FOLD_SIGN_HELP)
     st.markdown(texts.correlation_reading(fk.verdict, fk.mean_tau, fk.folds_positive, fk.folds_negative, fk.folds,
                                           fk.smallest_p, n_re=s.n_re, n_rows=result.n_rows))
     extreme = tables.extreme_kl_note(res.table, result.n_classes) if result.n_classes else None
@@ -118,7 +124,7 @@ def _results(loaded: state.Loaded, result: runs.GenResult) -> None:
         st.warning(extreme, icon=":material/warning:")
     st.plotly_chart(FR.kl_gap_figure(res.table, eps=s.eps, n_classes=result.n_classes), key="gen_chart",
                     config={"displaylogo": False})
-    st.caption(texts.KL_GAP_CAPTION + (" " + texts.binary_ece_caption(s.binary_ece)
+    st.caption(texts.kl_gap_caption(s.n_re, s.eps) + (" " + texts.binary_ece_caption(s.binary_ece)
                                        if result.n_classes == 2 else ""))
     st.markdown(texts.PER_ALPHA_TITLE)
     st.dataframe(tables.per_alpha_styler(tables.per_alpha_frame(res.table, s.eps, result.n_classes)),
