@@ -177,7 +177,8 @@ def pbr_section(result: runs.PBRResult) -> ReportSection:
                   f"{result.n_te:,} rows (test part)."]
     if result.preds.kind == "binary":  # which ECE, as on the page
         paragraphs.append("ECE: " + texts.binary_ece_caption(s.binary_ece))
-    note = texts.at_prior_note(result.at_prior, result.alpha, s.n_re)
+    note = texts.at_prior_note(result.at_prior, result.alpha, s.n_re,
+                               cv_grid=tables.cv_scored_alphas(s.alpha, result.alpha_scores))
     if note:
         paragraphs.append(note)
     worse = tables.pbr_worse_on_test_note(result)
@@ -210,7 +211,7 @@ def pbr_section(result: runs.PBRResult) -> ReportSection:
     figs = [("Before recalibration (test part)", before), ("After recalibration (test part)", after)]
     if result.alpha_scores is not None and len(result.alpha_scores):
         score = texts.CV_SCORE_LABELS.get(s.cv_score, s.cv_score)
-        figs.append(("Automatic choice of α: " + texts.ALPHA_SCORES_HELP,
+        figs.append(("Automatic choice of α: " + texts.alpha_scores_help(s.cv_score, s.n_re, s.cv_folds, result.n_te),
                      FR.alpha_selection_figure(result.alpha_scores, result.alpha, score_name=score)))
         shown.append(("Cross-validated score per α", tables.alpha_scores_frame(result.alpha_scores, score)))
     return ReportSection(title=f"Recalibration: {texts.method_label(s.method)}", paragraphs=paragraphs,

@@ -541,6 +541,14 @@ def _kl_text(v: float) -> str:
 EVERY_FIT_EXTREME = "– (every fit extreme)"
 
 
+def cv_scored_alphas(alpha: float | None, alpha_scores: pd.DataFrame | None) -> tuple[float, ...] | None:
+    """The α values cross-validation scored (no failed fold), where it chose α (``alpha`` None: the
+    settings' α, and ``alpha_scores`` its summary, one row per α); None where α was set by hand."""
+    if alpha is not None or alpha_scores is None or not len(alpha_scores):
+        return None
+    return tuple(float(a) for a in alpha_scores.loc[alpha_scores["mean"].notna(), "alpha"])
+
+
 def _bound_text(v: float) -> str:
     """A mean Corollary 1 bound to 4 decimals, marked "(vacuous)" from 1 on, as the chart marks it: a bound
     on a gap between two ECEs in [0, 1] says nothing there (audit 14, B: "2.0669" shown bare)."""

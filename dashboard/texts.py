@@ -7,7 +7,7 @@ generalisation bounds, reuse the L and eps texts). Written for someone who has n
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Iterable, NamedTuple, Sequence
 
 from pbr_core import groups as _G
 from pbr_core.evaluation import CV_SCORES, METRICS
@@ -641,16 +641,54 @@ def extreme_kl_fit_note(kl: float, n_re: int, n_classes: int, limit: float, alph
             "keeps the fit near the prior.")
 
 
-def at_prior_note(at_prior: bool | None, alpha: float | None, n_re: int) -> str | None:
+def at_prior_note(at_prior: bool | None, alpha: float | None, n_re: int,
+                  cv_grid: Sequence[float] | None = None) -> str | None:
     """What a fit that ended at the prior means for the user, or None for any other fit.
 
     ``at_prior`` is the fit's own record (``pbr_core.experiments.ended_at_prior``), not a KL
-    threshold: a fit at the prior can keep a KL of a few hundredths.
+    threshold: a fit at the prior can keep a KL of a few hundredths. ``cv_grid``: the α values that
+    cross-validation scored when it chose ``alpha`` (None: α set by hand).
     """
     if not at_prior:
         return None
     what = "The fit ended at the prior: the recalibrated predictions are (nearly) the uncalibrated ones. "
+    if cv_grid is not None and alpha is not None:
+        return what + _at_prior_by_cv(alpha, n_re, cv_grid)
     return what + _at_prior_advice(alpha, n_re)
+
+
+def _at_prior_by_cv(alpha: float, n_re: int, grid: Sequence[float]) -> str:
+    """A fit at its prior at an α that cross-validation chose: the choice itself preferred no change, so
+    "a smaller α" would be advice against it (audit 14, C). The selection takes the lowest mean held-out
+    score, ties to the larger α (``pbr_core.alpha_selection.select_alpha_of``): no smaller α of its grid
+    scored better."""
+    smaller = [a for a in grid if a < alpha]
+    if not smaller:  # the smallest α of the grid: a smaller one was never scored
+        return (f"Cross-validation chose α = {alpha:g}, the smallest of its grid, and even at it no change was worth "
+                f"its KL price on {n_re:,} recalibration rows. More recalibration rows let the GP move away from the "
+                "prior.")
+    return (f"Cross-validation chose α = {alpha:g}, and with it a fit at its prior: on these {n_re:,} recalibration "
+            "rows the smaller α values, which let the GP move further from the prior, did not score better on the "
+            "held-out folds. Within what its folds can measure, it preferred leaving the predictions as they are "
+            "to the changes the smaller α values make; lowering α by hand would go against that choice. More "
+            "recalibration rows can show a change if there is one.")
+
+
+def alpha_scores_help(cv_score: str, n_re: int, folds: int, n_te: int) -> str:
+    """The caption under the automatic choice of α; for the ECE, why its values are larger than the test
+    ECE at the top of the page (audit 14, C: 0.05-0.075 beside a test ECE of 0.0151): each fold's ECE is
+    measured on its n_re / k held-out rows (``pbr_core.alpha_selection._HeldOut``, B = floor(n_val^(1/3))),
+    and an ECE on fewer rows per bin is biased upward (each bin's |observed − predicted| takes its noise
+    as a gap, E|x̄ − p| ≥ |E x̄ − p|)."""
+    from pbr_core.bounds import optimal_n_bins
+
+    if cv_score != "ece":
+        return ALPHA_SCORES_HELP
+    n_val = n_re // folds
+    return (ALPHA_SCORES_HELP + f" Each fold's ECE is measured on its about {n_val:,} held-out rows "
+            f"(B = {optimal_n_bins(n_val)} bins), not on the {n_te:,} test rows (B = {optimal_n_bins(n_te)}) of the "
+            "test ECE above: on fewer rows per bin the ECE is biased upward, as each bin's noise counts as a gap, so "
+            "these values are larger than the test ECE; they serve to compare the α values with one another.")
 
 
 def _at_prior_advice(alpha: float | None, n_re: int) -> str:

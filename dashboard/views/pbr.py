@@ -149,7 +149,8 @@ def _cards(r: runs.PBRResult) -> None:
                                  mc_description(fr), fr.get("stop_reason"), fr.get("converged", True)))
     for w in fr.get("warnings", []) or []:
         st.caption(texts.fit_warning(w))
-    note = texts.at_prior_note(r.at_prior, r.alpha, r.settings.n_re)
+    note = texts.at_prior_note(r.at_prior, r.alpha, r.settings.n_re,
+                               cv_grid=tables.cv_scored_alphas(r.settings.alpha, r.alpha_scores))
     if note:
         st.info(note, icon=":material/info:")
     extreme = tables.pbr_extreme_kl_note(r)
@@ -218,7 +219,7 @@ def _results(loaded: state.Loaded, r: runs.PBRResult) -> None:
                 a[1].dataframe(frame, hide_index=True, column_config={
                     c: st.column_config.NumberColumn(format="%.4g" if c == "KL (mean)" else "%.4f")
                     for c in frame.columns if c != "α"})
-            st.caption(texts.ALPHA_SCORES_HELP)
+            st.caption(texts.alpha_scores_help(r.settings.cv_score, r.settings.n_re, r.settings.cv_folds, r.n_te))
     _bounds(r)
     st.subheader("Downloads")
     c = st.columns(3)
