@@ -335,7 +335,8 @@ def generalization_section(result: runs.GenResult) -> ReportSection:
         extreme = tables.extreme_kl_note(res.table, result.n_classes) if result.n_classes else None
         if extreme:  # as on the page: said, marked on the chart (log KL), out of the KL and bound means
             paragraphs.append(extreme)
-        figs.append((texts.kl_gap_caption(s.n_re, s.eps), FR.kl_gap_figure(res.table, eps=s.eps, n_classes=result.n_classes)))
+        figs.append((texts.kl_gap_caption(s.n_re, s.eps),
+                     FR.kl_gap_figure(res.table, eps=s.eps, n_classes=result.n_classes)))
         not_read = result.n_rows is not None and folds_overlap_too_much(s.n_re, result.n_rows)
         shown.append(("Correlation between KL and ECE gap", tables.correlations_frame(res, not_read=not_read)))
         shown.append(("Per α, mean over folds",

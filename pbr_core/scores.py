@@ -264,8 +264,8 @@ def apply_score_map(score_map: dict, scores) -> np.ndarray:
     from scipy.special import expit
 
     if not isinstance(score_map, dict) or score_map.get("format") != SCORE_MAP_FORMAT:
-        raise ValueError(f"Expected a score map saved by pbr-calib (format {SCORE_MAP_FORMAT!r}), but got "
-                         f"{type(score_map).__name__} of format {getattr(score_map, 'get', lambda _: None)('format')!r}.")
+        got = f"format {score_map.get('format')!r}" if isinstance(score_map, dict) else type(score_map).__name__
+        raise ValueError(f"Expected a score map saved by pbr-calib (format {SCORE_MAP_FORMAT!r}), but got {got}.")
     s = np.asarray(scores, dtype=np.float64)
     if not np.all(np.isfinite(s)):
         raise ValueError("The scores must be finite numbers; some are missing or infinite.")

@@ -75,7 +75,8 @@ def test_no_p_value_beside_not_read_and_the_caption_and_table_speak_of_this_run(
     table = _shown(next(d for d in at.dataframe if "mean gap" in d.value.columns))
     bounds = dict(zip(table["α"], table[table.columns[-1]]))
     assert bounds["0.75"] == "2.0669 (vacuous)" and bounds["0.01"] == "0.9000"
-    doc = html.unescape(re.sub(r"<[^>]+>", " ", report.build_report([report.generalization_section(gen)], data_name="d")))
+    built = report.build_report([report.generalization_section(gen)], data_name="d")
+    doc = html.unescape(re.sub(r"<[^>]+>", " ", built))
     assert "2.0669 (vacuous)" in doc and "n_re = 250 (B = 6)" in doc
     assert re.search(r"p-value \(size of agreement\)\s+not read", doc)
 
