@@ -239,6 +239,20 @@ def recalibrator_download(r: runs.Downloads, file_name: str, key: str, help: str
                 "application/json", key, icon=":material/data_object:", help=help)
 
 
+def score_map_download(r: runs.Downloads, key: str) -> dict | None:
+    """Beside a recalibrator's download on scores the Data page mapped to probabilities: the map itself (JSON,
+    ``pbr_core.scores.apply_score_map``), which new scores of the model go through first (audit 14, A).
+    Returns the map (None, and nothing shown, for data read as probabilities)."""
+    import json
+
+    score_map = r.preds.score_map if r.preds is not None else None
+    if score_map:
+        lazy_button("Score map (JSON)", lambda: json.dumps(score_map, indent=1).encode(),
+                    texts.score_map_file_name(score_map["score_column"]), "application/json", key,
+                    icon=":material/data_object:", help=texts.SCORE_MAP_JSON_HELP)
+    return score_map
+
+
 #: A saved recalibrator uploaded to Fit & apply is refused unread beyond this many bytes: reading JSON
 #: numbers takes ~28 times the file's bytes (a 48 MiB file, matrix scaling at K = 5,000, peaked at 1.37 GB,
 #: audit 12c). The largest file the pages can use, matrix scaling at their class limit (1,000 classes:

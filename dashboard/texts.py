@@ -1713,13 +1713,15 @@ def score_map_file_name(score_column: str) -> str:
     return f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', score_column).strip('_') or 'score'}_map.json"
 
 
-def ship_mapped_scores_warning(score_column: str) -> str:
-    """Fit & apply on scores mapped to probabilities (the Data page's map): the recalibrator takes
-    probabilities, but the model's new predictions are scores on their own scale (audit 14, finding A)."""
+def ship_mapped_scores_warning(score_column: str, code_below: bool = True) -> str:
+    """A recalibrator fitted on scores mapped to probabilities (the Data page's map), Fit & apply and PBR: it
+    takes probabilities, but the model's new predictions are scores on their own scale (audit 14, finding A).
+    ``code_below``: the page shows the code applying both (Fit & apply); else it points there."""
     c = md(score_column)
+    how = "as the code below does" if code_below else "as the code on the Fit & apply page does"
     return (f"These predictions are **{c}** mapped to probabilities on the Data page, and the recalibrator takes "
             f"probabilities, not {c}. New predictions of the model must first go through **the same map**: "
-            f"download it (**Score map (JSON)**) with the recalibrator and apply both, as the code below does; "
+            f"download it (**Score map (JSON)**) with the recalibrator and apply both, {how}; "
             f"a recalibrator given raw {c} values would take them for probabilities and its output would mean nothing.")
 
 

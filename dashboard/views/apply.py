@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 
 import streamlit as st
@@ -280,20 +279,16 @@ def _ship_downloads(r: runs.ApplyResult, column) -> None:
     """The fitted recalibrator's download and the code to use it; on scores mapped to probabilities (the Data
     page's map), the map's download too and a warning that new scores go through it first (audit 14, A)."""
     file_name = f"{r.method}_recalibrator.json"
-    score_map = r.preds.score_map if r.preds is not None else None
     with column:
         recal_ui.recalibrator_download(r, file_name, "ship_dl_recalibrator", help=texts.SHIP_RECALIBRATOR_JSON_HELP)
-        if score_map:
-            map_file = texts.score_map_file_name(score_map["score_column"])
-            recal_ui.lazy_button("Score map (JSON)", lambda: json.dumps(score_map, indent=1).encode(), map_file,
-                                 "application/json", "ship_dl_score_map", icon=":material/data_object:",
-                                 help=texts.SCORE_MAP_JSON_HELP)
+        score_map = recal_ui.score_map_download(r, "ship_dl_score_map")
     st.markdown(texts.SHIP_SNIPPET_TITLE)
     if not score_map:
         st.code(texts.ship_snippet(file_name), language="python")
         return
-    st.warning(texts.ship_mapped_scores_warning(score_map["score_column"]), icon=":material/warning:")
-    st.code(texts.ship_snippet_mapped(file_name, map_file, score_map["score_column"]), language="python")
+    column = score_map["score_column"]
+    st.warning(texts.ship_mapped_scores_warning(column), icon=":material/warning:")
+    st.code(texts.ship_snippet_mapped(file_name, texts.score_map_file_name(column), column), language="python")
 
 
 def _ship_result(loaded: state.Loaded, r: runs.ApplyResult) -> None:

@@ -235,8 +235,12 @@ def _results(loaded: state.Loaded, r: runs.PBRResult) -> None:
     with c[1]:
         recal_ui.recalibrator_download(r, f"{r.settings.method}_recalibrator.json", "pbr_dl_recalibrator",
                                        help=texts.RECALIBRATOR_JSON_HELP)
+        score_map = recal_ui.score_map_download(r, "pbr_dl_score_map")
     with c[2]:
         recal_ui.report_button("pbr_dl_report")
+    if score_map:  # the recalibrator takes probabilities; the model's new scores go through the map first
+        st.warning(texts.ship_mapped_scores_warning(score_map["score_column"], code_below=False),
+                   icon=":material/warning:")
 
 
 def render() -> None:

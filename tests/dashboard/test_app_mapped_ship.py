@@ -93,3 +93,28 @@ def test_fit_and_apply_on_probabilities_keeps_the_plain_snippet():
     assert "recalibrator.predict_proba(logits)" in at.code[0].value
     assert "Score map (JSON)" not in [d.label for d in at.get("download_button")]
     assert not any("the same map" in w.value for w in at.warning)
+
+
+def test_the_pbr_page_offers_the_map_beside_its_recalibrator_on_mapped_scores(deciles, monkeypatch):
+    """The PBR page's recalibrator download has the same need: its warning points to Fit & apply's code, and the
+    map is downloadable there too, the same numbers as the loaded predictions' map."""
+    from dashboard import recal_ui
+    from test_app_recal import _small_gp_settings
+
+    made: dict[str, bytes] = {}
+    real = recal_ui.lazy_button
+
+    def capture(label, make, file_name, mime, key, **kwargs):
+        made[key] = make()
+        real(label, make, file_name, mime, key, **kwargs)
+
+    monkeypatch.setattr(recal_ui, "lazy_button", capture)
+    at = _mapped(deciles)
+    at.switch_page("views/pbr.py").run()
+    at.number_input(key="pbr_n_re").set_value(150).run()
+    _small_gp_settings(at, "pbr")
+    at.button(key="pbr_run").click().run()
+    _finish(at, "pbr")
+    warning = "\n".join(w.value for w in at.warning)
+    assert "must first go through **the same map**" in warning and "as the code on the Fit & apply page does" in warning
+    assert json.loads(made["pbr_dl_score_map"]) == at.session_state["pbr_loaded"].preds.score_map
