@@ -2536,7 +2536,8 @@ SLICES_TABLE_HELP = (
     "one chosen before it (named in brackets) is measured on its other rows, and the rest it is compared with "
     "leaves out the slices chosen before it. A slice holds up when both p-values are below 0.05: it is "
     "calibrated differently from the rest (at the same predicted probabilities, its outcomes differ from the "
-    "rest's), and it is miscalibrated."
+    "rest's), and it is miscalibrated. Both p-values are corrected for the number of slices tested (Holm's "
+    "method)."
 )
 SLICES_RECAL_INTRO = (
     "Does recalibration close this slice's gap? In every fold the same test rows are scored uncalibrated, with "

@@ -69,8 +69,9 @@ files named a slice, 4.9 on average, under a heading of slices departing from th
 from the rest" alone would name a calibrated slice of a file miscalibrated elsewhere. The search saw
 none of these rows, so given what it chose, each test is valid as it stands (the rows are independent
 draws; the split does not look at them), and Holm's correction holds whatever their dependence.
-Hence, whatever the truth, the chance that the search names even one slice that is in fact calibrated
-like the rest of the file is at most 1 - level (5 %), and the same for one that is in fact calibrated,
+Hence, whatever the truth, the chance that the search names even one slice as calibrated differently
+from the rest when it is in fact calibrated like the rest of the file is at most 1 - level (5 %), and the
+chance that it names even one slice as miscalibrated when it is in fact calibrated is at most the same,
 however many slices were searched (each by its family's Holm correction, which controls the
 family-wise error in the strong sense; the rest's line is a large-sample approximation).
 This is a property of the procedure, not a posterior probability that a given reported slice is
@@ -554,11 +555,12 @@ def guarantee_statement(report: SliceReport) -> str | None:
             f"only and sent the ones that departed most from the rest (at most {report.max_slices}) to be tested on "
             "the second half, which it never saw. A slice is reported only when, there, it is calibrated "
             "differently from the rest (its outcomes against the rest's at the same predicted probabilities) and miscalibrated (the test of calibration, exact "
-            "for small slices), each corrected for the number tested (Holm). So, whatever the search picked and "
-            "whatever the truth, the chance that a search like this names even one slice that is in fact calibrated "
-            f"like the rest of the file is at most {report.alpha:.0%}, and the chance that it names even one slice "
-            f"that is in fact calibrated is at most {report.alpha:.0%} (a property of the procedure, not the "
-            "probability that a given slice here is calibrated). "
+            "for small slices), each test corrected for the number of slices tested. So, whatever the search "
+            "picked and whatever the truth, the chance that a search like this names even one slice as calibrated "
+            "differently from the rest when it is in fact calibrated like the rest of the file is at most "
+            f"{report.alpha:.0%}, and the chance that it names even one slice as miscalibrated when it is in fact "
+            f"calibrated is at most {report.alpha:.0%} (a property of the procedure, not the probability that a "
+            "given slice here is calibrated). "
             "A slice not reported is not shown to be calibrated: each was tested on half its rows, and only the "
             "ones the search ranked first.")
 

@@ -58,8 +58,12 @@ def test_find_the_slices_names_the_planted_slice(at):
     assert "Predictions for education = Bachelors and sex = Female, on its " in text and "points too low" in text
     # every figure says which rows it is on: the sentence's and the table's are the held-out rows'
     assert "held-out rows (of " in text and " in all), are " in text
-    assert ("the chance that a search like this names even one slice that is in fact calibrated like the rest of "
-            "the file is at most 5%") in text
+    assert ("names even one slice as calibrated differently from the rest when it is in fact calibrated like the "
+            "rest of the file is at most 5%, and the chance that it names even one slice as miscalibrated when it "
+            "is in fact calibrated is at most 5%") in text and "(Holm)" not in text
+    from dashboard import texts as _texts
+
+    assert "Holm's method" in _texts.SLICES_TABLE_HELP   # the method's name stays in the "?" help
     table = _frame(at, "Held-out rows")
     assert table["Slice"].iloc[0] == "education = Bachelors and sex = Female" and table["Holds up"].iloc[0]
     assert {"Mean predicted (held-out rows)", "Frequency of y = 1 (held-out rows)",
