@@ -61,7 +61,8 @@ def reliability_section(loaded: state.Loaded, view: state.MetricView, choices: A
                   texts.bands_caption(compute.reliability(view, B))]
     test = compute.calibration_test(view)
     if test is not None:
-        paragraphs.append(texts.overall_test_sentence(test, compute.reliability(view, B)))
+        paragraphs.append(texts.overall_test_sentence(test, compute.reliability(view, B), names_in_help=False))
+        paragraphs.append("About the test: " + texts.OVERALL_TEST_HELP)
     if view.stats is not None:
         paragraphs.append(texts.server_sample_note(view.rows, view.n, "the other estimators"))
     return ReportSection(title="Calibration: the reliability diagram", paragraphs=paragraphs, tables=shown,

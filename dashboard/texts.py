@@ -962,7 +962,9 @@ PAIRED_INTERVAL_MEANING = (
     "independent and is too narrow."
 )
 PAIRED_HELP = (
-    "**Which test decides** (column *p-value*): the folds are random splits of the same file, so "
+    "**Which test decides** (column *p-value*). What this is for: a method is called better than another "
+    "only when a test that allows for the folds sharing rows says so; the tests behind that are named here "
+    "for readers who want to check them. The folds are random splits of the same file, so "
     "they share rows, and a fold that favours A makes the others lean the same way. Tests that treat "
     "the folds as independent come out far too sure of themselves: between two equally good methods the "
     "plain t-test and the Wilcoxon test both said \"better\" in about half of simulated files. So the "
@@ -2262,7 +2264,7 @@ def group_bands_caption(counts: dict, name: str, what: str = "group", table=None
     tail = " If the predictions were calibrated, about 1 bar in 10 would fall outside by chance"
     if many > 1:
         tail += (f", and looking through {many} {what}s finds bars outside in some of them by chance: the count is "
-                 f"corrected for the {many} {what}s (Holm's method, as the tests are).")
+                 f"corrected for the {many} {what}s, as the tests are.")
     else:
         tail += "."
     return head + said + tail
@@ -2326,15 +2328,31 @@ def group_verdict(p_corrected: float, shift: float, alpha: float, method: str = 
     return f"no evidence; a shift of {shift_words(shift)} would show"
 
 
-def overall_test_sentence(test, table=None) -> str:
+#: The "?" of the Reliability page's test sentence (and a paragraph after it in the report): the test's
+#: names, which the sentence itself says in plain words (audit 14, item 2).
+OVERALL_TEST_HELP = (
+    "The test of calibration over all rows: calibration in the large (is the mean outcome the mean "
+    "prediction) and the slope (are the predictions too extreme or too timid), together Cox's test of "
+    "calibration in the large and slope, with Spiegelhalter's z beside them; for few rows or rare events, a "
+    "Monte Carlo p-value (outcomes redrawn from the predictions) instead. It needs no bins, and it does not "
+    "look at single ranges of predictions."
+)
+#: The analytic test in plain words (audit 14, item 2: "Cox's test of calibration in the large and slope,
+#: with Spiegelhalter's z" in the sentence itself).
+OVERALL_TEST_PLAIN = "a test of whether the predictions are right on average and neither too extreme nor too timid"
+
+
+def overall_test_sentence(test, table=None, names_in_help: bool = True) -> str:
     """The Reliability page's answer to "is this model calibrated?" (:func:`pbr_core.significance.verdict`),
-    with the test's name; ``table``: the reliability table of the diagram above it (its bins outside
-    their bands keep "no evidence" from reading as an all-clear, :func:`bands_beside_test`)."""
+    with the test in plain words (its names are in :data:`OVERALL_TEST_HELP`: the page's "?" when
+    ``names_in_help``, a paragraph after it in the report otherwise); ``table``: the reliability table of
+    the diagram above it (its bins outside their bands keep "no evidence" from reading as an all-clear,
+    :func:`bands_beside_test`)."""
     from pbr_core.significance import NOT_LOCAL, verdict
 
     how = ("exact: outcomes redrawn from the predictions" if test.method.startswith("Monte Carlo") else
-           test.method if test.method != "analytic" else "Cox's test of calibration in the large and slope, with "
-           "Spiegelhalter's z")
+           test.method if test.method != "analytic" else
+           OVERALL_TEST_PLAIN + ("; the test's name is in the help" if names_in_help else ""))
     if test.method.startswith("certain"):  # the verdict says what happened; no test was needed
         return f"**Is this model calibrated?** Over all {test.n:,} rows: {verdict(test)}"
     scope = f" {NOT_LOCAL}" if _no_evidence(test) else ""
@@ -2676,8 +2694,8 @@ def group_gap_verdicts(tests, n_folds: int) -> str:
     from pbr_core.significance import p_words
 
     head = ("**Did the gap change?** Each strategy's largest gap on the same folds, compared by the Compare page's "
-            "paired test (corrected for folds that share rows and for the three comparisons; the Wilcoxon test "
-            "must agree).")
+            "paired test (corrected for folds that share rows and for the three comparisons; a second test, on "
+            "the ranks of the folds' differences, must agree).")
     few = too_few_folds(n_folds)
     if few is not None:
         return head + " " + few.replace("between methods", "between strategies").replace(

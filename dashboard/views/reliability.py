@@ -148,7 +148,7 @@ def render() -> None:
             st.caption(texts.bands_caption(banded))
         test = compute.calibration_test(view)
         if test is not None:
-            st.markdown(texts.overall_test_sentence(test, banded))
+            st.markdown(texts.overall_test_sentence(test, banded), help=texts.OVERALL_TEST_HELP)
     with right:
         st.markdown(texts.how_to_read(view.binary_positive))
     _other_estimators(view)

@@ -152,6 +152,9 @@ def test_compare_says_whether_recalibration_closes_the_gaps(at):
     # Whether the gap changed is the paired test's to say, and 2 folds can never show it (audit 5).
     said = " ".join(m.value for m in at.markdown)
     assert "**Did the gap change?**" in said and "With 2 folds no difference between strategies can be shown" in said
+    # the rank test in plain words (audit 14, item 2)
+    head = said.replace("\\", "").split("**Did the gap change?**")[1].split("With 2 folds")[0]
+    assert "a second test, on the ranks of the folds' differences, must agree" in head and "Wilcoxon" not in head
     from dashboard import report
 
     html = report.build_report([report.group_gap_section(job.result)], data_name="adult")

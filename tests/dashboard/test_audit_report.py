@@ -105,6 +105,10 @@ def test_a_plain_audit_report_holds_every_part(cifar10_audit):
     # The bin choice and Theorem 1 at that B, with the Bins & bias page's L and eps.
     assert "B = 7 bins of equal width, chosen on the Reliability page" in text
     assert f"floor(n^(1/3)) = {pbr_core.optimal_n_bins(p.n)}" in text
+    # the test in plain words, its names in a paragraph after it (audit 14, item 2)
+    sentence = text.split("Is this model calibrated?")[1].split("About the test:")[0]
+    assert "neither too extreme nor too timid" in sentence and "Cox" not in sentence
+    assert "About the test: The test of calibration over all rows" in text and "Spiegelhalter's z" in text
     bound = pbr_core.theorem1_bound(p.n, 7, lipschitz=2.0, eps=0.1)
     assert f"Theorem 1 at B = 7 (L = 2, ε = 0.1): with probability 90%, |TCE − ECE| ≤ {bound:.4f}" in text
     # Classwise ECE (multiclass), the mean and every class.

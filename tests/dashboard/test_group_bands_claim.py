@@ -124,6 +124,8 @@ def test_the_caption_s_words():
                         "chance puts there (p = 0.81 after correcting for the 3 groups); the count weighs neither how far "
                         "a bar lies outside nor how many rows it holds.")
     assert "looking through 3 groups finds bars outside in some of them by chance" in a
+    # the correction in plain words, the method's name in the help (audit 14, item 2)
+    assert a.endswith("the count is corrected for the 3 groups, as the tests are.") and "Holm" not in a
     assert "larger than chance" not in a
     b = texts.group_bands_caption(counts, "b")
     assert b.startswith("4 of 5 bins with rows fall outside their 90 % consistency band (grey): more than chance "

@@ -67,6 +67,10 @@ def test_compare_section_from_a_real_run(compare_result):
     assert paired["p-value, rank test"].iloc[0] == texts.p_value(tests["wilcoxon_p"])
     assert paired["verdict"].iloc[0] == texts.paired_verdict(None, tests["decisive_p"], tests["wilcoxon_p"])
     assert any("Wilcoxon signed-rank test" in p and "Nadeau" in p and "Which test decides" in p for p in sec.paragraphs)
+    # the methods section starts with one plain sentence saying what it is for (audit 14, item 2)
+    which = next(p for p in sec.paragraphs if "Which test decides" in p)
+    assert which.split(". The folds")[0].endswith("the tests behind that are named here for readers who want to "
+                                                  "check them") and "What this is for:" in which[:60]
     styled = sec.tables[0][1]
     assert list(styled.data.index) == ["Uncalibrated", "Temperature scaling"]
     assert len(sec.figures) == 3  # small multiples, overlay, and every fold's test ECE

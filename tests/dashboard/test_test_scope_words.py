@@ -147,3 +147,8 @@ def test_the_reliability_page_says_what_the_test_looked_at(f10_platt_csv):
     assert f"no evidence {S.TESTED}" in sentence and S.NOT_LOCAL in sentence
     assert "Not an all-clear:" in sentence and "outside their 90 % band" in sentence
     assert "whether the model is miscalibrated is what the test" not in text
+    # the test in plain words, its names in the sentence's "?" (audit 14, item 2)
+    assert texts.OVERALL_TEST_PLAIN in sentence and "the test's name is in the help" in sentence
+    assert "Cox" not in sentence and "Spiegelhalter" not in sentence
+    element = next(m for m in at.markdown if "Is this model calibrated?" in m.value)
+    assert "Cox's test" in element.proto.help and "Spiegelhalter" in element.proto.help
