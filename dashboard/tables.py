@@ -184,7 +184,7 @@ def groups_frame(report) -> pd.DataFrame:
     t = report.table
     rate = texts.GROUPS_RATE_COLUMN[report.measures]
     return pd.DataFrame({
-        "Group": t["group"], "Rows": t["n"],
+        "Group": group_cells(report), "Rows": t["n"],
         GROUPS_VERDICT_COLUMN: [texts.group_verdict(p, shift, report.alpha, method, shift_drawn(n, small, method, shift),
                                                     int(r))
                                 for p, shift, method, n, small, r in zip(t["p_holm"], t["detectable_shift"],
@@ -194,8 +194,29 @@ def groups_frame(report) -> pd.DataFrame:
         "ECE": t["ece"], "ECE 95 % from": t["ece_low"], "to": t["ece_high"],
         GROUPS_CORRECTED_COLUMN: [texts.corrected_ece_cell(v) for v in t["ece_corrected"]],
         "MCE": t["mce"], "Brier": t["brier"], rate: t["rate"], "Mean predicted": t["mean_predicted"],
-        "Too few rows": t["too_small"],
+        "Too few rows": ["yes" if small else "" for small in t["too_small"]],   # not True / False (audit 14 G)
     })
+
+
+def _numeric(name: str) -> bool:
+    """Whether a group's name (or a part of a crossed one, "Male × 0") is a bare number."""
+    try:
+        float(name)
+    except ValueError:
+        return False
+    return True
+
+
+def group_cells(report) -> list[str]:
+    """The Groups table's *Group* cells: as the sentences name them ("fold = 0") where some group's name
+    holds a bare number, which alone does not read as a group (audit 14, item 9: a fold grouping showed 0-4
+    while the sentences said "fold = 0"); the names themselves otherwise. The CSV keeps the raw values."""
+    from pbr_core.groups import group_label
+
+    names = [str(g) for g in report.table["group"]]
+    if any(_numeric(part) for name in names for part in name.split(" × ")):
+        return [group_label(report, name) for name in names]
+    return names
 
 
 def slices_frame(report) -> pd.DataFrame:

@@ -176,7 +176,8 @@ def render() -> None:
         c: st.column_config.NumberColumn(format="%.4f") for c in
         ("ECE", "MCE", "Brier", "Mean predicted", *texts.GROUPS_RATE_COLUMN.values())}
         | {c: st.column_config.NumberColumn(format="%.4f", help=texts.GROUPS_INTERVAL_NOTE) for c in ("ECE 95 % from", "to")}
-        | {"Group": st.column_config.TextColumn(width="medium"),   # "week of 2024-01-01" in full
+        # "week of 2024-01-01" in full; pinned, so that a row scrolled right keeps its name (audit 14 E)
+        | {"Group": st.column_config.TextColumn(width="medium", pinned=True),
            "Rows": st.column_config.NumberColumn(width="small"),
            tables.GROUPS_CORRECTED_COLUMN: st.column_config.TextColumn(help=texts.GROUPS_CORRECTED_HELP),
            tables.GROUPS_P_COLUMN: st.column_config.TextColumn(help=texts.GROUPS_TEST_HELP),   # texts.p_value's format
@@ -316,7 +317,7 @@ def find_slices_section(loaded: state.Loaded) -> None:
             **{c: st.column_config.NumberColumn(format="%.1f", help=texts.SLICES_GAP_HELP)
                for c in (texts.SLICES_HELD_GAP, texts.SLICES_HELD_REST)},
             texts.SLICES_HELD_SLOPE: st.column_config.NumberColumn(format="%.2f"),
-            "Slice": st.column_config.TextColumn(width="large", help=texts.SLICES_TABLE_HELP)})
+            "Slice": st.column_config.TextColumn(width="large", pinned=True, help=texts.SLICES_TABLE_HELP)})
         _slice_diagram(report, view)
     with st.expander("What was searched", key="slices_searched"):
         st.markdown(texts.slices_searched(report))

@@ -29,6 +29,10 @@ def test_groups_of_the_adult_sample(at):
     assert at.selectbox(key="groups_by").value == "race"
     assert "true class" not in at.selectbox(key="groups_by").options
     table = at.dataframe[0].value
+    # the Group column stays in view when the table is scrolled right (audit 14 E)
+    import json
+
+    assert json.loads(at.dataframe[0].proto.columns)["Group"]["pinned"] is True
     preds = pbr_core.load_predictions(ROOT / "sample_data" / "adult_gradient_boosting.csv.gz")
     report = calibration_by_group(preds, "race")
     assert table["Group"].tolist() == report.table["group"].tolist()
@@ -54,7 +58,8 @@ def test_groups_of_the_adult_sample(at):
     at.selectbox(key="groups_by2").set_value("sex").run()
     assert not at.exception
     table = at.dataframe[0].value
-    assert "Other × Female" in set(table["Group"]) and table["Too few rows"].any()
+    assert "Other × Female" in set(table["Group"]) and "yes" in set(table["Too few rows"])
+    assert set(table["Too few rows"]) == {"yes", ""}   # words, not True / False (audit 14 G)
     assert any("too few rows" in w.value for w in at.warning)
 
 

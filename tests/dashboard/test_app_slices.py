@@ -66,6 +66,11 @@ def test_find_the_slices_names_the_planted_slice(at):
     assert "Holm's method" in _texts.SLICES_TABLE_HELP   # the method's name stays in the "?" help
     table = _frame(at, "Held-out rows")
     assert table["Slice"].iloc[0] == "education = Bachelors and sex = Female" and table["Holds up"].iloc[0]
+    # the Slice column stays in view when the table is scrolled right (audit 14 E)
+    import json
+
+    shown = next(f for f in at.dataframe if "Held-out rows" in f.value.columns)
+    assert json.loads(shown.proto.columns)["Slice"]["pinned"] is True
     assert {"Mean predicted (held-out rows)", "Frequency of y = 1 (held-out rows)",
             "Gap = predicted − observed (points, held-out rows)"} <= set(table.columns)
     # the sign: the planted slice's outcomes come from p + 0.15, so "points too low" and a negative gap

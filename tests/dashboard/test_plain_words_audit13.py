@@ -3,6 +3,7 @@
 and the multiclass Brier / NLL cards named for what they are."""
 from __future__ import annotations
 
+import io
 import re
 
 import numpy as np
@@ -104,6 +105,23 @@ def test_an_ece_without_noise_below_0_reads_as_about_0_with_its_estimate_kept(tm
     assert "below 0" in note and "not as better than perfect" in note and "kept" in note
     # the download keeps the estimate itself
     assert (rep.table["ece_corrected"] < 0).sum() == len(below)
+
+
+def test_a_numeric_grouping_s_table_names_its_groups_as_the_sentences_do(tmp_path):
+    """Audit 14, item 9: a fold grouping's Group cells read "fold = 0" (bare 0-4 before), as the
+    sentences say; the CSV keeps the raw values; a crossed group with a number in it is named too."""
+    from pbr_core.loading.writing import csv_text
+
+    rep = G.calibration_by_group(_folds_file(tmp_path), "fold", n_boot=20)
+    assert tables.groups_frame(rep)["Group"].tolist() == [f"fold = {k}" for k in range(5)]
+    said = " ".join(G.group_statements(rep))
+    assert all(f"fold = {k}" in said for k in range(5))   # the sentences' names, now the table's too
+    # the download keeps the raw values: 0-4, not "fold = 0"
+    assert pd.read_csv(io.StringIO(csv_text(rep.table)))["group"].tolist() == list(range(5))
+    # names that are not numbers stay as they are
+    named = G.calibration_by_group(_calibrated_groups(tmp_path), "team", n_boot=20)
+    assert tables.groups_frame(named)["Group"].tolist() == list("abcdef")
+    assert tables._numeric("0") and tables._numeric("2.5") and not tables._numeric("2024-01")
 
 
 def test_the_groups_table_shows_its_verdict_and_p_value_first(tmp_path):
