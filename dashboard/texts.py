@@ -2164,7 +2164,8 @@ GROUPS_TEST_HELP = (
 GROUPS_INTERVAL_NOTE = (
     "Each group's ECE interval (*ECE 95 % from … to*) is that group's own, not adjusted for comparing many "
     "groups: among many calibrated groups, one of them or more often has an interval that leaves out 0 by "
-    "chance (in about 1 file in 10 with 30 calibrated groups of 100-200 rows). Which groups are miscalibrated "
+    "chance (we simulated files of 30 calibrated groups of 100 to 200 rows each: about 1 file in 10 had such "
+    "a group). Which groups are miscalibrated "
     "is what the test's column says, corrected for the number of groups."
 )
 GROUPS_CORRECTED_HELP = (
@@ -3176,7 +3177,9 @@ def reliability_intro(what: str, name: str, rows: int) -> str:
 
 
 def bins_slider_label(default: int) -> str:
-    return f"Number of bins B (default floor(n^(1/3)) = {default})"
+    """The Reliability slider's label: the default in words (audit 14 G: "floor(n^(1/3))" in a label),
+    the formula being in the Bins & bias page's text."""
+    return f"Number of bins B (default {default}: the paper's choice, the cube root of n rounded down)"
 
 
 # --------------------------------------------------------------------------- Data page (the page's own lines)

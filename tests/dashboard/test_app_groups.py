@@ -54,6 +54,8 @@ def test_groups_of_the_adult_sample(at):
     from dashboard import texts
 
     assert texts.GROUPS_INTERVAL_NOTE in [c.value for c in at.caption]
+    assert ("(we simulated files of 30 calibrated groups of 100 to 200 rows each: about 1 file in 10 had such a "
+            "group)") in texts.GROUPS_INTERVAL_NOTE   # audit 14 G: a clause that reads in one go
     # Two columns: every combination; the small ones are flagged, not hidden.
     at.selectbox(key="groups_by2").set_value("sex").run()
     assert not at.exception

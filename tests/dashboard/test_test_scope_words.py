@@ -147,6 +147,10 @@ def test_the_reliability_page_says_what_the_test_looked_at(f10_platt_csv):
     assert f"no evidence {S.TESTED}" in sentence and S.NOT_LOCAL in sentence
     assert "Not an all-clear:" in sentence and "outside their 90 % band" in sentence
     assert "whether the model is miscalibrated is what the test" not in text
+    # the slider's default in words, its value kept (audit 14 G: "floor(n^(1/3))" in the label)
+    n = len(_f10().labels)
+    assert at.slider(key="rel_n_bins").label == (f"Number of bins B (default {int(np.floor(n ** (1 / 3) + 1e-9))}: "
+                                                 "the paper's choice, the cube root of n rounded down)")
     # the test in plain words, its names in the sentence's "?" (audit 14, item 2)
     assert texts.OVERALL_TEST_PLAIN in sentence and "the test's name is in the help" in sentence
     assert "Cox" not in sentence and "Spiegelhalter" not in sentence
