@@ -88,6 +88,7 @@ class Job(Generic[R]):
     last: str = ""                 # the step that finished last ("temperature, fold 2/10")
     inner: float | None = None     # progress inside the current fit (optimiser iterations), 0..1
     iteration: tuple[int, int] | None = None   # (optimiser iteration, its budget) of the running GP fit
+    iteration_of: str = ""         # that fit's method ("pbr"), so the line names the fit the count is of
     plan: list[PlannedStep] | None = None      # the steps of ``total``, for the time-left estimate
     step_seconds: list[float | None] = field(default_factory=list)   # how long each finished step took
     step_started: float | None = None          # when the running step started
@@ -174,6 +175,7 @@ class JobContext:
         job.message = ""
         job.inner = None
         job.iteration = None
+        job.iteration_of = ""
 
     def step(self, message: str) -> None:
         """Say what is happening now without counting a step."""
@@ -198,6 +200,7 @@ class JobContext:
             self.job.inner = min(max(done / total, 0.0), 1.0)
             if message.endswith(" fit"):
                 self.job.iteration = (int(done), int(total))
+                self.job.iteration_of = message[: -len(" fit")]
         if self.cancelled():
             raise Cancelled()
 
@@ -461,6 +464,16 @@ def waiting_message(job: Job, lock: FitLock) -> str:
             "when it ends; you can leave this page meanwhile.")
 
 
+def _fit_name(method: str) -> str:
+    """The running GP fit's method for people ("PBR"); "a GP method" when unnamed or unknown."""
+    if not method:
+        return "a GP method"
+    try:
+        return texts.md(texts.method_label(method))
+    except Exception:  # noqa: BLE001 - an unregistered name: shown as it is
+        return texts.md(method)
+
+
 def progress_text(job: Job) -> str:
     """The line above the progress bar: fits done, what runs now, what finished last, time."""
     parts = []
@@ -470,8 +483,9 @@ def progress_text(job: Job) -> str:
         parts.append(texts.md(job.message))
     elif job.last and job.total > 1:
         parts.append(f"last finished: {texts.md(job.last)}")
-    if job.iteration is not None:
-        parts.append(f"optimiser iteration {job.iteration[0]:,} (budget {job.iteration[1]:,})")
+    if job.iteration is not None:  # the running GP fit's, named: never beside "last finished" alone (audit 14 D)
+        parts.append(f"now fitting {_fit_name(job.iteration_of)}: optimiser iteration {job.iteration[0]:,} "
+                     f"(budget {job.iteration[1]:,})")
     left = time_left(job)
     when = ""
     if left is not None:

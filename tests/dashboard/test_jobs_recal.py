@@ -45,6 +45,22 @@ def test_progress_text_says_what_is_done_and_what_runs():
     assert jobs.progress_text(job).startswith("4 of 16 fits done · Fitting PBR on 300 rows · ")
 
 
+def test_the_optimiser_count_is_named_for_the_gp_fit_it_belongs_to():
+    """Audit 14 D: "last finished: Isotonic regression … · optimiser iteration 130 (budget 1,000)" read as
+    if isotonic regression had an optimiser; the count is the running GP fit's, and the line says so."""
+    job = jobs.Job(kind="sweep", label="x", heavy=True, status="running", started=time.time())
+    ctx = jobs.JobContext(job)
+    ctx.progress(5, 24, "Isotonic regression, n_re = 10, fold 2/3")
+    ctx.fit_progress(130, 1000, "pbr fit")   # the GP fit that runs next reports its iterations
+    line = jobs.progress_text(job)
+    assert line.startswith("5 of 24 fits done · last finished: Isotonic regression, n_re = 10, fold 2/3 · "
+                           "now fitting PBR: optimiser iteration 130 (budget 1,000) · "), line
+    ctx.progress(6, 24, "PBR, n_re = 10, fold 2/3")   # the fit ended: no count left over
+    assert "optimiser" not in jobs.progress_text(job)
+    ctx.fit_progress(3, 7, "one-vs-all maps")           # inner progress of a fit without an optimiser
+    assert "optimiser" not in jobs.progress_text(job)
+
+
 def test_a_failing_job_keeps_a_plain_message_logs_the_traceback_and_releases_the_lock(caplog):
     lock = jobs.FitLock()
     with caplog.at_level("ERROR", logger="dashboard.jobs"):
