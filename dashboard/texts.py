@@ -1112,6 +1112,20 @@ SWEEP_TITLE = "How much recalibration data is needed? (n_re sweep)"
 SWEEP_FOLDS_HELP = "Random splits per n_re (fewer than the comparison: the sweep fits every method for every n_re)."
 
 
+def sweep_below_fit_rows(values: Iterable[int], min_fit: int, min_test: int) -> str | None:
+    """Under the sweep's values and its chart, when some n_re is below what the comparison fits on (audit
+    14 D: 10, 50 and 100 ran and were drawn by default while Compare refuses a split with fewer than 144
+    rows to fit on, with no word): why they are there and that they are no advice. None when none is."""
+    small = sorted(int(v) for v in values if int(v) < min_fit)
+    if not small:
+        return None
+    named = (", ".join(f"{v:,}" for v in small[:-1]) + " and " if len(small) > 1 else "") + f"{small[-1]:,}"
+    return (f"n_re = {named} {'are' if len(small) > 1 else 'is'} below the {min_fit:,} rows the comparison above "
+            f"needs to fit on: {'they are' if len(small) > 1 else 'it is'} here to show what so few recalibration "
+            f"rows do, measured on the same test rows (at least {min_test:,}) as the larger values. "
+            f"{'They are' if len(small) > 1 else 'It is'} not a recommended n_re.")
+
+
 def sweep_plan(labels: Iterable[str], fits: int) -> str:
     """Under the sweep's controls: the methods (those of the comparison, by their labels) and the fits."""
     return f"Methods: those chosen above ({', '.join(labels) or 'none'}); {fits} fits."

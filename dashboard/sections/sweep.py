@@ -32,6 +32,14 @@ def defaults(n: int) -> dict[str, object]:
     return {K_SWEEP_VALUES: [v for v in sweep_values(n) if v <= PAPER_N_RE]}
 
 
+def _below_fit_rows(values) -> None:
+    """A caption when some n_re is below the rows the comparison fits on: shown to see what so few rows
+    do, not advice (:func:`dashboard.texts.sweep_below_fit_rows`)."""
+    words = texts.sweep_below_fit_rows(values, MIN_FIT_ROWS, MIN_TEST_ROWS)
+    if words is not None:
+        st.caption(words)
+
+
 def render(loaded: state.Loaded, choices: CompareChoices, running: bool) -> None:
     st.divider()
     st.subheader(texts.SWEEP_TITLE)
@@ -49,6 +57,7 @@ def render(loaded: state.Loaded, choices: CompareChoices, running: bool) -> None
     n_folds = c[1].number_input("Folds", min_value=1, max_value=20, value=3, key=K_SWEEP_FOLDS,
                                 persist_state="session", disabled=running, help=texts.SWEEP_FOLDS_HELP)
     multiclass = preds.kind == "multiclass"
+    _below_fit_rows(chosen)
     st.caption(texts.sweep_plan((texts.method_label(m, multiclass) for m in methods),
                                 len(chosen) * len(methods) * int(n_folds)))
     # K x K fits: estimated, and refused beyond the server's limit, as the comparison's own run
@@ -74,6 +83,7 @@ def render(loaded: state.Loaded, choices: CompareChoices, running: bool) -> None
     multiclass = result.kind == "multiclass"
     st.plotly_chart(FR.sweep_figure(result), key="sweep_chart", config={"displaylogo": False})
     st.caption(texts.SWEEP_CAPTION)
+    _below_fit_rows(result.settings.n_re_values)
     for note in tables.sweep_at_prior_notes(result):
         st.warning(note, icon=":material/do_not_disturb_on:")
     with st.expander("Every fit"):

@@ -179,6 +179,15 @@ def test_compare_n_re_sweep(at):
     charts = at.get("plotly_chart")
     assert charts and "log" in charts[-1].proto.spec
     assert "Sweep table (CSV)" in _downloads(at)
+    # n_re = 50 is below what the comparison fits on: said, before the run and under the chart (audit 14 D)
+    said = [c.value for c in at.caption if c.value.startswith("n_re = 50 is below")]
+    assert said == [("n_re = 50 is below the 144 rows the comparison above needs to fit on: it is here to show "
+                     "what so few recalibration rows do, measured on the same test rows (at least 144) as the "
+                     "larger values. It is not a recommended n_re.")] * 2, said
+    from dashboard import texts
+
+    assert texts.sweep_below_fit_rows([10, 50, 100, 250], 144, 144).startswith("n_re = 10, 50 and 100 are below")
+    assert texts.sweep_below_fit_rows([250, 500], 144, 144) is None
 
 
 def test_controls_are_disabled_while_a_job_runs(at):
