@@ -59,3 +59,48 @@ def test_the_groups_verdict_and_p_value_are_visible_at_1400_px(browser, app_url)
         assert texts.GROUPS_TEST_CAPTION.split(":")[0] in text and "Spiegelhalter" not in text
     finally:
         context.close()
+
+
+#: The first grid's frozen columns (Glide's ``freezeColumns``, what ``pinned`` becomes), its first column's
+#: title, and how far its scroller went right.
+_FROZEN = """() => {
+  const d = document.querySelector('[data-testid="stDataFrame"]');
+  const scroller = d && d.querySelector('.dvn-scroller');
+  const canvas = d && d.querySelector('canvas');
+  if (!scroller || !canvas) return null;
+  scroller.scrollLeft = scroller.scrollWidth;
+  const key = Object.keys(canvas).find(k => k.startsWith('__reactFiber$'));
+  let f = canvas[key];
+  while (f) {
+    const p = f.memoizedProps;
+    if (p && typeof p.freezeColumns === 'number' && Array.isArray(p.columns) && p.columns.length) {
+      return {frozen: p.freezeColumns, first: p.columns[0].title, left: scroller.scrollLeft};
+    }
+    f = f.return;
+  }
+  return {frozen: null, left: scroller.scrollLeft};
+}"""
+
+
+def test_the_group_column_stays_in_view_when_the_table_is_scrolled_right(browser, app_url):
+    """Audit 14 E: scrolled right to *ECE without noise*, the rows had no labels. The Group column is
+    pinned: the grid freezes it (its first column), so it is drawn whatever the scroll."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    try:
+        load_sample(page, app_url, "UCI Adult income", "UCI Adult income")
+        nav(page, "Groups", "Groups")
+        page.locator('[data-testid="stMain"]').get_by_text("Largest gap").first.wait_for(timeout=TIMEOUT_MS)
+        wait_idle(page)
+        page.locator('[data-testid="stDataFrame"]').first.scroll_into_view_if_needed()
+        seen = None
+        for _ in range(40):  # the grid is drawn a moment after the page
+            seen = page.evaluate(_FROZEN)
+            if seen and seen.get("frozen") is not None:
+                break
+            page.wait_for_timeout(500)
+        assert seen and seen["frozen"] == 1 and seen["first"] == "Group", seen
+        assert seen["left"] > 0, seen   # the table was indeed scrolled right
+        no_exception(page)
+    finally:
+        context.close()
