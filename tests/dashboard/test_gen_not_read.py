@@ -72,6 +72,7 @@ def test_no_p_value_beside_not_read_and_the_caption_and_table_speak_of_this_run(
     assert 0.8 < expected < 0.82 and f"n_re = 250 (B = 6), Theorem 1's worst-case bound on the error of one ECE " \
         f"(95%, a curve of Lipschitz constant 1) is {expected:.2f}" in caption
     assert "1000" not in caption and "order 0.1" not in caption
+    assert "The paper reads its order, 1/n_re^(1/3) (0.16 here; 0.1 at n_re = 1,000)" in caption  # 250^(-1/3)
     table = _shown(next(d for d in at.dataframe if "mean gap" in d.value.columns))
     bounds = dict(zip(table["α"], table[table.columns[-1]]))
     assert bounds["0.75"] == "2.0669 (vacuous)" and bounds["0.01"] == "0.9000"
