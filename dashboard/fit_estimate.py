@@ -178,6 +178,11 @@ def _words(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def _waves(n_folds: int, n_jobs: int) -> int:
+    """Rounds of folds run ``n_jobs`` at a time in worker processes (all in one process below 2)."""
+    return n_folds if n_jobs <= 1 else -(-n_folds // n_jobs)
+
+
 def estimate(n_re: int, n_total: int, k: int, auto_alpha: bool, n_alphas: int, n_folds: int,
              n_jobs: int = 1, gpu: bool = False) -> Estimate:
     """Seconds for the PBR page's run: (with automatic alpha) ``n_alphas * n_folds`` CV fits on
@@ -192,7 +197,7 @@ def estimate(n_re: int, n_total: int, k: int, auto_alpha: bool, n_alphas: int, n
         n_cv = n_re * (n_folds - 1) / n_folds
         fits += n_alphas * n_folds
         per_fold = model_seconds(n_cv, k, gpu) * (1 + (n_alphas - 1) * WARM_FIT_SHARE)
-        rounds = n_folds if n_jobs <= 1 else -(-n_folds // n_jobs)  # folds in waves of n_jobs
+        rounds = _waves(n_folds, n_jobs)
         seconds += rounds * (per_fold + n_alphas * per_entry * (n_re / n_folds) * k)
         seconds += WORKER_START_S if n_jobs > 1 else 0.0
     seconds *= scale
@@ -211,7 +216,7 @@ def folds_estimate(n_re: int, n_test: int, k: int, fits_per_fold: int, n_folds: 
     sentence (audit 13: Compare's GP fits took 160 s unannounced where the PBR page estimated its own)."""
     scale, measured = _scale()
     per_entry = GPU_PREDICT_PER_ENTRY_S if gpu else PREDICT_PER_ENTRY_S
-    rounds = n_folds if n_jobs <= 1 else -(-n_folds // n_jobs)
+    rounds = _waves(n_folds, n_jobs)
     fitting = rounds * fits_per_fold * model_seconds(n_re, k, gpu) * scale
     predict = rounds * fits_per_fold * per_entry * float(n_test) * k * scale
     start = WORKER_START_S if n_jobs > 1 else 0.0
@@ -256,7 +261,9 @@ def recal_max_seconds() -> float:
     return env_number("PBR_CALIB_RECAL_MAX_SECONDS", RECAL_MAX_SECONDS)
 
 
-def _quadratic(method: str) -> bool:
+def quadratic(method: str) -> bool:
+    """Whether ``method`` fits a K x K matrix (matrix scaling, Dirichlet calibration, SMS): the fits this
+    module estimates, queues and bounds by their cost."""
     from pbr_core.recalibrators import class_power
 
     return class_power(method) >= 2
@@ -266,7 +273,7 @@ def recal_seconds(method: str, n: int, k: int, max_iter: int | None = None) -> f
     """Typical seconds of one fit of a K^2 method on ``n`` rows and ``k`` classes (0 for the others:
     their fits take seconds at any K). ``max_iter`` beyond the method's default lets the optimiser run
     that many times longer on data where it does not converge sooner: counted in full."""
-    if not _quadratic(method):
+    if not quadratic(method):
         return 0.0
     from pbr_core.recalibrators import default_params
 
@@ -280,7 +287,7 @@ def recal_seconds(method: str, n: int, k: int, max_iter: int | None = None) -> f
 
 def recal_heavy(method: str, k: int | None) -> bool:
     """Whether a fit of ``method`` on ``k`` classes runs as a heavy job (queued, one at a time)."""
-    return _quadratic(method) and (k or 0) >= RECAL_HEAVY_CLASSES
+    return quadratic(method) and (k or 0) >= RECAL_HEAVY_CLASSES
 
 
 def recal_run_seconds(methods, n: int, k: int, fits: int = 1, max_iter: int | None = None) -> float:

@@ -312,7 +312,7 @@ def matrix_fit_time(methods: list[str], n: int | Sequence[int], k: int | None, f
     from dashboard import fit_estimate
 
     sizes = [int(n)] if isinstance(n, (int, np.integer)) else [int(v) for v in n]
-    chosen = [m for m in methods if fit_estimate.recal_seconds(m, 2, k or 2) > 0]
+    chosen = [m for m in methods if fit_estimate.quadratic(m)]
     if not chosen or not k or not sizes:
         return True
     if k > fit_estimate.RECAL_MAX_CLASSES:

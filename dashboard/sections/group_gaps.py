@@ -26,7 +26,7 @@ def _fit_rows(preds, method: str, by: str, n_re: int) -> list[int]:
     row of the n_re, then each group's share of them where it is enough to fit on."""
     from pbr_core.experiments.group_gaps import MIN_FIT_ROWS
 
-    if fit_estimate.recal_seconds(method, 2, preds.n_classes or 2) <= 0:
+    if not fit_estimate.quadratic(method):
         return []
     sizes = preds.metadata[by].value_counts(dropna=False).to_numpy() * (n_re / preds.n)
     return [int(n_re), *(int(round(v)) for v in sizes if v >= MIN_FIT_ROWS)]
