@@ -198,23 +198,15 @@ def groups_frame(report) -> pd.DataFrame:
     })
 
 
-def _numeric(name: str) -> bool:
-    """Whether a group's name (or a part of a crossed one, "Male × 0") is a bare number."""
-    try:
-        float(name)
-    except ValueError:
-        return False
-    return True
-
-
 def group_cells(report) -> list[str]:
     """The Groups table's *Group* cells: as the sentences name them ("fold = 0") where some group's name
     holds a bare number, which alone does not read as a group (audit 14, item 9: a fold grouping showed 0-4
     while the sentences said "fold = 0"); the names themselves otherwise. The CSV keeps the raw values."""
     from pbr_core.groups import group_label
+    from pbr_core.loading._tables import _is_number
 
     names = [str(g) for g in report.table["group"]]
-    if any(_numeric(part) for name in names for part in name.split(" × ")):
+    if any(_is_number(part) for name in names for part in name.split(" × ")):  # "Male × 0": a bare number too
         return [group_label(report, name) for name in names]
     return names
 
