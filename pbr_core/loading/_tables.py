@@ -457,9 +457,7 @@ def read_parquet_table(src: _Source, limits: ReadLimits, max_rows: int | None = 
         raise limit_error(src.name, kind="bytes", size=stored, limit=limits.max_bytes, rows=n, streamable=True,
                           what="its content, once decompressed,")
     text = [f.name for f in schema if _is_text_type(f.type)]
-    text_set = set(text)
-    text_bytes = sum(meta.row_group(g).column(j).total_uncompressed_size for g in range(meta.num_row_groups)
-                     for j in range(meta.num_columns) if meta.row_group(g).column(j).path_in_schema in text_set)
+    text_bytes = _stored_bytes(meta, text)
     width = len(schema) + _parquet_list_width(meta, schema, n)
     _check_table_memory(src, limits, n, width, parquet_text_memory(n, len(text), text_bytes),
                         f"its {n:,} rows of {len(schema)} columns")
@@ -506,6 +504,13 @@ def _parquet_list_width(meta, schema, rows: int) -> int:
     return values // rows
 
 
+def _stored_bytes(meta, columns) -> int:
+    """The uncompressed bytes the Parquet footer ``meta`` declares for ``columns`` over every row group."""
+    names = set(columns)
+    return sum(meta.row_group(g).column(j).total_uncompressed_size for g in range(meta.num_row_groups)
+               for j in range(meta.num_columns) if meta.row_group(g).column(j).path_in_schema in names)
+
+
 def parquet_widest_text_row(path: str, stop_at: int | None = None) -> int:
     """Bytes of text in the widest row of a Parquet file (its text columns' values added up), read
     dictionary-encoded, so that a long value repeated on every row is measured without being decoded
@@ -522,9 +527,7 @@ def parquet_widest_text_row(path: str, stop_at: int | None = None) -> int:
     meta = pf.metadata
     if not text or meta.num_rows == 0:
         return 0
-    names = set(text)
-    stored = sum(meta.row_group(g).column(j).total_uncompressed_size for g in range(meta.num_row_groups)
-                 for j in range(meta.num_columns) if meta.row_group(g).column(j).path_in_schema in names)
+    stored = _stored_bytes(meta, text)
     if stop_at is not None and stored // meta.num_rows >= stop_at:
         return stored // meta.num_rows
     pf = pq.ParquetFile(path, read_dictionary=text)
