@@ -439,17 +439,12 @@ def _upload_text(source: bytes | str, file_name: str, preds: Predictions,
 
 def _env_bytes(name: str, default: int) -> int | None:
     """``$name`` as a size written as the read limits are (``134217728``, ``512MB``, ``2GiB``; ``0`` or
-    ``none``: None, no limit), else ``default``. Text that is no size is an error naming the variable, as
-    for the read limits (it was ignored, and ``512MB`` silently meant the default)."""
-    from pbr_core.loading._limits import parse_size
+    ``none``: None, no limit), else ``default``; text that is no size is an error naming the variable, as
+    for the read limits (``pbr_core.loading._limits.env_size``; it was ignored, and ``512MB`` silently
+    meant the default)."""
+    from pbr_core.loading._limits import env_size
 
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        return parse_size(raw)
-    except ValueError as exc:
-        raise PredictionsError(f"environment variable {name}: {exc}") from None
+    return env_size(name, default)
 
 
 def as_written_for(data_key: str) -> tuple[Callable[[], Any], bool]:

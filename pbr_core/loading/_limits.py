@@ -107,19 +107,27 @@ class ReadLimits:
 def default_limits() -> ReadLimits:
     """The limits in force: the defaults, or the environment variables that override them (read at
     every call, so that a server's administrator and the tests can set them)."""
-    values = {}
-    for field, env, default in (("max_bytes", ENV_MAX_BYTES, MAX_READ_BYTES),
-                                ("max_memory", ENV_MAX_MEMORY, MAX_READ_MEMORY),
-                                ("max_cell_bytes", ENV_MAX_CELL, MAX_CELL_BYTES)):
-        raw = os.environ.get(env, "").strip()
-        if not raw:
-            values[field] = default
-            continue
-        try:
-            values[field] = parse_size(raw)
-        except ValueError as exc:
-            raise PredictionsError(f"environment variable {env}: {exc}") from None
-    return ReadLimits(**values)
+    return ReadLimits(max_bytes=env_size(ENV_MAX_BYTES, MAX_READ_BYTES),
+                      max_memory=env_size(ENV_MAX_MEMORY, MAX_READ_MEMORY),
+                      max_cell_bytes=env_size(ENV_MAX_CELL, MAX_CELL_BYTES))
+
+
+def env_size(name: str, default: int | None) -> int | None:
+    """``$name`` as a size (:func:`parse_size`: ``512MB``, ``2GiB``; ``0`` or ``none``: None, no limit),
+    ``default`` when unset or empty.
+
+    Raises
+    ------
+    PredictionsError
+        Text that is no size, naming the variable.
+    """
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return parse_size(raw)
+    except ValueError as exc:
+        raise PredictionsError(f"environment variable {name}: {exc}") from None
 
 
 def table_memory(rows: int, columns: int, text_bytes: int = 0) -> int:
