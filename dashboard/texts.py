@@ -717,9 +717,7 @@ def worse_on_test_note(before: float, after: float, ece_re: float, alpha: float 
     if at_prior or not after > before:
         return None
     if not worse_shown:
-        return (f"The test ECE is higher after this fit than without it ({after:.4f} against {before:.4f}), by less "
-                f"than the two ECEs' own noise on {n_te:,} test rows: these rows cannot tell whether the fit is better or "
-                "worse than no recalibration. More test rows (a larger file) would tell them apart.")
+        return _change_within_noise("higher", before, after, n_te)
     text = (f"**On the test rows this fit is worse calibrated than no recalibration**: ECE {after:.4f} against "
             f"{before:.4f} before, more than the ECE's noise on {n_te:,} test rows explains. ")
     if ece_re < before:
@@ -748,7 +746,13 @@ def ece_fall_note(before: float, after: float, n_te: int, at_prior: bool | None,
         return (f"The test ECE is lower after this fit than without it ({after:.4f} against {before:.4f}), by more "
                 f"than the two ECEs' own noise on {n_te:,} test rows: on these rows the fit is better calibrated "
                 "than no recalibration.")
-    return (f"The test ECE is lower after this fit than without it ({after:.4f} against {before:.4f}), by less "
+    return _change_within_noise("lower", before, after, n_te)
+
+
+def _change_within_noise(direction: str, before: float, after: float, n_te: int) -> str:
+    """A change of the test ECE (``direction``: "higher" or "lower") within the two ECEs' noise: the same
+    words both ways (:func:`worse_on_test_note`, :func:`ece_fall_note`)."""
+    return (f"The test ECE is {direction} after this fit than without it ({after:.4f} against {before:.4f}), by less "
             f"than the two ECEs' own noise on {n_te:,} test rows: these rows cannot tell whether the fit is better or "
             "worse than no recalibration. More test rows (a larger file) would tell them apart.")
 
